@@ -1,0 +1,145 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// errShort is returned by the decoder when the input ends inside a field.
+var errShort = errors.New("unexpected end of data")
+
+// maxStringLen bounds every decoded string so that a corrupt length prefix
+// cannot make the decoder allocate gigabytes.
+const maxStringLen = 1 << 20
+
+// encoder appends the primitive types of the wire format to a byte slice.
+// Integers are unsigned varints; strings are a varint length and the bytes.
+type encoder struct{ buf []byte }
+
+func (e *encoder) byte(b byte)      { e.buf = append(e.buf, b) }
+func (e *encoder) uvarint(v uint64) { e.buf = binary.AppendUvarint(e.buf, v) }
+func (e *encoder) varint(v int64)   { e.buf = binary.AppendVarint(e.buf, v) }
+
+func (e *encoder) string(s string) {
+	e.uvarint(uint64(len(s)))
+	e.buf = append(e.buf, s...)
+}
+
+func (e *encoder) bytes(b []byte) {
+	e.uvarint(uint64(len(b)))
+	e.buf = append(e.buf, b...)
+}
+
+// stringMap writes a map with its keys in sorted order, so that equal maps
+// always encode to equal bytes.
+func (e *encoder) stringMap(m map[string]string) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	e.uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		e.string(k)
+		e.string(m[k])
+	}
+}
+
+// decoder reads what encoder wrote. The first error sticks: later reads
+// return zero values, and err reports the first failure.
+type decoder struct {
+	buf []byte
+	err error
+}
+
+func (d *decoder) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.buf) < 1 {
+		d.fail(errShort)
+		return 0
+	}
+	b := d.buf[0]
+	d.buf = d.buf[1:]
+	return b
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.buf)
+	if n <= 0 {
+		d.fail(fmt.Errorf("bad uvarint: %w", errShort))
+		return 0
+	}
+	d.buf = d.buf[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.buf)
+	if n <= 0 {
+		d.fail(fmt.Errorf("bad varint: %w", errShort))
+		return 0
+	}
+	d.buf = d.buf[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > maxStringLen {
+		d.fail(fmt.Errorf("length %d exceeds the limit %d", n, maxStringLen))
+		return nil
+	}
+	if uint64(len(d.buf)) < n {
+		d.fail(errShort)
+		return nil
+	}
+	b := d.buf[:n:n]
+	d.buf = d.buf[n:]
+	return b
+}
+
+func (d *decoder) string() string { return string(d.bytes()) }
+
+func (d *decoder) stringMap() map[string]string {
+	n := d.uvarint()
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n > uint64(len(d.buf)) { // every entry takes at least two bytes
+		d.fail(fmt.Errorf("map of %d entries: %w", n, errShort))
+		return nil
+	}
+	m := make(map[string]string, n)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		k := d.string()
+		m[k] = d.string()
+	}
+	return m
+}
+
+// finish reports the first error, or an error if bytes are left over.
+func (d *decoder) finish() error {
+	if d.err == nil && len(d.buf) != 0 {
+		d.fail(fmt.Errorf("%d trailing bytes", len(d.buf)))
+	}
+	return d.err
+}

@@ -1,0 +1,233 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Type is the first byte of every encoded command. Values are never reused:
+// a retired command keeps its number forever.
+type Type uint8
+
+// IgnorableFlag marks a command type that an older server may skip when it
+// does not know it. Commands without the flag make an older server panic
+// rather than silently diverge from its peers.
+const IgnorableFlag Type = 0x80
+
+// Command types.
+const (
+	TypeAcquire           Type = 1
+	TypeRelease           Type = 2
+	TypeExpire            Type = 3
+	TypeRevoke            Type = 4
+	TypeLeaderEstablished Type = 5
+	TypeBatch             Type = 6
+)
+
+// version1 is the payload version written today for every command type. A
+// decoder keeps accepting every version it ever wrote.
+const version1 byte = 1
+
+// maxBatch bounds the number of commands in one Batch.
+const maxBatch = 1 << 16
+
+var (
+	// ErrUnknownType is returned by Decode for a type byte it does not know.
+	// Machine.Apply panics on it unless the type carries IgnorableFlag.
+	ErrUnknownType = errors.New("unknown command type")
+
+	// ErrUnknownVersion is returned by Decode for a payload version newer
+	// than this build understands.
+	ErrUnknownVersion = errors.New("unknown command version")
+
+	// ErrMalformed is returned by Decode when the payload cannot be read.
+	ErrMalformed = errors.New("malformed command")
+)
+
+// Command is one entry of the lease log.
+type Command interface {
+	// Type is the command's type byte.
+	Type() Type
+	encode(e *encoder)
+}
+
+// Acquire asks for key on behalf of holder. It is granted when the key is
+// free; when the same holder already holds it, the lease is kept with its
+// token (the retry of a lost reply must not fail).
+type Acquire struct {
+	Key      string
+	Holder   string
+	TTL      time.Duration
+	Metadata map[string]string
+	// Time is the proposing leader's wall clock in Unix nanoseconds, for
+	// display only: the state machine never compares it with anything.
+	Time int64
+}
+
+// Release frees key if holder still holds it under token.
+type Release struct {
+	Key    string
+	Holder string
+	Token  uint64
+}
+
+// Expire frees key if it is still held under token and Term is not older
+// than the last established leader's term. Only the leader's lessor
+// proposes it, never forwarded to another server.
+type Expire struct {
+	Key   string
+	Token uint64
+	Term  uint64
+}
+
+// Revoke frees key whoever holds it (an operator's action).
+type Revoke struct {
+	Key string
+}
+
+// LeaderEstablished records that the leader of Term has applied everything
+// before it. Expire commands of older terms are ignored after it.
+type LeaderEstablished struct {
+	Term uint64
+}
+
+// Ignored stands for a command whose type this build does not know but
+// which its writer flagged with IgnorableFlag. Applying it changes nothing.
+// It is never encoded.
+type Ignored struct {
+	T Type
+}
+
+// Batch carries several commands in one log entry; they are applied in
+// order, and each has its own result. Batches do not nest.
+type Batch struct {
+	Commands []Command
+}
+
+func (Acquire) Type() Type           { return TypeAcquire }
+func (Release) Type() Type           { return TypeRelease }
+func (Expire) Type() Type            { return TypeExpire }
+func (Revoke) Type() Type            { return TypeRevoke }
+func (LeaderEstablished) Type() Type { return TypeLeaderEstablished }
+func (Batch) Type() Type             { return TypeBatch }
+func (c Ignored) Type() Type         { return c.T }
+
+func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encoded") }
+
+// known reports whether this build can decode commands of type t.
+func known(t Type) bool {
+	return t >= TypeAcquire && t <= TypeBatch
+}
+
+func (c Acquire) encode(e *encoder) {
+	e.string(c.Key)
+	e.string(c.Holder)
+	e.varint(int64(c.TTL))
+	e.stringMap(c.Metadata)
+	e.varint(c.Time)
+}
+
+func (c Release) encode(e *encoder) {
+	e.string(c.Key)
+	e.string(c.Holder)
+	e.uvarint(c.Token)
+}
+
+func (c Expire) encode(e *encoder) {
+	e.string(c.Key)
+	e.uvarint(c.Token)
+	e.uvarint(c.Term)
+}
+
+func (c Revoke) encode(e *encoder) { e.string(c.Key) }
+
+func (c LeaderEstablished) encode(e *encoder) { e.uvarint(c.Term) }
+
+func (c Batch) encode(e *encoder) {
+	e.uvarint(uint64(len(c.Commands)))
+	for _, sub := range c.Commands {
+		e.bytes(Encode(sub))
+	}
+}
+
+// Encode returns the wire form of c: its type byte, the payload version,
+// then the payload.
+func Encode(c Command) []byte {
+	e := &encoder{buf: make([]byte, 0, 64)}
+	e.byte(byte(c.Type()))
+	e.byte(version1)
+	c.encode(e)
+	return e.buf
+}
+
+// Decode parses what Encode wrote. It never panics; every failure wraps
+// ErrUnknownType, ErrUnknownVersion or ErrMalformed.
+func Decode(b []byte) (Command, error) {
+	return decode(b, true)
+}
+
+func decode(b []byte, allowBatch bool) (Command, error) {
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%w: %d bytes, want at least 2", ErrMalformed, len(b))
+	}
+	t, version := Type(b[0]), b[1]
+	if t&IgnorableFlag != 0 && !known(t) {
+		return Ignored{T: t}, nil
+	}
+	if version != version1 {
+		return nil, fmt.Errorf("%w: type %d version %d", ErrUnknownVersion, t, version)
+	}
+	d := &decoder{buf: b[2:]}
+	var c Command
+	switch t {
+	case TypeAcquire:
+		c = Acquire{Key: d.string(), Holder: d.string(), TTL: time.Duration(d.varint()), Metadata: d.stringMap(), Time: d.varint()}
+	case TypeRelease:
+		c = Release{Key: d.string(), Holder: d.string(), Token: d.uvarint()}
+	case TypeExpire:
+		c = Expire{Key: d.string(), Token: d.uvarint(), Term: d.uvarint()}
+	case TypeRevoke:
+		c = Revoke{Key: d.string()}
+	case TypeLeaderEstablished:
+		c = LeaderEstablished{Term: d.uvarint()}
+	case TypeBatch:
+		if !allowBatch {
+			return nil, fmt.Errorf("%w: nested batch", ErrMalformed)
+		}
+		batch, err := decodeBatch(d)
+		if err != nil {
+			return nil, err
+		}
+		c = batch
+	default:
+		return nil, fmt.Errorf("%w: %d", ErrUnknownType, t)
+	}
+	if err := d.finish(); err != nil {
+		return nil, fmt.Errorf("%w: type %d: %w", ErrMalformed, t, err)
+	}
+	return c, nil
+}
+
+func decodeBatch(d *decoder) (Batch, error) {
+	n := d.uvarint()
+	if d.err == nil && (n > maxBatch || n > uint64(len(d.buf))) {
+		d.fail(fmt.Errorf("batch of %d commands", n))
+	}
+	if d.err != nil {
+		return Batch{}, fmt.Errorf("%w: batch: %w", ErrMalformed, d.err)
+	}
+	cmds := make([]Command, 0, n)
+	for i := uint64(0); i < n; i++ {
+		raw := d.bytes()
+		if d.err != nil {
+			return Batch{}, fmt.Errorf("%w: batch entry %d: %w", ErrMalformed, i, d.err)
+		}
+		sub, err := decode(raw, false)
+		if err != nil {
+			return Batch{}, fmt.Errorf("batch entry %d: %w", i, err)
+		}
+		cmds = append(cmds, sub)
+	}
+	return Batch{Commands: cmds}, nil
+}

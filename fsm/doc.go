@@ -1,0 +1,14 @@
+// Package fsm is tenure's replicated lease state machine: the commands that
+// travel through the Raft log, their binary encoding, and Machine, which
+// applies them and snapshots the result.
+//
+// The package owns the lease table, the fencing-token counter and the term of
+// the last established leader. It must stay deterministic: no clock, no
+// randomness, no I/O beyond the snapshot streams that Raft hands it, and no
+// dependence on map iteration order. Everything that involves time (lease
+// deadlines, expiry) lives in the leader's lessor in package cluster, which
+// turns a passed deadline into an Expire command.
+//
+// This package is internal to tenure; its API may change at any time. The
+// stable public API is package client.
+package fsm

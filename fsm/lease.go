@@ -1,0 +1,127 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxKeyLen is the longest key, in bytes.
+const MaxKeyLen = 256
+
+// ErrInvalidKey is wrapped by ValidateKey's errors.
+var ErrInvalidKey = errors.New("invalid key")
+
+// ValidateKey checks the lease model's rule for keys: 1 to 256 bytes of
+// [A-Za-z0-9._:/-].
+func ValidateKey(key string) error {
+	if len(key) == 0 {
+		return fmt.Errorf("%w: key is empty", ErrInvalidKey)
+	}
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: key is %d bytes, the limit is %d", ErrInvalidKey, len(key), MaxKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if !keyByte(key[i]) {
+			return fmt.Errorf("%w: byte %d (%q) is not one of [A-Za-z0-9._:/-]", ErrInvalidKey, i, key[i])
+		}
+	}
+	return nil
+}
+
+func keyByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	case c == '.', c == '_', c == ':', c == '/', c == '-':
+		return true
+	}
+	return false
+}
+
+// Reason says why a key is free.
+type Reason uint8
+
+// Reasons a key is free. Their numbers are part of the snapshot format.
+const (
+	ReasonNone     Reason = 0
+	ReasonReleased Reason = 1
+	ReasonExpired  Reason = 2
+	ReasonRevoked  Reason = 3
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonReleased:
+		return "released"
+	case ReasonExpired:
+		return "expired"
+	case ReasonRevoked:
+		return "revoked"
+	}
+	return ""
+}
+
+// Lease is the replicated record of one key. A free key keeps its last
+// holder and token so that fencing validators can still compare.
+//
+// Machine never modifies a Lease it has handed out or stored: every change
+// stores a new value, so callers may keep the values they read.
+type Lease struct {
+	Key    string
+	Holder string
+	Token  uint64
+	TTL    time.Duration
+	Held   bool
+	// Reason says why the key is free; ReasonNone while it is held.
+	Reason   Reason
+	Metadata map[string]string
+	// AcquiredAt is the acquiring leader's wall clock, Unix nanoseconds.
+	AcquiredAt int64
+	// CreateIndex is the Raft index that first acquired the key;
+	// ModifyIndex the one that last changed it.
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+func (l *Lease) encode(e *encoder) {
+	e.string(l.Key)
+	e.string(l.Holder)
+	e.uvarint(l.Token)
+	e.varint(int64(l.TTL))
+	if l.Held {
+		e.byte(1)
+	} else {
+		e.byte(0)
+	}
+	e.byte(byte(l.Reason))
+	e.stringMap(l.Metadata)
+	e.varint(l.AcquiredAt)
+	e.uvarint(l.CreateIndex)
+	e.uvarint(l.ModifyIndex)
+}
+
+func decodeLease(d *decoder) *Lease {
+	l := &Lease{
+		Key:    d.string(),
+		Holder: d.string(),
+		Token:  d.uvarint(),
+		TTL:    time.Duration(d.varint()),
+	}
+	switch held := d.byte(); held {
+	case 0:
+	case 1:
+		l.Held = true
+	default:
+		d.fail(fmt.Errorf("lease %q: held flag %d", l.Key, held))
+	}
+	l.Reason = Reason(d.byte())
+	if l.Reason > ReasonRevoked {
+		d.fail(fmt.Errorf("lease %q: reason %d", l.Key, l.Reason))
+	}
+	l.Metadata = d.stringMap()
+	l.AcquiredAt = d.varint()
+	l.CreateIndex = d.uvarint()
+	l.ModifyIndex = d.uvarint()
+	return l
+}

@@ -1,0 +1,323 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// Code is the outcome of one applied command.
+type Code uint8
+
+// Outcomes of Apply.
+const (
+	// Granted: an Acquire took a free key under a new token.
+	Granted Code = iota + 1
+	// Kept: an Acquire by the current holder kept its lease and token.
+	Kept
+	// Held: an Acquire found the key held by another holder.
+	Held
+	// Freed: a Release, Expire or Revoke freed the key.
+	Freed
+	// NotHeld: a Release, Expire or Revoke found nothing to free (the key
+	// is free, held under another token, or the Expire's term is stale).
+	NotHeld
+	// NotFound: a Revoke of a key that was never seen.
+	NotFound
+	// Done: a command without a lease outcome (LeaderEstablished, Ignored).
+	Done
+)
+
+func (c Code) String() string {
+	return [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done"}[c]
+}
+
+// Result is what applying one command did. Lease is the key's record after
+// the command (nil for commands without a key, or a key never seen).
+type Result struct {
+	Code  Code
+	Lease *Lease
+}
+
+// Machine is the lease state machine. It implements raft.FSM.
+//
+// Raft calls Apply, Snapshot and Restore from its FSM goroutine, one at a
+// time; the read methods (Get, List, Index …) may run concurrently with them
+// from any goroutine.
+type Machine struct {
+	mu     sync.RWMutex
+	leases map[string]*Lease
+	// lastToken is the last fencing token handed out; the next grant takes
+	// lastToken+1. It only grows, across snapshots and restores.
+	lastToken uint64
+	// establishedTerm is the term of the last LeaderEstablished applied.
+	establishedTerm uint64
+	// appliedIndex and appliedTerm are those of the last applied entry.
+	appliedIndex, appliedTerm uint64
+	// leaseIndex is the highest ModifyIndex of any lease.
+	leaseIndex uint64
+	// changed is closed, and replaced, whenever a lease changes.
+	changed chan struct{}
+}
+
+// New returns an empty Machine.
+func New() *Machine {
+	return &Machine{leases: make(map[string]*Lease), changed: make(chan struct{})}
+}
+
+var _ raft.FSM = (*Machine)(nil)
+
+// Apply applies one committed log entry. It returns a Result for a single
+// command, a []Result for a Batch, and nil for an ignorable unknown command.
+// It panics on an entry it cannot decode: a replica that skipped it would
+// silently diverge from its peers.
+func (m *Machine) Apply(l *raft.Log) interface{} {
+	cmd, err := Decode(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: cannot apply entry at index %d: %v", l.Index, err))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.appliedIndex, m.appliedTerm = l.Index, l.Term
+	before := m.leaseIndex
+	var out interface{}
+	if b, ok := cmd.(Batch); ok {
+		results := make([]Result, len(b.Commands))
+		for i, c := range b.Commands {
+			results[i] = m.apply(l.Index, c)
+		}
+		out = results
+	} else {
+		out = m.apply(l.Index, cmd)
+	}
+	if m.leaseIndex != before {
+		close(m.changed)
+		m.changed = make(chan struct{})
+	}
+	return out
+}
+
+// apply runs one command under m.mu.
+func (m *Machine) apply(index uint64, cmd Command) Result {
+	switch c := cmd.(type) {
+	case Acquire:
+		return m.acquire(index, c)
+	case Release:
+		cur := m.leases[c.Key]
+		if cur == nil || !cur.Held || cur.Holder != c.Holder || cur.Token != c.Token {
+			return Result{Code: NotHeld, Lease: cur}
+		}
+		return m.free(index, cur, ReasonReleased)
+	case Expire:
+		cur := m.leases[c.Key]
+		if cur == nil || !cur.Held || cur.Token != c.Token || c.Term < m.establishedTerm {
+			return Result{Code: NotHeld, Lease: cur}
+		}
+		return m.free(index, cur, ReasonExpired)
+	case Revoke:
+		cur := m.leases[c.Key]
+		if cur == nil {
+			return Result{Code: NotFound}
+		}
+		if !cur.Held {
+			return Result{Code: NotHeld, Lease: cur}
+		}
+		return m.free(index, cur, ReasonRevoked)
+	case LeaderEstablished:
+		if c.Term > m.establishedTerm {
+			m.establishedTerm = c.Term
+		}
+		return Result{Code: Done}
+	case Ignored:
+		return Result{Code: Done}
+	}
+	// Decode never yields anything else; a nested Batch is rejected there.
+	panic(fmt.Sprintf("fsm: no handler for command type %d", cmd.Type()))
+}
+
+func (m *Machine) acquire(index uint64, c Acquire) Result {
+	cur := m.leases[c.Key]
+	if cur != nil && cur.Held {
+		if cur.Holder != c.Holder {
+			return Result{Code: Held, Lease: cur}
+		}
+		next := *cur
+		next.TTL = c.TTL
+		if c.Metadata != nil {
+			next.Metadata = c.Metadata
+		}
+		next.ModifyIndex = index
+		m.store(&next)
+		return Result{Code: Kept, Lease: &next}
+	}
+	m.lastToken++
+	next := &Lease{
+		Key:         c.Key,
+		Holder:      c.Holder,
+		Token:       m.lastToken,
+		TTL:         c.TTL,
+		Held:        true,
+		Metadata:    c.Metadata,
+		AcquiredAt:  c.Time,
+		CreateIndex: index,
+		ModifyIndex: index,
+	}
+	if cur != nil {
+		next.CreateIndex = cur.CreateIndex
+	}
+	m.store(next)
+	return Result{Code: Granted, Lease: next}
+}
+
+func (m *Machine) free(index uint64, cur *Lease, why Reason) Result {
+	next := *cur
+	next.Held = false
+	next.Reason = why
+	next.ModifyIndex = index
+	m.store(&next)
+	return Result{Code: Freed, Lease: &next}
+}
+
+func (m *Machine) store(l *Lease) {
+	m.leases[l.Key] = l
+	if l.ModifyIndex > m.leaseIndex {
+		m.leaseIndex = l.ModifyIndex
+	}
+}
+
+// Get returns the record of key, or nil if the key was never seen.
+func (m *Machine) Get(key string) *Lease {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.leases[key]
+}
+
+// Filter selects leases for List. Zero fields match everything.
+type Filter struct {
+	Prefix string
+	// State is "held", "free" or "" for both.
+	State  string
+	Holder string
+}
+
+func (f Filter) match(l *Lease) bool {
+	if !strings.HasPrefix(l.Key, f.Prefix) {
+		return false
+	}
+	if f.Holder != "" && l.Holder != f.Holder {
+		return false
+	}
+	switch f.State {
+	case "held":
+		return l.Held
+	case "free":
+		return !l.Held
+	}
+	return true
+}
+
+// List returns the leases that match f, ordered by key, and the lease index
+// they were read at.
+func (m *Machine) List(f Filter) ([]*Lease, uint64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Lease, 0, len(m.leases))
+	for _, l := range m.leases {
+		if f.match(l) {
+			out = append(out, l)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, m.leaseIndex
+}
+
+// Held returns every held lease, ordered by key. The leader's lessor
+// promotes them when it gains leadership.
+func (m *Machine) Held() []*Lease {
+	leases, _ := m.List(Filter{State: "held"})
+	return leases
+}
+
+// Indexes reports the last applied Raft index and term, and the highest
+// index that changed a lease.
+func (m *Machine) Indexes() (applied, term, lease uint64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.appliedIndex, m.appliedTerm, m.leaseIndex
+}
+
+// LastToken is the last fencing token handed out.
+func (m *Machine) LastToken() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.lastToken
+}
+
+// EstablishedTerm is the term of the last LeaderEstablished applied.
+func (m *Machine) EstablishedTerm() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.establishedTerm
+}
+
+// Changed returns a channel that is closed the next time a lease changes
+// (or the state is restored). Blocking queries wait on it.
+func (m *Machine) Changed() <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.changed
+}
+
+// Snapshot captures the state for Raft. It runs on the FSM goroutine; the
+// returned snapshot's Persist runs concurrently with later Applies, which is
+// safe because stored leases are never modified.
+func (m *Machine) Snapshot() (raft.FSMSnapshot, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := &snapshot{
+		state: state{
+			lastToken:       m.lastToken,
+			establishedTerm: m.establishedTerm,
+			leaseIndex:      m.leaseIndex,
+			leases:          make([]*Lease, 0, len(m.leases)),
+		},
+		index: m.appliedIndex,
+		term:  m.appliedTerm,
+	}
+	for _, l := range m.leases {
+		s.state.leases = append(s.state.leases, l)
+	}
+	return s, nil
+}
+
+// Restore replaces the state with a snapshot that Snapshot wrote. On error
+// the state is left as it was.
+func (m *Machine) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	st, index, term, err := readSnapshot(rc)
+	if err != nil {
+		return err
+	}
+	leases := make(map[string]*Lease, len(st.leases))
+	for _, l := range st.leases {
+		leases[l.Key] = l
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// A snapshot never lowers the token counter: tokens are never reused.
+	if st.lastToken < m.lastToken {
+		return fmt.Errorf("snapshot token counter %d is below the current %d", st.lastToken, m.lastToken)
+	}
+	m.leases = leases
+	m.lastToken = st.lastToken
+	m.establishedTerm = st.establishedTerm
+	m.leaseIndex = st.leaseIndex
+	m.appliedIndex, m.appliedTerm = index, term
+	close(m.changed)
+	m.changed = make(chan struct{})
+	return nil
+}

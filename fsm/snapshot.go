@@ -1,0 +1,145 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sort"
+
+	"github.com/hashicorp/raft"
+)
+
+// Snapshot format, version 1:
+//
+//	magic   [4]byte  "TNRS"
+//	version uint16   big endian
+//	index   uint64   big endian: last applied Raft index
+//	term    uint64   big endian: its term
+//	body    varints: last token, established term, lease index, lease
+//	        count, then each lease (sorted by key)
+//	crc     uint32   big endian: CRC-32C of everything before it
+//
+// Every version ever written stays readable; testdata holds a golden file
+// of each.
+const (
+	snapshotMagic   = "TNRS"
+	snapshotVersion = 1
+	headerLen       = 4 + 2 + 8 + 8
+	// maxSnapshot bounds what readSnapshot will buffer.
+	maxSnapshot = 1 << 31
+)
+
+// ErrBadSnapshot is wrapped by every readSnapshot error.
+var ErrBadSnapshot = errors.New("bad snapshot")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// state is what a snapshot carries.
+type state struct {
+	lastToken       uint64
+	establishedTerm uint64
+	leaseIndex      uint64
+	leases          []*Lease
+}
+
+type snapshot struct {
+	state       state
+	index, term uint64
+}
+
+// Persist writes the snapshot to sink. Raft calls it on its own goroutine,
+// concurrently with Apply.
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(encodeSnapshot(s.state, s.index, s.term)); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("write snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+// Release is a no-op: the snapshot holds no resources.
+func (s *snapshot) Release() {}
+
+func encodeSnapshot(st state, index, term uint64) []byte {
+	sort.Slice(st.leases, func(i, j int) bool { return st.leases[i].Key < st.leases[j].Key })
+	e := &encoder{buf: make([]byte, 0, headerLen+64*len(st.leases)+32)}
+	e.buf = append(e.buf, snapshotMagic...)
+	e.buf = binary.BigEndian.AppendUint16(e.buf, snapshotVersion)
+	e.buf = binary.BigEndian.AppendUint64(e.buf, index)
+	e.buf = binary.BigEndian.AppendUint64(e.buf, term)
+	e.uvarint(st.lastToken)
+	e.uvarint(st.establishedTerm)
+	e.uvarint(st.leaseIndex)
+	e.uvarint(uint64(len(st.leases)))
+	for _, l := range st.leases {
+		l.encode(e)
+	}
+	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
+}
+
+// readSnapshot decodes a snapshot that Persist wrote, with the index and term
+// in its header. It never panics; its errors wrap ErrBadSnapshot.
+func readSnapshot(r io.Reader) (st state, index, term uint64, err error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxSnapshot))
+	if err != nil {
+		return state{}, 0, 0, fmt.Errorf("%w: read: %w", ErrBadSnapshot, err)
+	}
+	return decodeSnapshot(b)
+}
+
+func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
+	if len(b) < headerLen+4 {
+		return state{}, 0, 0, fmt.Errorf("%w: %d bytes is shorter than a header", ErrBadSnapshot, len(b))
+	}
+	if string(b[:4]) != snapshotMagic {
+		return state{}, 0, 0, fmt.Errorf("%w: magic %q, want %q", ErrBadSnapshot, b[:4], snapshotMagic)
+	}
+	if v := binary.BigEndian.Uint16(b[4:6]); v != snapshotVersion {
+		return state{}, 0, 0, fmt.Errorf("%w: format version %d, this build reads %d", ErrBadSnapshot, v, snapshotVersion)
+	}
+	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
+	if got := crc32.Checksum(body, castagnoli); got != sum {
+		return state{}, 0, 0, fmt.Errorf("%w: checksum %08x, want %08x", ErrBadSnapshot, got, sum)
+	}
+	index = binary.BigEndian.Uint64(b[6:14])
+	term = binary.BigEndian.Uint64(b[14:22])
+	d := &decoder{buf: body[headerLen:]}
+	st.lastToken = d.uvarint()
+	st.establishedTerm = d.uvarint()
+	st.leaseIndex = d.uvarint()
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.buf)) {
+		d.fail(fmt.Errorf("%d leases in %d bytes", n, len(d.buf)))
+	}
+	if d.err == nil {
+		st.leases = make([]*Lease, 0, n)
+	}
+	var prev string
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		l := decodeLease(d)
+		if d.err != nil {
+			break
+		}
+		if i > 0 && l.Key <= prev {
+			d.fail(fmt.Errorf("lease %q out of order after %q", l.Key, prev))
+		}
+		if l.Token > st.lastToken {
+			d.fail(fmt.Errorf("lease %q has token %d above the counter %d", l.Key, l.Token, st.lastToken))
+		}
+		prev = l.Key
+		st.leases = append(st.leases, l)
+	}
+	if err := d.finish(); err != nil {
+		return state{}, 0, 0, fmt.Errorf("%w: %w", ErrBadSnapshot, err)
+	}
+	return st, index, term, nil
+}
+
+// snapshotBytes encodes the current state as Persist would; for tests.
+func (m *Machine) snapshotBytes() []byte {
+	s, _ := m.Snapshot()
+	snap := s.(*snapshot)
+	return encodeSnapshot(snap.state, snap.index, snap.term)
+}
