@@ -321,3 +321,15 @@ func (m *Machine) Restore(rc io.ReadCloser) error {
 	m.changed = make(chan struct{})
 	return nil
 }
+
+// Counts returns the number of held and free keys.
+func (m *Machine) Counts() (held, free int) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, l := range m.leases {
+		if l.Held {
+			held++
+		}
+	}
+	return held, len(m.leases) - held
+}

@@ -1,0 +1,341 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// Limits on metadata, as docs/http-api.md states them.
+const (
+	MaxMetadataEntries = 16
+	MaxMetadataKey     = 64
+	MaxMetadataValue   = 1024
+	MaxHolderLen       = 256
+	MaxRenewBatch      = 1024
+)
+
+// AcquireRequest asks for a lease.
+type AcquireRequest struct {
+	Key      string
+	Holder   string
+	TTL      time.Duration
+	Wait     time.Duration
+	Metadata map[string]string
+}
+
+// LeaseView is a lease as a reader sees it: the replicated record plus, on
+// the leader, the lessor's view of its deadline.
+type LeaseView struct {
+	*fsm.Lease
+	// ExpiresIn and RenewedAt come from the leader's lessor; Tracked is
+	// false when this node has no deadline for the lease (a follower, or a
+	// free key).
+	Tracked   bool
+	ExpiresIn time.Duration
+	RenewedAt time.Time
+}
+
+// Ready reports nil when this node is an established leader that serves
+// writes, renewals and linearizable reads; ErrNotReady while it is leader
+// but still establishing; ErrNotLeader otherwise.
+func (n *Node) Ready() error {
+	if n.leading.Load() != nil {
+		return nil
+	}
+	if n.IsLeader() {
+		return ErrNotReady
+	}
+	return ErrNotLeader
+}
+
+// Acquire proposes an acquisition and waits for its outcome (up to
+// req.Wait in the key's FIFO queue if another holder has it). It returns
+// the lease and whether it is a new grant; a *HeldError when the key stays
+// held. ErrNotLeader and ErrNotReady mean nothing was proposed;
+// ErrLeadershipLost and context errors mean the outcome is unknown.
+func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (LeaseView, bool, error) {
+	if err := n.validateAcquire(req); err != nil {
+		return LeaseView{}, false, err
+	}
+	p, err := n.proposer()
+	if err != nil {
+		return LeaseView{}, false, err
+	}
+	o := &op{cmd: fsm.Acquire{Key: req.Key, Holder: req.Holder, TTL: req.TTL, Metadata: req.Metadata, Time: time.Now().UnixNano()}}
+	if req.Wait > 0 {
+		o.waitEnd = time.Now().Add(req.Wait)
+	}
+	r, err := p.submit(ctx, o)
+	if err != nil {
+		return LeaseView{}, false, err
+	}
+	if r.Code == fsm.Held {
+		return LeaseView{}, false, &HeldError{Lease: r.Lease}
+	}
+	return n.view(r.Lease), r.Code == fsm.Granted, nil
+}
+
+func (n *Node) validateAcquire(req AcquireRequest) error {
+	if err := fsm.ValidateKey(req.Key); err != nil {
+		return &InvalidError{Field: "key", Err: err}
+	}
+	if err := validateHolder(req.Holder); err != nil {
+		return err
+	}
+	if req.TTL < n.cfg.MinTTL || req.TTL > n.cfg.MaxTTL {
+		return invalid("ttl", "%v is outside [%v, %v]", req.TTL, n.cfg.MinTTL, n.cfg.MaxTTL)
+	}
+	if req.Wait < 0 || req.Wait > n.cfg.MaxWait {
+		return invalid("wait", "%v is outside [0s, %v]", req.Wait, n.cfg.MaxWait)
+	}
+	if len(req.Metadata) > MaxMetadataEntries {
+		return invalid("metadata", "%d entries, the limit is %d", len(req.Metadata), MaxMetadataEntries)
+	}
+	for k, v := range req.Metadata {
+		if k == "" || len(k) > MaxMetadataKey {
+			return invalid("metadata", "key %q must be 1 to %d bytes", k, MaxMetadataKey)
+		}
+		if len(v) > MaxMetadataValue {
+			return invalid("metadata", "value of %q is %d bytes, the limit is %d", k, len(v), MaxMetadataValue)
+		}
+	}
+	return nil
+}
+
+func validateHolder(holder string) error {
+	if holder == "" || len(holder) > MaxHolderLen {
+		return invalid("holder", "must be 1 to %d bytes, got %d", MaxHolderLen, len(holder))
+	}
+	return nil
+}
+
+func validateToken(token uint64) error {
+	if token == 0 {
+		return invalid("token", "required, and tokens start at 1")
+	}
+	return nil
+}
+
+// Release frees key if holder holds it under token. It is idempotent: a
+// lease already gone is not an error.
+func (n *Node) Release(ctx context.Context, key, holder string, token uint64) error {
+	if err := fsm.ValidateKey(key); err != nil {
+		return &InvalidError{Field: "key", Err: err}
+	}
+	if err := validateHolder(holder); err != nil {
+		return err
+	}
+	if err := validateToken(token); err != nil {
+		return err
+	}
+	p, err := n.proposer()
+	if err != nil {
+		return err
+	}
+	_, err = p.submit(ctx, &op{cmd: fsm.Release{Key: key, Holder: holder, Token: token}})
+	return err
+}
+
+// Revoke frees key whoever holds it. ErrNotFound if it was never seen.
+func (n *Node) Revoke(ctx context.Context, key string) error {
+	if err := fsm.ValidateKey(key); err != nil {
+		return &InvalidError{Field: "key", Err: err}
+	}
+	p, err := n.proposer()
+	if err != nil {
+		return err
+	}
+	r, err := p.submit(ctx, &op{cmd: fsm.Revoke{Key: key}})
+	if err == nil && r.Code == fsm.NotFound {
+		return fmt.Errorf("key %q: %w", key, ErrNotFound)
+	}
+	return err
+}
+
+// LeaseRef names one lease to renew.
+type LeaseRef struct {
+	Key   string
+	Token uint64
+}
+
+// RenewResult is the outcome for one lease of RenewMany: Err is nil or a
+// *LostError.
+type RenewResult struct {
+	Lease LeaseView
+	Err   error
+}
+
+// Renew restarts the deadline of one lease. See RenewMany.
+func (n *Node) Renew(ctx context.Context, key, holder string, token uint64) (LeaseView, error) {
+	out, err := n.RenewMany(ctx, holder, []LeaseRef{{Key: key, Token: token}})
+	if err != nil {
+		return LeaseView{}, err
+	}
+	return out[0].Lease, out[0].Err
+}
+
+// RenewMany restarts the deadline of every lease that holder still holds
+// under the given token, then confirms leadership with one quorum round
+// that starts after the call, and only then reports success. No log entry
+// is written. A lease whose deadline has passed cannot be renewed, even
+// before its Expire is applied. The error is for the whole call
+// (ErrNotLeader, ErrLeadershipLost …); per-lease losses are in the results.
+func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([]RenewResult, error) {
+	if err := validateHolder(holder); err != nil {
+		return nil, err
+	}
+	if len(refs) == 0 || len(refs) > MaxRenewBatch {
+		return nil, invalid("leases", "%d leases, want 1 to %d", len(refs), MaxRenewBatch)
+	}
+	for _, r := range refs {
+		if err := fsm.ValidateKey(r.Key); err != nil {
+			return nil, &InvalidError{Field: "key", Err: err}
+		}
+		if err := validateToken(r.Token); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := n.proposer(); err != nil {
+		return nil, err
+	}
+	out := make([]RenewResult, len(refs))
+	for i, r := range refs {
+		out[i] = n.renewOne(r.Key, holder, r.Token)
+	}
+	if err := n.verify.Verify(ctx); err != nil {
+		return nil, n.lostLeadership(err)
+	}
+	for i := range out {
+		if out[i].Err == nil {
+			n.metrics.renewals.WithLabelValues("ok").Inc()
+			out[i].Lease = n.view(out[i].Lease.Lease)
+		} else {
+			n.metrics.renewals.WithLabelValues("lost").Inc()
+		}
+	}
+	return out, nil
+}
+
+func (n *Node) renewOne(key, holder string, token uint64) RenewResult {
+	lost := func(reason string) RenewResult {
+		return RenewResult{Err: &LostError{Key: key, Reason: reason}}
+	}
+	cur := n.machine.Get(key)
+	switch {
+	case cur == nil:
+		return lost(ReasonUnknown)
+	case cur.Holder != holder || cur.Token != token:
+		if token < cur.Token {
+			return lost(ReasonSuperseded)
+		}
+		return lost(ReasonUnknown)
+	case !cur.Held:
+		return lost(cur.Reason.String())
+	}
+	switch n.lessor.Renew(key, token) {
+	case renewed:
+		return RenewResult{Lease: LeaseView{Lease: cur}}
+	case renewExpired:
+		return lost(ReasonExpired)
+	case renewNotPrimary:
+		return RenewResult{Err: ErrNotLeader}
+	}
+	// Held in the FSM but not tracked: it was just freed or re-granted.
+	return lost(ReasonSuperseded)
+}
+
+// Consistency selects how a read is served.
+type Consistency int
+
+const (
+	// Linearizable reads are served by the established leader after a
+	// leadership check that starts after the read arrived.
+	Linearizable Consistency = iota
+	// Stale reads serve the local state machine as it is.
+	Stale
+)
+
+// Get reads one lease. ErrNotFound if the key was never seen.
+func (n *Node) Get(ctx context.Context, key string, c Consistency) (LeaseView, error) {
+	if err := fsm.ValidateKey(key); err != nil {
+		return LeaseView{}, &InvalidError{Field: "key", Err: err}
+	}
+	if err := n.readBarrier(ctx, c); err != nil {
+		return LeaseView{}, err
+	}
+	l := n.machine.Get(key)
+	if l == nil {
+		return LeaseView{}, fmt.Errorf("key %q: %w", key, ErrNotFound)
+	}
+	return n.view(l), nil
+}
+
+// List reads the leases that match f, ordered by key, with the lease index
+// they were read at.
+func (n *Node) List(ctx context.Context, f fsm.Filter, c Consistency) ([]LeaseView, uint64, error) {
+	if err := n.readBarrier(ctx, c); err != nil {
+		return nil, 0, err
+	}
+	leases, index := n.machine.List(f)
+	out := make([]LeaseView, len(leases))
+	for i, l := range leases {
+		out[i] = n.view(l)
+	}
+	return out, index, nil
+}
+
+// Verify confirms, with a quorum round that starts after the call, that
+// this node is still the established leader.
+func (n *Node) Verify(ctx context.Context) error {
+	return n.readBarrier(ctx, Linearizable)
+}
+
+func (n *Node) readBarrier(ctx context.Context, c Consistency) error {
+	if c == Stale {
+		return nil
+	}
+	if _, err := n.proposer(); err != nil {
+		return err
+	}
+	if err := n.verify.Verify(ctx); err != nil {
+		return n.lostLeadership(err)
+	}
+	return nil
+}
+
+func (n *Node) lostLeadership(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrLeadershipLost, err)
+}
+
+func (n *Node) proposer() (*proposer, error) {
+	if p := n.leading.Load(); p != nil {
+		return p, nil
+	}
+	return nil, n.Ready()
+}
+
+// view adds the lessor's deadline to a lease record.
+func (n *Node) view(l *fsm.Lease) LeaseView {
+	v := LeaseView{Lease: l}
+	if l.Held {
+		v.ExpiresIn, v.RenewedAt, v.Tracked = n.lessor.Deadline(l.Key, l.Token)
+	}
+	return v
+}
+
+// Changed returns a channel closed at the next change of any lease; blocking
+// queries wait on it.
+func (n *Node) Changed() <-chan struct{} { return n.machine.Changed() }
+
+// LeaseIndex is the highest Raft index that changed a lease.
+func (n *Node) LeaseIndex() uint64 {
+	_, _, idx := n.machine.Indexes()
+	return idx
+}

@@ -1,0 +1,186 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Peer names a server of a statically bootstrapped cluster.
+type Peer struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+}
+
+// Config configures a Node. Build it from DefaultConfig; New validates it.
+type Config struct {
+	// NodeID names this server in Raft and gossip. Required, stable
+	// across restarts.
+	NodeID string
+	// DataDir holds raft.db and the snapshots. Required.
+	DataDir string
+	// HTTPAddr is the address other nodes forward requests to; it is
+	// announced over gossip.
+	HTTPAddr string
+	// RaftAddr is the Raft TCP bind and advertise address. Ignored when
+	// Transport is set.
+	RaftAddr string
+	// GossipAddr is the memberlist bind address. Empty disables gossip:
+	// then InitialCluster must bootstrap the node.
+	GossipAddr string
+	// BootstrapExpect makes the node bootstrap Raft, together with its
+	// peers, once it sees this many servers over gossip that were started
+	// with the same setting. 0 never bootstraps through gossip.
+	BootstrapExpect int
+	// Join lists gossip addresses to join at start.
+	Join []string
+	// NonVoter makes the node join as a non-voting member.
+	NonVoter bool
+	// InitialCluster bootstraps Raft with this fixed set of servers when
+	// the data dir is empty (the static alternative to BootstrapExpect).
+	InitialCluster []Peer
+
+	// MinTTL and MaxTTL bound the TTL of every acquisition. MinTTL must be
+	// at least twice ElectionTimeout, so a lease outlives a failover.
+	MinTTL, MaxTTL time.Duration
+	// MaxWait bounds the wait of a blocking acquire.
+	MaxWait time.Duration
+	// MaxPending bounds the writes queued on the leader; past it, writes
+	// fail with ErrOverloaded.
+	MaxPending int
+	// MaxBatch bounds the commands in one log entry.
+	MaxBatch int
+
+	// Raft timings.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	SnapshotInterval   time.Duration
+	SnapshotThreshold  uint64
+	TrailingLogs       uint64
+
+	// Transport replaces the TCP transport (tests use raft.InmemTransport).
+	Transport raft.Transport
+	// Clock is the lessor's time source.
+	Clock Clock
+	// Logger is the parent logger; the node names its children.
+	Logger hclog.Logger
+	// Registerer receives the node's Prometheus metrics; nil skips them.
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig returns a Config with every default set; the caller fills in
+// NodeID, DataDir and addresses.
+func DefaultConfig() Config {
+	return Config{
+		HTTPAddr:           "127.0.0.1:7500",
+		RaftAddr:           "127.0.0.1:7501",
+		GossipAddr:         "127.0.0.1:7502",
+		MinTTL:             2 * time.Second,
+		MaxTTL:             time.Hour,
+		MaxWait:            10 * time.Minute,
+		MaxPending:         16384,
+		MaxBatch:           1024,
+		HeartbeatTimeout:   time.Second,
+		ElectionTimeout:    time.Second,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
+		SnapshotInterval:   2 * time.Minute,
+		SnapshotThreshold:  8192,
+		TrailingLogs:       10240,
+		Clock:              SystemClock{},
+		Logger:             hclog.NewNullLogger(),
+	}
+}
+
+// Validate checks every field and the relations between them; its errors
+// name the field.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.NodeID == "" {
+		bad("node-id: required")
+	}
+	if c.DataDir == "" {
+		bad("data-dir: required")
+	}
+	checkAddr := func(name, addr string, required bool) {
+		if addr == "" {
+			if required {
+				bad("%s: required", name)
+			}
+			return
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad("%s: %q is not host:port: %v", name, addr, err)
+		}
+	}
+	checkAddr("http-addr", c.HTTPAddr, true)
+	checkAddr("raft-addr", c.RaftAddr, c.Transport == nil)
+	checkAddr("gossip-addr", c.GossipAddr, false)
+	for _, j := range c.Join {
+		checkAddr("join", j, true)
+	}
+	if c.BootstrapExpect < 0 {
+		bad("bootstrap-expect: %d is negative", c.BootstrapExpect)
+	}
+	if c.BootstrapExpect > 0 && c.GossipAddr == "" {
+		bad("bootstrap-expect: needs gossip-addr, servers find each other through gossip")
+	}
+	if c.BootstrapExpect > 0 && len(c.InitialCluster) > 0 {
+		bad("bootstrap-expect: set either it or an initial cluster, not both")
+	}
+	if c.BootstrapExpect > 0 && c.NonVoter {
+		bad("non-voter: a non-voter cannot bootstrap the cluster")
+	}
+	if c.GossipAddr == "" && len(c.InitialCluster) == 0 && c.Transport == nil {
+		bad("gossip-addr: required unless an initial cluster is given")
+	}
+	if c.HeartbeatTimeout < 5*time.Millisecond {
+		bad("heartbeat-timeout: %v is below 5ms", c.HeartbeatTimeout)
+	}
+	if c.ElectionTimeout < c.HeartbeatTimeout {
+		bad("election-timeout: %v is below heartbeat-timeout %v", c.ElectionTimeout, c.HeartbeatTimeout)
+	}
+	if c.LeaderLeaseTimeout <= 0 || c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		bad("leader-lease-timeout: %v must be positive and at most heartbeat-timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	}
+	if c.CommitTimeout <= 0 {
+		bad("commit-timeout: %v must be positive", c.CommitTimeout)
+	}
+	if c.MinTTL < 2*c.ElectionTimeout {
+		bad("min-ttl: %v is below twice election-timeout (%v): a lease must outlive a leader failover", c.MinTTL, 2*c.ElectionTimeout)
+	}
+	if c.MaxTTL < c.MinTTL {
+		bad("max-ttl: %v is below min-ttl %v", c.MaxTTL, c.MinTTL)
+	}
+	if c.MaxWait < 0 {
+		bad("max-wait: %v is negative", c.MaxWait)
+	}
+	if c.MaxPending < 1 {
+		bad("max-pending: %d must be at least 1", c.MaxPending)
+	}
+	if c.MaxBatch < 1 || c.MaxBatch > 1<<16 {
+		bad("max-batch: %d must be between 1 and 65536", c.MaxBatch)
+	}
+	if c.SnapshotInterval < 5*time.Millisecond {
+		bad("snapshot-interval: %v is below 5ms", c.SnapshotInterval)
+	}
+	if c.SnapshotThreshold < 1 {
+		bad("snapshot-threshold: must be at least 1")
+	}
+	if c.Clock == nil {
+		bad("clock: required")
+	}
+	if c.Logger == nil {
+		bad("logger: required")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,299 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+)
+
+// MemberMeta is what a member announces over gossip (JSON, at most
+// memberlist.MetaMaxSize bytes). Servers fill the server fields; workers,
+// through package client, the worker ones.
+type MemberMeta struct {
+	Role string `json:"role"` // "server" or "worker"
+	ID   string `json:"id"`
+	// Servers.
+	RaftAddr        string `json:"raft,omitempty"`
+	HTTPAddr        string `json:"http,omitempty"`
+	BootstrapExpect int    `json:"expect,omitempty"`
+	NonVoter        bool   `json:"nonvoter,omitempty"`
+	// Bootstrapped: the server has Raft state (it must not bootstrap again).
+	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// Workers.
+	Groups   []string `json:"groups,omitempty"`
+	Capacity int      `json:"capacity,omitempty"`
+	Draining bool     `json:"draining,omitempty"`
+}
+
+// Member is one gossip member as this node sees it.
+type Member struct {
+	Name   string
+	Addr   string
+	Status string // alive, suspect, dead, left
+	Meta   MemberMeta
+}
+
+// gossip runs memberlist for a server: it announces the server's addresses,
+// joins the configured peers (retrying until one answers), bootstraps Raft
+// once BootstrapExpect servers are seen, and, on the leader, adds servers
+// that join to the Raft configuration.
+type gossip struct {
+	n      *Node
+	log    hclog.Logger
+	list   *memberlist.Memberlist
+	events chan struct{}
+	stop   chan struct{}
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	meta MemberMeta
+}
+
+func newGossip(n *Node) (*gossip, error) {
+	host, portStr, err := net.SplitHostPort(n.cfg.GossipAddr)
+	if err != nil {
+		return nil, fmt.Errorf("gossip-addr: %w", err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("gossip-addr: port %q: %w", portStr, err)
+	}
+	g := &gossip{
+		n:      n,
+		log:    n.cfg.Logger.Named("gossip"),
+		events: make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		meta: MemberMeta{
+			Role:            "server",
+			ID:              n.cfg.NodeID,
+			RaftAddr:        string(n.trans.LocalAddr()),
+			HTTPAddr:        n.cfg.HTTPAddr,
+			BootstrapExpect: n.cfg.BootstrapExpect,
+			NonVoter:        n.cfg.NonVoter,
+			Bootstrapped:    n.hadState || len(n.cfg.InitialCluster) > 0,
+		},
+	}
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = n.cfg.NodeID
+	mc.BindAddr, mc.BindPort = host, port
+	mc.AdvertiseAddr, mc.AdvertisePort = host, port
+	mc.Delegate = g
+	mc.Events = g
+	mc.Logger = nil
+	mc.LogOutput = g.log.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true})
+	g.list, err = memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("start gossip on %s: %w", n.cfg.GossipAddr, err)
+	}
+	g.wg.Add(2)
+	go g.joinLoop(n.cfg.Join)
+	go g.maintain()
+	return g, nil
+}
+
+func (g *gossip) shutdown() {
+	close(g.stop)
+	g.wg.Wait()
+	g.list.Shutdown()
+}
+
+// joinLoop joins the configured peers, retrying every few seconds until one
+// answers (a peer may start later than this node).
+func (g *gossip) joinLoop(peers []string) {
+	defer g.wg.Done()
+	if len(peers) == 0 {
+		return
+	}
+	for {
+		n, err := g.list.Join(peers)
+		if n > 0 {
+			g.log.Info("joined", "peers", n)
+			return
+		}
+		g.log.Debug("join failed, retrying", "error", err)
+		select {
+		case <-g.stop:
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// maintain bootstraps when enough servers are seen and, while this node
+// leads, adds newly seen servers to Raft. It runs on every membership event
+// and every few seconds.
+func (g *gossip) maintain() {
+	defer g.wg.Done()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-g.events:
+		case <-tick.C:
+		}
+		g.maybeBootstrap()
+		if g.n.Ready() == nil {
+			g.reconcile()
+		}
+	}
+}
+
+func (g *gossip) maybeBootstrap() {
+	g.mu.Lock()
+	meta := g.meta
+	g.mu.Unlock()
+	expect := g.n.cfg.BootstrapExpect
+	if expect == 0 || meta.Bootstrapped {
+		return
+	}
+	var servers []raft.Server
+	for _, m := range g.Members() {
+		if m.Meta.Role != "server" || m.Status != "alive" {
+			continue
+		}
+		if m.Meta.Bootstrapped {
+			return // a cluster exists: wait to be added to it
+		}
+		if m.Meta.BootstrapExpect == 0 || m.Meta.NonVoter {
+			continue
+		}
+		if m.Meta.BootstrapExpect != expect {
+			g.log.Error("peer expects a different cluster size; not bootstrapping", "peer", m.Name, "peer_expect", m.Meta.BootstrapExpect, "expect", expect)
+			return
+		}
+		servers = append(servers, raft.Server{ID: raft.ServerID(m.Meta.ID), Address: raft.ServerAddress(m.Meta.RaftAddr)})
+	}
+	if len(servers) < expect {
+		return
+	}
+	sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
+	err := g.n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if err != nil && err != raft.ErrCantBootstrap {
+		g.log.Error("bootstrap failed", "error", err)
+		return
+	}
+	g.log.Info("bootstrapped raft", "servers", len(servers))
+	g.mu.Lock()
+	g.meta.Bootstrapped = true
+	g.mu.Unlock()
+	if err := g.list.UpdateNode(5 * time.Second); err != nil {
+		g.log.Warn("announce bootstrap failed", "error", err)
+	}
+}
+
+// reconcile adds alive servers that Raft does not know yet. It never
+// removes one: a server that fails may come back; operators remove servers
+// through the API.
+func (g *gossip) reconcile() {
+	f := g.n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	known := make(map[raft.ServerID]bool)
+	for _, s := range f.Configuration().Servers {
+		known[s.ID] = true
+	}
+	for _, m := range g.Members() {
+		if m.Meta.Role != "server" || m.Status != "alive" || known[raft.ServerID(m.Meta.ID)] || m.Meta.RaftAddr == "" {
+			continue
+		}
+		id, addr := raft.ServerID(m.Meta.ID), raft.ServerAddress(m.Meta.RaftAddr)
+		var err error
+		if m.Meta.NonVoter {
+			err = g.n.raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
+		} else {
+			err = g.n.raft.AddVoter(id, addr, 0, 10*time.Second).Error()
+		}
+		if err != nil {
+			g.log.Warn("adding server failed", "server_id", id, "error", err)
+			continue
+		}
+		g.log.Info("server added", "server_id", id, "raft_addr", addr, "voter", !m.Meta.NonVoter)
+	}
+}
+
+// Members lists the gossip members with their decoded metadata.
+func (g *gossip) Members() []Member {
+	nodes := g.list.Members()
+	out := make([]Member, 0, len(nodes))
+	for _, node := range nodes {
+		m := Member{Name: node.Name, Addr: node.Address(), Status: stateName(node.State)}
+		if err := json.Unmarshal(node.Meta, &m.Meta); err != nil {
+			m.Meta = MemberMeta{Role: "unknown", ID: node.Name}
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (g *gossip) httpAddrOf(id string) string {
+	for _, node := range g.list.Members() {
+		var meta MemberMeta
+		if json.Unmarshal(node.Meta, &meta) == nil && meta.Role == "server" && meta.ID == id {
+			return meta.HTTPAddr
+		}
+	}
+	return ""
+}
+
+func stateName(s memberlist.NodeStateType) string {
+	switch s {
+	case memberlist.StateAlive:
+		return "alive"
+	case memberlist.StateSuspect:
+		return "suspect"
+	case memberlist.StateDead:
+		return "dead"
+	}
+	return "left"
+}
+
+// NodeMeta implements memberlist.Delegate.
+func (g *gossip) NodeMeta(limit int) []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, err := json.Marshal(g.meta)
+	if err != nil || len(b) > limit {
+		g.log.Error("member metadata too large", "bytes", len(b), "limit", limit)
+		return nil
+	}
+	return b
+}
+
+// The rest of memberlist.Delegate: servers gossip nothing but metadata.
+func (g *gossip) NotifyMsg([]byte)                           {}
+func (g *gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (g *gossip) LocalState(join bool) []byte                { return nil }
+func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}
+
+// memberlist.EventDelegate: wake maintain on every change.
+func (g *gossip) NotifyJoin(*memberlist.Node)   { g.kick() }
+func (g *gossip) NotifyLeave(*memberlist.Node)  { g.kick() }
+func (g *gossip) NotifyUpdate(*memberlist.Node) { g.kick() }
+
+func (g *gossip) kick() {
+	select {
+	case g.events <- struct{}{}:
+	default:
+	}
+}
+
+// Members lists the gossip members (servers and workers); nil without
+// gossip.
+func (n *Node) Members() []Member {
+	if n.gossip == nil {
+		return nil
+	}
+	return n.gossip.Members()
+}

@@ -1,0 +1,253 @@
+package cluster
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// lessor keeps the deadline of every held lease while this node leads, on
+// the monotonic clock: a map from key to entry plus a min-heap of the
+// entries by deadline, so each lease has exactly one expiry entry.
+//
+// A follower's lessor is empty (secondary). Promote fills it when the node
+// has established leadership; Demote empties it at once when leadership is
+// lost. All methods are safe for concurrent use.
+type lessor struct {
+	clock Clock
+
+	mu      sync.Mutex
+	primary bool
+	entries map[string]*deadlineEntry
+	queue   deadlineQueue
+	// changed gets a signal (never blocking) when the earliest deadline may
+	// have moved earlier, so the proposer re-arms its timer.
+	changed chan struct{}
+}
+
+type deadlineEntry struct {
+	key      string
+	token    uint64
+	ttl      time.Duration
+	deadline time.Time
+	// renewed is the wall-clock time of the last grant or renewal, shown
+	// to people only.
+	renewed time.Time
+	// expiring: the deadline passed and an Expire was handed out; no
+	// renewal may revive the lease. The entry is out of the heap.
+	expiring bool
+	index    int // in queue; -1 when not queued
+}
+
+func newLessor(clock Clock) *lessor {
+	return &lessor{
+		clock:   clock,
+		entries: make(map[string]*deadlineEntry),
+		changed: make(chan struct{}, 1),
+	}
+}
+
+// Promote makes the lessor primary and gives every held lease a full TTL
+// from now: leases never carry remaining time across a failover.
+func (l *lessor) Promote(held []*fsm.Lease) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reset()
+	l.primary = true
+	now := l.clock.Now()
+	for _, lease := range held {
+		l.set(lease.Key, lease.Token, lease.TTL, now)
+	}
+	l.signal()
+}
+
+// Demote makes the lessor secondary and forgets every deadline.
+func (l *lessor) Demote() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.primary = false
+	l.reset()
+}
+
+func (l *lessor) reset() {
+	l.entries = make(map[string]*deadlineEntry)
+	l.queue = l.queue[:0]
+}
+
+// Primary reports whether the lessor holds deadlines (the node leads).
+func (l *lessor) Primary() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.primary
+}
+
+// Grant starts (or restarts) the deadline of a lease that was just
+// acquired, or kept by its holder's repeated acquire.
+func (l *lessor) Grant(key string, token uint64, ttl time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.primary {
+		return
+	}
+	l.set(key, token, ttl, l.clock.Now())
+	l.signal()
+}
+
+func (l *lessor) set(key string, token uint64, ttl time.Duration, now time.Time) {
+	e := l.entries[key]
+	if e == nil {
+		e = &deadlineEntry{key: key, index: -1}
+		l.entries[key] = e
+	}
+	e.token, e.ttl, e.deadline, e.renewed, e.expiring = token, ttl, now.Add(ttl), time.Now(), false
+	if e.index < 0 {
+		heap.Push(&l.queue, e)
+	} else {
+		heap.Fix(&l.queue, e.index)
+	}
+}
+
+// renewOutcome is what Renew found.
+type renewOutcome uint8
+
+const (
+	renewed renewOutcome = iota
+	renewNotPrimary
+	renewUnknown // no entry under that token: the caller asks the FSM why
+	renewExpired
+)
+
+// Renew restarts the deadline of key under token, unless the deadline has
+// already passed: from that moment the lease is expiring and no renewal can
+// save it.
+func (l *lessor) Renew(key string, token uint64) renewOutcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.primary {
+		return renewNotPrimary
+	}
+	e := l.entries[key]
+	if e == nil || e.token != token {
+		return renewUnknown
+	}
+	now := l.clock.Now()
+	if e.expiring || !now.Before(e.deadline) {
+		// A passed deadline is final; Expired will hand the entry out.
+		l.signal()
+		return renewExpired
+	}
+	e.deadline, e.renewed = now.Add(e.ttl), time.Now()
+	heap.Fix(&l.queue, e.index)
+	return renewed
+}
+
+// Remove forgets the lease of key under token once the FSM freed it. An
+// entry under another token (a newer grant) is kept.
+func (l *lessor) Remove(key string, token uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.entries[key]
+	if e == nil || e.token != token {
+		return
+	}
+	if e.index >= 0 {
+		heap.Remove(&l.queue, e.index)
+	}
+	delete(l.entries, key)
+}
+
+// expiry names a lease whose deadline passed.
+type expiry struct {
+	key   string
+	token uint64
+}
+
+// Expired returns up to limit leases whose deadline has passed, in deadline
+// order, and marks them expiring. Entries already handed out are not
+// returned again; the caller proposes an Expire for each, then Removes it.
+func (l *lessor) Expired(limit int) []expiry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.primary {
+		return nil
+	}
+	now := l.clock.Now()
+	var out []expiry
+	for len(l.queue) > 0 && len(out) < limit {
+		e := l.queue[0]
+		if now.Before(e.deadline) {
+			break
+		}
+		heap.Pop(&l.queue)
+		e.expiring = true
+		out = append(out, expiry{key: e.key, token: e.token})
+	}
+	return out
+}
+
+// Next returns how long until the earliest deadline, and false when there is
+// none.
+func (l *lessor) Next() (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.primary || len(l.queue) == 0 {
+		return 0, false
+	}
+	return l.queue[0].deadline.Sub(l.clock.Now()), true
+}
+
+// Deadline reports, for display, how long the lease of key under token has
+// left and when it was last renewed. ok is false when the lessor does not
+// track it (a follower, or a lease already freed).
+func (l *lessor) Deadline(key string, token uint64) (left time.Duration, renewed time.Time, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.entries[key]
+	if !l.primary || e == nil || e.token != token {
+		return 0, time.Time{}, false
+	}
+	left = e.deadline.Sub(l.clock.Now())
+	if left < 0 || e.expiring {
+		left = 0
+	}
+	return left, e.renewed, true
+}
+
+// Len is the number of tracked leases.
+func (l *lessor) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.entries)
+}
+
+func (l *lessor) signal() {
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+}
+
+// deadlineQueue is a min-heap of entries by deadline.
+type deadlineQueue []*deadlineEntry
+
+func (q deadlineQueue) Len() int           { return len(q) }
+func (q deadlineQueue) Less(i, j int) bool { return q[i].deadline.Before(q[j].deadline) }
+func (q deadlineQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *deadlineQueue) Push(x any) {
+	e := x.(*deadlineEntry)
+	e.index = len(*q)
+	*q = append(*q, e)
+}
+func (q *deadlineQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	e.index = -1
+	*q = old[:len(old)-1]
+	return e
+}

@@ -1,0 +1,279 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// Node is one tenure server: Raft, the lease state machine, and, while it
+// leads, the lessor and the proposer. Its methods are safe for concurrent
+// use; every blocking one takes a context.
+type Node struct {
+	cfg     Config
+	log     hclog.Logger
+	machine *fsm.Machine
+	raft    *raft.Raft
+	trans   raft.Transport
+	store   *raftboltdb.BoltStore
+	lessor  *lessor
+	verify  *verifier
+	metrics *metrics
+	gossip  *gossip // nil without gossip
+
+	// leading is the proposer of the current established term; nil while
+	// this node is not an established leader.
+	leading atomic.Pointer[proposer]
+	// leaderMu orders promotion against demotion.
+	leaderMu sync.Mutex
+
+	// hadState: the data dir held Raft state at start.
+	hadState bool
+
+	notifyCh   chan bool
+	shutdownCh chan struct{}
+	shutdown   sync.Once
+	wg         sync.WaitGroup
+}
+
+// New validates cfg, opens the data dir, starts Raft and gossip, and
+// bootstraps the cluster when the configuration says so. The node runs until
+// Shutdown.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	n := &Node{
+		cfg:        cfg,
+		log:        cfg.Logger.Named("node"),
+		machine:    fsm.New(),
+		lessor:     newLessor(cfg.Clock),
+		notifyCh:   make(chan bool, 8),
+		shutdownCh: make(chan struct{}),
+	}
+	n.metrics = newMetrics(cfg.Registerer, n)
+	n.verify = newVerifier(func() error { return n.raft.VerifyLeader().Error() },
+		func(d time.Duration) { n.metrics.verifyLatency.Observe(d.Seconds()) })
+	if err := n.openRaft(); err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	n.wg.Add(1)
+	go n.leaderLoop()
+	if cfg.GossipAddr != "" {
+		g, err := newGossip(n)
+		if err != nil {
+			n.Shutdown()
+			return nil, err
+		}
+		n.gossip = g
+	}
+	return n, nil
+}
+
+func (n *Node) openRaft() error {
+	cfg := n.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	if err != nil {
+		return fmt.Errorf("open raft.db: %w", err)
+	}
+	n.store = store
+	logs, err := raft.NewLogCache(512, store)
+	if err != nil {
+		return fmt.Errorf("log cache: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 3, cfg.Logger.Named("snapshot"))
+	if err != nil {
+		return fmt.Errorf("snapshot store: %w", err)
+	}
+	n.trans = cfg.Transport
+	if n.trans == nil {
+		addr, err := resolveTCP(cfg.RaftAddr)
+		if err != nil {
+			return fmt.Errorf("raft-addr: %w", err)
+		}
+		n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 3, 10*time.Second, cfg.Logger.Named("transport"))
+		if err != nil {
+			return fmt.Errorf("raft transport: %w", err)
+		}
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	rc.CommitTimeout = cfg.CommitTimeout
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.NotifyCh = n.notifyCh
+	rc.Logger = cfg.Logger.Named("raft")
+	if err := raft.ValidateConfig(rc); err != nil {
+		return fmt.Errorf("raft config: %w", err)
+	}
+	existing, err := raft.HasExistingState(logs, store, snaps)
+	if err != nil {
+		return fmt.Errorf("read raft state: %w", err)
+	}
+	n.hadState = existing
+	n.raft, err = raft.NewRaft(rc, n.machine, logs, store, snaps, n.trans)
+	if err != nil {
+		return fmt.Errorf("start raft: %w", err)
+	}
+	if !existing && len(cfg.InitialCluster) > 0 {
+		var servers []raft.Server
+		for _, p := range cfg.InitialCluster {
+			servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+		}
+		if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+			return fmt.Errorf("bootstrap: %w", err)
+		}
+		n.log.Info("bootstrapped raft", "servers", len(servers))
+	}
+	return nil
+}
+
+// Shutdown stops gossip and Raft and closes the stores. It does not leave
+// the Raft configuration: a restarted server rejoins as itself.
+func (n *Node) Shutdown() error {
+	var err error
+	n.shutdown.Do(func() {
+		close(n.shutdownCh)
+		if n.gossip != nil {
+			n.gossip.shutdown()
+		}
+		if n.raft != nil {
+			err = n.raft.Shutdown().Error()
+		}
+		n.wg.Wait()
+		n.demote()
+		if c, ok := n.trans.(interface{ Close() error }); ok && n.cfg.Transport == nil {
+			c.Close()
+		}
+		n.closeStores()
+	})
+	return err
+}
+
+func (n *Node) closeStores() {
+	if n.store != nil {
+		n.store.Close()
+	}
+}
+
+// leaderLoop follows leadership through the ordered NotifyCh: establish on
+// gaining it, demote at once on losing it. It ends at Shutdown.
+func (n *Node) leaderLoop() {
+	defer n.wg.Done()
+	stop := func() {}
+	defer func() { stop() }()
+	for {
+		select {
+		case <-n.shutdownCh:
+			return
+		case isLeader := <-n.notifyCh:
+			stop()
+			n.metrics.leaderChanges.Inc()
+			if !isLeader {
+				n.demote()
+				n.log.Info("leader_lost", "term", n.raft.CurrentTerm())
+				continue
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			stop = cancel
+			n.wg.Add(1)
+			go func() {
+				defer n.wg.Done()
+				n.establish(ctx)
+			}()
+		}
+	}
+}
+
+// establish makes this node a serving leader: Barrier (everything of older
+// terms is applied), LeaderEstablished{term} through the log, then promote
+// every held lease to a full TTL from now. Only then are renewals,
+// acquisitions and expiry served. It retries until it succeeds or ctx ends.
+func (n *Node) establish(ctx context.Context) {
+	for attempt := 0; ; attempt++ {
+		err := n.tryEstablish(ctx)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		n.log.Warn("establishing leadership failed", "attempt", attempt, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.cfg.HeartbeatTimeout):
+		}
+	}
+}
+
+func (n *Node) tryEstablish(ctx context.Context) error {
+	if err := n.raft.Barrier(0).Error(); err != nil {
+		return fmt.Errorf("barrier: %w", err)
+	}
+	term := n.raft.CurrentTerm()
+	if _, err := n.applyCommand(fsm.LeaderEstablished{Term: term}); err != nil {
+		return fmt.Errorf("apply leader established: %w", err)
+	}
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	if ctx.Err() != nil {
+		return nil // demoted meanwhile
+	}
+	n.lessor.Promote(n.machine.Held())
+	p := newProposer(proposer{
+		apply:      n.applyCommand,
+		machine:    n.machine,
+		lessor:     n.lessor,
+		log:        n.cfg.Logger.Named("proposer"),
+		metrics:    n.metrics,
+		term:       term,
+		maxBatch:   n.cfg.MaxBatch,
+		maxPending: n.cfg.MaxPending,
+	})
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		p.run(ctx, n.cfg.Clock)
+	}()
+	n.leading.Store(p)
+	n.log.Info("leader_established", "term", term, "leases", n.lessor.Len())
+	return nil
+}
+
+// demote stops serving as leader at once: no renewal, acquisition or expiry
+// from here on.
+func (n *Node) demote() {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	n.leading.Store(nil)
+	n.lessor.Demote()
+}
+
+// applyCommand proposes cmd through Raft and waits for the state machine's
+// answer. Commands of the leader are never forwarded to another node.
+func (n *Node) applyCommand(cmd fsm.Command) (any, error) {
+	f := n.raft.Apply(fsm.Encode(cmd), 0)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrRaftShutdown) {
+			return nil, ErrShutdown
+		}
+		return nil, fmt.Errorf("%w: %w", ErrLeadershipLost, err)
+	}
+	return f.Response(), nil
+}

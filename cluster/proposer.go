@@ -1,0 +1,345 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// proposer is the leader's single writer. It gathers the acquires, releases
+// and revokes that arrive while the previous log entry commits, adds the
+// expiries the lessor hands out, and proposes them all as one Batch (group
+// commit: one fsync serves them all). It also keeps the FIFO queue of
+// blocking acquirers of each key: when a batch frees a key that has
+// waiters, the same batch grants it to the first of them, so a hand-off
+// costs one commit.
+//
+// One proposer lives per leadership term: the leader loop starts it after
+// promotion and cancels its context on demotion. run returns then, after
+// answering every queued request with ErrLeadershipLost.
+type proposer struct {
+	apply    func(fsm.Command) (any, error)
+	machine  *fsm.Machine
+	lessor   *lessor
+	log      hclog.Logger
+	metrics  *metrics
+	term     uint64
+	maxBatch int
+	// maxPending bounds the writes queued for the next batches.
+	maxPending int
+
+	in       chan *op
+	timeouts chan *op
+	cancels  chan *op
+	stopped  chan struct{}
+
+	// Owned by the run goroutine.
+	pending []*op
+	waiters map[string][]*op
+	// kicked holds keys that gained a waiter in the last round: if such a
+	// key is free by the next build, its first waiter gets it.
+	kicked map[string]struct{}
+}
+
+// op is one write waiting for its outcome.
+type op struct {
+	cmd     fsm.Command
+	waitEnd time.Time // blocking acquire: when to give up; zero otherwise
+	done    chan opResult
+	queued  bool // in a wait queue
+	timer   *time.Timer
+}
+
+type opResult struct {
+	res fsm.Result
+	err error
+}
+
+// slot ties one command of a batch to whoever waits for its result.
+type slot struct {
+	op      *op
+	handoff bool    // op is a waiter being granted a freed key
+	exp     *expiry // a lessor expiry
+}
+
+func newProposer(p proposer) *proposer {
+	p.in = make(chan *op, p.maxPending)
+	p.timeouts = make(chan *op, 64)
+	p.cancels = make(chan *op, 64)
+	p.stopped = make(chan struct{})
+	p.waiters = make(map[string][]*op)
+	p.kicked = make(map[string]struct{})
+	return &p
+}
+
+// submit queues o and waits for its outcome. ErrNotLeader means it was
+// never queued; ErrLeadershipLost and context errors mean the outcome is
+// unknown.
+func (p *proposer) submit(ctx context.Context, o *op) (fsm.Result, error) {
+	select {
+	case <-p.stopped:
+		return fsm.Result{}, ErrNotLeader
+	default:
+	}
+	o.done = make(chan opResult, 1)
+	select {
+	case p.in <- o:
+	default:
+		return fsm.Result{}, ErrOverloaded
+	}
+	select {
+	case r := <-o.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		if !o.waitEnd.IsZero() {
+			select {
+			case p.cancels <- o:
+			case <-p.stopped:
+			}
+		}
+		return fsm.Result{}, ctx.Err()
+	case <-p.stopped:
+		select {
+		case r := <-o.done:
+			return r.res, r.err
+		default:
+			return fsm.Result{}, ErrLeadershipLost
+		}
+	}
+}
+
+func (p *proposer) run(ctx context.Context, clock Clock) {
+	defer p.failAll()
+	timer := clock.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if d, ok := p.lessor.Next(); ok {
+			timer.Reset(max(d, 0))
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case o := <-p.in:
+			p.pending = append(p.pending, o)
+		case <-timer.C():
+		case <-p.lessor.changed:
+		case o := <-p.timeouts:
+			p.dropWaiter(o, true)
+		case o := <-p.cancels:
+			p.dropWaiter(o, false)
+		}
+		p.drain()
+		cmds, slots := p.build()
+		if len(cmds) == 0 {
+			continue
+		}
+		start := time.Now()
+		out, err := p.apply(fsm.Batch{Commands: cmds})
+		p.metrics.observeApply(time.Since(start), len(cmds))
+		if err != nil {
+			p.log.Warn("batch not applied", "commands", len(cmds), "error", err)
+			for _, s := range slots {
+				if s.op != nil && !s.handoff {
+					s.op.done <- opResult{err: ErrLeadershipLost}
+				}
+			}
+			return
+		}
+		p.finish(slots, out.([]fsm.Result))
+	}
+}
+
+// drain takes whatever else is ready without blocking.
+func (p *proposer) drain() {
+	for {
+		select {
+		case o := <-p.in:
+			p.pending = append(p.pending, o)
+			if len(p.pending) >= p.maxBatch {
+				return
+			}
+		case o := <-p.timeouts:
+			p.dropWaiter(o, true)
+		case o := <-p.cancels:
+			p.dropWaiter(o, false)
+		default:
+			return
+		}
+	}
+}
+
+// build assembles the next batch: expiries first (a same-holder acquire in
+// the same batch then gets a new token rather than a lease about to be
+// freed), then the pending writes in arrival order, each release followed
+// by the grant to the key's first waiter.
+func (p *proposer) build() ([]fsm.Command, []slot) {
+	var cmds []fsm.Command
+	var slots []slot
+	handed := make(map[string]bool)
+	handoff := func(key string) {
+		q := p.waiters[key]
+		if len(q) == 0 || handed[key] {
+			return
+		}
+		handed[key] = true
+		w := q[0]
+		a := w.cmd.(fsm.Acquire)
+		a.Time = time.Now().UnixNano()
+		cmds = append(cmds, a)
+		slots = append(slots, slot{op: w, handoff: true})
+	}
+	for _, e := range p.lessor.Expired(max(p.maxBatch/2, 1)) {
+		e := e
+		cmds = append(cmds, fsm.Expire{Key: e.key, Token: e.token, Term: p.term})
+		slots = append(slots, slot{exp: &e})
+		handoff(e.key)
+	}
+	for key := range p.kicked {
+		if l := p.machine.Get(key); l == nil || !l.Held {
+			handoff(key)
+		}
+	}
+	clear(p.kicked)
+	n := min(len(p.pending), max(p.maxBatch-len(cmds), 1))
+	for _, o := range p.pending[:n] {
+		cmds = append(cmds, o.cmd)
+		slots = append(slots, slot{op: o})
+		switch c := o.cmd.(type) {
+		case fsm.Release:
+			handoff(c.Key)
+		case fsm.Revoke:
+			handoff(c.Key)
+		}
+	}
+	p.pending = append(p.pending[:0], p.pending[n:]...)
+	return cmds, slots
+}
+
+// finish hands each result to its waiter and updates the lessor.
+func (p *proposer) finish(slots []slot, results []fsm.Result) {
+	for i, s := range slots {
+		r := results[i]
+		switch {
+		case s.exp != nil:
+			p.lessor.Remove(s.exp.key, s.exp.token)
+			if r.Code == fsm.Freed {
+				p.metrics.expiries.Inc()
+				p.log.Info("lease_expired", "key", s.exp.key, "token", s.exp.token, "holder", r.Lease.Holder)
+			}
+		case s.handoff:
+			if r.Code != fsm.Granted {
+				continue // the release did not free the key; keep waiting
+			}
+			p.unqueue(s.op)
+			p.granted(s.op, r)
+		default:
+			p.settle(s.op, r)
+		}
+	}
+}
+
+func (p *proposer) settle(o *op, r fsm.Result) {
+	switch c := o.cmd.(type) {
+	case fsm.Acquire:
+		if r.Code == fsm.Held {
+			if !o.waitEnd.IsZero() && time.Now().Before(o.waitEnd) {
+				p.enqueue(o, c.Key)
+				return
+			}
+			p.metrics.conflicts.Inc()
+		} else {
+			p.granted(o, r)
+			return
+		}
+	case fsm.Release, fsm.Revoke:
+		if r.Code == fsm.Freed {
+			p.lessor.Remove(r.Lease.Key, r.Lease.Token)
+			p.metrics.releases.Inc()
+			p.log.Debug("lease_released", "key", r.Lease.Key, "token", r.Lease.Token, "holder", r.Lease.Holder, "revoked", r.Lease.Reason == fsm.ReasonRevoked)
+		}
+	}
+	o.done <- opResult{res: r}
+}
+
+func (p *proposer) granted(o *op, r fsm.Result) {
+	p.lessor.Grant(r.Lease.Key, r.Lease.Token, r.Lease.TTL)
+	if r.Code == fsm.Granted {
+		p.metrics.acquisitions.Inc()
+		p.log.Debug("lease_acquired", "key", r.Lease.Key, "holder", r.Lease.Holder, "token", r.Lease.Token)
+	}
+	o.done <- opResult{res: r}
+}
+
+func (p *proposer) enqueue(o *op, key string) {
+	o.queued = true
+	p.waiters[key] = append(p.waiters[key], o)
+	p.kicked[key] = struct{}{}
+	o.timer = time.AfterFunc(time.Until(o.waitEnd), func() {
+		select {
+		case p.timeouts <- o:
+		case <-p.stopped:
+		}
+	})
+}
+
+func (p *proposer) unqueue(o *op) {
+	if !o.queued {
+		return
+	}
+	o.queued = false
+	o.timer.Stop()
+	key := o.cmd.(fsm.Acquire).Key
+	q := p.waiters[key]
+	for i, w := range q {
+		if w == o {
+			q = append(q[:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(p.waiters, key)
+	} else {
+		p.waiters[key] = q
+	}
+}
+
+// dropWaiter ends a wait: at its deadline the caller learns who holds the
+// key; a cancelled caller is gone and learns nothing.
+func (p *proposer) dropWaiter(o *op, timedOut bool) {
+	if !o.queued {
+		return
+	}
+	p.unqueue(o)
+	if timedOut {
+		p.metrics.conflicts.Inc()
+		o.done <- opResult{res: fsm.Result{Code: fsm.Held, Lease: p.machine.Get(o.cmd.(fsm.Acquire).Key)}}
+	}
+}
+
+// failAll answers everything still queued once the proposer stops.
+func (p *proposer) failAll() {
+	close(p.stopped)
+	for _, q := range p.waiters {
+		for _, o := range q {
+			o.timer.Stop()
+			o.done <- opResult{err: ErrLeadershipLost}
+		}
+	}
+	p.waiters = nil
+	for _, o := range p.pending {
+		o.done <- opResult{err: ErrLeadershipLost}
+	}
+	p.pending = nil
+	for {
+		select {
+		case o := <-p.in:
+			o.done <- opResult{err: ErrLeadershipLost}
+		default:
+			return
+		}
+	}
+}

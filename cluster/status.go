@@ -1,0 +1,209 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// IsLeader reports whether Raft says this node leads (established or not).
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// ID is this node's id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// Server is one member of the Raft configuration.
+type Server struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+	Voter    bool
+	Leader   bool
+}
+
+// Status is this node's view of the cluster.
+type Status struct {
+	NodeID         string
+	Role           string // leader, follower, candidate, shutdown
+	Ready          bool   // an established leader
+	LeaderID       string
+	LeaderHTTPAddr string
+	Term           uint64
+	LastLogIndex   uint64
+	CommitIndex    uint64
+	AppliedIndex   uint64
+	LastToken      uint64
+	LastContact    time.Duration // since the leader was last heard; 0 on the leader
+	Servers        []Server
+}
+
+// Status reports this node's view without contacting other nodes.
+func (n *Node) Status() Status {
+	leaderAddr, leaderID := n.raft.LeaderWithID()
+	s := Status{
+		NodeID:       n.cfg.NodeID,
+		Role:         roleName(n.raft.State()),
+		Ready:        n.leading.Load() != nil,
+		LeaderID:     string(leaderID),
+		Term:         n.raft.CurrentTerm(),
+		LastLogIndex: n.raft.LastIndex(),
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.raft.AppliedIndex(),
+		LastToken:    n.machine.LastToken(),
+		LastContact:  n.LastContact(),
+	}
+	if leaderID != "" {
+		s.LeaderHTTPAddr = n.httpAddrOf(string(leaderID))
+	}
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, srv := range f.Configuration().Servers {
+			s.Servers = append(s.Servers, Server{
+				ID:       string(srv.ID),
+				RaftAddr: string(srv.Address),
+				HTTPAddr: n.httpAddrOf(string(srv.ID)),
+				Voter:    srv.Suffrage == raft.Voter,
+				Leader:   srv.Address == leaderAddr,
+			})
+		}
+	}
+	return s
+}
+
+func roleName(s raft.RaftState) string {
+	switch s {
+	case raft.Leader:
+		return "leader"
+	case raft.Follower:
+		return "follower"
+	case raft.Candidate:
+		return "candidate"
+	}
+	return "shutdown"
+}
+
+// LastContact is the time since this node last heard from the leader; 0 on
+// the leader itself.
+func (n *Node) LastContact() time.Duration {
+	if n.IsLeader() {
+		return 0
+	}
+	last := n.raft.LastContact()
+	if last.IsZero() {
+		return -1
+	}
+	return time.Since(last)
+}
+
+// LeaderHTTPAddr is the HTTP address of the current leader as this node knows
+// it, or "" when there is no known leader (or its address is unknown).
+func (n *Node) LeaderHTTPAddr() string {
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return ""
+	}
+	return n.httpAddrOf(string(id))
+}
+
+func (n *Node) httpAddrOf(id string) string {
+	if id == n.cfg.NodeID {
+		return n.cfg.HTTPAddr
+	}
+	if n.gossip != nil {
+		if addr := n.gossip.httpAddrOf(id); addr != "" {
+			return addr
+		}
+	}
+	for _, p := range n.cfg.InitialCluster {
+		if p.ID == id {
+			return p.HTTPAddr
+		}
+	}
+	return ""
+}
+
+// RemoveServer removes a server from the Raft configuration. Leader only.
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	if _, err := n.proposer(); err != nil {
+		return err
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("read configuration: %w", err)
+	}
+	found := false
+	for _, srv := range f.Configuration().Servers {
+		found = found || string(srv.ID) == id
+	}
+	if !found {
+		return fmt.Errorf("server %q: %w", id, ErrNotFound)
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
+		return fmt.Errorf("remove server %q: %w", id, err)
+	}
+	n.log.Info("server removed", "server_id", id)
+	return nil
+}
+
+// TransferLeadership hands leadership to the server id, or to the most
+// up-to-date follower when id is empty, and returns the new leader's id.
+func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error) {
+	if !n.IsLeader() {
+		return "", ErrNotLeader
+	}
+	var f raft.Future
+	if id == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		addr := ""
+		for _, srv := range n.Status().Servers {
+			if srv.ID == id {
+				addr = srv.RaftAddr
+			}
+		}
+		if addr == "" {
+			return "", fmt.Errorf("server %q: %w", id, ErrNotFound)
+		}
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
+	}
+	if err := f.Error(); err != nil {
+		return "", fmt.Errorf("transfer leadership: %w", err)
+	}
+	_, leader := n.raft.LeaderWithID()
+	return string(leader), nil
+}
+
+// SnapshotInfo describes a snapshot taken on demand.
+type SnapshotInfo struct {
+	ID    string
+	Index uint64
+	Term  uint64
+	Size  int64
+}
+
+// Snapshot takes a Raft snapshot of this node now.
+func (n *Node) Snapshot(ctx context.Context) (SnapshotInfo, error) {
+	f := n.raft.Snapshot()
+	if err := f.Error(); err != nil {
+		return SnapshotInfo{}, fmt.Errorf("snapshot: %w", err)
+	}
+	meta, rc, err := f.Open()
+	if err != nil {
+		return SnapshotInfo{}, fmt.Errorf("open snapshot: %w", err)
+	}
+	rc.Close()
+	return SnapshotInfo{ID: meta.ID, Index: meta.Index, Term: meta.Term, Size: meta.Size}, nil
+}
+
+func resolveTCP(addr string) (*net.TCPAddr, error) {
+	a, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if a.IP == nil || a.IP.IsUnspecified() {
+		return nil, fmt.Errorf("%q: advertise a routable address, not an unspecified one", addr)
+	}
+	return a, nil
+}
