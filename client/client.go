@@ -1,0 +1,275 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Headers of the HTTP API v1.
+const (
+	HeaderLeaderAddr  = "X-Tenure-Leader-Addr"
+	HeaderIndex       = "X-Tenure-Index"
+	HeaderLastContact = "X-Tenure-Last-Contact"
+	HeaderKnownLeader = "X-Tenure-Known-Leader"
+)
+
+// maxResponseBytes bounds the body the client reads from one answer.
+const maxResponseBytes = 64 << 20
+
+// Client talks to a tenure cluster. Create it with New. It is safe for
+// concurrent use and holds no goroutines.
+type Client struct {
+	cfg   Config
+	http  *http.Client
+	log   hclog.Logger
+	route *router
+
+	// sleep waits d or until ctx is done, returning ctx.Err() then.
+	// jitter returns a uniformly random duration in [0, d].
+	// Tests replace both.
+	sleep  func(ctx context.Context, d time.Duration) error
+	jitter func(d time.Duration) time.Duration
+}
+
+// Meta describes the attempt that produced an answer.
+type Meta struct {
+	// SentAt is the local time, with its monotonic reading, taken just
+	// before the answering attempt was sent. A holder counts the lifetime
+	// of a lease from it: the cluster keeps the lease for at least TTL
+	// after this instant (earlier failed attempts do not count).
+	SentAt time.Time
+	// Address is the server that answered, as "scheme://host:port".
+	Address string
+	// Index is X-Tenure-Index: the Raft index to pass as
+	// QueryOptions.WaitIndex in the next blocking read; 0 if absent.
+	Index uint64
+	// LastContact is X-Tenure-Last-Contact: how long ago the answering node
+	// last heard from the leader (0 on the leader, and when absent).
+	LastContact time.Duration
+	// KnownLeader is X-Tenure-Known-Leader; when that header is absent, it
+	// says whether the answer named a leader in X-Tenure-Leader-Addr.
+	KnownLeader bool
+	// Created is true when an acquire answered 201: a new grant. It is
+	// false for 200: the holder already held the lease.
+	Created bool
+}
+
+// New validates cfg and returns a Client. It does not contact the cluster.
+func New(cfg *Config) (*Client, error) {
+	if cfg == nil {
+		return nil, errors.New("config: nil Config")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: *cfg, http: cfg.HTTPClient, log: cfg.Logger}
+	seeds := make([]string, len(cfg.Addresses))
+	for i, a := range cfg.Addresses {
+		seeds[i], _ = normalizeAddress(a) // checked by Validate
+	}
+	c.cfg.Addresses = seeds
+	c.route = newRouter(seeds)
+	if c.http == nil {
+		c.http = defaultHTTPClient()
+	}
+	if c.log == nil {
+		c.log = hclog.NewNullLogger()
+	}
+	c.sleep = sleepCtx
+	c.jitter = func(d time.Duration) time.Duration {
+		if d <= 0 {
+			return 0
+		}
+		return rand.N(d + 1)
+	}
+	return c, nil
+}
+
+// defaultHTTPClient keeps enough idle connections per server for a busy
+// process, and never follows redirects: the API does not redirect, and
+// following a redirect could turn a POST into a GET.
+func defaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 512
+	t.MaxIdleConnsPerHost = 128
+	return &http.Client{
+		Transport: t,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// NewHolderID returns a holder identity that a restarted process never
+// reuses: "<hostname>-<pid>-<8 random hex digits>".
+func NewHolderID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	var b [4]byte
+	_, _ = crand.Read(b[:]) // never fails on supported platforms
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// request is one logical call.
+type request struct {
+	method string
+	path   string // escaped path, from "/v1/..."
+	query  map[string]string
+	body   any
+	// wait is how long the server may hold the request on purpose; it is
+	// added to the per-attempt timeout.
+	wait time.Duration
+	// unsafeRetry marks calls that must not be repeated when the outcome of
+	// an attempt is unknown; they are retried only when the server surely
+	// did not act (connection refused, 429, 503 no_leader).
+	unsafeRetry bool
+}
+
+// response is a successful (2xx) answer.
+type response struct {
+	status int
+	body   []byte
+	meta   *Meta
+}
+
+// attemptTimeout is the time limit of one attempt of r.
+func (c *Client) attemptTimeout(r *request) time.Duration {
+	return c.cfg.Timeout + r.wait
+}
+
+// do sends r, retrying retryable failures with backoff until it gets an
+// answer, a non-retryable error, RetryMax retries, or ctx is done. A
+// non-retryable answer is returned as *APIError.
+func (c *Client) do(ctx context.Context, r *request) (*response, error) {
+	var body []byte
+	if r.body != nil {
+		var err error
+		if body, err = json.Marshal(r.body); err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		addr := c.route.pick()
+		resp, leaderHdr, err := c.attempt(ctx, addr, r, body)
+		if err == nil {
+			c.route.answered(addr, leaderHdr)
+			return resp, nil
+		}
+		var te *transportError
+		if errors.As(err, &te) && ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (attempt %d: %w)", ctx.Err(), attempt, err)
+		}
+		retry, connErr, retryAfter := classify(err, r.unsafeRetry)
+		if !retry {
+			return nil, err
+		}
+		c.route.failed(addr, leaderHdr, connErr)
+		if attempt > c.cfg.RetryMax {
+			return nil, fmt.Errorf("giving up after %d attempts: %w", attempt, err)
+		}
+		delay := c.backoff(attempt, retryAfter)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {
+			return nil, fmt.Errorf("giving up after %d attempts, the next would start after the deadline: %w", attempt, err)
+		}
+		c.log.Debug("request failed, retrying", "method", r.method, "path", r.path,
+			"address", addr, "attempt", attempt, "delay", delay, "error", err)
+		if serr := c.sleep(ctx, delay); serr != nil {
+			return nil, fmt.Errorf("%w (after %d attempts, last error: %w)", serr, attempt, err)
+		}
+	}
+}
+
+// backoff is the delay before retry number attempt (from 1): full jitter
+// over an exponentially growing ceiling, but never less than retryAfter.
+func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	ceiling := c.cfg.RetryMaxDelay
+	if shift := attempt - 1; shift < 32 {
+		if d := c.cfg.RetryBaseDelay << shift; d > 0 && d < ceiling {
+			ceiling = d
+		}
+	}
+	d := c.jitter(ceiling)
+	if d < retryAfter {
+		d = retryAfter
+	}
+	return d
+}
+
+// attempt sends r once to addr. On failure it returns a *transportError or
+// an *APIError, with the leader header of the answer if there was one.
+func (c *Client) attempt(ctx context.Context, addr string, r *request, body []byte) (*response, string, error) {
+	actx, cancel := context.WithTimeout(ctx, c.attemptTimeout(r))
+	defer cancel()
+
+	u := addr + r.path
+	if q := encodeQuery(r.query); q != "" {
+		u += "?" + q
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(actx, r.method, u, rd)
+	if err != nil {
+		return nil, "", fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "tenure-go-client/1")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+
+	sentAt := time.Now()
+	hr, err := c.http.Do(req)
+	if err != nil {
+		return nil, "", &transportError{addr: addr, err: err}
+	}
+	defer hr.Body.Close()
+	leaderHdr := hr.Header.Get(HeaderLeaderAddr)
+	data, err := io.ReadAll(io.LimitReader(hr.Body, maxResponseBytes))
+	if err != nil {
+		return nil, leaderHdr, &transportError{addr: addr, err: fmt.Errorf("read answer: %w", err)}
+	}
+	if hr.StatusCode < 200 || hr.StatusCode > 299 {
+		return nil, leaderHdr, decodeAPIError(hr, data)
+	}
+	meta := &Meta{SentAt: sentAt, Address: addr, KnownLeader: leaderHdr != ""}
+	if v := hr.Header.Get(HeaderIndex); v != "" {
+		meta.Index, _ = strconv.ParseUint(v, 10, 64)
+	}
+	if v := hr.Header.Get(HeaderLastContact); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			meta.LastContact = time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	if v := hr.Header.Get(HeaderKnownLeader); v != "" {
+		meta.KnownLeader, _ = strconv.ParseBool(v)
+	}
+	return &response{status: hr.StatusCode, body: data, meta: meta}, leaderHdr, nil
+}

@@ -1,0 +1,194 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// NodeStatus is one server's view of the cluster.
+type NodeStatus struct {
+	NodeID         string `json:"node_id"`
+	Role           string `json:"role"`
+	LeaderID       string `json:"leader_id"`
+	LeaderHTTPAddr string `json:"leader_http_addr"`
+	Term           uint64 `json:"term"`
+	LastLogIndex   uint64 `json:"last_log_index"`
+	CommitIndex    uint64 `json:"commit_index"`
+	AppliedIndex   uint64 `json:"applied_index"`
+	// LastContact is how long ago this node last heard from the leader.
+	LastContact time.Duration `json:"-"`
+	Ready       bool          `json:"ready"`
+	Servers     []ServerInfo  `json:"servers"`
+}
+
+// ServerInfo is one server of the Raft configuration.
+type ServerInfo struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+	Suffrage string `json:"suffrage"`
+	Leader   bool   `json:"leader"`
+}
+
+type nodeStatusAlias NodeStatus
+
+// UnmarshalJSON accepts last_contact as a duration string ("12ms") or a
+// number of milliseconds.
+func (s *NodeStatus) UnmarshalJSON(data []byte) error {
+	var w struct {
+		*nodeStatusAlias
+		LastContact json.RawMessage `json:"last_contact"`
+	}
+	w.nodeStatusAlias = (*nodeStatusAlias)(s)
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	d, err := flexDuration(w.LastContact)
+	if err != nil {
+		return fmt.Errorf("status field last_contact: %w", err)
+	}
+	s.LastContact = d
+	return nil
+}
+
+// MarshalJSON writes last_contact as a duration string.
+func (s NodeStatus) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		nodeStatusAlias
+		LastContact string `json:"last_contact"`
+	}{nodeStatusAlias(s), s.LastContact.String()})
+}
+
+// flexDuration decodes a JSON duration string, or a number of milliseconds.
+func flexDuration(raw json.RawMessage) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if s == "" {
+			return 0, nil
+		}
+		return time.ParseDuration(s)
+	}
+	ms, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return 0, fmt.Errorf("not a duration: %s", raw)
+	}
+	return time.Duration(ms * float64(time.Millisecond)), nil
+}
+
+// Member is one gossip member: a server or a worker.
+type Member struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+	// Status is alive, suspect, dead or left.
+	Status string `json:"status"`
+	// Role is server or worker.
+	Role string         `json:"role"`
+	Meta map[string]any `json:"meta,omitempty"`
+}
+
+// Status returns the view of the node that the client is talking to (the
+// leader once the client has learned it).
+func (c *Client) Status(ctx context.Context) (*NodeStatus, *Meta, error) {
+	resp, err := c.do(ctx, &request{method: http.MethodGet, path: "/v1/status"})
+	if err != nil {
+		return nil, nil, err
+	}
+	var s NodeStatus
+	if err := json.Unmarshal(resp.body, &s); err != nil {
+		return nil, nil, fmt.Errorf("decode status: %w", err)
+	}
+	return &s, resp.meta, nil
+}
+
+// Members returns the gossip members as the answering node sees them.
+func (c *Client) Members(ctx context.Context) ([]Member, *Meta, error) {
+	resp, err := c.do(ctx, &request{method: http.MethodGet, path: "/v1/members"})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out struct {
+		Members []Member `json:"members"`
+	}
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode members: %w", err)
+	}
+	return out.Members, resp.meta, nil
+}
+
+// OperatorAPI makes the operator calls. Get it from Client.Operator.
+//
+// RemoveServer and TransferLeader are not idempotent, so they are retried
+// only after failures that prove the server did not act (connection
+// refused, 429, 503 no_leader); after an unknown outcome (leadership_lost,
+// timeout, a broken connection) the error is returned and the caller should
+// look at Status before trying again.
+type OperatorAPI struct {
+	c *Client
+}
+
+// Operator returns the operator calls of c.
+func (c *Client) Operator() *OperatorAPI { return &OperatorAPI{c: c} }
+
+// SnapshotInfo describes a Raft snapshot.
+type SnapshotInfo struct {
+	ID    string `json:"id"`
+	Index uint64 `json:"index"`
+	Term  uint64 `json:"term"`
+	Size  int64  `json:"size"`
+}
+
+// RemoveServer removes the server id from the Raft configuration. It fails
+// with ErrNotFound when no server has that id.
+func (o *OperatorAPI) RemoveServer(ctx context.Context, id string) (*Meta, error) {
+	if id == "" {
+		return nil, fmt.Errorf("%w: server id is empty", ErrInvalid)
+	}
+	resp, err := o.c.do(ctx, &request{method: http.MethodDelete,
+		path: "/v1/operator/servers/" + url.PathEscape(id), unsafeRetry: true})
+	if err != nil {
+		return nil, err
+	}
+	return resp.meta, nil
+}
+
+// TransferLeader hands leadership to the server id, or, when id is empty,
+// to the most up-to-date server. It returns the id of the new leader.
+func (o *OperatorAPI) TransferLeader(ctx context.Context, id string) (string, *Meta, error) {
+	body := struct {
+		ID string `json:"id,omitempty"`
+	}{id}
+	resp, err := o.c.do(ctx, &request{method: http.MethodPost,
+		path: "/v1/operator/transfer-leader", body: body, unsafeRetry: true})
+	if err != nil {
+		return "", nil, err
+	}
+	var out struct {
+		LeaderID string `json:"leader_id"`
+	}
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return "", nil, fmt.Errorf("decode transfer answer: %w", err)
+	}
+	return out.LeaderID, resp.meta, nil
+}
+
+// Snapshot makes the leader take a Raft snapshot now. A retry after an
+// unknown outcome may take a second snapshot, which is harmless.
+func (o *OperatorAPI) Snapshot(ctx context.Context) (*SnapshotInfo, *Meta, error) {
+	resp, err := o.c.do(ctx, &request{method: http.MethodPost, path: "/v1/operator/snapshot"})
+	if err != nil {
+		return nil, nil, err
+	}
+	var s SnapshotInfo
+	if err := json.Unmarshal(resp.body, &s); err != nil {
+		return nil, nil, fmt.Errorf("decode snapshot answer: %w", err)
+	}
+	return &s, resp.meta, nil
+}

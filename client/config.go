@@ -1,0 +1,150 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+const (
+	// EnvHTTPAddr names the environment variable that DefaultConfig reads
+	// the server addresses from: a comma-separated list.
+	EnvHTTPAddr = "TENURE_HTTP_ADDR"
+
+	// DefaultHTTPAddr is the address used when EnvHTTPAddr is unset.
+	DefaultHTTPAddr = "127.0.0.1:7500"
+)
+
+// Config configures a Client. Build one with DefaultConfig and change what
+// you need; New copies it, so later changes have no effect on the Client.
+type Config struct {
+	// Addresses are the HTTP addresses of the servers, each "host:port",
+	// "http://host:port" or "https://host:port". Any server answers any
+	// request; the list is where the client starts and where it falls back
+	// to when the leader it follows does not answer. At least one.
+	Addresses []string
+
+	// HTTPClient sends the requests. Nil means a client of the package's own
+	// with pooled keep-alive connections and redirects disabled (the API
+	// never redirects). Its Timeout must be zero: the time limit of each
+	// attempt is set from Timeout and the wait of blocking calls.
+	HTTPClient *http.Client
+
+	// Timeout bounds one attempt of a call that does not block. A blocking
+	// call (an acquire with a wait, a read with a wait index) gets its wait
+	// on top of Timeout. The caller's context bounds the call as a whole.
+	Timeout time.Duration
+
+	// RetryMax is how many times a call is retried after a retryable
+	// failure (a connection error, 429, 502, 503, 504); 0 disables retries.
+	RetryMax int
+
+	// RetryBaseDelay and RetryMaxDelay shape the exponential backoff with
+	// full jitter: before retry n (from 1) the client waits a random delay
+	// in [0, min(RetryMaxDelay, RetryBaseDelay·2^(n−1))], or the server's
+	// Retry-After if that is longer.
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
+
+	// Logger receives debug lines about retries and leader changes. Nil
+	// discards them.
+	Logger hclog.Logger
+}
+
+// DefaultConfig returns a Config with the addresses from the environment
+// variable TENURE_HTTP_ADDR (comma-separated), or 127.0.0.1:7500 when it is
+// unset, and defaults that suit a lease holder: 10s per attempt, 5 retries,
+// backoff from 50ms up to 2s.
+func DefaultConfig() *Config {
+	return &Config{
+		Addresses:      SplitAddresses(os.Getenv(EnvHTTPAddr)),
+		Timeout:        10 * time.Second,
+		RetryMax:       5,
+		RetryBaseDelay: 50 * time.Millisecond,
+		RetryMaxDelay:  2 * time.Second,
+	}
+}
+
+// SplitAddresses splits a comma-separated list of addresses, dropping
+// blanks. It returns [DefaultHTTPAddr] when nothing is left.
+func SplitAddresses(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{DefaultHTTPAddr}
+	}
+	return out
+}
+
+// Validate checks every field and the relations between them. The error
+// names the field to blame.
+func (c *Config) Validate() error {
+	if len(c.Addresses) == 0 {
+		return errors.New("config: Addresses is empty")
+	}
+	for _, a := range c.Addresses {
+		if _, err := normalizeAddress(a); err != nil {
+			return fmt.Errorf("config: Addresses: %w", err)
+		}
+	}
+	if c.HTTPClient != nil && c.HTTPClient.Timeout != 0 {
+		return fmt.Errorf("config: HTTPClient.Timeout must be 0, got %v: attempts are bounded by Timeout", c.HTTPClient.Timeout)
+	}
+	if c.Timeout <= 0 {
+		return fmt.Errorf("config: Timeout must be positive, got %v", c.Timeout)
+	}
+	if c.RetryMax < 0 {
+		return fmt.Errorf("config: RetryMax must not be negative, got %d", c.RetryMax)
+	}
+	if c.RetryMax > 0 {
+		if c.RetryBaseDelay <= 0 {
+			return fmt.Errorf("config: RetryBaseDelay must be positive when RetryMax > 0, got %v", c.RetryBaseDelay)
+		}
+		if c.RetryMaxDelay < c.RetryBaseDelay {
+			return fmt.Errorf("config: RetryMaxDelay (%v) must be at least RetryBaseDelay (%v)", c.RetryMaxDelay, c.RetryBaseDelay)
+		}
+	}
+	return nil
+}
+
+// normalizeAddress turns "host:port" or "scheme://host:port" into
+// "scheme://host:port", the form the client keeps and reports.
+func normalizeAddress(a string) (string, error) {
+	return normalizeWithScheme(a, "http")
+}
+
+// normalizeWithScheme is normalizeAddress with the scheme to assume when a
+// has none.
+func normalizeWithScheme(a, scheme string) (string, error) {
+	a = strings.TrimSpace(a)
+	if a == "" {
+		return "", errors.New("empty address")
+	}
+	if !strings.Contains(a, "://") {
+		a = scheme + "://" + a
+	}
+	u, err := url.Parse(a)
+	if err != nil {
+		return "", fmt.Errorf("address %q: %w", a, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("address %q: scheme must be http or https", a)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("address %q: no host", a)
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("address %q: only scheme, host and port are allowed", a)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}

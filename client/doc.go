@@ -1,0 +1,25 @@
+// Package client is the Go client of tenure, and the only stable public API
+// of the project.
+//
+// The package owns everything a program needs to talk to a tenure cluster
+// over the HTTP API v1 (docs/http-api.md): encoding requests, decoding
+// answers, turning the error codes of the API back into the sentinel errors
+// declared here, following the Raft leader, and retrying the answers that
+// the API declares safe to retry.
+//
+// The low-level layer is [Client]: [Client.Leases] for acquire, renew,
+// release, read and revoke, [Client.Status] and [Client.Members] for the
+// cluster, and [Client.Operator] for operator actions. Each call makes one
+// logical request, possibly in several attempts, and returns a [Meta] that
+// says where and when the answering attempt was sent. Keep-alive, elections
+// and workers are built on top of this layer.
+//
+// The package must never decide anything about lease ownership on its own
+// clock other than from [Meta.SentAt]: the cluster's guarantee is that a
+// lease is not freed before its TTL has passed since the holder sent the
+// request that acquired or renewed it, so SentAt is the only local time a
+// holder may count from.
+//
+// A Client is safe for concurrent use by many goroutines. It starts no
+// goroutines of its own.
+package client

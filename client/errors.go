@@ -1,0 +1,201 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Every error that the API answers with a code is an
+// [*APIError], and errors.Is matches it against the sentinel of its code, so
+// callers compare with errors.Is and reach the details with errors.As.
+var (
+	// ErrHeld: the key is held by another holder (code "held", HTTP 409).
+	// The APIError's Lease is the current lease. Acquiring again is only
+	// useful after waiting.
+	ErrHeld = errors.New("lease held by another holder")
+
+	// ErrLeaseLost: the lease named by a renewal is no longer held under that
+	// holder and token (code "lease_lost"). The APIError's Reason says why
+	// (ReasonExpired, ReasonReleased, ReasonRevoked, ReasonSuperseded,
+	// ReasonUnknown). The caller must stop acting as the holder at once.
+	ErrLeaseLost = errors.New("lease lost")
+
+	// ErrNotFound: the key was never seen, or the server id is unknown
+	// (code "not_found").
+	ErrNotFound = errors.New("not found")
+
+	// ErrInvalid: the request was refused as malformed (any HTTP 400 code:
+	// invalid_key, invalid_ttl, body_too_large, ...; the APIError's Field
+	// names the culprit), or the client refused to send it. Retrying the
+	// same request cannot succeed.
+	ErrInvalid = errors.New("invalid request")
+
+	// ErrNoLeader: the cluster has no leader ready to serve (code
+	// "no_leader"). The request was not carried out; the client retries it.
+	ErrNoLeader = errors.New("no leader")
+
+	// ErrLeadershipLost: the leader lost its leadership while the request
+	// was in flight (code "leadership_lost"). The outcome is unknown: the
+	// request may or may not have taken effect.
+	ErrLeadershipLost = errors.New("leadership lost: outcome unknown")
+
+	// ErrOverloaded: the leader has too many requests in flight (code
+	// "overloaded"). The request was not carried out; the APIError's
+	// RetryAfter says when to come back.
+	ErrOverloaded = errors.New("server overloaded")
+
+	// ErrTimeout: the server gave up waiting for Raft (code "timeout"). The
+	// outcome is unknown.
+	ErrTimeout = errors.New("server timed out: outcome unknown")
+)
+
+// Error codes of the HTTP API v1. They are stable: a code never changes
+// meaning.
+const (
+	CodeInvalidKey      = "invalid_key"
+	CodeInvalidHolder   = "invalid_holder"
+	CodeInvalidTTL      = "invalid_ttl"
+	CodeInvalidWait     = "invalid_wait"
+	CodeInvalidToken    = "invalid_token"
+	CodeInvalidMetadata = "invalid_metadata"
+	CodeInvalidIndex    = "invalid_index"
+	CodeInvalidQuery    = "invalid_query"
+	CodeInvalidBody     = "invalid_body"
+	CodeBodyTooLarge    = "body_too_large"
+	CodeNotFound        = "not_found"
+	CodeLeaseLost       = "lease_lost"
+	CodeHeld            = "held"
+	CodeOverloaded      = "overloaded"
+	CodeNoLeader        = "no_leader"
+	CodeLeadershipLost  = "leadership_lost"
+	CodeTimeout         = "timeout"
+	CodeInternal        = "internal"
+)
+
+// Reasons carried by a lease_lost error, and by a free lease to say why it
+// is free.
+const (
+	ReasonExpired    = "expired"
+	ReasonReleased   = "released"
+	ReasonRevoked    = "revoked"
+	ReasonSuperseded = "superseded" // held under a newer token or by another holder
+	ReasonUnknown    = "unknown"    // never held
+)
+
+// APIError is an error answered by a server: a status of 400 or above with
+// the error body of the API, or any other unexpected status.
+type APIError struct {
+	// StatusCode is the HTTP status of the answer. It is 0 when the error
+	// describes one entry of a RenewMany answer.
+	StatusCode int
+	// Code is the stable error code ("held", "lease_lost", ...). It is empty
+	// when the answer had no error body (a proxy, or a route that does not
+	// exist).
+	Code string
+	// Message is the server's explanation, for people.
+	Message string
+	// Field names the JSON field or query parameter to blame, if any.
+	Field string
+	// Reason says why a lease was lost (code lease_lost only).
+	Reason string
+	// Lease is the current lease (code held only).
+	Lease *LeaseInfo
+	// RetryAfter is the Retry-After header of the answer, zero if absent.
+	RetryAfter time.Duration
+}
+
+// Error implements error: "<code> (<reason>): <message>".
+func (e *APIError) Error() string {
+	var b strings.Builder
+	if e.Code != "" {
+		b.WriteString(e.Code)
+	} else {
+		fmt.Fprintf(&b, "http status %d", e.StatusCode)
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, " (%s)", e.Reason)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	if e.Field != "" && !strings.Contains(e.Message, e.Field) {
+		fmt.Fprintf(&b, " (field %s)", e.Field)
+	}
+	return b.String()
+}
+
+// Is reports whether target is the sentinel error of e's code.
+func (e *APIError) Is(target error) bool {
+	s := e.sentinel()
+	return s != nil && s == target
+}
+
+// sentinel maps the code, or the status when there is no code, to a
+// sentinel error; nil when none applies (internal, unknown codes).
+func (e *APIError) sentinel() error {
+	switch e.Code {
+	case CodeHeld:
+		return ErrHeld
+	case CodeLeaseLost:
+		return ErrLeaseLost
+	case CodeNotFound:
+		return ErrNotFound
+	case CodeNoLeader:
+		return ErrNoLeader
+	case CodeLeadershipLost:
+		return ErrLeadershipLost
+	case CodeOverloaded:
+		return ErrOverloaded
+	case CodeTimeout:
+		return ErrTimeout
+	case CodeBodyTooLarge:
+		return ErrInvalid
+	}
+	if strings.HasPrefix(e.Code, "invalid_") || e.StatusCode == http.StatusBadRequest {
+		return ErrInvalid
+	}
+	if e.Code != "" {
+		return nil
+	}
+	// No error body: only the statuses whose meaning does not depend on the
+	// code are mapped.
+	switch e.StatusCode {
+	case http.StatusTooManyRequests:
+		return ErrOverloaded
+	case http.StatusServiceUnavailable:
+		return ErrNoLeader
+	case http.StatusGatewayTimeout:
+		return ErrTimeout
+	}
+	return nil
+}
+
+// errorBody is the JSON error body of the API.
+type errorBody struct {
+	Error   string     `json:"error"`
+	Message string     `json:"message"`
+	Field   string     `json:"field"`
+	Reason  string     `json:"reason"`
+	Lease   *LeaseInfo `json:"lease"`
+}
+
+// parseRetryAfter reads a Retry-After header: seconds, or an HTTP date.
+// It returns zero when the header is absent, malformed or in the past.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

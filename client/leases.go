@@ -1,0 +1,307 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxRenewBatch is the largest number of leases one RenewMany call may
+// carry.
+const MaxRenewBatch = 1024
+
+// LeasesAPI makes the lease calls of the HTTP API, one request each (with
+// retries). Get it from Client.Leases. Every call is idempotent on the
+// server, so every call is retried on connection errors, 429, 502, 503 and
+// 504, including when the outcome of an attempt is unknown.
+type LeasesAPI struct {
+	c *Client
+}
+
+// Leases returns the lease calls of c.
+func (c *Client) Leases() *LeasesAPI { return &LeasesAPI{c: c} }
+
+// AcquireRequest is the body of an acquire.
+type AcquireRequest struct {
+	// Holder is the caller's identity (see NewHolderID). Required.
+	Holder string
+	// TTL is the lifetime of the lease, within the server's bounds.
+	TTL time.Duration
+	// Wait, when positive, queues the request behind the current holder
+	// until the key frees or Wait ends. The attempt's timeout grows by Wait.
+	Wait time.Duration
+	// Metadata is stored with the lease (at most 16 entries).
+	Metadata map[string]string
+}
+
+// LeaseRef names one lease to renew.
+type LeaseRef struct {
+	Key   string `json:"key"`
+	Token uint64 `json:"token"`
+}
+
+// RenewResult is the outcome for one lease of RenewMany.
+type RenewResult struct {
+	Key   string
+	Token uint64
+	// Lease is the renewed lease; nil when Err is set.
+	Lease *LeaseInfo
+	// Err is nil when the lease was renewed. Otherwise it is an *APIError
+	// (StatusCode 0) that matches ErrLeaseLost, with the Reason.
+	Err error
+}
+
+// QueryOptions set the consistency of a read and make it blocking.
+type QueryOptions struct {
+	// Stale lets any node answer from its local state: faster and
+	// available without a leader, but possibly behind (Meta.LastContact
+	// says by how much).
+	Stale bool
+	// WaitIndex, when positive, makes the read blocking: the server answers
+	// once the state behind the query has changed past this index
+	// (Meta.Index of a previous answer), or when WaitTime ends.
+	WaitIndex uint64
+	// WaitTime bounds a blocking read; zero means the server's default
+	// (5m). It is added to the per-attempt timeout.
+	WaitTime time.Duration
+}
+
+// serverDefaultWait is the wait the server applies to a blocking read that
+// names no wait.
+const serverDefaultWait = 5 * time.Minute
+
+// apply adds q to the query parameters and returns the attempt's extra wait.
+func (q *QueryOptions) apply(params map[string]string) time.Duration {
+	if q == nil {
+		return 0
+	}
+	if q.Stale {
+		params["stale"] = "true"
+	}
+	var wait time.Duration
+	if q.WaitIndex > 0 {
+		params["index"] = strconv.FormatUint(q.WaitIndex, 10)
+		wait = serverDefaultWait
+	}
+	if q.WaitTime > 0 {
+		params["wait"] = q.WaitTime.String()
+		wait = q.WaitTime
+	}
+	return wait
+}
+
+// ListOptions filter a list. Empty fields do not filter.
+type ListOptions struct {
+	Prefix string
+	State  LeaseState
+	Holder string
+}
+
+// Acquire acquires key for req.Holder. It returns the lease with
+// Meta.Created true for a new grant, false when req.Holder already held it
+// (the same token, the deadline restarted). When another holder has the key
+// it fails with an *APIError matching ErrHeld whose Lease is the current
+// lease. The lease lasts at least req.TTL from Meta.SentAt.
+func (a *LeasesAPI) Acquire(ctx context.Context, key string, req AcquireRequest) (*LeaseInfo, *Meta, error) {
+	p, err := leasePath("/v1/leases/", key)
+	if err != nil {
+		return nil, nil, err
+	}
+	body := struct {
+		Holder   string            `json:"holder"`
+		TTL      string            `json:"ttl,omitempty"`
+		Wait     string            `json:"wait,omitempty"`
+		Metadata map[string]string `json:"metadata,omitempty"`
+	}{Holder: req.Holder, Metadata: req.Metadata}
+	if req.TTL > 0 {
+		body.TTL = req.TTL.String()
+	}
+	if req.Wait > 0 {
+		body.Wait = req.Wait.String()
+	}
+	resp, err := a.c.do(ctx, &request{method: http.MethodPut, path: p, body: body, wait: req.Wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := decodeLease(resp)
+	if err != nil {
+		return nil, nil, err
+	}
+	resp.meta.Created = resp.status == http.StatusCreated
+	return l, resp.meta, nil
+}
+
+// Renew restarts the deadline of the lease (key, holder, token). It fails
+// with an *APIError matching ErrLeaseLost, with a Reason, when that lease is
+// no longer held. The lease lasts at least its TTL from Meta.SentAt.
+func (a *LeasesAPI) Renew(ctx context.Context, key, holder string, token uint64) (*LeaseInfo, *Meta, error) {
+	p, err := leasePath("/v1/renew/", key)
+	if err != nil {
+		return nil, nil, err
+	}
+	body := struct {
+		Holder string `json:"holder"`
+		Token  uint64 `json:"token"`
+	}{holder, token}
+	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: p, body: body})
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := decodeLease(resp)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, resp.meta, nil
+}
+
+// RenewMany renews several leases of holder in one request (at most
+// MaxRenewBatch). The results are in the order of leases; each has its own
+// Err. The error is only for the request as a whole. Every renewed lease
+// lasts at least its TTL from Meta.SentAt.
+func (a *LeasesAPI) RenewMany(ctx context.Context, holder string, leases []LeaseRef) ([]RenewResult, *Meta, error) {
+	if len(leases) == 0 || len(leases) > MaxRenewBatch {
+		return nil, nil, fmt.Errorf("%w: renew many needs 1 to %d leases, got %d", ErrInvalid, MaxRenewBatch, len(leases))
+	}
+	body := struct {
+		Holder string     `json:"holder"`
+		Leases []LeaseRef `json:"leases"`
+	}{holder, leases}
+	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/renew", body: body})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out struct {
+		Results []struct {
+			Key     string     `json:"key"`
+			Token   uint64     `json:"token"`
+			OK      bool       `json:"ok"`
+			Lease   *LeaseInfo `json:"lease"`
+			Error   string     `json:"error"`
+			Message string     `json:"message"`
+			Reason  string     `json:"reason"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode renew answer: %w", err)
+	}
+	if len(out.Results) != len(leases) {
+		return nil, nil, fmt.Errorf("decode renew answer: %d results for %d leases", len(out.Results), len(leases))
+	}
+	results := make([]RenewResult, len(out.Results))
+	for i, r := range out.Results {
+		results[i] = RenewResult{Key: r.Key, Token: r.Token, Lease: r.Lease}
+		if !r.OK {
+			code := r.Error
+			if code == "" {
+				code = CodeLeaseLost
+			}
+			results[i].Lease = nil
+			results[i].Err = &APIError{Code: code, Message: r.Message, Reason: r.Reason}
+		}
+	}
+	return results, resp.meta, nil
+}
+
+// Release frees the lease (key, holder, token) at once. It succeeds also
+// when that lease was already gone.
+func (a *LeasesAPI) Release(ctx context.Context, key, holder string, token uint64) (*Meta, error) {
+	p, err := leasePath("/v1/leases/", key)
+	if err != nil {
+		return nil, err
+	}
+	q := map[string]string{"holder": holder, "token": strconv.FormatUint(token, 10)}
+	resp, err := a.c.do(ctx, &request{method: http.MethodDelete, path: p, query: q})
+	if err != nil {
+		return nil, err
+	}
+	return resp.meta, nil
+}
+
+// Get reads the lease of key, held or free. It fails with ErrNotFound when
+// the key was never seen. With q.WaitIndex it blocks until the key changes
+// past that index.
+func (a *LeasesAPI) Get(ctx context.Context, key string, q *QueryOptions) (*LeaseInfo, *Meta, error) {
+	p, err := leasePath("/v1/leases/", key)
+	if err != nil {
+		return nil, nil, err
+	}
+	params := map[string]string{}
+	wait := q.apply(params)
+	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := decodeLease(resp)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, resp.meta, nil
+}
+
+// List reads the leases that match opts (nil: all), ordered by key. With
+// q.WaitIndex it blocks until any of them changes past that index.
+func (a *LeasesAPI) List(ctx context.Context, opts *ListOptions, q *QueryOptions) ([]LeaseInfo, *Meta, error) {
+	params := map[string]string{}
+	if opts != nil {
+		params["prefix"] = opts.Prefix
+		params["state"] = string(opts.State)
+		params["holder"] = opts.Holder
+	}
+	wait := q.apply(params)
+	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/leases", query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out struct {
+		Leases []LeaseInfo `json:"leases"`
+		Index  uint64      `json:"index"`
+	}
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode lease list: %w", err)
+	}
+	if resp.meta.Index == 0 {
+		resp.meta.Index = out.Index
+	}
+	return out.Leases, resp.meta, nil
+}
+
+// Revoke frees key whoever holds it (an operator action). It fails with
+// ErrNotFound when the key was never seen.
+func (a *LeasesAPI) Revoke(ctx context.Context, key string) (*Meta, error) {
+	p, err := leasePath("/v1/revoke/", key)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: p})
+	if err != nil {
+		return nil, err
+	}
+	return resp.meta, nil
+}
+
+// leasePath appends key to prefix. The slashes of a key stay slashes (they
+// only group names); anything else outside the key alphabet is escaped so
+// that the server sees it and refuses it with invalid_key.
+func leasePath(prefix, key string) (string, error) {
+	if key == "" {
+		return "", fmt.Errorf("%w: key is empty", ErrInvalid)
+	}
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return prefix + strings.Join(segs, "/"), nil
+}
+
+func decodeLease(resp *response) (*LeaseInfo, error) {
+	var l LeaseInfo
+	if err := json.Unmarshal(resp.body, &l); err != nil {
+		return nil, fmt.Errorf("decode lease: %w", err)
+	}
+	return &l, nil
+}

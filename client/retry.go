@@ -1,0 +1,106 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+)
+
+// transportError is an attempt that got no HTTP answer: the server could not
+// be reached, the connection broke, or the attempt timed out.
+type transportError struct {
+	addr string
+	err  error
+}
+
+func (e *transportError) Error() string { return e.addr + ": " + e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
+// refused reports whether the request surely never reached a server: the
+// connection could not be established.
+func (e *transportError) refused() bool {
+	var op *net.OpError
+	return errors.As(e.err, &op) && op.Op == "dial"
+}
+
+// classify decides whether a failed attempt may be retried, whether the
+// server was unreachable (so the router stops following it), and how long
+// the server asked the client to wait.
+//
+// Retryable: transport errors, 429, 502, 503 and 504. 502 is what a proxy
+// answers when it cannot reach the server, so it counts as a connection
+// error. Every lease operation is idempotent, so an unknown outcome
+// (leadership_lost, timeout, a broken connection) is retried too, unless
+// unsafe is set: then only failures that prove the server did not act are.
+func classify(err error, unsafe bool) (retry, connErr bool, retryAfter time.Duration) {
+	var te *transportError
+	if errors.As(err, &te) {
+		return !unsafe || te.refused(), true, 0
+	}
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return false, false, 0
+	}
+	switch ae.StatusCode {
+	case http.StatusTooManyRequests:
+		return true, false, ae.RetryAfter
+	case http.StatusServiceUnavailable:
+		return !unsafe || ae.Code == CodeNoLeader, false, ae.RetryAfter
+	case http.StatusBadGateway:
+		return !unsafe, true, ae.RetryAfter
+	case http.StatusGatewayTimeout:
+		return !unsafe, false, ae.RetryAfter
+	}
+	return false, false, 0
+}
+
+// decodeAPIError builds the *APIError of a non-2xx answer. A body that is
+// not the API's error JSON becomes the Message, shortened.
+func decodeAPIError(hr *http.Response, data []byte) *APIError {
+	ae := &APIError{
+		StatusCode: hr.StatusCode,
+		RetryAfter: parseRetryAfter(hr.Header.Get("Retry-After"), time.Now()),
+	}
+	var eb errorBody
+	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != "" {
+		ae.Code, ae.Message, ae.Field, ae.Reason, ae.Lease = eb.Error, eb.Message, eb.Field, eb.Reason, eb.Lease
+		return ae
+	}
+	msg := strings.TrimSpace(string(data))
+	if len(msg) > 256 {
+		msg = msg[:256] + "..."
+	}
+	if msg == "" {
+		msg = http.StatusText(hr.StatusCode)
+	}
+	ae.Message = msg
+	return ae
+}
+
+// encodeQuery encodes query parameters in key order, skipping empty values.
+func encodeQuery(q map[string]string) string {
+	if len(q) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(q))
+	for k, v := range q {
+		if v != "" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		fmt.Fprintf(&b, "%s=%s", url.QueryEscape(k), url.QueryEscape(q[k]))
+	}
+	return b.String()
+}

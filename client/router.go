@@ -1,0 +1,96 @@
+package client
+
+import (
+	"net/url"
+	"slices"
+	"sync"
+)
+
+// router chooses the server address for each attempt.
+//
+// Policy: the client sends to the address that answered last. When an answer
+// names the leader in X-Tenure-Leader-Addr, the client follows it, whether
+// or not it is one of the configured addresses: servers advertise the
+// address clients should use, and following it saves the forwarding hop even
+// when the client was given a single seed address. An advertised address
+// that the client cannot reach (a connection error) is not followed again
+// until another leader address has been followed, so an address that is
+// only reachable inside the cluster's network costs one failed attempt per
+// leader change, not one per request. After a retryable failure the client
+// moves to the next configured address, or to the leader named by the
+// failed answer if that is another address.
+//
+// All methods are safe for concurrent use.
+type router struct {
+	mu    sync.Mutex
+	seeds []string // normalized configured addresses
+	cur   string   // address for the next attempt
+	next  int      // index in seeds to rotate to from a non-seed address
+	avoid string   // address that failed to connect; not followed as leader
+}
+
+func newRouter(seeds []string) *router {
+	return &router{seeds: seeds, cur: seeds[0], next: 1 % len(seeds)}
+}
+
+// pick returns the address for the next attempt.
+func (r *router) pick() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
+// answered records a successful answer from addr whose X-Tenure-Leader-Addr
+// header was leaderHdr (possibly empty).
+func (r *router) answered(addr, leaderHdr string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cur = addr
+	if leader := leaderAddress(addr, leaderHdr); leader != "" && leader != addr && leader != r.avoid {
+		r.cur = leader
+		r.avoid = ""
+	}
+}
+
+// failed records a retryable failure of an attempt sent to addr. connErr is
+// true when addr could not be reached at all; leaderHdr is the leader header
+// of the failed answer, if there was one.
+func (r *router) failed(addr, leaderHdr string, connErr bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if connErr {
+		r.avoid = addr
+	}
+	if leader := leaderAddress(addr, leaderHdr); leader != "" && leader != addr && leader != r.avoid {
+		r.cur = leader
+		return
+	}
+	if r.cur != addr {
+		return // a concurrent call has already moved on
+	}
+	if i := slices.Index(r.seeds, addr); i >= 0 {
+		r.cur = r.seeds[(i+1)%len(r.seeds)]
+		r.next = (i + 2) % len(r.seeds)
+		return
+	}
+	r.cur = r.seeds[r.next]
+	r.next = (r.next + 1) % len(r.seeds)
+}
+
+// leaderAddress normalizes a leader header received from addr, taking the
+// scheme of addr when the header has none. It returns "" for an empty or
+// malformed header.
+func leaderAddress(addr, hdr string) string {
+	if hdr == "" {
+		return ""
+	}
+	scheme := "http"
+	if u, err := url.Parse(addr); err == nil {
+		scheme = u.Scheme
+	}
+	leader, err := normalizeWithScheme(hdr, scheme)
+	if err != nil {
+		return ""
+	}
+	return leader
+}
