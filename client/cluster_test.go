@@ -1,0 +1,99 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestStatusAndMembers(t *testing.T) {
+	tests := []struct {
+		name        string
+		lastContact any
+		want        time.Duration
+	}{
+		{"duration string", "15ms", 15 * time.Millisecond},
+		{"milliseconds", 15, 15 * time.Millisecond},
+		{"absent", nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				switch r.URL.Path {
+				case "/v1/status":
+					body := map[string]any{"node_id": "n1", "role": "follower", "leader_id": "n2",
+						"leader_http_addr": "10.0.0.2:7500", "term": 4, "last_log_index": 90,
+						"commit_index": 90, "applied_index": 89, "ready": true,
+						"servers": []any{map[string]any{"id": "n2", "raft_addr": "10.0.0.2:7501",
+							"http_addr": "10.0.0.2:7500", "suffrage": "voter", "leader": true}}}
+					if tt.lastContact != nil {
+						body["last_contact"] = tt.lastContact
+					}
+					writeJSON(w, 200, body)
+				case "/v1/members":
+					writeJSON(w, 200, map[string]any{"members": []any{map[string]any{
+						"name": "n1", "addr": "10.0.0.1:7946", "status": "alive", "role": "server",
+						"meta": map[string]any{"capacity": 8}}}})
+				}
+			})
+			c, _ := newTestClient(t, srv.URL)
+			st, _, err := c.Status(context.Background())
+			if err != nil {
+				t.Fatalf("Status: %v", err)
+			}
+			if st.NodeID != "n1" || st.Term != 4 || st.AppliedIndex != 89 || st.LastContact != tt.want ||
+				len(st.Servers) != 1 || !st.Servers[0].Leader {
+				t.Errorf("status = %+v, want node n1 term 4 applied 89 last contact %v and leader n2", st, tt.want)
+			}
+			ms, _, err := c.Members(context.Background())
+			if err != nil {
+				t.Fatalf("Members: %v", err)
+			}
+			if len(ms) != 1 || ms[0].Status != "alive" || ms[0].Meta["capacity"] != float64(8) {
+				t.Errorf("members = %+v, want n1 alive with capacity 8", ms)
+			}
+		})
+	}
+}
+
+func TestOperatorCalls(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch r.URL.Path {
+		case "/v1/operator/servers/n3":
+			w.WriteHeader(204)
+		case "/v1/operator/servers/nope":
+			writeError(w, 404, CodeNotFound, "no server nope")
+		case "/v1/operator/transfer-leader":
+			writeJSON(w, 200, map[string]string{"leader_id": "n2"})
+		case "/v1/operator/snapshot":
+			writeJSON(w, 200, map[string]any{"id": "4-90-123", "index": 90, "term": 4, "size": 2048})
+		}
+	})
+	c, _ := newTestClient(t, srv.URL)
+	ctx := context.Background()
+	op := c.Operator()
+
+	if _, err := op.RemoveServer(ctx, "n3"); err != nil {
+		t.Errorf("RemoveServer: %v", err)
+	}
+	if _, err := op.RemoveServer(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("RemoveServer of an unknown id: err = %v, want ErrNotFound", err)
+	}
+	id, _, err := op.TransferLeader(ctx, "")
+	if err != nil || id != "n2" {
+		t.Errorf("TransferLeader = %q, %v; want n2", id, err)
+	}
+	snap, _, err := op.Snapshot(ctx)
+	if err != nil || snap.Index != 90 || snap.Term != 4 || snap.ID != "4-90-123" {
+		t.Errorf("Snapshot = %+v, %v; want id 4-90-123 index 90 term 4", snap, err)
+	}
+	reqs := srv.requests()
+	if r := reqs[0]; r.Method != "DELETE" {
+		t.Errorf("remove-server method = %s, want DELETE", r.Method)
+	}
+	if r := reqs[2]; r.Method != "POST" || r.Body != "{}" {
+		t.Errorf("transfer-leader request = %s %q, want POST {}", r.Method, r.Body)
+	}
+}
