@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// defaultBlockingWait is the wait of a blocking query that names an index
+// but no wait.
+const defaultBlockingWait = 5 * time.Minute
+
+// readFunc reads the state behind a query: the answer, the index to report,
+// and an error (an error with a non-zero index is answered with that index,
+// e.g. 404 for a key not created yet).
+type readFunc func(ctx context.Context) (any, uint64, error)
+
+// blocking answers a read, Consul-style: with ?index=N it waits until the
+// read's index moves past N or the wait ends. Every answer carries the index
+// and, for stale reads, how stale this node may be.
+func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc) error {
+	q := r.URL.Query()
+	var min uint64
+	if v := q.Get("index"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return badRequest(codeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
+		}
+		min = n
+	}
+	wait, err := parseDuration("wait", q.Get("wait"), defaultBlockingWait)
+	if err != nil {
+		return err
+	}
+	if wait > s.cfg.MaxBlockingWait {
+		wait = s.cfg.MaxBlockingWait
+	}
+	ctx := r.Context()
+	var timeout <-chan time.Time
+	if min > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		// Take the channel before reading, so no change between the read
+		// and the wait is missed.
+		changed := s.node.Changed()
+		out, index, err := read(ctx)
+		if err != nil && index == 0 {
+			return err
+		}
+		done := min == 0 || index > min
+		if !done {
+			select {
+			case <-changed:
+				continue
+			case <-timeout:
+				done = true
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		s.readHeaders(w, index)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+}
+
+func (s *Server) readHeaders(w http.ResponseWriter, index uint64) {
+	h := w.Header()
+	h.Set(headerIndex, strconv.FormatUint(index, 10))
+	st := s.node.LastContact()
+	ms := st.Milliseconds()
+	if st < 0 {
+		ms = -1
+	}
+	h.Set(headerLastContact, strconv.FormatInt(ms, 10))
+	h.Set(headerKnownLeader, strconv.FormatBool(s.node.LeaderHTTPAddr() != "" || s.node.Ready() == nil))
+}

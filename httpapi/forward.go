@@ -1,0 +1,77 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/tenure-io/tenure/cluster"
+)
+
+// forwardedHeaders are copied from the leader's answer.
+var forwardedHeaders = []string{"Content-Type", "Retry-After", headerIndex, headerLastContact, headerKnownLeader}
+
+// forward relays a request to the leader and its answer back. A request
+// that was already forwarded once is not forwarded again: the node answers
+// no_leader and the client retries, so a request crosses at most one hop
+// even while nodes disagree about who leads.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
+	if by := r.Header.Get(headerForwardedBy); by != "" {
+		writeError(w, fmt.Errorf("request forwarded by %s, but this node does not lead: %w", by, s.node.Ready()))
+		return
+	}
+	addr := s.node.LeaderHTTPAddr()
+	if addr == "" || s.node.IsLeader() {
+		// No known leader, or this node leads but is not established yet.
+		writeError(w, fmt.Errorf("no established leader: %w", cluster.ErrNotLeader))
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeError(w, badRequest(codeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes)))
+		return
+	}
+	target := "http://" + addr + r.URL.EscapedPath()
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, target, bytes.NewReader(body))
+	if err != nil {
+		writeError(w, fmt.Errorf("build forwarded request: %w", err))
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	req.Header.Set(headerForwardedBy, s.node.ID())
+	resp, err := s.cfg.ForwardClient.Do(req)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client went away
+		}
+		s.log.Debug("forward failed", "leader", addr, "error", err)
+		// The leader may have received the request: the outcome is unknown.
+		writeError(w, fmt.Errorf("forward to leader %s: %w: %v", addr, cluster.ErrLeadershipLost, err))
+		return
+	}
+	defer resp.Body.Close()
+	for _, h := range forwardedHeaders {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	if _, err := io.Copy(w, resp.Body); err != nil && !isCanceled(r.Context()) {
+		s.log.Debug("relaying forwarded answer failed", "error", err)
+	}
+}
+
+func isCanceled(ctx context.Context) bool { return ctx.Err() != nil }
+
+// isForwarded reports whether r came from another node.
+func isForwarded(r *http.Request) bool {
+	return strings.TrimSpace(r.Header.Get(headerForwardedBy)) != ""
+}

@@ -1,0 +1,169 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
+	var body acquireBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	if body.TTL == "" {
+		return badRequest("invalid_ttl", "ttl", "ttl: required, a duration like \"10s\"")
+	}
+	ttl, err := parseDuration("ttl", body.TTL, 0)
+	if err != nil {
+		return err
+	}
+	wait, err := parseDuration("wait", body.Wait, 0)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout+wait)
+	defer cancel()
+	lease, created, err := s.node.Acquire(ctx, cluster.AcquireRequest{
+		Key: pathKey(r), Holder: body.Holder, TTL: ttl, Wait: wait, Metadata: body.Metadata,
+	})
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, leaseOut(lease))
+	return nil
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
+	var body releaseBody
+	q := r.URL.Query()
+	if q.Has("holder") || q.Has("token") {
+		body.Holder = q.Get("holder")
+		if q.Has("token") {
+			t, err := parseToken(q.Get("token"))
+			if err != nil {
+				return err
+			}
+			body.Token = t
+		}
+	} else if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	if err := s.node.Release(ctx, pathKey(r), body.Holder, body.Token); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	if err := s.node.Revoke(ctx, pathKey(r)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
+	var body renewBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	lease, err := s.node.Renew(ctx, pathKey(r), body.Holder, body.Token)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, leaseOut(lease))
+	return nil
+}
+
+func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
+	var body renewManyBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	refs := make([]cluster.LeaseRef, len(body.Leases))
+	for i, l := range body.Leases {
+		refs[i] = cluster.LeaseRef{Key: l.Key, Token: l.Token}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	defer cancel()
+	results, err := s.node.RenewMany(ctx, body.Holder, refs)
+	if err != nil {
+		return err
+	}
+	out := make([]renewResultJSON, len(results))
+	for i, res := range results {
+		out[i] = renewResultJSON{Key: refs[i].Key, Token: refs[i].Token, OK: res.Err == nil}
+		var lost *cluster.LostError
+		switch {
+		case res.Err == nil:
+			out[i].Lease = leaseOut(res.Lease)
+		case errors.As(res.Err, &lost):
+			out[i].Error, out[i].Reason = codeLeaseLost, lost.Reason
+		default:
+			return res.Err // leadership moved mid-call: the whole call fails
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": out})
+	return nil
+}
+
+func (s *Server) getLease(w http.ResponseWriter, r *http.Request) error {
+	key := pathKey(r)
+	if err := fsm.ValidateKey(key); err != nil {
+		return &cluster.InvalidError{Field: "key", Err: err}
+	}
+	c := consistency(r)
+	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
+		lease, err := s.node.Get(ctx, key, c)
+		if errors.Is(err, cluster.ErrNotFound) {
+			return nil, s.node.LeaseIndex(), err
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		return leaseOut(lease), lease.ModifyIndex, nil
+	})
+}
+
+func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := fsm.Filter{Prefix: q.Get("prefix"), State: q.Get("state"), Holder: q.Get("holder")}
+	if f.State != "" && f.State != "held" && f.State != "free" {
+		return badRequest(codeInvalidQuery, "state", fmt.Sprintf("state: %q is not held or free", f.State))
+	}
+	c := consistency(r)
+	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
+		leases, index, err := s.node.List(ctx, f, c)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]*leaseJSON, len(leases))
+		for i, l := range leases {
+			out[i] = leaseOut(l)
+		}
+		return map[string]any{"leases": out, "index": index}, index, nil
+	})
+}
+
+func consistency(r *http.Request) cluster.Consistency {
+	if stale(r) {
+		return cluster.Stale
+	}
+	return cluster.Linearizable
+}

@@ -1,0 +1,56 @@
+package httpapi
+
+import (
+	"html/template"
+	"net/http"
+
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// pageTemplate is the inspection page: this node's status and every lease
+// in its local state machine, refreshed every two seconds.
+var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
+<title>tenure · {{.Status.NodeID}}</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;width:100%}
+th,td{text-align:left;padding:4px 10px;border-bottom:1px solid #ddd}
+th{background:#f4f4f4}.held{color:#06602b}.free{color:#888}
+code{background:#f4f4f4;padding:1px 4px}
+</style></head><body>
+<h1>tenure</h1>
+<p>Node <code>{{.Status.NodeID}}</code> is <b>{{.Status.Role}}</b>{{if .Status.Ready}} (established){{end}};
+leader <code>{{.Status.LeaderID}}</code>{{if .Status.LeaderHTTPAddr}} at <code>{{.Status.LeaderHTTPAddr}}</code>{{end}};
+term {{.Status.Term}}; applied index {{.Status.AppliedIndex}}; last token {{.Status.LastToken}}.
+{{if not .Status.Ready}}Deadlines are known only to the leader: open this page on the leader to see them.{{end}}</p>
+<h2>Servers</h2>
+<table><tr><th>id</th><th>raft</th><th>http</th><th>suffrage</th><th></th></tr>
+{{range .Status.Servers}}<tr><td>{{.ID}}</td><td>{{.RaftAddr}}</td><td>{{.HTTPAddr}}</td><td>{{if .Voter}}voter{{else}}non-voter{{end}}</td><td>{{if .Leader}}leader{{end}}</td></tr>
+{{end}}</table>
+<h2>Leases ({{len .Leases}})</h2>
+<table><tr><th>key</th><th>state</th><th>holder</th><th>token</th><th>ttl</th><th>expires in</th><th>acquired</th><th>metadata</th></tr>
+{{range .Leases}}<tr class="{{.State}}"><td>{{.Key}}</td><td>{{.State}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{.Holder}}</td><td>{{.Token}}</td><td>{{.TTL}}</td><td>{{.ExpiresIn}}</td><td>{{.AcquiredAt}}</td><td>{{range $k, $v := .Metadata}}{{$k}}={{$v}} {{end}}</td></tr>
+{{end}}</table>
+</body></html>
+`))
+
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	leases, _, err := s.node.List(r.Context(), fsm.Filter{Prefix: r.URL.Query().Get("prefix")}, cluster.Stale)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	data := struct {
+		Status cluster.Status
+		Leases []*leaseJSON
+	}{Status: s.node.Status()}
+	for _, l := range leases {
+		data.Leases = append(data.Leases, leaseOut(l))
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := pageTemplate.Execute(w, data); err != nil {
+		s.log.Debug("render page failed", "error", err)
+	}
+}

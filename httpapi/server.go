@@ -1,0 +1,245 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/tenure-io/tenure/cluster"
+)
+
+// Headers of the API.
+const (
+	headerIndex       = "X-Tenure-Index"
+	headerLastContact = "X-Tenure-Last-Contact"
+	headerKnownLeader = "X-Tenure-Known-Leader"
+	headerLeaderAddr  = "X-Tenure-Leader-Addr"
+	headerForwardedBy = "X-Tenure-Forwarded-By"
+)
+
+// MaxBodyBytes bounds every request body.
+const MaxBodyBytes = 64 << 10
+
+// Config configures the API server.
+type Config struct {
+	Node   *cluster.Node
+	Logger hclog.Logger
+	// Gatherer serves /metrics; nil serves an empty registry.
+	Gatherer prometheus.Gatherer
+	// WriteTimeout bounds how long a write or renewal waits for Raft
+	// before answering 504 timeout (blocking acquires add their wait).
+	WriteTimeout time.Duration
+	// MaxBlockingWait caps the wait of blocking queries.
+	MaxBlockingWait time.Duration
+	// ForwardClient sends forwarded requests; it must not time out on its
+	// own, since blocking requests may take minutes.
+	ForwardClient *http.Client
+}
+
+// DefaultConfig returns a Config with defaults; the caller sets Node.
+func DefaultConfig() Config {
+	return Config{
+		Logger:          hclog.NewNullLogger(),
+		WriteTimeout:    30 * time.Second,
+		MaxBlockingWait: 10 * time.Minute,
+		ForwardClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}},
+	}
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	switch {
+	case c.Node == nil:
+		return errors.New("node: required")
+	case c.Logger == nil:
+		return errors.New("logger: required")
+	case c.WriteTimeout <= 0:
+		return fmt.Errorf("write-timeout: %v must be positive", c.WriteTimeout)
+	case c.MaxBlockingWait <= 0:
+		return fmt.Errorf("max-blocking-wait: %v must be positive", c.MaxBlockingWait)
+	case c.ForwardClient == nil:
+		return errors.New("forward-client: required")
+	}
+	return nil
+}
+
+// Server is the HTTP API of one node. It is an http.Handler.
+type Server struct {
+	cfg    Config
+	node   *cluster.Node
+	log    hclog.Logger
+	router *mux.Router
+}
+
+// New validates cfg and builds the routes.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid http config: %w", err)
+	}
+	if cfg.Gatherer == nil {
+		cfg.Gatherer = prometheus.NewRegistry()
+	}
+	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), router: mux.NewRouter()}
+	r := s.router
+	r.UseEncodedPath()
+	r.SkipClean(true) // keys may contain "//" or "..": never redirect them
+	key := "/{key:.+}"
+	// Writes and linearizable reads go to the leader.
+	r.Handle("/v1/leases"+key, s.leader(s.acquire)).Methods(http.MethodPut)
+	r.Handle("/v1/leases"+key, s.leader(s.release)).Methods(http.MethodDelete)
+	r.Handle("/v1/leases"+key, s.reader(s.getLease)).Methods(http.MethodGet)
+	r.Handle("/v1/leases", s.reader(s.listLeases)).Methods(http.MethodGet)
+	r.Handle("/v1/renew"+key, s.leader(s.renewOne)).Methods(http.MethodPost)
+	r.Handle("/v1/renew", s.leader(s.renewMany)).Methods(http.MethodPost)
+	r.Handle("/v1/revoke"+key, s.leader(s.revoke)).Methods(http.MethodPost)
+	r.Handle("/v1/operator/servers/{id}", s.leader(s.removeServer)).Methods(http.MethodDelete)
+	r.Handle("/v1/operator/transfer-leader", s.leader(s.transferLeader)).Methods(http.MethodPost)
+	// Local answers.
+	r.HandleFunc("/v1/operator/snapshot", s.snapshot).Methods(http.MethodPost)
+	r.HandleFunc("/v1/status", s.status).Methods(http.MethodGet)
+	r.HandleFunc("/v1/members", s.members).Methods(http.MethodGet)
+	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
+	r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+	r.HandleFunc("/ui", s.page).Methods(http.MethodGet)
+	r.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ui", http.StatusFound)
+	}).Methods(http.MethodGet)
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusNotFound, code: codeNotFound, msg: "no route " + r.Method + " " + r.URL.Path})
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: codeInvalidQuery, msg: "method " + r.Method + " not allowed on " + r.URL.Path})
+	})
+	return s, nil
+}
+
+// ServeHTTP adds the leader header to every answer and bounds the body.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if addr := s.node.LeaderHTTPAddr(); addr != "" {
+		w.Header().Set(headerLeaderAddr, addr)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	s.router.ServeHTTP(w, r)
+}
+
+// handlerFunc is a handler that reports its error for writeError.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// leader serves the request here when this node is the established leader
+// and forwards it to the leader otherwise.
+func (s *Server) leader(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.node.Ready() != nil {
+			s.forward(w, r)
+			return
+		}
+		if err := h(w, r); err != nil {
+			writeError(w, err)
+		}
+	})
+}
+
+// reader serves stale reads locally and linearizable ones like leader.
+func (s *Server) reader(h handlerFunc) http.Handler {
+	lead := s.leader(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if stale(r) {
+			if err := h(w, r); err != nil {
+				writeError(w, err)
+			}
+			return
+		}
+		lead.ServeHTTP(w, r)
+	})
+}
+
+func stale(r *http.Request) bool {
+	v, ok := r.URL.Query()["stale"]
+	return ok && (len(v) == 0 || v[0] == "" || v[0] == "true" || v[0] == "1")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if v != nil {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.Encode(v)
+	}
+}
+
+// decodeBody reads one JSON object into v: unknown fields, trailing data
+// and bodies over MaxBodyBytes are errors that name the problem.
+func decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &tooBig):
+			return badRequest(codeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+		case errors.Is(err, io.EOF):
+			return badRequest(codeInvalidBody, "body", "body is empty, want a JSON object")
+		case errors.As(err, &typeErr):
+			field := typeErr.Field
+			code := fieldCodes[field]
+			if code == "" {
+				code = codeInvalidBody
+			}
+			return badRequest(code, field, fmt.Sprintf("%s: want a JSON %s, got %s", field, typeErr.Type, typeErr.Value))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return badRequest(codeInvalidBody, field, fmt.Sprintf("unknown field %q", field))
+		}
+		return badRequest(codeInvalidBody, "body", "body is not valid JSON: "+err.Error())
+	}
+	if dec.More() {
+		return badRequest(codeInvalidBody, "body", "trailing data after the JSON object")
+	}
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return badRequest(codeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+		}
+	}
+	return nil
+}
+
+// parseDuration reads a Go duration string of field; empty gives def.
+func parseDuration(field, s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		code := fieldCodes[field]
+		return 0, badRequest(code, field, fmt.Sprintf("%s: %q is not a duration like \"10s\" or \"500ms\"", field, s))
+	}
+	if d < 0 {
+		return 0, badRequest(fieldCodes[field], field, fmt.Sprintf("%s: %v is negative", field, d))
+	}
+	return d, nil
+}
+
+func parseToken(s string) (uint64, error) {
+	t, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, badRequest("invalid_token", "token", fmt.Sprintf("token: %q is not an unsigned integer", s))
+	}
+	return t, nil
+}
+
+func pathKey(r *http.Request) string {
+	return mux.Vars(r)["key"]
+}
