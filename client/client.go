@@ -248,13 +248,13 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	sentAt := time.Now()
 	hr, err := c.http.Do(req)
 	if err != nil {
-		return nil, "", &transportError{addr: addr, err: err}
+		return nil, "", &transportError{err: err}
 	}
 	defer hr.Body.Close()
 	leaderHdr := hr.Header.Get(HeaderLeaderAddr)
 	data, err := io.ReadAll(io.LimitReader(hr.Body, maxResponseBytes))
 	if err != nil {
-		return nil, leaderHdr, &transportError{addr: addr, err: fmt.Errorf("read answer: %w", err)}
+		return nil, leaderHdr, &transportError{err: fmt.Errorf("read answer: %w", err)}
 	}
 	if hr.StatusCode < 200 || hr.StatusCode > 299 {
 		return nil, leaderHdr, decodeAPIError(hr, data)

@@ -15,11 +15,10 @@ import (
 // transportError is an attempt that got no HTTP answer: the server could not
 // be reached, the connection broke, or the attempt timed out.
 type transportError struct {
-	addr string
-	err  error
+	err error
 }
 
-func (e *transportError) Error() string { return e.addr + ": " + e.err.Error() }
+func (e *transportError) Error() string { return e.err.Error() }
 func (e *transportError) Unwrap() error { return e.err }
 
 // refused reports whether the request surely never reached a server: the

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+func (e *env) status(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("status", "status [-http-addr A] [-json]")
+	cf.register(fs)
+	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
+		return code
+	}
+	c, err := cf.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	st, _, err := c.Status(ctx)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(st)
+	}
+	w := e.table()
+	field := func(name string, v any) { row(w, name+":", v) }
+	field("Node", st.NodeID)
+	field("Role", st.Role)
+	field("Ready", st.Ready)
+	field("Leader", dash(st.LeaderID))
+	field("Leader HTTP address", dash(st.LeaderHTTPAddr))
+	field("Term", st.Term)
+	field("Last log index", st.LastLogIndex)
+	field("Commit index", st.CommitIndex)
+	field("Applied index", st.AppliedIndex)
+	field("Last contact", st.LastContact)
+	w.Flush()
+	if len(st.Servers) == 0 {
+		return exitOK
+	}
+	fmt.Fprintln(e.stdout)
+	w = e.table()
+	row(w, "ID", "RAFT ADDRESS", "HTTP ADDRESS", "SUFFRAGE", "LEADER")
+	for _, s := range st.Servers {
+		row(w, s.ID, s.RaftAddr, s.HTTPAddr, s.Suffrage, s.Leader)
+	}
+	w.Flush()
+	return exitOK
+}
+
+func (e *env) members(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("members", "members [-http-addr A] [-json]")
+	cf.register(fs)
+	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
+		return code
+	}
+	c, err := cf.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	ms, _, err := c.Members(ctx)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		if ms == nil {
+			ms = []client.Member{}
+		}
+		return e.printJSON(struct {
+			Members []client.Member `json:"members"`
+		}{ms})
+	}
+	w := e.table()
+	row(w, "NAME", "ADDRESS", "STATUS", "ROLE", "META")
+	for _, m := range ms {
+		row(w, m.Name, m.Addr, m.Status, m.Role, dash(pairs(m.Meta)))
+	}
+	w.Flush()
+	return exitOK
+}
+
+func (e *env) snapshot(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("snapshot", "snapshot [-http-addr A] [-json]")
+	cf.register(fs)
+	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
+		return code
+	}
+	c, err := cf.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	snap, _, err := c.Operator().Snapshot(ctx)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(snap)
+	}
+	w := e.table()
+	row(w, "Snapshot:", snap.ID)
+	row(w, "Index:", snap.Index)
+	row(w, "Term:", snap.Term)
+	row(w, "Size:", fmt.Sprintf("%d bytes", snap.Size))
+	w.Flush()
+	return exitOK
+}
+
+const operatorUsage = `Usage: tenure operator <subcommand> [args]
+
+Subcommands:
+    remove-server ID        Remove a server from the Raft configuration
+    transfer-leader [ID]    Hand leadership to ID, or to the most up-to-date server
+`
+
+func (e *env) operator(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, operatorUsage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "remove-server":
+		return e.removeServer(ctx, args[1:])
+	case "transfer-leader":
+		return e.transferLeader(ctx, args[1:])
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(e.stdout, operatorUsage)
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "error: unknown subcommand %q\n\n%s", args[0], operatorUsage)
+	return exitUsage
+}
+
+func (e *env) removeServer(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("operator remove-server", "operator remove-server ID")
+	cf.register(fs)
+	pos, code, ok := e.parse(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	c, err := cf.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	if _, err := c.Operator().RemoveServer(ctx, pos[0]); err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(map[string]any{"id": pos[0], "removed": true})
+	}
+	fmt.Fprintf(e.stdout, "Removed server %s\n", pos[0])
+	return exitOK
+}
+
+func (e *env) transferLeader(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("operator transfer-leader", "operator transfer-leader [ID]")
+	cf.register(fs)
+	pos, code, ok := e.parse(fs, args, 0, 1)
+	if !ok {
+		return code
+	}
+	var id string
+	if len(pos) == 1 {
+		id = pos[0]
+	}
+	c, err := cf.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	leader, _, err := c.Operator().TransferLeader(ctx, id)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(map[string]string{"leader_id": leader})
+	}
+	fmt.Fprintf(e.stdout, "Leadership transferred to %s\n", leader)
+	return exitOK
+}

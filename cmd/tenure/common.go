@@ -1,0 +1,157 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+// env is where a command writes.
+type env struct {
+	stdout, stderr io.Writer
+}
+
+// clusterFlags are the flags of every command that talks to a cluster.
+type clusterFlags struct {
+	httpAddr string
+	json     bool
+}
+
+func (f *clusterFlags) register(fs *flag.FlagSet) {
+	def := os.Getenv(client.EnvHTTPAddr)
+	if def == "" {
+		def = client.DefaultHTTPAddr
+	}
+	fs.StringVar(&f.httpAddr, "http-addr", def,
+		"HTTP addresses of the servers, comma-separated (env "+client.EnvHTTPAddr+")")
+	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
+}
+
+// config returns the client configuration for the flags.
+func (f *clusterFlags) config() *client.Config {
+	cfg := client.DefaultConfig()
+	cfg.Addresses = client.SplitAddresses(f.httpAddr)
+	return cfg
+}
+
+// client returns a client for the flags.
+func (f *clusterFlags) client() (*client.Client, error) {
+	return client.New(f.config())
+}
+
+// newFlagSet returns a flag set that reports to e.stderr with the usage
+// line given.
+func (e *env) newFlagSet(name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: tenure %s\n\nFlags:\n", usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args, allowing flags before, between and after positional
+// arguments ("get KEY -stale"), and checks the number of positional
+// arguments against [min, max] (max < 0: no limit). ok is false when the
+// command must end with code.
+func (e *env) parse(fs *flag.FlagSet, args []string, min, max int) (pos []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false // the flag package has printed why
+		}
+		rest := fs.Args()
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	if len(pos) < min || (max >= 0 && len(pos) > max) {
+		return nil, e.usageError(fs, "wrong number of arguments"), false
+	}
+	return pos, exitOK, true
+}
+
+// usageError prints msg and the usage of fs and returns exitUsage.
+func (e *env) usageError(fs *flag.FlagSet, msg string) int {
+	fmt.Fprintf(e.stderr, "error: %s\n", msg)
+	fs.Usage()
+	return exitUsage
+}
+
+// fail prints err and returns exitError.
+func (e *env) fail(err error) int {
+	fmt.Fprintf(e.stderr, "error: %v\n", err)
+	return exitError
+}
+
+// printJSON writes v as indented JSON.
+func (e *env) printJSON(v any) int {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return e.fail(err)
+	}
+	return exitOK
+}
+
+// table returns a tabwriter for aligned columns; call Flush when done.
+func (e *env) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(e.stdout, 0, 8, 2, ' ', 0)
+}
+
+// row writes cells as one tab-separated row.
+func row(w io.Writer, cells ...any) {
+	for i, c := range cells {
+		if i > 0 {
+			fmt.Fprint(w, "\t")
+		}
+		fmt.Fprint(w, c)
+	}
+	fmt.Fprintln(w)
+}
+
+// pairs renders a map as "k=v" pairs in key order.
+func pairs[V any](m map[string]V) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// metaFlag collects repeated -meta k=v flags.
+type metaFlag map[string]string
+
+func (m metaFlag) String() string { return pairs(map[string]string(m)) }
+
+func (m metaFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want key=value, got %q", s)
+	}
+	m[k] = v
+	return nil
+}

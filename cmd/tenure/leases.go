@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+const leasesUsage = `Usage: tenure leases <subcommand> [args]
+
+Subcommands:
+    list [-prefix P] [-state held|free] [-holder H] [-stale]
+    get KEY [-stale]
+    acquire KEY -holder H -ttl D [-wait D] [-meta k=v ...]
+    renew KEY -holder H -token N
+    release KEY -holder H -token N
+    revoke KEY
+`
+
+func (e *env) leases(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, leasesUsage)
+		return exitUsage
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "list":
+		return e.leasesList(ctx, rest)
+	case "get":
+		return e.leasesGet(ctx, rest)
+	case "acquire":
+		return e.leasesAcquire(ctx, rest)
+	case "renew":
+		return e.leasesRenew(ctx, rest)
+	case "release":
+		return e.leasesRelease(ctx, rest)
+	case "revoke":
+		return e.leasesRevoke(ctx, rest)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(e.stdout, leasesUsage)
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "error: unknown subcommand %q\n\n%s", sub, leasesUsage)
+	return exitUsage
+}
+
+func (e *env) leasesList(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	var opts client.ListOptions
+	var state string
+	var stale bool
+	fs := e.newFlagSet("leases list", "leases list [-prefix P] [-state held|free] [-holder H] [-stale]")
+	cf.register(fs)
+	fs.StringVar(&opts.Prefix, "prefix", "", "only keys that start with this prefix")
+	fs.StringVar(&state, "state", "", "only leases in this state: held or free")
+	fs.StringVar(&opts.Holder, "holder", "", "only leases of this holder")
+	fs.BoolVar(&stale, "stale", false, "let any server answer from its local state")
+	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
+		return code
+	}
+	switch client.LeaseState(state) {
+	case "", client.StateHeld, client.StateFree:
+		opts.State = client.LeaseState(state)
+	default:
+		return e.usageError(fs, fmt.Sprintf("-state must be held or free, got %q", state))
+	}
+	c, err := cf.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	leases, meta, err := c.Leases().List(ctx, &opts, &client.QueryOptions{Stale: stale})
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		if leases == nil {
+			leases = []client.LeaseInfo{}
+		}
+		return e.printJSON(struct {
+			Leases []client.LeaseInfo `json:"leases"`
+			Index  uint64             `json:"index"`
+		}{leases, meta.Index})
+	}
+	if len(leases) == 0 {
+		fmt.Fprintln(e.stdout, "no leases")
+		return exitOK
+	}
+	w := e.table()
+	row(w, "KEY", "STATE", "HOLDER", "TOKEN", "TTL", "EXPIRES IN", "REASON", "INDEX")
+	for _, l := range leases {
+		row(w, l.Key, l.State, l.Holder, l.Token, l.TTL, expiresIn(&l), dash(l.Reason), l.ModifyIndex)
+	}
+	w.Flush()
+	return exitOK
+}
+
+func (e *env) leasesGet(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	var stale bool
+	fs := e.newFlagSet("leases get", "leases get KEY [-stale]")
+	cf.register(fs)
+	fs.BoolVar(&stale, "stale", false, "let any server answer from its local state")
+	pos, code, ok := e.parse(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	c, err := cf.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	l, _, err := c.Leases().Get(ctx, pos[0], &client.QueryOptions{Stale: stale})
+	if err != nil {
+		return e.fail(err)
+	}
+	return e.printLease(cf.json, "", l)
+}
+
+func (e *env) leasesAcquire(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	var req client.AcquireRequest
+	meta := metaFlag{}
+	fs := e.newFlagSet("leases acquire", "leases acquire KEY -holder H -ttl D [-wait D] [-meta k=v ...]")
+	cf.register(fs)
+	fs.StringVar(&req.Holder, "holder", "", "holder identity (default: hostname-pid-random, printed)")
+	fs.DurationVar(&req.TTL, "ttl", 10*time.Second, "lifetime of the lease")
+	fs.DurationVar(&req.Wait, "wait", 0, "queue behind the current holder for up to this long")
+	fs.Var(meta, "meta", "metadata entry key=value (repeatable)")
+	pos, code, ok := e.parse(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if req.Holder == "" {
+		req.Holder = client.NewHolderID()
+	}
+	if len(meta) > 0 {
+		req.Metadata = meta
+	}
+	c, err := cf.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	l, m, err := c.Leases().Acquire(ctx, pos[0], req)
+	if err != nil {
+		return e.fail(err)
+	}
+	title := "Acquired " + l.Key
+	if !m.Created {
+		title = "Already held by this holder: " + l.Key + " (deadline restarted)"
+	}
+	return e.printLease(cf.json, title, l)
+}
+
+// leaseFlags are the flags of renew and release, which name one lease.
+type leaseFlags struct {
+	cluster clusterFlags
+	holder  string
+	token   uint64
+	fs      *flag.FlagSet
+}
+
+func (e *env) newLeaseFlags(name string) *leaseFlags {
+	f := &leaseFlags{fs: e.newFlagSet("leases "+name, "leases "+name+" KEY -holder H -token N")}
+	f.cluster.register(f.fs)
+	f.fs.StringVar(&f.holder, "holder", "", "holder of the lease (required)")
+	f.fs.Uint64Var(&f.token, "token", 0, "fencing token of the lease (required)")
+	return f
+}
+
+// parse parses args and returns the key.
+func (f *leaseFlags) parse(e *env, args []string) (key string, code int, ok bool) {
+	pos, code, ok := e.parse(f.fs, args, 1, 1)
+	if !ok {
+		return "", code, false
+	}
+	if f.holder == "" || f.token == 0 {
+		return "", e.usageError(f.fs, "-holder and -token are required"), false
+	}
+	return pos[0], exitOK, true
+}
+
+func (e *env) leasesRenew(ctx context.Context, args []string) int {
+	f := e.newLeaseFlags("renew")
+	key, code, ok := f.parse(e, args)
+	if !ok {
+		return code
+	}
+	c, err := f.cluster.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	l, _, err := c.Leases().Renew(ctx, key, f.holder, f.token)
+	if err != nil {
+		return e.fail(err)
+	}
+	return e.printLease(f.cluster.json, "Renewed "+l.Key, l)
+}
+
+func (e *env) leasesRelease(ctx context.Context, args []string) int {
+	f := e.newLeaseFlags("release")
+	key, code, ok := f.parse(e, args)
+	if !ok {
+		return code
+	}
+	c, err := f.cluster.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	if _, err := c.Leases().Release(ctx, key, f.holder, f.token); err != nil {
+		return e.fail(err)
+	}
+	if f.cluster.json {
+		return e.printJSON(map[string]any{"key": key, "token": f.token, "released": true})
+	}
+	fmt.Fprintf(e.stdout, "Released %s (token %d)\n", key, f.token)
+	return exitOK
+}
+
+func (e *env) leasesRevoke(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("leases revoke", "leases revoke KEY")
+	cf.register(fs)
+	pos, code, ok := e.parse(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	c, err := cf.client()
+	if err != nil {
+		return e.fail(err)
+	}
+	if _, err := c.Leases().Revoke(ctx, pos[0]); err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(map[string]any{"key": pos[0], "revoked": true})
+	}
+	fmt.Fprintf(e.stdout, "Revoked %s\n", pos[0])
+	return exitOK
+}
+
+// printLease prints one lease: its JSON, or a title line and aligned
+// fields.
+func (e *env) printLease(asJSON bool, title string, l *client.LeaseInfo) int {
+	if asJSON {
+		return e.printJSON(l)
+	}
+	if title != "" {
+		fmt.Fprintln(e.stdout, title)
+	}
+	w := e.table()
+	field := func(name string, v any) { row(w, name+":", v) }
+	field("Key", l.Key)
+	field("State", l.State)
+	field("Holder", l.Holder)
+	field("Token", l.Token)
+	field("TTL", l.TTL)
+	field("Expires in", expiresIn(l))
+	if l.Reason != "" {
+		field("Reason", l.Reason)
+	}
+	field("Acquired at", timeOrDash(l.AcquiredAt))
+	field("Renewed at", timeOrDash(l.RenewedAt))
+	if len(l.Metadata) > 0 {
+		field("Metadata", pairs(l.Metadata))
+	}
+	field("Modify index", l.ModifyIndex)
+	w.Flush()
+	return exitOK
+}
+
+func expiresIn(l *client.LeaseInfo) string {
+	if !l.HasExpiresIn {
+		return "-"
+	}
+	return l.ExpiresIn.String()
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Format(time.RFC3339Nano)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

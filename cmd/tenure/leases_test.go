@@ -1,0 +1,260 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func lease(key string) map[string]any {
+	return map[string]any{
+		"key": key, "holder": "tracker-0", "token": 17, "ttl": "10s", "state": "held",
+		"expires_in": "9.2s", "acquired_at": "2026-11-21T10:00:00.123Z",
+		"metadata": map[string]string{"zone": "a"}, "modify_index": 42,
+	}
+}
+
+func TestLeasesList(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		free := map[string]any{"key": "scene-02", "holder": "old", "token": 9, "ttl": "5s", "state": "free", "reason": "expired", "modify_index": 40}
+		writeJSON(w, 200, map[string]any{"leases": []any{lease("scene-01"), free}, "index": 42})
+	})
+
+	got := runCLI(t, "leases", "list", "-http-addr", srv.URL, "-prefix", "scene-", "-state", "held", "-holder", "tracker-0", "-stale")
+	if got.code != exitOK {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	req := srv.only(t)
+	wantQuery := map[string]string{"prefix": "scene-", "state": "held", "holder": "tracker-0", "stale": "true"}
+	if req.Method != "GET" || req.Path != "/v1/leases" {
+		t.Errorf("request = %s %s, want GET /v1/leases", req.Method, req.Path)
+	}
+	for k, v := range wantQuery {
+		if req.Query.Get(k) != v {
+			t.Errorf("query %s = %q, want %q", k, req.Query.Get(k), v)
+		}
+	}
+	lines := strings.Split(strings.TrimRight(got.stdout, "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("output has %d lines, want a header and 2 rows:\n%s", len(lines), got.stdout)
+	}
+	if f := strings.Fields(lines[0]); f[0] != "KEY" || f[1] != "STATE" {
+		t.Errorf("header = %q", lines[0])
+	}
+	if f := strings.Fields(lines[1]); !reflect.DeepEqual(f, []string{"scene-01", "held", "tracker-0", "17", "10s", "9.2s", "-", "42"}) {
+		t.Errorf("row 1 = %q", f)
+	}
+	if f := strings.Fields(lines[2]); !reflect.DeepEqual(f, []string{"scene-02", "free", "old", "9", "5s", "-", "expired", "40"}) {
+		t.Errorf("row 2 = %q", f)
+	}
+	// Columns are aligned: STATE starts at the same offset on every line.
+	if i := strings.Index(lines[0], "STATE"); strings.Index(lines[1], "held") != i || strings.Index(lines[2], "free") != i {
+		t.Errorf("columns are not aligned:\n%s", got.stdout)
+	}
+}
+
+func TestLeasesListJSON(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Tenure-Index", "42")
+		writeJSON(w, 200, map[string]any{"leases": []any{lease("scene-01")}, "index": 42})
+	})
+	got := runCLI(t, "leases", "list", "-json", "-http-addr", srv.URL)
+	if got.code != exitOK {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	var out struct {
+		Leases []map[string]any `json:"leases"`
+		Index  uint64           `json:"index"`
+	}
+	if err := json.Unmarshal([]byte(got.stdout), &out); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, got.stdout)
+	}
+	if out.Index != 42 || len(out.Leases) != 1 {
+		t.Fatalf("output = %+v, want index 42 and one lease", out)
+	}
+	// The lease is printed in the wire form of the API.
+	want := lease("scene-01")
+	for k, v := range want {
+		gotJSON, _ := json.Marshal(out.Leases[0][k])
+		wantJSON, _ := json.Marshal(v)
+		if string(gotJSON) != string(wantJSON) {
+			t.Errorf("lease field %s = %s, want %s", k, gotJSON, wantJSON)
+		}
+	}
+}
+
+func TestLeasesGet(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, lease("partitions/17"))
+	})
+	// Flags may follow the key.
+	got := runCLI(t, "leases", "get", "partitions/17", "-stale", "-http-addr", srv.URL)
+	if got.code != exitOK {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	req := srv.only(t)
+	if req.Path != "/v1/leases/partitions/17" || req.Query.Get("stale") != "true" {
+		t.Errorf("request = %s ?%v, want /v1/leases/partitions/17 ?stale=true", req.Path, req.Query)
+	}
+	for _, want := range []string{"Key:", "partitions/17", "Token:", "17", "Metadata:", "zone=a", "Renewed at:"} {
+		if !strings.Contains(got.stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, got.stdout)
+		}
+	}
+}
+
+func TestLeasesGetDefaultAddressFromEnvironment(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, lease("k"))
+	})
+	t.Setenv("TENURE_HTTP_ADDR", srv.URL)
+	if got := runCLI(t, "leases", "get", "k"); got.code != exitOK {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	srv.only(t)
+}
+
+func TestLeasesAcquire(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		args      []string
+		wantBody  map[string]any
+		wantTitle string
+	}{
+		{
+			name:      "new grant",
+			status:    201,
+			args:      []string{"scene-01", "-holder", "tracker-0", "-ttl", "15s"},
+			wantBody:  map[string]any{"holder": "tracker-0", "ttl": "15s"},
+			wantTitle: "Acquired scene-01",
+		},
+		{
+			name:      "already held, wait and metadata",
+			status:    200,
+			args:      []string{"-holder", "tracker-0", "-wait", "30s", "-meta", "zone=a", "-meta", "rack=7", "scene-01"},
+			wantBody:  map[string]any{"holder": "tracker-0", "ttl": "10s", "wait": "30s", "metadata": map[string]any{"zone": "a", "rack": "7"}},
+			wantTitle: "Already held by this holder",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+				writeJSON(w, tt.status, lease("scene-01"))
+			})
+			args := append([]string{"leases", "acquire", "-http-addr", srv.URL}, tt.args...)
+			got := runCLI(t, args...)
+			if got.code != exitOK {
+				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+			}
+			req := srv.only(t)
+			if req.Method != "PUT" || req.Path != "/v1/leases/scene-01" {
+				t.Errorf("request = %s %s, want PUT /v1/leases/scene-01", req.Method, req.Path)
+			}
+			var body map[string]any
+			if err := json.Unmarshal([]byte(req.Body), &body); err != nil || !reflect.DeepEqual(body, tt.wantBody) {
+				t.Errorf("body = %s, want %v", req.Body, tt.wantBody)
+			}
+			if !strings.HasPrefix(got.stdout, tt.wantTitle) {
+				t.Errorf("output starts %q, want %q", firstLine(got.stdout), tt.wantTitle)
+			}
+		})
+	}
+}
+
+func TestLeasesAcquireGeneratesHolder(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 201, lease("k"))
+	})
+	if got := runCLI(t, "leases", "acquire", "k", "-json", "-http-addr", srv.URL); got.code != exitOK {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	var body map[string]any
+	_ = json.Unmarshal([]byte(srv.only(t).Body), &body)
+	if h, _ := body["holder"].(string); strings.Count(h, "-") < 2 {
+		t.Errorf("holder = %q, want a generated hostname-pid-random id", h)
+	}
+}
+
+func TestLeasesAcquireHeldFails(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 409, map[string]any{"error": "held", "message": "scene-01 is held by tracker-0", "lease": lease("scene-01")})
+	})
+	got := runCLI(t, "leases", "acquire", "scene-01", "-holder", "tracker-1", "-json", "-http-addr", srv.URL)
+	if got.code != exitError {
+		t.Errorf("exit code = %d, want %d", got.code, exitError)
+	}
+	if want := "error: held: scene-01 is held by tracker-0\n"; got.stderr != want {
+		t.Errorf("stderr = %q, want %q", got.stderr, want)
+	}
+	if got.stdout != "" {
+		t.Errorf("stdout = %q, want nothing", got.stdout)
+	}
+	srv.only(t) // a conflict is not retried
+}
+
+func TestLeasesRenewReleaseRevoke(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		status     int
+		wantMethod string
+		wantPath   string
+		wantBody   string
+		wantQuery  map[string]string
+		wantOut    string
+	}{
+		{"renew", []string{"renew", "scene-01", "-holder", "tracker-0", "-token", "17"}, 200,
+			"POST", "/v1/renew/scene-01", `{"holder":"tracker-0","token":17}`, nil, "Renewed scene-01"},
+		{"release", []string{"release", "scene-01", "-holder", "tracker-0", "-token", "17"}, 204,
+			"DELETE", "/v1/leases/scene-01", "", map[string]string{"holder": "tracker-0", "token": "17"}, "Released scene-01 (token 17)"},
+		{"release json", []string{"release", "scene-01", "-holder", "tracker-0", "-token", "17", "-json"}, 204,
+			"DELETE", "/v1/leases/scene-01", "", nil, `"released": true`},
+		{"revoke", []string{"revoke", "scene-01"}, 204, "POST", "/v1/revoke/scene-01", "", nil, "Revoked scene-01"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if tt.status == 204 {
+					w.WriteHeader(204)
+					return
+				}
+				writeJSON(w, tt.status, lease("scene-01"))
+			})
+			args := append([]string{"leases"}, tt.args...)
+			got := runCLI(t, append(args, "-http-addr", srv.URL)...)
+			if got.code != exitOK {
+				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+			}
+			req := srv.only(t)
+			if req.Method != tt.wantMethod || req.Path != tt.wantPath || req.Body != tt.wantBody {
+				t.Errorf("request = %s %s %q, want %s %s %q", req.Method, req.Path, req.Body, tt.wantMethod, tt.wantPath, tt.wantBody)
+			}
+			for k, v := range tt.wantQuery {
+				if req.Query.Get(k) != v {
+					t.Errorf("query %s = %q, want %q", k, req.Query.Get(k), v)
+				}
+			}
+			if !strings.Contains(got.stdout, tt.wantOut) {
+				t.Errorf("stdout = %q, want it to contain %q", got.stdout, tt.wantOut)
+			}
+		})
+	}
+}
+
+func TestLeasesRenewLostFails(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 404, map[string]any{"error": "lease_lost", "message": "lease scene-01 token 17 is gone", "reason": "expired"})
+	})
+	got := runCLI(t, "leases", "renew", "scene-01", "-holder", "h", "-token", "17", "-http-addr", srv.URL)
+	if got.code != exitError || !strings.Contains(got.stderr, "error: lease_lost (expired)") {
+		t.Errorf("renew of a lost lease = %d, stderr %q; want 1 and the lease_lost reason", got.code, got.stderr)
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

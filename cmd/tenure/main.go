@@ -1,0 +1,90 @@
+// Command tenure is the one binary of tenure: the server, and the commands
+// that talk to a running cluster through the public client package.
+//
+// This package parses flags and wires things together; it holds no logic
+// that a Go program using the client package would need.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+)
+
+// version is set at build time: -ldflags "-X main.version=v0.1.0".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command failed
+	exitUsage = 2 // the command line is wrong
+)
+
+const usageText = `Usage: tenure <command> [args]
+
+Commands:
+    server      Run a tenure server
+    status      Show the status of a server and the Raft configuration
+    leases      List, read, acquire, renew, release and revoke leases
+    members     List the gossip members: servers and workers
+    snapshot    Make the leader take a Raft snapshot now
+    operator    Operator actions: remove-server, transfer-leader
+    bench       Drive a running cluster and report throughput and latency
+    version     Print the version
+
+Commands that talk to a cluster take -http-addr (comma-separated list,
+default $TENURE_HTTP_ADDR or 127.0.0.1:7500) and -json.
+Run "tenure <command> -h" for the flags of a command.
+`
+
+func main() {
+	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "server" {
+		// The server handles its own signals.
+		os.Exit(runServer(args[1:]))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run dispatches args to a command and returns the exit code. ctx is
+// cancelled when the user interrupts the command.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return exitUsage
+	}
+	e := &env{stdout: stdout, stderr: stderr}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "server":
+		return runServer(rest)
+	case "status":
+		return e.status(ctx, rest)
+	case "leases":
+		return e.leases(ctx, rest)
+	case "members":
+		return e.members(ctx, rest)
+	case "snapshot":
+		return e.snapshot(ctx, rest)
+	case "operator":
+		return e.operator(ctx, rest)
+	case "bench":
+		return e.bench(ctx, rest)
+	case "version", "-v", "-version", "--version":
+		fmt.Fprintf(stdout, "tenure %s (%s)\n", version, runtime.Version())
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usageText)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", name, usageText)
+	return exitUsage
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// seenRequest is a request as the fake server received it.
+type seenRequest struct {
+	Method, Path, Body string
+	Query              url.Values
+}
+
+// fakeServer records requests and answers them with a handler.
+type fakeServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []seenRequest
+}
+
+func newFakeServer(t *testing.T, handle http.HandlerFunc) *fakeServer {
+	t.Helper()
+	f := &fakeServer{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.reqs = append(f.reqs, seenRequest{Method: r.Method, Path: r.URL.Path, Body: string(body), Query: r.URL.Query()})
+		f.mu.Unlock()
+		handle(w, r)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// only returns the one request the server received.
+func (f *fakeServer) only(t *testing.T) seenRequest {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.reqs) != 1 {
+		t.Fatalf("server received %d requests, want 1: %+v", len(f.reqs), f.reqs)
+	}
+	return f.reqs[0]
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// cliResult is the outcome of one command line.
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// runCLI runs the command line args in-process.
+func runCLI(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return cliResult{code, out.String(), errOut.String()}
+}
+
+func TestUsageAndVersion(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string // in stdout
+		wantErr  string // in stderr
+	}{
+		{"no command", nil, exitUsage, "", "Usage: tenure <command>"},
+		{"unknown command", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
+		{"help", []string{"-h"}, exitOK, "Commands:", ""},
+		{"version", []string{"version"}, exitOK, "tenure dev", ""},
+		{"leases without subcommand", []string{"leases"}, exitUsage, "", "Subcommands:"},
+		{"unknown leases subcommand", []string{"leases", "steal"}, exitUsage, "", `unknown subcommand "steal"`},
+		{"get without key", []string{"leases", "get"}, exitUsage, "", "wrong number of arguments"},
+		{"get with two keys", []string{"leases", "get", "a", "b"}, exitUsage, "", "wrong number of arguments"},
+		{"unknown flag", []string{"leases", "list", "-colour"}, exitUsage, "", "flag provided but not defined"},
+		{"flag help", []string{"leases", "list", "-h"}, exitOK, "", "-prefix"},
+		{"bad state", []string{"leases", "list", "-state", "busy"}, exitUsage, "", "-state must be held or free"},
+		{"renew without token", []string{"leases", "renew", "k", "-holder", "h"}, exitUsage, "", "-holder and -token are required"},
+		{"release without holder", []string{"leases", "release", "k", "-token", "3"}, exitUsage, "", "-holder and -token are required"},
+		{"operator without subcommand", []string{"operator"}, exitUsage, "", "remove-server"},
+		{"remove-server without id", []string{"operator", "remove-server"}, exitUsage, "", "wrong number of arguments"},
+		{"bench bad op", []string{"bench", "-op", "steal"}, exitUsage, "", "-op must be"},
+		{"bench bad mix", []string{"bench", "-mix", "read=x"}, exitUsage, "", "-mix"},
+		{"bench no clients", []string{"bench", "-clients", "0"}, exitUsage, "", "-clients"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := runCLI(t, tt.args...)
+			if got.code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d (stderr %q)", got.code, tt.wantCode, got.stderr)
+			}
+			if !strings.Contains(got.stdout, tt.wantOut) {
+				t.Errorf("stdout = %q, want it to contain %q", got.stdout, tt.wantOut)
+			}
+			if !strings.Contains(got.stderr, tt.wantErr) {
+				t.Errorf("stderr = %q, want it to contain %q", got.stderr, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestCommandFailsWhenClusterIsDown(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := srv.URL
+	srv.Close()
+	got := runCLI(t, "status", "-http-addr", addr)
+	if got.code != exitError || !strings.HasPrefix(got.stderr, "error: ") || got.stdout != "" {
+		t.Errorf("status against a down server = %d, stdout %q, stderr %q; want 1, nothing, error: ...", got.code, got.stdout, got.stderr)
+	}
+}
