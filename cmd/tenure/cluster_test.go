@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestClusterCommands(t *testing.T) {
+	status := map[string]any{
+		"node_id": "n1", "role": "leader", "leader_id": "n1", "leader_http_addr": "10.0.0.1:7500",
+		"term": 4, "last_log_index": 90, "commit_index": 90, "applied_index": 90, "last_contact": "0s", "ready": true,
+		"servers": []any{
+			map[string]any{"id": "n1", "raft_addr": "10.0.0.1:7501", "http_addr": "10.0.0.1:7500", "suffrage": "voter", "leader": true},
+			map[string]any{"id": "n2", "raft_addr": "10.0.0.2:7501", "http_addr": "10.0.0.2:7500", "suffrage": "voter", "leader": false},
+		},
+	}
+	members := map[string]any{"members": []any{
+		map[string]any{"name": "n1", "addr": "10.0.0.1:7946", "status": "alive", "role": "server"},
+		map[string]any{"name": "w1", "addr": "10.0.0.9:7946", "status": "suspect", "role": "worker", "meta": map[string]any{"capacity": 8, "groups": "scenes"}},
+	}}
+	tests := []struct {
+		name       string
+		args       []string
+		status     int
+		answer     any
+		wantMethod string
+		wantPath   string
+		wantBody   string
+		wantOut    []string
+	}{
+		{"status", []string{"status"}, 200, status, "GET", "/v1/status", "",
+			[]string{"Node:", "n1", "Term:", "4", "RAFT ADDRESS", "10.0.0.2:7501"}},
+		{"status json", []string{"status", "-json"}, 200, status, "GET", "/v1/status", "",
+			[]string{`"node_id": "n1"`, `"last_contact": "0s"`}},
+		{"members", []string{"members"}, 200, members, "GET", "/v1/members", "",
+			[]string{"NAME", "w1", "suspect", "capacity=8,groups=scenes"}},
+		{"members json", []string{"members", "-json"}, 200, members, "GET", "/v1/members", "",
+			[]string{`"members"`, `"status": "suspect"`}},
+		{"snapshot", []string{"snapshot"}, 200, map[string]any{"id": "4-90-1", "index": 90, "term": 4, "size": 2048},
+			"POST", "/v1/operator/snapshot", "", []string{"Snapshot:", "4-90-1", "Index:", "90", "Term:", "2048 bytes"}},
+		{"remove server", []string{"operator", "remove-server", "n3"}, 204, nil,
+			"DELETE", "/v1/operator/servers/n3", "", []string{"Removed server n3"}},
+		{"transfer leader to id", []string{"operator", "transfer-leader", "n2"}, 200, map[string]string{"leader_id": "n2"},
+			"POST", "/v1/operator/transfer-leader", `{"id":"n2"}`, []string{"Leadership transferred to n2"}},
+		{"transfer leader anywhere", []string{"operator", "transfer-leader", "-json"}, 200, map[string]string{"leader_id": "n3"},
+			"POST", "/v1/operator/transfer-leader", `{}`, []string{`"leader_id": "n3"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if tt.answer == nil {
+					w.WriteHeader(tt.status)
+					return
+				}
+				writeJSON(w, tt.status, tt.answer)
+			})
+			got := runCLI(t, append(tt.args, "-http-addr", srv.URL)...)
+			if got.code != exitOK {
+				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+			}
+			req := srv.only(t)
+			if req.Method != tt.wantMethod || req.Path != tt.wantPath || req.Body != tt.wantBody {
+				t.Errorf("request = %s %s %q, want %s %s %q", req.Method, req.Path, req.Body, tt.wantMethod, tt.wantPath, tt.wantBody)
+			}
+			for _, want := range tt.wantOut {
+				if !strings.Contains(got.stdout, want) {
+					t.Errorf("output lacks %q:\n%s", want, got.stdout)
+				}
+			}
+			if strings.HasSuffix(tt.name, "json") && !json.Valid([]byte(got.stdout)) {
+				t.Errorf("-json output is not JSON:\n%s", got.stdout)
+			}
+		})
+	}
+}
+
+func TestRemoveUnknownServerFails(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 404, map[string]string{"error": "not_found", "message": "no server n9"})
+	})
+	got := runCLI(t, "operator", "remove-server", "n9", "-http-addr", srv.URL)
+	if got.code != exitError || got.stderr != "error: not_found: no server n9\n" {
+		t.Errorf("remove-server n9 = %d, stderr %q; want 1 and the not_found error", got.code, got.stderr)
+	}
+}
