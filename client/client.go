@@ -57,7 +57,8 @@ type Meta struct {
 	// QueryOptions.WaitIndex in the next blocking read; 0 if absent.
 	Index uint64
 	// LastContact is X-Tenure-Last-Contact: how long ago the answering node
-	// last heard from the leader (0 on the leader, and when absent).
+	// last heard from the leader (0 on the leader, and when absent). It is
+	// negative when the node has never heard from a leader.
 	LastContact time.Duration
 	// KnownLeader is X-Tenure-Known-Leader; when that header is absent, it
 	// says whether the answer named a leader in X-Tenure-Leader-Addr.
@@ -264,12 +265,21 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 		meta.Index, _ = strconv.ParseUint(v, 10, 64)
 	}
 	if v := hr.Header.Get(HeaderLastContact); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			meta.LastContact = time.Duration(ms * float64(time.Millisecond))
+		if ms, err := strconv.ParseFloat(v, 64); err == nil {
+			meta.LastContact = lastContact(ms)
 		}
 	}
 	if v := hr.Header.Get(HeaderKnownLeader); v != "" {
 		meta.KnownLeader, _ = strconv.ParseBool(v)
 	}
 	return &response{status: hr.StatusCode, body: data, meta: meta}, leaderHdr, nil
+}
+
+// lastContact converts the milliseconds of X-Tenure-Last-Contact; a
+// negative value (never) becomes -1ns so that it stays negative.
+func lastContact(ms float64) time.Duration {
+	if ms < 0 {
+		return -1
+	}
+	return time.Duration(ms * float64(time.Millisecond))
 }

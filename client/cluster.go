@@ -20,10 +20,13 @@ type NodeStatus struct {
 	LastLogIndex   uint64 `json:"last_log_index"`
 	CommitIndex    uint64 `json:"commit_index"`
 	AppliedIndex   uint64 `json:"applied_index"`
-	// LastContact is how long ago this node last heard from the leader.
+	// LastContact is how long ago this node last heard from the leader;
+	// negative when it never has.
 	LastContact time.Duration `json:"-"`
-	Ready       bool          `json:"ready"`
-	Servers     []ServerInfo  `json:"servers"`
+	// LastToken is the last fencing token handed out in the cluster.
+	LastToken uint64       `json:"last_token,omitempty"`
+	Ready     bool         `json:"ready"`
+	Servers   []ServerInfo `json:"servers"`
 }
 
 // ServerInfo is one server of the Raft configuration.
@@ -37,8 +40,8 @@ type ServerInfo struct {
 
 type nodeStatusAlias NodeStatus
 
-// UnmarshalJSON accepts last_contact as a duration string ("12ms") or a
-// number of milliseconds.
+// UnmarshalJSON accepts last_contact as a duration string ("12ms"),
+// "never", or a number of milliseconds (negative: never).
 func (s *NodeStatus) UnmarshalJSON(data []byte) error {
 	var w struct {
 		*nodeStatusAlias
@@ -56,12 +59,16 @@ func (s *NodeStatus) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MarshalJSON writes last_contact as a duration string.
+// MarshalJSON writes last_contact as a duration string, or "never".
 func (s NodeStatus) MarshalJSON() ([]byte, error) {
+	lc := s.LastContact.String()
+	if s.LastContact < 0 {
+		lc = "never"
+	}
 	return json.Marshal(struct {
 		nodeStatusAlias
 		LastContact string `json:"last_contact"`
-	}{nodeStatusAlias(s), s.LastContact.String()})
+	}{nodeStatusAlias(s), lc})
 }
 
 // flexDuration decodes a JSON duration string, or a number of milliseconds.
@@ -71,8 +78,11 @@ func flexDuration(raw json.RawMessage) (time.Duration, error) {
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		if s == "" {
+		switch s {
+		case "":
 			return 0, nil
+		case "never":
+			return -1, nil
 		}
 		return time.ParseDuration(s)
 	}
@@ -80,7 +90,7 @@ func flexDuration(raw json.RawMessage) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("not a duration: %s", raw)
 	}
-	return time.Duration(ms * float64(time.Millisecond)), nil
+	return lastContact(ms), nil
 }
 
 // Member is one gossip member: a server or a worker.
@@ -179,8 +189,9 @@ func (o *OperatorAPI) TransferLeader(ctx context.Context, id string) (string, *M
 	return out.LeaderID, resp.meta, nil
 }
 
-// Snapshot makes the leader take a Raft snapshot now. A retry after an
-// unknown outcome may take a second snapshot, which is harmless.
+// Snapshot makes the answering server (the leader, once the client
+// follows it) take a Raft snapshot now. A retry after an unknown outcome
+// may take a second snapshot, which is harmless.
 func (o *OperatorAPI) Snapshot(ctx context.Context) (*SnapshotInfo, *Meta, error) {
 	resp, err := o.c.do(ctx, &request{method: http.MethodPost, path: "/v1/operator/snapshot"})
 	if err != nil {

@@ -17,6 +17,8 @@ func TestStatusAndMembers(t *testing.T) {
 		{"duration string", "15ms", 15 * time.Millisecond},
 		{"milliseconds", 15, 15 * time.Millisecond},
 		{"absent", nil, 0},
+		{"never", "never", -1},
+		{"never in milliseconds", -1, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -232,6 +232,14 @@ func TestReadsPassQueryOptions(t *testing.T) {
 	if meta.Index != 57 || meta.LastContact != 12*time.Millisecond || !meta.KnownLeader {
 		t.Errorf("meta = %+v, want index 57, last contact 12ms, known leader", meta)
 	}
+	for _, tt := range []struct {
+		ms   float64
+		want time.Duration
+	}{{0, 0}, {12, 12 * time.Millisecond}, {-1, -1}} {
+		if got := lastContact(tt.ms); got != tt.want {
+			t.Errorf("lastContact(%v) = %v, want %v", tt.ms, got, tt.want)
+		}
+	}
 	list, _, err := c.Leases().List(ctx, &ListOptions{Prefix: "partitions/", State: StateHeld, Holder: "h1"}, &QueryOptions{WaitIndex: 57})
 	if err != nil {
 		t.Fatalf("List: %v", err)

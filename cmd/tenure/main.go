@@ -32,7 +32,7 @@ Commands:
     status      Show the status of a server and the Raft configuration
     leases      List, read, acquire, renew, release and revoke leases
     members     List the gossip members: servers and workers
-    snapshot    Make the leader take a Raft snapshot now
+    snapshot    Make the server that answers take a Raft snapshot now
     operator    Operator actions: remove-server, transfer-leader
     bench       Drive a running cluster and report throughput and latency
     version     Print the version
