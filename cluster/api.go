@@ -339,3 +339,11 @@ func (n *Node) LeaseIndex() uint64 {
 	_, _, idx := n.machine.Indexes()
 	return idx
 }
+
+// Waiting is the number of blocking acquirers queued on this leader.
+func (n *Node) Waiting() int {
+	if p := n.leading.Load(); p != nil {
+		return int(p.waiting.Load())
+	}
+	return 0
+}

@@ -83,6 +83,7 @@ var (
 	descTerm     = prometheus.NewDesc("tenure_raft_term", "Current Raft term.", nil, nil)
 	descTracked  = prometheus.NewDesc("tenure_lessor_deadlines", "Lease deadlines the leader's lessor tracks.", nil, nil)
 	descToken    = prometheus.NewDesc("tenure_last_token", "Last fencing token handed out.", nil, nil)
+	descWaiting  = prometheus.NewDesc("tenure_acquire_waiters", "Blocking acquirers queued on this leader.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -92,6 +93,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descTerm
 	ch <- descTracked
 	ch <- descToken
+	ch <- descWaiting
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -111,4 +113,5 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descTerm, prometheus.GaugeValue, float64(r.CurrentTerm()))
 	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(c.n.lessor.Len()))
 	ch <- prometheus.MustNewConstMetric(descToken, prometheus.GaugeValue, float64(c.n.machine.LastToken()))
+	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.n.Waiting()))
 }

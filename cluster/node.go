@@ -236,7 +236,7 @@ func (n *Node) tryEstablish(ctx context.Context) error {
 		return nil // demoted meanwhile
 	}
 	n.lessor.Promote(n.machine.Held())
-	p := newProposer(proposer{
+	p := newProposer(&proposer{
 		apply:      n.applyCommand,
 		machine:    n.machine,
 		lessor:     n.lessor,

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -35,6 +36,9 @@ type proposer struct {
 	cancels  chan *op
 	stopped  chan struct{}
 
+	// waiting counts the queued blocking acquirers, for metrics.
+	waiting atomic.Int64
+
 	// Owned by the run goroutine.
 	pending []*op
 	waiters map[string][]*op
@@ -64,14 +68,14 @@ type slot struct {
 	exp     *expiry // a lessor expiry
 }
 
-func newProposer(p proposer) *proposer {
+func newProposer(p *proposer) *proposer {
 	p.in = make(chan *op, p.maxPending)
 	p.timeouts = make(chan *op, 64)
 	p.cancels = make(chan *op, 64)
 	p.stopped = make(chan struct{})
 	p.waiters = make(map[string][]*op)
 	p.kicked = make(map[string]struct{})
-	return &p
+	return p
 }
 
 // submit queues o and waits for its outcome. ErrNotLeader means it was
@@ -276,6 +280,7 @@ func (p *proposer) granted(o *op, r fsm.Result) {
 
 func (p *proposer) enqueue(o *op, key string) {
 	o.queued = true
+	p.waiting.Add(1)
 	p.waiters[key] = append(p.waiters[key], o)
 	p.kicked[key] = struct{}{}
 	o.timer = time.AfterFunc(time.Until(o.waitEnd), func() {
@@ -291,6 +296,7 @@ func (p *proposer) unqueue(o *op) {
 		return
 	}
 	o.queued = false
+	p.waiting.Add(-1)
 	o.timer.Stop()
 	key := o.cmd.(fsm.Acquire).Key
 	q := p.waiters[key]
@@ -330,6 +336,7 @@ func (p *proposer) failAll() {
 		}
 	}
 	p.waiters = nil
+	p.waiting.Store(0)
 	for _, o := range p.pending {
 		o.done <- opResult{err: ErrLeadershipLost}
 	}

@@ -1,0 +1,103 @@
+package cluster
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Guarantee: a leader cut off from its peers never acknowledges a renewal, a
+// linearizable read or an acquisition once it is cut off (and so none after
+// a new leader exists), and the expiry it may decide for a lease the new
+// leader is renewing never takes effect.
+func TestDeposedLeaderNeverAcknowledges(t *testing.T) {
+	const ttl = 400 * time.Millisecond
+	c := newTestCluster(t, 3, false, nil)
+	l := acquire(t, c, "partitions/17", "worker-a", ttl)
+	old := c.leader()
+	oldNode := c.node(old)
+
+	c.isolate(old)
+	var (
+		stop  atomic.Bool
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		acked []string
+	)
+	hammer := func(name string, op func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if err := op(); err == nil {
+					mu.Lock()
+					acked = append(acked, name)
+					mu.Unlock()
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+	}
+	hammer("renew", func() error {
+		_, err := oldNode.Renew(ctxT(t, ttl), l.Key, l.Holder, l.Token)
+		return err
+	})
+	hammer("read", func() error {
+		_, err := oldNode.Get(ctxT(t, ttl), l.Key, Linearizable)
+		return err
+	})
+	hammer("acquire", func() error {
+		_, _, err := oldNode.Acquire(ctxT(t, ttl), AcquireRequest{Key: "other", Holder: "x", TTL: ttl})
+		return err
+	})
+
+	// The majority elects a new leader; the holder renews there from now
+	// to the end of the test.
+	now := c.leader(old)
+	renewErr := make(chan error, 1)
+	stopRenew := make(chan struct{})
+	go func() {
+		for {
+			if _, err := c.node(now).Renew(ctxT(t, ttl), l.Key, l.Holder, l.Token); err != nil {
+				renewErr <- err
+				return
+			}
+			select {
+			case <-stopRenew:
+				renewErr <- nil
+				return
+			case <-time.After(ttl / 4):
+			}
+		}
+	}()
+	time.Sleep(4 * ttl)
+	stop.Store(true)
+	wg.Wait()
+	if len(acked) > 0 {
+		t.Fatalf("the cut-off leader acknowledged %v", acked)
+	}
+
+	// Heal: whatever the old leader proposed while cut off is discarded.
+	c.heal(old)
+	waitFor(t, 5*time.Second, "the old leader to catch up", func() bool {
+		a, _, _ := c.node(old).machine.Indexes()
+		b, _, _ := c.node(now).machine.Indexes()
+		return a == b
+	})
+	time.Sleep(2 * ttl)
+	close(stopRenew)
+	if err := <-renewErr; err != nil {
+		t.Fatalf("renew on the new leader: %v", err)
+	}
+	for j := 0; j < 3; j++ {
+		got := c.node(j).machine.Get(l.Key)
+		if !got.Held || got.Token != l.Token {
+			t.Fatalf("node %d after heal: %+v, want held under token %d", j, got, l.Token)
+		}
+	}
+	if _, err := oldNode.Renew(ctxT(t, ttl), l.Key, l.Holder, l.Token); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("renew on the old leader after heal: %v, want ErrNotLeader", err)
+	}
+}

@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// fakeClock is a manual clock for lessor tests.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func (c *fakeClock) NewTimer(d time.Duration) Timer { return SystemClock{}.NewTimer(d) }
+
+func keys(exp []expiry) []string {
+	var out []string
+	for _, e := range exp {
+		out = append(out, e.key)
+	}
+	return out
+}
+
+func TestLessorPromoteGivesFullTTL(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	if got := l.Renew("a", 1); got != renewNotPrimary {
+		t.Fatalf("renew on a secondary lessor = %v, want renewNotPrimary", got)
+	}
+	l.Promote([]*fsm.Lease{
+		{Key: "a", Token: 1, TTL: 10 * time.Second, Held: true},
+		{Key: "b", Token: 2, TTL: 2 * time.Second, Held: true},
+	})
+	clock.Advance(2*time.Second - time.Nanosecond)
+	if got := l.Expired(10); len(got) != 0 {
+		t.Fatalf("expired before any TTL passed since promotion: %v", keys(got))
+	}
+	clock.Advance(time.Nanosecond)
+	if got := keys(l.Expired(10)); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("expired = %v, want [b]", got)
+	}
+	if left, _, ok := l.Deadline("a", 1); !ok || left != 8*time.Second {
+		t.Fatalf("deadline of a = %v %v, want 8s", left, ok)
+	}
+}
+
+func TestLessorRenewal(t *testing.T) {
+	tests := []struct {
+		name    string
+		advance time.Duration
+		token   uint64
+		want    renewOutcome
+	}{
+		{"before the deadline", 9 * time.Second, 1, renewed},
+		{"at the deadline", 10 * time.Second, 1, renewExpired},
+		{"after the deadline", 11 * time.Second, 1, renewExpired},
+		{"another token", time.Second, 2, renewUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newFakeClock()
+			l := newLessor(clock)
+			l.Promote(nil)
+			l.Grant("a", 1, 10*time.Second)
+			clock.Advance(tt.advance)
+			if got := l.Renew("a", tt.token); got != tt.want {
+				t.Fatalf("renew = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLessorRenewRestartsDeadline(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	l.Promote(nil)
+	l.Grant("a", 1, 10*time.Second)
+	clock.Advance(9 * time.Second)
+	if got := l.Renew("a", 1); got != renewed {
+		t.Fatalf("renew = %v", got)
+	}
+	clock.Advance(9 * time.Second)
+	if got := l.Expired(10); len(got) != 0 {
+		t.Fatalf("expired %v 9s after a renewal of a 10s lease", keys(got))
+	}
+	clock.Advance(time.Second)
+	if got := keys(l.Expired(10)); len(got) != 1 {
+		t.Fatalf("expired = %v, want [a]", got)
+	}
+	// Once handed out for expiry, the lease cannot be renewed, and it is
+	// not handed out twice.
+	if got := l.Renew("a", 1); got != renewExpired {
+		t.Fatalf("renew of an expiring lease = %v, want renewExpired", got)
+	}
+	if got := l.Expired(10); len(got) != 0 {
+		t.Fatalf("expired again: %v", keys(got))
+	}
+}
+
+func TestLessorExpiredInDeadlineOrderWithLimit(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	l.Promote(nil)
+	l.Grant("c", 3, 3*time.Second)
+	l.Grant("a", 1, 1*time.Second)
+	l.Grant("b", 2, 2*time.Second)
+	clock.Advance(5 * time.Second)
+	if got := keys(l.Expired(2)); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Fatalf("first expired = %v, want [a b]", got)
+	}
+	if got := keys(l.Expired(2)); len(got) != 1 || got[0] != "c" {
+		t.Fatalf("then = %v, want [c]", got)
+	}
+}
+
+func TestLessorRemoveKeepsNewerGrant(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	l.Promote(nil)
+	l.Grant("a", 1, time.Second)
+	l.Grant("a", 2, time.Second) // re-granted under a new token
+	l.Remove("a", 1)             // a late removal of the old token
+	if _, _, ok := l.Deadline("a", 2); !ok {
+		t.Fatal("removing the old token dropped the new grant")
+	}
+	l.Remove("a", 2)
+	if l.Len() != 0 {
+		t.Fatalf("len = %d after removing every lease", l.Len())
+	}
+}
+
+func TestLessorDemoteForgetsEverything(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	l.Promote([]*fsm.Lease{{Key: "a", Token: 1, TTL: time.Second, Held: true}})
+	l.Demote()
+	clock.Advance(time.Hour)
+	if got := l.Expired(10); len(got) != 0 {
+		t.Fatalf("a demoted lessor expired %v", keys(got))
+	}
+	if got := l.Renew("a", 1); got != renewNotPrimary {
+		t.Fatalf("renew on a demoted lessor = %v", got)
+	}
+	l.Grant("b", 2, time.Second)
+	if l.Len() != 0 {
+		t.Fatal("a demoted lessor accepted a grant")
+	}
+}
+
+// A verification round answers only the callers that arrived before it
+// started; a caller arriving during a round waits for the next one.
+func TestVerifierCallerWaitsForARoundStartedAfterIt(t *testing.T) {
+	started := make(chan int, 10)
+	release := make(chan struct{})
+	rounds := 0
+	v := newVerifier(func() error {
+		rounds++
+		started <- rounds
+		<-release
+		return nil
+	}, nil)
+	first := make(chan error, 1)
+	go func() { first <- v.Verify(ctxT(t, 5*time.Second)) }()
+	if r := <-started; r != 1 {
+		t.Fatalf("round %d started first", r)
+	}
+	second := make(chan error, 1)
+	go func() { second <- v.Verify(ctxT(t, 5*time.Second)) }()
+	// Give the second caller time to queue while round 1 runs.
+	waitFor(t, time.Second, "second caller to queue", func() bool {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return len(v.waiting) == 1
+	})
+	release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-second:
+		t.Fatalf("second caller answered by a round that started before it: %v", err)
+	case r := <-started:
+		if r != 2 {
+			t.Fatalf("round %d, want 2", r)
+		}
+	}
+	release <- struct{}{}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+}
