@@ -1,8 +1,254 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	gometrics "github.com/hashicorp/go-metrics/compat"
+	gometricsprom "github.com/hashicorp/go-metrics/compat/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/httpapi"
 )
 
-func runServer(args []string) int { fmt.Fprintln(os.Stderr, "tenure server: not built yet"); return 1 }
+// serverSettings are the settings of `tenure server`, filled from defaults,
+// then a config file, then TENURE_* environment variables, then flags.
+type serverSettings struct {
+	cluster  cluster.Config
+	join     string
+	initial  string
+	logLevel string
+	logJSON  bool
+	config   string
+}
+
+func serverFlags(s *serverSettings) *flag.FlagSet {
+	c := &s.cluster
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.StringVar(&s.config, "config", "", "JSON config file whose keys are these flags' names")
+	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "unique, stable id of this server (default: hostname)")
+	fs.StringVar(&c.DataDir, "data-dir", "", "directory for the Raft log, stable store and snapshots (required)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP API address (also announced to peers for forwarding)")
+	fs.StringVar(&c.RaftAddr, "raft-addr", c.RaftAddr, "Raft TCP address")
+	fs.StringVar(&c.GossipAddr, "gossip-addr", c.GossipAddr, "memberlist gossip address")
+	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 0, "bootstrap Raft once this many servers started with the same value see each other")
+	fs.StringVar(&s.join, "join", "", "comma-separated gossip addresses of other servers to join")
+	fs.BoolVar(&c.NonVoter, "non-voter", false, "join as a non-voting server")
+	fs.StringVar(&s.initial, "initial-cluster", "", "static bootstrap instead of gossip: id=raft-addr=http-addr,… for every server")
+	fs.DurationVar(&c.MinTTL, "min-ttl", c.MinTTL, "smallest TTL an acquire may ask for (at least 2 × election-timeout)")
+	fs.DurationVar(&c.MaxTTL, "max-ttl", c.MaxTTL, "largest TTL an acquire may ask for")
+	fs.DurationVar(&c.MaxWait, "max-wait", c.MaxWait, "longest wait of a blocking acquire")
+	fs.IntVar(&c.MaxPending, "max-pending", c.MaxPending, "writes queued on the leader before it answers 429")
+	fs.IntVar(&c.MaxBatch, "max-batch", c.MaxBatch, "commands in one Raft log entry")
+	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "Raft heartbeat timeout")
+	fs.DurationVar(&c.ElectionTimeout, "election-timeout", c.ElectionTimeout, "Raft election timeout")
+	fs.DurationVar(&c.LeaderLeaseTimeout, "leader-lease-timeout", c.LeaderLeaseTimeout, "Raft leader lease timeout")
+	fs.DurationVar(&c.CommitTimeout, "commit-timeout", c.CommitTimeout, "Raft commit timeout")
+	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often Raft checks whether to snapshot")
+	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", c.SnapshotThreshold, "log entries between snapshots")
+	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", c.TrailingLogs, "log entries kept after a snapshot")
+	fs.StringVar(&s.logLevel, "log-level", "info", "trace, debug, info, warn or error")
+	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON lines")
+	return fs
+}
+
+// loadServerSettings applies defaults, the config file, the environment and
+// the flags, in rising precedence.
+func loadServerSettings(args []string, env func(string) string) (*serverSettings, error) {
+	s := &serverSettings{cluster: cluster.DefaultConfig()}
+	if host, err := os.Hostname(); err == nil {
+		s.cluster.NodeID = host
+	}
+	fs := serverFlags(s)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	explicit := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = f.Value.String() })
+	if s.config != "" {
+		if err := applyConfigFile(fs, s.config); err != nil {
+			return nil, err
+		}
+	}
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "TENURE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := env(name); v != "" && f.Name != "config" && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	for name, v := range explicit {
+		if err := fs.Set(name, v); err != nil {
+			return nil, fmt.Errorf("-%s: %w", name, err)
+		}
+	}
+	s.cluster.Join = splitList(s.join)
+	peers, err := parseInitialCluster(s.initial)
+	if err != nil {
+		return nil, err
+	}
+	s.cluster.InitialCluster = peers
+	return s, nil
+}
+
+// applyConfigFile sets each flag named by a key of the JSON object in path.
+func applyConfigFile(fs *flag.FlagSet, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "config" || fs.Lookup(k) == nil {
+			return fmt.Errorf("config file %s: unknown key %q", path, k)
+		}
+		var v string
+		switch x := m[k].(type) {
+		case string:
+			v = x
+		case bool, float64:
+			v = fmt.Sprint(x)
+		case []any:
+			parts := make([]string, len(x))
+			for i, p := range x {
+				parts[i] = fmt.Sprint(p)
+			}
+			v = strings.Join(parts, ",")
+		default:
+			return fmt.Errorf("config file %s: key %q: unsupported value %v", path, k, x)
+		}
+		if err := fs.Set(k, v); err != nil {
+			return fmt.Errorf("config file %s: key %q: %w", path, k, err)
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parseInitialCluster(s string) ([]cluster.Peer, error) {
+	var peers []cluster.Peer
+	for _, p := range splitList(s) {
+		parts := strings.Split(p, "=")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("initial-cluster: %q is not id=raft-addr=http-addr", p)
+		}
+		peers = append(peers, cluster.Peer{ID: parts[0], RaftAddr: parts[1], HTTPAddr: parts[2]})
+	}
+	return peers, nil
+}
+
+// runServer runs `tenure server` until SIGINT or SIGTERM.
+func runServer(args []string) int {
+	s, err := loadServerSettings(args, os.Getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		fs := serverFlags(&serverSettings{cluster: cluster.DefaultConfig()})
+		fmt.Fprintln(os.Stderr, "usage: tenure server -data-dir DIR [flags]\n\nEvery flag can also be set as TENURE_<FLAG> (e.g. TENURE_DATA_DIR) or in -config.")
+		fs.SetOutput(os.Stderr)
+		fs.PrintDefaults()
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
+		return 2
+	}
+	log := hclog.New(&hclog.LoggerOptions{
+		Name:       "tenure",
+		Level:      hclog.LevelFromString(s.logLevel),
+		JSONFormat: s.logJSON,
+		Output:     os.Stderr,
+	})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, s, log); err != nil {
+		log.Error("server stopped", "error", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if sink, err := gometricsprom.NewPrometheusSinkFrom(gometricsprom.PrometheusOpts{Registerer: reg, Expiration: time.Minute}); err == nil {
+		mc := gometrics.DefaultConfig("tenure")
+		mc.EnableHostname = false
+		mc.EnableRuntimeMetrics = false
+		gometrics.NewGlobal(mc, sink)
+	} else {
+		log.Warn("raft metrics unavailable", "error", err)
+	}
+	cfg := s.cluster
+	cfg.Logger = log
+	cfg.Registerer = reg
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("http-addr: %w", err)
+	}
+	node, err := cluster.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer node.Shutdown()
+	hc := httpapi.DefaultConfig()
+	hc.Node, hc.Logger, hc.Gatherer = node, log, reg
+	api, err := httpapi.New(hc)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	errCh := make(chan error, 1)
+	go func() { errCh <- srv.Serve(ln) }()
+	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir)
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-errCh:
+		return fmt.Errorf("http server: %w", err)
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdownCtx)
+	return node.Shutdown()
+}
