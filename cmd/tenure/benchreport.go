@@ -80,7 +80,7 @@ func (rep *benchReport) print(e *env) {
 	if rep.elapsed > 0 {
 		rate = float64(rep.total) / rep.elapsed.Seconds()
 	}
-	row(w, "total", rep.total, rep.failed, fmt.Sprintf("%.0f", rate), "", "", "", "")
+	row(w, "total", rep.total, rep.failed, fmt.Sprintf("%.0f", rate))
 	w.Flush()
 	for _, o := range rep.Ops {
 		if len(o.ErrorKinds) == 0 {

@@ -36,7 +36,11 @@ func (e *env) status(ctx context.Context, args []string) int {
 	field("Last log index", st.LastLogIndex)
 	field("Commit index", st.CommitIndex)
 	field("Applied index", st.AppliedIndex)
-	field("Last contact", st.LastContact)
+	if st.LastContact < 0 {
+		field("Last contact", "never")
+	} else {
+		field("Last contact", st.LastContact)
+	}
 	w.Flush()
 	if len(st.Servers) == 0 {
 		return exitOK

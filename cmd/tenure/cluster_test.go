@@ -16,6 +16,7 @@ func TestClusterCommands(t *testing.T) {
 			map[string]any{"id": "n2", "raft_addr": "10.0.0.2:7501", "http_addr": "10.0.0.2:7500", "suffrage": "voter", "leader": false},
 		},
 	}
+	neverStatus := map[string]any{"node_id": "n2", "role": "follower", "last_contact": "never"}
 	members := map[string]any{"members": []any{
 		map[string]any{"name": "n1", "addr": "10.0.0.1:7946", "status": "alive", "role": "server"},
 		map[string]any{"name": "w1", "addr": "10.0.0.9:7946", "status": "suspect", "role": "worker", "meta": map[string]any{"capacity": 8, "groups": "scenes"}},
@@ -32,6 +33,8 @@ func TestClusterCommands(t *testing.T) {
 	}{
 		{"status", []string{"status"}, 200, status, "GET", "/v1/status", "",
 			[]string{"Node:", "n1", "Term:", "4", "RAFT ADDRESS", "10.0.0.2:7501"}},
+		{"status of a node that never heard from a leader", []string{"status"}, 200, neverStatus, "GET", "/v1/status", "",
+			[]string{"Last contact:", "never"}},
 		{"status json", []string{"status", "-json"}, 200, status, "GET", "/v1/status", "",
 			[]string{`"node_id": "n1"`, `"last_contact": "0s"`}},
 		{"members", []string{"members"}, 200, members, "GET", "/v1/members", "",
