@@ -172,8 +172,11 @@ func decode(b []byte, allowBatch bool) (Command, error) {
 		return nil, fmt.Errorf("%w: %d bytes, want at least 2", ErrMalformed, len(b))
 	}
 	t, version := Type(b[0]), b[1]
-	if t&IgnorableFlag != 0 && !known(t) {
-		return Ignored{T: t}, nil
+	if !known(t) {
+		if t&IgnorableFlag != 0 {
+			return Ignored{T: t}, nil
+		}
+		return nil, fmt.Errorf("%w: %d", ErrUnknownType, t)
 	}
 	if version != version1 {
 		return nil, fmt.Errorf("%w: type %d version %d", ErrUnknownVersion, t, version)

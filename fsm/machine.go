@@ -72,7 +72,8 @@ func New() *Machine {
 var _ raft.FSM = (*Machine)(nil)
 
 // Apply applies one committed log entry. It returns a Result for a single
-// command, a []Result for a Batch, and nil for an ignorable unknown command.
+// command (Code Done for an ignorable unknown command) and a []Result for a
+// Batch.
 // It panics on an entry it cannot decode: a replica that skipped it would
 // silently diverge from its peers.
 func (m *Machine) Apply(l *raft.Log) interface{} {

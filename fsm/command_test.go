@@ -1,0 +1,254 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// roundTripCommands has every command type, with the corners of its fields.
+var roundTripCommands = []struct {
+	name string
+	cmd  Command
+}{
+	{"acquire", acquire("scene-01", "tracker-0-4242-1a2b3c4d")},
+	{"acquire with metadata", Acquire{Key: "partitions/17", Holder: "w", TTL: 1500 * time.Millisecond,
+		Metadata: map[string]string{"zone": "eu-1", "version": "1.4.2", "": "empty key", "note": "ünïcødé ✓"}, Time: wall}},
+	{"acquire with zero values", Acquire{}},
+	{"acquire with extreme numbers", Acquire{Key: "k", Holder: "h", TTL: math.MaxInt64, Time: math.MinInt64}},
+	{"acquire with a negative ttl", Acquire{Key: "k", Holder: "h", TTL: -time.Second, Time: -1}},
+	{"acquire with a long holder", Acquire{Key: strings.Repeat("k", MaxKeyLen), Holder: strings.Repeat("h", 4096), TTL: ttl}},
+	{"release", Release{Key: "scene-01", Holder: "tracker-0", Token: 17}},
+	{"release with the largest token", Release{Key: "k", Holder: "h", Token: math.MaxUint64}},
+	{"release with zero values", Release{}},
+	{"expire", Expire{Key: "elections/scheduler", Token: 300, Term: 7}},
+	{"expire with the largest token and term", Expire{Key: "k", Token: math.MaxUint64, Term: math.MaxUint64}},
+	{"revoke", Revoke{Key: "scene-01"}},
+	{"revoke of the empty key", Revoke{}},
+	{"leader established", LeaderEstablished{Term: 12}},
+	{"leader established in term 0", LeaderEstablished{}},
+	{"empty batch", Batch{Commands: []Command{}}},
+	{"batch of every type", Batch{Commands: []Command{
+		Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: map[string]string{"zone": "a"}, Time: wall},
+		Release{Key: "a", Holder: "w1", Token: 1},
+		Expire{Key: "b", Token: 2, Term: 3},
+		Revoke{Key: "c"},
+		LeaderEstablished{Term: 4},
+		acquire("a", "w2"),
+	}}},
+	{"batch of 1000", func() Command {
+		cmds := make([]Command, 1000)
+		for i := range cmds {
+			cmds[i] = Release{Key: fmt.Sprintf("k%d", i), Holder: "h", Token: uint64(i)}
+		}
+		return Batch{Commands: cmds}
+	}()},
+}
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	for _, tt := range roundTripCommands {
+		t.Run(tt.name, func(t *testing.T) {
+			b := Encode(tt.cmd)
+
+			if Type(b[0]) != tt.cmd.Type() || b[1] != version1 {
+				t.Errorf("header = %#x %d, want type %#x version %d", b[0], b[1], tt.cmd.Type(), version1)
+			}
+			got, err := Decode(b)
+			if err != nil {
+				t.Fatalf("Decode(Encode(%T)): %v", tt.cmd, err)
+			}
+			if !reflect.DeepEqual(got, tt.cmd) {
+				t.Errorf("Decode(Encode(c)) =\n  %#v\nwant\n  %#v", got, tt.cmd)
+			}
+			if again := Encode(got); !bytes.Equal(again, b) {
+				t.Errorf("Encode(Decode(b)) = %x\nwant            %x", again, b)
+			}
+		})
+	}
+}
+
+// TestDecodeEmptyMetadata: an empty metadata map and no map encode the
+// same way, so both decode to no map. A re-acquire with either keeps the
+// lease's metadata.
+func TestDecodeEmptyMetadata(t *testing.T) {
+	for _, md := range []map[string]string{nil, {}} {
+		got, err := Decode(Encode(Acquire{Key: "k", Holder: "h", Metadata: md}))
+		if err != nil {
+			t.Fatalf("Decode: %v", err)
+		}
+		if m := got.(Acquire).Metadata; m != nil {
+			t.Errorf("metadata %#v decoded to %#v, want nil", md, m)
+		}
+	}
+}
+
+// TestEncodeIsCanonical: equal commands encode to equal bytes whatever the
+// order their metadata maps were filled in, so that every replica writes
+// the same snapshot bytes.
+func TestEncodeIsCanonical(t *testing.T) {
+	const n = 64
+	forward := make(map[string]string, n)
+	backward := make(map[string]string)
+	for i := 0; i < n; i++ {
+		forward[fmt.Sprintf("k%02d", i)] = fmt.Sprint(i)
+		backward[fmt.Sprintf("k%02d", n-1-i)] = fmt.Sprint(n - 1 - i)
+	}
+	want := Encode(Acquire{Key: "k", Holder: "h", Metadata: forward})
+	for i := 0; i < 20; i++ {
+		for name, md := range map[string]map[string]string{"forward": forward, "backward": backward} {
+			if got := Encode(Acquire{Key: "k", Holder: "h", Metadata: md}); !bytes.Equal(got, want) {
+				t.Fatalf("run %d, %s map: encoding differs:\n got %x\nwant %x", i, name, got, want)
+			}
+		}
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	acq := Encode(Acquire{Key: "a", Holder: "w", TTL: ttl, Metadata: map[string]string{"z": "1"}, Time: wall})
+	withVersion := func(b []byte, v byte) []byte {
+		c := bytes.Clone(b)
+		c[1] = v
+		return c
+	}
+	bigLen := &encoder{}
+	bigLen.byte(byte(TypeRevoke))
+	bigLen.byte(version1)
+	bigLen.uvarint(maxStringLen + 1)
+	bigLen.buf = append(bigLen.buf, make([]byte, 16)...)
+
+	tests := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{name: "empty", data: nil, want: ErrMalformed},
+		{name: "type only", data: []byte{byte(TypeRevoke)}, want: ErrMalformed},
+		{name: "unknown type", data: []byte{7, version1}, want: ErrUnknownType},
+		{name: "type zero", data: []byte{0, version1}, want: ErrUnknownType},
+		{name: "unknown type of an unknown version", data: []byte{0x33, 2, 1, 2}, want: ErrUnknownType},
+		{name: "version 2", data: withVersion(acq, 2), want: ErrUnknownVersion},
+		{name: "version 0", data: withVersion(acq, 0), want: ErrUnknownVersion},
+		{name: "version 255 of a batch", data: withVersion(Encode(Batch{}), 255), want: ErrUnknownVersion},
+		{name: "truncated acquire", data: acq[:len(acq)-1], want: ErrMalformed},
+		{name: "acquire without payload", data: acq[:2], want: ErrMalformed},
+		{name: "trailing byte", data: append(bytes.Clone(acq), 0), want: ErrMalformed},
+		{name: "string longer than the limit", data: bigLen.buf, want: ErrMalformed},
+		{name: "string longer than the data", data: []byte{byte(TypeRevoke), version1, 10, 'a'}, want: ErrMalformed},
+		{name: "varint overflow", data: []byte{byte(TypeLeaderEstablished), version1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, want: ErrMalformed},
+		{name: "map of more entries than bytes", data: []byte{byte(TypeAcquire), version1, 0, 0, 0, 0x7f, 0}, want: ErrMalformed},
+		{name: "batch of more entries than bytes", data: []byte{byte(TypeBatch), version1, 50, 0}, want: ErrMalformed},
+		{name: "batch entry too short", data: rawBatch([]byte{byte(TypeRevoke)}), want: ErrMalformed},
+		{name: "nested batch", data: rawBatch(Encode(Revoke{Key: "a"}), Encode(Batch{})), want: ErrMalformed},
+		{name: "batch with an unknown type", data: rawBatch(Encode(Revoke{Key: "a"}), []byte{7, version1}), want: ErrUnknownType},
+		{name: "batch with an unknown version", data: rawBatch(withVersion(acq, 3)), want: ErrUnknownVersion},
+		{name: "batch with trailing bytes", data: append(rawBatch(Encode(Revoke{Key: "a"})), 1), want: ErrMalformed},
+	}
+	sentinels := []error{ErrMalformed, ErrUnknownType, ErrUnknownVersion}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decode(tt.data)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Decode(%x) = %#v, %v; want an error wrapping %q", tt.data, got, err, tt.want)
+			}
+			if got != nil {
+				t.Errorf("Decode returned %#v with its error, want nil", got)
+			}
+			for _, s := range sentinels {
+				if s != tt.want && errors.Is(err, s) {
+					t.Errorf("error %q also wraps %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+// TestDecodeIgnorable: a command type that a newer build writes with
+// IgnorableFlag decodes, on this build, to Ignored, whatever its version
+// and payload.
+func TestDecodeIgnorable(t *testing.T) {
+	tests := []struct {
+		name string
+		data []byte
+		want Command
+	}{
+		{name: "no payload", data: []byte{0x80, 1}, want: Ignored{T: 0x80}},
+		{name: "payload", data: []byte{0x91, 1, 0xde, 0xad, 0xbe, 0xef}, want: Ignored{T: 0x91}},
+		{name: "unknown version", data: []byte{0xff, 200, 1}, want: Ignored{T: 0xff}},
+		{name: "in a batch", data: rawBatch(Encode(Revoke{Key: "a"}), []byte{0x90, 1, 2}),
+			want: Batch{Commands: []Command{Revoke{Key: "a"}, Ignored{T: 0x90}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Decode(tt.data)
+			if err != nil {
+				t.Fatalf("Decode(%x): %v", tt.data, err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Decode(%x) = %#v, want %#v", tt.data, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTypeValuesAreFixed pins the type bytes: they are in every log and
+// snapshot already written and must never change.
+func TestTypeValuesAreFixed(t *testing.T) {
+	tests := []struct {
+		cmd  Command
+		want Type
+	}{
+		{Acquire{}, 1},
+		{Release{}, 2},
+		{Expire{}, 3},
+		{Revoke{}, 4},
+		{LeaderEstablished{}, 5},
+		{Batch{}, 6},
+	}
+	for _, tt := range tests {
+		if got := tt.cmd.Type(); got != tt.want {
+			t.Errorf("%T.Type() = %d, want %d", tt.cmd, got, tt.want)
+		}
+		if got := Encode(tt.cmd)[0]; Type(got) != tt.want {
+			t.Errorf("Encode(%T)[0] = %d, want %d", tt.cmd, got, tt.want)
+		}
+	}
+}
+
+func TestValidateKey(t *testing.T) {
+	tests := []struct {
+		name string
+		key  string
+		ok   bool
+	}{
+		{name: "one byte", key: "a", ok: true},
+		{name: "scene", key: "scene-01", ok: true},
+		{name: "slashes group", key: "partitions/17", ok: true},
+		{name: "every allowed class", key: "AZaz09._:/-", ok: true},
+		{name: "256 bytes", key: strings.Repeat("x", 256), ok: true},
+		{name: "empty", key: ""},
+		{name: "257 bytes", key: strings.Repeat("x", 257)},
+		{name: "space", key: "scene 01"},
+		{name: "star", key: "a*"},
+		{name: "non-ASCII", key: "szene-ö"},
+		{name: "NUL", key: "a\x00b"},
+		{name: "newline", key: "a\n"},
+		{name: "query characters", key: "a?b=c"},
+		{name: "percent", key: "a%2Fb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateKey(tt.key)
+			if tt.ok && err != nil {
+				t.Errorf("ValidateKey(%q) = %v, want nil", tt.key, err)
+			}
+			if !tt.ok && !errors.Is(err, ErrInvalidKey) {
+				t.Errorf("ValidateKey(%q) = %v, want an error wrapping %q", tt.key, err, ErrInvalidKey)
+			}
+		})
+	}
+}

@@ -1,0 +1,310 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Golden files keep every encoding version readable. A build writes only
+// the current version; the files of older versions stay in testdata and
+// must keep decoding to the values listed here. To change the format, add
+// a new version (a new file, current: true) and set current: false on the
+// old one; never regenerate an old version's file.
+//
+// Regenerate the current files with: go test ./fsm -run Golden -update
+var update = flag.Bool("update", false, "rewrite the current version's golden files in testdata")
+
+// goldenLog is the log behind snapshot-v1.golden. It leaves one key of each
+// kind: held and kept with new metadata, held again by the same holder after
+// expiry, and free after a release, an expiry and a revocation.
+func goldenLog() []entry {
+	cmds := []struct {
+		term uint64
+		cmd  Command
+	}{
+		{2, LeaderEstablished{Term: 2}},
+		{2, Acquire{Key: "elections/scheduler", Holder: "sched-1", TTL: 15 * time.Second, Metadata: map[string]string{"zone": "eu-1", "version": "1.4.2"}, Time: wall}},
+		{2, Acquire{Key: "partitions/0", Holder: "w-a", TTL: ttl, Time: wall + 1}},
+		{2, Acquire{Key: "partitions/1", Holder: "w-b", TTL: ttl, Metadata: map[string]string{"slot": "1"}, Time: wall + 2}},
+		{2, Acquire{Key: "scene-01", Holder: "tracker-0", TTL: 5 * time.Second, Time: wall + 3}},
+		{2, Release{Key: "partitions/0", Holder: "w-a", Token: 2}},
+		{2, Expire{Key: "partitions/1", Token: 3, Term: 2}},
+		{2, Revoke{Key: "scene-01"}},
+		{2, Acquire{Key: "partitions/2", Holder: "w-c", TTL: ttl, Time: wall + 4}},
+		{3, LeaderEstablished{Term: 3}},
+		{3, Expire{Key: "partitions/2", Token: 5, Term: 3}},
+		{3, Acquire{Key: "partitions/2", Holder: "w-c", TTL: 20 * time.Second, Metadata: map[string]string{"slot": "2"}, Time: wall + 5}},
+		{3, Acquire{Key: "elections/scheduler", Holder: "sched-1", TTL: 30 * time.Second, Metadata: map[string]string{"zone": "eu-2"}, Time: wall + 6}},
+		{3, Acquire{Key: "elections/scheduler", Holder: "sched-2", TTL: ttl, Time: wall + 7}}, // held: changes nothing
+	}
+	log := make([]entry, len(cmds))
+	for i, c := range cmds {
+		log[i] = entry{term: c.term, data: Encode(c.cmd)}
+	}
+	return log
+}
+
+// decodedSnapshot is what readSnapshot returns.
+type decodedSnapshot struct {
+	State       state
+	Index, Term uint64
+}
+
+var goldenSnapshots = []struct {
+	file    string
+	current bool
+	want    decodedSnapshot
+}{
+	{
+		file:    "snapshot-v1.golden",
+		current: true,
+		want: decodedSnapshot{
+			Index: 14,
+			Term:  3,
+			State: state{
+				lastToken:       6,
+				establishedTerm: 3,
+				leaseIndex:      13,
+				leases: []*Lease{
+					{Key: "elections/scheduler", Holder: "sched-1", Token: 1, TTL: 30 * time.Second, Held: true,
+						Metadata: map[string]string{"zone": "eu-2"}, AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 13},
+					{Key: "partitions/0", Holder: "w-a", Token: 2, TTL: ttl, Reason: ReasonReleased,
+						AcquiredAt: wall + 1, CreateIndex: 3, ModifyIndex: 6},
+					{Key: "partitions/1", Holder: "w-b", Token: 3, TTL: ttl, Reason: ReasonExpired,
+						Metadata: map[string]string{"slot": "1"}, AcquiredAt: wall + 2, CreateIndex: 4, ModifyIndex: 7},
+					{Key: "partitions/2", Holder: "w-c", Token: 6, TTL: 20 * time.Second, Held: true,
+						Metadata: map[string]string{"slot": "2"}, AcquiredAt: wall + 5, CreateIndex: 9, ModifyIndex: 12},
+					{Key: "scene-01", Holder: "tracker-0", Token: 4, TTL: 5 * time.Second, Reason: ReasonRevoked,
+						AcquiredAt: wall + 3, CreateIndex: 5, ModifyIndex: 8},
+				},
+			},
+		},
+	},
+}
+
+type namedCommand struct {
+	name string
+	cmd  Command
+}
+
+// goldenCommandsV1 holds one or more commands of every type.
+var goldenCommandsV1 = []namedCommand{
+	{"acquire", Acquire{Key: "scene-01", Holder: "tracker-0-4242-1a2b3c4d", TTL: ttl, Time: wall}},
+	{"acquire-metadata", Acquire{Key: "partitions/17", Holder: "w-a", TTL: 1500 * time.Millisecond,
+		Metadata: map[string]string{"zone": "eu-1", "version": "1.4.2"}, Time: wall}},
+	{"release", Release{Key: "scene-01", Holder: "tracker-0-4242-1a2b3c4d", Token: 17}},
+	{"expire", Expire{Key: "elections/scheduler", Token: 300, Term: 7}},
+	{"revoke", Revoke{Key: "scene-01"}},
+	{"leader-established", LeaderEstablished{Term: 12}},
+	{"batch", Batch{Commands: []Command{
+		Release{Key: "scene-01", Holder: "tracker-0", Token: 17},
+		Acquire{Key: "scene-01", Holder: "tracker-1", TTL: ttl, Metadata: map[string]string{"zone": "eu-1"}, Time: wall},
+	}}},
+	{"empty-batch", Batch{Commands: []Command{}}},
+}
+
+var goldenCommands = []struct {
+	file    string
+	current bool
+	want    []namedCommand
+}{
+	{file: "commands-v1.golden", current: true, want: goldenCommandsV1},
+}
+
+func goldenPath(file string) string { return filepath.Join("testdata", file) }
+
+func TestGoldenSnapshot(t *testing.T) {
+	for _, g := range goldenSnapshots {
+		t.Run(g.file, func(t *testing.T) {
+			path := goldenPath(g.file)
+			if g.current {
+				m := replay(t, goldenLog())
+				written := persist(t, m)
+				if *update {
+					writeGolden(t, path, written)
+				}
+				golden := readGolden(t, path)
+				if !bytes.Equal(written, golden) {
+					t.Errorf("snapshot of the golden log differs from %s:\n got %x\nwant %x\n"+
+						"a change to the snapshot format needs a new version; see the comment on update",
+						path, written, golden)
+				}
+			}
+
+			golden := readGolden(t, path)
+			st, index, term, err := readSnapshot(bytes.NewReader(golden))
+			if err != nil {
+				t.Fatalf("readSnapshot(%s): %v", path, err)
+			}
+			got := decodedSnapshot{State: st, Index: index, Term: term}
+			if !reflect.DeepEqual(got, g.want) {
+				t.Errorf("%s decodes to\n%s\nwant\n%s", path, formatSnapshot(got), formatSnapshot(g.want))
+			}
+
+			// A server starting from the file has the same state and hands
+			// out the next token.
+			m := New()
+			if err := m.Restore(io.NopCloser(bytes.NewReader(golden))); err != nil {
+				t.Fatalf("Restore(%s): %v", path, err)
+			}
+			if got, want := m.Get("partitions/1"), g.want.State.leases[2]; !reflect.DeepEqual(got, want) {
+				t.Errorf("Get(partitions/1) after Restore = %s, want %s", leaseString(got), leaseString(want))
+			}
+			r := m.Apply(logEntry(g.want.Index+1, g.want.Term, Acquire{Key: "partitions/0", Holder: "w-z", TTL: ttl})).(Result)
+			if r.Code != Granted || r.Lease.Token != g.want.State.lastToken+1 {
+				t.Errorf("acquire after Restore = %v token %d, want %v token %d", r.Code, r.Lease.Token, Granted, g.want.State.lastToken+1)
+			}
+		})
+	}
+}
+
+func formatSnapshot(s decodedSnapshot) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "index %d term %d last_token %d established_term %d lease_index %d",
+		s.Index, s.Term, s.State.lastToken, s.State.establishedTerm, s.State.leaseIndex)
+	for _, l := range s.State.leases {
+		fmt.Fprintf(&b, "\n  %s", leaseString(l))
+	}
+	return b.String()
+}
+
+func TestGoldenCommands(t *testing.T) {
+	for _, g := range goldenCommands {
+		t.Run(g.file, func(t *testing.T) {
+			path := goldenPath(g.file)
+			if g.current {
+				written := formatCommands(g.file, g.want)
+				if *update {
+					writeGolden(t, path, written)
+				}
+				if golden := readGolden(t, path); !bytes.Equal(written, golden) {
+					t.Errorf("encoding of the golden commands differs from %s:\n--- got\n%s--- want\n%s"+
+						"a change to the command encoding needs a new version; see the comment on update",
+						path, written, golden)
+				}
+				// Every type this build knows is pinned by the file.
+				covered := map[Type]bool{}
+				for _, c := range g.want {
+					covered[c.cmd.Type()] = true
+				}
+				for t8 := 0; t8 < 256; t8++ {
+					if typ := Type(t8); known(typ) && !covered[typ] {
+						t.Errorf("type %d has no command in %s", typ, path)
+					}
+				}
+			}
+
+			lines := parseCommands(t, path)
+			if len(lines) != len(g.want) {
+				t.Fatalf("%s has %d commands, want %d", path, len(lines), len(g.want))
+			}
+			for i, want := range g.want {
+				line := lines[i]
+				if line.name != want.name {
+					t.Errorf("%s line %d is %q, want %q", path, i+1, line.name, want.name)
+					continue
+				}
+				got, err := Decode(line.data)
+				if err != nil {
+					t.Errorf("%s: Decode(%s): %v", path, line.name, err)
+					continue
+				}
+				if !reflect.DeepEqual(got, want.cmd) {
+					t.Errorf("%s: %s decodes to %#v, want %#v", path, line.name, got, want.cmd)
+				}
+			}
+		})
+	}
+}
+
+// formatCommands writes the text form of a commands golden file: one
+// command per line, its name, a space, and its encoding in hex.
+func formatCommands(file string, cmds []namedCommand) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# %s: encoded fsm commands, one per line: name, then the encoding in hex.\n", file)
+	b.WriteString("# Generated by: go test ./fsm -run Golden -update\n")
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "%s %x\n", c.name, Encode(c.cmd))
+	}
+	return b.Bytes()
+}
+
+type goldenLine struct {
+	name string
+	data []byte
+}
+
+func parseCommands(t *testing.T, path string) []goldenLine {
+	t.Helper()
+	var out []goldenLine
+	sc := bufio.NewScanner(bytes.NewReader(readGolden(t, path)))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, hx, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("%s:%d: want \"name hex\", got %q", path, n, line)
+		}
+		data, err := hex.DecodeString(hx)
+		if err != nil {
+			t.Fatalf("%s:%d: %v", path, n, err)
+		}
+		out = append(out, goldenLine{name: name, data: data})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
+}
+
+func writeGolden(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readGolden(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./fsm -run Golden -update to create it)", err)
+	}
+	return b
+}
+
+// TestGoldenFilesAreListed fails when testdata holds a golden file that no
+// test reads, such as an old version dropped from the tables.
+func TestGoldenFilesAreListed(t *testing.T) {
+	listed := map[string]bool{}
+	for _, g := range goldenSnapshots {
+		listed[g.file] = true
+	}
+	for _, g := range goldenCommands {
+		listed[g.file] = true
+	}
+	files, err := filepath.Glob(goldenPath("*.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !listed[filepath.Base(f)] {
+			t.Errorf("%s is not read by any golden test", f)
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// ttl and wall are the defaults of the acquisitions built by acquire.
+const (
+	ttl  = 10 * time.Second
+	wall = int64(1_763_719_200_000_000_000) // 2025-11-21T10:00:00Z
+)
+
+// acquire is an Acquire with the default TTL and wall clock and no metadata.
+func acquire(key, holder string) Acquire {
+	return Acquire{Key: key, Holder: holder, TTL: ttl, Time: wall}
+}
+
+// node feeds a Machine the way Raft does: one committed entry per call,
+// with indexes that grow by one from 1, in the node's current term.
+type node struct {
+	t     testing.TB
+	m     *Machine
+	index uint64
+	term  uint64
+}
+
+func newNode(t testing.TB) *node {
+	t.Helper()
+	return &node{t: t, m: New(), term: 1}
+}
+
+// applyRaw applies data as the next log entry.
+func (n *node) applyRaw(data []byte) interface{} {
+	n.index++
+	return n.m.Apply(&raft.Log{Index: n.index, Term: n.term, Type: raft.LogCommand, Data: data})
+}
+
+// one applies a single command and returns its Result.
+func (n *node) one(c Command) Result {
+	n.t.Helper()
+	out := n.applyRaw(Encode(c))
+	r, ok := out.(Result)
+	if !ok {
+		n.t.Fatalf("Apply(%T) returned %T, want Result", c, out)
+	}
+	return r
+}
+
+// batch applies the commands as one Batch entry and returns its results.
+func (n *node) batch(cmds ...Command) []Result {
+	n.t.Helper()
+	out := n.applyRaw(Encode(Batch{Commands: cmds}))
+	rs, ok := out.([]Result)
+	if !ok {
+		n.t.Fatalf("Apply(Batch) returned %T, want []Result", out)
+	}
+	return rs
+}
+
+// all applies each command as its own entry and ignores the results.
+func (n *node) all(cmds ...Command) {
+	n.t.Helper()
+	for _, c := range cmds {
+		n.applyRaw(Encode(c))
+	}
+}
+
+// entry is one committed Raft log entry.
+type entry struct {
+	term uint64
+	data []byte
+}
+
+// replay applies log to a new Machine at indexes 1, 2, …
+func replay(t testing.TB, log []entry) *Machine {
+	t.Helper()
+	m := New()
+	for i, e := range log {
+		m.Apply(&raft.Log{Index: uint64(i + 1), Term: e.term, Type: raft.LogCommand, Data: e.data})
+	}
+	return m
+}
+
+// mustPanic runs f and returns what it panicked with; it fails the test if
+// f returns normally.
+func mustPanic(t *testing.T, f func()) (v interface{}) {
+	t.Helper()
+	defer func() { v = recover() }()
+	f()
+	t.Fatal("did not panic")
+	return nil
+}
+
+// rawBatch builds a Batch entry from already encoded entries, so that a test
+// can put bytes in a batch that Encode would refuse to write.
+func rawBatch(entries ...[]byte) []byte {
+	e := &encoder{}
+	e.byte(byte(TypeBatch))
+	e.byte(version1)
+	e.uvarint(uint64(len(entries)))
+	for _, raw := range entries {
+		e.bytes(raw)
+	}
+	return e.buf
+}
+
+// view is everything a reader can observe of a Machine, for comparisons.
+type view struct {
+	Leases          []*Lease
+	ListIndex       uint64
+	LastToken       uint64
+	EstablishedTerm uint64
+	Applied, Term   uint64
+	LeaseIndex      uint64
+}
+
+func viewOf(m *Machine) view {
+	var v view
+	v.Leases, v.ListIndex = m.List(Filter{})
+	v.LastToken = m.LastToken()
+	v.EstablishedTerm = m.EstablishedTerm()
+	v.Applied, v.Term, v.LeaseIndex = m.Indexes()
+	return v
+}
+
+// leaseState is a view without the indexes that every applied entry moves:
+// what a command that changes nothing must leave alone.
+func leaseState(m *Machine) ([]*Lease, uint64, uint64) {
+	leases, index := m.List(Filter{})
+	return leases, index, m.LastToken()
+}
+
+func assertView(t *testing.T, got, want view) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("state differs:\ngot  %s\nwant %s", dump(got), dump(want))
+	}
+}
+
+func dump(v view) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{last_token %d established_term %d applied %d term %d lease_index %d list_index %d}",
+		v.LastToken, v.EstablishedTerm, v.Applied, v.Term, v.LeaseIndex, v.ListIndex)
+	for _, l := range v.Leases {
+		fmt.Fprintf(&b, "\n  %s", leaseString(l))
+	}
+	return b.String()
+}
+
+func leaseString(l *Lease) string {
+	if l == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%+v", *l)
+}
+
+// fakeSink is a raft.SnapshotSink that keeps what is written in memory.
+type fakeSink struct {
+	bytes.Buffer
+	writeErr  error
+	closeErr  error
+	closed    bool
+	cancelled bool
+}
+
+func (s *fakeSink) Write(p []byte) (int, error) {
+	if s.writeErr != nil {
+		return 0, s.writeErr
+	}
+	return s.Buffer.Write(p)
+}
+
+func (s *fakeSink) ID() string { return "fake" }
+
+func (s *fakeSink) Close() error {
+	s.closed = true
+	return s.closeErr
+}
+
+func (s *fakeSink) Cancel() error {
+	s.cancelled = true
+	return nil
+}
+
+var _ raft.SnapshotSink = (*fakeSink)(nil)
+
+// persist snapshots m through Snapshot and Persist, as Raft does, and
+// returns the bytes written.
+func persist(t testing.TB, m *Machine) []byte {
+	t.Helper()
+	snap, err := m.Snapshot()
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	defer snap.Release()
+	sink := &fakeSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatalf("Persist: %v", err)
+	}
+	if !sink.closed || sink.cancelled {
+		t.Fatalf("Persist left the sink closed=%t cancelled=%t, want closed and not cancelled", sink.closed, sink.cancelled)
+	}
+	return sink.Bytes()
+}
+
+// trackingReader is the io.ReadCloser that Restore gets; it records Close.
+type trackingReader struct {
+	r      io.Reader
+	closed bool
+}
+
+func (r *trackingReader) Read(p []byte) (int, error) { return r.r.Read(p) }
+func (r *trackingReader) Close() error               { r.closed = true; return nil }
+
+// failingReader fails after handing out its data.
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (r *failingReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, r.err
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+var errDisk = errors.New("disk on fire")
+
+// isClosed reports whether ch is closed, without blocking.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// logEntry is the raft.Log that carries c at index in term.
+func logEntry(index, term uint64, c Command) *raft.Log {
+	return &raft.Log{Index: index, Term: term, Type: raft.LogCommand, Data: Encode(c)}
+}
