@@ -33,7 +33,11 @@ const (
 )
 
 func (c Code) String() string {
-	return [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done"}[c]
+	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done"}
+	if int(c) < len(names) {
+		return names[c]
+	}
+	return fmt.Sprintf("code(%d)", c)
 }
 
 // Result is what applying one command did. Lease is the key's record after
