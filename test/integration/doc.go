@@ -1,0 +1,15 @@
+// Package integration holds black-box tests of the tenure binary: each test
+// starts real `tenure server` processes on loopback ports, talks to them over
+// the HTTP API v1 (docs/http-api.md) with net/http, and kills every process it
+// started when it ends.
+//
+// The package owns nothing but tests. It must never import the server's
+// packages (cluster, fsm, httpapi): what it checks is what a user of the
+// binary sees.
+//
+// Run it with
+//
+//	go test -race -count=1 ./test/integration/
+//
+// TestMain builds ./cmd/tenure once per run.
+package integration

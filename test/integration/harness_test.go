@@ -1,0 +1,765 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the tenure binary that TestMain builds.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "tenure-integration-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: temp dir: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "tenure")
+	start := time.Now()
+	build := exec.Command("go", "build", "-o", binary, "./cmd/tenure")
+	build.Dir = filepath.Join("..", "..") // the module root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: go build ./cmd/tenure: %v\n%s", err, out)
+		return 1
+	}
+	built := time.Since(start)
+	code := m.Run()
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "integration: go build ./cmd/tenure took %v\n", built.Round(time.Millisecond))
+	}
+	return code
+}
+
+// Timings of every test server: elections twice as fast as the defaults,
+// so that a failover takes about a second, but a leader lease long enough
+// that a busy machine (the race detector, parallel builds) does not make
+// leaders step down for nothing; and a minimum TTL that still covers two
+// election timeouts, as the server demands.
+var fastTimings = []string{
+	"-heartbeat-timeout", "500ms",
+	"-election-timeout", "500ms",
+	"-leader-lease-timeout", "500ms",
+	"-min-ttl", "1s",
+}
+
+const (
+	// startTimeout bounds how long a cluster may take to elect its first
+	// leader (gossip join retries every 2s).
+	startTimeout = 30 * time.Second
+	// electionTimeout bounds how long a running cluster may take to have an
+	// established leader that every live node knows.
+	electionTimeout = 15 * time.Second
+	// stopTimeout bounds a graceful shutdown after SIGTERM.
+	stopTimeout = 15 * time.Second
+	// pollInterval is the pause between two polls of waitFor.
+	pollInterval = 50 * time.Millisecond
+)
+
+// node is one `tenure server` process, or the settings to start it again.
+type node struct {
+	id         string
+	dataDir    string
+	httpAddr   string
+	raftAddr   string
+	gossipAddr string
+	// args are the full arguments after "server"; restart reuses them.
+	args []string
+	// env is added to the filtered environment of the process.
+	env     []string
+	logPath string
+
+	mu   sync.Mutex
+	proc *process // nil while not running
+}
+
+// process is one run of a node.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // cmd.Wait's result, set before done is closed
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// cluster is a set of server processes started by one test.
+type cluster struct {
+	dir   string
+	nodes []*node
+	http  *http.Client
+}
+
+// startCluster starts n servers on loopback that bootstrap together
+// (-bootstrap-expect n, each joining the others' gossip addresses), waits
+// for an established leader, and kills every process when t ends. It retries
+// with fresh ports when one of them turned out to be taken.
+func startCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	c := newCluster(t)
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		nodes, err := c.plan(n)
+		if err != nil {
+			t.Fatalf("pick ports: %v", err)
+		}
+		var joins []string
+		for _, nd := range nodes {
+			joins = append(joins, nd.gossipAddr)
+		}
+		for i, nd := range nodes {
+			others := make([]string, 0, n-1)
+			for j, g := range joins {
+				if j != i {
+					others = append(others, g)
+				}
+			}
+			nd.args = append(nd.baseArgs(), "-bootstrap-expect", strconv.Itoa(n), "-join", strings.Join(others, ","))
+		}
+		first := len(c.nodes)
+		c.nodes = append(c.nodes, nodes...)
+		lastErr = c.startAll(t, first)
+		if lastErr == nil {
+			c.leader(t)
+			return c
+		}
+		if !errors.Is(lastErr, errAddrInUse) {
+			t.Fatalf("start cluster: %v", lastErr)
+		}
+		t.Logf("start cluster, attempt %d: %v; retrying with new ports", attempt, lastErr)
+		for i := first; i < len(c.nodes); i++ {
+			c.kill(t, i)
+		}
+		c.nodes = c.nodes[:first]
+	}
+	t.Fatalf("start cluster: %v", lastErr)
+	return nil
+}
+
+// newCluster makes an empty cluster whose processes die with t.
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{
+		dir:  t.TempDir(),
+		http: &http.Client{Timeout: 20 * time.Second},
+	}
+	t.Cleanup(func() {
+		for i := range c.nodes {
+			c.killQuietly(i)
+		}
+		c.http.CloseIdleConnections()
+		if t.Failed() {
+			for _, nd := range c.nodes {
+				t.Logf("last lines of %s's log (%s):\n%s", nd.id, nd.logPath, tail(nd.logPath, 40))
+			}
+		}
+	})
+	return c
+}
+
+// plan names n new nodes after the existing ones and gives them free ports
+// and data dirs.
+func (c *cluster) plan(n int) ([]*node, error) {
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]*node, n)
+	for i := range nodes {
+		id := fmt.Sprintf("n%d", len(c.nodes)+i+1)
+		nodes[i] = &node{
+			id:         id,
+			dataDir:    filepath.Join(c.dir, id, "data"),
+			httpAddr:   loopback(ports[3*i]),
+			raftAddr:   loopback(ports[3*i+1]),
+			gossipAddr: loopback(ports[3*i+2]),
+			logPath:    filepath.Join(c.dir, id+".log"),
+		}
+	}
+	return nodes, nil
+}
+
+// baseArgs are the flags every harness node gets: identity, addresses, data
+// dir and the fast timings.
+func (nd *node) baseArgs() []string {
+	args := []string{
+		"-node-id", nd.id,
+		"-data-dir", nd.dataDir,
+		"-http-addr", nd.httpAddr,
+		"-raft-addr", nd.raftAddr,
+		"-gossip-addr", nd.gossipAddr,
+	}
+	return append(args, fastTimings...)
+}
+
+// addNode starts one more server with the harness's addresses and the extra
+// flags (e.g. "-join", addr, "-non-voter") and waits until it serves HTTP.
+func (c *cluster) addNode(t *testing.T, extra ...string) int {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		nodes, err := c.plan(1)
+		if err != nil {
+			t.Fatalf("pick ports: %v", err)
+		}
+		nd := nodes[0]
+		nd.args = append(nd.baseArgs(), extra...)
+		c.nodes = append(c.nodes, nd)
+		i := len(c.nodes) - 1
+		err = c.startAll(t, i)
+		if err == nil {
+			return i
+		}
+		c.kill(t, i)
+		c.nodes = c.nodes[:i]
+		if !errors.Is(err, errAddrInUse) || attempt == 3 {
+			t.Fatalf("start %s: %v", nd.id, err)
+		}
+		t.Logf("start %s, attempt %d: %v; retrying with new ports", nd.id, attempt, err)
+	}
+}
+
+// startAll starts the nodes from index first on and waits until each
+// answers /healthz.
+func (c *cluster) startAll(t *testing.T, first int) error {
+	t.Helper()
+	for _, nd := range c.nodes[first:] {
+		if err := nd.start(); err != nil {
+			return err
+		}
+	}
+	for _, nd := range c.nodes[first:] {
+		if err := c.waitServing(nd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errAddrInUse = errors.New("address already in use")
+
+// start runs the node's process with its args, its log appended to
+// logPath. The environment is the test's own minus every TENURE_* variable,
+// plus nd.env.
+func (nd *node) start() error {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.proc != nil && !nd.proc.exited() {
+		return fmt.Errorf("%s is already running", nd.id)
+	}
+	logFile, err := os.OpenFile(nd.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logFile, "==== %s: tenure server %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(nd.args, " "))
+	cmd := exec.Command(binary, append([]string{"server"}, nd.args...)...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(cleanEnv(), nd.env...)
+	cmd.SysProcAttr = childProcAttr()
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start %s: %w", nd.id, err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	nd.proc = p
+	return nil
+}
+
+// cleanEnv is the test's environment without TENURE_* variables, so that a
+// developer's settings cannot leak into the servers.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TENURE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func (nd *node) running() *process {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	if nd.proc == nil || nd.proc.exited() {
+		return nil
+	}
+	return nd.proc
+}
+
+// waitServing waits until nd answers /healthz, or fails when its process
+// exits first (errAddrInUse when its log says a port was taken).
+func (c *cluster) waitServing(nd *node) error {
+	nd.mu.Lock()
+	p := nd.proc
+	nd.mu.Unlock()
+	deadline := time.Now().Add(startTimeout)
+	for time.Now().Before(deadline) {
+		if p.exited() {
+			log := tail(nd.logPath, 20)
+			if strings.Contains(log, "address already in use") {
+				return fmt.Errorf("%s: %w", nd.id, errAddrInUse)
+			}
+			return fmt.Errorf("%s exited before serving (%v):\n%s", nd.id, p.err, log)
+		}
+		if r, err := c.try(nd.httpAddr, http.MethodGet, "/healthz", nil); err == nil && r.Status == http.StatusOK {
+			return nil
+		}
+		time.Sleep(pollInterval)
+	}
+	return fmt.Errorf("%s did not answer /healthz within %v", nd.id, startTimeout)
+}
+
+// kill sends SIGKILL to node i's process and waits until it is gone.
+func (c *cluster) kill(t *testing.T, i int) {
+	t.Helper()
+	if err := c.killQuietly(i); err != nil {
+		t.Fatalf("kill %s: %v", c.nodes[i].id, err)
+	}
+}
+
+func (c *cluster) killQuietly(i int) error {
+	p := c.nodes[i].running()
+	if p == nil {
+		return nil
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	<-p.done
+	return nil
+}
+
+// stop sends SIGTERM to node i and waits for it to exit; it fails t when
+// the server does not exit in time or exits with an error.
+func (c *cluster) stop(t *testing.T, i int) {
+	t.Helper()
+	nd := c.nodes[i]
+	p := nd.running()
+	if p == nil {
+		t.Fatalf("stop %s: not running", nd.id)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("stop %s: %v", nd.id, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(stopTimeout):
+		c.killQuietly(i)
+		t.Fatalf("stop %s: still running %v after SIGTERM; killed", nd.id, stopTimeout)
+	}
+	if p.err != nil {
+		t.Errorf("stop %s: exited with %v after SIGTERM, want exit status 0", nd.id, p.err)
+	}
+}
+
+// restart starts node i again with the same flags, environment and data
+// dir, and waits until it serves HTTP. Its ports are its own, so a port
+// that is briefly still taken is retried.
+func (c *cluster) restart(t *testing.T, i int) {
+	t.Helper()
+	nd := c.nodes[i]
+	var err error
+	for attempt := 1; attempt <= 5; attempt++ {
+		if err = nd.start(); err != nil {
+			t.Fatalf("restart %s: %v", nd.id, err)
+		}
+		if err = c.waitServing(nd); err == nil || !errors.Is(err, errAddrInUse) {
+			break
+		}
+		t.Logf("restart %s, attempt %d: %v", nd.id, attempt, err)
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond) // let the old sockets go
+	}
+	if err != nil {
+		t.Fatalf("restart %s: %v", nd.id, err)
+	}
+}
+
+// leader waits until one running node reports role=leader and ready=true,
+// and every running node names it as leader with its HTTP address; it
+// returns the leader's index.
+func (c *cluster) leader(t *testing.T) int {
+	t.Helper()
+	var found int
+	waitFor(t, electionTimeout, func() error {
+		found = -1
+		views := map[string]string{}
+		for i, nd := range c.nodes {
+			if nd.running() == nil {
+				continue
+			}
+			st, err := c.status(i)
+			if err != nil {
+				return err
+			}
+			views[nd.id] = st.LeaderID
+			if st.Role == "leader" && st.Ready {
+				found = i
+			}
+		}
+		if found < 0 {
+			return fmt.Errorf("no established leader; leader ids seen: %v", views)
+		}
+		want := c.nodes[found]
+		for i, nd := range c.nodes {
+			if nd.running() == nil {
+				continue
+			}
+			st, err := c.status(i)
+			if err != nil {
+				return err
+			}
+			if st.LeaderID != want.id || st.LeaderHTTPAddr != want.httpAddr {
+				return fmt.Errorf("%s sees leader %q at %q, want %q at %q", nd.id, st.LeaderID, st.LeaderHTTPAddr, want.id, want.httpAddr)
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+// followers lists the running nodes other than leader.
+func (c *cluster) followers(leader int) []int {
+	var out []int
+	for i, nd := range c.nodes {
+		if i != leader && nd.running() != nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond until it returns nil, and fails t with cond's last
+// error when timeout passes first.
+func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not true after %v: %v", timeout, err)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// reply is one HTTP answer.
+type reply struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// decode unmarshals the body into v and fails t when it is not JSON.
+func (r reply) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %d answer %q: %v", r.Status, r.Body, err)
+	}
+}
+
+func (r reply) String() string {
+	return fmt.Sprintf("%d %s", r.Status, bytes.TrimSpace(r.Body))
+}
+
+// call sends a request to node i and fails t when no answer comes. body is
+// sent as is when it is a string, as JSON otherwise, and not at all when nil.
+//
+// Like every client, it sends the request again while the answer is 503
+// no_leader (the API's promise: nothing was done, retry), for up to
+// electionTimeout: an election on a busy test machine is not what a test
+// checks unless it says so. Tests that do, use callOnce.
+func (c *cluster) call(t *testing.T, i int, method, path string, body any) reply {
+	t.Helper()
+	deadline := time.Now().Add(electionTimeout)
+	for {
+		r := c.callOnce(t, i, method, path, body)
+		if r.Status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			return r
+		}
+		var e apiError
+		if json.Unmarshal(r.Body, &e) != nil || e.Error != "no_leader" {
+			return r
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// callOnce sends one request to node i and fails t when no answer comes.
+func (c *cluster) callOnce(t *testing.T, i int, method, path string, body any) reply {
+	t.Helper()
+	r, err := c.try(c.nodes[i].httpAddr, method, path, body)
+	if err != nil {
+		t.Fatalf("%s %s on %s: %v", method, path, c.nodes[i].id, err)
+	}
+	return r
+}
+
+// try sends one request to addr; it is safe to call from any goroutine.
+func (c *cluster) try(addr, method, path string, body any) (reply, error) {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		buf, err := json.Marshal(b)
+		if err != nil {
+			return reply{}, err
+		}
+		rd = bytes.NewReader(buf)
+	}
+	req, err := http.NewRequest(method, "http://"+addr+path, rd)
+	if err != nil {
+		return reply{}, err
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// lease is a lease as the API answers it.
+type lease struct {
+	Key         string            `json:"key"`
+	Holder      string            `json:"holder"`
+	Token       uint64            `json:"token"`
+	TTL         string            `json:"ttl"`
+	State       string            `json:"state"`
+	ExpiresIn   string            `json:"expires_in"`
+	AcquiredAt  string            `json:"acquired_at"`
+	RenewedAt   string            `json:"renewed_at"`
+	Metadata    map[string]string `json:"metadata"`
+	Reason      string            `json:"reason"`
+	ModifyIndex uint64            `json:"modify_index"`
+}
+
+// replicated is the lease without the leader's in-memory deadline, which
+// changes with every read.
+func (l lease) replicated() lease {
+	l.ExpiresIn, l.RenewedAt = "", ""
+	return l
+}
+
+// apiError is an error body.
+type apiError struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+	Field   string `json:"field"`
+	Reason  string `json:"reason"`
+	Lease   *lease `json:"lease"`
+}
+
+type leaseList struct {
+	Leases []lease `json:"leases"`
+	Index  uint64  `json:"index"`
+}
+
+type serverInfo struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+	Suffrage string `json:"suffrage"`
+	Leader   bool   `json:"leader"`
+}
+
+type status struct {
+	NodeID         string       `json:"node_id"`
+	Role           string       `json:"role"`
+	LeaderID       string       `json:"leader_id"`
+	LeaderHTTPAddr string       `json:"leader_http_addr"`
+	Term           uint64       `json:"term"`
+	LastLogIndex   uint64       `json:"last_log_index"`
+	CommitIndex    uint64       `json:"commit_index"`
+	AppliedIndex   uint64       `json:"applied_index"`
+	LastToken      uint64       `json:"last_token"`
+	LastContact    string       `json:"last_contact"`
+	Ready          bool         `json:"ready"`
+	Servers        []serverInfo `json:"servers"`
+}
+
+// server returns the entry for id in the status's Raft configuration.
+func (s status) server(id string) (serverInfo, bool) {
+	for _, srv := range s.Servers {
+		if srv.ID == id {
+			return srv, true
+		}
+	}
+	return serverInfo{}, false
+}
+
+// status reads node i's /v1/status.
+func (c *cluster) status(i int) (status, error) {
+	return c.statusAt(c.nodes[i].httpAddr)
+}
+
+func (c *cluster) statusAt(addr string) (status, error) {
+	var st status
+	r, err := c.try(addr, http.MethodGet, "/v1/status", nil)
+	if err != nil {
+		return st, err
+	}
+	if r.Status != http.StatusOK {
+		return st, fmt.Errorf("GET /v1/status on %s: %v", addr, r)
+	}
+	if err := json.Unmarshal(r.Body, &st); err != nil {
+		return st, fmt.Errorf("GET /v1/status on %s: %w", addr, err)
+	}
+	return st, nil
+}
+
+// mustStatus reads node i's status and fails t on error.
+func (c *cluster) mustStatus(t *testing.T, i int) status {
+	t.Helper()
+	st, err := c.status(i)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// acquireBody is the body of PUT /v1/leases/{key}.
+type acquireBody struct {
+	Holder   string            `json:"holder"`
+	TTL      string            `json:"ttl"`
+	Wait     string            `json:"wait,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// acquire acquires key through node i and fails t unless the answer has
+// status want; it returns the lease of a 200 or 201.
+func (c *cluster) acquire(t *testing.T, i int, key, holder, ttl string, want int) lease {
+	t.Helper()
+	r := c.call(t, i, http.MethodPut, "/v1/leases/"+key, acquireBody{Holder: holder, TTL: ttl})
+	if r.Status != want {
+		t.Fatalf("acquire %s for %s via %s: got %v, want status %d", key, holder, c.nodes[i].id, r, want)
+	}
+	var l lease
+	if want == http.StatusOK || want == http.StatusCreated {
+		r.decode(t, &l)
+	}
+	return l
+}
+
+// release releases key through node i and fails t unless it answers 204.
+func (c *cluster) release(t *testing.T, i int, key, holder string, token uint64) {
+	t.Helper()
+	path := fmt.Sprintf("/v1/leases/%s?holder=%s&token=%d", key, holder, token)
+	if r := c.call(t, i, http.MethodDelete, path, nil); r.Status != http.StatusNoContent {
+		t.Fatalf("release %s (%s, token %d) via %s: got %v, want 204", key, holder, token, c.nodes[i].id, r)
+	}
+}
+
+// get reads one lease through node i (linearizable unless path says
+// otherwise) and fails t unless it answers 200.
+func (c *cluster) get(t *testing.T, i int, key string) lease {
+	t.Helper()
+	r := c.call(t, i, http.MethodGet, "/v1/leases/"+key, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET %s via %s: got %v, want 200", key, c.nodes[i].id, r)
+	}
+	var l lease
+	r.decode(t, &l)
+	return l
+}
+
+// list reads the linearizable lease list through node i.
+func (c *cluster) list(t *testing.T, i int) leaseList {
+	t.Helper()
+	r := c.call(t, i, http.MethodGet, "/v1/leases", nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET /v1/leases via %s: got %v, want 200", c.nodes[i].id, r)
+	}
+	var l leaseList
+	r.decode(t, &l)
+	return l
+}
+
+// freePorts returns n distinct loopback ports that were free for both TCP
+// and UDP (gossip binds both) a moment ago. Another process may take one
+// before the server binds it: the callers retry on "address already in use".
+func freePorts(n int) ([]int, error) {
+	var (
+		ports   []int
+		closers []io.Closer
+	)
+	defer func() {
+		for _, cl := range closers {
+			cl.Close()
+		}
+	}()
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 10*n {
+			return nil, fmt.Errorf("found only %d free ports of %d", len(ports), n)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, ln)
+		port := ln.Addr().(*net.TCPAddr).Port
+		pc, err := net.ListenPacket("udp", loopback(port))
+		if err != nil {
+			continue
+		}
+		closers = append(closers, pc)
+		ports = append(ports, port)
+	}
+	return ports, nil
+}
+
+func loopback(port int) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
