@@ -1,0 +1,71 @@
+# tenure: build, test, run a local cluster, build the image.
+# Run `make` or `make help` for the list of targets.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+GO       ?= go
+BIN      := bin/tenure
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+IMAGE    ?= tenure:dev
+RUN_DIR  ?= .run
+FUZZTIME ?= 30s
+
+# The race detector needs cgo, and cgo needs a C compiler. Go turns cgo off
+# when it finds none, so a machine with only Go installed runs the tests
+# without -race rather than failing. Force either way with RACE=-race or
+# RACE=.
+RACE ?= $(if $(filter 1,$(shell $(GO) env CGO_ENABLED 2>/dev/null)),-race,)
+
+.PHONY: help
+help: ## Show the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/tenure: static (CGO_ENABLED=0), version from git describe
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tenure
+
+.PHONY: run
+run: build ## Run a three-node cluster on loopback in the foreground (data in RUN_DIR=.run; Ctrl-C stops it)
+	BIN=$(BIN) RUN_DIR=$(RUN_DIR) deploy/local/run-cluster.sh
+
+.PHONY: clean-run
+clean-run: ## Remove the data of `make run` (RUN_DIR)
+	rm -rf -- $(RUN_DIR)
+
+# test is what CI runs (.ci/run). The black-box suites under test/ that need
+# root, network namespaces and iptables (test/jepsen) will get their own
+# target and stay out of this one.
+.PHONY: test
+test: ## go vet, then every test with the race detector (what CI runs)
+	$(GO) vet ./...
+	@if [ -z "$(RACE)" ]; then echo "note: cgo is off (no C compiler?), running the tests without -race"; fi
+	$(GO) test $(RACE) -count=1 -timeout 25m ./...
+
+.PHONY: bench
+bench: ## Benchmarks of the state machine and the cluster
+	$(GO) test -run '^$$' -bench . -benchmem ./fsm/ ./cluster/
+
+.PHONY: fuzz
+fuzz: ## Fuzz the command decoder and snapshot restore, FUZZTIME (30s) each
+	$(GO) test ./fsm -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./fsm -run '^$$' -fuzz '^FuzzRestore$$' -fuzztime $(FUZZTIME)
+
+# The image is FROM scratch and holds the static binary that `make build`
+# made on this machine; no base image is pulled. Only the binary, the
+# Dockerfile and the image's root files are sent to the daemon.
+.PHONY: docker
+docker: build ## Build the image IMAGE=tenure:dev (FROM scratch, with bin/tenure)
+	tar -c bin/tenure deploy/Dockerfile deploy/rootfs | docker build -f deploy/Dockerfile -t $(IMAGE) -
+
+.PHONY: lint
+lint: ## gofmt check and go vet
+	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt needed:"; echo "$$files"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: clean
+clean: ## Remove build output (not RUN_DIR: see clean-run)
+	rm -rf bin
