@@ -251,4 +251,3 @@ func (c *cluster) list(t *testing.T, i int) leaseList {
 	r.decode(t, &l)
 	return l
 }
-

@@ -151,6 +151,7 @@ func startCluster(t *testing.T, n int) *cluster {
 		t.Logf("start cluster, attempt %d: %v; retrying with new ports", attempt, lastErr)
 		for i := first; i < len(c.nodes); i++ {
 			c.kill(t, i)
+			os.RemoveAll(c.nodes[i].dataDir) // the next attempt starts afresh
 		}
 		c.nodes = c.nodes[:first]
 	}
@@ -232,6 +233,7 @@ func (c *cluster) addNode(t *testing.T, extra ...string) int {
 			return i
 		}
 		c.kill(t, i)
+		os.RemoveAll(nd.dataDir) // the next attempt starts afresh
 		c.nodes = c.nodes[:i]
 		if !errors.Is(err, errAddrInUse) || attempt == 3 {
 			t.Fatalf("start %s: %v", nd.id, err)
