@@ -132,7 +132,7 @@ func (g *gossip) joinLoop(peers []string) {
 // and every few seconds.
 func (g *gossip) maintain() {
 	defer g.wg.Done()
-	tick := time.NewTicker(2 * time.Second)
+	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
 		select {
@@ -142,6 +142,7 @@ func (g *gossip) maintain() {
 		case <-tick.C:
 		}
 		g.maybeBootstrap()
+		g.markMember()
 		if g.n.Ready() == nil {
 			g.reconcile()
 		}
@@ -191,8 +192,28 @@ func (g *gossip) maybeBootstrap() {
 	}
 }
 
-// reconcile adds alive servers that Raft does not know yet. It never
-// removes one: a server that fails may come back; operators remove servers
+// markMember announces, once this server has Raft state (it bootstrapped,
+// or a leader added it and replicated to it), that it is no longer new.
+func (g *gossip) markMember() {
+	g.mu.Lock()
+	done := g.meta.Bootstrapped
+	g.mu.Unlock()
+	if done || g.n.raft.LastIndex() == 0 {
+		return
+	}
+	g.mu.Lock()
+	g.meta.Bootstrapped = true
+	g.mu.Unlock()
+	if err := g.list.UpdateNode(5 * time.Second); err != nil {
+		g.log.Warn("announce membership failed", "error", err)
+	}
+}
+
+// reconcile adds to Raft the alive servers that are new: started with an
+// empty data dir and not in the configuration. It never adds a server that
+// has Raft state, so a server an operator removed stays removed, alive or
+// not, until it is started again with an empty data dir. It never removes a
+// server either: one that fails may come back; operators remove servers
 // through the API.
 func (g *gossip) reconcile() {
 	f := g.n.raft.GetConfiguration()
@@ -204,7 +225,7 @@ func (g *gossip) reconcile() {
 		known[s.ID] = true
 	}
 	for _, m := range g.Members() {
-		if m.Meta.Role != "server" || m.Status != "alive" || known[raft.ServerID(m.Meta.ID)] || m.Meta.RaftAddr == "" {
+		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.Bootstrapped || known[raft.ServerID(m.Meta.ID)] || m.Meta.RaftAddr == "" || g.n.removedLately(m.Meta.ID) {
 			continue
 		}
 		id, addr := raft.ServerID(m.Meta.ID), raft.ServerAddress(m.Meta.RaftAddr)

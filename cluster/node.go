@@ -37,6 +37,10 @@ type Node struct {
 	// leaderMu orders promotion against demotion.
 	leaderMu sync.Mutex
 
+	// removed holds the servers removed through this node, by time.
+	removedMu sync.Mutex
+	removed   map[string]time.Time
+
 	// hadState: the data dir held Raft state at start.
 	hadState bool
 
@@ -59,6 +63,7 @@ func New(cfg Config) (*Node, error) {
 		machine:    fsm.New(),
 		lessor:     newLessor(cfg.Clock),
 		notifyCh:   make(chan bool, 8),
+		removed:    make(map[string]time.Time),
 		shutdownCh: make(chan struct{}),
 	}
 	n.metrics = newMetrics(cfg.Registerer, n)

@@ -140,6 +140,9 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if !found {
 		return fmt.Errorf("server %q: %w", id, ErrNotFound)
 	}
+	n.removedMu.Lock()
+	n.removed[id] = time.Now()
+	n.removedMu.Unlock()
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
 		return fmt.Errorf("remove server %q: %w", id, err)
 	}
@@ -148,10 +151,14 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 }
 
 // TransferLeadership hands leadership to the server id, or to the most
-// up-to-date follower when id is empty, and returns the new leader's id.
+// up-to-date follower when id is empty, and returns the new leader's id
+// once this node has heard from it (or ctx ends).
 func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error) {
 	if !n.IsLeader() {
 		return "", ErrNotLeader
+	}
+	if id == n.cfg.NodeID {
+		return "", invalid("id", "%q already leads", id)
 	}
 	var f raft.Future
 	if id == "" {
@@ -171,8 +178,20 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error
 	if err := f.Error(); err != nil {
 		return "", fmt.Errorf("transfer leadership: %w", err)
 	}
-	_, leader := n.raft.LeaderWithID()
-	return string(leader), nil
+	// The transfer completes when this node steps down; the new leader is
+	// known here once its first heartbeat arrives.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, leader := n.raft.LeaderWithID(); leader != "" && string(leader) != n.cfg.NodeID {
+			return string(leader), nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("transfer started, new leader not yet known: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // SnapshotInfo describes a snapshot taken on demand.
@@ -206,4 +225,18 @@ func resolveTCP(addr string) (*net.TCPAddr, error) {
 		return nil, fmt.Errorf("%q: advertise a routable address, not an unspecified one", addr)
 	}
 	return a, nil
+}
+
+// removedLately reports whether this node removed server id through the API
+// within the last minute. The leader does not add such a server back even
+// if gossip still announces it as new (its announcement may lag).
+func (n *Node) removedLately(id string) bool {
+	n.removedMu.Lock()
+	defer n.removedMu.Unlock()
+	at, ok := n.removed[id]
+	if ok && time.Since(at) > time.Minute {
+		delete(n.removed, id)
+		return false
+	}
+	return ok
 }
