@@ -118,13 +118,23 @@ func (c Config) Validate() error {
 			}
 			return
 		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
 			bad("%s: %q is not host:port: %v", name, addr, err)
+			return
+		}
+		// Peers dial these addresses: 0.0.0.0 or :: would point them at
+		// themselves.
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			bad("%s: %q is announced to peers; give a routable address, not an unspecified one", name, addr)
 		}
 	}
 	checkAddr("http-addr", c.HTTPAddr, true)
 	checkAddr("raft-addr", c.RaftAddr, c.Transport == nil)
 	checkAddr("gossip-addr", c.GossipAddr, false)
+	if host, _, err := net.SplitHostPort(c.GossipAddr); c.GossipAddr != "" && err == nil && net.ParseIP(host) == nil {
+		bad("gossip-addr: %q must be an IP address, not a host name", c.GossipAddr)
+	}
 	for _, j := range c.Join {
 		checkAddr("join", j, true)
 	}

@@ -87,8 +87,8 @@ func newGossip(n *Node) (*gossip, error) {
 	mc.AdvertiseAddr, mc.AdvertisePort = host, port
 	mc.Delegate = g
 	mc.Events = g
-	mc.Logger = nil
-	mc.LogOutput = g.log.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true})
+	// No date prefix, so hclog can read memberlist's [DEBUG]/[WARN] levels.
+	mc.Logger = g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	g.list, err = memberlist.Create(mc)
 	if err != nil {
 		return nil, fmt.Errorf("start gossip on %s: %w", n.cfg.GossipAddr, err)
@@ -220,26 +220,36 @@ func (g *gossip) reconcile() {
 	if f.Error() != nil {
 		return
 	}
-	known := make(map[raft.ServerID]bool)
+	known := make(map[raft.ServerID]raft.ServerAddress)
 	for _, s := range f.Configuration().Servers {
-		known[s.ID] = true
+		known[s.ID] = s.Address
 	}
 	for _, m := range g.Members() {
-		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.Bootstrapped || known[raft.ServerID(m.Meta.ID)] || m.Meta.RaftAddr == "" || g.n.removedLately(m.Meta.ID) {
+		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || g.n.removedLately(m.Meta.ID) {
 			continue
 		}
-		id, addr := raft.ServerID(m.Meta.ID), raft.ServerAddress(m.Meta.RaftAddr)
+		addr, isKnown := known[raft.ServerID(m.Meta.ID)]
+		switch {
+		case isKnown && addr == raft.ServerAddress(m.Meta.RaftAddr):
+			continue // nothing to do
+		case isKnown:
+			// A member of the configuration came back at a new address
+			// (a rescheduled pod): update it in place.
+		case m.Meta.Bootstrapped:
+			continue // has Raft state but was removed: stays out
+		}
+		id, newAddr := raft.ServerID(m.Meta.ID), raft.ServerAddress(m.Meta.RaftAddr)
 		var err error
 		if m.Meta.NonVoter {
-			err = g.n.raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
+			err = g.n.raft.AddNonvoter(id, newAddr, 0, 10*time.Second).Error()
 		} else {
-			err = g.n.raft.AddVoter(id, addr, 0, 10*time.Second).Error()
+			err = g.n.raft.AddVoter(id, newAddr, 0, 10*time.Second).Error()
 		}
 		if err != nil {
 			g.log.Warn("adding server failed", "server_id", id, "error", err)
 			continue
 		}
-		g.log.Info("server added", "server_id", id, "raft_addr", addr, "voter", !m.Meta.NonVoter)
+		g.log.Info("server added", "server_id", id, "raft_addr", newAddr, "voter", !m.Meta.NonVoter, "address_changed", isKnown)
 	}
 }
 

@@ -83,6 +83,9 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 	}
 	explicit := map[string]string{}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = f.Value.String() })
+	if s.config == "" {
+		s.config = env("TENURE_CONFIG")
+	}
 	if s.config != "" {
 		if err := applyConfigFile(fs, s.config); err != nil {
 			return nil, err
