@@ -409,3 +409,51 @@ func parseMetrics(b []byte) map[string]float64 {
 	}
 	return out
 }
+
+// A server of the configuration that comes back at another Raft address (a
+// rescheduled pod with a new IP) is updated in place by the leader and
+// catches up, instead of staying cut off while the leader dials its old
+// address.
+func TestServerRejoinsAtNewRaftAddress(t *testing.T) {
+	c := startCluster(t, 3)
+	l := c.leader(t)
+	f := c.followers(l)[0]
+	nd := c.nodes[f]
+	c.stop(t, f)
+
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	newAddr := loopback(ports[0])
+	for i, a := range nd.args {
+		if a == nd.raftAddr {
+			nd.args[i] = newAddr
+		}
+	}
+	nd.raftAddr = newAddr
+	c.restart(t, f)
+
+	l = c.leader(t)
+	c.acquire(t, l, "moved/after", "worker", "30s", http.StatusCreated)
+	target := c.mustStatus(t, l).AppliedIndex
+	waitFor(t, 20*time.Second, func() error {
+		ls, err := c.status(l)
+		if err != nil {
+			return err
+		}
+		for _, s := range ls.Servers {
+			if s.ID == nd.id && s.RaftAddr != newAddr {
+				return fmt.Errorf("leader has %s at %s, want %s", nd.id, s.RaftAddr, newAddr)
+			}
+		}
+		st, err := c.status(f)
+		if err != nil {
+			return err
+		}
+		if st.AppliedIndex < target {
+			return fmt.Errorf("%s applied index %d, want >= %d", nd.id, st.AppliedIndex, target)
+		}
+		return nil
+	})
+}
