@@ -132,7 +132,7 @@ func (s *Server) getLease(w http.ResponseWriter, r *http.Request) error {
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
 		lease, err := s.node.Get(ctx, key, c)
 		if errors.Is(err, cluster.ErrNotFound) {
-			return nil, s.node.LeaseIndex(), err
+			return nil, watchIndex(s.node.LeaseIndex()), err
 		}
 		if err != nil {
 			return nil, 0, err
@@ -157,9 +157,16 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 		for i, l := range leases {
 			out[i] = leaseOut(l)
 		}
+		index = watchIndex(index)
 		return map[string]any{"leases": out, "index": index}, index, nil
 	})
 }
+
+// watchIndex is the index a read reports. Before any lease exists the lease
+// index is 0, and index=0 makes a read non-blocking, so a watcher of an empty
+// list or of a key not yet created could only poll. Reporting at least 1
+// lets it block: every lease change has a higher Raft index.
+func watchIndex(index uint64) uint64 { return max(index, 1) }
 
 func consistency(r *http.Request) cluster.Consistency {
 	if stale(r) {

@@ -204,16 +204,18 @@ func decodeBody(r *http.Request, v any) error {
 		}
 		return badRequest(codeInvalidBody, "body", "body is not valid JSON: "+err.Error())
 	}
-	if dec.More() {
-		return badRequest(codeInvalidBody, "body", "trailing data after the JSON object")
+	// Only whitespace may follow the object. (Decoder.More cannot tell:
+	// it reports false before a stray '}' or ']'.)
+	var extra json.RawMessage
+	err := dec.Decode(&extra)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil
+	case errors.As(err, &tooBig):
+		return badRequest(codeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
 	}
-	if _, err := io.Copy(io.Discard, r.Body); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return badRequest(codeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
-		}
-	}
-	return nil
+	return badRequest(codeInvalidBody, "body", "trailing data after the JSON object")
 }
 
 // parseDuration reads a Go duration string of field; empty gives def.

@@ -1,0 +1,214 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A follower serves writes, renewals and linearizable reads by forwarding
+// them to the leader and relaying the answer, status, body and headers.
+func TestForwardToLeader(t *testing.T) {
+	c := startCluster(t, 3)
+	leader, follower := c.follower()
+
+	t.Run("acquire", func(t *testing.T) {
+		before := leader.hits.Load()
+		r := do(t, http.MethodPut, follower.url+"/v1/leases/fwd/a", `{"holder":"h1","ttl":"30s"}`)
+		r.wantStatus(t, "acquire through a follower", http.StatusCreated)
+		if got := r.header.Get("X-Tenure-Leader-Addr"); got != leader.addr {
+			t.Errorf("got X-Tenure-Leader-Addr %q, want the leader's %q", got, leader.addr)
+		}
+		if got := r.header.Get("Content-Type"); got != "application/json" {
+			t.Errorf("got Content-Type %q, want application/json", got)
+		}
+		if got := r.lease(t); got.Key != "fwd/a" || got.Holder != "h1" || got.ExpiresIn == "" {
+			t.Errorf("got %+v, want the leader's lease with its deadline", got)
+		}
+		if leader.hits.Load() == before {
+			t.Errorf("the leader saw no request: the follower answered by itself")
+		}
+		r = do(t, http.MethodGet, leader.url+"/v1/leases/fwd/a", "")
+		r.wantStatus(t, "get on the leader", http.StatusOK)
+	})
+
+	t.Run("errors are relayed", func(t *testing.T) {
+		r := do(t, http.MethodPut, follower.url+"/v1/leases/fwd/a", `{"holder":"h2","ttl":"30s"}`)
+		r.wantStatus(t, "acquire of a held key", http.StatusConflict)
+		if e := r.apiErr(t); e.Error != "held" || e.Lease == nil || e.Lease.Holder != "h1" {
+			t.Errorf("got code %q lease %+v, want held with h1's lease", e.Error, e.Lease)
+		}
+		r = do(t, http.MethodGet, follower.url+"/v1/leases/fwd/missing", "")
+		r.wantStatus(t, "get of a missing key", http.StatusNotFound)
+		if e := r.apiErr(t); e.Error != "not_found" {
+			t.Errorf("got code %q, want not_found", e.Error)
+		}
+		r.index(t)
+	})
+
+	t.Run("linearizable read", func(t *testing.T) {
+		want := do(t, http.MethodGet, leader.url+"/v1/leases/fwd/a", "").lease(t)
+		r := do(t, http.MethodGet, follower.url+"/v1/leases/fwd/a", "")
+		r.wantStatus(t, "get through a follower", http.StatusOK)
+		if got := r.index(t); got != want.ModifyIndex {
+			t.Errorf("got X-Tenure-Index %d, want %d", got, want.ModifyIndex)
+		}
+		if got := r.lease(t); got.Token != want.Token || got.ExpiresIn == "" {
+			t.Errorf("got %+v, want the leader's view of %+v", got, want)
+		}
+	})
+
+	t.Run("renew many", func(t *testing.T) {
+		a := do(t, http.MethodGet, leader.url+"/v1/leases/fwd/a", "").lease(t)
+		b := acquire(t, leader, "fwd/b", "h1")
+		body := fmt.Sprintf(`{"holder":"h1","leases":[{"key":"fwd/a","token":%d},{"key":"fwd/b","token":%d}]}`, a.Token, b.Token)
+		r := do(t, http.MethodPost, follower.url+"/v1/renew", body)
+		r.wantStatus(t, "renew many through a follower", http.StatusOK)
+		var out struct {
+			Results []wireRenewResult `json:"results"`
+		}
+		r.decode(t, &out)
+		if len(out.Results) != 2 || !out.Results[0].OK || !out.Results[1].OK ||
+			out.Results[0].Key != "fwd/a" || out.Results[1].Key != "fwd/b" {
+			t.Errorf("got %s, want both renewed, in order", r.body)
+		}
+	})
+
+	t.Run("release with the query", func(t *testing.T) {
+		l := acquire(t, leader, "fwd/c", "h1")
+		release(t, follower, "fwd/c", "h1", l.Token)
+		if got := do(t, http.MethodGet, leader.url+"/v1/leases/fwd/c", "").lease(t); got.State != "free" {
+			t.Errorf("got state %q after a release through a follower, want free", got.State)
+		}
+	})
+
+	t.Run("key with dots and slashes", func(t *testing.T) {
+		r := do(t, http.MethodPut, follower.url+"/v1/leases/x/../y//z", `{"holder":"h1","ttl":"30s"}`)
+		r.wantStatus(t, "acquire through a follower", http.StatusCreated)
+		if got := r.lease(t); got.Key != "x/../y//z" {
+			t.Errorf("got key %q, want x/../y//z", got.Key)
+		}
+	})
+
+	t.Run("body too large", func(t *testing.T) {
+		body := `{"holder":"h1","ttl":"30s","metadata":{"x":"` + strings.Repeat("a", MaxBodyBytes) + `"}}`
+		r := do(t, http.MethodPut, follower.url+"/v1/leases/fwd/big", body)
+		r.wantStatus(t, "acquire through a follower", http.StatusBadRequest)
+		if e := r.apiErr(t); e.Error != "body_too_large" || e.Field != "body" {
+			t.Errorf("got code %q field %q, want body_too_large body", e.Error, e.Field)
+		}
+	})
+
+	t.Run("follower is ready", func(t *testing.T) {
+		r := do(t, http.MethodGet, follower.url+"/readyz", "")
+		r.wantStatus(t, "readyz on a follower", http.StatusOK)
+		var got struct {
+			Ready    bool   `json:"ready"`
+			Role     string `json:"role"`
+			LeaderID string `json:"leader_id"`
+		}
+		r.decode(t, &got)
+		if !got.Ready || got.Role != "follower" || got.LeaderID != leader.id {
+			t.Errorf("got %+v, want a ready follower of %s", got, leader.id)
+		}
+	})
+}
+
+// A request that was already forwarded once is not forwarded again: a node
+// that does not lead answers 503 no_leader, so the client retries.
+func TestForwardedRequestIsNotForwardedAgain(t *testing.T) {
+	c := startCluster(t, 3)
+	leader, follower := c.follower()
+	for _, tc := range []struct {
+		name   string
+		method string
+		path   string
+		body   string
+	}{
+		{"acquire", http.MethodPut, "/v1/leases/hop", `{"holder":"h1","ttl":"30s"}`},
+		{"linearizable read", http.MethodGet, "/v1/leases/hop", ""},
+		{"renew many", http.MethodPost, "/v1/renew", `{"holder":"h1","leases":[{"key":"hop","token":1}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := leader.hits.Load()
+			r, err := send(tc.method, follower.url+tc.path, tc.body, http.Header{"X-Tenure-Forwarded-By": {"n9"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.wantStatus(t, "forwarded request to a follower", http.StatusServiceUnavailable)
+			if e := r.apiErr(t); e.Error != "no_leader" {
+				t.Errorf("got code %q, want no_leader", e.Error)
+			}
+			if r.header.Get("Retry-After") == "" {
+				t.Errorf("got no Retry-After header")
+			}
+			if got := leader.hits.Load(); got != before {
+				t.Errorf("the leader saw %d request(s): the follower forwarded a second time", got-before)
+			}
+		})
+	}
+	do(t, http.MethodGet, leader.url+"/v1/leases/hop", "").wantStatus(t, "get on the leader", http.StatusNotFound)
+
+	// The leader itself serves a forwarded request.
+	r, err := send(http.MethodPut, leader.url+"/v1/leases/hop", `{"holder":"h1","ttl":"30s"}`, http.Header{"X-Tenure-Forwarded-By": {follower.id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wantStatus(t, "forwarded request to the leader", http.StatusCreated)
+}
+
+// Blocking reads work on a follower: stale ones are served from its own
+// state machine and wake when the change is applied there, linearizable
+// ones are forwarded and wait on the leader.
+func TestBlockingOnFollower(t *testing.T) {
+	c := startCluster(t, 3)
+	leader, follower := c.follower()
+	for _, tc := range []struct {
+		name  string
+		query string
+		// wantOnLeader: the wait happens on the leader.
+		wantOnLeader bool
+	}{
+		{"stale", "&stale", false},
+		{"linearizable", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "follow-" + tc.name
+			l := acquire(t, leader, key, "h1")
+			waitFor(t, 5*time.Second, "the follower to apply the acquisition", func() bool {
+				r, err := send(http.MethodGet, follower.url+"/v1/leases/"+key+"?stale", "", nil)
+				return err == nil && r.status == http.StatusOK
+			})
+			before := leader.hits.Load()
+			ch := sendAsync(http.MethodGet, fmt.Sprintf("%s/v1/leases/%s?index=%d&wait=5s%s", follower.url, key, l.ModifyIndex, tc.query))
+			waitBlocked(t, follower, 1)
+			if tc.wantOnLeader {
+				waitBlocked(t, leader, 1)
+			}
+			quiet(t, ch, 200*time.Millisecond, "before the key changed")
+			release(t, leader, key, "h1", l.Token)
+			r := receive(t, ch, 5*time.Second)
+			r.wantStatus(t, "blocking read on a follower", http.StatusOK)
+			if got := r.index(t); got <= l.ModifyIndex {
+				t.Errorf("got X-Tenure-Index %d, want more than %d", got, l.ModifyIndex)
+			}
+			if got := r.lease(t); got.State != "free" || got.Reason != "released" {
+				t.Errorf("got state %q reason %q, want free, released", got.State, got.Reason)
+			}
+			if got := r.header.Get("X-Tenure-Known-Leader"); got != "true" {
+				t.Errorf("got X-Tenure-Known-Leader %q, want true", got)
+			}
+			if r.header.Get("X-Tenure-Last-Contact") == "" {
+				t.Errorf("got no X-Tenure-Last-Contact header")
+			}
+			// One hit from the release, plus the forwarded read when the
+			// read is linearizable.
+			hits := leader.hits.Load() - before
+			if onLeader := hits > 1; onLeader != tc.wantOnLeader {
+				t.Errorf("leader saw %d request(s); want the read served on the leader: %v", hits, tc.wantOnLeader)
+			}
+		})
+	}
+}

@@ -1,0 +1,388 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/cluster"
+)
+
+// testNode is one in-process node serving the API through httptest.
+type testNode struct {
+	id   string
+	node *cluster.Node
+	srv  *httptest.Server
+	url  string // http://host:port
+	addr string // host:port, the node's HTTPAddr
+	// inflight counts requests inside the handler; hits counts every
+	// request the handler received.
+	inflight atomic.Int64
+	hits     atomic.Int64
+
+	mu      sync.Mutex
+	handler http.Handler // set once the node has started
+}
+
+// ServeHTTP delegates to the API server once it exists, so the httptest
+// address can go into the node's config before the node starts.
+func (tn *testNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	tn.hits.Add(1)
+	tn.inflight.Add(1)
+	defer tn.inflight.Add(-1)
+	tn.mu.Lock()
+	h := tn.handler
+	tn.mu.Unlock()
+	if h == nil {
+		http.Error(w, "node not started", http.StatusServiceUnavailable)
+		return
+	}
+	h.ServeHTTP(w, r)
+}
+
+// testCluster is a set of nodes bootstrapped together over TCP.
+type testCluster struct {
+	t     *testing.T
+	nodes []*testNode
+}
+
+// startCluster starts n nodes named n1…nN and waits until one of them is an
+// established leader and every other one knows its HTTP address.
+func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	c := &testCluster{t: t}
+	var peers []cluster.Peer
+	for i := 0; i < n; i++ {
+		tn := &testNode{id: fmt.Sprintf("n%d", i+1)}
+		tn.srv = httptest.NewServer(tn)
+		t.Cleanup(tn.srv.Close)
+		tn.url = tn.srv.URL
+		tn.addr = tn.srv.Listener.Addr().String()
+		c.nodes = append(c.nodes, tn)
+		peers = append(peers, cluster.Peer{ID: tn.id, RaftAddr: freePort(t), HTTPAddr: tn.addr})
+	}
+	for i, tn := range c.nodes {
+		reg := prometheus.NewRegistry()
+		cfg := cluster.DefaultConfig()
+		cfg.NodeID = tn.id
+		cfg.DataDir = t.TempDir()
+		cfg.HTTPAddr = tn.addr
+		cfg.RaftAddr = peers[i].RaftAddr
+		cfg.GossipAddr = ""
+		cfg.InitialCluster = peers
+		cfg.HeartbeatTimeout = 150 * time.Millisecond
+		cfg.ElectionTimeout = 150 * time.Millisecond
+		cfg.LeaderLeaseTimeout = 100 * time.Millisecond
+		cfg.CommitTimeout = 5 * time.Millisecond
+		cfg.MinTTL = 300 * time.Millisecond
+		cfg.Registerer = reg
+		if os.Getenv("TENURE_TEST_LOG") != "" {
+			cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: tn.id, Level: hclog.Debug})
+		}
+		node, err := cluster.New(cfg)
+		if err != nil {
+			t.Fatalf("start %s: %v", tn.id, err)
+		}
+		tn.node = node
+		// Cleanups run last first: the node stops before its server.
+		t.Cleanup(func() { node.Shutdown() })
+		api := DefaultConfig()
+		api.Node = node
+		api.Gatherer = reg
+		api.Logger = cfg.Logger
+		s, err := New(api)
+		if err != nil {
+			t.Fatalf("api of %s: %v", tn.id, err)
+		}
+		tn.mu.Lock()
+		tn.handler = s
+		tn.mu.Unlock()
+	}
+	c.leader()
+	return c
+}
+
+// startNode starts a single-node cluster and waits until it leads.
+func startNode(t *testing.T) *testNode {
+	t.Helper()
+	return startCluster(t, 1).nodes[0]
+}
+
+// leader waits until exactly one node is an established leader and every
+// other node knows the leader's HTTP address, and returns the leader.
+func (c *testCluster) leader() *testNode {
+	c.t.Helper()
+	var found *testNode
+	waitFor(c.t, 10*time.Second, "an established leader known to every node", func() bool {
+		found = nil
+		for _, tn := range c.nodes {
+			if tn.node.Ready() == nil {
+				if found != nil {
+					return false
+				}
+				found = tn
+			}
+		}
+		if found == nil {
+			return false
+		}
+		for _, tn := range c.nodes {
+			if tn.node.LeaderHTTPAddr() != found.addr {
+				return false
+			}
+		}
+		return true
+	})
+	return found
+}
+
+// follower returns a node other than the current leader.
+func (c *testCluster) follower() (leader, follower *testNode) {
+	c.t.Helper()
+	leader = c.leader()
+	for _, tn := range c.nodes {
+		if tn != leader {
+			return leader, tn
+		}
+	}
+	c.t.Fatal("no follower in a one-node cluster")
+	return nil, nil
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// httpClient never follows redirects, so a test sees them.
+var httpClient = &http.Client{
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Timeout:       30 * time.Second,
+}
+
+// reply is an answer as the test saw it.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// send makes one request; it is safe to call from any goroutine.
+func send(method, url, body string, header http.Header) (reply, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return reply{}, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return reply{}, err
+	}
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+}
+
+// do makes one request from the test goroutine.
+func do(t *testing.T, method, url, body string) reply {
+	t.Helper()
+	r, err := send(method, url, body, nil)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return r
+}
+
+// wantStatus fails the test unless r has the status want.
+func (r reply) wantStatus(t *testing.T, what string, want int) {
+	t.Helper()
+	if r.status != want {
+		t.Fatalf("%s: got status %d, want %d; body %s", what, r.status, want, r.body)
+	}
+}
+
+// index is the X-Tenure-Index header as a number; it fails when absent.
+func (r reply) index(t *testing.T) uint64 {
+	t.Helper()
+	v := r.header.Get("X-Tenure-Index")
+	if v == "" {
+		t.Fatalf("no X-Tenure-Index header; status %d, body %s", r.status, r.body)
+	}
+	var n uint64
+	if _, err := fmt.Sscan(v, &n); err != nil {
+		t.Fatalf("X-Tenure-Index %q: %v", v, err)
+	}
+	return n
+}
+
+// Wire shapes as docs/http-api.md spells them, independent of the
+// package's own types so that a wrong JSON name is caught.
+type wireLease struct {
+	Key         string            `json:"key"`
+	Holder      string            `json:"holder"`
+	Token       uint64            `json:"token"`
+	TTL         string            `json:"ttl"`
+	State       string            `json:"state"`
+	ExpiresIn   string            `json:"expires_in"`
+	AcquiredAt  string            `json:"acquired_at"`
+	RenewedAt   string            `json:"renewed_at"`
+	Metadata    map[string]string `json:"metadata"`
+	Reason      string            `json:"reason"`
+	ModifyIndex uint64            `json:"modify_index"`
+}
+
+type wireError struct {
+	Error   string     `json:"error"`
+	Message string     `json:"message"`
+	Field   string     `json:"field"`
+	Reason  string     `json:"reason"`
+	Lease   *wireLease `json:"lease"`
+}
+
+type wireList struct {
+	Leases []wireLease `json:"leases"`
+	Index  uint64      `json:"index"`
+}
+
+type wireRenewResult struct {
+	Key    string     `json:"key"`
+	Token  uint64     `json:"token"`
+	OK     bool       `json:"ok"`
+	Lease  *wireLease `json:"lease"`
+	Error  string     `json:"error"`
+	Reason string     `json:"reason"`
+}
+
+// decode unmarshals the body into v, failing on anything that does not fit.
+func (r reply) decode(t *testing.T, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(string(r.body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("decode %T from %s: %v", v, r.body, err)
+	}
+}
+
+func (r reply) lease(t *testing.T) wireLease {
+	t.Helper()
+	var l wireLease
+	r.decode(t, &l)
+	return l
+}
+
+func (r reply) apiErr(t *testing.T) wireError {
+	t.Helper()
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("error answer has Content-Type %q, want application/json; body %s", ct, r.body)
+	}
+	var e wireError
+	r.decode(t, &e)
+	return e
+}
+
+// acquire takes key for holder with a TTL long enough to outlive the test
+// and returns the lease.
+func acquire(t *testing.T, tn *testNode, key, holder string) wireLease {
+	t.Helper()
+	r := do(t, http.MethodPut, tn.url+"/v1/leases/"+key, `{"holder":"`+holder+`","ttl":"30s"}`)
+	r.wantStatus(t, "acquire "+key, http.StatusCreated)
+	return r.lease(t)
+}
+
+// release frees key with the query form of DELETE.
+func release(t *testing.T, tn *testNode, key, holder string, token uint64) {
+	t.Helper()
+	r := do(t, http.MethodDelete, fmt.Sprintf("%s/v1/leases/%s?holder=%s&token=%d", tn.url, key, holder, token), "")
+	r.wantStatus(t, "release "+key, http.StatusNoContent)
+}
+
+// answer is the outcome of a request made in the background.
+type answer struct {
+	reply
+	err error
+}
+
+// sendAsync starts a request in the background; its answer arrives on the
+// returned channel. The test must receive it before it ends.
+func sendAsync(method, url string) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		r, err := send(method, url, "", nil)
+		ch <- answer{reply: r, err: err}
+	}()
+	return ch
+}
+
+// quiet fails the test if ch delivers within d: the request it stands for
+// must still be waiting.
+func quiet(t *testing.T, ch <-chan answer, d time.Duration, while string) {
+	t.Helper()
+	select {
+	case a := <-ch:
+		t.Fatalf("blocking request answered %s: status %d, err %v, body %s", while, a.status, a.err, a.body)
+	case <-time.After(d):
+	}
+}
+
+// receive waits for the answer of a background request.
+func receive(t *testing.T, ch <-chan answer, within time.Duration) reply {
+	t.Helper()
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			t.Fatalf("blocking request: %v", a.err)
+		}
+		return a.reply
+	case <-time.After(within):
+		t.Fatalf("blocking request did not answer within %v", within)
+	}
+	return reply{}
+}
+
+// waitBlocked polls until tn has n requests in its handler.
+func waitBlocked(t *testing.T, tn *testNode, n int64) {
+	t.Helper()
+	waitFor(t, 5*time.Second, fmt.Sprintf("%d request(s) in flight on %s", n, tn.id), func() bool {
+		return tn.inflight.Load() == n
+	})
+}

@@ -1,0 +1,292 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Release takes holder and token from the query or from a JSON body, frees
+// the key, and is idempotent.
+func TestRelease(t *testing.T) {
+	tn := startNode(t)
+	for _, tc := range []struct {
+		name string
+		// req returns the path suffix (after the key) and the body.
+		req func(holder string, token uint64) (string, string)
+	}{
+		{"query", func(h string, tok uint64) (string, string) { return fmt.Sprintf("?holder=%s&token=%d", h, tok), "" }},
+		{"body", func(h string, tok uint64) (string, string) {
+			return "", fmt.Sprintf(`{"holder":%q,"token":%d}`, h, tok)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "release-" + tc.name
+			l := acquire(t, tn, key, "h1")
+			suffix, body := tc.req("h1", l.Token)
+			url := tn.url + "/v1/leases/" + key + suffix
+
+			r := do(t, http.MethodDelete, url, body)
+			r.wantStatus(t, "release", http.StatusNoContent)
+			got := do(t, http.MethodGet, tn.url+"/v1/leases/"+key, "")
+			got.wantStatus(t, "get after release", http.StatusOK)
+			if gl := got.lease(t); gl.State != "free" || gl.Reason != "released" || gl.Holder != "h1" || gl.Token != l.Token {
+				t.Errorf("got %+v, want free, released, holder h1, token %d", gl, l.Token)
+			}
+
+			r = do(t, http.MethodDelete, url, body)
+			r.wantStatus(t, "second release", http.StatusNoContent)
+
+			// Another holder can take the key now.
+			acquire(t, tn, key, "h2")
+		})
+	}
+}
+
+// A release by someone who does not hold the lease leaves it held, yet
+// answers 204 as the contract says (the caller's lease is gone either way).
+func TestReleaseByOtherHolderKeepsLease(t *testing.T) {
+	tn := startNode(t)
+	l := acquire(t, tn, "kept", "h1")
+	for _, tc := range []struct {
+		name   string
+		holder string
+		token  uint64
+	}{
+		{"other holder", "h2", l.Token},
+		{"unknown token", "h1", l.Token + 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, http.MethodDelete, fmt.Sprintf("%s/v1/leases/kept?holder=%s&token=%d", tn.url, tc.holder, tc.token), "")
+			r.wantStatus(t, "release", http.StatusNoContent)
+			got := do(t, http.MethodGet, tn.url+"/v1/leases/kept", "").lease(t)
+			if got.State != "held" || got.Holder != "h1" || got.Token != l.Token {
+				t.Errorf("got %+v, want still held by h1 under token %d", got, l.Token)
+			}
+		})
+	}
+}
+
+// Release and revoke refuse requests that break the rules.
+func TestReleaseAndRevokeErrors(t *testing.T) {
+	tn := startNode(t)
+	for _, tc := range []struct {
+		name       string
+		method     string
+		path       string
+		body       string
+		wantStatus int
+		wantCode   string
+		wantField  string
+	}{
+		{"release without token", http.MethodDelete, "/v1/leases/k?holder=h1", "", 400, "invalid_token", "token"},
+		{"release token not a number", http.MethodDelete, "/v1/leases/k?holder=h1&token=x", "", 400, "invalid_token", "token"},
+		{"release without holder", http.MethodDelete, "/v1/leases/k?token=3", "", 400, "invalid_holder", "holder"},
+		{"release body unknown field", http.MethodDelete, "/v1/leases/k", `{"holder":"h1","token":1,"force":true}`, 400, "invalid_body", "force"},
+		{"release bad key", http.MethodDelete, "/v1/leases/a%20b?holder=h1&token=1", "", 400, "invalid_key", "key"},
+		{"revoke never seen", http.MethodPost, "/v1/revoke/never-seen", "", 404, "not_found", ""},
+		{"revoke bad key", http.MethodPost, "/v1/revoke/a%20b", "", 400, "invalid_key", "key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, tc.method, tn.url+tc.path, tc.body)
+			r.wantStatus(t, tc.path, tc.wantStatus)
+			e := r.apiErr(t)
+			if e.Error != tc.wantCode || e.Field != tc.wantField {
+				t.Errorf("got code %q field %q (%s), want %q %q", e.Error, e.Field, e.Message, tc.wantCode, tc.wantField)
+			}
+		})
+	}
+}
+
+// Revoke frees a key whoever holds it, and a later renewal learns why.
+func TestRevoke(t *testing.T) {
+	tn := startNode(t)
+	l := acquire(t, tn, "revoked", "h1")
+	do(t, http.MethodPost, tn.url+"/v1/revoke/revoked", "").wantStatus(t, "revoke", http.StatusNoContent)
+	do(t, http.MethodPost, tn.url+"/v1/revoke/revoked", "").wantStatus(t, "second revoke", http.StatusNoContent)
+	r := do(t, http.MethodPost, tn.url+"/v1/renew/revoked", fmt.Sprintf(`{"holder":"h1","token":%d}`, l.Token))
+	r.wantStatus(t, "renew after revoke", http.StatusNotFound)
+	if e := r.apiErr(t); e.Error != "lease_lost" || e.Reason != "revoked" {
+		t.Errorf("got code %q reason %q, want lease_lost revoked", e.Error, e.Reason)
+	}
+}
+
+// Renewing one lease answers the lease, or 404 lease_lost with the reason.
+func TestRenewOne(t *testing.T) {
+	tn := startNode(t)
+	live := acquire(t, tn, "live", "h1")
+	gone := acquire(t, tn, "gone", "h1")
+	release(t, tn, "gone", "h1", gone.Token)
+	taken := acquire(t, tn, "taken", "h1")
+	release(t, tn, "taken", "h1", taken.Token)
+	acquire(t, tn, "taken", "h2")
+
+	for _, tc := range []struct {
+		name       string
+		key        string
+		body       string
+		wantStatus int
+		wantCode   string
+		wantReason string
+	}{
+		{"held", "live", fmt.Sprintf(`{"holder":"h1","token":%d}`, live.Token), 200, "", ""},
+		{"released", "gone", fmt.Sprintf(`{"holder":"h1","token":%d}`, gone.Token), 404, "lease_lost", "released"},
+		{"taken by another holder", "taken", fmt.Sprintf(`{"holder":"h1","token":%d}`, taken.Token), 404, "lease_lost", "superseded"},
+		{"never held", "never", `{"holder":"h1","token":1}`, 404, "lease_lost", "unknown"},
+		{"wrong holder", "live", fmt.Sprintf(`{"holder":"h9","token":%d}`, live.Token), 404, "lease_lost", "unknown"},
+		{"zero token", "live", `{"holder":"h1","token":0}`, 400, "invalid_token", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, http.MethodPost, tn.url+"/v1/renew/"+tc.key, tc.body)
+			r.wantStatus(t, "renew", tc.wantStatus)
+			if tc.wantStatus == http.StatusOK {
+				got := r.lease(t)
+				if got.Key != tc.key || got.State != "held" || got.Token != live.Token || got.ExpiresIn == "" {
+					t.Errorf("got %+v, want the held lease with its deadline", got)
+				}
+				return
+			}
+			if e := r.apiErr(t); e.Error != tc.wantCode || e.Reason != tc.wantReason {
+				t.Errorf("got code %q reason %q, want %q %q", e.Error, e.Reason, tc.wantCode, tc.wantReason)
+			}
+		})
+	}
+}
+
+// Renewing many answers one result per lease, in order: the live ones with
+// their lease, the lost ones with the reason.
+func TestRenewMany(t *testing.T) {
+	tn := startNode(t)
+	a := acquire(t, tn, "many/a", "h1")
+	b := acquire(t, tn, "many/b", "h1")
+	release(t, tn, "many/b", "h1", b.Token)
+	c := acquire(t, tn, "many/c", "h1")
+
+	body := fmt.Sprintf(`{"holder":"h1","leases":[{"key":"many/a","token":%d},{"key":"many/b","token":%d},{"key":"many/c","token":%d}]}`, a.Token, b.Token, c.Token)
+	r := do(t, http.MethodPost, tn.url+"/v1/renew", body)
+	r.wantStatus(t, "renew many", http.StatusOK)
+	var out struct {
+		Results []wireRenewResult `json:"results"`
+	}
+	r.decode(t, &out)
+	want := []struct {
+		key    string
+		token  uint64
+		ok     bool
+		reason string
+	}{
+		{"many/a", a.Token, true, ""},
+		{"many/b", b.Token, false, "released"},
+		{"many/c", c.Token, true, ""},
+	}
+	if len(out.Results) != len(want) {
+		t.Fatalf("got %d results, want %d: %s", len(out.Results), len(want), r.body)
+	}
+	for i, w := range want {
+		got := out.Results[i]
+		if got.Key != w.key || got.Token != w.token || got.OK != w.ok || got.Reason != w.reason {
+			t.Errorf("result %d: got key %q token %d ok %v reason %q, want %q %d %v %q", i, got.Key, got.Token, got.OK, got.Reason, w.key, w.token, w.ok, w.reason)
+		}
+		switch {
+		case w.ok && (got.Lease == nil || got.Lease.Key != w.key || got.Lease.State != "held" || got.Error != ""):
+			t.Errorf("result %d: got lease %+v error %q, want the held lease and no error", i, got.Lease, got.Error)
+		case !w.ok && (got.Lease != nil || got.Error != "lease_lost"):
+			t.Errorf("result %d: got lease %+v error %q, want no lease and lease_lost", i, got.Lease, got.Error)
+		}
+	}
+
+	for _, tc := range []struct {
+		name     string
+		body     string
+		wantCode string
+	}{
+		{"no leases", `{"holder":"h1","leases":[]}`, "invalid_body"},
+		{"no holder", fmt.Sprintf(`{"leases":[{"key":"many/a","token":%d}]}`, a.Token), "invalid_holder"},
+		{"zero token", `{"holder":"h1","leases":[{"key":"many/a","token":0}]}`, "invalid_token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, http.MethodPost, tn.url+"/v1/renew", tc.body)
+			r.wantStatus(t, "renew many", http.StatusBadRequest)
+			if e := r.apiErr(t); e.Error != tc.wantCode {
+				t.Errorf("got code %q (%s), want %q", e.Error, e.Message, tc.wantCode)
+			}
+		})
+	}
+}
+
+// Acquire answers 201 for a new grant, 200 with the same token when the
+// holder already has it, and 409 held with the current lease otherwise.
+func TestAcquire(t *testing.T) {
+	tn := startNode(t)
+	r := do(t, http.MethodPut, tn.url+"/v1/leases/acq", `{"holder":"h1","ttl":"30s","metadata":{"zone":"a"}}`)
+	r.wantStatus(t, "first acquire", http.StatusCreated)
+	first := r.lease(t)
+	if first.Key != "acq" || first.Holder != "h1" || first.TTL != "30s" || first.State != "held" || first.Metadata["zone"] != "a" || first.Token == 0 {
+		t.Fatalf("got %+v, want a held lease for h1 with ttl 30s and zone=a", first)
+	}
+
+	r = do(t, http.MethodPut, tn.url+"/v1/leases/acq", `{"holder":"h1","ttl":"30s"}`)
+	r.wantStatus(t, "acquire again by the holder", http.StatusOK)
+	if again := r.lease(t); again.Token != first.Token {
+		t.Errorf("got token %d on the repeated acquire, want the same %d", again.Token, first.Token)
+	}
+
+	r = do(t, http.MethodPut, tn.url+"/v1/leases/acq", `{"holder":"h2","ttl":"30s"}`)
+	r.wantStatus(t, "acquire by another holder", http.StatusConflict)
+	e := r.apiErr(t)
+	if e.Error != "held" || e.Lease == nil || e.Lease.Holder != "h1" || e.Lease.Token != first.Token {
+		t.Errorf("got code %q lease %+v, want held with h1's lease under token %d", e.Error, e.Lease, first.Token)
+	}
+}
+
+// Keys may hold slashes and dots in any arrangement; they reach the server
+// as they are, without a redirect or path cleaning.
+func TestKeysWithSlashesAndDots(t *testing.T) {
+	tn := startNode(t)
+	for _, key := range []string{
+		"partitions/17",
+		"a/../b",
+		"a//b",
+		"a/./b",
+		"trailing/",
+		"..",
+		".",
+		"/leading",
+		"svc:web.eu-1_a",
+	} {
+		t.Run(strings.ReplaceAll(key, "/", "|"), func(t *testing.T) {
+			url := tn.url + "/v1/leases/" + key
+			r := do(t, http.MethodPut, url, `{"holder":"h1","ttl":"30s"}`)
+			r.wantStatus(t, "acquire", http.StatusCreated)
+			l := r.lease(t)
+			if l.Key != key {
+				t.Fatalf("acquire: got key %q, want %q", l.Key, key)
+			}
+			r = do(t, http.MethodGet, url, "")
+			r.wantStatus(t, "get", http.StatusOK)
+			if got := r.lease(t); got.Key != key || got.Token != l.Token {
+				t.Fatalf("get: got key %q token %d, want %q %d", got.Key, got.Token, key, l.Token)
+			}
+			r = do(t, http.MethodGet, tn.url+"/v1/leases?prefix="+key, "")
+			r.wantStatus(t, "list", http.StatusOK)
+			var list wireList
+			r.decode(t, &list)
+			if len(list.Leases) == 0 || list.Leases[0].Key != key {
+				t.Errorf("list with prefix %q: got %+v, want %q first", key, list.Leases, key)
+			}
+			r = do(t, http.MethodPost, tn.url+"/v1/renew/"+key, fmt.Sprintf(`{"holder":"h1","token":%d}`, l.Token))
+			r.wantStatus(t, "renew", http.StatusOK)
+			release(t, tn, key, "h1", l.Token)
+		})
+	}
+
+	// Escapes are not decoded: a key outside the alphabet stays outside it.
+	t.Run("escaped byte", func(t *testing.T) {
+		r := do(t, http.MethodPut, tn.url+"/v1/leases/a%20b", `{"holder":"h1","ttl":"30s"}`)
+		r.wantStatus(t, "acquire", http.StatusBadRequest)
+		if e := r.apiErr(t); e.Error != "invalid_key" || e.Field != "key" {
+			t.Errorf("got code %q field %q, want invalid_key key", e.Error, e.Field)
+		}
+	})
+}
