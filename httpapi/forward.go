@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/tenure-io/tenure/cluster"
 )
@@ -20,7 +19,7 @@ var forwardedHeaders = []string{"Content-Type", "Retry-After", headerIndex, head
 // even while nodes disagree about who leads.
 func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	if by := r.Header.Get(headerForwardedBy); by != "" {
-		writeError(w, fmt.Errorf("request forwarded by %s, but this node does not lead: %w", by, s.node.Ready()))
+		writeError(w, fmt.Errorf("request forwarded by %s, but this node does not lead: %w", by, cluster.ErrNotLeader))
 		return
 	}
 	addr := s.node.LeaderHTTPAddr()
@@ -70,8 +69,3 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 }
 
 func isCanceled(ctx context.Context) bool { return ctx.Err() != nil }
-
-// isForwarded reports whether r came from another node.
-func isForwarded(r *http.Request) bool {
-	return strings.TrimSpace(r.Header.Get(headerForwardedBy)) != ""
-}
