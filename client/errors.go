@@ -106,6 +106,10 @@ type APIError struct {
 	Lease *LeaseInfo
 	// RetryAfter is the Retry-After header of the answer, zero if absent.
 	RetryAfter time.Duration
+	// Index is the X-Tenure-Index of the answer, zero if absent. A 404 for
+	// a key not created yet carries one: pass it as QueryOptions.WaitIndex
+	// to block until the key appears.
+	Index uint64
 }
 
 // Error implements error: "<code> (<reason>): <message>".

@@ -16,8 +16,8 @@ import (
 const MaxRenewBatch = 1024
 
 // LeasesAPI makes the lease calls of the HTTP API, one request each (with
-// retries). Get it from Client.Leases. Every call is idempotent on the
-// server, so every call is retried on connection errors, 429, 502, 503 and
+// retries). Get it from Client.Leases. Every call but Revoke is idempotent
+// on the server, so it is retried on connection errors, 429, 502, 503 and
 // 504, including when the outcome of an attempt is unknown.
 type LeasesAPI struct {
 	c *Client
@@ -271,13 +271,16 @@ func (a *LeasesAPI) List(ctx context.Context, opts *ListOptions, q *QueryOptions
 }
 
 // Revoke frees key whoever holds it (an operator action). It fails with
-// ErrNotFound when the key was never seen.
+// ErrNotFound when the key was never seen. Revoke names no token, so a
+// retry after an unknown outcome could free a lease granted after the first
+// attempt: it is retried only when the server surely did not act
+// (connection refused, 429, 503 no_leader).
 func (a *LeasesAPI) Revoke(ctx context.Context, key string) (*Meta, error) {
 	p, err := leasePath("/v1/revoke/", key)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: p})
+	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: p, unsafeRetry: true})
 	if err != nil {
 		return nil, err
 	}

@@ -324,3 +324,33 @@ func TestRevokeAndKeyPaths(t *testing.T) {
 		t.Errorf("Get of an empty key: err = %v, want ErrInvalid", err)
 	}
 }
+
+// A revoke whose outcome is unknown is not retried: a second revoke could
+// free a lease granted to someone else after the first one.
+func TestRevokeIsNotRetriedAfterUnknownOutcome(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		writeError(w, http.StatusServiceUnavailable, CodeLeadershipLost, "outcome unknown")
+	})
+	c, _ := newTestClient(t, srv.URL)
+	_, err := c.Leases().Revoke(context.Background(), "scene-01")
+	if !errors.Is(err, ErrLeadershipLost) {
+		t.Fatalf("err = %v, want ErrLeadershipLost", err)
+	}
+	if n := srv.count(); n != 1 {
+		t.Fatalf("revoke sent %d times, want once", n)
+	}
+}
+
+// A 404 for a key not created yet carries the index to block on.
+func TestNotFoundCarriesIndex(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set(HeaderIndex, "42")
+		writeError(w, http.StatusNotFound, CodeNotFound, "never seen")
+	})
+	c, _ := newTestClient(t, srv.URL)
+	_, _, err := c.Leases().Get(context.Background(), "later", nil)
+	var ae *APIError
+	if !errors.As(err, &ae) || !errors.Is(err, ErrNotFound) || ae.Index != 42 {
+		t.Fatalf("err = %v (index %v), want ErrNotFound with index 42", err, ae)
+	}
+}

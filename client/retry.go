@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -65,6 +66,9 @@ func decodeAPIError(hr *http.Response, data []byte) *APIError {
 	ae := &APIError{
 		StatusCode: hr.StatusCode,
 		RetryAfter: parseRetryAfter(hr.Header.Get("Retry-After"), time.Now()),
+	}
+	if v := hr.Header.Get(HeaderIndex); v != "" {
+		ae.Index, _ = strconv.ParseUint(v, 10, 64)
 	}
 	var eb errorBody
 	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != "" {

@@ -177,8 +177,8 @@ func (c Config) Validate() error {
 	if c.MaxPending < 1 {
 		bad("max-pending: %d must be at least 1", c.MaxPending)
 	}
-	if c.MaxBatch < 1 || c.MaxBatch > 1<<16 {
-		bad("max-batch: %d must be between 1 and 65536", c.MaxBatch)
+	if c.MaxBatch < 2 || c.MaxBatch > 1<<15 {
+		bad("max-batch: %d must be between 2 and 32768", c.MaxBatch)
 	}
 	if c.SnapshotInterval < 5*time.Millisecond {
 		bad("snapshot-interval: %v is below 5ms", c.SnapshotInterval)

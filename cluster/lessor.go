@@ -101,7 +101,13 @@ func (l *lessor) set(key string, token uint64, ttl time.Duration, now time.Time)
 		e = &deadlineEntry{key: key, index: -1}
 		l.entries[key] = e
 	}
-	e.token, e.ttl, e.deadline, e.renewed, e.expiring = token, ttl, now.Add(ttl), time.Now(), false
+	deadline := now.Add(ttl)
+	if e.token == token && !e.expiring && e.deadline.After(deadline) {
+		// A late acquire by the holder with a shorter TTL must not cut
+		// short a renewal it was already told succeeded.
+		deadline = e.deadline
+	}
+	e.token, e.ttl, e.deadline, e.renewed, e.expiring = token, ttl, deadline, time.Now(), false
 	if e.index < 0 {
 		heap.Push(&l.queue, e)
 	} else {

@@ -206,3 +206,20 @@ func TestVerifierCallerWaitsForARoundStartedAfterIt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A late acquire by the holder with a shorter TTL never cuts short a
+// deadline that an acknowledged renewal already set.
+func TestLessorGrantNeverShortensTheSameLease(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	l.Promote(nil)
+	l.Grant("a", 1, time.Minute)
+	l.Grant("a", 1, 5*time.Second) // kept by a delayed acquire with a shorter TTL
+	if left, _, _ := l.Deadline("a", 1); left != time.Minute {
+		t.Fatalf("deadline = %v after a shorter re-grant, want the minute already promised", left)
+	}
+	l.Grant("a", 2, 5*time.Second) // a new grant (new token) takes its own TTL
+	if left, _, _ := l.Deadline("a", 2); left != 5*time.Second {
+		t.Fatalf("deadline of the new grant = %v, want 5s", left)
+	}
+}

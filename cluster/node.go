@@ -67,7 +67,7 @@ func New(cfg Config) (*Node, error) {
 		shutdownCh: make(chan struct{}),
 	}
 	n.metrics = newMetrics(cfg.Registerer, n)
-	n.verify = newVerifier(func() error { return n.raft.VerifyLeader().Error() },
+	n.verify = newVerifier(n.confirmLeadership,
 		func(d time.Duration) { n.metrics.verifyLatency.Observe(d.Seconds()) })
 	if err := n.openRaft(); err != nil {
 		n.closeStores()
@@ -202,43 +202,56 @@ func (n *Node) leaderLoop() {
 			n.wg.Add(1)
 			go func() {
 				defer n.wg.Done()
-				n.establish(ctx)
+				n.lead(ctx)
 			}()
 		}
 	}
 }
 
-// establish makes this node a serving leader: Barrier (everything of older
-// terms is applied), LeaderEstablished{term} through the log, then promote
-// every held lease to a full TTL from now. Only then are renewals,
-// acquisitions and expiry served. It retries until it succeeds or ctx ends.
-func (n *Node) establish(ctx context.Context) {
-	for attempt := 0; ; attempt++ {
-		err := n.tryEstablish(ctx)
-		if err == nil || ctx.Err() != nil {
+// lead makes this node a serving leader and keeps it one until ctx ends
+// (leadership lost): establish, then run the proposer. If the proposer
+// stops while the node still leads (a write failed, e.g. during a
+// leadership transfer that timed out), the outcome of its last batch is
+// unknown: demote, and establish again from a barrier.
+func (n *Node) lead(ctx context.Context) {
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		p, err := n.establish(ctx)
+		if err != nil {
+			n.log.Warn("establishing leadership failed", "attempt", attempt, "error", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(n.cfg.HeartbeatTimeout):
+			}
+			continue
+		}
+		if p == nil {
+			return // demoted meanwhile
+		}
+		p.run(ctx, n.cfg.Clock)
+		if ctx.Err() != nil {
 			return
 		}
-		n.log.Warn("establishing leadership failed", "attempt", attempt, "error", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(n.cfg.HeartbeatTimeout):
-		}
+		n.log.Warn("proposer stopped while this node still leads; establishing again")
+		n.demote()
 	}
 }
 
-func (n *Node) tryEstablish(ctx context.Context) error {
+// establish: Barrier (everything of older terms is applied),
+// LeaderEstablished{term} through the log, then promote every held lease to
+// a full TTL from now. Only then are renewals, acquisitions and expiry
+// served, by the returned proposer. It returns nil, nil when ctx ended.
+func (n *Node) establish(ctx context.Context) (*proposer, error) {
 	if err := n.raft.Barrier(0).Error(); err != nil {
-		return fmt.Errorf("barrier: %w", err)
+		return nil, fmt.Errorf("barrier: %w", err)
 	}
 	term := n.raft.CurrentTerm()
 	if _, err := n.applyCommand(fsm.LeaderEstablished{Term: term}); err != nil {
-		return fmt.Errorf("apply leader established: %w", err)
+		return nil, fmt.Errorf("apply leader established: %w", err)
 	}
 	n.leaderMu.Lock()
 	defer n.leaderMu.Unlock()
 	if ctx.Err() != nil {
-		return nil // demoted meanwhile
+		return nil, nil
 	}
 	n.lessor.Promote(n.machine.Held())
 	p := newProposer(&proposer{
@@ -251,14 +264,9 @@ func (n *Node) tryEstablish(ctx context.Context) error {
 		maxBatch:   n.cfg.MaxBatch,
 		maxPending: n.cfg.MaxPending,
 	})
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
-		p.run(ctx, n.cfg.Clock)
-	}()
 	n.leading.Store(p)
 	n.log.Info("leader_established", "term", term, "leases", n.lessor.Len())
-	return nil
+	return p, nil
 }
 
 // demote stops serving as leader at once: no renewal, acquisition or expiry
@@ -268,6 +276,25 @@ func (n *Node) demote() {
 	defer n.leaderMu.Unlock()
 	n.leading.Store(nil)
 	n.lessor.Demote()
+}
+
+// confirmLeadership proves that this node still led at some moment after
+// the call began: it commits a Raft barrier entry, appended after the call
+// began, in the current term. A quorum acknowledged it while still in that
+// term, so no newer leader had been elected before the call began.
+//
+// raft.VerifyLeader is not used: it can be satisfied by the answer to a
+// heartbeat sent before the call, which proves nothing about the time after
+// it (docs/adr/0002-lease-time-on-failover.md).
+func (n *Node) confirmLeadership() error {
+	term := n.raft.CurrentTerm()
+	if err := n.raft.Barrier(0).Error(); err != nil {
+		return err
+	}
+	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
+		return raft.ErrLeadershipLost
+	}
+	return nil
 }
 
 // applyCommand proposes cmd through Raft and waits for the state machine's

@@ -53,7 +53,10 @@ type op struct {
 	waitEnd time.Time // blocking acquire: when to give up; zero otherwise
 	done    chan opResult
 	queued  bool // in a wait queue
-	timer   *time.Timer
+	// cancelled: the caller went away before the op was queued; it must
+	// not be queued then.
+	cancelled bool
+	timer     *time.Timer
 }
 
 type opResult struct {
@@ -124,17 +127,22 @@ func (p *proposer) run(ctx context.Context, clock Clock) {
 		} else {
 			timer.Stop()
 		}
-		select {
-		case <-ctx.Done():
+		if len(p.pending) == 0 && len(p.kicked) == 0 {
+			// Nothing left over from the last batch: wait for work.
+			select {
+			case <-ctx.Done():
+				return
+			case o := <-p.in:
+				p.pending = append(p.pending, o)
+			case <-timer.C():
+			case <-p.lessor.changed:
+			case o := <-p.timeouts:
+				p.dropWaiter(o, true)
+			case o := <-p.cancels:
+				p.dropWaiter(o, false)
+			}
+		} else if ctx.Err() != nil {
 			return
-		case o := <-p.in:
-			p.pending = append(p.pending, o)
-		case <-timer.C():
-		case <-p.lessor.changed:
-		case o := <-p.timeouts:
-			p.dropWaiter(o, true)
-		case o := <-p.cancels:
-			p.dropWaiter(o, false)
 		}
 		p.drain()
 		cmds, slots := p.build()
@@ -179,14 +187,22 @@ func (p *proposer) drain() {
 // build assembles the next batch: expiries first (a same-holder acquire in
 // the same batch then gets a new token rather than a lease about to be
 // freed), then the pending writes in arrival order, each release followed
-// by the grant to the key's first waiter.
+// by the grant to the key's first waiter. A batch never holds more than
+// maxBatch commands, hand-offs included; what does not fit waits for the
+// next batch.
 func (p *proposer) build() ([]fsm.Command, []slot) {
 	var cmds []fsm.Command
 	var slots []slot
 	handed := make(map[string]bool)
+	kicked := p.kicked
+	p.kicked = make(map[string]struct{})
 	handoff := func(key string) {
 		q := p.waiters[key]
 		if len(q) == 0 || handed[key] {
+			return
+		}
+		if len(cmds) >= p.maxBatch {
+			p.kicked[key] = struct{}{} // no room: try in the next batch
 			return
 		}
 		handed[key] = true
@@ -202,14 +218,16 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 		slots = append(slots, slot{exp: &e})
 		handoff(e.key)
 	}
-	for key := range p.kicked {
+	for key := range kicked {
 		if l := p.machine.Get(key); l == nil || !l.Held {
 			handoff(key)
 		}
 	}
-	clear(p.kicked)
-	n := min(len(p.pending), max(p.maxBatch-len(cmds), 1))
-	for _, o := range p.pending[:n] {
+	// Each pending write may bring a hand-off: keep room for both.
+	n := 0
+	for n < len(p.pending) && len(cmds)+2 <= p.maxBatch {
+		o := p.pending[n]
+		n++
 		cmds = append(cmds, o.cmd)
 		slots = append(slots, slot{op: o})
 		switch c := o.cmd.(type) {
@@ -250,7 +268,7 @@ func (p *proposer) settle(o *op, r fsm.Result) {
 	switch c := o.cmd.(type) {
 	case fsm.Acquire:
 		if r.Code == fsm.Held {
-			if !o.waitEnd.IsZero() && time.Now().Before(o.waitEnd) {
+			if !o.cancelled && !o.waitEnd.IsZero() && time.Now().Before(o.waitEnd) {
 				p.enqueue(o, c.Key)
 				return
 			}
@@ -313,17 +331,29 @@ func (p *proposer) unqueue(o *op) {
 	}
 }
 
-// dropWaiter ends a wait: at its deadline the caller learns who holds the
-// key; a cancelled caller is gone and learns nothing.
+// dropWaiter ends a wait. A cancelled caller is gone and learns nothing;
+// one whose op is not queued yet is marked so that it never will be. At the
+// end of its wait a caller learns who holds the key — or, if the key is
+// free by then, gets one last plain attempt at it.
 func (p *proposer) dropWaiter(o *op, timedOut bool) {
+	if !timedOut {
+		o.cancelled = true
+	}
 	if !o.queued {
 		return
 	}
 	p.unqueue(o)
-	if timedOut {
-		p.metrics.conflicts.Inc()
-		o.done <- opResult{res: fsm.Result{Code: fsm.Held, Lease: p.machine.Get(o.cmd.(fsm.Acquire).Key)}}
+	if !timedOut {
+		return
 	}
+	key := o.cmd.(fsm.Acquire).Key
+	if l := p.machine.Get(key); l != nil && !l.Held {
+		o.waitEnd = time.Time{}
+		p.pending = append([]*op{o}, p.pending...)
+		return
+	}
+	p.metrics.conflicts.Inc()
+	o.done <- opResult{res: fsm.Result{Code: fsm.Held, Lease: p.machine.Get(key)}}
 }
 
 // failAll answers everything still queued once the proposer stops.

@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// verifier batches leadership checks: one quorum round (raft.VerifyLeader)
-// answers every caller that arrived before the round started. A caller that
-// arrives while a round is running waits for the next one, so the answer it
-// gets always comes from a round that began after it asked. That is what
-// makes a renewal or a read safe: no newer leader can have acted before it.
+// verifier batches leadership checks: one round (a committed barrier, see
+// Node.confirmLeadership) answers every caller that arrived before the
+// round started. A caller that arrives while a round is running waits for
+// the next one, so the answer it gets always comes from a round that began
+// after it asked. That is what makes a renewal or a read safe: no newer
+// leader can have acted before it.
 type verifier struct {
 	verify  func() error
 	observe func(time.Duration)

@@ -1,0 +1,180 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// gatedProposer runs a proposer over a bare Machine whose apply blocks on
+// the gate at the gated-th batch, so a test can line up what arrives while
+// a batch commits.
+type gatedProposer struct {
+	p       *proposer
+	m       *fsm.Machine
+	entered chan struct{} // closed when the gated batch starts to apply
+	gate    chan struct{} // close to let it apply
+}
+
+func newGatedProposer(t *testing.T, gated int) *gatedProposer {
+	t.Helper()
+	g := &gatedProposer{m: fsm.New(), entered: make(chan struct{}), gate: make(chan struct{})}
+	var index uint64
+	apply := func(c fsm.Command) (any, error) {
+		index++
+		if int(index) == gated {
+			close(g.entered)
+			<-g.gate
+		}
+		return g.m.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: fsm.Encode(c)}), nil
+	}
+	l := newLessor(SystemClock{})
+	l.Promote(nil)
+	g.p = newProposer(&proposer{apply: apply, machine: g.m, lessor: l, log: hclog.NewNullLogger(),
+		metrics: newMetrics(nil, nil), term: 1, maxBatch: 64, maxPending: 64})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.p.run(ctx, SystemClock{})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return g
+}
+
+type submitted struct {
+	res fsm.Result
+	err error
+}
+
+func (g *gatedProposer) submit(ctx context.Context, o *op) <-chan submitted {
+	ch := make(chan submitted, 1)
+	go func() {
+		r, err := g.p.submit(ctx, o)
+		ch <- submitted{r, err}
+	}()
+	return ch
+}
+
+// queuedIn waits until n ops sit in the proposer's input.
+func (g *gatedProposer) queuedIn(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "ops to queue", func() bool { return len(g.p.in) == n })
+}
+
+// A blocking acquire that is refused in the same batch as the release that
+// frees the key is granted right after, not at the end of its wait.
+func TestProposerWaiterQueuedInReleaseBatchIsGranted(t *testing.T) {
+	g := newGatedProposer(t, 1)
+	ctx := ctxT(t, 10*time.Second)
+	a := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}})
+	<-g.entered
+	b := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "B", TTL: time.Minute}, waitEnd: time.Now().Add(time.Minute)})
+	g.queuedIn(t, 1)
+	g.submit(ctx, &op{cmd: fsm.Release{Key: "k", Holder: "A", Token: 1}})
+	g.queuedIn(t, 2)
+	close(g.gate)
+	if r := <-a; r.err != nil || r.res.Code != fsm.Granted {
+		t.Fatalf("A: %v %v", r.res.Code, r.err)
+	}
+	select {
+	case r := <-b:
+		if r.err != nil || r.res.Code != fsm.Granted || r.res.Lease.Holder != "B" {
+			t.Fatalf("B: code %v lease %+v err %v, want granted to B", r.res.Code, r.res.Lease, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("B still waits for a key that is free")
+	}
+}
+
+// A blocking acquirer that goes away before its op is queued is never
+// queued, so it cannot be granted a key nobody will use.
+func TestProposerCancelledBeforeQueueingIsNotQueued(t *testing.T) {
+	g := newGatedProposer(t, 2)
+	ctx := ctxT(t, 10*time.Second)
+	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}}); r.err != nil {
+		t.Fatal(r.err)
+	}
+	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}})
+	<-g.entered
+	bctx, cancel := context.WithCancel(ctx)
+	b := g.submit(bctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "B", TTL: time.Minute}, waitEnd: time.Now().Add(time.Minute)})
+	g.queuedIn(t, 1)
+	cancel()
+	<-b
+	close(g.gate)
+	// Once a later op is answered, B's batch has been settled.
+	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "sync", Holder: "A", TTL: time.Minute}}); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if n := g.p.waiting.Load(); n != 0 {
+		t.Fatalf("%d waiters queued, want 0: the cancelled caller was queued", n)
+	}
+}
+
+// A batch never exceeds maxBatch commands, hand-offs to waiters included,
+// and what does not fit is proposed next without waiting for new work.
+func TestProposerBatchesStayWithinMaxBatch(t *testing.T) {
+	m := fsm.New()
+	var sizes []int
+	var index uint64
+	apply := func(c fsm.Command) (any, error) {
+		index++
+		sizes = append(sizes, len(c.(fsm.Batch).Commands))
+		return m.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: fsm.Encode(c)}), nil
+	}
+	l := newLessor(SystemClock{})
+	l.Promote(nil)
+	p := newProposer(&proposer{apply: apply, machine: m, lessor: l, log: hclog.NewNullLogger(),
+		metrics: newMetrics(nil, nil), term: 1, maxBatch: 4, maxPending: 256})
+	// Three keys held by A, each with a queued waiter; then A releases all
+	// three at once: three releases and three hand-offs, six commands.
+	var ops, waiters []*op
+	for _, key := range []string{"a", "b", "c"} {
+		apply(fsm.Batch{Commands: []fsm.Command{fsm.Acquire{Key: key, Holder: "A", TTL: time.Minute}}})
+		w := &op{cmd: fsm.Acquire{Key: key, Holder: "B", TTL: time.Minute}, waitEnd: time.Now().Add(time.Minute),
+			done: make(chan opResult, 1), queued: true, timer: time.AfterFunc(time.Hour, func() {})}
+		p.waiters[key] = []*op{w}
+		p.waiting.Add(1)
+		waiters = append(waiters, w)
+		o := &op{cmd: fsm.Release{Key: key, Holder: "A", Token: m.Get(key).Token}, done: make(chan opResult, 1)}
+		ops = append(ops, o)
+		p.in <- o
+	}
+	sizes = nil
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.run(ctx, SystemClock{})
+	}()
+	for _, o := range append(ops, waiters...) {
+		select {
+		case r := <-o.done:
+			if r.err != nil {
+				t.Fatalf("op: %v", r.err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("an op that did not fit in a batch was never proposed")
+		}
+	}
+	cancel()
+	<-done
+	for _, n := range sizes {
+		if n > 4 {
+			t.Fatalf("batch sizes %v: one is above maxBatch 4", sizes)
+		}
+	}
+	for _, key := range []string{"a", "b", "c"} {
+		if l := m.Get(key); !l.Held || l.Holder != "B" {
+			t.Fatalf("%s: %+v, want held by the waiter B", key, l)
+		}
+	}
+}
