@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -21,6 +22,10 @@ type gatedProposer struct {
 }
 
 func newGatedProposer(t *testing.T, gated int) *gatedProposer {
+	return newGatedProposerSize(t, gated, 64)
+}
+
+func newGatedProposerSize(t *testing.T, gated, maxPending int) *gatedProposer {
 	t.Helper()
 	g := &gatedProposer{m: fsm.New(), entered: make(chan struct{}), gate: make(chan struct{})}
 	var index uint64
@@ -35,7 +40,7 @@ func newGatedProposer(t *testing.T, gated int) *gatedProposer {
 	l := newLessor(SystemClock{})
 	l.Promote(nil)
 	g.p = newProposer(&proposer{apply: apply, machine: g.m, lessor: l, log: hclog.NewNullLogger(),
-		metrics: newMetrics(nil, nil), term: 1, maxBatch: 64, maxPending: 64})
+		metrics: newMetrics(nil, nil), term: 1, maxBatch: 64, maxPending: maxPending})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -177,4 +182,20 @@ func TestProposerBatchesStayWithinMaxBatch(t *testing.T) {
 			t.Fatalf("%s: %+v, want held by the waiter B", key, l)
 		}
 	}
+}
+
+// Past max-pending queued writes the leader refuses new ones at once with
+// ErrOverloaded (429 over HTTP) instead of queueing without bound.
+func TestProposerOverloadIsRefused(t *testing.T) {
+	g := newGatedProposerSize(t, 1, 2)
+	ctx := ctxT(t, 10*time.Second)
+	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "a", Holder: "h", TTL: time.Minute}})
+	<-g.entered // the first batch is committing
+	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "b", Holder: "h", TTL: time.Minute}})
+	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "c", Holder: "h", TTL: time.Minute}})
+	g.queuedIn(t, 2)
+	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "d", Holder: "h", TTL: time.Minute}}); !errors.Is(r.err, ErrOverloaded) {
+		t.Fatalf("a write past max-pending: %v %v, want ErrOverloaded", r.res.Code, r.err)
+	}
+	close(g.gate)
 }
