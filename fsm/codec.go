@@ -32,6 +32,21 @@ func (e *encoder) bytes(b []byte) {
 	e.buf = append(e.buf, b...)
 }
 
+func (e *encoder) bool(b bool) {
+	if b {
+		e.byte(1)
+	} else {
+		e.byte(0)
+	}
+}
+
+func (e *encoder) strings(s []string) {
+	e.uvarint(uint64(len(s)))
+	for _, v := range s {
+		e.string(v)
+	}
+}
+
 // stringMap writes a map with its keys in sorted order, so that equal maps
 // always encode to equal bytes.
 func (e *encoder) stringMap(m map[string]string) {
@@ -134,6 +149,34 @@ func (d *decoder) stringMap() map[string]string {
 		m[k] = d.string()
 	}
 	return m
+}
+
+func (d *decoder) bool() bool {
+	switch b := d.byte(); b {
+	case 0:
+		return false
+	case 1:
+		return true
+	default:
+		d.fail(fmt.Errorf("bool byte %d", b))
+		return false
+	}
+}
+
+func (d *decoder) strings() []string {
+	n := d.uvarint()
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n > uint64(len(d.buf)) { // every string takes at least a byte
+		d.fail(fmt.Errorf("list of %d strings: %w", n, errShort))
+		return nil
+	}
+	out := make([]string, 0, n)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		out = append(out, d.string())
+	}
+	return out
 }
 
 // finish reports the first error, or an error if bytes are left over.

@@ -117,7 +117,7 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
-	return t >= TypeAcquire && t <= TypeBatch
+	return t >= TypeAcquire && t <= TypeAssign
 }
 
 func (c Acquire) encode(e *encoder) {
@@ -204,7 +204,7 @@ func decode(b []byte, allowBatch bool) (Command, error) {
 		}
 		c = batch
 	default:
-		return nil, fmt.Errorf("%w: %d", ErrUnknownType, t)
+		c = decodeGroupCommand(t, d)
 	}
 	if err := d.finish(); err != nil {
 		return nil, fmt.Errorf("%w: type %d: %w", ErrMalformed, t, err)

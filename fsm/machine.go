@@ -26,14 +26,20 @@ const (
 	// NotHeld: a Release, Expire or Revoke found nothing to free (the key
 	// is free, held under another token, or the Expire's term is stale).
 	NotHeld
-	// NotFound: a Revoke of a key that was never seen.
+	// NotFound: a Revoke of a key that was never seen, or a group command
+	// on a group that does not exist.
 	NotFound
-	// Done: a command without a lease outcome (LeaderEstablished, Ignored).
+	// Done: a command without a lease outcome (LeaderEstablished, Ignored,
+	// group commands).
 	Done
+	// Disabled: an Acquire of a key an operator disabled.
+	Disabled
+	// Prohibited: an Acquire by a holder an operator prohibited on the key.
+	Prohibited
 )
 
 func (c Code) String() string {
-	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done"}
+	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited"}
 	if int(c) < len(names) {
 		return names[c]
 	}
@@ -64,13 +70,26 @@ type Machine struct {
 	appliedIndex, appliedTerm uint64
 	// leaseIndex is the highest ModifyIndex of any lease.
 	leaseIndex uint64
-	// changed is closed, and replaced, whenever a lease changes.
+	// groups, controls (by key) and drained (by worker id) are the
+	// placement state; groupIndex is the last index that changed it.
+	groups     map[string]*Group
+	controls   map[string]KeyControl
+	drained    map[string]bool
+	groupIndex uint64
+	// changed is closed, and replaced, whenever a lease or the placement
+	// state changes.
 	changed chan struct{}
 }
 
 // New returns an empty Machine.
 func New() *Machine {
-	return &Machine{leases: make(map[string]*Lease), changed: make(chan struct{})}
+	return &Machine{
+		leases:   make(map[string]*Lease),
+		groups:   make(map[string]*Group),
+		controls: make(map[string]KeyControl),
+		drained:  make(map[string]bool),
+		changed:  make(chan struct{}),
+	}
 }
 
 var _ raft.FSM = (*Machine)(nil)
@@ -88,7 +107,7 @@ func (m *Machine) Apply(l *raft.Log) interface{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.appliedIndex, m.appliedTerm = l.Index, l.Term
-	before := m.leaseIndex
+	before, beforeGroups := m.leaseIndex, m.groupIndex
 	var out interface{}
 	if b, ok := cmd.(Batch); ok {
 		results := make([]Result, len(b.Commands))
@@ -99,7 +118,7 @@ func (m *Machine) Apply(l *raft.Log) interface{} {
 	} else {
 		out = m.apply(l.Index, cmd)
 	}
-	if m.leaseIndex != before {
+	if m.leaseIndex != before || m.groupIndex != beforeGroups {
 		close(m.changed)
 		m.changed = make(chan struct{})
 	}
@@ -139,6 +158,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return Result{Code: Done}
 	case Ignored:
 		return Result{Code: Done}
+	case GroupPut, GroupDelete, GroupKeys, SetKeyControl, WorkerDrain, Assign:
+		return m.applyGroup(index, cmd)
 	}
 	// Decode never yields anything else; a nested Batch is rejected there.
 	panic(fmt.Sprintf("fsm: no handler for command type %d", cmd.Type()))
@@ -146,6 +167,14 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 
 func (m *Machine) acquire(index uint64, c Acquire) Result {
 	cur := m.leases[c.Key]
+	if ctl, ok := m.controls[c.Key]; ok {
+		if ctl.Disabled {
+			return Result{Code: Disabled, Lease: cur}
+		}
+		if ctl.Prohibits(c.Holder) {
+			return Result{Code: Prohibited, Lease: cur}
+		}
+	}
 	if cur != nil && cur.Held {
 		if cur.Holder != c.Holder {
 			return Result{Code: Held, Lease: cur}
@@ -289,12 +318,24 @@ func (m *Machine) Snapshot() (raft.FSMSnapshot, error) {
 			establishedTerm: m.establishedTerm,
 			leaseIndex:      m.leaseIndex,
 			leases:          make([]*Lease, 0, len(m.leases)),
+			groupIndex:      m.groupIndex,
+			groups:          make([]*Group, 0, len(m.groups)),
+			controls:        make(map[string]KeyControl, len(m.controls)),
 		},
 		index: m.appliedIndex,
 		term:  m.appliedTerm,
 	}
 	for _, l := range m.leases {
 		s.state.leases = append(s.state.leases, l)
+	}
+	for _, g := range m.groups {
+		s.state.groups = append(s.state.groups, g)
+	}
+	for k, c := range m.controls {
+		s.state.controls[k] = c
+	}
+	for w := range m.drained {
+		s.state.drained = append(s.state.drained, w)
 	}
 	return s, nil
 }
@@ -318,6 +359,19 @@ func (m *Machine) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("snapshot token counter %d is below the current %d", st.lastToken, m.lastToken)
 	}
 	m.leases = leases
+	m.groups = make(map[string]*Group, len(st.groups))
+	for _, g := range st.groups {
+		m.groups[g.Name] = g
+	}
+	m.controls = st.controls
+	if m.controls == nil {
+		m.controls = make(map[string]KeyControl)
+	}
+	m.drained = make(map[string]bool, len(st.drained))
+	for _, w := range st.drained {
+		m.drained[w] = true
+	}
+	m.groupIndex = st.groupIndex
 	m.lastToken = st.lastToken
 	m.establishedTerm = st.establishedTerm
 	m.leaseIndex = st.leaseIndex

@@ -11,21 +11,24 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Snapshot format, version 1:
+// Snapshot format, version 2 (version 1 lacks the placement part):
 //
 //	magic   [4]byte  "TNRS"
 //	version uint16   big endian
 //	index   uint64   big endian: last applied Raft index
 //	term    uint64   big endian: its term
 //	body    varints: last token, established term, lease index, lease
-//	        count, then each lease (sorted by key)
+//	        count, then each lease (sorted by key);
+//	        v2: group index, group count, each group (sorted by name),
+//	        control count, each key control (sorted by key), drained
+//	        workers (sorted)
 //	crc     uint32   big endian: CRC-32C of everything before it
 //
 // Every version ever written stays readable; testdata holds a golden file
 // of each.
 const (
 	snapshotMagic   = "TNRS"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	headerLen       = 4 + 2 + 8 + 8
 	// maxSnapshot bounds what readSnapshot will buffer.
 	maxSnapshot = 1 << 31
@@ -42,6 +45,10 @@ type state struct {
 	establishedTerm uint64
 	leaseIndex      uint64
 	leases          []*Lease
+	groupIndex      uint64
+	groups          []*Group
+	controls        map[string]KeyControl
+	drained         []string
 }
 
 type snapshot struct {
@@ -76,6 +83,7 @@ func encodeSnapshot(st state, index, term uint64) []byte {
 	for _, l := range st.leases {
 		l.encode(e)
 	}
+	encodePlacement(e, st)
 	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
 }
 
@@ -96,8 +104,9 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 	if string(b[:4]) != snapshotMagic {
 		return state{}, 0, 0, fmt.Errorf("%w: magic %q, want %q", ErrBadSnapshot, b[:4], snapshotMagic)
 	}
-	if v := binary.BigEndian.Uint16(b[4:6]); v != snapshotVersion {
-		return state{}, 0, 0, fmt.Errorf("%w: format version %d, this build reads %d", ErrBadSnapshot, v, snapshotVersion)
+	version := binary.BigEndian.Uint16(b[4:6])
+	if version < 1 || version > snapshotVersion {
+		return state{}, 0, 0, fmt.Errorf("%w: format version %d, this build reads 1 to %d", ErrBadSnapshot, version, snapshotVersion)
 	}
 	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
 	if got := crc32.Checksum(body, castagnoli); got != sum {
@@ -130,6 +139,9 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 		}
 		prev = l.Key
 		st.leases = append(st.leases, l)
+	}
+	if version >= 2 && d.err == nil {
+		decodePlacement(d, &st)
 	}
 	if err := d.finish(); err != nil {
 		return state{}, 0, 0, fmt.Errorf("%w: %w", ErrBadSnapshot, err)

@@ -1,0 +1,353 @@
+package fsm
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Group, key-control and worker commands. Their type values follow the
+// lease commands and, like them, are never reused.
+const (
+	TypeGroupPut    Type = 7
+	TypeGroupDelete Type = 8
+	TypeGroupKeys   Type = 9
+	TypeKeyControl  Type = 10
+	TypeWorkerDrain Type = 11
+	TypeAssign      Type = 12
+)
+
+// Group is a named set of keys that the leader's balancer spreads over the
+// live workers of the group. Like Lease, a stored Group is never modified:
+// every change stores a new value.
+type Group struct {
+	Name string
+	// Keys are sorted and unique.
+	Keys []string
+	// MaxPerWorker bounds the keys one worker is given; 0 means no bound
+	// beyond an even spread.
+	MaxPerWorker int
+	// Assignment is the balancer's target owner (a worker id) of each key
+	// that has one. It is intent only: exclusivity comes from leases.
+	Assignment map[string]string
+	// CreateIndex and ModifyIndex are the Raft indexes that created and
+	// last changed the group (definition or assignment); AssignIndex the
+	// one that last changed the assignment.
+	CreateIndex, ModifyIndex, AssignIndex uint64
+}
+
+// KeyControl holds an operator's controls of one key.
+type KeyControl struct {
+	// Disabled keys cannot be acquired, and the balancer gives them no
+	// owner.
+	Disabled bool
+	// Prohibited holders cannot acquire the key (sorted, unique).
+	Prohibited []string
+}
+
+// Prohibits reports whether holder may not acquire the key.
+func (c KeyControl) Prohibits(holder string) bool {
+	i := sort.SearchStrings(c.Prohibited, holder)
+	return i < len(c.Prohibited) && c.Prohibited[i] == holder
+}
+
+func (c KeyControl) empty() bool { return !c.Disabled && len(c.Prohibited) == 0 }
+
+// GroupPut creates a group or replaces its keys and settings; the
+// assignment of keys that stay in the group is kept.
+type GroupPut struct {
+	Name         string
+	Keys         []string
+	MaxPerWorker int
+}
+
+// GroupDelete removes a group (its leases are not touched).
+type GroupDelete struct {
+	Name string
+}
+
+// GroupKeys adds and removes keys of a group.
+type GroupKeys struct {
+	Name   string
+	Add    []string
+	Remove []string
+}
+
+// SetKeyControl replaces the controls of a key.
+type SetKeyControl struct {
+	Key     string
+	Control KeyControl
+}
+
+// WorkerDrain marks a worker as drained by an operator (or not): the
+// balancer gives a drained worker no keys.
+type WorkerDrain struct {
+	Worker   string
+	Draining bool
+}
+
+// Assign replaces the target assignment of a group. Only the leader's
+// balancer proposes it.
+type Assign struct {
+	Group      string
+	Assignment map[string]string
+}
+
+func (GroupPut) Type() Type      { return TypeGroupPut }
+func (GroupDelete) Type() Type   { return TypeGroupDelete }
+func (GroupKeys) Type() Type     { return TypeGroupKeys }
+func (SetKeyControl) Type() Type { return TypeKeyControl }
+func (WorkerDrain) Type() Type   { return TypeWorkerDrain }
+func (Assign) Type() Type        { return TypeAssign }
+
+func (c GroupPut) encode(e *encoder) {
+	e.string(c.Name)
+	e.strings(c.Keys)
+	e.varint(int64(c.MaxPerWorker))
+}
+
+func (c GroupDelete) encode(e *encoder) { e.string(c.Name) }
+
+func (c GroupKeys) encode(e *encoder) {
+	e.string(c.Name)
+	e.strings(c.Add)
+	e.strings(c.Remove)
+}
+
+func (c SetKeyControl) encode(e *encoder) {
+	e.string(c.Key)
+	e.bool(c.Control.Disabled)
+	e.strings(c.Control.Prohibited)
+}
+
+func (c WorkerDrain) encode(e *encoder) {
+	e.string(c.Worker)
+	e.bool(c.Draining)
+}
+
+func (c Assign) encode(e *encoder) {
+	e.string(c.Group)
+	e.stringMap(c.Assignment)
+}
+
+// decodeGroupCommand reads the payload of a group, control or worker
+// command of type t.
+func decodeGroupCommand(t Type, d *decoder) Command {
+	switch t {
+	case TypeGroupPut:
+		return GroupPut{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint())}
+	case TypeGroupDelete:
+		return GroupDelete{Name: d.string()}
+	case TypeGroupKeys:
+		return GroupKeys{Name: d.string(), Add: d.strings(), Remove: d.strings()}
+	case TypeKeyControl:
+		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()}}
+	case TypeWorkerDrain:
+		return WorkerDrain{Worker: d.string(), Draining: d.bool()}
+	case TypeAssign:
+		return Assign{Group: d.string(), Assignment: d.stringMap()}
+	}
+	d.fail(fmt.Errorf("type %d is not a group command", t))
+	return nil
+}
+
+// applyGroup runs a group, control or worker command under m.mu.
+func (m *Machine) applyGroup(index uint64, cmd Command) Result {
+	switch c := cmd.(type) {
+	case GroupPut:
+		next := &Group{Name: c.Name, Keys: sortedSet(c.Keys), MaxPerWorker: c.MaxPerWorker, CreateIndex: index, ModifyIndex: index}
+		if cur := m.groups[c.Name]; cur != nil {
+			next.CreateIndex, next.AssignIndex = cur.CreateIndex, cur.AssignIndex
+			next.Assignment = keepAssigned(cur.Assignment, next.Keys)
+		}
+		m.storeGroup(next)
+	case GroupDelete:
+		if m.groups[c.Name] == nil {
+			return Result{Code: NotFound}
+		}
+		delete(m.groups, c.Name)
+		m.groupIndex = index
+	case GroupKeys:
+		cur := m.groups[c.Name]
+		if cur == nil {
+			return Result{Code: NotFound}
+		}
+		next := *cur
+		remove := make(map[string]bool, len(c.Remove))
+		for _, k := range c.Remove {
+			remove[k] = true
+		}
+		keys := make([]string, 0, len(cur.Keys)+len(c.Add))
+		for _, k := range append(append([]string(nil), cur.Keys...), c.Add...) {
+			if !remove[k] {
+				keys = append(keys, k)
+			}
+		}
+		next.Keys = sortedSet(keys)
+		next.Assignment = keepAssigned(cur.Assignment, next.Keys)
+		next.ModifyIndex = index
+		m.storeGroup(&next)
+	case SetKeyControl:
+		ctl := KeyControl{Disabled: c.Control.Disabled, Prohibited: sortedSet(c.Control.Prohibited)}
+		if ctl.empty() {
+			delete(m.controls, c.Key)
+		} else {
+			m.controls[c.Key] = ctl
+		}
+		m.groupIndex = index
+	case WorkerDrain:
+		if c.Draining {
+			m.drained[c.Worker] = true
+		} else {
+			delete(m.drained, c.Worker)
+		}
+		m.groupIndex = index
+	case Assign:
+		cur := m.groups[c.Group]
+		if cur == nil {
+			return Result{Code: NotFound}
+		}
+		next := *cur
+		next.Assignment = keepAssigned(c.Assignment, cur.Keys)
+		next.ModifyIndex, next.AssignIndex = index, index
+		m.storeGroup(&next)
+	}
+	return Result{Code: Done}
+}
+
+func (m *Machine) storeGroup(g *Group) {
+	m.groups[g.Name] = g
+	m.groupIndex = g.ModifyIndex
+}
+
+// keepAssigned returns the entries of a whose key is in keys (sorted).
+func keepAssigned(a map[string]string, keys []string) map[string]string {
+	out := make(map[string]string, len(a))
+	for k, w := range a {
+		if i := sort.SearchStrings(keys, k); i < len(keys) && keys[i] == k && w != "" {
+			out[k] = w
+		}
+	}
+	return out
+}
+
+// sortedSet returns the distinct values of s, sorted, as a new slice.
+func sortedSet(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	n := 0
+	for i, v := range out {
+		if i == 0 || v != out[n-1] {
+			out[n] = v
+			n++
+		}
+	}
+	return out[:n]
+}
+
+// Group returns the group called name, or nil.
+func (m *Machine) Group(name string) *Group {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.groups[name]
+}
+
+// Groups returns every group, ordered by name, and the group index.
+func (m *Machine) Groups() ([]*Group, uint64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Group, 0, len(m.groups))
+	for _, g := range m.groups {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, m.groupIndex
+}
+
+// Control returns the controls of key (zero when it has none).
+func (m *Machine) Control(key string) KeyControl {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.controls[key]
+}
+
+// Drained reports whether an operator drained worker.
+func (m *Machine) Drained(worker string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.drained[worker]
+}
+
+// DrainedWorkers returns the drained workers, sorted.
+func (m *Machine) DrainedWorkers() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.drained))
+	for w := range m.drained {
+		out = append(out, w)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// GroupIndex is the highest Raft index that changed a group, a key control
+// or a drain mark.
+func (m *Machine) GroupIndex() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.groupIndex
+}
+
+func encodePlacement(e *encoder, st state) {
+	sort.Slice(st.groups, func(i, j int) bool { return st.groups[i].Name < st.groups[j].Name })
+	e.uvarint(st.groupIndex)
+	e.uvarint(uint64(len(st.groups)))
+	for _, g := range st.groups {
+		e.string(g.Name)
+		e.strings(g.Keys)
+		e.varint(int64(g.MaxPerWorker))
+		e.stringMap(g.Assignment)
+		e.uvarint(g.CreateIndex)
+		e.uvarint(g.ModifyIndex)
+		e.uvarint(g.AssignIndex)
+	}
+	keys := make([]string, 0, len(st.controls))
+	for k := range st.controls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	e.uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		e.string(k)
+		e.bool(st.controls[k].Disabled)
+		e.strings(st.controls[k].Prohibited)
+	}
+	drained := append([]string(nil), st.drained...)
+	sort.Strings(drained)
+	e.strings(drained)
+}
+
+func decodePlacement(d *decoder, st *state) {
+	st.groupIndex = d.uvarint()
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.buf)) {
+		d.fail(fmt.Errorf("%d groups in %d bytes", n, len(d.buf)))
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		g := &Group{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint()), Assignment: d.stringMap(),
+			CreateIndex: d.uvarint(), ModifyIndex: d.uvarint(), AssignIndex: d.uvarint()}
+		if i > 0 && g.Name <= st.groups[len(st.groups)-1].Name {
+			d.fail(fmt.Errorf("group %q out of order", g.Name))
+		}
+		st.groups = append(st.groups, g)
+	}
+	n = d.uvarint()
+	if d.err == nil && n > uint64(len(d.buf)) {
+		d.fail(fmt.Errorf("%d key controls in %d bytes", n, len(d.buf)))
+	}
+	st.controls = make(map[string]KeyControl)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		key := d.string()
+		st.controls[key] = KeyControl{Disabled: d.bool(), Prohibited: d.strings()}
+	}
+	st.drained = d.strings()
+}
