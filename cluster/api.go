@@ -73,8 +73,13 @@ func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (LeaseView, bool
 	if err != nil {
 		return LeaseView{}, false, err
 	}
-	if r.Code == fsm.Held {
+	switch r.Code {
+	case fsm.Held:
 		return LeaseView{}, false, &HeldError{Lease: r.Lease}
+	case fsm.Disabled:
+		return LeaseView{}, false, fmt.Errorf("key %q: %w", req.Key, ErrDisabled)
+	case fsm.Prohibited:
+		return LeaseView{}, false, fmt.Errorf("key %q, holder %q: %w", req.Key, req.Holder, ErrProhibited)
 	}
 	return n.view(r.Lease), r.Code == fsm.Granted, nil
 }

@@ -56,6 +56,9 @@ type Config struct {
 	MaxPending int
 	// MaxBatch bounds the commands in one log entry.
 	MaxBatch int
+	// BalanceDebounce is how long the leader's balancer lets membership
+	// and group changes settle before it computes a new placement.
+	BalanceDebounce time.Duration
 
 	// Raft timings.
 	HeartbeatTimeout   time.Duration
@@ -88,6 +91,7 @@ func DefaultConfig() Config {
 		MaxWait:            10 * time.Minute,
 		MaxPending:         16384,
 		MaxBatch:           1024,
+		BalanceDebounce:    500 * time.Millisecond,
 		HeartbeatTimeout:   time.Second,
 		ElectionTimeout:    time.Second,
 		LeaderLeaseTimeout: 500 * time.Millisecond,
@@ -179,6 +183,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatch < 2 || c.MaxBatch > 1<<15 {
 		bad("max-batch: %d must be between 2 and 32768", c.MaxBatch)
+	}
+	if c.BalanceDebounce < 0 {
+		bad("balance-debounce: %v is negative", c.BalanceDebounce)
 	}
 	if c.SnapshotInterval < 5*time.Millisecond {
 		bad("snapshot-interval: %v is below 5ms", c.SnapshotInterval)

@@ -40,6 +40,12 @@ var (
 
 	// ErrShutdown: the node is shutting down.
 	ErrShutdown = errors.New("node is shutting down")
+
+	// ErrDisabled: an operator disabled the key; nobody may acquire it.
+	ErrDisabled = errors.New("key is disabled")
+
+	// ErrProhibited: an operator prohibited this holder on the key.
+	ErrProhibited = errors.New("holder is prohibited on this key")
 )
 
 // HeldError is returned by Acquire when another holder has the key.

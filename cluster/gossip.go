@@ -318,6 +318,10 @@ func (g *gossip) kick() {
 	case g.events <- struct{}{}:
 	default:
 	}
+	select {
+	case g.n.membersChanged <- struct{}{}:
+	default:
+	}
 }
 
 // Members lists the gossip members (servers and workers); nil without

@@ -44,6 +44,9 @@ type Node struct {
 	// hadState: the data dir held Raft state at start.
 	hadState bool
 
+	// membersChanged is signalled on every gossip membership change.
+	membersChanged chan struct{}
+
 	notifyCh   chan bool
 	shutdownCh chan struct{}
 	shutdown   sync.Once
@@ -58,13 +61,14 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
 	n := &Node{
-		cfg:        cfg,
-		log:        cfg.Logger.Named("node"),
-		machine:    fsm.New(),
-		lessor:     newLessor(cfg.Clock),
-		notifyCh:   make(chan bool, 8),
-		removed:    make(map[string]time.Time),
-		shutdownCh: make(chan struct{}),
+		cfg:            cfg,
+		log:            cfg.Logger.Named("node"),
+		machine:        fsm.New(),
+		lessor:         newLessor(cfg.Clock),
+		notifyCh:       make(chan bool, 8),
+		removed:        make(map[string]time.Time),
+		membersChanged: make(chan struct{}, 1),
+		shutdownCh:     make(chan struct{}),
 	}
 	n.metrics = newMetrics(cfg.Registerer, n)
 	n.verify = newVerifier(n.confirmLeadership,
@@ -227,7 +231,16 @@ func (n *Node) lead(ctx context.Context) {
 		if p == nil {
 			return // demoted meanwhile
 		}
+		bctx, stopBalancer := context.WithCancel(ctx)
+		b := &balancer{n: n, p: p, log: n.cfg.Logger.Named("balancer"), debounce: n.cfg.BalanceDebounce}
+		balanced := make(chan struct{})
+		go func() {
+			defer close(balanced)
+			b.run(bctx)
+		}()
 		p.run(ctx, n.cfg.Clock)
+		stopBalancer()
+		<-balanced
 		if ctx.Err() != nil {
 			return
 		}

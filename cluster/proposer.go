@@ -253,11 +253,15 @@ func (p *proposer) finish(slots []slot, results []fsm.Result) {
 				p.log.Info("lease_expired", "key", s.exp.key, "token", s.exp.token, "holder", r.Lease.Holder)
 			}
 		case s.handoff:
-			if r.Code != fsm.Granted {
-				continue // the release did not free the key; keep waiting
+			switch r.Code {
+			case fsm.Granted:
+				p.unqueue(s.op)
+				p.granted(s.op, r)
+			case fsm.Disabled, fsm.Prohibited:
+				p.unqueue(s.op) // it will never be granted: say why now
+				s.op.done <- opResult{res: r}
 			}
-			p.unqueue(s.op)
-			p.granted(s.op, r)
+			// Held: the release did not free the key; keep waiting.
 		default:
 			p.settle(s.op, r)
 		}
@@ -267,13 +271,14 @@ func (p *proposer) finish(slots []slot, results []fsm.Result) {
 func (p *proposer) settle(o *op, r fsm.Result) {
 	switch c := o.cmd.(type) {
 	case fsm.Acquire:
-		if r.Code == fsm.Held {
+		switch r.Code {
+		case fsm.Held:
 			if !o.cancelled && !o.waitEnd.IsZero() && time.Now().Before(o.waitEnd) {
 				p.enqueue(o, c.Key)
 				return
 			}
 			p.metrics.conflicts.Inc()
-		} else {
+		case fsm.Granted, fsm.Kept:
 			p.granted(o, r)
 			return
 		}

@@ -1,0 +1,124 @@
+package cluster
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// balancer runs on the established leader: it computes the target owner of
+// every key of every group over the live workers (bounded-load rendezvous
+// hashing, see place) and writes the plan through Raft when it changes, so
+// every node shows it and a new leader starts from it. It reacts to gossip
+// membership changes and group changes, debounced, and re-checks
+// periodically. It never touches a lease: the plan is intent only, and a
+// worker that gossip declares dead may be alive and holding its leases.
+//
+// run returns when ctx ends (leadership lost or the proposer stopped).
+type balancer struct {
+	n        *Node
+	p        *proposer
+	log      hclog.Logger
+	debounce time.Duration
+}
+
+func (b *balancer) run(ctx context.Context) {
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	var lastIndex uint64
+	for {
+		b.rebalance(ctx)
+		lastIndex = b.n.machine.GroupIndex()
+		// Wait for something that may change the plan.
+	wait:
+		for {
+			changed := b.n.machine.Changed()
+			select {
+			case <-ctx.Done():
+				return
+			case <-b.n.membersChanged:
+				break wait
+			case <-tick.C:
+				break wait
+			case <-changed:
+				if b.n.machine.GroupIndex() != lastIndex {
+					break wait
+				}
+			}
+		}
+		// Debounce: let a burst of joins or edits settle into one plan.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(b.debounce):
+		}
+	}
+}
+
+// rebalance writes the new plan of every group whose plan changed.
+func (b *balancer) rebalance(ctx context.Context) {
+	groups, _ := b.n.machine.Groups()
+	if len(groups) == 0 {
+		return
+	}
+	workers := b.n.liveWorkers()
+	for _, g := range groups {
+		var cands []candidate
+		for _, w := range workers {
+			if w.serves(g.Name) && !w.Meta.Draining && !b.n.machine.Drained(w.Meta.ID) {
+				cands = append(cands, candidate{id: w.Meta.ID, capacity: w.Meta.Capacity})
+			}
+		}
+		plan := place(g.Keys, cands, g.MaxPerWorker, g.Assignment, b.n.machine.Control)
+		if maps.Equal(plan, g.Assignment) {
+			continue
+		}
+		_, err := b.p.submit(ctx, &op{cmd: fsm.Assign{Group: g.Name, Assignment: plan}})
+		if err != nil {
+			b.log.Warn("writing placement failed", "group", g.Name, "error", err)
+			continue
+		}
+		b.log.Info("placement_changed", "group", g.Name, "keys", len(g.Keys), "owned", len(plan),
+			"workers", len(cands), "moved", movedKeys(g.Assignment, plan))
+	}
+}
+
+func movedKeys(a, b map[string]string) int {
+	n := 0
+	for k, w := range b {
+		if a[k] != w {
+			n++
+		}
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			n++
+		}
+	}
+	return n
+}
+
+// serves reports whether the worker announced group g.
+func (m Member) serves(g string) bool {
+	for _, name := range m.Meta.Groups {
+		if name == g {
+			return true
+		}
+	}
+	return false
+}
+
+// liveWorkers are the gossip members that are workers and not dead or gone
+// (suspect ones count as alive until gossip decides).
+func (n *Node) liveWorkers() []Member {
+	var out []Member
+	for _, m := range n.Members() {
+		if m.Meta.Role == "worker" && m.Meta.ID != "" && (m.Status == "alive" || m.Status == "suspect") {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,226 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// MaxGroupKeys bounds the keys of one group.
+const MaxGroupKeys = 16384
+
+// GroupSpec defines a group: explicit keys, or Count keys named Prefix0 …
+// Prefix(Count-1).
+type GroupSpec struct {
+	Name         string
+	Keys         []string
+	Prefix       string
+	Count        int
+	MaxPerWorker int
+}
+
+// PutGroup creates a group or replaces its keys and settings. The plan of
+// keys that stay is kept; the balancer places the rest.
+func (n *Node) PutGroup(ctx context.Context, spec GroupSpec) (*fsm.Group, error) {
+	if err := validateGroupName(spec.Name); err != nil {
+		return nil, err
+	}
+	keys := spec.Keys
+	switch {
+	case len(keys) > 0 && spec.Count > 0:
+		return nil, invalid("count", "give either keys or count, not both")
+	case spec.Count < 0 || spec.Count > MaxGroupKeys:
+		return nil, invalid("count", "%d is outside [0, %d]", spec.Count, MaxGroupKeys)
+	case spec.Count > 0:
+		for i := 0; i < spec.Count; i++ {
+			keys = append(keys, fmt.Sprintf("%s%d", spec.Prefix, i))
+		}
+	case spec.Prefix != "":
+		return nil, invalid("prefix", "a prefix needs a count")
+	}
+	if len(keys) > MaxGroupKeys {
+		return nil, invalid("keys", "%d keys, the limit is %d", len(keys), MaxGroupKeys)
+	}
+	for _, k := range keys {
+		if err := fsm.ValidateKey(k); err != nil {
+			return nil, &InvalidError{Field: "keys", Err: err}
+		}
+	}
+	if spec.MaxPerWorker < 0 {
+		return nil, invalid("max_per_worker", "%d is negative", spec.MaxPerWorker)
+	}
+	if _, err := n.write(ctx, fsm.GroupPut{Name: spec.Name, Keys: keys, MaxPerWorker: spec.MaxPerWorker}); err != nil {
+		return nil, err
+	}
+	return n.machine.Group(spec.Name), nil
+}
+
+// SetMaxPerWorker changes the per-worker maximum of a group.
+func (n *Node) SetMaxPerWorker(ctx context.Context, name string, max int) (*fsm.Group, error) {
+	g := n.machine.Group(name)
+	if g == nil {
+		return nil, fmt.Errorf("group %q: %w", name, ErrNotFound)
+	}
+	return n.PutGroup(ctx, GroupSpec{Name: name, Keys: g.Keys, MaxPerWorker: max})
+}
+
+// DeleteGroup removes a group; its leases are left as they are.
+func (n *Node) DeleteGroup(ctx context.Context, name string) error {
+	if err := validateGroupName(name); err != nil {
+		return err
+	}
+	r, err := n.write(ctx, fsm.GroupDelete{Name: name})
+	if err == nil && r.Code == fsm.NotFound {
+		return fmt.Errorf("group %q: %w", name, ErrNotFound)
+	}
+	return err
+}
+
+// GroupKeys adds and removes keys of a group.
+func (n *Node) GroupKeys(ctx context.Context, name string, add, remove []string) (*fsm.Group, error) {
+	if err := validateGroupName(name); err != nil {
+		return nil, err
+	}
+	for _, k := range append(append([]string(nil), add...), remove...) {
+		if err := fsm.ValidateKey(k); err != nil {
+			return nil, &InvalidError{Field: "keys", Err: err}
+		}
+	}
+	if g := n.machine.Group(name); g != nil && len(g.Keys)+len(add) > MaxGroupKeys {
+		return nil, invalid("add", "the group would exceed %d keys", MaxGroupKeys)
+	}
+	r, err := n.write(ctx, fsm.GroupKeys{Name: name, Add: add, Remove: remove})
+	if err != nil {
+		return nil, err
+	}
+	if r.Code == fsm.NotFound {
+		return nil, fmt.Errorf("group %q: %w", name, ErrNotFound)
+	}
+	return n.machine.Group(name), nil
+}
+
+// SetKeyControl replaces an operator's controls of key: disabled (nobody
+// may acquire it; its holder keeps the lease until it hands it back, which
+// a worker does when the balancer stops targeting it) and prohibited
+// holders.
+func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl) error {
+	if err := fsm.ValidateKey(key); err != nil {
+		return &InvalidError{Field: "key", Err: err}
+	}
+	for _, h := range ctl.Prohibited {
+		if err := validateHolder(h); err != nil {
+			return invalid("prohibited", "holder %q: must be 1 to %d bytes", h, MaxHolderLen)
+		}
+	}
+	_, err := n.write(ctx, fsm.SetKeyControl{Key: key, Control: ctl})
+	return err
+}
+
+// DrainWorker marks a worker as drained (or not): the balancer moves its
+// keys to other workers, which it hands back as its targets go.
+func (n *Node) DrainWorker(ctx context.Context, worker string, draining bool) error {
+	if err := validateHolder(worker); err != nil {
+		return &InvalidError{Field: "worker", Err: err}
+	}
+	_, err := n.write(ctx, fsm.WorkerDrain{Worker: worker, Draining: draining})
+	return err
+}
+
+// write proposes one command through the leader's proposer.
+func (n *Node) write(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	p, err := n.proposer()
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	return p.submit(ctx, &op{cmd: cmd})
+}
+
+func validateGroupName(name string) error {
+	if err := fsm.ValidateKey(name); err != nil {
+		return &InvalidError{Field: "name", Err: err}
+	}
+	return nil
+}
+
+// KeyState is one key of a group as an operator sees it: the balancer's
+// target and the lease's actual holder.
+type KeyState struct {
+	Key     string
+	Target  string // worker id, "" when the key has none
+	Lease   *fsm.Lease
+	Control fsm.KeyControl
+}
+
+// GroupView is a group with its keys' targets, owners and controls.
+type GroupView struct {
+	*fsm.Group
+	Keys []KeyState
+	// Workers are the live gossip workers of the group.
+	Workers []Member
+	Drained []string
+}
+
+// Group reads a group. ErrNotFound if it does not exist.
+func (n *Node) Group(ctx context.Context, name string, c Consistency) (GroupView, error) {
+	if err := n.readBarrier(ctx, c); err != nil {
+		return GroupView{}, err
+	}
+	g := n.machine.Group(name)
+	if g == nil {
+		return GroupView{}, fmt.Errorf("group %q: %w", name, ErrNotFound)
+	}
+	v := GroupView{Group: g, Keys: make([]KeyState, len(g.Keys)), Drained: n.machine.DrainedWorkers()}
+	for i, k := range g.Keys {
+		v.Keys[i] = KeyState{Key: k, Target: g.Assignment[k], Lease: n.machine.Get(k), Control: n.machine.Control(k)}
+	}
+	for _, w := range n.liveWorkers() {
+		if w.serves(name) {
+			v.Workers = append(v.Workers, w)
+		}
+	}
+	return v, nil
+}
+
+// Groups lists every group and the placement index.
+func (n *Node) Groups(ctx context.Context, c Consistency) ([]*fsm.Group, uint64, error) {
+	if err := n.readBarrier(ctx, c); err != nil {
+		return nil, 0, err
+	}
+	groups, index := n.machine.Groups()
+	return groups, index, nil
+}
+
+// Assignment returns the target plan of a group — only the keys of worker
+// when it is not empty — and the index of the group's last change, for
+// blocking queries.
+func (n *Node) Assignment(ctx context.Context, name, worker string, c Consistency) (map[string]string, uint64, error) {
+	if err := n.readBarrier(ctx, c); err != nil {
+		return nil, 0, err
+	}
+	g := n.machine.Group(name)
+	if g == nil {
+		return nil, n.machine.GroupIndex(), fmt.Errorf("group %q: %w", name, ErrNotFound)
+	}
+	out := make(map[string]string)
+	for k, w := range g.Assignment {
+		if worker == "" || w == worker {
+			out[k] = w
+		}
+	}
+	return out, g.ModifyIndex, nil
+}
+
+// KeyControl reads the controls of a key.
+func (n *Node) KeyControl(ctx context.Context, key string, c Consistency) (fsm.KeyControl, error) {
+	if err := fsm.ValidateKey(key); err != nil {
+		return fsm.KeyControl{}, &InvalidError{Field: "key", Err: err}
+	}
+	if err := n.readBarrier(ctx, c); err != nil {
+		return fsm.KeyControl{}, err
+	}
+	return n.machine.Control(key), nil
+}
+
+// Drained reports whether an operator drained worker.
+func (n *Node) Drained(worker string) bool { return n.machine.Drained(worker) }

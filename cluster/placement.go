@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	"hash/fnv"
+	"sort"
+
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// candidate is a worker that may own keys of a group: alive, a member of
+// the group, and not draining.
+type candidate struct {
+	id string
+	// capacity is the most keys the worker accepts; 0 means no limit.
+	capacity int
+}
+
+// placementScore is the rendezvous (HRW) weight of worker for key: the
+// worker with the highest weight is the key's first choice. It must never
+// change: a new function would move every key.
+func placementScore(worker, key string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(worker))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	// fmix64 from MurmurHash3 spreads FNV's weak low bits.
+	x := h.Sum64()
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// place computes the target owner of each key of a group: bounded-load
+// rendezvous hashing that starts from the previous plan.
+//
+//  1. Quotas: the enabled keys are split as evenly as the workers' limits
+//     (capacity, maxPerWorker) allow, so that no two unconstrained workers
+//     differ by more than one key.
+//  2. Keep: a key stays with its previous owner if that owner may still
+//     hold it, up to the owner's quota; an owner over its quota keeps the
+//     keys it ranks highest.
+//  3. Place: every other key goes to the highest-ranked worker (HRW) with
+//     room that is not prohibited on it.
+//
+// So a worker that joins takes about 1/N of the keys (those its quota
+// frees), and a worker that leaves moves only its own keys. Disabled keys
+// get no owner; a key no worker may take has none either. The result is a
+// pure function of its inputs.
+func place(keys []string, workers []candidate, maxPerWorker int, prev map[string]string, control func(string) fsm.KeyControl) map[string]string {
+	out := make(map[string]string, len(keys))
+	var enabled []string
+	for _, k := range keys {
+		if !control(k).Disabled {
+			enabled = append(enabled, k)
+		}
+	}
+	if len(workers) == 0 || len(enabled) == 0 {
+		return out
+	}
+	quota := quotas(len(enabled), workers, maxPerWorker)
+	load := make(map[string]int, len(workers))
+
+	// Keep what may stay, best-ranked first within each owner.
+	kept := make(map[string][]string)
+	var pool []string
+	for _, k := range enabled {
+		w := prev[k]
+		if _, ok := quota[w]; ok && !control(k).Prohibits(w) {
+			kept[w] = append(kept[w], k)
+		} else {
+			pool = append(pool, k)
+		}
+	}
+	for w, ks := range kept {
+		sort.Slice(ks, func(i, j int) bool { return rankBefore(w, ks[i], ks[j]) })
+		n := min(len(ks), quota[w])
+		for _, k := range ks[:n] {
+			out[k] = w
+		}
+		load[w] = n
+		pool = append(pool, ks[n:]...)
+	}
+	sort.Strings(pool)
+
+	// Place the rest by rendezvous rank.
+	type ranked struct {
+		id    string
+		score uint64
+	}
+	rank := make([]ranked, len(workers))
+	for _, k := range pool {
+		for i, w := range workers {
+			rank[i] = ranked{w.id, placementScore(w.id, k)}
+		}
+		sort.Slice(rank, func(i, j int) bool {
+			return rank[i].score > rank[j].score || (rank[i].score == rank[j].score && rank[i].id < rank[j].id)
+		})
+		ctl := control(k)
+		for _, w := range rank {
+			if load[w.id] < quota[w.id] && !ctl.Prohibits(w.id) {
+				out[k] = w.id
+				load[w.id]++
+				break
+			}
+		}
+	}
+	return out
+}
+
+// rankBefore orders two keys of one worker by that worker's affinity.
+func rankBefore(worker, a, b string) bool {
+	sa, sb := placementScore(worker, a), placementScore(worker, b)
+	return sa > sb || (sa == sb && a < b)
+}
+
+// quotas splits n keys over the workers as evenly as their limits allow
+// (water-filling): the most constrained workers are served first, and each
+// gets the smaller of its limit and an even share of what is left.
+func quotas(n int, workers []candidate, maxPerWorker int) map[string]int {
+	limit := func(w candidate) int {
+		l := n
+		if w.capacity > 0 {
+			l = min(l, w.capacity)
+		}
+		if maxPerWorker > 0 {
+			l = min(l, maxPerWorker)
+		}
+		return l
+	}
+	order := append([]candidate(nil), workers...)
+	sort.Slice(order, func(i, j int) bool {
+		li, lj := limit(order[i]), limit(order[j])
+		return li < lj || (li == lj && order[i].id < order[j].id)
+	})
+	out := make(map[string]int, len(order))
+	left := n
+	for i, w := range order {
+		share := (left + len(order) - i - 1) / (len(order) - i) // ceil
+		q := min(limit(w), share)
+		out[w.id] = q
+		left -= q
+	}
+	return out
+}
