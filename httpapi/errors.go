@@ -23,6 +23,8 @@ const (
 	codeLeadershipLost = "leadership_lost"
 	codeTimeout        = "timeout"
 	codeInternal       = "internal"
+	codeDisabled       = "disabled"
+	codeProhibited     = "prohibited"
 )
 
 // fieldCodes maps the field named by a cluster.InvalidError to its code.
@@ -33,6 +35,15 @@ var fieldCodes = map[string]string{
 	"wait":     "invalid_wait",
 	"token":    "invalid_token",
 	"metadata": "invalid_metadata",
+	// Groups, controls and workers.
+	"name":           "invalid_name",
+	"keys":           "invalid_keys",
+	"count":          "invalid_count",
+	"prefix":         "invalid_prefix",
+	"add":            "invalid_keys",
+	"max_per_worker": "invalid_max_per_worker",
+	"prohibited":     "invalid_prohibited",
+	"worker":         "invalid_worker",
 }
 
 // apiError is an error this package answers with a given status and code.
@@ -73,6 +84,10 @@ func writeError(w http.ResponseWriter, err error) {
 		if body.Error == "" {
 			body.Error = codeInvalidBody
 		}
+	case errors.Is(err, cluster.ErrDisabled):
+		status, body.Error = http.StatusForbidden, codeDisabled
+	case errors.Is(err, cluster.ErrProhibited):
+		status, body.Error = http.StatusForbidden, codeProhibited
 	case errors.Is(err, cluster.ErrNotFound):
 		status, body.Error = http.StatusNotFound, codeNotFound
 	case errors.Is(err, cluster.ErrOverloaded):

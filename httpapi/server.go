@@ -103,6 +103,18 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/revoke"+key, s.leader(s.revoke)).Methods(http.MethodPost)
 	r.Handle("/v1/operator/servers/{id}", s.leader(s.removeServer)).Methods(http.MethodDelete)
 	r.Handle("/v1/operator/transfer-leader", s.leader(s.transferLeader)).Methods(http.MethodPost)
+	// Groups, controls and workers.
+	group := "/v1/groups/{name:.+?}"
+	r.Handle("/v1/groups", s.reader(s.listGroups)).Methods(http.MethodGet)
+	r.Handle(group+"/assignment", s.reader(s.assignment)).Methods(http.MethodGet)
+	r.Handle(group+"/keys", s.leader(s.groupKeys)).Methods(http.MethodPost)
+	r.Handle(group+"/max-per-worker", s.leader(s.maxPerWorker)).Methods(http.MethodPut)
+	r.Handle(group, s.reader(s.getGroup)).Methods(http.MethodGet)
+	r.Handle(group, s.leader(s.putGroup)).Methods(http.MethodPut)
+	r.Handle(group, s.leader(s.deleteGroup)).Methods(http.MethodDelete)
+	r.Handle("/v1/controls"+key, s.reader(s.getControl)).Methods(http.MethodGet)
+	r.Handle("/v1/controls"+key, s.leader(s.putControl)).Methods(http.MethodPut)
+	r.Handle("/v1/workers/{id}/drain", s.leader(s.drainWorker)).Methods(http.MethodPost)
 	// Local answers.
 	r.HandleFunc("/v1/operator/snapshot", s.snapshot).Methods(http.MethodPost)
 	r.HandleFunc("/v1/status", s.status).Methods(http.MethodGet)

@@ -1,0 +1,252 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/gorilla/mux"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+type groupBody struct {
+	Keys         []string `json:"keys"`
+	Prefix       string   `json:"prefix"`
+	Count        int      `json:"count"`
+	MaxPerWorker int      `json:"max_per_worker"`
+}
+
+type groupKeysBody struct {
+	Add    []string `json:"add"`
+	Remove []string `json:"remove"`
+}
+
+type maxPerWorkerBody struct {
+	MaxPerWorker int `json:"max_per_worker"`
+}
+
+type controlBody struct {
+	Disabled   bool     `json:"disabled"`
+	Prohibited []string `json:"prohibited"`
+}
+
+type drainBody struct {
+	Draining *bool `json:"draining"`
+}
+
+type groupSummaryJSON struct {
+	Name         string `json:"name"`
+	Keys         int    `json:"keys"`
+	Assigned     int    `json:"assigned"`
+	MaxPerWorker int    `json:"max_per_worker"`
+	ModifyIndex  uint64 `json:"modify_index"`
+}
+
+type groupKeyJSON struct {
+	Key        string   `json:"key"`
+	Target     string   `json:"target,omitempty"`
+	Holder     string   `json:"holder,omitempty"`
+	Token      uint64   `json:"token,omitempty"`
+	State      string   `json:"state"`
+	Disabled   bool     `json:"disabled,omitempty"`
+	Prohibited []string `json:"prohibited,omitempty"`
+}
+
+type groupWorkerJSON struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Capacity int    `json:"capacity,omitempty"`
+	Draining bool   `json:"draining,omitempty"`
+	Drained  bool   `json:"drained,omitempty"`
+	Targets  int    `json:"targets"`
+	Holds    int    `json:"holds"`
+}
+
+type groupJSON struct {
+	Name         string            `json:"name"`
+	MaxPerWorker int               `json:"max_per_worker"`
+	Keys         []groupKeyJSON    `json:"keys"`
+	Workers      []groupWorkerJSON `json:"workers"`
+	ModifyIndex  uint64            `json:"modify_index"`
+	AssignIndex  uint64            `json:"assign_index"`
+}
+
+func summary(g *fsm.Group) groupSummaryJSON {
+	return groupSummaryJSON{Name: g.Name, Keys: len(g.Keys), Assigned: len(g.Assignment), MaxPerWorker: g.MaxPerWorker, ModifyIndex: g.ModifyIndex}
+}
+
+func groupOut(v cluster.GroupView) groupJSON {
+	out := groupJSON{Name: v.Name, MaxPerWorker: v.MaxPerWorker, ModifyIndex: v.ModifyIndex, AssignIndex: v.AssignIndex,
+		Keys: make([]groupKeyJSON, len(v.Keys)), Workers: []groupWorkerJSON{}}
+	targets, holds := map[string]int{}, map[string]int{}
+	for i, k := range v.Keys {
+		kj := groupKeyJSON{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited}
+		if k.Lease != nil && k.Lease.Held {
+			kj.State, kj.Holder, kj.Token = "held", k.Lease.Holder, k.Lease.Token
+			holds[k.Lease.Holder]++
+		}
+		targets[k.Target]++
+		out.Keys[i] = kj
+	}
+	drained := map[string]bool{}
+	for _, w := range v.Drained {
+		drained[w] = true
+	}
+	for _, w := range v.Workers {
+		out.Workers = append(out.Workers, groupWorkerJSON{ID: w.Meta.ID, Status: w.Status, Capacity: w.Meta.Capacity,
+			Draining: w.Meta.Draining, Drained: drained[w.Meta.ID], Targets: targets[w.Meta.ID], Holds: holds[w.Meta.ID]})
+	}
+	return out
+}
+
+func groupName(r *http.Request) string { return mux.Vars(r)["name"] }
+
+func (s *Server) writeCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+}
+
+func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
+	var body groupBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	g, err := s.node.PutGroup(ctx, cluster.GroupSpec{Name: groupName(r), Keys: body.Keys, Prefix: body.Prefix, Count: body.Count, MaxPerWorker: body.MaxPerWorker})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, summary(g))
+	return nil
+}
+
+func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	if err := s.node.DeleteGroup(ctx, groupName(r)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
+	var body groupKeysBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	g, err := s.node.GroupKeys(ctx, groupName(r), body.Add, body.Remove)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, summary(g))
+	return nil
+}
+
+func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
+	var body maxPerWorkerBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	g, err := s.node.SetMaxPerWorker(ctx, groupName(r), body.MaxPerWorker)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, summary(g))
+	return nil
+}
+
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
+	c := consistency(r)
+	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
+		groups, index, err := s.node.Groups(ctx, c)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := make([]groupSummaryJSON, len(groups))
+		for i, g := range groups {
+			out[i] = summary(g)
+		}
+		return map[string]any{"groups": out, "index": watchIndex(index)}, watchIndex(index), nil
+	})
+}
+
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
+	c := consistency(r)
+	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
+		v, err := s.node.Group(ctx, groupName(r), c)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := groupOut(v)
+		// Owners change with leases, targets with the group.
+		index := max(v.ModifyIndex, s.node.LeaseIndex())
+		return out, index, nil
+	})
+}
+
+func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
+	c := consistency(r)
+	worker := r.URL.Query().Get("worker")
+	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
+		plan, index, err := s.node.Assignment(ctx, groupName(r), worker, c)
+		if err != nil {
+			return nil, watchIndex(index), err
+		}
+		return map[string]any{"group": groupName(r), "assignment": plan, "index": index}, index, nil
+	})
+}
+
+func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
+	key := pathKey(r)
+	ctl, err := s.node.KeyControl(r.Context(), key, consistency(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, controlOut(key, ctl))
+	return nil
+}
+
+func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
+	var body controlBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	ctl := fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}
+	if err := s.node.SetKeyControl(ctx, pathKey(r), ctl); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, controlOut(pathKey(r), ctl))
+	return nil
+}
+
+func controlOut(key string, c fsm.KeyControl) map[string]any {
+	p := c.Prohibited
+	if p == nil {
+		p = []string{}
+	}
+	return map[string]any{"key": key, "disabled": c.Disabled, "prohibited": p}
+}
+
+func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
+	body := drainBody{}
+	if r.ContentLength != 0 {
+		if err := decodeBody(r, &body); err != nil {
+			return err
+		}
+	}
+	draining := body.Draining == nil || *body.Draining
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	if err := s.node.DrainWorker(ctx, mux.Vars(r)["id"], draining); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
