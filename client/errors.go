@@ -51,6 +51,14 @@ var (
 	// ErrTimeout: the server gave up waiting for Raft (code "timeout"). The
 	// outcome is unknown.
 	ErrTimeout = errors.New("server timed out: outcome unknown")
+
+	// ErrDisabled: an operator disabled the key; nobody may acquire it
+	// (code "disabled", HTTP 403).
+	ErrDisabled = errors.New("key disabled")
+
+	// ErrProhibited: an operator prohibited this holder on the key (code
+	// "prohibited", HTTP 403).
+	ErrProhibited = errors.New("holder prohibited on key")
 )
 
 // Error codes of the HTTP API v1. They are stable: a code never changes
@@ -74,6 +82,8 @@ const (
 	CodeLeadershipLost  = "leadership_lost"
 	CodeTimeout         = "timeout"
 	CodeInternal        = "internal"
+	CodeDisabled        = "disabled"
+	CodeProhibited      = "prohibited"
 )
 
 // Reasons carried by a lease_lost error, and by a free lease to say why it
@@ -159,6 +169,10 @@ func (e *APIError) sentinel() error {
 		return ErrTimeout
 	case CodeBodyTooLarge:
 		return ErrInvalid
+	case CodeDisabled:
+		return ErrDisabled
+	case CodeProhibited:
+		return ErrProhibited
 	}
 	if strings.HasPrefix(e.Code, "invalid_") || e.StatusCode == http.StatusBadRequest {
 		return ErrInvalid

@@ -1,0 +1,238 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// GroupsAPI makes the group, key-control and worker calls of the HTTP API.
+// Get it from Client.Groups. Writes are idempotent (they set state), so
+// they are retried like lease calls.
+type GroupsAPI struct {
+	c *Client
+}
+
+// Groups returns the group calls of c.
+func (c *Client) Groups() *GroupsAPI { return &GroupsAPI{c: c} }
+
+// GroupSpec defines a group: explicit Keys, or Count keys named Prefix0 …
+// Prefix(Count-1). MaxPerWorker bounds the keys of one worker (0: no bound
+// beyond an even spread).
+type GroupSpec struct {
+	Keys         []string `json:"keys,omitempty"`
+	Prefix       string   `json:"prefix,omitempty"`
+	Count        int      `json:"count,omitempty"`
+	MaxPerWorker int      `json:"max_per_worker,omitempty"`
+}
+
+// GroupSummary is a group in a list.
+type GroupSummary struct {
+	Name         string `json:"name"`
+	Keys         int    `json:"keys"`
+	Assigned     int    `json:"assigned"`
+	MaxPerWorker int    `json:"max_per_worker"`
+	ModifyIndex  uint64 `json:"modify_index"`
+}
+
+// GroupKey is one key of a group: the balancer's target and the actual
+// holder of its lease.
+type GroupKey struct {
+	Key        string   `json:"key"`
+	Target     string   `json:"target,omitempty"`
+	Holder     string   `json:"holder,omitempty"`
+	Token      uint64   `json:"token,omitempty"`
+	State      string   `json:"state"`
+	Disabled   bool     `json:"disabled,omitempty"`
+	Prohibited []string `json:"prohibited,omitempty"`
+}
+
+// GroupWorker is a live worker of a group with its number of target and
+// held keys.
+type GroupWorker struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Capacity int    `json:"capacity,omitempty"`
+	Draining bool   `json:"draining,omitempty"`
+	Drained  bool   `json:"drained,omitempty"`
+	Targets  int    `json:"targets"`
+	Holds    int    `json:"holds"`
+}
+
+// Group is a group with every key's target and owner.
+type Group struct {
+	Name         string        `json:"name"`
+	MaxPerWorker int           `json:"max_per_worker"`
+	Keys         []GroupKey    `json:"keys"`
+	Workers      []GroupWorker `json:"workers"`
+	ModifyIndex  uint64        `json:"modify_index"`
+	AssignIndex  uint64        `json:"assign_index"`
+}
+
+// KeyControl is an operator's controls of a key.
+type KeyControl struct {
+	Disabled   bool     `json:"disabled"`
+	Prohibited []string `json:"prohibited"`
+}
+
+func groupPath(name, suffix string) (string, error) {
+	p, err := leasePath("/v1/groups/", name)
+	return p + suffix, err
+}
+
+// Put creates a group or replaces its keys and settings.
+func (g *GroupsAPI) Put(ctx context.Context, name string, spec GroupSpec) (*GroupSummary, error) {
+	p, err := groupPath(name, "")
+	if err != nil {
+		return nil, err
+	}
+	return g.summary(ctx, http.MethodPut, p, spec)
+}
+
+// AddRemoveKeys adds and removes keys of a group.
+func (g *GroupsAPI) AddRemoveKeys(ctx context.Context, name string, add, remove []string) (*GroupSummary, error) {
+	p, err := groupPath(name, "/keys")
+	if err != nil {
+		return nil, err
+	}
+	return g.summary(ctx, http.MethodPost, p, map[string][]string{"add": add, "remove": remove})
+}
+
+// SetMaxPerWorker changes the per-worker maximum of a group.
+func (g *GroupsAPI) SetMaxPerWorker(ctx context.Context, name string, max int) (*GroupSummary, error) {
+	p, err := groupPath(name, "/max-per-worker")
+	if err != nil {
+		return nil, err
+	}
+	return g.summary(ctx, http.MethodPut, p, map[string]int{"max_per_worker": max})
+}
+
+func (g *GroupsAPI) summary(ctx context.Context, method, path string, body any) (*GroupSummary, error) {
+	resp, err := g.c.do(ctx, &request{method: method, path: path, body: body})
+	if err != nil {
+		return nil, err
+	}
+	var out GroupSummary
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, fmt.Errorf("decode group: %w", err)
+	}
+	return &out, nil
+}
+
+// Delete removes a group; its leases are left as they are.
+func (g *GroupsAPI) Delete(ctx context.Context, name string) error {
+	p, err := groupPath(name, "")
+	if err != nil {
+		return err
+	}
+	_, err = g.c.do(ctx, &request{method: http.MethodDelete, path: p})
+	return err
+}
+
+// List returns every group.
+func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, *Meta, error) {
+	params := map[string]string{}
+	wait := q.apply(params)
+	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/groups", query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out struct {
+		Groups []GroupSummary `json:"groups"`
+	}
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode groups: %w", err)
+	}
+	return out.Groups, resp.meta, nil
+}
+
+// Get reads a group with the target and actual owner of every key.
+func (g *GroupsAPI) Get(ctx context.Context, name string, q *QueryOptions) (*Group, *Meta, error) {
+	p, err := groupPath(name, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	params := map[string]string{}
+	wait := q.apply(params)
+	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out Group
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode group: %w", err)
+	}
+	return &out, resp.meta, nil
+}
+
+// Assignment reads the target plan of a group: key → worker id, only the
+// keys of worker when it is not empty. With q.WaitIndex it blocks until
+// the plan changes past that index (Meta.Index of the previous answer).
+func (g *GroupsAPI) Assignment(ctx context.Context, name, worker string, q *QueryOptions) (map[string]string, *Meta, error) {
+	p, err := groupPath(name, "/assignment")
+	if err != nil {
+		return nil, nil, err
+	}
+	params := map[string]string{"worker": worker}
+	wait := q.apply(params)
+	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out struct {
+		Assignment map[string]string `json:"assignment"`
+		Index      uint64            `json:"index"`
+	}
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode assignment: %w", err)
+	}
+	if resp.meta.Index == 0 {
+		resp.meta.Index = out.Index
+	}
+	return out.Assignment, resp.meta, nil
+}
+
+// Control reads the controls of a key.
+func (g *GroupsAPI) Control(ctx context.Context, key string) (*KeyControl, error) {
+	p, err := leasePath("/v1/controls/", key)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p})
+	if err != nil {
+		return nil, err
+	}
+	var out KeyControl
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, fmt.Errorf("decode control: %w", err)
+	}
+	return &out, nil
+}
+
+// SetControl replaces the controls of a key: Disabled stops anyone from
+// acquiring it; Prohibited lists holders that may not acquire it. A zero
+// KeyControl clears them.
+func (g *GroupsAPI) SetControl(ctx context.Context, key string, ctl KeyControl) error {
+	p, err := leasePath("/v1/controls/", key)
+	if err != nil {
+		return err
+	}
+	if ctl.Prohibited == nil {
+		ctl.Prohibited = []string{}
+	}
+	_, err = g.c.do(ctx, &request{method: http.MethodPut, path: p, body: ctl})
+	return err
+}
+
+// DrainWorker marks a worker as drained (true) or not (false): the balancer
+// gives a drained worker no keys, so it hands its keys back.
+func (g *GroupsAPI) DrainWorker(ctx context.Context, worker string, draining bool) error {
+	if worker == "" {
+		return fmt.Errorf("%w: empty worker id", ErrInvalid)
+	}
+	_, err := g.c.do(ctx, &request{method: http.MethodPost, path: "/v1/workers/" + url.PathEscape(worker) + "/drain",
+		body: map[string]bool{"draining": draining}})
+	return err
+}
