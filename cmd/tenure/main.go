@@ -34,6 +34,9 @@ Commands:
     members     List the gossip members: servers and workers
     snapshot    Make the server that answers take a Raft snapshot now
     operator    Operator actions: remove-server, transfer-leader
+    groups      Create and inspect groups of keys placed over workers
+    keys        Disable a key, prohibit a holder on a key
+    workers     Drain a worker
     bench       Drive a running cluster and report throughput and latency
     version     Print the version
 
@@ -78,6 +81,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return e.operator(ctx, rest)
 	case "bench":
 		return e.bench(ctx, rest)
+	case "groups":
+		return e.groups(ctx, rest)
+	case "keys":
+		return e.keys(ctx, rest)
+	case "workers":
+		return e.workers(ctx, rest)
 	case "version", "-v", "-version", "--version":
 		fmt.Fprintf(stdout, "tenure %s (%s)\n", version, runtime.Version())
 		return exitOK

@@ -1,0 +1,350 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+const groupsUsage = `Usage: tenure groups <subcommand> [args]
+
+Subcommands:
+    list
+    get NAME                        every key: target, holder, token; the workers
+    create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N]
+    delete NAME
+    add-keys NAME KEY...
+    remove-keys NAME KEY...
+    max-per-worker NAME N
+    assignment NAME [-worker ID]    the target plan
+`
+
+const keysUsage = `Usage: tenure keys <subcommand> [args]
+
+Subcommands:
+    show KEY                 the operator's controls of a key
+    disable KEY              nobody may acquire it; its worker hands it back
+    enable KEY
+    prohibit KEY HOLDER      HOLDER may not acquire it
+    allow KEY HOLDER
+`
+
+const workersUsage = `Usage: tenure workers <subcommand> [args]
+
+Subcommands:
+    drain ID      give the worker no keys: it hands them back (a rolling upgrade)
+    undrain ID
+`
+
+// connect parses the args of a command that talks to the cluster and
+// returns its client and positional arguments; ok is false when the command
+// must end with code.
+func (e *env) connect(fs *flag.FlagSet, cf *clusterFlags, args []string, min, max int) (c *client.Client, pos []string, code int, ok bool) {
+	pos, code, ok = e.parse(fs, args, min, max)
+	if !ok {
+		return nil, nil, code, false
+	}
+	c, err := cf.client()
+	if err != nil {
+		return nil, nil, e.fail(err), false
+	}
+	return c, pos, exitOK, true
+}
+
+// subcommands dispatches args[0] to one of cmds, printing usage otherwise.
+func (e *env) subcommands(ctx context.Context, args []string, usage string, cmds map[string]func(context.Context, []string) int) int {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, usage)
+		return exitUsage
+	}
+	if f, ok := cmds[args[0]]; ok {
+		return f(ctx, args[1:])
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		fmt.Fprint(e.stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "error: unknown subcommand %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+func (e *env) groups(ctx context.Context, args []string) int {
+	return e.subcommands(ctx, args, groupsUsage, map[string]func(context.Context, []string) int{
+		"list":           e.groupsList,
+		"get":            e.groupsGet,
+		"create":         e.groupsCreate,
+		"delete":         e.groupsDelete,
+		"add-keys":       func(ctx context.Context, a []string) int { return e.groupsKeys(ctx, a, true) },
+		"remove-keys":    func(ctx context.Context, a []string) int { return e.groupsKeys(ctx, a, false) },
+		"max-per-worker": e.groupsMax,
+		"assignment":     e.groupsAssignment,
+	})
+}
+
+func (e *env) groupsList(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("groups list", "groups list")
+	cf.register(fs)
+	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	if !ok {
+		return code
+	}
+	groups, _, err := c.Groups().List(ctx, nil)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(map[string]any{"groups": groups})
+	}
+	w := e.table()
+	row(w, "NAME", "KEYS", "ASSIGNED", "MAX PER WORKER")
+	for _, g := range groups {
+		row(w, g.Name, g.Keys, g.Assigned, g.MaxPerWorker)
+	}
+	w.Flush()
+	return exitOK
+}
+
+func (e *env) groupsGet(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("groups get", "groups get NAME")
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	g, _, err := c.Groups().Get(ctx, pos[0], nil)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(g)
+	}
+	w := e.table()
+	row(w, "KEY", "TARGET", "HOLDER", "TOKEN", "STATE", "CONTROLS")
+	for _, k := range g.Keys {
+		var ctl []string
+		if k.Disabled {
+			ctl = append(ctl, "disabled")
+		}
+		if len(k.Prohibited) > 0 {
+			ctl = append(ctl, fmt.Sprintf("prohibited=%v", k.Prohibited))
+		}
+		row(w, k.Key, dash(k.Target), dash(k.Holder), k.Token, k.State, dash(strings.Join(ctl, " ")))
+	}
+	w.Flush()
+	fmt.Fprintln(e.stdout)
+	w = e.table()
+	row(w, "WORKER", "STATUS", "TARGETS", "HOLDS", "CAPACITY", "DRAINING")
+	sort.Slice(g.Workers, func(i, j int) bool { return g.Workers[i].ID < g.Workers[j].ID })
+	for _, wk := range g.Workers {
+		row(w, wk.ID, wk.Status, wk.Targets, wk.Holds, wk.Capacity, wk.Draining || wk.Drained)
+	}
+	w.Flush()
+	return exitOK
+}
+
+func (e *env) groupsCreate(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	var spec client.GroupSpec
+	var keys string
+	fs := e.newFlagSet("groups create", "groups create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N]")
+	cf.register(fs)
+	fs.StringVar(&keys, "keys", "", "comma-separated keys of the group")
+	fs.StringVar(&spec.Prefix, "prefix", "", "with -count: keys are PREFIX0 … PREFIX(count-1)")
+	fs.IntVar(&spec.Count, "count", 0, "number of keys named from -prefix")
+	fs.IntVar(&spec.MaxPerWorker, "max-per-worker", 0, "most keys one worker is given (0: an even spread)")
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	spec.Keys = client.SplitAddresses(keys)
+	if keys == "" {
+		spec.Keys = nil
+	}
+	g, err := c.Groups().Put(ctx, pos[0], spec)
+	if err != nil {
+		return e.fail(err)
+	}
+	return e.printSummary(cf.json, g)
+}
+
+func (e *env) printSummary(asJSON bool, g *client.GroupSummary) int {
+	if asJSON {
+		return e.printJSON(g)
+	}
+	fmt.Fprintf(e.stdout, "Group %s: %d keys, %d assigned, max per worker %d\n", g.Name, g.Keys, g.Assigned, g.MaxPerWorker)
+	return exitOK
+}
+
+func (e *env) groupsDelete(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("groups delete", "groups delete NAME")
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if err := c.Groups().Delete(ctx, pos[0]); err != nil {
+		return e.fail(err)
+	}
+	fmt.Fprintf(e.stdout, "Deleted group %s\n", pos[0])
+	return exitOK
+}
+
+func (e *env) groupsKeys(ctx context.Context, args []string, add bool) int {
+	var cf clusterFlags
+	name := map[bool]string{true: "add-keys", false: "remove-keys"}[add]
+	fs := e.newFlagSet("groups "+name, "groups "+name+" NAME KEY...")
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, 2, -1)
+	if !ok {
+		return code
+	}
+	var g *client.GroupSummary
+	var err error
+	if add {
+		g, err = c.Groups().AddRemoveKeys(ctx, pos[0], pos[1:], nil)
+	} else {
+		g, err = c.Groups().AddRemoveKeys(ctx, pos[0], nil, pos[1:])
+	}
+	if err != nil {
+		return e.fail(err)
+	}
+	return e.printSummary(cf.json, g)
+}
+
+func (e *env) groupsMax(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("groups max-per-worker", "groups max-per-worker NAME N")
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, 2, 2)
+	if !ok {
+		return code
+	}
+	n, err := strconv.Atoi(pos[1])
+	if err != nil || n < 0 {
+		return e.usageError(fs, fmt.Sprintf("N must be a number of keys, got %q", pos[1]))
+	}
+	g, err := c.Groups().SetMaxPerWorker(ctx, pos[0], n)
+	if err != nil {
+		return e.fail(err)
+	}
+	return e.printSummary(cf.json, g)
+}
+
+func (e *env) groupsAssignment(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	var worker string
+	fs := e.newFlagSet("groups assignment", "groups assignment NAME [-worker ID]")
+	cf.register(fs)
+	fs.StringVar(&worker, "worker", "", "only the keys of this worker")
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	plan, _, err := c.Groups().Assignment(ctx, pos[0], worker, nil)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(map[string]any{"group": pos[0], "assignment": plan})
+	}
+	keys := make([]string, 0, len(plan))
+	for k := range plan {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	w := e.table()
+	row(w, "KEY", "TARGET")
+	for _, k := range keys {
+		row(w, k, plan[k])
+	}
+	w.Flush()
+	return exitOK
+}
+
+func (e *env) keys(ctx context.Context, args []string) int {
+	return e.subcommands(ctx, args, keysUsage, map[string]func(context.Context, []string) int{
+		"show":     func(ctx context.Context, a []string) int { return e.keyControl(ctx, "show", a) },
+		"disable":  func(ctx context.Context, a []string) int { return e.keyControl(ctx, "disable", a) },
+		"enable":   func(ctx context.Context, a []string) int { return e.keyControl(ctx, "enable", a) },
+		"prohibit": func(ctx context.Context, a []string) int { return e.keyControl(ctx, "prohibit", a) },
+		"allow":    func(ctx context.Context, a []string) int { return e.keyControl(ctx, "allow", a) },
+	})
+}
+
+// keyControl reads the controls of a key, changes them as verb says, and
+// writes them back.
+func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
+	var cf clusterFlags
+	n, usage := 1, "keys "+verb+" KEY"
+	if verb == "prohibit" || verb == "allow" {
+		n, usage = 2, usage+" HOLDER"
+	}
+	fs := e.newFlagSet("keys "+verb, usage)
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, n, n)
+	if !ok {
+		return code
+	}
+	ctl, err := c.Groups().Control(ctx, pos[0])
+	if err != nil {
+		return e.fail(err)
+	}
+	switch verb {
+	case "disable":
+		ctl.Disabled = true
+	case "enable":
+		ctl.Disabled = false
+	case "prohibit":
+		ctl.Prohibited = append(ctl.Prohibited, pos[1])
+	case "allow":
+		var kept []string
+		for _, h := range ctl.Prohibited {
+			if h != pos[1] {
+				kept = append(kept, h)
+			}
+		}
+		ctl.Prohibited = kept
+	}
+	if verb != "show" {
+		if err := c.Groups().SetControl(ctx, pos[0], *ctl); err != nil {
+			return e.fail(err)
+		}
+	}
+	if cf.json {
+		return e.printJSON(map[string]any{"key": pos[0], "disabled": ctl.Disabled, "prohibited": ctl.Prohibited})
+	}
+	fmt.Fprintf(e.stdout, "Key %s: disabled=%v prohibited=%v\n", pos[0], ctl.Disabled, ctl.Prohibited)
+	return exitOK
+}
+
+func (e *env) workers(ctx context.Context, args []string) int {
+	drain := func(draining bool) func(context.Context, []string) int {
+		return func(ctx context.Context, args []string) int {
+			var cf clusterFlags
+			verb := map[bool]string{true: "drain", false: "undrain"}[draining]
+			fs := e.newFlagSet("workers "+verb, "workers "+verb+" ID")
+			cf.register(fs)
+			c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+			if !ok {
+				return code
+			}
+			if err := c.Groups().DrainWorker(ctx, pos[0], draining); err != nil {
+				return e.fail(err)
+			}
+			fmt.Fprintf(e.stdout, "Worker %s: draining=%v\n", pos[0], draining)
+			return exitOK
+		}
+	}
+	return e.subcommands(ctx, args, workersUsage, map[string]func(context.Context, []string) int{
+		"drain":   drain(true),
+		"undrain": drain(false),
+	})
+}
