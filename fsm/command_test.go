@@ -41,6 +41,35 @@ var roundTripCommands = []struct {
 		LeaderEstablished{Term: 4},
 		acquire("a", "w2"),
 	}}},
+	{"group put", GroupPut{Name: "partitions", Keys: []string{"partitions/0", "partitions/1"}, MaxPerWorker: 3}},
+	{"group put as written, unsorted and with duplicates", GroupPut{Name: "g", Keys: []string{"b", "a", "b", ""}}},
+	{"group put with extreme bounds", GroupPut{Name: "g", Keys: []string{"k"}, MaxPerWorker: math.MinInt}},
+	{"group put with the largest bound", GroupPut{Name: "g", MaxPerWorker: math.MaxInt}},
+	{"group put with zero values", GroupPut{}},
+	{"group delete", GroupDelete{Name: "partitions"}},
+	{"group delete with zero values", GroupDelete{}},
+	{"group keys", GroupKeys{Name: "partitions", Add: []string{"partitions/2", "partitions/3"}, Remove: []string{"partitions/0"}}},
+	{"group keys that only add", GroupKeys{Name: "g", Add: []string{"a"}}},
+	{"group keys that only remove", GroupKeys{Name: "g", Remove: []string{"a", "ünïcødé ✓"}}},
+	{"group keys with zero values", GroupKeys{}},
+	{"key control disabled", SetKeyControl{Key: "scene-01", Control: KeyControl{Disabled: true}}},
+	{"key control with prohibited holders", SetKeyControl{Key: "scene-01", Control: KeyControl{Prohibited: []string{"w-b", "w-a"}}}},
+	{"key control disabled with prohibited holders", SetKeyControl{Key: "k", Control: KeyControl{Disabled: true, Prohibited: []string{strings.Repeat("h", 4096)}}}},
+	{"key control cleared", SetKeyControl{Key: "scene-01"}},
+	{"worker drain", WorkerDrain{Worker: "w-a", Draining: true}},
+	{"worker undrain", WorkerDrain{Worker: "w-a"}},
+	{"worker drain with zero values", WorkerDrain{}},
+	{"assign", Assign{Group: "partitions", Assignment: map[string]string{"partitions/0": "w-a", "partitions/1": "w-b"}}},
+	{"assign with empty keys and workers", Assign{Group: "g", Assignment: map[string]string{"": "w", "k": ""}}},
+	{"assign with zero values", Assign{}},
+	{"batch of every placement type", Batch{Commands: []Command{
+		GroupPut{Name: "g", Keys: []string{"a", "b"}, MaxPerWorker: 1},
+		Assign{Group: "g", Assignment: map[string]string{"a": "w1"}},
+		GroupKeys{Name: "g", Add: []string{"c"}, Remove: []string{"a"}},
+		SetKeyControl{Key: "b", Control: KeyControl{Disabled: true, Prohibited: []string{"w2"}}},
+		WorkerDrain{Worker: "w1", Draining: true},
+		GroupDelete{Name: "g"},
+	}}},
 	{"batch of 1000", func() Command {
 		cmds := make([]Command, 1000)
 		for i := range cmds {
@@ -121,6 +150,25 @@ func TestDecodeErrors(t *testing.T) {
 	bigLen.uvarint(maxStringLen + 1)
 	bigLen.buf = append(bigLen.buf, make([]byte, 16)...)
 
+	// patch returns b with the byte at off (from the end when negative)
+	// set to v.
+	patch := func(b []byte, off int, v byte) []byte {
+		c := bytes.Clone(b)
+		if off < 0 {
+			off += len(c)
+		}
+		c[off] = v
+		return c
+	}
+	ctl := Encode(SetKeyControl{Key: "k", Control: KeyControl{Disabled: true, Prohibited: []string{"w"}}})
+	drain := Encode(WorkerDrain{Worker: "w", Draining: true})
+	put := Encode(GroupPut{Name: "g", Keys: []string{"a", "b"}, MaxPerWorker: 2})
+	assign := Encode(Assign{Group: "g", Assignment: map[string]string{"a": "w"}})
+	gkeys := Encode(GroupKeys{Name: "g", Add: []string{"a"}, Remove: []string{"b"}})
+	if known(unusedType) {
+		t.Fatalf("type %#x is known: pick another unusedType", unusedType)
+	}
+
 	tests := []struct {
 		name string
 		data []byte
@@ -128,7 +176,7 @@ func TestDecodeErrors(t *testing.T) {
 	}{
 		{name: "empty", data: nil, want: ErrMalformed},
 		{name: "type only", data: []byte{byte(TypeRevoke)}, want: ErrMalformed},
-		{name: "unknown type", data: []byte{7, version1}, want: ErrUnknownType},
+		{name: "unknown type", data: []byte{byte(unusedType), version1}, want: ErrUnknownType},
 		{name: "type zero", data: []byte{0, version1}, want: ErrUnknownType},
 		{name: "unknown type of an unknown version", data: []byte{0x33, 2, 1, 2}, want: ErrUnknownType},
 		{name: "version 2", data: withVersion(acq, 2), want: ErrUnknownVersion},
@@ -144,9 +192,40 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "batch of more entries than bytes", data: []byte{byte(TypeBatch), version1, 50, 0}, want: ErrMalformed},
 		{name: "batch entry too short", data: rawBatch([]byte{byte(TypeRevoke)}), want: ErrMalformed},
 		{name: "nested batch", data: rawBatch(Encode(Revoke{Key: "a"}), Encode(Batch{})), want: ErrMalformed},
-		{name: "batch with an unknown type", data: rawBatch(Encode(Revoke{Key: "a"}), []byte{7, version1}), want: ErrUnknownType},
+		{name: "batch with an unknown type", data: rawBatch(Encode(Revoke{Key: "a"}), []byte{byte(unusedType), version1}), want: ErrUnknownType},
 		{name: "batch with an unknown version", data: rawBatch(withVersion(acq, 3)), want: ErrUnknownVersion},
 		{name: "batch with trailing bytes", data: append(rawBatch(Encode(Revoke{Key: "a"})), 1), want: ErrMalformed},
+
+		// Placement commands. ctl is 0a 01 | 01 'k' | disabled | 01 01 'w'.
+		{name: "key control with bool byte 2", data: patch(ctl, 4, 2), want: ErrMalformed},
+		{name: "key control with bool byte 0xff", data: patch(ctl, 4, 0xff), want: ErrMalformed},
+		{name: "key control with more prohibited holders than bytes", data: patch(ctl, 5, 0x7f), want: ErrMalformed},
+		{name: "key control with a holder longer than the data", data: patch(ctl, 6, 9), want: ErrMalformed},
+		{name: "key control without its bool", data: ctl[:4], want: ErrMalformed},
+		{name: "key control without its holders", data: ctl[:5], want: ErrMalformed},
+		{name: "worker drain with bool byte 2", data: patch(drain, -1, 2), want: ErrMalformed},
+		{name: "worker drain with bool byte 0x80", data: patch(drain, -1, 0x80), want: ErrMalformed},
+		{name: "worker drain without its bool", data: drain[:len(drain)-1], want: ErrMalformed},
+		{name: "worker drain with trailing byte", data: append(bytes.Clone(drain), 0), want: ErrMalformed},
+		// put is 07 01 | 01 'g' | 02 01 'a' 01 'b' | 04.
+		{name: "group put with more keys than bytes", data: patch(put, 4, 0x40), want: ErrMalformed},
+		{name: "group put with a list length that overflows", data: append([]byte{byte(TypeGroupPut), version1, 1, 'g'}, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0), want: ErrMalformed},
+		{name: "group put with three keys in the bytes of two", data: patch(put, 4, 3), want: ErrMalformed},
+		{name: "group put without its bound", data: put[:len(put)-1], want: ErrMalformed},
+		{name: "group put with trailing byte", data: append(bytes.Clone(put), 0), want: ErrMalformed},
+		{name: "group delete without its name", data: []byte{byte(TypeGroupDelete), version1}, want: ErrMalformed},
+		{name: "group delete with a name longer than the data", data: []byte{byte(TypeGroupDelete), version1, 5, 'g'}, want: ErrMalformed},
+		// gkeys is 09 01 | 01 'g' | 01 01 'a' | 01 01 'b'.
+		{name: "group keys with more removals than bytes", data: patch(gkeys, 7, 9), want: ErrMalformed},
+		{name: "group keys without its removals", data: gkeys[:7], want: ErrMalformed},
+		{name: "group keys with trailing byte", data: append(bytes.Clone(gkeys), 1), want: ErrMalformed},
+		// assign is 0c 01 | 01 'g' | 01 01 'a' 01 'w'.
+		{name: "assign with more entries than bytes", data: patch(assign, 4, 0x7f), want: ErrMalformed},
+		{name: "assign without the worker of its last entry", data: assign[:len(assign)-2], want: ErrMalformed},
+		{name: "assign with trailing byte", data: append(bytes.Clone(assign), 0), want: ErrMalformed},
+		{name: "version 2 of a key control", data: withVersion(ctl, 2), want: ErrUnknownVersion},
+		{name: "version 0 of an assign", data: withVersion(assign, 0), want: ErrUnknownVersion},
+		{name: "batch with a malformed worker drain", data: rawBatch(Encode(Revoke{Key: "a"}), patch(drain, -1, 2)), want: ErrMalformed},
 	}
 	sentinels := []error{ErrMalformed, ErrUnknownType, ErrUnknownVersion}
 	for _, tt := range tests {
@@ -208,6 +287,12 @@ func TestTypeValuesAreFixed(t *testing.T) {
 		{Revoke{}, 4},
 		{LeaderEstablished{}, 5},
 		{Batch{}, 6},
+		{GroupPut{}, 7},
+		{GroupDelete{}, 8},
+		{GroupKeys{}, 9},
+		{SetKeyControl{}, 10},
+		{WorkerDrain{}, 11},
+		{Assign{}, 12},
 	}
 	for _, tt := range tests {
 		if got := tt.cmd.Type(); got != tt.want {

@@ -4,18 +4,31 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 )
 
-// model is the lease contract of DESIGN.md in its plainest form. The
-// Machine must reach the same outcome and token on every command.
+// model is the lease contract of DESIGN.md in its plainest form, with the
+// placement state beside it. The Machine must reach the same outcome and
+// token on every command, and the same placement state.
 type model struct {
 	leases map[string]*modelLease
 	last   uint64 // last token handed out
 	term   uint64 // last established term
+
+	disabled   map[string]bool
+	prohibited map[string]map[string]bool // key → holders
+	drained    map[string]bool
+	groups     map[string]*modelGroup
+}
+
+type modelGroup struct {
+	keys   map[string]bool
+	max    int
+	assign map[string]string
 }
 
 type modelLease struct {
@@ -24,7 +37,15 @@ type modelLease struct {
 	held   bool
 }
 
-func newModel() *model { return &model{leases: map[string]*modelLease{}} }
+func newModel() *model {
+	return &model{
+		leases:     map[string]*modelLease{},
+		disabled:   map[string]bool{},
+		prohibited: map[string]map[string]bool{},
+		drained:    map[string]bool{},
+		groups:     map[string]*modelGroup{},
+	}
+}
 
 // apply returns the outcome of c and the token of the key's record after it
 // (0 for no record).
@@ -39,6 +60,10 @@ func (md *model) apply(c Command) (Code, uint64) {
 	case Acquire:
 		l := md.leases[c.Key]
 		switch {
+		case md.disabled[c.Key]:
+			return Disabled, tok(l)
+		case md.prohibited[c.Key][c.Holder]:
+			return Prohibited, tok(l)
 		case l != nil && l.held && l.holder == c.Holder:
 			return Kept, l.token
 		case l != nil && l.held:
@@ -74,8 +99,122 @@ func (md *model) apply(c Command) (Code, uint64) {
 	case LeaderEstablished:
 		md.term = max(md.term, c.Term)
 		return Done, 0
+	case GroupPut:
+		next := &modelGroup{keys: map[string]bool{}, max: c.MaxPerWorker, assign: map[string]string{}}
+		for _, k := range c.Keys {
+			next.keys[k] = true
+		}
+		if cur := md.groups[c.Name]; cur != nil {
+			for k, w := range cur.assign {
+				if next.keys[k] {
+					next.assign[k] = w
+				}
+			}
+		}
+		md.groups[c.Name] = next
+		return Done, 0
+	case GroupDelete:
+		if md.groups[c.Name] == nil {
+			return NotFound, 0
+		}
+		delete(md.groups, c.Name)
+		return Done, 0
+	case GroupKeys:
+		g := md.groups[c.Name]
+		if g == nil {
+			return NotFound, 0
+		}
+		for _, k := range c.Add {
+			g.keys[k] = true
+		}
+		for _, k := range c.Remove {
+			delete(g.keys, k)
+			delete(g.assign, k)
+		}
+		return Done, 0
+	case Assign:
+		g := md.groups[c.Group]
+		if g == nil {
+			return NotFound, 0
+		}
+		g.assign = map[string]string{}
+		for k, w := range c.Assignment {
+			if g.keys[k] && w != "" {
+				g.assign[k] = w
+			}
+		}
+		return Done, 0
+	case SetKeyControl:
+		delete(md.disabled, c.Key)
+		delete(md.prohibited, c.Key)
+		if c.Control.Disabled {
+			md.disabled[c.Key] = true
+		}
+		for _, h := range c.Control.Prohibited {
+			if md.prohibited[c.Key] == nil {
+				md.prohibited[c.Key] = map[string]bool{}
+			}
+			md.prohibited[c.Key][h] = true
+		}
+		return Done, 0
+	case WorkerDrain:
+		if c.Draining {
+			md.drained[c.Worker] = true
+		} else {
+			delete(md.drained, c.Worker)
+		}
+		return Done, 0
 	}
 	panic(fmt.Sprintf("model: %T", c))
+}
+
+// placement is the model's placement state as the Machine shows it,
+// without the indexes.
+func (md *model) placement() placement {
+	p := placement{Groups: []*Group{}, Controls: map[string]KeyControl{}, Drained: sortedKeys(md.drained)}
+	for _, name := range sortedKeys(md.groups) {
+		g := md.groups[name]
+		mg := &Group{Name: name, Keys: sortedKeys(g.keys), MaxPerWorker: g.max}
+		if len(mg.Keys) == 0 {
+			mg.Keys = nil
+		}
+		if len(g.assign) > 0 {
+			mg.Assignment = g.assign
+		}
+		p.Groups = append(p.Groups, mg)
+	}
+	for k := range md.disabled {
+		p.Controls[k] = KeyControl{Disabled: true}
+	}
+	for k, hs := range md.prohibited {
+		c := p.Controls[k]
+		c.Prohibited = sortedKeys(hs)
+		p.Controls[k] = c
+	}
+	return p
+}
+
+// withoutIndexes returns p with the indexes of p and its groups cleared,
+// for comparison with the model, which keeps none.
+func withoutIndexes(p placement) placement {
+	out := p
+	out.Index = 0
+	out.Groups = make([]*Group, len(p.Groups))
+	for i, g := range p.Groups {
+		c := *g
+		c.CreateIndex, c.ModifyIndex, c.AssignIndex = 0, 0, 0
+		out.Groups[i] = &c
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // logGen writes random but plausible logs: most releases and expiries name
@@ -87,11 +226,20 @@ type logGen struct {
 	term uint64
 	keys []string
 	seq  int64
+	// placement mixes placement commands into the log.
+	placement bool
 }
 
-// randomLog returns n entries generated from seed over 200 keys.
-func randomLog(seed uint64, n int) []entry {
-	g := &logGen{r: rand.New(rand.NewPCG(seed, seed^0x5eed)), md: newModel(), term: 1}
+// randomLog returns n entries of lease commands generated from seed over
+// 200 keys.
+func randomLog(seed uint64, n int) []entry { return genLog(seed, n, false) }
+
+// randomPlacementLog is randomLog with placement commands (about a quarter
+// of the commands) mixed in.
+func randomPlacementLog(seed uint64, n int) []entry { return genLog(seed, n, true) }
+
+func genLog(seed uint64, n int, placement bool) []entry {
+	g := &logGen{r: rand.New(rand.NewPCG(seed, seed^0x5eed)), md: newModel(), term: 1, placement: placement}
 	for i := 0; i < 200; i++ {
 		g.keys = append(g.keys, fmt.Sprintf("partitions/%d", i))
 	}
@@ -117,6 +265,11 @@ var genHolders = []string{"w-0", "w-1", "w-2", "w-3", "w-4", "w-5"}
 // command returns one non-batch command and applies it to the model.
 func (g *logGen) command() Command {
 	r := g.r
+	if g.placement && r.IntN(4) == 0 {
+		c := g.placementCommand()
+		g.md.apply(c)
+		return c
+	}
 	key := g.keys[r.IntN(len(g.keys))]
 	cur := g.md.leases[key]
 	holder := genHolders[r.IntN(len(genHolders))]
@@ -167,12 +320,85 @@ func (g *logGen) command() Command {
 	return c
 }
 
+// placementCommand returns a random placement command; the caller applies
+// it to the model.
+func (g *logGen) placementCommand() Command {
+	r := g.r
+	name := fmt.Sprintf("group-%d", r.IntN(4))
+	someKeys := func() []string {
+		out := make([]string, r.IntN(6))
+		for i := range out {
+			out[i] = g.keys[r.IntN(len(g.keys))]
+		}
+		return out
+	}
+	// members returns some keys of the group, and sometimes a key outside
+	// it.
+	members := func() []string {
+		var out []string
+		if cur := g.md.groups[name]; cur != nil {
+			for _, k := range sortedKeys(cur.keys) {
+				if r.IntN(3) == 0 {
+					out = append(out, k)
+				}
+			}
+		}
+		if r.IntN(4) == 0 {
+			out = append(out, g.keys[r.IntN(len(g.keys))])
+		}
+		return out
+	}
+	switch p := r.IntN(100); {
+	case p < 15:
+		return GroupPut{Name: name, Keys: append(members(), someKeys()...), MaxPerWorker: r.IntN(4)}
+	case p < 22:
+		return GroupDelete{Name: name}
+	case p < 37:
+		return GroupKeys{Name: name, Add: someKeys(), Remove: members()}
+	case p < 55:
+		a := map[string]string{}
+		for _, k := range members() {
+			a[k] = genHolders[r.IntN(len(genHolders))]
+			if r.IntN(10) == 0 {
+				a[k] = "" // no owner
+			}
+		}
+		return Assign{Group: name, Assignment: a}
+	case p < 82:
+		c := SetKeyControl{Key: g.keys[r.IntN(len(g.keys))]}
+		if r.IntN(3) > 0 {
+			c.Control.Disabled = r.IntN(3) == 0
+			for i := r.IntN(3); i > 0; i-- {
+				c.Control.Prohibited = append(c.Control.Prohibited, genHolders[r.IntN(len(genHolders))])
+			}
+		}
+		return c
+	default:
+		return WorkerDrain{Worker: genHolders[r.IntN(len(genHolders))], Draining: r.IntN(3) > 0}
+	}
+}
+
 // TestRandomLogsMatchModel applies random logs and compares every outcome
 // and token with the model, and checks the fencing rule along the way:
-// each grant's token is above every earlier token.
+// each grant's token is above every earlier token. Logs with placement
+// commands must also leave the model's placement state.
 func TestRandomLogsMatchModel(t *testing.T) {
+	type run struct {
+		name string
+		log  []entry
+		// codes must all occur, or the comparison is weak.
+		codes []Code
+	}
+	var runs []run
 	for seed := uint64(1); seed <= 20; seed++ {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+		runs = append(runs, run{fmt.Sprintf("seed %d", seed), randomLog(seed, 2000), []Code{Granted, Kept, Held, Freed, NotHeld, NotFound, Done}})
+	}
+	for seed := uint64(1); seed <= 10; seed++ {
+		runs = append(runs, run{fmt.Sprintf("placement seed %d", seed), randomPlacementLog(seed, 2000),
+			[]Code{Granted, Kept, Held, Freed, NotHeld, NotFound, Done, Disabled, Prohibited}})
+	}
+	for _, tt := range runs {
+		t.Run(tt.name, func(t *testing.T) {
 			m, md := New(), newModel()
 			var lastGrant uint64
 			counts := map[Code]int{}
@@ -194,7 +420,7 @@ func TestRandomLogsMatchModel(t *testing.T) {
 				}
 				counts[code]++
 			}
-			for i, e := range randomLog(seed, 2000) {
+			for i, e := range tt.log {
 				index := uint64(i + 1)
 				cmd, err := Decode(e.data)
 				if err != nil {
@@ -210,14 +436,16 @@ func TestRandomLogsMatchModel(t *testing.T) {
 					check(index, cmd, out.(Result))
 				}
 			}
-			// The log must exercise every outcome, or the comparison is weak.
-			for code := Granted; code <= Done; code++ {
+			for _, code := range tt.codes {
 				if counts[code] == 0 {
 					t.Errorf("no %v outcome in the log", code)
 				}
 			}
 			if m.LastToken() != md.last || m.EstablishedTerm() != md.term {
 				t.Errorf("LastToken %d, EstablishedTerm %d; model %d, %d", m.LastToken(), m.EstablishedTerm(), md.last, md.term)
+			}
+			if diff := diffPlacement(withoutIndexes(placementOf(m)), md.placement()); diff != "" {
+				t.Errorf("placement differs from the model's:\n%s", diff)
 			}
 		})
 	}
@@ -226,10 +454,18 @@ func TestRandomLogsMatchModel(t *testing.T) {
 // TestSameLogSameSnapshot: replicas that apply the same log write byte-
 // identical snapshots, every time they write one.
 func TestSameLogSameSnapshot(t *testing.T) {
+	type run struct {
+		name string
+		log  []entry
+	}
+	var runs []run
 	for seed := uint64(1); seed <= 5; seed++ {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			log := randomLog(seed, 3000)
-			a, b := replay(t, log), replay(t, log)
+		runs = append(runs, run{fmt.Sprintf("seed %d", seed), randomLog(seed, 3000)})
+		runs = append(runs, run{fmt.Sprintf("placement seed %d", seed), randomPlacementLog(seed, 3000)})
+	}
+	for _, tt := range runs {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := replay(t, tt.log), replay(t, tt.log)
 			want := a.snapshotBytes()
 			if n, _ := a.List(Filter{}); len(n) < 150 {
 				t.Fatalf("only %d keys: too few to exercise map order", len(n))
@@ -246,26 +482,68 @@ func TestSameLogSameSnapshot(t *testing.T) {
 	}
 }
 
-// TestSnapshotIgnoresMapOrder builds machines whose lease maps hold the same
-// leases, inserted in different orders into maps of different sizes, and
-// checks that they write the same snapshot.
+// TestPlacementLogsAreRich guards the placement tests that use
+// randomPlacementLog: they compare little unless its logs leave groups
+// with assignments, many key controls and drained workers.
+func TestPlacementLogsAreRich(t *testing.T) {
+	m := replay(t, randomPlacementLog(7, 3000))
+	p := placementOf(m)
+	assigned := 0
+	for _, g := range p.Groups {
+		assigned += len(g.Assignment)
+	}
+	if len(p.Groups) < 2 || assigned < 2 || len(p.Controls) < 20 || len(p.Drained) < 1 {
+		t.Errorf("placement log leaves %d groups, %d assigned keys, %d key controls, %d drained workers; want at least 2, 2, 20, 1",
+			len(p.Groups), assigned, len(p.Controls), len(p.Drained))
+	}
+}
+
+// TestSnapshotIgnoresMapOrder builds machines whose maps hold the same
+// leases, groups, key controls and drain marks, inserted in different
+// orders into maps of different sizes, and checks that they write the same
+// snapshot.
 func TestSnapshotIgnoresMapOrder(t *testing.T) {
-	orig := replay(t, randomLog(7, 3000))
-	want := orig.snapshotBytes()
-	leases, _ := orig.List(Filter{})
-	applied, term, leaseIndex := orig.Indexes()
-	r := rand.New(rand.NewPCG(7, 7))
-	for trial := 0; trial < 20; trial++ {
-		m := New()
-		m.leases = make(map[string]*Lease, trial*50)
-		for _, i := range r.Perm(len(leases)) {
-			m.leases[leases[i].Key] = leases[i]
-		}
-		m.lastToken, m.establishedTerm = orig.LastToken(), orig.EstablishedTerm()
-		m.appliedIndex, m.appliedTerm, m.leaseIndex = applied, term, leaseIndex
-		if got := m.snapshotBytes(); !bytes.Equal(got, want) {
-			t.Fatalf("trial %d: snapshot depends on map insertion order", trial)
-		}
+	for _, tt := range []struct {
+		name string
+		log  []entry
+	}{
+		{"leases", randomLog(7, 3000)},
+		{"leases and placement", randomPlacementLog(7, 3000)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			orig := replay(t, tt.log)
+			want := orig.snapshotBytes()
+			leases, _ := orig.List(Filter{})
+			p := placementOf(orig)
+			controls := sortedKeys(p.Controls)
+			applied, term, leaseIndex := orig.Indexes()
+			r := rand.New(rand.NewPCG(7, 7))
+			for trial := 0; trial < 20; trial++ {
+				m := New()
+				m.leases = make(map[string]*Lease, trial*50)
+				for _, i := range r.Perm(len(leases)) {
+					m.leases[leases[i].Key] = leases[i]
+				}
+				m.groups = make(map[string]*Group, trial)
+				for _, i := range r.Perm(len(p.Groups)) {
+					m.groups[p.Groups[i].Name] = p.Groups[i]
+				}
+				m.controls = make(map[string]KeyControl, trial*10)
+				for _, i := range r.Perm(len(controls)) {
+					m.controls[controls[i]] = p.Controls[controls[i]]
+				}
+				m.drained = make(map[string]bool, trial)
+				for _, i := range r.Perm(len(p.Drained)) {
+					m.drained[p.Drained[i]] = true
+				}
+				m.lastToken, m.establishedTerm = orig.LastToken(), orig.EstablishedTerm()
+				m.appliedIndex, m.appliedTerm, m.leaseIndex = applied, term, leaseIndex
+				m.groupIndex = p.Index
+				if got := m.snapshotBytes(); !bytes.Equal(got, want) {
+					t.Fatalf("trial %d: snapshot depends on map insertion order", trial)
+				}
+			}
+		})
 	}
 }
 
@@ -313,6 +591,49 @@ func TestDifferentLogsSameSnapshot(t *testing.T) {
 			name: "a stale leader established and a failed release",
 			a:    enc(LeaderEstablished{Term: 3}, acquire("a", "w1"), LeaderEstablished{Term: 2}),
 			b:    enc(LeaderEstablished{Term: 3}, acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 9}),
+		},
+		{
+			name: "group keys in any order, with duplicates",
+			a:    enc(GroupPut{Name: "g", Keys: []string{"c", "a", "b", "a"}}),
+			b:    enc(GroupPut{Name: "g", Keys: []string{"a", "b", "c"}}),
+		},
+		{
+			name: "keys added by group keys and by group put",
+			a:    enc(GroupPut{Name: "g", Keys: []string{"a"}}, GroupKeys{Name: "g", Add: []string{"c", "b"}}),
+			b:    enc(GroupPut{Name: "g", Keys: []string{"a"}}, GroupPut{Name: "g", Keys: []string{"b", "c", "a"}}),
+		},
+		{
+			name: "an assignment with keys outside the group and without them",
+			a:    enc(GroupPut{Name: "g", Keys: []string{"a", "b"}}, Assign{Group: "g", Assignment: map[string]string{"a": "w1", "x": "w2", "b": ""}}),
+			b:    enc(GroupPut{Name: "g", Keys: []string{"a", "b"}}, Assign{Group: "g", Assignment: map[string]string{"a": "w1"}}),
+		},
+		{
+			name: "groups and controls created in opposite orders within one entry",
+			a: enc(Batch{Commands: []Command{
+				GroupPut{Name: "g1", Keys: []string{"a"}}, GroupPut{Name: "g2", Keys: []string{"b"}},
+				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}, SetKeyControl{Key: "b", Control: KeyControl{Prohibited: []string{"w2", "w1"}}},
+				WorkerDrain{Worker: "w1", Draining: true}, WorkerDrain{Worker: "w2", Draining: true},
+			}}),
+			b: enc(Batch{Commands: []Command{
+				WorkerDrain{Worker: "w2", Draining: true}, WorkerDrain{Worker: "w1", Draining: true},
+				SetKeyControl{Key: "b", Control: KeyControl{Prohibited: []string{"w1", "w2", "w1"}}}, SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
+				GroupPut{Name: "g2", Keys: []string{"b"}}, GroupPut{Name: "g1", Keys: []string{"a"}},
+			}}),
+		},
+		{
+			name: "a control set and cleared, and none",
+			a:    enc(acquire("a", "w1"), Batch{Commands: []Command{SetKeyControl{Key: "b", Control: KeyControl{Disabled: true}}, SetKeyControl{Key: "b"}, WorkerDrain{Worker: "w1", Draining: true}}}),
+			b:    enc(acquire("a", "w1"), WorkerDrain{Worker: "w1", Draining: true}),
+		},
+		{
+			name: "a refused acquire of a disabled key and an ignored entry",
+			a:    enc(SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}, acquire("a", "w1")),
+			b:    append(enc(SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}), entry{term: 1, data: []byte{0x99, 1, 7}}),
+		},
+		{
+			name: "group commands on a missing group and an ignored entry",
+			a:    enc(acquire("a", "w1"), Batch{Commands: []Command{GroupKeys{Name: "g", Add: []string{"a"}}, Assign{Group: "g"}, GroupDelete{Name: "g"}}}),
+			b:    append(enc(acquire("a", "w1")), entry{term: 1, data: []byte{0x99, 1, 7}}),
 		},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -24,14 +26,12 @@ import (
 // Regenerate the current files with: go test ./fsm -run Golden -update
 var update = flag.Bool("update", false, "rewrite the current version's golden files in testdata")
 
-// goldenLog is the log behind snapshot-v1.golden. It leaves one key of each
-// kind: held and kept with new metadata, held again by the same holder after
-// expiry, and free after a release, an expiry and a revocation.
+// goldenLog is the lease part of the logs behind the snapshot golden files
+// (all of snapshot-v1.golden's). It leaves one key of each kind: held and
+// kept with new metadata, held again by the same holder after expiry, and
+// free after a release, an expiry and a revocation.
 func goldenLog() []entry {
-	cmds := []struct {
-		term uint64
-		cmd  Command
-	}{
+	return encodeLog([]termCommand{
 		{2, LeaderEstablished{Term: 2}},
 		{2, Acquire{Key: "elections/scheduler", Holder: "sched-1", TTL: 15 * time.Second, Metadata: map[string]string{"zone": "eu-1", "version": "1.4.2"}, Time: wall}},
 		{2, Acquire{Key: "partitions/0", Holder: "w-a", TTL: ttl, Time: wall + 1}},
@@ -46,7 +46,47 @@ func goldenLog() []entry {
 		{3, Acquire{Key: "partitions/2", Holder: "w-c", TTL: 20 * time.Second, Metadata: map[string]string{"slot": "2"}, Time: wall + 5}},
 		{3, Acquire{Key: "elections/scheduler", Holder: "sched-1", TTL: 30 * time.Second, Metadata: map[string]string{"zone": "eu-2"}, Time: wall + 6}},
 		{3, Acquire{Key: "elections/scheduler", Holder: "sched-2", TTL: ttl, Time: wall + 7}}, // held: changes nothing
-	}
+	})
+}
+
+// goldenLogV2 is the log behind snapshot-v2.golden: goldenLog, then
+// placement commands at indexes 15 to 31 that leave groups (one with an
+// assignment, one deleted), key controls (one cleared) and drained workers
+// (one undrained), and refused acquisitions that change nothing.
+func goldenLogV2() []entry {
+	return append(goldenLog(), encodeLog([]termCommand{
+		// 15: keys sorted and deduplicated.
+		{3, GroupPut{Name: "partitions", Keys: []string{"partitions/2", "partitions/0", "partitions/1", "partitions/0"}, MaxPerWorker: 2}},
+		{3, GroupPut{Name: "elections", Keys: []string{"elections/scheduler"}}},
+		// 17: "other" is not in the group and is dropped.
+		{3, Assign{Group: "partitions", Assignment: map[string]string{"partitions/0": "w-a", "partitions/1": "w-b", "partitions/2": "w-c", "other": "w-z"}}},
+		// 18: partitions/1 leaves with its assignment; partitions/3 joins unassigned.
+		{3, GroupKeys{Name: "partitions", Add: []string{"partitions/3"}, Remove: []string{"partitions/1"}}},
+		{3, GroupPut{Name: "scratch", Keys: []string{"tmp/1"}}},
+		{3, GroupDelete{Name: "scratch"}},
+		{3, GroupKeys{Name: "scratch", Add: []string{"tmp/2"}}}, // 21: not found
+		{3, SetKeyControl{Key: "scene-01", Control: KeyControl{Disabled: true}}},
+		{3, SetKeyControl{Key: "partitions/2", Control: KeyControl{Prohibited: []string{"w-z", "w-b", "w-z"}}}},
+		{3, SetKeyControl{Key: "partitions/9", Control: KeyControl{Disabled: true, Prohibited: []string{"w-q"}}}},
+		{3, SetKeyControl{Key: "partitions/9", Control: KeyControl{}}}, // 25: cleared
+		{3, WorkerDrain{Worker: "w-b", Draining: true}},
+		{3, WorkerDrain{Worker: "w-d", Draining: true}},
+		{3, WorkerDrain{Worker: "w-a", Draining: true}},
+		{3, WorkerDrain{Worker: "w-a", Draining: false}},                             // 29
+		{3, Acquire{Key: "scene-01", Holder: "tracker-1", TTL: ttl, Time: wall + 8}}, // 30: disabled
+		{3, Batch{Commands: []Command{
+			Acquire{Key: "partitions/2", Holder: "w-b", TTL: ttl, Time: wall + 9}, // prohibited
+			Assign{Group: "missing", Assignment: map[string]string{"partitions/3": "w-d"}},
+		}}}, // 31
+	})...)
+}
+
+type termCommand struct {
+	term uint64
+	cmd  Command
+}
+
+func encodeLog(cmds []termCommand) []entry {
 	log := make([]entry, len(cmds))
 	for i, c := range cmds {
 		log[i] = entry{term: c.term, data: Encode(c.cmd)}
@@ -60,14 +100,33 @@ type decodedSnapshot struct {
 	Index, Term uint64
 }
 
+// goldenLeases are the leases that goldenLog leaves, in key order.
+func goldenLeases() []*Lease {
+	return []*Lease{
+		{Key: "elections/scheduler", Holder: "sched-1", Token: 1, TTL: 30 * time.Second, Held: true,
+			Metadata: map[string]string{"zone": "eu-2"}, AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 13},
+		{Key: "partitions/0", Holder: "w-a", Token: 2, TTL: ttl, Reason: ReasonReleased,
+			AcquiredAt: wall + 1, CreateIndex: 3, ModifyIndex: 6},
+		{Key: "partitions/1", Holder: "w-b", Token: 3, TTL: ttl, Reason: ReasonExpired,
+			Metadata: map[string]string{"slot": "1"}, AcquiredAt: wall + 2, CreateIndex: 4, ModifyIndex: 7},
+		{Key: "partitions/2", Holder: "w-c", Token: 6, TTL: 20 * time.Second, Held: true,
+			Metadata: map[string]string{"slot": "2"}, AcquiredAt: wall + 5, CreateIndex: 9, ModifyIndex: 12},
+		{Key: "scene-01", Holder: "tracker-0", Token: 4, TTL: 5 * time.Second, Reason: ReasonRevoked,
+			AcquiredAt: wall + 3, CreateIndex: 5, ModifyIndex: 8},
+	}
+}
+
 var goldenSnapshots = []struct {
 	file    string
+	version uint16 // the format version in the file's header
 	current bool
-	want    decodedSnapshot
+	// log is the log behind the current version's file.
+	log  func() []entry
+	want decodedSnapshot
 }{
 	{
 		file:    "snapshot-v1.golden",
-		current: true,
+		version: 1,
 		want: decodedSnapshot{
 			Index: 14,
 			Term:  3,
@@ -75,18 +134,41 @@ var goldenSnapshots = []struct {
 				lastToken:       6,
 				establishedTerm: 3,
 				leaseIndex:      13,
-				leases: []*Lease{
-					{Key: "elections/scheduler", Holder: "sched-1", Token: 1, TTL: 30 * time.Second, Held: true,
-						Metadata: map[string]string{"zone": "eu-2"}, AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 13},
-					{Key: "partitions/0", Holder: "w-a", Token: 2, TTL: ttl, Reason: ReasonReleased,
-						AcquiredAt: wall + 1, CreateIndex: 3, ModifyIndex: 6},
-					{Key: "partitions/1", Holder: "w-b", Token: 3, TTL: ttl, Reason: ReasonExpired,
-						Metadata: map[string]string{"slot": "1"}, AcquiredAt: wall + 2, CreateIndex: 4, ModifyIndex: 7},
-					{Key: "partitions/2", Holder: "w-c", Token: 6, TTL: 20 * time.Second, Held: true,
-						Metadata: map[string]string{"slot": "2"}, AcquiredAt: wall + 5, CreateIndex: 9, ModifyIndex: 12},
-					{Key: "scene-01", Holder: "tracker-0", Token: 4, TTL: 5 * time.Second, Reason: ReasonRevoked,
-						AcquiredAt: wall + 3, CreateIndex: 5, ModifyIndex: 8},
+				leases:          goldenLeases(),
+				// Version 1 has no placement part: a server that starts
+				// from it has no groups, key controls or drained workers.
+				groupIndex: 0,
+				groups:     nil,
+				controls:   nil,
+				drained:    nil,
+			},
+		},
+	},
+	{
+		file:    "snapshot-v2.golden",
+		version: 2,
+		current: true,
+		log:     goldenLogV2,
+		want: decodedSnapshot{
+			Index: 31,
+			Term:  3,
+			State: state{
+				lastToken:       6,
+				establishedTerm: 3,
+				leaseIndex:      13,
+				leases:          goldenLeases(),
+				groupIndex:      29,
+				groups: []*Group{
+					{Name: "elections", Keys: []string{"elections/scheduler"}, CreateIndex: 16, ModifyIndex: 16},
+					{Name: "partitions", Keys: []string{"partitions/0", "partitions/2", "partitions/3"}, MaxPerWorker: 2,
+						Assignment:  map[string]string{"partitions/0": "w-a", "partitions/2": "w-c"},
+						CreateIndex: 15, ModifyIndex: 18, AssignIndex: 17},
 				},
+				controls: map[string]KeyControl{
+					"partitions/2": {Prohibited: []string{"w-b", "w-z"}},
+					"scene-01":     {Disabled: true},
+				},
+				drained: []string{"w-b", "w-d"},
 			},
 		},
 	},
@@ -111,6 +193,13 @@ var goldenCommandsV1 = []namedCommand{
 		Acquire{Key: "scene-01", Holder: "tracker-1", TTL: ttl, Metadata: map[string]string{"zone": "eu-1"}, Time: wall},
 	}}},
 	{"empty-batch", Batch{Commands: []Command{}}},
+	// Placement commands, added after the lines above were written.
+	{"group-put", GroupPut{Name: "partitions", Keys: []string{"partitions/0", "partitions/1", "partitions/2"}, MaxPerWorker: 2}},
+	{"group-delete", GroupDelete{Name: "partitions"}},
+	{"group-keys", GroupKeys{Name: "partitions", Add: []string{"partitions/3", "partitions/4"}, Remove: []string{"partitions/0"}}},
+	{"key-control", SetKeyControl{Key: "partitions/2", Control: KeyControl{Disabled: true, Prohibited: []string{"w-b", "w-z"}}}},
+	{"worker-drain", WorkerDrain{Worker: "w-b", Draining: true}},
+	{"assign", Assign{Group: "partitions", Assignment: map[string]string{"partitions/1": "w-a", "partitions/2": "w-c"}}},
 }
 
 var goldenCommands = []struct {
@@ -128,7 +217,10 @@ func TestGoldenSnapshot(t *testing.T) {
 		t.Run(g.file, func(t *testing.T) {
 			path := goldenPath(g.file)
 			if g.current {
-				m := replay(t, goldenLog())
+				if g.version != snapshotVersion {
+					t.Fatalf("%s is the current file but has version %d; this build writes %d", path, g.version, snapshotVersion)
+				}
+				m := replay(t, g.log())
 				written := persist(t, m)
 				if *update {
 					writeGolden(t, path, written)
@@ -142,6 +234,14 @@ func TestGoldenSnapshot(t *testing.T) {
 			}
 
 			golden := readGolden(t, path)
+			if len(golden) < 6 {
+				t.Fatalf("%s is %d bytes, too short for a header", path, len(golden))
+			}
+			// An old version's file is never regenerated: its header must
+			// still carry its own version.
+			if got := binary.BigEndian.Uint16(golden[4:6]); got != g.version {
+				t.Fatalf("%s has format version %d in its header, want %d", path, got, g.version)
+			}
 			st, index, term, err := readSnapshot(bytes.NewReader(golden))
 			if err != nil {
 				t.Fatalf("readSnapshot(%s): %v", path, err)
@@ -160,9 +260,29 @@ func TestGoldenSnapshot(t *testing.T) {
 			if got, want := m.Get("partitions/1"), g.want.State.leases[2]; !reflect.DeepEqual(got, want) {
 				t.Errorf("Get(partitions/1) after Restore = %s, want %s", leaseString(got), leaseString(want))
 			}
+			if diff := diffPlacement(placementOf(m), placementOfState(g.want.State)); diff != "" {
+				t.Errorf("placement after Restore(%s) differs:\n%s", path, diff)
+			}
 			r := m.Apply(logEntry(g.want.Index+1, g.want.Term, Acquire{Key: "partitions/0", Holder: "w-z", TTL: ttl})).(Result)
 			if r.Code != Granted || r.Lease.Token != g.want.State.lastToken+1 {
 				t.Errorf("acquire after Restore = %v token %d, want %v token %d", r.Code, r.Lease.Token, Granted, g.want.State.lastToken+1)
+			}
+			// The key controls of the file still refuse acquisitions.
+			next := g.want.Index + 1
+			for key, ctl := range g.want.State.controls {
+				next++
+				want := Prohibited
+				if ctl.Disabled {
+					want = Disabled
+				}
+				holder := "w-new"
+				if len(ctl.Prohibited) > 0 {
+					holder = ctl.Prohibited[0]
+				}
+				r := m.Apply(logEntry(next, g.want.Term, Acquire{Key: key, Holder: holder, TTL: ttl})).(Result)
+				if r.Code != want {
+					t.Errorf("acquire of %q by %q after Restore = %v, want %v", key, holder, r.Code, want)
+				}
 			}
 		})
 	}
@@ -174,6 +294,21 @@ func formatSnapshot(s decodedSnapshot) string {
 		s.Index, s.Term, s.State.lastToken, s.State.establishedTerm, s.State.leaseIndex)
 	for _, l := range s.State.leases {
 		fmt.Fprintf(&b, "\n  %s", leaseString(l))
+	}
+	fmt.Fprintf(&b, "\ngroup_index %d drained %q", s.State.groupIndex, s.State.drained)
+	for _, g := range s.State.groups {
+		fmt.Fprintf(&b, "\n  group %s", groupString(g))
+	}
+	keys := make([]string, 0, len(s.State.controls))
+	for k := range s.State.controls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  control %q %s", k, controlString(s.State.controls[k]))
+	}
+	if s.State.controls == nil {
+		b.WriteString("\n  controls <nil>")
 	}
 	return b.String()
 }

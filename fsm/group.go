@@ -219,15 +219,30 @@ func (m *Machine) storeGroup(g *Group) {
 	m.groupIndex = g.ModifyIndex
 }
 
-// keepAssigned returns the entries of a whose key is in keys (sorted).
+// keepAssigned returns the entries of a whose key is in keys (sorted), or
+// nil when none is left: a group restored from a snapshot has no map for
+// an empty assignment, and one that applied the log must not differ.
 func keepAssigned(a map[string]string, keys []string) map[string]string {
-	out := make(map[string]string, len(a))
+	var out map[string]string
 	for k, w := range a {
 		if i := sort.SearchStrings(keys, k); i < len(keys) && keys[i] == k && w != "" {
+			if out == nil {
+				out = make(map[string]string, len(a))
+			}
 			out[k] = w
 		}
 	}
 	return out
+}
+
+// strictlySorted reports whether s is sorted and has no duplicates.
+func strictlySorted(s []string) bool {
+	for i := 1; i < len(s); i++ {
+		if s[i-1] >= s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // sortedSet returns the distinct values of s, sorted, as a new slice.
@@ -338,6 +353,9 @@ func decodePlacement(d *decoder, st *state) {
 		if i > 0 && g.Name <= st.groups[len(st.groups)-1].Name {
 			d.fail(fmt.Errorf("group %q out of order", g.Name))
 		}
+		if !strictlySorted(g.Keys) {
+			d.fail(fmt.Errorf("keys of group %q out of order", g.Name))
+		}
 		st.groups = append(st.groups, g)
 	}
 	n = d.uvarint()
@@ -345,9 +363,21 @@ func decodePlacement(d *decoder, st *state) {
 		d.fail(fmt.Errorf("%d key controls in %d bytes", n, len(d.buf)))
 	}
 	st.controls = make(map[string]KeyControl)
+	var prev string
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		key := d.string()
-		st.controls[key] = KeyControl{Disabled: d.bool(), Prohibited: d.strings()}
+		if i > 0 && key <= prev {
+			d.fail(fmt.Errorf("key control %q out of order", key))
+		}
+		prev = key
+		ctl := KeyControl{Disabled: d.bool(), Prohibited: d.strings()}
+		if !strictlySorted(ctl.Prohibited) {
+			d.fail(fmt.Errorf("prohibited holders of key %q out of order", key))
+		}
+		st.controls[key] = ctl
 	}
 	st.drained = d.strings()
+	if !strictlySorted(st.drained) {
+		d.fail(fmt.Errorf("drained workers out of order"))
+	}
 }

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +116,12 @@ func rawBatch(entries ...[]byte) []byte {
 	return e.buf
 }
 
+// unusedType is a command type byte that no build assigns: the known types
+// run from 1 upwards without gaps, and this one lies far above them and
+// below IgnorableFlag. It must never become a command type; pick another
+// one here if it ever does.
+const unusedType Type = 0x3f
+
 // view is everything a reader can observe of a Machine, for comparisons.
 type view struct {
 	Leases          []*Lease
@@ -121,6 +130,7 @@ type view struct {
 	EstablishedTerm uint64
 	Applied, Term   uint64
 	LeaseIndex      uint64
+	Placement       placement
 }
 
 func viewOf(m *Machine) view {
@@ -129,7 +139,155 @@ func viewOf(m *Machine) view {
 	v.LastToken = m.LastToken()
 	v.EstablishedTerm = m.EstablishedTerm()
 	v.Applied, v.Term, v.LeaseIndex = m.Indexes()
+	v.Placement = placementOf(m)
 	return v
+}
+
+// placement is what a reader can observe of the placement state: groups,
+// key controls, drained workers and the group index.
+type placement struct {
+	Groups   []*Group
+	Controls map[string]KeyControl
+	Drained  []string
+	Index    uint64
+}
+
+// placementOf reads the placement state of m. The machine has no method
+// that lists the key controls, so they are copied under its lock.
+func placementOf(m *Machine) placement {
+	var p placement
+	p.Groups, p.Index = m.Groups()
+	p.Drained = m.DrainedWorkers()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p.Controls = make(map[string]KeyControl, len(m.controls))
+	for k, c := range m.controls {
+		p.Controls[k] = c
+	}
+	return p
+}
+
+// placementOfState is the placement a Machine restored from st shows.
+func placementOfState(st state) placement {
+	p := placement{
+		Groups:   append([]*Group{}, st.groups...),
+		Controls: make(map[string]KeyControl, len(st.controls)),
+		Drained:  append([]string{}, st.drained...),
+		Index:    st.groupIndex,
+	}
+	for k, c := range st.controls {
+		p.Controls[k] = c
+	}
+	return p
+}
+
+func (p placement) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "{group_index %d drained %q}", p.Index, p.Drained)
+	for _, g := range p.Groups {
+		fmt.Fprintf(&b, "\n  group %s", groupString(g))
+	}
+	keys := make([]string, 0, len(p.Controls))
+	for k := range p.Controls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "\n  control %q %s", k, controlString(p.Controls[k]))
+	}
+	return b.String()
+}
+
+// groupString formats g; unlike %+v it tells a nil map or slice from an
+// empty one.
+func groupString(g *Group) string {
+	if g == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("{Name:%q Keys:%s MaxPerWorker:%d Assignment:%s CreateIndex:%d ModifyIndex:%d AssignIndex:%d}",
+		g.Name, sliceString(g.Keys), g.MaxPerWorker, mapString(g.Assignment), g.CreateIndex, g.ModifyIndex, g.AssignIndex)
+}
+
+func controlString(c KeyControl) string {
+	return fmt.Sprintf("{Disabled:%t Prohibited:%s}", c.Disabled, sliceString(c.Prohibited))
+}
+
+func sliceString(s []string) string {
+	if s == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func mapString(m map[string]string) string {
+	if m == nil {
+		return "nil"
+	}
+	return fmt.Sprintf("%q", m)
+}
+
+// diffPlacement lists the differences between got and want, one per line,
+// or returns "" when they are equal.
+func diffPlacement(got, want placement) string {
+	if reflect.DeepEqual(got, want) {
+		return ""
+	}
+	var b strings.Builder
+	if got.Index != want.Index {
+		fmt.Fprintf(&b, "group index %d, want %d\n", got.Index, want.Index)
+	}
+	if !reflect.DeepEqual(got.Drained, want.Drained) {
+		fmt.Fprintf(&b, "drained %s, want %s\n", sliceString(got.Drained), sliceString(want.Drained))
+	}
+	groups := func(p placement) map[string]*Group {
+		out := map[string]*Group{}
+		for _, g := range p.Groups {
+			out[g.Name] = g
+		}
+		return out
+	}
+	gotGroups, wantGroups := groups(got), groups(want)
+	for _, name := range sortedKeys(mergeKeys(gotGroups, wantGroups)) {
+		if g, w := gotGroups[name], wantGroups[name]; !reflect.DeepEqual(g, w) {
+			fmt.Fprintf(&b, "group %q:\n   got %s\n  want %s\n", name, groupString(g), groupString(w))
+		}
+	}
+	if (got.Groups == nil) != (want.Groups == nil) {
+		fmt.Fprintf(&b, "groups nil %t, want nil %t\n", got.Groups == nil, want.Groups == nil)
+	}
+	for _, key := range sortedKeys(mergeKeys(got.Controls, want.Controls)) {
+		g, gok := got.Controls[key]
+		w, wok := want.Controls[key]
+		if gok != wok || !reflect.DeepEqual(g, w) {
+			fmt.Fprintf(&b, "control %q: got %s (present %t), want %s (present %t)\n", key, controlString(g), gok, controlString(w), wok)
+		}
+	}
+	if (got.Controls == nil) != (want.Controls == nil) {
+		fmt.Fprintf(&b, "controls nil %t, want nil %t\n", got.Controls == nil, want.Controls == nil)
+	}
+	if b.Len() == 0 {
+		b.WriteString("differs in the order of its groups\n")
+	}
+	return b.String()
+}
+
+func mergeKeys[V any](a, b map[string]V) map[string]bool {
+	out := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// cloneGroup returns a deep copy of g, to compare against later.
+func cloneGroup(g *Group) *Group {
+	c := *g
+	c.Keys = slices.Clone(g.Keys)
+	c.Assignment = maps.Clone(g.Assignment)
+	return &c
 }
 
 // leaseState is a view without the indexes that every applied entry moves:
@@ -142,7 +300,7 @@ func leaseState(m *Machine) ([]*Lease, uint64, uint64) {
 func assertView(t *testing.T, got, want view) {
 	t.Helper()
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("state differs:\ngot  %s\nwant %s", dump(got), dump(want))
+		t.Errorf("state differs:\ngot  %s\nwant %s\n%s", dump(got), dump(want), diffPlacement(got.Placement, want.Placement))
 	}
 }
 
@@ -153,6 +311,7 @@ func dump(v view) string {
 	for _, l := range v.Leases {
 		fmt.Fprintf(&b, "\n  %s", leaseString(l))
 	}
+	fmt.Fprintf(&b, "\nplacement %s", v.Placement)
 	return b.String()
 }
 

@@ -196,6 +196,129 @@ func TestApplyContract(t *testing.T) {
 			want:  Result{NotFound, nil},
 		},
 
+		// Key controls: a refused acquisition changes nothing and takes no
+		// token.
+		{
+			name:  "acquire of a disabled key never seen is refused",
+			setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}},
+			cmd:   acquire("a", "w1"),
+			want:  Result{Disabled, nil},
+		},
+		{
+			name: "acquire of a disabled free key is refused and shows the record",
+			setup: []Command{
+				acquire("a", "w1"),
+				Release{Key: "a", Holder: "w1", Token: 1},
+				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
+			},
+			cmd: acquire("a", "w2"),
+			want: Result{Disabled, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
+				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+		},
+		{
+			name: "the holder of a key disabled later cannot renew it",
+			setup: []Command{
+				Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: zoneA, Time: wall},
+				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
+			},
+			cmd: Acquire{Key: "a", Holder: "w1", TTL: time.Minute, Metadata: zoneB, Time: wall + 1},
+			want: Result{Disabled, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+				Metadata: zoneA, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
+		},
+		{
+			name: "a disabled key answers disabled to a prohibited holder too",
+			setup: []Command{
+				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true, Prohibited: []string{"w1"}}},
+			},
+			cmd:  acquire("a", "w1"),
+			want: Result{Disabled, nil},
+		},
+		{
+			name:  "acquire by a prohibited holder is refused",
+			setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w3", "w1"}}}},
+			cmd:   acquire("a", "w1"),
+			want:  Result{Prohibited, nil},
+		},
+		{
+			name: "a prohibited holder that holds the key cannot renew it",
+			setup: []Command{
+				acquire("a", "w1"),
+				SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}},
+			},
+			cmd: acquire("a", "w1"),
+			want: Result{Prohibited, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
+		},
+		{
+			name:  "acquire by a holder that is not prohibited is granted",
+			setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1", "w3"}}}},
+			cmd:   acquire("a", "w2"),
+			want: Result{Granted, &Lease{Key: "a", Holder: "w2", Token: 1, TTL: ttl, Held: true,
+				AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 2}},
+		},
+		{
+			name: "a prohibited holder meets a held key with prohibited, not held",
+			setup: []Command{
+				acquire("a", "w2"),
+				SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}},
+			},
+			cmd: acquire("a", "w1"),
+			want: Result{Prohibited, &Lease{Key: "a", Holder: "w2", Token: 1, TTL: ttl, Held: true,
+				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
+		},
+		{
+			name: "refused acquisitions take no token",
+			setup: []Command{
+				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
+				SetKeyControl{Key: "b", Control: KeyControl{Prohibited: []string{"w1"}}},
+				acquire("a", "w1"),
+				acquire("b", "w1"),
+				acquire("a", "w2"),
+			},
+			cmd: acquire("c", "w1"),
+			want: Result{Granted, &Lease{Key: "c", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+				AcquiredAt: wall, CreateIndex: 6, ModifyIndex: 6}},
+		},
+		{
+			name: "acquire after the control is cleared is granted",
+			setup: []Command{
+				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true, Prohibited: []string{"w1"}}},
+				acquire("a", "w1"),
+				SetKeyControl{Key: "a"},
+			},
+			cmd: acquire("a", "w1"),
+			want: Result{Granted, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+				AcquiredAt: wall, CreateIndex: 4, ModifyIndex: 4}},
+		},
+		{
+			name: "the controls of one key do not touch another",
+			setup: []Command{
+				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true, Prohibited: []string{"w1"}}},
+			},
+			cmd: acquire("ab", "w1"),
+			want: Result{Granted, &Lease{Key: "ab", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+				AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 2}},
+		},
+		{
+			name: "release, expire and revoke ignore key controls",
+			setup: []Command{
+				acquire("a", "w1"),
+				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true, Prohibited: []string{"w1"}}},
+			},
+			cmd: Release{Key: "a", Holder: "w1", Token: 1},
+			want: Result{Freed, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
+				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
+		},
+		{
+			name: "a drained worker still acquires: draining is the balancer's business",
+			setup: []Command{
+				WorkerDrain{Worker: "w1", Draining: true},
+			},
+			cmd: acquire("a", "w1"),
+			want: Result{Granted, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+				AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 2}},
+		},
+
 		// LeaderEstablished.
 		{
 			name:  "leader established has no lease outcome",
@@ -501,7 +624,7 @@ func TestApplyUnknownType(t *testing.T) {
 		// want is the result when Apply does not panic.
 		want interface{}
 	}{
-		{name: "unknown type", data: []byte{0x07, version1}, panic: true},
+		{name: "unknown type", data: []byte{byte(unusedType), version1}, panic: true},
 		{name: "unknown type with a payload", data: []byte{0x42, version1, 1, 2, 3}, panic: true},
 		{name: "type zero", data: []byte{0x00, version1}, panic: true},
 		{name: "known type with the ignorable flag means another command", data: append([]byte{byte(TypeRevoke | IgnorableFlag)}, Encode(Revoke{Key: "a"})[1:]...), want: Result{Code: Done}},
@@ -512,7 +635,9 @@ func TestApplyUnknownType(t *testing.T) {
 			data: rawBatch(Encode(Revoke{Key: "a"}), ignorable, Encode(acquire("a", "w2"))),
 			want: []Result{{Code: Freed}, {Code: Done}, {Code: Granted}},
 		},
-		{name: "unknown type inside a batch", data: rawBatch(Encode(Revoke{Key: "a"}), []byte{0x07, version1}), panic: true},
+		{name: "unknown type inside a batch", data: rawBatch(Encode(Revoke{Key: "a"}), []byte{byte(unusedType), version1}), panic: true},
+		{name: "malformed placement command", data: []byte{byte(TypeWorkerDrain), version1, 1, 'w', 2}, panic: true},
+		{name: "placement command before an unknown type in a batch", data: rawBatch(Encode(WorkerDrain{Worker: "w", Draining: true}), []byte{byte(unusedType), version1}), panic: true},
 		{name: "unknown version", data: append([]byte{byte(TypeRevoke), 2}, Encode(Revoke{Key: "a"})[2:]...), panic: true},
 		{name: "unknown version inside a batch", data: rawBatch(Encode(Revoke{Key: "a"}), []byte{byte(TypeLeaderEstablished), 0, 5}), panic: true},
 		{name: "nested batch", data: rawBatch(Encode(Revoke{Key: "a"}), Encode(Batch{})), panic: true},
@@ -612,6 +737,24 @@ func TestChanged(t *testing.T) {
 		{name: "leader established", cmd: LeaderEstablished{Term: 3}, want: false},
 		{name: "batch with one change", setup: []Command{acquire("a", "w1")}, cmd: Batch{Commands: []Command{acquire("a", "w2"), acquire("b", "w2")}}, want: true},
 		{name: "batch without a change", setup: []Command{acquire("a", "w1")}, cmd: Batch{Commands: []Command{acquire("a", "w2"), Revoke{Key: "b"}}}, want: false},
+
+		// Placement changes wake blocking queries too.
+		{name: "group created", cmd: GroupPut{Name: "g", Keys: []string{"a"}}, want: true},
+		{name: "group replaced", setup: []Command{GroupPut{Name: "g", Keys: []string{"a"}}}, cmd: GroupPut{Name: "g", Keys: []string{"b"}}, want: true},
+		{name: "group deleted", setup: []Command{GroupPut{Name: "g"}}, cmd: GroupDelete{Name: "g"}, want: true},
+		{name: "group keys", setup: []Command{GroupPut{Name: "g"}}, cmd: GroupKeys{Name: "g", Add: []string{"a"}}, want: true},
+		{name: "assign", setup: []Command{GroupPut{Name: "g", Keys: []string{"a"}}}, cmd: Assign{Group: "g", Assignment: map[string]string{"a": "w1"}}, want: true},
+		{name: "key disabled", cmd: SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}, want: true},
+		{name: "holder prohibited", cmd: SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}}, want: true},
+		{name: "key control cleared", setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}}, cmd: SetKeyControl{Key: "a"}, want: true},
+		{name: "worker drained", cmd: WorkerDrain{Worker: "w1", Draining: true}, want: true},
+		{name: "worker undrained", setup: []Command{WorkerDrain{Worker: "w1", Draining: true}}, cmd: WorkerDrain{Worker: "w1"}, want: true},
+		{name: "batch with one placement change", cmd: Batch{Commands: []Command{GroupDelete{Name: "g"}, WorkerDrain{Worker: "w1", Draining: true}}}, want: true},
+		{name: "delete of a missing group", cmd: GroupDelete{Name: "g"}, want: false},
+		{name: "keys of a missing group", cmd: GroupKeys{Name: "g", Add: []string{"a"}}, want: false},
+		{name: "assign of a missing group", cmd: Assign{Group: "g", Assignment: map[string]string{"a": "w1"}}, want: false},
+		{name: "acquire of a disabled key", setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}}, cmd: acquire("a", "w1"), want: false},
+		{name: "acquire by a prohibited holder", setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}}}, cmd: acquire("a", "w1"), want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -777,7 +920,7 @@ func TestConcurrentReads(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var last uint64
+			var last, lastGroup uint64
 			for {
 				select {
 				case <-stop:
@@ -802,6 +945,23 @@ func TestConcurrentReads(t *testing.T) {
 				n.m.Indexes()
 				n.m.LastToken()
 				n.m.EstablishedTerm()
+
+				groups, gi := n.m.Groups()
+				if gi < lastGroup {
+					errs <- fmt.Errorf("group index went back from %d to %d", lastGroup, gi)
+					return
+				}
+				lastGroup = gi
+				for _, g := range groups { // read what Apply must not write
+					for range g.Assignment {
+					}
+					_ = append([]string(nil), g.Keys...)
+				}
+				_ = n.m.Group("g")
+				_ = n.m.Control("k3").Prohibits("w1")
+				_ = n.m.Drained("w2")
+				_ = n.m.DrainedWorkers()
+				_ = n.m.GroupIndex()
 			}
 		}()
 	}
@@ -810,8 +970,18 @@ func TestConcurrentReads(t *testing.T) {
 		wg.Wait()
 	})
 
+	n.one(GroupPut{Name: "g", Keys: []string{"k1", "k2", "k3"}})
 	for i := 0; i < 2000; i++ {
 		key := fmt.Sprintf("k%d", i%37)
+		if i%7 == 0 {
+			w := fmt.Sprintf("w%d", i%3)
+			n.batch(
+				Assign{Group: "g", Assignment: map[string]string{"k1": w, "k2": w, key: w}},
+				GroupKeys{Name: "g", Add: []string{key}, Remove: []string{fmt.Sprintf("k%d", (i+1)%37)}},
+				SetKeyControl{Key: "k3", Control: KeyControl{Prohibited: []string{w}}},
+				WorkerDrain{Worker: w, Draining: i%2 == 0},
+			)
+		}
 		r := n.one(acquire(key, fmt.Sprintf("w%d", i%3)))
 		if i%5 == 0 {
 			snap, err := n.m.Snapshot()
@@ -825,7 +995,7 @@ func TestConcurrentReads(t *testing.T) {
 				t.Fatalf("Persist: %v", err)
 			}
 			snap.Release()
-		} else if r.Code != Held {
+		} else if r.Code == Granted || r.Code == Kept {
 			n.one(Release{Key: key, Holder: r.Lease.Holder, Token: r.Lease.Token})
 		}
 	}
@@ -847,6 +1017,9 @@ func TestCodeAndReasonStrings(t *testing.T) {
 		{NotHeld.String(), "not_held"},
 		{NotFound.String(), "not_found"},
 		{Done.String(), "done"},
+		{Disabled.String(), "disabled"},
+		{Prohibited.String(), "prohibited"},
+		{Code(200).String(), "code(200)"},
 		// The reasons are the HTTP API's "reason" values.
 		{ReasonNone.String(), ""},
 		{ReasonReleased.String(), "released"},

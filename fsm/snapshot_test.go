@@ -20,6 +20,22 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		{name: "only a leader established", log: []entry{{term: 4, data: Encode(LeaderEstablished{Term: 4})}}},
 		{name: "held and free leases with metadata", log: goldenLog()},
 		{name: "random log of 3000 entries", log: randomLog(1, 3000)},
+		{name: "leases and placement", log: goldenLogV2()},
+		{name: "only placement", log: encodeLog([]termCommand{
+			{1, GroupPut{Name: "g", Keys: []string{"b", "a"}, MaxPerWorker: 1}},
+			{1, Assign{Group: "g", Assignment: map[string]string{"a": "w1"}}},
+			{1, GroupPut{Name: "empty"}},
+			{1, SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}},
+			{1, WorkerDrain{Worker: "w1", Draining: true}},
+		})},
+		{name: "groups without assignments", log: encodeLog([]termCommand{
+			{1, GroupPut{Name: "g", Keys: []string{"a"}}},
+			{1, Assign{Group: "g", Assignment: map[string]string{"x": "w1"}}},
+			{1, GroupPut{Name: "h", Keys: []string{"a"}}},
+			{1, GroupKeys{Name: "h", Add: []string{"b"}}},
+			{1, GroupPut{Name: "h", Keys: []string{"b"}}},
+		})},
+		{name: "random log of 3000 entries with placement", log: randomPlacementLog(1, 3000)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -36,6 +52,17 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			}
 
 			assertView(t, viewOf(restored), viewOf(orig))
+			groups, _ := orig.Groups()
+			for _, g := range groups {
+				if got := restored.Group(g.Name); !reflect.DeepEqual(got, g) {
+					t.Errorf("Group(%q) = %s, want %s", g.Name, groupString(got), groupString(g))
+				}
+			}
+			for key, ctl := range placementOf(orig).Controls {
+				if got := restored.Control(key); !reflect.DeepEqual(got, ctl) {
+					t.Errorf("Control(%q) = %s, want %s", key, controlString(got), controlString(ctl))
+				}
+			}
 			leases, _ := orig.List(Filter{})
 			var maxToken uint64
 			for _, l := range leases {
@@ -76,20 +103,80 @@ func TestSnapshotKeepsDeposedLeaderProtection(t *testing.T) {
 }
 
 // TestRestoreReplacesState: Raft requires Restore to discard what the
-// machine held before; keys missing from the snapshot are gone.
+// machine held before; keys, groups, controls and drain marks missing from
+// the snapshot are gone.
 func TestRestoreReplacesState(t *testing.T) {
 	small := newNode(t)
-	small.one(acquire("a", "w1"))
+	small.all(acquire("a", "w1"), GroupPut{Name: "g", Keys: []string{"a"}}, SetKeyControl{Key: "b", Control: KeyControl{Disabled: true}})
 	b := persist(t, small.m)
 
-	m := New()
-	m.Apply(logEntry(1, 1, acquire("zzz", "w9")))
-	if err := m.Restore(io.NopCloser(bytes.NewReader(b))); err != nil {
+	m := newNode(t)
+	m.all(
+		acquire("zzz", "w9"),
+		GroupPut{Name: "old", Keys: []string{"zzz"}},
+		GroupPut{Name: "g", Keys: []string{"zzz"}},
+		Assign{Group: "g", Assignment: map[string]string{"zzz": "w9"}},
+		SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}},
+		WorkerDrain{Worker: "w9", Draining: true},
+	)
+	if err := m.m.Restore(io.NopCloser(bytes.NewReader(b))); err != nil {
 		t.Fatalf("Restore: %v", err)
 	}
-	assertView(t, viewOf(m), viewOf(small.m))
-	if l := m.Get("zzz"); l != nil {
+	assertView(t, viewOf(m.m), viewOf(small.m))
+	if l := m.m.Get("zzz"); l != nil {
 		t.Errorf("Get(zzz) = %s after Restore of a snapshot without it, want nil", leaseString(l))
+	}
+	if g := m.m.Group("old"); g != nil {
+		t.Errorf("Group(old) = %s after Restore of a snapshot without it, want nil", groupString(g))
+	}
+	if m.m.Drained("w9") || m.m.Control("a").Prohibits("w1") {
+		t.Errorf("drain mark or key control survived a Restore of a snapshot without them")
+	}
+	if r := m.m.Apply(logEntry(4, 1, acquire("a", "w1"))).(Result); r.Code != Kept {
+		t.Errorf("acquire(a, w1) after Restore = %v, want %v", r.Code, Kept)
+	}
+}
+
+// TestRestoreVersion1DropsPlacement: a server that restores a version 1
+// snapshot (written before placement existed) ends with no groups, key
+// controls or drain marks, whatever it held before, and its group index is
+// 0.
+func TestRestoreVersion1DropsPlacement(t *testing.T) {
+	v1 := readGolden(t, goldenPath("snapshot-v1.golden"))
+	n := newNode(t)
+	n.all(
+		GroupPut{Name: "g", Keys: []string{"scene-01"}},
+		SetKeyControl{Key: "scene-01", Control: KeyControl{Disabled: true}},
+		WorkerDrain{Worker: "w1", Draining: true},
+	)
+	ch := n.m.Changed()
+	if err := n.m.Restore(io.NopCloser(bytes.NewReader(v1))); err != nil {
+		t.Fatalf("Restore(snapshot-v1.golden): %v", err)
+	}
+	want := placement{Groups: []*Group{}, Controls: map[string]KeyControl{}, Drained: []string{}}
+	assertPlacement(t, n.m, placementOf(n.m), want)
+	if !isClosed(ch) {
+		t.Error("Changed() not closed by Restore")
+	}
+	// The placement commands work on the restored machine, and its next
+	// snapshot is of the current version.
+	m := n.m
+	if r := m.Apply(logEntry(15, 3, GroupPut{Name: "g", Keys: []string{"scene-01"}})).(Result); r.Code != Done {
+		t.Errorf("GroupPut after Restore = %v, want %v", r.Code, Done)
+	}
+	if r := m.Apply(logEntry(16, 3, acquire("scene-01", "w1"))).(Result); r.Code != Granted || r.Lease.Token != 7 {
+		t.Errorf("acquire(scene-01) after Restore = %v, want %v token 7", r.Code, Granted)
+	}
+	b := m.snapshotBytes()
+	if got := binary.BigEndian.Uint16(b[4:6]); got != snapshotVersion {
+		t.Errorf("snapshot after restoring version 1 has version %d, want %d", got, snapshotVersion)
+	}
+	st, _, _, err := decodeSnapshot(b)
+	if err != nil {
+		t.Fatalf("decodeSnapshot: %v", err)
+	}
+	if len(st.groups) != 1 || st.groupIndex != 15 {
+		t.Errorf("snapshot after restoring version 1 has %d groups at group index %d, want 1 at 15", len(st.groups), st.groupIndex)
 	}
 }
 
@@ -136,7 +223,13 @@ func TestRestoreClosesChanged(t *testing.T) {
 // Applies; what it writes is the state when Snapshot was called.
 func TestSnapshotIsPointInTime(t *testing.T) {
 	n := newNode(t)
-	n.all(Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: map[string]string{"v": "1"}}, acquire("b", "w1"))
+	n.all(
+		Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: map[string]string{"v": "1"}}, acquire("b", "w1"),
+		GroupPut{Name: "g", Keys: []string{"a", "b"}},
+		Assign{Group: "g", Assignment: map[string]string{"a": "w1", "b": "w2"}},
+		SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w3"}}},
+		WorkerDrain{Worker: "w2", Draining: true},
+	)
 	want := n.m.snapshotBytes()
 	snap, err := n.m.Snapshot()
 	if err != nil {
@@ -150,6 +243,14 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 		acquire("b", "w2"),
 		acquire("c", "w3"),
 		LeaderEstablished{Term: 5},
+		Assign{Group: "g", Assignment: map[string]string{"a": "w3"}},
+		GroupKeys{Name: "g", Add: []string{"c"}, Remove: []string{"b"}},
+		GroupPut{Name: "h", Keys: []string{"c"}},
+		GroupDelete{Name: "g"},
+		SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
+		SetKeyControl{Key: "c", Control: KeyControl{Prohibited: []string{"w1"}}},
+		WorkerDrain{Worker: "w2"},
+		WorkerDrain{Worker: "w1", Draining: true},
 	)
 	sink := &fakeSink{}
 	if err := snap.Persist(sink); err != nil {
@@ -200,15 +301,22 @@ func withCRC(b []byte) []byte {
 	return c
 }
 
-// rawSnapshot frames leases in the order given, without the checks and
-// sorting of encodeSnapshot, to build snapshots a correct writer never
-// writes.
-func rawSnapshot(lastToken uint64, leases ...*Lease) []byte {
+// frameSnapshot frames body as a snapshot of format version at index 10,
+// term 2, with a valid checksum. body writes the fields as given, without
+// the checks and sorting of encodeSnapshot, to build snapshots a correct
+// writer never writes.
+func frameSnapshot(version uint16, body func(e *encoder)) []byte {
 	e := &encoder{}
 	e.buf = append(e.buf, snapshotMagic...)
-	e.buf = binary.BigEndian.AppendUint16(e.buf, snapshotVersion)
+	e.buf = binary.BigEndian.AppendUint16(e.buf, version)
 	e.buf = binary.BigEndian.AppendUint64(e.buf, 10)
 	e.buf = binary.BigEndian.AppendUint64(e.buf, 2)
+	body(e)
+	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
+}
+
+// rawLeases writes the lease part of a snapshot body.
+func rawLeases(e *encoder, lastToken uint64, leases []*Lease) {
 	e.uvarint(lastToken)
 	e.uvarint(0)
 	e.uvarint(10)
@@ -216,11 +324,59 @@ func rawSnapshot(lastToken uint64, leases ...*Lease) []byte {
 	for _, l := range leases {
 		l.encode(e)
 	}
-	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
+}
+
+// rawSnapshot is a version 1 snapshot of leases in the order given.
+func rawSnapshot(lastToken uint64, leases ...*Lease) []byte {
+	return frameSnapshot(1, func(e *encoder) { rawLeases(e, lastToken, leases) })
+}
+
+// rawPlacement is the placement part of a version 2 snapshot body, in the
+// order given.
+type rawPlacement struct {
+	index    uint64
+	groups   []*Group
+	controls []rawControl
+	drained  []string
+}
+
+type rawControl struct {
+	key string
+	ctl KeyControl
+}
+
+func (p rawPlacement) encode(e *encoder) {
+	e.uvarint(p.index)
+	e.uvarint(uint64(len(p.groups)))
+	for _, g := range p.groups {
+		e.string(g.Name)
+		e.strings(g.Keys)
+		e.varint(int64(g.MaxPerWorker))
+		e.stringMap(g.Assignment)
+		e.uvarint(g.CreateIndex)
+		e.uvarint(g.ModifyIndex)
+		e.uvarint(g.AssignIndex)
+	}
+	e.uvarint(uint64(len(p.controls)))
+	for _, c := range p.controls {
+		e.string(c.key)
+		e.bool(c.ctl.Disabled)
+		e.strings(c.ctl.Prohibited)
+	}
+	e.strings(p.drained)
+}
+
+// rawSnapshotV2 is a version 2 snapshot without leases and with the
+// placement part p.
+func rawSnapshotV2(p rawPlacement) []byte {
+	return frameSnapshot(2, func(e *encoder) {
+		rawLeases(e, 0, nil)
+		p.encode(e)
+	})
 }
 
 func TestRestoreCorrupt(t *testing.T) {
-	good := persist(t, replay(t, goldenLog()))
+	good := persist(t, replay(t, goldenLogV2()))
 	patch := func(off int, v ...byte) []byte {
 		c := bytes.Clone(good)
 		copy(c[off:], v)
@@ -249,7 +405,10 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "header only", data: good[:headerLen], msg: "shorter than a header"},
 		{name: "bad magic", data: withCRC(patch(0, 'T', 'N', 'R', 'X')), msg: "magic"},
 		{name: "a command instead of a snapshot", data: Encode(acquire("a", "w1")), msg: "shorter than a header"},
-		{name: "version 2", data: withCRC(patch(4, 0, 2)), msg: "format version 2"},
+		{name: "version 3", data: withCRC(patch(4, 0, 3)), msg: "format version 3"},
+		{name: "version 0xffff", data: withCRC(patch(4, 0xff, 0xff)), msg: "format version 65535"},
+		{name: "a version 2 body under a version 1 header", data: withCRC(patch(4, 0, 1)), msg: "trailing"},
+		{name: "a version 1 body under a version 2 header", data: withCRC(func() []byte { c := bytes.Clone(single); c[5] = 2; return c }()), msg: "unexpected end"},
 		{name: "version 0", data: withCRC(patch(4, 0, 0)), msg: "format version 0"},
 		{name: "flipped bit in the body", data: patch(headerLen+3, good[headerLen+3]^0x10), msg: "checksum"},
 		{name: "flipped bit in the index", data: patch(10, good[10]^0x01), msg: "checksum"},
@@ -268,31 +427,148 @@ func TestRestoreCorrupt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := newNode(t)
-			n.all(Acquire{Key: "keep", Holder: "w1", TTL: ttl, Metadata: map[string]string{"m": "1"}}, LeaderEstablished{Term: 1})
-			before, beforeBytes := viewOf(n.m), n.m.snapshotBytes()
-			ch := n.m.Changed()
-			rc := &trackingReader{r: bytes.NewReader(tt.data)}
-
-			err := n.m.Restore(rc)
-
-			if !errors.Is(err, ErrBadSnapshot) {
-				t.Fatalf("Restore = %v, want an error wrapping %q", err, ErrBadSnapshot)
-			}
-			if !strings.Contains(err.Error(), tt.msg) {
-				t.Errorf("Restore = %q, want it to mention %q", err, tt.msg)
-			}
-			assertView(t, viewOf(n.m), before)
-			if !bytes.Equal(n.m.snapshotBytes(), beforeBytes) {
-				t.Error("a failed Restore changed the snapshot bytes")
-			}
-			if isClosed(ch) {
-				t.Error("Changed() closed by a failed Restore")
-			}
-			if !rc.closed {
-				t.Error("Restore did not close its reader")
-			}
+			assertRestoreRefused(t, tt.data, tt.msg)
 		})
+	}
+}
+
+// assertRestoreRefused restores data into a machine with leases and
+// placement state and checks that Restore fails with ErrBadSnapshot and an
+// error that mentions msg, and leaves everything as it was.
+func assertRestoreRefused(t *testing.T, data []byte, msg string) {
+	t.Helper()
+	n := newNode(t)
+	n.all(
+		Acquire{Key: "keep", Holder: "w1", TTL: ttl, Metadata: map[string]string{"m": "1"}},
+		LeaderEstablished{Term: 1},
+		GroupPut{Name: "keep", Keys: []string{"keep", "k2"}},
+		Assign{Group: "keep", Assignment: map[string]string{"keep": "w1"}},
+		SetKeyControl{Key: "k2", Control: KeyControl{Disabled: true}},
+		WorkerDrain{Worker: "w2", Draining: true},
+	)
+	before, beforeBytes := viewOf(n.m), n.m.snapshotBytes()
+	ch := n.m.Changed()
+	rc := &trackingReader{r: bytes.NewReader(data)}
+
+	err := n.m.Restore(rc)
+
+	if !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("Restore = %v, want an error wrapping %q", err, ErrBadSnapshot)
+	}
+	if !strings.Contains(err.Error(), msg) {
+		t.Errorf("Restore = %q, want it to mention %q", err, msg)
+	}
+	assertView(t, viewOf(n.m), before)
+	if !bytes.Equal(n.m.snapshotBytes(), beforeBytes) {
+		t.Error("a failed Restore changed the snapshot bytes")
+	}
+	if isClosed(ch) {
+		t.Error("Changed() closed by a failed Restore")
+	}
+	if !rc.closed {
+		t.Error("Restore did not close its reader")
+	}
+}
+
+func TestRestoreCorruptPlacement(t *testing.T) {
+	g := func(name string) *Group {
+		return &Group{Name: name, Keys: []string{"k"}, CreateIndex: 1, ModifyIndex: 1}
+	}
+	valid := rawPlacement{
+		index:    3,
+		groups:   []*Group{g("a"), g("b")},
+		controls: []rawControl{{"k", KeyControl{Disabled: true, Prohibited: []string{"w1"}}}},
+		drained:  []string{"w1"},
+	}
+	if _, _, _, err := decodeSnapshot(rawSnapshotV2(valid)); err != nil {
+		t.Fatalf("the valid raw placement does not decode: %v", err)
+	}
+	// In rawSnapshotV2(valid) the placement part starts after the header
+	// and four one-byte varints; the disabled flag of the one control
+	// follows the index, two groups of 2+3+1+1+3 bytes, the control count
+	// and the key.
+	const placementAt = headerLen + 4
+	const disabledAt = placementAt + 1 + 1 + 2*10 + 1 + 2
+	patchValid := func(off int, v byte) []byte {
+		c := rawSnapshotV2(valid)
+		if c[off] != 1 {
+			t.Fatalf("byte %d of the valid snapshot is %d, not the disabled flag", off, c[off])
+		}
+		c[off] = v
+		return withCRC(c)
+	}
+	with := func(f func(p *rawPlacement)) []byte {
+		p := valid
+		f(&p)
+		return rawSnapshotV2(p)
+	}
+	good := persist(t, replay(t, goldenLogV2()))
+	body := good[:len(good)-4]
+
+	tests := []struct {
+		name string
+		data []byte
+		msg  string
+	}{
+		{name: "groups out of order", data: with(func(p *rawPlacement) { p.groups = []*Group{g("b"), g("a")} }), msg: `group "a" out of order`},
+		{name: "duplicate group", data: with(func(p *rawPlacement) { p.groups = []*Group{g("a"), g("a")} }), msg: `group "a" out of order`},
+		{name: "key controls out of order", data: with(func(p *rawPlacement) {
+			p.controls = []rawControl{{"b", KeyControl{Disabled: true}}, {"a", KeyControl{Disabled: true}}}
+		}), msg: "out of order"},
+		{name: "duplicate key control", data: with(func(p *rawPlacement) {
+			p.controls = []rawControl{{"a", KeyControl{Disabled: true}}, {"a", KeyControl{Prohibited: []string{"w1"}}}}
+		}), msg: "out of order"},
+		{name: "drained workers out of order", data: with(func(p *rawPlacement) { p.drained = []string{"w2", "w1"} }), msg: "out of order"},
+		{name: "duplicate drained worker", data: with(func(p *rawPlacement) { p.drained = []string{"w1", "w1"} }), msg: "out of order"},
+		{name: "group keys out of order", data: with(func(p *rawPlacement) {
+			p.groups = []*Group{{Name: "a", Keys: []string{"k2", "k1"}}}
+		}), msg: "out of order"},
+		{name: "prohibited holders out of order", data: with(func(p *rawPlacement) {
+			p.controls = []rawControl{{"k", KeyControl{Prohibited: []string{"w2", "w1"}}}}
+		}), msg: "out of order"},
+		{name: "disabled flag 2", data: patchValid(disabledAt, 2), msg: "bool byte 2"},
+		{name: "disabled flag 0xff", data: patchValid(disabledAt, 0xff), msg: "bool byte 255"},
+		{name: "more groups than bytes", data: withCRC(func() []byte { c := rawSnapshotV2(valid); c[placementAt+1] = 0x7f; return c }()), msg: "groups in"},
+		{name: "more key controls than bytes", data: withCRC(func() []byte {
+			c := rawSnapshotV2(valid)
+			c[placementAt+2+20] = 0x7f
+			return c
+		}()), msg: "key controls in"},
+		{name: "group with more keys than bytes", data: withCRC(func() []byte { c := rawSnapshotV2(valid); c[placementAt+4] = 0x7f; return c }()), msg: "list of 127 strings"},
+		{name: "no placement part", data: frameSnapshot(2, func(e *encoder) { rawLeases(e, 0, nil) }), msg: "unexpected end"},
+		{name: "placement part without drained workers", data: withCRC(append(bytes.Clone(body[:len(body)-9]), 0, 0, 0, 0)), msg: "unexpected end"},
+		{name: "placement part cut inside a group", data: frameSnapshot(2, func(e *encoder) {
+			rawLeases(e, 0, nil)
+			e.uvarint(3)
+			e.uvarint(1)
+			e.string("a")
+			e.strings([]string{"k"})
+		}), msg: "unexpected end"},
+		{name: "trailing byte after the drained workers", data: frameSnapshot(2, func(e *encoder) {
+			rawLeases(e, 0, nil)
+			valid.encode(e)
+			e.byte(0)
+		}), msg: "trailing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertRestoreRefused(t, tt.data, tt.msg)
+		})
+	}
+}
+
+// TestRestoreRefusesEveryTruncation: every field of a snapshot body is
+// required, so no proper prefix of a body is a snapshot, even under a valid
+// checksum. The golden log's body ends with a placement part of every
+// kind.
+func TestRestoreRefusesEveryTruncation(t *testing.T) {
+	good := persist(t, replay(t, goldenLogV2()))
+	body := good[:len(good)-4]
+	for cut := headerLen; cut < len(body); cut++ {
+		data := binary.BigEndian.AppendUint32(bytes.Clone(body[:cut]), crc32.Checksum(body[:cut], castagnoli))
+		if _, _, _, err := decodeSnapshot(data); !errors.Is(err, ErrBadSnapshot) {
+			t.Errorf("body cut to %d of %d bytes: decodeSnapshot = %v, want an error wrapping %q", cut, len(body), err, ErrBadSnapshot)
+		}
 	}
 }
 
