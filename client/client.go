@@ -30,12 +30,18 @@ const (
 const maxResponseBytes = 64 << 20
 
 // Client talks to a tenure cluster. Create it with New. It is safe for
-// concurrent use and holds no goroutines.
+// concurrent use. The calls of the low-level layer (Leases, Status, ...)
+// start no goroutines; the leases of Acquire are kept alive by one renewer
+// goroutine per Client, which runs only while at least one of them is held
+// (see Client.Acquire).
 type Client struct {
 	cfg   Config
 	http  *http.Client
 	log   hclog.Logger
 	route *router
+
+	// keep renews the leases of Acquire; created by New.
+	keep *keeper
 
 	// sleep waits d or until ctx is done, returning ctx.Err() then.
 	// jitter returns a uniformly random duration in [0, d].
@@ -96,8 +102,19 @@ func New(cfg *Config) (*Client, error) {
 		}
 		return rand.N(d + 1)
 	}
+	if c.cfg.Holder == "" {
+		c.cfg.Holder = NewHolderID()
+	}
+	c.keep = newKeeper(c)
 	return c, nil
 }
+
+// Holder returns the holder identity of this Client: Config.Holder, or the
+// NewHolderID() that New chose when it was empty.
+func (c *Client) Holder() string { return c.cfg.Holder }
+
+// holder is Holder for the package's own callers.
+func (c *Client) holder() string { return c.cfg.Holder }
 
 // defaultHTTPClient keeps enough idle connections per server for a busy
 // process, and never follows redirects: the API does not redirect, and
@@ -150,6 +167,8 @@ type request struct {
 	// an attempt is unknown; they are retried only when the server surely
 	// did not act (connection refused, 429, 503 no_leader).
 	unsafeRetry bool
+	// timeout, when positive, replaces Config.Timeout for this call.
+	timeout time.Duration
 }
 
 // response is a successful (2xx) answer.
@@ -161,6 +180,9 @@ type response struct {
 
 // attemptTimeout is the time limit of one attempt of r.
 func (c *Client) attemptTimeout(r *request) time.Duration {
+	if r.timeout > 0 {
+		return r.timeout + r.wait
+	}
 	return c.cfg.Timeout + r.wait
 }
 

@@ -52,9 +52,20 @@ type Config struct {
 	RetryBaseDelay time.Duration
 	RetryMaxDelay  time.Duration
 
-	// Logger receives debug lines about retries and leader changes. Nil
-	// discards them.
+	// Logger receives debug lines about retries and leader changes, and
+	// the lease events of kept-alive leases (lease_acquired,
+	// lease_renew_failed, lease_lost, lease_released) unless an acquisition
+	// names its own logger. Nil discards them.
 	Logger hclog.Logger
+
+	// Holder is the identity under which Acquire, elections and
+	// semaphores of this Client hold leases, unless an acquisition names
+	// another with WithHolder. Empty means a new NewHolderID() for each
+	// Client, so that a restarted process never reuses one. At most 256
+	// bytes. Two processes must never share a holder: the cluster treats
+	// an acquisition by the same holder as a retry and returns the same
+	// lease.
+	Holder string
 }
 
 // DefaultConfig returns a Config with the addresses from the environment
@@ -102,6 +113,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		return fmt.Errorf("config: Timeout must be positive, got %v", c.Timeout)
+	}
+	if len(c.Holder) > maxHolderBytes {
+		return fmt.Errorf("config: Holder must be at most %d bytes, got %d", maxHolderBytes, len(c.Holder))
 	}
 	if c.RetryMax < 0 {
 		return fmt.Errorf("config: RetryMax must not be negative, got %d", c.RetryMax)

@@ -59,6 +59,32 @@ var (
 	// ErrProhibited: an operator prohibited this holder on the key (code
 	// "prohibited", HTTP 403).
 	ErrProhibited = errors.New("holder prohibited on key")
+
+	// ErrLeaseExpiredLocally: a kept-alive lease (see Client.Acquire) reached
+	// its local safety deadline, Meta.SentAt of the last successful acquire
+	// or renewal + TTL − margin, without a successful renewal. The cluster
+	// may still hold it for a moment, but the holder must stop acting now:
+	// from TTL after that send time another holder may be granted the key.
+	// The error wraps the last renewal failure, if there was one.
+	ErrLeaseExpiredLocally = errors.New("lease expired locally: no renewal succeeded before its local deadline")
+
+	// ErrReleased: the lease was handed back with Lease.Release (or
+	// Leadership.Resign). It is the Err of such a lease, never the error of
+	// a call.
+	ErrReleased = errors.New("lease released")
+
+	// ErrDuplicateLease: Client.Acquire was called for a key that the same
+	// Client already keeps alive, or is acquiring or releasing, for the same
+	// holder. The cluster would answer with the same lease and token, and
+	// two keep-alive loops for one lease would each end it on their own.
+	// Use the *Lease you have, or acquire under another holder.
+	ErrDuplicateLease = errors.New("lease already kept by this client for this holder")
+
+	// ErrStaleToken: FenceValidator.Check refused a fencing token because a
+	// newer token exists for the key, or because the token was never
+	// granted for it. The write that carries it comes from a superseded
+	// holder and must be rejected.
+	ErrStaleToken = errors.New("stale fencing token")
 )
 
 // Error codes of the HTTP API v1. They are stable: a code never changes

@@ -164,6 +164,12 @@ func (a *LeasesAPI) Renew(ctx context.Context, key, holder string, token uint64)
 // Err. The error is only for the request as a whole. Every renewed lease
 // lasts at least its TTL from Meta.SentAt.
 func (a *LeasesAPI) RenewMany(ctx context.Context, holder string, leases []LeaseRef) ([]RenewResult, *Meta, error) {
+	return a.renewMany(ctx, holder, leases, 0)
+}
+
+// renewMany is RenewMany with each attempt bounded by timeout instead of
+// Config.Timeout (when positive).
+func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []LeaseRef, timeout time.Duration) ([]RenewResult, *Meta, error) {
 	if len(leases) == 0 || len(leases) > MaxRenewBatch {
 		return nil, nil, fmt.Errorf("%w: renew many needs 1 to %d leases, got %d", ErrInvalid, MaxRenewBatch, len(leases))
 	}
@@ -171,7 +177,7 @@ func (a *LeasesAPI) RenewMany(ctx context.Context, holder string, leases []Lease
 		Holder string     `json:"holder"`
 		Leases []LeaseRef `json:"leases"`
 	}{holder, leases}
-	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/renew", body: body})
+	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: timeout})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,391 @@
+package client
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeTenure is a small stateful tenure server for the tests of the
+// keep-alive, elections and fencing: acquire (without queueing), renew one
+// and many, release, revoke-by-test, and read with the index headers. Tests
+// inject failures through its fields, under mu.
+type fakeTenure struct {
+	*fakeServer
+
+	mu     sync.Mutex
+	token  uint64
+	index  uint64
+	leases map[string]*fakeLease
+
+	// renewFault, when set, answers every renew request (one or many)
+	// instead of the fake: with an error, or not at all.
+	renewFault func(w http.ResponseWriter, r *http.Request)
+	// renewDelay delays the answer of every successful renewal.
+	renewDelay time.Duration
+	// acquireDelay delays the answer of every acquire, after the grant.
+	acquireDelay time.Duration
+	// renews records the renew requests, one or many.
+	renews []fakeRenew
+	// changed is closed and replaced when a lease changes (blocking reads).
+	changed chan struct{}
+}
+
+// fakeLease is the state of one key.
+type fakeLease struct {
+	holder   string
+	token    uint64
+	ttl      string
+	held     bool
+	reason   string // why it is free, or why renewals are refused
+	metadata map[string]string
+	index    uint64
+	lostWith string // while held: renewals are refused with this reason
+}
+
+// fakeRenew is one renew request the fake received.
+type fakeRenew struct {
+	At     time.Time
+	Bulk   bool
+	Holder string
+	Keys   []string
+	OK     bool // answered with every lease renewed
+}
+
+func newFakeTenure(t *testing.T) *fakeTenure {
+	t.Helper()
+	f := &fakeTenure{leases: map[string]*fakeLease{}, index: 1, changed: make(chan struct{})}
+	f.fakeServer = newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		// fakeServer has read the body into its record.
+		r.Body = io.NopCloser(strings.NewReader(f.fakeServer.requests()[n-1].Body))
+		f.serve(w, r)
+	})
+	return f
+}
+
+func (f *fakeTenure) serve(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case r.Method == http.MethodPut && strings.HasPrefix(p, "/v1/leases/"):
+		f.acquire(w, r, strings.TrimPrefix(p, "/v1/leases/"))
+	case r.Method == http.MethodPost && p == "/v1/renew":
+		f.renewMany(w, r)
+	case r.Method == http.MethodPost && strings.HasPrefix(p, "/v1/renew/"):
+		f.renewOne(w, r, strings.TrimPrefix(p, "/v1/renew/"))
+	case r.Method == http.MethodDelete && strings.HasPrefix(p, "/v1/leases/"):
+		f.release(w, r, strings.TrimPrefix(p, "/v1/leases/"))
+	case r.Method == http.MethodGet && strings.HasPrefix(p, "/v1/leases/"):
+		f.get(w, r, strings.TrimPrefix(p, "/v1/leases/"))
+	default:
+		writeError(w, 404, CodeNotFound, "no route "+r.Method+" "+p)
+	}
+}
+
+// wire is the JSON of a lease; f.mu held.
+func (f *fakeTenure) wire(key string, l *fakeLease) map[string]any {
+	m := map[string]any{"key": key, "holder": l.holder, "token": l.token, "ttl": l.ttl,
+		"state": "free", "modify_index": l.index, "metadata": l.metadata}
+	if l.held {
+		m["state"] = "held"
+	} else {
+		m["reason"] = l.reason
+	}
+	return m
+}
+
+// changeLocked records a change of key; f.mu held.
+func (f *fakeTenure) changeLocked(l *fakeLease) {
+	f.index++
+	l.index = f.index
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string) {
+	var body struct {
+		Holder   string            `json:"holder"`
+		TTL      string            `json:"ttl"`
+		Wait     string            `json:"wait"`
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, 400, CodeInvalidBody, err.Error())
+		return
+	}
+	f.mu.Lock()
+	l := f.leases[key]
+	status := http.StatusOK
+	switch {
+	case l != nil && l.held && l.holder != body.Holder:
+		out := map[string]any{"error": CodeHeld, "message": "held by " + l.holder, "lease": f.wire(key, l)}
+		f.mu.Unlock()
+		writeJSON(w, http.StatusConflict, out)
+		return
+	case l == nil || !l.held:
+		if l == nil {
+			l = &fakeLease{}
+			f.leases[key] = l
+		}
+		f.token++
+		*l = fakeLease{holder: body.Holder, token: f.token, ttl: body.TTL, held: true, metadata: body.Metadata}
+		f.changeLocked(l)
+		status = http.StatusCreated
+	}
+	out := f.wire(key, l)
+	delay := f.acquireDelay
+	f.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	writeJSON(w, status, out)
+}
+
+func (f *fakeTenure) renewMany(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Holder string     `json:"holder"`
+		Leases []LeaseRef `json:"leases"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, 400, CodeInvalidBody, err.Error())
+		return
+	}
+	keys := make([]string, len(body.Leases))
+	for i, l := range body.Leases {
+		keys[i] = l.Key
+	}
+	rec := fakeRenew{At: time.Now(), Bulk: true, Holder: body.Holder, Keys: keys}
+	if f.fault(w, r, rec) {
+		return
+	}
+	f.mu.Lock()
+	results := make([]map[string]any, len(body.Leases))
+	rec.OK = true
+	for i, ref := range body.Leases {
+		res := map[string]any{"key": ref.Key, "token": ref.Token}
+		if reason := f.renewLocked(ref.Key, body.Holder, ref.Token); reason != "" {
+			res["ok"], res["error"], res["reason"] = false, CodeLeaseLost, reason
+			rec.OK = false
+		} else {
+			res["ok"], res["lease"] = true, f.wire(ref.Key, f.leases[ref.Key])
+		}
+		results[i] = res
+	}
+	f.renews = append(f.renews, rec)
+	delay := f.renewDelay
+	f.mu.Unlock()
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	writeJSON(w, 200, map[string]any{"results": results})
+}
+
+func (f *fakeTenure) renewOne(w http.ResponseWriter, r *http.Request, key string) {
+	var body struct {
+		Holder string `json:"holder"`
+		Token  uint64 `json:"token"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, 400, CodeInvalidBody, err.Error())
+		return
+	}
+	rec := fakeRenew{At: time.Now(), Holder: body.Holder, Keys: []string{key}}
+	if f.fault(w, r, rec) {
+		return
+	}
+	f.mu.Lock()
+	reason := f.renewLocked(key, body.Holder, body.Token)
+	rec.OK = reason == ""
+	f.renews = append(f.renews, rec)
+	var out map[string]any
+	if reason == "" {
+		out = f.wire(key, f.leases[key])
+	}
+	delay := f.renewDelay
+	f.mu.Unlock()
+	if reason != "" {
+		writeJSON(w, 404, map[string]any{"error": CodeLeaseLost, "reason": reason, "message": "lease lost"})
+		return
+	}
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	writeJSON(w, 200, out)
+}
+
+// fault records the request and answers it with renewFault, if set.
+func (f *fakeTenure) fault(w http.ResponseWriter, r *http.Request, rec fakeRenew) bool {
+	f.mu.Lock()
+	fault := f.renewFault
+	if fault != nil {
+		f.renews = append(f.renews, rec)
+	}
+	f.mu.Unlock()
+	if fault == nil {
+		return false
+	}
+	fault(w, r)
+	return true
+}
+
+// renewLocked returns "" when (key, holder, token) is held, or the reason
+// it is lost; f.mu held.
+func (f *fakeTenure) renewLocked(key, holder string, token uint64) string {
+	l := f.leases[key]
+	switch {
+	case l == nil:
+		return ReasonUnknown
+	case l.held && l.holder == holder && l.token == token && l.lostWith != "":
+		return l.lostWith
+	case l.held && l.holder == holder && l.token == token:
+		return ""
+	case l.token != token || l.holder != holder:
+		return ReasonSuperseded
+	}
+	return l.reason
+}
+
+func (f *fakeTenure) release(w http.ResponseWriter, r *http.Request, key string) {
+	q := r.URL.Query()
+	token, _ := strconv.ParseUint(q.Get("token"), 10, 64)
+	f.mu.Lock()
+	if l := f.leases[key]; l != nil && l.held && l.holder == q.Get("holder") && l.token == token {
+		l.held, l.reason, l.lostWith = false, ReasonReleased, ""
+		f.changeLocked(l)
+	}
+	f.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// get answers a read; with ?index=N it blocks until the key's index (or,
+// for a key never seen, the global index) passes N, or 5s pass.
+func (f *fakeTenure) get(w http.ResponseWriter, r *http.Request, key string) {
+	min, _ := strconv.ParseUint(r.URL.Query().Get("index"), 10, 64)
+	timeout := time.After(5 * time.Second)
+	for {
+		f.mu.Lock()
+		l := f.leases[key]
+		idx := f.index
+		if l != nil {
+			idx = l.index
+		}
+		changed := f.changed
+		var out map[string]any
+		if l != nil {
+			out = f.wire(key, l)
+		}
+		f.mu.Unlock()
+		if min == 0 || idx > min {
+			w.Header().Set(HeaderIndex, strconv.FormatUint(idx, 10))
+			if l == nil {
+				writeError(w, 404, CodeNotFound, "never seen")
+				return
+			}
+			writeJSON(w, 200, out)
+			return
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			min = 0
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// set changes the fake's state under its lock.
+func (f *fakeTenure) set(fn func(f *fakeTenure)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+// revoke frees key as an operator would; the holder's next renewal is
+// refused with reason revoked.
+func (f *fakeTenure) revoke(key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l := f.leases[key]; l != nil {
+		l.held, l.reason, l.lostWith = false, ReasonRevoked, ""
+		f.changeLocked(l)
+	}
+}
+
+// lease returns a copy of key's state.
+func (f *fakeTenure) lease(key string) fakeLease {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if l := f.leases[key]; l != nil {
+		return *l
+	}
+	return fakeLease{}
+}
+
+// renewRequests returns a copy of the renew requests received.
+func (f *fakeTenure) renewRequests() []fakeRenew {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fakeRenew(nil), f.renews...)
+}
+
+// newLeaseClient returns a client of addr with real backoff waits, short
+// enough for leases of a second.
+func newLeaseClient(t *testing.T, addr string) *Client {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Addresses = []string{addr}
+	cfg.Timeout = 2 * time.Second
+	cfg.RetryMax = 2
+	cfg.RetryBaseDelay = 10 * time.Millisecond
+	cfg.RetryMaxDelay = 40 * time.Millisecond
+	cfg.Holder = "h1"
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	c.keep.scale = func() float64 { return 1 }
+	t.Cleanup(func() {
+		// Every test releases or loses its leases; the renewer must be gone.
+		waitUntil(t, 5*time.Second, func() bool { return !c.keep.isRunning() }, "the renewer goroutine to end")
+	})
+	return c
+}
+
+// waitUntil polls cond every 5ms and fails t when it is still false after
+// timeout.
+func waitUntil(t *testing.T, timeout time.Duration, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// hang is a renewFault that answers nothing until the client gives up.
+func hang(w http.ResponseWriter, r *http.Request) {
+	<-r.Context().Done()
+}
+
+// unavailable is a renewFault that answers 503 no_leader.
+func unavailable(w http.ResponseWriter, r *http.Request) {
+	writeError(w, 503, CodeNoLeader, "no leader")
+}
+
+// resetConn is a renewFault that closes the connection without answering.
+func resetConn(w http.ResponseWriter, r *http.Request) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic("no hijacker")
+	}
+	if conn, _, err := hj.Hijack(); err == nil {
+		conn.Close()
+	}
+}

@@ -1,0 +1,463 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// leaseID names a lease of a Client: one holder's lease on one key.
+type leaseID struct{ holder, key string }
+
+// keeper keeps the leases of one Client alive.
+//
+// One renewer goroutine (run) serves all of them. It starts with the first
+// lease and ends when the Client holds none, after cancelling the renewals
+// still in flight and waiting for their goroutines. Each tick it renews
+// every lease that is due, together with every lease that is at least
+// half-way through its interval, in one RenewMany call per holder (split at
+// MaxRenewBatch). Two groups of leases whose ticks are apart merge at the
+// first tick where one of them is half-way, so within one interval the
+// Client makes one call per tick; renewing a lease early costs a few bytes
+// in a call that is made anyway. Each call runs in its own goroutine: the renewer keeps watching
+// the local deadlines while calls are in flight, so a hung call cannot
+// delay a loss.
+type keeper struct {
+	c *Client
+
+	mu        sync.Mutex
+	leases    map[leaseID]*Lease   // held leases
+	acquiring map[leaseID]struct{} // an Acquire is in progress
+	releasing map[leaseID]int      // Release requests in flight
+	running   bool                 // the renewer goroutine runs
+	wake      chan struct{}        // capacity 1: the set of leases changed
+
+	// scale returns the factor of the next renewal interval, uniform in
+	// [0.9, 1.1]. One factor serves all the leases of one call, so leases
+	// of the same TTL stay in step. Tests replace it.
+	scale func() float64
+}
+
+func newKeeper(c *Client) *keeper {
+	return &keeper{
+		c:         c,
+		leases:    make(map[leaseID]*Lease),
+		acquiring: make(map[leaseID]struct{}),
+		releasing: make(map[leaseID]int),
+		wake:      make(chan struct{}, 1),
+		scale:     func() float64 { return 0.9 + 0.2*rand.Float64() },
+	}
+}
+
+// reserve marks id as being acquired, or fails with ErrDuplicateLease when
+// this Client already keeps, acquires or releases that lease.
+func (k *keeper) reserve(id leaseID) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case k.leases[id] != nil:
+		return fmt.Errorf("%w: %q is held by holder %q", ErrDuplicateLease, id.key, id.holder)
+	case k.releasing[id] > 0:
+		return fmt.Errorf("%w: %q is being released by holder %q", ErrDuplicateLease, id.key, id.holder)
+	}
+	if _, ok := k.acquiring[id]; ok {
+		return fmt.Errorf("%w: %q is being acquired by holder %q", ErrDuplicateLease, id.key, id.holder)
+	}
+	k.acquiring[id] = struct{}{}
+	return nil
+}
+
+func (k *keeper) unreserve(id leaseID) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.acquiring, id)
+}
+
+// start makes the Lease of a granted acquisition and hands it to the
+// renewer. If the acquisition took longer than a renewal interval, it
+// renews once first. The caller holds the reservation of the lease.
+func (k *keeper) start(ctx context.Context, key string, info *LeaseInfo, meta *Meta, cfg leaseConfig) (*Lease, error) {
+	ttl := cfg.ttl
+	if info.TTL > 0 && info.TTL < ttl {
+		ttl = info.TTL
+	}
+	margin := min(cfg.margin, ttl/2)
+	interval := ttl / 3
+	sentAt := meta.SentAt
+	renewNow := false
+	if time.Since(sentAt) > interval {
+		rctx, cancel := context.WithDeadline(ctx, sentAt.Add(ttl-margin))
+		_, rmeta, err := k.c.Leases().Renew(rctx, key, cfg.holder, info.Token)
+		cancel()
+		switch {
+		case err == nil:
+			sentAt = rmeta.SentAt
+		case !transient(err):
+			return nil, lostError(key, info.Token, err)
+		case ctx.Err() != nil || !time.Now().Before(sentAt.Add(ttl-margin)):
+			k.c.releaseQuietly(ctx, key, cfg.holder, info.Token)
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("acquired %q (token %d) but gave up before its first renewal: %w", key, info.Token, ctx.Err())
+			}
+			return nil, fmt.Errorf("%w: lease %q (token %d): the acquisition took too long and its first renewal failed: %w",
+				ErrLeaseExpiredLocally, key, info.Token, err)
+		default:
+			renewNow = true // still inside its deadline: the renewer retries at once
+		}
+	}
+	md := info.Metadata
+	if md == nil {
+		md = cfg.metadata
+	}
+	l := &Lease{
+		k: k, key: key, holder: cfg.holder, token: info.Token,
+		ttl: ttl, margin: margin, interval: interval, metadata: md,
+		log: cfg.log, hooks: cfg.hooks,
+		deadline:  sentAt.Add(ttl - margin),
+		nextRenew: sentAt.Add(scaled(interval, k.scale())),
+	}
+	if renewNow {
+		l.nextRenew = time.Now()
+	}
+	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	k.mu.Lock()
+	k.leases[leaseID{l.holder, l.key}] = l
+	k.kickLocked()
+	k.mu.Unlock()
+	fire([]leaseEvent{{l: l, kind: eventAcquired}})
+	return l, nil
+}
+
+// releaseQuietly releases a lease that is no use to anyone, best effort.
+func (c *Client) releaseQuietly(ctx context.Context, key, holder string, token uint64) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if _, err := c.Leases().Release(rctx, key, holder, token); err != nil {
+		c.log.Debug("release failed; the lease will expire", "key", key, "holder", holder, "token", token, "error", err)
+	}
+}
+
+// kickLocked starts the renewer, or wakes it up to look at the leases
+// again. k.mu is held.
+func (k *keeper) kickLocked() {
+	if !k.running {
+		k.running = true
+		go k.run()
+		return
+	}
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+// endLocked ends l in state with err as its Err and cause: it stops its
+// renewals and cancels its context. k.mu is held.
+func (k *keeper) endLocked(l *Lease, state leaseState, err error) leaseEvent {
+	l.state, l.err = state, err
+	id := leaseID{l.holder, l.key}
+	if k.leases[id] == l {
+		delete(k.leases, id)
+	}
+	l.cancel(err)
+	if k.running {
+		k.kickLocked() // the renewer may have nothing left to do
+	}
+	if state == leaseReleased {
+		return leaseEvent{l: l, kind: eventReleased}
+	}
+	return leaseEvent{l: l, kind: eventLost, err: err}
+}
+
+// loseLocked ends l as lost. k.mu is held.
+func (k *keeper) loseLocked(l *Lease, err error) leaseEvent {
+	return k.endLocked(l, leaseLost, err)
+}
+
+// lostError is the Err of a lease whose renewal (or acquisition) the
+// cluster refused with err.
+func lostError(key string, token uint64, err error) error {
+	if errors.Is(err, ErrLeaseLost) {
+		return fmt.Errorf("lease %q (token %d): %w", key, token, err)
+	}
+	return fmt.Errorf("%w: lease %q (token %d): renewal refused: %w", ErrLeaseLost, key, token, err)
+}
+
+// renewCall is one RenewMany call in flight.
+type renewCall struct {
+	holder  string
+	leases  []*Lease
+	ctx     context.Context
+	cancel  context.CancelFunc
+	timeout time.Duration // of each attempt
+}
+
+// renewOutcome is the answer to a renewCall.
+type renewOutcome struct {
+	call    *renewCall
+	results []RenewResult
+	meta    *Meta
+	err     error
+	latency time.Duration
+}
+
+// run is the renewer goroutine; see keeper.
+func (k *keeper) run() {
+	outcomes := make(chan renewOutcome)
+	var calls []*renewCall
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		k.mu.Lock()
+		evs := k.expireLocked(now)
+		if len(k.leases) == 0 {
+			if len(calls) == 0 {
+				k.running = false
+				k.mu.Unlock()
+				fire(evs)
+				return
+			}
+			for _, c := range calls {
+				c.cancel() // nobody is waiting for their answers
+			}
+		}
+		batch := k.dueLocked(now)
+		next := k.nextEventLocked(now)
+		k.mu.Unlock()
+		fire(evs)
+
+		for _, c := range batch {
+			calls = append(calls, c)
+			go k.renew(c, outcomes)
+		}
+		timer.Reset(next.Sub(now))
+		select {
+		case <-timer.C:
+		case <-k.wake:
+		case o := <-outcomes:
+			o.call.cancel()
+			calls = slices.DeleteFunc(calls, func(c *renewCall) bool { return c == o.call })
+			k.mu.Lock()
+			evs := k.applyLocked(o, time.Now())
+			k.mu.Unlock()
+			fire(evs)
+		}
+	}
+}
+
+// renew makes one call and hands its outcome to the renewer.
+func (k *keeper) renew(c *renewCall, out chan<- renewOutcome) {
+	refs := make([]LeaseRef, len(c.leases))
+	for i, l := range c.leases {
+		refs[i] = LeaseRef{Key: l.key, Token: l.token}
+	}
+	start := time.Now()
+	results, meta, err := k.c.Leases().renewMany(c.ctx, c.holder, refs, c.timeout)
+	out <- renewOutcome{call: c, results: results, meta: meta, err: err, latency: time.Since(start)}
+}
+
+// expireLocked ends the leases whose local deadline has passed. k.mu is
+// held.
+func (k *keeper) expireLocked(now time.Time) []leaseEvent {
+	var evs []leaseEvent
+	for _, l := range k.leases {
+		if !now.Before(l.deadline) {
+			evs = append(evs, k.loseLocked(l, l.expiredErr()))
+		}
+	}
+	return evs
+}
+
+// dueLocked returns the calls to make now: nothing unless a lease is due,
+// and then every lease due within half of its interval, one call per
+// holder and MaxRenewBatch leases. k.mu is held.
+func (k *keeper) dueLocked(now time.Time) []*renewCall {
+	due := false
+	for _, l := range k.leases {
+		if !l.inflight && !now.Before(l.nextRenew) {
+			due = true
+			break
+		}
+	}
+	if !due {
+		return nil
+	}
+	byHolder := make(map[string][]*Lease)
+	for _, l := range k.leases {
+		if !l.inflight && l.nextRenew.Sub(now) <= l.interval/2 {
+			byHolder[l.holder] = append(byHolder[l.holder], l)
+		}
+	}
+	var calls []*renewCall
+	for _, holder := range slices.Sorted(maps.Keys(byHolder)) {
+		ls := byHolder[holder]
+		slices.SortFunc(ls, func(a, b *Lease) int { return cmp.Compare(a.key, b.key) })
+		for len(ls) > 0 {
+			n := min(len(ls), MaxRenewBatch)
+			calls = append(calls, k.newCall(holder, ls[:n]))
+			ls = ls[n:]
+		}
+	}
+	return calls
+}
+
+// newCall prepares the renewal of ls, all of holder, and marks them in
+// flight. The call ends by itself at the last of their deadlines, when its
+// answer could not save any of them; each attempt is bounded by TTL/5 of
+// the shortest lease (at least 200ms, at most Config.Timeout), so that a
+// server that hangs costs only part of the time left. k.mu is held.
+func (k *keeper) newCall(holder string, ls []*Lease) *renewCall {
+	var last time.Time
+	minTTL := ls[0].ttl
+	for _, l := range ls {
+		l.inflight = true
+		if l.deadline.After(last) {
+			last = l.deadline
+		}
+		minTTL = min(minTTL, l.ttl)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), last)
+	timeout := min(max(minTTL/5, 200*time.Millisecond), k.c.cfg.Timeout)
+	return &renewCall{holder: holder, leases: slices.Clone(ls), ctx: ctx, cancel: cancel, timeout: timeout}
+}
+
+// nextEventLocked is when the renewer must look again: the earliest local
+// deadline or renewal time. k.mu is held.
+func (k *keeper) nextEventLocked(now time.Time) time.Time {
+	next := now.Add(time.Hour)
+	for _, l := range k.leases {
+		if l.deadline.Before(next) {
+			next = l.deadline
+		}
+		if !l.inflight && l.nextRenew.Before(next) {
+			next = l.nextRenew
+		}
+	}
+	return next
+}
+
+// applyLocked applies the outcome of a call to its leases that are still
+// held. k.mu is held.
+func (k *keeper) applyLocked(o renewOutcome, now time.Time) []leaseEvent {
+	var evs []leaseEvent
+	factor := k.scale()
+	for i, l := range o.call.leases {
+		l.inflight = false
+		if l.state != leaseHeld {
+			continue
+		}
+		if !now.Before(l.deadline) {
+			if o.err != nil {
+				l.lastErr = o.err
+			}
+			evs = append(evs, k.loseLocked(l, l.expiredErr())) // too late to count
+			continue
+		}
+		err := o.err
+		var refusal error
+		if err == nil {
+			r := o.results[i]
+			switch {
+			case r.Key != l.key || r.Token != l.token:
+				err = fmt.Errorf("renew answer %d is for %q token %d, want %q token %d", i, r.Key, r.Token, l.key, l.token)
+			case r.Err != nil:
+				refusal = r.Err
+			}
+		} else if !transient(err) {
+			refusal = err
+		}
+		switch {
+		case refusal != nil:
+			evs = append(evs, k.loseLocked(l, lostError(l.key, l.token, refusal)))
+		case err != nil:
+			l.failures++
+			l.lastErr = err
+			l.nextRenew = now.Add(retryDelay(l.interval, l.failures))
+			evs = append(evs, leaseEvent{l: l, kind: eventRenewFailed, err: err, deadline: l.deadline})
+		default:
+			if dl := o.meta.SentAt.Add(l.ttl - l.margin); dl.After(l.deadline) {
+				l.deadline = dl
+			}
+			l.failures, l.lastErr = 0, nil
+			l.nextRenew = o.meta.SentAt.Add(scaled(l.interval, factor))
+			evs = append(evs, leaseEvent{l: l, kind: eventRenewed, latency: o.latency})
+		}
+	}
+	return evs
+}
+
+// retryDelay is the pause before renewing again after the n-th transient
+// failure in a row (the call itself has already retried with backoff):
+// interval/8, doubling, from 10ms to 1s.
+func retryDelay(interval time.Duration, n int) time.Duration {
+	d := interval / 8 << min(n-1, 3)
+	return min(max(d, 10*time.Millisecond), time.Second)
+}
+
+// scaled returns d times f.
+func scaled(d time.Duration, f float64) time.Duration {
+	return time.Duration(float64(d) * f)
+}
+
+// isRunning reports whether the renewer goroutine runs (for tests).
+func (k *keeper) isRunning() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.running
+}
+
+// leaseEvent is something to log and report to the hooks once k.mu is
+// released.
+type leaseEvent struct {
+	l        *Lease
+	kind     eventKind
+	err      error
+	latency  time.Duration
+	deadline time.Time
+}
+
+type eventKind int
+
+const (
+	eventAcquired eventKind = iota
+	eventRenewed
+	eventRenewFailed
+	eventLost
+	eventReleased
+)
+
+// fire logs evs and calls the hooks. It runs without k.mu.
+func fire(evs []leaseEvent) {
+	for _, ev := range evs {
+		l, h := ev.l, ev.l.hooks
+		switch ev.kind {
+		case eventAcquired:
+			l.log.Debug("lease_acquired", "key", l.key, "holder", l.holder, "token", l.token, "ttl", l.ttl)
+			if h.OnAcquired != nil {
+				h.OnAcquired(l)
+			}
+		case eventRenewed:
+			if h.OnRenewed != nil {
+				h.OnRenewed(l, ev.latency)
+			}
+		case eventRenewFailed:
+			l.log.Warn("lease_renew_failed", "key", l.key, "holder", l.holder, "token", l.token,
+				"deadline_in", time.Until(ev.deadline).Round(time.Millisecond), "error", ev.err)
+			if h.OnRenewFailed != nil {
+				h.OnRenewFailed(l, ev.err)
+			}
+		case eventLost:
+			l.log.Warn("lease_lost", "key", l.key, "holder", l.holder, "token", l.token, "error", ev.err)
+			if h.OnLost != nil {
+				h.OnLost(l, ev.err)
+			}
+		}
+	}
+}
