@@ -11,8 +11,14 @@
 // release, read and revoke, [Client.Status] and [Client.Members] for the
 // cluster, and [Client.Operator] for operator actions. Each call makes one
 // logical request, possibly in several attempts, and returns a [Meta] that
-// says where and when the answering attempt was sent. Keep-alive, elections
-// and workers are built on top of this layer.
+// says where and when the answering attempt was sent.
+//
+// On top of it: [Client.Acquire] returns a [Lease] that the Client keeps
+// alive, and that ends (its context cancelled) the moment it is lost;
+// [Client.AcquireSemaphore] takes one of N slots; [Client.Election] elects
+// one leader among processes ([Election.Campaign], [Election.Run],
+// [Election.Observe]); [FenceValidator] rejects writes that carry a
+// superseded fencing token.
 //
 // The package must never decide anything about lease ownership on its own
 // clock other than from [Meta.SentAt]: the cluster's guarantee is that a
@@ -20,6 +26,8 @@
 // request that acquired or renewed it, so SentAt is the only local time a
 // holder may count from.
 //
-// A Client is safe for concurrent use by many goroutines. It starts no
-// goroutines of its own.
+// A Client is safe for concurrent use by many goroutines. The low-level
+// calls start no goroutines; while the Client keeps at least one Lease
+// alive it runs one renewer goroutine, which ends with its last lease.
+// Observe and Run document the goroutines they start and when they end.
 package client

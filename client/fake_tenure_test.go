@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,8 @@ func (f *fakeTenure) serve(w http.ResponseWriter, r *http.Request) {
 		f.renewOne(w, r, strings.TrimPrefix(p, "/v1/renew/"))
 	case r.Method == http.MethodDelete && strings.HasPrefix(p, "/v1/leases/"):
 		f.release(w, r, strings.TrimPrefix(p, "/v1/leases/"))
+	case r.Method == http.MethodGet && p == "/v1/leases":
+		f.list(w, r)
 	case r.Method == http.MethodGet && strings.HasPrefix(p, "/v1/leases/"):
 		f.get(w, r, strings.TrimPrefix(p, "/v1/leases/"))
 	default:
@@ -117,7 +120,27 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 		writeError(w, 400, CodeInvalidBody, err.Error())
 		return
 	}
+	wait, _ := time.ParseDuration(body.Wait)
+	waitEnd := time.After(wait)
 	f.mu.Lock()
+	for {
+		// A blocking acquire waits for the key to change (not FIFO: enough
+		// for one waiter).
+		l := f.leases[key]
+		if wait <= 0 || l == nil || !l.held || l.holder == body.Holder {
+			break
+		}
+		changed := f.changed
+		f.mu.Unlock()
+		select {
+		case <-changed:
+		case <-waitEnd:
+			wait = 0
+		case <-r.Context().Done():
+			return
+		}
+		f.mu.Lock()
+	}
 	l := f.leases[key]
 	status := http.StatusOK
 	switch {
@@ -296,6 +319,26 @@ func (f *fakeTenure) get(w http.ResponseWriter, r *http.Request, key string) {
 			return
 		}
 	}
+}
+
+// list answers a list of the keys with a prefix (no blocking).
+func (f *fakeTenure) list(w http.ResponseWriter, r *http.Request) {
+	prefix := r.URL.Query().Get("prefix")
+	f.mu.Lock()
+	var keys []string
+	for k := range f.leases {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := []map[string]any{}
+	for _, k := range keys {
+		out = append(out, f.wire(k, f.leases[k]))
+	}
+	idx := f.index
+	f.mu.Unlock()
+	writeJSON(w, 200, map[string]any{"leases": out, "index": idx})
 }
 
 // set changes the fake's state under its lock.

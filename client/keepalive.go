@@ -80,8 +80,14 @@ func (k *keeper) unreserve(id leaseID) {
 }
 
 // start makes the Lease of a granted acquisition and hands it to the
-// renewer. If the acquisition took longer than a renewal interval, it
-// renews once first. The caller holds the reservation of the lease.
+// renewer. The caller holds the reservation of the lease.
+//
+// If the acquisition took longer than a renewal interval (it waited in
+// the queue), SentAt + TTL − margin may be near or past, although the
+// cluster granted the lease only now: the grant's own time is unknown to
+// the client, SentAt is the only safe lower bound. So start renews once
+// first, for up to an interval, and counts from that renewal; if it
+// fails, the lease is released and Acquire fails.
 func (k *keeper) start(ctx context.Context, key string, info *LeaseInfo, meta *Meta, cfg leaseConfig) (*Lease, error) {
 	ttl := cfg.ttl
 	if info.TTL > 0 && info.TTL < ttl {
@@ -92,7 +98,7 @@ func (k *keeper) start(ctx context.Context, key string, info *LeaseInfo, meta *M
 	sentAt := meta.SentAt
 	renewNow := false
 	if time.Since(sentAt) > interval {
-		rctx, cancel := context.WithDeadline(ctx, sentAt.Add(ttl-margin))
+		rctx, cancel := context.WithTimeout(ctx, interval)
 		_, rmeta, err := k.c.Leases().Renew(rctx, key, cfg.holder, info.Token)
 		cancel()
 		switch {

@@ -1,0 +1,92 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+)
+
+func TestFenceValidatorCheck(t *testing.T) {
+	// Each case starts from a validator that has confirmed token 5 for
+	// scene-01 (a read), at the refresh age given.
+	tests := []struct {
+		name      string
+		current   uint64        // the server's latest token when the case runs
+		age       time.Duration // of the cached entry
+		key       string
+		token     uint64
+		wantErr   error
+		wantReads int
+	}{
+		{"the current token, cached", 5, 0, "scene-01", 5, nil, 0},
+		{"a token below the cached one is refused without a read", 9, 0, "scene-01", 4, ErrStaleToken, 0},
+		{"a cached token confirmed again once the entry is old", 5, 2 * time.Second, "scene-01", 5, nil, 1},
+		{"an old entry superseded since", 6, 2 * time.Second, "scene-01", 5, ErrStaleToken, 1},
+		{"a newer token makes it read, and is the current one", 6, 0, "scene-01", 6, nil, 1},
+		{"a token never granted for the key", 6, 0, "scene-01", 7, ErrStaleToken, 1},
+		{"a key not cached is read", 5, 0, "scene-02", 3, nil, 1},
+		{"a key never acquired", 5, 0, "scene-03", 1, ErrStaleToken, 1},
+		{"token 0", 5, 0, "scene-01", 0, ErrInvalid, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeTenure(t)
+			f.set(func(f *fakeTenure) {
+				f.leases["scene-01"] = &fakeLease{holder: "tracker-0", token: 5, held: true, index: 2}
+				f.leases["scene-02"] = &fakeLease{holder: "tracker-1", token: 3, held: false, reason: ReasonReleased, index: 3}
+			})
+			c := newLeaseClient(t, f.URL)
+			v := NewFenceValidator(c)
+			ctx := context.Background()
+			if err := v.Check(ctx, "scene-01", 5); err != nil {
+				t.Fatalf("first Check: %v", err)
+			}
+			v.mu.Lock()
+			v.entries["scene-01"].readAt = v.entries["scene-01"].readAt.Add(-tt.age)
+			v.mu.Unlock()
+			f.set(func(f *fakeTenure) {
+				l := f.leases["scene-01"]
+				l.token, l.holder = tt.current, "tracker-1"
+			})
+			before := f.count()
+
+			err := v.Check(ctx, tt.key, tt.token)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Errorf("Check(%s, %d) = %v, want %v", tt.key, tt.token, err, tt.wantErr)
+			}
+			if reads := f.count() - before; reads != tt.wantReads {
+				t.Errorf("Check made %d reads, want %d", reads, tt.wantReads)
+			}
+		})
+	}
+}
+
+func TestFenceValidatorSharesConcurrentReads(t *testing.T) {
+	f := newFakeTenure(t)
+	release := make(chan struct{})
+	f.set(func(f *fakeTenure) {
+		f.leases["scene-01"] = &fakeLease{holder: "tracker-0", token: 5, held: true, index: 2}
+	})
+	slow := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		<-release
+		writeJSON(w, 200, map[string]any{"key": "scene-01", "holder": "tracker-0", "token": 5, "state": "held"})
+	})
+	c := newLeaseClient(t, slow.URL)
+	v := NewFenceValidator(c)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() { errs <- v.Check(context.Background(), "scene-01", 5) }()
+	}
+	waitUntil(t, 2*time.Second, func() bool { return slow.count() == 1 }, "the first read")
+	close(release)
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Errorf("Check: %v", err)
+		}
+	}
+	if n := slow.count(); n != 1 {
+		t.Errorf("8 concurrent checks made %d reads, want 1", n)
+	}
+}
