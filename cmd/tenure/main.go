@@ -38,6 +38,8 @@ Commands:
     keys        Disable a key, prohibit a holder on a key
     workers     Drain a worker
     bench       Drive a running cluster and report throughput and latency
+    lock        Run a command while holding a lease (or one of N slots)
+    elect       Run a command only while leading an election
     version     Print the version
 
 Commands that talk to a cluster take -http-addr (comma-separated list,
@@ -50,6 +52,10 @@ func main() {
 	if len(args) > 0 && args[0] == "server" {
 		// The server handles its own signals.
 		os.Exit(runServer(args[1:]))
+	}
+	if len(args) > 0 && (args[0] == "lock" || args[0] == "elect") {
+		// They pass signals on to their command.
+		os.Exit(runSupervisor(args))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, args, os.Stdout, os.Stderr)
@@ -81,6 +87,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return e.operator(ctx, rest)
 	case "bench":
 		return e.bench(ctx, rest)
+	case "lock":
+		return e.lock(ctx, nil, rest)
+	case "elect":
+		return e.elect(ctx, nil, rest)
 	case "groups":
 		return e.groups(ctx, rest)
 	case "keys":
