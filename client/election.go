@@ -278,15 +278,30 @@ func (e *Election) Observe(ctx context.Context) <-chan LeaderInfo {
 	return ch
 }
 
+// leadershipKey is the context key of the leadership of Run's callback.
+type leadershipKey struct{}
+
+// LeadershipFromContext returns the leadership that the context given to
+// RunConfig.OnStartedLeading belongs to (its Token fences the leader's
+// writes), or nil for any other context.
+func LeadershipFromContext(ctx context.Context) *Leadership {
+	l, _ := ctx.Value(leadershipKey{}).(*Leadership)
+	return l
+}
+
 // RunConfig are the callbacks of Election.Run.
 type RunConfig struct {
 	// OnStartedLeading does the leader's work; required. Run calls it on
-	// its own goroutine, only once Campaign has returned a leadership, with
+	// Run's goroutine, only once Campaign has returned a leadership, with
 	// a context that ends when the leadership ends (lost, or Run's context
-	// ended). It should return promptly once ctx is done: Run releases the
-	// lease only after it returned, so that the next leader never overlaps
-	// it. If it returns while still leading, Run resigns and campaigns
-	// again (behind the candidates already waiting).
+	// ended); LeadershipFromContext(ctx) gives the leadership and its
+	// fencing token. It should return promptly once ctx is done. Run
+	// releases the lease only after it returned, so no successor is
+	// elected while it runs, except after a loss: then a successor may be
+	// elected TTL after the last renewal was sent, whatever the callback
+	// does, which is why its writes must carry the token. If it returns
+	// while still leading, Run resigns and campaigns again (behind the
+	// candidates already waiting).
 	OnStartedLeading func(ctx context.Context)
 	// OnStoppedLeading, if set, is called after each leadership ended and
 	// its lease was released.
@@ -347,7 +362,7 @@ func (e *Election) Run(ctx context.Context, cfg RunConfig) error {
 			}
 			return err
 		}
-		work, stop := context.WithCancelCause(lead.Context())
+		work, stop := context.WithCancelCause(context.WithValue(lead.Context(), leadershipKey{}, lead))
 		stopWithRun := context.AfterFunc(ctx, func() { stop(context.Cause(ctx)) })
 		cfg.OnStartedLeading(work)
 		stopWithRun()

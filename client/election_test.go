@@ -205,8 +205,9 @@ func TestRunWorksOnlyWhileLeadingAndReleasesAfterWork(t *testing.T) {
 		done <- e.Run(ctx, RunConfig{
 			OnStartedLeading: func(work context.Context) {
 				l := f.lease(e.Key())
+				lead := LeadershipFromContext(work)
 				mu.Lock()
-				heldAtStart = l.held && l.holder == "sm-01"
+				heldAtStart = l.held && l.holder == "sm-01" && lead != nil && lead.Token() == l.token
 				mu.Unlock()
 				note("started")
 				close(started)

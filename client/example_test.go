@@ -161,7 +161,10 @@ func ExampleElection_Run() {
 	defer stop()
 	err := e.Run(ctx, client.RunConfig{
 		OnStartedLeading: func(ctx context.Context) {
-			// Place instances until ctx ends: lost leadership, or shutdown.
+			// Place instances until ctx ends (lost leadership, or shutdown),
+			// fencing each placement written with the leadership's token.
+			token := client.LeadershipFromContext(ctx).Token()
+			log.Printf("scheduling with fencing token %d", token)
 			<-ctx.Done()
 		},
 		OnNewLeader: func(identity string) { log.Printf("scheduler leader: %s", identity) },
