@@ -37,6 +37,7 @@ Commands:
     groups      Create and inspect groups of keys placed over workers
     keys        Disable a key, prohibit a holder on a key
     workers     Drain a worker
+    demo-worker Run an example worker that owns keys of a group
     bench       Drive a running cluster and report throughput and latency
     lock        Run a command while holding a lease (or one of N slots)
     elect       Run a command only while leading an election
@@ -97,6 +98,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return e.keys(ctx, rest)
 	case "workers":
 		return e.workers(ctx, rest)
+	case "demo-worker":
+		return e.demoWorker(ctx, rest)
 	case "version", "-v", "-version", "--version":
 		fmt.Fprintf(stdout, "tenure %s (%s)\n", version, runtime.Version())
 		return exitOK

@@ -1,0 +1,274 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Handler does the work of one key. The worker calls it, in a goroutine of
+// its own, when it has acquired the key, with the lease's fencing token and
+// a context that ends when the key moves to another worker, when the lease
+// is lost, or when the worker stops. The handler should return promptly
+// once ctx is done: the worker hands the key back (releases the lease) only
+// after the handler returned, so the next owner never overlaps it. A handler
+// that returns early keeps the key held, without work, until it moves.
+type Handler func(ctx context.Context, key string, token uint64)
+
+// WorkerOption configures a Worker.
+type WorkerOption func(*workerConfig)
+
+type workerConfig struct {
+	id         string
+	capacity   int
+	ttl        time.Duration
+	gossipAddr string
+	join       []string
+	logger     hclog.Logger
+	retry      time.Duration
+}
+
+// WithWorkerID sets the worker's id, which is also the holder of its
+// leases. The default is the client's holder id (hostname-pid-random).
+func WithWorkerID(id string) WorkerOption { return func(c *workerConfig) { c.id = id } }
+
+// WithCapacity bounds the keys the balancer gives this worker (0: no bound).
+func WithCapacity(n int) WorkerOption { return func(c *workerConfig) { c.capacity = n } }
+
+// WithWorkerTTL sets the TTL of the worker's leases (default 10s): how long
+// its keys stay unowned after it dies.
+func WithWorkerTTL(d time.Duration) WorkerOption { return func(c *workerConfig) { c.ttl = d } }
+
+// WithGossipAddr sets the address the worker's gossip binds and announces
+// (default "127.0.0.1:0", a free port on loopback). Servers must reach it.
+func WithGossipAddr(addr string) WorkerOption { return func(c *workerConfig) { c.gossipAddr = addr } }
+
+// WithJoin sets the gossip addresses to join. The default asks the cluster
+// (GET /v1/members) for its servers' gossip addresses.
+func WithJoin(addrs ...string) WorkerOption { return func(c *workerConfig) { c.join = addrs } }
+
+// WithWorkerLogger sets the worker's logger.
+func WithWorkerLogger(l hclog.Logger) WorkerOption { return func(c *workerConfig) { c.logger = l } }
+
+// Worker owns the keys of one group that the cluster's balancer assigns to
+// it: it announces itself over gossip (id, group, capacity, draining),
+// watches its target keys with a blocking query, acquires each target with
+// a blocking acquire (so it gets the key the moment the previous owner
+// hands it back), runs the handler while it holds the key, and hands a key
+// back once its handler returned after the key moved away.
+//
+// Exclusivity comes from the leases alone: the assignment is intent.
+type Worker struct {
+	c       *Client
+	group   string
+	handler Handler
+	cfg     workerConfig
+	log     hclog.Logger
+
+	mu      sync.Mutex
+	keys    map[string]*ownedKey
+	members *workerGossip
+	changed chan struct{} // closed and replaced when keys change
+}
+
+// ownedKey is a key the worker is trying to own or owns.
+type ownedKey struct {
+	moved context.CancelFunc // the key is no longer a target
+	held  bool               // the handler runs (or ran) under a lease
+	done  chan struct{}      // closed when the key goroutine ends
+}
+
+// Worker returns a worker of group that runs handler for each key it owns.
+// Start it with Run.
+func (c *Client) Worker(group string, handler Handler, opts ...WorkerOption) *Worker {
+	cfg := workerConfig{id: c.holder(), ttl: 10 * time.Second, gossipAddr: "127.0.0.1:0", retry: time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	log := cfg.logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &Worker{c: c, group: group, handler: handler, cfg: cfg, log: log.Named("worker").With("group", group, "worker", cfg.id),
+		keys: make(map[string]*ownedKey), changed: make(chan struct{})}
+}
+
+// ID is the worker's id and the holder of its leases.
+func (w *Worker) ID() string { return w.cfg.id }
+
+// Run joins the group and owns keys until ctx ends. Then it stops every
+// handler, waits for them, releases its leases and leaves gossip, so the
+// balancer moves its keys at once; it returns ctx's error. It returns
+// earlier with an error if it cannot join gossip.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.group == "" || w.handler == nil {
+		return fmt.Errorf("%w: a worker needs a group and a handler", ErrInvalid)
+	}
+	g, err := startWorkerGossip(ctx, w)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.members = g
+	w.mu.Unlock()
+	defer g.leave()
+
+	var index uint64
+	for ctx.Err() == nil {
+		plan, meta, err := w.c.Groups().Assignment(ctx, w.group, w.cfg.id, &QueryOptions{Stale: true, WaitIndex: index, WaitTime: time.Minute})
+		var ae *APIError
+		switch {
+		case err == nil:
+			index = meta.Index
+		case errors.As(err, &ae) && errors.Is(err, ErrNotFound):
+			plan, index = nil, ae.Index // no such group (yet): own nothing
+		default:
+			if ctx.Err() == nil {
+				w.log.Debug("watching targets failed", "error", err)
+				sleepCtx(ctx, w.cfg.retry)
+			}
+			continue
+		}
+		w.reconcile(ctx, plan)
+	}
+	w.reconcile(ctx, nil)
+	w.waitKeys(context.Background(), 0)
+	return ctx.Err()
+}
+
+// reconcile starts owning new targets and lets go of keys that moved.
+func (w *Worker) reconcile(ctx context.Context, plan map[string]string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key, k := range w.keys {
+		if _, ok := plan[key]; !ok || ctx.Err() != nil {
+			k.moved()
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	for key := range plan {
+		if _, ok := w.keys[key]; ok {
+			continue
+		}
+		kctx, moved := context.WithCancel(ctx)
+		k := &ownedKey{moved: moved, done: make(chan struct{})}
+		w.keys[key] = k
+		go w.own(kctx, key, k)
+	}
+}
+
+// own acquires key (waiting for its previous owner to hand it back), runs
+// the handler while the lease lasts, and releases it once the key moved.
+// If the lease is lost while the key is still a target, it acquires again.
+func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
+	defer func() {
+		w.mu.Lock()
+		if w.keys[key] == k {
+			delete(w.keys, key)
+		}
+		w.notifyLocked()
+		w.mu.Unlock()
+		close(k.done)
+	}()
+	for ctx.Err() == nil {
+		lease, err := w.c.Acquire(ctx, key, WithTTL(w.cfg.ttl), WithWait(time.Minute), WithHolder(w.cfg.id), WithLogger(w.log))
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, ErrHeld) {
+				// Disabled, prohibited or unavailable: the balancer will move
+				// the key, or the cluster will come back.
+				w.log.Debug("acquire failed", "key", key, "error", err)
+				sleepCtx(ctx, w.cfg.retry)
+			}
+			continue
+		}
+		w.setHeld(k, true)
+		hctx, stop := context.WithCancel(lease.Context())
+		go func() {
+			select {
+			case <-ctx.Done():
+			case <-hctx.Done():
+			}
+			stop()
+		}()
+		w.log.Debug("key_owned", "key", key, "token", lease.Token())
+		w.handler(hctx, key, lease.Token())
+		<-hctx.Done() // a handler that returned early keeps the key until it moves
+		stop()
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := lease.Release(rctx); err != nil {
+			w.log.Debug("release failed; the lease will expire", "key", key, "error", err)
+		}
+		cancel()
+		w.setHeld(k, false)
+		w.log.Debug("key_released", "key", key, "token", lease.Token())
+	}
+}
+
+func (w *Worker) setHeld(k *ownedKey, held bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k.held = held
+	w.notifyLocked()
+}
+
+func (w *Worker) notifyLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// Keys returns the keys whose handler runs now (the worker holds their
+// leases), sorted.
+func (w *Worker) Keys() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for key, k := range w.keys {
+		if k.held {
+			out = append(out, key)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Drain announces that this worker is draining, so the balancer moves all
+// of its keys to other workers, and returns once it holds none (each key
+// was handed back after its handler returned), or when ctx ends. Use it
+// before stopping a worker for a rolling upgrade.
+func (w *Worker) Drain(ctx context.Context) error {
+	w.mu.Lock()
+	g := w.members
+	w.mu.Unlock()
+	if g == nil {
+		return fmt.Errorf("%w: the worker is not running", ErrInvalid)
+	}
+	if err := g.setDraining(true); err != nil {
+		return err
+	}
+	return w.waitKeys(ctx, 0)
+}
+
+// waitKeys waits until the worker has at most n keys (held or being
+// acquired).
+func (w *Worker) waitKeys(ctx context.Context, n int) error {
+	for {
+		w.mu.Lock()
+		left, changed := len(w.keys), w.changed
+		w.mu.Unlock()
+		if left <= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client"
+)
+
+// demoWorker runs a client.Worker whose handler "works" on each key it
+// owns: a line per key every -work interval, with the fencing token, until
+// the key moves or the lease is lost. It is the runnable example of a
+// partitioned worker, and what `make demo` starts.
+func (e *env) demoWorker(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	var (
+		group, id, gossip string
+		capacity          int
+		ttl, work         time.Duration
+		quiet             bool
+	)
+	fs := e.newFlagSet("demo-worker", "demo-worker -group NAME [-id ID] [-capacity N] [-ttl D] [-work D] [-gossip-addr A]")
+	cf.register(fs)
+	fs.StringVar(&group, "group", "", "group whose keys to own (required)")
+	fs.StringVar(&id, "id", "", "worker id, also the lease holder (default: hostname-pid-random)")
+	fs.IntVar(&capacity, "capacity", 0, "most keys this worker takes (0: no bound)")
+	fs.DurationVar(&ttl, "ttl", 5*time.Second, "TTL of the worker's leases")
+	fs.DurationVar(&work, "work", 2*time.Second, "interval between two units of work on a key")
+	fs.StringVar(&gossip, "gossip-addr", "127.0.0.1:0", "gossip address to bind and announce")
+	fs.BoolVar(&quiet, "quiet", false, "log only keys gained and lost, not each unit of work")
+	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
+		return code
+	}
+	if group == "" {
+		return e.usageError(fs, "-group is required")
+	}
+	cfg := cf.config()
+	cfg.Holder = id
+	c, err := client.New(cfg)
+	if err != nil {
+		return e.fail(err)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "demo-worker", Output: e.stderr, Level: hclog.Info})
+	var mu sync.Mutex
+	owned := map[string]uint64{}
+	handler := func(ctx context.Context, key string, token uint64) {
+		mu.Lock()
+		owned[key] = token
+		n := len(owned)
+		mu.Unlock()
+		fmt.Fprintf(e.stdout, "%s gained %s token=%d (owns %d)\n", c.Holder(), key, token, n)
+		tick := time.NewTicker(work)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				mu.Lock()
+				delete(owned, key)
+				n := len(owned)
+				mu.Unlock()
+				fmt.Fprintf(e.stdout, "%s handed back %s token=%d (owns %d): %v\n", c.Holder(), key, token, n, context.Cause(ctx))
+				return
+			case <-tick.C:
+				if !quiet {
+					fmt.Fprintf(e.stdout, "%s working on %s token=%d\n", c.Holder(), key, token)
+				}
+			}
+		}
+	}
+	w := c.Worker(group, handler, client.WithWorkerTTL(ttl), client.WithCapacity(capacity),
+		client.WithGossipAddr(gossip), client.WithWorkerLogger(log))
+	fmt.Fprintf(e.stdout, "%s: worker of group %s (pid %d)\n", w.ID(), group, os.Getpid())
+	if err := w.Run(ctx); err != nil && ctx.Err() == nil {
+		return e.fail(err)
+	}
+	return exitOK
+}
