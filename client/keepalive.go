@@ -381,6 +381,7 @@ func (k *keeper) applyLocked(o renewOutcome, now time.Time) []leaseEvent {
 		}
 		switch {
 		case refusal != nil:
+			l.freed = errors.Is(refusal, ErrLeaseLost) // nothing left to release
 			evs = append(evs, k.loseLocked(l, lostError(l.key, l.token, refusal)))
 		case err != nil:
 			l.failures++

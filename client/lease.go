@@ -77,9 +77,10 @@ func WithTTL(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.ttl 
 // granted the moment the key frees, in the same log entry as the release.
 // WaitForever waits until the context ends. Zero (the default) does not
 // wait: a held key is refused with ErrHeld at once. A wait longer than a
-// minute is made of several blocking requests; transient failures while
-// waiting are retried with backoff. Election ignores it: Campaign always
-// waits until its context ends.
+// minute is made of several blocking requests (shorter ones when the
+// servers' -max-wait is below a minute); transient failures while waiting
+// are retried with backoff. Election ignores it: Campaign always waits
+// until its context ends.
 func WithWait(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.wait = d } }
 
 // WithMetadata stores m with the lease (at most 16 entries; keys up to 64
@@ -375,8 +376,9 @@ func (c *Client) acquireWaiting(ctx context.Context, key string, cfg leaseConfig
 	if cfg.wait > 0 && cfg.wait != WaitForever {
 		end = time.Now().Add(cfg.wait)
 	}
+	chunk := waitChunk
 	for failures := 0; ; {
-		wait := serverWait(ctx, cfg.wait, end)
+		wait := serverWait(ctx, cfg.wait, end, chunk)
 		asked := time.Now()
 		info, meta, err := c.Leases().Acquire(ctx, key, AcquireRequest{
 			Holder: cfg.holder, TTL: cfg.ttl, Wait: wait, Metadata: cfg.metadata,
@@ -386,7 +388,11 @@ func (c *Client) acquireWaiting(ctx context.Context, key string, cfg leaseConfig
 		}
 		waiting := cfg.wait > 0 && ctx.Err() == nil && (end.IsZero() || time.Now().Before(end))
 		held := errors.Is(err, ErrHeld)
+		var ae *APIError
 		switch {
+		case waiting && errors.As(err, &ae) && ae.Code == CodeInvalidWait && wait > time.Second:
+			chunk = wait / 2 // the servers' max-wait is below our chunk
+			continue
 		case waiting && held && time.Since(asked) >= wait/2:
 			failures = 0 // a chunk of the wait ended: queue again
 			continue
@@ -406,13 +412,13 @@ func (c *Client) acquireWaiting(ctx context.Context, key string, cfg leaseConfig
 }
 
 // serverWait is the wait to ask the server for in the next blocking
-// acquire: at most waitChunk, at most what is left of the caller's wait,
-// and short enough that the server answers before ctx's deadline.
-func serverWait(ctx context.Context, want time.Duration, end time.Time) time.Duration {
+// acquire: at most chunk, at most what is left of the caller's wait, and
+// short enough that the server answers before ctx's deadline.
+func serverWait(ctx context.Context, want time.Duration, end time.Time, chunk time.Duration) time.Duration {
 	if want <= 0 {
 		return 0
 	}
-	w := waitChunk
+	w := chunk
 	if !end.IsZero() {
 		w = min(w, time.Until(end))
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -142,6 +143,10 @@ func TestLeaseLostAtOnceOnLeaseLost(t *testing.T) {
 			}
 			if other.Err() != nil {
 				t.Errorf("the other lease of the client ended too: %v", other.Err())
+			}
+			before := f.count()
+			if err := l.Release(context.Background()); err != nil || f.count() != before {
+				t.Errorf("Release of a lease the cluster refused = %v with %d requests, want nil and none", err, f.count()-before)
 			}
 			// The lost key is not renewed again: the next two bulk calls carry
 			// only the other lease.
@@ -531,10 +536,53 @@ func TestServerWait(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := serverWait(tt.ctx, tt.want, tt.end)
+			got := serverWait(tt.ctx, tt.want, tt.end, waitChunk)
 			if got < tt.low || got > tt.top {
 				t.Errorf("serverWait = %v, want within [%v, %v]", got, tt.low, tt.top)
 			}
 		})
+	}
+}
+
+func TestWaitingAcquireFitsTheServersMaxWait(t *testing.T) {
+	// A server whose -max-wait is 20s refuses longer waits with
+	// invalid_wait, and grants the key at the third request.
+	var (
+		mu    sync.Mutex
+		waits []string
+	)
+	var srv *fakeServer
+	srv = newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.Method != http.MethodPut {
+			writeJSON(w, 200, testLease("k"))
+			return
+		}
+		var body struct{ Wait string }
+		json.Unmarshal([]byte(srv.requests()[n-1].Body), &body)
+		mu.Lock()
+		waits = append(waits, body.Wait)
+		i := len(waits)
+		mu.Unlock()
+		d, _ := time.ParseDuration(body.Wait)
+		switch {
+		case d > 20*time.Second:
+			writeJSON(w, 400, map[string]any{"error": CodeInvalidWait, "field": "wait", "message": "wait above max-wait 20s"})
+		case i < 3:
+			writeJSON(w, 409, map[string]any{"error": CodeHeld, "message": "held"})
+		default:
+			writeJSON(w, 201, testLease("k"))
+		}
+	})
+	c := newLeaseClient(t, srv.URL)
+	c.sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
+	l, err := c.Acquire(context.Background(), "k", WithWait(WaitForever))
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	l.Release(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"1m0s", "30s", "15s"}; !slices.Equal(waits, want) {
+		t.Errorf("waits asked = %v, want %v: halved until the server takes them", waits, want)
 	}
 }
