@@ -1,11 +1,12 @@
 // Package integration holds black-box tests of the tenure binary: each test
 // starts real `tenure server` processes on loopback ports, talks to them over
-// the HTTP API v1 (docs/http-api.md) with net/http, and kills every process it
-// started when it ends.
+// the HTTP API v1 (docs/http-api.md) with net/http or with the public client
+// package, runs `tenure lock` and `tenure elect` processes against them, and
+// kills every process it started when it ends.
 //
 // The package owns nothing but tests. It must never import the server's
 // packages (cluster, fsm, httpapi): what it checks is what a user of the
-// binary sees.
+// binary and of the client package sees.
 //
 // Run it with
 //
