@@ -393,7 +393,7 @@ func (c *Client) acquireWaiting(ctx context.Context, key string, cfg leaseConfig
 		case waiting && errors.As(err, &ae) && ae.Code == CodeInvalidWait && wait > time.Second:
 			chunk = wait / 2 // the servers' max-wait is below our chunk
 			continue
-		case waiting && held && time.Since(asked) >= wait/2:
+		case waiting && held && wait > 0 && time.Since(asked) >= wait/2:
 			failures = 0 // a chunk of the wait ended: queue again
 			continue
 		case waiting && (held || transient(err)):
@@ -406,6 +406,10 @@ func (c *Client) acquireWaiting(ctx context.Context, key string, cfg leaseConfig
 		}
 		if outcomeUnknown(err) {
 			c.abandon(ctx, key, cfg.holder)
+		}
+		if cfg.wait > 0 && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			// The caller gave up while waiting: say so first.
+			return nil, nil, fmt.Errorf("%w (last answer: %w)", ctx.Err(), err)
 		}
 		return nil, nil, err
 	}
