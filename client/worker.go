@@ -79,8 +79,23 @@ type Worker struct {
 // ownedKey is a key the worker is trying to own or owns.
 type ownedKey struct {
 	moved context.CancelFunc // the key is no longer a target
+	gone  bool               // moved was called: the goroutine is ending
 	held  bool               // the handler runs (or ran) under a lease
 	done  chan struct{}      // closed when the key goroutine ends
+	// prev is the goroutine of the key that was still ending when the key
+	// came back; this one starts once prev.done is closed.
+	prev *ownedKey
+}
+
+// holds reports whether a handler of the key runs under a lease: this
+// goroutine's, or that of one still ending before it. w.mu held.
+func (k *ownedKey) holds() bool {
+	for ; k != nil; k = k.prev {
+		if k.held {
+			return true
+		}
+	}
+	return false
 }
 
 // Worker returns a worker of group that runs handler for each key it owns.
@@ -148,19 +163,33 @@ func (w *Worker) reconcile(ctx context.Context, plan map[string]string) {
 	for key, k := range w.keys {
 		if _, ok := plan[key]; !ok || ctx.Err() != nil {
 			k.moved()
+			k.gone = true
 		}
 	}
 	if ctx.Err() != nil {
 		return
 	}
 	for key := range plan {
-		if _, ok := w.keys[key]; ok {
+		prev := w.keys[key]
+		if prev != nil && !prev.gone {
 			continue
 		}
 		kctx, moved := context.WithCancel(ctx)
-		k := &ownedKey{moved: moved, done: make(chan struct{})}
+		k := &ownedKey{moved: moved, done: make(chan struct{}), prev: prev}
 		w.keys[key] = k
-		go w.own(kctx, key, k)
+		go func() {
+			// A key that comes back while its previous goroutine still
+			// hands it back (its handler has not returned yet) is owned
+			// again once that goroutine ended: one goroutine per key at a
+			// time, and no target left without an owner.
+			if prev != nil {
+				<-prev.done
+				w.mu.Lock()
+				k.prev = nil
+				w.mu.Unlock()
+			}
+			w.own(kctx, key, k)
+		}()
 	}
 }
 
@@ -230,7 +259,7 @@ func (w *Worker) Keys() []string {
 	defer w.mu.Unlock()
 	var out []string
 	for key, k := range w.keys {
-		if k.held {
+		if k.holds() {
 			out = append(out, key)
 		}
 	}
