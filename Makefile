@@ -32,6 +32,10 @@ build: ## Build bin/tenure: static (CGO_ENABLED=0), version from git describe
 run: build ## Run a three-node cluster on loopback in the foreground (data in RUN_DIR=.run; Ctrl-C stops it)
 	BIN=$(BIN) RUN_DIR=$(RUN_DIR) deploy/local/run-cluster.sh
 
+.PHONY: demo
+demo: build ## The cluster of `make run`, a group of 64 keys and four demo workers; kill or drain one (data in RUN_DIR/demo, emptied at start; Ctrl-C stops it)
+	BIN=$(BIN) RUN_DIR=$(RUN_DIR) deploy/local/run-demo.sh
+
 .PHONY: clean-run
 clean-run: ## Remove the data of `make run` (RUN_DIR)
 	rm -rf -- $(RUN_DIR)
