@@ -352,3 +352,7 @@ func (n *Node) Waiting() int {
 	}
 	return 0
 }
+
+// GroupIndex is the highest Raft index that changed a group, a key control
+// or a drain mark.
+func (n *Node) GroupIndex() uint64 { return n.machine.GroupIndex() }

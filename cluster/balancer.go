@@ -23,9 +23,18 @@ type balancer struct {
 	p        *proposer
 	log      hclog.Logger
 	debounce time.Duration
+	settle   time.Duration
 }
 
 func (b *balancer) run(ctx context.Context) {
+	// A new leader's view of the workers may be partial (its gossip may
+	// have just started, or rejoined): let it settle before the first plan,
+	// or it would move keys away from workers it has not heard of yet.
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(b.settle):
+	}
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	var lastIndex uint64
@@ -67,8 +76,12 @@ func (b *balancer) rebalance(ctx context.Context) {
 	workers := b.n.liveWorkers()
 	for _, g := range groups {
 		var cands []candidate
+		seen := make(map[string]bool)
 		for _, w := range workers {
-			if w.serves(g.Name) && !w.Meta.Draining && !b.n.machine.Drained(w.Meta.ID) {
+			// Two processes announcing one id count once: they share the
+			// id's keys, and their leases decide which of them works.
+			if w.serves(g.Name) && !w.Meta.Draining && !b.n.machine.Drained(w.Meta.ID) && !seen[w.Meta.ID] {
+				seen[w.Meta.ID] = true
 				cands = append(cands, candidate{id: w.Meta.ID, capacity: w.Meta.Capacity})
 			}
 		}

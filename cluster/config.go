@@ -59,6 +59,9 @@ type Config struct {
 	// BalanceDebounce is how long the leader's balancer lets membership
 	// and group changes settle before it computes a new placement.
 	BalanceDebounce time.Duration
+	// BalanceSettle is how long a new leader waits before its first
+	// placement, so that its gossip view of the workers is complete.
+	BalanceSettle time.Duration
 
 	// Raft timings.
 	HeartbeatTimeout   time.Duration
@@ -92,6 +95,7 @@ func DefaultConfig() Config {
 		MaxPending:         16384,
 		MaxBatch:           1024,
 		BalanceDebounce:    500 * time.Millisecond,
+		BalanceSettle:      3 * time.Second,
 		HeartbeatTimeout:   time.Second,
 		ElectionTimeout:    time.Second,
 		LeaderLeaseTimeout: 500 * time.Millisecond,
@@ -184,8 +188,8 @@ func (c Config) Validate() error {
 	if c.MaxBatch < 2 || c.MaxBatch > 1<<15 {
 		bad("max-batch: %d must be between 2 and 32768", c.MaxBatch)
 	}
-	if c.BalanceDebounce < 0 {
-		bad("balance-debounce: %v is negative", c.BalanceDebounce)
+	if c.BalanceDebounce < 0 || c.BalanceSettle < 0 {
+		bad("balance-debounce, balance-settle: negative durations (%v, %v)", c.BalanceDebounce, c.BalanceSettle)
 	}
 	if c.SnapshotInterval < 5*time.Millisecond {
 		bad("snapshot-interval: %v is below 5ms", c.SnapshotInterval)

@@ -105,26 +105,48 @@ func (g *gossip) shutdown() {
 	g.list.Shutdown()
 }
 
-// joinLoop joins the configured peers, retrying every few seconds until one
-// answers (a peer may start later than this node).
+// joinLoop joins the configured peers, retrying every few seconds until
+// one answers (a peer may start later than this node), and afterwards
+// joins again whenever no other server is alive in its view, so that a
+// node cut off long enough for its peers to be declared dead (or whose
+// peers all restarted) finds them again. It ends at shutdown.
 func (g *gossip) joinLoop(peers []string) {
 	defer g.wg.Done()
 	if len(peers) == 0 {
 		return
 	}
+	joined := false
 	for {
-		n, err := g.list.Join(peers)
-		if n > 0 {
-			g.log.Info("joined", "peers", n)
-			return
+		if !joined || !g.seesOtherServers() {
+			n, err := g.list.Join(peers)
+			if n > 0 {
+				if !joined {
+					g.log.Info("joined", "peers", n)
+				} else {
+					g.log.Info("rejoined", "peers", n)
+				}
+				joined = true
+			} else {
+				g.log.Debug("join failed, retrying", "error", err)
+			}
 		}
-		g.log.Debug("join failed, retrying", "error", err)
 		select {
 		case <-g.stop:
 			return
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// seesOtherServers reports whether another server is alive in this node's
+// gossip view.
+func (g *gossip) seesOtherServers() bool {
+	for _, m := range g.Members() {
+		if m.Meta.Role == "server" && m.Meta.ID != g.n.cfg.NodeID && m.Status == "alive" {
+			return true
+		}
+	}
+	return false
 }
 
 // maintain bootstraps when enough servers are seen and, while this node

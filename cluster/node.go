@@ -232,7 +232,7 @@ func (n *Node) lead(ctx context.Context) {
 			return // demoted meanwhile
 		}
 		bctx, stopBalancer := context.WithCancel(ctx)
-		b := &balancer{n: n, p: p, log: n.cfg.Logger.Named("balancer"), debounce: n.cfg.BalanceDebounce}
+		b := &balancer{n: n, p: p, log: n.cfg.Logger.Named("balancer"), debounce: n.cfg.BalanceDebounce, settle: n.cfg.BalanceSettle}
 		balanced := make(chan struct{})
 		go func() {
 			defer close(balanced)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"hash/fnv"
+	"maps"
 	"sort"
 
 	"github.com/tenure-io/tenure/fsm"
@@ -49,7 +50,23 @@ func placementScore(worker, key string) uint64 {
 // frees), and a worker that leaves moves only its own keys. Disabled keys
 // get no owner; a key no worker may take has none either. The result is a
 // pure function of its inputs.
+//
+// The plan is iterated to a fixed point (placing again from it changes
+// nothing), so the balancer does not write a new plan at every check.
 func place(keys []string, workers []candidate, maxPerWorker int, prev map[string]string, control func(string) fsm.KeyControl) map[string]string {
+	plan := placeOnce(keys, workers, maxPerWorker, prev, control)
+	for i := 0; i < 8; i++ {
+		next := placeOnce(keys, workers, maxPerWorker, plan, control)
+		if maps.Equal(next, plan) {
+			break
+		}
+		plan = next
+	}
+	return plan
+}
+
+// placeOnce is one round of place.
+func placeOnce(keys []string, workers []candidate, maxPerWorker int, prev map[string]string, control func(string) fsm.KeyControl) map[string]string {
 	out := make(map[string]string, len(keys))
 	var enabled []string
 	for _, k := range keys {
@@ -61,7 +78,12 @@ func place(keys []string, workers []candidate, maxPerWorker int, prev map[string
 		return out
 	}
 	quota := quotas(len(enabled), workers, maxPerWorker)
+	hard := make(map[string]int, len(workers))
+	for _, w := range workers {
+		hard[w.id] = limit(w, len(enabled), maxPerWorker)
+	}
 	load := make(map[string]int, len(workers))
+	var left []string
 
 	// Keep what may stay, best-ranked first within each owner.
 	kept := make(map[string][]string)
@@ -86,27 +108,55 @@ func place(keys []string, workers []candidate, maxPerWorker int, prev map[string
 	sort.Strings(pool)
 
 	// Place the rest by rendezvous rank.
-	type ranked struct {
-		id    string
-		score uint64
-	}
-	rank := make([]ranked, len(workers))
 	for _, k := range pool {
-		for i, w := range workers {
-			rank[i] = ranked{w.id, placementScore(w.id, k)}
-		}
-		sort.Slice(rank, func(i, j int) bool {
-			return rank[i].score > rank[j].score || (rank[i].score == rank[j].score && rank[i].id < rank[j].id)
-		})
+		rank := rankWorkers(workers, k)
 		ctl := control(k)
+		placed := false
 		for _, w := range rank {
 			if load[w.id] < quota[w.id] && !ctl.Prohibits(w.id) {
+				out[k] = w.id
+				load[w.id]++
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			left = append(left, k)
+		}
+	}
+
+	// Repair: quotas are a target for evenness, not a hard limit. A key
+	// that found no room within quota (its ranked workers are prohibited
+	// on it or full) goes to the first worker in rank that is under its
+	// hard limit (capacity, max per worker), so no key stays unowned while
+	// a worker may take it.
+	for _, k := range left {
+		ctl := control(k)
+		// The previous owner first, so that the repair is sticky too.
+		if w := prev[k]; hard[w] > load[w] && !ctl.Prohibits(w) {
+			out[k] = w
+			load[w]++
+			continue
+		}
+		for _, w := range rankWorkers(workers, k) {
+			if load[w.id] < hard[w.id] && !ctl.Prohibits(w.id) {
 				out[k] = w.id
 				load[w.id]++
 				break
 			}
 		}
 	}
+	return out
+}
+
+// rankWorkers orders workers by their rendezvous weight for key, highest
+// first.
+func rankWorkers(workers []candidate, key string) []candidate {
+	out := append([]candidate(nil), workers...)
+	sort.Slice(out, func(i, j int) bool {
+		si, sj := placementScore(out[i].id, key), placementScore(out[j].id, key)
+		return si > sj || (si == sj && out[i].id < out[j].id)
+	})
 	return out
 }
 
@@ -120,28 +170,31 @@ func rankBefore(worker, a, b string) bool {
 // (water-filling): the most constrained workers are served first, and each
 // gets the smaller of its limit and an even share of what is left.
 func quotas(n int, workers []candidate, maxPerWorker int) map[string]int {
-	limit := func(w candidate) int {
-		l := n
-		if w.capacity > 0 {
-			l = min(l, w.capacity)
-		}
-		if maxPerWorker > 0 {
-			l = min(l, maxPerWorker)
-		}
-		return l
-	}
 	order := append([]candidate(nil), workers...)
 	sort.Slice(order, func(i, j int) bool {
-		li, lj := limit(order[i]), limit(order[j])
+		li, lj := limit(order[i], n, maxPerWorker), limit(order[j], n, maxPerWorker)
 		return li < lj || (li == lj && order[i].id < order[j].id)
 	})
 	out := make(map[string]int, len(order))
 	left := n
 	for i, w := range order {
 		share := (left + len(order) - i - 1) / (len(order) - i) // ceil
-		q := min(limit(w), share)
+		q := min(limit(w, n, maxPerWorker), share)
 		out[w.id] = q
 		left -= q
 	}
 	return out
+}
+
+// limit is the hard bound of keys for worker w out of n: its capacity and
+// the group's max per worker, when set.
+func limit(w candidate, n, maxPerWorker int) int {
+	l := n
+	if w.capacity > 0 {
+		l = min(l, w.capacity)
+	}
+	if maxPerWorker > 0 {
+		l = min(l, maxPerWorker)
+	}
+	return l
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"math/rand"
 	"testing"
 
 	"github.com/tenure-io/tenure/fsm"
@@ -183,5 +184,63 @@ func TestPlacementDrainStepByStep(t *testing.T) {
 			}
 		}
 		plan = next
+	}
+}
+
+// A key that only prohibited-free workers may take is still owned when
+// those workers are past their even share but under their hard limit.
+func TestPlacementProhibitedWorkerLeavesNoKeyUnowned(t *testing.T) {
+	keys := partitionKeys(8)
+	workers := []candidate{{id: "a"}, {id: "b"}}
+	control := func(string) fsm.KeyControl { return fsm.KeyControl{Prohibited: []string{"b"}} }
+	plan := place(keys, workers, 0, nil, control)
+	if len(plan) != len(keys) {
+		t.Fatalf("%d of %d keys owned while worker a may take them all", len(plan), len(keys))
+	}
+	for k, w := range plan {
+		if w != "a" {
+			t.Fatalf("%s given to %s, who is prohibited on it", k, w)
+		}
+	}
+}
+
+// Placing again from a plan gives the same plan: the balancer never flaps.
+func TestPlacementIsAFixedPoint(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 500; i++ {
+		keys := partitionKeys(1 + rng.Intn(60))
+		var workers []candidate
+		for w := 0; w < 1+rng.Intn(8); w++ {
+			capacity := 0
+			if rng.Intn(3) == 0 {
+				capacity = 1 + rng.Intn(10)
+			}
+			workers = append(workers, candidate{id: fmt.Sprintf("w%d", w), capacity: capacity})
+		}
+		maxPer := 0
+		if rng.Intn(3) == 0 {
+			maxPer = 1 + rng.Intn(10)
+		}
+		controls := map[string]fsm.KeyControl{}
+		for _, k := range keys {
+			switch rng.Intn(6) {
+			case 0:
+				controls[k] = fsm.KeyControl{Disabled: true}
+			case 1:
+				controls[k] = fsm.KeyControl{Prohibited: []string{workers[rng.Intn(len(workers))].id}}
+			}
+		}
+		control := func(k string) fsm.KeyControl { return controls[k] }
+		first := place(keys, workers, maxPer, nil, control)
+		second := place(keys, workers, maxPer, first, control)
+		if n := moved(first, second); n != 0 {
+			t.Fatalf("case %d: placing again moved %d keys (%d keys, workers %v, max %d)", i, n, len(keys), workers, maxPer)
+		}
+		l := loads(second)
+		for _, w := range workers {
+			if l[w.id] > limit(w, len(keys), maxPer) {
+				t.Fatalf("case %d: %s has %d keys, above its limit", i, w.id, l[w.id])
+			}
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/hashicorp/raft"
 )
 
@@ -50,7 +49,7 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 func (s *Server) removeServer(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
 	defer cancel()
-	if err := s.node.RemoveServer(ctx, mux.Vars(r)["id"]); err != nil {
+	if err := s.node.RemoveServer(ctx, pathVar(r, "id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

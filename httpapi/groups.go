@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/gorilla/mux"
@@ -183,8 +184,9 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 			return nil, 0, err
 		}
 		out := groupOut(v)
-		// Owners change with leases, targets with the group.
-		index := max(v.ModifyIndex, s.node.LeaseIndex())
+		// Owners change with leases; targets, controls and drains with
+		// the placement state.
+		index := max(v.ModifyIndex, s.node.LeaseIndex(), s.node.GroupIndex())
 		return out, index, nil
 	})
 }
@@ -194,8 +196,11 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
 	worker := r.URL.Query().Get("worker")
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
 		plan, index, err := s.node.Assignment(ctx, groupName(r), worker, c)
+		if errors.Is(err, cluster.ErrNotFound) {
+			return nil, watchIndex(index), err // block until the group appears
+		}
 		if err != nil {
-			return nil, watchIndex(index), err
+			return nil, 0, err
 		}
 		return map[string]any{"group": groupName(r), "assignment": plan, "index": index}, index, nil
 	})
@@ -244,7 +249,7 @@ func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 	draining := body.Draining == nil || *body.Draining
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	if err := s.node.DrainWorker(ctx, mux.Vars(r)["id"], draining); err != nil {
+	if err := s.node.DrainWorker(ctx, pathVar(r, "id"), draining); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -252,6 +253,17 @@ func parseToken(s string) (uint64, error) {
 		return 0, badRequest("invalid_token", "token", fmt.Sprintf("token: %q is not an unsigned integer", s))
 	}
 	return t, nil
+}
+
+// pathVar is a path variable, unescaped (the router matches escaped paths,
+// so that keys keep their slashes). A variable that is not valid escaping is
+// returned as it is, and its validation names the problem.
+func pathVar(r *http.Request, name string) string {
+	v := mux.Vars(r)[name]
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
 }
 
 func pathKey(r *http.Request) string {
