@@ -73,6 +73,18 @@ func (k *keeper) reserve(id leaseID) error {
 	return nil
 }
 
+// supersededLocked reports whether this Client keeps, or is acquiring, a
+// lease of l's holder on l's key other than l: the cluster may have
+// answered it with l's own lease and token. k.mu is held.
+func (k *keeper) supersededLocked(l *Lease) bool {
+	id := leaseID{l.holder, l.key}
+	if cur := k.leases[id]; cur != nil && cur != l {
+		return true
+	}
+	_, acquiring := k.acquiring[id]
+	return acquiring
+}
+
 func (k *keeper) unreserve(id leaseID) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

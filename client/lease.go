@@ -173,7 +173,7 @@ type Lease struct {
 	inflight  bool  // a renewal of this lease is in flight
 	failures  int   // transient renewal failures since the last success
 	lastErr   error // the last transient failure
-	freed     bool  // the cluster surely no longer holds it
+	freed     bool  // nothing is left for this Lease to release
 }
 
 type leaseState int
@@ -250,12 +250,29 @@ func (l *Lease) Err() error {
 // unless the cluster refused it already. An error means the release
 // request failed; the lease is not renewed any more and expires after its
 // TTL; call Release again to retry.
+//
+// A lease that has already ended (lost, or released with a failed
+// request) is not released on the cluster, and Release returns nil, when
+// this Client keeps or is acquiring a newer lease of the same holder on
+// the same key. The cluster answers an acquisition by the holder that
+// still holds the key with the lease it holds, same token, so the old
+// lease may be the new one, and releasing it would free the key under its
+// new owner. The old lease on the cluster, if any, is then the new lease,
+// or it is left to expire after its TTL (an acquisition that fails with
+// an unknown outcome releases it itself; see Acquire). Deferring Release
+// of every acquired lease is therefore safe.
 func (l *Lease) Release(ctx context.Context) error {
 	k := l.k
 	id := leaseID{l.holder, l.key}
 	k.mu.Lock()
 	if l.freed {
 		k.mu.Unlock()
+		return nil
+	}
+	if l.state != leaseHeld && k.supersededLocked(l) {
+		l.freed = true // the cluster's lease, if any, is no longer ours to free
+		k.mu.Unlock()
+		l.log.Debug("release skipped: the key is kept again by this holder", "key", l.key, "holder", l.holder, "token", l.token)
 		return nil
 	}
 	var evs []leaseEvent

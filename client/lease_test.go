@@ -368,6 +368,111 @@ func TestLeaseRelease(t *testing.T) {
 	again.Release(ctx)
 }
 
+// deletes returns the release requests f received.
+func deletes(f *fakeTenure) []seenRequest {
+	var out []seenRequest
+	for _, r := range f.requests() {
+		if r.Method == http.MethodDelete {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestReleaseOfAnOldLeaseKeepsTheNewOneOfTheSameHolder(t *testing.T) {
+	// The old lease expires locally while the cluster still holds it (its
+	// renewals hang, as during a failover); the application acquires the
+	// key again and the cluster answers with the lease it holds, same
+	// token. The old lease's deferred Release must not free the new one.
+	tests := []struct {
+		name string
+		// again acquires the key again and returns the new lease, calling
+		// releaseOld at the point where the old lease's Release runs.
+		again func(t *testing.T, f *fakeTenure, c *Client, releaseOld func()) *Lease
+	}{
+		{"after the new lease was acquired", func(t *testing.T, f *fakeTenure, c *Client, releaseOld func()) *Lease {
+			l, err := c.Acquire(context.Background(), "scene-01", WithTTL(600*time.Millisecond))
+			if err != nil {
+				t.Fatalf("Acquire again: %v", err)
+			}
+			releaseOld()
+			return l
+		}},
+		{"while the new lease is being acquired", func(t *testing.T, f *fakeTenure, c *Client, releaseOld func()) *Lease {
+			f.set(func(f *fakeTenure) { f.acquireDelay = 150 * time.Millisecond })
+			type result struct {
+				l   *Lease
+				err error
+			}
+			got := make(chan result, 1)
+			go func() {
+				l, err := c.Acquire(context.Background(), "scene-01", WithTTL(600*time.Millisecond))
+				got <- result{l, err}
+			}()
+			puts := func() int {
+				n := 0
+				for _, r := range f.requests() {
+					if r.Method == http.MethodPut {
+						n++
+					}
+				}
+				return n
+			}
+			waitUntil(t, 3*time.Second, func() bool { return puts() == 2 }, "the second acquire to reach the server")
+			releaseOld()
+			r := <-got
+			if r.err != nil {
+				t.Fatalf("Acquire again: %v", r.err)
+			}
+			return r.l
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeTenure(t)
+			c := newLeaseClient(t, f.URL)
+			ctx := context.Background()
+			f.set(func(f *fakeTenure) { f.renewFault = hang })
+			old, err := c.Acquire(ctx, "scene-01", WithTTL(600*time.Millisecond))
+			if err != nil {
+				t.Fatalf("Acquire: %v", err)
+			}
+			waitUntil(t, 3*time.Second, func() bool { return old.Err() != nil }, "the lease to expire locally")
+			if !errors.Is(old.Err(), ErrLeaseExpiredLocally) || !f.lease("scene-01").held {
+				t.Fatalf("old lease: Err %v, held by the fake %v; want expired locally and still held", old.Err(), f.lease("scene-01").held)
+			}
+			f.set(func(f *fakeTenure) { f.renewFault = nil })
+
+			var relErr error
+			l := tt.again(t, f, c, func() { relErr = old.Release(ctx) })
+			if l.Token() != old.Token() {
+				t.Fatalf("new token %d, want the cluster's answer to a retry: the old token %d", l.Token(), old.Token())
+			}
+			if relErr != nil {
+				t.Errorf("Release of the old lease = %v, want nil", relErr)
+			}
+			if d := deletes(f); len(d) != 0 {
+				t.Errorf("Release of the old lease sent %+v, want nothing while this holder keeps the key again", d)
+			}
+			if got := f.lease("scene-01"); !got.held || got.token != l.Token() {
+				t.Errorf("the fake's lease after the old Release: %+v, want held with token %d", got, l.Token())
+			}
+			if err := l.Err(); err != nil {
+				t.Errorf("the new lease ended: %v", err)
+			}
+			if err := old.Release(ctx); err != nil || len(deletes(f)) != 0 {
+				t.Errorf("second Release of the old lease = %v with %d releases sent, want nil and none", err, len(deletes(f)))
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("Release of the new lease: %v", err)
+			}
+			if got := f.lease("scene-01"); got.held {
+				t.Errorf("the new lease's Release did not free the key")
+			}
+		})
+	}
+}
+
 func TestAcquireOfAKeyAlreadyKept(t *testing.T) {
 	f := newFakeTenure(t)
 	c := newLeaseClient(t, f.URL)
