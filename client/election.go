@@ -309,7 +309,10 @@ type RunConfig struct {
 	// OnNewLeader, if set, is called with the identity (holder) of each new
 	// leader, this process included, from a goroutine of its own that
 	// follows the election with Observe; it may run concurrently with the
-	// other callbacks.
+	// other callbacks. A new leadership is a new (holder, token): a holder
+	// elected again after it resigned or lost the lease is reported again.
+	// Like Observe, it may miss a leadership that ended before it was
+	// seen, never the latest one.
 	OnNewLeader func(identity string)
 }
 
@@ -341,10 +344,10 @@ func (e *Election) Run(ctx context.Context, cfg RunConfig) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var last string
+			var last LeaderInfo // the last leadership reported
 			for info := range e.Observe(octx) {
-				if info.OK && info.Holder != last {
-					last = info.Holder
+				if info.OK && (info.Holder != last.Holder || info.Token != last.Token) {
+					last = info
 					cfg.OnNewLeader(info.Holder)
 				}
 			}

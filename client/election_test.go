@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -285,6 +286,69 @@ func TestRunWorksOnlyWhileLeadingAndReleasesAfterWork(t *testing.T) {
 	}
 	if stop < ret {
 		t.Errorf("OnStoppedLeading before OnStartedLeading returned: %v", events)
+	}
+}
+
+func TestRunReportsEachTermOfTheSameLeader(t *testing.T) {
+	f := newFakeTenure(t)
+	c := newCandidate(t, f, "sm-01")
+	e := c.Election("submission-manager-executor", WithTTL(900*time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var (
+		mu      sync.Mutex
+		leaders []string
+		tokens  []uint64
+	)
+	reported := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(leaders)
+	}
+	firstReported := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Run(ctx, RunConfig{
+			OnStartedLeading: func(work context.Context) {
+				mu.Lock()
+				tokens = append(tokens, LeadershipFromContext(work).Token())
+				term := len(tokens)
+				mu.Unlock()
+				if term == 1 {
+					// Return while leading once the term was reported (or
+					// the test fails waiting for it): Run resigns and,
+					// alone, is elected again with a new token.
+					select {
+					case <-firstReported:
+					case <-time.After(3 * time.Second):
+					}
+					return
+				}
+				<-work.Done()
+			},
+			OnNewLeader: func(id string) {
+				mu.Lock()
+				leaders = append(leaders, id)
+				if len(leaders) == 1 {
+					close(firstReported)
+				}
+				mu.Unlock()
+			},
+		})
+	}()
+	waitUntil(t, 5*time.Second, func() bool { return reported() >= 2 }, "the second term of sm-01 to be reported")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(tokens) < 2 || tokens[1] <= tokens[0] {
+		t.Fatalf("terms with tokens %v, want two, the second above the first", tokens)
+	}
+	if want := []string{"sm-01", "sm-01"}; !slices.Equal(leaders, want) {
+		t.Errorf("OnNewLeader got %q, want %q: one call per term", leaders, want)
 	}
 }
 
