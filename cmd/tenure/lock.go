@@ -21,12 +21,24 @@ with every write) and TENURE_HOLDER.
 
 If the lease is lost (refused by the cluster, or no renewal succeeded
 within TTL minus a margin), COMMAND and everything it started get SIGTERM,
-and SIGKILL after -grace. The next holder may start TTL after tenure's last
-successful renewal, so a -grace longer than the margin (TTL/10) can overlap
-it: fence writes with TENURE_TOKEN. SIGINT, SIGTERM and SIGHUP sent to
-tenure are passed on to COMMAND; tenure releases the lease once COMMAND has
-exited. COMMAND runs in a process group of its own (it should not read the
-terminal); on Linux it is killed if tenure itself is killed.
+and SIGKILL -grace later. The margin is -grace plus max(TTL/10, 100ms), so
+that the SIGKILL lands before the cluster can give the key to the next
+holder (TTL after tenure's last successful renewal was sent): -grace must
+be at most TTL/2 - max(TTL/10, 100ms) (its default, 1s, is lowered to that
+for a shorter TTL). A lease that the cluster refused may be someone
+else's already, and a paused tenure acts late: fence writes with
+TENURE_TOKEN. SIGINT, SIGTERM and SIGHUP sent to tenure are passed on to
+COMMAND; tenure releases the lease once COMMAND has exited, after killing
+with SIGKILL whatever COMMAND left running. If the lease was lost before
+COMMAND could start, COMMAND is not started (status 75).
+
+COMMAND runs in a process group of its own (it should not read the
+terminal), and everything it started is stopped with it. On Linux
+COMMAND is also killed if tenure itself is killed, but the processes
+COMMAND started are not (on other systems neither is COMMAND): after a
+SIGKILL of tenure they go on running without the lease. Have COMMAND exec
+its final program (sh -c '...; exec ./job') rather than run it as a
+child, and fence its writes with TENURE_TOKEN.
 
 With -n N, KEY is a semaphore of N slots (keys KEY/slot-0 ... KEY/slot-N-1)
 and tenure takes exactly one: it reads the slots, tries each free one in
@@ -34,11 +46,18 @@ order without waiting, and when all are held queues on every slot at once
 and keeps the first granted (any other granted meanwhile is released).
 
 Exit status: COMMAND's (128+n if signal n killed it); 75 if the lease was
-lost while COMMAND ran; 76 if the lease was not acquired within -wait; 127
-if COMMAND could not be started; 128+n if signal n stopped tenure while it
-waited; 1 for other errors (e.g. the cluster cannot be reached), 2 for
-usage errors.`
+lost while COMMAND ran or before it started; 76 if the lease was not
+acquired within -wait; 127 if COMMAND could not be started; 128+n if
+signal n stopped tenure while it waited; 1 for other errors (e.g. the
+cluster cannot be reached), 2 for usage errors.`
 
+// lock is `tenure lock` (see lockUsage): it runs a command while holding a
+// lease, stops the command's process group when the lease is lost (SIGKILL
+// before the cluster can free the key), and releases the lease once the
+// command has exited. On Linux the command dies with a killed tenure, but
+// what it started does not: commands should exec their final program and
+// fence their writes with TENURE_TOKEN. It returns the exit status;
+// signals arrive on sigs.
 func (e *env) lock(ctx context.Context, sigs <-chan os.Signal, args []string) int {
 	e = e.synced()
 	var f supervisorFlags
@@ -58,6 +77,9 @@ func (e *env) lock(ctx context.Context, sigs <-chan os.Signal, args []string) in
 	pos, code, ok := e.parse(fs, before, 1, 1)
 	if !ok {
 		return code
+	}
+	if msg := f.check(fs); msg != "" {
+		return e.usageError(fs, msg)
 	}
 	if slots < 1 || slots > client.MaxSemaphoreSlots {
 		return e.usageError(fs, fmt.Sprintf("-n must be between 1 and %d, got %d", client.MaxSemaphoreSlots, slots))

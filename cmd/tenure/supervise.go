@@ -74,6 +74,26 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// defaultGrace is the default time between SIGTERM and SIGKILL when the
+// lease is lost; it is lowered to maxGrace(TTL) for a TTL too short for it.
+const defaultGrace = time.Second
+
+// stopSlack is the part of the lease's margin that is not grace: it is
+// the margin a lease of the TTL has by default, and covers what that margin
+// covers (clock rate differences, timer delays) up to the SIGKILL.
+func stopSlack(ttl time.Duration) time.Duration { return client.DefaultMargin(ttl) }
+
+// maxGrace is the longest grace that a lease of ttl leaves room for: the
+// margin, grace + stopSlack(ttl), may be at most TTL/2.
+func maxGrace(ttl time.Duration) time.Duration { return max(ttl/2-stopSlack(ttl), 0) }
+
+// leaseMargin is the margin of the lease of lock and elect. The lease ends
+// locally, and the command gets SIGTERM, at SentAt + TTL − margin, where
+// SentAt is when tenure sent its last successful acquire or renewal; the
+// SIGKILL follows grace later, at SentAt + TTL − stopSlack(ttl), before
+// the cluster can free the key (SentAt + TTL).
+func leaseMargin(ttl, grace time.Duration) time.Duration { return grace + stopSlack(ttl) }
+
 // supervisorFlags are the flags that lock and elect share.
 type supervisorFlags struct {
 	httpAddr string
@@ -93,9 +113,28 @@ func (f *supervisorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.httpAddr, "http-addr", def, "HTTP addresses of the servers, comma-separated (env "+client.EnvHTTPAddr+")")
 	fs.DurationVar(&f.ttl, "ttl", client.DefaultLeaseTTL, "lifetime of the lease: the key frees at most this long after tenure dies")
 	fs.StringVar(&f.holder, "holder", "", "holder identity (default: hostname-pid-random)")
-	fs.DurationVar(&f.grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL when the lease is lost")
+	fs.DurationVar(&f.grace, "grace", defaultGrace, "time between SIGTERM and SIGKILL when the lease is lost; at most TTL/2 - max(TTL/10, 100ms) (lowered to that when not given)")
 	fs.Var(f.meta, "meta", "metadata entry key=value stored with the lease (repeatable)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level of tenure's own lines on stderr: trace, debug, info, warn, error")
+}
+
+// check validates the flags once fs has parsed them, and sets the default
+// grace for the TTL. It returns what is wrong, naming the flag, or "".
+func (f *supervisorFlags) check(fs *flag.FlagSet) string {
+	graceSet := false
+	fs.Visit(func(fl *flag.Flag) { graceSet = graceSet || fl.Name == "grace" })
+	switch {
+	case f.ttl <= 0:
+		return fmt.Sprintf("-ttl must be positive, got %v", f.ttl)
+	case f.grace < 0:
+		return fmt.Sprintf("-grace must not be negative, got %v", f.grace)
+	case !graceSet:
+		f.grace = min(defaultGrace, maxGrace(f.ttl))
+	case f.grace > maxGrace(f.ttl):
+		return fmt.Sprintf("-grace must be at most TTL/2 - max(TTL/10, 100ms) = %v with -ttl %v, got %v: the command must be killed before the cluster can free the key",
+			maxGrace(f.ttl), f.ttl, f.grace)
+	}
+	return ""
 }
 
 // client returns a client and a logger for the flags.
@@ -111,7 +150,7 @@ func (f *supervisorFlags) client(stderr io.Writer) (*client.Client, hclog.Logger
 
 // leaseOptions are the options of the lease for the flags.
 func (f *supervisorFlags) leaseOptions(log hclog.Logger) []client.LeaseOption {
-	opts := []client.LeaseOption{client.WithTTL(f.ttl), client.WithLogger(log)}
+	opts := []client.LeaseOption{client.WithTTL(f.ttl), client.WithMargin(leaseMargin(f.ttl, f.grace)), client.WithLogger(log)}
 	if len(f.meta) > 0 {
 		opts = append(opts, client.WithMetadata(f.meta))
 	}
@@ -163,9 +202,20 @@ type outcome struct {
 // TENURE_TOKEN and TENURE_HOLDER in its environment and runs in a process
 // group of its own. Signals from sigs (and the end of ctx, as SIGTERM) are
 // passed on to the group. When the lease is lost the group gets SIGTERM,
-// and SIGKILL grace later if it is still running. supervise returns once
-// the command has exited; it does not release the lease.
+// and SIGKILL grace after the lease's local deadline (or after the
+// cluster's refusal, when that came first) if the command still runs: the
+// lease's margin (leaseMargin) is longer than grace, so the SIGKILL lands
+// before the cluster can free the key. When the command has exited, what
+// it left running in its group is killed (on Unix). supervise returns then;
+// it does not release the lease.
+//
+// A lease that has ended already is not run under: the command is not
+// started, and the outcome is lost with status exitLost.
 func (e *env) supervise(ctx context.Context, sigs <-chan os.Signal, log hclog.Logger, lease *client.Lease, command []string, grace time.Duration) outcome {
+	// The margin was made for the TTL asked for; a lease granted with a
+	// shorter one has a margin of at most its TTL/2, so the grace must fit
+	// in that.
+	grace = min(grace, maxGrace(lease.TTL()))
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Env = append(os.Environ(),
 		envKey+"="+lease.Key(),
@@ -174,6 +224,12 @@ func (e *env) supervise(ctx context.Context, sigs <-chan os.Signal, log hclog.Lo
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.stdout, e.stderr
 	cmd.SysProcAttr = childProcAttr()
 	cmd.WaitDelay = time.Second // output pipes held open by grandchildren
+	if err := lease.Err(); err != nil {
+		// Lost between the acquisition and now (e.g. tenure was paused):
+		// the command would run without the lease.
+		log.Error("lease lost before the command started: not starting it", "key", lease.Key(), "token", lease.Token(), "error", err)
+		return outcome{code: exitLost, lost: true}
+	}
 	if err := cmd.Start(); err != nil {
 		log.Error("cannot start the command", "command", strings.Join(command, " "), "error", err)
 		return outcome{code: exitCannotRun}
@@ -181,7 +237,7 @@ func (e *env) supervise(ctx context.Context, sigs <-chan os.Signal, log hclog.Lo
 	log.Debug("command started", "pid", cmd.Process.Pid, "command", strings.Join(command, " "))
 	exited := make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		waitCommand(cmd)
 		close(exited)
 	}()
 
@@ -203,9 +259,16 @@ func (e *env) supervise(ctx context.Context, sigs <-chan os.Signal, log hclog.Lo
 		case <-lost:
 			lost = nil
 			o.lost = true
-			log.Error("lease lost: stopping the command", "key", lease.Key(), "token", lease.Token(), "error", lease.Err(), "grace", grace)
+			// SIGKILL grace after the local deadline, which the cluster's
+			// earliest expiry follows by more than grace; or grace from now
+			// when the cluster refused the lease before its deadline.
+			killAt := time.Now().Add(grace)
+			if dl := lease.Deadline().Add(grace); dl.Before(killAt) {
+				killAt = dl
+			}
+			log.Error("lease lost: stopping the command", "key", lease.Key(), "token", lease.Token(), "error", lease.Err(), "kill_in", time.Until(killAt).Round(time.Millisecond))
 			signalGroup(cmd.Process, termSignal)
-			kill = time.After(grace)
+			kill = time.After(time.Until(killAt))
 		case <-kill:
 			kill = nil
 			log.Error("the command is still running after the grace period: killing it", "grace", grace)

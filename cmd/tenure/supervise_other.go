@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"syscall"
 )
 
@@ -18,6 +19,10 @@ func childProcAttr() *syscall.SysProcAttr { return nil }
 func signalGroup(p *os.Process, s os.Signal) { _ = p.Signal(s) }
 
 func killGroup(p *os.Process) { _ = p.Kill() }
+
+// waitCommand waits for the command to exit; without process groups what
+// it started is not stopped.
+func waitCommand(cmd *exec.Cmd) { _ = cmd.Wait() }
 
 func exitStatus(ps *os.ProcessState) int {
 	if ps == nil {
