@@ -149,9 +149,14 @@ func NewHolderID() string {
 	if err != nil || host == "" {
 		host = "unknown"
 	}
-	var b [4]byte
-	_, _ = crand.Read(b[:]) // never fails on supported platforms
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4))
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = crand.Read(b) // never fails on supported platforms
+	return hex.EncodeToString(b)
 }
 
 // request is one logical call.

@@ -40,9 +40,12 @@ type GroupSummary struct {
 // GroupKey is one key of a group: the balancer's target and the actual
 // holder of its lease.
 type GroupKey struct {
-	Key        string   `json:"key"`
-	Target     string   `json:"target,omitempty"`
-	Holder     string   `json:"holder,omitempty"`
+	Key    string `json:"key"`
+	Target string `json:"target,omitempty"`
+	Holder string `json:"holder,omitempty"`
+	// Worker is the id of the worker that holds the key (from its lease's
+	// "worker" metadata), or the holder when the lease names none.
+	Worker     string   `json:"worker,omitempty"`
 	Token      uint64   `json:"token,omitempty"`
 	State      string   `json:"state"`
 	Disabled   bool     `json:"disabled,omitempty"`

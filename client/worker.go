@@ -25,6 +25,7 @@ type WorkerOption func(*workerConfig)
 
 type workerConfig struct {
 	id         string
+	holder     string
 	capacity   int
 	ttl        time.Duration
 	gossipAddr string
@@ -105,6 +106,11 @@ func (c *Client) Worker(group string, handler Handler, opts ...WorkerOption) *Wo
 	for _, o := range opts {
 		o(&cfg)
 	}
+	// The holder is unique to this Worker, even when two processes are
+	// (wrongly) given one id: the cluster treats an acquisition by the
+	// holder of a lease as a retry, so a shared holder would let both
+	// work on a key under one token.
+	cfg.holder = cfg.id + "#" + randomHex(4)
 	log := cfg.logger
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -113,8 +119,13 @@ func (c *Client) Worker(group string, handler Handler, opts ...WorkerOption) *Wo
 		keys: make(map[string]*ownedKey), changed: make(chan struct{})}
 }
 
-// ID is the worker's id and the holder of its leases.
+// ID is the worker's id: its name in the group's plan.
 func (w *Worker) ID() string { return w.cfg.id }
+
+// Holder is the holder of the worker's leases: its id and a random suffix
+// unique to this Worker. Each lease also names the id in its metadata
+// ("worker"), so the group view shows which worker holds a key.
+func (w *Worker) Holder() string { return w.cfg.holder }
 
 // Run joins the group and owns keys until ctx ends. Then it stops every
 // handler, waits for them, releases its leases and leaves gossip, so the
@@ -132,12 +143,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.members = g
 	w.mu.Unlock()
 	defer g.leave()
+	rejoined := make(chan struct{})
+	go func() {
+		defer close(rejoined)
+		g.keepJoined(ctx, w)
+	}()
+	defer func() { <-rejoined }()
 
 	var index uint64
 	for ctx.Err() == nil {
 		plan, meta, err := w.c.Groups().Assignment(ctx, w.group, w.cfg.id, &QueryOptions{Stale: true, WaitIndex: index, WaitTime: time.Minute})
 		var ae *APIError
 		switch {
+		case err == nil && meta.Index < index:
+			continue // a server behind the one that answered before: ignore
 		case err == nil:
 			index = meta.Index
 		case errors.As(err, &ae) && errors.Is(err, ErrNotFound):
@@ -150,6 +169,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			continue
 		}
 		w.reconcile(ctx, plan)
+	}
+	// Announce the drain first, so the balancer moves the keys to workers
+	// that queue for them while this one hands them back.
+	if err := g.setDraining(true, time.Second); err != nil {
+		w.log.Debug("announcing the drain failed", "error", err)
 	}
 	w.reconcile(ctx, nil)
 	w.waitKeys(context.Background(), 0)
@@ -207,7 +231,7 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 		close(k.done)
 	}()
 	for ctx.Err() == nil {
-		lease, err := w.c.Acquire(ctx, key, WithTTL(w.cfg.ttl), WithWait(time.Minute), WithHolder(w.cfg.id), WithLogger(w.log))
+		lease, err := w.c.Acquire(ctx, key, WithTTL(w.cfg.ttl), WithWait(time.Minute), WithHolder(w.cfg.holder), WithMetadata(map[string]string{"worker": w.cfg.id}), WithLogger(w.log))
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, ErrHeld) {
 				// Disabled, prohibited or unavailable: the balancer will move
@@ -278,7 +302,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 	if g == nil {
 		return fmt.Errorf("%w: the worker is not running", ErrInvalid)
 	}
-	if err := g.setDraining(true); err != nil {
+	if err := g.setDraining(true, 5*time.Second); err != nil {
 		return err
 	}
 	return w.waitKeys(ctx, 0)

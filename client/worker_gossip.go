@@ -18,6 +18,7 @@ import (
 type workerMeta struct {
 	Role     string   `json:"role"`
 	ID       string   `json:"id"`
+	Holder   string   `json:"holder"`
 	Groups   []string `json:"groups"`
 	Capacity int      `json:"capacity,omitempty"`
 	Draining bool     `json:"draining,omitempty"`
@@ -30,6 +31,10 @@ type workerGossip struct {
 
 	mu   sync.Mutex
 	meta workerMeta
+	// servers are the names of the servers alive in this worker's view,
+	// kept from memberlist's events (never read from its nodes, which
+	// would race with its updates).
+	servers map[string]bool
 }
 
 // startWorkerGossip joins the cluster's gossip as a worker of w's group,
@@ -44,14 +49,16 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 		return nil, fmt.Errorf("%w: gossip port %q: %v", ErrInvalid, portStr, err)
 	}
 	g := &workerGossip{
-		log:  w.log.Named("gossip"),
-		meta: workerMeta{Role: "worker", ID: w.cfg.id, Groups: []string{w.group}, Capacity: w.cfg.capacity},
+		log:     w.log.Named("gossip"),
+		servers: make(map[string]bool),
+		meta:    workerMeta{Role: "worker", ID: w.cfg.id, Holder: w.cfg.holder, Groups: []string{w.group}, Capacity: w.cfg.capacity},
 	}
 	mc := memberlist.DefaultLANConfig()
-	mc.Name = w.cfg.id
+	mc.Name = w.cfg.holder // unique, so two Workers of one id never clash
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertiseAddr = host
 	mc.Delegate = g
+	mc.Events = g
 	mc.Logger = g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	g.list, err = memberlist.Create(mc)
 	if err != nil {
@@ -93,12 +100,67 @@ func (w *Worker) serverGossipAddrs(ctx context.Context) []string {
 	return out
 }
 
-// setDraining announces (or withdraws) that the worker is draining.
-func (g *workerGossip) setDraining(draining bool) error {
+// keepJoined joins the servers again whenever none is alive in this
+// worker's view: after every server restarted, or after a cut long enough
+// for the servers to declare this worker dead and forget it. It returns
+// when ctx ends.
+func (g *workerGossip) keepJoined(ctx context.Context, w *Worker) {
+	for sleepCtx(ctx, 2*time.Second) == nil {
+		if g.seesServer() {
+			continue
+		}
+		peers := w.cfg.join
+		if len(peers) == 0 {
+			peers = w.serverGossipAddrs(ctx)
+		}
+		if len(peers) == 0 {
+			continue
+		}
+		if n, err := g.list.Join(peers); n > 0 {
+			g.log.Info("rejoined", "peers", n)
+		} else if err != nil {
+			g.log.Debug("rejoin failed", "error", err)
+		}
+	}
+}
+
+// seesServer reports whether a server is alive in this worker's view.
+func (g *workerGossip) seesServer() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.servers) > 0
+}
+
+// record follows servers joining and leaving. memberlist calls the event
+// delegate with its node lock held, so node's fields are stable here.
+func (g *workerGossip) record(node *memberlist.Node, alive bool) {
+	var meta struct {
+		Role string `json:"role"`
+	}
+	if json.Unmarshal(node.Meta, &meta) != nil || meta.Role != "server" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if alive {
+		g.servers[node.Name] = true
+	} else {
+		delete(g.servers, node.Name)
+	}
+}
+
+// memberlist.EventDelegate.
+func (g *workerGossip) NotifyJoin(n *memberlist.Node)   { g.record(n, true) }
+func (g *workerGossip) NotifyUpdate(n *memberlist.Node) { g.record(n, true) }
+func (g *workerGossip) NotifyLeave(n *memberlist.Node)  { g.record(n, false) }
+
+// setDraining announces (or withdraws) that the worker is draining,
+// waiting up to wait for the announcement to go out.
+func (g *workerGossip) setDraining(draining bool, wait time.Duration) error {
 	g.mu.Lock()
 	g.meta.Draining = draining
 	g.mu.Unlock()
-	if err := g.list.UpdateNode(5 * time.Second); err != nil {
+	if err := g.list.UpdateNode(wait); err != nil {
 		return fmt.Errorf("announce draining: %w", err)
 	}
 	return nil

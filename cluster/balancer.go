@@ -124,12 +124,12 @@ func (m Member) serves(g string) bool {
 	return false
 }
 
-// liveWorkers are the gossip members that are workers and not dead or gone
-// (suspect ones count as alive until gossip decides).
+// liveWorkers are the gossip members that are workers and alive (suspect
+// ones count as alive until gossip decides).
 func (n *Node) liveWorkers() []Member {
 	var out []Member
 	for _, m := range n.Members() {
-		if m.Meta.Role == "worker" && m.Meta.ID != "" && (m.Status == "alive" || m.Status == "suspect") {
+		if m.Meta.Role == "worker" && m.Meta.ID != "" && m.Status == "alive" {
 			out = append(out, m)
 		}
 	}

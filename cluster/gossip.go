@@ -27,7 +27,9 @@ type MemberMeta struct {
 	NonVoter        bool   `json:"nonvoter,omitempty"`
 	// Bootstrapped: the server has Raft state (it must not bootstrap again).
 	Bootstrapped bool `json:"bootstrapped,omitempty"`
-	// Workers.
+	// Workers. Holder is the holder of the worker's leases (unique per
+	// process; several processes may share an ID).
+	Holder   string   `json:"holder,omitempty"`
 	Groups   []string `json:"groups,omitempty"`
 	Capacity int      `json:"capacity,omitempty"`
 	Draining bool     `json:"draining,omitempty"`
@@ -37,7 +39,7 @@ type MemberMeta struct {
 type Member struct {
 	Name   string
 	Addr   string
-	Status string // alive, suspect, dead, left
+	Status string // alive, or dead (failed or left) for deadMemberTTL
 	Meta   MemberMeta
 }
 
@@ -55,7 +57,21 @@ type gossip struct {
 
 	mu   sync.Mutex
 	meta MemberMeta
+	// members is this node's view of the membership, kept from
+	// memberlist's events (which run under memberlist's lock), so that
+	// reading it never races with memberlist's own updates, and so that
+	// dead members stay listed for a while.
+	members map[string]*memberEntry
 }
+
+// memberEntry is one member as last announced.
+type memberEntry struct {
+	member Member
+	since  time.Time // of the last change of status
+}
+
+// deadMemberTTL is how long a dead or departed member stays listed.
+const deadMemberTTL = 10 * time.Minute
 
 func newGossip(n *Node) (*gossip, error) {
 	host, portStr, err := net.SplitHostPort(n.cfg.GossipAddr)
@@ -67,10 +83,11 @@ func newGossip(n *Node) (*gossip, error) {
 		return nil, fmt.Errorf("gossip-addr: port %q: %w", portStr, err)
 	}
 	g := &gossip{
-		n:      n,
-		log:    n.cfg.Logger.Named("gossip"),
-		events: make(chan struct{}, 1),
-		stop:   make(chan struct{}),
+		n:       n,
+		log:     n.cfg.Logger.Named("gossip"),
+		events:  make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		members: make(map[string]*memberEntry),
 		meta: MemberMeta{
 			Role:            "server",
 			ID:              n.cfg.NodeID,
@@ -275,41 +292,51 @@ func (g *gossip) reconcile() {
 	}
 }
 
-// Members lists the gossip members with their decoded metadata.
+// Members lists the gossip members with their decoded metadata, sorted by
+// name: the live ones, and the dead or departed ones of the last
+// deadMemberTTL.
 func (g *gossip) Members() []Member {
-	nodes := g.list.Members()
-	out := make([]Member, 0, len(nodes))
-	for _, node := range nodes {
-		m := Member{Name: node.Name, Addr: node.Address(), Status: stateName(node.State)}
-		if err := json.Unmarshal(node.Meta, &m.Meta); err != nil {
-			m.Meta = MemberMeta{Role: "unknown", ID: node.Name}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]Member, 0, len(g.members))
+	for name, e := range g.members {
+		if e.member.Status != "alive" && time.Since(e.since) > deadMemberTTL {
+			delete(g.members, name)
+			continue
 		}
-		out = append(out, m)
+		out = append(out, e.member)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
+// record updates the table from an event about node. memberlist calls the
+// event delegate with its node lock held, so node's fields are stable here.
+// The status comes from the event: memberlist does not update the State of
+// the Node it hands out.
+func (g *gossip) record(node *memberlist.Node, status string) {
+	m := Member{Name: node.Name, Addr: node.Address(), Status: status}
+	if err := json.Unmarshal(node.Meta, &m.Meta); err != nil {
+		m.Meta = MemberMeta{Role: "unknown", ID: node.Name}
+	}
+	g.mu.Lock()
+	e := g.members[node.Name]
+	if e == nil || e.member.Status != m.Status {
+		e = &memberEntry{since: time.Now()}
+		g.members[node.Name] = e
+	}
+	e.member = m
+	g.mu.Unlock()
+	g.kick()
+}
+
 func (g *gossip) httpAddrOf(id string) string {
-	for _, node := range g.list.Members() {
-		var meta MemberMeta
-		if json.Unmarshal(node.Meta, &meta) == nil && meta.Role == "server" && meta.ID == id {
-			return meta.HTTPAddr
+	for _, m := range g.Members() {
+		if m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" {
+			return m.Meta.HTTPAddr
 		}
 	}
 	return ""
-}
-
-func stateName(s memberlist.NodeStateType) string {
-	switch s {
-	case memberlist.StateAlive:
-		return "alive"
-	case memberlist.StateSuspect:
-		return "suspect"
-	case memberlist.StateDead:
-		return "dead"
-	}
-	return "left"
 }
 
 // NodeMeta implements memberlist.Delegate.
@@ -330,10 +357,10 @@ func (g *gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 func (g *gossip) LocalState(join bool) []byte                { return nil }
 func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}
 
-// memberlist.EventDelegate: wake maintain on every change.
-func (g *gossip) NotifyJoin(*memberlist.Node)   { g.kick() }
-func (g *gossip) NotifyLeave(*memberlist.Node)  { g.kick() }
-func (g *gossip) NotifyUpdate(*memberlist.Node) { g.kick() }
+// memberlist.EventDelegate: keep the table, and wake maintain.
+func (g *gossip) NotifyJoin(n *memberlist.Node)   { g.record(n, "alive") }
+func (g *gossip) NotifyLeave(n *memberlist.Node)  { g.record(n, "dead") }
+func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.record(n, "alive") }
 
 func (g *gossip) kick() {
 	select {

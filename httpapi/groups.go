@@ -47,6 +47,7 @@ type groupKeyJSON struct {
 	Key        string   `json:"key"`
 	Target     string   `json:"target,omitempty"`
 	Holder     string   `json:"holder,omitempty"`
+	Worker     string   `json:"worker,omitempty"`
 	Token      uint64   `json:"token,omitempty"`
 	State      string   `json:"state"`
 	Disabled   bool     `json:"disabled,omitempty"`
@@ -84,7 +85,12 @@ func groupOut(v cluster.GroupView) groupJSON {
 		kj := groupKeyJSON{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited}
 		if k.Lease != nil && k.Lease.Held {
 			kj.State, kj.Holder, kj.Token = "held", k.Lease.Holder, k.Lease.Token
-			holds[k.Lease.Holder]++
+			// Workers name themselves in their leases' metadata.
+			kj.Worker = k.Lease.Metadata["worker"]
+			if kj.Worker == "" {
+				kj.Worker = k.Lease.Holder
+			}
+			holds[kj.Worker]++
 		}
 		targets[k.Target]++
 		out.Keys[i] = kj

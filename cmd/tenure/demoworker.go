@@ -52,7 +52,7 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 		owned[key] = token
 		n := len(owned)
 		mu.Unlock()
-		fmt.Fprintf(e.stdout, "%s gained %s token=%d (owns %d)\n", c.Holder(), key, token, n)
+		fmt.Fprintf(e.stdout, "%s gained %s token=%d (owns %d)\n", id, key, token, n)
 		tick := time.NewTicker(work)
 		defer tick.Stop()
 		for {
@@ -62,16 +62,19 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 				delete(owned, key)
 				n := len(owned)
 				mu.Unlock()
-				fmt.Fprintf(e.stdout, "%s handed back %s token=%d (owns %d): %v\n", c.Holder(), key, token, n, context.Cause(ctx))
+				fmt.Fprintf(e.stdout, "%s handed back %s token=%d (owns %d): %v\n", id, key, token, n, context.Cause(ctx))
 				return
 			case <-tick.C:
 				if !quiet {
-					fmt.Fprintf(e.stdout, "%s working on %s token=%d\n", c.Holder(), key, token)
+					fmt.Fprintf(e.stdout, "%s working on %s token=%d\n", id, key, token)
 				}
 			}
 		}
 	}
-	w := c.Worker(group, handler, client.WithWorkerTTL(ttl), client.WithCapacity(capacity),
+	if id == "" {
+		id = c.Holder()
+	}
+	w := c.Worker(group, handler, client.WithWorkerID(id), client.WithWorkerTTL(ttl), client.WithCapacity(capacity),
 		client.WithGossipAddr(gossip), client.WithWorkerLogger(log))
 	fmt.Fprintf(e.stdout, "%s: worker of group %s (pid %d)\n", w.ID(), group, os.Getpid())
 	if err := w.Run(ctx); err != nil && ctx.Err() == nil {

@@ -126,7 +126,7 @@ func (e *env) groupsGet(ctx context.Context, args []string) int {
 		return e.printJSON(g)
 	}
 	w := e.table()
-	row(w, "KEY", "TARGET", "HOLDER", "TOKEN", "STATE", "CONTROLS")
+	row(w, "KEY", "TARGET", "WORKER", "TOKEN", "STATE", "CONTROLS")
 	for _, k := range g.Keys {
 		var ctl []string
 		if k.Disabled {
@@ -135,7 +135,7 @@ func (e *env) groupsGet(ctx context.Context, args []string) int {
 		if len(k.Prohibited) > 0 {
 			ctl = append(ctl, fmt.Sprintf("prohibited=%v", k.Prohibited))
 		}
-		row(w, k.Key, dash(k.Target), dash(k.Holder), k.Token, k.State, dash(strings.Join(ctl, " ")))
+		row(w, k.Key, dash(k.Target), dash(k.Worker), k.Token, k.State, dash(strings.Join(ctl, " ")))
 	}
 	w.Flush()
 	fmt.Fprintln(e.stdout)

@@ -418,20 +418,20 @@ func settled(g *client.Group, runs *runLog, owners []string, owned int) (map[str
 		running := runs.working(k.Key)
 		if k.Target == "" {
 			if k.State != "free" || len(running) > 0 {
-				return nil, fmt.Errorf("%s has no target but is %s by %q, %d handlers run", k.Key, k.State, k.Holder, len(running))
+				return nil, fmt.Errorf("%s has no target but is %s by %q, %d handlers run", k.Key, k.State, k.Worker, len(running))
 			}
 			continue
 		}
 		if !may[k.Target] {
 			return nil, fmt.Errorf("%s targets %q, not one of the workers that may own keys", k.Key, k.Target)
 		}
-		if k.State != "held" || k.Holder != k.Target {
-			return nil, fmt.Errorf("%s targets %s but is %s by %q", k.Key, k.Target, k.State, k.Holder)
+		if k.State != "held" || k.Worker != k.Target {
+			return nil, fmt.Errorf("%s targets %s but is %s by %q", k.Key, k.Target, k.State, k.Worker)
 		}
-		if len(running) != 1 || running[0].worker != k.Holder || running[0].token != k.Token {
-			return nil, fmt.Errorf("%s is held by %s with token %d, but the handlers working on it are %+v", k.Key, k.Holder, k.Token, running)
+		if len(running) != 1 || running[0].worker != k.Worker || running[0].token != k.Token {
+			return nil, fmt.Errorf("%s is held by %s with token %d, but the handlers working on it are %+v", k.Key, k.Worker, k.Token, running)
 		}
-		holders[k.Key] = k.Holder
+		holders[k.Key] = k.Worker
 	}
 	if len(holders) != owned {
 		return nil, fmt.Errorf("%d of %d keys owned, want %d", len(holders), len(g.Keys), owned)
@@ -709,8 +709,8 @@ func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 		inProcess := &client.Group{Name: g.Name}
 		for _, k := range g.Keys {
 			if k.Target == victim.id {
-				if k.State != "held" || k.Holder != victim.id {
-					return fmt.Errorf("%s targets %s but is %s by %q", k.Key, victim.id, k.State, k.Holder)
+				if k.State != "held" || k.Worker != victim.id {
+					return fmt.Errorf("%s targets %s but is %s by %q", k.Key, victim.id, k.State, k.Worker)
 				}
 				doomed[k.Key] = k.Token
 				continue
@@ -739,7 +739,7 @@ func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if expired == 0 && !slices.ContainsFunc(g.Keys, func(k client.GroupKey) bool { return k.State == "held" && k.Holder == victim.id }) {
+		if expired == 0 && !slices.ContainsFunc(g.Keys, func(k client.GroupKey) bool { return k.State == "held" && k.Worker == victim.id }) {
 			expired = time.Since(killed)
 		}
 		if _, err := settled(g, runs, survivors, keys); err != nil {
@@ -752,7 +752,7 @@ func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 		len(doomed), expired.Round(time.Millisecond), time.Since(killed).Round(time.Millisecond), placementTTL, bound)
 	for _, k := range after.Keys {
 		if old, ok := doomed[k.Key]; ok && k.Token <= old {
-			t.Errorf("%s: %s holds it with token %d, not above the killed worker's %d", k.Key, k.Holder, k.Token, old)
+			t.Errorf("%s: %s holds it with token %d, not above the killed worker's %d", k.Key, k.Worker, k.Token, old)
 		}
 	}
 	checkEven(t, heldBy(after), survivors)
@@ -764,7 +764,7 @@ func heldBy(g *client.Group) map[string]string {
 	out := map[string]string{}
 	for _, k := range g.Keys {
 		if k.State == "held" {
-			out[k.Key] = k.Holder
+			out[k.Key] = k.Worker
 		}
 	}
 	return out
@@ -879,7 +879,7 @@ func TestPlacementDrainHandsOffWithoutOverlap(t *testing.T) {
 				return err
 			}
 			for _, k := range g.Keys {
-				if k.Holder == w.id && k.State == "held" {
+				if k.Worker == w.id && k.State == "held" {
 					return fmt.Errorf("%s still holds %s", w.id, k.Key)
 				}
 			}
@@ -940,7 +940,7 @@ func TestPlacementDisabledKeyIsReleased(t *testing.T) {
 		}
 		for _, k := range g.Keys {
 			if k.Key == key && (k.State != "free" || !k.Disabled || k.Target != "") {
-				return fmt.Errorf("%s is %s by %q, target %q, disabled %v; want free, no target, disabled", key, k.State, k.Holder, k.Target, k.Disabled)
+				return fmt.Errorf("%s is %s by %q, target %q, disabled %v; want free, no target, disabled", key, k.State, k.Worker, k.Target, k.Disabled)
 			}
 		}
 		return nil
@@ -951,9 +951,9 @@ func TestPlacementDisabledKeyIsReleased(t *testing.T) {
 	if err != nil {
 		t.Fatalf("get %s: %v", key, err)
 	}
-	if l.Reason != client.ReasonReleased || l.Holder != holder || l.Token != run[0].token {
-		t.Errorf("%s is free with reason %q, last holder %s, token %d; want released by %s, token %d",
-			key, l.Reason, l.Holder, l.Token, holder, run[0].token)
+	if l.Reason != client.ReasonReleased || l.Metadata["worker"] != holder || l.Token != run[0].token {
+		t.Errorf("%s is free with reason %q, last worker %s, token %d; want released by %s, token %d",
+			key, l.Reason, l.Metadata["worker"], l.Token, holder, run[0].token)
 	}
 	holds(t, quiet, free)
 	if _, err := settled(mustView(t, admin, f.group), runs, owners, keys-1); err != nil {
