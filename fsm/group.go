@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Group, key-control and worker commands. Their type values follow the
@@ -44,8 +45,20 @@ type KeyControl struct {
 	Prohibited []string
 }
 
-// Prohibits reports whether holder may not acquire the key.
+// Prohibits reports whether holder may not acquire the key: holder is
+// prohibited, or holder is "<id>#<suffix>" (a worker's holder) and <id> is
+// prohibited.
 func (c KeyControl) Prohibits(holder string) bool {
+	if c.prohibits(holder) {
+		return true
+	}
+	if i := strings.LastIndexByte(holder, '#'); i > 0 {
+		return c.prohibits(holder[:i])
+	}
+	return false
+}
+
+func (c KeyControl) prohibits(holder string) bool {
 	i := sort.SearchStrings(c.Prohibited, holder)
 	return i < len(c.Prohibited) && c.Prohibited[i] == holder
 }

@@ -516,6 +516,10 @@ func TestKeyControlProhibits(t *testing.T) {
 		{name: "between", ctl: KeyControl{Prohibited: []string{"w1", "w3", "w5"}}, holder: "w2", want: false},
 		{name: "after the last", ctl: KeyControl{Prohibited: []string{"w1", "w3", "w5"}}, holder: "w6", want: false},
 		{name: "a prefix of a prohibited holder", ctl: KeyControl{Prohibited: []string{"w10"}}, holder: "w1", want: false},
+		{name: "a worker's holder of a prohibited id", ctl: KeyControl{Prohibited: []string{"w3"}}, holder: "w3#1a2b3c4d", want: true},
+		{name: "a worker's holder of another id", ctl: KeyControl{Prohibited: []string{"w3"}}, holder: "w30#1a2b3c4d", want: false},
+		{name: "a holder prohibited with its suffix", ctl: KeyControl{Prohibited: []string{"w3#1a2b3c4d"}}, holder: "w3#1a2b3c4d", want: true},
+		{name: "a suffix alone is not an id", ctl: KeyControl{Prohibited: []string{""}}, holder: "#1a2b3c4d", want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
