@@ -11,12 +11,9 @@ func (e *env) status(ctx context.Context, args []string) int {
 	var cf clusterFlags
 	fs := e.newFlagSet("status", "status [-http-addr A] [-json]")
 	cf.register(fs)
-	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
+	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	if !ok {
 		return code
-	}
-	c, err := cf.client()
-	if err != nil {
-		return e.fail(err)
 	}
 	st, _, err := c.Status(ctx)
 	if err != nil {
@@ -59,12 +56,9 @@ func (e *env) members(ctx context.Context, args []string) int {
 	var cf clusterFlags
 	fs := e.newFlagSet("members", "members [-http-addr A] [-json]")
 	cf.register(fs)
-	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
+	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	if !ok {
 		return code
-	}
-	c, err := cf.client()
-	if err != nil {
-		return e.fail(err)
 	}
 	ms, _, err := c.Members(ctx)
 	if err != nil {
@@ -91,12 +85,9 @@ func (e *env) snapshot(ctx context.Context, args []string) int {
 	var cf clusterFlags
 	fs := e.newFlagSet("snapshot", "snapshot [-http-addr A] [-json]")
 	cf.register(fs)
-	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
+	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	if !ok {
 		return code
-	}
-	c, err := cf.client()
-	if err != nil {
-		return e.fail(err)
 	}
 	snap, _, err := c.Operator().Snapshot(ctx)
 	if err != nil {
@@ -143,13 +134,9 @@ func (e *env) removeServer(ctx context.Context, args []string) int {
 	var cf clusterFlags
 	fs := e.newFlagSet("operator remove-server", "operator remove-server ID")
 	cf.register(fs)
-	pos, code, ok := e.parse(fs, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
 	if !ok {
 		return code
-	}
-	c, err := cf.client()
-	if err != nil {
-		return e.fail(err)
 	}
 	if _, err := c.Operator().RemoveServer(ctx, pos[0]); err != nil {
 		return e.fail(err)

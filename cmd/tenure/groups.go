@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"sort"
 	"strconv"
@@ -40,38 +39,6 @@ Subcommands:
     drain ID      give the worker no keys: it hands them back (a rolling upgrade)
     undrain ID
 `
-
-// connect parses the args of a command that talks to the cluster and
-// returns its client and positional arguments; ok is false when the command
-// must end with code.
-func (e *env) connect(fs *flag.FlagSet, cf *clusterFlags, args []string, min, max int) (c *client.Client, pos []string, code int, ok bool) {
-	pos, code, ok = e.parse(fs, args, min, max)
-	if !ok {
-		return nil, nil, code, false
-	}
-	c, err := cf.client()
-	if err != nil {
-		return nil, nil, e.fail(err), false
-	}
-	return c, pos, exitOK, true
-}
-
-// subcommands dispatches args[0] to one of cmds, printing usage otherwise.
-func (e *env) subcommands(ctx context.Context, args []string, usage string, cmds map[string]func(context.Context, []string) int) int {
-	if len(args) == 0 {
-		fmt.Fprint(e.stderr, usage)
-		return exitUsage
-	}
-	if f, ok := cmds[args[0]]; ok {
-		return f(ctx, args[1:])
-	}
-	if args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
-		fmt.Fprint(e.stdout, usage)
-		return exitOK
-	}
-	fmt.Fprintf(e.stderr, "error: unknown subcommand %q\n\n%s", args[0], usage)
-	return exitUsage
-}
 
 func (e *env) groups(ctx context.Context, args []string) int {
 	return e.subcommands(ctx, args, groupsUsage, map[string]func(context.Context, []string) int{

@@ -103,13 +103,9 @@ func (e *env) leasesGet(ctx context.Context, args []string) int {
 	fs := e.newFlagSet("leases get", "leases get KEY [-stale]")
 	cf.register(fs)
 	fs.BoolVar(&stale, "stale", false, "let any server answer from its local state")
-	pos, code, ok := e.parse(fs, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
 	if !ok {
 		return code
-	}
-	c, err := cf.client()
-	if err != nil {
-		return e.fail(err)
 	}
 	l, _, err := c.Leases().Get(ctx, pos[0], &client.QueryOptions{Stale: stale})
 	if err != nil {
@@ -222,13 +218,9 @@ func (e *env) leasesRevoke(ctx context.Context, args []string) int {
 	var cf clusterFlags
 	fs := e.newFlagSet("leases revoke", "leases revoke KEY")
 	cf.register(fs)
-	pos, code, ok := e.parse(fs, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
 	if !ok {
 		return code
-	}
-	c, err := cf.client()
-	if err != nil {
-		return e.fail(err)
 	}
 	if _, err := c.Leases().Revoke(ctx, pos[0]); err != nil {
 		return e.fail(err)
