@@ -58,11 +58,20 @@ func (n *Node) PutGroup(ctx context.Context, spec GroupSpec) (*fsm.Group, error)
 
 // SetMaxPerWorker changes the per-worker maximum of a group.
 func (n *Node) SetMaxPerWorker(ctx context.Context, name string, max int) (*fsm.Group, error) {
-	g := n.machine.Group(name)
-	if g == nil {
+	if err := validateGroupName(name); err != nil {
+		return nil, err
+	}
+	if max < 0 {
+		return nil, invalid("max_per_worker", "%d is negative", max)
+	}
+	r, err := n.write(ctx, fsm.GroupMax{Name: name, MaxPerWorker: max})
+	if err != nil {
+		return nil, err
+	}
+	if r.Code == fsm.NotFound {
 		return nil, fmt.Errorf("group %q: %w", name, ErrNotFound)
 	}
-	return n.PutGroup(ctx, GroupSpec{Name: name, Keys: g.Keys, MaxPerWorker: max})
+	return n.machine.Group(name), nil
 }
 
 // DeleteGroup removes a group; its leases are left as they are.

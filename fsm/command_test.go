@@ -60,6 +60,7 @@ var roundTripCommands = []struct {
 	{"worker undrain", WorkerDrain{Worker: "w-a"}},
 	{"worker drain with zero values", WorkerDrain{}},
 	{"assign", Assign{Group: "partitions", Assignment: map[string]string{"partitions/0": "w-a", "partitions/1": "w-b"}}},
+	{"group max", GroupMax{Name: "partitions", MaxPerWorker: 12}},
 	{"assign with empty keys and workers", Assign{Group: "g", Assignment: map[string]string{"": "w", "k": ""}}},
 	{"assign with zero values", Assign{}},
 	{"batch of every placement type", Batch{Commands: []Command{

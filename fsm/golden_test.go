@@ -200,6 +200,7 @@ var goldenCommandsV1 = []namedCommand{
 	{"key-control", SetKeyControl{Key: "partitions/2", Control: KeyControl{Disabled: true, Prohibited: []string{"w-b", "w-z"}}}},
 	{"worker-drain", WorkerDrain{Worker: "w-b", Draining: true}},
 	{"assign", Assign{Group: "partitions", Assignment: map[string]string{"partitions/1": "w-a", "partitions/2": "w-c"}}},
+	{"group-max", GroupMax{Name: "partitions", MaxPerWorker: 8}},
 }
 
 var goldenCommands = []struct {

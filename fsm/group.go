@@ -15,6 +15,7 @@ const (
 	TypeKeyControl  Type = 10
 	TypeWorkerDrain Type = 11
 	TypeAssign      Type = 12
+	TypeGroupMax    Type = 13
 )
 
 // Group is a named set of keys that the leader's balancer spreads over the
@@ -98,6 +99,13 @@ type WorkerDrain struct {
 	Draining bool
 }
 
+// GroupMax sets the per-worker maximum of a group, leaving its keys as
+// they are.
+type GroupMax struct {
+	Name         string
+	MaxPerWorker int
+}
+
 // Assign replaces the target assignment of a group. Only the leader's
 // balancer proposes it.
 type Assign struct {
@@ -111,6 +119,7 @@ func (GroupKeys) Type() Type     { return TypeGroupKeys }
 func (SetKeyControl) Type() Type { return TypeKeyControl }
 func (WorkerDrain) Type() Type   { return TypeWorkerDrain }
 func (Assign) Type() Type        { return TypeAssign }
+func (GroupMax) Type() Type      { return TypeGroupMax }
 
 func (c GroupPut) encode(e *encoder) {
 	e.string(c.Name)
@@ -137,6 +146,11 @@ func (c WorkerDrain) encode(e *encoder) {
 	e.bool(c.Draining)
 }
 
+func (c GroupMax) encode(e *encoder) {
+	e.string(c.Name)
+	e.varint(int64(c.MaxPerWorker))
+}
+
 func (c Assign) encode(e *encoder) {
 	e.string(c.Group)
 	e.stringMap(c.Assignment)
@@ -158,6 +172,8 @@ func decodeGroupCommand(t Type, d *decoder) Command {
 		return WorkerDrain{Worker: d.string(), Draining: d.bool()}
 	case TypeAssign:
 		return Assign{Group: d.string(), Assignment: d.stringMap()}
+	case TypeGroupMax:
+		return GroupMax{Name: d.string(), MaxPerWorker: int(d.varint())}
 	}
 	d.fail(fmt.Errorf("type %d is not a group command", t))
 	return nil
@@ -214,6 +230,15 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 			delete(m.drained, c.Worker)
 		}
 		m.groupIndex = index
+	case GroupMax:
+		cur := m.groups[c.Name]
+		if cur == nil {
+			return Result{Code: NotFound}
+		}
+		next := *cur
+		next.MaxPerWorker = c.MaxPerWorker
+		next.ModifyIndex = index
+		m.storeGroup(&next)
 	case Assign:
 		cur := m.groups[c.Group]
 		if cur == nil {

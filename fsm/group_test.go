@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"github.com/hashicorp/raft"
 	"reflect"
 	"testing"
 )
@@ -527,5 +528,24 @@ func TestKeyControlProhibits(t *testing.T) {
 				t.Errorf("%+v.Prohibits(%q) = %t, want %t", tt.ctl, tt.holder, got, tt.want)
 			}
 		})
+	}
+}
+
+// GroupMax changes only the maximum: keys and assignment stay, so an
+// operator's max change cannot undo a concurrent change of keys.
+func TestGroupMaxKeepsKeysAndAssignment(t *testing.T) {
+	m := New()
+	apply := func(i uint64, c Command) Result {
+		return m.Apply(&raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: Encode(c)}).(Result)
+	}
+	apply(1, GroupPut{Name: "g", Keys: []string{"a", "b"}, MaxPerWorker: 1})
+	apply(2, Assign{Group: "g", Assignment: map[string]string{"a": "w1"}})
+	apply(3, GroupKeys{Name: "g", Add: []string{"c"}})
+	if r := apply(4, GroupMax{Name: "g", MaxPerWorker: 5}); r.Code != Done {
+		t.Fatalf("GroupMax: %v", r.Code)
+	}
+	g := m.Group("g")
+	if g.MaxPerWorker != 5 || len(g.Keys) != 3 || g.Assignment["a"] != "w1" || g.ModifyIndex != 4 {
+		t.Fatalf("group after GroupMax: %+v, want max 5, keys a b c, a assigned to w1, modified at 4", g)
 	}
 }

@@ -158,7 +158,7 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return Result{Code: Done}
 	case Ignored:
 		return Result{Code: Done}
-	case GroupPut, GroupDelete, GroupKeys, SetKeyControl, WorkerDrain, Assign:
+	case GroupPut, GroupDelete, GroupKeys, SetKeyControl, WorkerDrain, Assign, GroupMax:
 		return m.applyGroup(index, cmd)
 	}
 	// Decode never yields anything else; a nested Batch is rejected there.

@@ -753,6 +753,8 @@ func TestChanged(t *testing.T) {
 		{name: "delete of a missing group", cmd: GroupDelete{Name: "g"}, want: false},
 		{name: "keys of a missing group", cmd: GroupKeys{Name: "g", Add: []string{"a"}}, want: false},
 		{name: "assign of a missing group", cmd: Assign{Group: "g", Assignment: map[string]string{"a": "w1"}}, want: false},
+		{name: "group max", setup: []Command{GroupPut{Name: "g", Keys: []string{"a"}}}, cmd: GroupMax{Name: "g", MaxPerWorker: 3}, want: true},
+		{name: "group max of a missing group", cmd: GroupMax{Name: "g", MaxPerWorker: 3}, want: false},
 		{name: "acquire of a disabled key", setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}}, cmd: acquire("a", "w1"), want: false},
 		{name: "acquire by a prohibited holder", setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}}}, cmd: acquire("a", "w1"), want: false},
 	}
