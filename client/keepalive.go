@@ -286,7 +286,7 @@ func (k *keeper) renew(c *renewCall, out chan<- renewOutcome) {
 func (k *keeper) expireLocked(now time.Time) []leaseEvent {
 	var evs []leaseEvent
 	for _, l := range k.leases {
-		if !now.Before(l.deadline) {
+		if passed(now, l.deadline) {
 			evs = append(evs, k.loseLocked(l, l.expiredErr()))
 		}
 	}
@@ -371,7 +371,7 @@ func (k *keeper) applyLocked(o renewOutcome, now time.Time) []leaseEvent {
 		if l.state != leaseHeld {
 			continue
 		}
-		if !now.Before(l.deadline) {
+		if passed(now, l.deadline) {
 			if o.err != nil {
 				l.lastErr = o.err
 			}
@@ -479,4 +479,14 @@ func fire(evs []leaseEvent) {
 			}
 		}
 	}
+}
+
+// passed reports whether now is at or past deadline on the monotonic clock
+// or on the wall clock. The monotonic clock is what deadlines are made of,
+// but on Linux it stops while the machine is suspended, and the servers'
+// clocks do not: after a resume the wall clock notices the passed deadline
+// first. A wall clock stepped forward can only end a lease early, never
+// keep it late.
+func passed(now, deadline time.Time) bool {
+	return !now.Before(deadline) || !now.Round(0).Before(deadline.Round(0))
 }

@@ -232,7 +232,7 @@ func (l *Lease) Deadline() time.Time {
 func (l *Lease) Err() error {
 	l.k.mu.Lock()
 	var evs []leaseEvent
-	if l.state == leaseHeld && !time.Now().Before(l.deadline) {
+	if l.state == leaseHeld && passed(time.Now(), l.deadline) {
 		evs = append(evs, l.k.loseLocked(l, l.expiredErr()))
 	}
 	err := l.err

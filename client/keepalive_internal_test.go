@@ -1,0 +1,33 @@
+package client
+
+import (
+	"testing"
+	"time"
+)
+
+// passed: at or after the deadline counts as passed, on readings with and
+// without a monotonic part. (A monotonic clock that lags the wall clock, as
+// after a suspend, cannot be made in a test: time.Time's monotonic reading
+// cannot be set.)
+func TestPassed(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name     string
+		now      time.Time
+		deadline time.Time
+		want     bool
+	}{
+		{"before on both", now, now.Add(time.Second), false},
+		{"at the deadline", now, now, true},
+		{"after on both", now.Add(time.Second), now, true},
+		{"wall readings, after", now.Round(0).Add(time.Minute), now.Round(0), true},
+		{"wall readings, before", now.Round(0), now.Round(0).Add(time.Minute), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := passed(tt.now, tt.deadline); got != tt.want {
+				t.Fatalf("passed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
