@@ -47,7 +47,7 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) removeServer(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	if err := s.node.RemoveServer(ctx, pathVar(r, "id")); err != nil {
 		return err
@@ -65,7 +65,7 @@ func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	leader, err := s.node.TransferLeadership(ctx, body.ID)
 	if err != nil {

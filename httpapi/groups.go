@@ -108,10 +108,6 @@ func groupOut(v cluster.GroupView) groupJSON {
 
 func groupName(r *http.Request) string { return mux.Vars(r)["name"] }
 
-func (s *Server) writeCtx(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
-}
-
 func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	var body groupBody
 	if err := decodeBody(r, &body); err != nil {

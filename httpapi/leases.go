@@ -57,7 +57,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	} else if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	if err := s.node.Release(ctx, pathKey(r), body.Holder, body.Token); err != nil {
 		return err
@@ -67,7 +67,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	if err := s.node.Revoke(ctx, pathKey(r)); err != nil {
 		return err
@@ -81,7 +81,7 @@ func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	lease, err := s.node.Renew(ctx, pathKey(r), body.Holder, body.Token)
 	if err != nil {
@@ -100,7 +100,7 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	for i, l := range body.Leases {
 		refs[i] = cluster.LeaseRef{Key: l.Key, Token: l.Token}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	results, err := s.node.RenewMany(ctx, body.Holder, refs)
 	if err != nil {

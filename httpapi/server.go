@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -253,6 +254,11 @@ func parseToken(s string) (uint64, error) {
 		return 0, badRequest("invalid_token", "token", fmt.Sprintf("token: %q is not an unsigned integer", s))
 	}
 	return t, nil
+}
+
+// writeCtx bounds a write's wait for Raft by the configured WriteTimeout.
+func (s *Server) writeCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
 }
 
 // pathVar is a path variable, unescaped (the router matches escaped paths,

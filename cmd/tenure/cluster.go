@@ -113,21 +113,10 @@ Subcommands:
 `
 
 func (e *env) operator(ctx context.Context, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprint(e.stderr, operatorUsage)
-		return exitUsage
-	}
-	switch args[0] {
-	case "remove-server":
-		return e.removeServer(ctx, args[1:])
-	case "transfer-leader":
-		return e.transferLeader(ctx, args[1:])
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(e.stdout, operatorUsage)
-		return exitOK
-	}
-	fmt.Fprintf(e.stderr, "error: unknown subcommand %q\n\n%s", args[0], operatorUsage)
-	return exitUsage
+	return e.subcommands(ctx, args, operatorUsage, map[string]func(context.Context, []string) int{
+		"remove-server":   e.removeServer,
+		"transfer-leader": e.transferLeader,
+	})
 }
 
 func (e *env) removeServer(ctx context.Context, args []string) int {

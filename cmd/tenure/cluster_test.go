@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 )
 
@@ -21,16 +19,7 @@ func TestClusterCommands(t *testing.T) {
 		map[string]any{"name": "n1", "addr": "10.0.0.1:7946", "status": "alive", "role": "server"},
 		map[string]any{"name": "w1", "addr": "10.0.0.9:7946", "status": "suspect", "role": "worker", "meta": map[string]any{"capacity": 8, "groups": "scenes"}},
 	}}
-	tests := []struct {
-		name       string
-		args       []string
-		status     int
-		answer     any
-		wantMethod string
-		wantPath   string
-		wantBody   string
-		wantOut    []string
-	}{
+	tests := []requestCase{
 		{"status", []string{"status"}, 200, status, "GET", "/v1/status", "",
 			[]string{"Node:", "n1", "Term:", "4", "RAFT ADDRESS", "10.0.0.2:7501"}},
 		{"status of a node that never heard from a leader", []string{"status"}, 200, neverStatus, "GET", "/v1/status", "",
@@ -50,33 +39,7 @@ func TestClusterCommands(t *testing.T) {
 		{"transfer leader anywhere", []string{"operator", "transfer-leader", "-json"}, 200, map[string]string{"leader_id": "n3"},
 			"POST", "/v1/operator/transfer-leader", `{}`, []string{`"leader_id": "n3"`}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-				if tt.answer == nil {
-					w.WriteHeader(tt.status)
-					return
-				}
-				writeJSON(w, tt.status, tt.answer)
-			})
-			got := runCLI(t, append(tt.args, "-http-addr", srv.URL)...)
-			if got.code != exitOK {
-				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-			}
-			req := srv.only(t)
-			if req.Method != tt.wantMethod || req.Path != tt.wantPath || req.Body != tt.wantBody {
-				t.Errorf("request = %s %s %q, want %s %s %q", req.Method, req.Path, req.Body, tt.wantMethod, tt.wantPath, tt.wantBody)
-			}
-			for _, want := range tt.wantOut {
-				if !strings.Contains(got.stdout, want) {
-					t.Errorf("output lacks %q:\n%s", want, got.stdout)
-				}
-			}
-			if strings.HasSuffix(tt.name, "json") && !json.Valid([]byte(got.stdout)) {
-				t.Errorf("-json output is not JSON:\n%s", got.stdout)
-			}
-		})
-	}
+	runRequestCases(t, tests)
 }
 
 func TestRemoveUnknownServerFails(t *testing.T) {

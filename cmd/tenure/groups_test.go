@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 )
 
@@ -15,16 +14,7 @@ func TestGroupCommands(t *testing.T) {
 		},
 		"workers": []any{map[string]any{"id": "w1", "status": "alive", "targets": 1, "holds": 1}},
 	}
-	tests := []struct {
-		name       string
-		args       []string
-		status     int
-		answer     any
-		wantMethod string
-		wantPath   string
-		wantBody   string
-		wantOut    []string
-	}{
+	tests := []requestCase{
 		{"create from a prefix", []string{"groups", "create", "partitions", "-prefix", "partitions/", "-count", "4", "-max-per-worker", "2"}, 200, summary,
 			"PUT", "/v1/groups/partitions", `{"prefix":"partitions/","count":4,"max_per_worker":2}`, []string{"Group partitions: 4 keys, 2 assigned, max per worker 2"}},
 		{"create from keys", []string{"groups", "create", "scenes", "-keys", "scene-01,scene-02"}, 200, summary,
@@ -44,30 +34,7 @@ func TestGroupCommands(t *testing.T) {
 		{"undrain", []string{"workers", "undrain", "w1"}, 204, nil,
 			"POST", "/v1/workers/w1/drain", `{"draining":false}`, []string{"draining=false"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-				if tt.answer == nil {
-					w.WriteHeader(tt.status)
-					return
-				}
-				writeJSON(w, tt.status, tt.answer)
-			})
-			got := runCLI(t, append(tt.args, "-http-addr", srv.URL)...)
-			if got.code != exitOK {
-				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-			}
-			req := srv.only(t)
-			if req.Method != tt.wantMethod || req.Path != tt.wantPath || req.Body != tt.wantBody {
-				t.Errorf("request = %s %s %q, want %s %s %q", req.Method, req.Path, req.Body, tt.wantMethod, tt.wantPath, tt.wantBody)
-			}
-			for _, want := range tt.wantOut {
-				if !strings.Contains(got.stdout, want) {
-					t.Errorf("output lacks %q:\n%s", want, got.stdout)
-				}
-			}
-		})
-	}
+	runRequestCases(t, tests)
 }
 
 // keys disable reads the controls first and keeps the prohibited holders.

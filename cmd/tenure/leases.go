@@ -21,30 +21,14 @@ Subcommands:
 `
 
 func (e *env) leases(ctx context.Context, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprint(e.stderr, leasesUsage)
-		return exitUsage
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "list":
-		return e.leasesList(ctx, rest)
-	case "get":
-		return e.leasesGet(ctx, rest)
-	case "acquire":
-		return e.leasesAcquire(ctx, rest)
-	case "renew":
-		return e.leasesRenew(ctx, rest)
-	case "release":
-		return e.leasesRelease(ctx, rest)
-	case "revoke":
-		return e.leasesRevoke(ctx, rest)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(e.stdout, leasesUsage)
-		return exitOK
-	}
-	fmt.Fprintf(e.stderr, "error: unknown subcommand %q\n\n%s", sub, leasesUsage)
-	return exitUsage
+	return e.subcommands(ctx, args, leasesUsage, map[string]func(context.Context, []string) int{
+		"list":    e.leasesList,
+		"get":     e.leasesGet,
+		"acquire": e.leasesAcquire,
+		"renew":   e.leasesRenew,
+		"release": e.leasesRelease,
+		"revoke":  e.leasesRevoke,
+	})
 }
 
 func (e *env) leasesList(ctx context.Context, args []string) int {

@@ -123,3 +123,49 @@ func TestCommandFailsWhenClusterIsDown(t *testing.T) {
 		t.Errorf("status against a down server = %d, stdout %q, stderr %q; want 1, nothing, error: ...", got.code, got.stdout, got.stderr)
 	}
 }
+
+// requestCase is one command line run against a fake server: the one
+// request it must send, and what its output must contain.
+type requestCase struct {
+	name       string
+	args       []string
+	status     int
+	answer     any
+	wantMethod string
+	wantPath   string
+	wantBody   string
+	wantOut    []string
+}
+
+// runRequestCases runs each case against a fake server that answers with
+// the case's status and JSON answer (none when answer is nil).
+func runRequestCases(t *testing.T, tests []requestCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if tt.answer == nil {
+					w.WriteHeader(tt.status)
+					return
+				}
+				writeJSON(w, tt.status, tt.answer)
+			})
+			got := runCLI(t, append(tt.args, "-http-addr", srv.URL)...)
+			if got.code != exitOK {
+				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+			}
+			req := srv.only(t)
+			if req.Method != tt.wantMethod || req.Path != tt.wantPath || req.Body != tt.wantBody {
+				t.Errorf("request = %s %s %q, want %s %s %q", req.Method, req.Path, req.Body, tt.wantMethod, tt.wantPath, tt.wantBody)
+			}
+			for _, want := range tt.wantOut {
+				if !strings.Contains(got.stdout, want) {
+					t.Errorf("output lacks %q:\n%s", want, got.stdout)
+				}
+			}
+			if strings.HasSuffix(tt.name, "json") && !json.Valid([]byte(got.stdout)) {
+				t.Errorf("-json output is not JSON:\n%s", got.stdout)
+			}
+		})
+	}
+}

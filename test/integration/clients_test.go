@@ -163,16 +163,6 @@ func (c *cluster) startCLI(t *testing.T, dir, name string, args ...string) *cli 
 	return p
 }
 
-// exited reports whether the process has exited.
-func (p *cli) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // wait waits up to timeout for the process to exit and returns its exit
 // status; it fails t if it does not exit.
 func (p *cli) wait(t *testing.T, timeout time.Duration) int {

@@ -354,6 +354,18 @@ func (f *workerFleet) stopAll(t *testing.T) {
 	}
 }
 
+// startPlacement starts three servers, an operator's client, a group of
+// keys named group/0 … and an empty fleet of workers for it whose leases
+// last ttl.
+func startPlacement(t *testing.T, group string, keys int, ttl time.Duration) (*cluster, *client.Client, *runLog, *workerFleet) {
+	t.Helper()
+	c := startCluster(t, 3)
+	admin := adminClient(t, c)
+	runs := newRunLog()
+	putGroup(t, admin, group, group+"/", keys, 0)
+	return c, admin, runs, newWorkerFleet(t, c, group, ttl, runs)
+}
+
 // placementAddrs returns the HTTP addresses of every node of c.
 func placementAddrs(c *cluster) []string {
 	addrs := make([]string, len(c.nodes))
@@ -563,11 +575,7 @@ func TestPlacementSpreadsEvenly(t *testing.T) {
 // assertion anyway.
 func TestPlacementWorkerJoinMovesFewKeys(t *testing.T) {
 	const keys, workers = 1024, 64
-	c := startCluster(t, 3)
-	admin := adminClient(t, c)
-	runs := newRunLog()
-	putGroup(t, admin, "partitions", "partitions/", keys, 0)
-	f := newWorkerFleet(t, c, "partitions", largeFleetTTL, runs)
+	_, admin, runs, f := startPlacement(t, "partitions", keys, largeFleetTTL)
 	owners := ids(f.startN(t, "join", workers))
 	before, took := waitSettled(t, admin, f, owners, keys, settleTimeout)
 	t.Logf("%d keys over %d workers settled in %v", keys, workers, took.Round(time.Millisecond))
@@ -685,11 +693,7 @@ func (p *demoWorker) kill() {
 // in all, of which the leases took 2s).
 func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 	const keys = 32
-	c := startCluster(t, 3)
-	admin := adminClient(t, c)
-	runs := newRunLog()
-	putGroup(t, admin, "partitions", "partitions/", keys, 0)
-	f := newWorkerFleet(t, c, "partitions", placementTTL, runs)
+	c, admin, runs, f := startPlacement(t, "partitions", keys, placementTTL)
 	survivors := ids(f.startN(t, "stay", 3))
 	victim := startDemoWorker(t, c, "partitions", "doomed", placementTTL)
 	owners := append(slices.Clone(survivors), victim.id)
@@ -783,11 +787,7 @@ func TestPlacementDrainHandsOffWithoutOverlap(t *testing.T) {
 	// the race detector) but below the TTL: a hand-off that waited for the
 	// lease to expire, rather than for its release, fails.
 	const maxGap = time.Second
-	c := startCluster(t, 3)
-	admin := adminClient(t, c)
-	runs := newRunLog()
-	putGroup(t, admin, "partitions", "partitions/", keys, 0)
-	f := newWorkerFleet(t, c, "partitions", placementTTL, runs)
+	_, admin, runs, f := startPlacement(t, "partitions", keys, placementTTL)
 	// Handlers finish their work for a while after their context ends, as
 	// real ones do (a flush, a commit of offsets): the key must not be
 	// handed over before they return.
@@ -907,11 +907,7 @@ func TestPlacementDrainHandsOffWithoutOverlap(t *testing.T) {
 func TestPlacementDisabledKeyIsReleased(t *testing.T) {
 	const keys = 16
 	const quiet = 3 * time.Second
-	c := startCluster(t, 3)
-	admin := adminClient(t, c)
-	runs := newRunLog()
-	putGroup(t, admin, "partitions", "partitions/", keys, 0)
-	f := newWorkerFleet(t, c, "partitions", placementTTL, runs)
+	_, admin, runs, f := startPlacement(t, "partitions", keys, placementTTL)
 	owners := ids(f.startN(t, "ctl", 3))
 	holders, _ := waitSettled(t, admin, f, owners, keys, settleTimeout)
 
@@ -989,11 +985,7 @@ func mustView(t *testing.T, admin *client.Client, group string) *client.Group {
 func TestPlacementKeyBackWhileHandingOver(t *testing.T) {
 	const keys = 4
 	const linger = 3 * time.Second
-	c := startCluster(t, 3)
-	admin := adminClient(t, c)
-	runs := newRunLog()
-	putGroup(t, admin, "partitions", "partitions/", keys, 0)
-	f := newWorkerFleet(t, c, "partitions", placementTTL, runs)
+	_, admin, runs, f := startPlacement(t, "partitions", keys, placementTTL)
 	f.linger = linger
 	owners := ids(f.startN(t, "back", 1))
 	waitSettled(t, admin, f, owners, keys, settleTimeout)

@@ -308,11 +308,7 @@ func TestWorkersRejoinAfterEveryServerRestarts(t *testing.T) {
 	// an election), a rejoin (tried every 2s), the new leader's balancer
 	// settling before its first plan, and the blocking acquires.
 	const ownedBound = 60 * time.Second
-	c := startCluster(t, 3)
-	admin := adminClient(t, c)
-	runs := newRunLog()
-	putGroup(t, admin, group, group+"/", keys, 0)
-	f := newWorkerFleet(t, c, group, placementTTL, runs)
+	c, admin, runs, f := startPlacement(t, group, keys, placementTTL)
 	owners := ids(f.startN(t, "rejoin", 2))
 	waitSettled(t, admin, f, owners, keys, settleTimeout)
 	before := map[string]client.GroupKey{}
