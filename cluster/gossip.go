@@ -330,9 +330,14 @@ func (g *gossip) record(node *memberlist.Node, status string) {
 	g.kick()
 }
 
+// httpAddrOf is the HTTP address of server id. Every API answer asks for
+// the leader's, so it scans the table in place rather than copying and
+// sorting it as Members does.
 func (g *gossip) httpAddrOf(id string) string {
-	for _, m := range g.Members() {
-		if m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, e := range g.members {
+		if m := e.member; m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" {
 			return m.Meta.HTTPAddr
 		}
 	}
