@@ -100,8 +100,8 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/leases"+key, s.leader(s.release)).Methods(http.MethodDelete)
 	r.Handle("/v1/leases"+key, s.reader(s.getLease)).Methods(http.MethodGet)
 	r.Handle("/v1/leases", s.reader(s.listLeases)).Methods(http.MethodGet)
-	r.Handle("/v1/renew"+key, s.leader(s.renewOne)).Methods(http.MethodPost)
-	r.Handle("/v1/renew", s.leader(s.renewMany)).Methods(http.MethodPost)
+	r.Handle("/v1/renew"+key, s.renewer(s.renewOne)).Methods(http.MethodPost)
+	r.Handle("/v1/renew", s.renewer(s.renewMany)).Methods(http.MethodPost)
 	r.Handle("/v1/revoke"+key, s.leader(s.revoke)).Methods(http.MethodPost)
 	r.Handle("/v1/operator/servers/{id}", s.leader(s.removeServer)).Methods(http.MethodDelete)
 	r.Handle("/v1/operator/transfer-leader", s.leader(s.transferLeader)).Methods(http.MethodPost)
@@ -157,6 +157,19 @@ func (s *Server) leader(h handlerFunc) http.Handler {
 			s.forward(w, r)
 			return
 		}
+		if err := h(w, r); err != nil {
+			writeError(w, err)
+		}
+	})
+}
+
+// renewer serves renewals like leader; in a build with the negative
+// control cluster.UnsafeLocalRenewals, every node answers them itself.
+func (s *Server) renewer(h handlerFunc) http.Handler {
+	if !cluster.UnsafeLocalRenewals {
+		return s.leader(h)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			writeError(w, err)
 		}

@@ -225,6 +225,11 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 	cfg := s.cluster
 	cfg.Logger = log
 	cfg.Registerer = reg
+	clock, err := lessorClock(log)
+	if err != nil {
+		return err
+	}
+	cfg.Clock = clock
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("http-addr: %w", err)
