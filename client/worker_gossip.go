@@ -56,7 +56,7 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = w.cfg.holder // unique, so two Workers of one id never clash
 	mc.BindAddr, mc.BindPort = host, port
-	mc.AdvertiseAddr = host
+	mc.AdvertiseAddr, mc.AdvertisePort = host, port // 0: memberlist advertises the port it bound
 	mc.Delegate = g
 	mc.Events = g
 	mc.Logger = g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
