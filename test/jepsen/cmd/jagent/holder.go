@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/jepsen/history"
+)
+
+// holderFlags are the flags shared by the workloads that hold leases with
+// the client package: mutex, elect and place.
+type holderFlags struct {
+	commonFlags
+	id      string
+	ttl     time.Duration
+	timeout time.Duration
+}
+
+func (f *holderFlags) register(fs *flag.FlagSet) {
+	f.commonFlags.register(fs)
+	fs.StringVar(&f.id, "id", "", "process id: the Proc of its events and the prefix of its holders (required)")
+	fs.DurationVar(&f.ttl, "ttl", 2*time.Second, "TTL of the leases")
+	fs.DurationVar(&f.timeout, "timeout", time.Second, "time limit of one request attempt of the client (and of one store request)")
+}
+
+// check validates the flags once fs has parsed them; -name defaults to
+// -id and only names the log.
+func (f *holderFlags) check(fs *flag.FlagSet) error {
+	if err := f.commonFlags.check(fs); err != nil {
+		return err
+	}
+	if f.id == "" {
+		return errors.New("-id is required")
+	}
+	if f.name == "" {
+		f.name = f.id
+	}
+	if err := positive("ttl", f.ttl); err != nil {
+		return err
+	}
+	return positive("timeout", f.timeout)
+}
+
+// newClient returns a client of the servers whose attempts are bounded by
+// timeout, logging to log.
+func newClient(servers []string, timeout time.Duration, log hclog.Logger) (*client.Client, error) {
+	cfg := client.DefaultConfig()
+	cfg.Addresses = servers
+	cfg.Timeout = timeout
+	cfg.RetryMaxDelay = time.Second
+	cfg.Logger = log.Named("client")
+	c, err := client.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return c, nil
+}
+
+// holders names the holders of one process: "<id>#<nonce>.<n>", n counting
+// the acquisitions from 1. The nonce differs from one run of the agent to
+// the next, so a process started again after SIGKILL never acquires under
+// a holder of its previous run (the cluster would hand it that run's lease
+// as if it were a retry).
+type holders struct {
+	prefix string
+	n      int
+}
+
+func newHolders(id string) *holders { return &holders{prefix: id + "#" + newNonce() + "."} }
+
+// next returns a holder never used before.
+func (h *holders) next() string {
+	h.n++
+	return fmt.Sprintf("%s%d", h.prefix, h.n)
+}
+
+// leaseHooks records the life of a client lease as events of proc:
+// Acquired and Renewed with the lease's local deadline, Lost with why.
+// Release is not a hook: the workload records Released itself, with T read
+// before it sends the release.
+func leaseHooks(rec *recorder, proc string) client.Hooks {
+	ev := func(kind string, l *client.Lease) history.Event {
+		return history.Event{Kind: kind, Proc: proc, Key: l.Key(), Holder: l.Holder(), Token: l.Token(), TTL: int64(l.TTL())}
+	}
+	return client.Hooks{
+		OnAcquired: func(l *client.Lease) {
+			e := ev(history.Acquired, l)
+			e.Deadline = history.Mono(l.Deadline())
+			_ = rec.Write(e)
+		},
+		OnRenewed: func(l *client.Lease, _ time.Duration) {
+			e := ev(history.Renewed, l)
+			e.Deadline = history.Mono(l.Deadline())
+			_ = rec.Write(e)
+		},
+		OnLost: func(l *client.Lease, err error) {
+			e := ev(history.Lost, l)
+			e.Err = err.Error()
+			_ = rec.Write(e)
+		},
+	}
+}
+
+// believe records that proc believes, at the instant it returns to its
+// caller, that it holds l: it reads the clock, then the deadline, and only
+// then asks the lease whether it is still held. It reports false, writing
+// nothing, when the lease has ended (its OnLost hook, if any, recorded
+// it). Because the clock is read first, T is never later than the moment
+// Err confirmed the lease; and because a deadline that has passed is never
+// moved forward, T is before the recorded Deadline.
+func believe(rec *recorder, proc string, l *client.Lease) bool {
+	t := history.Now()
+	dl := l.Deadline()
+	if l.Err() != nil {
+		return false
+	}
+	_ = rec.Write(history.Event{T: t, Kind: history.Belief, Proc: proc, Key: l.Key(), Holder: l.Holder(),
+		Token: l.Token(), Deadline: history.Mono(dl)})
+	return true
+}
+
+// released records that proc stops using l and is about to release it: T
+// is read before the release is sent. It writes nothing, and reports
+// false, when the lease already ended (lost: its hook recorded it).
+func released(rec *recorder, proc string, l *client.Lease) bool {
+	t := history.Now()
+	if l.Err() != nil {
+		return false
+	}
+	_ = rec.Write(history.Event{T: t, Kind: history.Released, Proc: proc, Key: l.Key(), Holder: l.Holder(), Token: l.Token()})
+	return true
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/jepsen/history"
+)
+
+const (
+	// placeBeliefInterval is how often a handler records that it owns its
+	// key.
+	placeBeliefInterval = 100 * time.Millisecond
+	// placeStopTimeout bounds how long a stopping place agent waits for
+	// its Worker to hand its keys back and leave gossip.
+	placeStopTimeout = 5 * time.Second
+	// advertisedGossipPort is the port the client's worker gossip
+	// announces when it binds an explicit port: memberlist's default.
+	advertisedGossipPort = "7946"
+)
+
+// runPlace is `jagent place`: a client.Worker of a group whose handler
+// records the ownership of each key.
+func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
+	var (
+		hf                           holderFlags
+		gossip, join, group, statusA string
+		capacity                     int
+	)
+	fs := newFlagSet("place", "-servers URLS -gossip-addr IP:PORT -group G -id ID -history FILE [-join IP:PORT,...] [-ttl D] [-status-addr IP:PORT] [-duration D]", stderr)
+	hf.register(fs)
+	fs.StringVar(&gossip, "gossip-addr", "", "gossip address to bind and announce, IP:PORT; the servers must reach it (required)")
+	fs.StringVar(&join, "join", "", "comma-separated gossip addresses of servers to join (default: ask the cluster)")
+	fs.StringVar(&group, "group", "", "group whose keys to own (required)")
+	fs.IntVar(&capacity, "capacity", 0, "most keys this worker takes (0: no bound)")
+	fs.StringVar(&statusA, "status-addr", "", "serve GET /keys on this IP:PORT: the keys whose handler runs")
+	code, ok := parseFlags(fs, args, stderr, func() error {
+		if err := hf.check(fs); err != nil {
+			return err
+		}
+		if _, _, err := net.SplitHostPort(gossip); err != nil {
+			return fmt.Errorf("-gossip-addr: want IP:PORT, got %q: %w", gossip, err)
+		}
+		for _, a := range splitList(join) {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return fmt.Errorf("-join: %w", err)
+			}
+		}
+		if group == "" {
+			return errors.New("-group is required")
+		}
+		if capacity < 0 {
+			return fmt.Errorf("-capacity must not be negative, got %d", capacity)
+		}
+		if statusA != "" {
+			if _, _, err := net.SplitHostPort(statusA); err != nil {
+				return fmt.Errorf("-status-addr: %w", err)
+			}
+		}
+		return nil
+	})
+	if !ok {
+		return code
+	}
+	log := newLogger(stderr, "jagent.place."+hf.name, hf.logLevel)
+	rec, err := openRecorder(hf.history, log)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return exitError
+	}
+	defer rec.Close()
+	c, err := newClient(hf.urls, hf.timeout, log)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return exitError
+	}
+	ctx, cancel := hf.runContext(ctx)
+	defer cancel()
+	var w *client.Worker
+	h := &placeHandler{proc: hf.id, rec: rec, log: log, stop: ctx, holder: func() string { return w.Holder() }}
+	opts := []client.WorkerOption{client.WithWorkerID(hf.id), client.WithWorkerTTL(hf.ttl), client.WithGossipAddr(gossip),
+		client.WithCapacity(capacity), client.WithWorkerLogger(log)}
+	if peers := splitList(join); len(peers) > 0 {
+		opts = append(opts, client.WithJoin(peers...))
+	}
+	w = c.Worker(group, h.handle, opts...)
+	if statusA != "" {
+		stopStatus, err := serveStatus(statusA, hf.id, w, log)
+		if err != nil {
+			log.Error("cannot start", "error", err)
+			return exitError
+		}
+		defer stopStatus()
+	}
+	if _, port, _ := net.SplitHostPort(gossip); port != advertisedGossipPort && port != "0" {
+		log.Warn("the worker gossip advertises port "+advertisedGossipPort+" whatever port it binds (client/worker_gossip.go sets no memberlist AdvertisePort): "+
+			"servers will probe the wrong port and declare this worker dead; bind port "+advertisedGossipPort+" (one IP per worker) or 0", "gossip-addr", gossip)
+	}
+	log.Info("starting", "id", hf.id, "holder", w.Holder(), "group", group, "ttl", hf.ttl, "gossip", gossip, "seed", hf.seed, "servers", hf.urls)
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(ctx) }()
+	select {
+	case err := <-ran:
+		if ctx.Err() == nil {
+			log.Error("the worker stopped", "error", err)
+			return exitError
+		}
+	case <-ctx.Done():
+		select {
+		case <-ran:
+		case <-time.After(placeStopTimeout):
+			log.Warn("the worker did not stop in time; exiting anyway", "timeout", placeStopTimeout)
+		}
+	}
+	if err := rec.Close(); err != nil {
+		log.Error("closing the history failed", "error", err)
+		return exitError
+	}
+	log.Info("stopped")
+	return exitOK
+}
+
+// placeHandler records the ownership of the keys of a Worker. The handler
+// sees the key's token and a context, not the lease: its Belief events
+// carry no Deadline, and say that the context had not ended.
+type placeHandler struct {
+	proc   string
+	rec    *recorder
+	log    hclog.Logger
+	stop   context.Context // the agent is stopping: stop acting at once
+	holder func() string
+}
+
+// handle records Acquired, then a Belief every placeBeliefInterval (the
+// clock read before the context is checked) until the key's context ends
+// or the agent stops, then Lost when the lease was lost, Released
+// otherwise (T read before the Worker sends the release, which it does
+// once handle has returned and the key has moved).
+func (h *placeHandler) handle(ctx context.Context, key string, token uint64) {
+	holder := h.holder()
+	_ = h.rec.Write(history.Event{Kind: history.Acquired, Proc: h.proc, Key: key, Holder: holder, Token: token})
+	h.log.Info("owning", "key", key, "token", token)
+	tick := time.NewTicker(placeBeliefInterval)
+	defer tick.Stop()
+	for {
+		t := history.Now()
+		if ctx.Err() != nil || h.stop.Err() != nil {
+			cause := context.Cause(ctx)
+			if ctx.Err() != nil && (errors.Is(cause, client.ErrLeaseLost) || errors.Is(cause, client.ErrLeaseExpiredLocally)) {
+				_ = h.rec.Write(history.Event{Kind: history.Lost, Proc: h.proc, Key: key, Holder: holder, Token: token, Err: cause.Error()})
+				h.log.Warn("lease lost", "key", key, "token", token, "error", cause)
+				return
+			}
+			_ = h.rec.Write(history.Event{T: t, Kind: history.Released, Proc: h.proc, Key: key, Holder: holder, Token: token})
+			h.log.Info("handing back", "key", key, "token", token)
+			return
+		}
+		_ = h.rec.Write(history.Event{T: t, Kind: history.Belief, Proc: h.proc, Key: key, Holder: holder, Token: token})
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		case <-h.stop.Done():
+		}
+	}
+}
+
+// serveStatus serves GET /keys on addr: {"id":ID,"keys":[...]}, the keys
+// whose handler runs (Worker.Keys). It returns a function that stops it.
+func serveStatus(addr, id string, w *client.Worker, log hclog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-status-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /keys", func(rw http.ResponseWriter, _ *http.Request) {
+		keys := w.Keys()
+		if keys == nil {
+			keys = []string{}
+		}
+		writeJSON(rw, http.StatusOK, map[string]any{"id": id, "keys": keys})
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("status server failed", "error", err)
+		}
+	}()
+	log.Info("serving status", "address", ln.Addr().String())
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}
