@@ -40,14 +40,32 @@ demo: build ## The cluster of `make run`, a group of 64 keys and four demo worke
 clean-run: ## Remove the data of `make run` (RUN_DIR)
 	rm -rf -- $(RUN_DIR)
 
-# test is what CI runs (.ci/run). The black-box suites under test/ that need
-# root, network namespaces and iptables (test/jepsen) will get their own
-# target and stay out of this one.
+# test is what CI runs (.ci/run): go vet, then every package with the race
+# detector, the three-node fault suite of test/jepsen included (it needs
+# root; jepsen-deps installs ip and iptables when they are missing).
 .PHONY: test
-test: ## go vet, then every test with the race detector (what CI runs)
+test: jepsen-deps ## go vet, then every test with the race detector, fault suite included (what CI runs)
 	$(GO) vet ./...
 	@if [ -z "$(RACE)" ]; then echo "note: cgo is off (no C compiler?), running the tests without -race"; fi
 	$(GO) test $(RACE) -count=1 -timeout 25m ./...
+
+# The fault suite's tools: ip (iproute2) and iptables, from the distribution
+# when they are missing. Without root nothing is installed, and the suite
+# skips (or fails under CI=true).
+.PHONY: jepsen-deps
+jepsen-deps:
+	@if [ "$$(id -u)" = 0 ] && ! { command -v ip && command -v iptables; } >/dev/null 2>&1; then \
+		echo "installing iproute2 and iptables for the fault suite"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null; \
+	fi
+
+# jepsen runs the long five-node fault suite alone. JEPSEN_FLAGS replays or
+# focuses it: -seed N, -time-limit 20m, -nemesis kill-leader,one-way,
+# -workload register,mutex, -nodes 3, -suite short, -controls=false.
+JEPSEN_FLAGS ?=
+.PHONY: jepsen
+jepsen: jepsen-deps ## The long five-node fault suite (root); JEPSEN_FLAGS="-seed N -time-limit 20m -nemesis a,b -workload x,y"
+	$(GO) test -count=1 -timeout 120m -v -run '^TestJepsen$$' ./test/jepsen -args -suite long -nodes 5 $(JEPSEN_FLAGS)
 
 .PHONY: bench
 bench: ## Benchmarks of the state machine and the cluster

@@ -1,0 +1,161 @@
+package jepsen
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tenure-io/tenure/test/jepsen/check"
+	"github.com/tenure-io/tenure/test/jepsen/history"
+)
+
+// Names of the results, stable: negative controls name the one they must
+// trip.
+const (
+	resRegister   = "register: linearizable (porcupine)"
+	resMutex      = "mutex: real-time mutual exclusion"
+	resElection   = "election: one leader at a time"
+	resPlaceHolds = "placement: one owner at a time"
+	resFenced     = "fenced register: no lost or out-of-order write"
+	resTokens     = "tokens: strictly increase per key"
+	resTerms      = "servers: one leader per term"
+	resDurability = "durability: acknowledged acquisitions in every log"
+	resPlacement  = "placement: every key owned once, by a live worker"
+)
+
+// runChecks reads every history of the run and checks it. placement is
+// the final placement check, made while the workers still ran.
+func (w *world) runChecks(placement *check.Result) ([]check.Result, int, error) {
+	byRole := map[string][]history.Event{}
+	for _, p := range append(w.agents, w.store) {
+		evs, err := history.ReadFile(p.history)
+		if err != nil {
+			return nil, 0, fmt.Errorf("history of %s: %w", p.name, err)
+		}
+		byRole[p.role] = append(byRole[p.role], evs...)
+	}
+	for _, evs := range byRole {
+		sort.SliceStable(evs, func(i, j int) bool { return evs[i].T < evs[j].T })
+	}
+	ops := 0
+	for role, evs := range byRole {
+		if role != "store" {
+			ops += len(evs)
+		}
+	}
+	named := func(name string, r check.Result) check.Result { r.Name = name; return r }
+	var out []check.Result
+	minExpiry := func(ttl int64) int64 { return ttl }
+	if w.usesDrift() {
+		minExpiry = func(ttl int64) int64 { return int64(float64(ttl) / driftRate) }
+	}
+	if w.has("register") {
+		out = append(out, named(resRegister, check.Register(byRole["register"], check.RegisterConfig{
+			MinExpiry: minExpiry, HTMLPath: filepath.Join(w.cfg.Dir, "register.html"), Timeout: 2 * time.Minute})))
+	}
+	if w.has("mutex") {
+		out = append(out, named(resMutex, check.Mutex(byRole["mutex"], check.MutexConfig{Name: "mutex"})))
+		out = append(out, named(resFenced, check.Fenced(byRole["store"])))
+	}
+	if w.has("elect") {
+		out = append(out, named(resElection, check.Mutex(byRole["elect"], check.MutexConfig{Name: "election"})))
+	}
+	if w.has("place") {
+		out = append(out, named(resPlaceHolds, check.Mutex(byRole["place"], check.MutexConfig{Name: "placement"})))
+		if placement != nil {
+			out = append(out, *placement)
+		}
+	}
+	var all []history.Event
+	for role, evs := range byRole {
+		if role != "store" {
+			all = append(all, evs...)
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].T < all[j].T })
+	out = append(out, named(resTokens, check.Tokens(all)))
+	w.mu.Lock()
+	samples := append([]check.StatusSample{}, w.samples...)
+	w.mu.Unlock()
+	out = append(out, named(resTerms, check.Terms(samples)))
+	dirs := map[string]string{}
+	for _, s := range w.servers {
+		dirs[s.name] = s.dataDir
+	}
+	out = append(out, named(resDurability, check.Durability(dirs, acks(all))))
+	return out, ops, nil
+}
+
+// acks are the acquisitions the cluster acknowledged to a worker: register
+// acquires that succeeded, and every lease a holder was granted.
+func acks(evs []history.Event) []check.Ack {
+	var out []check.Ack
+	for _, e := range evs {
+		if (e.Kind == history.OK && e.F == "acquire") || e.Kind == history.Acquired {
+			if e.Token != 0 {
+				out = append(out, check.Ack{Key: e.Key, Holder: e.Holder, Token: e.Token, T: e.T})
+			}
+		}
+	}
+	return out
+}
+
+func (w *world) usesDrift() bool {
+	for _, n := range w.cfg.Nemeses {
+		if n == "clock-drift" {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPlacement compares what every placement worker says it runs with
+// the cluster's leases, once the group has settled (or the bound passed).
+func (w *world) checkPlacement(ctx context.Context) check.Result {
+	ctx, cancel := context.WithTimeout(ctx, 2*recoveryBound)
+	defer cancel()
+	var v groupView
+	for {
+		var err error
+		if v, err = w.groupView(ctx); err == nil && v.settled() {
+			break
+		}
+		if !sleep(ctx, 200*time.Millisecond) {
+			break
+		}
+	}
+	owners := map[string][]string{}
+	var alive []string
+	for _, a := range w.agents {
+		if a.role != "place" || !a.running() {
+			continue
+		}
+		alive = append(alive, a.name)
+		var ks struct {
+			Keys []string `json:"keys"`
+		}
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := w.call(cctx, "GET", fmt.Sprintf("http://%s:%d/keys", w.net.Addr(a.name), portStatus), nil, &ks)
+		cancel()
+		if err == nil {
+			owners[a.name] = ks.Keys
+		}
+	}
+	leases := map[string]string{}
+	for _, k := range v.Keys {
+		if k.State == "held" {
+			leases[k.Key] = holderWorker(k.Holder)
+		} else {
+			leases[k.Key] = ""
+		}
+	}
+	r := check.Placement(placeKeys(), owners, leases, alive)
+	r.Name = resPlacement
+	if len(v.Keys) == 0 {
+		r.Notes = append(r.Notes, "group view unavailable: "+strings.Join(alive, ","))
+	}
+	return r
+}

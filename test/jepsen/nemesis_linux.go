@@ -1,0 +1,359 @@
+package jepsen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tenure-io/tenure/test/jepsen/history"
+	"github.com/tenure-io/tenure/test/jepsen/netns"
+)
+
+// A nemesis injects one fault and returns how to undo it. hold is how
+// long the fault stays before it is undone.
+type nemesis struct {
+	name       string
+	minServers int
+	inject     func(ctx context.Context, w *world, rng *rand.Rand) (undo func() error, desc string, hold time.Duration, err error)
+}
+
+// driftRate is how far the clock-drift nemesis moves one server's lease
+// clock: inside the client's margin (TTL/10), as the guarantees require.
+const driftRate = 1.05
+
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
+}
+
+func names(ps []*proc) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.name)
+	}
+	return out
+}
+
+func (w *world) healNet() func() error { return w.net.Heal }
+
+// pickLeader returns the leader and the other servers; a random server
+// when no leader is known.
+func (w *world) pickLeader(ctx context.Context, rng *rand.Rand) (*proc, []*proc) {
+	l := w.leader(ctx)
+	if l == nil {
+		l = w.servers[rng.IntN(len(w.servers))]
+	}
+	var rest []*proc
+	for _, s := range w.servers {
+		if s != l {
+			rest = append(rest, s)
+		}
+	}
+	return l, rest
+}
+
+func partitionNemesis(name string, groups func(ctx context.Context, w *world, rng *rand.Rand) ([][]string, error)) nemesis {
+	return nemesis{name: name, minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		g, err := groups(ctx, w, rng)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		if err := w.net.Partition(g...); err != nil {
+			return nil, "", 0, err
+		}
+		return w.healNet(), fmt.Sprint(g), between(rng, 3*time.Second, 8*time.Second), nil
+	}}
+}
+
+func blockNemesis(name string, minServers int, pairs func(ctx context.Context, w *world, rng *rand.Rand) [][2]string) nemesis {
+	return nemesis{name: name, minServers: minServers, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		ps := pairs(ctx, w, rng)
+		for _, p := range ps {
+			if err := w.net.Block(p[0], p[1]); err != nil {
+				w.net.Heal()
+				return nil, "", 0, err
+			}
+		}
+		return w.healNet(), fmt.Sprintf("blocked %v", ps), between(rng, 3*time.Second, 8*time.Second), nil
+	}}
+}
+
+// nemeses are every fault the suite knows, by name.
+var nemeses = map[string]nemesis{}
+
+func register(n nemesis) { nemeses[n.name] = n }
+
+func init() {
+	register(partitionNemesis("partition-halves", func(_ context.Context, w *world, rng *rand.Rand) ([][]string, error) {
+		ss := append([]*proc{}, w.servers...)
+		rng.Shuffle(len(ss), func(i, j int) { ss[i], ss[j] = ss[j], ss[i] })
+		a, b := names(ss[:len(ss)/2]), names(ss[len(ss)/2:])
+		for _, ag := range w.agents { // workers end up on either side
+			if rng.IntN(2) == 0 {
+				a = append(a, ag.name)
+			} else {
+				b = append(b, ag.name)
+			}
+		}
+		return [][]string{a, b}, nil
+	}))
+	register(partitionNemesis("isolate-leader", func(ctx context.Context, w *world, rng *rand.Rand) ([][]string, error) {
+		l, rest := w.pickLeader(ctx, rng)
+		return [][]string{{l.name}, names(rest)}, nil
+	}))
+	register(partitionNemesis("isolate-follower", func(ctx context.Context, w *world, rng *rand.Rand) ([][]string, error) {
+		l, rest := w.pickLeader(ctx, rng)
+		f := rest[rng.IntN(len(rest))]
+		others := []string{l.name}
+		for _, s := range rest {
+			if s != f {
+				others = append(others, s.name)
+			}
+		}
+		return [][]string{{f.name}, others}, nil
+	}))
+	register(partitionNemesis("workers-servers", func(_ context.Context, w *world, _ *rand.Rand) ([][]string, error) {
+		return [][]string{names(w.servers), names(w.agents)}, nil
+	}))
+	// bridge: two halves that cannot talk, and one server that talks to both.
+	register(blockNemesis("bridge", 3, func(_ context.Context, w *world, rng *rand.Rand) [][2]string {
+		ss := append([]*proc{}, w.servers...)
+		rng.Shuffle(len(ss), func(i, j int) { ss[i], ss[j] = ss[j], ss[i] })
+		rest := ss[1:] // ss[0] is the bridge: it keeps every link
+		half := len(rest) / 2
+		var out [][2]string
+		for _, a := range rest[:half] {
+			for _, b := range rest[half:] {
+				out = append(out, [2]string{a.name, b.name})
+			}
+		}
+		return out
+	}))
+	// ring: every server sees a majority (itself and its two neighbours),
+	// no two see the same one. Five servers.
+	register(blockNemesis("majorities-ring", 5, func(_ context.Context, w *world, rng *rand.Rand) [][2]string {
+		ss := append([]*proc{}, w.servers...)
+		rng.Shuffle(len(ss), func(i, j int) { ss[i], ss[j] = ss[j], ss[i] })
+		var out [][2]string
+		n := len(ss)
+		for i := range ss {
+			for j := i + 1; j < n; j++ {
+				if d := j - i; d != 1 && d != n-1 {
+					out = append(out, [2]string{ss[i].name, ss[j].name})
+				}
+			}
+		}
+		return out
+	}))
+	register(nemesis{name: "one-way", minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		// The leader's packets to every other server are dropped; it still
+		// hears them.
+		l, rest := w.pickLeader(ctx, rng)
+		for _, f := range rest {
+			if err := w.net.Drop(l.name, f.name); err != nil {
+				w.net.Heal()
+				return nil, "", 0, err
+			}
+		}
+		return w.healNet(), fmt.Sprintf("%s -> %v dropped", l.name, names(rest)), between(rng, 3*time.Second, 8*time.Second), nil
+	}})
+	register(nemesis{name: "delay-loss", minServers: 1, inject: func(_ context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		s := netns.Shaping{Delay: between(rng, 20*time.Millisecond, 80*time.Millisecond), Jitter: 10 * time.Millisecond, Loss: 0.05}
+		for _, p := range w.servers {
+			if err := w.net.Shape(p.name, s); err != nil {
+				return nil, "", 0, err
+			}
+		}
+		undo := func() error {
+			for _, p := range w.servers {
+				if err := w.net.ClearShaping(p.name); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return undo, fmt.Sprintf("servers: delay %v±%v (%s), loss %.0f%%", s.Delay, s.Jitter, w.net.DelaySupported(), s.Loss*100), between(rng, 4*time.Second, 8*time.Second), nil
+	}})
+	register(pauseNemesis("pause-leader", func(ctx context.Context, w *world, rng *rand.Rand) *proc { l, _ := w.pickLeader(ctx, rng); return l }))
+	register(pauseNemesis("pause-follower", func(ctx context.Context, w *world, rng *rand.Rand) *proc {
+		_, rest := w.pickLeader(ctx, rng)
+		return rest[rng.IntN(len(rest))]
+	}))
+	register(nemesis{name: "pause-worker", minServers: 1, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		p := w.holdingWorker(ctx, rng)
+		if p == nil {
+			return func() error { return nil }, "no worker to pause", 0, nil
+		}
+		if err := p.pause(); err != nil {
+			return nil, "", 0, err
+		}
+		hold := 2*holderTTL + between(rng, 500*time.Millisecond, 2*time.Second)
+		return p.resume, "SIGSTOP " + p.name + " (holds a lease) for longer than its TTL", hold, nil
+	}})
+	register(killNemesis("kill-follower", func(ctx context.Context, w *world, rng *rand.Rand) []*proc {
+		_, rest := w.pickLeader(ctx, rng)
+		return []*proc{rest[rng.IntN(len(rest))]}
+	}))
+	register(killNemesis("kill-leader", func(ctx context.Context, w *world, rng *rand.Rand) []*proc {
+		l, _ := w.pickLeader(ctx, rng)
+		return []*proc{l}
+	}))
+	register(killNemesis("kill-all", func(_ context.Context, w *world, _ *rand.Rand) []*proc { return w.servers }))
+	register(nemesis{name: "transfer", minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		l, _ := w.pickLeader(ctx, rng)
+		var out struct {
+			LeaderID string `json:"leader_id"`
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := w.call(cctx, "POST", w.url(l, "/v1/operator/transfer-leader"), map[string]any{}, &out)
+		desc := fmt.Sprintf("from %s to %s", l.name, out.LeaderID)
+		if err != nil {
+			desc = fmt.Sprintf("from %s failed: %v", l.name, err) // a fault in itself, not a harness error
+		}
+		return func() error { return nil }, desc, between(rng, time.Second, 3*time.Second), nil
+	}})
+	register(nemesis{name: "snapshot-install", minServers: 3, inject: snapshotInstall})
+	register(nemesis{name: "clock-drift", minServers: 1, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		var p *proc
+		rate := driftRate
+		if rng.IntN(2) == 0 {
+			p, _ = w.pickLeader(ctx, rng) // a fast leader clock is the dangerous one
+		} else {
+			p = w.servers[rng.IntN(len(w.servers))]
+			rate = 1 / driftRate
+		}
+		file := rateFile(w, p)
+		if err := os.WriteFile(file, []byte(fmt.Sprint(rate)), 0o644); err != nil {
+			return nil, "", 0, err
+		}
+		undo := func() error { return os.WriteFile(file, []byte("1"), 0o644) }
+		return undo, fmt.Sprintf("%s lease clock rate %.3f", p.name, rate), between(rng, 5*time.Second, 10*time.Second), nil
+	}})
+}
+
+func rateFile(w *world, p *proc) string { return filepath.Join(w.cfg.Dir, "data", p.name+".rate") }
+
+func pauseNemesis(name string, pick func(context.Context, *world, *rand.Rand) *proc) nemesis {
+	return nemesis{name: name, minServers: 1, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		p := pick(ctx, w, rng)
+		if err := p.pause(); err != nil {
+			return nil, "", 0, err
+		}
+		return p.resume, "SIGSTOP " + p.name, between(rng, 2*time.Second, 6*time.Second), nil
+	}}
+}
+
+func killNemesis(name string, pick func(context.Context, *world, *rand.Rand) []*proc) nemesis {
+	return nemesis{name: name, minServers: 1, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		ps := pick(ctx, w, rng)
+		for _, p := range ps {
+			if err := p.kill(); err != nil {
+				return nil, "", 0, err
+			}
+		}
+		undo := func() error {
+			for _, p := range ps {
+				if err := w.restart(p); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return undo, "SIGKILL " + strings.Join(names(ps), ","), between(rng, time.Second, 5*time.Second), nil
+	}}
+}
+
+// holdingWorker returns a mutex or election worker that holds a lease now,
+// by the cluster's stale view; any such worker when none is known to.
+func (w *world) holdingWorker(ctx context.Context, rng *rand.Rand) *proc {
+	var cands []*proc
+	for _, a := range w.agents {
+		if a.role == "mutex" || a.role == "elect" {
+			cands = append(cands, a)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	var list struct {
+		Leases []struct{ Holder string } `json:"leases"`
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := w.call(cctx, "GET", w.url(w.servers[rng.IntN(len(w.servers))], "/v1/leases?state=held&stale=true"), nil, &list); err == nil {
+		held := map[string]bool{}
+		for _, l := range list.Leases {
+			held[strings.SplitN(l.Holder, "#", 2)[0]] = true
+		}
+		var holding []*proc
+		for _, c := range cands {
+			if held[c.name] {
+				holding = append(holding, c)
+			}
+		}
+		if len(holding) > 0 {
+			cands = holding
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].name < cands[j].name })
+	return cands[rng.IntN(len(cands))]
+}
+
+// scheduleEntry is one line of schedule.jsonl.
+type scheduleEntry struct {
+	Start   int64  `json:"start"` // CLOCK_MONOTONIC ns
+	End     int64  `json:"end,omitempty"`
+	Nemesis string `json:"nemesis"`
+	Desc    string `json:"desc"`
+	Error   string `json:"error,omitempty"`
+}
+
+// runSchedule injects faults drawn from pool until ctx ends or d passes,
+// each followed by a quiet spell, and undoes the last one before it
+// returns. It returns what it did.
+func runSchedule(ctx context.Context, w *world, pool []string, rng *rand.Rand, d time.Duration) ([]scheduleEntry, error) {
+	var out []scheduleEntry
+	end := time.Now().Add(d)
+	for time.Now().Before(end) && len(pool) > 0 {
+		n := nemeses[pool[rng.IntN(len(pool))]]
+		e := scheduleEntry{Start: history.Now(), Nemesis: n.name}
+		w.log.Info("nemesis start", "nemesis", n.name)
+		undo, desc, hold, err := n.inject(ctx, w, rng)
+		e.Desc = desc
+		if err != nil {
+			e.Error = err.Error()
+			out = append(out, e)
+			return out, fmt.Errorf("nemesis %s: %w", n.name, err)
+		}
+		if !sleep(ctx, min(hold, time.Until(end)+hold/2)) {
+			undo()
+			return out, ctx.Err()
+		}
+		if err := undo(); err != nil {
+			e.Error = err.Error()
+			out = append(out, e)
+			return out, fmt.Errorf("undo %s: %w", n.name, err)
+		}
+		e.End = history.Now()
+		w.log.Info("nemesis end", "nemesis", n.name, "desc", desc)
+		out = append(out, e)
+		if !sleep(ctx, between(rng, 2*time.Second, 4*time.Second)) {
+			return out, ctx.Err()
+		}
+	}
+	return out, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}

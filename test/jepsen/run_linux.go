@@ -1,0 +1,203 @@
+package jepsen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenure-io/tenure/test/jepsen/netns"
+)
+
+// runConfig is one run: a cluster, its workloads, and a fault schedule
+// drawn from the seed.
+type runConfig struct {
+	Name      string
+	Seed      uint64
+	Servers   int
+	Duration  time.Duration // the fault phase
+	Nemeses   []string      // the pool the schedule draws from; empty: none
+	Workloads []string      // register, mutex, elect, place
+	// Build tags of the binaries: negative controls add one deliberate bug.
+	ServerTags, AgentTags, StoreTags []string
+	// Expect names the checker that must report a violation (a negative
+	// control); empty means every checker must pass.
+	Expect string
+	// MutexKeys are the keys the mutex workers contend for.
+	MutexKeys string
+	// Stall is the mutex workers' -stall-prob: how often a worker dawdles
+	// (1s) between its last check of the lease and its store write, the
+	// window in which a pause makes a stale write that only fencing stops.
+	// Without stalls a pause lands in the worker's 40ms of work between
+	// two checks of its lease, which is what a client that keeps a lease
+	// past its deadline gets wrong.
+	Stall float64
+	Dir   string // results directory of this run
+}
+
+// agent roles and how many processes of each a run starts.
+var agentCount = map[string]int{"register": 1, "mutex": 2, "elect": 2, "place": 2}
+
+// setupWorld builds the binaries, creates the network and starts the
+// servers, the store and the workers.
+func setupWorld(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger) (*world, error) {
+	serverBin, err := b.build("./cmd/tenure", append([]string{tagClockDrift}, cfg.ServerTags...)...)
+	if err != nil {
+		return nil, err
+	}
+	agentBin, err := b.build("./test/jepsen/cmd/jagent", cfg.AgentTags...)
+	if err != nil {
+		return nil, err
+	}
+	storeBin, err := b.build("./test/jepsen/cmd/jagent", cfg.StoreTags...)
+	if err != nil {
+		return nil, err
+	}
+	w := &world{cfg: cfg, log: log}
+	var nodes []string
+	for i := 1; i <= cfg.Servers; i++ {
+		name := fmt.Sprintf("n%d", i)
+		dd := filepath.Join(cfg.Dir, "data", name)
+		if err := os.MkdirAll(dd, 0o755); err != nil {
+			return nil, err
+		}
+		w.servers = append(w.servers, &proc{name: name, role: "server", bin: serverBin, dataDir: dd,
+			logPath: filepath.Join(cfg.Dir, "logs", name+".log"),
+			env:     []string{"TENURE_CLOCK_RATE_FILE=" + filepath.Join(cfg.Dir, "data", name+".rate")}})
+		nodes = append(nodes, name)
+	}
+	w.store = &proc{name: "store", role: "store", bin: storeBin, logPath: filepath.Join(cfg.Dir, "logs", "store.log"),
+		history: filepath.Join(cfg.Dir, "history", "store.jsonl")}
+	nodes = append(nodes, "store")
+	for _, wl := range cfg.Workloads {
+		for i := 1; i <= agentCount[wl]; i++ {
+			name := fmt.Sprintf("%s%d", wl[:1], i)
+			w.agents = append(w.agents, &proc{name: name, role: wl, bin: agentBin,
+				logPath: filepath.Join(cfg.Dir, "logs", name+".log"),
+				history: filepath.Join(cfg.Dir, "history", name+".jsonl")})
+			nodes = append(nodes, name)
+		}
+	}
+	for _, d := range []string{"logs", "history"} {
+		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	pid := os.Getpid()
+	w.net, err = netns.Setup(netns.Config{
+		Prefix: fmt.Sprintf("%s%d", nsPrefix, pid),
+		Subnet: fmt.Sprintf("10.213.%d", pid%250+1),
+		Nodes:  nodes,
+		Log:    log.Named("netns"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.http = w.net.HTTPClient(3 * time.Second)
+	if err := w.net.CheckConnectivity(ctx); err != nil {
+		w.close()
+		return nil, fmt.Errorf("connectivity check after set-up: %w", err)
+	}
+	if err := w.startAll(ctx); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// nsPrefix starts the name of every namespace the suite makes; Sweep
+// removes those of dead runs.
+const nsPrefix = "tnj"
+
+func (w *world) startAll(ctx context.Context) error {
+	for _, s := range w.servers {
+		s.args = w.serverArgs(s)
+		if err := w.startProc(s); err != nil {
+			return err
+		}
+	}
+	if err := w.waitReady(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	w.store.args = []string{"store", "-listen", fmt.Sprintf("%s:%d", w.net.Addr("store"), portStore), "-history", w.store.history}
+	if err := w.startProc(w.store); err != nil {
+		return err
+	}
+	if w.has("place") {
+		if _, err := w.call(ctx, "PUT", w.url(w.servers[0], "/v1/groups/"+placeGroup), map[string]any{"keys": placeKeys()}, nil); err != nil {
+			return fmt.Errorf("create group: %w", err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(w.cfg.Seed, 7))
+	for _, a := range w.agents {
+		a.args = w.agentArgs(a, rng.Uint64())
+		if err := w.startProc(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *world) has(workload string) bool {
+	for _, a := range w.agents {
+		if a.role == workload {
+			return true
+		}
+	}
+	return false
+}
+
+const placeGroup = "jepsen"
+
+func placeKeys() []string {
+	var keys []string
+	for i := range 6 {
+		keys = append(keys, "part-"+strconv.Itoa(i))
+	}
+	return keys
+}
+
+func (w *world) agentArgs(a *proc, seed uint64) []string {
+	common := []string{"-servers", w.serverURLs(), "-history", a.history, "-name", a.name, "-seed", strconv.FormatUint(seed, 10)}
+	store := fmt.Sprintf("http://%s:%d", w.net.Addr("store"), portStore)
+	switch a.role {
+	case "register":
+		return append([]string{"register", "-procs", "3", "-keys", "reg-0,reg-1", "-ttl", registerTTL.String(), "-timeout", "1s"}, common...)
+	case "mutex":
+		return append([]string{"mutex", "-store", store, "-keys", w.cfg.MutexKeys, "-id", a.name, "-ttl", holderTTL.String(), "-work", "40ms",
+			"-stall", "1s", "-stall-prob", strconv.FormatFloat(w.cfg.Stall, 'f', 2, 64)}, common...)
+	case "elect":
+		return append([]string{"elect", "-id", a.name, "-election", "jepsen", "-ttl", holderTTL.String()}, common...)
+	case "place":
+		var join []string
+		for _, s := range w.servers {
+			join = append(join, fmt.Sprintf("%s:%d", w.net.Addr(s.name), portGossip))
+		}
+		addr := w.net.Addr(a.name)
+		return append([]string{"place", "-group", placeGroup, "-id", a.name, "-ttl", holderTTL.String(),
+			"-gossip-addr", fmt.Sprintf("%s:%d", addr, portWorker), "-join", strings.Join(join, ","),
+			"-status-addr", fmt.Sprintf("%s:%d", addr, portStatus)}, common...)
+	}
+	return nil
+}
+
+// close stops every process and removes the network; safe to call twice.
+func (w *world) close() error {
+	var errs []error
+	for _, p := range w.all() {
+		if err := p.kill(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if w.net != nil {
+		errs = append(errs, w.net.Close())
+	}
+	return errors.Join(errs...)
+}

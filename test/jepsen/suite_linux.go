@@ -1,0 +1,176 @@
+package jepsen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenure-io/tenure/test/jepsen/check"
+	"github.com/tenure-io/tenure/test/jepsen/history"
+)
+
+// outcome is what one run found.
+type outcome struct {
+	Config    runConfig
+	Schedule  []scheduleEntry
+	Recovery  map[string]time.Duration
+	Results   []check.Result
+	Ops       int
+	Faults    int
+	Installs  int64
+	Duration  time.Duration
+	HarnessOK bool
+}
+
+// violations lists the names of the checkers that failed.
+func (o *outcome) violations() []string {
+	var out []string
+	for _, r := range o.Results {
+		if !r.Valid {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// runOne sets the world up, runs the workloads under the fault schedule,
+// heals, measures recovery, stops everything and checks the histories.
+// Everything it made is removed before it returns, also on error.
+func runOne(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger) (*outcome, error) {
+	start := time.Now()
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(cfg.Dir, "config.json", cfg); err != nil {
+		return nil, err
+	}
+	w, err := setupWorld(ctx, cfg, b, log)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	o := &outcome{Config: cfg, Recovery: map[string]time.Duration{}}
+
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	var polling sync.WaitGroup
+	polling.Add(1)
+	go func() { defer polling.Done(); w.pollStatus(pollCtx) }()
+	defer func() { stopPoll(); polling.Wait() }()
+
+	if !sleep(ctx, 5*time.Second) { // the workloads reach their stride
+		return nil, ctx.Err()
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+	o.Schedule, err = runSchedule(ctx, w, cfg.Nemeses, rng, cfg.Duration)
+	writeSchedule(cfg.Dir, o.Schedule)
+	if err != nil {
+		return nil, err
+	}
+	o.Faults = len(o.Schedule)
+	o.Installs = w.snapshotInstalls.Load()
+	if err := w.healAll(); err != nil {
+		return nil, fmt.Errorf("heal: %w", err)
+	}
+	healedAt := history.Now()
+	rec := w.measureRecovery(ctx, healedAt, o)
+	var placement *check.Result
+	if w.has("place") {
+		r := w.checkPlacement(ctx)
+		placement = &r
+	}
+	if err := w.stopAll(); err != nil {
+		return nil, err
+	}
+	stopPoll()
+	polling.Wait()
+	results, ops, err := w.runChecks(placement)
+	if err != nil {
+		return nil, err
+	}
+	o.Results = append(results, rec...)
+	o.Ops = ops
+	o.Duration = time.Since(start)
+	if err := w.net.Close(); err != nil {
+		return nil, err
+	}
+	os.WriteFile(filepath.Join(cfg.Dir, "network.txt"), []byte(w.net.Describe()), 0o644)
+	if err := check.WriteSummary(filepath.Join(cfg.Dir, "results.txt"), o.Results); err != nil {
+		return nil, err
+	}
+	return o, writeJSON(cfg.Dir, "outcome.json", o)
+}
+
+func writeSchedule(dir string, s []scheduleEntry) {
+	if w, err := os.Create(filepath.Join(dir, "schedule.json")); err == nil {
+		defer w.Close()
+		for _, e := range s {
+			b := fmt.Sprintf(`{"start":%d,"end":%d,"nemesis":%q,"desc":%q,"error":%q}`+"\n", e.Start, e.End, e.Nemesis, e.Desc, e.Error)
+			w.WriteString(b)
+		}
+	}
+}
+
+// healAll undoes every fault whatever the schedule left: links, shaping,
+// pauses, clock rates, and dead servers.
+func (w *world) healAll() error {
+	var errs []error
+	errs = append(errs, w.net.Heal())
+	for _, p := range w.all() {
+		errs = append(errs, w.net.ClearShaping(p.name), p.resume())
+	}
+	for _, s := range w.servers {
+		errs = append(errs, os.WriteFile(rateFile(w, s), []byte("1"), 0o644))
+		if !s.running() {
+			errs = append(errs, w.restart(s))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// measureRecovery runs every probe at once and turns what they measured
+// into Recovery results.
+func (w *world) measureRecovery(ctx context.Context, healedAt int64, o *outcome) []check.Result {
+	probes := w.probes(healedAt)
+	firsts := make([]int64, len(probes))
+	ctx, cancel := context.WithTimeout(ctx, 3*recoveryBound)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, p := range probes {
+		wg.Add(1)
+		go func() { defer wg.Done(); firsts[i] = p.firstOK(ctx) }()
+	}
+	wg.Wait()
+	var out []check.Result
+	for i, p := range probes {
+		r := check.Recovery("recovery: "+p.workload, healedAt, firsts[i], recoveryBound)
+		if firsts[i] != 0 {
+			o.Recovery[p.workload] = time.Duration(firsts[i] - healedAt)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// stopAll stops the workers (they release what they hold), the store, and
+// then the servers, each with SIGTERM and a grace period.
+func (w *world) stopAll() error {
+	var wg sync.WaitGroup
+	for _, a := range w.agents {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.stop(5 * time.Second) }()
+	}
+	wg.Wait()
+	var errs []error
+	errs = append(errs, w.store.stop(5*time.Second))
+	for _, s := range w.servers {
+		errs = append(errs, s.stop(10*time.Second))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,56 @@
+package jepsen
+
+import "time"
+
+// Nemesis pools.
+var (
+	partitionNemeses = []string{"partition-halves", "isolate-leader", "isolate-follower", "bridge", "one-way", "workers-servers", "delay-loss"}
+	processNemeses   = []string{"pause-leader", "pause-follower", "pause-worker", "kill-follower", "kill-leader", "kill-all", "transfer", "snapshot-install", "clock-drift"}
+	allWorkloads     = []string{"register", "mutex", "elect", "place"}
+)
+
+// suite returns the runs of a suite; seed is the suite's seed, each run
+// takes its own from it.
+func suite(name string, servers int, limit time.Duration, seed uint64) []runConfig {
+	var runs []runConfig
+	add := func(c runConfig) {
+		c.Seed = seed + uint64(len(runs))
+		if c.MutexKeys == "" {
+			c.MutexKeys = "mx-0,mx-1"
+		}
+		runs = append(runs, c)
+	}
+	switch name {
+	case "long":
+		all := append(append([]string{}, partitionNemeses...), processNemeses...)
+		if servers >= 5 {
+			all = append(all, "majorities-ring")
+		}
+		add(runConfig{Name: "all-faults", Servers: servers, Duration: limit, Nemeses: all, Workloads: allWorkloads, Stall: 0.1})
+	default:
+		add(runConfig{Name: "partitions", Servers: servers, Duration: limit, Nemeses: partitionNemeses, Workloads: allWorkloads, Stall: 0.1})
+		add(runConfig{Name: "processes", Servers: servers, Duration: limit, Nemeses: processNemeses, Workloads: allWorkloads, Stall: 0.1})
+	}
+	for _, c := range controls(servers) {
+		add(c)
+	}
+	return runs
+}
+
+// controls are the negative controls: builds with one deliberate bug each,
+// under the fault that exposes it. Each must be reported as a violation by
+// the checker it names, or the suite fails: a checker that never fails
+// proves nothing.
+func controls(servers int) []runConfig {
+	return []runConfig{
+		{Name: "control-renew-without-quorum", Servers: servers, Duration: 30 * time.Second,
+			Nemeses: []string{"isolate-leader", "partition-halves"}, Workloads: []string{"register"},
+			ServerTags: []string{tagUnsafeRenew}, Expect: resRegister},
+		{Name: "control-client-keeps-lease", Servers: servers, Duration: 30 * time.Second,
+			Nemeses: []string{"pause-worker"}, Workloads: []string{"mutex"}, MutexKeys: "mx-0",
+			AgentTags: []string{tagUnsafeKeep}, Expect: resMutex},
+		{Name: "control-store-skips-fencing", Servers: servers, Duration: 30 * time.Second,
+			Nemeses: []string{"pause-worker"}, Workloads: []string{"mutex"}, MutexKeys: "mx-0", Stall: 0.5,
+			StoreTags: []string{tagNoFence}, Expect: resFenced},
+	}
+}
