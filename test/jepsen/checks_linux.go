@@ -24,6 +24,7 @@ const (
 	resTerms      = "servers: one leader per term"
 	resDurability = "durability: acknowledged acquisitions in every log"
 	resPlacement  = "placement: every key owned once, by a live worker"
+	resSnapshots  = "nemesis: a cut-off follower installs a snapshot"
 )
 
 // runChecks reads every history of the run and checks it. placement is

@@ -313,14 +313,22 @@ type scheduleEntry struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// runSchedule injects faults drawn from pool until ctx ends or d passes,
-// each followed by a quiet spell, and undoes the last one before it
-// returns. It returns what it did.
+// runSchedule injects the faults of pool, each once in an order drawn
+// from rng and then again, until ctx ends or d passes; each fault is
+// followed by a quiet spell, except the last, which is undone just before
+// runSchedule returns, so recovery is measured from a fresh fault. It
+// returns what it did.
 func runSchedule(ctx context.Context, w *world, pool []string, rng *rand.Rand, d time.Duration) ([]scheduleEntry, error) {
 	var out []scheduleEntry
 	end := time.Now().Add(d)
+	var order []string // every nemesis of the pool once, in a seeded order, then again
 	for time.Now().Before(end) && len(pool) > 0 {
-		n := nemeses[pool[rng.IntN(len(pool))]]
+		if len(order) == 0 {
+			order = append(order, pool...)
+			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		}
+		n := nemeses[order[0]]
+		order = order[1:]
 		e := scheduleEntry{Start: history.Now(), Nemesis: n.name}
 		w.log.Info("nemesis start", "nemesis", n.name)
 		undo, desc, hold, err := n.inject(ctx, w, rng)
@@ -342,6 +350,9 @@ func runSchedule(ctx context.Context, w *world, pool []string, rng *rand.Rand, d
 		e.End = history.Now()
 		w.log.Info("nemesis end", "nemesis", n.name, "desc", desc)
 		out = append(out, e)
+		if !time.Now().Before(end) {
+			break // recovery is measured from this undo
+		}
 		if !sleep(ctx, between(rng, 2*time.Second, 4*time.Second)) {
 			return out, ctx.Err()
 		}

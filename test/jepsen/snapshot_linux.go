@@ -36,12 +36,20 @@ func snapshotInstall(ctx context.Context, w *world, rng *rand.Rand) (func() erro
 			written++
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, snapErr := w.call(cctx, "POST", w.url(l, "/v1/operator/snapshot"), map[string]any{}, nil)
-	cancel()
-	desc := fmt.Sprintf("%s cut off while %d entries were written and %s snapshotted", f.name, written, l.name)
-	if snapErr != nil {
-		desc += fmt.Sprintf(" (snapshot: %v)", snapErr)
+	// Every server but the cut-off one snapshots (the operator route
+	// snapshots the node it is sent to), so whoever leads after healing
+	// has compacted what the follower misses.
+	desc := fmt.Sprintf("%s cut off while %d entries were written and the others snapshotted", f.name, written)
+	for _, s := range w.servers {
+		if s == f {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := w.call(cctx, "POST", w.url(s, "/v1/operator/snapshot"), map[string]any{}, nil)
+		cancel()
+		if err != nil {
+			desc += fmt.Sprintf(" (%s snapshot: %v)", s.name, err)
+		}
 	}
 	undo := func() error {
 		if err := w.net.Heal(); err != nil {

@@ -75,10 +75,16 @@ func runOne(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger) (*
 	}
 	o.Faults = len(o.Schedule)
 	o.Installs = w.snapshotInstalls.Load()
+	nemesisEffects := snapshotInstallResult(o)
 	if err := w.healAll(); err != nil {
 		return nil, fmt.Errorf("heal: %w", err)
 	}
+	// Recovery counts from the undo of the last fault (the schedule ends
+	// right after it), or from now when there was none.
 	healedAt := history.Now()
+	if n := len(o.Schedule); n > 0 && o.Schedule[n-1].End != 0 {
+		healedAt = o.Schedule[n-1].End
+	}
 	rec := w.measureRecovery(ctx, healedAt, o)
 	var placement *check.Result
 	if w.has("place") {
@@ -94,7 +100,7 @@ func runOne(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger) (*
 	if err != nil {
 		return nil, err
 	}
-	o.Results = append(results, rec...)
+	o.Results = append(append(results, rec...), nemesisEffects...)
 	o.Ops = ops
 	o.Duration = time.Since(start)
 	if err := w.net.Close(); err != nil {
@@ -173,4 +179,27 @@ func (w *world) stopAll() error {
 		errs = append(errs, s.stop(10*time.Second))
 	}
 	return errors.Join(errs...)
+}
+
+// snapshotInstallResult checks that every snapshot-install fault really
+// ended in a follower installing the leader's snapshot: a nemesis that
+// does not do what it says proves nothing.
+func snapshotInstallResult(o *outcome) []check.Result {
+	n := 0
+	for _, e := range o.Schedule {
+		if e.Nemesis == "snapshot-install" {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	r := check.Result{Name: resSnapshots, Valid: o.Installs == int64(n), Ops: n}
+	msg := fmt.Sprintf("%d of %d snapshot-install faults ended in an installed snapshot", o.Installs, n)
+	if r.Valid {
+		r.Notes = []string{msg}
+	} else {
+		r.Violations = []string{msg}
+	}
+	return []check.Result{r}
 }
