@@ -91,6 +91,7 @@ func runOne(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger) (*
 		r := w.checkPlacement(ctx)
 		placement = &r
 	}
+	w.waitCaughtUp(ctx, 2*recoveryBound)
 	if err := w.stopAll(); err != nil {
 		return nil, err
 	}
@@ -202,4 +203,35 @@ func snapshotInstallResult(o *outcome) []check.Result {
 		r.Violations = []string{msg}
 	}
 	return []check.Result{r}
+}
+
+// waitCaughtUp waits until every server's log reaches the leader's commit
+// index, so that the durability check reads whole logs: a follower that
+// was cut off until the end needs a moment (or a snapshot) to catch up.
+// After d it gives up and logs who lags; the durability check then says
+// what that node misses.
+func (w *world) waitCaughtUp(ctx context.Context, d time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		var lag []string
+		if l := w.leader(ctx); l == nil {
+			lag = append(lag, "no leader")
+		} else if lst, err := w.status(ctx, l); err != nil {
+			lag = append(lag, err.Error())
+		} else {
+			for _, s := range w.servers {
+				if st, err := w.status(ctx, s); err != nil || st.LastIndex < lst.Commit {
+					lag = append(lag, fmt.Sprintf("%s at %d of %d", s.name, st.LastIndex, lst.Commit))
+				}
+			}
+		}
+		if len(lag) == 0 {
+			return
+		}
+		if !sleep(ctx, 200*time.Millisecond) {
+			w.log.Warn("servers did not catch up before the stop", "lag", lag)
+			return
+		}
+	}
 }

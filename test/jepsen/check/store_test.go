@@ -31,7 +31,7 @@ func TestFenced(t *testing.T) {
 
 func TestTokens(t *testing.T) {
 	acq := func(proc string, at int64, token uint64) history.Event {
-		return history.Event{T: at, Kind: history.Acquired, Proc: proc, Key: "k", Token: token}
+		return history.Event{T: at, Kind: history.Acquired, Proc: proc, Holder: proc, Key: "k", Token: token}
 	}
 	prev := func(proc string, at int64) history.Event {
 		return history.Event{T: at, Kind: history.Released, Proc: proc, Key: "k"}
@@ -40,7 +40,7 @@ func TestTokens(t *testing.T) {
 		return history.Event{T: at, Kind: history.Invoke, Proc: proc, Op: op, F: "acquire", Key: "k"}
 	}
 	ok := func(proc string, op, at int64, token uint64) history.Event {
-		return history.Event{T: at, Kind: history.OK, Proc: proc, Op: op, F: "acquire", Key: "k", Token: token, Created: true}
+		return history.Event{T: at, Kind: history.OK, Proc: proc, Holder: proc, Op: op, F: "acquire", Key: "k", Token: token, Created: true}
 	}
 	cases := []struct {
 		name  string
@@ -51,6 +51,7 @@ func TestTokens(t *testing.T) {
 		{"concurrent grants may come back in any order", []history.Event{inv("r", 1, 10), prev("b", 11), acq("b", 30, 2), ok("r", 1, 31, 1)}, true},
 		{"holder after a register grant with a smaller token", []history.Event{inv("r", 1, 10), ok("r", 1, 20, 5), prev("b", 30), acq("b", 40, 4)}, false},
 		{"register grant reusing a token", []history.Event{acq("a", 10, 7), inv("r", 1, 20), ok("r", 1, 30, 7)}, false},
+		{"the same lease handed back to its holder", []history.Event{acq("a", 10, 7), prev("a", 20), acq("a", 30, 7)}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
