@@ -43,8 +43,9 @@ type ackedGrant struct {
 
 // logEntry is what the log comparison needs of one Raft log entry.
 type logEntry struct {
-	term uint64
-	data []byte
+	term    uint64
+	data    []byte
+	missing bool // a hole at or below the snapshot index
 }
 
 // durNode is one node's Raft state, replayed through a fresh machine.
@@ -185,6 +186,13 @@ func readDurNode(name, dir string, acks []ackedGrant) (n *durNode, err error) {
 	for i := n.first; n.last > 0 && i <= n.last; i++ {
 		var l raft.Log
 		if err := store.GetLog(i, &l); err != nil {
+			// A follower that installed a snapshot keeps the old entries
+			// that compaction did not reach, with a hole up to the
+			// snapshot: the snapshot covers it. A hole above it is a loss.
+			if errors.Is(err, raft.ErrLogNotFound) && i <= n.snapIndex {
+				n.entries = append(n.entries, logEntry{missing: true})
+				continue
+			}
 			return nil, fmt.Errorf("log entry %d: %w", i, err)
 		}
 		n.entries = append(n.entries, logEntry{term: l.Term, data: l.Data})
@@ -286,6 +294,9 @@ func compareDurLogs(v *verdict, nodes []*durNode) {
 			var diff, at uint64
 			for idx := lo; idx <= hi && lo <= hi; idx++ {
 				ea, eb := a.entries[idx-a.first], b.entries[idx-b.first]
+				if ea.missing || eb.missing {
+					continue
+				}
 				if ea.term != eb.term || !bytes.Equal(ea.data, eb.data) {
 					if diff == 0 {
 						at = idx

@@ -212,3 +212,18 @@ func TestDurabilityUndecodableEntry(t *testing.T) {
 	r := Durability(map[string]string{"n1": writeDurLog(t, logs)}, durAcks)
 	wantDurViolations(t, r, "node n1: cannot read its Raft state", "index 8")
 }
+
+// A follower that installed a snapshot keeps old entries compaction did
+// not reach, then a hole up to the snapshot, then new entries: the hole is
+// covered by the snapshot, not a loss. A hole above the snapshot is.
+func TestDurabilityHoleBelowSnapshot(t *testing.T) {
+	logs := durLog()
+	holed := writeDurLog(t, append(append([]*raft.Log{}, logs[:2]...), logs[4:]...)) // 1..2, 5..7
+	writeDurSnapshot(t, holed, logs[:4])
+	full := writeDurLog(t, logs)
+	wantDurViolations(t, Durability(map[string]string{"n1": holed, "n2": full}, durAcks))
+
+	lost := writeDurLog(t, append(append([]*raft.Log{}, logs[:2]...), logs[5:]...)) // 1..2, 6..7: 5 missing
+	writeDurSnapshot(t, lost, logs[:4])
+	wantDurViolations(t, Durability(map[string]string{"n1": lost, "n2": full}, durAcks), "log entry 5")
+}
