@@ -1,7 +1,6 @@
 package check
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -155,7 +154,8 @@ func readDurNode(name, dir string, acks []ackedGrant) (n *durNode, err error) {
 	}
 	n = &durNode{name: name, grants: map[ackedGrant]bool{}, snapCovers: map[ackedGrant]bool{}}
 	m := fsm.New()
-	if n.snapIndex, err = restoreNewestSnapshot(dir, m); err != nil {
+	var snapTerm uint64
+	if n.snapIndex, snapTerm, err = restoreNewestSnapshot(dir, m); err != nil {
 		return nil, err
 	}
 	if counter := m.LastToken(); n.snapIndex > 0 {
@@ -204,7 +204,27 @@ func readDurNode(name, dir string, acks []ackedGrant) (n *durNode, err error) {
 		}
 	}
 	n.finalToken = m.LastToken()
+	n.hideStaleBelowSnapshot(snapTerm)
 	return n, nil
+}
+
+// hideStaleBelowSnapshot keeps entries at or below the snapshot out of the
+// comparison of logs unless the entry at the snapshot's index has the
+// snapshot's term: a follower that installed a snapshot keeps the old
+// entries compaction did not reach, and those may be the uncommitted tail
+// of a deposed leader. The snapshot covers that range instead.
+func (n *durNode) hideStaleBelowSnapshot(snapTerm uint64) {
+	if n.snapIndex == 0 || n.snapIndex < n.first {
+		return
+	}
+	if i := n.snapIndex - n.first; i < uint64(len(n.entries)) && !n.entries[i].missing && n.entries[i].term == snapTerm {
+		return
+	}
+	for i := range n.entries {
+		if n.first+uint64(i) <= n.snapIndex {
+			n.entries[i] = logEntry{missing: true}
+		}
+	}
 }
 
 // collect records the grants of one applied entry: fsm.Machine.Apply
@@ -236,17 +256,17 @@ func (n *durNode) collect(index uint64, out interface{}) error {
 // snapshot store is only opened when its directory exists, because
 // raft.NewFileSnapshotStore creates it; its permission probe creates and
 // removes one file, and List and Open change nothing.
-func restoreNewestSnapshot(dir string, m *fsm.Machine) (uint64, error) {
+func restoreNewestSnapshot(dir string, m *fsm.Machine) (index, term uint64, err error) {
 	if _, err := os.Stat(filepath.Join(dir, snapshotsDir)); errors.Is(err, os.ErrNotExist) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 1<<20, hclog.NewNullLogger())
 	if err != nil {
-		return 0, fmt.Errorf("snapshot store: %w", err)
+		return 0, 0, fmt.Errorf("snapshot store: %w", err)
 	}
 	metas, err := snaps.List()
 	if err != nil {
-		return 0, fmt.Errorf("list snapshots: %w", err)
+		return 0, 0, fmt.Errorf("list snapshots: %w", err)
 	}
 	var errs []error
 	for _, meta := range metas {
@@ -255,11 +275,11 @@ func restoreNewestSnapshot(dir string, m *fsm.Machine) (uint64, error) {
 			err = m.Restore(rc) // closes rc
 		}
 		if err == nil {
-			return meta.Index, nil
+			return meta.Index, meta.Term, nil
 		}
 		errs = append(errs, fmt.Errorf("snapshot %s: %w", meta.ID, err))
 	}
-	return 0, errors.Join(errs...)
+	return 0, 0, errors.Join(errs...)
 }
 
 // requireDurPath fails unless path exists and is a directory exactly when
@@ -270,45 +290,4 @@ func requireDurPath(path string, dir bool) error {
 		err = fmt.Errorf("%s: unexpected file type %v", path, fi.Mode().Type())
 	}
 	return err
-}
-
-// compareDurLogs reports, for each pair of nodes, the committed indexes they
-// both hold where the entries differ in term or data.
-func compareDurLogs(v *verdict, nodes []*durNode) {
-	if len(nodes) < 2 {
-		return
-	}
-	lasts := make([]uint64, len(nodes))
-	for i, n := range nodes {
-		lasts[i] = n.last
-	}
-	sort.Slice(lasts, func(i, j int) bool { return lasts[i] > lasts[j] })
-	commit := lasts[len(lasts)/2]
-	v.note("logs compared up to index %d, held by a majority of the %d readable nodes", commit, len(nodes))
-	for i, a := range nodes {
-		for _, b := range nodes[i+1:] {
-			if a.last == 0 || b.last == 0 {
-				continue
-			}
-			lo, hi := max(a.first, b.first), min(a.last, b.last, commit)
-			var diff, at uint64
-			for idx := lo; idx <= hi && lo <= hi; idx++ {
-				ea, eb := a.entries[idx-a.first], b.entries[idx-b.first]
-				if ea.missing || eb.missing {
-					continue
-				}
-				if ea.term != eb.term || !bytes.Equal(ea.data, eb.data) {
-					if diff == 0 {
-						at = idx
-					}
-					diff++
-				}
-			}
-			if diff > 0 {
-				ea, eb := a.entries[at-a.first], b.entries[at-b.first]
-				v.fail("nodes %s and %s disagree at committed index %d: term %d vs %d, %d vs %d data bytes (%d differing indexes up to %d)",
-					a.name, b.name, at, ea.term, eb.term, len(ea.data), len(eb.data), diff, hi)
-			}
-		}
-	}
 }

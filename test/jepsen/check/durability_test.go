@@ -227,3 +227,15 @@ func TestDurabilityHoleBelowSnapshot(t *testing.T) {
 	writeDurSnapshot(t, lost, logs[:4])
 	wantDurViolations(t, Durability(map[string]string{"n1": lost, "n2": full}, durAcks), "log entry 5")
 }
+
+// Entries kept below an installed snapshot may be a deposed leader's
+// uncommitted tail: they are not compared when the entry at the snapshot's
+// index is not the snapshot's.
+func TestDurabilityStaleTailBelowSnapshot(t *testing.T) {
+	logs := durLog()
+	stale := []*raft.Log{logs[0], {Index: 2, Term: 9, Type: raft.LogCommand, Data: fsm.Encode(fsm.Release{Key: "zz", Holder: "x", Token: 1})}}
+	node := writeDurLog(t, append(stale, logs[4:]...)) // 1, stale 2, hole 3..4, 5..7
+	writeDurSnapshot(t, node, logs[:4])
+	full := writeDurLog(t, logs)
+	wantDurViolations(t, Durability(map[string]string{"n1": node, "n2": full, "n3": full}, durAcks))
+}

@@ -13,9 +13,9 @@ import (
 // RegisterConfig tunes Register.
 type RegisterConfig struct {
 	// MinExpiry is the shortest time, in nanoseconds, after which a lease
-	// of the given TTL may expire, counted from the invoke of the acquire
-	// or renew that last extended it. Nil means the TTL itself; pass less
-	// to allow for clock-rate error between the leader and the clients.
+	// of the given TTL may expire, counted from the acquire or renew that
+	// last extended it. Nil means the TTL itself; pass less to allow for a
+	// leader's clock running fast.
 	MinExpiry func(ttl int64) int64
 	// HTMLPath, when set, receives porcupine's visualization of the
 	// history and its (partial) linearizations, valid or not.
@@ -26,46 +26,58 @@ type RegisterConfig struct {
 }
 
 // Register checks that the register workload's operations are
-// linearizable against the lease model, each key on its own.
+// linearizable against the lease model, each key on its own, and writes
+// porcupine's visualization to cfg.HTMLPath (valid or not).
 //
 // Operations are Invoke events (Proc, Op, F = acquire, renew, release or
 // read, Key, Holder, Token, TTL) paired by Proc and Op with an OK, Fail or
-// Info completion. An invoke without a completion counts as Info; a
-// completion without an invoke is counted in a Note and ignored. Fails
-// other than acquire's "held" and renew's "lease_lost" are refusals that
-// changed nothing, and Info reads cannot change anything: both are left
-// out of the search (and of the visualization) and counted in a Note.
+// Info completion; pass only the register workload's events. An invoke
+// without a completion counts as Info; a completion without an invoke is
+// counted in a Note and ignored. A Fail other than acquire's "held" and
+// renew's "lease_lost" is a refusal that changed nothing, and an Info read
+// changes nothing: both are left out and counted in a Note.
 //
-// The model of a key is free or held {holder, token, TTL, sent}, plus the
-// highest token granted so far. The rules:
+// The state of a key is free or held by (holder, token) with a TTL and an
+// earliest expiry, plus the highest token granted on it. Every operation
+// takes effect at a point between its invoke and its completion, points
+// in linearization order never decrease, and:
 //
-//   - A held lease may expire only at or after sent + MinExpiry(TTL),
-//     where sent is the invoke time of the last acquire or renew that
-//     extended it. An operation that needs the expiry (another holder's
-//     grant, a same-holder grant with Created over its own lease, a read
-//     showing it free, a renew failing lease_lost) is possible only if
-//     that point is not after the operation's completion; operations
-//     linearized after an expiry are then at or after that point too.
-//   - A grant (acquire OK with Created) needs the key free and a token
-//     above every token granted on the key before.
-//   - Acquire OK without Created, and renew OK, need the key held by that
-//     holder under the reported token; they restart sent.
-//   - Acquire Fail "held" needs the key held by the reported holder and
-//     token, another holder than the caller.
-//   - Renew Fail "lease_lost" needs the lease not to be (holder, token),
-//     or to expire by then; with reason "expired" the key may still be
-//     held afterwards (the Expire is on its way).
-//   - Release frees the key if (holder, token) is the current lease and
-//     changes nothing otherwise.
-//   - Read shows the current holder and token, "free" with the last ones,
-//     or "free" with neither for a key never held.
-//   - An Info operation either never took effect or took effect at some
-//     point after its invoke. An indeterminate acquire that granted the
-//     key leaves its token unknown (above every earlier one) until an
-//     observation reveals it.
+//   - a grant (acquire OK with Created) needs the key free and a token
+//     above every token granted on the key before;
+//   - acquire OK without Created needs the key held by the caller under
+//     the reported token; renew OK needs it held by (holder, token);
+//   - acquire Fail "held" needs the key held by the reported holder and
+//     token, another holder than the caller;
+//   - renew Fail "lease_lost" needs the lease not to be (holder, token), or
+//     to expire by then; with the reason "expired" the key may still be
+//     held afterwards (the Expire is on its way through Raft);
+//   - release OK frees the key if (holder, token) is the current lease and
+//     changes nothing otherwise;
+//   - read OK shows the current holder and token, "free" with the last
+//     ones, or "free" with neither (token 0) for a key never held;
+//   - a lease may expire, becoming free, at any point at or after its
+//     earliest expiry: p + MinExpiry(TTL), where p is the point of the
+//     grant or renew that last extended it (a same-holder acquire never
+//     moves it earlier), and TTL that of the holder's last acquire. The
+//     point p is counted as the earliest the linearization allows: the
+//     invoke of that operation, or later if an operation linearized
+//     before it was invoked later, or an expiry came before it. So an
+//     operation that needs a lease gone (another holder's grant, a grant
+//     to the same holder over its own lease, a read showing it free, a
+//     renew failing) must complete after that lease's earliest expiry,
+//     and operations linearized after it as well.
+//
+// An Info operation either never took effect or took effect once, at some
+// point after its invoke. An indeterminate acquire that granted the key
+// leaves the token unknown (above every earlier one) until an operation
+// reveals it, and its lease's earliest expiry is counted from its invoke
+// (see register_infos.go for how the model applies these operations
+// without porcupine trying each at every point).
 //
 // Operator revocations are not modelled: the workload must not revoke its
-// keys, nor share them with another workload.
+// keys nor share them with another workload. If the search runs out of
+// time, the result is Unknown (Valid stays true) and a Note names the keys
+// left undecided.
 func Register(events []history.Event, cfg RegisterConfig) Result {
 	v := newVerdict("linearizable lease register")
 	if cfg.MinExpiry == nil {
@@ -74,7 +86,7 @@ func Register(events []history.Event, cfg RegisterConfig) Result {
 	clk := clock{t0: firstT(events)}
 	known, infos := pairCalls(events, v)
 	infos = drop(known, infos)
-	m := registerModel{minExpiry: cfg.MinExpiry, clock: clk, infos: infosByKey(infos)}
+	m := registerModel{minExpiry: cfg.MinExpiry, clock: clk, infos: indexInfos(known, infos)}
 	keys, hist, procs := registerHistory(known, infos)
 	if len(hist) == 0 {
 		v.note("no register operations to check")
@@ -99,7 +111,6 @@ func Register(events []history.Event, cfg RegisterConfig) Result {
 		v.note("porcupine timed out after %s: result unknown", cfg.Timeout)
 	}
 	partials := info.PartialLinearizations()
-	undecided := 0
 	for p, key := range keys {
 		ops := partitionOf(hist, key)
 		best := longest(partials, p)
@@ -108,8 +119,7 @@ func Register(events []history.Event, cfg RegisterConfig) Result {
 		}
 		switch {
 		case res == porcupine.Unknown:
-			undecided++
-			v.note("key %q undecided: the search stopped at %d of %d operations", key, len(best), len(ops))
+			v.note("key %q undecided: no linearization of its %d operations found in time", key, len(ops))
 		default:
 			maybe := ""
 			if timedOut {
@@ -140,7 +150,6 @@ func (m registerModel) porcupineModel() porcupine.Model {
 		Init: func() []interface{} { return []interface{}{lease{}} },
 		Step: func(state, input, output interface{}) []interface{} {
 			next := m.step(state.(lease), input.(call), output.(reply))
-			if debugStep != nil { debugStep(state.(lease), input.(call), output.(reply), next) }
 			out := make([]interface{}, len(next))
 			for i, n := range next {
 				out[i] = n
@@ -279,5 +288,3 @@ func firstT(events []history.Event) int64 {
 	}
 	return t0
 }
-
-var debugStep func(lease, call, reply, []lease)

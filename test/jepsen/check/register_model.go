@@ -16,7 +16,7 @@ type call struct {
 	Token  uint64 // renew, release
 	TTL    int64  // acquire, nanoseconds
 	Call   int64  // invoke T
-	Return int64 // completion T; math.MaxInt64 for an unknown outcome
+	Return int64  // completion T; math.MaxInt64 for an unknown outcome
 }
 
 // reply is the output of one register operation.
@@ -49,8 +49,8 @@ type lease struct {
 	// non-decreasing, an operation's point is at or after its invoke, and
 	// an expiry is at or after Until.
 	Now int64
-	// Fired has bit i set when the key's i-th operation of unknown outcome
-	// has taken effect (see registerModel.closure).
+	// Fired counts, per class of identical requests of unknown outcome,
+	// how many took effect (see register_infos.go); "" for none.
 	Fired string
 }
 
@@ -58,8 +58,8 @@ type lease struct {
 type registerModel struct {
 	minExpiry func(ttl int64) int64
 	clock     clock
-	// infos are the operations of unknown outcome of each key, by invoke.
-	infos map[string][]call
+	// infos are the operations of unknown outcome of each key.
+	infos map[string]*pending
 }
 
 // step returns every state the key can be in after c returned r from s,
@@ -72,8 +72,8 @@ type registerModel struct {
 //   - a lease granted by an indeterminate acquire just applied whose
 //     token c did not reveal: c did not need it, and the acquire may as
 //     well take effect at the next operation that does;
-//   - a state whose lease equals another's but which has applied a
-//     superset of its indeterminate operations.
+//   - a state whose lease equals another's but which has applied more
+//     of the indeterminate requests.
 func (m registerModel) step(s lease, c call, r reply) []lease {
 	var out []lease
 	blind := r.Kind == history.Fail && r.Err == "held" && r.Token == 0
@@ -92,8 +92,8 @@ func (m registerModel) step(s lease, c call, r reply) []lease {
 // nothing revealed yet.
 func unknownToken(s lease) bool { return s.Holder != "" && s.Token == 0 }
 
-// minimal drops every state that equals another but for having applied a
-// superset of its indeterminate operations (and duplicates).
+// minimal drops every state that equals another but for having applied
+// more of the indeterminate requests (and duplicates).
 func minimal(states []lease) []lease {
 	if len(states) < 2 {
 		return states
@@ -119,16 +119,10 @@ func minimal(states []lease) []lease {
 	return out
 }
 
-// subset reports whether every bit of a is set in b.
+// subset reports whether every counter of a is at most b's.
 func subset(a, b string) bool {
-	for i := 0; i < len(a); i++ {
-		if i >= len(b) {
-			if a[i] != 0 {
-				return false
-			}
-			continue
-		}
-		if a[i]&^b[i] != 0 {
+	for i := 0; 2*i+1 < len(a); i++ {
+		if count(a, i) > count(b, i) {
 			return false
 		}
 	}
@@ -163,7 +157,8 @@ func (m registerModel) keep(s lease, c call) lease {
 }
 
 // renewed is the state after a successful renew by c, if s allows one:
-// the deadline restarts under the lease's TTL.
+// the deadline restarts under the lease's TTL, or under a shorter one that
+// an indeterminate acquire by the holder may have set.
 func (m registerModel) renewed(s lease, c call) (lease, bool) {
 	if !s.Held || s.Holder != c.Holder {
 		return s, false
@@ -173,8 +168,24 @@ func (m registerModel) renewed(s lease, c call) (lease, bool) {
 		return s, false
 	}
 	s = point(s, c)
-	s.Until = s.Now + m.minExpiry(s.TTL)
+	s.Until = s.Now + m.minExpiry(m.renewTTL(s, c.Key, c.Return))
 	return s, true
+}
+
+// renewTTL is the shortest TTL under which a renew of the lease s of key
+// may restart its deadline by time by: the lease's, or that of an acquire
+// of unknown outcome by its holder invoked by then (the leader renews
+// under the TTL of the holder's last acquire).
+func (m registerModel) renewTTL(s lease, key string, by int64) int64 {
+	ttl := s.TTL
+	if p := m.infos[key]; p != nil && !p.fixedTTL {
+		for _, i := range p.by["acquire"][s.Holder] {
+			if cl := p.classes[i]; cl.calls[0] <= by {
+				ttl = min(ttl, cl.TTL)
+			}
+		}
+	}
+	return ttl
 }
 
 // released is the state after c's release freed the key, if it does.
