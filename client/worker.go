@@ -18,6 +18,9 @@ import (
 // once ctx is done: the worker hands the key back (releases the lease) only
 // after the handler returned, so the next owner never overlaps it. A handler
 // that returns early keeps the key held, without work, until it moves.
+// ctx.Err() checks the lease's local deadline when it is called, like
+// Lease.Err: check it right before an action that must not happen without
+// the key (and fence the action with the token anyway).
 type Handler func(ctx context.Context, key string, token uint64)
 
 // WorkerOption configures a Worker.
@@ -251,7 +254,7 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 			stop()
 		}()
 		w.log.Debug("key_owned", "key", key, "token", lease.Token())
-		w.handler(hctx, key, lease.Token())
+		w.handler(leaseContext{hctx, lease}, key, lease.Token())
 		<-hctx.Done() // a handler that returned early keeps the key until it moves
 		stop()
 		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -324,4 +327,21 @@ func (w *Worker) waitKeys(ctx context.Context, n int) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// leaseContext is a handler's context. Its Err checks the lease's local
+// deadline at the call, as Lease.Err does, instead of waiting for the
+// renewer's timer to cancel it: a handler that wakes from a pause (or a
+// long stall of the scheduler) past the deadline sees the loss at its
+// first check, before it acts.
+type leaseContext struct {
+	context.Context
+	lease *Lease
+}
+
+// Err is the context's error, after ending the lease if its deadline has
+// passed (which cancels the context before Err reads it).
+func (c leaseContext) Err() error {
+	c.lease.Err()
+	return c.Context.Err()
 }

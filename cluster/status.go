@@ -43,12 +43,13 @@ type Status struct {
 // Status reports this node's view without contacting other nodes.
 func (n *Node) Status() Status {
 	leaderAddr, leaderID := n.raft.LeaderWithID()
+	role, term := n.roleAndTerm()
 	s := Status{
 		NodeID:       n.cfg.NodeID,
-		Role:         roleName(n.raft.State()),
+		Role:         role,
 		Ready:        n.leading.Load() != nil,
 		LeaderID:     string(leaderID),
-		Term:         n.raft.CurrentTerm(),
+		Term:         term,
 		LastLogIndex: n.raft.LastIndex(),
 		CommitIndex:  n.raft.CommitIndex(),
 		AppliedIndex: n.raft.AppliedIndex(),
@@ -70,6 +71,20 @@ func (n *Node) Status() Status {
 		}
 	}
 	return s
+}
+
+// roleAndTerm reads the role and the term as a pair that held at one
+// moment: Raft changes them one after the other (a leader stepping down
+// becomes follower, then takes the new term), so a role read between two
+// readings of an unchanged term belongs to that term.
+func (n *Node) roleAndTerm() (string, uint64) {
+	for {
+		term := n.raft.CurrentTerm()
+		role := roleName(n.raft.State())
+		if n.raft.CurrentTerm() == term {
+			return role, term
+		}
+	}
 }
 
 func roleName(s raft.RaftState) string {

@@ -321,6 +321,12 @@ type scheduleEntry struct {
 func runSchedule(ctx context.Context, w *world, pool []string, rng *rand.Rand, d time.Duration) ([]scheduleEntry, error) {
 	var out []scheduleEntry
 	end := time.Now().Add(d)
+	if len(pool) == 0 { // no faults: the workloads run for d all the same
+		if !sleep(ctx, d) {
+			return nil, ctx.Err()
+		}
+		return nil, nil
+	}
 	var order []string // every nemesis of the pool once, in a seeded order, then again
 	for time.Now().Before(end) && len(pool) > 0 {
 		if len(order) == 0 {

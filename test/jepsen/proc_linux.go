@@ -45,15 +45,6 @@ func (p *proc) running() bool {
 	}
 }
 
-func (p *proc) pid() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil || p.cmd.Process == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
-}
-
 // start runs cmd (made by the network for p's namespace).
 func (p *proc) start(cmd *exec.Cmd) error {
 	p.mu.Lock()
@@ -87,13 +78,16 @@ func (p *proc) start(cmd *exec.Cmd) error {
 	return nil
 }
 
-// signal sends sig to the process; no error when it is not running.
+// signal sends sig to the process; no error when it is not running. The
+// os.Process handle (a pidfd) never signals a process that reused the pid.
 func (p *proc) signal(sig syscall.Signal) error {
-	pid := p.pid()
-	if pid == 0 || !p.running() {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd == nil || cmd.Process == nil || !p.running() {
 		return nil
 	}
-	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("%s %s: %w", sig, p.name, err)
 	}
 	return nil

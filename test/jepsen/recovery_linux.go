@@ -12,8 +12,13 @@ import (
 // recoveryBound is how soon after the last fault is undone every workload
 // must succeed again: ten election timeouts for the cluster to elect and
 // establish a leader, plus two TTLs for leases held across the fault to
-// expire and be taken over, plus the balancer's settle time.
-const recoveryBound = 10*electionTimeout + 2*holderTTL + balanceSettle
+// expire and be taken over, plus the balancer's settle time and the
+// placement workers' rejoin interval (2s) after every server restarted.
+const recoveryBound = 10*electionTimeout + 2*holderTTL + balanceSettle + workerRejoin
+
+// workerRejoin is how long a placement worker may take to rejoin gossip
+// after every server restarted.
+const workerRejoin = 2 * time.Second
 
 // recoveryProbe reports the CLOCK_MONOTONIC time at which a workload first
 // succeeded after healedAt, or 0 when it did not within limit.

@@ -55,8 +55,8 @@ func snapshotInstall(ctx context.Context, w *world, rng *rand.Rand) (func() erro
 		if err := w.net.Heal(); err != nil {
 			return err
 		}
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) {
+		deadline := time.Now().Add(30 * time.Second) // above Raft's 10s transport timeout and a retry
+		for time.Now().Before(deadline) && ctx.Err() == nil {
 			if countInLog(f.logPath, installedMarker) > before {
 				w.snapshotInstalls.Add(1)
 				return nil

@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -18,15 +19,14 @@ import (
 
 // outcome is what one run found.
 type outcome struct {
-	Config    runConfig
-	Schedule  []scheduleEntry
-	Recovery  map[string]time.Duration
-	Results   []check.Result
-	Ops       int
-	Faults    int
-	Installs  int64
-	Duration  time.Duration
-	HarnessOK bool
+	Config   runConfig
+	Schedule []scheduleEntry
+	Recovery map[string]time.Duration
+	Results  []check.Result
+	Ops      int
+	Faults   int
+	Installs int64
+	Duration time.Duration
 }
 
 // violations lists the names of the checkers that failed.
@@ -38,6 +38,16 @@ func (o *outcome) violations() []string {
 		}
 	}
 	return out
+}
+
+// undecided reports whether the result named name ran out of time.
+func (o *outcome) undecided(name string) bool {
+	for _, r := range o.Results {
+		if r.Name == name && r.Unknown {
+			return true
+		}
+	}
+	return false
 }
 
 // runOne sets the world up, runs the workloads under the fault schedule,
@@ -55,7 +65,11 @@ func runOne(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger) (*
 	if err != nil {
 		return nil, err
 	}
-	defer w.close()
+	defer func() {
+		if err := w.close(); err != nil {
+			log.Error("cleanup", "error", err)
+		}
+	}()
 	o := &outcome{Config: cfg, Recovery: map[string]time.Duration{}}
 
 	pollCtx, stopPoll := context.WithCancel(ctx)
@@ -69,7 +83,9 @@ func runOne(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger) (*
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
 	o.Schedule, err = runSchedule(ctx, w, cfg.Nemeses, rng, cfg.Duration)
-	writeSchedule(cfg.Dir, o.Schedule)
+	if werr := writeSchedule(cfg.Dir, o.Schedule); err == nil {
+		err = werr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -104,24 +120,31 @@ func runOne(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger) (*
 	o.Results = append(append(results, rec...), nemesisEffects...)
 	o.Ops = ops
 	o.Duration = time.Since(start)
+	if err := os.WriteFile(filepath.Join(cfg.Dir, "network.txt"), []byte(w.net.Describe()), 0o644); err != nil {
+		return nil, err
+	}
 	if err := w.net.Close(); err != nil {
 		return nil, err
 	}
-	os.WriteFile(filepath.Join(cfg.Dir, "network.txt"), []byte(w.net.Describe()), 0o644)
 	if err := check.WriteSummary(filepath.Join(cfg.Dir, "results.txt"), o.Results); err != nil {
 		return nil, err
 	}
 	return o, writeJSON(cfg.Dir, "outcome.json", o)
 }
 
-func writeSchedule(dir string, s []scheduleEntry) {
-	if w, err := os.Create(filepath.Join(dir, "schedule.json")); err == nil {
-		defer w.Close()
-		for _, e := range s {
-			b := fmt.Sprintf(`{"start":%d,"end":%d,"nemesis":%q,"desc":%q,"error":%q}`+"\n", e.Start, e.End, e.Nemesis, e.Desc, e.Error)
-			w.WriteString(b)
+func writeSchedule(dir string, s []scheduleEntry) error {
+	f, err := os.Create(filepath.Join(dir, "schedule.jsonl"))
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, e := range s {
+		if err := enc.Encode(e); err != nil {
+			f.Close()
+			return err
 		}
 	}
+	return f.Close()
 }
 
 // healAll undoes every fault whatever the schedule left: links, shaping,
@@ -171,7 +194,7 @@ func (w *world) stopAll() error {
 	var wg sync.WaitGroup
 	for _, a := range w.agents {
 		wg.Add(1)
-		go func() { defer wg.Done(); a.stop(5 * time.Second) }()
+		go func() { defer wg.Done(); a.stop(10 * time.Second) }()
 	}
 	wg.Wait()
 	var errs []error

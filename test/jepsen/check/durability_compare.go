@@ -5,8 +5,14 @@ import (
 	"sort"
 )
 
-// compareDurLogs reports, for each pair of nodes, the committed indexes they
-// both hold where the entries differ in term or data.
+// compareDurLogs reports pairs of nodes whose logs break Raft's Log
+// Matching property at indexes both hold, up to the index a majority of
+// nodes hold: two entries with the same index and term that differ in
+// data, or any difference below an index where the two logs agree in
+// term (agreement there means every earlier entry must be identical).
+// Differences above the last agreeing index are left alone: they can be
+// the uncommitted tail of a leader that was killed, which its successor
+// legally overwrites.
 func compareDurLogs(v *verdict, nodes []*durNode) {
 	if len(nodes) < 2 {
 		return
@@ -24,23 +30,31 @@ func compareDurLogs(v *verdict, nodes []*durNode) {
 				continue
 			}
 			lo, hi := max(a.first, b.first), min(a.last, b.last, commit)
-			var diff, at uint64
+			at := func(idx uint64) (logEntry, logEntry) { return a.entries[idx-a.first], b.entries[idx-b.first] }
+			var agree uint64 // the highest index where both hold entries of one term
 			for idx := lo; idx <= hi && lo <= hi; idx++ {
-				ea, eb := a.entries[idx-a.first], b.entries[idx-b.first]
+				if ea, eb := at(idx); !ea.missing && !eb.missing && ea.term == eb.term {
+					agree = idx
+				}
+			}
+			var diff, first uint64
+			for idx := lo; idx <= hi && lo <= hi; idx++ {
+				ea, eb := at(idx)
 				if ea.missing || eb.missing {
 					continue
 				}
-				if ea.term != eb.term || !bytes.Equal(ea.data, eb.data) {
+				sameTermOtherData := ea.term == eb.term && !bytes.Equal(ea.data, eb.data)
+				if sameTermOtherData || (idx < agree && ea.term != eb.term) {
 					if diff == 0 {
-						at = idx
+						first = idx
 					}
 					diff++
 				}
 			}
 			if diff > 0 {
-				ea, eb := a.entries[at-a.first], b.entries[at-b.first]
+				ea, eb := at(first)
 				v.fail("nodes %s and %s disagree at committed index %d: term %d vs %d, %d vs %d data bytes (%d differing indexes up to %d)",
-					a.name, b.name, at, ea.term, eb.term, len(ea.data), len(eb.data), diff, hi)
+					a.name, b.name, first, ea.term, eb.term, len(ea.data), len(eb.data), diff, hi)
 			}
 		}
 	}

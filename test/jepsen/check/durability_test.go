@@ -152,8 +152,17 @@ func TestDurabilityUncommittedDivergence(t *testing.T) {
 		"n3": writeDurLog(t, durLog()), "n4": writeDurLog(t, durLog()), "n5": writeDurLog(t, durLog()),
 	}
 	wantDurViolations(t, Durability(nodes, durAcks))
-	// With a third node holding it, it is.
+	// Three nodes hold index 8, but in two terms: the old tail of n1 may
+	// still be overwritten, so it is no violation either.
 	nodes["n3"] = writeDurLog(t, tail("y", 3))
+	wantDurViolations(t, Durability(nodes, durAcks))
+	// Once the logs agree at a later index, in one term, every earlier
+	// entry must be identical (Log Matching): index 8 now is a violation.
+	next := durCmd(9, fsm.Release{Key: "c", Holder: "y", Token: 4})
+	next.Term = 3
+	nodes["n1"] = writeDurLog(t, append(tail("x", 2), next))
+	nodes["n2"] = writeDurLog(t, append(tail("y", 3), next))
+	nodes["n3"] = writeDurLog(t, append(tail("y", 3), next))
 	wantDurViolations(t, Durability(nodes, durAcks), "nodes n1 and n2 disagree at committed index 8: term 2 vs 3")
 }
 

@@ -21,9 +21,6 @@ const (
 	// placeStopTimeout bounds how long a stopping place agent waits for
 	// its Worker to hand its keys back and leave gossip.
 	placeStopTimeout = 5 * time.Second
-	// advertisedGossipPort is the port the client's worker gossip
-	// announces when it binds an explicit port: memberlist's default.
-	advertisedGossipPort = "7946"
 )
 
 // runPlace is `jagent place`: a client.Worker of a group whose handler
@@ -99,10 +96,6 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		defer stopStatus()
 	}
-	if _, port, _ := net.SplitHostPort(gossip); port != advertisedGossipPort && port != "0" {
-		log.Warn("the worker gossip advertises port "+advertisedGossipPort+" whatever port it binds (client/worker_gossip.go sets no memberlist AdvertisePort): "+
-			"servers will probe the wrong port and declare this worker dead; bind port "+advertisedGossipPort+" (one IP per worker) or 0", "gossip-addr", gossip)
-	}
 	log.Info("starting", "id", hf.id, "holder", w.Holder(), "group", group, "ttl", hf.ttl, "gossip", gossip, "seed", hf.seed, "servers", hf.urls)
 	ran := make(chan error, 1)
 	go func() { ran <- w.Run(ctx) }()
@@ -145,7 +138,11 @@ type placeHandler struct {
 // once handle has returned and the key has moved).
 func (h *placeHandler) handle(ctx context.Context, key string, token uint64) {
 	holder := h.holder()
-	_ = h.rec.Write(history.Event{Kind: history.Acquired, Proc: h.proc, Key: key, Holder: holder, Token: token})
+	t := history.Now()
+	if ctx.Err() != nil { // already lost: nothing was held for this handler to record
+		return
+	}
+	_ = h.rec.Write(history.Event{T: t, Kind: history.Acquired, Proc: h.proc, Key: key, Holder: holder, Token: token})
 	h.log.Info("owning", "key", key, "token", token)
 	tick := time.NewTicker(placeBeliefInterval)
 	defer tick.Stop()

@@ -248,19 +248,22 @@ func pollStatus(t *testing.T, addrs []string, d time.Duration) <-chan map[string
 	return out
 }
 
-// gossipAddrs returns n gossip addresses on port 7946 (the only port the
-// client's worker gossip advertises correctly when it binds an explicit
-// one), each on a random loopback IP whose port 7946 was free for TCP and
-// UDP a moment ago: the way workers in network namespaces of their own
-// would bind.
+// gossipAddrs returns n gossip addresses on testGossipPort, each on a
+// random loopback IP whose port was free for TCP and UDP a moment ago: the
+// way workers in network namespaces of their own bind one fixed port (a
+// port other than memberlist's default, which a worker must announce).
+// testGossipPort is the gossip port of every test worker; each has a
+// loopback address of its own.
+const testGossipPort = "17946"
+
 func gossipAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	var out []string
 	for tries := 0; len(out) < n; tries++ {
 		if tries > 20*n {
-			t.Fatalf("found only %d free loopback addresses with port %s", len(out), advertisedGossipPort)
+			t.Fatalf("found only %d free loopback addresses with port %s", len(out), testGossipPort)
 		}
-		addr := net.JoinHostPort(fmt.Sprintf("127.%d.%d.%d", 100+rand.IntN(100), rand.IntN(256), 1+rand.IntN(254)), advertisedGossipPort)
+		addr := net.JoinHostPort(fmt.Sprintf("127.%d.%d.%d", 100+rand.IntN(100), rand.IntN(256), 1+rand.IntN(254)), testGossipPort)
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue
