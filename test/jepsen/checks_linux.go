@@ -31,7 +31,7 @@ const (
 // the final placement check, made while the workers still ran.
 func (w *world) runChecks(placement *check.Result) ([]check.Result, int, error) {
 	byRole := map[string][]history.Event{}
-	for _, p := range append(w.agents, w.store) {
+	for _, p := range w.all() {
 		evs, err := history.ReadFile(p.history)
 		if err != nil {
 			return nil, 0, fmt.Errorf("history of %s: %w", p.name, err)

@@ -47,7 +47,7 @@ func (w *world) probes(healedAt int64) []recoveryProbe {
 	progress := func(role, kind string, accepted bool) func(ctx context.Context) int64 {
 		return func(ctx context.Context) int64 {
 			for {
-				for _, p := range append(w.agents, w.store) {
+				for _, p := range w.all() {
 					if p.role != role {
 						continue
 					}
