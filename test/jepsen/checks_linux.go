@@ -32,6 +32,9 @@ const (
 func (w *world) runChecks(placement *check.Result) ([]check.Result, int, error) {
 	byRole := map[string][]history.Event{}
 	for _, p := range w.all() {
+		if p.history == "" { // servers keep logs, not histories
+			continue
+		}
 		evs, err := history.ReadFile(p.history)
 		if err != nil {
 			return nil, 0, fmt.Errorf("history of %s: %w", p.name, err)

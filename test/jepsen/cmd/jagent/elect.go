@@ -53,18 +53,11 @@ func runElect(ctx context.Context, args []string, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	log := newLogger(stderr, "jagent.elect."+hf.name, hf.logLevel)
-	rec, err := openRecorder(hf.history, log)
-	if err != nil {
-		log.Error("cannot start", "error", err)
+	log, rec, c, ok := startHolder(hf, stderr, "elect")
+	if !ok {
 		return exitError
 	}
 	defer rec.Close()
-	c, err := newClient(hf.urls, hf.timeout, log)
-	if err != nil {
-		log.Error("cannot start", "error", err)
-		return exitError
-	}
 	cd := &candidate{id: hf.id, name: election, ttl: hf.ttl, c: c, rec: rec, log: log,
 		rng: newRand(hf.seed, 0), holders: newHolders(hf.id)}
 	ctx, cancel := hf.runContext(ctx)

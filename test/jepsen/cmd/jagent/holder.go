@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -133,4 +134,23 @@ func released(rec *recorder, proc string, l *client.Lease) bool {
 	}
 	_ = rec.Write(history.Event{T: t, Kind: history.Released, Proc: proc, Key: l.Key(), Holder: l.Holder(), Token: l.Token()})
 	return true
+}
+
+// startHolder opens what every holder workload needs: its logger, its
+// history and a client of the servers. It logs why it could not; the
+// caller closes the recorder.
+func startHolder(hf holderFlags, stderr io.Writer, kind string) (hclog.Logger, *recorder, *client.Client, bool) {
+	log := newLogger(stderr, "jagent."+kind+"."+hf.name, hf.logLevel)
+	rec, err := openRecorder(hf.history, log)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return nil, nil, nil, false
+	}
+	c, err := newClient(hf.urls, hf.timeout, log)
+	if err != nil {
+		rec.Close()
+		log.Error("cannot start", "error", err)
+		return nil, nil, nil, false
+	}
+	return log, rec, c, true
 }

@@ -82,18 +82,11 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	log := newLogger(stderr, "jagent.mutex."+hf.name, hf.logLevel)
-	rec, err := openRecorder(hf.history, log)
-	if err != nil {
-		log.Error("cannot start", "error", err)
+	log, rec, c, ok := startHolder(hf, stderr, "mutex")
+	if !ok {
 		return exitError
 	}
 	defer rec.Close()
-	c, err := newClient(hf.urls, hf.timeout, log)
-	if err != nil {
-		log.Error("cannot start", "error", err)
-		return exitError
-	}
 	m := &mutexWorker{
 		id: hf.id, keys: list, ttl: hf.ttl, work: work, wait: wait, stall: stall, stallProb: stallProb, c: c,
 		store: newStoreClient(storeURLs[0], hf.timeout), rec: rec, log: log,

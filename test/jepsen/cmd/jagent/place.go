@@ -66,18 +66,11 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	log := newLogger(stderr, "jagent.place."+hf.name, hf.logLevel)
-	rec, err := openRecorder(hf.history, log)
-	if err != nil {
-		log.Error("cannot start", "error", err)
+	log, rec, c, ok := startHolder(hf, stderr, "place")
+	if !ok {
 		return exitError
 	}
 	defer rec.Close()
-	c, err := newClient(hf.urls, hf.timeout, log)
-	if err != nil {
-		log.Error("cannot start", "error", err)
-		return exitError
-	}
 	ctx, cancel := hf.runContext(ctx)
 	defer cancel()
 	var w *client.Worker
