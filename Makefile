@@ -41,9 +41,10 @@ clean-run: ## Remove the data of `make run` (RUN_DIR)
 	rm -rf -- $(RUN_DIR)
 
 # test is what CI runs (.ci/run): go vet (also of the fault suite's build
-# tags), then every package with the race detector, then the three-node
-# fault suite of test/jepsen on its own, so that its timings do not compete
-# with the other packages for the CPU (it needs root; jepsen-deps installs
+# tags), then every package with the race detector, then the packages of
+# the fault suite one at a time, the three-node suite of test/jepsen last
+# and alone, so that neither its timings nor those of the integration
+# tests compete with another package for the CPU (it needs root; jepsen-deps installs
 # ip and iptables when they are missing).
 JEPSEN_TAGS := tenure_clockdrift tenure_unsafe_renew tenure_unsafe_keep jepsen_nofence
 .PHONY: test
@@ -51,8 +52,8 @@ test: jepsen-deps ## go vet, then every test with the race detector, then the fa
 	$(GO) vet ./...
 	for tag in $(JEPSEN_TAGS); do $(GO) vet -tags $$tag ./cmd/... ./cluster/... ./client/... ./httpapi/... ./test/jepsen/cmd/...; done
 	@if [ -z "$(RACE)" ]; then echo "note: cgo is off (no C compiler?), running the tests without -race"; fi
-	$(GO) test $(RACE) -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/jepsen$$')
-	$(GO) test $(RACE) -count=1 -timeout 25m ./test/jepsen
+	$(GO) test $(RACE) -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/jepsen')
+	$(GO) test $(RACE) -count=1 -timeout 25m -p 1 ./test/jepsen/...
 
 # The fault suite's tools: ip (iproute2) and iptables, from the distribution
 # when they are missing. Without root nothing is installed, and the suite

@@ -32,9 +32,16 @@ func TestTokensSurviveSnapshotInstallAndFullRestart(t *testing.T) {
 			t.Fatalf("release: %v", err)
 		}
 	}
-	leader := c.node(c.leader())
-	if _, err := leader.Snapshot(ctxT(t, 5*time.Second)); err != nil {
-		t.Logf("explicit snapshot: %v", err) // a periodic one may have just run
+	// Every node but the lagging one snapshots (and so truncates its log),
+	// so whichever leads after healing must send a snapshot, even when
+	// leadership moved during the writes.
+	for i := 0; i < 3; i++ {
+		if i == lagging {
+			continue
+		}
+		if _, err := c.node(i).Snapshot(ctxT(t, 5*time.Second)); err != nil {
+			t.Logf("explicit snapshot of node %d: %v", i, err) // a periodic one may have just run
+		}
 	}
 	c.heal(lagging)
 	waitFor(t, 10*time.Second, "the lagging follower to install the snapshot", func() bool {
