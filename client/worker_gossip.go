@@ -24,6 +24,10 @@ type workerMeta struct {
 	Draining bool     `json:"draining,omitempty"`
 }
 
+// workerPushPull is how often a worker exchanges its full gossip state
+// with a random member.
+const workerPushPull = 5 * time.Second
+
 // workerGossip is a worker's memberlist membership.
 type workerGossip struct {
 	list *memberlist.Memberlist
@@ -57,6 +61,11 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 	mc.Name = w.cfg.holder // unique, so two Workers of one id never clash
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertiseAddr, mc.AdvertisePort = host, port // 0: memberlist advertises the port it bound
+	// Servers that all restarted before this worker noticed them gone
+	// know nothing of it until a full state exchange: do one every 5s
+	// (memberlist's LAN default is 30s), so the balancer sees the worker
+	// again within seconds.
+	mc.PushPullInterval = workerPushPull
 	mc.Delegate = g
 	mc.Events = g
 	mc.Logger = g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})

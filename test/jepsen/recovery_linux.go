@@ -12,13 +12,17 @@ import (
 // recoveryBound is how soon after the last fault is undone every workload
 // must succeed again: ten election timeouts for the cluster to elect and
 // establish a leader, plus two TTLs for leases held across the fault to
-// expire and be taken over, plus the balancer's settle time and the
-// placement workers' rejoin interval (2s) after every server restarted.
-const recoveryBound = 10*electionTimeout + 2*holderTTL + balanceSettle + workerRejoin
+// expire and be taken over, plus the balancer's settle time and what the
+// servers need to see the placement workers again after every server
+// restarted (the workers' 2s rejoin check, or, when they never noticed
+// the restart, their 5s full gossip state exchange).
+const recoveryBound = 10*electionTimeout + 2*holderTTL + balanceSettle + workerRejoin + workerPushPull
 
-// workerRejoin is how long a placement worker may take to rejoin gossip
-// after every server restarted.
-const workerRejoin = 2 * time.Second
+// How long placement workers may take to be seen by restarted servers.
+const (
+	workerRejoin   = 2 * time.Second
+	workerPushPull = 5 * time.Second
+)
 
 // recoveryProbe reports the CLOCK_MONOTONIC time at which a workload first
 // succeeded after healedAt, or 0 when it did not within limit.
