@@ -43,13 +43,15 @@ func TestWorkerGossipAnnouncesItsOwnPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.list.Shutdown() })
-	for _, n := range seed.Members() {
-		if n.Name == "w1#x" {
-			if int(n.Port) != port {
-				t.Fatalf("the server sees the worker on port %d, want its gossip port %d", n.Port, port)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, n := range seed.Members() {
+			if n.Name == "w1#x" {
+				if int(n.Port) != port {
+					t.Fatalf("the server sees the worker on port %d, want its gossip port %d", n.Port, port)
+				}
+				return
 			}
-			return
 		}
 	}
-	t.Fatalf("the server does not list the worker after its join: %v", seed.Members())
+	t.Fatalf("the server does not list the worker 5s after its join: %v", seed.Members())
 }
