@@ -58,25 +58,15 @@ func (e *env) elect(ctx context.Context, sigs <-chan os.Signal, args []string) i
 	var f supervisorFlags
 	fs := e.newFlagSet("elect", electUsage)
 	f.register(fs)
-	before, command, ok := splitCommand(args)
-	if !ok {
-		if _, code, ok := e.parse(fs, args, 0, -1); !ok {
-			return code // -h, or a bad flag
-		}
-		return e.usageError(fs, "the command to run must follow --")
-	}
-	pos, code, ok := e.parse(fs, before, 1, 1)
+	name, command, code, ok := e.parseSupervised(fs, &f, args)
 	if !ok {
 		return code
-	}
-	if msg := f.check(fs); msg != "" {
-		return e.usageError(fs, msg)
 	}
 	c, log, err := f.client(e.stderr)
 	if err != nil {
 		return e.fail(err)
 	}
-	election := c.Election(pos[0], f.leaseOptions(log)...)
+	election := c.Election(name, f.leaseOptions(log)...)
 	for {
 		log.Info("campaigning", "election", election.Name(), "key", election.Key(), "holder", c.Holder())
 		var (

@@ -67,19 +67,9 @@ func (e *env) lock(ctx context.Context, sigs <-chan os.Signal, args []string) in
 	f.register(fs)
 	fs.IntVar(&slots, "n", 1, "make KEY a semaphore of this many slots; hold one")
 	fs.DurationVar(&wait, "wait", 0, "give up if the lease is not acquired within this time (default: wait until stopped; 0s: do not wait)")
-	before, command, ok := splitCommand(args)
-	if !ok {
-		if _, code, ok := e.parse(fs, args, 0, -1); !ok {
-			return code // -h, or a bad flag
-		}
-		return e.usageError(fs, "the command to run must follow --")
-	}
-	pos, code, ok := e.parse(fs, before, 1, 1)
+	key, command, code, ok := e.parseSupervised(fs, &f, args)
 	if !ok {
 		return code
-	}
-	if msg := f.check(fs); msg != "" {
-		return e.usageError(fs, msg)
 	}
 	if slots < 1 || slots > client.MaxSemaphoreSlots {
 		return e.usageError(fs, fmt.Sprintf("-n must be between 1 and %d, got %d", client.MaxSemaphoreSlots, slots))
@@ -92,7 +82,6 @@ func (e *env) lock(ctx context.Context, sigs <-chan os.Signal, args []string) in
 	if wait < 0 {
 		return e.usageError(fs, "-wait must not be negative")
 	}
-	key := pos[0]
 	c, log, err := f.client(e.stderr)
 	if err != nil {
 		return e.fail(err)

@@ -157,6 +157,28 @@ func (f *supervisorFlags) leaseOptions(log hclog.Logger) []client.LeaseOption {
 	return opts
 }
 
+// parseSupervised parses "flags NAME -- command args" of lock and elect:
+// the flags into fs, checked by f, one positional NAME, and a command
+// after "--". When ok is false the usage was printed and code is the exit
+// status.
+func (e *env) parseSupervised(fs *flag.FlagSet, f *supervisorFlags, args []string) (name string, command []string, code int, ok bool) {
+	before, command, ok := splitCommand(args)
+	if !ok {
+		if _, code, ok := e.parse(fs, args, 0, -1); !ok {
+			return "", nil, code, false // -h, or a bad flag
+		}
+		return "", nil, e.usageError(fs, "the command to run must follow --"), false
+	}
+	pos, code, ok := e.parse(fs, before, 1, 1)
+	if !ok {
+		return "", nil, code, false
+	}
+	if msg := f.check(fs); msg != "" {
+		return "", nil, e.usageError(fs, msg), false
+	}
+	return pos[0], command, 0, true
+}
+
 // splitCommand splits "flags KEY -- command args" at the first "--".
 func splitCommand(args []string) (before, command []string, ok bool) {
 	for i, a := range args {

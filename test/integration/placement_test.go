@@ -415,6 +415,26 @@ func groupView(admin *client.Client, name string) (*client.Group, error) {
 	return g, nil
 }
 
+// view returns the group's view, or an error when a worker of the fleet
+// stopped on its own.
+func (f *workerFleet) view(admin *client.Client) (*client.Group, error) {
+	if err := f.alive(); err != nil {
+		return nil, err
+	}
+	return groupView(admin, f.group)
+}
+
+// settledView is view, then settled: the group and its holders, or why it
+// has not settled.
+func (f *workerFleet) settledView(admin *client.Client, owners []string, owned int) (*client.Group, map[string]string, error) {
+	g, err := f.view(admin)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := settled(g, f.runs, owners, owned)
+	return g, h, err
+}
+
 // settled checks that the group is at rest: every key that has a target is
 // held by it, under the lease the group shows, and exactly that worker's
 // handler runs for it; every key without a target is free and no handler
@@ -458,14 +478,8 @@ func waitSettled(t *testing.T, admin *client.Client, f *workerFleet, owners []st
 	start := time.Now()
 	var holders map[string]string
 	waitFor(t, timeout, func() error {
-		if err := f.alive(); err != nil {
-			return err
-		}
-		g, err := groupView(admin, f.group)
-		if err != nil {
-			return err
-		}
-		holders, err = settled(g, f.runs, owners, owned)
+		var err error
+		_, holders, err = f.settledView(admin, owners, owned)
 		return err
 	})
 	return holders, time.Since(start)
@@ -588,14 +602,7 @@ func TestPlacementWorkerJoinMovesFewKeys(t *testing.T) {
 	var after map[string]string
 	start := time.Now()
 	waitFor(t, settleTimeout, func() error {
-		if err := f.alive(); err != nil {
-			return err
-		}
-		g, err := groupView(admin, f.group)
-		if err != nil {
-			return err
-		}
-		h, err := settled(g, runs, owners, keys)
+		_, h, err := f.settledView(admin, owners, keys)
 		if err != nil {
 			return err
 		}
@@ -702,10 +709,7 @@ func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 	// group alone.
 	var doomed map[string]uint64 // its keys and their tokens
 	waitFor(t, settleTimeout, func() error {
-		if err := f.alive(); err != nil {
-			return err
-		}
-		g, err := groupView(admin, f.group)
+		g, err := f.view(admin)
 		if err != nil {
 			return err
 		}
@@ -736,10 +740,7 @@ func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 		expired time.Duration // when none of its keys was held by it any more
 	)
 	waitFor(t, bound, func() error {
-		if err := f.alive(); err != nil {
-			return err
-		}
-		g, err := groupView(admin, f.group)
+		g, err := f.view(admin)
 		if err != nil {
 			return err
 		}

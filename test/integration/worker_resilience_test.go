@@ -356,14 +356,8 @@ func TestWorkersRejoinAfterEveryServerRestarts(t *testing.T) {
 	c.leader(t)
 	var after *client.Group
 	waitFor(t, ownedBound, func() error {
-		if err := f.alive(); err != nil {
-			return err
-		}
-		g, err := groupView(admin, group)
+		g, _, err := f.settledView(admin, owners, keys)
 		if err != nil {
-			return err
-		}
-		if _, err := settled(g, runs, owners, keys); err != nil {
 			return err
 		}
 		for _, k := range g.Keys {
@@ -385,14 +379,8 @@ func TestWorkersRejoinAfterEveryServerRestarts(t *testing.T) {
 	// stay owned past that plan, which is made with the workers the
 	// servers see.
 	holds(t, 5*time.Second, func() error {
-		if err := f.alive(); err != nil {
-			return err
-		}
-		g, err := groupView(admin, group)
+		g, _, err := f.settledView(admin, owners, keys)
 		if err != nil {
-			return err
-		}
-		if _, err := settled(g, runs, owners, keys); err != nil {
 			return err
 		}
 		if err := workersSeen(g, owners); err != nil {
