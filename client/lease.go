@@ -209,8 +209,24 @@ func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 // with Err as its cause (context.Cause). It carries the values of the
 // context given to Acquire, but not its cancellation or deadline: the
 // lease outlives the call that acquired it. Run the holder's work under
-// it.
-func (l *Lease) Context() context.Context { return l.ctx }
+// it. Its Err checks the local deadline at the call, as Lease.Err does,
+// so a holder that wakes from a pause past the deadline sees the loss at
+// its first check, before the renewer's timer has run.
+func (l *Lease) Context() context.Context { return leaseContext{l.ctx, l} }
+
+// leaseContext is a context that ends with a lease, and whose Err checks
+// the lease's local deadline at the call.
+type leaseContext struct {
+	context.Context
+	lease *Lease
+}
+
+// Err is the context's error, after ending the lease if its deadline has
+// passed (which cancels the context before Err reads it).
+func (c leaseContext) Err() error {
+	c.lease.Err()
+	return c.Context.Err()
+}
 
 // Deadline returns the lease's local safety deadline: SentAt of the last
 // successful acquire or renewal + TTL − margin. The holder may act until

@@ -19,8 +19,8 @@ import (
 // after the handler returned, so the next owner never overlaps it. A handler
 // that returns early keeps the key held, without work, until it moves.
 // ctx.Err() checks the lease's local deadline when it is called, like
-// Lease.Err: check it right before an action that must not happen without
-// the key (and fence the action with the token anyway).
+// Lease.Context: check it right before an action that must not happen
+// without the key (and fence the action with the token anyway).
 type Handler func(ctx context.Context, key string, token uint64)
 
 // WorkerOption configures a Worker.
@@ -327,21 +327,4 @@ func (w *Worker) waitKeys(ctx context.Context, n int) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// leaseContext is a handler's context. Its Err checks the lease's local
-// deadline at the call, as Lease.Err does, instead of waiting for the
-// renewer's timer to cancel it: a handler that wakes from a pause (or a
-// long stall of the scheduler) past the deadline sees the loss at its
-// first check, before it acts.
-type leaseContext struct {
-	context.Context
-	lease *Lease
-}
-
-// Err is the context's error, after ending the lease if its deadline has
-// passed (which cancels the context before Err reads it).
-func (c leaseContext) Err() error {
-	c.lease.Err()
-	return c.Context.Err()
 }
