@@ -128,27 +128,14 @@ func (s *store) read(w http.ResponseWriter, r *http.Request, key string) {
 		}
 	}
 	s.mu.Lock()
-	reg := s.regs[key]
-	if reg == nil {
-		reg = &register{}
-		s.regs[key] = reg
-	}
-	accepted := !s.fence || token == 0 || token >= reg.highest
+	reg, accepted := s.admit(key, token)
 	err := s.rec.Write(history.Event{Kind: history.StoreRead, Proc: writer, Key: key, Value: reg.value, Token: token, Accepted: accepted})
 	if err == nil && accepted {
 		reg.highest = max(reg.highest, token)
 	}
 	cur := *reg
 	s.mu.Unlock()
-	switch {
-	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, storeError{Error: codeHistoryFail, Message: err.Error()})
-	case !accepted:
-		writeJSON(w, http.StatusConflict, storeError{Error: codeStaleToken,
-			Message: fmt.Sprintf("token %d is below the highest token %d of %q", token, cur.highest, key), Highest: cur.highest})
-	default:
-		writeJSON(w, http.StatusOK, regValue{Value: cur.value, Token: cur.highest})
-	}
+	answer(w, key, token, cur, accepted, err)
 }
 
 // write applies a fenced write and records a StoreWrite, accepted or not.
@@ -159,12 +146,7 @@ func (s *store) write(w http.ResponseWriter, r *http.Request, key string) {
 		return
 	}
 	s.mu.Lock()
-	reg := s.regs[key]
-	if reg == nil {
-		reg = &register{}
-		s.regs[key] = reg
-	}
-	accepted := !s.fence || req.Token >= reg.highest
+	reg, accepted := s.admit(key, req.Token)
 	err = s.rec.Write(history.Event{
 		Kind: history.StoreWrite, Proc: req.Writer, Key: key, Token: req.Token,
 		Base: req.Base, Value: req.Value, Current: reg.value, Accepted: accepted,
@@ -175,12 +157,31 @@ func (s *store) write(w http.ResponseWriter, r *http.Request, key string) {
 	}
 	cur := *reg
 	s.mu.Unlock()
+	answer(w, key, req.Token, cur, accepted, err)
+}
+
+// admit returns key's register, made if new, and whether a request under
+// token passes the fence: without fencing, or without a token (a read
+// that names none; writes must), every request does. s.mu is held.
+func (s *store) admit(key string, token uint64) (*register, bool) {
+	reg := s.regs[key]
+	if reg == nil {
+		reg = &register{}
+		s.regs[key] = reg
+	}
+	return reg, !s.fence || token == 0 || token >= reg.highest
+}
+
+// answer replies to a read or a write under token: 500 when its event
+// could not be recorded (nothing changed), 409 when the token was stale,
+// else the key's value and highest token after the request.
+func answer(w http.ResponseWriter, key string, token uint64, cur register, accepted bool, err error) {
 	switch {
 	case err != nil:
 		writeJSON(w, http.StatusInternalServerError, storeError{Error: codeHistoryFail, Message: err.Error()})
 	case !accepted:
 		writeJSON(w, http.StatusConflict, storeError{Error: codeStaleToken,
-			Message: fmt.Sprintf("token %d is below the highest token %d of %q", req.Token, cur.highest, key), Highest: cur.highest})
+			Message: fmt.Sprintf("token %d is below the highest token %d of %q", token, cur.highest, key), Highest: cur.highest})
 	default:
 		writeJSON(w, http.StatusOK, regValue{Value: cur.value, Token: cur.highest})
 	}
