@@ -26,6 +26,10 @@ type nemesis struct {
 // clock: inside the client's margin (TTL/10), as the guarantees require.
 const driftRate = 1.05
 
+// linkFaultHold is how long a partition or a cut lasts: longer than an
+// election, shorter than most leases' patience.
+func linkFaultHold(rng *rand.Rand) time.Duration { return between(rng, 3*time.Second, 8*time.Second) }
+
 func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
 }
@@ -37,8 +41,6 @@ func names(ps []*proc) []string {
 	}
 	return out
 }
-
-func (w *world) healNet() func() error { return w.net.Heal }
 
 // pickLeader returns the leader and the other servers; a random server
 // when no leader is known.
@@ -65,7 +67,7 @@ func partitionNemesis(name string, groups func(ctx context.Context, w *world, rn
 		if err := w.net.Partition(g...); err != nil {
 			return nil, "", 0, err
 		}
-		return w.healNet(), fmt.Sprint(g), between(rng, 3*time.Second, 8*time.Second), nil
+		return w.net.Heal, fmt.Sprint(g), linkFaultHold(rng), nil
 	}}
 }
 
@@ -78,17 +80,17 @@ func blockNemesis(name string, minServers int, pairs func(ctx context.Context, w
 				return nil, "", 0, err
 			}
 		}
-		return w.healNet(), fmt.Sprintf("blocked %v", ps), between(rng, 3*time.Second, 8*time.Second), nil
+		return w.net.Heal, fmt.Sprintf("blocked %v", ps), linkFaultHold(rng), nil
 	}}
 }
 
 // nemeses are every fault the suite knows, by name.
 var nemeses = map[string]nemesis{}
 
-func register(n nemesis) { nemeses[n.name] = n }
+func addNemesis(n nemesis) { nemeses[n.name] = n }
 
 func init() {
-	register(partitionNemesis("partition-halves", func(_ context.Context, w *world, rng *rand.Rand) ([][]string, error) {
+	addNemesis(partitionNemesis("partition-halves", func(_ context.Context, w *world, rng *rand.Rand) ([][]string, error) {
 		ss := append([]*proc{}, w.servers...)
 		rng.Shuffle(len(ss), func(i, j int) { ss[i], ss[j] = ss[j], ss[i] })
 		a, b := names(ss[:len(ss)/2]), names(ss[len(ss)/2:])
@@ -101,11 +103,11 @@ func init() {
 		}
 		return [][]string{a, b}, nil
 	}))
-	register(partitionNemesis("isolate-leader", func(ctx context.Context, w *world, rng *rand.Rand) ([][]string, error) {
+	addNemesis(partitionNemesis("isolate-leader", func(ctx context.Context, w *world, rng *rand.Rand) ([][]string, error) {
 		l, rest := w.pickLeader(ctx, rng)
 		return [][]string{{l.name}, names(rest)}, nil
 	}))
-	register(partitionNemesis("isolate-follower", func(ctx context.Context, w *world, rng *rand.Rand) ([][]string, error) {
+	addNemesis(partitionNemesis("isolate-follower", func(ctx context.Context, w *world, rng *rand.Rand) ([][]string, error) {
 		l, rest := w.pickLeader(ctx, rng)
 		f := rest[rng.IntN(len(rest))]
 		others := []string{l.name}
@@ -116,11 +118,11 @@ func init() {
 		}
 		return [][]string{{f.name}, others}, nil
 	}))
-	register(partitionNemesis("workers-servers", func(_ context.Context, w *world, _ *rand.Rand) ([][]string, error) {
+	addNemesis(partitionNemesis("workers-servers", func(_ context.Context, w *world, _ *rand.Rand) ([][]string, error) {
 		return [][]string{names(w.servers), names(w.agents)}, nil
 	}))
 	// bridge: two halves that cannot talk, and one server that talks to both.
-	register(blockNemesis("bridge", 3, func(_ context.Context, w *world, rng *rand.Rand) [][2]string {
+	addNemesis(blockNemesis("bridge", 3, func(_ context.Context, w *world, rng *rand.Rand) [][2]string {
 		ss := append([]*proc{}, w.servers...)
 		rng.Shuffle(len(ss), func(i, j int) { ss[i], ss[j] = ss[j], ss[i] })
 		rest := ss[1:] // ss[0] is the bridge: it keeps every link
@@ -135,7 +137,7 @@ func init() {
 	}))
 	// ring: every server sees a majority (itself and its two neighbours),
 	// no two see the same one. Five servers.
-	register(blockNemesis("majorities-ring", 5, func(_ context.Context, w *world, rng *rand.Rand) [][2]string {
+	addNemesis(blockNemesis("majorities-ring", 5, func(_ context.Context, w *world, rng *rand.Rand) [][2]string {
 		ss := append([]*proc{}, w.servers...)
 		rng.Shuffle(len(ss), func(i, j int) { ss[i], ss[j] = ss[j], ss[i] })
 		var out [][2]string
@@ -149,7 +151,7 @@ func init() {
 		}
 		return out
 	}))
-	register(nemesis{name: "one-way", minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+	addNemesis(nemesis{name: "one-way", minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 		// The leader's packets to every other server are dropped; it still
 		// hears them.
 		l, rest := w.pickLeader(ctx, rng)
@@ -159,9 +161,9 @@ func init() {
 				return nil, "", 0, err
 			}
 		}
-		return w.healNet(), fmt.Sprintf("%s -> %v dropped", l.name, names(rest)), between(rng, 3*time.Second, 8*time.Second), nil
+		return w.net.Heal, fmt.Sprintf("%s -> %v dropped", l.name, names(rest)), linkFaultHold(rng), nil
 	}})
-	register(nemesis{name: "delay-loss", minServers: 1, inject: func(_ context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+	addNemesis(nemesis{name: "delay-loss", minServers: 1, inject: func(_ context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 		s := netns.Shaping{Delay: between(rng, 20*time.Millisecond, 80*time.Millisecond), Jitter: 10 * time.Millisecond, Loss: 0.05}
 		for _, p := range w.servers {
 			if err := w.net.Shape(p.name, s); err != nil {
@@ -178,12 +180,12 @@ func init() {
 		}
 		return undo, fmt.Sprintf("servers: delay %v±%v (%s), loss %.0f%%", s.Delay, s.Jitter, w.net.DelaySupported(), s.Loss*100), between(rng, 4*time.Second, 8*time.Second), nil
 	}})
-	register(pauseNemesis("pause-leader", func(ctx context.Context, w *world, rng *rand.Rand) *proc { l, _ := w.pickLeader(ctx, rng); return l }))
-	register(pauseNemesis("pause-follower", func(ctx context.Context, w *world, rng *rand.Rand) *proc {
+	addNemesis(pauseNemesis("pause-leader", func(ctx context.Context, w *world, rng *rand.Rand) *proc { l, _ := w.pickLeader(ctx, rng); return l }))
+	addNemesis(pauseNemesis("pause-follower", func(ctx context.Context, w *world, rng *rand.Rand) *proc {
 		_, rest := w.pickLeader(ctx, rng)
 		return rest[rng.IntN(len(rest))]
 	}))
-	register(nemesis{name: "pause-worker", minServers: 1, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+	addNemesis(nemesis{name: "pause-worker", minServers: 1, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 		p := w.holdingWorker(ctx, rng)
 		if p == nil {
 			return func() error { return nil }, "no worker to pause", 0, nil
@@ -194,16 +196,16 @@ func init() {
 		hold := 2*holderTTL + between(rng, 500*time.Millisecond, 2*time.Second)
 		return p.resume, "SIGSTOP " + p.name + " (holds a lease) for longer than its TTL", hold, nil
 	}})
-	register(killNemesis("kill-follower", func(ctx context.Context, w *world, rng *rand.Rand) []*proc {
+	addNemesis(killNemesis("kill-follower", func(ctx context.Context, w *world, rng *rand.Rand) []*proc {
 		_, rest := w.pickLeader(ctx, rng)
 		return []*proc{rest[rng.IntN(len(rest))]}
 	}))
-	register(killNemesis("kill-leader", func(ctx context.Context, w *world, rng *rand.Rand) []*proc {
+	addNemesis(killNemesis("kill-leader", func(ctx context.Context, w *world, rng *rand.Rand) []*proc {
 		l, _ := w.pickLeader(ctx, rng)
 		return []*proc{l}
 	}))
-	register(killNemesis("kill-all", func(_ context.Context, w *world, _ *rand.Rand) []*proc { return w.servers }))
-	register(nemesis{name: "transfer", minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+	addNemesis(killNemesis("kill-all", func(_ context.Context, w *world, _ *rand.Rand) []*proc { return w.servers }))
+	addNemesis(nemesis{name: "transfer", minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 		l, _ := w.pickLeader(ctx, rng)
 		var out struct {
 			LeaderID string `json:"leader_id"`
@@ -217,8 +219,8 @@ func init() {
 		}
 		return func() error { return nil }, desc, between(rng, time.Second, 3*time.Second), nil
 	}})
-	register(nemesis{name: "snapshot-install", minServers: 3, inject: snapshotInstall})
-	register(nemesis{name: "clock-drift", minServers: 1, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+	addNemesis(nemesis{name: "snapshot-install", minServers: 3, inject: snapshotInstall})
+	addNemesis(nemesis{name: "clock-drift", minServers: 1, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 		var p *proc
 		rate := driftRate
 		if rng.IntN(2) == 0 {
@@ -344,7 +346,7 @@ func runSchedule(ctx context.Context, w *world, pool []string, rng *rand.Rand, d
 			out = append(out, e)
 			return out, fmt.Errorf("nemesis %s: %w", n.name, err)
 		}
-		if !sleep(ctx, min(hold, time.Until(end)+hold/2)) {
+		if !sleep(ctx, hold) {
 			undo()
 			return out, ctx.Err()
 		}
