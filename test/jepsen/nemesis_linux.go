@@ -26,8 +26,8 @@ type nemesis struct {
 // clock: inside the client's margin (TTL/10), as the guarantees require.
 const driftRate = 1.05
 
-// linkFaultHold is how long a partition or a cut lasts: longer than an
-// election, shorter than most leases' patience.
+// linkFaultHold is how long a partition or a cut lasts: long enough for an
+// election and for the 2s leases of cut-off holders to expire.
 func linkFaultHold(rng *rand.Rand) time.Duration { return between(rng, 3*time.Second, 8*time.Second) }
 
 func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
