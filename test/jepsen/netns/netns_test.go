@@ -260,6 +260,10 @@ func TestBlockPartitionHeal(t *testing.T) {
 	if err := n.Partition([]string{"n1", "n2"}, []string{"n2"}); err == nil {
 		t.Error("Partition with n2 in two groups succeeded")
 	}
+	// The check the suite runs after set-up names what it cannot reach.
+	if err := n.CheckConnectivity(context.Background()); err == nil || !strings.Contains(err.Error(), "n1") {
+		t.Fatalf("connectivity check with n1 cut off: %v, want an error naming n1", err)
+	}
 	if err := n.Heal(); err != nil {
 		t.Fatal(err)
 	}
