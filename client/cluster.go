@@ -24,7 +24,7 @@ type NodeStatus struct {
 	// negative when it never has.
 	LastContact time.Duration `json:"-"`
 	// LastToken is the last fencing token handed out in the cluster.
-	LastToken uint64       `json:"last_token,omitempty"`
+	LastToken uint64       `json:"last_token"`
 	Ready     bool         `json:"ready"`
 	Servers   []ServerInfo `json:"servers"`
 }
@@ -33,7 +33,7 @@ type NodeStatus struct {
 type ServerInfo struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft_addr"`
-	HTTPAddr string `json:"http_addr"`
+	HTTPAddr string `json:"http_addr,omitempty"`
 	Suffrage string `json:"suffrage"`
 	Leader   bool   `json:"leader"`
 }
@@ -100,8 +100,32 @@ type Member struct {
 	// Status is alive, suspect, dead or left.
 	Status string `json:"status"`
 	// Role is server or worker.
-	Role string         `json:"role"`
-	Meta map[string]any `json:"meta,omitempty"`
+	Role string     `json:"role"`
+	Meta MemberMeta `json:"meta"`
+}
+
+// MemberMeta is what a member announces over gossip, servers and workers
+// alike: the servers read it to find each other and to plan a group's keys
+// over its workers. Its JSON is a contract between the Worker of this
+// package and the servers, whose own declaration must keep the same fields
+// (the server converts one into the other, which compiles only while they
+// agree).
+type MemberMeta struct {
+	Role string `json:"role"` // "server" or "worker"
+	ID   string `json:"id"`
+	// Servers.
+	RaftAddr        string `json:"raft,omitempty"`
+	HTTPAddr        string `json:"http,omitempty"`
+	BootstrapExpect int    `json:"expect,omitempty"`
+	NonVoter        bool   `json:"nonvoter,omitempty"`
+	// Bootstrapped: the server has Raft state (it must not bootstrap again).
+	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// Workers. Holder is the holder of the worker's leases (unique per
+	// process; several processes may share an ID).
+	Holder   string   `json:"holder,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
+	Capacity int      `json:"capacity,omitempty"`
+	Draining bool     `json:"draining,omitempty"`
 }
 
 // Status returns the view of the node that the client is talking to (the
@@ -124,9 +148,7 @@ func (c *Client) Members(ctx context.Context) ([]Member, *Meta, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var out struct {
-		Members []Member `json:"members"`
-	}
+	var out MemberList
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return nil, nil, fmt.Errorf("decode members: %w", err)
 	}
@@ -172,17 +194,13 @@ func (o *OperatorAPI) RemoveServer(ctx context.Context, id string) (*Meta, error
 // TransferLeader hands leadership to the server id, or, when id is empty,
 // to the most up-to-date server. It returns the id of the new leader.
 func (o *OperatorAPI) TransferLeader(ctx context.Context, id string) (string, *Meta, error) {
-	body := struct {
-		ID string `json:"id,omitempty"`
-	}{id}
+	body := TransferBody{ID: id}
 	resp, err := o.c.do(ctx, &request{method: http.MethodPost,
 		path: "/v1/operator/transfer-leader", body: body, unsafeRetry: true})
 	if err != nil {
 		return "", nil, err
 	}
-	var out struct {
-		LeaderID string `json:"leader_id"`
-	}
+	var out TransferResult
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return "", nil, fmt.Errorf("decode transfer answer: %w", err)
 	}

@@ -53,7 +53,7 @@ func TestStatusAndMembers(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Members: %v", err)
 			}
-			if len(ms) != 1 || ms[0].Status != "alive" || ms[0].Meta["capacity"] != float64(8) {
+			if len(ms) != 1 || ms[0].Status != "alive" || ms[0].Meta.Capacity != 8 {
 				t.Errorf("members = %+v, want n1 alive with capacity 8", ms)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -88,29 +89,81 @@ var (
 )
 
 // Error codes of the HTTP API v1. They are stable: a code never changes
-// meaning.
+// meaning. The server answers with these constants and no others
+// (ErrorCodes lists them).
 const (
-	CodeInvalidKey      = "invalid_key"
-	CodeInvalidHolder   = "invalid_holder"
-	CodeInvalidTTL      = "invalid_ttl"
-	CodeInvalidWait     = "invalid_wait"
-	CodeInvalidToken    = "invalid_token"
-	CodeInvalidMetadata = "invalid_metadata"
-	CodeInvalidIndex    = "invalid_index"
-	CodeInvalidQuery    = "invalid_query"
-	CodeInvalidBody     = "invalid_body"
-	CodeBodyTooLarge    = "body_too_large"
-	CodeNotFound        = "not_found"
-	CodeLeaseLost       = "lease_lost"
-	CodeHeld            = "held"
-	CodeOverloaded      = "overloaded"
-	CodeNoLeader        = "no_leader"
-	CodeLeadershipLost  = "leadership_lost"
-	CodeTimeout         = "timeout"
-	CodeInternal        = "internal"
-	CodeDisabled        = "disabled"
-	CodeProhibited      = "prohibited"
+	CodeInvalidKey          = "invalid_key"
+	CodeInvalidHolder       = "invalid_holder"
+	CodeInvalidTTL          = "invalid_ttl"
+	CodeInvalidWait         = "invalid_wait"
+	CodeInvalidToken        = "invalid_token"
+	CodeInvalidMetadata     = "invalid_metadata"
+	CodeInvalidIndex        = "invalid_index"
+	CodeInvalidQuery        = "invalid_query"
+	CodeInvalidBody         = "invalid_body"
+	CodeInvalidName         = "invalid_name"
+	CodeInvalidKeys         = "invalid_keys"
+	CodeInvalidCount        = "invalid_count"
+	CodeInvalidPrefix       = "invalid_prefix"
+	CodeInvalidMaxPerWorker = "invalid_max_per_worker"
+	CodeInvalidProhibited   = "invalid_prohibited"
+	CodeInvalidWorker       = "invalid_worker"
+	CodeBodyTooLarge        = "body_too_large"
+	CodeNotFound            = "not_found"
+	CodeLeaseLost           = "lease_lost"
+	CodeHeld                = "held"
+	CodeNothingNew          = "nothing_new"
+	CodeOverloaded          = "overloaded"
+	CodeNoLeader            = "no_leader"
+	CodeLeadershipLost      = "leadership_lost"
+	CodeTimeout             = "timeout"
+	CodeInternal            = "internal"
+	CodeDisabled            = "disabled"
+	CodeProhibited          = "prohibited"
 )
+
+// codeSentinels maps every error code of the API to the sentinel error an
+// APIError of that code matches; nil where no sentinel applies.
+var codeSentinels = map[string]error{
+	CodeInvalidKey:          ErrInvalid,
+	CodeInvalidHolder:       ErrInvalid,
+	CodeInvalidTTL:          ErrInvalid,
+	CodeInvalidWait:         ErrInvalid,
+	CodeInvalidToken:        ErrInvalid,
+	CodeInvalidMetadata:     ErrInvalid,
+	CodeInvalidIndex:        ErrInvalid,
+	CodeInvalidQuery:        ErrInvalid,
+	CodeInvalidBody:         ErrInvalid,
+	CodeInvalidName:         ErrInvalid,
+	CodeInvalidKeys:         ErrInvalid,
+	CodeInvalidCount:        ErrInvalid,
+	CodeInvalidPrefix:       ErrInvalid,
+	CodeInvalidMaxPerWorker: ErrInvalid,
+	CodeInvalidProhibited:   ErrInvalid,
+	CodeInvalidWorker:       ErrInvalid,
+	CodeBodyTooLarge:        ErrInvalid,
+	CodeNotFound:            ErrNotFound,
+	CodeLeaseLost:           ErrLeaseLost,
+	CodeHeld:                ErrHeld,
+	CodeNothingNew:          nil,
+	CodeOverloaded:          ErrOverloaded,
+	CodeNoLeader:            ErrNoLeader,
+	CodeLeadershipLost:      ErrLeadershipLost,
+	CodeTimeout:             ErrTimeout,
+	CodeInternal:            nil,
+	CodeDisabled:            ErrDisabled,
+	CodeProhibited:          ErrProhibited,
+}
+
+// ErrorCodes returns every error code of the HTTP API v1, sorted.
+func ErrorCodes() []string {
+	codes := make([]string, 0, len(codeSentinels))
+	for c := range codeSentinels {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	return codes
+}
 
 // Reasons carried by a lease_lost error, and by a free lease to say why it
 // is free.
@@ -178,28 +231,11 @@ func (e *APIError) Is(target error) bool {
 // sentinel maps the code, or the status when there is no code, to a
 // sentinel error; nil when none applies (internal, unknown codes).
 func (e *APIError) sentinel() error {
-	switch e.Code {
-	case CodeHeld:
-		return ErrHeld
-	case CodeLeaseLost:
-		return ErrLeaseLost
-	case CodeNotFound:
-		return ErrNotFound
-	case CodeNoLeader:
-		return ErrNoLeader
-	case CodeLeadershipLost:
-		return ErrLeadershipLost
-	case CodeOverloaded:
-		return ErrOverloaded
-	case CodeTimeout:
-		return ErrTimeout
-	case CodeBodyTooLarge:
-		return ErrInvalid
-	case CodeDisabled:
-		return ErrDisabled
-	case CodeProhibited:
-		return ErrProhibited
+	if s, ok := codeSentinels[e.Code]; ok {
+		return s
 	}
+	// A code newer than this client: its kind still shows in its prefix or
+	// its status.
 	if strings.HasPrefix(e.Code, "invalid_") || e.StatusCode == http.StatusBadRequest {
 		return ErrInvalid
 	}
@@ -217,15 +253,6 @@ func (e *APIError) sentinel() error {
 		return ErrTimeout
 	}
 	return nil
-}
-
-// errorBody is the JSON error body of the API.
-type errorBody struct {
-	Error   string     `json:"error"`
-	Message string     `json:"message"`
-	Field   string     `json:"field"`
-	Reason  string     `json:"reason"`
-	Lease   *LeaseInfo `json:"lease"`
 }
 
 // parseRetryAfter reads a Retry-After header: seconds, or an HTTP date.

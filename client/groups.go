@@ -74,8 +74,10 @@ type Group struct {
 	AssignIndex  uint64        `json:"assign_index"`
 }
 
-// KeyControl is an operator's controls of a key.
+// KeyControl is an operator's controls of a key. Key names it in answers;
+// SetControl ignores it.
 type KeyControl struct {
+	Key        string   `json:"key,omitempty"`
 	Disabled   bool     `json:"disabled"`
 	Prohibited []string `json:"prohibited"`
 }
@@ -100,7 +102,7 @@ func (g *GroupsAPI) AddRemoveKeys(ctx context.Context, name string, add, remove 
 	if err != nil {
 		return nil, err
 	}
-	return g.summary(ctx, http.MethodPost, p, map[string][]string{"add": add, "remove": remove})
+	return g.summary(ctx, http.MethodPost, p, GroupKeysBody{Add: add, Remove: remove})
 }
 
 // SetMaxPerWorker changes the per-worker maximum of a group.
@@ -109,7 +111,7 @@ func (g *GroupsAPI) SetMaxPerWorker(ctx context.Context, name string, max int) (
 	if err != nil {
 		return nil, err
 	}
-	return g.summary(ctx, http.MethodPut, p, map[string]int{"max_per_worker": max})
+	return g.summary(ctx, http.MethodPut, p, MaxPerWorkerBody{MaxPerWorker: max})
 }
 
 func (g *GroupsAPI) summary(ctx context.Context, method, path string, body any) (*GroupSummary, error) {
@@ -142,9 +144,7 @@ func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, 
 	if err != nil {
 		return nil, nil, err
 	}
-	var out struct {
-		Groups []GroupSummary `json:"groups"`
-	}
+	var out GroupList
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return nil, nil, fmt.Errorf("decode groups: %w", err)
 	}
@@ -184,10 +184,7 @@ func (g *GroupsAPI) Assignment(ctx context.Context, name, worker string, q *Quer
 	if err != nil {
 		return nil, nil, err
 	}
-	var out struct {
-		Assignment map[string]string `json:"assignment"`
-		Index      uint64            `json:"index"`
-	}
+	var out Assignment
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return nil, nil, fmt.Errorf("decode assignment: %w", err)
 	}
@@ -225,6 +222,7 @@ func (g *GroupsAPI) SetControl(ctx context.Context, key string, ctl KeyControl) 
 	if ctl.Prohibited == nil {
 		ctl.Prohibited = []string{}
 	}
+	ctl.Key = "" // the path names it
 	_, err = g.c.do(ctx, &request{method: http.MethodPut, path: p, body: ctl})
 	return err
 }
@@ -236,6 +234,6 @@ func (g *GroupsAPI) DrainWorker(ctx context.Context, worker string, draining boo
 		return fmt.Errorf("%w: empty worker id", ErrInvalid)
 	}
 	_, err := g.c.do(ctx, &request{method: http.MethodPost, path: "/v1/workers/" + url.PathEscape(worker) + "/drain",
-		body: map[string]bool{"draining": draining}})
+		body: DrainBody{Draining: &draining}})
 	return err
 }

@@ -50,30 +50,28 @@ type LeaseInfo struct {
 // Held reports whether the lease was held when the server answered.
 func (l *LeaseInfo) Held() bool { return l.State == StateHeld }
 
-// leaseJSON is the wire form of a lease.
+// leaseJSON is the wire form of a lease, as the server writes it and this
+// package reads it.
 type leaseJSON struct {
 	Key         string            `json:"key"`
-	Holder      string            `json:"holder,omitempty"`
+	Holder      string            `json:"holder"`
 	Token       uint64            `json:"token"`
-	TTL         string            `json:"ttl,omitempty"`
+	TTL         string            `json:"ttl"`
 	State       LeaseState        `json:"state"`
 	ExpiresIn   string            `json:"expires_in,omitempty"`
 	AcquiredAt  string            `json:"acquired_at,omitempty"`
 	RenewedAt   string            `json:"renewed_at,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	Reason      string            `json:"reason,omitempty"`
-	ModifyIndex uint64            `json:"modify_index,omitempty"`
+	ModifyIndex uint64            `json:"modify_index"`
 }
 
 // MarshalJSON encodes the lease in the wire form of the API.
 func (l LeaseInfo) MarshalJSON() ([]byte, error) {
 	w := leaseJSON{
-		Key: l.Key, Holder: l.Holder, Token: l.Token, State: l.State,
+		Key: l.Key, Holder: l.Holder, Token: l.Token, TTL: l.TTL.String(), State: l.State,
 		AcquiredAt: formatTime(l.AcquiredAt), RenewedAt: formatTime(l.RenewedAt),
 		Metadata: l.Metadata, Reason: l.Reason, ModifyIndex: l.ModifyIndex,
-	}
-	if l.TTL != 0 {
-		w.TTL = l.TTL.String()
 	}
 	if l.HasExpiresIn {
 		w.ExpiresIn = l.ExpiresIn.String()

@@ -112,12 +112,7 @@ func (a *LeasesAPI) Acquire(ctx context.Context, key string, req AcquireRequest)
 	if err != nil {
 		return nil, nil, err
 	}
-	body := struct {
-		Holder   string            `json:"holder"`
-		TTL      string            `json:"ttl,omitempty"`
-		Wait     string            `json:"wait,omitempty"`
-		Metadata map[string]string `json:"metadata,omitempty"`
-	}{Holder: req.Holder, Metadata: req.Metadata}
+	body := AcquireBody{Holder: req.Holder, Metadata: req.Metadata}
 	if req.TTL > 0 {
 		body.TTL = req.TTL.String()
 	}
@@ -144,10 +139,7 @@ func (a *LeasesAPI) Renew(ctx context.Context, key, holder string, token uint64)
 	if err != nil {
 		return nil, nil, err
 	}
-	body := struct {
-		Holder string `json:"holder"`
-		Token  uint64 `json:"token"`
-	}{holder, token}
+	body := LeaseRefBody{Holder: holder, Token: token}
 	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: p, body: body})
 	if err != nil {
 		return nil, nil, err
@@ -173,25 +165,12 @@ func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []Lease
 	if len(leases) == 0 || len(leases) > MaxRenewBatch {
 		return nil, nil, fmt.Errorf("%w: renew many needs 1 to %d leases, got %d", ErrInvalid, MaxRenewBatch, len(leases))
 	}
-	body := struct {
-		Holder string     `json:"holder"`
-		Leases []LeaseRef `json:"leases"`
-	}{holder, leases}
+	body := RenewManyBody{Holder: holder, Leases: leases}
 	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: timeout})
 	if err != nil {
 		return nil, nil, err
 	}
-	var out struct {
-		Results []struct {
-			Key     string     `json:"key"`
-			Token   uint64     `json:"token"`
-			OK      bool       `json:"ok"`
-			Lease   *LeaseInfo `json:"lease"`
-			Error   string     `json:"error"`
-			Message string     `json:"message"`
-			Reason  string     `json:"reason"`
-		} `json:"results"`
-	}
+	var out RenewManyResults
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return nil, nil, fmt.Errorf("decode renew answer: %w", err)
 	}
@@ -263,10 +242,7 @@ func (a *LeasesAPI) List(ctx context.Context, opts *ListOptions, q *QueryOptions
 	if err != nil {
 		return nil, nil, err
 	}
-	var out struct {
-		Leases []LeaseInfo `json:"leases"`
-		Index  uint64      `json:"index"`
-	}
+	var out LeaseList
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return nil, nil, fmt.Errorf("decode lease list: %w", err)
 	}

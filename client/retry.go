@@ -70,7 +70,7 @@ func decodeAPIError(hr *http.Response, data []byte) *APIError {
 	if v := hr.Header.Get(HeaderIndex); v != "" {
 		ae.Index, _ = strconv.ParseUint(v, 10, 64)
 	}
-	var eb errorBody
+	var eb ErrorBody
 	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != "" {
 		ae.Code, ae.Message, ae.Field, ae.Reason, ae.Lease = eb.Error, eb.Message, eb.Field, eb.Reason, eb.Lease
 		return ae

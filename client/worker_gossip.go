@@ -13,17 +13,6 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// workerMeta is what a worker announces over gossip. The JSON names are a
-// contract with the servers (their MemberMeta).
-type workerMeta struct {
-	Role     string   `json:"role"`
-	ID       string   `json:"id"`
-	Holder   string   `json:"holder"`
-	Groups   []string `json:"groups"`
-	Capacity int      `json:"capacity,omitempty"`
-	Draining bool     `json:"draining,omitempty"`
-}
-
 // workerPushPull is how often a worker exchanges its full gossip state
 // with a random member.
 const workerPushPull = 5 * time.Second
@@ -34,7 +23,7 @@ type workerGossip struct {
 	log  hclog.Logger
 
 	mu   sync.Mutex
-	meta workerMeta
+	meta MemberMeta
 	// servers are the names of the servers alive in this worker's view,
 	// kept from memberlist's events (never read from its nodes, which
 	// would race with its updates).
@@ -55,7 +44,7 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 	g := &workerGossip{
 		log:     w.log.Named("gossip"),
 		servers: make(map[string]bool),
-		meta:    workerMeta{Role: "worker", ID: w.cfg.id, Holder: w.cfg.holder, Groups: []string{w.group}, Capacity: w.cfg.capacity},
+		meta:    MemberMeta{Role: "worker", ID: w.cfg.id, Holder: w.cfg.holder, Groups: []string{w.group}, Capacity: w.cfg.capacity},
 	}
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = w.cfg.holder // unique, so two Workers of one id never clash
@@ -143,9 +132,7 @@ func (g *workerGossip) seesServer() bool {
 // record follows servers joining and leaving. memberlist calls the event
 // delegate with its node lock held, so node's fields are stable here.
 func (g *workerGossip) record(node *memberlist.Node, alive bool) {
-	var meta struct {
-		Role string `json:"role"`
-	}
+	var meta MemberMeta
 	if json.Unmarshal(node.Meta, &meta) != nil || meta.Role != "server" {
 		return
 	}

@@ -16,7 +16,10 @@ import (
 
 // MemberMeta is what a member announces over gossip (JSON, at most
 // memberlist.MetaMaxSize bytes). Servers fill the server fields; workers,
-// through package client, the worker ones.
+// through package client, the worker ones. The contract is client's
+// MemberMeta: this copy exists only because cluster must not import client,
+// and httpapi converts one into the other, which stops compiling the day
+// the two declare different fields.
 type MemberMeta struct {
 	Role string `json:"role"` // "server" or "worker"
 	ID   string `json:"id"`

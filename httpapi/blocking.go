@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"github.com/tenure-io/tenure/client"
 	"net/http"
 	"strconv"
 	"time"
@@ -26,7 +27,7 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 	if v := q.Get("index"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return badRequest(codeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
+			return badRequest(client.CodeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
 		}
 		min = n
 	}
@@ -74,12 +75,12 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 
 func (s *Server) readHeaders(w http.ResponseWriter, index uint64) {
 	h := w.Header()
-	h.Set(headerIndex, strconv.FormatUint(index, 10))
+	h.Set(client.HeaderIndex, strconv.FormatUint(index, 10))
 	st := s.node.LastContact()
 	ms := st.Milliseconds()
 	if st < 0 {
 		ms = -1
 	}
-	h.Set(headerLastContact, strconv.FormatInt(ms, 10))
-	h.Set(headerKnownLeader, strconv.FormatBool(s.node.LeaderHTTPAddr() != "" || s.node.Ready() == nil))
+	h.Set(client.HeaderLastContact, strconv.FormatInt(ms, 10))
+	h.Set(client.HeaderKnownLeader, strconv.FormatBool(s.node.LeaderHTTPAddr() != "" || s.node.Ready() == nil))
 }

@@ -7,43 +7,19 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/client"
 )
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st := s.node.Status()
-	out := statusJSON{
-		NodeID:         st.NodeID,
-		Role:           st.Role,
-		LeaderID:       st.LeaderID,
-		LeaderHTTPAddr: st.LeaderHTTPAddr,
-		Term:           st.Term,
-		LastLogIndex:   st.LastLogIndex,
-		CommitIndex:    st.CommitIndex,
-		AppliedIndex:   st.AppliedIndex,
-		LastToken:      st.LastToken,
-		LastContact:    st.LastContact.Round(time.Millisecond).String(),
-		Ready:          st.Ready,
-		Servers:        []serverJSON{},
-	}
-	if st.LastContact < 0 {
-		out.LastContact = "never"
-	}
-	for _, srv := range st.Servers {
-		suffrage := "nonvoter"
-		if srv.Voter {
-			suffrage = "voter"
-		}
-		out.Servers = append(out.Servers, serverJSON{ID: srv.ID, RaftAddr: srv.RaftAddr, HTTPAddr: srv.HTTPAddr, Suffrage: suffrage, Leader: srv.Leader})
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, statusOut(s.node.Status()))
 }
 
 func (s *Server) members(w http.ResponseWriter, r *http.Request) {
-	out := []memberJSON{}
+	out := client.MemberList{Members: []client.Member{}}
 	for _, m := range s.node.Members() {
-		out = append(out, memberJSON{Name: m.Name, Addr: m.Addr, Status: m.Status, Role: m.Meta.Role, Meta: m.Meta})
+		out.Members = append(out.Members, memberOut(m))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"members": out})
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) removeServer(w http.ResponseWriter, r *http.Request) error {
@@ -57,9 +33,7 @@ func (s *Server) removeServer(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		ID string `json:"id"`
-	}
+	var body client.TransferBody
 	if r.ContentLength != 0 {
 		if err := decodeBody(r, &body); err != nil {
 			return err
@@ -71,25 +45,25 @@ func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"leader_id": leader})
+	writeJSON(w, http.StatusOK, client.TransferResult{LeaderID: leader})
 	return nil
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 	info, err := s.node.Snapshot(r.Context())
 	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
-		writeError(w, &apiError{status: http.StatusConflict, code: "nothing_new", msg: "nothing new to snapshot since the last one"})
+		writeError(w, &apiError{code: client.CodeNothingNew, msg: "nothing new to snapshot since the last one"})
 		return
 	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": info.ID, "index": info.Index, "term": info.Term, "size": info.Size})
+	writeJSON(w, http.StatusOK, client.SnapshotInfo{ID: info.ID, Index: info.Index, Term: info.Term, Size: info.Size})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, client.Health{Status: "ok"})
 }
 
 // readyz is 200 while this node can serve: a follower that knows a leader,
@@ -97,7 +71,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // quorum round now.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	st := s.node.Status()
-	out := map[string]any{"ready": false, "role": st.Role, "leader_id": st.LeaderID}
+	out := client.Readiness{Role: st.Role, LeaderID: st.LeaderID}
 	var reason string
 	switch {
 	case st.Role == "leader":
@@ -110,11 +84,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		reason = "no known leader"
 	}
 	if reason != "" {
-		out["reason"] = reason
+		out.Reason = reason
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, out)
 		return
 	}
-	out["ready"] = true
+	out.Ready = true
 	writeJSON(w, http.StatusOK, out)
 }

@@ -5,48 +5,75 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 )
 
-// Error codes: stable, part of the API. The client maps them back to its
-// sentinel errors.
-const (
-	codeHeld           = "held"
-	codeLeaseLost      = "lease_lost"
-	codeNotFound       = "not_found"
-	codeInvalidBody    = "invalid_body"
-	codeBodyTooLarge   = "body_too_large"
-	codeInvalidIndex   = "invalid_index"
-	codeInvalidQuery   = "invalid_query"
-	codeOverloaded     = "overloaded"
-	codeNoLeader       = "no_leader"
-	codeLeadershipLost = "leadership_lost"
-	codeTimeout        = "timeout"
-	codeInternal       = "internal"
-	codeDisabled       = "disabled"
-	codeProhibited     = "prohibited"
-)
-
-// fieldCodes maps the field named by a cluster.InvalidError to its code.
+// fieldCodes maps the field named by a cluster.InvalidError, or by a JSON
+// type error, to its code. The codes are package client's: it owns the
+// contract.
 var fieldCodes = map[string]string{
-	"key":      "invalid_key",
-	"holder":   "invalid_holder",
-	"ttl":      "invalid_ttl",
-	"wait":     "invalid_wait",
-	"token":    "invalid_token",
-	"metadata": "invalid_metadata",
+	"key":      client.CodeInvalidKey,
+	"holder":   client.CodeInvalidHolder,
+	"ttl":      client.CodeInvalidTTL,
+	"wait":     client.CodeInvalidWait,
+	"token":    client.CodeInvalidToken,
+	"metadata": client.CodeInvalidMetadata,
 	// Groups, controls and workers.
-	"name":           "invalid_name",
-	"keys":           "invalid_keys",
-	"count":          "invalid_count",
-	"prefix":         "invalid_prefix",
-	"add":            "invalid_keys",
-	"max_per_worker": "invalid_max_per_worker",
-	"prohibited":     "invalid_prohibited",
-	"worker":         "invalid_worker",
+	"name":           client.CodeInvalidName,
+	"keys":           client.CodeInvalidKeys,
+	"count":          client.CodeInvalidCount,
+	"prefix":         client.CodeInvalidPrefix,
+	"add":            client.CodeInvalidKeys,
+	"max_per_worker": client.CodeInvalidMaxPerWorker,
+	"prohibited":     client.CodeInvalidProhibited,
+	"worker":         client.CodeInvalidWorker,
 }
 
-// apiError is an error this package answers with a given status and code.
+// fieldCode is the code of a bad field: its own, or invalid_body.
+func fieldCode(field string) string {
+	if c := fieldCodes[field]; c != "" {
+		return c
+	}
+	return client.CodeInvalidBody
+}
+
+// codeStatus is the HTTP status of every error code this package answers
+// with: the codes are package client's, and a test checks that the two
+// lists are the same.
+var codeStatus = map[string]int{
+	client.CodeInvalidKey:          http.StatusBadRequest,
+	client.CodeInvalidHolder:       http.StatusBadRequest,
+	client.CodeInvalidTTL:          http.StatusBadRequest,
+	client.CodeInvalidWait:         http.StatusBadRequest,
+	client.CodeInvalidToken:        http.StatusBadRequest,
+	client.CodeInvalidMetadata:     http.StatusBadRequest,
+	client.CodeInvalidIndex:        http.StatusBadRequest,
+	client.CodeInvalidQuery:        http.StatusBadRequest,
+	client.CodeInvalidBody:         http.StatusBadRequest,
+	client.CodeInvalidName:         http.StatusBadRequest,
+	client.CodeInvalidKeys:         http.StatusBadRequest,
+	client.CodeInvalidCount:        http.StatusBadRequest,
+	client.CodeInvalidPrefix:       http.StatusBadRequest,
+	client.CodeInvalidMaxPerWorker: http.StatusBadRequest,
+	client.CodeInvalidProhibited:   http.StatusBadRequest,
+	client.CodeInvalidWorker:       http.StatusBadRequest,
+	client.CodeBodyTooLarge:        http.StatusBadRequest,
+	client.CodeDisabled:            http.StatusForbidden,
+	client.CodeProhibited:          http.StatusForbidden,
+	client.CodeNotFound:            http.StatusNotFound,
+	client.CodeLeaseLost:           http.StatusNotFound,
+	client.CodeHeld:                http.StatusConflict,
+	client.CodeNothingNew:          http.StatusConflict,
+	client.CodeOverloaded:          http.StatusTooManyRequests,
+	client.CodeInternal:            http.StatusInternalServerError,
+	client.CodeNoLeader:            http.StatusServiceUnavailable,
+	client.CodeLeadershipLost:      http.StatusServiceUnavailable,
+	client.CodeTimeout:             http.StatusGatewayTimeout,
+}
+
+// apiError is an error this package answers with a given code, and with
+// the code's status unless status is set.
 type apiError struct {
 	status int
 	code   string
@@ -56,11 +83,19 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 
-func badRequest(code, field, msg string) error {
-	return &apiError{status: http.StatusBadRequest, code: code, field: field, msg: msg}
+// httpStatus is the status e is answered with.
+func (e *apiError) httpStatus() int {
+	if e.status != 0 {
+		return e.status
+	}
+	return codeStatus[e.code]
 }
 
-// writeError answers err with its status and code. A request whose client
+func badRequest(code, field, msg string) error {
+	return &apiError{code: code, field: field, msg: msg}
+}
+
+// writeError answers err with its code and status. A request whose client
 // went away gets no answer.
 func writeError(w http.ResponseWriter, err error) {
 	var (
@@ -69,42 +104,42 @@ func writeError(w http.ResponseWriter, err error) {
 		lost *cluster.LostError
 		inv  *cluster.InvalidError
 	)
-	body := errorJSON{Message: err.Error()}
-	status := http.StatusInternalServerError
+	body := client.ErrorBody{Message: err.Error(), Error: client.CodeInternal}
+	status := 0
 	switch {
 	case errors.As(err, &api):
-		status, body.Error, body.Field = api.status, api.code, api.field
+		status, body.Error, body.Field = api.httpStatus(), api.code, api.field
 	case errors.As(err, &held):
-		status, body.Error, body.Lease = http.StatusConflict, codeHeld, leaseOut(cluster.LeaseView{Lease: held.Lease})
+		body.Error, body.Lease = client.CodeHeld, leaseOut(cluster.LeaseView{Lease: held.Lease})
 	case errors.As(err, &lost):
-		status, body.Error, body.Reason = http.StatusNotFound, codeLeaseLost, lost.Reason
+		body.Error, body.Reason = client.CodeLeaseLost, lost.Reason
 	case errors.As(err, &inv):
-		status, body.Field = http.StatusBadRequest, inv.Field
-		body.Error = fieldCodes[inv.Field]
-		if body.Error == "" {
-			body.Error = codeInvalidBody
-		}
+		body.Error, body.Field = fieldCode(inv.Field), inv.Field
 	case errors.Is(err, cluster.ErrDisabled):
-		status, body.Error = http.StatusForbidden, codeDisabled
+		body.Error = client.CodeDisabled
 	case errors.Is(err, cluster.ErrProhibited):
-		status, body.Error = http.StatusForbidden, codeProhibited
+		body.Error = client.CodeProhibited
 	case errors.Is(err, cluster.ErrNotFound):
-		status, body.Error = http.StatusNotFound, codeNotFound
+		body.Error = client.CodeNotFound
 	case errors.Is(err, cluster.ErrOverloaded):
-		status, body.Error = http.StatusTooManyRequests, codeOverloaded
-		w.Header().Set("Retry-After", "1")
+		body.Error = client.CodeOverloaded
 	case errors.Is(err, cluster.ErrLeadershipLost):
-		status, body.Error = http.StatusServiceUnavailable, codeLeadershipLost
-		w.Header().Set("Retry-After", "1")
+		body.Error = client.CodeLeadershipLost
 	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrNotReady), errors.Is(err, cluster.ErrShutdown):
-		status, body.Error = http.StatusServiceUnavailable, codeNoLeader
-		w.Header().Set("Retry-After", "1")
+		body.Error = client.CodeNoLeader
 	case errors.Is(err, context.DeadlineExceeded):
-		status, body.Error = http.StatusGatewayTimeout, codeTimeout
+		body.Error = client.CodeTimeout
 	case errors.Is(err, context.Canceled):
 		return
-	default:
-		body.Error = codeInternal
+	}
+	if status == 0 {
+		status = codeStatus[body.Error]
+	}
+	if status == 0 { // a code missing from codeStatus: a bug, said as one
+		status, body.Message = http.StatusInternalServerError, "no status for code "+body.Error+": "+body.Message
+	}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, body)
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -26,12 +27,12 @@ func TestWriteError(t *testing.T) {
 		wantField  string
 		wantReason string
 		wantRetry  bool
-		wantLease  *wireLease
+		wantLease  *client.LeaseInfo
 	}{
 		{name: "held", err: &cluster.HeldError{Lease: held}, wantStatus: 409, wantCode: "held",
-			wantLease: &wireLease{Key: "k", Holder: "other", Token: 7, TTL: "10s", State: "held", ModifyIndex: 12}},
+			wantLease: &client.LeaseInfo{Key: "k", Holder: "other", Token: 7, TTL: 10 * time.Second, State: "held", ModifyIndex: 12}},
 		{name: "held wrapped", err: fmt.Errorf("acquire: %w", &cluster.HeldError{Lease: held}), wantStatus: 409, wantCode: "held",
-			wantLease: &wireLease{Key: "k", Holder: "other", Token: 7, TTL: "10s", State: "held", ModifyIndex: 12}},
+			wantLease: &client.LeaseInfo{Key: "k", Holder: "other", Token: 7, TTL: 10 * time.Second, State: "held", ModifyIndex: 12}},
 		{name: "lost released", err: &cluster.LostError{Key: "k", Reason: cluster.ReasonReleased}, wantStatus: 404, wantCode: "lease_lost", wantReason: "released"},
 		{name: "lost superseded", err: &cluster.LostError{Key: "k", Reason: cluster.ReasonSuperseded}, wantStatus: 404, wantCode: "lease_lost", wantReason: "superseded"},
 		{name: "invalid ttl", err: &cluster.InvalidError{Field: "ttl", Err: errors.New("1ms is below 300ms")}, wantStatus: 400, wantCode: "invalid_ttl", wantField: "ttl"},
@@ -104,13 +105,13 @@ func TestDecodeBody(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		body      string
-		want      acquireBody
+		want      client.AcquireBody
 		wantCode  string // "" for success
 		wantField string
 	}{
 		{name: "ok", body: `{"holder":"h","ttl":"10s","wait":"1s","metadata":{"zone":"a"}}`,
-			want: acquireBody{Holder: "h", TTL: "10s", Wait: "1s", Metadata: map[string]string{"zone": "a"}}},
-		{name: "ok with trailing whitespace", body: "{\"holder\":\"h\",\"ttl\":\"10s\"}\n\t ", want: acquireBody{Holder: "h", TTL: "10s"}},
+			want: client.AcquireBody{Holder: "h", TTL: "10s", Wait: "1s", Metadata: map[string]string{"zone": "a"}}},
+		{name: "ok with trailing whitespace", body: "{\"holder\":\"h\",\"ttl\":\"10s\"}\n\t ", want: client.AcquireBody{Holder: "h", TTL: "10s"}},
 		{name: "unknown field", body: `{"holder":"h","ttl":"10s","lease_time":"5s"}`, wantCode: "invalid_body", wantField: "lease_time"},
 		{name: "trailing object", body: `{"holder":"h","ttl":"10s"} {"holder":"x"}`, wantCode: "invalid_body", wantField: "body"},
 		{name: "trailing brace", body: `{"holder":"h","ttl":"10s"}}`, wantCode: "invalid_body", wantField: "body"},
@@ -129,7 +130,7 @@ func TestDecodeBody(t *testing.T) {
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest(http.MethodPut, "/v1/leases/k", strings.NewReader(tc.body))
 			req.Body = http.MaxBytesReader(rec, req.Body, MaxBodyBytes)
-			var got acquireBody
+			var got client.AcquireBody
 			err := decodeBody(req, &got)
 			if tc.wantCode == "" {
 				if err != nil {
@@ -144,8 +145,8 @@ func TestDecodeBody(t *testing.T) {
 			if !errors.As(err, &api) {
 				t.Fatalf("got error %v (%T), want an *apiError", err, err)
 			}
-			if api.status != http.StatusBadRequest || api.code != tc.wantCode || api.field != tc.wantField {
-				t.Errorf("got status %d code %q field %q (%s), want 400 %q %q", api.status, api.code, api.field, api.msg, tc.wantCode, tc.wantField)
+			if api.httpStatus() != http.StatusBadRequest || api.code != tc.wantCode || api.field != tc.wantField {
+				t.Errorf("got status %d code %q field %q (%s), want 400 %q %q", api.httpStatus(), api.code, api.field, api.msg, tc.wantCode, tc.wantField)
 			}
 		})
 	}
@@ -154,7 +155,7 @@ func TestDecodeBody(t *testing.T) {
 // The renew body's token is a number: a string names the token.
 func TestDecodeBodyRenewToken(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/v1/renew/k", strings.NewReader(`{"holder":"h","token":"5"}`))
-	var body renewBody
+	var body client.LeaseRefBody
 	var api *apiError
 	if err := decodeBody(req, &body); !errors.As(err, &api) || api.code != "invalid_token" || api.field != "token" {
 		t.Fatalf("got %v, want invalid_token on field token", err)

@@ -7,11 +7,12 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 )
 
 // forwardedHeaders are copied from the leader's answer.
-var forwardedHeaders = []string{"Content-Type", "Retry-After", headerIndex, headerLastContact, headerKnownLeader}
+var forwardedHeaders = []string{"Content-Type", "Retry-After", client.HeaderIndex, client.HeaderLastContact, client.HeaderKnownLeader}
 
 // forward relays a request to the leader and its answer back. A request
 // that was already forwarded once is not forwarded again: the node answers
@@ -30,7 +31,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		writeError(w, badRequest(codeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes)))
+		writeError(w, badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes)))
 		return
 	}
 	target := "http://" + addr + r.URL.EscapedPath()

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"github.com/tenure-io/tenure/client"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestForwardToLeader(t *testing.T) {
 		if got := r.header.Get("Content-Type"); got != "application/json" {
 			t.Errorf("got Content-Type %q, want application/json", got)
 		}
-		if got := r.lease(t); got.Key != "fwd/a" || got.Holder != "h1" || got.ExpiresIn == "" {
+		if got := r.lease(t); got.Key != "fwd/a" || got.Holder != "h1" || !got.HasExpiresIn {
 			t.Errorf("got %+v, want the leader's lease with its deadline", got)
 		}
 		if leader.hits.Load() == before {
@@ -55,7 +56,7 @@ func TestForwardToLeader(t *testing.T) {
 		if got := r.index(t); got != want.ModifyIndex {
 			t.Errorf("got X-Tenure-Index %d, want %d", got, want.ModifyIndex)
 		}
-		if got := r.lease(t); got.Token != want.Token || got.ExpiresIn == "" {
+		if got := r.lease(t); got.Token != want.Token || !got.HasExpiresIn {
 			t.Errorf("got %+v, want the leader's view of %+v", got, want)
 		}
 	})
@@ -67,7 +68,7 @@ func TestForwardToLeader(t *testing.T) {
 		r := do(t, http.MethodPost, follower.url+"/v1/renew", body)
 		r.wantStatus(t, "renew many through a follower", http.StatusOK)
 		var out struct {
-			Results []wireRenewResult `json:"results"`
+			Results []client.RenewResultBody `json:"results"`
 		}
 		r.decode(t, &out)
 		if len(out.Results) != 2 || !out.Results[0].OK || !out.Results[1].OK ||

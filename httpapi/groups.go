@@ -6,83 +6,21 @@ import (
 	"net/http"
 
 	"github.com/gorilla/mux"
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
 
-type groupBody struct {
-	Keys         []string `json:"keys"`
-	Prefix       string   `json:"prefix"`
-	Count        int      `json:"count"`
-	MaxPerWorker int      `json:"max_per_worker"`
+func summary(g *fsm.Group) client.GroupSummary {
+	return client.GroupSummary{Name: g.Name, Keys: len(g.Keys), Assigned: len(g.Assignment), MaxPerWorker: g.MaxPerWorker, ModifyIndex: g.ModifyIndex}
 }
 
-type groupKeysBody struct {
-	Add    []string `json:"add"`
-	Remove []string `json:"remove"`
-}
-
-type maxPerWorkerBody struct {
-	MaxPerWorker int `json:"max_per_worker"`
-}
-
-type controlBody struct {
-	Disabled   bool     `json:"disabled"`
-	Prohibited []string `json:"prohibited"`
-}
-
-type drainBody struct {
-	Draining *bool `json:"draining"`
-}
-
-type groupSummaryJSON struct {
-	Name         string `json:"name"`
-	Keys         int    `json:"keys"`
-	Assigned     int    `json:"assigned"`
-	MaxPerWorker int    `json:"max_per_worker"`
-	ModifyIndex  uint64 `json:"modify_index"`
-}
-
-type groupKeyJSON struct {
-	Key        string   `json:"key"`
-	Target     string   `json:"target,omitempty"`
-	Holder     string   `json:"holder,omitempty"`
-	Worker     string   `json:"worker,omitempty"`
-	Token      uint64   `json:"token,omitempty"`
-	State      string   `json:"state"`
-	Disabled   bool     `json:"disabled,omitempty"`
-	Prohibited []string `json:"prohibited,omitempty"`
-}
-
-type groupWorkerJSON struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"`
-	Capacity int    `json:"capacity,omitempty"`
-	Draining bool   `json:"draining,omitempty"`
-	Drained  bool   `json:"drained,omitempty"`
-	Targets  int    `json:"targets"`
-	Holds    int    `json:"holds"`
-}
-
-type groupJSON struct {
-	Name         string            `json:"name"`
-	MaxPerWorker int               `json:"max_per_worker"`
-	Keys         []groupKeyJSON    `json:"keys"`
-	Workers      []groupWorkerJSON `json:"workers"`
-	ModifyIndex  uint64            `json:"modify_index"`
-	AssignIndex  uint64            `json:"assign_index"`
-}
-
-func summary(g *fsm.Group) groupSummaryJSON {
-	return groupSummaryJSON{Name: g.Name, Keys: len(g.Keys), Assigned: len(g.Assignment), MaxPerWorker: g.MaxPerWorker, ModifyIndex: g.ModifyIndex}
-}
-
-func groupOut(v cluster.GroupView) groupJSON {
-	out := groupJSON{Name: v.Name, MaxPerWorker: v.MaxPerWorker, ModifyIndex: v.ModifyIndex, AssignIndex: v.AssignIndex,
-		Keys: make([]groupKeyJSON, len(v.Keys)), Workers: []groupWorkerJSON{}}
+func groupOut(v cluster.GroupView) client.Group {
+	out := client.Group{Name: v.Name, MaxPerWorker: v.MaxPerWorker, ModifyIndex: v.ModifyIndex, AssignIndex: v.AssignIndex,
+		Keys: make([]client.GroupKey, len(v.Keys)), Workers: []client.GroupWorker{}}
 	targets, holds := map[string]int{}, map[string]int{}
 	for i, k := range v.Keys {
-		kj := groupKeyJSON{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited}
+		kj := client.GroupKey{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited}
 		if k.Lease != nil && k.Lease.Held {
 			kj.State, kj.Holder, kj.Token = "held", k.Lease.Holder, k.Lease.Token
 			// Workers name themselves in their leases' metadata.
@@ -100,7 +38,7 @@ func groupOut(v cluster.GroupView) groupJSON {
 		drained[w] = true
 	}
 	for _, w := range v.Workers {
-		out.Workers = append(out.Workers, groupWorkerJSON{ID: w.Meta.ID, Status: w.Status, Capacity: w.Meta.Capacity,
+		out.Workers = append(out.Workers, client.GroupWorker{ID: w.Meta.ID, Status: w.Status, Capacity: w.Meta.Capacity,
 			Draining: w.Meta.Draining, Drained: drained[w.Meta.ID], Targets: targets[w.Meta.ID], Holds: holds[w.Meta.ID]})
 	}
 	return out
@@ -109,7 +47,7 @@ func groupOut(v cluster.GroupView) groupJSON {
 func groupName(r *http.Request) string { return mux.Vars(r)["name"] }
 
 func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
-	var body groupBody
+	var body client.GroupSpec
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -134,7 +72,7 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
-	var body groupKeysBody
+	var body client.GroupKeysBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -149,7 +87,7 @@ func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
-	var body maxPerWorkerBody
+	var body client.MaxPerWorkerBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -170,11 +108,11 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, 0, err
 		}
-		out := make([]groupSummaryJSON, len(groups))
+		out := client.GroupList{Groups: make([]client.GroupSummary, len(groups)), Index: watchIndex(index)}
 		for i, g := range groups {
-			out[i] = summary(g)
+			out.Groups[i] = summary(g)
 		}
-		return map[string]any{"groups": out, "index": watchIndex(index)}, watchIndex(index), nil
+		return out, out.Index, nil
 	})
 }
 
@@ -204,7 +142,7 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, 0, err
 		}
-		return map[string]any{"group": groupName(r), "assignment": plan, "index": index}, index, nil
+		return client.Assignment{Group: groupName(r), Assignment: plan, Index: index}, index, nil
 	})
 }
 
@@ -219,7 +157,7 @@ func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
-	var body controlBody
+	var body client.KeyControl
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -233,16 +171,16 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func controlOut(key string, c fsm.KeyControl) map[string]any {
+func controlOut(key string, c fsm.KeyControl) client.KeyControl {
 	p := c.Prohibited
 	if p == nil {
 		p = []string{}
 	}
-	return map[string]any{"key": key, "disabled": c.Disabled, "prohibited": p}
+	return client.KeyControl{Key: key, Disabled: c.Disabled, Prohibited: p}
 }
 
 func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
-	body := drainBody{}
+	body := client.DrainBody{}
 	if r.ContentLength != 0 {
 		if err := decodeBody(r, &body); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 )
 
@@ -255,44 +256,6 @@ func (r reply) index(t *testing.T) uint64 {
 	return n
 }
 
-// Wire shapes as docs/http-api.md spells them, independent of the
-// package's own types so that a wrong JSON name is caught.
-type wireLease struct {
-	Key         string            `json:"key"`
-	Holder      string            `json:"holder"`
-	Token       uint64            `json:"token"`
-	TTL         string            `json:"ttl"`
-	State       string            `json:"state"`
-	ExpiresIn   string            `json:"expires_in"`
-	AcquiredAt  string            `json:"acquired_at"`
-	RenewedAt   string            `json:"renewed_at"`
-	Metadata    map[string]string `json:"metadata"`
-	Reason      string            `json:"reason"`
-	ModifyIndex uint64            `json:"modify_index"`
-}
-
-type wireError struct {
-	Error   string     `json:"error"`
-	Message string     `json:"message"`
-	Field   string     `json:"field"`
-	Reason  string     `json:"reason"`
-	Lease   *wireLease `json:"lease"`
-}
-
-type wireList struct {
-	Leases []wireLease `json:"leases"`
-	Index  uint64      `json:"index"`
-}
-
-type wireRenewResult struct {
-	Key    string     `json:"key"`
-	Token  uint64     `json:"token"`
-	OK     bool       `json:"ok"`
-	Lease  *wireLease `json:"lease"`
-	Error  string     `json:"error"`
-	Reason string     `json:"reason"`
-}
-
 // decode unmarshals the body into v, failing on anything that does not fit.
 func (r reply) decode(t *testing.T, v any) {
 	t.Helper()
@@ -303,26 +266,26 @@ func (r reply) decode(t *testing.T, v any) {
 	}
 }
 
-func (r reply) lease(t *testing.T) wireLease {
+func (r reply) lease(t *testing.T) client.LeaseInfo {
 	t.Helper()
-	var l wireLease
+	var l client.LeaseInfo
 	r.decode(t, &l)
 	return l
 }
 
-func (r reply) apiErr(t *testing.T) wireError {
+func (r reply) apiErr(t *testing.T) client.ErrorBody {
 	t.Helper()
 	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("error answer has Content-Type %q, want application/json; body %s", ct, r.body)
 	}
-	var e wireError
+	var e client.ErrorBody
 	r.decode(t, &e)
 	return e
 }
 
 // acquire takes key for holder with a TTL long enough to outlive the test
 // and returns the lease.
-func acquire(t *testing.T, tn *testNode, key, holder string) wireLease {
+func acquire(t *testing.T, tn *testNode, key, holder string) client.LeaseInfo {
 	t.Helper()
 	r := do(t, http.MethodPut, tn.url+"/v1/leases/"+key, `{"holder":"`+holder+`","ttl":"30s"}`)
 	r.wantStatus(t, "acquire "+key, http.StatusCreated)

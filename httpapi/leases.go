@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
 
 func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
-	var body acquireBody
+	var body client.AcquireBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
 	if body.TTL == "" {
-		return badRequest("invalid_ttl", "ttl", "ttl: required, a duration like \"10s\"")
+		return badRequest(client.CodeInvalidTTL, "ttl", "ttl: required, a duration like \"10s\"")
 	}
 	ttl, err := parseDuration("ttl", body.TTL, 0)
 	if err != nil {
@@ -43,7 +44,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
-	var body releaseBody
+	var body client.LeaseRefBody
 	q := r.URL.Query()
 	if q.Has("holder") || q.Has("token") {
 		body.Holder = q.Get("holder")
@@ -77,7 +78,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
-	var body renewBody
+	var body client.LeaseRefBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -92,7 +93,7 @@ func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
-	var body renewManyBody
+	var body client.RenewManyBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -106,20 +107,21 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]renewResultJSON, len(results))
+	out := client.RenewManyResults{Results: make([]client.RenewResultBody, len(results))}
 	for i, res := range results {
-		out[i] = renewResultJSON{Key: refs[i].Key, Token: refs[i].Token, OK: res.Err == nil}
+		rr := &out.Results[i]
+		*rr = client.RenewResultBody{Key: refs[i].Key, Token: refs[i].Token, OK: res.Err == nil}
 		var lost *cluster.LostError
 		switch {
 		case res.Err == nil:
-			out[i].Lease = leaseOut(res.Lease)
+			rr.Lease = leaseOut(res.Lease)
 		case errors.As(res.Err, &lost):
-			out[i].Error, out[i].Reason = codeLeaseLost, lost.Reason
+			rr.Error, rr.Reason = client.CodeLeaseLost, lost.Reason
 		default:
 			return res.Err // leadership moved mid-call: the whole call fails
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"results": out})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -145,7 +147,7 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := fsm.Filter{Prefix: q.Get("prefix"), State: q.Get("state"), Holder: q.Get("holder")}
 	if f.State != "" && f.State != "held" && f.State != "free" {
-		return badRequest(codeInvalidQuery, "state", fmt.Sprintf("state: %q is not held or free", f.State))
+		return badRequest(client.CodeInvalidQuery, "state", fmt.Sprintf("state: %q is not held or free", f.State))
 	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
@@ -153,12 +155,12 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, 0, err
 		}
-		out := make([]*leaseJSON, len(leases))
-		for i, l := range leases {
-			out[i] = leaseOut(l)
-		}
 		index = watchIndex(index)
-		return map[string]any{"leases": out, "index": index}, index, nil
+		out := client.LeaseList{Leases: make([]client.LeaseInfo, len(leases)), Index: index}
+		for i, l := range leases {
+			out.Leases[i] = *leaseOut(l)
+		}
+		return out, index, nil
 	})
 }
 

@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"fmt"
+	"github.com/tenure-io/tenure/client"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Release takes holder and token from the query or from a JSON body, frees
@@ -142,7 +144,7 @@ func TestRenewOne(t *testing.T) {
 			r.wantStatus(t, "renew", tc.wantStatus)
 			if tc.wantStatus == http.StatusOK {
 				got := r.lease(t)
-				if got.Key != tc.key || got.State != "held" || got.Token != live.Token || got.ExpiresIn == "" {
+				if got.Key != tc.key || got.State != "held" || got.Token != live.Token || !got.HasExpiresIn {
 					t.Errorf("got %+v, want the held lease with its deadline", got)
 				}
 				return
@@ -167,7 +169,7 @@ func TestRenewMany(t *testing.T) {
 	r := do(t, http.MethodPost, tn.url+"/v1/renew", body)
 	r.wantStatus(t, "renew many", http.StatusOK)
 	var out struct {
-		Results []wireRenewResult `json:"results"`
+		Results []client.RenewResultBody `json:"results"`
 	}
 	r.decode(t, &out)
 	want := []struct {
@@ -222,7 +224,7 @@ func TestAcquire(t *testing.T) {
 	r := do(t, http.MethodPut, tn.url+"/v1/leases/acq", `{"holder":"h1","ttl":"30s","metadata":{"zone":"a"}}`)
 	r.wantStatus(t, "first acquire", http.StatusCreated)
 	first := r.lease(t)
-	if first.Key != "acq" || first.Holder != "h1" || first.TTL != "30s" || first.State != "held" || first.Metadata["zone"] != "a" || first.Token == 0 {
+	if first.Key != "acq" || first.Holder != "h1" || first.TTL != 30*time.Second || first.State != "held" || first.Metadata["zone"] != "a" || first.Token == 0 {
 		t.Fatalf("got %+v, want a held lease for h1 with ttl 30s and zone=a", first)
 	}
 
@@ -270,7 +272,7 @@ func TestKeysWithSlashesAndDots(t *testing.T) {
 			}
 			r = do(t, http.MethodGet, tn.url+"/v1/leases?prefix="+key, "")
 			r.wantStatus(t, "list", http.StatusOK)
-			var list wireList
+			var list client.LeaseList
 			r.decode(t, &list)
 			if len(list.Leases) == 0 || list.Leases[0].Key != key {
 				t.Errorf("list with prefix %q: got %+v, want %q first", key, list.Leases, key)

@@ -4,6 +4,7 @@ import (
 	"html/template"
 	"net/http"
 
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -31,7 +32,7 @@ term {{.Status.Term}}; applied index {{.Status.AppliedIndex}}; last token {{.Sta
 {{end}}</table>
 <h2>Leases ({{len .Leases}})</h2>
 <table><tr><th>key</th><th>state</th><th>holder</th><th>token</th><th>ttl</th><th>expires in</th><th>acquired</th><th>metadata</th></tr>
-{{range .Leases}}<tr class="{{.State}}"><td>{{.Key}}</td><td>{{.State}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{.Holder}}</td><td>{{.Token}}</td><td>{{.TTL}}</td><td>{{.ExpiresIn}}</td><td>{{.AcquiredAt}}</td><td>{{range $k, $v := .Metadata}}{{$k}}={{$v}} {{end}}</td></tr>
+{{range .Leases}}<tr class="{{.State}}"><td>{{.Key}}</td><td>{{.State}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{.Holder}}</td><td>{{.Token}}</td><td>{{.TTL}}</td><td>{{if .HasExpiresIn}}{{.ExpiresIn}}{{end}}</td><td>{{if not .AcquiredAt.IsZero}}{{.AcquiredAt.UTC.Format "2006-01-02T15:04:05.999999999Z07:00"}}{{end}}</td><td>{{range $k, $v := .Metadata}}{{$k}}={{$v}} {{end}}</td></tr>
 {{end}}</table>
 </body></html>
 `))
@@ -44,7 +45,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	data := struct {
 		Status cluster.Status
-		Leases []*leaseJSON
+		Leases []*client.LeaseInfo
 	}{Status: s.node.Status()}
 	for _, l := range leases {
 		data.Leases = append(data.Leases, leaseOut(l))

@@ -16,17 +16,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 )
 
-// Headers of the API.
-const (
-	headerIndex       = "X-Tenure-Index"
-	headerLastContact = "X-Tenure-Last-Contact"
-	headerKnownLeader = "X-Tenure-Known-Leader"
-	headerLeaderAddr  = "X-Tenure-Leader-Addr"
-	headerForwardedBy = "X-Tenure-Forwarded-By"
-)
+// headerForwardedBy marks a request forwarded by another server. The
+// headers that clients read are package client's (Header*).
+const headerForwardedBy = "X-Tenure-Forwarded-By"
 
 // MaxBodyBytes bounds every request body.
 const MaxBodyBytes = 64 << 10
@@ -129,10 +125,10 @@ func New(cfg Config) (*Server, error) {
 		http.Redirect(w, r, "/ui", http.StatusFound)
 	}).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{status: http.StatusNotFound, code: codeNotFound, msg: "no route " + r.Method + " " + r.URL.Path})
+		writeError(w, &apiError{code: client.CodeNotFound, msg: "no route " + r.Method + " " + r.URL.Path})
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: codeInvalidQuery, msg: "method " + r.Method + " not allowed on " + r.URL.Path})
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: client.CodeInvalidQuery, msg: "method " + r.Method + " not allowed on " + r.URL.Path})
 	})
 	return s, nil
 }
@@ -140,7 +136,7 @@ func New(cfg Config) (*Server, error) {
 // ServeHTTP adds the leader header to every answer and bounds the body.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if addr := s.node.LeaderHTTPAddr(); addr != "" {
-		w.Header().Set(headerLeaderAddr, addr)
+		w.Header().Set(client.HeaderLeaderAddr, addr)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	s.router.ServeHTTP(w, r)
@@ -215,21 +211,17 @@ func decodeBody(r *http.Request, v any) error {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &tooBig):
-			return badRequest(codeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+			return badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
 		case errors.Is(err, io.EOF):
-			return badRequest(codeInvalidBody, "body", "body is empty, want a JSON object")
+			return badRequest(client.CodeInvalidBody, "body", "body is empty, want a JSON object")
 		case errors.As(err, &typeErr):
 			field := typeErr.Field
-			code := fieldCodes[field]
-			if code == "" {
-				code = codeInvalidBody
-			}
-			return badRequest(code, field, fmt.Sprintf("%s: want a JSON %s, got %s", field, typeErr.Type, typeErr.Value))
+			return badRequest(fieldCode(field), field, fmt.Sprintf("%s: want a JSON %s, got %s", field, typeErr.Type, typeErr.Value))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return badRequest(codeInvalidBody, field, fmt.Sprintf("unknown field %q", field))
+			return badRequest(client.CodeInvalidBody, field, fmt.Sprintf("unknown field %q", field))
 		}
-		return badRequest(codeInvalidBody, "body", "body is not valid JSON: "+err.Error())
+		return badRequest(client.CodeInvalidBody, "body", "body is not valid JSON: "+err.Error())
 	}
 	// Only whitespace may follow the object. (Decoder.More cannot tell:
 	// it reports false before a stray '}' or ']'.)
@@ -240,9 +232,9 @@ func decodeBody(r *http.Request, v any) error {
 	case errors.Is(err, io.EOF):
 		return nil
 	case errors.As(err, &tooBig):
-		return badRequest(codeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+		return badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
 	}
-	return badRequest(codeInvalidBody, "body", "trailing data after the JSON object")
+	return badRequest(client.CodeInvalidBody, "body", "trailing data after the JSON object")
 }
 
 // parseDuration reads a Go duration string of field; empty gives def.

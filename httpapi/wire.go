@@ -3,122 +3,72 @@ package httpapi
 import (
 	"time"
 
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 )
 
-// leaseJSON is a lease on the wire.
-type leaseJSON struct {
-	Key         string            `json:"key"`
-	Holder      string            `json:"holder"`
-	Token       uint64            `json:"token"`
-	TTL         string            `json:"ttl"`
-	State       string            `json:"state"`
-	ExpiresIn   string            `json:"expires_in,omitempty"`
-	AcquiredAt  string            `json:"acquired_at,omitempty"`
-	RenewedAt   string            `json:"renewed_at,omitempty"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
-	Reason      string            `json:"reason,omitempty"`
-	ModifyIndex uint64            `json:"modify_index"`
-}
+// The JSON bodies of the API are the types of package client (its
+// wire.go); this file only converts the cluster's views into them.
 
-const timeFormat = time.RFC3339Nano
-
-func leaseOut(v cluster.LeaseView) *leaseJSON {
+// leaseOut is a lease as the API answers it.
+func leaseOut(v cluster.LeaseView) *client.LeaseInfo {
 	l := v.Lease
-	out := &leaseJSON{
+	out := &client.LeaseInfo{
 		Key:         l.Key,
 		Holder:      l.Holder,
 		Token:       l.Token,
-		TTL:         l.TTL.String(),
-		State:       "free",
+		TTL:         l.TTL,
+		State:       client.StateFree,
 		Metadata:    l.Metadata,
 		Reason:      l.Reason.String(),
 		ModifyIndex: l.ModifyIndex,
 	}
 	if l.Held {
-		out.State = "held"
+		out.State = client.StateHeld
 	}
 	if l.AcquiredAt != 0 {
-		out.AcquiredAt = time.Unix(0, l.AcquiredAt).UTC().Format(timeFormat)
+		out.AcquiredAt = time.Unix(0, l.AcquiredAt)
 	}
 	if v.Tracked {
-		out.ExpiresIn = v.ExpiresIn.Round(time.Millisecond).String()
-		out.RenewedAt = v.RenewedAt.UTC().Format(timeFormat)
+		out.HasExpiresIn = true
+		out.ExpiresIn = v.ExpiresIn.Round(time.Millisecond)
+		out.RenewedAt = v.RenewedAt
 	}
 	return out
 }
 
-type acquireBody struct {
-	Holder   string            `json:"holder"`
-	TTL      string            `json:"ttl"`
-	Wait     string            `json:"wait"`
-	Metadata map[string]string `json:"metadata"`
+// statusOut is a node's status as the API answers it.
+func statusOut(st cluster.Status) client.NodeStatus {
+	out := client.NodeStatus{
+		NodeID:         st.NodeID,
+		Role:           st.Role,
+		LeaderID:       st.LeaderID,
+		LeaderHTTPAddr: st.LeaderHTTPAddr,
+		Term:           st.Term,
+		LastLogIndex:   st.LastLogIndex,
+		CommitIndex:    st.CommitIndex,
+		AppliedIndex:   st.AppliedIndex,
+		LastToken:      st.LastToken,
+		LastContact:    st.LastContact.Round(time.Millisecond),
+		Ready:          st.Ready,
+		Servers:        []client.ServerInfo{},
+	}
+	if st.LastContact < 0 {
+		out.LastContact = -1 // never: Round would make it 0
+	}
+	for _, srv := range st.Servers {
+		suffrage := "nonvoter"
+		if srv.Voter {
+			suffrage = "voter"
+		}
+		out.Servers = append(out.Servers, client.ServerInfo{ID: srv.ID, RaftAddr: srv.RaftAddr, HTTPAddr: srv.HTTPAddr, Suffrage: suffrage, Leader: srv.Leader})
+	}
+	return out
 }
 
-type renewBody struct {
-	Holder string `json:"holder"`
-	Token  uint64 `json:"token"`
-}
-
-type releaseBody struct {
-	Holder string `json:"holder"`
-	Token  uint64 `json:"token"`
-}
-
-type leaseRefJSON struct {
-	Key   string `json:"key"`
-	Token uint64 `json:"token"`
-}
-
-type renewManyBody struct {
-	Holder string         `json:"holder"`
-	Leases []leaseRefJSON `json:"leases"`
-}
-
-type renewResultJSON struct {
-	Key    string     `json:"key"`
-	Token  uint64     `json:"token"`
-	OK     bool       `json:"ok"`
-	Lease  *leaseJSON `json:"lease,omitempty"`
-	Error  string     `json:"error,omitempty"`
-	Reason string     `json:"reason,omitempty"`
-}
-
-type errorJSON struct {
-	Error   string     `json:"error"`
-	Message string     `json:"message"`
-	Field   string     `json:"field,omitempty"`
-	Reason  string     `json:"reason,omitempty"`
-	Lease   *leaseJSON `json:"lease,omitempty"`
-}
-
-type serverJSON struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raft_addr"`
-	HTTPAddr string `json:"http_addr,omitempty"`
-	Suffrage string `json:"suffrage"`
-	Leader   bool   `json:"leader"`
-}
-
-type statusJSON struct {
-	NodeID         string       `json:"node_id"`
-	Role           string       `json:"role"`
-	LeaderID       string       `json:"leader_id"`
-	LeaderHTTPAddr string       `json:"leader_http_addr"`
-	Term           uint64       `json:"term"`
-	LastLogIndex   uint64       `json:"last_log_index"`
-	CommitIndex    uint64       `json:"commit_index"`
-	AppliedIndex   uint64       `json:"applied_index"`
-	LastToken      uint64       `json:"last_token"`
-	LastContact    string       `json:"last_contact"`
-	Ready          bool         `json:"ready"`
-	Servers        []serverJSON `json:"servers"`
-}
-
-type memberJSON struct {
-	Name   string             `json:"name"`
-	Addr   string             `json:"addr"`
-	Status string             `json:"status"`
-	Role   string             `json:"role"`
-	Meta   cluster.MemberMeta `json:"meta"`
+// memberOut is a gossip member as the API answers it. The conversion of
+// the metadata compiles only while the server's gossip metadata and the
+// client's declare the same fields.
+func memberOut(m cluster.Member) client.Member {
+	return client.Member{Name: m.Name, Addr: m.Addr, Status: m.Status, Role: m.Meta.Role, Meta: client.MemberMeta(m.Meta)}
 }

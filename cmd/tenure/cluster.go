@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/tenure-io/tenure/client"
@@ -68,14 +69,12 @@ func (e *env) members(ctx context.Context, args []string) int {
 		if ms == nil {
 			ms = []client.Member{}
 		}
-		return e.printJSON(struct {
-			Members []client.Member `json:"members"`
-		}{ms})
+		return e.printJSON(client.MemberList{Members: ms})
 	}
 	w := e.table()
 	row(w, "NAME", "ADDRESS", "STATUS", "ROLE", "META")
 	for _, m := range ms {
-		row(w, m.Name, m.Addr, m.Status, m.Role, dash(pairs(m.Meta)))
+		row(w, m.Name, m.Addr, m.Status, m.Role, dash(metaPairs(m.Meta)))
 	}
 	w.Flush()
 	return exitOK
@@ -162,4 +161,20 @@ func (e *env) transferLeader(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "Leadership transferred to %s\n", leader)
 	return exitOK
+}
+
+// metaPairs shows a member's gossip metadata as the k=v pairs of its JSON
+// fields that are set.
+func metaPairs(m client.MemberMeta) string {
+	var kv map[string]any
+	b, err := json.Marshal(m)
+	if err != nil || json.Unmarshal(b, &kv) != nil {
+		return ""
+	}
+	for k, v := range kv {
+		if v == "" {
+			delete(kv, k)
+		}
+	}
+	return pairs(kv)
 }

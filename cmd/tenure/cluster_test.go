@@ -17,7 +17,7 @@ func TestClusterCommands(t *testing.T) {
 	neverStatus := map[string]any{"node_id": "n2", "role": "follower", "last_contact": "never"}
 	members := map[string]any{"members": []any{
 		map[string]any{"name": "n1", "addr": "10.0.0.1:7946", "status": "alive", "role": "server"},
-		map[string]any{"name": "w1", "addr": "10.0.0.9:7946", "status": "suspect", "role": "worker", "meta": map[string]any{"capacity": 8, "groups": "scenes"}},
+		map[string]any{"name": "w1", "addr": "10.0.0.9:7946", "status": "suspect", "role": "worker", "meta": map[string]any{"capacity": 8, "groups": []string{"scenes"}}},
 	}}
 	tests := []requestCase{
 		{"status", []string{"status"}, 200, status, "GET", "/v1/status", "",
@@ -27,7 +27,7 @@ func TestClusterCommands(t *testing.T) {
 		{"status json", []string{"status", "-json"}, 200, status, "GET", "/v1/status", "",
 			[]string{`"node_id": "n1"`, `"last_contact": "0s"`}},
 		{"members", []string{"members"}, 200, members, "GET", "/v1/members", "",
-			[]string{"NAME", "w1", "suspect", "capacity=8,groups=scenes"}},
+			[]string{"NAME", "w1", "suspect", "capacity=8,groups=[scenes]"}},
 		{"members json", []string{"members", "-json"}, 200, members, "GET", "/v1/members", "",
 			[]string{`"members"`, `"status": "suspect"`}},
 		{"snapshot", []string{"snapshot"}, 200, map[string]any{"id": "4-90-1", "index": 90, "term": 4, "size": 2048},

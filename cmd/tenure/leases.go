@@ -63,10 +63,7 @@ func (e *env) leasesList(ctx context.Context, args []string) int {
 		if leases == nil {
 			leases = []client.LeaseInfo{}
 		}
-		return e.printJSON(struct {
-			Leases []client.LeaseInfo `json:"leases"`
-			Index  uint64             `json:"index"`
-		}{leases, meta.Index})
+		return e.printJSON(client.LeaseList{Leases: leases, Index: meta.Index})
 	}
 	if len(leases) == 0 {
 		fmt.Fprintln(e.stdout, "no leases")

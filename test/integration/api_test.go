@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // reply is one HTTP answer.
@@ -96,67 +98,25 @@ func (c *cluster) try(addr, method, path string, body any) (reply, error) {
 	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 }
 
-// lease is a lease as the API answers it.
-type lease struct {
-	Key         string            `json:"key"`
-	Holder      string            `json:"holder"`
-	Token       uint64            `json:"token"`
-	TTL         string            `json:"ttl"`
-	State       string            `json:"state"`
-	ExpiresIn   string            `json:"expires_in"`
-	AcquiredAt  string            `json:"acquired_at"`
-	RenewedAt   string            `json:"renewed_at"`
-	Metadata    map[string]string `json:"metadata"`
-	Reason      string            `json:"reason"`
-	ModifyIndex uint64            `json:"modify_index"`
-}
+// The API's bodies are package client's types: the tests read answers
+// with the same declarations that every client uses.
+type (
+	lease      = client.LeaseInfo
+	apiError   = client.ErrorBody
+	leaseList  = client.LeaseList
+	status     = client.NodeStatus
+	serverInfo = client.ServerInfo
+)
 
 // replicated is the lease without the leader's in-memory deadline, which
 // changes with every read.
-func (l lease) replicated() lease {
-	l.ExpiresIn, l.RenewedAt = "", ""
+func replicated(l lease) lease {
+	l.ExpiresIn, l.HasExpiresIn, l.RenewedAt = 0, false, time.Time{}
 	return l
 }
 
-// apiError is an error body.
-type apiError struct {
-	Error   string `json:"error"`
-	Message string `json:"message"`
-	Field   string `json:"field"`
-	Reason  string `json:"reason"`
-	Lease   *lease `json:"lease"`
-}
-
-type leaseList struct {
-	Leases []lease `json:"leases"`
-	Index  uint64  `json:"index"`
-}
-
-type serverInfo struct {
-	ID       string `json:"id"`
-	RaftAddr string `json:"raft_addr"`
-	HTTPAddr string `json:"http_addr"`
-	Suffrage string `json:"suffrage"`
-	Leader   bool   `json:"leader"`
-}
-
-type status struct {
-	NodeID         string       `json:"node_id"`
-	Role           string       `json:"role"`
-	LeaderID       string       `json:"leader_id"`
-	LeaderHTTPAddr string       `json:"leader_http_addr"`
-	Term           uint64       `json:"term"`
-	LastLogIndex   uint64       `json:"last_log_index"`
-	CommitIndex    uint64       `json:"commit_index"`
-	AppliedIndex   uint64       `json:"applied_index"`
-	LastToken      uint64       `json:"last_token"`
-	LastContact    string       `json:"last_contact"`
-	Ready          bool         `json:"ready"`
-	Servers        []serverInfo `json:"servers"`
-}
-
-// server returns the entry for id in the status's Raft configuration.
-func (s status) server(id string) (serverInfo, bool) {
+// serverOf returns the entry for id in the status's Raft configuration.
+func serverOf(s status, id string) (serverInfo, bool) {
 	for _, srv := range s.Servers {
 		if srv.ID == id {
 			return srv, true
@@ -195,19 +155,11 @@ func (c *cluster) mustStatus(t *testing.T, i int) status {
 	return st
 }
 
-// acquireBody is the body of PUT /v1/leases/{key}.
-type acquireBody struct {
-	Holder   string            `json:"holder"`
-	TTL      string            `json:"ttl"`
-	Wait     string            `json:"wait,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
-}
-
 // acquire acquires key through node i and fails t unless the answer has
 // status want; it returns the lease of a 200 or 201.
 func (c *cluster) acquire(t *testing.T, i int, key, holder, ttl string, want int) lease {
 	t.Helper()
-	r := c.call(t, i, http.MethodPut, "/v1/leases/"+key, acquireBody{Holder: holder, TTL: ttl})
+	r := c.call(t, i, http.MethodPut, "/v1/leases/"+key, client.AcquireBody{Holder: holder, TTL: ttl})
 	if r.Status != want {
 		t.Fatalf("acquire %s for %s via %s: got %v, want status %d", key, holder, c.nodes[i].id, r, want)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // TestServerConfigSources: `tenure server` reads its settings from a JSON
@@ -194,7 +196,7 @@ func testBadConfigRefused(t *testing.T) {
 // the error code of the answer, "" for a grant.
 func acquireError(t *testing.T, c *cluster, i int, key, ttl string) string {
 	t.Helper()
-	r := c.call(t, i, http.MethodPut, "/v1/leases/"+key, acquireBody{Holder: "config-test", TTL: ttl})
+	r := c.call(t, i, http.MethodPut, "/v1/leases/"+key, client.AcquireBody{Holder: "config-test", TTL: ttl})
 	if r.Status == http.StatusCreated {
 		return ""
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // TestEveryNodeAnswersAndForwards: a user may send any request to any node.
@@ -43,7 +45,7 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 			defer func() { c.checkLeaderHeaders(t, l, term, headers) }()
 
 			key := "forward/" + c.nodes[tt.first].id
-			body := acquireBody{Holder: "worker-a", TTL: "30s"}
+			body := client.AcquireBody{Holder: "worker-a", TTL: "30s"}
 
 			r := c.call(t, tt.first, http.MethodPut, "/v1/leases/"+key, body)
 			if r.Status != http.StatusCreated {
@@ -52,7 +54,7 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 			checkLeaderHeader("first acquire", r)
 			var granted lease
 			r.decode(t, &granted)
-			if granted.Key != key || granted.Holder != "worker-a" || granted.State != "held" || granted.TTL != "30s" {
+			if granted.Key != key || granted.Holder != "worker-a" || granted.State != "held" || granted.TTL != 30*time.Second {
 				t.Errorf("first acquire: got %+v, want %s held by worker-a for 30s", granted, key)
 			}
 			if granted.Token <= lastToken {
@@ -71,7 +73,7 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 				t.Errorf("repeat acquire: got token %d holder %q state %q, want the same lease (token %d)", repeated.Token, repeated.Holder, repeated.State, granted.Token)
 			}
 
-			r = c.call(t, tt.other, http.MethodPut, "/v1/leases/"+key, acquireBody{Holder: "worker-b", TTL: "30s"})
+			r = c.call(t, tt.other, http.MethodPut, "/v1/leases/"+key, client.AcquireBody{Holder: "worker-b", TTL: "30s"})
 			if r.Status != http.StatusConflict {
 				t.Fatalf("acquire by another holder via %s: got %v, want 409", c.nodes[tt.other].id, r)
 			}
@@ -236,7 +238,7 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 	if got := c.mustStatus(t, l).LastToken; got != lastToken {
 		t.Errorf("last_token: got %d after the bad requests, want %d as before", got, lastToken)
 	}
-	if got := c.get(t, l, "bad/held"); got.Holder != "owner" || got.Token != held.Token || got.TTL != "30s" || got.State != "held" {
+	if got := c.get(t, l, "bad/held"); got.Holder != "owner" || got.Token != held.Token || got.TTL != 30*time.Second || got.State != "held" {
 		t.Errorf("bad/held after the bad requests: got %+v, want held by owner, token %d, ttl 30s", got, held.Token)
 	}
 }
@@ -277,7 +279,7 @@ func (c *cluster) checkLeaderHeaders(t *testing.T, l int, term uint64, headers [
 func replicatedLeases(ls []lease) []lease {
 	out := make([]lease, len(ls))
 	for i, l := range ls {
-		out[i] = l.replicated()
+		out[i] = replicated(l)
 	}
 	return out
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // joinTimeout bounds how long a new server may take to appear in the Raft
@@ -44,7 +46,7 @@ func TestFourthServerJoins(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				srv, ok := st.server(id)
+				srv, ok := serverOf(st, id)
 				if !ok {
 					return fmt.Errorf("leader's configuration %+v has no %s", st.Servers, id)
 				}
@@ -106,7 +108,7 @@ func TestFourthServerJoins(t *testing.T) {
 					return err
 				}
 				for _, i := range joined {
-					if _, ok := st.server(c.nodes[i].id); ok {
+					if _, ok := serverOf(st, c.nodes[i].id); ok {
 						return fmt.Errorf("%s still lists %s: %+v", c.nodes[k].id, c.nodes[i].id, st.Servers)
 					}
 				}
@@ -148,7 +150,7 @@ func TestRemovedServerStaysRemoved(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if srv, ok := st.server(id); !ok || srv.Suffrage != "voter" {
+		if srv, ok := serverOf(st, id); !ok || srv.Suffrage != "voter" {
 			return fmt.Errorf("leader's configuration %+v has no voter %s", st.Servers, id)
 		}
 		return nil
@@ -165,7 +167,7 @@ func TestRemovedServerStaysRemoved(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if srv, ok := st.server(id); ok {
+		if srv, ok := serverOf(st, id); ok {
 			return fmt.Errorf("removed server %s is back in the configuration as %s: %+v", id, srv.Suffrage, st.Servers)
 		}
 		return nil
@@ -195,11 +197,7 @@ func TestOperatorRoutes(t *testing.T) {
 					wantRole = "leader"
 				}
 				r = c.callOnce(t, i, http.MethodGet, "/readyz", nil)
-				var ready struct {
-					Ready    bool   `json:"ready"`
-					Role     string `json:"role"`
-					LeaderID string `json:"leader_id"`
-				}
+				var ready client.Readiness
 				r.decode(t, &ready)
 				if r.Status != http.StatusOK || !ready.Ready || ready.Role != wantRole || ready.LeaderID != c.nodes[l].id {
 					errs = append(errs, fmt.Sprintf("/readyz on %s: got %v, want 200 ready as %s with leader %s", nd.id, r, wantRole, c.nodes[l].id))
@@ -268,12 +266,7 @@ func TestOperatorRoutes(t *testing.T) {
 			if r.Status != http.StatusOK {
 				t.Fatalf("snapshot on %s: got %v, want 200", nd.id, r)
 			}
-			var snap struct {
-				ID    string `json:"id"`
-				Index uint64 `json:"index"`
-				Term  uint64 `json:"term"`
-				Size  int64  `json:"size"`
-			}
+			var snap client.SnapshotInfo
 			r.decode(t, &snap)
 			st := c.mustStatus(t, i)
 			if snap.ID == "" || snap.Index < written.ModifyIndex || snap.Index > st.AppliedIndex || snap.Term == 0 || snap.Term > st.Term || snap.Size <= 0 {
@@ -305,9 +298,7 @@ func TestOperatorRoutes(t *testing.T) {
 			if r.Status != http.StatusOK {
 				t.Fatalf("%s: got %v, want 200", tt.name, r)
 			}
-			var out struct {
-				LeaderID string `json:"leader_id"`
-			}
+			var out client.TransferResult
 			r.decode(t, &out)
 			now := c.leader(t)
 			t.Logf("%s: %s to %s in %v", tt.name, c.nodes[cur].id, c.nodes[now].id, time.Since(started).Round(time.Millisecond))
@@ -362,12 +353,7 @@ func (c *cluster) memberStatus(t *testing.T, i int, name string) (string, bool) 
 	if r.Status != http.StatusOK {
 		t.Fatalf("GET /v1/members on %s: got %v", c.nodes[i].id, r)
 	}
-	var out struct {
-		Members []struct {
-			Name   string `json:"name"`
-			Status string `json:"status"`
-		} `json:"members"`
-	}
+	var out client.MemberList
 	r.decode(t, &out)
 	for _, m := range out.Members {
 		if m.Name == name {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/test/jepsen/history"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // recoveryBound is how soon after the last fault is undone every workload
@@ -89,19 +91,8 @@ func (w *world) probes(healedAt int64) []recoveryProbe {
 	return out
 }
 
-// groupView is the part of GET /v1/groups/{name} the suite reads.
-type groupView struct {
-	Keys []struct {
-		Key    string `json:"key"`
-		Target string `json:"target"`
-		Holder string `json:"holder"`
-		State  string `json:"state"`
-	} `json:"keys"`
-	Workers []struct {
-		ID     string `json:"id"`
-		Status string `json:"status"`
-	} `json:"workers"`
-}
+// groupView is GET /v1/groups/{name}, with what the suite asks of it.
+type groupView client.Group
 
 func (w *world) groupView(ctx context.Context) (groupView, error) {
 	var v groupView

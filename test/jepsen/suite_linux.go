@@ -244,8 +244,8 @@ func (w *world) waitCaughtUp(ctx context.Context, d time.Duration) {
 			lag = append(lag, err.Error())
 		} else {
 			for _, s := range w.servers {
-				if st, err := w.status(ctx, s); err != nil || st.LastIndex < lst.Commit {
-					lag = append(lag, fmt.Sprintf("%s at %d of %d", s.name, st.LastIndex, lst.Commit))
+				if st, err := w.status(ctx, s); err != nil || st.LastLogIndex < lst.CommitIndex {
+					lag = append(lag, fmt.Sprintf("%s at %d of %d", s.name, st.LastLogIndex, lst.CommitIndex))
 				}
 			}
 		}

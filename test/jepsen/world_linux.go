@@ -20,6 +20,8 @@ import (
 	"github.com/tenure-io/tenure/test/jepsen/check"
 	"github.com/tenure-io/tenure/test/jepsen/history"
 	"github.com/tenure-io/tenure/test/jepsen/netns"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // Ports inside every namespace (each node has its own address).
@@ -125,17 +127,8 @@ func (w *world) restart(p *proc) error {
 	return nil
 }
 
-// status is the part of GET /v1/status the suite reads.
-type status struct {
-	NodeID    string `json:"node_id"`
-	Role      string `json:"role"`
-	LeaderID  string `json:"leader_id"`
-	Term      uint64 `json:"term"`
-	LastIndex uint64 `json:"last_log_index"`
-	Commit    uint64 `json:"commit_index"`
-	LastToken uint64 `json:"last_token"`
-	Ready     bool   `json:"ready"`
-}
+// status is GET /v1/status.
+type status = client.NodeStatus
 
 // call sends a JSON request from the hub and decodes a 2xx answer into out.
 func (w *world) call(ctx context.Context, method, url string, body, out any) (int, error) {

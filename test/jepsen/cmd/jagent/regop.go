@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/test/jepsen/history"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // Operations of the lease register.
@@ -95,20 +97,6 @@ func durationString(ns int64) string {
 	return time.Duration(ns).String()
 }
 
-// wireLease is the part of a lease of the API that the register records.
-type wireLease struct {
-	Holder string `json:"holder"`
-	Token  uint64 `json:"token"`
-	State  string `json:"state"`
-}
-
-// wireError is the error body of the API.
-type wireError struct {
-	Error  string     `json:"error"`
-	Reason string     `json:"reason"`
-	Lease  *wireLease `json:"lease"`
-}
-
 // classify turns the answer to an operation f into its completion event
 // (Kind and the fields of the answer; the caller sets T, Proc, Op, F and
 // Key):
@@ -125,7 +113,7 @@ func classify(f string, status int, body []byte) history.Event {
 	if status >= 200 && status <= 299 {
 		return classifySuccess(f, status, body)
 	}
-	var e wireError
+	var e client.ErrorBody
 	_ = json.Unmarshal(body, &e) // an answer without our error body leaves e empty
 	code := e.Error
 	if code == "" {
@@ -159,7 +147,7 @@ func classifySuccess(f string, status int, body []byte) history.Event {
 	if f == fRelease {
 		return history.Event{Kind: history.OK}
 	}
-	var l wireLease
+	var l client.LeaseInfo
 	if err := json.Unmarshal(body, &l); err != nil {
 		return history.Event{Kind: history.Info, Err: "bad_answer: " + err.Error()}
 	}
@@ -169,7 +157,7 @@ func classifySuccess(f string, status int, body []byte) history.Event {
 	case fRenew:
 		return history.Event{Kind: history.OK, Token: l.Token}
 	}
-	return history.Event{Kind: history.OK, State: l.State, Holder: l.Holder, Token: l.Token}
+	return history.Event{Kind: history.OK, State: string(l.State), Holder: l.Holder, Token: l.Token}
 }
 
 // classifyErr is the completion of an operation that got no answer. A

@@ -1,0 +1,128 @@
+package client
+
+// The JSON bodies of the HTTP API v1 (docs/http-api.md). This package owns
+// them: the server (package httpapi) encodes and decodes the very same
+// types, as Consul's agent uses its api package, so a field cannot exist on
+// one side only. Most programs never touch them: the calls of this package
+// build and read them. Durations are Go duration strings ("10s") on the
+// wire; the Go types of the calls (AcquireRequest, LeaseInfo, …) convert.
+
+// AcquireBody is the body of PUT /v1/leases/{key}.
+type AcquireBody struct {
+	Holder   string            `json:"holder"`
+	TTL      string            `json:"ttl,omitempty"`
+	Wait     string            `json:"wait,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// LeaseRefBody is the body of POST /v1/renew/{key} and of DELETE
+// /v1/leases/{key} (which also takes holder and token in the query): the
+// lease of Holder under Token.
+type LeaseRefBody struct {
+	Holder string `json:"holder"`
+	Token  uint64 `json:"token"`
+}
+
+// RenewManyBody is the body of POST /v1/renew.
+type RenewManyBody struct {
+	Holder string     `json:"holder"`
+	Leases []LeaseRef `json:"leases"`
+}
+
+// RenewManyResults is the answer of POST /v1/renew: one result per lease
+// of the request, in its order.
+type RenewManyResults struct {
+	Results []RenewResultBody `json:"results"`
+}
+
+// RenewResultBody is one lease's outcome in RenewManyResults: OK with the
+// renewed Lease, or an error Code (lease_lost) with its Reason.
+type RenewResultBody struct {
+	Key     string     `json:"key"`
+	Token   uint64     `json:"token"`
+	OK      bool       `json:"ok"`
+	Lease   *LeaseInfo `json:"lease,omitempty"`
+	Error   string     `json:"error,omitempty"`
+	Message string     `json:"message,omitempty"`
+	Reason  string     `json:"reason,omitempty"`
+}
+
+// LeaseList is the answer of GET /v1/leases. Index is the Raft index of
+// the view, for a blocking query.
+type LeaseList struct {
+	Leases []LeaseInfo `json:"leases"`
+	Index  uint64      `json:"index"`
+}
+
+// ErrorBody is the body of every error answer.
+type ErrorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+	// Field names the JSON field or query parameter to blame, if any.
+	Field string `json:"field,omitempty"`
+	// Reason says why a lease was lost (lease_lost only).
+	Reason string `json:"reason,omitempty"`
+	// Lease is the current lease (held only).
+	Lease *LeaseInfo `json:"lease,omitempty"`
+}
+
+// MemberList is the answer of GET /v1/members.
+type MemberList struct {
+	Members []Member `json:"members"`
+}
+
+// TransferBody is the body of POST /v1/operator/transfer-leader: the id of
+// the server to hand leadership to, or empty for the most up-to-date one.
+type TransferBody struct {
+	ID string `json:"id,omitempty"`
+}
+
+// TransferResult is the answer of POST /v1/operator/transfer-leader.
+type TransferResult struct {
+	LeaderID string `json:"leader_id"`
+}
+
+// Health is the answer of GET /healthz.
+type Health struct {
+	Status string `json:"status"`
+}
+
+// Readiness is the answer of GET /readyz: 200 when Ready, 503 with the
+// Reason otherwise.
+type Readiness struct {
+	Ready    bool   `json:"ready"`
+	Role     string `json:"role"`
+	LeaderID string `json:"leader_id"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// GroupList is the answer of GET /v1/groups.
+type GroupList struct {
+	Groups []GroupSummary `json:"groups"`
+	Index  uint64         `json:"index"`
+}
+
+// GroupKeysBody is the body of POST /v1/groups/{name}/keys.
+type GroupKeysBody struct {
+	Add    []string `json:"add"`
+	Remove []string `json:"remove"`
+}
+
+// MaxPerWorkerBody is the body of PUT /v1/groups/{name}/max-per-worker.
+type MaxPerWorkerBody struct {
+	MaxPerWorker int `json:"max_per_worker"`
+}
+
+// Assignment is the answer of GET /v1/groups/{name}/assignment: key →
+// target worker id.
+type Assignment struct {
+	Group      string            `json:"group"`
+	Assignment map[string]string `json:"assignment"`
+	Index      uint64            `json:"index"`
+}
+
+// DrainBody is the body of POST /v1/workers/{id}/drain; without a body, or
+// without Draining, the worker is drained.
+type DrainBody struct {
+	Draining *bool `json:"draining,omitempty"`
+}

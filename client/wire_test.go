@@ -1,0 +1,66 @@
+package client
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// wireTypes are the JSON bodies of the API, as this package declares them.
+var wireTypes = []any{
+	AcquireBody{}, LeaseRefBody{}, RenewManyBody{}, RenewManyResults{}, LeaseList{}, ErrorBody{},
+	leaseJSON{}, MemberList{}, MemberMeta{}, TransferBody{}, TransferResult{}, Health{}, Readiness{},
+	NodeStatus{}, SnapshotInfo{}, GroupSpec{}, GroupSummary{}, Group{}, GroupList{}, GroupKeysBody{},
+	MaxPerWorkerBody{}, Assignment{}, KeyControl{}, DrainBody{},
+}
+
+// jsonNames collects the JSON field names of t and of the structs it holds.
+func jsonNames(t reflect.Type, into map[string]string, seen map[reflect.Type]bool) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || seen[t] {
+		return
+	}
+	seen[t] = true
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			into[name] = t.Name() + "." + f.Name
+		}
+		jsonNames(f.Type, into, seen)
+	}
+}
+
+// docs/http-api.md is the contract for people and other languages: every
+// error code and every JSON field of the bodies this package declares is
+// in it, so neither can be added without being documented.
+func TestHTTPAPIDocNamesEveryCodeAndField(t *testing.T) {
+	doc, err := os.ReadFile("../docs/http-api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	named := func(name string) bool {
+		return regexp.MustCompile("(`|\")" + regexp.QuoteMeta(name) + "(`|\")").MatchString(text)
+	}
+	for _, code := range ErrorCodes() {
+		if !named(code) {
+			t.Errorf("error code %q is not in docs/http-api.md", code)
+		}
+	}
+	fields := map[string]string{}
+	seen := map[reflect.Type]bool{}
+	for _, v := range wireTypes {
+		jsonNames(reflect.TypeOf(v), fields, seen)
+	}
+	jsonNames(reflect.TypeOf(Member{}), fields, seen)
+	for name, where := range fields {
+		if !named(name) {
+			t.Errorf("JSON field %q (%s) is not in docs/http-api.md", name, where)
+		}
+	}
+}

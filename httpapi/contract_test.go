@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/mux"
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
+)
+
+// The server answers with exactly the error codes that package client
+// declares: a code on one side only fails here.
+func TestErrorCodesAreTheClients(t *testing.T) {
+	var server []string
+	for code := range codeStatus {
+		server = append(server, code)
+	}
+	sort.Strings(server)
+	if got, want := strings.Join(server, " "), strings.Join(client.ErrorCodes(), " "); got != want {
+		t.Errorf("codes the server answers with:\n  %s\nclient.ErrorCodes():\n  %s", got, want)
+	}
+	for field, code := range fieldCodes {
+		if _, ok := codeStatus[code]; !ok {
+			t.Errorf("field %q maps to code %q, which has no status", field, code)
+		}
+	}
+}
+
+// The gossip metadata of servers (cluster) and workers (client) is one
+// contract: the same fields with the same JSON names.
+func TestMemberMetaIsTheClients(t *testing.T) {
+	s, c := reflect.TypeOf(cluster.MemberMeta{}), reflect.TypeOf(client.MemberMeta{})
+	if s.NumField() != c.NumField() {
+		t.Fatalf("cluster.MemberMeta has %d fields, client.MemberMeta %d", s.NumField(), c.NumField())
+	}
+	for i := 0; i < s.NumField(); i++ {
+		sf, cf := s.Field(i), c.Field(i)
+		if sf.Name != cf.Name || sf.Type != cf.Type || sf.Tag.Get("json") != cf.Tag.Get("json") {
+			t.Errorf("field %d: cluster has %s %s `%s`, client has %s %s `%s`",
+				i, sf.Name, sf.Type, sf.Tag, cf.Name, cf.Type, cf.Tag)
+		}
+	}
+}
+
+// Every route answers in the client's types: each JSON answer decodes into
+// the type the client reads it with, and encodes back to the same JSON, so
+// a field the server writes and the client drops (or the reverse) fails. A
+// route added without an entry here fails too.
+func TestEveryRouteAnswersInClientTypes(t *testing.T) {
+	c := startCluster(t, 3)
+	l := c.leader()
+	type call struct {
+		route       string // the router's "METHOD template"
+		method, url string
+		body        string
+		status      int
+		into        func() any // nil: no JSON answer to check
+	}
+	lease := func() any { return new(client.LeaseInfo) }
+	errBody := func() any { return new(client.ErrorBody) }
+	calls := []call{
+		{"PUT /v1/leases/{key:.+}", "PUT", "/v1/leases/c/a", `{"holder":"h1","ttl":"30s","metadata":{"zone":"a"}}`, 201, lease},
+		{"PUT /v1/leases/{key:.+}", "PUT", "/v1/leases/c/a", `{"holder":"h2","ttl":"30s"}`, 409, errBody},
+		{"GET /v1/leases/{key:.+}", "GET", "/v1/leases/c/a", "", 200, lease},
+		{"GET /v1/leases/{key:.+}", "GET", "/v1/leases/c/never", "", 404, errBody},
+		{"GET /v1/leases", "GET", "/v1/leases?prefix=c/", "", 200, func() any { return new(client.LeaseList) }},
+		{"POST /v1/renew/{key:.+}", "POST", "/v1/renew/c/a", `{"holder":"h1","token":1}`, 200, lease},
+		{"POST /v1/renew/{key:.+}", "POST", "/v1/renew/c/a", `{"holder":"h1","token":99}`, 404, errBody},
+		{"POST /v1/renew", "POST", "/v1/renew", `{"holder":"h1","leases":[{"key":"c/a","token":1},{"key":"c/a","token":99}]}`, 200,
+			func() any { return new(client.RenewManyResults) }},
+		{"PUT /v1/leases/{key:.+}", "PUT", "/v1/leases/c/b", `{"holder":"h1","ttl":"bad"}`, 400, errBody},
+		{"DELETE /v1/leases/{key:.+}", "DELETE", "/v1/leases/c/a?holder=h1&token=1", "", 204, nil},
+		{"POST /v1/revoke/{key:.+}", "POST", "/v1/revoke/c/a", "", 204, nil},
+		{"PUT /v1/groups/{name:.+?}", "PUT", "/v1/groups/g", `{"prefix":"g-","count":4,"max_per_worker":3}`, 200, func() any { return new(client.GroupSummary) }},
+		{"POST /v1/groups/{name:.+?}/keys", "POST", "/v1/groups/g/keys", `{"add":["g-9"],"remove":["g-0"]}`, 200, func() any { return new(client.GroupSummary) }},
+		{"PUT /v1/groups/{name:.+?}/max-per-worker", "PUT", "/v1/groups/g/max-per-worker", `{"max_per_worker":2}`, 200, func() any { return new(client.GroupSummary) }},
+		{"GET /v1/groups", "GET", "/v1/groups", "", 200, func() any { return new(client.GroupList) }},
+		{"GET /v1/groups/{name:.+?}", "GET", "/v1/groups/g", "", 200, func() any { return new(client.Group) }},
+		{"GET /v1/groups/{name:.+?}/assignment", "GET", "/v1/groups/g/assignment", "", 200, func() any { return new(client.Assignment) }},
+		{"PUT /v1/controls/{key:.+}", "PUT", "/v1/controls/g-1", `{"disabled":true,"prohibited":["w9"]}`, 200, func() any { return new(client.KeyControl) }},
+		{"GET /v1/controls/{key:.+}", "GET", "/v1/controls/g-1", "", 200, func() any { return new(client.KeyControl) }},
+		{"POST /v1/workers/{id}/drain", "POST", "/v1/workers/w1/drain", `{"draining":false}`, 204, nil},
+		{"DELETE /v1/groups/{name:.+?}", "DELETE", "/v1/groups/g", "", 204, nil},
+		{"GET /v1/status", "GET", "/v1/status", "", 200, func() any { return new(client.NodeStatus) }},
+		{"GET /v1/members", "GET", "/v1/members", "", 200, func() any { return new(client.MemberList) }},
+		{"GET /healthz", "GET", "/healthz", "", 200, func() any { return new(client.Health) }},
+		{"GET /readyz", "GET", "/readyz", "", 200, func() any { return new(client.Readiness) }},
+		{"GET /metrics", "GET", "/metrics", "", 200, nil},
+		{"GET /ui", "GET", "/ui", "", 200, nil},
+		{"GET /", "GET", "/", "", 302, nil},
+		{"POST /v1/operator/snapshot", "POST", "/v1/operator/snapshot", "", 200, func() any { return new(client.SnapshotInfo) }},
+		{"DELETE /v1/operator/servers/{id}", "DELETE", "/v1/operator/servers/n9", "", 404, errBody},
+		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, 200, func() any { return new(client.TransferResult) }},
+	}
+	covered := map[string]bool{}
+	for _, cl := range calls {
+		covered[cl.route] = true
+		r := do(t, cl.method, l.url+cl.url, cl.body)
+		r.wantStatus(t, cl.method+" "+cl.url, cl.status)
+		if cl.into != nil {
+			sameJSON(t, cl.method+" "+cl.url, r.body, cl.into())
+		}
+	}
+	l.mu.Lock()
+	srv := l.handler.(*Server)
+	l.mu.Unlock()
+	err := srv.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		tpl, err := route.GetPathTemplate()
+		if err != nil {
+			return err
+		}
+		methods, _ := route.GetMethods()
+		for _, m := range methods {
+			if !covered[m+" "+tpl] {
+				t.Errorf("route %s %s has no entry in this test: say which client type reads its answer", m, tpl)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sameJSON decodes body into v, encodes v again and fails unless the two
+// JSON documents are equal.
+func sameJSON(t *testing.T, what string, body []byte, v any) {
+	t.Helper()
+	var want, got any
+	if err := json.Unmarshal(body, &want); err != nil {
+		t.Fatalf("%s: answer is not JSON: %v: %s", what, err, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("%s: decode into %T: %v: %s", what, v, err, body)
+	}
+	again, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("%s: encode %T: %v", what, v, err)
+	}
+	if err := json.Unmarshal(again, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(want, got) {
+		t.Errorf("%s: the server's JSON and %T disagree:\nserver: %s\nclient: %s", what, v, body, again)
+	}
+}
