@@ -13,6 +13,9 @@
 // logical request, possibly in several attempts, and returns a [Meta] that
 // says where and when the answering attempt was sent.
 //
+// docs/request-paths.md follows each request through the servers and says
+// which failures leave its outcome unknown.
+//
 // On top of it: [Client.Acquire] returns a [Lease] that the Client keeps
 // alive, and that ends (its context cancelled) the moment it is lost;
 // [Client.AcquireSemaphore] takes one of N slots; [Client.Election] elects

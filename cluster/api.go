@@ -185,10 +185,13 @@ func (n *Node) Renew(ctx context.Context, key, holder string, token uint64) (Lea
 
 // RenewMany restarts the deadline of every lease that holder still holds
 // under the given token, then confirms leadership with one quorum round
-// that starts after the call, and only then reports success. No log entry
-// is written. A lease whose deadline has passed cannot be renewed, even
-// before its Expire is applied. The error is for the whole call
-// (ErrNotLeader, ErrLeadershipLost …); per-lease losses are in the results.
+// that starts after the call, and only then reports success. No lease
+// record is written to the log, but the leadership round commits a Raft
+// barrier entry (Node.confirmLeadership), shared by every renewal and read
+// waiting for that round. A lease whose deadline has passed cannot be
+// renewed, even before its Expire is applied. The error is for the whole
+// call (ErrNotLeader, ErrLeadershipLost …); per-lease losses are in the
+// results.
 func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([]RenewResult, error) {
 	if err := validateHolder(holder); err != nil {
 		return nil, err

@@ -5,6 +5,9 @@
 // renewals and linearizable reads, and memberlist gossip for discovery,
 // bootstrap and joins.
 //
+// docs/request-paths.md follows each request through this package: which
+// goroutine owns what, where it waits, and what each failure returns.
+//
 // The package owns every decision that involves time; package fsm stays
 // deterministic. It never serves HTTP: package httpapi does that on top of
 // Node's methods. It is internal to tenure; the stable public API is package

@@ -9,6 +9,9 @@
 // deadlines, expiry) lives in the leader's lessor in package cluster, which
 // turns a passed deadline into an Expire command.
 //
+// docs/request-paths.md follows each request through the cluster down to
+// Machine.Apply and back.
+//
 // This package is internal to tenure; its API may change at any time. The
 // stable public API is package client.
 package fsm
