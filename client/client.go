@@ -113,9 +113,6 @@ func New(cfg *Config) (*Client, error) {
 // NewHolderID() that New chose when it was empty.
 func (c *Client) Holder() string { return c.cfg.Holder }
 
-// holder is Holder for the package's own callers.
-func (c *Client) holder() string { return c.cfg.Holder }
-
 // defaultHTTPClient keeps enough idle connections per server for a busy
 // process, and never follows redirects: the API does not redirect, and
 // following a redirect could turn a POST into a GET.

@@ -376,7 +376,7 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...LeaseOption) (
 
 // leaseOptions applies opts over the defaults and validates them.
 func (c *Client) leaseOptions(opts []LeaseOption) (leaseConfig, error) {
-	cfg := leaseConfig{ttl: DefaultLeaseTTL, holder: c.holder()}
+	cfg := leaseConfig{ttl: DefaultLeaseTTL, holder: c.Holder()}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -105,7 +105,7 @@ func (k *ownedKey) holds() bool {
 // Worker returns a worker of group that runs handler for each key it owns.
 // Start it with Run.
 func (c *Client) Worker(group string, handler Handler, opts ...WorkerOption) *Worker {
-	cfg := workerConfig{id: c.holder(), ttl: 10 * time.Second, gossipAddr: "127.0.0.1:0", retry: time.Second}
+	cfg := workerConfig{id: c.Holder(), ttl: 10 * time.Second, gossipAddr: "127.0.0.1:0", retry: time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -19,11 +19,15 @@ import (
 //
 // run returns when ctx ends (leadership lost or the proposer stopped).
 type balancer struct {
-	n        *Node
-	p        *proposer
-	log      hclog.Logger
-	debounce time.Duration
-	settle   time.Duration
+	p       *proposer
+	machine *fsm.Machine
+	// members lists the gossip members; membersChanged is signalled when
+	// they change.
+	members        func() []Member
+	membersChanged <-chan struct{}
+	log            hclog.Logger
+	debounce       time.Duration
+	settle         time.Duration
 }
 
 func (b *balancer) run(ctx context.Context) {
@@ -40,20 +44,20 @@ func (b *balancer) run(ctx context.Context) {
 	var lastIndex uint64
 	for {
 		b.rebalance(ctx)
-		lastIndex = b.n.machine.GroupIndex()
+		lastIndex = b.machine.GroupIndex()
 		// Wait for something that may change the plan.
 	wait:
 		for {
-			changed := b.n.machine.Changed()
+			changed := b.machine.Changed()
 			select {
 			case <-ctx.Done():
 				return
-			case <-b.n.membersChanged:
+			case <-b.membersChanged:
 				break wait
 			case <-tick.C:
 				break wait
 			case <-changed:
-				if b.n.machine.GroupIndex() != lastIndex {
+				if b.machine.GroupIndex() != lastIndex {
 					break wait
 				}
 			}
@@ -69,23 +73,23 @@ func (b *balancer) run(ctx context.Context) {
 
 // rebalance writes the new plan of every group whose plan changed.
 func (b *balancer) rebalance(ctx context.Context) {
-	groups, _ := b.n.machine.Groups()
+	groups, _ := b.machine.Groups()
 	if len(groups) == 0 {
 		return
 	}
-	workers := b.n.liveWorkers()
+	workers := liveWorkers(b.members())
 	for _, g := range groups {
 		var cands []candidate
 		seen := make(map[string]bool)
 		for _, w := range workers {
 			// Two processes announcing one id count once: they share the
 			// id's keys, and their leases decide which of them works.
-			if w.serves(g.Name) && !w.Meta.Draining && !b.n.machine.Drained(w.Meta.ID) && !seen[w.Meta.ID] {
+			if w.serves(g.Name) && !w.Meta.Draining && !b.machine.Drained(w.Meta.ID) && !seen[w.Meta.ID] {
 				seen[w.Meta.ID] = true
 				cands = append(cands, candidate{id: w.Meta.ID, capacity: w.Meta.Capacity})
 			}
 		}
-		plan := place(g.Keys, cands, g.MaxPerWorker, g.Assignment, b.n.machine.Control)
+		plan := place(g.Keys, cands, g.MaxPerWorker, g.Assignment, b.machine.Control)
 		if maps.Equal(plan, g.Assignment) {
 			continue
 		}
@@ -122,16 +126,4 @@ func (m Member) serves(g string) bool {
 		}
 	}
 	return false
-}
-
-// liveWorkers are the gossip members that are workers and alive (suspect
-// ones count as alive until gossip decides).
-func (n *Node) liveWorkers() []Member {
-	var out []Member
-	for _, m := range n.Members() {
-		if m.Meta.Role == "worker" && m.Meta.ID != "" && m.Status == "alive" {
-			out = append(out, m)
-		}
-	}
-	return out
 }

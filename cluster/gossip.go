@@ -51,8 +51,7 @@ type Member struct {
 // once BootstrapExpect servers are seen, and, on the leader, adds servers
 // that join to the Raft configuration.
 type gossip struct {
-	n      *Node
-	log    hclog.Logger
+	gossipConfig
 	list   *memberlist.Memberlist
 	events chan struct{}
 	stop   chan struct{}
@@ -65,6 +64,32 @@ type gossip struct {
 	// reading it never races with memberlist's own updates, and so that
 	// dead members stay listed for a while.
 	members map[string]*memberEntry
+	// removed holds the servers an operator removed through this node, by
+	// time (see removedLately).
+	removed map[string]time.Time
+}
+
+// gossipConfig is what gossip needs from its node, and nothing more.
+type gossipConfig struct {
+	addr string   // host:port to bind and advertise
+	join []string // peers to join
+	self MemberMeta
+	log  hclog.Logger
+	raft raftMembership
+	// leading reports whether this node is the established leader: only
+	// then does gossip change the Raft configuration.
+	leading func() bool
+	// changed is signalled, without blocking, on every membership change.
+	changed chan<- struct{}
+}
+
+// raftMembership is the part of *raft.Raft that gossip drives.
+type raftMembership interface {
+	BootstrapCluster(raft.Configuration) raft.Future
+	LastIndex() uint64
+	GetConfiguration() raft.ConfigurationFuture
+	AddVoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
+	AddNonvoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
 }
 
 // memberEntry is one member as last announced.
@@ -76,8 +101,8 @@ type memberEntry struct {
 // deadMemberTTL is how long a dead or departed member stays listed.
 const deadMemberTTL = 10 * time.Minute
 
-func newGossip(n *Node) (*gossip, error) {
-	host, portStr, err := net.SplitHostPort(n.cfg.GossipAddr)
+func newGossip(cfg gossipConfig) (*gossip, error) {
+	host, portStr, err := net.SplitHostPort(cfg.addr)
 	if err != nil {
 		return nil, fmt.Errorf("gossip-addr: %w", err)
 	}
@@ -86,23 +111,15 @@ func newGossip(n *Node) (*gossip, error) {
 		return nil, fmt.Errorf("gossip-addr: port %q: %w", portStr, err)
 	}
 	g := &gossip{
-		n:       n,
-		log:     n.cfg.Logger.Named("gossip"),
-		events:  make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		members: make(map[string]*memberEntry),
-		meta: MemberMeta{
-			Role:            "server",
-			ID:              n.cfg.NodeID,
-			RaftAddr:        string(n.trans.LocalAddr()),
-			HTTPAddr:        n.cfg.HTTPAddr,
-			BootstrapExpect: n.cfg.BootstrapExpect,
-			NonVoter:        n.cfg.NonVoter,
-			Bootstrapped:    n.hadState || len(n.cfg.InitialCluster) > 0,
-		},
+		gossipConfig: cfg,
+		events:       make(chan struct{}, 1),
+		stop:         make(chan struct{}),
+		members:      make(map[string]*memberEntry),
+		removed:      make(map[string]time.Time),
+		meta:         cfg.self,
 	}
 	mc := memberlist.DefaultLANConfig()
-	mc.Name = n.cfg.NodeID
+	mc.Name = cfg.self.ID
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertiseAddr, mc.AdvertisePort = host, port
 	mc.Delegate = g
@@ -111,10 +128,10 @@ func newGossip(n *Node) (*gossip, error) {
 	mc.Logger = g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	g.list, err = memberlist.Create(mc)
 	if err != nil {
-		return nil, fmt.Errorf("start gossip on %s: %w", n.cfg.GossipAddr, err)
+		return nil, fmt.Errorf("start gossip on %s: %w", cfg.addr, err)
 	}
 	g.wg.Add(2)
-	go g.joinLoop(n.cfg.Join)
+	go g.joinLoop(cfg.join)
 	go g.maintain()
 	return g, nil
 }
@@ -162,7 +179,7 @@ func (g *gossip) joinLoop(peers []string) {
 // gossip view.
 func (g *gossip) seesOtherServers() bool {
 	for _, m := range g.Members() {
-		if m.Meta.Role == "server" && m.Meta.ID != g.n.cfg.NodeID && m.Status == "alive" {
+		if m.Meta.Role == "server" && m.Meta.ID != g.self.ID && m.Status == "alive" {
 			return true
 		}
 	}
@@ -185,7 +202,7 @@ func (g *gossip) maintain() {
 		}
 		g.maybeBootstrap()
 		g.markMember()
-		if g.n.Ready() == nil {
+		if g.leading() {
 			g.reconcile()
 		}
 	}
@@ -195,7 +212,7 @@ func (g *gossip) maybeBootstrap() {
 	g.mu.Lock()
 	meta := g.meta
 	g.mu.Unlock()
-	expect := g.n.cfg.BootstrapExpect
+	expect := g.self.BootstrapExpect
 	if expect == 0 || meta.Bootstrapped {
 		return
 	}
@@ -220,7 +237,7 @@ func (g *gossip) maybeBootstrap() {
 		return
 	}
 	sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
-	err := g.n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	err := g.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
 	if err != nil && err != raft.ErrCantBootstrap {
 		g.log.Error("bootstrap failed", "error", err)
 		return
@@ -240,7 +257,7 @@ func (g *gossip) markMember() {
 	g.mu.Lock()
 	done := g.meta.Bootstrapped
 	g.mu.Unlock()
-	if done || g.n.raft.LastIndex() == 0 {
+	if done || g.raft.LastIndex() == 0 {
 		return
 	}
 	g.mu.Lock()
@@ -258,7 +275,7 @@ func (g *gossip) markMember() {
 // server either: one that fails may come back; operators remove servers
 // through the API.
 func (g *gossip) reconcile() {
-	f := g.n.raft.GetConfiguration()
+	f := g.raft.GetConfiguration()
 	if f.Error() != nil {
 		return
 	}
@@ -267,7 +284,7 @@ func (g *gossip) reconcile() {
 		known[s.ID] = s.Address
 	}
 	for _, m := range g.Members() {
-		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || g.n.removedLately(m.Meta.ID) {
+		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || g.removedLately(m.Meta.ID) {
 			continue
 		}
 		addr, isKnown := known[raft.ServerID(m.Meta.ID)]
@@ -283,9 +300,9 @@ func (g *gossip) reconcile() {
 		id, newAddr := raft.ServerID(m.Meta.ID), raft.ServerAddress(m.Meta.RaftAddr)
 		var err error
 		if m.Meta.NonVoter {
-			err = g.n.raft.AddNonvoter(id, newAddr, 0, 10*time.Second).Error()
+			err = g.raft.AddNonvoter(id, newAddr, 0, 10*time.Second).Error()
 		} else {
-			err = g.n.raft.AddVoter(id, newAddr, 0, 10*time.Second).Error()
+			err = g.raft.AddVoter(id, newAddr, 0, 10*time.Second).Error()
 		}
 		if err != nil {
 			g.log.Warn("adding server failed", "server_id", id, "error", err)
@@ -376,9 +393,42 @@ func (g *gossip) kick() {
 	default:
 	}
 	select {
-	case g.n.membersChanged <- struct{}{}:
+	case g.changed <- struct{}{}:
 	default:
 	}
+}
+
+// noteRemoved records that an operator removed server id through this node.
+func (g *gossip) noteRemoved(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.removed[id] = time.Now()
+}
+
+// removedLately reports whether this node removed server id through the API
+// within the last minute. The leader does not add such a server back even
+// if gossip still announces it as new (its announcement may lag).
+func (g *gossip) removedLately(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.removed[id]
+	if ok && time.Since(at) > time.Minute {
+		delete(g.removed, id)
+		return false
+	}
+	return ok
+}
+
+// liveWorkers are the members that are workers and alive (suspect ones
+// count as alive until gossip decides).
+func liveWorkers(members []Member) []Member {
+	var out []Member
+	for _, m := range members {
+		if m.Meta.Role == "worker" && m.Meta.ID != "" && m.Status == "alive" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Members lists the gossip members (servers and workers); nil without

@@ -183,7 +183,7 @@ func (n *Node) Group(ctx context.Context, name string, c Consistency) (GroupView
 	for i, k := range g.Keys {
 		v.Keys[i] = KeyState{Key: k, Target: g.Assignment[k], Lease: n.machine.Get(k), Control: n.machine.Control(k)}
 	}
-	for _, w := range n.liveWorkers() {
+	for _, w := range liveWorkers(n.Members()) {
 		if w.serves(name) {
 			v.Workers = append(v.Workers, w)
 		}

@@ -76,13 +76,6 @@ func (l *lessor) reset() {
 	l.queue = l.queue[:0]
 }
 
-// Primary reports whether the lessor holds deadlines (the node leads).
-func (l *lessor) Primary() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.primary
-}
-
 // Grant starts (or restarts) the deadline of a lease that was just
 // acquired, or kept by its holder's repeated acquire.
 func (l *lessor) Grant(key string, token uint64, ttl time.Duration) {

@@ -37,10 +37,6 @@ type Node struct {
 	// leaderMu orders promotion against demotion.
 	leaderMu sync.Mutex
 
-	// removed holds the servers removed through this node, by time.
-	removedMu sync.Mutex
-	removed   map[string]time.Time
-
 	// hadState: the data dir held Raft state at start.
 	hadState bool
 
@@ -66,7 +62,6 @@ func New(cfg Config) (*Node, error) {
 		machine:        fsm.New(),
 		lessor:         newLessor(cfg.Clock),
 		notifyCh:       make(chan bool, 8),
-		removed:        make(map[string]time.Time),
 		membersChanged: make(chan struct{}, 1),
 		shutdownCh:     make(chan struct{}),
 	}
@@ -80,7 +75,23 @@ func New(cfg Config) (*Node, error) {
 	n.wg.Add(1)
 	go n.leaderLoop()
 	if cfg.GossipAddr != "" {
-		g, err := newGossip(n)
+		g, err := newGossip(gossipConfig{
+			addr: cfg.GossipAddr,
+			join: cfg.Join,
+			self: MemberMeta{
+				Role:            "server",
+				ID:              cfg.NodeID,
+				RaftAddr:        string(n.trans.LocalAddr()),
+				HTTPAddr:        cfg.HTTPAddr,
+				BootstrapExpect: cfg.BootstrapExpect,
+				NonVoter:        cfg.NonVoter,
+				Bootstrapped:    n.hadState || len(cfg.InitialCluster) > 0,
+			},
+			log:     cfg.Logger.Named("gossip"),
+			raft:    n.raft,
+			leading: func() bool { return n.Ready() == nil },
+			changed: n.membersChanged,
+		})
 		if err != nil {
 			n.Shutdown()
 			return nil, err
@@ -232,7 +243,8 @@ func (n *Node) lead(ctx context.Context) {
 			return // demoted meanwhile
 		}
 		bctx, stopBalancer := context.WithCancel(ctx)
-		b := &balancer{n: n, p: p, log: n.cfg.Logger.Named("balancer"), debounce: n.cfg.BalanceDebounce, settle: n.cfg.BalanceSettle}
+		b := &balancer{p: p, machine: n.machine, members: n.Members, membersChanged: n.membersChanged,
+			log: n.cfg.Logger.Named("balancer"), debounce: n.cfg.BalanceDebounce, settle: n.cfg.BalanceSettle}
 		balanced := make(chan struct{})
 		go func() {
 			defer close(balanced)

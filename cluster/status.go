@@ -155,9 +155,9 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if !found {
 		return fmt.Errorf("server %q: %w", id, ErrNotFound)
 	}
-	n.removedMu.Lock()
-	n.removed[id] = time.Now()
-	n.removedMu.Unlock()
+	if n.gossip != nil {
+		n.gossip.noteRemoved(id)
+	}
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
 		return fmt.Errorf("remove server %q: %w", id, err)
 	}
@@ -240,18 +240,4 @@ func resolveTCP(addr string) (*net.TCPAddr, error) {
 		return nil, fmt.Errorf("%q: advertise a routable address, not an unspecified one", addr)
 	}
 	return a, nil
-}
-
-// removedLately reports whether this node removed server id through the API
-// within the last minute. The leader does not add such a server back even
-// if gossip still announces it as new (its announcement may lag).
-func (n *Node) removedLately(id string) bool {
-	n.removedMu.Lock()
-	defer n.removedMu.Unlock()
-	at, ok := n.removed[id]
-	if ok && time.Since(at) > time.Minute {
-		delete(n.removed, id)
-		return false
-	}
-	return ok
 }

@@ -29,7 +29,7 @@ const MaxBodyBytes = 64 << 10
 
 // Config configures the API server.
 type Config struct {
-	Node   *cluster.Node
+	Node   Node
 	Logger hclog.Logger
 	// Gatherer serves /metrics; nil serves an empty registry.
 	Gatherer prometheus.Gatherer
@@ -73,7 +73,7 @@ func (c Config) Validate() error {
 // Server is the HTTP API of one node. It is an http.Handler.
 type Server struct {
 	cfg    Config
-	node   *cluster.Node
+	node   Node
 	log    hclog.Logger
 	router *mux.Router
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // The local routes answer as the contract says on an established leader.
@@ -21,44 +23,26 @@ func TestLocalRoutes(t *testing.T) {
 		check func(t *testing.T, r reply)
 	}{
 		{"readyz", http.MethodGet, "/readyz", 200, func(t *testing.T, r reply) {
-			var got struct {
-				Ready    bool   `json:"ready"`
-				Role     string `json:"role"`
-				LeaderID string `json:"leader_id"`
-			}
+			var got client.Readiness
 			r.decode(t, &got)
 			if !got.Ready || got.Role != "leader" || got.LeaderID != "n1" {
 				t.Errorf("got %+v, want ready leader n1", got)
 			}
 		}},
 		{"healthz", http.MethodGet, "/healthz", 200, func(t *testing.T, r reply) {
-			var got map[string]string
+			var got client.Health
 			r.decode(t, &got)
-			if got["status"] != "ok" {
+			if got.Status != "ok" {
 				t.Errorf("got %v, want status ok", got)
 			}
 		}},
 		{"status", http.MethodGet, "/v1/status", 200, func(t *testing.T, r reply) {
-			var got struct {
-				NodeID         string `json:"node_id"`
-				Role           string `json:"role"`
-				LeaderID       string `json:"leader_id"`
-				LeaderHTTPAddr string `json:"leader_http_addr"`
-				LastContact    string `json:"last_contact"`
-				Ready          bool   `json:"ready"`
-				LastToken      uint64 `json:"last_token"`
-				Servers        []struct {
-					ID       string `json:"id"`
-					HTTPAddr string `json:"http_addr"`
-					Suffrage string `json:"suffrage"`
-					Leader   bool   `json:"leader"`
-				} `json:"servers"`
-			}
+			var got client.NodeStatus
 			if err := json.Unmarshal(r.body, &got); err != nil {
 				t.Fatalf("decode %s: %v", r.body, err)
 			}
 			if got.NodeID != "n1" || got.Role != "leader" || got.LeaderID != "n1" || got.LeaderHTTPAddr != tn.addr ||
-				got.LastContact != "0s" || !got.Ready || got.LastToken != 1 {
+				got.LastContact != 0 || !got.Ready || got.LastToken != 1 {
 				t.Errorf("got %+v, want n1 leading and ready at %s, last contact 0s, last token 1", got, tn.addr)
 			}
 			if len(got.Servers) != 1 || got.Servers[0].ID != "n1" || got.Servers[0].HTTPAddr != tn.addr || got.Servers[0].Suffrage != "voter" || !got.Servers[0].Leader {

@@ -1,0 +1,59 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// Node is what the API needs of the server node it serves: *cluster.Node is
+// the implementation, and tests use a small fake where a whole cluster is
+// not the point. The methods' contracts are cluster.Node's.
+type Node interface {
+	// Leases.
+	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.LeaseView, bool, error)
+	Release(ctx context.Context, key, holder string, token uint64) error
+	Revoke(ctx context.Context, key string) error
+	Renew(ctx context.Context, key, holder string, token uint64) (cluster.LeaseView, error)
+	RenewMany(ctx context.Context, holder string, refs []cluster.LeaseRef) ([]cluster.RenewResult, error)
+	Get(ctx context.Context, key string, c cluster.Consistency) (cluster.LeaseView, error)
+	List(ctx context.Context, f fsm.Filter, c cluster.Consistency) ([]cluster.LeaseView, uint64, error)
+
+	// Groups, controls and workers.
+	PutGroup(ctx context.Context, spec cluster.GroupSpec) (*fsm.Group, error)
+	DeleteGroup(ctx context.Context, name string) error
+	GroupKeys(ctx context.Context, name string, add, remove []string) (*fsm.Group, error)
+	SetMaxPerWorker(ctx context.Context, name string, max int) (*fsm.Group, error)
+	Group(ctx context.Context, name string, c cluster.Consistency) (cluster.GroupView, error)
+	Groups(ctx context.Context, c cluster.Consistency) ([]*fsm.Group, uint64, error)
+	Assignment(ctx context.Context, name, worker string, c cluster.Consistency) (map[string]string, uint64, error)
+	KeyControl(ctx context.Context, key string, c cluster.Consistency) (fsm.KeyControl, error)
+	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl) error
+	DrainWorker(ctx context.Context, worker string, draining bool) error
+
+	// Blocking queries: Changed is closed by the next applied change; the
+	// indexes are those of the last change of the leases and of the
+	// placement state.
+	Changed() <-chan struct{}
+	LeaseIndex() uint64
+	GroupIndex() uint64
+
+	// Leadership, forwarding and freshness.
+	Ready() error
+	Verify(ctx context.Context) error
+	IsLeader() bool
+	ID() string
+	LeaderHTTPAddr() string
+	LastContact() time.Duration
+
+	// Cluster and operator.
+	Status() cluster.Status
+	Members() []cluster.Member
+	RemoveServer(ctx context.Context, id string) error
+	TransferLeadership(ctx context.Context, id string) (string, error)
+	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)
+}
+
+var _ Node = (*cluster.Node)(nil)
