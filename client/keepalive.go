@@ -481,18 +481,13 @@ func fire(evs []leaseEvent) {
 	}
 }
 
-// passed reports whether now is at or past deadline on the monotonic clock
-// or on the wall clock. The monotonic clock is what deadlines are made of,
-// but on Linux it stops while the machine is suspended, and the servers'
-// clocks do not: after a resume the wall clock notices the passed deadline
-// first. A wall clock stepped forward can only end a lease early, never
-// keep it late.
-//
-// A build with the tag tenure_unsafe_keep (a negative control of the fault
-// suite, never a release) lets deadlines never pass.
-func passed(now, deadline time.Time) bool {
-	if unsafeKeepPastDeadline {
-		return false
-	}
+// deadlinePassed reports whether now is at or past deadline on the
+// monotonic clock or on the wall clock. The monotonic clock is what
+// deadlines are made of, but on Linux it stops while the machine is
+// suspended, and the servers' clocks do not: after a resume the wall clock
+// notices the passed deadline first. A wall clock stepped forward can only
+// end a lease early, never keep it late. The client asks it through passed
+// (unsafe_off.go).
+func deadlinePassed(now, deadline time.Time) bool {
 	return !now.Before(deadline) || !now.Round(0).Before(deadline.Round(0))
 }

@@ -5,11 +5,11 @@ import (
 	"time"
 )
 
-// passed: at or after the deadline counts as passed, on readings with and
-// without a monotonic part. (A monotonic clock that lags the wall clock, as
-// after a suspend, cannot be made in a test: time.Time's monotonic reading
-// cannot be set.)
-func TestPassed(t *testing.T) {
+// deadlinePassed: at or after the deadline counts as passed, on readings
+// with and without a monotonic part. (A monotonic clock that lags the wall
+// clock, as after a suspend, cannot be made in a test: time.Time's
+// monotonic reading cannot be set.)
+func TestDeadlinePassed(t *testing.T) {
 	now := time.Now()
 	tests := []struct {
 		name     string
@@ -25,8 +25,8 @@ func TestPassed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := passed(tt.now, tt.deadline); got != tt.want {
-				t.Fatalf("passed = %v, want %v", got, tt.want)
+			if got := deadlinePassed(tt.now, tt.deadline); got != tt.want {
+				t.Fatalf("deadlinePassed = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -2,6 +2,10 @@
 
 package client
 
-// unsafeKeepPastDeadline is false in every real build: a lease ends at its
-// local deadline.
-const unsafeKeepPastDeadline = false
+import "time"
+
+// passed reports whether a lease's local deadline has passed:
+// deadlinePassed in every real build. Builds with the tag
+// tenure_unsafe_keep (a negative control of the fault suite, never a
+// release) replace it (unsafe_on.go).
+func passed(now, deadline time.Time) bool { return deadlinePassed(now, deadline) }

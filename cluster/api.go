@@ -207,17 +207,9 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 			return nil, err
 		}
 	}
-	if _, err := n.proposer(); err != nil && !UnsafeLocalRenewals {
+	out, err := renewals.renew(ctx, n, holder, refs)
+	if err != nil {
 		return nil, err
-	}
-	out := make([]RenewResult, len(refs))
-	for i, r := range refs {
-		out[i] = n.renewOne(r.Key, holder, r.Token)
-	}
-	if !UnsafeLocalRenewals { // the negative control skips the quorum round
-		if err := n.verify.Verify(ctx); err != nil {
-			return nil, n.lostLeadership(err)
-		}
 	}
 	for i := range out {
 		if out[i].Err == nil {
@@ -230,35 +222,72 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 	return out, nil
 }
 
-func (n *Node) renewOne(key, holder string, token uint64) RenewResult {
-	lost := func(reason string) RenewResult {
-		return RenewResult{Err: &LostError{Key: key, Reason: reason}}
+// renewPolicy answers the renewals of one RenewMany call once its
+// arguments are valid. RenewMany uses the one in renewals (unsafe_off.go).
+type renewPolicy interface {
+	renew(ctx context.Context, n *Node, holder string, refs []LeaseRef) ([]RenewResult, error)
+}
+
+// quorumRenewals answers renewals on the established leader only: its
+// lessor restarts the deadlines, then a quorum round that starts after
+// that confirms it was still the leader when it did.
+type quorumRenewals struct{}
+
+func (quorumRenewals) renew(ctx context.Context, n *Node, holder string, refs []LeaseRef) ([]RenewResult, error) {
+	if _, err := n.proposer(); err != nil {
+		return nil, err
 	}
+	out := make([]RenewResult, len(refs))
+	for i, r := range refs {
+		out[i] = n.renewOne(r.Key, holder, r.Token)
+	}
+	if err := n.verify.Verify(ctx); err != nil {
+		return nil, n.lostLeadership(err)
+	}
+	return out, nil
+}
+
+// renewOne renews key on this node's lessor if holder holds it under token
+// in the FSM.
+func (n *Node) renewOne(key, holder string, token uint64) RenewResult {
+	cur, err := n.heldBy(key, holder, token)
+	if err != nil {
+		return RenewResult{Err: err}
+	}
+	return n.renewTracked(cur)
+}
+
+// heldBy returns the FSM's record of key if holder holds it under token,
+// and otherwise a *LostError that says why not.
+func (n *Node) heldBy(key, holder string, token uint64) (*fsm.Lease, error) {
 	cur := n.machine.Get(key)
 	switch {
 	case cur == nil:
-		return lost(ReasonUnknown)
+		return nil, &LostError{Key: key, Reason: ReasonUnknown}
 	case cur.Holder != holder || cur.Token != token:
 		if token < cur.Token {
-			return lost(ReasonSuperseded)
+			return nil, &LostError{Key: key, Reason: ReasonSuperseded}
 		}
-		return lost(ReasonUnknown)
+		return nil, &LostError{Key: key, Reason: ReasonUnknown}
 	case !cur.Held:
-		return lost(cur.Reason.String())
+		return nil, &LostError{Key: key, Reason: cur.Reason.String()}
 	}
-	switch n.lessor.Renew(key, token) {
+	return cur, nil
+}
+
+// renewTracked restarts the deadline of cur, a lease held in the FSM, on
+// this node's lessor: ErrNotLeader if the lessor is not the primary.
+func (n *Node) renewTracked(cur *fsm.Lease) RenewResult {
+	switch n.lessor.Renew(cur.Key, cur.Token) {
 	case renewed:
 		return RenewResult{Lease: LeaseView{Lease: cur}}
 	case renewExpired:
-		return lost(ReasonExpired)
+		return RenewResult{Err: &LostError{Key: cur.Key, Reason: ReasonExpired}}
 	case renewNotPrimary:
-		if UnsafeLocalRenewals {
-			return RenewResult{Lease: LeaseView{Lease: cur}}
-		}
 		return RenewResult{Err: ErrNotLeader}
 	}
 	// Held in the FSM but not tracked: it was just freed or re-granted.
-	return lost(ReasonSuperseded)
+	return RenewResult{Err: &LostError{Key: cur.Key, Reason: ReasonSuperseded}}
 }
 
 // Consistency selects how a read is served.

@@ -2,6 +2,7 @@
 
 package cluster
 
-// UnsafeLocalRenewals is false in every real build: renewals are answered
-// only by the established leader, after a quorum round.
-const UnsafeLocalRenewals = false
+// renewals is quorumRenewals in every real build. Builds with the tag
+// tenure_unsafe_renew (a negative control of the fault suite, never a
+// release) replace it with localRenewals (unsafe_on.go).
+var renewals renewPolicy = quorumRenewals{}

@@ -159,19 +159,6 @@ func (s *Server) leader(h handlerFunc) http.Handler {
 	})
 }
 
-// renewer serves renewals like leader; in a build with the negative
-// control cluster.UnsafeLocalRenewals, every node answers them itself.
-func (s *Server) renewer(h handlerFunc) http.Handler {
-	if !cluster.UnsafeLocalRenewals {
-		return s.leader(h)
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := h(w, r); err != nil {
-			writeError(w, err)
-		}
-	})
-}
-
 // reader serves stale reads locally and linearizable ones like leader.
 func (s *Server) reader(h handlerFunc) http.Handler {
 	lead := s.leader(h)

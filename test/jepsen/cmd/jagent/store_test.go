@@ -143,6 +143,7 @@ func TestStoreWithoutFencingAcceptsEverything(t *testing.T) {
 // TestStoreBuildFencing checks the store as `jagent store` builds it: with
 // fencing by default, without it under -tags jepsen_nofence.
 func TestStoreBuildFencing(t *testing.T) {
+	fencing := storeFencing(hclog.NewNullLogger())
 	env := newStoreEnv(t, fencing)
 	env.call(t, http.MethodPost, "/v1/reg/k", `{"writer":"a","token":5,"value":1}`)
 	code, _ := env.call(t, http.MethodPost, "/v1/reg/k", `{"writer":"b","token":4,"base":1,"value":2}`)

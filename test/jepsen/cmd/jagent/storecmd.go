@@ -42,9 +42,7 @@ func runStore(ctx context.Context, args []string, stderr io.Writer) int {
 		return code
 	}
 	log := newLogger(stderr, "jagent.store", logLevel)
-	if !fencing {
-		log.Warn("!!! NEGATIVE CONTROL BUILD (-tags jepsen_nofence): the store does NOT check fencing tokens and accepts every write; its histories must fail the checks !!!")
-	}
+	fence := storeFencing(log)
 	rec, err := openRecorder(historyPath, log)
 	if err != nil {
 		log.Error("cannot start", "error", err)
@@ -56,7 +54,7 @@ func runStore(ctx context.Context, args []string, stderr io.Writer) int {
 		log.Error("cannot listen", "address", listen, "error", err)
 		return exitError
 	}
-	if err := serveStore(ctx, ln, newStore(fencing, rec, log), log); err != nil {
+	if err := serveStore(ctx, ln, newStore(fence, rec, log), log); err != nil {
 		log.Error("serving failed", "error", err)
 		return exitError
 	}
