@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tenure-io/tenure/client"
-	"github.com/tenure-io/tenure/cluster"
 )
 
 // headerForwardedBy marks a request forwarded by another server. The
