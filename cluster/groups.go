@@ -230,6 +230,3 @@ func (n *Node) KeyControl(ctx context.Context, key string, c Consistency) (fsm.K
 	}
 	return n.machine.Control(key), nil
 }
-
-// Drained reports whether an operator drained worker.
-func (n *Node) Drained(worker string) bool { return n.machine.Drained(worker) }

@@ -58,7 +58,7 @@ func (n *Node) Ready() error {
 // held. ErrNotLeader and ErrNotReady mean nothing was proposed;
 // ErrLeadershipLost and context errors mean the outcome is unknown.
 func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (LeaseView, bool, error) {
-	if err := n.validateAcquire(req); err != nil {
+	if err := req.validate(n.cfg); err != nil {
 		return LeaseView{}, false, err
 	}
 	p, err := n.proposer()
@@ -84,18 +84,19 @@ func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (LeaseView, bool
 	return n.view(r.Lease), r.Code == fsm.Granted, nil
 }
 
-func (n *Node) validateAcquire(req AcquireRequest) error {
+// validate checks req against the bounds of cfg.
+func (req AcquireRequest) validate(cfg Config) error {
 	if err := fsm.ValidateKey(req.Key); err != nil {
 		return &InvalidError{Field: "key", Err: err}
 	}
 	if err := validateHolder(req.Holder); err != nil {
 		return err
 	}
-	if req.TTL < n.cfg.MinTTL || req.TTL > n.cfg.MaxTTL {
-		return invalid("ttl", "%v is outside [%v, %v]", req.TTL, n.cfg.MinTTL, n.cfg.MaxTTL)
+	if req.TTL < cfg.MinTTL || req.TTL > cfg.MaxTTL {
+		return invalid("ttl", "%v is outside [%v, %v]", req.TTL, cfg.MinTTL, cfg.MaxTTL)
 	}
-	if req.Wait < 0 || req.Wait > n.cfg.MaxWait {
-		return invalid("wait", "%v is outside [0s, %v]", req.Wait, n.cfg.MaxWait)
+	if req.Wait < 0 || req.Wait > cfg.MaxWait {
+		return invalid("wait", "%v is outside [0s, %v]", req.Wait, cfg.MaxWait)
 	}
 	if len(req.Metadata) > MaxMetadataEntries {
 		return invalid("metadata", "%d entries, the limit is %d", len(req.Metadata), MaxMetadataEntries)
