@@ -477,7 +477,7 @@ func waitSettled(t *testing.T, admin *client.Client, f *workerFleet, owners []st
 	t.Helper()
 	start := time.Now()
 	var holders map[string]string
-	waitFor(t, timeout, func() error {
+	poll.WaitFor(t, timeout, func() error {
 		var err error
 		_, holders, err = f.settledView(admin, owners, owned)
 		return err
@@ -601,7 +601,7 @@ func TestPlacementWorkerJoinMovesFewKeys(t *testing.T) {
 	share := keys / n
 	var after map[string]string
 	start := time.Now()
-	waitFor(t, settleTimeout, func() error {
+	poll.WaitFor(t, settleTimeout, func() error {
 		_, h, err := f.settledView(admin, owners, keys)
 		if err != nil {
 			return err
@@ -708,7 +708,7 @@ func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 	// The demo worker's handlers are not in runs: check its keys from the
 	// group alone.
 	var doomed map[string]uint64 // its keys and their tokens
-	waitFor(t, settleTimeout, func() error {
+	poll.WaitFor(t, settleTimeout, func() error {
 		g, err := f.view(admin)
 		if err != nil {
 			return err
@@ -739,7 +739,7 @@ func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 		after   *client.Group
 		expired time.Duration // when none of its keys was held by it any more
 	)
-	waitFor(t, bound, func() error {
+	poll.WaitFor(t, bound, func() error {
 		g, err := f.view(admin)
 		if err != nil {
 			return err
@@ -874,7 +874,7 @@ func TestPlacementDrainHandsOffWithoutOverlap(t *testing.T) {
 		if err := admin.Groups().DrainWorker(ctx, w.id, true); err != nil {
 			t.Fatalf("DrainWorker: %v", err)
 		}
-		waitFor(t, 30*time.Second, func() error {
+		poll.WaitFor(t, 30*time.Second, func() error {
 			g, err := groupView(admin, f.group)
 			if err != nil {
 				return err
@@ -942,7 +942,7 @@ func TestPlacementDisabledKeyIsReleased(t *testing.T) {
 		}
 		return nil
 	}
-	waitFor(t, 15*time.Second, free)
+	poll.WaitFor(t, 15*time.Second, free)
 	t.Logf("disabled %s: %s's handler returned and the key was free %v later", key, holder, time.Since(start).Round(time.Millisecond))
 	l, _, err := admin.Leases().Get(ctx, key, nil)
 	if err != nil {
@@ -952,7 +952,7 @@ func TestPlacementDisabledKeyIsReleased(t *testing.T) {
 		t.Errorf("%s is free with reason %q, last worker %s, token %d; want released by %s, token %d",
 			key, l.Reason, l.Metadata["worker"], l.Token, holder, run[0].token)
 	}
-	holds(t, quiet, free)
+	poll.Holds(t, quiet, free)
 	if _, err := settled(mustView(t, admin, f.group), runs, owners, keys-1); err != nil {
 		t.Errorf("with %s disabled: %v", key, err)
 	}
@@ -1001,7 +1001,7 @@ func TestPlacementKeyBackWhileHandingOver(t *testing.T) {
 	if err := admin.Groups().SetControl(ctx, key, client.KeyControl{Disabled: true}); err != nil {
 		t.Fatalf("disable %s: %v", key, err)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	poll.WaitFor(t, 10*time.Second, func() error {
 		h := runs.history(key)
 		if last := h[len(h)-1]; !last.stopping {
 			return fmt.Errorf("%s: the handler was not told to stop: %+v", key, last)
