@@ -41,10 +41,11 @@ clean-run: ## Remove the data of `make run` (RUN_DIR)
 	rm -rf -- $(RUN_DIR)
 
 # test is what CI runs (.ci/run): go vet (also of the fault suite's build
-# tags), then every package with the race detector, then the integration
-# tests, then the packages of the fault suite one at a time, the three-node
-# suite of test/jepsen last and alone, so that no timing-sensitive suite
-# competes with another package for the CPU. The integration tests run
+# tags), then every package and the test toolkit (test/harness) with the
+# race detector, then the integration tests, then the packages of the fault
+# suite one at a time, the three-node suite of test/jepsen last and alone,
+# so that no timing-sensitive suite competes with another package for the
+# CPU. The integration tests run
 # without the race detector: their servers are real binaries built without
 # it anyway, and the instrumented in-process workers of the 64-worker
 # placement tests starved their own gossip on two cores (UDP probes timed
@@ -57,7 +58,7 @@ test: jepsen-deps ## go vet, then every test with the race detector, then the fa
 	$(GO) vet ./...
 	for tag in $(JEPSEN_TAGS); do $(GO) vet -tags $$tag ./cmd/... ./cluster/... ./client/... ./httpapi/... ./test/jepsen/cmd/...; done
 	@if [ -z "$(RACE)" ]; then echo "note: cgo is off (no C compiler?), running the tests without -race"; fi
-	$(GO) test $(RACE) -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/')
+	$(GO) test $(RACE) -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/') ./test/harness/...
 	$(GO) test -count=1 -timeout 25m ./test/integration
 	$(GO) test $(RACE) -count=1 -timeout 25m -p 1 ./test/jepsen/...
 

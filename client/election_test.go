@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // newCandidate returns a client of f with its own holder, as another
@@ -153,9 +155,9 @@ func TestObserveFollowsWithBlockingQueries(t *testing.T) {
 	// Its next read is sent right after the report; count from a renewal
 	// later.
 	renewals := len(f.renewRequests())
-	waitUntil(t, 3*time.Second, func() bool { return len(f.renewRequests()) >= renewals+1 }, "a renewal")
+	harness.WaitUntil(t, 3*time.Second, "a renewal", func() bool { return len(f.renewRequests()) >= renewals+1 })
 	before := len(gets())
-	waitUntil(t, 3*time.Second, func() bool { return len(f.renewRequests()) >= renewals+4 }, "three more renewals")
+	harness.WaitUntil(t, 3*time.Second, "three more renewals", func() bool { return len(f.renewRequests()) >= renewals+4 })
 	if n := len(gets()) - before; n != 0 {
 		t.Errorf("Observe sent %d requests while nothing changed, want none", n)
 	}
@@ -337,7 +339,7 @@ func TestRunReportsEachTermOfTheSameLeader(t *testing.T) {
 			},
 		})
 	}()
-	waitUntil(t, 5*time.Second, func() bool { return reported() >= 2 }, "the second term of sm-01 to be reported")
+	harness.WaitUntil(t, 5*time.Second, "the second term of sm-01 to be reported", func() bool { return reported() >= 2 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)

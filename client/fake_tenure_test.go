@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // fakeTenure is a small stateful tenure server for the tests of the
@@ -394,22 +396,9 @@ func newLeaseClient(t *testing.T, addr string) *Client {
 	c.keep.scale = func() float64 { return 1 }
 	t.Cleanup(func() {
 		// Every test releases or loses its leases; the renewer must be gone.
-		waitUntil(t, 5*time.Second, func() bool { return !c.keep.isRunning() }, "the renewer goroutine to end")
+		harness.WaitUntil(t, 5*time.Second, "the renewer goroutine to end", func() bool { return !c.keep.isRunning() })
 	})
 	return c
-}
-
-// waitUntil polls cond every 5ms and fails t when it is still false after
-// timeout.
-func waitUntil(t *testing.T, timeout time.Duration, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // hang is a renewFault that answers nothing until the client gives up.

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // doneAt returns a function that reports when l's context ended, as seen
@@ -60,7 +62,7 @@ func TestLeaseDeadlineCountsFromSentAtOfRenewal(t *testing.T) {
 	}
 	ended := doneAt(t, l)
 	first := l.Deadline()
-	waitUntil(t, 3*time.Second, func() bool { return l.Deadline().After(first) }, "a renewal to move the deadline")
+	harness.WaitUntil(t, 3*time.Second, "a renewal to move the deadline", func() bool { return l.Deadline().After(first) })
 
 	// The renewal's answer took 120ms; the deadline must count from when
 	// the request was sent, which is no later than when the server got it.
@@ -78,7 +80,7 @@ func TestLeaseDeadlineCountsFromSentAtOfRenewal(t *testing.T) {
 	// Renewals now hang: the lease must end at its local deadline, before
 	// the server could expire it.
 	f.set(func(f *fakeTenure) { f.renewFault = hang })
-	waitUntil(t, 3*time.Second, func() bool { return !ended().IsZero() }, "the lease to end")
+	harness.WaitUntil(t, 3*time.Second, "the lease to end", func() bool { return !ended().IsZero() })
 	okAt := lastOK(f.renewRequests())
 	lost := ended()
 	if serverExpiry := okAt.Add(ttl); !lost.Before(serverExpiry) {
@@ -126,7 +128,7 @@ func TestLeaseLostAtOnceOnLeaseLost(t *testing.T) {
 
 			lostAt := time.Now()
 			tt.lose(f, "scene-01")
-			waitUntil(t, 3*time.Second, func() bool { return !ended().IsZero() }, "the lease to end")
+			harness.WaitUntil(t, 3*time.Second, "the lease to end", func() bool { return !ended().IsZero() })
 			if took, bound := ended().Sub(lostAt), ttl/3*11/10+300*time.Millisecond; took > bound {
 				t.Errorf("lease ended %v after the server refused it, want within the next renewal (%v)", took, bound)
 			}
@@ -151,7 +153,7 @@ func TestLeaseLostAtOnceOnLeaseLost(t *testing.T) {
 			// The lost key is not renewed again: the next two bulk calls carry
 			// only the other lease.
 			n := len(f.renewRequests())
-			waitUntil(t, 5*time.Second, func() bool { return len(f.renewRequests()) >= n+2 }, "two more renewals")
+			harness.WaitUntil(t, 5*time.Second, "two more renewals", func() bool { return len(f.renewRequests()) >= n+2 })
 			for _, r := range f.renewRequests()[n:] {
 				if slices.Contains(r.Keys, "scene-01") {
 					t.Errorf("the lost lease was renewed again: %v", r.Keys)
@@ -188,7 +190,7 @@ func TestLeaseTransientFailuresRetriedUntilDeadline(t *testing.T) {
 			}
 			acquired := f.requests()[0].At
 			ended := doneAt(t, l)
-			waitUntil(t, 3*time.Second, func() bool { return !ended().IsZero() }, "the lease to end")
+			harness.WaitUntil(t, 3*time.Second, "the lease to end", func() bool { return !ended().IsZero() })
 
 			if lost := ended(); lost.Before(acquired.Add(ttl-margin-50*time.Millisecond)) || !lost.Before(acquired.Add(ttl)) {
 				t.Errorf("lease ended %v after the acquire arrived, want about TTL - margin = %v and before TTL", lost.Sub(acquired), ttl-margin)
@@ -245,7 +247,7 @@ func TestLeaseRenewalsOfOneClientShareOneCall(t *testing.T) {
 		}
 	})
 
-	waitUntil(t, 5*time.Second, func() bool { return len(f.renewRequests()) >= 8 }, "8 renew calls")
+	harness.WaitUntil(t, 5*time.Second, "8 renew calls", func() bool { return len(f.renewRequests()) >= 8 })
 	reqs := f.renewRequests()
 	for _, r := range reqs {
 		if !r.Bulk {
@@ -304,7 +306,7 @@ func TestLeaseFailedBulkCallKeepsEachUntilItsOwnDeadline(t *testing.T) {
 		t.Fatalf("the long lease ended with the short one, %v before its own deadline: %v", time.Until(longDeadline), err)
 	}
 	f.set(func(f *fakeTenure) { f.renewFault = nil })
-	waitUntil(t, 3*time.Second, func() bool { return long.Deadline().After(longDeadline) }, "a renewal of the long lease")
+	harness.WaitUntil(t, 3*time.Second, "a renewal of the long lease", func() bool { return long.Deadline().After(longDeadline) })
 	if err := long.Err(); err != nil {
 		t.Errorf("long lease: Err = %v after the server came back", err)
 	}
@@ -319,7 +321,7 @@ func TestLeaseRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 3*time.Second, func() bool { return len(f.renewRequests()) >= 1 }, "a renewal")
+	harness.WaitUntil(t, 3*time.Second, "a renewal", func() bool { return len(f.renewRequests()) >= 1 })
 
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
@@ -348,7 +350,7 @@ func TestLeaseRelease(t *testing.T) {
 		t.Errorf("second Release: %v, want nil (idempotent)", err)
 	}
 	// The renewer stops with the last lease, and renews nothing more.
-	waitUntil(t, 3*time.Second, func() bool { return !c.keep.isRunning() }, "the renewer to stop")
+	harness.WaitUntil(t, 3*time.Second, "the renewer to stop", func() bool { return !c.keep.isRunning() })
 	n := len(f.renewRequests())
 	if got := f.count(); got != 1+n+1 {
 		t.Errorf("server saw %d requests, want acquire + %d renewals + one release", got, n)
@@ -418,7 +420,7 @@ func TestReleaseOfAnOldLeaseKeepsTheNewOneOfTheSameHolder(t *testing.T) {
 				}
 				return n
 			}
-			waitUntil(t, 3*time.Second, func() bool { return puts() == 2 }, "the second acquire to reach the server")
+			harness.WaitUntil(t, 3*time.Second, "the second acquire to reach the server", func() bool { return puts() == 2 })
 			releaseOld()
 			r := <-got
 			if r.err != nil {
@@ -437,7 +439,7 @@ func TestReleaseOfAnOldLeaseKeepsTheNewOneOfTheSameHolder(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Acquire: %v", err)
 			}
-			waitUntil(t, 3*time.Second, func() bool { return old.Err() != nil }, "the lease to expire locally")
+			harness.WaitUntil(t, 3*time.Second, "the lease to expire locally", func() bool { return old.Err() != nil })
 			if !errors.Is(old.Err(), ErrLeaseExpiredLocally) || !f.lease("scene-01").held {
 				t.Fatalf("old lease: Err %v, held by the fake %v; want expired locally and still held", old.Err(), f.lease("scene-01").held)
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 func TestSemaphoreTakesOneSlotEach(t *testing.T) {
@@ -61,7 +63,7 @@ func TestSemaphoreTakesOneSlotEach(t *testing.T) {
 		t.Errorf("c got %s, want the slot b released", r.l.Key())
 	}
 	// c queued on both slots; it must hold only the one it got.
-	waitUntil(t, 2*time.Second, func() bool {
+	harness.WaitUntil(t, 2*time.Second, "c to hold exactly one slot", func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		n := 0
@@ -71,7 +73,7 @@ func TestSemaphoreTakesOneSlotEach(t *testing.T) {
 			}
 		}
 		return n == 1
-	}, "c to hold exactly one slot")
+	})
 	la.Release(ctx)
 	r.l.Release(ctx)
 }

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
@@ -6,16 +6,20 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
 // benchLeader starts a three-node cluster over TCP on loopback with bolt on
 // disk, as in production, and returns its leader.
-func benchLeader(b *testing.B) *Node {
-	c := newTestCluster(b, 3, true, nil)
-	return c.node(c.leader())
+func benchLeader(b *testing.B) *cluster.Node {
+	c := inproc.Start(b, 3, inproc.Options{TCP: true})
+	return c.Node(c.Leader())
 }
 
-func ctxB(b *testing.B) context.Context { return ctxT(b, time.Minute) }
+func ctxB(b *testing.B) context.Context { return harness.Context(b, time.Minute) }
 
 var benchSeq atomic.Int64
 
@@ -30,7 +34,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		holder := fmt.Sprintf("bench-%d", benchSeq.Add(1))
 		for i := 0; pb.Next(); i++ {
-			l, _, err := n.Acquire(ctxB(b), AcquireRequest{Key: holder, Holder: holder, TTL: time.Minute})
+			l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Key: holder, Holder: holder, TTL: time.Minute})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -50,7 +54,7 @@ func BenchmarkRenew(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		holder := fmt.Sprintf("bench-%d", benchSeq.Add(1))
-		l, _, err := n.Acquire(ctxB(b), AcquireRequest{Key: holder, Holder: holder, TTL: time.Minute})
+		l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Key: holder, Holder: holder, TTL: time.Minute})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -66,7 +70,7 @@ func BenchmarkRenew(b *testing.B) {
 // blocked acquirer, which the same log entry carries.
 func BenchmarkHandoff(b *testing.B) {
 	n := benchLeader(b)
-	l, _, err := n.Acquire(ctxB(b), AcquireRequest{Key: "handoff", Holder: "h0", TTL: time.Minute})
+	l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Key: "handoff", Holder: "h0", TTL: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,9 +79,9 @@ func BenchmarkHandoff(b *testing.B) {
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		next := fmt.Sprintf("h%d", i+1)
-		got := make(chan LeaseView, 1)
+		got := make(chan cluster.LeaseView, 1)
 		go func() {
-			l, _, err := n.Acquire(ctxB(b), AcquireRequest{Key: "handoff", Holder: next, TTL: time.Minute, Wait: time.Minute})
+			l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Key: "handoff", Holder: next, TTL: time.Minute, Wait: time.Minute})
 			if err != nil {
 				b.Error(err)
 			}

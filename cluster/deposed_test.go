@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"errors"
@@ -6,6 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
 // Guarantee: a leader cut off from its peers never acknowledges a renewal, a
@@ -14,12 +18,12 @@ import (
 // leader is renewing never takes effect.
 func TestDeposedLeaderNeverAcknowledges(t *testing.T) {
 	const ttl = 400 * time.Millisecond
-	c := newTestCluster(t, 3, false, nil)
+	c := inproc.Start(t, 3, inproc.Options{})
 	l := acquire(t, c, "partitions/17", "worker-a", ttl)
-	old := c.leader()
-	oldNode := c.node(old)
+	old := c.Leader()
+	oldNode := c.Node(old)
 
-	c.isolate(old)
+	c.Isolate(old)
 	var (
 		stop  atomic.Bool
 		wg    sync.WaitGroup
@@ -41,26 +45,26 @@ func TestDeposedLeaderNeverAcknowledges(t *testing.T) {
 		}()
 	}
 	hammer("renew", func() error {
-		_, err := oldNode.Renew(ctxT(t, ttl), l.Key, l.Holder, l.Token)
+		_, err := oldNode.Renew(harness.Context(t, ttl), l.Key, l.Holder, l.Token)
 		return err
 	})
 	hammer("read", func() error {
-		_, err := oldNode.Get(ctxT(t, ttl), l.Key, Linearizable)
+		_, err := oldNode.Get(harness.Context(t, ttl), l.Key, cluster.Linearizable)
 		return err
 	})
 	hammer("acquire", func() error {
-		_, _, err := oldNode.Acquire(ctxT(t, ttl), AcquireRequest{Key: "other", Holder: "x", TTL: ttl})
+		_, _, err := oldNode.Acquire(harness.Context(t, ttl), cluster.AcquireRequest{Key: "other", Holder: "x", TTL: ttl})
 		return err
 	})
 
 	// The majority elects a new leader; the holder renews there from now
 	// to the end of the test.
-	now := c.leader(old)
+	now := c.Leader(old)
 	renewErr := make(chan error, 1)
 	stopRenew := make(chan struct{})
 	go func() {
 		for {
-			if _, err := c.node(now).Renew(ctxT(t, ttl), l.Key, l.Holder, l.Token); err != nil {
+			if _, err := c.Node(now).Renew(harness.Context(t, ttl), l.Key, l.Holder, l.Token); err != nil {
 				renewErr <- err
 				return
 			}
@@ -80,10 +84,10 @@ func TestDeposedLeaderNeverAcknowledges(t *testing.T) {
 	}
 
 	// Heal: whatever the old leader proposed while cut off is discarded.
-	c.heal(old)
-	waitFor(t, 5*time.Second, "the old leader to catch up", func() bool {
-		a, _, _ := c.node(old).machine.Indexes()
-		b, _, _ := c.node(now).machine.Indexes()
+	c.Heal(old)
+	harness.WaitUntil(t, 5*time.Second, "the old leader to catch up", func() bool {
+		a, _, _ := cluster.MachineOf(c.Node(old)).Indexes()
+		b, _, _ := cluster.MachineOf(c.Node(now)).Indexes()
 		return a == b
 	})
 	time.Sleep(2 * ttl)
@@ -92,12 +96,12 @@ func TestDeposedLeaderNeverAcknowledges(t *testing.T) {
 		t.Fatalf("renew on the new leader: %v", err)
 	}
 	for j := 0; j < 3; j++ {
-		got := c.node(j).machine.Get(l.Key)
+		got := cluster.MachineOf(c.Node(j)).Get(l.Key)
 		if !got.Held || got.Token != l.Token {
 			t.Fatalf("node %d after heal: %+v, want held under token %d", j, got, l.Token)
 		}
 	}
-	if _, err := oldNode.Renew(ctxT(t, ttl), l.Key, l.Holder, l.Token); !errors.Is(err, ErrNotLeader) {
+	if _, err := oldNode.Renew(harness.Context(t, ttl), l.Key, l.Holder, l.Token); !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("renew on the old leader after heal: %v, want ErrNotLeader", err)
 	}
 }

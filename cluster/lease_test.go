@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"errors"
@@ -6,14 +6,18 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
-func acquire(t *testing.T, c *testCluster, key, holder string, ttl time.Duration) LeaseView {
+func acquire(t *testing.T, c *inproc.Cluster, key, holder string, ttl time.Duration) cluster.LeaseView {
 	t.Helper()
-	var lease LeaseView
-	err := c.onLeader(10*time.Second, func(n *Node) error {
+	var lease cluster.LeaseView
+	err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
 		var err error
-		lease, _, err = n.Acquire(ctxT(t, 5*time.Second), AcquireRequest{Key: key, Holder: holder, TTL: ttl})
+		lease, _, err = n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: key, Holder: holder, TTL: ttl})
 		return err
 	})
 	if err != nil {
@@ -27,8 +31,8 @@ func acquire(t *testing.T, c *testCluster, key, holder string, ttl time.Duration
 func TestConcurrentAcquirersOneWins(t *testing.T) {
 	for _, tcp := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tcp=%v", tcp), func(t *testing.T) {
-			c := newTestCluster(t, 3, tcp, nil)
-			leader := c.node(c.leader())
+			c := inproc.Start(t, 3, inproc.Options{TCP: tcp})
+			leader := c.Node(c.Leader())
 			const n = 32
 			var (
 				wg      sync.WaitGroup
@@ -41,10 +45,10 @@ func TestConcurrentAcquirersOneWins(t *testing.T) {
 				go func(i int) {
 					defer wg.Done()
 					holder := fmt.Sprintf("worker-%d", i)
-					lease, created, err := leader.Acquire(ctxT(t, 5*time.Second), AcquireRequest{Key: "scene-01", Holder: holder, TTL: time.Minute})
+					lease, created, err := leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "scene-01", Holder: holder, TTL: time.Minute})
 					mu.Lock()
 					defer mu.Unlock()
-					var held *HeldError
+					var held *cluster.HeldError
 					switch {
 					case err == nil && created && lease.Holder == holder:
 						winners = append(winners, holder)
@@ -69,9 +73,9 @@ func TestConcurrentAcquirersOneWins(t *testing.T) {
 // Guarantee (fencing): every acquisition takes a larger token, across keys,
 // re-acquisition by the same holder after release, and leader changes.
 func TestTokensStrictlyIncrease(t *testing.T) {
-	c := newTestCluster(t, 3, false, nil)
+	c := inproc.Start(t, 3, inproc.Options{})
 	var last uint64
-	check := func(l LeaseView) {
+	check := func(l cluster.LeaseView) {
 		t.Helper()
 		if l.Token <= last {
 			t.Fatalf("token %d on %s is not above the previous %d", l.Token, l.Key, last)
@@ -82,16 +86,16 @@ func TestTokensStrictlyIncrease(t *testing.T) {
 		for _, key := range []string{"a", "b", "a"} {
 			l := acquire(t, c, key, "h", time.Minute)
 			check(l)
-			if err := c.node(c.leader()).Release(ctxT(t, 5*time.Second), key, "h", l.Token); err != nil {
+			if err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), key, "h", l.Token); err != nil {
 				t.Fatalf("release: %v", err)
 			}
 		}
 		// Change leader and go on.
-		old := c.leader()
-		if _, err := c.node(old).TransferLeadership(ctxT(t, 5*time.Second), ""); err != nil {
+		old := c.Leader()
+		if _, err := c.Node(old).TransferLeadership(harness.Context(t, 5*time.Second), ""); err != nil {
 			t.Fatalf("transfer: %v", err)
 		}
-		c.leader(old)
+		c.Leader(old)
 	}
 }
 
@@ -99,23 +103,23 @@ func TestTokensStrictlyIncrease(t *testing.T) {
 // no earlier than TTL after it sent its last successful renewal, and, with
 // no failover, the key is free soon after that.
 func TestExpiryNotBeforeTTLAfterLastRenewal(t *testing.T) {
-	c := newTestCluster(t, 3, false, nil)
+	c := inproc.Start(t, 3, inproc.Options{})
 	const ttl = 500 * time.Millisecond
 	const bound = time.Second // generous for a loaded CI machine; typically a few ms
 	l := acquire(t, c, "job", "w", ttl)
-	n := c.node(c.leader())
+	n := c.Node(c.Leader())
 	var lastSent time.Time
 	for i := 0; i < 5; i++ {
 		sent := time.Now()
-		if _, err := n.Renew(ctxT(t, 5*time.Second), "job", "w", l.Token); err != nil {
+		if _, err := n.Renew(harness.Context(t, 5*time.Second), "job", "w", l.Token); err != nil {
 			t.Fatalf("renew %d: %v", i, err)
 		}
 		lastSent = sent
 		time.Sleep(ttl / 3)
 	}
 	var freedAt time.Time
-	waitFor(t, ttl+5*time.Second, "the lease to expire", func() bool {
-		got, err := n.Get(ctxT(t, 5*time.Second), "job", Stale)
+	harness.WaitUntil(t, ttl+5*time.Second, "the lease to expire", func() bool {
+		got, err := n.Get(harness.Context(t, 5*time.Second), "job", cluster.Stale)
 		if err != nil {
 			t.Fatalf("get: %v", err)
 		}
@@ -123,7 +127,7 @@ func TestExpiryNotBeforeTTLAfterLastRenewal(t *testing.T) {
 			return false
 		}
 		freedAt = time.Now()
-		if got.Reason.String() != ReasonExpired {
+		if got.Reason.String() != cluster.ReasonExpired {
 			t.Fatalf("reason %q, want expired", got.Reason)
 		}
 		return true
@@ -137,9 +141,9 @@ func TestExpiryNotBeforeTTLAfterLastRenewal(t *testing.T) {
 		t.Logf("freed %v after TTL since the last renewal was sent", late)
 	}
 	// A renewal after the deadline is refused with the reason.
-	_, err := n.Renew(ctxT(t, 5*time.Second), "job", "w", l.Token)
-	var lost *LostError
-	if !errors.As(err, &lost) || lost.Reason != ReasonExpired {
+	_, err := n.Renew(harness.Context(t, 5*time.Second), "job", "w", l.Token)
+	var lost *cluster.LostError
+	if !errors.As(err, &lost) || lost.Reason != cluster.ReasonExpired {
 		t.Fatalf("renew after expiry: %v, want lease lost (expired)", err)
 	}
 }
@@ -150,7 +154,7 @@ func TestRenewingHolderKeepsLeaseThroughFailover(t *testing.T) {
 	const ttl = time.Second
 	for _, how := range []string{"crash", "transfer"} {
 		t.Run(how, func(t *testing.T) {
-			c := newTestCluster(t, 3, false, nil)
+			c := inproc.Start(t, 3, inproc.Options{})
 			l := acquire(t, c, "elections/scheduler", "sched-1", ttl)
 			stop := make(chan struct{})
 			errCh := make(chan error, 1)
@@ -167,8 +171,8 @@ func TestRenewingHolderKeepsLeaseThroughFailover(t *testing.T) {
 					case <-time.After(ttl / 5):
 					}
 					sent := time.Now()
-					err := c.onLeader(time.Until(deadline), func(n *Node) error {
-						_, err := n.Renew(ctxT(t, ttl), l.Key, l.Holder, l.Token)
+					err := c.OnLeader(time.Until(deadline), func(n *cluster.Node) error {
+						_, err := n.Renew(harness.Context(t, ttl), l.Key, l.Holder, l.Token)
 						return err
 					})
 					if err != nil {
@@ -179,19 +183,19 @@ func TestRenewingHolderKeepsLeaseThroughFailover(t *testing.T) {
 					deadline = sent.Add(ttl)
 				}
 			}()
-			old := c.leader()
+			old := c.Leader()
 			if how == "crash" {
-				c.stop(old)
-			} else if _, err := c.node(old).TransferLeadership(ctxT(t, 5*time.Second), ""); err != nil {
+				c.Stop(old)
+			} else if _, err := c.Node(old).TransferLeadership(harness.Context(t, 5*time.Second), ""); err != nil {
 				t.Fatalf("transfer: %v", err)
 			}
-			now := c.leader(old)
+			now := c.Leader(old)
 			time.Sleep(3 * ttl)
 			close(stop)
 			if err := <-errCh; err != nil {
 				t.Fatal(err)
 			}
-			got, err := c.node(now).Get(ctxT(t, 5*time.Second), l.Key, Linearizable)
+			got, err := c.Node(now).Get(harness.Context(t, 5*time.Second), l.Key, cluster.Linearizable)
 			if err != nil {
 				t.Fatalf("get: %v", err)
 			}
@@ -207,26 +211,26 @@ func TestRenewingHolderKeepsLeaseThroughFailover(t *testing.T) {
 // itself: the grant is in the same log entry as the release, with no
 // polling interval between them.
 func TestBlockingAcquireHandoffInSameEntry(t *testing.T) {
-	c := newTestCluster(t, 3, false, nil)
-	n := c.node(c.leader())
+	c := inproc.Start(t, 3, inproc.Options{})
+	n := c.Node(c.Leader())
 	first := acquire(t, c, "scene-07", "tracker-0", time.Minute)
 	type result struct {
-		lease LeaseView
+		lease cluster.LeaseView
 		err   error
 	}
 	got := make(chan result, 1)
 	go func() {
-		l, _, err := n.Acquire(ctxT(t, 30*time.Second), AcquireRequest{Key: "scene-07", Holder: "tracker-1", TTL: time.Minute, Wait: 20 * time.Second})
+		l, _, err := n.Acquire(harness.Context(t, 30*time.Second), cluster.AcquireRequest{Key: "scene-07", Holder: "tracker-1", TTL: time.Minute, Wait: 20 * time.Second})
 		got <- result{l, err}
 	}()
 	// The waiter is queued once its first attempt was refused.
-	waitFor(t, 5*time.Second, "the waiter to queue", func() bool { return n.Waiting() == 1 })
+	harness.WaitUntil(t, 5*time.Second, "the waiter to queue", func() bool { return n.Waiting() == 1 })
 	select {
 	case r := <-got:
 		t.Fatalf("waiter answered before the release: %+v %v", r.lease.Lease, r.err)
 	default:
 	}
-	if err := n.Release(ctxT(t, 5*time.Second), "scene-07", "tracker-0", first.Token); err != nil {
+	if err := n.Release(harness.Context(t, 5*time.Second), "scene-07", "tracker-0", first.Token); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	releasedAt := n.LeaseIndex()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/fsm"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // fakeClock is a manual clock for lessor tests.
@@ -177,14 +178,14 @@ func TestVerifierCallerWaitsForARoundStartedAfterIt(t *testing.T) {
 		return nil
 	}, nil)
 	first := make(chan error, 1)
-	go func() { first <- v.Verify(ctxT(t, 5*time.Second)) }()
+	go func() { first <- v.Verify(harness.Context(t, 5*time.Second)) }()
 	if r := <-started; r != 1 {
 		t.Fatalf("round %d started first", r)
 	}
 	second := make(chan error, 1)
-	go func() { second <- v.Verify(ctxT(t, 5*time.Second)) }()
+	go func() { second <- v.Verify(harness.Context(t, 5*time.Second)) }()
 	// Give the second caller time to queue while round 1 runs.
-	waitFor(t, time.Second, "second caller to queue", func() bool {
+	harness.WaitUntil(t, time.Second, "second caller to queue", func() bool {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		return len(v.waiting) == 1

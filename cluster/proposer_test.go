@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/fsm"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // gatedProposer runs a proposer over a bare Machine whose apply blocks on
@@ -71,14 +72,14 @@ func (g *gatedProposer) submit(ctx context.Context, o *op) <-chan submitted {
 // queuedIn waits until n ops sit in the proposer's input.
 func (g *gatedProposer) queuedIn(t *testing.T, n int) {
 	t.Helper()
-	waitFor(t, 5*time.Second, "ops to queue", func() bool { return len(g.p.in) == n })
+	harness.WaitUntil(t, 5*time.Second, "ops to queue", func() bool { return len(g.p.in) == n })
 }
 
 // A blocking acquire that is refused in the same batch as the release that
 // frees the key is granted right after, not at the end of its wait.
 func TestProposerWaiterQueuedInReleaseBatchIsGranted(t *testing.T) {
 	g := newGatedProposer(t, 1)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := harness.Context(t, 10*time.Second)
 	a := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}})
 	<-g.entered
 	b := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "B", TTL: time.Minute}, waitEnd: time.Now().Add(time.Minute)})
@@ -103,7 +104,7 @@ func TestProposerWaiterQueuedInReleaseBatchIsGranted(t *testing.T) {
 // queued, so it cannot be granted a key nobody will use.
 func TestProposerCancelledBeforeQueueingIsNotQueued(t *testing.T) {
 	g := newGatedProposer(t, 2)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := harness.Context(t, 10*time.Second)
 	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}}); r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -188,7 +189,7 @@ func TestProposerBatchesStayWithinMaxBatch(t *testing.T) {
 // ErrOverloaded (429 over HTTP) instead of queueing without bound.
 func TestProposerOverloadIsRefused(t *testing.T) {
 	g := newGatedProposerSize(t, 1, 2)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := harness.Context(t, 10*time.Second)
 	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "a", Holder: "h", TTL: time.Minute}})
 	<-g.entered // the first batch is committing
 	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "b", Holder: "h", TTL: time.Minute}})

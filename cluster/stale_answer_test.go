@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"sync"
@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
 // holdAnswer parks, once armed, the answer of one heartbeat from a peer
@@ -42,7 +45,7 @@ func (h *holdAnswer) AppendEntries(id raft.ServerID, target raft.ServerAddress, 
 // passed since the renewal was sent.
 func TestDeposedLeaderIgnoresAnswersToOlderHeartbeats(t *testing.T) {
 	var wrap *holdAnswer
-	c := newTestCluster(t, 3, false, func(cfg *Config) {
+	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
 		if cfg.NodeID == "n1" {
 			// Slow to notice it lost its quorum, so the stale answer
 			// arrives while it still believes it leads.
@@ -51,39 +54,37 @@ func TestDeposedLeaderIgnoresAnswersToOlderHeartbeats(t *testing.T) {
 			wrap = &holdAnswer{InmemTransport: cfg.Transport.(*raft.InmemTransport), held: make(chan struct{}), release: make(chan struct{})}
 			cfg.Transport = wrap
 		}
-	})
-	if li := c.leader(); li != 0 {
-		if _, err := c.node(li).TransferLeadership(ctxT(t, 5*time.Second), "n1"); err != nil {
+	}})
+	if li := c.Leader(); li != 0 {
+		if _, err := c.Node(li).TransferLeadership(harness.Context(t, 5*time.Second), "n1"); err != nil {
 			t.Fatalf("transfer to n1: %v", err)
 		}
 	}
-	waitFor(t, 10*time.Second, "n1 to establish", func() bool { return c.node(0).Ready() == nil })
-	n1 := c.node(0)
-	lease, _, err := n1.Acquire(ctxT(t, 5*time.Second), AcquireRequest{Key: "k", Holder: "h", TTL: 6 * time.Second})
+	harness.WaitUntil(t, 10*time.Second, "n1 to establish", func() bool { return c.Node(0).Ready() == nil })
+	n1 := c.Node(0)
+	lease, _, err := n1.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "k", Holder: "h", TTL: 6 * time.Second})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
 	// Park one heartbeat answer from n2, then cut n1 off; n2 and n3 elect
 	// a new leader, which promotes the lease.
 	wrap.mu.Lock()
-	wrap.peer, wrap.armed = raft.ServerAddress(c.peers[1].RaftAddr), true
+	wrap.peer, wrap.armed = raft.ServerAddress(c.Peer(1).RaftAddr), true
 	wrap.mu.Unlock()
 	<-wrap.held
-	c.isolate(0)
-	c.leader(0)
+	c.Isolate(0)
+	c.Leader(0)
 	if !n1.IsLeader() {
 		t.Skip("n1 noticed the partition before the stale answer could arrive; nothing to check")
 	}
 	// A renewal reaches only n1; then the old answer arrives.
 	res := make(chan error, 1)
 	go func() {
-		_, err := n1.Renew(ctxT(t, 5*time.Second), "k", "h", lease.Token)
+		_, err := n1.Renew(harness.Context(t, 5*time.Second), "k", "h", lease.Token)
 		res <- err
 	}()
-	waitFor(t, 5*time.Second, "the renewal to wait for its round", func() bool {
-		n1.verify.mu.Lock()
-		defer n1.verify.mu.Unlock()
-		return n1.verify.running
+	harness.WaitUntil(t, 5*time.Second, "the renewal to wait for its round", func() bool {
+		return cluster.VerifyRoundRunning(n1)
 	})
 	close(wrap.release)
 	if err := <-res; err == nil {

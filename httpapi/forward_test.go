@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // A follower serves writes, renewals and linearizable reads by forwarding
@@ -178,7 +180,7 @@ func TestBlockingOnFollower(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "follow-" + tc.name
 			l := acquire(t, leader, key, "h1")
-			waitFor(t, 5*time.Second, "the follower to apply the acquisition", func() bool {
+			harness.WaitUntil(t, 5*time.Second, "the follower to apply the acquisition", func() bool {
 				r, err := send(http.MethodGet, follower.url+"/v1/leases/"+key+"?stale", "", nil)
 				return err == nil && r.status == http.StatusOK
 			})

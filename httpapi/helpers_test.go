@@ -4,12 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,97 +14,46 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
-// testNode is one in-process node serving the API through httptest.
+// testNode is one node of an in-process cluster (test/harness/inproc), as
+// these tests address it.
 type testNode struct {
 	id   string
-	node *cluster.Node
-	srv  *httptest.Server
 	url  string // http://host:port
 	addr string // host:port, the node's HTTPAddr
 	// inflight counts requests inside the handler; hits counts every
 	// request the handler received.
-	inflight atomic.Int64
-	hits     atomic.Int64
-
-	mu      sync.Mutex
-	handler http.Handler // set once the node has started
-}
-
-// ServeHTTP delegates to the API server once it exists, so the httptest
-// address can go into the node's config before the node starts.
-func (tn *testNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	tn.hits.Add(1)
-	tn.inflight.Add(1)
-	defer tn.inflight.Add(-1)
-	tn.mu.Lock()
-	h := tn.handler
-	tn.mu.Unlock()
-	if h == nil {
-		http.Error(w, "node not started", http.StatusServiceUnavailable)
-		return
-	}
-	h.ServeHTTP(w, r)
+	inflight *atomic.Int64
+	hits     *atomic.Int64
 }
 
 // testCluster is a set of nodes bootstrapped together over TCP.
 type testCluster struct {
-	t     *testing.T
-	nodes []*testNode
+	t       *testing.T
+	cluster *inproc.Cluster
+	nodes   []*testNode
+}
+
+// serveAPI is the API server of a node of an in-process cluster.
+func serveAPI(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {
+	api := DefaultConfig()
+	api.Node = node
+	api.Gatherer = reg
+	api.Logger = logger
+	return New(api)
 }
 
 // startCluster starts n nodes named n1…nN and waits until one of them is an
 // established leader and every other one knows its HTTP address.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t}
-	var peers []cluster.Peer
+	c := &testCluster{t: t, cluster: inproc.Start(t, n, inproc.Options{TCP: true, Serve: serveAPI})}
 	for i := 0; i < n; i++ {
-		tn := &testNode{id: fmt.Sprintf("n%d", i+1)}
-		tn.srv = httptest.NewServer(tn)
-		t.Cleanup(tn.srv.Close)
-		tn.url = tn.srv.URL
-		tn.addr = tn.srv.Listener.Addr().String()
-		c.nodes = append(c.nodes, tn)
-		peers = append(peers, cluster.Peer{ID: tn.id, RaftAddr: freePort(t), HTTPAddr: tn.addr})
-	}
-	for i, tn := range c.nodes {
-		reg := prometheus.NewRegistry()
-		cfg := cluster.DefaultConfig()
-		cfg.NodeID = tn.id
-		cfg.DataDir = t.TempDir()
-		cfg.HTTPAddr = tn.addr
-		cfg.RaftAddr = peers[i].RaftAddr
-		cfg.GossipAddr = ""
-		cfg.InitialCluster = peers
-		cfg.HeartbeatTimeout = 150 * time.Millisecond
-		cfg.ElectionTimeout = 150 * time.Millisecond
-		cfg.LeaderLeaseTimeout = 100 * time.Millisecond
-		cfg.CommitTimeout = 5 * time.Millisecond
-		cfg.MinTTL = 300 * time.Millisecond
-		cfg.Registerer = reg
-		if os.Getenv("TENURE_TEST_LOG") != "" {
-			cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: tn.id, Level: hclog.Debug})
-		}
-		node, err := cluster.New(cfg)
-		if err != nil {
-			t.Fatalf("start %s: %v", tn.id, err)
-		}
-		tn.node = node
-		// Cleanups run last first: the node stops before its server.
-		t.Cleanup(func() { node.Shutdown() })
-		api := DefaultConfig()
-		api.Node = node
-		api.Gatherer = reg
-		api.Logger = cfg.Logger
-		s, err := New(api)
-		if err != nil {
-			t.Fatalf("api of %s: %v", tn.id, err)
-		}
-		tn.mu.Lock()
-		tn.handler = s
-		tn.mu.Unlock()
+		f := c.cluster.Front(i)
+		c.nodes = append(c.nodes, &testNode{id: c.cluster.Peer(i).ID, url: f.URL, addr: f.Addr, inflight: &f.Inflight, hits: &f.Hits})
 	}
 	c.leader()
 	return c
@@ -124,28 +69,7 @@ func startNode(t *testing.T) *testNode {
 // other node knows the leader's HTTP address, and returns the leader.
 func (c *testCluster) leader() *testNode {
 	c.t.Helper()
-	var found *testNode
-	waitFor(c.t, 10*time.Second, "an established leader known to every node", func() bool {
-		found = nil
-		for _, tn := range c.nodes {
-			if tn.node.Ready() == nil {
-				if found != nil {
-					return false
-				}
-				found = tn
-			}
-		}
-		if found == nil {
-			return false
-		}
-		for _, tn := range c.nodes {
-			if tn.node.LeaderHTTPAddr() != found.addr {
-				return false
-			}
-		}
-		return true
-	})
-	return found
+	return c.nodes[c.cluster.AgreedLeader()]
 }
 
 // follower returns a node other than the current leader.
@@ -159,28 +83,6 @@ func (c *testCluster) follower() (leader, follower *testNode) {
 	}
 	c.t.Fatal("no follower in a one-node cluster")
 	return nil, nil
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // httpClient never follows redirects, so a test sees them.
@@ -345,7 +247,7 @@ func receive(t *testing.T, ch <-chan answer, within time.Duration) reply {
 // waitBlocked polls until tn has n requests in its handler.
 func waitBlocked(t *testing.T, tn *testNode, n int64) {
 	t.Helper()
-	waitFor(t, 5*time.Second, fmt.Sprintf("%d request(s) in flight on %s", n, tn.id), func() bool {
+	harness.WaitUntil(t, 5*time.Second, fmt.Sprintf("%d request(s) in flight on %s", n, tn.id), func() bool {
 		return tn.inflight.Load() == n
 	})
 }

@@ -50,7 +50,7 @@ func readPID(t *testing.T, path string) int {
 func waitLines(t *testing.T, path string, n int, timeout time.Duration) []string {
 	t.Helper()
 	var got []string
-	waitFor(t, timeout, func() error {
+	poll.WaitFor(t, timeout, func() error {
 		if got = lines(path); len(got) < n {
 			return fmt.Errorf("%s has %d lines %q, want %d", filepath.Base(path), len(got), got, n)
 		}
@@ -88,7 +88,7 @@ func TestElectCommandFailover(t *testing.T) {
 	first := waitLines(t, runs, 1, 15*time.Second)
 	procs["sched-b"] = start("sched-b")
 	c.waitForWaiters(t, 1)
-	holds(t, time.Second, func() error {
+	poll.Holds(t, time.Second, func() error {
 		if got := lines(runs); len(got) != 1 {
 			return fmt.Errorf("commands started: %q, want only the leader's", got)
 		}
@@ -117,7 +117,7 @@ func TestElectCommandFailover(t *testing.T) {
 	if a, _ := strconv.Atoi(leaderToken); mustAtoi(t, token) <= a {
 		t.Errorf("the new leader's token %s is not above %s", token, leaderToken)
 	}
-	waitFor(t, 2*time.Second, func() error {
+	poll.WaitFor(t, 2*time.Second, func() error {
 		if !processGone(leaderCmd) {
 			return fmt.Errorf("the killed leader's command (pid %d) still runs", leaderCmd)
 		}
@@ -171,7 +171,7 @@ func TestLockCommand(t *testing.T) {
 		waitLines(t, order, 1, 10*time.Second)
 		b := c.startCLI(t, dir, "b", "lock", "-ttl", "10s", "jobs/report", "--", "sh", "-c", `echo b-start >> order`)
 		c.waitForWaiters(t, 1)
-		holds(t, time.Second, func() error {
+		poll.Holds(t, time.Second, func() error {
 			if got := lines(order); len(got) != 1 {
 				return fmt.Errorf("order %q while a holds the lock", got)
 			}
@@ -205,7 +205,7 @@ func TestLockCommand(t *testing.T) {
 		running := waitLines(t, slots, 2, 10*time.Second)
 		procs = append(procs, start("enc-3"))
 		c.waitForWaiters(t, 2) // in line on both slots
-		holds(t, time.Second, func() error {
+		poll.Holds(t, time.Second, func() error {
 			if got := lines(slots); len(got) != 2 {
 				return fmt.Errorf("running: %q, want two", got)
 			}
@@ -245,7 +245,7 @@ func TestLockCommand(t *testing.T) {
 	t.Run("a lost lease stops the command and exits 75", func(t *testing.T) {
 		dir := t.TempDir()
 		p := c.startCLI(t, dir, "lost", "lock", "-ttl", "2s", "-holder", "lost-1", "jobs/lost", "--", "sleep", "1000")
-		waitFor(t, 10*time.Second, func() error {
+		poll.WaitFor(t, 10*time.Second, func() error {
 			r := c.call(t, 0, http.MethodGet, "/v1/leases/jobs/lost", nil)
 			if r.Status != http.StatusOK {
 				return fmt.Errorf("get: %v", r)

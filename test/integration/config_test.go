@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // TestServerConfigSources: `tenure server` reads its settings from a JSON
@@ -21,18 +22,18 @@ import (
 // status that is not 0 and a message that names the setting.
 func TestServerConfigSources(t *testing.T) {
 	c := newCluster(t)
-	ports, err := freePorts(4)
+	ports, err := harness.FreePorts(4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fileHTTP, envHTTP := loopback(ports[0]), loopback(ports[1])
+	fileHTTP, envHTTP := harness.Loopback(ports[0]), harness.Loopback(ports[1])
 	configPath := filepath.Join(c.dir, "server.json")
 	writeJSON(t, configPath, map[string]any{
 		"node-id":              "from-file",
 		"data-dir":             filepath.Join(c.dir, "configured", "data"),
 		"http-addr":            fileHTTP,
-		"raft-addr":            loopback(ports[2]),
-		"gossip-addr":          loopback(ports[3]),
+		"raft-addr":            harness.Loopback(ports[2]),
+		"gossip-addr":          harness.Loopback(ports[3]),
 		"bootstrap-expect":     1,
 		"heartbeat-timeout":    "500ms",
 		"election-timeout":     "500ms",
@@ -109,14 +110,14 @@ func TestServerConfigSources(t *testing.T) {
 // non-zero status and says which setting is wrong.
 func testBadConfigRefused(t *testing.T) {
 	dir := t.TempDir()
-	ports, err := freePorts(3)
+	ports, err := harness.FreePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	addrs := []string{
-		"-http-addr", loopback(ports[0]),
-		"-raft-addr", loopback(ports[1]),
-		"-gossip-addr", loopback(ports[2]),
+		"-http-addr", harness.Loopback(ports[0]),
+		"-raft-addr", harness.Loopback(ports[1]),
+		"-gossip-addr", harness.Loopback(ports[2]),
 		"-bootstrap-expect", "1",
 	}
 	unknownKey := filepath.Join(dir, "unknown-key.json")

@@ -230,7 +230,7 @@ func TestElectionNoWorkWithoutLeadership(t *testing.T) {
 	ctxA, stopA := context.WithCancel(context.Background())
 	defer stopA()
 	doneA := run(ctxA, "sm-01")
-	waitFor(t, 10*time.Second, func() error {
+	poll.WaitFor(t, 10*time.Second, func() error {
 		if _, steps := w.count("sm-01"); steps < 2 {
 			return fmt.Errorf("sm-01 did %d steps, want 2", steps)
 		}
@@ -241,7 +241,7 @@ func TestElectionNoWorkWithoutLeadership(t *testing.T) {
 	doneB := run(ctxB, "sm-02")
 
 	// For two TTLs, sm-02 waits in line and does nothing.
-	holds(t, 2*ttl, func() error {
+	poll.Holds(t, 2*ttl, func() error {
 		if starts, steps := w.count("sm-02"); starts+steps > 0 {
 			return fmt.Errorf("sm-02 started %d times and did %d steps while sm-01 leads", starts, steps)
 		}
@@ -252,7 +252,7 @@ func TestElectionNoWorkWithoutLeadership(t *testing.T) {
 	if err := <-doneA; err != nil {
 		t.Fatalf("sm-01's Run: %v", err)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	poll.WaitFor(t, 10*time.Second, func() error {
 		if _, steps := w.count("sm-02"); steps < 2 {
 			return fmt.Errorf("sm-02 did %d steps after sm-01 stopped, want 2", steps)
 		}
@@ -310,7 +310,7 @@ func leaderAndWaiter(t *testing.T, c *cluster, name string, ttl time.Duration, l
 // (tenure_acquire_waiters).
 func (c *cluster) waitForWaiters(t *testing.T, n int) {
 	t.Helper()
-	waitFor(t, 10*time.Second, func() error {
+	poll.WaitFor(t, 10*time.Second, func() error {
 		l := c.leader(t)
 		r, err := c.try(c.nodes[l].httpAddr, http.MethodGet, "/metrics", nil)
 		if err != nil {
@@ -369,7 +369,7 @@ func TestElectionWorkStopsAtTheNextRenewalWhenRevoked(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("the standby was not elected after the revoke")
 	}
-	waitFor(t, ttl, func() error {
+	poll.WaitFor(t, ttl, func() error {
 		if ended().IsZero() {
 			return errors.New("the revoked leader still works")
 		}
@@ -404,7 +404,7 @@ func TestElectionCutOffLeaderStopsBeforeTheNextIsElected(t *testing.T) {
 	p := newProxy(t, c.nodes[c.leader(t)].httpAddr)
 	lead, next := leaderAndWaiter(t, c, "scheduler", ttl, p.addr())
 	ended := endedAt(lead.Context())
-	waitFor(t, 5*time.Second, func() error { // a renewal or two through the proxy
+	poll.WaitFor(t, 5*time.Second, func() error { // a renewal or two through the proxy
 		for _, r := range p.requests() {
 			if r.Path == "/v1/renew" {
 				return nil
@@ -475,14 +475,14 @@ func TestElectionObserveIsABlockingQuery(t *testing.T) {
 		t.Fatalf("first report %+v, want the leader", info)
 	}
 	// Its next request is sent right after the report.
-	waitFor(t, 5*time.Second, func() error {
+	poll.WaitFor(t, 5*time.Second, func() error {
 		if n := len(p.requests()); n < 2 {
 			return fmt.Errorf("%d requests, want the blocking one", n)
 		}
 		return nil
 	})
 	quiet := len(p.requests())
-	holds(t, 3*time.Second, func() error {
+	poll.Holds(t, 3*time.Second, func() error {
 		if n := len(p.requests()); n != quiet {
 			return fmt.Errorf("Observe sent %d requests while nothing changed", n-quiet)
 		}

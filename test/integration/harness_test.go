@@ -3,8 +3,6 @@ package integration
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // binary is the tenure binary that TestMain builds.
@@ -68,9 +68,14 @@ const (
 	electionTimeout = 15 * time.Second
 	// stopTimeout bounds a graceful shutdown after SIGTERM.
 	stopTimeout = 15 * time.Second
-	// pollInterval is the pause between two polls of waitFor.
+	// pollInterval is the pause between two polls of a condition: each
+	// poll may ask every server over HTTP.
 	pollInterval = 50 * time.Millisecond
 )
+
+// poll waits for conditions on the servers (WaitFor) and checks that they
+// keep holding (Holds).
+var poll = harness.Poller{Interval: pollInterval}
 
 // node is one `tenure server` process, or the settings to start it again.
 type node struct {
@@ -183,7 +188,7 @@ func newCluster(t *testing.T) *cluster {
 // plan names n new nodes after the existing ones and gives them free ports
 // and data dirs.
 func (c *cluster) plan(n int) ([]*node, error) {
-	ports, err := freePorts(3 * n)
+	ports, err := harness.FreePorts(3 * n)
 	if err != nil {
 		return nil, err
 	}
@@ -193,9 +198,9 @@ func (c *cluster) plan(n int) ([]*node, error) {
 		nodes[i] = &node{
 			id:         id,
 			dataDir:    filepath.Join(c.dir, id, "data"),
-			httpAddr:   loopback(ports[3*i]),
-			raftAddr:   loopback(ports[3*i+1]),
-			gossipAddr: loopback(ports[3*i+2]),
+			httpAddr:   harness.Loopback(ports[3*i]),
+			raftAddr:   harness.Loopback(ports[3*i+1]),
+			gossipAddr: harness.Loopback(ports[3*i+2]),
 			logPath:    filepath.Join(c.dir, id+".log"),
 		}
 	}
@@ -408,7 +413,7 @@ func (c *cluster) restart(t *testing.T, i int) {
 func (c *cluster) leader(t *testing.T) int {
 	t.Helper()
 	var found int
-	waitFor(t, electionTimeout, func() error {
+	poll.WaitFor(t, electionTimeout, func() error {
 		found = -1
 		views := map[string]string{}
 		for i, nd := range c.nodes {
@@ -454,60 +459,6 @@ func (c *cluster) followers(leader int) []int {
 		}
 	}
 	return out
-}
-
-// waitFor polls cond until it returns nil, and fails t with cond's last
-// error when timeout passes first.
-func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %v", timeout, err)
-		}
-		time.Sleep(pollInterval)
-	}
-}
-
-// freePorts returns n distinct loopback ports that were free for both TCP
-// and UDP (gossip binds both) a moment ago. Another process may take one
-// before the server binds it: the callers retry on "address already in use".
-func freePorts(n int) ([]int, error) {
-	var (
-		ports   []int
-		closers []io.Closer
-	)
-	defer func() {
-		for _, cl := range closers {
-			cl.Close()
-		}
-	}()
-	for tries := 0; len(ports) < n; tries++ {
-		if tries > 10*n {
-			return nil, fmt.Errorf("found only %d free ports of %d", len(ports), n)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		closers = append(closers, ln)
-		port := ln.Addr().(*net.TCPAddr).Port
-		pc, err := net.ListenPacket("udp", loopback(port))
-		if err != nil {
-			continue
-		}
-		closers = append(closers, pc)
-		ports = append(ports, port)
-	}
-	return ports, nil
-}
-
-func loopback(port int) string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 // tail returns the last n lines of the file at path.

@@ -103,7 +103,7 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 
 			for i, nd := range c.nodes {
 				var stale reply
-				waitFor(t, 5*time.Second, func() error {
+				poll.WaitFor(t, 5*time.Second, func() error {
 					r := c.call(t, i, http.MethodGet, "/v1/leases/"+key+"?stale=true", nil)
 					idx, err := strconv.ParseUint(r.Header.Get("X-Tenure-Index"), 10, 64)
 					if err != nil {

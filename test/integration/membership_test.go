@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // joinTimeout bounds how long a new server may take to appear in the Raft
@@ -41,7 +42,7 @@ func TestFourthServerJoins(t *testing.T) {
 			i := c.addNode(t, append([]string{"-join", c.nodes[0].gossipAddr}, tt.flags...)...)
 			joined = append(joined, i)
 			id := c.nodes[i].id
-			waitFor(t, joinTimeout, func() error {
+			poll.WaitFor(t, joinTimeout, func() error {
 				st, err := c.status(l)
 				if err != nil {
 					return err
@@ -58,7 +59,7 @@ func TestFourthServerJoins(t *testing.T) {
 			t.Logf("%s joined as %s in %v", id, tt.suffrage, time.Since(started).Round(time.Millisecond))
 			l = c.leader(t)
 			// The new server has the lease state and forwards writes.
-			waitFor(t, 5*time.Second, func() error {
+			poll.WaitFor(t, 5*time.Second, func() error {
 				r := c.call(t, i, http.MethodGet, "/v1/leases/join/before?stale=true", nil)
 				if r.Status != http.StatusOK {
 					return fmt.Errorf("stale read on %s: %v", id, r)
@@ -85,7 +86,7 @@ func TestFourthServerJoins(t *testing.T) {
 		// With two of five members down, memberlist's suspicion timeout
 		// grows towards its maximum (about 17s here), and more on a loaded
 		// machine.
-		waitFor(t, 45*time.Second, func() error {
+		poll.WaitFor(t, 45*time.Second, func() error {
 			for _, i := range joined {
 				if st, ok := c.memberStatus(t, l, c.nodes[i].id); ok && st == "alive" {
 					return fmt.Errorf("gossip on %s still says %s is alive", c.nodes[l].id, c.nodes[i].id)
@@ -118,8 +119,8 @@ func TestFourthServerJoins(t *testing.T) {
 			}
 			return nil
 		}
-		waitFor(t, 5*time.Second, removed)
-		holds(t, 3*time.Second, removed) // longer than the leader's reconcile period
+		poll.WaitFor(t, 5*time.Second, removed)
+		poll.Holds(t, 3*time.Second, removed) // longer than the leader's reconcile period
 		c.acquire(t, l, "join/after-removal", "worker", "30s", http.StatusCreated)
 	})
 
@@ -145,7 +146,7 @@ func TestRemovedServerStaysRemoved(t *testing.T) {
 	l := c.leader(t)
 	i := c.addNode(t, "-join", c.nodes[l].gossipAddr)
 	id := c.nodes[i].id
-	waitFor(t, joinTimeout, func() error {
+	poll.WaitFor(t, joinTimeout, func() error {
 		st, err := c.status(l)
 		if err != nil {
 			return err
@@ -162,7 +163,7 @@ func TestRemovedServerStaysRemoved(t *testing.T) {
 	}
 	// Gossip needs a few seconds to declare the stopped server dead; the
 	// leader adds servers it sees alive every two seconds.
-	holds(t, 8*time.Second, func() error {
+	poll.Holds(t, 8*time.Second, func() error {
 		st, err := c.status(l)
 		if err != nil {
 			return err
@@ -213,7 +214,7 @@ func TestOperatorRoutes(t *testing.T) {
 		var acquisitions, commits float64
 		for i, nd := range c.nodes {
 			var m map[string]float64
-			waitFor(t, 5*time.Second, func() error {
+			poll.WaitFor(t, 5*time.Second, func() error {
 				r, err := c.try(nd.httpAddr, http.MethodGet, "/metrics", nil)
 				if err != nil {
 					return err
@@ -252,7 +253,7 @@ func TestOperatorRoutes(t *testing.T) {
 
 	t.Run("snapshot", func(t *testing.T) {
 		for i, nd := range c.nodes {
-			waitFor(t, 5*time.Second, func() error {
+			poll.WaitFor(t, 5*time.Second, func() error {
 				st, err := c.status(i)
 				if err != nil {
 					return err
@@ -363,18 +364,6 @@ func (c *cluster) memberStatus(t *testing.T, i int, name string) (string, bool) 
 	return "", false
 }
 
-// holds polls cond for d and fails t as soon as it does not hold.
-func holds(t *testing.T, d time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := cond(); err != nil {
-			t.Fatalf("stopped holding after %v: %v", d-time.Until(deadline), err)
-		}
-		time.Sleep(pollInterval)
-	}
-}
-
 // parseMetrics reads the Prometheus text format into series name (with its
 // labels, as printed) and value.
 func parseMetrics(b []byte) map[string]float64 {
@@ -410,11 +399,11 @@ func TestServerRejoinsAtNewRaftAddress(t *testing.T) {
 	nd := c.nodes[f]
 	c.stop(t, f)
 
-	ports, err := freePorts(1)
+	ports, err := harness.FreePorts(1)
 	if err != nil {
 		t.Fatalf("free port: %v", err)
 	}
-	newAddr := loopback(ports[0])
+	newAddr := harness.Loopback(ports[0])
 	for i, a := range nd.args {
 		if a == nd.raftAddr {
 			nd.args[i] = newAddr
@@ -426,7 +415,7 @@ func TestServerRejoinsAtNewRaftAddress(t *testing.T) {
 	l = c.leader(t)
 	c.acquire(t, l, "moved/after", "worker", "30s", http.StatusCreated)
 	target := c.mustStatus(t, l).AppliedIndex
-	waitFor(t, 20*time.Second, func() error {
+	poll.WaitFor(t, 20*time.Second, func() error {
 		ls, err := c.status(l)
 		if err != nil {
 			return err

@@ -2,21 +2,12 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
 )
 
@@ -45,484 +36,6 @@ import (
 // Every test also checks, from the handler runs it recorded, that no two
 // handlers of a key ever ran at the same time and that the fencing tokens
 // of a key's successive owners increase.
-
-const (
-	// placementTTL is the lease TTL of the test workers: short, so that the
-	// keys of a killed worker free soon, and twice the servers' min-ttl.
-	placementTTL = 2 * time.Second
-	// largeFleetTTL is the lease TTL of the tests that run 64 workers in
-	// the test process. They share two cores with the race detector and
-	// the three servers; with a 2s TTL their renewals came late so often
-	// that leases expired and keys churned without end (a dozen grants per
-	// key in 90s, never settling). What those tests check does not depend
-	// on the TTL, so they use the worker's default.
-	largeFleetTTL = 10 * time.Second
-	// settleTimeout bounds how long a group may take to settle: every key
-	// owned by its target, whose handler runs.
-	settleTimeout = 90 * time.Second
-	// stopWorkersTimeout bounds how long the workers of a test may take to
-	// stop (hand back their keys, leave gossip) once cancelled.
-	stopWorkersTimeout = 30 * time.Second
-)
-
-// handlerRun is one run of a handler for a key: from the moment the
-// handler was called to the moment it returned, on the test's monotonic
-// clock (durations since the log's origin).
-type handlerRun struct {
-	worker     string
-	token      uint64
-	start, end time.Duration
-	running    bool
-	stopping   bool // its context ended; it has not returned yet
-}
-
-// runLog records every handler run of every key of the in-process workers
-// of a test. Its handlers hold the key until their context ends.
-type runLog struct {
-	origin time.Time
-
-	mu   sync.Mutex
-	runs map[string][]*handlerRun // by key, in the order they started
-}
-
-func newRunLog() *runLog {
-	return &runLog{origin: time.Now(), runs: make(map[string][]*handlerRun)}
-}
-
-// now is the time since the log's origin: monotonic, shared by every worker
-// of the test.
-func (l *runLog) now() time.Duration { return time.Since(l.origin) }
-
-// handler returns the handler of worker: it records its start, works until
-// ctx ends, finishes its work for linger more, and records its return.
-func (l *runLog) handler(worker string, linger time.Duration) client.Handler {
-	return func(ctx context.Context, key string, token uint64) {
-		l.mu.Lock()
-		r := &handlerRun{worker: worker, token: token, start: l.now(), running: true}
-		l.runs[key] = append(l.runs[key], r)
-		l.mu.Unlock()
-
-		<-ctx.Done()
-		if linger > 0 {
-			l.mu.Lock()
-			r.stopping = true
-			l.mu.Unlock()
-			<-time.After(linger) // the last of the work, e.g. a flush
-		}
-
-		l.mu.Lock()
-		r.end, r.running, r.stopping = l.now(), false, false
-		l.mu.Unlock()
-	}
-}
-
-// running returns the runs of key that have not returned yet.
-func (l *runLog) running(key string) []handlerRun {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []handlerRun
-	for _, r := range l.runs[key] {
-		if r.running {
-			out = append(out, *r)
-		}
-	}
-	return out
-}
-
-// working returns the runs of key whose context has not ended: the
-// handlers that own the key.
-func (l *runLog) working(key string) []handlerRun {
-	var out []handlerRun
-	for _, r := range l.running(key) {
-		if !r.stopping {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// runningOf returns the keys whose handler runs now on worker.
-func (l *runLog) runningOf(worker string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for key, runs := range l.runs {
-		for _, r := range runs {
-			if r.running && r.worker == worker {
-				out = append(out, key)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// history returns a copy of the runs of key, in the order they started.
-func (l *runLog) history(key string) []handlerRun {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]handlerRun, len(l.runs[key]))
-	for i, r := range l.runs[key] {
-		out[i] = *r
-	}
-	return out
-}
-
-// startedSince returns, by key, the runs that started at or after from.
-func (l *runLog) startedSince(from time.Duration) map[string][]handlerRun {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[string][]handlerRun{}
-	for key, runs := range l.runs {
-		for _, r := range runs {
-			if r.start >= from {
-				out[key] = append(out[key], *r)
-			}
-		}
-	}
-	return out
-}
-
-// checkExclusive reports every key on which a handler started before the
-// previous one returned, and every hand-over to another worker whose
-// token did not grow.
-func (l *runLog) checkExclusive(t *testing.T) {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	keys, hand := 0, 0
-	for key, runs := range l.runs {
-		keys++
-		for i := 1; i < len(runs); i++ {
-			prev, cur := runs[i-1], runs[i]
-			if prev.running || cur.start < prev.end {
-				end := "still running"
-				if !prev.running {
-					end = fmt.Sprintf("returned at %v", prev.end)
-				}
-				t.Errorf("%s: %s's handler started at %v while %s's (token %d) had not returned (%s)",
-					key, cur.worker, cur.start, prev.worker, prev.token, end)
-			}
-			if cur.worker != prev.worker {
-				hand++
-				if cur.token <= prev.token {
-					t.Errorf("%s: %s got token %d after %s had token %d: fencing tokens must grow",
-						key, cur.worker, cur.token, prev.worker, prev.token)
-				}
-			}
-		}
-	}
-	t.Logf("exclusive: %d keys, %d hand-overs between workers, no overlap seen", keys, hand)
-}
-
-// workerFleet is the in-process workers of one group in a test (or
-// subtest). Each has a client.Client of its own, as a process would. They
-// are all stopped together when the test ends: Run cancelled, then waited
-// for.
-type workerFleet struct {
-	c       *cluster
-	group   string
-	runs    *runLog
-	ttl     time.Duration
-	linger  time.Duration // how long a handler works on after its context ended
-	logger  hclog.Logger
-	logPath string
-
-	mu      sync.Mutex
-	workers []*fleetWorker
-}
-
-// fleetWorker is one running client.Worker.
-type fleetWorker struct {
-	id     string
-	w      *client.Worker
-	http   *http.Client
-	cancel context.CancelFunc
-	done   chan struct{} // closed when Run has returned
-	err    error         // Run's result, set before done is closed
-}
-
-func (fw *fleetWorker) stopped() bool {
-	select {
-	case <-fw.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// newWorkerFleet returns an empty fleet for group whose workers hold their
-// leases with ttl and whose handlers record in runs. The workers log at
-// debug level to one file, whose tail t prints if it fails.
-func newWorkerFleet(t *testing.T, c *cluster, group string, ttl time.Duration, runs *runLog) *workerFleet {
-	t.Helper()
-	f := &workerFleet{c: c, group: group, runs: runs, ttl: ttl, logPath: filepath.Join(t.TempDir(), "workers.log")}
-	out, err := os.Create(f.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.logger = hclog.New(&hclog.LoggerOptions{Output: out, Level: hclog.Debug})
-	t.Cleanup(func() {
-		f.stopAll(t)
-		out.Close()
-		if t.Failed() {
-			t.Logf("last lines of the workers' log (%s):\n%s", f.logPath, tail(f.logPath, 60))
-		}
-	})
-	return f
-}
-
-// start runs one more worker with id and opts (on top of the fleet's TTL
-// and a gossip port of its own on loopback).
-func (f *workerFleet) start(t *testing.T, id string, opts ...client.WorkerOption) *fleetWorker {
-	t.Helper()
-	cfg := client.DefaultConfig()
-	cfg.Addresses = placementAddrs(f.c)
-	cfg.Holder = id
-	cfg.Timeout = 5 * time.Second
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	cfg.HTTPClient = &http.Client{Transport: tr}
-	cl, err := client.New(cfg)
-	if err != nil {
-		t.Fatalf("client.New: %v", err)
-	}
-	opts = append([]client.WorkerOption{
-		client.WithWorkerID(id),
-		client.WithWorkerTTL(f.ttl),
-		client.WithGossipAddr("127.0.0.1:0"),
-		client.WithWorkerLogger(f.logger),
-	}, opts...)
-	ctx, cancel := context.WithCancel(context.Background())
-	fw := &fleetWorker{id: id, http: cfg.HTTPClient, cancel: cancel, done: make(chan struct{})}
-	fw.w = cl.Worker(f.group, f.runs.handler(id, f.linger), opts...)
-	go func() {
-		fw.err = fw.w.Run(ctx)
-		close(fw.done)
-	}()
-	f.mu.Lock()
-	f.workers = append(f.workers, fw)
-	f.mu.Unlock()
-	return fw
-}
-
-// startN starts n workers named prefix-0 … prefix-(n-1).
-func (f *workerFleet) startN(t *testing.T, prefix string, n int) []*fleetWorker {
-	t.Helper()
-	out := make([]*fleetWorker, n)
-	for i := range out {
-		out[i] = f.start(t, fmt.Sprintf("%s-%d", prefix, i))
-	}
-	return out
-}
-
-// alive returns an error naming a worker whose Run returned early.
-func (f *workerFleet) alive() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, fw := range f.workers {
-		if fw.stopped() {
-			return fmt.Errorf("worker %s stopped on its own: Run returned %v", fw.id, fw.err)
-		}
-	}
-	return nil
-}
-
-// stopAll cancels every worker at once, then waits for each Run to return
-// (each hands its keys back and leaves gossip), and reports a Run that
-// ended with anything but its context's error.
-func (f *workerFleet) stopAll(t *testing.T) {
-	t.Helper()
-	f.mu.Lock()
-	workers := slices.Clone(f.workers)
-	f.mu.Unlock()
-	for _, fw := range workers {
-		fw.cancel()
-	}
-	deadline := time.After(stopWorkersTimeout)
-	for _, fw := range workers {
-		select {
-		case <-fw.done:
-		case <-deadline:
-			t.Errorf("worker %s: Run did not return within %v of its cancel", fw.id, stopWorkersTimeout)
-			return
-		}
-		if !errors.Is(fw.err, context.Canceled) {
-			t.Errorf("worker %s: Run returned %v, want context.Canceled", fw.id, fw.err)
-		}
-		fw.http.CloseIdleConnections()
-	}
-}
-
-// startPlacement starts three servers, an operator's client, a group of
-// keys named group/0 … and an empty fleet of workers for it whose leases
-// last ttl.
-func startPlacement(t *testing.T, group string, keys int, ttl time.Duration) (*cluster, *client.Client, *runLog, *workerFleet) {
-	t.Helper()
-	c := startCluster(t, 3)
-	admin := adminClient(t, c)
-	runs := newRunLog()
-	putGroup(t, admin, group, group+"/", keys, 0)
-	return c, admin, runs, newWorkerFleet(t, c, group, ttl, runs)
-}
-
-// placementAddrs returns the HTTP addresses of every node of c.
-func placementAddrs(c *cluster) []string {
-	addrs := make([]string, len(c.nodes))
-	for i, nd := range c.nodes {
-		addrs[i] = nd.httpAddr
-	}
-	return addrs
-}
-
-// adminClient is the client of an operator: it creates groups, reads them
-// and sets controls.
-func adminClient(t *testing.T, c *cluster) *client.Client {
-	t.Helper()
-	cfg := client.DefaultConfig()
-	cfg.Addresses = placementAddrs(c)
-	cfg.Holder = "placement-admin"
-	cfg.Timeout = 5 * time.Second
-	cl, err := client.New(cfg)
-	if err != nil {
-		t.Fatalf("client.New: %v", err)
-	}
-	return cl
-}
-
-// putGroup creates group with count keys named prefix0 … and maxPerWorker.
-func putGroup(t *testing.T, admin *client.Client, name, prefix string, count, maxPerWorker int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	sum, err := admin.Groups().Put(ctx, name, client.GroupSpec{Prefix: prefix, Count: count, MaxPerWorker: maxPerWorker})
-	if err != nil {
-		t.Fatalf("create group %s: %v", name, err)
-	}
-	if sum.Keys != count || sum.MaxPerWorker != maxPerWorker {
-		t.Fatalf("create group %s: got %+v, want %d keys, max_per_worker %d", name, sum, count, maxPerWorker)
-	}
-}
-
-// groupView reads the group (a linearizable read).
-func groupView(admin *client.Client, name string) (*client.Group, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	g, _, err := admin.Groups().Get(ctx, name, nil)
-	if err != nil {
-		return nil, fmt.Errorf("get group %s: %w", name, err)
-	}
-	return g, nil
-}
-
-// view returns the group's view, or an error when a worker of the fleet
-// stopped on its own.
-func (f *workerFleet) view(admin *client.Client) (*client.Group, error) {
-	if err := f.alive(); err != nil {
-		return nil, err
-	}
-	return groupView(admin, f.group)
-}
-
-// settledView is view, then settled: the group and its holders, or why it
-// has not settled.
-func (f *workerFleet) settledView(admin *client.Client, owners []string, owned int) (*client.Group, map[string]string, error) {
-	g, err := f.view(admin)
-	if err != nil {
-		return nil, nil, err
-	}
-	h, err := settled(g, f.runs, owners, owned)
-	return g, h, err
-}
-
-// settled checks that the group is at rest: every key that has a target is
-// held by it, under the lease the group shows, and exactly that worker's
-// handler runs for it; every key without a target is free and no handler
-// runs for it; owned keys have an owner; only workers in owners own keys.
-// It returns the holder of each owned key.
-func settled(g *client.Group, runs *runLog, owners []string, owned int) (map[string]string, error) {
-	may := make(map[string]bool, len(owners))
-	for _, w := range owners {
-		may[w] = true
-	}
-	holders := make(map[string]string, len(g.Keys))
-	for _, k := range g.Keys {
-		running := runs.working(k.Key)
-		if k.Target == "" {
-			if k.State != "free" || len(running) > 0 {
-				return nil, fmt.Errorf("%s has no target but is %s by %q, %d handlers run", k.Key, k.State, k.Worker, len(running))
-			}
-			continue
-		}
-		if !may[k.Target] {
-			return nil, fmt.Errorf("%s targets %q, not one of the workers that may own keys", k.Key, k.Target)
-		}
-		if k.State != "held" || k.Worker != k.Target {
-			return nil, fmt.Errorf("%s targets %s but is %s by %q", k.Key, k.Target, k.State, k.Worker)
-		}
-		if len(running) != 1 || running[0].worker != k.Worker || running[0].token != k.Token {
-			return nil, fmt.Errorf("%s is held by %s with token %d, but the handlers working on it are %+v", k.Key, k.Worker, k.Token, running)
-		}
-		holders[k.Key] = k.Worker
-	}
-	if len(holders) != owned {
-		return nil, fmt.Errorf("%d of %d keys owned, want %d", len(holders), len(g.Keys), owned)
-	}
-	return holders, nil
-}
-
-// waitSettled polls the group until settled accepts it and returns the
-// holders and the time it took.
-func waitSettled(t *testing.T, admin *client.Client, f *workerFleet, owners []string, owned int, timeout time.Duration) (map[string]string, time.Duration) {
-	t.Helper()
-	start := time.Now()
-	var holders map[string]string
-	waitFor(t, timeout, func() error {
-		var err error
-		_, holders, err = f.settledView(admin, owners, owned)
-		return err
-	})
-	return holders, time.Since(start)
-}
-
-// countByWorker counts the keys of each worker in owners (0 for those
-// without keys).
-func countByWorker(holders map[string]string, owners []string) map[string]int {
-	out := make(map[string]int, len(owners))
-	for _, w := range owners {
-		out[w] = 0
-	}
-	for _, w := range holders {
-		out[w]++
-	}
-	return out
-}
-
-// checkEven fails t unless the keys are spread as evenly as possible: no
-// worker above ceil(K/N), none below floor(K/N).
-func checkEven(t *testing.T, holders map[string]string, owners []string) {
-	t.Helper()
-	k, n := len(holders), len(owners)
-	lo, hi := k/n, (k+n-1)/n
-	counts := countByWorker(holders, owners)
-	least, most := k, 0
-	for _, w := range owners {
-		c := counts[w]
-		least, most = min(least, c), max(most, c)
-		if c < lo || c > hi {
-			t.Errorf("%s owns %d keys, want %d to %d (%d keys over %d workers)", w, c, lo, hi, k, n)
-		}
-	}
-	t.Logf("%d keys over %d workers: %d to %d keys each", k, n, least, most)
-}
-
-func ids(ws []*fleetWorker) []string {
-	out := make([]string, len(ws))
-	for i, w := range ws {
-		out[i] = w.id
-	}
-	return out
-}
 
 // TestPlacementSpreadsEvenly: 1024 keys over 64 workers settle with every
 // key owned by exactly one worker (its handler runs, and the group shows
@@ -601,7 +114,7 @@ func TestPlacementWorkerJoinMovesFewKeys(t *testing.T) {
 	share := keys / n
 	var after map[string]string
 	start := time.Now()
-	waitFor(t, settleTimeout, func() error {
+	poll.WaitFor(t, settleTimeout, func() error {
 		_, h, err := f.settledView(admin, owners, keys)
 		if err != nil {
 			return err
@@ -639,57 +152,6 @@ func TestPlacementWorkerJoinMovesFewKeys(t *testing.T) {
 	runs.checkExclusive(t)
 }
 
-// demoWorker is a `tenure demo-worker` process.
-type demoWorker struct {
-	id      string
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{} // closed when the process has exited
-}
-
-// startDemoWorker runs `tenure demo-worker` of group with id and ttl,
-// talking to every node of c. Its output goes to a file that t prints if it
-// fails; the process is killed by its pid when t ends.
-func startDemoWorker(t *testing.T, c *cluster, group, id string, ttl time.Duration) *demoWorker {
-	t.Helper()
-	p := &demoWorker{id: id, logPath: filepath.Join(t.TempDir(), id+".log"), done: make(chan struct{})}
-	out, err := os.Create(p.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd = exec.Command(binary, "demo-worker", "-group", group, "-id", id, "-ttl", ttl.String(), "-work", "1s", "-quiet")
-	p.cmd.Stdout, p.cmd.Stderr = out, out
-	p.cmd.Env = append(cleanEnv(), client.EnvHTTPAddr+"="+strings.Join(placementAddrs(c), ","))
-	p.cmd.SysProcAttr = childProcAttr()
-	if err := p.cmd.Start(); err != nil {
-		out.Close()
-		t.Fatalf("start tenure demo-worker: %v", err)
-	}
-	go func() {
-		p.cmd.Wait()
-		out.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("output of demo-worker %s (%s):\n%s", id, p.logPath, tail(p.logPath, 30))
-		}
-	})
-	return p
-}
-
-// kill sends SIGKILL to the process and waits until it is gone.
-func (p *demoWorker) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
 // TestPlacementKilledWorkerKeysMove: 32 keys over three in-process workers
 // and one `tenure demo-worker` process with a 2s TTL. The process is
 // SIGKILLed, so it neither releases its leases nor leaves gossip: its keys
@@ -708,7 +170,7 @@ func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 	// The demo worker's handlers are not in runs: check its keys from the
 	// group alone.
 	var doomed map[string]uint64 // its keys and their tokens
-	waitFor(t, settleTimeout, func() error {
+	poll.WaitFor(t, settleTimeout, func() error {
 		g, err := f.view(admin)
 		if err != nil {
 			return err
@@ -739,7 +201,7 @@ func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 		after   *client.Group
 		expired time.Duration // when none of its keys was held by it any more
 	)
-	waitFor(t, bound, func() error {
+	poll.WaitFor(t, bound, func() error {
 		g, err := f.view(admin)
 		if err != nil {
 			return err
@@ -762,17 +224,6 @@ func TestPlacementKilledWorkerKeysMove(t *testing.T) {
 	}
 	checkEven(t, heldBy(after), survivors)
 	runs.checkExclusive(t)
-}
-
-// heldBy returns the holder of every held key of g.
-func heldBy(g *client.Group) map[string]string {
-	out := map[string]string{}
-	for _, k := range g.Keys {
-		if k.State == "held" {
-			out[k.Key] = k.Worker
-		}
-	}
-	return out
 }
 
 // TestPlacementDrainHandsOffWithoutOverlap: 60 keys over six workers. A
@@ -874,7 +325,7 @@ func TestPlacementDrainHandsOffWithoutOverlap(t *testing.T) {
 		if err := admin.Groups().DrainWorker(ctx, w.id, true); err != nil {
 			t.Fatalf("DrainWorker: %v", err)
 		}
-		waitFor(t, 30*time.Second, func() error {
+		poll.WaitFor(t, 30*time.Second, func() error {
 			g, err := groupView(admin, f.group)
 			if err != nil {
 				return err
@@ -942,7 +393,7 @@ func TestPlacementDisabledKeyIsReleased(t *testing.T) {
 		}
 		return nil
 	}
-	waitFor(t, 15*time.Second, free)
+	poll.WaitFor(t, 15*time.Second, free)
 	t.Logf("disabled %s: %s's handler returned and the key was free %v later", key, holder, time.Since(start).Round(time.Millisecond))
 	l, _, err := admin.Leases().Get(ctx, key, nil)
 	if err != nil {
@@ -952,7 +403,7 @@ func TestPlacementDisabledKeyIsReleased(t *testing.T) {
 		t.Errorf("%s is free with reason %q, last worker %s, token %d; want released by %s, token %d",
 			key, l.Reason, l.Metadata["worker"], l.Token, holder, run[0].token)
 	}
-	holds(t, quiet, free)
+	poll.Holds(t, quiet, free)
 	if _, err := settled(mustView(t, admin, f.group), runs, owners, keys-1); err != nil {
 		t.Errorf("with %s disabled: %v", key, err)
 	}
@@ -967,15 +418,6 @@ func TestPlacementDisabledKeyIsReleased(t *testing.T) {
 		t.Errorf("%s after enable: running %+v, want one handler with a token above %d", key, now, run[0].token)
 	}
 	runs.checkExclusive(t)
-}
-
-func mustView(t *testing.T, admin *client.Client, group string) *client.Group {
-	t.Helper()
-	g, err := groupView(admin, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return g
 }
 
 // TestPlacementKeyBackWhileHandingOver: a key that comes back to its worker
@@ -1001,7 +443,7 @@ func TestPlacementKeyBackWhileHandingOver(t *testing.T) {
 	if err := admin.Groups().SetControl(ctx, key, client.KeyControl{Disabled: true}); err != nil {
 		t.Fatalf("disable %s: %v", key, err)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	poll.WaitFor(t, 10*time.Second, func() error {
 		h := runs.history(key)
 		if last := h[len(h)-1]; !last.stopping {
 			return fmt.Errorf("%s: the handler was not told to stop: %+v", key, last)

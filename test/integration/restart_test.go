@@ -86,7 +86,7 @@ func TestTokensSurviveFullRestart(t *testing.T) {
 			maxToken = got.Token
 		}
 		for i := range c.nodes {
-			waitFor(t, 5*time.Second, func() error {
+			poll.WaitFor(t, 5*time.Second, func() error {
 				st, err := c.status(i)
 				if err != nil {
 					return err
@@ -123,7 +123,7 @@ func TestLeaderKillFailover(t *testing.T) {
 	stopRenewer := sync.OnceFunc(func() { close(h.stop); h.wg.Wait() })
 	t.Cleanup(stopRenewer)
 
-	waitFor(t, 10*time.Second, func() error {
+	poll.WaitFor(t, 10*time.Second, func() error {
 		s := h.snapshot()
 		if len(s.lost) > 0 {
 			t.Fatalf("the holder lost its lease before the kill: %q", s.lost)
@@ -143,7 +143,7 @@ func TestLeaderKillFailover(t *testing.T) {
 	if l == old {
 		t.Fatalf("leader is still the killed node %s", c.nodes[old].id)
 	}
-	waitFor(t, 10*time.Second, func() error {
+	poll.WaitFor(t, 10*time.Second, func() error {
 		s := h.snapshot()
 		if len(s.lost) > 0 {
 			t.Fatalf("the holder lost its lease during the failover: %q", s.lost)
@@ -178,7 +178,7 @@ func TestLeaderKillFailover(t *testing.T) {
 	target := c.mustStatus(t, l).AppliedIndex
 
 	c.restart(t, old)
-	waitFor(t, 15*time.Second, func() error {
+	poll.WaitFor(t, 15*time.Second, func() error {
 		st, err := c.status(old)
 		if err != nil {
 			return err

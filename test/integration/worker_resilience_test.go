@@ -115,7 +115,7 @@ func instancesAlive(ins []*instance) error {
 func waitOwnedOnce(t *testing.T, admin *client.Client, group string, ins []*instance, timeout time.Duration, want func(map[string]string) error) map[string]string {
 	t.Helper()
 	var holders map[string]string
-	waitFor(t, timeout, func() error {
+	poll.WaitFor(t, timeout, func() error {
 		if err := instancesAlive(ins); err != nil {
 			return err
 		}
@@ -210,7 +210,7 @@ func TestWorkersWithOneIDNeverOverlap(t *testing.T) {
 
 	// Each Worker of "dup" renews what it holds and keeps waiting for the
 	// rest: for a few TTLs, still one handler per key.
-	holds(t, 3*placementTTL, func() error {
+	poll.Holds(t, 3*placementTTL, func() error {
 		if err := instancesAlive(ins); err != nil {
 			return err
 		}
@@ -326,7 +326,7 @@ func TestWorkersRejoinAfterEveryServerRestarts(t *testing.T) {
 	// of 200ms); were it late, the other worker still suspects the server,
 	// and a suspect member is neither synced with nor cleared by a probe's
 	// answer, so it is declared dead all the same.
-	waitFor(t, deadBound, func() error {
+	poll.WaitFor(t, deadBound, func() error {
 		if err := f.alive(); err != nil {
 			return err
 		}
@@ -355,7 +355,7 @@ func TestWorkersRejoinAfterEveryServerRestarts(t *testing.T) {
 	}
 	c.leader(t)
 	var after *client.Group
-	waitFor(t, ownedBound, func() error {
+	poll.WaitFor(t, ownedBound, func() error {
 		g, _, err := f.settledView(admin, owners, keys)
 		if err != nil {
 			return err
@@ -378,7 +378,7 @@ func TestWorkersRejoinAfterEveryServerRestarts(t *testing.T) {
 	// it took office, the servers' default balance-settle): the group must
 	// stay owned past that plan, which is made with the workers the
 	// servers see.
-	holds(t, 5*time.Second, func() error {
+	poll.Holds(t, 5*time.Second, func() error {
 		g, _, err := f.settledView(admin, owners, keys)
 		if err != nil {
 			return err

@@ -1,0 +1,25 @@
+package cluster
+
+import (
+	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// Hooks for the tests of package cluster_test, which drive whole clusters
+// through test/harness/inproc (a test inside package cluster cannot import
+// that package, which imports this one). They read state that no exported
+// method shows; being in a _test.go file, they exist in test builds only.
+
+// MachineOf is n's lease state machine.
+func MachineOf(n *Node) *fsm.Machine { return n.machine }
+
+// RaftOf is n's Raft.
+func RaftOf(n *Node) *raft.Raft { return n.raft }
+
+// VerifyRoundRunning reports whether n's leadership check has a quorum
+// round in flight.
+func VerifyRoundRunning(n *Node) bool {
+	n.verify.mu.Lock()
+	defer n.verify.mu.Unlock()
+	return n.verify.running
+}

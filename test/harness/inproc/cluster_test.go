@@ -1,0 +1,72 @@
+package inproc
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+)
+
+// An isolated leader is replaced by one of the others; healed, it follows
+// whoever leads.
+func TestIsolateAndHeal(t *testing.T) {
+	c := Start(t, 3, Options{})
+	old := c.Leader()
+	c.Isolate(old)
+	if now := c.Leader(old); now == old {
+		t.Fatalf("got leader %d again, want another node", now)
+	}
+	c.Heal(old)
+	harness.WaitFor(t, 10*time.Second, func() error {
+		leader := c.Peer(c.Leader()).ID
+		if got := c.Node(old).Status().LeaderID; got != leader {
+			return fmt.Errorf("healed node sees leader %q, want %q", got, leader)
+		}
+		return nil
+	})
+}
+
+// Each node serves Serve's handler at its HTTPAddr; a stopped node's front
+// answers 503 until it runs again.
+func TestServeFrontsEveryNode(t *testing.T) {
+	serve := func(n *cluster.Node, _ *prometheus.Registry, _ hclog.Logger) (http.Handler, error) {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, n.ID()) }), nil
+	}
+	c := Start(t, 3, Options{TCP: true, Serve: serve})
+	l := c.AgreedLeader()
+	if got, want := c.Node(l).LeaderHTTPAddr(), c.Front(l).Addr; got != want {
+		t.Fatalf("got leader HTTP address %q, want its front's %q", got, want)
+	}
+	get := func(i int) (int, string) {
+		t.Helper()
+		resp, err := http.Get(c.Front(i).URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for i := 0; i < c.Len(); i++ {
+		if status, body := get(i); status != http.StatusOK || body != c.Peer(i).ID {
+			t.Errorf("node %d: got %d %q, want 200 %q", i, status, body, c.Peer(i).ID)
+		}
+		if got := c.Front(i).Hits.Load(); got != 1 {
+			t.Errorf("node %d: got %d hits, want 1", i, got)
+		}
+	}
+	c.Stop(0)
+	if status, _ := get(0); status != http.StatusServiceUnavailable {
+		t.Errorf("stopped node: got status %d, want 503", status)
+	}
+	c.Restart(0)
+	if status, body := get(0); status != http.StatusOK || body != "n1" {
+		t.Errorf("restarted node: got %d %q, want 200 n1", status, body)
+	}
+}

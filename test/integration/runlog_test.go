@@ -1,0 +1,162 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+// handlerRun is one run of a handler for a key: from the moment the
+// handler was called to the moment it returned, on the test's monotonic
+// clock (durations since the log's origin).
+type handlerRun struct {
+	worker     string
+	token      uint64
+	start, end time.Duration
+	running    bool
+	stopping   bool // its context ended; it has not returned yet
+}
+
+// runLog records every handler run of every key of the in-process workers
+// of a test. Its handlers hold the key until their context ends.
+type runLog struct {
+	origin time.Time
+
+	mu   sync.Mutex
+	runs map[string][]*handlerRun // by key, in the order they started
+}
+
+func newRunLog() *runLog {
+	return &runLog{origin: time.Now(), runs: make(map[string][]*handlerRun)}
+}
+
+// now is the time since the log's origin: monotonic, shared by every worker
+// of the test.
+func (l *runLog) now() time.Duration { return time.Since(l.origin) }
+
+// handler returns the handler of worker: it records its start, works until
+// ctx ends, finishes its work for linger more, and records its return.
+func (l *runLog) handler(worker string, linger time.Duration) client.Handler {
+	return func(ctx context.Context, key string, token uint64) {
+		l.mu.Lock()
+		r := &handlerRun{worker: worker, token: token, start: l.now(), running: true}
+		l.runs[key] = append(l.runs[key], r)
+		l.mu.Unlock()
+
+		<-ctx.Done()
+		if linger > 0 {
+			l.mu.Lock()
+			r.stopping = true
+			l.mu.Unlock()
+			<-time.After(linger) // the last of the work, e.g. a flush
+		}
+
+		l.mu.Lock()
+		r.end, r.running, r.stopping = l.now(), false, false
+		l.mu.Unlock()
+	}
+}
+
+// running returns the runs of key that have not returned yet.
+func (l *runLog) running(key string) []handlerRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []handlerRun
+	for _, r := range l.runs[key] {
+		if r.running {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// working returns the runs of key whose context has not ended: the
+// handlers that own the key.
+func (l *runLog) working(key string) []handlerRun {
+	var out []handlerRun
+	for _, r := range l.running(key) {
+		if !r.stopping {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// runningOf returns the keys whose handler runs now on worker.
+func (l *runLog) runningOf(worker string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for key, runs := range l.runs {
+		for _, r := range runs {
+			if r.running && r.worker == worker {
+				out = append(out, key)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// history returns a copy of the runs of key, in the order they started.
+func (l *runLog) history(key string) []handlerRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]handlerRun, len(l.runs[key]))
+	for i, r := range l.runs[key] {
+		out[i] = *r
+	}
+	return out
+}
+
+// startedSince returns, by key, the runs that started at or after from.
+func (l *runLog) startedSince(from time.Duration) map[string][]handlerRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string][]handlerRun{}
+	for key, runs := range l.runs {
+		for _, r := range runs {
+			if r.start >= from {
+				out[key] = append(out[key], *r)
+			}
+		}
+	}
+	return out
+}
+
+// checkExclusive reports every key on which a handler started before the
+// previous one returned, and every hand-over to another worker whose
+// token did not grow.
+func (l *runLog) checkExclusive(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keys, hand := 0, 0
+	for key, runs := range l.runs {
+		keys++
+		for i := 1; i < len(runs); i++ {
+			prev, cur := runs[i-1], runs[i]
+			if prev.running || cur.start < prev.end {
+				end := "still running"
+				if !prev.running {
+					end = fmt.Sprintf("returned at %v", prev.end)
+				}
+				t.Errorf("%s: %s's handler started at %v while %s's (token %d) had not returned (%s)",
+					key, cur.worker, cur.start, prev.worker, prev.token, end)
+			}
+			if cur.worker != prev.worker {
+				hand++
+				if cur.token <= prev.token {
+					t.Errorf("%s: %s got token %d after %s had token %d: fencing tokens must grow",
+						key, cur.worker, cur.token, prev.worker, prev.token)
+				}
+			}
+		}
+	}
+	t.Logf("exclusive: %d keys, %d hand-overs between workers, no overlap seen", keys, hand)
+}
