@@ -139,16 +139,7 @@ func (a *LeasesAPI) Renew(ctx context.Context, key, holder string, token uint64)
 	if err != nil {
 		return nil, nil, err
 	}
-	body := LeaseRefBody{Holder: holder, Token: token}
-	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: p, body: body})
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := decodeLease(resp)
-	if err != nil {
-		return nil, nil, err
-	}
-	return l, resp.meta, nil
+	return a.lease(ctx, &request{method: http.MethodPost, path: p, body: LeaseRefBody{Holder: holder, Token: token}})
 }
 
 // RenewMany renews several leases of holder in one request (at most
@@ -217,15 +208,7 @@ func (a *LeasesAPI) Get(ctx context.Context, key string, q *QueryOptions) (*Leas
 	}
 	params := map[string]string{}
 	wait := q.apply(params)
-	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := decodeLease(resp)
-	if err != nil {
-		return nil, nil, err
-	}
-	return l, resp.meta, nil
+	return a.lease(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
 }
 
 // List reads the leases that match opts (nil: all), ordered by key. With
@@ -281,6 +264,19 @@ func leasePath(prefix, key string) (string, error) {
 		segs[i] = url.PathEscape(s)
 	}
 	return prefix + strings.Join(segs, "/"), nil
+}
+
+// lease makes a call whose answer is a lease.
+func (a *LeasesAPI) lease(ctx context.Context, r *request) (*LeaseInfo, *Meta, error) {
+	resp, err := a.c.do(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := decodeLease(resp)
+	if err != nil {
+		return nil, nil, err
+	}
+	return l, resp.meta, nil
 }
 
 func decodeLease(resp *response) (*LeaseInfo, error) {

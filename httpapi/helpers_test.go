@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -100,30 +99,8 @@ type reply struct {
 
 // send makes one request; it is safe to call from any goroutine.
 func send(method, url, body string, header http.Header) (reply, error) {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		return reply{}, err
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return reply{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return reply{}, err
-	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: b}, nil
+	r, err := harness.Send(httpClient, method, url, body, header)
+	return reply{status: r.Status, header: r.Header, body: r.Body}, err
 }
 
 // do makes one request from the test goroutine.

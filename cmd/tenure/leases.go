@@ -146,27 +146,28 @@ func (e *env) newLeaseFlags(name string) *leaseFlags {
 	return f
 }
 
-// parse parses args and returns the key.
-func (f *leaseFlags) parse(e *env, args []string) (key string, code int, ok bool) {
+// connect parses args and returns the key and a client; when ok is false,
+// code is the exit code of the command.
+func (f *leaseFlags) connect(e *env, args []string) (key string, c *client.Client, code int, ok bool) {
 	pos, code, ok := e.parse(f.fs, args, 1, 1)
 	if !ok {
-		return "", code, false
+		return "", nil, code, false
 	}
 	if f.holder == "" || f.token == 0 {
-		return "", e.usageError(f.fs, "-holder and -token are required"), false
+		return "", nil, e.usageError(f.fs, "-holder and -token are required"), false
 	}
-	return pos[0], exitOK, true
+	c, err := f.cluster.client()
+	if err != nil {
+		return "", nil, e.fail(err), false
+	}
+	return pos[0], c, exitOK, true
 }
 
 func (e *env) leasesRenew(ctx context.Context, args []string) int {
 	f := e.newLeaseFlags("renew")
-	key, code, ok := f.parse(e, args)
+	key, c, code, ok := f.connect(e, args)
 	if !ok {
 		return code
-	}
-	c, err := f.cluster.client()
-	if err != nil {
-		return e.fail(err)
 	}
 	l, _, err := c.Leases().Renew(ctx, key, f.holder, f.token)
 	if err != nil {
@@ -177,13 +178,9 @@ func (e *env) leasesRenew(ctx context.Context, args []string) int {
 
 func (e *env) leasesRelease(ctx context.Context, args []string) int {
 	f := e.newLeaseFlags("release")
-	key, code, ok := f.parse(e, args)
+	key, c, code, ok := f.connect(e, args)
 	if !ok {
 		return code
-	}
-	c, err := f.cluster.client()
-	if err != nil {
-		return e.fail(err)
 	}
 	if _, err := c.Leases().Release(ctx, key, f.holder, f.token); err != nil {
 		return e.fail(err)

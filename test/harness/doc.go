@@ -1,7 +1,7 @@
 // Package harness is the test toolkit that tenure's test suites share:
 // polling a condition with a deadline (WaitFor, WaitUntil, Holds), contexts
-// that end with the test (Context), and free loopback ports (FreePorts,
-// FreeAddr, Loopback).
+// that end with the test (Context), free loopback ports (FreePorts,
+// FreeAddr, Loopback), and one HTTP request read whole (Send).
 //
 // It is test-only: only _test.go files and other test packages import it,
 // and every helper takes the test's testing.TB and fails it. It imports the

@@ -4,13 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // reply is one HTTP answer.
@@ -67,35 +66,16 @@ func (c *cluster) callOnce(t *testing.T, i int, method, path string, body any) r
 
 // try sends one request to addr; it is safe to call from any goroutine.
 func (c *cluster) try(addr, method, path string, body any) (reply, error) {
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		buf, err := json.Marshal(b)
+	text, ok := body.(string)
+	if !ok && body != nil {
+		buf, err := json.Marshal(body)
 		if err != nil {
 			return reply{}, err
 		}
-		rd = bytes.NewReader(buf)
+		text = string(buf)
 	}
-	req, err := http.NewRequest(method, "http://"+addr+path, rd)
-	if err != nil {
-		return reply{}, err
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return reply{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return reply{}, err
-	}
-	return reply{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+	r, err := harness.Send(c.http, method, "http://"+addr+path, text, nil)
+	return reply(r), err
 }
 
 // The API's bodies are package client's types: the tests read answers

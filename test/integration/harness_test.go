@@ -415,6 +415,7 @@ func (c *cluster) leader(t *testing.T) int {
 	var found int
 	poll.WaitFor(t, electionTimeout, func() error {
 		found = -1
+		statuses := map[int]status{}
 		views := map[string]string{}
 		for i, nd := range c.nodes {
 			if nd.running() == nil {
@@ -424,7 +425,7 @@ func (c *cluster) leader(t *testing.T) int {
 			if err != nil {
 				return err
 			}
-			views[nd.id] = st.LeaderID
+			statuses[i], views[nd.id] = st, st.LeaderID
 			if st.Role == "leader" && st.Ready {
 				found = i
 			}
@@ -433,16 +434,9 @@ func (c *cluster) leader(t *testing.T) int {
 			return fmt.Errorf("no established leader; leader ids seen: %v", views)
 		}
 		want := c.nodes[found]
-		for i, nd := range c.nodes {
-			if nd.running() == nil {
-				continue
-			}
-			st, err := c.status(i)
-			if err != nil {
-				return err
-			}
+		for i, st := range statuses {
 			if st.LeaderID != want.id || st.LeaderHTTPAddr != want.httpAddr {
-				return fmt.Errorf("%s sees leader %q at %q, want %q at %q", nd.id, st.LeaderID, st.LeaderHTTPAddr, want.id, want.httpAddr)
+				return fmt.Errorf("%s sees leader %q at %q, want %q at %q", c.nodes[i].id, st.LeaderID, st.LeaderHTTPAddr, want.id, want.httpAddr)
 			}
 		}
 		return nil
