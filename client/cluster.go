@@ -126,6 +126,9 @@ type MemberMeta struct {
 	Groups   []string `json:"groups,omitempty"`
 	Capacity int      `json:"capacity,omitempty"`
 	Draining bool     `json:"draining,omitempty"`
+	// Keys are the fingerprints of the member's gossip keys, primary
+	// first; empty without gossip encryption.
+	Keys []string `json:"keys,omitempty"`
 }
 
 // Status returns the view of the node that the client is talking to (the

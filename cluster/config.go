@@ -45,6 +45,11 @@ type Config struct {
 	// InitialCluster bootstraps Raft with this fixed set of servers when
 	// the data dir is empty (the static alternative to BootstrapExpect).
 	InitialCluster []Peer
+	// GossipKey, 32 bytes, turns on gossip encryption: it seeds the
+	// keyring of a data dir that has none (a data dir's keyring, changed
+	// by rotations, wins over it). Nil gossips in plain text unless the
+	// data dir has a keyring.
+	GossipKey []byte
 
 	// MinTTL and MaxTTL bound the TTL of every acquisition. MinTTL must be
 	// at least twice ElectionTimeout, so a lease outlives a failover.
@@ -145,6 +150,9 @@ func (c Config) Validate() error {
 	}
 	for _, j := range c.Join {
 		checkAddr("join", j, true)
+	}
+	if c.GossipKey != nil && len(c.GossipKey) != 32 {
+		bad("gossip-key: %d bytes, want 32 (make one with tenure keygen)", len(c.GossipKey))
 	}
 	if c.BootstrapExpect < 0 {
 		bad("bootstrap-expect: %d is negative", c.BootstrapExpect)

@@ -35,6 +35,10 @@ var (
 	// ErrOverloaded: too many writes are queued on the leader; retry later.
 	ErrOverloaded = errors.New("overloaded")
 
+	// ErrGossipPlaintext: a keyring call reached a server that gossips
+	// without encryption (started without -gossip-key).
+	ErrGossipPlaintext = errors.New("gossip encryption is off on this server: start every server with -gossip-key")
+
 	// ErrInvalid: the request breaks a rule; the error names the field.
 	ErrInvalid = errors.New("invalid request")
 

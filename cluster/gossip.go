@@ -36,6 +36,9 @@ type MemberMeta struct {
 	Groups   []string `json:"groups,omitempty"`
 	Capacity int      `json:"capacity,omitempty"`
 	Draining bool     `json:"draining,omitempty"`
+	// Keys are the fingerprints of the member's gossip keys, primary
+	// first; empty without gossip encryption.
+	Keys []string `json:"keys,omitempty"`
 }
 
 // Member is one gossip member as this node sees it.
@@ -67,6 +70,10 @@ type gossip struct {
 	// removed holds the servers an operator removed through this node, by
 	// time (see removedLately).
 	removed map[string]time.Time
+	// keyringOps are keyring operations received over gossip, for maintain
+	// to apply; keyringMu orders their application (keyring.go).
+	keyringOps chan KeyringMessage
+	keyringMu  sync.Mutex
 }
 
 // gossipConfig is what gossip needs from its node, and nothing more.
@@ -81,6 +88,10 @@ type gossipConfig struct {
 	leading func() bool
 	// changed is signalled, without blocking, on every membership change.
 	changed chan<- struct{}
+	// keyring encrypts gossip; nil runs gossip in plain text. It is saved
+	// in dataDir on every change (keyring.go).
+	keyring *memberlist.Keyring
+	dataDir string
 }
 
 // raftMembership is the part of *raft.Raft that gossip drives.
@@ -116,9 +127,15 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 		stop:         make(chan struct{}),
 		members:      make(map[string]*memberEntry),
 		removed:      make(map[string]time.Time),
+		keyringOps:   make(chan KeyringMessage, 16),
 		meta:         cfg.self,
 	}
 	mc := memberlist.DefaultLANConfig()
+	if cfg.keyring != nil {
+		mc.Keyring = cfg.keyring
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+		g.meta.Keys = keyFingerprints(cfg.keyring)
+	}
 	mc.Name = cfg.self.ID
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertiseAddr, mc.AdvertisePort = host, port
@@ -199,6 +216,8 @@ func (g *gossip) maintain() {
 			return
 		case <-g.events:
 		case <-tick.C:
+		case op := <-g.keyringOps:
+			g.applyReceived(op)
 		}
 		g.maybeBootstrap()
 		g.markMember()
@@ -377,7 +396,6 @@ func (g *gossip) NodeMeta(limit int) []byte {
 }
 
 // The rest of memberlist.Delegate: servers gossip nothing but metadata.
-func (g *gossip) NotifyMsg([]byte)                           {}
 func (g *gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 func (g *gossip) LocalState(join bool) []byte                { return nil }
 func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}

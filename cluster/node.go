@@ -75,9 +75,19 @@ func New(cfg Config) (*Node, error) {
 	n.wg.Add(1)
 	go n.leaderLoop()
 	if cfg.GossipAddr != "" {
+		kr, err := loadKeyring(cfg.DataDir, cfg.GossipKey)
+		if err != nil {
+			n.Shutdown()
+			return nil, err
+		}
+		if kr == nil {
+			n.log.Warn("gossip is not encrypted: start every server and worker with -gossip-key (tenure keygen makes one)")
+		}
 		g, err := newGossip(gossipConfig{
-			addr: cfg.GossipAddr,
-			join: cfg.Join,
+			keyring: kr,
+			dataDir: cfg.DataDir,
+			addr:    cfg.GossipAddr,
+			join:    cfg.Join,
 			self: MemberMeta{
 				Role:            "server",
 				ID:              cfg.NodeID,

@@ -1,0 +1,319 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Gossip encryption. memberlist encrypts every gossip packet with the
+// primary key of its keyring and accepts packets under any installed key,
+// so a key is rotated without downtime in three steps, each reaching every
+// member (servers and workers): install the new key, use it as primary,
+// remove the old one. A server keeps its keyring in its data dir, so a
+// rotation survives restarts; the -gossip-key flag only seeds a data dir
+// that has no keyring yet.
+
+// keyringFileName is the keyring's file in the data dir.
+const keyringFileName = "gossip-keyring.json"
+
+// Keyring operations, as the API and the gossip message name them.
+const (
+	KeyringInstall = "install"
+	KeyringUse     = "use"
+	KeyringRemove  = "remove"
+)
+
+// msgKeyring is the type byte of a keyring operation sent over gossip to a
+// member (a server or a worker).
+const msgKeyring byte = 'K'
+
+// KeyringMessage is a keyring operation as it travels over gossip, after
+// the type byte msgKeyring. Workers decode the same JSON (package client's
+// KeyringMessage; httpapi's tests keep the two identical).
+type KeyringMessage struct {
+	Op  string `json:"op"`
+	Key string `json:"key"` // base64, 32 bytes
+}
+
+// KeyringView is one key as the members announce it.
+type KeyringView struct {
+	// Fingerprint names the key without revealing it.
+	Fingerprint string
+	// Key is the key, base64, when this server holds it.
+	Key string
+	// Members hold the key; Primary of them encrypt with it.
+	Members, Primary int
+}
+
+// ParseGossipKey decodes a base64 gossip key and checks its length.
+func ParseGossipKey(s string) ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("not base64: %w", err)
+	}
+	if err := memberlist.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if len(key) != 32 {
+		return nil, fmt.Errorf("%d bytes, want 32 (make one with tenure keygen)", len(key))
+	}
+	return key, nil
+}
+
+// KeyFingerprint names a key without revealing it: the first 8 bytes of its
+// SHA-256, in hex.
+func KeyFingerprint(key []byte) string {
+	sum := sha256.Sum256(key)
+	return hex.EncodeToString(sum[:8])
+}
+
+// keyringFile is the keyring on disk: every key, base64, primary first.
+type keyringFile struct {
+	Keys []string `json:"keys"`
+}
+
+// loadKeyring returns the keyring of dataDir, seeding it with seed when the
+// data dir has none. It returns nil, nil when there is neither: gossip then
+// runs without encryption.
+func loadKeyring(dataDir string, seed []byte) (*memberlist.Keyring, error) {
+	path := filepath.Join(dataDir, keyringFileName)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if seed == nil {
+			return nil, nil
+		}
+		kr, err := memberlist.NewKeyring(nil, seed)
+		if err != nil {
+			return nil, fmt.Errorf("gossip-key: %w", err)
+		}
+		return kr, saveKeyring(dataDir, kr)
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var f keyringFile
+	if err := json.Unmarshal(b, &f); err != nil || len(f.Keys) == 0 {
+		return nil, fmt.Errorf("%s is damaged (%v): restore it, or remove it to start again from -gossip-key", path, err)
+	}
+	keys := make([][]byte, len(f.Keys))
+	for i, s := range f.Keys {
+		if keys[i], err = ParseGossipKey(s); err != nil {
+			return nil, fmt.Errorf("%s: key %d: %w", path, i, err)
+		}
+	}
+	return memberlist.NewKeyring(keys[1:], keys[0])
+}
+
+// saveKeyring writes kr to dataDir atomically.
+func saveKeyring(dataDir string, kr *memberlist.Keyring) error {
+	primary := kr.GetPrimaryKey()
+	f := keyringFile{Keys: []string{base64.StdEncoding.EncodeToString(primary)}}
+	for _, k := range kr.GetKeys() {
+		if !bytes.Equal(k, primary) {
+			f.Keys = append(f.Keys, base64.StdEncoding.EncodeToString(k))
+		}
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dataDir, keyringFileName)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write keyring: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write keyring: %w", err)
+	}
+	return nil
+}
+
+// keyFingerprints are the fingerprints of kr's keys, primary first: what a
+// member announces, so that operators see how far a rotation has spread.
+func keyFingerprints(kr *memberlist.Keyring) []string {
+	primary := kr.GetPrimaryKey()
+	out := []string{KeyFingerprint(primary)}
+	for _, k := range kr.GetKeys() {
+		if !bytes.Equal(k, primary) {
+			out = append(out, KeyFingerprint(k))
+		}
+	}
+	return out
+}
+
+// applyKeyringOp changes kr as op says.
+func applyKeyringOp(kr *memberlist.Keyring, op KeyringMessage) error {
+	key, err := ParseGossipKey(op.Key)
+	if err != nil {
+		return invalid("gossip_key", "%v", err)
+	}
+	switch op.Op {
+	case KeyringInstall:
+		return kr.AddKey(key)
+	case KeyringUse:
+		for _, k := range kr.GetKeys() {
+			if bytes.Equal(k, key) {
+				return kr.UseKey(key)
+			}
+		}
+		return invalid("gossip_key", "key %s is not installed here: install it first", KeyFingerprint(key))
+	case KeyringRemove:
+		if bytes.Equal(kr.GetPrimaryKey(), key) {
+			return invalid("gossip_key", "key %s is the primary key: use another key first", KeyFingerprint(key))
+		}
+		return kr.RemoveKey(key)
+	}
+	return invalid("op", "%q is not install, use or remove", op.Op)
+}
+
+// ChangeKeyring applies op to this server's keyring, then sends it to every
+// other member alive in this server's view. It returns the names of the
+// members it could not reach; they are told nothing and keep their keys
+// (run the operation again once they are back). Keyring reports how far the
+// change has spread.
+func (n *Node) ChangeKeyring(ctx context.Context, op KeyringMessage) ([]string, error) {
+	if n.gossip == nil || n.gossip.keyring == nil {
+		return nil, ErrGossipPlaintext
+	}
+	return n.gossip.changeKeyring(ctx, op)
+}
+
+func (g *gossip) changeKeyring(ctx context.Context, op KeyringMessage) ([]string, error) {
+	if err := g.applyKeyring(op); err != nil {
+		return nil, err
+	}
+	msg, err := json.Marshal(op)
+	if err != nil {
+		return nil, err
+	}
+	msg = append([]byte{msgKeyring}, msg...)
+	var failed []string
+	for _, m := range g.list.Members() {
+		if m.Name == g.self.ID {
+			continue
+		}
+		if ctx.Err() != nil {
+			failed = append(failed, m.Name)
+			continue
+		}
+		if err := g.list.SendReliable(m, msg); err != nil {
+			g.log.Warn("sending keyring change failed", "member", m.Name, "error", err)
+			failed = append(failed, m.Name)
+		}
+	}
+	sort.Strings(failed)
+	g.log.Info("gossip_keyring_changed", "op", op.Op, "fingerprint", keyFingerprintOf(op.Key), "unreached", len(failed))
+	return failed, nil
+}
+
+// Keyring lists every key that a member alive in this server's view
+// announces, with how many members hold it and use it as primary, and the
+// number of those members.
+func (n *Node) Keyring() ([]KeyringView, int, error) {
+	if n.gossip == nil || n.gossip.keyring == nil {
+		return nil, 0, ErrGossipPlaintext
+	}
+	views, total := n.gossip.keyringViews()
+	return views, total, nil
+}
+
+func (g *gossip) keyringViews() ([]KeyringView, int) {
+	mine := map[string]string{}
+	for _, k := range g.keyring.GetKeys() {
+		mine[KeyFingerprint(k)] = base64.StdEncoding.EncodeToString(k)
+	}
+	views := map[string]*KeyringView{}
+	total := 0
+	for _, m := range g.Members() {
+		if m.Status != "alive" {
+			continue
+		}
+		total++
+		for i, fp := range m.Meta.Keys {
+			v := views[fp]
+			if v == nil {
+				v = &KeyringView{Fingerprint: fp, Key: mine[fp]}
+				views[fp] = v
+			}
+			v.Members++
+			if i == 0 {
+				v.Primary++
+			}
+		}
+	}
+	out := make([]KeyringView, 0, len(views))
+	for _, v := range views {
+		out = append(out, *v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Fingerprint < out[j].Fingerprint })
+	return out, total
+}
+
+func keyFingerprintOf(b64 string) string {
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return "invalid"
+	}
+	return KeyFingerprint(key)
+}
+
+// applyKeyring changes this server's keyring, saves it, and announces the
+// new fingerprints.
+func (g *gossip) applyKeyring(op KeyringMessage) error {
+	g.keyringMu.Lock()
+	defer g.keyringMu.Unlock()
+	if err := applyKeyringOp(g.keyring, op); err != nil {
+		return err
+	}
+	if err := saveKeyring(g.dataDir, g.keyring); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.meta.Keys = keyFingerprints(g.keyring)
+	g.mu.Unlock()
+	if err := g.list.UpdateNode(5 * time.Second); err != nil {
+		g.log.Warn("announcing keyring failed", "error", err)
+	}
+	return nil
+}
+
+// NotifyMsg implements memberlist.Delegate: keyring operations sent by
+// another server. memberlist only delivers messages that decrypted under an
+// installed key, so the sender holds a key of the cluster.
+func (g *gossip) NotifyMsg(b []byte) {
+	if len(b) == 0 || b[0] != msgKeyring || g.keyring == nil {
+		return
+	}
+	var op KeyringMessage
+	if err := json.Unmarshal(b[1:], &op); err != nil {
+		g.log.Warn("ignoring a malformed keyring message", "error", err)
+		return
+	}
+	// NotifyMsg must not block memberlist: maintain applies it.
+	select {
+	case g.keyringOps <- op:
+	default:
+		g.log.Warn("dropping a keyring message: too many queued", "op", op.Op)
+	}
+}
+
+// applyReceived applies a keyring operation another server sent.
+func (g *gossip) applyReceived(op KeyringMessage) {
+	if err := g.applyKeyring(op); err != nil {
+		g.log.Warn("keyring change refused", "op", op.Op, "error", err)
+		return
+	}
+	g.log.Info("gossip_keyring_changed", "op", op.Op, "fingerprint", keyFingerprintOf(op.Key))
+}

@@ -1,0 +1,218 @@
+package cluster
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/test/harness"
+)
+
+// noRaft is a Raft that gossip never needs to change: the members of these
+// tests announce themselves as bootstrapped and never lead.
+type noRaft struct{}
+
+func (noRaft) BootstrapCluster(raft.Configuration) raft.Future { return nil }
+func (noRaft) LastIndex() uint64                               { return 1 }
+func (noRaft) GetConfiguration() raft.ConfigurationFuture      { return nil }
+func (noRaft) AddVoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture {
+	return nil
+}
+func (noRaft) AddNonvoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture {
+	return nil
+}
+
+func newKey(t *testing.T) []byte {
+	t.Helper()
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// startGossip starts a server's gossip with the keyring of dir (seeded with
+// key when dir has none; no encryption when both are absent), joined to
+// join.
+func startGossip(t *testing.T, id, dir string, key []byte, join ...string) *gossip {
+	t.Helper()
+	kr, err := loadKeyring(dir, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := newGossip(gossipConfig{
+		addr:    harness.FreeAddr(t),
+		join:    join,
+		self:    MemberMeta{Role: "server", ID: id, Bootstrapped: true},
+		log:     hclog.NewNullLogger(),
+		raft:    noRaft{},
+		leading: func() bool { return false },
+		changed: make(chan struct{}, 1),
+		keyring: kr,
+		dataDir: dir,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.shutdown)
+	return g
+}
+
+func (g *gossip) addr() string {
+	return fmt.Sprintf("%s:%d", g.list.LocalNode().Addr, g.list.LocalNode().Port)
+}
+
+// sees reports whether g lists member id as alive with the key
+// fingerprints want, primary first (any keys when want is nil).
+func (g *gossip) sees(id string, want []string) error {
+	for _, m := range g.Members() {
+		if m.Name != id {
+			continue
+		}
+		if m.Status != "alive" {
+			return fmt.Errorf("%s sees %s %s", g.self.ID, id, m.Status)
+		}
+		if want != nil && fmt.Sprint(m.Meta.Keys) != fmt.Sprint(want) {
+			return fmt.Errorf("%s sees %s with keys %v, want %v", g.self.ID, id, m.Meta.Keys, want)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s does not see %s", g.self.ID, id)
+}
+
+// Members with the cluster's gossip key see each other; a member with
+// another key, or with none, never joins.
+func TestGossipEncryptionKeepsStrangersOut(t *testing.T) {
+	key, other := newKey(t), newKey(t)
+	a := startGossip(t, "a", t.TempDir(), key)
+	b := startGossip(t, "b", t.TempDir(), key, a.addr())
+	harness.WaitFor(t, 10*time.Second, func() error { return a.sees("b", []string{KeyFingerprint(key)}) })
+
+	for _, tc := range []struct {
+		name string
+		key  []byte
+	}{{"another key", other}, {"no key", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			kr, _ := loadKeyring(t.TempDir(), tc.key)
+			mc := memberlist.DefaultLANConfig()
+			mc.Name, mc.BindAddr, mc.BindPort = "stranger", "127.0.0.1", 0
+			mc.Logger = hclog.NewNullLogger().StandardLogger(nil)
+			if kr != nil {
+				mc.Keyring = kr
+			}
+			stranger, err := memberlist.Create(mc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stranger.Shutdown()
+			if n, err := stranger.Join([]string{a.addr()}); n > 0 {
+				t.Fatalf("a stranger with %s joined %d member(s) (err %v)", tc.name, n, err)
+			}
+			harness.Holds(t, time.Second, func() error {
+				if err := b.sees("stranger", nil); err == nil {
+					return fmt.Errorf("b lists the stranger with %s", tc.name)
+				}
+				return nil
+			})
+		})
+	}
+}
+
+// A key is rotated without downtime: installed everywhere, used, and the
+// old one removed; the members never lose each other, the new keyring is
+// saved in every data dir, and afterwards only the new key lets a member in.
+func TestGossipKeyRotation(t *testing.T) {
+	oldKey, newK := newKey(t), newKey(t)
+	dirB := t.TempDir()
+	a := startGossip(t, "a", t.TempDir(), oldKey)
+	b := startGossip(t, "b", dirB, oldKey, a.addr())
+	oldFP, newFP := KeyFingerprint(oldKey), KeyFingerprint(newK)
+	harness.WaitFor(t, 10*time.Second, func() error { return a.sees("b", []string{oldFP}) })
+
+	ctx := harness.Context(t, 30*time.Second)
+	for _, step := range []struct {
+		op   string
+		want []string
+	}{
+		{KeyringInstall, []string{oldFP, newFP}},
+		{KeyringUse, []string{newFP, oldFP}},
+		{KeyringRemove, nil},
+	} {
+		key := newK
+		if step.op == KeyringRemove {
+			key, step.want = oldKey, []string{newFP}
+		}
+		failed, err := a.changeKeyring(ctx, KeyringMessage{Op: step.op, Key: base64.StdEncoding.EncodeToString(key)})
+		if err != nil || len(failed) > 0 {
+			t.Fatalf("%s: err %v, unreached %v", step.op, err, failed)
+		}
+		harness.WaitFor(t, 10*time.Second, func() error {
+			if err := a.sees("b", step.want); err != nil {
+				return err
+			}
+			return b.sees("a", step.want)
+		})
+	}
+
+	saved, err := loadKeyring(dirB, oldKey) // the saved keyring wins over the seed
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keyFingerprints(saved); fmt.Sprint(got) != fmt.Sprint([]string{newFP}) {
+		t.Errorf("b's saved keyring has %v, want only the new key %s", got, newFP)
+	}
+	startGossip(t, "c", t.TempDir(), newK, b.addr())
+	harness.WaitFor(t, 10*time.Second, func() error { return a.sees("c", []string{newFP}) })
+}
+
+// Keyring operations that would cut members off are refused.
+func TestKeyringOpRefusals(t *testing.T) {
+	key, other := newKey(t), newKey(t)
+	kr, err := memberlist.NewKeyring(nil, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		op   KeyringMessage
+	}{
+		{"use a key not installed", KeyringMessage{Op: KeyringUse, Key: base64.StdEncoding.EncodeToString(other)}},
+		{"remove the primary key", KeyringMessage{Op: KeyringRemove, Key: base64.StdEncoding.EncodeToString(key)}},
+		{"a key of 16 bytes", KeyringMessage{Op: KeyringInstall, Key: base64.StdEncoding.EncodeToString(key[:16])}},
+		{"not base64", KeyringMessage{Op: KeyringInstall, Key: "%%%"}},
+		{"unknown op", KeyringMessage{Op: "rotate", Key: base64.StdEncoding.EncodeToString(other)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := applyKeyringOp(kr, tc.op); err == nil {
+				t.Fatal("applied, want a refusal")
+			}
+			if got := keyFingerprints(kr); fmt.Sprint(got) != fmt.Sprint([]string{KeyFingerprint(key)}) {
+				t.Errorf("keyring now %v, want it unchanged", got)
+			}
+		})
+	}
+}
+
+// A damaged keyring file stops the server with a message that says what to
+// do, rather than starting it in plain text.
+func TestDamagedKeyringFile(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := loadKeyring(dir, newKey(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, keyringFileName), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadKeyring(dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("got %v, want the damaged keyring named", err)
+	}
+}
