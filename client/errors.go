@@ -120,6 +120,7 @@ const (
 	CodeInternal            = "internal"
 	CodeDisabled            = "disabled"
 	CodeProhibited          = "prohibited"
+	CodeGossipPlaintext     = "gossip_plaintext"
 )
 
 // codeSentinels maps every error code of the API to the sentinel error an
@@ -153,6 +154,7 @@ var codeSentinels = map[string]error{
 	CodeInternal:            nil,
 	CodeDisabled:            ErrDisabled,
 	CodeProhibited:          ErrProhibited,
+	CodeGossipPlaintext:     nil,
 }
 
 // ErrorCodes returns every error code of the HTTP API v1, sorted.

@@ -126,3 +126,38 @@ type Assignment struct {
 type DrainBody struct {
 	Draining *bool `json:"draining,omitempty"`
 }
+
+// KeyringBody is the body of POST /v1/operator/keyring: Op is install, use
+// or remove; GossipKey the key, base64 (tenure keygen makes one).
+type KeyringBody struct {
+	Op        string `json:"op"`
+	GossipKey string `json:"gossip_key"`
+}
+
+// KeyringMessage is a keyring change as a server sends it over gossip to
+// every member (servers and workers), after the type byte 'K'. The servers
+// declare the same fields (a test keeps the two identical).
+type KeyringMessage struct {
+	Op  string `json:"op"`
+	Key string `json:"key"`
+}
+
+// Keyring is the answer of GET and POST /v1/operator/keyring: every gossip
+// key that a member alive in the answering server's view announces, and
+// Members, the number of those members. After a change, Unreached names the
+// members the change could not be sent to.
+type Keyring struct {
+	Keys      []KeyringKey `json:"keys"`
+	Members   int          `json:"members"`
+	Unreached []string     `json:"unreached,omitempty"`
+}
+
+// KeyringKey is one gossip key: its fingerprint, the key itself (base64)
+// when the answering server holds it, how many members hold it and how many
+// of them encrypt with it (primary).
+type KeyringKey struct {
+	Fingerprint string `json:"fingerprint"`
+	GossipKey   string `json:"gossip_key,omitempty"`
+	Holders     int    `json:"holders"`
+	Primary     int    `json:"primary"`
+}

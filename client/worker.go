@@ -35,6 +35,9 @@ type workerConfig struct {
 	join       []string
 	logger     hclog.Logger
 	retry      time.Duration
+	// gossipKeys encrypt the worker's gossip (keyring.go).
+	gossipKeys    [][]byte
+	gossipKeysSet bool
 }
 
 // WithWorkerID sets the worker's id, which is also the holder of its

@@ -22,6 +22,9 @@ type workerGossip struct {
 	list *memberlist.Memberlist
 	log  hclog.Logger
 
+	// keyring encrypts gossip; nil in plain text. Changed under mu.
+	keyring *memberlist.Keyring
+
 	mu   sync.Mutex
 	meta MemberMeta
 	// servers are the names of the servers alive in this worker's view,
@@ -41,12 +44,22 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: gossip port %q: %v", ErrInvalid, portStr, err)
 	}
+	kr, err := workerKeyring(w.cfg)
+	if err != nil {
+		return nil, err
+	}
 	g := &workerGossip{
 		log:     w.log.Named("gossip"),
 		servers: make(map[string]bool),
 		meta:    MemberMeta{Role: "worker", ID: w.cfg.id, Holder: w.cfg.holder, Groups: []string{w.group}, Capacity: w.cfg.capacity},
+		keyring: kr,
 	}
 	mc := memberlist.DefaultLANConfig()
+	if kr != nil {
+		mc.Keyring = kr
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
+		g.meta.Keys = keyFingerprints(kr)
+	}
 	mc.Name = w.cfg.holder // unique, so two Workers of one id never clash
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertiseAddr, mc.AdvertisePort = host, port // 0: memberlist advertises the port it bound
@@ -182,8 +195,41 @@ func (g *workerGossip) NodeMeta(limit int) []byte {
 	return b
 }
 
-// The rest of memberlist.Delegate: workers gossip nothing but metadata.
-func (g *workerGossip) NotifyMsg([]byte)                           {}
+// NotifyMsg implements memberlist.Delegate: a server's keyring change.
+// memberlist delivers only messages that decrypted under one of this
+// worker's keys. The change is applied apart, since announcing it must not
+// block memberlist.
+func (g *workerGossip) NotifyMsg(b []byte) {
+	if len(b) == 0 || b[0] != msgKeyring || g.keyring == nil {
+		return
+	}
+	var m KeyringMessage
+	if err := json.Unmarshal(b[1:], &m); err != nil {
+		g.log.Warn("ignoring a malformed keyring message", "error", err)
+		return
+	}
+	go func() {
+		g.mu.Lock()
+		err := applyKeyringMessage(g.keyring, m)
+		if err == nil {
+			g.meta.Keys = keyFingerprints(g.keyring)
+		}
+		g.mu.Unlock()
+		if err != nil {
+			g.log.Warn("keyring change refused", "op", m.Op, "error", err)
+			return
+		}
+		g.log.Info("gossip keyring changed", "op", m.Op)
+		if err := g.list.UpdateNode(5 * time.Second); err != nil {
+			g.log.Debug("announcing keyring failed", "error", err)
+		}
+	}()
+}
+
+// msgKeyring is the type byte of a keyring change sent over gossip.
+const msgKeyring byte = 'K'
+
+// The rest of memberlist.Delegate: workers gossip nothing else.
 func (g *workerGossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
 func (g *workerGossip) LocalState(join bool) []byte                { return nil }
 func (g *workerGossip) MergeRemoteState(buf []byte, join bool)     {}

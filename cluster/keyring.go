@@ -53,8 +53,8 @@ type KeyringView struct {
 	Fingerprint string
 	// Key is the key, base64, when this server holds it.
 	Key string
-	// Members hold the key; Primary of them encrypt with it.
-	Members, Primary int
+	// Holders hold the key; Primary of them encrypt with it.
+	Holders, Primary int
 }
 
 // ParseGossipKey decodes a base64 gossip key and checks its length.
@@ -247,7 +247,7 @@ func (g *gossip) keyringViews() ([]KeyringView, int) {
 				v = &KeyringView{Fingerprint: fp, Key: mine[fp]}
 				views[fp] = v
 			}
-			v.Members++
+			v.Holders++
 			if i == 0 {
 				v.Primary++
 			}

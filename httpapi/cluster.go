@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
 )
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -91,4 +92,35 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Ready = true
 	writeJSON(w, http.StatusOK, out)
+}
+
+// keyring lists the gossip keys that the members in this node's view hold.
+func (s *Server) keyring(w http.ResponseWriter, r *http.Request) error {
+	views, members, err := s.node.Keyring()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, keyringOut(views, members, nil))
+	return nil
+}
+
+// changeKeyring installs, uses or removes a gossip key on this server and
+// sends the change to every member; any server answers it.
+func (s *Server) changeKeyring(w http.ResponseWriter, r *http.Request) error {
+	var body client.KeyringBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	unreached, err := s.node.ChangeKeyring(ctx, cluster.KeyringMessage{Op: body.Op, Key: body.GossipKey})
+	if err != nil {
+		return err
+	}
+	views, members, err := s.node.Keyring()
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, keyringOut(views, members, unreached))
+	return nil
 }

@@ -30,18 +30,25 @@ func TestErrorCodesAreTheClients(t *testing.T) {
 	}
 }
 
-// The gossip metadata of servers (cluster) and workers (client) is one
-// contract: the same fields with the same JSON names.
-func TestMemberMetaIsTheClients(t *testing.T) {
-	s, c := reflect.TypeOf(cluster.MemberMeta{}), reflect.TypeOf(client.MemberMeta{})
-	if s.NumField() != c.NumField() {
-		t.Fatalf("cluster.MemberMeta has %d fields, client.MemberMeta %d", s.NumField(), c.NumField())
-	}
-	for i := 0; i < s.NumField(); i++ {
-		sf, cf := s.Field(i), c.Field(i)
-		if sf.Name != cf.Name || sf.Type != cf.Type || sf.Tag.Get("json") != cf.Tag.Get("json") {
-			t.Errorf("field %d: cluster has %s %s `%s`, client has %s %s `%s`",
-				i, sf.Name, sf.Type, sf.Tag, cf.Name, cf.Type, cf.Tag)
+// What servers (cluster) and workers (client) send each other over gossip
+// is one contract: the same fields with the same JSON names, in both
+// declarations.
+func TestGossipContractIsTheClients(t *testing.T) {
+	for _, pair := range [][2]any{
+		{cluster.MemberMeta{}, client.MemberMeta{}},
+		{cluster.KeyringMessage{}, client.KeyringMessage{}},
+	} {
+		s, c := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
+		if s.NumField() != c.NumField() {
+			t.Errorf("%s has %d fields, %s %d", s, s.NumField(), c, c.NumField())
+			continue
+		}
+		for i := 0; i < s.NumField(); i++ {
+			sf, cf := s.Field(i), c.Field(i)
+			if sf.Name != cf.Name || sf.Type != cf.Type || sf.Tag.Get("json") != cf.Tag.Get("json") {
+				t.Errorf("%s field %d: cluster has %s %s `%s`, client has %s %s `%s`",
+					s.Name(), i, sf.Name, sf.Type, sf.Tag, cf.Name, cf.Type, cf.Tag)
+			}
 		}
 	}
 }
@@ -94,6 +101,8 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"GET /", "GET", "/", "", 302, nil},
 		{"POST /v1/operator/snapshot", "POST", "/v1/operator/snapshot", "", 200, func() any { return new(client.SnapshotInfo) }},
 		{"DELETE /v1/operator/servers/{id}", "DELETE", "/v1/operator/servers/n9", "", 404, errBody},
+		{"GET /v1/operator/keyring", "GET", "/v1/operator/keyring", "", 409, errBody},
+		{"POST /v1/operator/keyring", "POST", "/v1/operator/keyring", `{"op":"install","gossip_key":"AAAA"}`, 409, errBody},
 		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, 200, func() any { return new(client.TransferResult) }},
 	}
 	covered := map[string]bool{}

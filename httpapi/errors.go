@@ -70,6 +70,7 @@ var codeStatus = map[string]int{
 	client.CodeNoLeader:            http.StatusServiceUnavailable,
 	client.CodeLeadershipLost:      http.StatusServiceUnavailable,
 	client.CodeTimeout:             http.StatusGatewayTimeout,
+	client.CodeGossipPlaintext:     http.StatusConflict,
 }
 
 // apiError is an error this package answers with a given code, and with
@@ -123,6 +124,8 @@ func writeError(w http.ResponseWriter, err error) {
 		body.Error = client.CodeNotFound
 	case errors.Is(err, cluster.ErrOverloaded):
 		body.Error = client.CodeOverloaded
+	case errors.Is(err, cluster.ErrGossipPlaintext):
+		body.Error = client.CodeGossipPlaintext
 	case errors.Is(err, cluster.ErrLeadershipLost):
 		body.Error = client.CodeLeadershipLost
 	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrNotReady), errors.Is(err, cluster.ErrShutdown):

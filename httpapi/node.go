@@ -54,6 +54,8 @@ type Node interface {
 	RemoveServer(ctx context.Context, id string) error
 	TransferLeadership(ctx context.Context, id string) (string, error)
 	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)
+	Keyring() ([]cluster.KeyringView, int, error)
+	ChangeKeyring(ctx context.Context, op cluster.KeyringMessage) ([]string, error)
 }
 
 var _ Node = (*cluster.Node)(nil)

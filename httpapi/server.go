@@ -114,6 +114,8 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/workers/{id}/drain", s.leader(s.drainWorker)).Methods(http.MethodPost)
 	// Local answers.
 	r.HandleFunc("/v1/operator/snapshot", s.snapshot).Methods(http.MethodPost)
+	r.Handle("/v1/operator/keyring", local(s.keyring)).Methods(http.MethodGet)
+	r.Handle("/v1/operator/keyring", local(s.changeKeyring)).Methods(http.MethodPost)
 	r.HandleFunc("/v1/status", s.status).Methods(http.MethodGet)
 	r.HandleFunc("/v1/members", s.members).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
@@ -152,6 +154,15 @@ func (s *Server) leader(h handlerFunc) http.Handler {
 			s.forward(w, r)
 			return
 		}
+		if err := h(w, r); err != nil {
+			writeError(w, err)
+		}
+	})
+}
+
+// local serves the request on this node, whatever its role.
+func local(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			writeError(w, err)
 		}

@@ -72,3 +72,12 @@ func statusOut(st cluster.Status) client.NodeStatus {
 func memberOut(m cluster.Member) client.Member {
 	return client.Member{Name: m.Name, Addr: m.Addr, Status: m.Status, Role: m.Meta.Role, Meta: client.MemberMeta(m.Meta)}
 }
+
+// keyringOut is the gossip keyring as the API answers it.
+func keyringOut(views []cluster.KeyringView, members int, unreached []string) client.Keyring {
+	out := client.Keyring{Keys: []client.KeyringKey{}, Members: members, Unreached: unreached}
+	for _, v := range views {
+		out.Keys = append(out.Keys, client.KeyringKey{Fingerprint: v.Fingerprint, GossipKey: v.Key, Holders: v.Holders, Primary: v.Primary})
+	}
+	return out
+}

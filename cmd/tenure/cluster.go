@@ -109,12 +109,14 @@ const operatorUsage = `Usage: tenure operator <subcommand> [args]
 Subcommands:
     remove-server ID        Remove a server from the Raft configuration
     transfer-leader [ID]    Hand leadership to ID, or to the most up-to-date server
+    keyring                 List and rotate the gossip encryption keys
 `
 
 func (e *env) operator(ctx context.Context, args []string) int {
 	return e.subcommands(ctx, args, operatorUsage, map[string]func(context.Context, []string) int{
 		"remove-server":   e.removeServer,
 		"transfer-leader": e.transferLeader,
+		"keyring":         e.keyring,
 	})
 }
 

@@ -33,7 +33,8 @@ Commands:
     leases      List, read, acquire, renew, release and revoke leases
     members     List the gossip members: servers and workers
     snapshot    Make the server that answers take a Raft snapshot now
-    operator    Operator actions: remove-server, transfer-leader
+    operator    Operator actions: remove-server, transfer-leader, keyring
+    keygen      Print a new gossip encryption key
     groups      Create and inspect groups of keys placed over workers
     keys        Disable a key, prohibit a holder on a key
     workers     Drain a worker
@@ -86,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return e.snapshot(ctx, rest)
 	case "operator":
 		return e.operator(ctx, rest)
+	case "keygen":
+		return e.keygen(ctx, rest)
 	case "bench":
 		return e.bench(ctx, rest)
 	case "lock":

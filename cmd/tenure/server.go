@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -48,6 +49,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 0, "bootstrap Raft once this many servers started with the same value see each other")
 	fs.StringVar(&s.join, "join", "", "comma-separated gossip addresses of other servers to join")
 	fs.BoolVar(&c.NonVoter, "non-voter", false, "join as a non-voting server")
+	fs.Var(gossipKeyFlag{&c.GossipKey}, "gossip-key", "base64 key (32 bytes, tenure keygen) that encrypts gossip; seeds the keyring kept in the data dir")
 	fs.StringVar(&s.initial, "initial-cluster", "", "static bootstrap instead of gossip: id=raft-addr=http-addr,… for every server")
 	fs.DurationVar(&c.MinTTL, "min-ttl", c.MinTTL, "smallest TTL an acquire may ask for (at least 2 × election-timeout)")
 	fs.DurationVar(&c.MaxTTL, "max-ttl", c.MaxTTL, "largest TTL an acquire may ask for")
@@ -261,4 +263,23 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 	defer cancel()
 	srv.Shutdown(shutdownCtx)
 	return node.Shutdown()
+}
+
+// gossipKeyFlag reads a base64 gossip key.
+type gossipKeyFlag struct{ key *[]byte }
+
+func (f gossipKeyFlag) String() string {
+	if f.key == nil || *f.key == nil {
+		return ""
+	}
+	return base64.StdEncoding.EncodeToString(*f.key)
+}
+
+func (f gossipKeyFlag) Set(s string) error {
+	k, err := cluster.ParseGossipKey(s)
+	if err != nil {
+		return err
+	}
+	*f.key = k
+	return nil
 }
