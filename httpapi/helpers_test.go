@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/certs"
 )
 
 // testNode is one in-process node serving the API through httptest.
@@ -25,7 +27,7 @@ type testNode struct {
 	id   string
 	node *cluster.Node
 	srv  *httptest.Server
-	url  string // http://host:port
+	url  string // http://host:port, or https:// with TLS
 	addr string // host:port, the node's HTTPAddr
 	// inflight counts requests inside the handler; hits counts every
 	// request the handler received.
@@ -62,11 +64,94 @@ type testCluster struct {
 // established leader and every other one knows its HTTP address.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
+	return startClusterTLS(t, n, nil)
+}
+
+// testPKI is a CA in a temp dir that makes the files of servers and
+// clients.
+type testPKI struct {
+	dir string
+	ca  *certs.Authority
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	ca, err := certs.NewAuthority(certs.CAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &testPKI{dir: t.TempDir(), ca: ca}
+	if err := os.WriteFile(p.caFile(), ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *testPKI) caFile() string { return filepath.Join(p.dir, certs.CACertFile) }
+
+// files writes pair under name and returns the settings of mutual TLS with
+// it.
+func (p *testPKI) files(t *testing.T, name string, pair certs.Pair, err error) certs.Files {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := certs.Files{CAFile: p.caFile(), CertFile: filepath.Join(p.dir, name+".pem"), KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
+	if err := certs.WritePair(f.CertFile, f.KeyFile, pair); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// server returns the mutual TLS settings of server id.
+func (p *testPKI) server(t *testing.T, id string) certs.Files {
+	t.Helper()
+	pair, err := p.ca.IssueServer(certs.ServerOptions{NodeID: id})
+	return p.files(t, "server-"+id, pair, err)
+}
+
+// client returns an HTTP client that presents a client certificate of the
+// CA and trusts it.
+func (p *testPKI) client(t *testing.T, name string) *http.Client {
+	t.Helper()
+	pair, err := p.ca.IssueClient(certs.ClientOptions{Name: name})
+	cfg, err := certs.ClientConfig(p.files(t, "client-"+name, pair, err))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: cfg}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// startClusterTLS is startCluster; with pki, every node serves the API
+// over mutual TLS with its own server certificate and forwards over it.
+func startClusterTLS(t *testing.T, n int, pki *testPKI) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t}
 	var peers []cluster.Peer
+	forward := make([]*http.Client, n)
 	for i := 0; i < n; i++ {
 		tn := &testNode{id: fmt.Sprintf("n%d", i+1)}
-		tn.srv = httptest.NewServer(tn)
+		tn.srv = httptest.NewUnstartedServer(tn)
+		if pki == nil {
+			tn.srv.Start()
+		} else {
+			files := pki.server(t, tn.id)
+			sc, err := certs.ServerConfig(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc, err := certs.ClientConfig(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := &http.Transport{TLSClientConfig: cc}
+			t.Cleanup(tr.CloseIdleConnections)
+			forward[i] = &http.Client{Transport: tr}
+			tn.srv.TLS = sc
+			tn.srv.StartTLS()
+		}
 		t.Cleanup(tn.srv.Close)
 		tn.url = tn.srv.URL
 		tn.addr = tn.srv.Listener.Addr().String()
@@ -102,6 +187,9 @@ func startCluster(t *testing.T, n int) *testCluster {
 		api.Node = node
 		api.Gatherer = reg
 		api.Logger = cfg.Logger
+		if forward[i] != nil {
+			api.ForwardClient, api.ForwardScheme = forward[i], "https"
+		}
 		s, err := New(api)
 		if err != nil {
 			t.Fatalf("api of %s: %v", tn.id, err)
