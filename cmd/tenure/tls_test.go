@@ -2,6 +2,8 @@ package main
 
 import (
 	"crypto/x509"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,5 +183,68 @@ func TestTLSCreateRefuses(t *testing.T) {
 	}
 	if len(entries) != 0 {
 		t.Errorf("failed commands wrote %d files to %s", len(entries), empty)
+	}
+}
+
+// Every command talks to servers over mutual TLS with -ca-file,
+// -client-cert and -client-key (or their environment variables), using
+// https:// addresses or bare host:port.
+func TestCommandsOverMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"tls", "ca", "create", "-dir", dir},
+		{"tls", "cert", "create", "-server", "-node-id", "n1", "-dir", dir},
+		{"tls", "cert", "create", "-client", "-dir", dir},
+	} {
+		if got := runCLI(t, args...); got.code != exitOK {
+			t.Fatalf("tenure %s: exit %d, stderr %q", strings.Join(args, " "), got.code, got.stderr)
+		}
+	}
+	caFile := filepath.Join(dir, "tenure-ca.pem")
+	certFile, keyFile := filepath.Join(dir, "tenure-client-0.pem"), filepath.Join(dir, "tenure-client-0-key.pem")
+	sc, err := certs.ServerConfig(certs.Files{CAFile: caFile, CertFile: filepath.Join(dir, "tenure-server-n1.pem"), KeyFile: filepath.Join(dir, "tenure-server-n1-key.pem"), VerifyIncoming: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"node_id": "n1", "role": "leader", "ready": true, "leader_id": "n1"})
+	}))
+	srv.TLS = sc
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	hostPort := strings.TrimPrefix(srv.URL, "https://")
+
+	tests := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		wantCode int
+		wantErr  string
+	}{
+		{name: "flags and an https address", args: []string{"-http-addr", srv.URL, "-ca-file", caFile, "-client-cert", certFile, "-client-key", keyFile}, wantCode: exitOK},
+		{name: "flags and host:port", args: []string{"-http-addr", hostPort, "-ca-file", caFile, "-client-cert", certFile, "-client-key", keyFile}, wantCode: exitOK},
+		{
+			name:     "environment",
+			args:     []string{"-http-addr", srv.URL},
+			env:      map[string]string{"TENURE_CACERT": caFile, "TENURE_CLIENT_CERT": certFile, "TENURE_CLIENT_KEY": keyFile},
+			wantCode: exitOK,
+		},
+		{name: "no client certificate", args: []string{"-http-addr", srv.URL, "-ca-file", caFile}, wantCode: exitError, wantErr: "error: "},
+		{name: "no CA", args: []string{"-http-addr", srv.URL, "-client-cert", certFile, "-client-key", keyFile}, wantCode: exitError, wantErr: "certificate"},
+		{name: "certificate without key", args: []string{"-http-addr", srv.URL, "-ca-file", caFile, "-client-cert", certFile}, wantCode: exitError, wantErr: "TLS.KeyFile"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"TENURE_CACERT", "TENURE_CLIENT_CERT", "TENURE_CLIENT_KEY"} {
+				t.Setenv(k, tt.env[k])
+			}
+			got := runCLI(t, append([]string{"status", "-json"}, tt.args...)...)
+			if got.code != tt.wantCode || !strings.Contains(got.stderr, tt.wantErr) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", got.code, got.stderr, tt.wantCode, tt.wantErr)
+			}
+			if tt.wantCode == exitOK && !strings.Contains(got.stdout, `"node_id": "n1"`) {
+				t.Errorf("stdout %q, want the status of n1", got.stdout)
+			}
+		})
 	}
 }
