@@ -79,7 +79,7 @@ func (c *cluster) try(addr, method, path string, body any) (reply, error) {
 		}
 		rd = bytes.NewReader(buf)
 	}
-	req, err := http.NewRequest(method, "http://"+addr+path, rd)
+	req, err := http.NewRequest(method, c.scheme+"://"+addr+path, rd)
 	if err != nil {
 		return reply{}, err
 	}
