@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -85,12 +86,19 @@ func New(cfg *Config) (*Client, error) {
 	c := &Client{cfg: *cfg, http: cfg.HTTPClient, log: cfg.Logger}
 	seeds := make([]string, len(cfg.Addresses))
 	for i, a := range cfg.Addresses {
-		seeds[i], _ = normalizeAddress(a) // checked by Validate
+		seeds[i], _ = cfg.normalizeAddress(a) // checked by Validate
 	}
 	c.cfg.Addresses = seeds
 	c.route = newRouter(seeds)
 	if c.http == nil {
-		c.http = defaultHTTPClient()
+		var tc *tls.Config
+		if cfg.TLS.enabled() {
+			var err error
+			if tc, err = cfg.TLS.build(); err != nil {
+				return nil, err
+			}
+		}
+		c.http = defaultHTTPClient(tc)
 	}
 	if c.log == nil {
 		c.log = hclog.NewNullLogger()
@@ -115,11 +123,15 @@ func (c *Client) Holder() string { return c.cfg.Holder }
 
 // defaultHTTPClient keeps enough idle connections per server for a busy
 // process, and never follows redirects: the API does not redirect, and
-// following a redirect could turn a POST into a GET.
-func defaultHTTPClient() *http.Client {
+// following a redirect could turn a POST into a GET. tc configures HTTPS
+// when it is not nil.
+func defaultHTTPClient(tc *tls.Config) *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = 512
 	t.MaxIdleConnsPerHost = 128
+	if tc != nil {
+		t.TLSClientConfig = tc
+	}
 	return &http.Client{
 		Transport: t,
 		CheckRedirect: func(*http.Request, []*http.Request) error {

@@ -25,7 +25,8 @@ const (
 // you need; New copies it, so later changes have no effect on the Client.
 type Config struct {
 	// Addresses are the HTTP addresses of the servers, each "host:port",
-	// "http://host:port" or "https://host:port". Any server answers any
+	// "http://host:port" or "https://host:port"; "host:port" means https
+	// when TLS is set, http otherwise. Any server answers any
 	// request; the list is where the client starts and where it falls back
 	// to when the leader it follows does not answer. At least one.
 	Addresses []string
@@ -35,6 +36,11 @@ type Config struct {
 	// never redirects). Its Timeout must be zero: the time limit of each
 	// attempt is set from Timeout and the wait of blocking calls.
 	HTTPClient *http.Client
+
+	// TLS configures HTTPS: the CA that signs the servers' certificates,
+	// the client certificate, the server name to verify. It cannot be
+	// combined with HTTPClient: configure that client's transport instead.
+	TLS TLSConfig
 
 	// Timeout bounds one attempt of a call that does not block. A blocking
 	// call (an acquire with a wait, a read with a wait index) gets its wait
@@ -70,11 +76,17 @@ type Config struct {
 
 // DefaultConfig returns a Config with the addresses from the environment
 // variable TENURE_HTTP_ADDR (comma-separated), or 127.0.0.1:7500 when it is
-// unset, and defaults that suit a lease holder: 10s per attempt, 5 retries,
-// backoff from 50ms up to 2s.
+// unset; the TLS files from TENURE_CACERT, TENURE_CLIENT_CERT and
+// TENURE_CLIENT_KEY; and defaults that suit a lease holder: 10s per
+// attempt, 5 retries, backoff from 50ms up to 2s.
 func DefaultConfig() *Config {
 	return &Config{
-		Addresses:      SplitAddresses(os.Getenv(EnvHTTPAddr)),
+		Addresses: SplitAddresses(os.Getenv(EnvHTTPAddr)),
+		TLS: TLSConfig{
+			CAFile:   os.Getenv(EnvCACert),
+			CertFile: os.Getenv(EnvClientCert),
+			KeyFile:  os.Getenv(EnvClientKey),
+		},
 		Timeout:        10 * time.Second,
 		RetryMax:       5,
 		RetryBaseDelay: 50 * time.Millisecond,
@@ -104,12 +116,18 @@ func (c *Config) Validate() error {
 		return errors.New("config: Addresses is empty")
 	}
 	for _, a := range c.Addresses {
-		if _, err := normalizeAddress(a); err != nil {
+		if _, err := c.normalizeAddress(a); err != nil {
 			return fmt.Errorf("config: Addresses: %w", err)
 		}
 	}
 	if c.HTTPClient != nil && c.HTTPClient.Timeout != 0 {
 		return fmt.Errorf("config: HTTPClient.Timeout must be 0, got %v: attempts are bounded by Timeout", c.HTTPClient.Timeout)
+	}
+	if c.HTTPClient != nil && c.TLS.enabled() {
+		return errors.New("config: TLS and HTTPClient are both set: set the TLS configuration on HTTPClient's transport instead")
+	}
+	if err := c.TLS.validate(); err != nil {
+		return err
 	}
 	if c.Timeout <= 0 {
 		return fmt.Errorf("config: Timeout must be positive, got %v", c.Timeout)
@@ -132,9 +150,14 @@ func (c *Config) Validate() error {
 }
 
 // normalizeAddress turns "host:port" or "scheme://host:port" into
-// "scheme://host:port", the form the client keeps and reports.
-func normalizeAddress(a string) (string, error) {
-	return normalizeWithScheme(a, "http")
+// "scheme://host:port", the form the client keeps and reports. An address
+// without a scheme is https when TLS is set, http otherwise.
+func (c *Config) normalizeAddress(a string) (string, error) {
+	scheme := "http"
+	if c.TLS.enabled() {
+		scheme = "https"
+	}
+	return normalizeWithScheme(a, scheme)
 }
 
 // normalizeWithScheme is normalizeAddress with the scheme to assume when a

@@ -34,7 +34,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes)))
 		return
 	}
-	target := "http://" + addr + r.URL.EscapedPath()
+	target := s.cfg.ForwardScheme + "://" + addr + r.URL.EscapedPath()
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}

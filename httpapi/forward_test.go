@@ -2,12 +2,13 @@ package httpapi
 
 import (
 	"fmt"
-	"github.com/tenure-io/tenure/client"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -213,5 +214,42 @@ func TestBlockingOnFollower(t *testing.T) {
 				t.Errorf("leader saw %d request(s); want the read served on the leader: %v", hits, tc.wantOnLeader)
 			}
 		})
+	}
+}
+
+// With TLS on, a follower forwards to the leader over https, presenting
+// its own server certificate, which the leader (requiring client
+// certificates) accepts.
+func TestForwardOverMutualTLS(t *testing.T) {
+	pki := newTestPKI(t)
+	c := startClusterTLS(t, 3, pki)
+	leader, follower := c.follower()
+	if !strings.HasPrefix(follower.url, "https://") {
+		t.Fatalf("follower URL %q, want https", follower.url)
+	}
+	hc := pki.client(t, "app")
+	send := func(method, url, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, url, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	before := leader.hits.Load()
+	if code, body := send(http.MethodPut, follower.url+"/v1/leases/tls/a", `{"holder":"h1","ttl":"30s"}`); code != http.StatusCreated {
+		t.Fatalf("acquire through a follower: got %d %s, want 201", code, body)
+	}
+	if leader.hits.Load() == before {
+		t.Fatal("the leader saw no request: the follower answered by itself")
+	}
+	if code, body := send(http.MethodGet, follower.url+"/v1/leases/tls/a", ""); code != http.StatusOK || !strings.Contains(body, `"holder":"h1"`) {
+		t.Fatalf("linearizable read through a follower: got %d %s, want 200 with h1", code, body)
 	}
 }

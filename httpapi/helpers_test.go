@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/certs"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -49,13 +53,102 @@ func serveAPI(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger)
 // established leader and every other one knows its HTTP address.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, cluster: inproc.Start(t, n, inproc.Options{TCP: true, Serve: serveAPI})}
+	return startClusterTLS(t, n, nil)
+}
+
+// startClusterTLS is startCluster; with pki, every node serves the API
+// over mutual TLS with its own server certificate and forwards over it.
+func startClusterTLS(t *testing.T, n int, pki *testPKI) *testCluster {
+	t.Helper()
+	opts := inproc.Options{TCP: true, Serve: serveAPI}
+	if pki != nil {
+		forward := map[string]*http.Client{}
+		opts.FrontTLS = func(id string) *tls.Config {
+			files := pki.server(t, id)
+			sc, err := certs.ServerConfig(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc, err := certs.ClientConfig(files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := &http.Transport{TLSClientConfig: cc}
+			t.Cleanup(tr.CloseIdleConnections)
+			forward[id] = &http.Client{Transport: tr}
+			return sc
+		}
+		opts.Serve = func(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {
+			api := DefaultConfig()
+			api.Node, api.Gatherer, api.Logger = node, reg, logger
+			api.ForwardClient, api.ForwardScheme = forward[node.ID()], "https"
+			return New(api)
+		}
+	}
+	c := &testCluster{t: t, cluster: inproc.Start(t, n, opts)}
 	for i := 0; i < n; i++ {
 		f := c.cluster.Front(i)
 		c.nodes = append(c.nodes, &testNode{id: c.cluster.Peer(i).ID, url: f.URL, addr: f.Addr, inflight: &f.Inflight, hits: &f.Hits})
 	}
 	c.leader()
 	return c
+}
+
+// testPKI is a CA in a temp dir that makes the files of servers and
+// clients.
+type testPKI struct {
+	dir string
+	ca  *certs.Authority
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	ca, err := certs.NewAuthority(certs.CAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &testPKI{dir: t.TempDir(), ca: ca}
+	if err := os.WriteFile(p.caFile(), ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *testPKI) caFile() string { return filepath.Join(p.dir, certs.CACertFile) }
+
+// files writes pair under name and returns the settings of mutual TLS with
+// it.
+func (p *testPKI) files(t *testing.T, name string, pair certs.Pair, err error) certs.Files {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := certs.Files{CAFile: p.caFile(), CertFile: filepath.Join(p.dir, name+".pem"), KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
+	if err := certs.WritePair(f.CertFile, f.KeyFile, pair); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// server returns the mutual TLS settings of server id.
+func (p *testPKI) server(t *testing.T, id string) certs.Files {
+	t.Helper()
+	pair, err := p.ca.IssueServer(certs.ServerOptions{NodeID: id})
+	return p.files(t, "server-"+id, pair, err)
+}
+
+// client returns an HTTP client that presents a client certificate of the
+// CA and trusts it.
+func (p *testPKI) client(t *testing.T, name string) *http.Client {
+	t.Helper()
+	pair, err := p.ca.IssueClient(certs.ClientOptions{Name: name})
+	cfg, err := certs.ClientConfig(p.files(t, "client-"+name, pair, err))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: cfg}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
 // startNode starts a single-node cluster and waits until it leads.

@@ -38,8 +38,15 @@ type Config struct {
 	// MaxBlockingWait caps the wait of blocking queries.
 	MaxBlockingWait time.Duration
 	// ForwardClient sends forwarded requests; it must not time out on its
-	// own, since blocking requests may take minutes.
+	// own, since blocking requests may take minutes. With TLS on, its
+	// transport verifies the leader against the cluster's CA and presents
+	// this server's own certificate.
 	ForwardClient *http.Client
+	// ForwardScheme is "http", or "https" when the servers serve the API
+	// over TLS. The leader's address announced over gossip is host:port;
+	// the scheme comes from here, since every server of a cluster runs
+	// TLS or none does.
+	ForwardScheme string
 }
 
 // DefaultConfig returns a Config with defaults; the caller sets Node.
@@ -49,6 +56,7 @@ func DefaultConfig() Config {
 		WriteTimeout:    30 * time.Second,
 		MaxBlockingWait: 10 * time.Minute,
 		ForwardClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}},
+		ForwardScheme:   "http",
 	}
 }
 
@@ -65,6 +73,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("max-blocking-wait: %v must be positive", c.MaxBlockingWait)
 	case c.ForwardClient == nil:
 		return errors.New("forward-client: required")
+	case c.ForwardScheme != "http" && c.ForwardScheme != "https":
+		return fmt.Errorf("forward-scheme: %q must be http or https", c.ForwardScheme)
 	}
 	return nil
 }

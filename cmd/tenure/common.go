@@ -23,6 +23,7 @@ type env struct {
 // clusterFlags are the flags of every command that talks to a cluster.
 type clusterFlags struct {
 	httpAddr string
+	tls      tlsFlags
 	json     bool
 }
 
@@ -32,7 +33,8 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 		def = client.DefaultHTTPAddr
 	}
 	fs.StringVar(&f.httpAddr, "http-addr", def,
-		"HTTP addresses of the servers, comma-separated (env "+client.EnvHTTPAddr+")")
+		"HTTP addresses of the servers, comma-separated; https://host:port for TLS (env "+client.EnvHTTPAddr+")")
+	f.tls.register(fs)
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
 }
 
@@ -40,7 +42,27 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 func (f *clusterFlags) config() *client.Config {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = client.SplitAddresses(f.httpAddr)
+	f.tls.apply(cfg)
 	return cfg
+}
+
+// tlsFlags are the TLS flags of every command that talks to a cluster.
+type tlsFlags struct {
+	caFile, certFile, keyFile string
+}
+
+func (f *tlsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.caFile, "ca-file", os.Getenv(client.EnvCACert),
+		"PEM CA certificate that signs the servers' certificates; addresses without a scheme then mean https (env "+client.EnvCACert+")")
+	fs.StringVar(&f.certFile, "client-cert", os.Getenv(client.EnvClientCert),
+		"PEM client certificate, for servers that require one (env "+client.EnvClientCert+")")
+	fs.StringVar(&f.keyFile, "client-key", os.Getenv(client.EnvClientKey),
+		"PEM key of -client-cert (env "+client.EnvClientKey+")")
+}
+
+// apply sets the TLS files of cfg from the flags.
+func (f *tlsFlags) apply(cfg *client.Config) {
+	cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile = f.caFile, f.certFile, f.keyFile
 }
 
 // client returns a client for the flags.

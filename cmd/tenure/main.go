@@ -42,10 +42,13 @@ Commands:
     bench       Drive a running cluster and report throughput and latency
     lock        Run a command while holding a lease (or one of N slots)
     elect       Run a command only while leading an election
+    tls         Make a CA and server and client certificates for TLS
     version     Print the version
 
 Commands that talk to a cluster take -http-addr (comma-separated list,
-default $TENURE_HTTP_ADDR or 127.0.0.1:7500) and -json.
+default $TENURE_HTTP_ADDR or 127.0.0.1:7500; https:// addresses for TLS),
+-ca-file, -client-cert, -client-key (TLS; default $TENURE_CACERT,
+$TENURE_CLIENT_CERT, $TENURE_CLIENT_KEY) and -json.
 Run "tenure <command> -h" for the flags of a command.
 `
 
@@ -101,6 +104,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return e.keys(ctx, rest)
 	case "workers":
 		return e.workers(ctx, rest)
+	case "tls":
+		return e.tlsCommand(ctx, rest)
 	case "demo-worker":
 		return e.demoWorker(ctx, rest)
 	case "version", "-v", "-version", "--version":

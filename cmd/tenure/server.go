@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/certs"
 	"github.com/tenure-io/tenure/httpapi"
 )
 
@@ -30,6 +32,7 @@ import (
 // then a config file, then TENURE_* environment variables, then flags.
 type serverSettings struct {
 	cluster  cluster.Config
+	tls      certs.Files
 	join     string
 	initial  string
 	logLevel string
@@ -65,6 +68,10 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often Raft checks whether to snapshot")
 	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", c.SnapshotThreshold, "log entries between snapshots")
 	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", c.TrailingLogs, "log entries kept after a snapshot")
+	fs.StringVar(&s.tls.CertFile, "tls-cert-file", "", "PEM certificate of this server: the HTTP API serves TLS only (needs -tls-key-file)")
+	fs.StringVar(&s.tls.KeyFile, "tls-key-file", "", "PEM private key of -tls-cert-file")
+	fs.StringVar(&s.tls.CAFile, "tls-ca-file", "", "PEM CA certificate(s): verify client certificates (-tls-verify-incoming) and the leader when forwarding")
+	fs.BoolVar(&s.tls.VerifyIncoming, "tls-verify-incoming", false, "require client certificates signed by -tls-ca-file (mutual TLS)")
 	fs.StringVar(&s.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON lines")
 	return fs
@@ -118,7 +125,27 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 		return nil, err
 	}
 	s.cluster.InitialCluster = peers
+	if err := checkTLSFlags(s.tls); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// checkTLSFlags checks the relations between the TLS flags, naming them.
+func checkTLSFlags(f certs.Files) error {
+	switch {
+	case f.CertFile != "" && f.KeyFile == "":
+		return errors.New("-tls-cert-file needs -tls-key-file")
+	case f.KeyFile != "" && f.CertFile == "":
+		return errors.New("-tls-key-file needs -tls-cert-file")
+	case f.VerifyIncoming && !f.Enabled():
+		return errors.New("-tls-verify-incoming needs -tls-cert-file and -tls-key-file: TLS is off without them")
+	case f.VerifyIncoming && f.CAFile == "":
+		return errors.New("-tls-verify-incoming needs -tls-ca-file to verify client certificates against")
+	case f.CAFile != "" && !f.Enabled():
+		return errors.New("-tls-ca-file is set but TLS is off: give -tls-cert-file and -tls-key-file too")
+	}
+	return f.Validate()
 }
 
 // applyConfigFile sets each flag named by a key of the JSON object in path.
@@ -232,6 +259,10 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 		return err
 	}
 	cfg.Clock = clock
+	serverTLS, forwardClient, err := httpsConfig(s.tls)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("http-addr: %w", err)
@@ -244,15 +275,26 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 	defer node.Shutdown()
 	hc := httpapi.DefaultConfig()
 	hc.Node, hc.Logger, hc.Gatherer = node, log, reg
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	if serverTLS != nil {
+		srv.TLSConfig = serverTLS
+		hc.ForwardClient = forwardClient
+		hc.ForwardScheme = "https"
+	}
 	api, err := httpapi.New(hc)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
+	srv.Handler = api
 	errCh := make(chan error, 1)
-	go func() { errCh <- srv.Serve(ln) }()
-	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir)
+	if serverTLS != nil {
+		go func() { errCh <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errCh <- srv.Serve(ln) }()
+	}
+	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir,
+		"tls", s.tls.Enabled(), "tls_verify_incoming", s.tls.VerifyIncoming)
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
@@ -282,4 +324,28 @@ func (f gossipKeyFlag) Set(s string) error {
 	}
 	*f.key = k
 	return nil
+}
+
+// httpsConfig loads the TLS files: the listener's configuration, and the
+// client that forwards to the leader over https with this server's own
+// certificate. Both are nil when TLS is off.
+func httpsConfig(f certs.Files) (*tls.Config, *http.Client, error) {
+	if !f.Enabled() {
+		return nil, nil, nil
+	}
+	in, err := certs.ServerConfig(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tls: %w", err)
+	}
+	out, err := certs.ClientConfig(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tls: %w", err)
+	}
+	forward := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:     out,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+	return in, forward, nil
 }

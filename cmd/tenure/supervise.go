@@ -97,6 +97,7 @@ func leaseMargin(ttl, grace time.Duration) time.Duration { return grace + stopSl
 // supervisorFlags are the flags that lock and elect share.
 type supervisorFlags struct {
 	httpAddr string
+	tls      tlsFlags
 	ttl      time.Duration
 	holder   string
 	grace    time.Duration
@@ -110,7 +111,8 @@ func (f *supervisorFlags) register(fs *flag.FlagSet) {
 		def = client.DefaultHTTPAddr
 	}
 	f.meta = metaFlag{}
-	fs.StringVar(&f.httpAddr, "http-addr", def, "HTTP addresses of the servers, comma-separated (env "+client.EnvHTTPAddr+")")
+	fs.StringVar(&f.httpAddr, "http-addr", def, "HTTP addresses of the servers, comma-separated; https://host:port for TLS (env "+client.EnvHTTPAddr+")")
+	f.tls.register(fs)
 	fs.DurationVar(&f.ttl, "ttl", client.DefaultLeaseTTL, "lifetime of the lease: the key frees at most this long after tenure dies")
 	fs.StringVar(&f.holder, "holder", "", "holder identity (default: hostname-pid-random)")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "time between SIGTERM and SIGKILL when the lease is lost; at most TTL/2 - max(TTL/10, 100ms) (lowered to that when not given)")
@@ -142,6 +144,7 @@ func (f *supervisorFlags) client(stderr io.Writer) (*client.Client, hclog.Logger
 	log := hclog.New(&hclog.LoggerOptions{Name: "tenure", Output: stderr, Level: hclog.LevelFromString(f.logLevel)})
 	cfg := client.DefaultConfig()
 	cfg.Addresses = client.SplitAddresses(f.httpAddr)
+	f.tls.apply(cfg)
 	cfg.Holder = f.holder
 	cfg.Logger = log
 	c, err := client.New(cfg)

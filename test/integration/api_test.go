@@ -74,7 +74,7 @@ func (c *cluster) try(addr, method, path string, body any) (reply, error) {
 		}
 		text = string(buf)
 	}
-	r, err := harness.Send(c.http, method, "http://"+addr+path, text, nil)
+	r, err := harness.Send(c.http, method, c.scheme+"://"+addr+path, text, nil)
 	return reply(r), err
 }
 

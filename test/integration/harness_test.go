@@ -115,6 +115,10 @@ type cluster struct {
 	dir   string
 	nodes []*node
 	http  *http.Client
+	// scheme is "http", or "https" for a cluster started with TLS.
+	scheme string
+	// nodeArgs, when set, adds flags of a node's own (its certificate).
+	nodeArgs func(t *testing.T, nd *node) []string
 }
 
 // startCluster starts n servers on loopback that bootstrap together
@@ -123,7 +127,12 @@ type cluster struct {
 // with fresh ports when one of them turned out to be taken.
 func startCluster(t *testing.T, n int) *cluster {
 	t.Helper()
-	c := newCluster(t)
+	return newCluster(t).boot(t, n)
+}
+
+// boot starts n servers that bootstrap together, as startCluster says.
+func (c *cluster) boot(t *testing.T, n int) *cluster {
+	t.Helper()
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
 		nodes, err := c.plan(n)
@@ -141,7 +150,7 @@ func startCluster(t *testing.T, n int) *cluster {
 					others = append(others, g)
 				}
 			}
-			nd.args = append(nd.baseArgs(), "-bootstrap-expect", strconv.Itoa(n), "-join", strings.Join(others, ","))
+			nd.args = append(c.baseArgs(t, nd), "-bootstrap-expect", strconv.Itoa(n), "-join", strings.Join(others, ","))
 		}
 		first := len(c.nodes)
 		c.nodes = append(c.nodes, nodes...)
@@ -168,8 +177,9 @@ func startCluster(t *testing.T, n int) *cluster {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{
-		dir:  t.TempDir(),
-		http: &http.Client{Timeout: 20 * time.Second},
+		dir:    t.TempDir(),
+		http:   &http.Client{Timeout: 20 * time.Second},
+		scheme: "http",
 	}
 	t.Cleanup(func() {
 		for i := range c.nodes {
@@ -220,6 +230,16 @@ func (nd *node) baseArgs() []string {
 	return append(args, fastTimings...)
 }
 
+// baseArgs are nd.baseArgs plus the flags of c.nodeArgs.
+func (c *cluster) baseArgs(t *testing.T, nd *node) []string {
+	t.Helper()
+	args := nd.baseArgs()
+	if c.nodeArgs != nil {
+		args = append(args, c.nodeArgs(t, nd)...)
+	}
+	return args
+}
+
 // addNode starts one more server with the harness's addresses and the extra
 // flags (e.g. "-join", addr, "-non-voter") and waits until it serves HTTP.
 func (c *cluster) addNode(t *testing.T, extra ...string) int {
@@ -230,7 +250,7 @@ func (c *cluster) addNode(t *testing.T, extra ...string) int {
 			t.Fatalf("pick ports: %v", err)
 		}
 		nd := nodes[0]
-		nd.args = append(nd.baseArgs(), extra...)
+		nd.args = append(c.baseArgs(t, nd), extra...)
 		c.nodes = append(c.nodes, nd)
 		i := len(c.nodes) - 1
 		err = c.startAll(t, i)

@@ -2,6 +2,7 @@ package inproc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -36,6 +37,9 @@ type Options struct {
 	// address is the node's HTTPAddr, and makes the server's handler each
 	// time the node starts.
 	Serve ServeFunc
+	// FrontTLS, if not nil, makes the HTTP servers of Serve speak TLS with
+	// the configuration it returns for node id (its URL is then https).
+	FrontTLS func(id string) *tls.Config
 }
 
 // ServeFunc makes the HTTP handler of node n, which has just started. reg
@@ -93,7 +97,13 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 		}
 		if opts.Serve != nil {
 			f := &Front{}
-			f.srv = httptest.NewServer(f)
+			f.srv = httptest.NewUnstartedServer(f)
+			if opts.FrontTLS != nil {
+				f.srv.TLS = opts.FrontTLS(id)
+				f.srv.StartTLS()
+			} else {
+				f.srv.Start()
+			}
 			t.Cleanup(f.srv.Close)
 			f.URL = f.srv.URL
 			f.Addr = f.srv.Listener.Addr().String()
@@ -336,7 +346,7 @@ func (c *Cluster) OnLeader(timeout time.Duration, f func(n *cluster.Node) error)
 // and hands each request to the handler of the node's current run; while
 // the node is stopped it answers 503.
 type Front struct {
-	URL  string // http://host:port
+	URL  string // http://host:port, or https:// with Options.FrontTLS
 	Addr string // host:port, the node's HTTPAddr
 	// Hits counts every request the server received; Inflight counts the
 	// requests inside the handler now.

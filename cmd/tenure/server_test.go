@@ -1,0 +1,86 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tenure-io/tenure/cluster/certs"
+)
+
+func TestServerTLSSettings(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "server.json")
+	if err := os.WriteFile(config, []byte(`{"tls-cert-file":"file.pem","tls-key-file":"file-key.pem","tls-ca-file":"file-ca.pem","tls-verify-incoming":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"-data-dir", dir}
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    certs.Files
+		wantErr string
+	}{
+		{name: "off by default", args: base},
+		{
+			name: "flags",
+			args: append(base, "-tls-cert-file", "s.pem", "-tls-key-file", "s-key.pem", "-tls-ca-file", "ca.pem", "-tls-verify-incoming"),
+			want: certs.Files{CertFile: "s.pem", KeyFile: "s-key.pem", CAFile: "ca.pem", VerifyIncoming: true},
+		},
+		{
+			name: "environment",
+			args: base,
+			env:  map[string]string{"TENURE_TLS_CERT_FILE": "e.pem", "TENURE_TLS_KEY_FILE": "e-key.pem", "TENURE_TLS_CA_FILE": "e-ca.pem", "TENURE_TLS_VERIFY_INCOMING": "true"},
+			want: certs.Files{CertFile: "e.pem", KeyFile: "e-key.pem", CAFile: "e-ca.pem", VerifyIncoming: true},
+		},
+		{
+			name: "config file",
+			args: append(base, "-config", config),
+			want: certs.Files{CertFile: "file.pem", KeyFile: "file-key.pem", CAFile: "file-ca.pem", VerifyIncoming: true},
+		},
+		{
+			name: "flag beats environment beats file",
+			args: append(base, "-config", config, "-tls-cert-file", "flag.pem"),
+			env:  map[string]string{"TENURE_TLS_KEY_FILE": "env-key.pem"},
+			want: certs.Files{CertFile: "flag.pem", KeyFile: "env-key.pem", CAFile: "file-ca.pem", VerifyIncoming: true},
+		},
+		{name: "certificate without key", args: append(base, "-tls-cert-file", "s.pem"), wantErr: "-tls-cert-file needs -tls-key-file"},
+		{name: "key without certificate", args: append(base, "-tls-key-file", "s-key.pem"), wantErr: "-tls-key-file needs -tls-cert-file"},
+		{
+			name:    "verify incoming without CA",
+			args:    append(base, "-tls-cert-file", "s.pem", "-tls-key-file", "s-key.pem", "-tls-verify-incoming"),
+			wantErr: "-tls-verify-incoming needs -tls-ca-file",
+		},
+		{name: "verify incoming without TLS", args: append(base, "-tls-ca-file", "ca.pem", "-tls-verify-incoming"), wantErr: "-tls-verify-incoming needs -tls-cert-file"},
+		{name: "CA without TLS", args: append(base, "-tls-ca-file", "ca.pem"), wantErr: "-tls-ca-file is set but TLS is off"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := loadServerSettings(tt.args, func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("loadServerSettings: %v", err)
+			}
+			if s.tls != tt.want {
+				t.Errorf("TLS settings: got %+v, want %+v", s.tls, tt.want)
+			}
+		})
+	}
+}
+
+// A server whose TLS files cannot be read stops before it starts Raft.
+func TestServeRefusesUnreadableTLSFiles(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.pem")
+	_, _, err := httpsConfig(certs.Files{CertFile: missing, KeyFile: missing})
+	if err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("httpsConfig with missing files: got %v, want an error naming %s", err, missing)
+	}
+}
