@@ -248,6 +248,13 @@ type demoWorker struct {
 // fails; the process is killed by its pid when t ends.
 func startDemoWorker(t *testing.T, c *cluster, group, id string, ttl time.Duration) *demoWorker {
 	t.Helper()
+	return startDemoWorkerEnv(t, c, group, id, ttl, nil)
+}
+
+// startDemoWorkerEnv is startDemoWorker with env added to the worker's
+// environment.
+func startDemoWorkerEnv(t *testing.T, c *cluster, group, id string, ttl time.Duration, env []string) *demoWorker {
+	t.Helper()
 	p := &demoWorker{id: id, logPath: filepath.Join(t.TempDir(), id+".log"), done: make(chan struct{})}
 	out, err := os.Create(p.logPath)
 	if err != nil {
@@ -255,7 +262,7 @@ func startDemoWorker(t *testing.T, c *cluster, group, id string, ttl time.Durati
 	}
 	p.cmd = exec.Command(binary, "demo-worker", "-group", group, "-id", id, "-ttl", ttl.String(), "-work", "1s", "-quiet")
 	p.cmd.Stdout, p.cmd.Stderr = out, out
-	p.cmd.Env = append(cleanEnv(), client.EnvHTTPAddr+"="+strings.Join(placementAddrs(c), ","))
+	p.cmd.Env = append(append(cleanEnv(), client.EnvHTTPAddr+"="+strings.Join(placementAddrs(c), ",")), env...)
 	p.cmd.SysProcAttr = childProcAttr()
 	if err := p.cmd.Start(); err != nil {
 		out.Close()

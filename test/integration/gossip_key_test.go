@@ -1,0 +1,100 @@
+package integration
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/harness"
+)
+
+// TestGossipKeyRotation: three servers and a worker gossip under a key from
+// `tenure keygen`; a server with another key never joins them; the
+// operator rotates the key with `tenure operator keyring` while everyone
+// stays a member; and a server restarted with its old -gossip-key flag
+// comes back under the rotated key, which its data dir kept.
+func TestGossipKeyRotation(t *testing.T) {
+	oldKey := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+	newKey := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+	if oldKey == newKey {
+		t.Fatal("keygen made the same key twice")
+	}
+	c := newCluster(t)
+	c.nodeArgs = func(*testing.T, *node) []string { return []string{"-gossip-key", oldKey} }
+	c.boot(t, 3)
+	startDemoWorkerEnv(t, c, "scenes", "w1", 2*time.Second, []string{client.EnvGossipKey + "=" + oldKey})
+	cli := []string{client.EnvHTTPAddr + "=" + c.nodes[0].httpAddr}
+
+	// Everyone is a member under the old key, the worker included.
+	everyoneHolds := func(key string) func() error {
+		return func() error {
+			kr, err := keyringOf(c, 0)
+			if err != nil {
+				return err
+			}
+			if kr.Members != 4 || len(kr.Keys) != 1 || kr.Keys[0].Fingerprint != fingerprint(t, key) || kr.Keys[0].Primary != 4 {
+				return fmt.Errorf("keyring %+v, want 4 members on key %s alone", kr, fingerprint(t, key))
+			}
+			return nil
+		}
+	}
+	harness.WaitFor(t, electionTimeout, everyoneHolds(oldKey))
+
+	t.Run("a server with another key never joins", func(t *testing.T) {
+		stranger := c.addNode(t, "-join", c.nodes[0].gossipAddr, "-gossip-key", newKey)
+		harness.Holds(t, 3*time.Second, func() error {
+			if status, ok := c.memberStatus(t, 0, c.nodes[stranger].id); ok {
+				return fmt.Errorf("n1 lists the stranger %s as %s", c.nodes[stranger].id, status)
+			}
+			return nil
+		})
+		c.kill(t, stranger)
+	})
+
+	// Rotate: each step waits until every member has followed.
+	for _, step := range [][]string{
+		{"operator", "keyring", "install", newKey},
+		{"operator", "keyring", "use", newKey},
+		{"operator", "keyring", "remove", oldKey},
+	} {
+		mustRunTenure(t, cli, step...)
+	}
+	harness.WaitFor(t, electionTimeout, everyoneHolds(newKey))
+
+	// A restarted server keeps the rotated keyring of its data dir.
+	c.stop(t, 2)
+	c.restart(t, 2)
+	harness.WaitFor(t, electionTimeout, func() error {
+		if status, ok := c.memberStatus(t, 0, c.nodes[2].id); !ok || status != "alive" {
+			return fmt.Errorf("n1 sees n3 as %q after its restart", status)
+		}
+		return everyoneHolds(newKey)()
+	})
+}
+
+// keyringOf reads GET /v1/operator/keyring of node i.
+func keyringOf(c *cluster, i int) (client.Keyring, error) {
+	var kr client.Keyring
+	r, err := c.try(c.nodes[i].httpAddr, http.MethodGet, "/v1/operator/keyring", nil)
+	if err != nil {
+		return kr, err
+	}
+	if r.Status != http.StatusOK {
+		return kr, fmt.Errorf("keyring of %s: %v", c.nodes[i].id, r)
+	}
+	return kr, json.Unmarshal(r.Body, &kr)
+}
+
+func fingerprint(t *testing.T, key string) string {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.KeyFingerprint(b)
+}
