@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/cluster/certs"
 )
 
 // Peer names a server of a statically bootstrapped cluster.
@@ -45,6 +46,14 @@ type Config struct {
 	// InitialCluster bootstraps Raft with this fixed set of servers when
 	// the data dir is empty (the static alternative to BootstrapExpect).
 	InitialCluster []Peer
+	// ClusterName names the cluster (one DNS label; empty is "tenure"):
+	// with TLS, a Raft peer must prove it is a server of this cluster with
+	// a certificate carrying server.<ClusterName>.tenure.
+	ClusterName string
+	// TLS, when its certificate and key are set, puts Raft on mutual TLS:
+	// every peer is verified against TLS.CAFile (required then) and must
+	// carry the server role of ClusterName (certs.VerifyServer).
+	TLS certs.Files
 	// GossipKey, 32 bytes, turns on gossip encryption: it seeds the
 	// keyring of a data dir that has none (a data dir's keyring, changed
 	// by rotations, wins over it). Nil gossips in plain text unless the
@@ -150,6 +159,12 @@ func (c Config) Validate() error {
 	}
 	for _, j := range c.Join {
 		checkAddr("join", j, true)
+	}
+	if err := certs.CheckClusterName(c.ClusterName); err != nil {
+		bad("cluster-name: %v", err)
+	}
+	if c.TLS.Enabled() && c.TLS.CAFile == "" {
+		bad("tls-ca-file: required with TLS: Raft peers are verified against it")
 	}
 	if c.GossipKey != nil && len(c.GossipKey) != 32 {
 		bad("gossip-key: %d bytes, want 32 (make one with tenure keygen)", len(c.GossipKey))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -111,6 +112,19 @@ func New(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// raftTransport is Raft over TCP, or over mutual TLS when cfg.TLS is on.
+func raftTransport(cfg Config, advertise net.Addr) (raft.Transport, error) {
+	log := cfg.Logger.Named("transport")
+	if !cfg.TLS.Enabled() {
+		return raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, log)
+	}
+	stream, err := newTLSStream(cfg.RaftAddr, advertise, cfg.TLS, cfg.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	return raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, log), nil
+}
+
 func (n *Node) openRaft() error {
 	cfg := n.cfg
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
@@ -135,8 +149,7 @@ func (n *Node) openRaft() error {
 		if err != nil {
 			return fmt.Errorf("raft-addr: %w", err)
 		}
-		n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 3, 10*time.Second, cfg.Logger.Named("transport"))
-		if err != nil {
+		if n.trans, err = raftTransport(cfg, addr); err != nil {
 			return fmt.Errorf("raft transport: %w", err)
 		}
 	}

@@ -383,3 +383,11 @@ func containsIP(list []net.IP, ip net.IP) bool {
 	}
 	return false
 }
+
+// CheckClusterName checks that s can name a cluster: one DNS label, since
+// it becomes part of the server role's name (ServerName). Empty is the
+// default name, DefaultClusterName.
+func CheckClusterName(s string) error {
+	_, err := clusterName(s)
+	return err
+}

@@ -52,6 +52,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 0, "bootstrap Raft once this many servers started with the same value see each other")
 	fs.StringVar(&s.join, "join", "", "comma-separated gossip addresses of other servers to join")
 	fs.BoolVar(&c.NonVoter, "non-voter", false, "join as a non-voting server")
+	fs.StringVar(&c.ClusterName, "cluster-name", "tenure", "name of the cluster (one DNS label): with TLS, Raft peers must hold a certificate for server.<name>.tenure")
 	fs.Var(gossipKeyFlag{&c.GossipKey}, "gossip-key", "base64 key (32 bytes, tenure keygen) that encrypts gossip; seeds the keyring kept in the data dir")
 	fs.StringVar(&s.initial, "initial-cluster", "", "static bootstrap instead of gossip: id=raft-addr=http-addr,… for every server")
 	fs.DurationVar(&c.MinTTL, "min-ttl", c.MinTTL, "smallest TTL an acquire may ask for (at least 2 × election-timeout)")
@@ -128,6 +129,7 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 	if err := checkTLSFlags(s.tls); err != nil {
 		return nil, err
 	}
+	s.cluster.TLS = s.tls
 	return s, nil
 }
 
@@ -142,6 +144,8 @@ func checkTLSFlags(f certs.Files) error {
 		return errors.New("-tls-verify-incoming needs -tls-cert-file and -tls-key-file: TLS is off without them")
 	case f.VerifyIncoming && f.CAFile == "":
 		return errors.New("-tls-verify-incoming needs -tls-ca-file to verify client certificates against")
+	case f.Enabled() && f.CAFile == "":
+		return errors.New("-tls-cert-file needs -tls-ca-file: Raft over TLS verifies every peer against it")
 	case f.CAFile != "" && !f.Enabled():
 		return errors.New("-tls-ca-file is set but TLS is off: give -tls-cert-file and -tls-key-file too")
 	}

@@ -299,7 +299,8 @@ func TestTLSServerRefusesHalfSettings(t *testing.T) {
 	}{
 		{name: "certificate without key", args: []string{"-tls-cert-file", certFile}, wantErr: "-tls-cert-file needs -tls-key-file"},
 		{name: "verify incoming without CA", args: []string{"-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-verify-incoming"}, wantErr: "-tls-verify-incoming needs -tls-ca-file"},
-		{name: "unreadable key", args: []string{"-tls-cert-file", certFile, "-tls-key-file", filepath.Join(p.dir, "missing.pem")}, wantErr: "missing.pem"},
+		{name: "certificate without CA", args: []string{"-tls-cert-file", certFile, "-tls-key-file", keyFile}, wantErr: "-tls-cert-file needs -tls-ca-file"},
+		{name: "unreadable key", args: []string{"-tls-cert-file", certFile, "-tls-key-file", filepath.Join(p.dir, "missing.pem"), "-tls-ca-file", p.caFile()}, wantErr: "missing.pem"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,165 @@
+package cluster_test
+
+import (
+	"crypto/tls"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
+)
+
+// pki is a CA in a temp dir that writes certificate files.
+type pki struct {
+	t   *testing.T
+	dir string
+	ca  *certs.Authority
+}
+
+func newPKI(t *testing.T) *pki {
+	t.Helper()
+	ca, err := certs.NewAuthority(certs.CAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pki{t: t, dir: t.TempDir(), ca: ca}
+	if err := os.WriteFile(filepath.Join(p.dir, "ca.pem"), ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// files writes pair as name and returns mutual TLS settings with the CA of
+// caOf (p's own CA when nil).
+func (p *pki) files(name string, pair certs.Pair, err error, caOf *pki) certs.Files {
+	p.t.Helper()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if caOf == nil {
+		caOf = p
+	}
+	f := certs.Files{CAFile: filepath.Join(caOf.dir, "ca.pem"), CertFile: filepath.Join(p.dir, name+".pem"),
+		KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
+	if err := certs.WritePair(f.CertFile, f.KeyFile, pair); err != nil {
+		p.t.Fatal(err)
+	}
+	return f
+}
+
+func (p *pki) server(id, clusterName string) certs.Files {
+	pair, err := p.ca.IssueServer(certs.ServerOptions{NodeID: id, ClusterName: clusterName})
+	return p.files("server-"+id+"-"+clusterName, pair, err, nil)
+}
+
+// peerStream dials Raft peers with a given TLS configuration, as an
+// impostor would.
+type peerStream struct {
+	net.Listener
+	cfg *tls.Config
+}
+
+func (s peerStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(addr), s.cfg)
+}
+
+func (s peerStream) Addr() net.Addr { return s.Listener.Addr() }
+
+// impostor is a Raft transport that presents the certificate of files.
+func impostor(t *testing.T, files certs.Files) raft.Transport {
+	t.Helper()
+	cfg, err := certs.ClientConfig(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.InsecureSkipVerify = true // it would talk to anyone; the question is whether anyone talks to it
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := raft.NewNetworkTransportWithLogger(peerStream{Listener: ln, cfg: cfg}, 1, 2*time.Second, hclog.NewNullLogger())
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+// Raft runs over mutual TLS when the servers have certificates: the
+// cluster elects a leader and commits; a peer that presents a client
+// certificate of the same CA, a server certificate of another cluster, or
+// a server certificate of another CA cannot make a server take a newer
+// term, which any Raft peer could do in plain TCP.
+func TestRaftOverMutualTLS(t *testing.T) {
+	p := newPKI(t)
+	c := inproc.Start(t, 3, inproc.Options{TCP: true, Tweak: func(cfg *cluster.Config) {
+		cfg.ClusterName = "prod"
+		cfg.TLS = p.server(cfg.NodeID, "prod")
+	}})
+	l := c.Leader()
+	if _, _, err := c.Node(l).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Key: "k", Holder: "h", TTL: time.Minute}); err != nil {
+		t.Fatalf("acquire over Raft on TLS: %v", err)
+	}
+	target := (l + 1) % 3
+	peer := c.Peer(target)
+
+	clientPair, err := p.ca.IssueClient(certs.ClientOptions{Name: "app"})
+	other := newPKI(t)
+	for _, tc := range []struct {
+		name  string
+		files certs.Files
+	}{
+		{"a client certificate of the cluster's CA", p.files("client-app", clientPair, err, nil)},
+		{"a server certificate of another cluster", p.server("n9", "staging")},
+		{"a server certificate of another CA", other.server("n9", "prod")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := c.Node(target).Status().Term
+			tr := impostor(t, tc.files)
+			resp, err := forgeLeader(tr, peer, before+100)
+			if err == nil {
+				t.Fatalf("the server answered the impostor's append request: %+v", resp)
+			}
+			if after := c.Node(target).Status().Term; after != before {
+				t.Fatalf("the impostor moved %s from term %d to %d", peer.ID, before, after)
+			}
+		})
+	}
+}
+
+// forgeLeader sends peer an empty AppendEntries of term, as a leader of that
+// term would.
+func forgeLeader(tr raft.Transport, peer cluster.Peer, term uint64) (*raft.AppendEntriesResponse, error) {
+	var resp raft.AppendEntriesResponse
+	err := tr.AppendEntries(raft.ServerID(peer.ID), raft.ServerAddress(peer.RaftAddr), &raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("n9"), Addr: []byte("127.0.0.1:1")},
+		Term:      term,
+	}, &resp)
+	return &resp, err
+}
+
+// The same forged request over plain TCP does reach Raft and moves the
+// server to the forged term: the refusal above is the TLS layer's doing,
+// not a property of the request.
+func TestRaftOverTCPAcceptsAnyPeer(t *testing.T) {
+	c := inproc.Start(t, 3, inproc.Options{TCP: true})
+	l := c.Leader()
+	target := (l + 1) % 3
+	peer := c.Peer(target)
+	before := c.Node(target).Status().Term
+	tr, err := raft.NewTCPTransportWithLogger("127.0.0.1:0", nil, 1, 2*time.Second, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	if _, err := forgeLeader(tr, peer, before+100); err != nil {
+		t.Fatalf("plain append request: %v", err)
+	}
+	harness.WaitUntil(t, 5*time.Second, "the plain request to move the term", func() bool {
+		return c.Node(target).Status().Term > before
+	})
+}
