@@ -263,7 +263,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 		return err
 	}
 	cfg.Clock = clock
-	serverTLS, forwardClient, err := httpsConfig(s.tls)
+	serverTLS, forwardClient, err := httpsConfig(s.tls, cfg.ClusterName)
 	if err != nil {
 		return err
 	}
@@ -332,8 +332,10 @@ func (f gossipKeyFlag) Set(s string) error {
 
 // httpsConfig loads the TLS files: the listener's configuration, and the
 // client that forwards to the leader over https with this server's own
-// certificate. Both are nil when TLS is off.
-func httpsConfig(f certs.Files) (*tls.Config, *http.Client, error) {
+// certificate, verifying that the leader holds the server role of
+// clusterName (not merely a certificate for the address it announced).
+// Both are nil when TLS is off.
+func httpsConfig(f certs.Files, clusterName string) (*tls.Config, *http.Client, error) {
 	if !f.Enabled() {
 		return nil, nil, nil
 	}
@@ -345,6 +347,8 @@ func httpsConfig(f certs.Files) (*tls.Config, *http.Client, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("tls: %w", err)
 	}
+	out.InsecureSkipVerify = true // VerifyConnection checks chain, role and usages
+	out.VerifyConnection = certs.VerifyServerConnection(out.RootCAs, clusterName)
 	forward := &http.Client{Transport: &http.Transport{
 		TLSClientConfig:     out,
 		ForceAttemptHTTP2:   true,

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,8 +81,70 @@ func TestServerTLSSettings(t *testing.T) {
 func TestServeRefusesUnreadableTLSFiles(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.pem")
-	_, _, err := httpsConfig(certs.Files{CertFile: missing, KeyFile: missing})
+	_, _, err := httpsConfig(certs.Files{CertFile: missing, KeyFile: missing}, "tenure")
 	if err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("httpsConfig with missing files: got %v, want an error naming %s", err, missing)
+	}
+}
+
+// A follower forwards only to a leader that proves the server role of the
+// cluster: a certificate of the CA for the right address is not enough.
+func TestForwardingVerifiesTheServerRole(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := certs.NewAuthority(certs.CAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, pair certs.Pair, err error) certs.Files {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := certs.Files{CAFile: caFile, CertFile: filepath.Join(dir, name+".pem"), KeyFile: filepath.Join(dir, name+"-key.pem")}
+		if err := certs.WritePair(f.CertFile, f.KeyFile, pair); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	pair, err := ca.IssueServer(certs.ServerOptions{NodeID: "n1"})
+	follower := write("n1", pair, err)
+	pair, err = ca.IssueServer(certs.ServerOptions{NodeID: "n2"})
+	leader := write("n2", pair, err)
+	pair, err = ca.IssueServer(certs.ServerOptions{NodeID: "x", ClusterName: "staging"})
+	staging := write("staging", pair, err)
+
+	_, forward, err := httpsConfig(follower, "tenure")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		leader certs.Files
+		ok     bool
+	}{
+		{"a server of the cluster", leader, true},
+		{"a server of another cluster name, same CA and address", staging, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srvCfg, err := certs.ServerConfig(tc.leader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+			srv.TLS = srvCfg
+			srv.StartTLS()
+			defer srv.Close()
+			resp, err := forward.Get(srv.URL)
+			if err == nil {
+				resp.Body.Close()
+			}
+			if (err == nil) != tc.ok {
+				t.Fatalf("forwarding to %s: err %v, want ok=%v", tc.name, err, tc.ok)
+			}
+		})
 	}
 }
