@@ -24,6 +24,7 @@ type env struct {
 type clusterFlags struct {
 	httpAddr string
 	json     bool
+	token    string // ACL token secret
 }
 
 func (f *clusterFlags) register(fs *flag.FlagSet) {
@@ -34,12 +35,20 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.httpAddr, "http-addr", def,
 		"HTTP addresses of the servers, comma-separated (env "+client.EnvHTTPAddr+")")
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
+	// The ACL token: -token, except where a command already has a -token
+	// (leases renew and release: the fencing token); -acl-token everywhere.
+	tokenUsage := "ACL token secret sent with every request (env " + client.EnvHTTPToken + ")"
+	if fs.Lookup("token") == nil {
+		fs.StringVar(&f.token, "token", os.Getenv(client.EnvHTTPToken), tokenUsage)
+	}
+	fs.StringVar(&f.token, "acl-token", os.Getenv(client.EnvHTTPToken), tokenUsage)
 }
 
 // config returns the client configuration for the flags.
 func (f *clusterFlags) config() *client.Config {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = client.SplitAddresses(f.httpAddr)
+	cfg.Token = f.token
 	return cfg
 }
 

@@ -34,6 +34,8 @@ type serverSettings struct {
 	logLevel string
 	logJSON  bool
 	config   string
+	// metricsOpen serves /metrics without a token while ACLs are on.
+	metricsOpen bool
 }
 
 func serverFlags(s *serverSettings) *flag.FlagSet {
@@ -63,6 +65,9 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often Raft checks whether to snapshot")
 	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", c.SnapshotThreshold, "log entries between snapshots")
 	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", c.TrailingLogs, "log entries kept after a snapshot")
+	fs.BoolVar(&c.ACLEnabled, "acl-enabled", c.ACLEnabled, "require an ACL token with the right for every request (see tenure acl)")
+	fs.StringVar(&c.ACLDefaultPolicy, "acl-default-policy", c.ACLDefaultPolicy, "what a request without a token may do with ACLs on: deny (nothing) or allow (all but acl)")
+	fs.BoolVar(&s.metricsOpen, "metrics-open", false, "serve /metrics without a token when ACLs are on (otherwise it needs the operator right)")
 	fs.StringVar(&s.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON lines")
 	return fs
@@ -242,6 +247,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 	defer node.Shutdown()
 	hc := httpapi.DefaultConfig()
 	hc.Node, hc.Logger, hc.Gatherer = node, log, reg
+	hc.MetricsOpen = s.metricsOpen
 	api, err := httpapi.New(hc)
 	if err != nil {
 		ln.Close()
@@ -251,6 +257,9 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 	errCh := make(chan error, 1)
 	go func() { errCh <- srv.Serve(ln) }()
 	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir)
+	if cfg.ACLEnabled {
+		log.Info("acls enabled", "default_policy", cfg.ACLDefaultPolicy, "metrics_open", s.metricsOpen)
+	}
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
