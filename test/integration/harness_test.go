@@ -115,6 +115,9 @@ type cluster struct {
 	dir   string
 	nodes []*node
 	http  *http.Client
+	// token is the ACL token secret the harness's own requests carry, on
+	// clusters started with -acl-enabled.
+	token string
 }
 
 // startCluster starts n servers on loopback that bootstrap together
@@ -122,6 +125,15 @@ type cluster struct {
 // for an established leader, and kills every process when t ends. It retries
 // with fresh ports when one of them turned out to be taken.
 func startCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	c := startServers(t, n)
+	c.leader(t)
+	return c
+}
+
+// startServers is startCluster without the wait for a leader, with extra
+// flags for every server.
+func startServers(t *testing.T, n int, extra ...string) *cluster {
 	t.Helper()
 	c := newCluster(t)
 	var lastErr error
@@ -142,12 +154,12 @@ func startCluster(t *testing.T, n int) *cluster {
 				}
 			}
 			nd.args = append(nd.baseArgs(), "-bootstrap-expect", strconv.Itoa(n), "-join", strings.Join(others, ","))
+			nd.args = append(nd.args, extra...)
 		}
 		first := len(c.nodes)
 		c.nodes = append(c.nodes, nodes...)
 		lastErr = c.startAll(t, first)
 		if lastErr == nil {
-			c.leader(t)
 			return c
 		}
 		if !errors.Is(lastErr, errAddrInUse) {
