@@ -25,6 +25,9 @@ const (
 	HeaderIndex       = "X-Tenure-Index"
 	HeaderLastContact = "X-Tenure-Last-Contact"
 	HeaderKnownLeader = "X-Tenure-Known-Leader"
+	// HeaderToken carries the secret of the request's ACL token. The
+	// servers also accept "Authorization: Bearer <secret>".
+	HeaderToken = "X-Tenure-Token"
 )
 
 // maxResponseBytes bounds the body the client reads from one answer.
@@ -280,6 +283,9 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	req.Header.Set("User-Agent", "tenure-go-client/1")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.cfg.Token != "" {
+		req.Header.Set(HeaderToken, c.cfg.Token)
 	}
 
 	sentAt := time.Now()

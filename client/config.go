@@ -19,6 +19,11 @@ const (
 
 	// DefaultHTTPAddr is the address used when EnvHTTPAddr is unset.
 	DefaultHTTPAddr = "127.0.0.1:7500"
+
+	// EnvHTTPToken names the environment variable that DefaultConfig reads
+	// the ACL token (its secret) from. Not TENURE_TOKEN: that is the
+	// fencing token that `tenure lock` hands to its command.
+	EnvHTTPToken = "TENURE_HTTP_TOKEN"
 )
 
 // Config configures a Client. Build one with DefaultConfig and change what
@@ -72,16 +77,23 @@ type Config struct {
 	// an acquisition by the same holder as a retry and returns the same
 	// lease.
 	Holder string
+
+	// Token is the secret of the ACL token sent with every request (header
+	// X-Tenure-Token). Empty sends none, which a cluster with ACLs enabled
+	// and the deny default refuses.
+	Token string
 }
 
 // DefaultConfig returns a Config with the addresses from the environment
 // variable TENURE_HTTP_ADDR (comma-separated), or 127.0.0.1:7500 when it is
-// unset; the TLS files from TENURE_CACERT, TENURE_CLIENT_CERT and
-// TENURE_CLIENT_KEY; and defaults that suit a lease holder: 10s per
-// attempt, 5 retries, backoff from 50ms up to 2s.
+// unset; the ACL token from TENURE_HTTP_TOKEN; the TLS files from
+// TENURE_CACERT, TENURE_CLIENT_CERT and TENURE_CLIENT_KEY; and defaults that
+// suit a lease holder: 10s per attempt, 5 retries, backoff from 50ms up to
+// 2s.
 func DefaultConfig() *Config {
 	return &Config{
 		Addresses: SplitAddresses(os.Getenv(EnvHTTPAddr)),
+		Token:     os.Getenv(EnvHTTPToken),
 		TLS: TLSConfig{
 			CAFile:   os.Getenv(EnvCACert),
 			CertFile: os.Getenv(EnvClientCert),

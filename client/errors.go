@@ -81,6 +81,24 @@ var (
 	// Use the *Lease you have, or acquire under another holder.
 	ErrDuplicateLease = errors.New("lease already kept by this client for this holder")
 
+	// ErrPermissionDenied: the request's ACL token (Config.Token) lacks
+	// the right the request needs, or the request had no token and the
+	// cluster denies anonymous requests (code "permission_denied", HTTP
+	// 403). The message names the right and the key, prefix or group.
+	ErrPermissionDenied = errors.New("permission denied")
+
+	// ErrACLNotFound: no ACL token has the secret the request carried; it
+	// was never created or has been deleted (code "acl_not_found", 403).
+	ErrACLNotFound = errors.New("acl token not found")
+
+	// ErrACLBootstrapped: the cluster's ACL system was bootstrapped already
+	// (code "acl_bootstrapped", 403).
+	ErrACLBootstrapped = errors.New("acl system already bootstrapped")
+
+	// ErrACLDisabled: an ACL call reached a server that does not enforce
+	// ACLs (code "acl_disabled", 400).
+	ErrACLDisabled = errors.New("acls are not enabled")
+
 	// ErrStaleToken: FenceValidator.Check refused a fencing token because a
 	// newer token exists for the key, or because the token was never
 	// granted for it. The write that carries it comes from a superseded
@@ -121,6 +139,13 @@ const (
 	CodeDisabled            = "disabled"
 	CodeProhibited          = "prohibited"
 	CodeGossipPlaintext     = "gossip_plaintext"
+	CodeInvalidRules        = "invalid_rules"
+	CodeInvalidPolicies     = "invalid_policies"
+	CodeInvalidGroups       = "invalid_groups"
+	CodePermissionDenied    = "permission_denied"
+	CodeACLNotFound         = "acl_not_found"
+	CodeACLBootstrapped     = "acl_bootstrapped"
+	CodeACLDisabled         = "acl_disabled"
 )
 
 // codeSentinels maps every error code of the API to the sentinel error an
@@ -155,6 +180,13 @@ var codeSentinels = map[string]error{
 	CodeDisabled:            ErrDisabled,
 	CodeProhibited:          ErrProhibited,
 	CodeGossipPlaintext:     nil,
+	CodeInvalidRules:        ErrInvalid,
+	CodeInvalidPolicies:     ErrInvalid,
+	CodeInvalidGroups:       ErrInvalid,
+	CodePermissionDenied:    ErrPermissionDenied,
+	CodeACLNotFound:         ErrACLNotFound,
+	CodeACLBootstrapped:     ErrACLBootstrapped,
+	CodeACLDisabled:         ErrACLDisabled,
 }
 
 // ErrorCodes returns every error code of the HTTP API v1, sorted.

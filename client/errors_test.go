@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-var allSentinels = []error{ErrHeld, ErrLeaseLost, ErrNotFound, ErrInvalid, ErrNoLeader, ErrLeadershipLost, ErrOverloaded, ErrTimeout}
+var allSentinels = []error{ErrHeld, ErrLeaseLost, ErrNotFound, ErrInvalid, ErrNoLeader, ErrLeadershipLost, ErrOverloaded, ErrTimeout,
+	ErrPermissionDenied, ErrACLNotFound, ErrACLBootstrapped, ErrACLDisabled}
 
 func TestAPIErrorIsMapsCodesToSentinels(t *testing.T) {
 	tests := []struct {
@@ -37,6 +38,11 @@ func TestAPIErrorIsMapsCodesToSentinels(t *testing.T) {
 		{"overloaded", 429, CodeOverloaded, ErrOverloaded},
 		{"timeout", 504, CodeTimeout, ErrTimeout},
 		{"internal", 500, CodeInternal, nil},
+		{"permission denied", 403, CodePermissionDenied, ErrPermissionDenied},
+		{"acl token not found", 403, CodeACLNotFound, ErrACLNotFound},
+		{"acl bootstrapped", 403, CodeACLBootstrapped, ErrACLBootstrapped},
+		{"acl disabled", 400, CodeACLDisabled, ErrACLDisabled},
+		{"invalid rules", 400, CodeInvalidRules, ErrInvalid},
 		{"unknown code", 418, "teapot", nil},
 		{"bare 503 from a proxy", 503, "", ErrNoLeader},
 		{"bare 429", 429, "", ErrOverloaded},

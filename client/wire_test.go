@@ -14,6 +14,7 @@ var wireTypes = []any{
 	leaseJSON{}, MemberList{}, MemberMeta{}, TransferBody{}, TransferResult{}, Health{}, Readiness{},
 	NodeStatus{}, SnapshotInfo{}, GroupSpec{}, GroupSummary{}, Group{}, GroupList{}, GroupKeysBody{},
 	MaxPerWorkerBody{}, Assignment{}, KeyControl{}, DrainBody{}, KeyringBody{}, KeyringMessage{}, Keyring{},
+	ACLToken{}, ACLTokenSpec{}, ACLTokenList{}, ACLRule{}, ACLPolicy{}, ACLPolicySpec{}, ACLPolicyList{}, WorkerRegistration{},
 }
 
 // jsonNames collects the JSON field names of t and of the structs it holds.

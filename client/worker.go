@@ -133,13 +133,23 @@ func (w *Worker) ID() string { return w.cfg.id }
 // ("worker"), so the group view shows which worker holds a key.
 func (w *Worker) Holder() string { return w.cfg.holder }
 
-// Run joins the group and owns keys until ctx ends. Then it stops every
+// Run joins the group and owns keys until ctx ends. When the client has an
+// ACL token (Config.Token), it first registers the worker for the group
+// with it (GroupsAPI.RegisterWorker) and fails if the cluster refuses. Then it stops every
 // handler, waits for them, releases its leases and leaves gossip, so the
 // balancer moves its keys at once; it returns ctx's error. It returns
 // earlier with an error if it cannot join gossip.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.group == "" || w.handler == nil {
 		return fmt.Errorf("%w: a worker needs a group and a handler", ErrInvalid)
+	}
+	if w.c.cfg.Token != "" {
+		// With ACLs on, the balancer plans keys only to workers that a
+		// token registered.
+		err := w.c.Groups().RegisterWorker(ctx, w.cfg.id, []string{w.group})
+		if err != nil && !errors.Is(err, ErrACLDisabled) {
+			return fmt.Errorf("register worker %s: %w", w.cfg.id, err)
+		}
 	}
 	g, err := startWorkerGossip(ctx, w)
 	if err != nil {

@@ -28,6 +28,9 @@ type balancer struct {
 	log            hclog.Logger
 	debounce       time.Duration
 	settle         time.Duration
+	// admit, when not nil (ACLs on), says whether a live worker may be
+	// given keys of a group; see Node.admitWorker.
+	admit func(worker, group string) bool
 }
 
 func (b *balancer) run(ctx context.Context) {
@@ -41,10 +44,10 @@ func (b *balancer) run(ctx context.Context) {
 	}
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
-	var lastIndex uint64
+	var lastIndex, lastACL uint64
 	for {
 		b.rebalance(ctx)
-		lastIndex = b.machine.GroupIndex()
+		lastIndex, lastACL = b.machine.GroupIndex(), b.machine.ACLIndex()
 		// Wait for something that may change the plan.
 	wait:
 		for {
@@ -57,7 +60,7 @@ func (b *balancer) run(ctx context.Context) {
 			case <-tick.C:
 				break wait
 			case <-changed:
-				if b.machine.GroupIndex() != lastIndex {
+				if b.machine.GroupIndex() != lastIndex || b.machine.ACLIndex() != lastACL {
 					break wait
 				}
 			}
@@ -84,7 +87,8 @@ func (b *balancer) rebalance(ctx context.Context) {
 		for _, w := range workers {
 			// Two processes announcing one id count once: they share the
 			// id's keys, and their leases decide which of them works.
-			if w.serves(g.Name) && !w.Meta.Draining && !b.machine.Drained(w.Meta.ID) && !seen[w.Meta.ID] {
+			if w.serves(g.Name) && !w.Meta.Draining && !b.machine.Drained(w.Meta.ID) && !seen[w.Meta.ID] &&
+				(b.admit == nil || b.admit(w.Meta.ID, g.Name)) {
 				seen[w.Meta.ID] = true
 				cands = append(cands, candidate{id: w.Meta.ID, capacity: w.Meta.Capacity})
 			}

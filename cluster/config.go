@@ -77,6 +77,14 @@ type Config struct {
 	// placement, so that its gossip view of the workers is complete.
 	BalanceSettle time.Duration
 
+	// ACLEnabled makes every request need a token with the right for it
+	// (package httpapi enforces it), and the balancer plan keys only to
+	// workers admitted by a token (RegisterWorker).
+	ACLEnabled bool
+	// ACLDefaultPolicy is what a request without a token may do while
+	// ACLs are enabled: ACLDeny (nothing) or ACLAllow (everything but acl).
+	ACLDefaultPolicy string
+
 	// Raft timings.
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
@@ -110,6 +118,7 @@ func DefaultConfig() Config {
 		MaxBatch:           1024,
 		BalanceDebounce:    500 * time.Millisecond,
 		BalanceSettle:      3 * time.Second,
+		ACLDefaultPolicy:   ACLDeny,
 		HeartbeatTimeout:   time.Second,
 		ElectionTimeout:    time.Second,
 		LeaderLeaseTimeout: 500 * time.Millisecond,
@@ -213,6 +222,9 @@ func (c Config) Validate() error {
 	}
 	if c.BalanceDebounce < 0 || c.BalanceSettle < 0 {
 		bad("balance-debounce, balance-settle: negative durations (%v, %v)", c.BalanceDebounce, c.BalanceSettle)
+	}
+	if c.ACLDefaultPolicy != ACLDeny && c.ACLDefaultPolicy != ACLAllow {
+		bad("acl-default-policy: %q is neither %q nor %q", c.ACLDefaultPolicy, ACLDeny, ACLAllow)
 	}
 	if c.SnapshotInterval < 5*time.Millisecond {
 		bad("snapshot-interval: %v is below 5ms", c.SnapshotInterval)

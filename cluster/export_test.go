@@ -23,3 +23,6 @@ func VerifyRoundRunning(n *Node) bool {
 	defer n.verify.mu.Unlock()
 	return n.verify.running
 }
+
+// AdmitWorker is the balancer's admission check of worker for group.
+func AdmitWorker(n *Node, worker, group string) bool { return n.admitWorker(worker, group) }

@@ -268,6 +268,9 @@ func (n *Node) lead(ctx context.Context) {
 		bctx, stopBalancer := context.WithCancel(ctx)
 		b := &balancer{p: p, machine: n.machine, members: n.Members, membersChanged: n.membersChanged,
 			log: n.cfg.Logger.Named("balancer"), debounce: n.cfg.BalanceDebounce, settle: n.cfg.BalanceSettle}
+		if n.cfg.ACLEnabled {
+			b.admit = n.admitWorker
+		}
 		balanced := make(chan struct{})
 		go func() {
 			defer close(balanced)

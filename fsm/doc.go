@@ -2,8 +2,11 @@
 // travel through the Raft log, their binary encoding, and Machine, which
 // applies them and snapshots the result.
 //
-// The package owns the lease table, the fencing-token counter and the term of
-// the last established leader. It must stay deterministic: no clock, no
+// The package owns the lease table, the fencing-token counter, the term of
+// the last established leader, the placement state, and the ACL state:
+// policies, tokens (their secrets' hashes only, never a secret) and worker
+// registrations. Secrets and accessor ids are random, so the server makes
+// them and passes them in; evaluating rights is package cluster's. It must stay deterministic: no clock, no
 // randomness, no I/O beyond the snapshot streams that Raft hands it, and no
 // dependence on map iteration order. Everything that involves time (lease
 // deadlines, expiry) lives in the leader's lessor in package cluster, which

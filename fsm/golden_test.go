@@ -81,6 +81,61 @@ func goldenLogV2() []entry {
 	})...)
 }
 
+// Tokens of the golden logs: hashes stand in for SHA-256 sums of secrets
+// (the state machine never sees a secret).
+var (
+	goldenBootToken = ACLToken{AccessorID: "0d4f3b2a-1c5e-4a7b-9e8d-6f1a2b3c4d5e", SecretHash: strings.Repeat("b0", 32),
+		Description: "bootstrap token", Management: true, CreateTime: wall + 10}
+	goldenTrackerToken = ACLToken{AccessorID: "7e6d5c4b-3a29-4817-a6b5-c4d3e2f1a0b9", SecretHash: strings.Repeat("7e", 32),
+		Description: "trackers", Policies: []string{"scenes", "missing", "scenes"}, HolderPrefix: "tracker-", CreateTime: wall + 11}
+	goldenTempToken = ACLToken{AccessorID: "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d", SecretHash: strings.Repeat("9a", 32),
+		Description: "deleted again", Management: true, CreateTime: wall + 12}
+)
+
+// goldenLogV3 is the log behind snapshot-v3.golden: goldenLogV2, then ACL
+// commands and worker registrations at indexes 32 to 45, some refused or
+// not found, that leave two tokens (one bound to a holder prefix and naming
+// a policy that does not exist), a replaced policy, and two registrations
+// (one replaced).
+func goldenLogV3() []entry {
+	tracker2 := goldenTrackerToken
+	tracker2.AccessorID = "ffffffff-0000-4000-8000-000000000000" // same secret hash: refused
+	return append(goldenLogV2(), encodeLog([]termCommand{
+		{3, ACLBootstrap{Token: goldenBootToken}}, // 32
+		{3, ACLBootstrap{Token: goldenTempToken}}, // 33: refused
+		{3, ACLPolicySet{Policy: ACLPolicy{Name: "scenes", Description: "v1", Rules: []ACLRule{{Prefix: "scenes/", Rights: RightRead}}}}}, // 34
+		{3, ACLPolicySet{Policy: ACLPolicy{Name: "ops", Rules: []ACLRule{{Prefix: "", Rights: RightOperator}}}}},                          // 35
+		{3, ACLPolicySet{Policy: ACLPolicy{Name: "scenes", Description: "trackers own scenes", Rules: []ACLRule{
+			{Prefix: "scenes/", Rights: RightRead | RightWrite}, {Prefix: "", Rights: RightRead}}}}}, // 36: replaced
+		{3, ACLTokenSet{Token: goldenTrackerToken}},                 // 37
+		{3, ACLTokenSet{Token: goldenTempToken}},                    // 38
+		{3, ACLTokenDelete{AccessorID: goldenTempToken.AccessorID}}, // 39
+		{3, ACLPolicyDelete{Name: "ops"}},                           // 40
+		{3, ACLTokenDelete{AccessorID: "no-such-token"}},            // 41: not found
+		{3, ACLTokenSet{Token: tracker2}},                           // 42: refused
+		{3, WorkerRegister{Worker: "w-a", Groups: []string{"partitions", "elections", "partitions"}, Accessor: goldenTrackerToken.AccessorID}}, // 43
+		{3, WorkerRegister{Worker: "w-b", Groups: []string{"partitions"}, Accessor: goldenTrackerToken.AccessorID}},                            // 44
+		{3, WorkerRegister{Worker: "w-a", Groups: []string{"partitions"}, Accessor: goldenBootToken.AccessorID}},                               // 45: replaced
+	})...)
+}
+
+// goldenACL is the ACL state that goldenLogV3 leaves.
+func goldenACL() aclState {
+	a := newACLState()
+	a.bootstrapped = true
+	a.index = 40
+	boot, tracker := goldenBootToken, goldenTrackerToken
+	boot.CreateIndex = 32
+	tracker.CreateIndex, tracker.Policies = 37, []string{"missing", "scenes"}
+	a.tokens[boot.AccessorID], a.tokens[tracker.AccessorID] = &boot, &tracker
+	a.byHash[boot.SecretHash], a.byHash[tracker.SecretHash] = boot.AccessorID, tracker.AccessorID
+	a.policies["scenes"] = &ACLPolicy{Name: "scenes", Description: "trackers own scenes", Rules: []ACLRule{
+		{Prefix: "scenes/", Rights: RightRead | RightWrite}, {Prefix: "", Rights: RightRead}}, CreateIndex: 34, ModifyIndex: 36}
+	a.workers["w-a"] = &WorkerRegistration{Worker: "w-a", Groups: []string{"partitions"}, Accessor: boot.AccessorID, Index: 45}
+	a.workers["w-b"] = &WorkerRegistration{Worker: "w-b", Groups: []string{"partitions"}, Accessor: tracker.AccessorID, Index: 44}
+	return a
+}
+
 type termCommand struct {
 	term uint64
 	cmd  Command
@@ -141,14 +196,15 @@ var goldenSnapshots = []struct {
 				groups:     nil,
 				controls:   nil,
 				drained:    nil,
+				// Versions 1 and 2 have no ACL part: no tokens, not
+				// bootstrapped.
+				acl: newACLState(),
 			},
 		},
 	},
 	{
 		file:    "snapshot-v2.golden",
 		version: 2,
-		current: true,
-		log:     goldenLogV2,
 		want: decodedSnapshot{
 			Index: 31,
 			Term:  3,
@@ -169,6 +225,36 @@ var goldenSnapshots = []struct {
 					"scene-01":     {Disabled: true},
 				},
 				drained: []string{"w-b", "w-d"},
+				acl:     newACLState(),
+			},
+		},
+	},
+	{
+		file:    "snapshot-v3.golden",
+		version: 3,
+		current: true,
+		log:     goldenLogV3,
+		want: decodedSnapshot{
+			Index: 45,
+			Term:  3,
+			State: state{
+				lastToken:       6,
+				establishedTerm: 3,
+				leaseIndex:      13,
+				leases:          goldenLeases(),
+				groupIndex:      45,
+				groups: []*Group{
+					{Name: "elections", Keys: []string{"elections/scheduler"}, CreateIndex: 16, ModifyIndex: 16},
+					{Name: "partitions", Keys: []string{"partitions/0", "partitions/2", "partitions/3"}, MaxPerWorker: 2,
+						Assignment:  map[string]string{"partitions/0": "w-a", "partitions/2": "w-c"},
+						CreateIndex: 15, ModifyIndex: 18, AssignIndex: 17},
+				},
+				controls: map[string]KeyControl{
+					"partitions/2": {Prohibited: []string{"w-b", "w-z"}},
+					"scene-01":     {Disabled: true},
+				},
+				drained: []string{"w-b", "w-d"},
+				acl:     goldenACL(),
 			},
 		},
 	},
@@ -201,6 +287,15 @@ var goldenCommandsV1 = []namedCommand{
 	{"worker-drain", WorkerDrain{Worker: "w-b", Draining: true}},
 	{"assign", Assign{Group: "partitions", Assignment: map[string]string{"partitions/1": "w-a", "partitions/2": "w-c"}}},
 	{"group-max", GroupMax{Name: "partitions", MaxPerWorker: 8}},
+	// ACL commands and worker registration, added after the lines above
+	// were written.
+	{"acl-bootstrap", ACLBootstrap{Token: goldenBootToken}},
+	{"acl-token-set", ACLTokenSet{Token: goldenTrackerToken}},
+	{"acl-token-delete", ACLTokenDelete{AccessorID: goldenTrackerToken.AccessorID}},
+	{"acl-policy-set", ACLPolicySet{Policy: ACLPolicy{Name: "scenes", Description: "trackers own scenes", Rules: []ACLRule{
+		{Prefix: "scenes/", Rights: RightRead | RightWrite}, {Prefix: "", Rights: RightRead | RightOperator | RightACL}}}}},
+	{"acl-policy-delete", ACLPolicyDelete{Name: "scenes"}},
+	{"worker-register", WorkerRegister{Worker: "w-a", Groups: []string{"elections", "partitions"}, Accessor: goldenTrackerToken.AccessorID}},
 }
 
 var goldenCommands = []struct {
@@ -311,6 +406,7 @@ func formatSnapshot(s decodedSnapshot) string {
 	if s.State.controls == nil {
 		b.WriteString("\n  controls <nil>")
 	}
+	b.WriteString("\n" + aclString(s.State.acl))
 	return b.String()
 }
 

@@ -131,6 +131,8 @@ type view struct {
 	Applied, Term   uint64
 	LeaseIndex      uint64
 	Placement       placement
+	// ACL is the ACL state in aclString's form.
+	ACL string
 }
 
 func viewOf(m *Machine) view {
@@ -140,7 +142,37 @@ func viewOf(m *Machine) view {
 	v.EstablishedTerm = m.EstablishedTerm()
 	v.Applied, v.Term, v.LeaseIndex = m.Indexes()
 	v.Placement = placementOf(m)
+	v.ACL = aclString(aclOf(m))
 	return v
+}
+
+// aclOf copies the ACL state of m under its lock.
+func aclOf(m *Machine) aclState {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.acl.snapshot()
+}
+
+// aclString renders an ACL state in a stable order, for comparisons and
+// failure messages.
+func aclString(a aclState) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "acl bootstrapped %v index %d", a.bootstrapped, a.index)
+	for _, n := range sortedKeysOf(a.policies) {
+		p := a.policies[n]
+		fmt.Fprintf(&b, "\n  policy %q %q rules %+v create %d modify %d", p.Name, p.Description, p.Rules, p.CreateIndex, p.ModifyIndex)
+	}
+	for _, id := range sortedKeysOf(a.tokens) {
+		t := a.tokens[id]
+		fmt.Fprintf(&b, "\n  token %+v (by hash: %q)", *t, a.byHash[t.SecretHash])
+	}
+	if len(a.byHash) != len(a.tokens) {
+		fmt.Fprintf(&b, "\n  %d hashes for %d tokens", len(a.byHash), len(a.tokens))
+	}
+	for _, w := range sortedKeysOf(a.workers) {
+		fmt.Fprintf(&b, "\n  worker %+v", *a.workers[w])
+	}
+	return b.String()
 }
 
 // placement is what a reader can observe of the placement state: groups,
@@ -311,7 +343,7 @@ func dump(v view) string {
 	for _, l := range v.Leases {
 		fmt.Fprintf(&b, "\n  %s", leaseString(l))
 	}
-	fmt.Fprintf(&b, "\nplacement %s", v.Placement)
+	fmt.Fprintf(&b, "\nplacement %s\n%s", v.Placement, v.ACL)
 	return b.String()
 }
 

@@ -36,10 +36,13 @@ const (
 	Disabled
 	// Prohibited: an Acquire by a holder an operator prohibited on the key.
 	Prohibited
+	// Refused: an ACLBootstrap after the first one, or a token whose
+	// secret hash another token already has.
+	Refused
 )
 
 func (c Code) String() string {
-	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited"}
+	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited", "refused"}
 	if int(c) < len(names) {
 		return names[c]
 	}
@@ -76,6 +79,9 @@ type Machine struct {
 	controls   map[string]KeyControl
 	drained    map[string]bool
 	groupIndex uint64
+	// acl is the ACL state: tokens (by hash only), policies, worker
+	// registrations.
+	acl aclState
 	// changed is closed, and replaced, whenever a lease or the placement
 	// state changes.
 	changed chan struct{}
@@ -88,6 +94,7 @@ func New() *Machine {
 		groups:   make(map[string]*Group),
 		controls: make(map[string]KeyControl),
 		drained:  make(map[string]bool),
+		acl:      newACLState(),
 		changed:  make(chan struct{}),
 	}
 }
@@ -107,7 +114,7 @@ func (m *Machine) Apply(l *raft.Log) interface{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.appliedIndex, m.appliedTerm = l.Index, l.Term
-	before, beforeGroups := m.leaseIndex, m.groupIndex
+	before, beforeGroups, beforeACL := m.leaseIndex, m.groupIndex, m.acl.index
 	var out interface{}
 	if b, ok := cmd.(Batch); ok {
 		results := make([]Result, len(b.Commands))
@@ -118,7 +125,7 @@ func (m *Machine) Apply(l *raft.Log) interface{} {
 	} else {
 		out = m.apply(l.Index, cmd)
 	}
-	if m.leaseIndex != before || m.groupIndex != beforeGroups {
+	if m.leaseIndex != before || m.groupIndex != beforeGroups || m.acl.index != beforeACL {
 		close(m.changed)
 		m.changed = make(chan struct{})
 	}
@@ -160,6 +167,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return Result{Code: Done}
 	case GroupPut, GroupDelete, GroupKeys, SetKeyControl, WorkerDrain, Assign, GroupMax:
 		return m.applyGroup(index, cmd)
+	case ACLBootstrap, ACLTokenSet, ACLTokenDelete, ACLPolicySet, ACLPolicyDelete, WorkerRegister:
+		return m.applyACL(index, cmd)
 	}
 	// Decode never yields anything else; a nested Batch is rejected there.
 	panic(fmt.Sprintf("fsm: no handler for command type %d", cmd.Type()))
@@ -298,8 +307,8 @@ func (m *Machine) EstablishedTerm() uint64 {
 	return m.establishedTerm
 }
 
-// Changed returns a channel that is closed the next time a lease changes
-// (or the state is restored). Blocking queries wait on it.
+// Changed returns a channel that is closed the next time a lease, the
+// placement state or the ACL state changes (or the state is restored). Blocking queries wait on it.
 func (m *Machine) Changed() <-chan struct{} {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -321,6 +330,7 @@ func (m *Machine) Snapshot() (raft.FSMSnapshot, error) {
 			groupIndex:      m.groupIndex,
 			groups:          make([]*Group, 0, len(m.groups)),
 			controls:        make(map[string]KeyControl, len(m.controls)),
+			acl:             m.acl.snapshot(),
 		},
 		index: m.appliedIndex,
 		term:  m.appliedTerm,
@@ -372,6 +382,7 @@ func (m *Machine) Restore(rc io.ReadCloser) error {
 		m.drained[w] = true
 	}
 	m.groupIndex = st.groupIndex
+	m.acl = st.acl
 	m.lastToken = st.lastToken
 	m.establishedTerm = st.establishedTerm
 	m.leaseIndex = st.leaseIndex

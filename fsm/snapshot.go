@@ -11,7 +11,8 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Snapshot format, version 2 (version 1 lacks the placement part):
+// Snapshot format, version 3 (version 1 lacks the placement part, version 2
+// the ACL part):
 //
 //	magic   [4]byte  "TNRS"
 //	version uint16   big endian
@@ -21,14 +22,18 @@ import (
 //	        count, then each lease (sorted by key);
 //	        v2: group index, group count, each group (sorted by name),
 //	        control count, each key control (sorted by key), drained
-//	        workers (sorted)
+//	        workers (sorted);
+//	        v3: ACL bootstrapped, ACL index, policy count, each policy
+//	        (sorted by name), token count, each token (sorted by accessor
+//	        id; secret hashes only), worker registration count, each
+//	        registration (sorted by worker)
 //	crc     uint32   big endian: CRC-32C of everything before it
 //
 // Every version ever written stays readable; testdata holds a golden file
 // of each.
 const (
 	snapshotMagic   = "TNRS"
-	snapshotVersion = 2
+	snapshotVersion = 3
 	headerLen       = 4 + 2 + 8 + 8
 	// maxSnapshot bounds what readSnapshot will buffer.
 	maxSnapshot = 1 << 31
@@ -49,6 +54,8 @@ type state struct {
 	groups          []*Group
 	controls        map[string]KeyControl
 	drained         []string
+	// acl is empty (not nil maps) when read from versions 1 and 2.
+	acl aclState
 }
 
 type snapshot struct {
@@ -84,6 +91,7 @@ func encodeSnapshot(st state, index, term uint64) []byte {
 		l.encode(e)
 	}
 	encodePlacement(e, st)
+	encodeACL(e, st.acl)
 	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
 }
 
@@ -142,6 +150,10 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 	}
 	if version >= 2 && d.err == nil {
 		decodePlacement(d, &st)
+	}
+	st.acl = newACLState()
+	if version >= 3 && d.err == nil {
+		st.acl = decodeACL(d)
 	}
 	if err := d.finish(); err != nil {
 		return state{}, 0, 0, fmt.Errorf("%w: %w", ErrBadSnapshot, err)

@@ -36,6 +36,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			{1, GroupPut{Name: "h", Keys: []string{"b"}}},
 		})},
 		{name: "random log of 3000 entries with placement", log: randomPlacementLog(1, 3000)},
+		{name: "leases, placement and ACLs", log: goldenLogV3()},
+		{name: "random ACL log of 2000 entries", log: randomACLLog(1, 2000)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -405,7 +407,7 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "header only", data: good[:headerLen], msg: "shorter than a header"},
 		{name: "bad magic", data: withCRC(patch(0, 'T', 'N', 'R', 'X')), msg: "magic"},
 		{name: "a command instead of a snapshot", data: Encode(acquire("a", "w1")), msg: "shorter than a header"},
-		{name: "version 3", data: withCRC(patch(4, 0, 3)), msg: "format version 3"},
+		{name: "version 4", data: withCRC(patch(4, 0, 4)), msg: "format version 4"},
 		{name: "version 0xffff", data: withCRC(patch(4, 0xff, 0xff)), msg: "format version 65535"},
 		{name: "a version 2 body under a version 1 header", data: withCRC(patch(4, 0, 1)), msg: "trailing"},
 		{name: "a version 1 body under a version 2 header", data: withCRC(func() []byte { c := bytes.Clone(single); c[5] = 2; return c }()), msg: "unexpected end"},

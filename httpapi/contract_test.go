@@ -105,6 +105,26 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"POST /v1/operator/keyring", "POST", "/v1/operator/keyring", `{"op":"install","gossip_key":"AAAA"}`, 409, errBody},
 		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, 200, func() any { return new(client.TransferResult) }},
 	}
+	token := func() any { return new(client.ACLToken) }
+	policy := func() any { return new(client.ACLPolicy) }
+	// The ACL routes, on a cluster with ACLs on, as its bootstrap token
+	// (the first call, which needs none).
+	aclCalls := []call{
+		{"POST /v1/acl/bootstrap", "POST", "/v1/acl/bootstrap", "", 200, token},
+		{"POST /v1/acl/bootstrap", "POST", "/v1/acl/bootstrap", "", 403, errBody},
+		{"PUT /v1/acl/policy/{name}", "PUT", "/v1/acl/policy/scenes", `{"description":"d","rules":[{"prefix":"scenes/","rights":["read","write"]},{"prefix":"","rights":["operator"]}]}`, 200, policy},
+		{"PUT /v1/acl/policy/{name}", "PUT", "/v1/acl/policy/bad", `{"rules":[{"prefix":"a","rights":["admin"]}]}`, 400, errBody},
+		{"GET /v1/acl/policy/{name}", "GET", "/v1/acl/policy/scenes", "", 200, policy},
+		{"GET /v1/acl/policies", "GET", "/v1/acl/policies", "", 200, func() any { return new(client.ACLPolicyList) }},
+		{"PUT /v1/acl/token", "PUT", "/v1/acl/token", `{"description":"trackers","policies":["scenes"],"holder_prefix":"tracker-"}`, 200, token},
+		{"PUT /v1/acl/token", "PUT", "/v1/acl/token", `{"policies":["missing"]}`, 400, errBody},
+		{"GET /v1/acl/tokens", "GET", "/v1/acl/tokens", "", 200, func() any { return new(client.ACLTokenList) }},
+		{"GET /v1/acl/token/self", "GET", "/v1/acl/token/self", "", 200, token},
+		{"GET /v1/acl/token/{accessor}", "GET", "/v1/acl/token/nope", "", 404, errBody},
+		{"DELETE /v1/acl/token/{accessor}", "DELETE", "/v1/acl/token/nope", "", 404, errBody},
+		{"POST /v1/workers/{id}/register", "POST", "/v1/workers/w1/register", `{"groups":["g"]}`, 204, nil},
+		{"DELETE /v1/acl/policy/{name}", "DELETE", "/v1/acl/policy/scenes", "", 204, nil},
+	}
 	covered := map[string]bool{}
 	for _, cl := range calls {
 		covered[cl.route] = true
@@ -113,6 +133,26 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		if cl.into != nil {
 			sameJSON(t, cl.method+" "+cl.url, r.body, cl.into())
 		}
+	}
+	al := startACLCluster(t, 1).leader()
+	var secret string
+	for _, cl := range aclCalls {
+		covered[cl.route] = true
+		r := doAs(t, secret, cl.method, al.url+cl.url, cl.body)
+		r.wantStatus(t, cl.method+" "+cl.url, cl.status)
+		if cl.into != nil {
+			sameJSON(t, cl.method+" "+cl.url, r.body, cl.into())
+		}
+		if secret == "" {
+			var boot client.ACLToken
+			r.decode(t, &boot)
+			secret = boot.SecretID
+		}
+	}
+	// The token and policy routes of a server without ACLs say so.
+	r := do(t, "GET", l.url+"/v1/acl/tokens", "")
+	if r.wantStatus(t, "GET /v1/acl/tokens without ACLs", 400); r.apiErr(t).Error != client.CodeACLDisabled {
+		t.Errorf("GET /v1/acl/tokens without ACLs: %s, want %s", r.body, client.CodeACLDisabled)
 	}
 	srv := serveFake(t, &fakeNode{}).(*Server) // every Server has the same routes
 	err := srv.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {

@@ -28,6 +28,11 @@ var fieldCodes = map[string]string{
 	"max_per_worker": client.CodeInvalidMaxPerWorker,
 	"prohibited":     client.CodeInvalidProhibited,
 	"worker":         client.CodeInvalidWorker,
+	// ACLs.
+	"rules":         client.CodeInvalidRules,
+	"policies":      client.CodeInvalidPolicies,
+	"groups":        client.CodeInvalidGroups,
+	"holder_prefix": client.CodeInvalidHolder,
 }
 
 // fieldCode is the code of a bad field: its own, or invalid_body.
@@ -71,6 +76,13 @@ var codeStatus = map[string]int{
 	client.CodeLeadershipLost:      http.StatusServiceUnavailable,
 	client.CodeTimeout:             http.StatusGatewayTimeout,
 	client.CodeGossipPlaintext:     http.StatusConflict,
+	client.CodeInvalidRules:        http.StatusBadRequest,
+	client.CodeInvalidPolicies:     http.StatusBadRequest,
+	client.CodeInvalidGroups:       http.StatusBadRequest,
+	client.CodePermissionDenied:    http.StatusForbidden,
+	client.CodeACLNotFound:         http.StatusForbidden,
+	client.CodeACLBootstrapped:     http.StatusForbidden,
+	client.CodeACLDisabled:         http.StatusBadRequest,
 }
 
 // apiError is an error this package answers with a given code, and with
@@ -116,6 +128,14 @@ func writeError(w http.ResponseWriter, err error) {
 		body.Error, body.Reason = client.CodeLeaseLost, lost.Reason
 	case errors.As(err, &inv):
 		body.Error, body.Field = fieldCode(inv.Field), inv.Field
+	case errors.Is(err, cluster.ErrPermissionDenied):
+		body.Error = client.CodePermissionDenied
+	case errors.Is(err, cluster.ErrACLNotFound):
+		body.Error = client.CodeACLNotFound
+	case errors.Is(err, cluster.ErrACLBootstrapped):
+		body.Error = client.CodeACLBootstrapped
+	case errors.Is(err, cluster.ErrACLDisabled):
+		body.Error = client.CodeACLDisabled
 	case errors.Is(err, cluster.ErrDisabled):
 		body.Error = client.CodeDisabled
 	case errors.Is(err, cluster.ErrProhibited):

@@ -74,3 +74,6 @@ func TestNodeWithoutLeader(t *testing.T) {
 		t.Errorf("status: got %+v, want a candidate of term 7 that never heard a leader", st)
 	}
 }
+
+// ResolveToken: the fake enforces no ACLs.
+func (f *fakeNode) ResolveToken(string) (*cluster.Authorizer, error) { return cluster.AllowAll(), nil }

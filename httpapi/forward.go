@@ -43,8 +43,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("build forwarded request: %w", err))
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		req.Header.Set("Content-Type", ct)
+	for _, h := range []string{"Content-Type", client.HeaderToken, "Authorization"} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v) // the leader checks the token itself
+		}
 	}
 	req.Header.Set(headerForwardedBy, s.node.ID())
 	resp, err := s.cfg.ForwardClient.Do(req)

@@ -53,7 +53,7 @@ func serveAPI(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger)
 // established leader and every other one knows its HTTP address.
 func startCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	return startClusterTLS(t, n, nil)
+	return startClusterWith(t, n, inproc.Options{TCP: true, Serve: serveAPI})
 }
 
 // startClusterTLS is startCluster; with pki, every node serves the API
@@ -85,6 +85,12 @@ func startClusterTLS(t *testing.T, n int, pki *testPKI) *testCluster {
 			return New(api)
 		}
 	}
+	return startClusterWith(t, n, opts)
+}
+
+// startClusterWith is startCluster with other options.
+func startClusterWith(t *testing.T, n int, opts inproc.Options) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t, cluster: inproc.Start(t, n, opts)}
 	for i := 0; i < n; i++ {
 		f := c.cluster.Front(i)
@@ -151,6 +157,14 @@ func (p *testPKI) client(t *testing.T, name string) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
+// startACLCluster is startCluster with ACLs on (default policy deny).
+func startACLCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	return startClusterWith(t, n, inproc.Options{TCP: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+		cfg.ACLEnabled = true
+	}})
+}
+
 // startNode starts a single-node cluster and waits until it leads.
 func startNode(t *testing.T) *testNode {
 	t.Helper()
@@ -200,6 +214,20 @@ func send(method, url, body string, header http.Header) (reply, error) {
 func do(t *testing.T, method, url, body string) reply {
 	t.Helper()
 	r, err := send(method, url, body, nil)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return r
+}
+
+// doAs makes one request with the ACL token secret ("" for none).
+func doAs(t *testing.T, secret, method, url, body string) reply {
+	t.Helper()
+	h := http.Header{}
+	if secret != "" {
+		h.Set(client.HeaderToken, secret)
+	}
+	r, err := send(method, url, body, h)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}

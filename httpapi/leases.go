@@ -27,6 +27,9 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := allowHolder(r, body.Holder); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout+wait)
 	defer cancel()
 	lease, created, err := s.node.Acquire(ctx, cluster.AcquireRequest{
@@ -58,6 +61,9 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	} else if err := decodeBody(r, &body); err != nil {
 		return err
 	}
+	if err := allowHolder(r, body.Holder); err != nil {
+		return err
+	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	if err := s.node.Release(ctx, pathKey(r), body.Holder, body.Token); err != nil {
@@ -82,6 +88,9 @@ func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
+	if err := allowHolder(r, body.Holder); err != nil {
+		return err
+	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	lease, err := s.node.Renew(ctx, pathKey(r), body.Holder, body.Token)
@@ -97,8 +106,17 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
+	// One holder per batch, and write on every key of it: a key the
+	// token may not write refuses the whole call.
+	a := authz(r)
+	if err := a.AllowHolder(body.Holder); err != nil {
+		return err
+	}
 	refs := make([]cluster.LeaseRef, len(body.Leases))
 	for i, l := range body.Leases {
+		if err := a.Allow(fsm.RightWrite, "key", l.Key); err != nil {
+			return err
+		}
 		refs[i] = cluster.LeaseRef{Key: l.Key, Token: l.Token}
 	}
 	ctx, cancel := s.writeCtx(r)

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/fsm"
 )
 
 // headerForwardedBy marks a request forwarded by another server. The
@@ -47,6 +48,9 @@ type Config struct {
 	// the scheme comes from here, since every server of a cluster runs
 	// TLS or none does.
 	ForwardScheme string
+	// MetricsOpen serves /metrics without a token while ACLs are on
+	// (otherwise it needs the operator right).
+	MetricsOpen bool
 }
 
 // DefaultConfig returns a Config with defaults; the caller sets Node.
@@ -100,38 +104,60 @@ func New(cfg Config) (*Server, error) {
 	r.UseEncodedPath()
 	r.SkipClean(true) // keys may contain "//" or "..": never redirect them
 	key := "/{key:.+}"
-	// Writes and linearizable reads go to the leader.
-	r.Handle("/v1/leases"+key, s.leader(s.acquire)).Methods(http.MethodPut)
-	r.Handle("/v1/leases"+key, s.leader(s.release)).Methods(http.MethodDelete)
-	r.Handle("/v1/leases"+key, s.reader(s.getLease)).Methods(http.MethodGet)
-	r.Handle("/v1/leases", s.reader(s.listLeases)).Methods(http.MethodGet)
-	r.Handle("/v1/renew"+key, s.renewer(s.renewOne)).Methods(http.MethodPost)
-	r.Handle("/v1/renew", s.renewer(s.renewMany)).Methods(http.MethodPost)
-	r.Handle("/v1/revoke"+key, s.leader(s.revoke)).Methods(http.MethodPost)
-	r.Handle("/v1/operator/servers/{id}", s.leader(s.removeServer)).Methods(http.MethodDelete)
-	r.Handle("/v1/operator/transfer-leader", s.leader(s.transferLeader)).Methods(http.MethodPost)
+	// Every route names what it needs of the request's ACL token (need);
+	// with ACLs off everything is allowed. Writes and linearizable reads
+	// go to the leader, which checks the token it is forwarded.
+	r.Handle("/v1/leases"+key, s.leader(s.guard(onKey(fsm.RightWrite), s.acquire))).Methods(http.MethodPut)
+	r.Handle("/v1/leases"+key, s.leader(s.guard(onKey(fsm.RightWrite), s.release))).Methods(http.MethodDelete)
+	r.Handle("/v1/leases"+key, s.reader(s.guard(onKey(fsm.RightRead), s.getLease))).Methods(http.MethodGet)
+	r.Handle("/v1/leases", s.reader(s.guard(onPrefix(fsm.RightRead), s.listLeases))).Methods(http.MethodGet)
+	r.Handle("/v1/renew"+key, s.renewer(s.guard(onKey(fsm.RightWrite), s.renewOne))).Methods(http.MethodPost)
+	r.Handle("/v1/renew", s.renewer(s.guard(anyToken, s.renewMany))).Methods(http.MethodPost) // write on every key: checked in renewMany
+	r.Handle("/v1/revoke"+key, s.leader(s.guard(onKey(fsm.RightRevoke), s.revoke))).Methods(http.MethodPost)
+	r.Handle("/v1/operator/servers/{id}", s.leader(s.guard(onCluster(fsm.RightOperator), s.removeServer))).Methods(http.MethodDelete)
+	r.Handle("/v1/operator/transfer-leader", s.leader(s.guard(onCluster(fsm.RightOperator), s.transferLeader))).Methods(http.MethodPost)
 	// Groups, controls and workers.
 	group := "/v1/groups/{name:.+?}"
-	r.Handle("/v1/groups", s.reader(s.listGroups)).Methods(http.MethodGet)
-	r.Handle(group+"/assignment", s.reader(s.assignment)).Methods(http.MethodGet)
-	r.Handle(group+"/keys", s.leader(s.groupKeys)).Methods(http.MethodPost)
-	r.Handle(group+"/max-per-worker", s.leader(s.maxPerWorker)).Methods(http.MethodPut)
-	r.Handle(group, s.reader(s.getGroup)).Methods(http.MethodGet)
-	r.Handle(group, s.leader(s.putGroup)).Methods(http.MethodPut)
-	r.Handle(group, s.leader(s.deleteGroup)).Methods(http.MethodDelete)
-	r.Handle("/v1/controls"+key, s.reader(s.getControl)).Methods(http.MethodGet)
-	r.Handle("/v1/controls"+key, s.leader(s.putControl)).Methods(http.MethodPut)
-	r.Handle("/v1/workers/{id}/drain", s.leader(s.drainWorker)).Methods(http.MethodPost)
+	r.Handle("/v1/groups", s.reader(s.guard(fixed(fsm.RightRead, "group", ""), s.listGroups))).Methods(http.MethodGet)
+	r.Handle(group+"/assignment", s.reader(s.guard(onGroup(fsm.RightRead), s.assignment))).Methods(http.MethodGet)
+	r.Handle(group+"/keys", s.leader(s.guard(onGroup(fsm.RightGroups), s.groupKeys))).Methods(http.MethodPost)
+	r.Handle(group+"/max-per-worker", s.leader(s.guard(onGroup(fsm.RightGroups), s.maxPerWorker))).Methods(http.MethodPut)
+	r.Handle(group, s.reader(s.guard(onGroup(fsm.RightRead), s.getGroup))).Methods(http.MethodGet)
+	r.Handle(group, s.leader(s.guard(onGroup(fsm.RightGroups), s.putGroup))).Methods(http.MethodPut)
+	r.Handle(group, s.leader(s.guard(onGroup(fsm.RightGroups), s.deleteGroup))).Methods(http.MethodDelete)
+	r.Handle("/v1/controls"+key, s.reader(s.guard(onKey(fsm.RightRead), s.getControl))).Methods(http.MethodGet)
+	r.Handle("/v1/controls"+key, s.leader(s.guard(onKey(fsm.RightGroups), s.putControl))).Methods(http.MethodPut)
+	onWorker := need{right: fsm.RightGroups, kind: "worker", name: func(r *http.Request) string { return pathVar(r, "id") }}
+	r.Handle("/v1/workers/{id}/drain", s.leader(s.guard(onWorker, s.drainWorker))).Methods(http.MethodPost)
+	r.Handle("/v1/workers/{id}/register", s.leader(s.guard(anyToken, s.registerWorker))).Methods(http.MethodPost) // checked in registerWorker
+	// ACL tokens and policies.
+	r.Handle("/v1/acl/bootstrap", s.leader(s.guard(open, s.aclBootstrap))).Methods(http.MethodPost)
+	r.Handle("/v1/acl/token", s.leader(s.guard(onCluster(fsm.RightACL), s.aclCreateToken))).Methods(http.MethodPut)
+	r.Handle("/v1/acl/tokens", s.reader(s.guard(onCluster(fsm.RightACL), s.aclListTokens))).Methods(http.MethodGet)
+	r.Handle("/v1/acl/token/self", s.reader(s.guard(anyToken, s.aclSelf))).Methods(http.MethodGet)
+	r.Handle("/v1/acl/token/{accessor}", s.reader(s.guard(onCluster(fsm.RightACL), s.aclReadToken))).Methods(http.MethodGet)
+	r.Handle("/v1/acl/token/{accessor}", s.leader(s.guard(onCluster(fsm.RightACL), s.aclDeleteToken))).Methods(http.MethodDelete)
+	r.Handle("/v1/acl/policies", s.reader(s.guard(onCluster(fsm.RightACL), s.aclListPolicies))).Methods(http.MethodGet)
+	r.Handle("/v1/acl/policy/{name}", s.reader(s.guard(onCluster(fsm.RightACL), s.aclReadPolicy))).Methods(http.MethodGet)
+	r.Handle("/v1/acl/policy/{name}", s.leader(s.guard(onCluster(fsm.RightACL), s.aclSetPolicy))).Methods(http.MethodPut)
+	r.Handle("/v1/acl/policy/{name}", s.leader(s.guard(onCluster(fsm.RightACL), s.aclDeletePolicy))).Methods(http.MethodDelete)
 	// Local answers.
-	r.HandleFunc("/v1/operator/snapshot", s.snapshot).Methods(http.MethodPost)
-	r.Handle("/v1/operator/keyring", local(s.keyring)).Methods(http.MethodGet)
-	r.Handle("/v1/operator/keyring", local(s.changeKeyring)).Methods(http.MethodPost)
-	r.HandleFunc("/v1/status", s.status).Methods(http.MethodGet)
-	r.HandleFunc("/v1/members", s.members).Methods(http.MethodGet)
+	r.Handle("/v1/operator/snapshot", s.local(onCluster(fsm.RightOperator), plain(s.snapshot))).Methods(http.MethodPost)
+	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.keyring)).Methods(http.MethodGet)
+	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.changeKeyring)).Methods(http.MethodPost)
+	r.Handle("/v1/status", s.local(anyToken, plain(s.status))).Methods(http.MethodGet)
+	r.Handle("/v1/members", s.local(anyToken, plain(s.members))).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
-	r.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})).Methods(http.MethodGet)
-	r.HandleFunc("/ui", s.page).Methods(http.MethodGet)
+	metrics := onCluster(fsm.RightOperator)
+	if cfg.MetricsOpen {
+		metrics = open
+	}
+	prom := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
+	r.Handle("/metrics", s.local(metrics, plain(prom.ServeHTTP))).Methods(http.MethodGet)
+	page := onPrefix(fsm.RightRead)
+	page.query = true
+	r.Handle("/ui", s.local(page, plain(s.page))).Methods(http.MethodGet)
 	r.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui", http.StatusFound)
 	}).Methods(http.MethodGet)
@@ -156,6 +182,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handlerFunc is a handler that reports its error for writeError.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// plain adapts a handler that answers every error itself.
+func plain(h func(w http.ResponseWriter, r *http.Request)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		h(w, r)
+		return nil
+	}
+}
+
 // leader serves the request here when this node is the established leader
 // and forwards it to the leader otherwise.
 func (s *Server) leader(h handlerFunc) http.Handler {
@@ -164,15 +198,6 @@ func (s *Server) leader(h handlerFunc) http.Handler {
 			s.forward(w, r)
 			return
 		}
-		if err := h(w, r); err != nil {
-			writeError(w, err)
-		}
-	})
-}
-
-// local serves the request on this node, whatever its role.
-func local(h handlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			writeError(w, err)
 		}

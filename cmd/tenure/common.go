@@ -25,6 +25,7 @@ type clusterFlags struct {
 	httpAddr string
 	tls      tlsFlags
 	json     bool
+	token    string // ACL token secret
 }
 
 func (f *clusterFlags) register(fs *flag.FlagSet) {
@@ -36,6 +37,13 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 		"HTTP addresses of the servers, comma-separated; https://host:port for TLS (env "+client.EnvHTTPAddr+")")
 	f.tls.register(fs)
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
+	// The ACL token: -token, except where a command already has a -token
+	// (leases renew and release: the fencing token); -acl-token everywhere.
+	tokenUsage := "ACL token secret sent with every request (env " + client.EnvHTTPToken + ")"
+	if fs.Lookup("token") == nil {
+		fs.StringVar(&f.token, "token", os.Getenv(client.EnvHTTPToken), tokenUsage)
+	}
+	fs.StringVar(&f.token, "acl-token", os.Getenv(client.EnvHTTPToken), tokenUsage)
 }
 
 // config returns the client configuration for the flags.
@@ -43,6 +51,7 @@ func (f *clusterFlags) config() *client.Config {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = client.SplitAddresses(f.httpAddr)
 	f.tls.apply(cfg)
+	cfg.Token = f.token
 	return cfg
 }
 

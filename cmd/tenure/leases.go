@@ -140,9 +140,11 @@ type leaseFlags struct {
 
 func (e *env) newLeaseFlags(name string) *leaseFlags {
 	f := &leaseFlags{fs: e.newFlagSet("leases "+name, "leases "+name+" KEY -holder H -token N")}
+	// -token is the fencing token here, defined first: the ACL token is
+	// -acl-token (or the environment) on these commands.
+	f.fs.Uint64Var(&f.token, "token", 0, "fencing token of the lease (required)")
 	f.cluster.register(f.fs)
 	f.fs.StringVar(&f.holder, "holder", "", "holder of the lease (required)")
-	f.fs.Uint64Var(&f.token, "token", 0, "fencing token of the lease (required)")
 	return f
 }
 

@@ -38,6 +38,7 @@ Commands:
     groups      Create and inspect groups of keys placed over workers
     keys        Disable a key, prohibit a holder on a key
     workers     Drain a worker
+    acl         Bootstrap ACLs; create, list and delete tokens and policies
     demo-worker Run an example worker that owns keys of a group
     bench       Drive a running cluster and report throughput and latency
     lock        Run a command while holding a lease (or one of N slots)
@@ -48,7 +49,10 @@ Commands:
 Commands that talk to a cluster take -http-addr (comma-separated list,
 default $TENURE_HTTP_ADDR or 127.0.0.1:7500; https:// addresses for TLS),
 -ca-file, -client-cert, -client-key (TLS; default $TENURE_CACERT,
-$TENURE_CLIENT_CERT, $TENURE_CLIENT_KEY) and -json.
+$TENURE_CLIENT_CERT, $TENURE_CLIENT_KEY), -token or -acl-token (the ACL
+token secret, default $TENURE_HTTP_TOKEN; on "leases renew" and "leases
+release" -token is the lease's fencing token, so use -acl-token there) and
+-json.
 Run "tenure <command> -h" for the flags of a command.
 `
 
@@ -108,6 +112,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return e.tlsCommand(ctx, rest)
 	case "demo-worker":
 		return e.demoWorker(ctx, rest)
+	case "acl":
+		return e.acl(ctx, rest)
 	case "version", "-v", "-version", "--version":
 		fmt.Fprintf(stdout, "tenure %s (%s)\n", version, runtime.Version())
 		return exitOK

@@ -38,6 +38,8 @@ type serverSettings struct {
 	logLevel string
 	logJSON  bool
 	config   string
+	// metricsOpen serves /metrics without a token while ACLs are on.
+	metricsOpen bool
 }
 
 func serverFlags(s *serverSettings) *flag.FlagSet {
@@ -73,6 +75,9 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.StringVar(&s.tls.KeyFile, "tls-key-file", "", "PEM private key of -tls-cert-file")
 	fs.StringVar(&s.tls.CAFile, "tls-ca-file", "", "PEM CA certificate(s): verify client certificates (-tls-verify-incoming) and the leader when forwarding")
 	fs.BoolVar(&s.tls.VerifyIncoming, "tls-verify-incoming", false, "require client certificates signed by -tls-ca-file (mutual TLS)")
+	fs.BoolVar(&c.ACLEnabled, "acl-enabled", c.ACLEnabled, "require an ACL token with the right for every request (see tenure acl)")
+	fs.StringVar(&c.ACLDefaultPolicy, "acl-default-policy", c.ACLDefaultPolicy, "what a request without a token may do with ACLs on: deny (nothing) or allow (all but acl)")
+	fs.BoolVar(&s.metricsOpen, "metrics-open", false, "serve /metrics without a token when ACLs are on (otherwise it needs the operator right)")
 	fs.StringVar(&s.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON lines")
 	return fs
@@ -285,6 +290,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 		hc.ForwardClient = forwardClient
 		hc.ForwardScheme = "https"
 	}
+	hc.MetricsOpen = s.metricsOpen
 	api, err := httpapi.New(hc)
 	if err != nil {
 		ln.Close()
@@ -299,6 +305,9 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 	}
 	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir,
 		"tls", s.tls.Enabled(), "tls_verify_incoming", s.tls.VerifyIncoming)
+	if cfg.ACLEnabled {
+		log.Info("acls enabled", "default_policy", cfg.ACLDefaultPolicy, "metrics_open", s.metricsOpen)
+	}
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")

@@ -75,13 +75,13 @@ func (e *env) tlsCACreate(_ context.Context, args []string) int {
 	return exitOK
 }
 
-// listFlag collects a repeatable string flag; each value may also be a
+// namesFlag collects a repeatable flag of names or addresses; each value may also be a
 // comma-separated list.
-type listFlag []string
+type namesFlag []string
 
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *namesFlag) String() string { return strings.Join(*l, ",") }
 
-func (l *listFlag) Set(s string) error {
+func (l *namesFlag) Set(s string) error {
 	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			*l = append(*l, p)
@@ -94,7 +94,7 @@ func (e *env) tlsCertCreate(_ context.Context, args []string) int {
 	fs := e.newFlagSet("tls cert create", "tls cert create (-server -node-id ID | -client [-name NAME]) [flags]")
 	var (
 		server, clientCert bool
-		dnsNames, ipAddrs  listFlag
+		dnsNames, ipAddrs  namesFlag
 	)
 	fs.BoolVar(&server, "server", false, "make a server certificate (server and client auth, SAN server.<cluster-name>.tenure)")
 	fs.BoolVar(&clientCert, "client", false, "make a client certificate (client auth only)")

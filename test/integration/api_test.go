@@ -74,7 +74,11 @@ func (c *cluster) try(addr, method, path string, body any) (reply, error) {
 		}
 		text = string(buf)
 	}
-	r, err := harness.Send(c.http, method, c.scheme+"://"+addr+path, text, nil)
+	var header http.Header
+	if c.token != "" {
+		header = http.Header{client.HeaderToken: {c.token}}
+	}
+	r, err := harness.Send(c.http, method, c.scheme+"://"+addr+path, text, header)
 	return reply(r), err
 }
 

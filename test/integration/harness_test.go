@@ -119,6 +119,9 @@ type cluster struct {
 	scheme string
 	// nodeArgs, when set, adds flags of a node's own (its certificate).
 	nodeArgs func(t *testing.T, nd *node) []string
+	// token is the ACL token secret the harness's own requests carry, on
+	// clusters started with -acl-enabled.
+	token string
 }
 
 // startCluster starts n servers on loopback that bootstrap together
@@ -130,8 +133,25 @@ func startCluster(t *testing.T, n int) *cluster {
 	return newCluster(t).boot(t, n)
 }
 
-// boot starts n servers that bootstrap together, as startCluster says.
+// startServers is startCluster without the wait for a leader, with extra
+// flags for every server.
+func startServers(t *testing.T, n int, extra ...string) *cluster {
+	t.Helper()
+	return newCluster(t).start(t, n, extra...)
+}
+
+// boot starts n servers that bootstrap together and waits for their
+// leader, as startCluster says.
 func (c *cluster) boot(t *testing.T, n int) *cluster {
+	t.Helper()
+	c.start(t, n)
+	c.leader(t)
+	return c
+}
+
+// start starts n servers that bootstrap together, with c.nodeArgs and the
+// extra flags, without waiting for a leader.
+func (c *cluster) start(t *testing.T, n int, extra ...string) *cluster {
 	t.Helper()
 	var lastErr error
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -151,12 +171,12 @@ func (c *cluster) boot(t *testing.T, n int) *cluster {
 				}
 			}
 			nd.args = append(c.baseArgs(t, nd), "-bootstrap-expect", strconv.Itoa(n), "-join", strings.Join(others, ","))
+			nd.args = append(nd.args, extra...)
 		}
 		first := len(c.nodes)
 		c.nodes = append(c.nodes, nodes...)
 		lastErr = c.startAll(t, first)
 		if lastErr == nil {
-			c.leader(t)
 			return c
 		}
 		if !errors.Is(lastErr, errAddrInUse) {

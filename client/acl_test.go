@@ -1,0 +1,95 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+)
+
+// The token goes with every request: from Config.Token, and by default
+// from TENURE_HTTP_TOKEN, never from TENURE_TOKEN (the fencing token that
+// tenure lock hands to its command).
+func TestTokenSentWithEveryRequest(t *testing.T) {
+	t.Setenv(EnvHTTPToken, "from-env")
+	t.Setenv("TENURE_TOKEN", "17")
+	if got := DefaultConfig().Token; got != "from-env" {
+		t.Fatalf("DefaultConfig().Token = %q, want the value of %s", got, EnvHTTPToken)
+	}
+	var seen []string
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		seen = append(seen, r.Header.Get(HeaderToken))
+		writeJSON(w, 200, testLease("k"))
+	})
+	c, _ := newTestClient(t, srv.URL)
+	ctx := context.Background()
+	if _, _, err := c.Leases().Get(ctx, "k", nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Addresses, cfg.Token = []string{srv.URL}, "explicit"
+	c2, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c2.Leases().Get(ctx, "k", nil); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Token = ""
+	c3, _ := New(cfg)
+	if _, _, err := c3.Leases().Get(ctx, "k", nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"from-env", "explicit", ""}; len(seen) != 3 || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
+		t.Errorf("%s headers sent: %q, want %q", HeaderToken, seen, want)
+	}
+}
+
+func TestACLCalls(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch r.Method + " " + r.URL.Path {
+		case "POST /v1/acl/bootstrap":
+			if n > 1 {
+				writeError(w, 403, CodeACLBootstrapped, "already")
+				return
+			}
+			writeJSON(w, 200, map[string]any{"accessor_id": "acc", "secret_id": "sec", "management": true, "policies": []string{}})
+		case "PUT /v1/acl/token":
+			writeJSON(w, 200, map[string]any{"accessor_id": "acc2", "secret_id": "sec2", "policies": []string{"p"}, "holder_prefix": "w-"})
+		case "GET /v1/acl/tokens":
+			writeJSON(w, 200, map[string]any{"tokens": []map[string]any{{"accessor_id": "acc"}}, "index": 3})
+		case "PUT /v1/acl/policy/p":
+			writeJSON(w, 200, map[string]any{"name": "p", "rules": []map[string]any{{"prefix": "a/", "rights": []string{"read"}}}})
+		case "DELETE /v1/acl/token/gone":
+			writeError(w, 404, CodeNotFound, "no token")
+		case "GET /v1/acl/token/self":
+			writeError(w, 403, CodePermissionDenied, `permission denied: no token (anonymous requests are denied) lacks "acl"`)
+		}
+	})
+	c, _ := newTestClient(t, srv.URL)
+	ctx := context.Background()
+	boot, err := c.ACL().Bootstrap(ctx)
+	if err != nil || boot.SecretID != "sec" || !boot.Management {
+		t.Fatalf("Bootstrap = %+v, %v", boot, err)
+	}
+	if _, err := c.ACL().Bootstrap(ctx); !errors.Is(err, ErrACLBootstrapped) {
+		t.Errorf("second Bootstrap: %v, want ErrACLBootstrapped", err)
+	}
+	tok, err := c.ACL().CreateToken(ctx, ACLTokenSpec{Policies: []string{"p"}, HolderPrefix: "w-"})
+	if err != nil || tok.SecretID != "sec2" || tok.HolderPrefix != "w-" {
+		t.Errorf("CreateToken = %+v, %v", tok, err)
+	}
+	if tokens, err := c.ACL().ListTokens(ctx); err != nil || len(tokens) != 1 {
+		t.Errorf("ListTokens = %+v, %v", tokens, err)
+	}
+	p, err := c.ACL().SetPolicy(ctx, "p", ACLPolicySpec{Rules: []ACLRule{{Prefix: "a/", Rights: []string{RightRead}}}})
+	if err != nil || len(p.Rules) != 1 {
+		t.Errorf("SetPolicy = %+v, %v", p, err)
+	}
+	if err := c.ACL().DeleteToken(ctx, "gone"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("DeleteToken(gone) = %v, want ErrNotFound", err)
+	}
+	if _, err := c.ACL().Self(ctx); !errors.Is(err, ErrPermissionDenied) {
+		t.Errorf("Self without a token = %v, want ErrPermissionDenied", err)
+	}
+}

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+const aclUsage = `Usage: tenure acl <subcommand> [args]
+
+Subcommands:
+    bootstrap                     create the first management token (once); prints its secret
+    token create -policy P [-policy P2] [-holder-prefix X] [-description D] [-management]
+    token list
+    token read ACCESSOR
+    token self                    the token this command sends
+    token delete ACCESSOR
+    policy create -name N -rule 'prefix=scenes/:read,write' [-rule ...] [-description D]
+    policy list
+    policy read NAME
+    policy delete NAME
+
+Rights: read, write, revoke, groups, operator, acl (operator and acl only
+with an empty prefix: 'prefix=:operator'). A token's secret is printed
+once, when it is created; lists show accessor ids only.
+`
+
+const aclTokenUsage = `Usage: tenure acl token <create|list|read|self|delete> [args]
+`
+
+const aclPolicyUsage = `Usage: tenure acl policy <create|list|read|delete> [args]
+`
+
+func (e *env) acl(ctx context.Context, args []string) int {
+	return e.subcommands(ctx, args, aclUsage, map[string]func(context.Context, []string) int{
+		"bootstrap": e.aclBootstrap,
+		"token": func(ctx context.Context, args []string) int {
+			return e.subcommands(ctx, args, aclTokenUsage, map[string]func(context.Context, []string) int{
+				"create": e.aclTokenCreate,
+				"list":   e.aclTokenList,
+				"read":   func(ctx context.Context, a []string) int { return e.aclTokenRead(ctx, a, false) },
+				"self":   func(ctx context.Context, a []string) int { return e.aclTokenRead(ctx, a, true) },
+				"delete": e.aclTokenDelete,
+			})
+		},
+		"policy": func(ctx context.Context, args []string) int {
+			return e.subcommands(ctx, args, aclPolicyUsage, map[string]func(context.Context, []string) int{
+				"create": e.aclPolicyCreate,
+				"list":   e.aclPolicyList,
+				"read":   e.aclPolicyRead,
+				"delete": e.aclPolicyDelete,
+			})
+		},
+	})
+}
+
+// listFlag collects a repeated string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+// parseRule reads "prefix=P:right,right". The prefix may itself hold ':'
+// (keys may), so the rights follow the last one.
+func parseRule(s string) (client.ACLRule, error) {
+	rest, ok := strings.CutPrefix(s, "prefix=")
+	i := strings.LastIndexByte(rest, ':')
+	if !ok || i < 0 {
+		return client.ACLRule{}, fmt.Errorf("rule %q: want prefix=PREFIX:RIGHT[,RIGHT...], e.g. prefix=scenes/:read,write", s)
+	}
+	rule := client.ACLRule{Prefix: rest[:i]}
+	for _, r := range strings.Split(rest[i+1:], ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			rule.Rights = append(rule.Rights, r)
+		}
+	}
+	if len(rule.Rights) == 0 {
+		return client.ACLRule{}, fmt.Errorf("rule %q grants no right", s)
+	}
+	return rule, nil
+}
+
+// printToken prints a token; its secret only when it has one (creation).
+func (e *env) printToken(t *client.ACLToken, asJSON bool) int {
+	if asJSON {
+		return e.printJSON(t)
+	}
+	w := e.table()
+	row(w, "AccessorID:", t.AccessorID)
+	if t.SecretID != "" {
+		row(w, "SecretID:", t.SecretID)
+	}
+	row(w, "Description:", dash(t.Description))
+	row(w, "Policies:", dash(strings.Join(t.Policies, ",")))
+	row(w, "HolderPrefix:", dash(t.HolderPrefix))
+	row(w, "Management:", t.Management)
+	w.Flush()
+	return exitOK
+}
+
+func (e *env) aclBootstrap(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("acl bootstrap", "acl bootstrap")
+	cf.register(fs)
+	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	if !ok {
+		return code
+	}
+	t, err := c.ACL().Bootstrap(ctx)
+	if err != nil {
+		return e.fail(err)
+	}
+	return e.printToken(t, cf.json)
+}
+
+func (e *env) aclTokenCreate(ctx context.Context, args []string) int {
+	var (
+		cf       clusterFlags
+		spec     client.ACLTokenSpec
+		policies listFlag
+	)
+	fs := e.newFlagSet("acl token create", "acl token create -policy P [-policy P2] [-holder-prefix X] [-description D] [-management]")
+	cf.register(fs)
+	fs.Var(&policies, "policy", "policy of the token (repeatable)")
+	fs.StringVar(&spec.HolderPrefix, "holder-prefix", "", "bind the token: it may acquire, renew and release only as holders that start with this")
+	fs.StringVar(&spec.Description, "description", "", "what the token is for")
+	fs.BoolVar(&spec.Management, "management", false, "a management token: every right")
+	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	if !ok {
+		return code
+	}
+	if len(policies) == 0 && !spec.Management {
+		return e.usageError(fs, "give at least one -policy, or -management")
+	}
+	spec.Policies = policies
+	t, err := c.ACL().CreateToken(ctx, spec)
+	if err != nil {
+		return e.fail(err)
+	}
+	return e.printToken(t, cf.json)
+}
+
+func (e *env) aclTokenList(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("acl token list", "acl token list")
+	cf.register(fs)
+	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	if !ok {
+		return code
+	}
+	tokens, err := c.ACL().ListTokens(ctx)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(map[string]any{"tokens": tokens})
+	}
+	w := e.table()
+	row(w, "ACCESSOR", "POLICIES", "HOLDER PREFIX", "MANAGEMENT", "DESCRIPTION")
+	for _, t := range tokens {
+		row(w, t.AccessorID, dash(strings.Join(t.Policies, ",")), dash(t.HolderPrefix), t.Management, dash(t.Description))
+	}
+	w.Flush()
+	return exitOK
+}
+
+func (e *env) aclTokenRead(ctx context.Context, args []string, self bool) int {
+	var cf clusterFlags
+	usage, n := "acl token read ACCESSOR", 1
+	if self {
+		usage, n = "acl token self", 0
+	}
+	fs := e.newFlagSet(usage, usage)
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, n, n)
+	if !ok {
+		return code
+	}
+	var t *client.ACLToken
+	var err error
+	if self {
+		t, err = c.ACL().Self(ctx)
+	} else {
+		t, err = c.ACL().ReadToken(ctx, pos[0])
+	}
+	if err != nil {
+		return e.fail(err)
+	}
+	return e.printToken(t, cf.json)
+}
+
+func (e *env) aclTokenDelete(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("acl token delete", "acl token delete ACCESSOR")
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if err := c.ACL().DeleteToken(ctx, pos[0]); err != nil {
+		return e.fail(err)
+	}
+	fmt.Fprintf(e.stdout, "deleted token %s\n", pos[0])
+	return exitOK
+}
+
+func (e *env) aclPolicyCreate(ctx context.Context, args []string) int {
+	var (
+		cf    clusterFlags
+		name  string
+		desc  string
+		rules listFlag
+	)
+	fs := e.newFlagSet("acl policy create", "acl policy create -name N -rule 'prefix=P:RIGHT,RIGHT' [-rule ...] [-description D]")
+	cf.register(fs)
+	fs.StringVar(&name, "name", "", "policy name ([A-Za-z0-9._-]); an existing policy is replaced")
+	fs.StringVar(&desc, "description", "", "what the policy is for")
+	fs.Var(&rules, "rule", "rule 'prefix=P:RIGHT,RIGHT' (repeatable); rights: read, write, revoke, groups, operator, acl")
+	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	if !ok {
+		return code
+	}
+	if name == "" {
+		return e.usageError(fs, "-name is required")
+	}
+	spec := client.ACLPolicySpec{Description: desc, Rules: []client.ACLRule{}}
+	for _, r := range rules {
+		rule, err := parseRule(r)
+		if err != nil {
+			return e.usageError(fs, err.Error())
+		}
+		spec.Rules = append(spec.Rules, rule)
+	}
+	p, err := c.ACL().SetPolicy(ctx, name, spec)
+	if err != nil {
+		return e.fail(err)
+	}
+	return e.printPolicy(p, cf.json)
+}
+
+func (e *env) printPolicy(p *client.ACLPolicy, asJSON bool) int {
+	if asJSON {
+		return e.printJSON(p)
+	}
+	fmt.Fprintf(e.stdout, "policy %s", p.Name)
+	if p.Description != "" {
+		fmt.Fprintf(e.stdout, " (%s)", p.Description)
+	}
+	fmt.Fprintln(e.stdout)
+	for _, r := range p.Rules {
+		fmt.Fprintf(e.stdout, "  prefix=%s:%s\n", r.Prefix, strings.Join(r.Rights, ","))
+	}
+	return exitOK
+}
+
+func (e *env) aclPolicyList(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("acl policy list", "acl policy list")
+	cf.register(fs)
+	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	if !ok {
+		return code
+	}
+	policies, err := c.ACL().ListPolicies(ctx)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(map[string]any{"policies": policies})
+	}
+	w := e.table()
+	row(w, "NAME", "RULES", "DESCRIPTION")
+	for _, p := range policies {
+		var rules []string
+		for _, r := range p.Rules {
+			rules = append(rules, fmt.Sprintf("prefix=%s:%s", r.Prefix, strings.Join(r.Rights, ",")))
+		}
+		row(w, p.Name, dash(strings.Join(rules, " ")), dash(p.Description))
+	}
+	w.Flush()
+	return exitOK
+}
+
+func (e *env) aclPolicyRead(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("acl policy read", "acl policy read NAME")
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	p, err := c.ACL().ReadPolicy(ctx, pos[0])
+	if err != nil {
+		return e.fail(err)
+	}
+	return e.printPolicy(p, cf.json)
+}
+
+func (e *env) aclPolicyDelete(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("acl policy delete", "acl policy delete NAME")
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if err := c.ACL().DeletePolicy(ctx, pos[0]); err != nil {
+		return e.fail(err)
+	}
+	fmt.Fprintf(e.stdout, "deleted policy %s\n", pos[0])
+	return exitOK
+}

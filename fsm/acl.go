@@ -1,0 +1,521 @@
+package fsm
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// ACL commands and the worker registration. Their type values follow the
+// placement commands and, like them, are never reused. None carries
+// IgnorableFlag: a server that skipped one would authorize differently from
+// its peers.
+const (
+	TypeACLBootstrap    Type = 14
+	TypeACLTokenSet     Type = 15
+	TypeACLTokenDelete  Type = 16
+	TypeACLPolicySet    Type = 17
+	TypeACLPolicyDelete Type = 18
+	TypeWorkerRegister  Type = 19
+)
+
+// Right is a set of ACL rights, one bit each. The bit values are part of
+// the command and snapshot encoding: never renumber them.
+type Right uint8
+
+// The rights a policy rule can grant.
+const (
+	// RightRead: read leases, lists, blocking queries, groups, controls.
+	RightRead Right = 1 << iota
+	// RightWrite: acquire, renew and release leases.
+	RightWrite
+	// RightRevoke: force-free a lease.
+	RightRevoke
+	// RightGroups: create, change and delete groups; key controls; drain.
+	RightGroups
+	// RightOperator: servers, leadership transfer, snapshots, metrics.
+	RightOperator
+	// RightACL: tokens and policies.
+	RightACL
+
+	// RightAll is every right; a management token has it everywhere.
+	RightAll = RightRead | RightWrite | RightRevoke | RightGroups | RightOperator | RightACL
+)
+
+// rightNames are the rights in bit order, as the API spells them.
+var rightNames = [...]string{"read", "write", "revoke", "groups", "operator", "acl"}
+
+// ClusterRights are granted only by rules with an empty prefix: they are
+// about the cluster, not about keys.
+const ClusterRights = RightOperator | RightACL
+
+// String is the comma-separated names of the rights in r, in bit order.
+func (r Right) String() string {
+	var names []string
+	for i, n := range rightNames {
+		if r&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// Names returns the names of the rights in r, in bit order.
+func (r Right) Names() []string {
+	names := []string{}
+	for i, n := range rightNames {
+		if r&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// ParseRight returns the right called name ("read", "write", …).
+func ParseRight(name string) (Right, error) {
+	for i, n := range rightNames {
+		if n == name {
+			return 1 << i, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown right %q, want one of %s", name, strings.Join(rightNames[:], ", "))
+}
+
+// ACLRule grants Rights on every name that starts with Prefix. An empty
+// Prefix matches every name.
+type ACLRule struct {
+	Prefix string
+	Rights Right
+}
+
+// ACLPolicy is a named list of rules. Like Lease, a stored policy is never
+// modified: every change stores a new value.
+type ACLPolicy struct {
+	Name        string
+	Description string
+	Rules       []ACLRule
+	// CreateIndex and ModifyIndex are the Raft indexes that created and
+	// last changed the policy.
+	CreateIndex, ModifyIndex uint64
+}
+
+// ACLToken is a token as the cluster stores it: never its secret, only the
+// secret's hash. A stored token is never modified.
+type ACLToken struct {
+	// AccessorID names the token in lists and logs; it is not a secret.
+	AccessorID string
+	// SecretHash is the hex SHA-256 of the secret. The server computes it;
+	// the secret itself never enters the log.
+	SecretHash  string
+	Description string
+	// Policies are policy names (sorted, unique). A name without a policy
+	// grants nothing.
+	Policies []string
+	// Management tokens have every right on every name.
+	Management bool
+	// HolderPrefix, when not empty, binds the token: it may acquire, renew
+	// and release only as holders that start with it.
+	HolderPrefix string
+	// CreateTime is the proposing leader's wall clock in Unix nanoseconds,
+	// for display only.
+	CreateTime  int64
+	CreateIndex uint64
+}
+
+// WorkerRegistration records that a token (by accessor id) vouched for a
+// worker id serving some groups. With ACLs on, the balancer plans keys
+// only to registered workers whose token still allows them.
+type WorkerRegistration struct {
+	Worker   string
+	Groups   []string // sorted, unique
+	Accessor string
+	Index    uint64
+}
+
+// ACLBootstrap stores the first management token. It is refused (code
+// Refused) once the ACL system has been bootstrapped, even if that token
+// was deleted since.
+type ACLBootstrap struct {
+	Token ACLToken
+}
+
+// ACLTokenSet stores a token under its accessor id, replacing one with the
+// same id. It is refused when another token has the same secret hash.
+type ACLTokenSet struct {
+	Token ACLToken
+}
+
+// ACLTokenDelete removes a token.
+type ACLTokenDelete struct {
+	AccessorID string
+}
+
+// ACLPolicySet creates or replaces a policy.
+type ACLPolicySet struct {
+	Policy ACLPolicy
+}
+
+// ACLPolicyDelete removes a policy; tokens that name it lose its rules.
+type ACLPolicyDelete struct {
+	Name string
+}
+
+// WorkerRegister records (or replaces) the registration of a worker.
+type WorkerRegister struct {
+	Worker   string
+	Groups   []string
+	Accessor string
+}
+
+func (ACLBootstrap) Type() Type    { return TypeACLBootstrap }
+func (ACLTokenSet) Type() Type     { return TypeACLTokenSet }
+func (ACLTokenDelete) Type() Type  { return TypeACLTokenDelete }
+func (ACLPolicySet) Type() Type    { return TypeACLPolicySet }
+func (ACLPolicyDelete) Type() Type { return TypeACLPolicyDelete }
+func (WorkerRegister) Type() Type  { return TypeWorkerRegister }
+
+// encodeToken writes the fields a command carries (not CreateIndex, which
+// the apply sets).
+func encodeToken(e *encoder, t ACLToken) {
+	e.string(t.AccessorID)
+	e.string(t.SecretHash)
+	e.string(t.Description)
+	e.strings(t.Policies)
+	e.bool(t.Management)
+	e.string(t.HolderPrefix)
+	e.varint(t.CreateTime)
+}
+
+func decodeToken(d *decoder) ACLToken {
+	return ACLToken{AccessorID: d.string(), SecretHash: d.string(), Description: d.string(), Policies: d.strings(),
+		Management: d.bool(), HolderPrefix: d.string(), CreateTime: d.varint()}
+}
+
+func encodeRules(e *encoder, rules []ACLRule) {
+	e.uvarint(uint64(len(rules)))
+	for _, r := range rules {
+		e.string(r.Prefix)
+		e.uvarint(uint64(r.Rights))
+	}
+}
+
+func decodeRules(d *decoder) []ACLRule {
+	n := d.uvarint()
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	if n > uint64(len(d.buf)) { // every rule takes at least two bytes
+		d.fail(fmt.Errorf("%d rules: %w", n, errShort))
+		return nil
+	}
+	rules := make([]ACLRule, 0, n)
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		p := d.string()
+		r := d.uvarint()
+		if r > uint64(RightAll) {
+			d.fail(fmt.Errorf("rights %#x outside %#x", r, RightAll))
+		}
+		rules = append(rules, ACLRule{Prefix: p, Rights: Right(r)})
+	}
+	return rules
+}
+
+func (c ACLBootstrap) encode(e *encoder) { encodeToken(e, c.Token) }
+func (c ACLTokenSet) encode(e *encoder)  { encodeToken(e, c.Token) }
+
+func (c ACLTokenDelete) encode(e *encoder) { e.string(c.AccessorID) }
+
+func (c ACLPolicySet) encode(e *encoder) {
+	e.string(c.Policy.Name)
+	e.string(c.Policy.Description)
+	encodeRules(e, c.Policy.Rules)
+}
+
+func (c ACLPolicyDelete) encode(e *encoder) { e.string(c.Name) }
+
+func (c WorkerRegister) encode(e *encoder) {
+	e.string(c.Worker)
+	e.strings(c.Groups)
+	e.string(c.Accessor)
+}
+
+// decodeACLCommand reads the payload of an ACL or registration command.
+func decodeACLCommand(t Type, d *decoder) Command {
+	switch t {
+	case TypeACLBootstrap:
+		return ACLBootstrap{Token: decodeToken(d)}
+	case TypeACLTokenSet:
+		return ACLTokenSet{Token: decodeToken(d)}
+	case TypeACLTokenDelete:
+		return ACLTokenDelete{AccessorID: d.string()}
+	case TypeACLPolicySet:
+		return ACLPolicySet{Policy: ACLPolicy{Name: d.string(), Description: d.string(), Rules: decodeRules(d)}}
+	case TypeACLPolicyDelete:
+		return ACLPolicyDelete{Name: d.string()}
+	case TypeWorkerRegister:
+		return WorkerRegister{Worker: d.string(), Groups: d.strings(), Accessor: d.string()}
+	}
+	d.fail(fmt.Errorf("type %d is not an ACL command", t))
+	return nil
+}
+
+// aclState is the replicated ACL state of a Machine, and of a snapshot.
+type aclState struct {
+	bootstrapped bool
+	// index is the last Raft index that changed a token or a policy.
+	index    uint64
+	tokens   map[string]*ACLToken  // by accessor id
+	byHash   map[string]string     // secret hash → accessor id
+	policies map[string]*ACLPolicy // by name
+	workers  map[string]*WorkerRegistration
+}
+
+func newACLState() aclState {
+	return aclState{tokens: map[string]*ACLToken{}, byHash: map[string]string{},
+		policies: map[string]*ACLPolicy{}, workers: map[string]*WorkerRegistration{}}
+}
+
+// applyACL runs an ACL or registration command under m.mu.
+func (m *Machine) applyACL(index uint64, cmd Command) Result {
+	a := &m.acl
+	switch c := cmd.(type) {
+	case ACLBootstrap:
+		if a.bootstrapped {
+			return Result{Code: Refused}
+		}
+		if !m.storeToken(index, c.Token) {
+			return Result{Code: Refused}
+		}
+		a.bootstrapped = true
+	case ACLTokenSet:
+		if !m.storeToken(index, c.Token) {
+			return Result{Code: Refused}
+		}
+	case ACLTokenDelete:
+		cur := a.tokens[c.AccessorID]
+		if cur == nil {
+			return Result{Code: NotFound}
+		}
+		delete(a.tokens, c.AccessorID)
+		delete(a.byHash, cur.SecretHash)
+		a.index = index
+	case ACLPolicySet:
+		next := &ACLPolicy{Name: c.Policy.Name, Description: c.Policy.Description,
+			Rules: append([]ACLRule(nil), c.Policy.Rules...), CreateIndex: index, ModifyIndex: index}
+		if cur := a.policies[c.Policy.Name]; cur != nil {
+			next.CreateIndex = cur.CreateIndex
+		}
+		a.policies[next.Name] = next
+		a.index = index
+	case ACLPolicyDelete:
+		if a.policies[c.Name] == nil {
+			return Result{Code: NotFound}
+		}
+		delete(a.policies, c.Name)
+		a.index = index
+	case WorkerRegister:
+		a.workers[c.Worker] = &WorkerRegistration{Worker: c.Worker, Groups: sortedSet(c.Groups), Accessor: c.Accessor, Index: index}
+		// Registrations are placement state: the balancer wakes on them.
+		m.groupIndex = index
+	}
+	return Result{Code: Done}
+}
+
+// storeToken stores t at index unless another token has its secret hash.
+func (m *Machine) storeToken(index uint64, t ACLToken) bool {
+	a := &m.acl
+	if other, ok := a.byHash[t.SecretHash]; ok && other != t.AccessorID {
+		return false
+	}
+	if cur := a.tokens[t.AccessorID]; cur != nil {
+		delete(a.byHash, cur.SecretHash)
+	}
+	next := t
+	next.Policies = sortedSet(t.Policies)
+	next.CreateIndex = index
+	a.tokens[t.AccessorID] = &next
+	a.byHash[t.SecretHash] = t.AccessorID
+	a.index = index
+	return true
+}
+
+// ACLBootstrapped reports whether the ACL system has been bootstrapped.
+func (m *Machine) ACLBootstrapped() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.acl.bootstrapped
+}
+
+// ACLIndex is the last Raft index that changed a token or a policy.
+func (m *Machine) ACLIndex() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.acl.index
+}
+
+// ACLTokenByHash returns the token whose secret has the given hash, or nil.
+func (m *Machine) ACLTokenByHash(hash string) *ACLToken {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.acl.tokens[m.acl.byHash[hash]]
+}
+
+// ACLToken returns the token with the given accessor id, or nil.
+func (m *Machine) ACLToken(accessor string) *ACLToken {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.acl.tokens[accessor]
+}
+
+// ACLTokens returns every token, ordered by accessor id, and the ACL index.
+func (m *Machine) ACLTokens() ([]*ACLToken, uint64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*ACLToken, 0, len(m.acl.tokens))
+	for _, t := range m.acl.tokens {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].AccessorID < out[j].AccessorID })
+	return out, m.acl.index
+}
+
+// ACLPolicy returns the policy called name, or nil.
+func (m *Machine) ACLPolicy(name string) *ACLPolicy {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.acl.policies[name]
+}
+
+// ACLPolicies returns every policy, ordered by name, and the ACL index.
+func (m *Machine) ACLPolicies() ([]*ACLPolicy, uint64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*ACLPolicy, 0, len(m.acl.policies))
+	for _, p := range m.acl.policies {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, m.acl.index
+}
+
+// WorkerRegistration returns the registration of worker, or nil.
+func (m *Machine) WorkerRegistration(worker string) *WorkerRegistration {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.acl.workers[worker]
+}
+
+// snapshotACL copies the ACL state for a snapshot; stored values are never
+// modified, so sharing the pointers is safe.
+func (a *aclState) snapshot() aclState {
+	out := newACLState()
+	out.bootstrapped, out.index = a.bootstrapped, a.index
+	for k, v := range a.tokens {
+		out.tokens[k] = v
+	}
+	for k, v := range a.byHash {
+		out.byHash[k] = v
+	}
+	for k, v := range a.policies {
+		out.policies[k] = v
+	}
+	for k, v := range a.workers {
+		out.workers[k] = v
+	}
+	return out
+}
+
+func sortedKeysOf[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// encodeACL writes the ACL part of a snapshot (format version 3).
+func encodeACL(e *encoder, a aclState) {
+	e.bool(a.bootstrapped)
+	e.uvarint(a.index)
+	names := sortedKeysOf(a.policies)
+	e.uvarint(uint64(len(names)))
+	for _, n := range names {
+		p := a.policies[n]
+		e.string(p.Name)
+		e.string(p.Description)
+		encodeRules(e, p.Rules)
+		e.uvarint(p.CreateIndex)
+		e.uvarint(p.ModifyIndex)
+	}
+	ids := sortedKeysOf(a.tokens)
+	e.uvarint(uint64(len(ids)))
+	for _, id := range ids {
+		t := a.tokens[id]
+		encodeToken(e, *t)
+		e.uvarint(t.CreateIndex)
+	}
+	workers := sortedKeysOf(a.workers)
+	e.uvarint(uint64(len(workers)))
+	for _, w := range workers {
+		r := a.workers[w]
+		e.string(r.Worker)
+		e.strings(r.Groups)
+		e.string(r.Accessor)
+		e.uvarint(r.Index)
+	}
+}
+
+// decodeACL reads what encodeACL wrote, checking order and uniqueness.
+func decodeACL(d *decoder) aclState {
+	a := newACLState()
+	a.bootstrapped = d.bool()
+	a.index = d.uvarint()
+	count := func(what string) uint64 {
+		n := d.uvarint()
+		if d.err == nil && n > uint64(len(d.buf)) {
+			d.fail(fmt.Errorf("%d %s in %d bytes", n, what, len(d.buf)))
+		}
+		return n
+	}
+	n := count("policies")
+	var prev string
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		p := &ACLPolicy{Name: d.string(), Description: d.string(), Rules: decodeRules(d), CreateIndex: d.uvarint(), ModifyIndex: d.uvarint()}
+		if i > 0 && p.Name <= prev {
+			d.fail(fmt.Errorf("policy %q out of order", p.Name))
+		}
+		prev = p.Name
+		a.policies[p.Name] = p
+	}
+	n = count("tokens")
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		t := decodeToken(d)
+		t.CreateIndex = d.uvarint()
+		if i > 0 && t.AccessorID <= prev {
+			d.fail(fmt.Errorf("token %q out of order", t.AccessorID))
+		}
+		if _, dup := a.byHash[t.SecretHash]; dup {
+			d.fail(fmt.Errorf("token %q repeats a secret hash", t.AccessorID))
+		}
+		if !strictlySorted(t.Policies) {
+			d.fail(fmt.Errorf("policies of token %q out of order", t.AccessorID))
+		}
+		prev = t.AccessorID
+		a.tokens[t.AccessorID] = &t
+		a.byHash[t.SecretHash] = t.AccessorID
+	}
+	n = count("worker registrations")
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		r := &WorkerRegistration{Worker: d.string(), Groups: d.strings(), Accessor: d.string(), Index: d.uvarint()}
+		if i > 0 && r.Worker <= prev {
+			d.fail(fmt.Errorf("worker registration %q out of order", r.Worker))
+		}
+		if !strictlySorted(r.Groups) {
+			d.fail(fmt.Errorf("groups of worker %q out of order", r.Worker))
+		}
+		prev = r.Worker
+		a.workers[r.Worker] = r
+	}
+	return a
+}

@@ -1,0 +1,420 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
+)
+
+// aclEnv is an ACL cluster with its bootstrap (management) secret.
+type aclEnv struct {
+	*testCluster
+	boot string
+}
+
+func startACL(t *testing.T, n int) *aclEnv {
+	t.Helper()
+	c := startACLCluster(t, n)
+	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
+	r.wantStatus(t, "bootstrap", 200)
+	var tok client.ACLToken
+	r.decode(t, &tok)
+	return &aclEnv{testCluster: c, boot: tok.SecretID}
+}
+
+// policy creates (or replaces) a policy.
+func (e *aclEnv) policy(t *testing.T, name string, rules ...client.ACLRule) {
+	t.Helper()
+	body := fmt.Sprintf(`{"rules":%s}`, mustJSON(t, rules))
+	doAs(t, e.boot, "PUT", e.leader().url+"/v1/acl/policy/"+name, body).wantStatus(t, "put policy "+name, 200)
+}
+
+// token creates a token and returns it with its secret.
+func (e *aclEnv) token(t *testing.T, spec client.ACLTokenSpec) client.ACLToken {
+	t.Helper()
+	r := doAs(t, e.boot, "PUT", e.leader().url+"/v1/acl/token", mustJSON(t, spec))
+	r.wantStatus(t, "create token", 200)
+	var tok client.ACLToken
+	r.decode(t, &tok)
+	if tok.SecretID == "" || tok.AccessorID == "" || tok.SecretID == tok.AccessorID {
+		t.Fatalf("created token %+v: want a secret distinct from its accessor", tok)
+	}
+	return tok
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func rule(prefix string, rights ...string) client.ACLRule {
+	return client.ACLRule{Prefix: prefix, Rights: rights}
+}
+
+// wantDenied fails unless r is 403 with code and a message that contains
+// every part of want.
+func (r reply) wantDenied(t *testing.T, what, code string, want ...string) {
+	t.Helper()
+	r.wantStatus(t, what, http.StatusForbidden)
+	e := r.apiErr(t)
+	if e.Error != code {
+		t.Fatalf("%s: code %q, want %q (%s)", what, e.Error, code, e.Message)
+	}
+	for _, w := range want {
+		if !strings.Contains(e.Message, w) {
+			t.Errorf("%s: message %q does not name %s", what, e.Message, w)
+		}
+	}
+}
+
+func TestACLBootstrapOnce(t *testing.T) {
+	c := startACLCluster(t, 3)
+	leader, follower := c.follower()
+	// Through a follower: forwarded to the leader.
+	r := do(t, "POST", follower.url+"/v1/acl/bootstrap", "")
+	r.wantStatus(t, "bootstrap", 200)
+	var boot client.ACLToken
+	r.decode(t, &boot)
+	if !boot.Management || boot.SecretID == "" || boot.AccessorID == "" {
+		t.Fatalf("bootstrap answered %+v, want a management token with accessor and secret", boot)
+	}
+	for _, n := range c.nodes {
+		do(t, "POST", n.url+"/v1/acl/bootstrap", "").wantDenied(t, "second bootstrap on "+n.id, client.CodeACLBootstrapped)
+	}
+	// The secret is shown once: lists and reads never show it, nor its hash.
+	r = doAs(t, boot.SecretID, "GET", leader.url+"/v1/acl/tokens", "")
+	r.wantStatus(t, "list tokens", 200)
+	if bytes.Contains(r.body, []byte(boot.SecretID)) || bytes.Contains(r.body, []byte(cluster.HashSecret(boot.SecretID))) {
+		t.Errorf("token list shows the secret or its hash: %s", r.body)
+	}
+	r = doAs(t, boot.SecretID, "GET", leader.url+"/v1/acl/token/"+boot.AccessorID, "")
+	r.wantStatus(t, "read token", 200)
+	if bytes.Contains(r.body, []byte(boot.SecretID)) {
+		t.Errorf("token read shows the secret: %s", r.body)
+	}
+}
+
+// routeNeed is what one route needs, for TestACLEveryRouteRight.
+type routeNeed struct {
+	route        string // the router's "METHOD template"
+	method, path string
+	body         string
+	// right is the one right the route needs; "" for a route that needs
+	// only some token, "open" for one that needs none.
+	right string
+}
+
+// Every route, with a token that has exactly the right it needs, is not
+// refused; with a token that has every other right, no token, or an
+// unknown secret, it is refused with 403 naming the right.
+func TestACLEveryRouteRight(t *testing.T) {
+	e := startACL(t, 1)
+	url := e.leader().url
+	rights := []string{client.RightRead, client.RightWrite, client.RightRevoke, client.RightGroups, client.RightOperator, client.RightACL}
+	only, allBut := map[string]string{}, map[string]string{}
+	for _, right := range rights {
+		e.policy(t, "only-"+right, rule("", right))
+		var others []string
+		for _, o := range rights {
+			if o != right {
+				others = append(others, o)
+			}
+		}
+		e.policy(t, "all-but-"+right, rule("", others...))
+		only[right] = e.token(t, client.ACLTokenSpec{Policies: []string{"only-" + right}}).SecretID
+		allBut[right] = e.token(t, client.ACLTokenSpec{Policies: []string{"all-but-" + right}}).SecretID
+	}
+	doAs(t, e.boot, "PUT", url+"/v1/groups/g", `{"prefix":"g-","count":2}`).wantStatus(t, "put group", 200)
+	doAs(t, e.boot, "PUT", url+"/v1/leases/k/held", `{"holder":"h0","ttl":"30s"}`).wantStatus(t, "acquire", 201)
+
+	routes := []routeNeed{
+		{"PUT /v1/leases/{key:.+}", "PUT", "/v1/leases/k/a", `{"holder":"h1","ttl":"30s"}`, client.RightWrite},
+		{"PUT /v1/leases/{key:.+}", "PUT", "/v1/leases/k/b", `{"holder":"h1","ttl":"30s","wait":"10ms"}`, client.RightWrite},
+		{"GET /v1/leases/{key:.+}", "GET", "/v1/leases/k/a", "", client.RightRead},
+		{"GET /v1/leases/{key:.+}", "GET", "/v1/leases/k/a?stale", "", client.RightRead},
+		{"GET /v1/leases", "GET", "/v1/leases?prefix=k/", "", client.RightRead},
+		{"GET /v1/leases", "GET", "/v1/leases", "", client.RightRead},
+		{"POST /v1/renew/{key:.+}", "POST", "/v1/renew/k/a", `{"holder":"h1","token":2}`, client.RightWrite},
+		{"POST /v1/renew", "POST", "/v1/renew", `{"holder":"h1","leases":[{"key":"k/a","token":2}]}`, client.RightWrite},
+		{"DELETE /v1/leases/{key:.+}", "DELETE", "/v1/leases/k/a?holder=h1&token=2", "", client.RightWrite},
+		{"POST /v1/revoke/{key:.+}", "POST", "/v1/revoke/k/held", "", client.RightRevoke},
+		{"PUT /v1/groups/{name:.+?}", "PUT", "/v1/groups/g2", `{"keys":["x"]}`, client.RightGroups},
+		{"POST /v1/groups/{name:.+?}/keys", "POST", "/v1/groups/g/keys", `{"add":["g-9"]}`, client.RightGroups},
+		{"PUT /v1/groups/{name:.+?}/max-per-worker", "PUT", "/v1/groups/g/max-per-worker", `{"max_per_worker":2}`, client.RightGroups},
+		{"GET /v1/groups", "GET", "/v1/groups", "", client.RightRead},
+		{"GET /v1/groups/{name:.+?}", "GET", "/v1/groups/g", "", client.RightRead},
+		{"GET /v1/groups/{name:.+?}/assignment", "GET", "/v1/groups/g/assignment?stale", "", client.RightRead},
+		{"DELETE /v1/groups/{name:.+?}", "DELETE", "/v1/groups/g2", "", client.RightGroups},
+		{"PUT /v1/controls/{key:.+}", "PUT", "/v1/controls/g-1", `{"disabled":true}`, client.RightGroups},
+		{"GET /v1/controls/{key:.+}", "GET", "/v1/controls/g-1", "", client.RightRead},
+		{"POST /v1/workers/{id}/drain", "POST", "/v1/workers/w1/drain", `{"draining":false}`, client.RightGroups},
+		{"POST /v1/workers/{id}/register", "POST", "/v1/workers/w1/register", `{"groups":["g"]}`, ""},
+		{"GET /v1/status", "GET", "/v1/status", "", ""},
+		{"GET /v1/members", "GET", "/v1/members", "", ""},
+		{"POST /v1/operator/snapshot", "POST", "/v1/operator/snapshot", "", client.RightOperator},
+		{"GET /v1/operator/keyring", "GET", "/v1/operator/keyring", "", client.RightOperator},
+		{"POST /v1/operator/keyring", "POST", "/v1/operator/keyring", `{"op":"install","gossip_key":"AAAA"}`, client.RightOperator},
+		{"DELETE /v1/operator/servers/{id}", "DELETE", "/v1/operator/servers/n9", "", client.RightOperator},
+		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, client.RightOperator},
+		{"GET /metrics", "GET", "/metrics", "", client.RightOperator},
+		{"GET /ui", "GET", "/ui", "", client.RightRead},
+		{"GET /healthz", "GET", "/healthz", "", "open"},
+		{"GET /readyz", "GET", "/readyz", "", "open"},
+		{"GET /", "GET", "/", "", "open"},
+		{"POST /v1/acl/bootstrap", "POST", "/v1/acl/bootstrap", "", "open"},
+		{"PUT /v1/acl/policy/{name}", "PUT", "/v1/acl/policy/p2", `{"rules":[]}`, client.RightACL},
+		{"GET /v1/acl/policy/{name}", "GET", "/v1/acl/policy/p2", "", client.RightACL},
+		{"GET /v1/acl/policies", "GET", "/v1/acl/policies", "", client.RightACL},
+		{"DELETE /v1/acl/policy/{name}", "DELETE", "/v1/acl/policy/p2", "", client.RightACL},
+		{"PUT /v1/acl/token", "PUT", "/v1/acl/token", `{"policies":["only-read"]}`, client.RightACL},
+		{"GET /v1/acl/tokens", "GET", "/v1/acl/tokens", "", client.RightACL},
+		{"GET /v1/acl/token/{accessor}", "GET", "/v1/acl/token/nope", "", client.RightACL},
+		{"DELETE /v1/acl/token/{accessor}", "DELETE", "/v1/acl/token/nope", "", client.RightACL},
+		{"GET /v1/acl/token/self", "GET", "/v1/acl/token/self", "", ""},
+	}
+	covered := map[string]bool{}
+	for _, rt := range routes {
+		covered[rt.route] = true
+		what := rt.method + " " + rt.path
+		switch rt.right {
+		case "open":
+			if r := do(t, rt.method, url+rt.path, rt.body); r.status == http.StatusForbidden && r.apiErr(t).Error != client.CodeACLBootstrapped {
+				t.Errorf("%s without a token: %d %s, want it open", what, r.status, r.body)
+			}
+			continue
+		case "":
+			do(t, rt.method, url+rt.path, rt.body).wantDenied(t, what+" without a token", client.CodePermissionDenied, "no token")
+			// (Registration also checks the worker's groups and keys; this
+			// token has every key right.)
+			if r := doAs(t, allBut[client.RightACL], rt.method, url+rt.path, rt.body); r.status == http.StatusForbidden {
+				t.Errorf("%s with a token: %d %s, want any token accepted", what, r.status, r.body)
+			}
+			continue
+		}
+		doAs(t, allBut[rt.right], rt.method, url+rt.path, rt.body).wantDenied(t, what+" without "+rt.right,
+			client.CodePermissionDenied, `"`+rt.right+`"`)
+		do(t, rt.method, url+rt.path, rt.body).wantDenied(t, what+" without a token", client.CodePermissionDenied, "no token")
+		doAs(t, "no-such-secret", rt.method, url+rt.path, rt.body).wantDenied(t, what+" with an unknown secret", client.CodeACLNotFound)
+		if r := doAs(t, only[rt.right], rt.method, url+rt.path, rt.body); r.status == http.StatusForbidden {
+			t.Errorf("%s with only %s: %d %s, want it allowed", what, rt.right, r.status, r.body)
+		}
+	}
+	srv := serveFake(t, &fakeNode{}).(*Server)
+	err := srv.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		tpl, _ := route.GetPathTemplate()
+		methods, _ := route.GetMethods()
+		for _, m := range methods {
+			if !covered[m+" "+tpl] {
+				t.Errorf("route %s %s has no entry in this test: say which right it needs", m, tpl)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Rules apply to the prefix of the name: a token for scenes/ reads and
+// writes there and nowhere else, and lists only under scenes/.
+func TestACLPrefixRules(t *testing.T) {
+	e := startACL(t, 1)
+	url := e.leader().url
+	e.policy(t, "scenes", rule("scenes/", client.RightRead, client.RightWrite))
+	sec := e.token(t, client.ACLTokenSpec{Policies: []string{"scenes"}}).SecretID
+	doAs(t, sec, "PUT", url+"/v1/leases/scenes/1", `{"holder":"t","ttl":"30s"}`).wantStatus(t, "acquire scenes/1", 201)
+	doAs(t, sec, "PUT", url+"/v1/leases/jobs/1", `{"holder":"t","ttl":"30s"}`).wantDenied(t, "acquire jobs/1",
+		client.CodePermissionDenied, `"write"`, `key "jobs/1"`)
+	doAs(t, sec, "GET", url+"/v1/leases?prefix=scenes/", "").wantStatus(t, "list scenes/", 200)
+	doAs(t, sec, "GET", url+"/v1/leases", "").wantDenied(t, "list everything", client.CodePermissionDenied, `"read"`, `prefix ""`)
+	doAs(t, sec, "POST", url+"/v1/renew", `{"holder":"t","leases":[{"key":"scenes/1","token":1},{"key":"jobs/1","token":1}]}`).
+		wantDenied(t, "bulk renew with a key outside the rule", client.CodePermissionDenied, `key "jobs/1"`)
+	// The inspection page takes the token in the query too.
+	if r := do(t, "GET", url+"/ui?prefix=scenes/&token="+sec, ""); r.status != 200 {
+		t.Errorf("/ui with ?token=: %d %s", r.status, r.body)
+	}
+	// Bearer works like X-Tenure-Token.
+	r, err := send("GET", url+"/v1/leases/scenes/1", "", http.Header{"Authorization": {"Bearer " + sec}})
+	if err != nil || r.status != 200 {
+		t.Errorf("read with Authorization: Bearer: %v %d %s", err, r.status, r.body)
+	}
+}
+
+// A token bound to a holder prefix acquires, renews and releases only as
+// such holders: one worker's token cannot renew or release another
+// worker's lease, even with its fencing token; in a bulk renewal, and in a
+// blocking acquire, neither.
+func TestACLHolderBinding(t *testing.T) {
+	e := startACL(t, 1)
+	url := e.leader().url
+	e.policy(t, "parts", rule("parts/", client.RightRead, client.RightWrite))
+	a := e.token(t, client.ACLTokenSpec{Policies: []string{"parts"}, HolderPrefix: "worker-a"}).SecretID
+	b := e.token(t, client.ACLTokenSpec{Policies: []string{"parts"}, HolderPrefix: "worker-b"}).SecretID
+
+	r := doAs(t, b, "PUT", url+"/v1/leases/parts/1", `{"holder":"worker-b#1","ttl":"30s"}`)
+	r.wantStatus(t, "b acquires", 201)
+	tok := r.lease(t).Token
+	refused := []struct{ what, method, path, body string }{
+		{"acquire as b", "PUT", "/v1/leases/parts/2", `{"holder":"worker-b#1","ttl":"30s"}`},
+		{"blocking acquire as b", "PUT", "/v1/leases/parts/1", `{"holder":"worker-b#2","ttl":"30s","wait":"5s"}`},
+		{"renew b's lease", "POST", "/v1/renew/parts/1", fmt.Sprintf(`{"holder":"worker-b#1","token":%d}`, tok)},
+		{"bulk renew b's lease", "POST", "/v1/renew", fmt.Sprintf(`{"holder":"worker-b#1","leases":[{"key":"parts/1","token":%d}]}`, tok)},
+		{"release b's lease", "DELETE", fmt.Sprintf("/v1/leases/parts/1?holder=worker-b%%231&token=%d", tok), ""},
+		{"release b's lease (body)", "DELETE", "/v1/leases/parts/1", fmt.Sprintf(`{"holder":"worker-b#1","token":%d}`, tok)},
+	}
+	for _, rf := range refused {
+		doAs(t, a, rf.method, url+rf.path, rf.body).wantDenied(t, "a: "+rf.what, client.CodePermissionDenied, `"worker-a"`, "worker-b")
+	}
+	// b's lease is untouched; a works under its own prefix.
+	doAs(t, b, "POST", url+"/v1/renew/parts/1", fmt.Sprintf(`{"holder":"worker-b#1","token":%d}`, tok)).wantStatus(t, "b renews", 200)
+	r = doAs(t, a, "PUT", url+"/v1/leases/parts/2", `{"holder":"worker-a#1","ttl":"30s","wait":"1s"}`)
+	r.wantStatus(t, "a acquires", 201)
+	tokA := r.lease(t).Token
+	doAs(t, a, "POST", url+"/v1/renew", fmt.Sprintf(`{"holder":"worker-a#1","leases":[{"key":"parts/2","token":%d}]}`, tokA)).wantStatus(t, "a bulk renews", 200)
+	doAs(t, a, "DELETE", fmt.Sprintf("%s/v1/leases/parts/2?holder=worker-a%%231&token=%d", url, tokA), "").wantStatus(t, "a releases", 204)
+}
+
+// A deleted token is refused at once on every node of a three-node
+// cluster: writes and linearizable reads through any node are checked by
+// the leader (which applied the deletion before answering it), and a
+// stale read on a follower as soon as that follower has applied it.
+// Forwarded requests carry the token.
+func TestACLTokenDeletedOnEveryNode(t *testing.T) {
+	e := startACL(t, 3)
+	leader, _ := e.follower()
+	e.policy(t, "rw", rule("", client.RightRead, client.RightWrite))
+	tok := e.token(t, client.ACLTokenSpec{Policies: []string{"rw"}})
+	for i, n := range e.nodes {
+		key := fmt.Sprintf("k/%d", i)
+		doAs(t, tok.SecretID, "PUT", n.url+"/v1/leases/"+key, `{"holder":"h","ttl":"30s"}`).wantStatus(t, "acquire through "+n.id, 201)
+		doAs(t, tok.SecretID, "GET", n.url+"/v1/leases/"+key, "").wantStatus(t, "read through "+n.id, 200)
+	}
+	doAs(t, e.boot, "DELETE", leader.url+"/v1/acl/token/"+tok.AccessorID, "").wantStatus(t, "delete token", 204)
+	for _, n := range e.nodes {
+		doAs(t, tok.SecretID, "PUT", n.url+"/v1/leases/k/x", `{"holder":"h","ttl":"30s"}`).wantDenied(t, "acquire through "+n.id, client.CodeACLNotFound)
+		doAs(t, tok.SecretID, "GET", n.url+"/v1/leases/k/0", "").wantDenied(t, "read through "+n.id, client.CodeACLNotFound)
+		harness.WaitUntil(t, 2*time.Second, "stale read refused on "+n.id, func() bool {
+			return doAs(t, tok.SecretID, "GET", n.url+"/v1/leases/k/0?stale", "").status == http.StatusForbidden
+		})
+	}
+}
+
+// Tokens and policies survive a snapshot, and a stop and restart of every
+// node (which restores the snapshot and replays the log after it); the
+// cluster stays bootstrapped.
+func TestACLTokensSurviveSnapshotAndRestart(t *testing.T) {
+	e := startACL(t, 3)
+	e.policy(t, "rw", rule("", client.RightRead, client.RightWrite))
+	tok := e.token(t, client.ACLTokenSpec{Policies: []string{"rw"}, HolderPrefix: "h"})
+	for _, n := range e.nodes {
+		// Wait until the node has applied the token, then snapshot it.
+		harness.WaitUntil(t, 2*time.Second, n.id+" knows the token", func() bool {
+			return doAs(t, tok.SecretID, "GET", n.url+"/v1/leases?stale", "").status == 200
+		})
+		doAs(t, e.boot, "POST", n.url+"/v1/operator/snapshot", "").wantStatus(t, "snapshot "+n.id, 200)
+	}
+	for i := range e.nodes {
+		e.cluster.Stop(i)
+	}
+	for i := range e.nodes {
+		e.cluster.Restart(i)
+	}
+	l := e.leader()
+	doAs(t, tok.SecretID, "PUT", l.url+"/v1/leases/after", `{"holder":"h1","ttl":"30s"}`).wantStatus(t, "acquire after restart", 201)
+	doAs(t, tok.SecretID, "PUT", l.url+"/v1/leases/after2", `{"holder":"x1","ttl":"30s"}`).wantDenied(t, "binding after restart", client.CodePermissionDenied)
+	do(t, "POST", l.url+"/v1/acl/bootstrap", "").wantDenied(t, "bootstrap after restart", client.CodeACLBootstrapped)
+	for _, n := range e.nodes {
+		harness.WaitUntil(t, 5*time.Second, n.id+" knows the token after restart", func() bool {
+			return doAs(t, tok.SecretID, "GET", n.url+"/v1/leases/after?stale", "").status == 200
+		})
+	}
+}
+
+// The default policy allow lets requests without a token do everything
+// but ACLs; tokens still get only their own rights.
+func TestACLDefaultAllow(t *testing.T) {
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+		cfg.ACLEnabled, cfg.ACLDefaultPolicy = true, cluster.ACLAllow
+	}})
+	url := c.leader().url
+	do(t, "PUT", url+"/v1/leases/k", `{"holder":"h","ttl":"30s"}`).wantStatus(t, "anonymous acquire", 201)
+	do(t, "GET", url+"/metrics", "").wantStatus(t, "anonymous metrics", 200)
+	do(t, "GET", url+"/v1/acl/tokens", "").wantDenied(t, "anonymous token list", client.CodePermissionDenied, `"acl"`)
+}
+
+// /metrics needs operator, unless -metrics-open.
+func TestACLMetricsOpen(t *testing.T) {
+	serve := func(n *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {
+		api := DefaultConfig()
+		api.Node, api.Gatherer, api.MetricsOpen = n, reg, true
+		return New(api)
+	}
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	url := c.leader().url
+	do(t, "GET", url+"/metrics", "").wantStatus(t, "metrics without a token", 200)
+	do(t, "GET", url+"/v1/status", "").wantDenied(t, "status without a token", client.CodePermissionDenied, "no token")
+}
+
+// syncBuffer is a log destination that tests read while servers write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Every request that changes state is logged with its token's accessor id
+// by the node that serves it; refused ones too.
+func TestACLRequestsLogAccessor(t *testing.T) {
+	logs := &syncBuffer{}
+	serve := func(n *cluster.Node, reg *prometheus.Registry, _ hclog.Logger) (http.Handler, error) {
+		api := DefaultConfig()
+		api.Node, api.Gatherer = n, reg
+		api.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
+		return New(api)
+	}
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	e := &aclEnv{testCluster: c}
+	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
+	var boot client.ACLToken
+	r.decode(t, &boot)
+	e.boot = boot.SecretID
+	doAs(t, e.boot, "PUT", c.leader().url+"/v1/leases/k", `{"holder":"h","ttl":"30s"}`).wantStatus(t, "acquire", 201)
+	do(t, "DELETE", c.leader().url+"/v1/leases/k?holder=h&token=1", "").wantStatus(t, "release without a token", 403)
+	out := logs.String()
+	for _, want := range []string{
+		"acl_request: method=PUT path=/v1/leases/k accessor=" + boot.AccessorID + " status=201",
+		"acl_request: method=DELETE path=/v1/leases/k accessor=\"\"",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// need is what a route requires of the request's ACL token. Routes are
+// checked on the node that serves them: the leader for writes, renewals
+// and linearizable reads (a follower forwards the token with the request),
+// the answering node for stale reads and local answers. Each node checks
+// against its own replicated ACL state.
+type need struct {
+	// open routes resolve no token at all (health, readiness, bootstrap).
+	open bool
+	// right is checked on kind/name; zero checks only that there is a
+	// token (or that anonymous requests are allowed), and leaves finer
+	// checks to the handler.
+	right fsm.Right
+	kind  string
+	name  func(r *http.Request) string
+	// query: the token may also come as ?token= (the inspection page).
+	query bool
+}
+
+var open = need{open: true}
+
+// anyToken: any valid token, no particular right; the handler may check
+// more (bulk renewal, worker registration).
+var anyToken = need{}
+
+func onKey(right fsm.Right) need {
+	return need{right: right, kind: "key", name: pathKey}
+}
+
+func onGroup(right fsm.Right) need {
+	return need{right: right, kind: "group", name: groupName}
+}
+
+// onPrefix is for lists: read on the prefix asked for, "" (every name)
+// when none is given.
+func onPrefix(right fsm.Right) need {
+	return need{right: right, kind: "prefix", name: func(r *http.Request) string { return r.URL.Query().Get("prefix") }}
+}
+
+func onCluster(right fsm.Right) need {
+	return need{right: right, kind: "cluster", name: func(*http.Request) string { return "" }}
+}
+
+func fixed(right fsm.Right, kind, name string) need {
+	return need{right: right, kind: kind, name: func(*http.Request) string { return name }}
+}
+
+type authzKey struct{}
+
+// authz is the Authorizer that guard put in the request's context; every
+// guarded handler has one.
+func authz(r *http.Request) *cluster.Authorizer {
+	if a, ok := r.Context().Value(authzKey{}).(*cluster.Authorizer); ok {
+		return a
+	}
+	return cluster.AllowAll()
+}
+
+// secretOf is the token the request carries: X-Tenure-Token, or
+// Authorization: Bearer, or (only where allowed) the token query
+// parameter.
+func secretOf(r *http.Request, query bool) string {
+	if v := r.Header.Get(client.HeaderToken); v != "" {
+		return v
+	}
+	if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	if query {
+		return r.URL.Query().Get("token")
+	}
+	return ""
+}
+
+// statusRecorder remembers the status a handler answered with.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets blocking answers through a recorder be flushed.
+func (w *statusRecorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// guard checks n against the request's token and then runs h with the
+// token's Authorizer in the context. With ACLs on, a request that changes
+// state is logged with the accessor id of its token (renewals at debug
+// level: they would flood the log).
+func (s *Server) guard(n need, h handlerFunc) handlerFunc {
+	if n.open {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) error {
+		a, err := s.node.ResolveToken(secretOf(r, n.query))
+		if err != nil {
+			s.logRequest(r, "", 0, err)
+			return err
+		}
+		if !a.Enabled() {
+			return h(w, r) // ACLs off: authz(r) allows everything
+		}
+		if n.right != 0 {
+			err = a.Allow(n.right, n.kind, n.name(r))
+		} else {
+			err = a.AllowAny()
+		}
+		if err != nil {
+			s.logRequest(r, a.AccessorID(), 0, err)
+			return err
+		}
+		r = r.WithContext(context.WithValue(r.Context(), authzKey{}, a))
+		if r.Method == http.MethodGet {
+			return h(w, r)
+		}
+		rec := &statusRecorder{ResponseWriter: w}
+		err = h(rec, r)
+		s.logRequest(r, a.AccessorID(), rec.status, err)
+		return err
+	}
+}
+
+// logRequest logs a refused request, or one that changes state, with the
+// accessor id of its token ("" for none).
+func (s *Server) logRequest(r *http.Request, accessor string, status int, err error) {
+	if r.Method == http.MethodGet && err == nil {
+		return
+	}
+	level := hclog.Info
+	if strings.HasPrefix(r.URL.Path, "/v1/renew") && err == nil {
+		level = hclog.Debug
+	}
+	args := []any{"method", r.Method, "path", r.URL.EscapedPath(), "accessor", accessor}
+	if status != 0 {
+		args = append(args, "status", status)
+	}
+	if err != nil {
+		args = append(args, "error", err)
+	}
+	s.log.Log(level, "acl_request", args...)
+}
+
+// local runs a guarded handler that answers on this node.
+func (s *Server) local(n need, h handlerFunc) http.Handler {
+	g := s.guard(n, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := g(w, r); err != nil {
+			writeError(w, err)
+		}
+	})
+}
+
+// allowHolder checks the request's holder against its token's binding.
+func allowHolder(r *http.Request, holder string) error {
+	return authz(r).AllowHolder(holder)
+}
