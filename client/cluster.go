@@ -120,6 +120,9 @@ type MemberMeta struct {
 	NonVoter        bool   `json:"nonvoter,omitempty"`
 	// Bootstrapped: the server has Raft state (it must not bootstrap again).
 	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// ClusterName is the server's -cluster-name: the leader admits only
+	// servers of its own cluster to Raft.
+	ClusterName string `json:"cluster,omitempty"`
 	// Workers. Holder is the holder of the worker's leases (unique per
 	// process; several processes may share an ID).
 	Holder   string   `json:"holder,omitempty"`

@@ -30,6 +30,9 @@ type MemberMeta struct {
 	NonVoter        bool   `json:"nonvoter,omitempty"`
 	// Bootstrapped: the server has Raft state (it must not bootstrap again).
 	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// ClusterName is the server's -cluster-name: the leader admits only
+	// servers of its own cluster to Raft (Config.ProveServer).
+	ClusterName string `json:"cluster,omitempty"`
 	// Workers. Holder is the holder of the worker's leases (unique per
 	// process; several processes may share an ID).
 	Holder   string   `json:"holder,omitempty"`
@@ -48,8 +51,9 @@ type Member struct {
 
 // gossip runs memberlist for a server: it announces the server's addresses,
 // joins the configured peers (retrying until one answers), bootstraps Raft
-// once BootstrapExpect servers are seen, and, on the leader, adds servers
-// that join to the Raft configuration.
+// once BootstrapExpect servers of its cluster are seen, and, on the leader,
+// admits servers that join as non-voters, promotes them and removes dead
+// servers (autopilot.go).
 type gossip struct {
 	gossipConfig
 	list   *memberlist.Memberlist
@@ -67,6 +71,10 @@ type gossip struct {
 	// removed holds the servers an operator removed through this node, by
 	// time (see removedLately).
 	removed map[string]time.Time
+
+	// pilot is the leader's memory for admission, promotion and cleanup;
+	// only the maintain goroutine touches it.
+	pilot pilot
 }
 
 // gossipConfig is what gossip needs from its node, and nothing more.
@@ -81,15 +89,26 @@ type gossipConfig struct {
 	leading func() bool
 	// changed is signalled, without blocking, on every membership change.
 	changed chan<- struct{}
+	// prove is the admission check of a member that announces itself as
+	// a server (Config.ProveServer): nil when it belongs to this cluster.
+	prove func(Member) error
+	// contact is this node's last answered Raft message to a server at
+	// an address (contacts.get): the leader's proof that a server lives.
+	contact func(raft.ServerID, raft.ServerAddress) (contact, bool)
+	// rules says when to promote, move and remove servers.
+	rules pilotRules
 }
 
 // raftMembership is the part of *raft.Raft that gossip drives.
 type raftMembership interface {
 	BootstrapCluster(raft.Configuration) raft.Future
 	LastIndex() uint64
+	CommitIndex() uint64
+	CurrentTerm() uint64
 	GetConfiguration() raft.ConfigurationFuture
 	AddVoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
 	AddNonvoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
+	RemoveServer(raft.ServerID, uint64, time.Duration) raft.IndexFuture
 }
 
 // memberEntry is one member as last announced.
@@ -117,6 +136,7 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 		members:      make(map[string]*memberEntry),
 		removed:      make(map[string]time.Time),
 		meta:         cfg.self,
+		pilot:        newPilot(),
 	}
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = cfg.self.ID
@@ -175,11 +195,11 @@ func (g *gossip) joinLoop(peers []string) {
 	}
 }
 
-// seesOtherServers reports whether another server is alive in this node's
-// gossip view.
+// seesOtherServers reports whether another server of this cluster is alive
+// in this node's gossip view.
 func (g *gossip) seesOtherServers() bool {
 	for _, m := range g.Members() {
-		if m.Meta.Role == "server" && m.Meta.ID != g.self.ID && m.Status == "alive" {
+		if m.Meta.Role == "server" && m.Meta.ID != g.self.ID && m.Status == "alive" && g.prove(m) == nil {
 			return true
 		}
 	}
@@ -187,8 +207,8 @@ func (g *gossip) seesOtherServers() bool {
 }
 
 // maintain bootstraps when enough servers are seen and, while this node
-// leads, adds newly seen servers to Raft. It runs on every membership event
-// and every few seconds.
+// leads, reconciles the Raft configuration with gossip (autopilot.go). It
+// runs on every membership event and every second.
 func (g *gossip) maintain() {
 	defer g.wg.Done()
 	tick := time.NewTicker(time.Second)
@@ -219,6 +239,10 @@ func (g *gossip) maybeBootstrap() {
 	var servers []raft.Server
 	for _, m := range g.Members() {
 		if m.Meta.Role != "server" || m.Status != "alive" {
+			continue
+		}
+		if err := g.prove(m); err != nil {
+			g.logOnce(m.Name, "not bootstrapping with this member", err)
 			continue
 		}
 		if m.Meta.Bootstrapped {
@@ -268,50 +292,6 @@ func (g *gossip) markMember() {
 	}
 }
 
-// reconcile adds to Raft the alive servers that are new: started with an
-// empty data dir and not in the configuration. It never adds a server that
-// has Raft state, so a server an operator removed stays removed, alive or
-// not, until it is started again with an empty data dir. It never removes a
-// server either: one that fails may come back; operators remove servers
-// through the API.
-func (g *gossip) reconcile() {
-	f := g.raft.GetConfiguration()
-	if f.Error() != nil {
-		return
-	}
-	known := make(map[raft.ServerID]raft.ServerAddress)
-	for _, s := range f.Configuration().Servers {
-		known[s.ID] = s.Address
-	}
-	for _, m := range g.Members() {
-		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || g.removedLately(m.Meta.ID) {
-			continue
-		}
-		addr, isKnown := known[raft.ServerID(m.Meta.ID)]
-		switch {
-		case isKnown && addr == raft.ServerAddress(m.Meta.RaftAddr):
-			continue // nothing to do
-		case isKnown:
-			// A member of the configuration came back at a new address
-			// (a rescheduled pod): update it in place.
-		case m.Meta.Bootstrapped:
-			continue // has Raft state but was removed: stays out
-		}
-		id, newAddr := raft.ServerID(m.Meta.ID), raft.ServerAddress(m.Meta.RaftAddr)
-		var err error
-		if m.Meta.NonVoter {
-			err = g.raft.AddNonvoter(id, newAddr, 0, 10*time.Second).Error()
-		} else {
-			err = g.raft.AddVoter(id, newAddr, 0, 10*time.Second).Error()
-		}
-		if err != nil {
-			g.log.Warn("adding server failed", "server_id", id, "error", err)
-			continue
-		}
-		g.log.Info("server added", "server_id", id, "raft_addr", newAddr, "voter", !m.Meta.NonVoter, "address_changed", isKnown)
-	}
-}
-
 // Members lists the gossip members with their decoded metadata, sorted by
 // name: the live ones, and the dead or departed ones of the last
 // deadMemberTTL.
@@ -350,14 +330,16 @@ func (g *gossip) record(node *memberlist.Node, status string) {
 	g.kick()
 }
 
-// httpAddrOf is the HTTP address of server id. Every API answer asks for
-// the leader's, so it scans the table in place rather than copying and
-// sorting it as Members does.
+// httpAddrOf is the HTTP address of server id, as a member that proves it
+// belongs to this cluster announces it (so that a member of another
+// cluster, or a forged one, cannot draw forwarded requests by claiming the
+// id). Every API answer asks for the leader's, so it scans the table in
+// place rather than copying and sorting it as Members does.
 func (g *gossip) httpAddrOf(id string) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, e := range g.members {
-		if m := e.member; m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" {
+		if m := e.member; m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" && g.prove(m) == nil {
 			return m.Meta.HTTPAddr
 		}
 	}

@@ -31,6 +31,9 @@ type Node struct {
 	metrics *metrics
 	gossip  *gossip // nil without gossip
 
+	// contacts is the leader's record of which followers answer Raft.
+	contacts *contacts
+
 	// leading is the proposer of the current established term; nil while
 	// this node is not an established leader.
 	leading atomic.Pointer[proposer]
@@ -61,6 +64,7 @@ func New(cfg Config) (*Node, error) {
 		log:            cfg.Logger.Named("node"),
 		machine:        fsm.New(),
 		lessor:         newLessor(cfg.Clock),
+		contacts:       newContacts(),
 		notifyCh:       make(chan bool, 8),
 		membersChanged: make(chan struct{}, 1),
 		shutdownCh:     make(chan struct{}),
@@ -75,6 +79,11 @@ func New(cfg Config) (*Node, error) {
 	n.wg.Add(1)
 	go n.leaderLoop()
 	if cfg.GossipAddr != "" {
+		prove := cfg.ProveServer
+		if prove == nil {
+			prove = ClusterNameProof(cfg.ClusterName)
+			n.log.Warn("cluster membership is insecure: a server proves it belongs to the cluster by its name alone, so anyone who can reach the gossip port can join as a non-voter", "cluster_name", cfg.ClusterName)
+		}
 		g, err := newGossip(gossipConfig{
 			addr: cfg.GossipAddr,
 			join: cfg.Join,
@@ -86,11 +95,15 @@ func New(cfg Config) (*Node, error) {
 				BootstrapExpect: cfg.BootstrapExpect,
 				NonVoter:        cfg.NonVoter,
 				Bootstrapped:    n.hadState || len(cfg.InitialCluster) > 0,
+				ClusterName:     cfg.ClusterName,
 			},
 			log:     cfg.Logger.Named("gossip"),
 			raft:    n.raft,
 			leading: func() bool { return n.Ready() == nil },
 			changed: n.membersChanged,
+			prove:   prove,
+			contact: n.contacts.get,
+			rules:   rulesOf(cfg),
 		})
 		if err != nil {
 			n.Shutdown()
@@ -149,7 +162,7 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("read raft state: %w", err)
 	}
 	n.hadState = existing
-	n.raft, err = raft.NewRaft(rc, n.machine, logs, store, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, n.machine, logs, store, snaps, withContacts(n.trans, n.contacts))
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
