@@ -13,7 +13,7 @@ var wireTypes = []any{
 	AcquireBody{}, LeaseRefBody{}, RenewManyBody{}, RenewManyResults{}, LeaseList{}, ErrorBody{},
 	leaseJSON{}, MemberList{}, MemberMeta{}, TransferBody{}, TransferResult{}, Health{}, Readiness{},
 	NodeStatus{}, SnapshotInfo{}, GroupSpec{}, GroupSummary{}, Group{}, GroupList{}, GroupKeysBody{},
-	MaxPerWorkerBody{}, Assignment{}, KeyControl{}, DrainBody{},
+	MaxPerWorkerBody{}, Assignment{}, KeyControl{}, DrainBody{}, PromoteResult{},
 }
 
 // jsonNames collects the JSON field names of t and of the structs it holds.

@@ -94,6 +94,8 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"GET /", "GET", "/", "", 302, nil},
 		{"POST /v1/operator/snapshot", "POST", "/v1/operator/snapshot", "", 200, func() any { return new(client.SnapshotInfo) }},
 		{"DELETE /v1/operator/servers/{id}", "DELETE", "/v1/operator/servers/n9", "", 404, errBody},
+		{"POST /v1/operator/servers/{id}/promote", "POST", "/v1/operator/servers/n1/promote", "", 200, func() any { return new(client.PromoteResult) }},
+		{"POST /v1/operator/servers/{id}/promote", "POST", "/v1/operator/servers/n9/promote", "", 404, errBody},
 		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, 200, func() any { return new(client.TransferResult) }},
 	}
 	covered := map[string]bool{}

@@ -52,6 +52,7 @@ type Node interface {
 	Status() cluster.Status
 	Members() []cluster.Member
 	RemoveServer(ctx context.Context, id string) error
+	PromoteServer(ctx context.Context, id string) (int, error)
 	TransferLeadership(ctx context.Context, id string) (string, error)
 	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)
 }

@@ -99,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/renew", s.renewer(s.renewMany)).Methods(http.MethodPost)
 	r.Handle("/v1/revoke"+key, s.leader(s.revoke)).Methods(http.MethodPost)
 	r.Handle("/v1/operator/servers/{id}", s.leader(s.removeServer)).Methods(http.MethodDelete)
+	r.Handle("/v1/operator/servers/{id}/promote", s.leader(s.promoteServer)).Methods(http.MethodPost)
 	r.Handle("/v1/operator/transfer-leader", s.leader(s.transferLeader)).Methods(http.MethodPost)
 	// Groups, controls and workers.
 	group := "/v1/groups/{name:.+?}"

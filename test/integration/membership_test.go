@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,9 +22,10 @@ const joinTimeout = 15 * time.Second
 // TestFourthServerJoins: a server started with only -join joins a running
 // cluster of three (-bootstrap-expect 3) as a non-voter and stays one,
 // since the cluster has its three voters; so does one started with
-// -non-voter. Both serve reads and forward writes. An operator removes the
-// failed servers with DELETE /v1/operator/servers/{id}, and they stay
-// removed.
+// -non-voter. Both serve reads and forward writes. An operator promotes the
+// first with `tenure operator raft promote`, beyond the configured size;
+// then removes the failed servers with DELETE /v1/operator/servers/{id},
+// and they stay removed.
 func TestFourthServerJoins(t *testing.T) {
 	c := startCluster(t, 3)
 	l := c.leader(t)
@@ -81,6 +83,30 @@ func TestFourthServerJoins(t *testing.T) {
 	if len(joined) != len(tests) {
 		t.FailNow()
 	}
+
+	t.Run("operator promotes", func(t *testing.T) {
+		i := joined[0]
+		id := c.nodes[i].id
+		var out []byte
+		poll.WaitFor(t, 10*time.Second, func() error {
+			cmd := exec.Command(binary, "operator", "raft", "promote", "-http-addr", strings.Join(c.httpAddrs(), ","), id)
+			cmd.Env = cleanEnv()
+			var err error
+			if out, err = cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("tenure operator raft promote %s: %v: %s", id, err, out)
+			}
+			return nil
+		})
+		if want := fmt.Sprintf("Server %s is a voter (4 voters)", id); !strings.Contains(string(out), want) {
+			t.Errorf("tenure operator raft promote %s said %q, want %q", id, out, want)
+		}
+		l = c.leader(t)
+		st := c.mustStatus(t, l)
+		if srv, ok := serverOf(st, id); !ok || srv.Suffrage != "voter" {
+			t.Errorf("after the promotion the leader lists %+v, want %s as voter", st.Servers, id)
+		}
+		c.acquire(t, l, "join/after-promotion", "worker", "30s", http.StatusCreated)
+	})
 
 	t.Run("remove the failed servers", func(t *testing.T) {
 		for _, i := range joined {
