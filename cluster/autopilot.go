@@ -203,8 +203,10 @@ func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || m.Meta.ID == g.self.ID {
 			continue
 		}
-		if err := g.prove(m); err != nil {
-			g.logOnce(m.Name, "server not admitted to raft", err)
+		if m.proof != nil {
+			if m.proof != errUnchecked {
+				g.logOnce(m.Name, "server not admitted to raft", m.proof)
+			}
 			continue
 		}
 		if g.removedLately(m.Meta.ID) {
@@ -383,7 +385,7 @@ func (g *gossip) promote(servers []raft.Server, members []Member, now time.Time)
 func (g *gossip) announces(members []Member, s raft.Server) bool {
 	for _, m := range members {
 		if m.Meta.Role == "server" && m.Status == "alive" && m.Meta.ID == string(s.ID) &&
-			m.Meta.RaftAddr == string(s.Address) && !m.Meta.NonVoter && g.prove(m) == nil {
+			m.Meta.RaftAddr == string(s.Address) && !m.Meta.NonVoter && m.proof == nil {
 			return true
 		}
 	}

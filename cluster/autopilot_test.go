@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 )
 
@@ -125,5 +128,44 @@ func TestContactsPerAddress(t *testing.T) {
 	}
 	if _, ok := c.get(raft.ServerID("n3"), "10.0.0.3:7501"); ok {
 		t.Errorf("get of a server never heard: found, want none")
+	}
+}
+
+// The admission check runs once per announcement of a server, on the
+// maintain goroutine; until it has, the member counts as not proven, and
+// its HTTP address is not used for forwarding.
+func TestProveMembersOncePerAnnouncement(t *testing.T) {
+	calls := 0
+	g := &gossip{
+		gossipConfig: gossipConfig{prove: func(m Member) error {
+			calls++
+			return ClusterNameProof("prod")(m)
+		}},
+		members: map[string]*memberEntry{},
+	}
+	announce := func(name, cluster string) {
+		meta, _ := json.Marshal(MemberMeta{Role: "server", ID: name, HTTPAddr: name + ":7500", ClusterName: cluster})
+		g.record(&memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: 7502, Meta: meta}, "alive")
+	}
+	announce("n1", "prod")
+	announce("x1", "staging")
+	if got := g.httpAddrOf("n1"); got != "" {
+		t.Errorf("before the check: httpAddrOf(n1) = %q, want none", got)
+	}
+	g.proveMembers()
+	g.proveMembers()
+	if calls != 2 {
+		t.Errorf("after two rounds: %d checks, want 2 (one per announcement)", calls)
+	}
+	if got := g.httpAddrOf("n1"); got != "n1:7500" {
+		t.Errorf("httpAddrOf(n1) = %q, want n1:7500", got)
+	}
+	if got := g.httpAddrOf("x1"); got != "" {
+		t.Errorf("httpAddrOf(x1) of another cluster = %q, want none", got)
+	}
+	announce("x1", "prod") // it announces again, now with this cluster's name
+	g.proveMembers()
+	if calls != 3 || g.httpAddrOf("x1") != "x1:7500" {
+		t.Errorf("after a new announcement: %d checks, httpAddrOf(x1) = %q; want 3, x1:7500", calls, g.httpAddrOf("x1"))
 	}
 }

@@ -54,8 +54,10 @@ type Config struct {
 	ClusterName string
 	// ProveServer decides whether a gossip member that announces itself
 	// as a server may join Raft: nil when it has proven it belongs to
-	// this cluster. It is called by the gossip goroutine of the leader
-	// (and of a server waiting to bootstrap). Nil means
+	// this cluster. Gossip calls it from one goroutine, once for each new
+	// announcement of a server (not on every request), outside its locks,
+	// so it may take a moment, e.g. to dial the member; until it has
+	// answered, the member counts as not proven. Nil means
 	// ClusterNameProof(ClusterName): anyone who can reach the gossip port
 	// and knows the name passes, and the node warns at start that the
 	// cluster is insecure.

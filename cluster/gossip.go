@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -47,7 +48,15 @@ type Member struct {
 	Addr   string
 	Status string // alive, or dead (failed or left) for deadMemberTTL
 	Meta   MemberMeta
+
+	// proof is the verdict of the admission check on this announcement
+	// (errUnchecked until the maintain goroutine has run it).
+	proof error
 }
+
+// errUnchecked: the admission check has not run yet on a member's latest
+// announcement.
+var errUnchecked = errors.New("not checked yet")
 
 // gossip runs memberlist for a server: it announces the server's addresses,
 // joins the configured peers (retrying until one answers), bootstraps Raft
@@ -71,6 +80,8 @@ type gossip struct {
 	// removed holds the servers an operator removed through this node, by
 	// time (see removedLately).
 	removed map[string]time.Time
+	// gen numbers the announcements recorded (memberEntry.gen).
+	gen uint64
 
 	// pilot is the leader's memory for admission, promotion and cleanup;
 	// only the maintain goroutine touches it.
@@ -115,6 +126,9 @@ type raftMembership interface {
 type memberEntry struct {
 	member Member
 	since  time.Time // of the last change of status
+	// gen numbers the announcement; proofGen is the one member.proof
+	// judged.
+	gen, proofGen uint64
 }
 
 // deadMemberTTL is how long a dead or departed member stays listed.
@@ -199,7 +213,7 @@ func (g *gossip) joinLoop(peers []string) {
 // in this node's gossip view.
 func (g *gossip) seesOtherServers() bool {
 	for _, m := range g.Members() {
-		if m.Meta.Role == "server" && m.Meta.ID != g.self.ID && m.Status == "alive" && g.prove(m) == nil {
+		if m.Meta.Role == "server" && m.Meta.ID != g.self.ID && m.Status == "alive" && m.proof == nil {
 			return true
 		}
 	}
@@ -220,6 +234,7 @@ func (g *gossip) maintain() {
 		case <-g.events:
 		case <-tick.C:
 		}
+		g.proveMembers()
 		g.maybeBootstrap()
 		g.markMember()
 		if g.leading() {
@@ -241,8 +256,10 @@ func (g *gossip) maybeBootstrap() {
 		if m.Meta.Role != "server" || m.Status != "alive" {
 			continue
 		}
-		if err := g.prove(m); err != nil {
-			g.logOnce(m.Name, "not bootstrapping with this member", err)
+		if m.proof != nil {
+			if m.proof != errUnchecked {
+				g.logOnce(m.Name, "not bootstrapping with this member", m.proof)
+			}
 			continue
 		}
 		if m.Meta.Bootstrapped {
@@ -315,7 +332,7 @@ func (g *gossip) Members() []Member {
 // The status comes from the event: memberlist does not update the State of
 // the Node it hands out.
 func (g *gossip) record(node *memberlist.Node, status string) {
-	m := Member{Name: node.Name, Addr: node.Address(), Status: status}
+	m := Member{Name: node.Name, Addr: node.Address(), Status: status, proof: errUnchecked}
 	if err := json.Unmarshal(node.Meta, &m.Meta); err != nil {
 		m.Meta = MemberMeta{Role: "unknown", ID: node.Name}
 	}
@@ -326,8 +343,38 @@ func (g *gossip) record(node *memberlist.Node, status string) {
 		g.members[node.Name] = e
 	}
 	e.member = m
+	g.gen++
+	e.gen = g.gen
 	g.mu.Unlock()
 	g.kick()
+}
+
+// proveMembers runs the admission check on every server announcement that
+// it has not judged yet, outside the lock, so that a check may take time
+// (a certificate check may dial the member); readers see the verdicts in
+// Member.proof. It runs on the maintain goroutine before each round.
+func (g *gossip) proveMembers() {
+	type todo struct {
+		name string
+		gen  uint64
+		m    Member
+	}
+	var list []todo
+	g.mu.Lock()
+	for name, e := range g.members {
+		if e.proofGen != e.gen && e.member.Meta.Role == "server" {
+			list = append(list, todo{name, e.gen, e.member})
+		}
+	}
+	g.mu.Unlock()
+	for _, t := range list {
+		err := g.prove(t.m)
+		g.mu.Lock()
+		if e := g.members[t.name]; e != nil && e.gen == t.gen {
+			e.member.proof, e.proofGen = err, t.gen
+		}
+		g.mu.Unlock()
+	}
 }
 
 // httpAddrOf is the HTTP address of server id, as a member that proves it
@@ -339,7 +386,7 @@ func (g *gossip) httpAddrOf(id string) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, e := range g.members {
-		if m := e.member; m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" && g.prove(m) == nil {
+		if m := e.member; m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" && m.proof == nil {
 			return m.Meta.HTTPAddr
 		}
 	}
