@@ -120,6 +120,9 @@ type MemberMeta struct {
 	NonVoter        bool   `json:"nonvoter,omitempty"`
 	// Bootstrapped: the server has Raft state (it must not bootstrap again).
 	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// ClusterName is the server's -cluster-name: the leader admits only
+	// servers of its own cluster to Raft.
+	ClusterName string `json:"cluster,omitempty"`
 	// Workers. Holder is the holder of the worker's leases (unique per
 	// process; several processes may share an ID).
 	Holder   string   `json:"holder,omitempty"`
@@ -192,6 +195,28 @@ func (o *OperatorAPI) RemoveServer(ctx context.Context, id string) (*Meta, error
 		return nil, err
 	}
 	return resp.meta, nil
+}
+
+// PromoteServer makes the non-voting server id a voter, also beyond the
+// configured size of the cluster, and returns the number of voters
+// afterwards. It fails with ErrNotFound when no server has that id, and
+// with ErrNotCaughtUp while the leader is not in touch with it or its log
+// is behind. Promoting a voter changes nothing, so the call is retried like
+// any idempotent one.
+func (o *OperatorAPI) PromoteServer(ctx context.Context, id string) (*PromoteResult, *Meta, error) {
+	if id == "" {
+		return nil, nil, fmt.Errorf("%w: server id is empty", ErrInvalid)
+	}
+	resp, err := o.c.do(ctx, &request{method: http.MethodPost,
+		path: "/v1/operator/servers/" + url.PathEscape(id) + "/promote"})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out PromoteResult
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode promote answer: %w", err)
+	}
+	return &out, resp.meta, nil
 }
 
 // TransferLeader hands leadership to the server id, or, when id is empty,

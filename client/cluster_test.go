@@ -71,6 +71,10 @@ func TestOperatorCalls(t *testing.T) {
 			writeJSON(w, 200, map[string]string{"leader_id": "n2"})
 		case "/v1/operator/snapshot":
 			writeJSON(w, 200, map[string]any{"id": "4-90-123", "index": 90, "term": 4, "size": 2048})
+		case "/v1/operator/servers/n4/promote":
+			writeJSON(w, 200, map[string]any{"id": "n4", "voters": 4})
+		case "/v1/operator/servers/n5/promote":
+			writeError(w, 409, CodeNotCaughtUp, "server n5 has not answered the leader")
 		}
 	})
 	c, _ := newTestClient(t, srv.URL)
@@ -92,6 +96,15 @@ func TestOperatorCalls(t *testing.T) {
 		t.Errorf("Snapshot = %+v, %v; want id 4-90-123 index 90 term 4", snap, err)
 	}
 	reqs := srv.requests()
+	if res, _, err := op.PromoteServer(ctx, "n4"); err != nil || res.ID != "n4" || res.Voters != 4 {
+		t.Errorf("PromoteServer(n4) = %+v, %v; want n4 with 4 voters", res, err)
+	}
+	if _, _, err := op.PromoteServer(ctx, "n5"); !errors.Is(err, ErrNotCaughtUp) {
+		t.Errorf("PromoteServer of a server that is behind: err = %v, want ErrNotCaughtUp", err)
+	}
+	if r := srv.requests()[len(reqs)]; r.Method != "POST" || r.Path != "/v1/operator/servers/n4/promote" {
+		t.Errorf("promote request = %s %s, want POST /v1/operator/servers/n4/promote", r.Method, r.Path)
+	}
 	if r := reqs[0]; r.Method != "DELETE" {
 		t.Errorf("remove-server method = %s, want DELETE", r.Method)
 	}

@@ -29,6 +29,11 @@ var (
 	// (code "not_found").
 	ErrNotFound = errors.New("not found")
 
+	// ErrNotCaughtUp: a server to promote does not answer the leader's Raft
+	// messages, or its log is behind (code "not_caught_up", HTTP 409).
+	// Nothing changed; promote it again once it has caught up.
+	ErrNotCaughtUp = errors.New("server not caught up with the leader")
+
 	// ErrInvalid: the request was refused as malformed (any HTTP 400 code:
 	// invalid_key, invalid_ttl, body_too_large, ...; the APIError's Field
 	// names the culprit), or the client refused to send it. Retrying the
@@ -131,6 +136,7 @@ const (
 	CodeLeaseLost           = "lease_lost"
 	CodeHeld                = "held"
 	CodeNothingNew          = "nothing_new"
+	CodeNotCaughtUp         = "not_caught_up"
 	CodeOverloaded          = "overloaded"
 	CodeNoLeader            = "no_leader"
 	CodeLeadershipLost      = "leadership_lost"
@@ -172,6 +178,7 @@ var codeSentinels = map[string]error{
 	CodeLeaseLost:           ErrLeaseLost,
 	CodeHeld:                ErrHeld,
 	CodeNothingNew:          nil,
+	CodeNotCaughtUp:         ErrNotCaughtUp,
 	CodeOverloaded:          ErrOverloaded,
 	CodeNoLeader:            ErrNoLeader,
 	CodeLeadershipLost:      ErrLeadershipLost,

@@ -71,6 +71,13 @@ type MemberList struct {
 	Members []Member `json:"members"`
 }
 
+// PromoteResult is the answer of POST /v1/operator/servers/{id}/promote:
+// the server, now a voter, and the number of voters afterwards.
+type PromoteResult struct {
+	ID     string `json:"id"`
+	Voters int    `json:"voters"`
+}
+
 // TransferBody is the body of POST /v1/operator/transfer-leader: the id of
 // the server to hand leadership to, or empty for the most up-to-date one.
 type TransferBody struct {

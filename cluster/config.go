@@ -46,10 +46,6 @@ type Config struct {
 	// InitialCluster bootstraps Raft with this fixed set of servers when
 	// the data dir is empty (the static alternative to BootstrapExpect).
 	InitialCluster []Peer
-	// ClusterName names the cluster (one DNS label; empty is "tenure"):
-	// with TLS, a Raft peer must prove it is a server of this cluster with
-	// a certificate carrying server.<ClusterName>.tenure.
-	ClusterName string
 	// TLS, when its certificate and key are set, puts Raft on mutual TLS:
 	// every peer is verified against TLS.CAFile (required then) and must
 	// carry the server role of ClusterName (certs.VerifyServer).
@@ -59,6 +55,39 @@ type Config struct {
 	// by rotations, wins over it). Nil gossips in plain text unless the
 	// data dir has a keyring.
 	GossipKey []byte
+
+	// ClusterName names the cluster. Servers announce it over gossip; the
+	// leader admits to Raft only servers that prove they belong to this
+	// cluster (ProveServer), and bootstraps only with such servers. With
+	// TLS, a Raft peer must hold a certificate carrying
+	// server.<ClusterName>.tenure. It is one DNS label (lower-case
+	// letters, digits, '-'; at most 63).
+	ClusterName string
+	// ProveServer decides whether a gossip member that announces itself
+	// as a server may join Raft: nil when it has proven it belongs to
+	// this cluster. Gossip calls it from one goroutine, once for each new
+	// announcement of a server (not on every request), outside its locks,
+	// so it may take a moment, e.g. to dial the member; until it has
+	// answered, the member counts as not proven. Nil means
+	// ClusterNameProof(ClusterName): anyone who can reach the gossip port
+	// and knows the name passes, and the node warns at start that the
+	// cluster is insecure.
+	ProveServer func(Member) error
+	// ServerStabilization is how long a new non-voting server must stay
+	// healthy on the leader (answering Raft at its address, its log within
+	// MaxCatchUpLag entries of the leader's commit index) before the
+	// leader promotes it to voter, while the cluster has fewer voters than
+	// its configured size (Voters).
+	ServerStabilization time.Duration
+	// DeadServerCleanup is how long a server must have been dead (failed
+	// or left on gossip, and no answer to the leader's Raft messages)
+	// before the leader removes it from the Raft configuration; voters only
+	// while enough voters remain (see removableDeadVoters). 0 never
+	// removes a server on its own.
+	DeadServerCleanup time.Duration
+	// MaxCatchUpLag is how many entries a server's log may trail the
+	// leader's commit index and still count as caught up for promotion.
+	MaxCatchUpLag uint64
 
 	// MinTTL and MaxTTL bound the TTL of every acquisition. MinTTL must be
 	// at least twice ElectionTimeout, so a lease outlives a failover.
@@ -128,6 +157,12 @@ func DefaultConfig() Config {
 		TrailingLogs:       10240,
 		Clock:              SystemClock{},
 		Logger:             hclog.NewNullLogger(),
+
+		// Who becomes a voter, and when a dead server leaves.
+		ClusterName:         "tenure",
+		ServerStabilization: 10 * time.Second,
+		DeadServerCleanup:   5 * time.Minute,
+		MaxCatchUpLag:       256,
 	}
 }
 
@@ -169,7 +204,9 @@ func (c Config) Validate() error {
 	for _, j := range c.Join {
 		checkAddr("join", j, true)
 	}
-	if err := certs.CheckClusterName(c.ClusterName); err != nil {
+	if c.ClusterName == "" {
+		bad("cluster-name: required")
+	} else if err := certs.CheckClusterName(c.ClusterName); err != nil {
 		bad("cluster-name: %v", err)
 	}
 	if c.TLS.Enabled() && c.TLS.CAFile == "" {
@@ -192,6 +229,15 @@ func (c Config) Validate() error {
 	}
 	if c.GossipAddr == "" && len(c.InitialCluster) == 0 && c.Transport == nil {
 		bad("gossip-addr: required unless an initial cluster is given")
+	}
+	if c.ServerStabilization < 0 {
+		bad("server-stabilization-time: %v is negative", c.ServerStabilization)
+	}
+	if c.DeadServerCleanup < 0 {
+		bad("dead-server-cleanup: %v is negative", c.DeadServerCleanup)
+	}
+	if c.DeadServerCleanup > 0 && c.DeadServerCleanup < c.addressGrace() {
+		bad("dead-server-cleanup: %v is below %v (5 × election-timeout): a server would be removed while it may only be slow", c.DeadServerCleanup, c.addressGrace())
 	}
 	if c.HeartbeatTimeout < 5*time.Millisecond {
 		bad("heartbeat-timeout: %v is below 5ms", c.HeartbeatTimeout)
@@ -240,3 +286,22 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Voters is the configured size of the cluster: how many voters the
+// leader keeps without an operator. It is BootstrapExpect, or the number
+// of servers of InitialCluster; 0 when neither is set (a server that
+// joined a running cluster), and then a leader never promotes a server on
+// its own and sizes dead-server cleanup on the voters it has. An operator
+// may promote more voters (Node.PromoteServer).
+func (c Config) Voters() int {
+	if c.BootstrapExpect > 0 {
+		return c.BootstrapExpect
+	}
+	return len(c.InitialCluster)
+}
+
+// addressGrace is how long the leader must have been out of contact with a
+// server at its configured address before gossip may move it to another
+// address: a few election timeouts, so that a server that merely missed a
+// few heartbeats keeps its address.
+func (c Config) addressGrace() time.Duration { return 5 * c.ElectionTimeout }

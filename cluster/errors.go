@@ -32,6 +32,12 @@ var (
 	// ErrNotFound: the key was never seen, or the server is unknown.
 	ErrNotFound = errors.New("not found")
 
+	// ErrNotCaughtUp: a server to promote does not answer the leader's
+	// Raft messages at its configured address, or its log trails the
+	// leader's commit index by more than MaxCatchUpLag. Retry once it has
+	// caught up.
+	ErrNotCaughtUp = errors.New("server not caught up with the leader")
+
 	// ErrOverloaded: too many writes are queued on the leader; retry later.
 	ErrOverloaded = errors.New("overloaded")
 

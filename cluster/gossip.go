@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -30,6 +31,9 @@ type MemberMeta struct {
 	NonVoter        bool   `json:"nonvoter,omitempty"`
 	// Bootstrapped: the server has Raft state (it must not bootstrap again).
 	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// ClusterName is the server's -cluster-name: the leader admits only
+	// servers of its own cluster to Raft (Config.ProveServer).
+	ClusterName string `json:"cluster,omitempty"`
 	// Workers. Holder is the holder of the worker's leases (unique per
 	// process; several processes may share an ID).
 	Holder   string   `json:"holder,omitempty"`
@@ -47,12 +51,21 @@ type Member struct {
 	Addr   string
 	Status string // alive, or dead (failed or left) for deadMemberTTL
 	Meta   MemberMeta
+
+	// proof is the verdict of the admission check on this announcement
+	// (errUnchecked until the maintain goroutine has run it).
+	proof error
 }
+
+// errUnchecked: the admission check has not run yet on a member's latest
+// announcement.
+var errUnchecked = errors.New("not checked yet")
 
 // gossip runs memberlist for a server: it announces the server's addresses,
 // joins the configured peers (retrying until one answers), bootstraps Raft
-// once BootstrapExpect servers are seen, and, on the leader, adds servers
-// that join to the Raft configuration.
+// once BootstrapExpect servers of its cluster are seen, and, on the leader,
+// admits servers that join as non-voters, promotes them and removes dead
+// servers (autopilot.go).
 type gossip struct {
 	gossipConfig
 	list   *memberlist.Memberlist
@@ -74,6 +87,12 @@ type gossip struct {
 	// to apply; keyringMu orders their application (keyring.go).
 	keyringOps chan KeyringMessage
 	keyringMu  sync.Mutex
+	// gen numbers the announcements recorded (memberEntry.gen).
+	gen uint64
+
+	// pilot is the leader's memory for admission, promotion and cleanup;
+	// only the maintain goroutine touches it.
+	pilot pilot
 }
 
 // gossipConfig is what gossip needs from its node, and nothing more.
@@ -92,21 +111,35 @@ type gossipConfig struct {
 	// in dataDir on every change (keyring.go).
 	keyring *memberlist.Keyring
 	dataDir string
+	// prove is the admission check of a member that announces itself as
+	// a server (Config.ProveServer): nil when it belongs to this cluster.
+	prove func(Member) error
+	// contact is this node's last answered Raft message to a server at
+	// an address (contacts.get): the leader's proof that a server lives.
+	contact func(raft.ServerID, raft.ServerAddress) (contact, bool)
+	// rules says when to promote, move and remove servers.
+	rules pilotRules
 }
 
 // raftMembership is the part of *raft.Raft that gossip drives.
 type raftMembership interface {
 	BootstrapCluster(raft.Configuration) raft.Future
 	LastIndex() uint64
+	CommitIndex() uint64
+	CurrentTerm() uint64
 	GetConfiguration() raft.ConfigurationFuture
 	AddVoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
 	AddNonvoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
+	RemoveServer(raft.ServerID, uint64, time.Duration) raft.IndexFuture
 }
 
 // memberEntry is one member as last announced.
 type memberEntry struct {
 	member Member
 	since  time.Time // of the last change of status
+	// gen numbers the announcement; proofGen is the one member.proof
+	// judged.
+	gen, proofGen uint64
 }
 
 // deadMemberTTL is how long a dead or departed member stays listed.
@@ -129,6 +162,7 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 		removed:      make(map[string]time.Time),
 		keyringOps:   make(chan KeyringMessage, 16),
 		meta:         cfg.self,
+		pilot:        newPilot(),
 	}
 	mc := memberlist.DefaultLANConfig()
 	if cfg.keyring != nil {
@@ -192,11 +226,11 @@ func (g *gossip) joinLoop(peers []string) {
 	}
 }
 
-// seesOtherServers reports whether another server is alive in this node's
-// gossip view.
+// seesOtherServers reports whether another server of this cluster is alive
+// in this node's gossip view.
 func (g *gossip) seesOtherServers() bool {
 	for _, m := range g.Members() {
-		if m.Meta.Role == "server" && m.Meta.ID != g.self.ID && m.Status == "alive" {
+		if m.Meta.Role == "server" && m.Meta.ID != g.self.ID && m.Status == "alive" && m.proof == nil {
 			return true
 		}
 	}
@@ -204,8 +238,8 @@ func (g *gossip) seesOtherServers() bool {
 }
 
 // maintain bootstraps when enough servers are seen and, while this node
-// leads, adds newly seen servers to Raft. It runs on every membership event
-// and every few seconds.
+// leads, reconciles the Raft configuration with gossip (autopilot.go). It
+// runs on every membership event and every second.
 func (g *gossip) maintain() {
 	defer g.wg.Done()
 	tick := time.NewTicker(time.Second)
@@ -219,6 +253,7 @@ func (g *gossip) maintain() {
 		case op := <-g.keyringOps:
 			g.applyReceived(op)
 		}
+		g.proveMembers()
 		g.maybeBootstrap()
 		g.markMember()
 		if g.leading() {
@@ -238,6 +273,12 @@ func (g *gossip) maybeBootstrap() {
 	var servers []raft.Server
 	for _, m := range g.Members() {
 		if m.Meta.Role != "server" || m.Status != "alive" {
+			continue
+		}
+		if m.proof != nil {
+			if m.proof != errUnchecked {
+				g.logOnce(m.Name, "not bootstrapping with this member", m.proof)
+			}
 			continue
 		}
 		if m.Meta.Bootstrapped {
@@ -287,50 +328,6 @@ func (g *gossip) markMember() {
 	}
 }
 
-// reconcile adds to Raft the alive servers that are new: started with an
-// empty data dir and not in the configuration. It never adds a server that
-// has Raft state, so a server an operator removed stays removed, alive or
-// not, until it is started again with an empty data dir. It never removes a
-// server either: one that fails may come back; operators remove servers
-// through the API.
-func (g *gossip) reconcile() {
-	f := g.raft.GetConfiguration()
-	if f.Error() != nil {
-		return
-	}
-	known := make(map[raft.ServerID]raft.ServerAddress)
-	for _, s := range f.Configuration().Servers {
-		known[s.ID] = s.Address
-	}
-	for _, m := range g.Members() {
-		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || g.removedLately(m.Meta.ID) {
-			continue
-		}
-		addr, isKnown := known[raft.ServerID(m.Meta.ID)]
-		switch {
-		case isKnown && addr == raft.ServerAddress(m.Meta.RaftAddr):
-			continue // nothing to do
-		case isKnown:
-			// A member of the configuration came back at a new address
-			// (a rescheduled pod): update it in place.
-		case m.Meta.Bootstrapped:
-			continue // has Raft state but was removed: stays out
-		}
-		id, newAddr := raft.ServerID(m.Meta.ID), raft.ServerAddress(m.Meta.RaftAddr)
-		var err error
-		if m.Meta.NonVoter {
-			err = g.raft.AddNonvoter(id, newAddr, 0, 10*time.Second).Error()
-		} else {
-			err = g.raft.AddVoter(id, newAddr, 0, 10*time.Second).Error()
-		}
-		if err != nil {
-			g.log.Warn("adding server failed", "server_id", id, "error", err)
-			continue
-		}
-		g.log.Info("server added", "server_id", id, "raft_addr", newAddr, "voter", !m.Meta.NonVoter, "address_changed", isKnown)
-	}
-}
-
 // Members lists the gossip members with their decoded metadata, sorted by
 // name: the live ones, and the dead or departed ones of the last
 // deadMemberTTL.
@@ -354,7 +351,7 @@ func (g *gossip) Members() []Member {
 // The status comes from the event: memberlist does not update the State of
 // the Node it hands out.
 func (g *gossip) record(node *memberlist.Node, status string) {
-	m := Member{Name: node.Name, Addr: node.Address(), Status: status}
+	m := Member{Name: node.Name, Addr: node.Address(), Status: status, proof: errUnchecked}
 	if err := json.Unmarshal(node.Meta, &m.Meta); err != nil {
 		m.Meta = MemberMeta{Role: "unknown", ID: node.Name}
 	}
@@ -365,18 +362,50 @@ func (g *gossip) record(node *memberlist.Node, status string) {
 		g.members[node.Name] = e
 	}
 	e.member = m
+	g.gen++
+	e.gen = g.gen
 	g.mu.Unlock()
 	g.kick()
 }
 
-// httpAddrOf is the HTTP address of server id. Every API answer asks for
-// the leader's, so it scans the table in place rather than copying and
-// sorting it as Members does.
+// proveMembers runs the admission check on every server announcement that
+// it has not judged yet, outside the lock, so that a check may take time
+// (a certificate check may dial the member); readers see the verdicts in
+// Member.proof. It runs on the maintain goroutine before each round.
+func (g *gossip) proveMembers() {
+	type todo struct {
+		name string
+		gen  uint64
+		m    Member
+	}
+	var list []todo
+	g.mu.Lock()
+	for name, e := range g.members {
+		if e.proofGen != e.gen && e.member.Meta.Role == "server" {
+			list = append(list, todo{name, e.gen, e.member})
+		}
+	}
+	g.mu.Unlock()
+	for _, t := range list {
+		err := g.prove(t.m)
+		g.mu.Lock()
+		if e := g.members[t.name]; e != nil && e.gen == t.gen {
+			e.member.proof, e.proofGen = err, t.gen
+		}
+		g.mu.Unlock()
+	}
+}
+
+// httpAddrOf is the HTTP address of server id, as a member that proves it
+// belongs to this cluster announces it (so that a member of another
+// cluster, or a forged one, cannot draw forwarded requests by claiming the
+// id). Every API answer asks for the leader's, so it scans the table in
+// place rather than copying and sorting it as Members does.
 func (g *gossip) httpAddrOf(id string) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, e := range g.members {
-		if m := e.member; m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" {
+		if m := e.member; m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" && m.proof == nil {
 			return m.Meta.HTTPAddr
 		}
 	}

@@ -22,7 +22,12 @@ type noRaft struct{}
 
 func (noRaft) BootstrapCluster(raft.Configuration) raft.Future { return nil }
 func (noRaft) LastIndex() uint64                               { return 1 }
-func (noRaft) GetConfiguration() raft.ConfigurationFuture      { return nil }
+func (noRaft) CommitIndex() uint64                             { return 1 }
+func (noRaft) CurrentTerm() uint64                             { return 1 }
+func (noRaft) RemoveServer(raft.ServerID, uint64, time.Duration) raft.IndexFuture {
+	return nil
+}
+func (noRaft) GetConfiguration() raft.ConfigurationFuture { return nil }
 func (noRaft) AddVoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture {
 	return nil
 }
@@ -51,13 +56,15 @@ func startGossip(t *testing.T, id, dir string, key []byte, join ...string) *goss
 	g, err := newGossip(gossipConfig{
 		addr:    harness.FreeAddr(t),
 		join:    join,
-		self:    MemberMeta{Role: "server", ID: id, Bootstrapped: true},
+		self:    MemberMeta{Role: "server", ID: id, Bootstrapped: true, ClusterName: "tenure"},
 		log:     hclog.NewNullLogger(),
 		raft:    noRaft{},
 		leading: func() bool { return false },
 		changed: make(chan struct{}, 1),
 		keyring: kr,
 		dataDir: dir,
+		prove:   ClusterNameProof("tenure"),
+		rules:   rulesOf(DefaultConfig()),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,9 @@ type Node struct {
 	metrics *metrics
 	gossip  *gossip // nil without gossip
 
+	// contacts is the leader's record of which followers answer Raft.
+	contacts *contacts
+
 	// leading is the proposer of the current established term; nil while
 	// this node is not an established leader.
 	leading atomic.Pointer[proposer]
@@ -62,6 +65,7 @@ func New(cfg Config) (*Node, error) {
 		log:            cfg.Logger.Named("node"),
 		machine:        fsm.New(),
 		lessor:         newLessor(cfg.Clock),
+		contacts:       newContacts(),
 		notifyCh:       make(chan bool, 8),
 		membersChanged: make(chan struct{}, 1),
 		shutdownCh:     make(chan struct{}),
@@ -84,6 +88,18 @@ func New(cfg Config) (*Node, error) {
 		if kr == nil {
 			n.log.Warn("gossip is not encrypted: start every server and worker with -gossip-key (tenure keygen makes one)")
 		}
+		prove := cfg.ProveServer
+		switch {
+		case prove != nil:
+		case cfg.TLS.Enabled():
+			if prove, err = TLSProof(cfg.TLS, cfg.ClusterName); err != nil {
+				n.Shutdown()
+				return nil, err
+			}
+		default:
+			prove = ClusterNameProof(cfg.ClusterName)
+			n.log.Warn("cluster membership is insecure: a server proves it belongs to the cluster by its name alone, so anyone who can reach the gossip port can join as a non-voter", "cluster_name", cfg.ClusterName)
+		}
 		g, err := newGossip(gossipConfig{
 			keyring: kr,
 			dataDir: cfg.DataDir,
@@ -97,11 +113,15 @@ func New(cfg Config) (*Node, error) {
 				BootstrapExpect: cfg.BootstrapExpect,
 				NonVoter:        cfg.NonVoter,
 				Bootstrapped:    n.hadState || len(cfg.InitialCluster) > 0,
+				ClusterName:     cfg.ClusterName,
 			},
 			log:     cfg.Logger.Named("gossip"),
 			raft:    n.raft,
 			leading: func() bool { return n.Ready() == nil },
 			changed: n.membersChanged,
+			prove:   prove,
+			contact: n.contacts.get,
+			rules:   rulesOf(cfg),
 		})
 		if err != nil {
 			n.Shutdown()
@@ -172,7 +192,7 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("read raft state: %w", err)
 	}
 	n.hadState = existing
-	n.raft, err = raft.NewRaft(rc, n.machine, logs, store, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, n.machine, logs, store, snaps, withContacts(n.trans, n.contacts))
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}

@@ -165,6 +165,52 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	return nil
 }
 
+// PromoteServer makes the non-voter id a voter, at an operator's request:
+// also beyond the configured size (Config.Voters), and also a server
+// started with -non-voter. The leader must be in touch with it at its
+// configured address and its log caught up (ErrNotCaughtUp otherwise), so
+// that an operator cannot add a voter that does not answer, which would
+// raise the quorum without adding a vote. Promoting a voter does nothing.
+// It returns the number of voters afterwards. Leader only.
+func (n *Node) PromoteServer(ctx context.Context, id string) (int, error) {
+	if _, err := n.proposer(); err != nil {
+		return 0, err
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return 0, fmt.Errorf("read configuration: %w", err)
+	}
+	var target *raft.Server
+	voters := 0
+	for _, srv := range f.Configuration().Servers {
+		if srv.Suffrage == raft.Voter {
+			voters++
+		}
+		if string(srv.ID) == id {
+			target = &srv
+		}
+	}
+	switch {
+	case target == nil:
+		return 0, fmt.Errorf("server %q: %w", id, ErrNotFound)
+	case target.Suffrage == raft.Voter:
+		return voters, nil
+	}
+	ct, ok := n.contacts.get(target.ID, target.Address)
+	if rules := rulesOf(n.cfg); !rules.caughtUp(ct, ok, time.Now(), n.raft.CommitIndex()) {
+		if !ok {
+			return 0, fmt.Errorf("server %q has not answered the leader at %s: %w", id, target.Address, ErrNotCaughtUp)
+		}
+		return 0, fmt.Errorf("server %q last answered %v ago with log index %d, commit index %d: %w",
+			id, time.Since(ct.at).Round(time.Millisecond), ct.lastLog, n.raft.CommitIndex(), ErrNotCaughtUp)
+	}
+	if err := n.raft.AddVoter(target.ID, target.Address, 0, 0).Error(); err != nil {
+		return 0, fmt.Errorf("promote server %q: %w", id, err)
+	}
+	n.log.Info("server promoted", "server_id", id, "raft_addr", target.Address, "voters", voters+1, "configured_voters", n.cfg.Voters(), "by", "operator")
+	return voters + 1, nil
+}
+
 // TransferLeadership hands leadership to the server id, or to the most
 // up-to-date follower when id is empty, and returns the new leader's id
 // once this node has heard from it (or ctx ends).

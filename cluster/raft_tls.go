@@ -23,20 +23,19 @@ type tlsStream struct {
 	dial      *tls.Config
 }
 
-// newTLSStream listens on bind for Raft over TLS and dials peers with the
-// same certificate.
-func newTLSStream(bind string, advertise net.Addr, files certs.Files, clusterName string) (*tlsStream, error) {
-	in, err := certs.ServerConfig(files)
-	if err != nil {
-		return nil, err
+// raftTLS returns the configurations of Raft's TLS listener (in) and of
+// its dials (out): both require the peer to prove the server role of
+// clusterName with a certificate of files.CAFile.
+func raftTLS(files certs.Files, clusterName string) (in, out *tls.Config, err error) {
+	if in, err = certs.ServerConfig(files); err != nil {
+		return nil, nil, err
 	}
-	out, err := certs.ClientConfig(files)
-	if err != nil {
-		return nil, err
+	if out, err = certs.ClientConfig(files); err != nil {
+		return nil, nil, err
 	}
 	roots, err := certs.LoadPool(files.CAFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	verify := certs.VerifyServerConnection(roots, clusterName)
 	in.ClientCAs, in.ClientAuth, in.VerifyConnection = roots, tls.RequireAndVerifyClientCert, verify
@@ -44,6 +43,39 @@ func newTLSStream(bind string, advertise net.Addr, files certs.Files, clusterNam
 	// which VerifyConnection checks in full: the chain, the server name of
 	// the cluster, and both key usages.
 	out.InsecureSkipVerify, out.VerifyConnection = true, verify
+	return in, out, nil
+}
+
+// TLSProof is the admission check of a cluster with TLS: the member
+// announces this cluster's name, and its Raft address answers a TLS
+// handshake with a certificate of the cluster's CA that carries the server
+// role (the check Raft itself makes of every peer). A gossip member with
+// no such certificate is never added to Raft, not even as a non-voter.
+func TLSProof(files certs.Files, clusterName string) (func(Member) error, error) {
+	_, out, err := raftTLS(files, clusterName)
+	if err != nil {
+		return nil, err
+	}
+	byName := ClusterNameProof(clusterName)
+	return func(m Member) error {
+		if err := byName(m); err != nil {
+			return err
+		}
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", m.Meta.RaftAddr, out)
+		if err != nil {
+			return fmt.Errorf("%w: its Raft address %s did not prove the server role: %w", ErrNotProven, m.Meta.RaftAddr, err)
+		}
+		return conn.Close()
+	}, nil
+}
+
+// newTLSStream listens on bind for Raft over TLS and dials peers with the
+// same certificate.
+func newTLSStream(bind string, advertise net.Addr, files certs.Files, clusterName string) (*tlsStream, error) {
+	in, out, err := raftTLS(files, clusterName)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("raft listen on %s: %w", bind, err)

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"crypto/tls"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -162,4 +163,66 @@ func TestRaftOverTCPAcceptsAnyPeer(t *testing.T) {
 	harness.WaitUntil(t, 5*time.Second, "the plain request to move the term", func() bool {
 		return c.Node(target).Status().Term > before
 	})
+}
+
+// With TLS, a gossip member is admitted to Raft only when its Raft address
+// proves the server role in a handshake: announcing the cluster's name is
+// not enough.
+func TestTLSProofOfAServer(t *testing.T) {
+	p := newPKI(t)
+	prove, err := cluster.TLSProof(p.server("n1", "prod"), "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := func(files certs.Files) string {
+		cfg, err := certs.ServerConfig(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				conn, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				conn.(*tls.Conn).Handshake()
+				conn.Close()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	clientPair, err := p.ca.IssueClient(certs.ClientOptions{Name: "app"})
+	clientFiles := p.files("client-proof", clientPair, err, nil)
+	silent, _ := net.Listen("tcp", "127.0.0.1:0")
+	silent.Close()
+	member := func(name, raftAddr string) cluster.Member {
+		return cluster.Member{Name: "n2", Status: "alive", Meta: cluster.MemberMeta{Role: "server", ID: "n2", ClusterName: name, RaftAddr: raftAddr}}
+	}
+	n2 := listen(p.server("n2", "prod"))
+	for _, tc := range []struct {
+		name string
+		m    cluster.Member
+		ok   bool
+	}{
+		{"a server of the cluster", member("prod", n2), true},
+		{"the right name, a client certificate", member("prod", listen(clientFiles)), false},
+		{"the right name, a server of another cluster", member("prod", listen(p.server("n2", "staging"))), false},
+		{"the right name, nothing at its Raft address", member("prod", silent.Addr().String()), false},
+		{"another name", member("staging", n2), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := prove(tc.m)
+			if (err == nil) != tc.ok {
+				t.Fatalf("got %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !errors.Is(err, cluster.ErrNotProven) {
+				t.Errorf("got %v, want an ErrNotProven", err)
+			}
+		})
+	}
 }

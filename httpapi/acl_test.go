@@ -173,6 +173,7 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"POST /v1/operator/keyring", "POST", "/v1/operator/keyring", `{"op":"install","gossip_key":"AAAA"}`, client.RightOperator},
 		{"DELETE /v1/operator/servers/{id}", "DELETE", "/v1/operator/servers/n9", "", client.RightOperator},
 		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, client.RightOperator},
+		{"POST /v1/operator/servers/{id}/promote", "POST", "/v1/operator/servers/n1/promote", "", client.RightOperator},
 		{"GET /metrics", "GET", "/metrics", "", client.RightOperator},
 		{"GET /ui", "GET", "/ui", "", client.RightRead},
 		{"GET /healthz", "GET", "/healthz", "", "open"},

@@ -33,6 +33,18 @@ func (s *Server) removeServer(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (s *Server) promoteServer(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	id := pathVar(r, "id")
+	voters, err := s.node.PromoteServer(ctx, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, client.PromoteResult{ID: id, Voters: voters})
+	return nil
+}
+
 func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
 	var body client.TransferBody
 	if r.ContentLength != 0 {

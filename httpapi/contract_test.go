@@ -103,6 +103,8 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"DELETE /v1/operator/servers/{id}", "DELETE", "/v1/operator/servers/n9", "", 404, errBody},
 		{"GET /v1/operator/keyring", "GET", "/v1/operator/keyring", "", 409, errBody},
 		{"POST /v1/operator/keyring", "POST", "/v1/operator/keyring", `{"op":"install","gossip_key":"AAAA"}`, 409, errBody},
+		{"POST /v1/operator/servers/{id}/promote", "POST", "/v1/operator/servers/n1/promote", "", 200, func() any { return new(client.PromoteResult) }},
+		{"POST /v1/operator/servers/{id}/promote", "POST", "/v1/operator/servers/n9/promote", "", 404, errBody},
 		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, 200, func() any { return new(client.TransferResult) }},
 	}
 	token := func() any { return new(client.ACLToken) }

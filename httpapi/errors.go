@@ -70,6 +70,7 @@ var codeStatus = map[string]int{
 	client.CodeLeaseLost:           http.StatusNotFound,
 	client.CodeHeld:                http.StatusConflict,
 	client.CodeNothingNew:          http.StatusConflict,
+	client.CodeNotCaughtUp:         http.StatusConflict,
 	client.CodeOverloaded:          http.StatusTooManyRequests,
 	client.CodeInternal:            http.StatusInternalServerError,
 	client.CodeNoLeader:            http.StatusServiceUnavailable,
@@ -142,6 +143,8 @@ func writeError(w http.ResponseWriter, err error) {
 		body.Error = client.CodeProhibited
 	case errors.Is(err, cluster.ErrNotFound):
 		body.Error = client.CodeNotFound
+	case errors.Is(err, cluster.ErrNotCaughtUp):
+		body.Error = client.CodeNotCaughtUp
 	case errors.Is(err, cluster.ErrOverloaded):
 		body.Error = client.CodeOverloaded
 	case errors.Is(err, cluster.ErrGossipPlaintext):

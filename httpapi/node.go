@@ -65,6 +65,7 @@ type Node interface {
 	Status() cluster.Status
 	Members() []cluster.Member
 	RemoveServer(ctx context.Context, id string) error
+	PromoteServer(ctx context.Context, id string) (int, error)
 	TransferLeadership(ctx context.Context, id string) (string, error)
 	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)
 	Keyring() ([]cluster.KeyringView, int, error)

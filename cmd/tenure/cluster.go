@@ -110,6 +110,7 @@ Subcommands:
     remove-server ID        Remove a server from the Raft configuration
     transfer-leader [ID]    Hand leadership to ID, or to the most up-to-date server
     keyring                 List and rotate the gossip encryption keys
+    raft promote ID         Make the non-voting server ID a voter
 `
 
 func (e *env) operator(ctx context.Context, args []string) int {
@@ -117,7 +118,41 @@ func (e *env) operator(ctx context.Context, args []string) int {
 		"remove-server":   e.removeServer,
 		"transfer-leader": e.transferLeader,
 		"keyring":         e.keyring,
+		"raft":            e.operatorRaft,
 	})
+}
+
+const operatorRaftUsage = `Usage: tenure operator raft <subcommand> [args]
+
+Subcommands:
+    promote ID    Make the non-voting server ID a voter, also beyond the
+                  configured size; the leader must be in touch with it
+                  and its log caught up
+`
+
+func (e *env) operatorRaft(ctx context.Context, args []string) int {
+	return e.subcommands(ctx, args, operatorRaftUsage, map[string]func(context.Context, []string) int{
+		"promote": e.promoteServer,
+	})
+}
+
+func (e *env) promoteServer(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("operator raft promote", "operator raft promote ID")
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	res, _, err := c.Operator().PromoteServer(ctx, pos[0])
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(res)
+	}
+	fmt.Fprintf(e.stdout, "Server %s is a voter (%d voters)\n", res.ID, res.Voters)
+	return exitOK
 }
 
 func (e *env) removeServer(ctx context.Context, args []string) int {

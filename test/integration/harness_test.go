@@ -51,12 +51,15 @@ func runTests(m *testing.M) int {
 // so that a failover takes about a second, but a leader lease long enough
 // that a busy machine (the race detector, parallel builds) does not make
 // leaders step down for nothing; and a minimum TTL that still covers two
-// election timeouts, as the server demands.
+// election timeouts, as the server demands; and a leader that promotes a
+// caught-up non-voter after one second rather than ten, so that a test
+// that sees none promoted has waited long enough.
 var fastTimings = []string{
 	"-heartbeat-timeout", "500ms",
 	"-election-timeout", "500ms",
 	"-leader-lease-timeout", "500ms",
 	"-min-ttl", "1s",
+	"-server-stabilization-time", "1s",
 }
 
 const (

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,22 +19,24 @@ import (
 // configuration after it starts.
 const joinTimeout = 15 * time.Second
 
-// TestFourthServerJoins: a server started with only -join becomes a voter
-// (or, with -non-voter, a non-voter) of a running cluster and serves reads;
-// an operator removes a failed server with DELETE /v1/operator/servers/{id},
-// and it stays removed.
+// TestFourthServerJoins: a server started with only -join joins a running
+// cluster of three (-bootstrap-expect 3) as a non-voter and stays one,
+// since the cluster has its three voters; so does one started with
+// -non-voter. Both serve reads and forward writes. An operator promotes the
+// first with `tenure operator raft promote`, beyond the configured size;
+// then removes the failed servers with DELETE /v1/operator/servers/{id},
+// and they stay removed.
 func TestFourthServerJoins(t *testing.T) {
 	c := startCluster(t, 3)
 	l := c.leader(t)
 	written := c.acquire(t, l, "join/before", "worker", "30s", http.StatusCreated)
 
 	tests := []struct {
-		name     string
-		flags    []string
-		suffrage string
+		name  string
+		flags []string
 	}{
-		{name: "voter", suffrage: "voter"},
-		{name: "non-voter", flags: []string{"-non-voter"}, suffrage: "nonvoter"},
+		{name: "plain"},
+		{name: "non-voter", flags: []string{"-non-voter"}},
 	}
 	var joined []int
 	for _, tt := range tests {
@@ -42,7 +45,7 @@ func TestFourthServerJoins(t *testing.T) {
 			i := c.addNode(t, append([]string{"-join", c.nodes[0].gossipAddr}, tt.flags...)...)
 			joined = append(joined, i)
 			id := c.nodes[i].id
-			poll.WaitFor(t, joinTimeout, func() error {
+			listed := func() error {
 				st, err := c.status(l)
 				if err != nil {
 					return err
@@ -51,12 +54,13 @@ func TestFourthServerJoins(t *testing.T) {
 				if !ok {
 					return fmt.Errorf("leader's configuration %+v has no %s", st.Servers, id)
 				}
-				if srv.Suffrage != tt.suffrage || srv.RaftAddr != c.nodes[i].raftAddr || srv.HTTPAddr != c.nodes[i].httpAddr {
-					return fmt.Errorf("leader lists %+v, want %s at raft %s, http %s as %s", srv, id, c.nodes[i].raftAddr, c.nodes[i].httpAddr, tt.suffrage)
+				if srv.Suffrage != "nonvoter" || srv.RaftAddr != c.nodes[i].raftAddr || srv.HTTPAddr != c.nodes[i].httpAddr {
+					return fmt.Errorf("leader lists %+v, want %s at raft %s, http %s as nonvoter", srv, id, c.nodes[i].raftAddr, c.nodes[i].httpAddr)
 				}
 				return nil
-			})
-			t.Logf("%s joined as %s in %v", id, tt.suffrage, time.Since(started).Round(time.Millisecond))
+			}
+			poll.WaitFor(t, joinTimeout, listed)
+			t.Logf("%s joined as a non-voter in %v", id, time.Since(started).Round(time.Millisecond))
 			l = c.leader(t)
 			// The new server has the lease state and forwards writes.
 			poll.WaitFor(t, 5*time.Second, func() error {
@@ -70,11 +74,39 @@ func TestFourthServerJoins(t *testing.T) {
 				t.Errorf("read via %s: token %d holder %q, want %d worker", id, got.Token, got.Holder, written.Token)
 			}
 			c.acquire(t, i, "join/via-"+id, "worker", "30s", http.StatusCreated)
+			// Caught up, and stable for three times the leader's
+			// -server-stabilization-time, it still is no voter: the
+			// cluster has the three voters of -bootstrap-expect 3.
+			poll.Holds(t, 3*time.Second, listed)
 		})
 	}
 	if len(joined) != len(tests) {
 		t.FailNow()
 	}
+
+	t.Run("operator promotes", func(t *testing.T) {
+		i := joined[0]
+		id := c.nodes[i].id
+		var out []byte
+		poll.WaitFor(t, 10*time.Second, func() error {
+			cmd := exec.Command(binary, "operator", "raft", "promote", "-http-addr", strings.Join(c.httpAddrs(), ","), id)
+			cmd.Env = cleanEnv()
+			var err error
+			if out, err = cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("tenure operator raft promote %s: %v: %s", id, err, out)
+			}
+			return nil
+		})
+		if want := fmt.Sprintf("Server %s is a voter (4 voters)", id); !strings.Contains(string(out), want) {
+			t.Errorf("tenure operator raft promote %s said %q, want %q", id, out, want)
+		}
+		l = c.leader(t)
+		st := c.mustStatus(t, l)
+		if srv, ok := serverOf(st, id); !ok || srv.Suffrage != "voter" {
+			t.Errorf("after the promotion the leader lists %+v, want %s as voter", st.Servers, id)
+		}
+		c.acquire(t, l, "join/after-promotion", "worker", "30s", http.StatusCreated)
+	})
 
 	t.Run("remove the failed servers", func(t *testing.T) {
 		for _, i := range joined {
@@ -139,8 +171,9 @@ func TestFourthServerJoins(t *testing.T) {
 
 // TestRemovedServerStaysRemoved: an operator who removes a server right
 // after it failed (before gossip has declared it dead) must not find it back
-// in the Raft configuration: a dead voter that comes back silently raises
-// the quorum the cluster needs.
+// in the Raft configuration: a dead server that comes back would be
+// promoted to a voter that does not answer the moment the cluster has room
+// for one.
 func TestRemovedServerStaysRemoved(t *testing.T) {
 	c := startCluster(t, 3)
 	l := c.leader(t)
@@ -151,8 +184,8 @@ func TestRemovedServerStaysRemoved(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if srv, ok := serverOf(st, id); !ok || srv.Suffrage != "voter" {
-			return fmt.Errorf("leader's configuration %+v has no voter %s", st.Servers, id)
+		if _, ok := serverOf(st, id); !ok {
+			return fmt.Errorf("leader's configuration %+v has no %s", st.Servers, id)
 		}
 		return nil
 	})
@@ -434,4 +467,45 @@ func TestServerRejoinsAtNewRaftAddress(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestServerOfAnotherClusterNeverJoins: a server of another cluster started
+// with -join at this cluster's gossip address (a staging server given a
+// production -join by mistake) never changes the Raft configuration of any
+// server, and the leader says why in its log.
+func TestServerOfAnotherClusterNeverJoins(t *testing.T) {
+	c := startCluster(t, 3)
+	l := c.leader(t)
+	rogue := c.addNode(t, "-join", c.nodes[l].gossipAddr, "-cluster-name", "staging")
+	id := c.nodes[rogue].id
+	poll.WaitFor(t, joinTimeout, func() error {
+		if st, ok := c.memberStatus(t, l, id); !ok || st != "alive" {
+			return fmt.Errorf("the leader's gossip lists %s as %q (listed %v), want alive", id, st, ok)
+		}
+		return nil
+	})
+	same := func() error {
+		for k := 0; k < 3; k++ {
+			st, err := c.status(k)
+			if err != nil {
+				return err
+			}
+			var ids []string
+			for _, srv := range st.Servers {
+				ids = append(ids, srv.ID+"/"+srv.Suffrage+"@"+srv.RaftAddr)
+			}
+			want := fmt.Sprintf("n1/voter@%s n2/voter@%s n3/voter@%s", c.nodes[0].raftAddr, c.nodes[1].raftAddr, c.nodes[2].raftAddr)
+			if got := strings.Join(ids, " "); got != want {
+				return fmt.Errorf("%s lists the servers %s, want %s", c.nodes[k].id, got, want)
+			}
+		}
+		return nil
+	}
+	poll.Holds(t, 8*time.Second, same)
+	c.kill(t, rogue) // it knows no leader: c.leader would wait for it to agree
+	l = c.leader(t)
+	if log := tail(c.nodes[l].logPath, 1000); !strings.Contains(log, "server not admitted to raft") || !strings.Contains(log, `announces cluster \"staging\"`) {
+		t.Errorf("the leader's log does not say why %s was not admitted:\n%s", id, tail(c.nodes[l].logPath, 40))
+	}
+	c.acquire(t, l, "rogue/after", "worker", "30s", http.StatusCreated)
 }

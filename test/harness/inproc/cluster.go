@@ -33,6 +33,10 @@ type Options struct {
 	// before cluster.New, after the harness has set it up: a test may wrap
 	// cfg.Transport, which is a *raft.InmemTransport without TCP.
 	Tweak func(*cluster.Config)
+	// Gossip runs memberlist on a free loopback port for every node, each
+	// joining the others, as `tenure server -gossip-addr -join` does. The
+	// nodes still bootstrap from the initial cluster.
+	Gossip bool
 	// Serve, if not nil, puts every node behind an httptest server whose
 	// address is the node's HTTPAddr, and makes the server's handler each
 	// time the node starts.
@@ -54,6 +58,7 @@ type Cluster struct {
 	t      testing.TB
 	opts   Options
 	peers  []cluster.Peer
+	gossip []string // gossip addresses; nil without Options.Gossip
 	dirs   []string
 	fronts []*Front // nil without Options.Serve
 
@@ -110,6 +115,9 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 			p.HTTPAddr = f.Addr
 			c.fronts = append(c.fronts, f)
 		}
+		if opts.Gossip {
+			c.gossip = append(c.gossip, harness.FreeAddr(t))
+		}
 		c.peers = append(c.peers, p)
 		c.dirs = append(c.dirs, filepath.Join(t.TempDir(), id))
 	}
@@ -134,6 +142,14 @@ func (c *Cluster) Node(i int) *cluster.Node {
 	return c.nodes[i]
 }
 
+// GossipAddr is node i's gossip address; "" without Options.Gossip.
+func (c *Cluster) GossipAddr(i int) string {
+	if c.gossip == nil {
+		return ""
+	}
+	return c.gossip[i]
+}
+
 // Front is node i's HTTP server; nil without Options.Serve.
 func (c *Cluster) Front(i int) *Front {
 	if c.fronts == nil {
@@ -153,6 +169,15 @@ func (c *Cluster) start(i int) {
 	cfg := Config(c.peers[i].ID, c.dirs[i])
 	cfg.InitialCluster = c.peers
 	cfg.HTTPAddr = c.peers[i].HTTPAddr
+	if c.gossip != nil {
+		cfg.GossipAddr = c.gossip[i]
+		cfg.Join = nil
+		for j, addr := range c.gossip {
+			if j != i {
+				cfg.Join = append(cfg.Join, addr)
+			}
+		}
+	}
 	if c.opts.TCP {
 		cfg.RaftAddr = c.peers[i].RaftAddr
 	} else {

@@ -1,0 +1,393 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Who may become a Raft voter, after Consul's autopilot. Gossip proves
+// nothing: anyone who reaches the gossip port can announce role=server with
+// any id and address. So the leader
+//
+//  1. admits to Raft only servers that prove they belong to this cluster
+//     (Config.ProveServer), and only as non-voters;
+//  2. promotes a non-voter to voter only while the cluster has fewer voters
+//     than its configured size (Config.Voters), and only once the non-voter
+//     has stayed healthy for ServerStabilization: it answers the leader's
+//     Raft messages at its configured address, and its log is within
+//     MaxCatchUpLag entries of the leader's commit index;
+//  3. removes a server that has been dead for DeadServerCleanup: failed or
+//     left on gossip and silent to the leader's Raft messages; a voter only
+//     while removableDeadVoters allows it;
+//  4. moves a known server to the address gossip announces only once the
+//     leader has been out of contact with it at its configured address for
+//     a few election timeouts (a rescheduled pod with a new IP), never while
+//     it answers there.
+//
+// The leader's view of a server's health is its own transport's (contacts),
+// never what the server or gossip says about itself.
+
+// ErrNotProven: a member that announces itself as a server has not proven
+// that it belongs to this cluster. The leader does not admit it to Raft.
+var ErrNotProven = errors.New("server not proven to belong to this cluster")
+
+// ClusterNameProof is the default admission check: a server belongs to the
+// cluster named name when it announces that name. It proves nothing
+// against someone who can reach the gossip port and knows the name; it
+// keeps out servers of another cluster started with a wrong -join.
+func ClusterNameProof(name string) func(Member) error {
+	return func(m Member) error {
+		if m.Meta.ClusterName != name {
+			return fmt.Errorf("%w: it announces cluster %q, this is %q", ErrNotProven, m.Meta.ClusterName, name)
+		}
+		return nil
+	}
+}
+
+// pilotRules are the sizes and durations of the leader's decisions.
+type pilotRules struct {
+	// voters is the configured size (Config.Voters); 0: unknown.
+	voters int
+	// stabilization is Config.ServerStabilization; deadAfter is
+	// Config.DeadServerCleanup (0: never remove).
+	stabilization, deadAfter time.Duration
+	// addressGrace is Config.addressGrace.
+	addressGrace time.Duration
+	// recent: a contact at most this old counts as the server being in
+	// touch now (a few heartbeat intervals).
+	recent time.Duration
+	// catchUpLag is Config.MaxCatchUpLag.
+	catchUpLag uint64
+}
+
+func rulesOf(cfg Config) pilotRules {
+	return pilotRules{
+		voters:        cfg.Voters(),
+		stabilization: cfg.ServerStabilization,
+		deadAfter:     cfg.DeadServerCleanup,
+		addressGrace:  cfg.addressGrace(),
+		recent:        2 * cfg.HeartbeatTimeout,
+		catchUpLag:    cfg.MaxCatchUpLag,
+	}
+}
+
+// caughtUp reports whether the leader heard from a server within recent,
+// and the log the server reported then was within lag entries of commit.
+func (r pilotRules) caughtUp(ct contact, ok bool, now time.Time, commit uint64) bool {
+	return ok && now.Sub(ct.at) <= r.recent && ct.lastLog+r.catchUpLag >= commit
+}
+
+// removableDeadVoters is how many dead voters the leader may remove from a
+// configuration of voters voters, failed of which are out of touch (dead
+// or not yet long enough), in a cluster of configured size size (0:
+// unknown, taken as voters).
+//
+// Consul's rule first: only while the failed voters are a minority of the
+// voters. Then the live voters are a majority that commits the removal, and
+// a leader that sees half of the cluster gone (a partition, not deaths)
+// removes nobody. Second, never below a majority of the configured size:
+// a cluster of five keeps at least three voters however many cleanups come
+// one after the other, so that it can never shrink to a single server that
+// a partition would then leave alone in charge. Removal itself is safe for
+// quorum (a voter that is gone counts against it either way); these rules
+// keep the cluster's size from drifting down on a flaky view.
+func removableDeadVoters(voters, failed, size int) int {
+	if failed <= 0 || 2*failed >= voters {
+		return 0
+	}
+	if size <= 0 {
+		size = voters
+	}
+	n := voters - (size/2 + 1)
+	if n > failed {
+		n = failed
+	}
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+// pilot is what the leader remembers between reconciliations: when this
+// term's leadership was first seen (contacts older than it say nothing),
+// since when each non-voter has been healthy, and what it has already
+// logged about each member.
+type pilot struct {
+	term         uint64
+	leaderSince  time.Time
+	healthySince map[raft.ServerID]time.Time
+	logged       map[string]string // member name → last message
+}
+
+func newPilot() pilot {
+	return pilot{healthySince: map[raft.ServerID]time.Time{}, logged: map[string]string{}}
+}
+
+// logOnce logs msg about the member named name (or "raft:" and a server
+// id), unless it is what was last logged about it.
+func (g *gossip) logOnce(name, msg string, err error) {
+	line := msg + ": " + err.Error()
+	if g.pilot.logged[name] == line {
+		return
+	}
+	g.pilot.logged[name] = line
+	g.log.Warn(msg, "member", name, "error", err)
+}
+
+// reconcile brings the Raft configuration in line with gossip, on the
+// established leader: admit, clean up, promote. Each step reads the
+// configuration afresh; a change that fails is tried again next time.
+func (g *gossip) reconcile() {
+	now := time.Now()
+	if term := g.raft.CurrentTerm(); term != g.pilot.term {
+		g.pilot = newPilot()
+		g.pilot.term, g.pilot.leaderSince = term, now
+	}
+	members := g.Members()
+	listed := map[string]bool{}
+	for _, m := range members {
+		listed[m.Name] = true
+	}
+	for name := range g.pilot.logged {
+		if !listed[name] && !strings.HasPrefix(name, "raft:") {
+			delete(g.pilot.logged, name)
+		}
+	}
+	if servers, ok := g.configuration(); ok {
+		g.admit(servers, members, now)
+	}
+	if servers, ok := g.configuration(); ok && g.rules.deadAfter > 0 {
+		g.removeDead(servers, now)
+	}
+	if servers, ok := g.configuration(); ok {
+		g.promote(servers, members, now)
+	}
+}
+
+func (g *gossip) configuration() ([]raft.Server, bool) {
+	f := g.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		g.log.Warn("reading the raft configuration failed", "error", err)
+		return nil, false
+	}
+	return f.Configuration().Servers, true
+}
+
+// silentFor is how long the leader has had no answer from srv at its
+// configured address, counting from this term's leadership at most.
+func (g *gossip) silentFor(srv raft.Server, now time.Time) time.Duration {
+	last := g.pilot.leaderSince
+	if ct, ok := g.contact(srv.ID, srv.Address); ok && ct.at.After(last) {
+		last = ct.at
+	}
+	return now.Sub(last)
+}
+
+// admit adds the alive, proven servers that are new as non-voters, and
+// moves a known server to its announced address once it has been silent
+// at the old one for addressGrace. It never adds a server that has Raft
+// state, so a server that was removed stays out, alive or not, until it
+// is started again with an empty data dir; and it never adds one an
+// operator removed through this node lately (its announcement may lag).
+func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
+	known := make(map[raft.ServerID]raft.Server, len(servers))
+	for _, s := range servers {
+		known[s.ID] = s
+	}
+	for _, m := range members {
+		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || m.Meta.ID == g.self.ID {
+			continue
+		}
+		if m.proof != nil {
+			if m.proof != errUnchecked {
+				g.logOnce(m.Name, "server not admitted to raft", m.proof)
+			}
+			continue
+		}
+		if g.removedLately(m.Meta.ID) {
+			continue
+		}
+		id, addr := raft.ServerID(m.Meta.ID), raft.ServerAddress(m.Meta.RaftAddr)
+		srv, isKnown := known[id]
+		switch {
+		case isKnown && srv.Address == addr:
+			continue // nothing to do
+		case isKnown:
+			if silent := g.silentFor(srv, now); silent < g.rules.addressGrace {
+				g.logOnce(m.Name, "server address not changed", fmt.Errorf(
+					"server %s announces raft address %s, but answered at %s %v ago", id, addr, srv.Address, silent.Round(time.Millisecond)))
+				continue
+			}
+		case m.Meta.Bootstrapped:
+			continue // has Raft state but was removed: stays out
+		}
+		var err error
+		if isKnown && srv.Suffrage == raft.Voter {
+			err = g.raft.AddVoter(id, addr, 0, 10*time.Second).Error() // moves it, as a voter
+		} else {
+			err = g.raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
+		}
+		if err != nil {
+			g.log.Warn("adding server failed", "server_id", id, "error", err)
+			continue
+		}
+		if isKnown {
+			g.log.Info("server address changed", "server_id", id, "raft_addr", addr, "old_raft_addr", srv.Address)
+		} else {
+			g.log.Info("server added", "server_id", id, "raft_addr", addr, "voter", false)
+		}
+	}
+}
+
+// deadFor is how long server id has been dead: failed or left on gossip
+// (every member announcing that id; one that gossip has forgotten counts
+// from this term's leadership) and silent to this leader. 0 while either
+// says it lives.
+func (g *gossip) deadFor(srv raft.Server, now time.Time) time.Duration {
+	alive, since := g.serverStatus(string(srv.ID))
+	if alive {
+		return 0
+	}
+	if since.Before(g.pilot.leaderSince) {
+		since = g.pilot.leaderSince
+	}
+	dead := now.Sub(since)
+	if silent := g.silentFor(srv, now); silent < dead {
+		dead = silent
+	}
+	return dead
+}
+
+// serverStatus reports whether a member announcing server id is alive on
+// gossip and, if none is, since when the last of them has been dead (the
+// zero time when gossip lists none).
+func (g *gossip) serverStatus(id string) (alive bool, deadSince time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, e := range g.members {
+		if e.member.Meta.Role != "server" || e.member.Meta.ID != id {
+			continue
+		}
+		if e.member.Status == "alive" {
+			return true, time.Time{}
+		}
+		if e.since.After(deadSince) {
+			deadSince = e.since
+		}
+	}
+	return false, deadSince
+}
+
+// removeDead removes the servers that have been dead for deadAfter: every
+// such non-voter, and as many such voters as removableDeadVoters allows,
+// in id order.
+func (g *gossip) removeDead(servers []raft.Server, now time.Time) {
+	voters, failed := 0, 0
+	var deadVoters []raft.Server
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+		if s.ID == raft.ServerID(g.self.ID) {
+			continue
+		}
+		dead := g.deadFor(s, now)
+		switch {
+		case dead >= g.rules.deadAfter && s.Suffrage != raft.Voter:
+			g.remove(s, dead, "dead non-voter")
+		case s.Suffrage != raft.Voter:
+		case dead >= g.rules.deadAfter:
+			deadVoters = append(deadVoters, s)
+			failed++
+		case dead > 0 || g.silentFor(s, now) >= g.rules.addressGrace:
+			failed++ // out of touch, not yet for long enough
+		}
+	}
+	n := removableDeadVoters(voters, failed, g.rules.voters)
+	if n < len(deadVoters) {
+		g.logOnce("raft:"+string(deadVoters[n].ID), "dead voter kept", fmt.Errorf(
+			"%d of %d voters are failed and the configured size is %d: removing more would leave too few", failed, voters, g.rules.voters))
+	}
+	for _, s := range deadVoters[:min(n, len(deadVoters))] {
+		g.remove(s, g.deadFor(s, now), "dead voter")
+	}
+}
+
+func (g *gossip) remove(s raft.Server, dead time.Duration, what string) {
+	if err := g.raft.RemoveServer(s.ID, 0, 10*time.Second).Error(); err != nil {
+		g.log.Warn("removing "+what+" failed", "server_id", s.ID, "error", err)
+		return
+	}
+	g.log.Info(what+" removed", "server_id", s.ID, "raft_addr", s.Address, "dead_for", dead.Round(time.Second))
+}
+
+// promote makes voters of the healthy non-voters, longest healthy first,
+// while the cluster has fewer voters than its configured size. A non-voter
+// must be announced alive on gossip by a proven member at its configured
+// address, not have asked to stay a non-voter (-non-voter), and have been
+// healthy (caughtUp) for stabilization.
+func (g *gossip) promote(servers []raft.Server, members []Member, now time.Time) {
+	commit := g.raft.CommitIndex()
+	voters := 0
+	inConfig := map[raft.ServerID]bool{}
+	var candidates []raft.Server
+	for _, s := range servers {
+		inConfig[s.ID] = true
+		if s.Suffrage == raft.Voter {
+			voters++
+			continue
+		}
+		ct, ok := g.contact(s.ID, s.Address)
+		if !g.rules.caughtUp(ct, ok, now, commit) {
+			delete(g.pilot.healthySince, s.ID)
+			continue
+		}
+		if _, ok := g.pilot.healthySince[s.ID]; !ok {
+			g.pilot.healthySince[s.ID] = now
+		}
+		candidates = append(candidates, s)
+	}
+	for id := range g.pilot.healthySince {
+		if !inConfig[id] {
+			delete(g.pilot.healthySince, id)
+		}
+	}
+	sort.Slice(candidates, func(i, j int) bool {
+		a, b := g.pilot.healthySince[candidates[i].ID], g.pilot.healthySince[candidates[j].ID]
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return candidates[i].ID < candidates[j].ID
+	})
+	for _, s := range candidates {
+		if voters >= g.rules.voters {
+			return
+		}
+		if now.Sub(g.pilot.healthySince[s.ID]) < g.rules.stabilization || !g.announces(members, s) {
+			continue
+		}
+		if err := g.raft.AddVoter(s.ID, s.Address, 0, 10*time.Second).Error(); err != nil {
+			g.log.Warn("promoting server failed", "server_id", s.ID, "error", err)
+			continue
+		}
+		voters++
+		g.log.Info("server promoted", "server_id", s.ID, "raft_addr", s.Address, "voters", voters, "configured_voters", g.rules.voters)
+	}
+}
+
+// announces reports whether a proven, alive member announces s at its
+// configured address without asking to stay a non-voter.
+func (g *gossip) announces(members []Member, s raft.Server) bool {
+	for _, m := range members {
+		if m.Meta.Role == "server" && m.Status == "alive" && m.Meta.ID == string(s.ID) &&
+			m.Meta.RaftAddr == string(s.Address) && !m.Meta.NonVoter && m.proof == nil {
+			return true
+		}
+	}
+	return false
+}

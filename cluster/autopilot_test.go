@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+)
+
+// Dead voters are removed only while the failed ones are a minority of the
+// voters, and never below a majority of the configured size.
+func TestRemovableDeadVoters(t *testing.T) {
+	tests := []struct {
+		name                 string
+		voters, failed, size int
+		want                 int
+	}{
+		{name: "none failed", voters: 3, failed: 0, size: 3, want: 0},
+		{name: "one of three", voters: 3, failed: 1, size: 3, want: 1},
+		{name: "two of three: no majority would commit it", voters: 3, failed: 2, size: 3, want: 0},
+		{name: "one of two", voters: 2, failed: 1, size: 3, want: 0},
+		{name: "two of five", voters: 5, failed: 2, size: 5, want: 2},
+		{name: "three of five", voters: 5, failed: 3, size: 5, want: 0},
+		{name: "five, shrunk to three: keeps a majority of five", voters: 3, failed: 1, size: 5, want: 0},
+		{name: "four of a size three cluster with an operator's extra voter", voters: 4, failed: 1, size: 3, want: 1},
+		{name: "two of four", voters: 4, failed: 2, size: 3, want: 0},
+		{name: "three forged voters of six", voters: 6, failed: 3, size: 3, want: 0},
+		{name: "unknown size counts the voters", voters: 3, failed: 1, size: 0, want: 1},
+		{name: "unknown size, five voters, two failed", voters: 5, failed: 2, size: 0, want: 2},
+		{name: "single server", voters: 1, failed: 0, size: 1, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := removableDeadVoters(tt.voters, tt.failed, tt.size); got != tt.want {
+				t.Errorf("removableDeadVoters(voters %d, failed %d, size %d) = %d, want %d", tt.voters, tt.failed, tt.size, got, tt.want)
+			}
+		})
+	}
+}
+
+// The configured size is -bootstrap-expect, or the servers of
+// -initial-cluster, or unknown (0).
+func TestConfiguredVoters(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want int
+	}{
+		{name: "bootstrap-expect 3", cfg: Config{BootstrapExpect: 3}, want: 3},
+		{name: "single dev node", cfg: Config{BootstrapExpect: 1}, want: 1},
+		{name: "initial cluster of five", cfg: Config{InitialCluster: make([]Peer, 5)}, want: 5},
+		{name: "a server that joins", cfg: Config{Join: []string{"10.0.0.1:7502"}}, want: 0},
+	}
+	for _, tt := range tests {
+		if got := tt.cfg.Voters(); got != tt.want {
+			t.Errorf("%s: Voters() = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestClusterNameProof(t *testing.T) {
+	prove := ClusterNameProof("prod")
+	if err := prove(Member{Meta: MemberMeta{Role: "server", ClusterName: "prod"}}); err != nil {
+		t.Errorf("a member of cluster prod: %v, want nil", err)
+	}
+	for _, name := range []string{"", "staging", "Prod"} {
+		if err := prove(Member{Meta: MemberMeta{Role: "server", ClusterName: name}}); !errors.Is(err, ErrNotProven) {
+			t.Errorf("a member of cluster %q: %v, want ErrNotProven", name, err)
+		}
+	}
+}
+
+func TestClusterNameValidation(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"tenure": true, "prod-eu-1": true, "a1": true, "A1": false,
+		"": false, "-a": false, "a-": false, "a.b": false, "a_b": false, "x y": false,
+		"a23456789012345678901234567890123456789012345678901234567890123":  true,
+		"a234567890123456789012345678901234567890123456789012345678901234": false,
+	} {
+		cfg := DefaultConfig()
+		cfg.ClusterName = name
+		err := cfg.Validate()
+		if refused := err != nil && strings.Contains(err.Error(), "cluster-name"); refused == ok {
+			t.Errorf("cluster-name %q: got %v, want ok=%v", name, err, ok)
+		}
+	}
+}
+
+// A server is caught up while the leader heard from it recently and its
+// log is within the lag of the commit index.
+func TestCaughtUp(t *testing.T) {
+	r := pilotRules{recent: time.Second, catchUpLag: 10}
+	now := time.Now()
+	tests := []struct {
+		name string
+		ct   contact
+		ok   bool
+		want bool
+	}{
+		{name: "never answered", ok: false, want: false},
+		{name: "answered now, at the commit index", ct: contact{at: now, lastLog: 100}, ok: true, want: true},
+		{name: "answered now, within the lag", ct: contact{at: now, lastLog: 90}, ok: true, want: true},
+		{name: "answered now, behind", ct: contact{at: now, lastLog: 89}, ok: true, want: false},
+		{name: "answered long ago", ct: contact{at: now.Add(-2 * time.Second), lastLog: 100}, ok: true, want: false},
+	}
+	for _, tt := range tests {
+		if got := r.caughtUp(tt.ct, tt.ok, now, 100); got != tt.want {
+			t.Errorf("%s: caughtUp = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Contacts are per address: an answer at one address says nothing about
+// another.
+func TestContactsPerAddress(t *testing.T) {
+	c := newContacts()
+	c.answered("n2", "10.0.0.2:7501", 42, true)
+	if ct, ok := c.get("n2", "10.0.0.2:7501"); !ok || ct.lastLog != 42 {
+		t.Errorf("get at the answering address: %+v %v, want last log 42", ct, ok)
+	}
+	if _, ok := c.get("n2", "10.0.0.9:7501"); ok {
+		t.Errorf("get at another address: found, want none")
+	}
+	c.answered("n2", "10.0.0.2:7501", 0, false) // a snapshot install keeps the index
+	if ct, _ := c.get("n2", "10.0.0.2:7501"); ct.lastLog != 42 {
+		t.Errorf("after an answer without index: last log %d, want 42", ct.lastLog)
+	}
+	if _, ok := c.get(raft.ServerID("n3"), "10.0.0.3:7501"); ok {
+		t.Errorf("get of a server never heard: found, want none")
+	}
+}
+
+// The admission check runs once per announcement of a server, on the
+// maintain goroutine; until it has, the member counts as not proven, and
+// its HTTP address is not used for forwarding.
+func TestProveMembersOncePerAnnouncement(t *testing.T) {
+	calls := 0
+	g := &gossip{
+		gossipConfig: gossipConfig{prove: func(m Member) error {
+			calls++
+			return ClusterNameProof("prod")(m)
+		}},
+		members: map[string]*memberEntry{},
+	}
+	announce := func(name, cluster string) {
+		meta, _ := json.Marshal(MemberMeta{Role: "server", ID: name, HTTPAddr: name + ":7500", ClusterName: cluster})
+		g.record(&memberlist.Node{Name: name, Addr: net.IPv4(127, 0, 0, 1), Port: 7502, Meta: meta}, "alive")
+	}
+	announce("n1", "prod")
+	announce("x1", "staging")
+	if got := g.httpAddrOf("n1"); got != "" {
+		t.Errorf("before the check: httpAddrOf(n1) = %q, want none", got)
+	}
+	g.proveMembers()
+	g.proveMembers()
+	if calls != 2 {
+		t.Errorf("after two rounds: %d checks, want 2 (one per announcement)", calls)
+	}
+	if got := g.httpAddrOf("n1"); got != "n1:7500" {
+		t.Errorf("httpAddrOf(n1) = %q, want n1:7500", got)
+	}
+	if got := g.httpAddrOf("x1"); got != "" {
+		t.Errorf("httpAddrOf(x1) of another cluster = %q, want none", got)
+	}
+	announce("x1", "prod") // it announces again, now with this cluster's name
+	g.proveMembers()
+	if calls != 3 || g.httpAddrOf("x1") != "x1:7500" {
+		t.Errorf("after a new announcement: %d checks, httpAddrOf(x1) = %q; want 3, x1:7500", calls, g.httpAddrOf("x1"))
+	}
+}

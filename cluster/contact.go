@@ -1,0 +1,106 @@
+package cluster
+
+import (
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// contact is the leader's view of one follower: when a Raft RPC that this
+// node sent to it at addr was last answered, and the last log index the
+// follower reported in that answer.
+type contact struct {
+	addr    raft.ServerAddress
+	at      time.Time
+	lastLog uint64
+}
+
+// contacts records, per server id, the last answered RPC this node sent.
+// Only a leader sends AppendEntries (its heartbeats go out every tenth of
+// the heartbeat timeout, to voters and non-voters alike), so on a leader it
+// says which followers answer Raft at their configured address and how far
+// their logs are: what gossip cannot prove, since anyone on the gossip
+// network can announce anything.
+type contacts struct {
+	mu sync.Mutex
+	m  map[raft.ServerID]contact
+}
+
+func newContacts() *contacts {
+	return &contacts{m: make(map[raft.ServerID]contact)}
+}
+
+// answered records an answer of id at addr; lastLog is kept from the
+// previous answer when known is false (an RPC whose answer has no index).
+func (c *contacts) answered(id raft.ServerID, addr raft.ServerAddress, lastLog uint64, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev := c.m[id]
+	if !known && prev.addr == addr {
+		lastLog = prev.lastLog
+	}
+	c.m[id] = contact{addr: addr, at: time.Now(), lastLog: lastLog}
+}
+
+// get is the last contact with id at addr; ok is false when this node has
+// never had an answer from id at that address.
+func (c *contacts) get(id raft.ServerID, addr raft.ServerAddress) (contact, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ct, ok := c.m[id]
+	if !ok || ct.addr != addr {
+		return contact{}, false
+	}
+	return ct, true
+}
+
+// contactTransport is the node's Raft transport with every answered
+// AppendEntries and InstallSnapshot recorded in contacts. Everything else
+// passes through unchanged.
+type contactTransport struct {
+	raft.Transport
+	seen *contacts
+}
+
+// withContacts wraps t. Raft looks for the optional WithPreVote interface
+// on its transport, so the wrapper has it exactly when t has it.
+func withContacts(t raft.Transport, seen *contacts) raft.Transport {
+	ct := &contactTransport{Transport: t, seen: seen}
+	if _, ok := t.(raft.WithPreVote); ok {
+		return &contactPreVoteTransport{ct}
+	}
+	return ct
+}
+
+func (t *contactTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.Transport.AppendEntries(id, target, args, resp)
+	if err == nil {
+		t.seen.answered(id, target, resp.LastLog, true)
+	}
+	return err
+}
+
+func (t *contactTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	err := t.Transport.InstallSnapshot(id, target, args, resp, data)
+	if err == nil {
+		t.seen.answered(id, target, 0, false)
+	}
+	return err
+}
+
+// Close implements raft.WithClose: Raft closes its transport when it shuts
+// down, if the transport can be closed.
+func (t *contactTransport) Close() error {
+	if c, ok := t.Transport.(raft.WithClose); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+type contactPreVoteTransport struct{ *contactTransport }
+
+func (t *contactPreVoteTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	return t.Transport.(raft.WithPreVote).RequestPreVote(id, target, args, resp)
+}
