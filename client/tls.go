@@ -62,6 +62,16 @@ func (t TLSConfig) validate() error {
 	return nil
 }
 
+// Build reads the files and returns the configuration a Client with these
+// settings gives its connections, for a program that also calls the API
+// with an HTTP client of its own; nil when no setting is made.
+func (t TLSConfig) Build() (*tls.Config, error) {
+	if !t.enabled() {
+		return nil, nil
+	}
+	return t.build()
+}
+
 // build reads the files and returns the configuration of the client's
 // connections.
 func (t TLSConfig) build() (*tls.Config, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenure-io/tenure/test/jepsen/netns"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // runConfig is one run: a cluster, its workloads, and a fault schedule
@@ -100,7 +103,21 @@ func setupWorld(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger
 	if err != nil {
 		return nil, err
 	}
+	servers := map[string]string{}
+	for _, sv := range w.servers {
+		servers[sv.name] = w.net.Addr(sv.name)
+	}
+	if w.sec, err = newSecure(filepath.Join(cfg.Dir, "secure"), servers); err != nil {
+		w.close()
+		return nil, fmt.Errorf("security set-up: %w", err)
+	}
 	w.http = w.net.HTTPClient(3 * time.Second)
+	tc, err := w.sec.clientTLS()
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	w.http.Transport.(*http.Transport).TLSClientConfig = tc
 	if err := w.net.CheckConnectivity(ctx); err != nil {
 		w.close()
 		return nil, fmt.Errorf("connectivity check after set-up: %w", err)
@@ -123,6 +140,9 @@ func (w *world) startAll(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := w.bootstrapACL(ctx, 30*time.Second); err != nil {
+		return err
+	}
 	if err := w.waitReady(ctx, 30*time.Second); err != nil {
 		return err
 	}
@@ -136,13 +156,54 @@ func (w *world) startAll(ctx context.Context) error {
 		}
 	}
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, 7))
+	api, err := w.apiClient(w.sec.token)
+	if err != nil {
+		return err
+	}
 	for _, a := range w.agents {
+		token, err := w.sec.agentToken(ctx, api, a.name)
+		if err != nil {
+			return err
+		}
+		a.env = w.sec.agentEnv(token)
 		a.args = w.agentArgs(a, rng.Uint64())
 		if err := w.startProc(a); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// apiClient is a Go client of the servers that sends the harness's
+// requests: from the hub, over its TLS, with token.
+func (w *world) apiClient(token string) (*client.Client, error) {
+	cfg := client.DefaultConfig()
+	cfg.Addresses = w.serverURLList()
+	cfg.HTTPClient = w.http
+	cfg.TLS = client.TLSConfig{} // w.http has it
+	cfg.Token = token
+	cfg.Timeout = 3 * time.Second
+	return client.New(cfg)
+}
+
+// bootstrapACL takes the cluster's management token as soon as a leader
+// can answer (every other request needs a token), and makes the agents'
+// policy.
+func (w *world) bootstrapACL(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	for {
+		err := w.sec.bootstrap(ctx, w.apiClient)
+		if err == nil {
+			return nil
+		}
+		w.log.Debug("acl bootstrap not yet", "error", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("acl bootstrap: %w", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func (w *world) has(workload string) bool {

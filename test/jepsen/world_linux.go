@@ -64,6 +64,7 @@ type world struct {
 	servers []*proc
 	agents  []*proc
 	store   *proc
+	sec     *secure // TLS, gossip key and ACL tokens of the run
 
 	mu      sync.Mutex
 	samples []check.StatusSample
@@ -80,15 +81,19 @@ func (w *world) all() []*proc {
 }
 
 func (w *world) url(p *proc, path string) string {
-	return fmt.Sprintf("http://%s:%d%s", w.net.Addr(p.name), portHTTP, path)
+	return fmt.Sprintf("https://%s:%d%s", w.net.Addr(p.name), portHTTP, path)
 }
 
 func (w *world) serverURLs() string {
+	return strings.Join(w.serverURLList(), ",")
+}
+
+func (w *world) serverURLList() []string {
 	var out []string
 	for _, s := range w.servers {
-		out = append(out, fmt.Sprintf("http://%s:%d", w.net.Addr(s.name), portHTTP))
+		out = append(out, w.url(s, ""))
 	}
-	return strings.Join(out, ",")
+	return out
 }
 
 // serverArgs are the flags of server p; every server bootstraps through
@@ -111,6 +116,7 @@ func (w *world) serverArgs(p *proc) []string {
 		"-join", strings.Join(join, ","),
 		"-log-level", "debug",
 	}
+	args = append(args, w.sec.serverArgs(p.name)...)
 	return append(args, serverTimings...)
 }
 
@@ -145,6 +151,7 @@ func (w *world) call(ctx context.Context, method, url string, body, out any) (in
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	w.sec.authorize(req)
 	resp, err := w.http.Do(req)
 	if err != nil {
 		return 0, err

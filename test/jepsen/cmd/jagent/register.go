@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/test/jepsen/history"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 const (
@@ -39,6 +41,8 @@ type regConfig struct {
 	keys    []string
 	ttl     time.Duration
 	timeout time.Duration
+	// token is the ACL token the requests carry (TENURE_HTTP_TOKEN).
+	token string
 }
 
 // runRegister is `jagent register`: the lease-register workload of the
@@ -93,8 +97,17 @@ func runRegister(ctx context.Context, args []string, stderr io.Writer) int {
 	defer cancel()
 	log.Info("starting", "procs", procs, "keys", cfg.keys, "ttl", cfg.ttl, "timeout", cfg.timeout, "seed", cf.seed, "servers", cfg.servers)
 
+	// TLS and the ACL token come from the environment, as for the Go
+	// client (TENURE_CACERT, TENURE_CLIENT_CERT, TENURE_CLIENT_KEY,
+	// TENURE_HTTP_TOKEN).
+	env := client.DefaultConfig()
+	cfg.token = env.Token
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConnsPerHost = procs
+	if t.TLSClientConfig, err = env.TLS.Build(); err != nil {
+		log.Error("cannot start", "error", err)
+		return exitError
+	}
 	hc := &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	var wg sync.WaitGroup
 	for i := range procs {
@@ -189,6 +202,9 @@ func (p *regProc) do(parent context.Context, op regOp, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	req, err := op.request(ctx, server)
+	if err == nil && p.cfg.token != "" {
+		req.Header.Set(client.HeaderToken, p.cfg.token)
+	}
 	if err != nil {
 		p.log.Error("operation not sent", "f", op.f, "key", op.key, "error", err)
 		return
