@@ -179,8 +179,10 @@ func (w *world) startAll(ctx context.Context) error {
 func (w *world) apiClient(token string) (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = w.serverURLList()
-	cfg.HTTPClient = w.http
-	cfg.TLS = client.TLSConfig{} // w.http has it
+	hc := *w.http // its transport: the hub's dialer and the run's TLS
+	hc.Timeout = 0 // the client bounds its attempts itself
+	cfg.HTTPClient = &hc
+	cfg.TLS = client.TLSConfig{}
 	cfg.Token = token
 	cfg.Timeout = 3 * time.Second
 	return client.New(cfg)
