@@ -179,7 +179,7 @@ func (w *world) startAll(ctx context.Context) error {
 func (w *world) apiClient(token string) (*client.Client, error) {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = w.serverURLList()
-	hc := *w.http // its transport: the hub's dialer and the run's TLS
+	hc := *w.http  // its transport: the hub's dialer and the run's TLS
 	hc.Timeout = 0 // the client bounds its attempts itself
 	cfg.HTTPClient = &hc
 	cfg.TLS = client.TLSConfig{}

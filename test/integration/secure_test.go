@@ -1,0 +1,150 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+// TestSecureClusterClients: three servers with everything on: mutual TLS
+// on the API and on Raft, gossip encryption and ACLs (default deny). With a
+// client certificate, a bound token and the gossip key, the Go client's
+// kept-alive lease, an Election and a Worker do their jobs unchanged.
+func TestSecureClusterClients(t *testing.T) {
+	p := newTestPKI(t)
+	gossipKey := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+	certFile, keyFile := p.client(t, "app")
+	c := newCluster(t)
+	c.scheme = "https"
+	c.http = httpClient(t, p, certFile, keyFile)
+	c.nodeArgs = func(t *testing.T, nd *node) []string {
+		t.Helper()
+		cert := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
+		key := filepath.Join(p.dir, "tenure-server-"+nd.id+"-key.pem")
+		if !fileExists(cert) { // made once; a retry with new ports reuses it
+			cert, key = p.server(t, nd.id)
+		}
+		return []string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming",
+			"-gossip-key", gossipKey, "-acl-enabled"}
+	}
+	c.start(t, 3)
+	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	newClient := func(holder, token string) *client.Client {
+		t.Helper()
+		cl := tlsClient(t, holder, tc, c.httpAddrs()...)
+		if token == "" {
+			return cl
+		}
+		cfg := client.DefaultConfig()
+		cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS, cfg.Timeout = c.httpAddrs(), holder, token, tc, 5*time.Second
+		cl, err := client.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	var boot *client.ACLToken
+	poll.WaitFor(t, startTimeout, func() error {
+		var err error
+		boot, err = newClient("admin", "").ACL().Bootstrap(ctx)
+		return err
+	})
+	c.token = boot.SecretID
+	c.leader(t)
+	admin := newClient("admin", boot.SecretID)
+	if _, err := admin.ACL().SetPolicy(ctx, "app", client.ACLPolicySpec{Rules: []client.ACLRule{
+		{Prefix: "", Rights: []string{client.RightRead}},
+		{Prefix: "scenes/", Rights: []string{client.RightWrite}},
+		{Prefix: "elections/", Rights: []string{client.RightWrite}},
+		{Prefix: "parts/", Rights: []string{client.RightWrite}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	app, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"app"}, HolderPrefix: "app-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Groups().Put(ctx, "parts", client.GroupSpec{Prefix: "parts/", Count: 3}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Keep-alive: a lease held for a TTL and a half of renewals.
+	lease, err := newClient("app-tracker", app.SecretID).Acquire(ctx, "scenes/1", client.WithTTL(2*time.Second))
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	select {
+	case <-lease.Context().Done():
+		t.Fatalf("lease lost while kept alive: %v", lease.Err())
+	case <-time.After(3 * time.Second):
+	}
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+
+	// An election leads.
+	led := make(chan struct{}, 1)
+	ectx, stopElection := context.WithCancel(ctx)
+	electionDone := make(chan error, 1)
+	go func() {
+		electionDone <- newClient("app-sched", app.SecretID).Election("elections/scheduler", client.WithTTL(2*time.Second)).Run(ectx, client.RunConfig{
+			OnStartedLeading: func(ctx context.Context) { led <- struct{}{}; <-ctx.Done() },
+		})
+	}()
+	select {
+	case <-led:
+	case err := <-electionDone:
+		t.Fatalf("election ended before leading: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the election never led")
+	}
+	stopElection()
+	<-electionDone
+
+	// A worker with the gossip key registers, joins gossip and owns every
+	// key of the group.
+	var mu sync.Mutex
+	owned := map[string]bool{}
+	keys, err := client.ParseGossipKeys(gossipKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newClient("app-w1", app.SecretID).Worker("parts", func(ctx context.Context, key string, token uint64) {
+		mu.Lock()
+		owned[key] = true
+		mu.Unlock()
+		<-ctx.Done()
+	}, client.WithWorkerID("app-w1"), client.WithWorkerTTL(2*time.Second), client.WithGossipKeys(keys...),
+		client.WithJoin(c.nodes[0].gossipAddr))
+	wctx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- w.Run(wctx) }()
+	poll.WaitFor(t, 30*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(owned) != 3 {
+			return fmt.Errorf("the worker owns %d of the group's 3 keys", len(owned))
+		}
+		return nil
+	})
+	stopWorker()
+	if err := <-workerDone; err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("worker: %v", err)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
