@@ -23,6 +23,16 @@ func ctxB(b *testing.B) context.Context { return harness.Context(b, time.Minute)
 
 var benchSeq atomic.Int64
 
+// benchParallel runs body in 16 goroutines per CPU against the leader of
+// a three-node cluster, each with a holder of its own.
+func benchParallel(b *testing.B, body func(n *cluster.Node, holder string, pb *testing.PB)) {
+	n := benchLeader(b)
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) { body(n, fmt.Sprintf("bench-%d", benchSeq.Add(1)), pb) })
+}
+
 // benchAcquire takes key holder for holder and returns its token.
 func benchAcquire(b *testing.B, n *cluster.Node, holder string) uint64 {
 	l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Key: holder, Holder: holder, TTL: time.Minute})
@@ -36,13 +46,8 @@ func benchAcquire(b *testing.B, n *cluster.Node, holder string) uint64 {
 // keys through the leader of a three-node cluster; every operation is a
 // Raft write, batched with whatever else is in flight (group commit).
 func BenchmarkAcquireRelease(b *testing.B) {
-	n := benchLeader(b)
-	b.SetParallelism(16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		holder := fmt.Sprintf("bench-%d", benchSeq.Add(1))
-		for i := 0; pb.Next(); i++ {
+	benchParallel(b, func(n *cluster.Node, holder string, pb *testing.PB) {
+		for pb.Next() {
 			token := benchAcquire(b, n, holder)
 			if err := n.Release(ctxB(b), holder, holder, token); err != nil {
 				b.Fatal(err)
@@ -55,12 +60,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // write no lease entry to the log and are confirmed by shared leadership
 // rounds (each round commits one barrier entry today).
 func BenchmarkRenew(b *testing.B) {
-	n := benchLeader(b)
-	b.SetParallelism(16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		holder := fmt.Sprintf("bench-%d", benchSeq.Add(1))
+	benchParallel(b, func(n *cluster.Node, holder string, pb *testing.PB) {
 		token := benchAcquire(b, n, holder)
 		for pb.Next() {
 			if _, err := n.Renew(ctxB(b), holder, holder, token); err != nil {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,36 +147,17 @@ func TestACLWithProcesses(t *testing.T) {
 	<-electionDone
 
 	// A worker: it registers with the token and is given every key.
-	var mu sync.Mutex
-	owned := map[string]bool{}
-	w := newAppClient("app-w1").Worker("parts", func(ctx context.Context, key string, token uint64) {
-		mu.Lock()
-		owned[key] = true
-		mu.Unlock()
-		<-ctx.Done()
-		mu.Lock()
-		delete(owned, key)
-		mu.Unlock()
-	}, client.WithWorkerID("app-w1"), client.WithWorkerTTL(2*time.Second), client.WithJoin(c.nodes[0].gossipAddr))
-	wctx, stopWorker := context.WithCancel(ctx)
-	workerDone := make(chan error, 1)
-	go func() { workerDone <- w.Run(wctx) }()
-	poll.WaitFor(t, 30*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(owned) != 4 {
-			return errors.New("the worker does not own every key of parts yet")
-		}
-		return nil
-	})
+	w := runWorker(t, ctx, newAppClient("app-w1"), "parts",
+		client.WithWorkerID("app-w1"), client.WithWorkerTTL(2*time.Second), client.WithJoin(c.nodes[0].gossipAddr))
+	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(4) })
 	// A worker whose id the token's binding does not admit cannot join.
 	bad := newAppClient("app-x").Worker("parts", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
 		client.WithWorkerID("intruder"), client.WithJoin(c.nodes[0].gossipAddr))
 	if err := bad.Run(ctx); !errors.Is(err, client.ErrPermissionDenied) {
 		t.Errorf("worker outside the binding: Run = %v, want ErrPermissionDenied", err)
 	}
-	stopWorker()
-	<-workerDone
+	w.stop()
+	<-w.done
 
 	// Deleting the token stops it at once.
 	if out, code := c.tenureCLI(t, boot.SecretID, "acl", "token", "delete", app.AccessorID); code != 0 {

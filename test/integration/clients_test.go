@@ -2,7 +2,9 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -198,4 +200,47 @@ func lines(path string) []string {
 		return nil
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// workerRun is a client.Worker running in the background of a test, with
+// the keys its handler holds now.
+type workerRun struct {
+	mu    sync.Mutex
+	owned map[string]bool
+	stop  context.CancelFunc
+	done  chan struct{} // closed when Run has returned err
+	err   error
+}
+
+// runWorker runs a Worker of cl for group, whose handler holds each key
+// until it is taken back; it stops when stop is called or the test ends.
+func runWorker(t *testing.T, ctx context.Context, cl *client.Client, group string, opts ...client.WorkerOption) *workerRun {
+	t.Helper()
+	r := &workerRun{owned: map[string]bool{}, done: make(chan struct{})}
+	w := cl.Worker(group, func(ctx context.Context, key string, token uint64) {
+		r.mu.Lock()
+		r.owned[key] = true
+		r.mu.Unlock()
+		<-ctx.Done()
+		r.mu.Lock()
+		delete(r.owned, key)
+		r.mu.Unlock()
+	}, opts...)
+	ctx, r.stop = context.WithCancel(ctx)
+	go func() {
+		r.err = w.Run(ctx)
+		close(r.done)
+	}()
+	t.Cleanup(func() { r.stop(); <-r.done })
+	return r
+}
+
+// owns reports an error unless the worker holds n keys.
+func (r *workerRun) owns(n int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.owned) != n {
+		return fmt.Errorf("the worker holds %d keys, want %d", len(r.owned), n)
+	}
+	return nil
 }

@@ -2,12 +2,9 @@ package integration
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -114,34 +111,13 @@ func TestSecureClusterClients(t *testing.T) {
 
 	// A worker with the gossip key registers, joins gossip and owns every
 	// key of the group.
-	var mu sync.Mutex
-	owned := map[string]bool{}
 	keys, err := client.ParseGossipKeys(gossipKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newClient("app-w1", app.SecretID).Worker("parts", func(ctx context.Context, key string, token uint64) {
-		mu.Lock()
-		owned[key] = true
-		mu.Unlock()
-		<-ctx.Done()
-	}, client.WithWorkerID("app-w1"), client.WithWorkerTTL(2*time.Second), client.WithGossipKeys(keys...),
-		client.WithJoin(c.nodes[0].gossipAddr))
-	wctx, stopWorker := context.WithCancel(ctx)
-	workerDone := make(chan error, 1)
-	go func() { workerDone <- w.Run(wctx) }()
-	poll.WaitFor(t, 30*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(owned) != 3 {
-			return fmt.Errorf("the worker owns %d of the group's 3 keys", len(owned))
-		}
-		return nil
-	})
-	stopWorker()
-	if err := <-workerDone; err != nil && !errors.Is(err, context.Canceled) {
-		t.Errorf("worker: %v", err)
-	}
+	w := runWorker(t, ctx, newClient("app-w1", app.SecretID), "parts", client.WithWorkerID("app-w1"),
+		client.WithWorkerTTL(2*time.Second), client.WithGossipKeys(keys...), client.WithJoin(c.nodes[0].gossipAddr))
+	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(3) })
 }
 
 func fileExists(path string) bool {
