@@ -220,6 +220,13 @@ func newUUID() (string, error) {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], nil
 }
 
+// ACL is the ACL calls of a node: tokens and policies, read from the
+// node's replicated state and written through its leader's proposer.
+type ACL struct{ n *Node }
+
+// ACL returns the ACL calls of n.
+func (n *Node) ACL() ACL { return ACL{n: n} }
+
 // ACLEnabled reports whether this node enforces ACLs.
 func (n *Node) ACLEnabled() bool { return n.cfg.ACLEnabled }
 
@@ -265,25 +272,25 @@ type NewToken struct {
 	SecretID string
 }
 
-// ACLBootstrap creates the first management token and returns it with its
+// Bootstrap creates the first management token and returns it with its
 // secret. ErrACLBootstrapped once it has been done.
-func (n *Node) ACLBootstrap(ctx context.Context) (NewToken, error) {
-	if !n.cfg.ACLEnabled {
+func (a ACL) Bootstrap(ctx context.Context) (NewToken, error) {
+	if !a.n.cfg.ACLEnabled {
 		return NewToken{}, ErrACLDisabled
 	}
 	tok, secret, err := newToken(TokenSpec{Description: "bootstrap token (management)", Management: true})
 	if err != nil {
 		return NewToken{}, err
 	}
-	r, err := n.write(ctx, fsm.ACLBootstrap{Token: tok})
+	r, err := a.n.write(ctx, fsm.ACLBootstrap{Token: tok})
 	if err != nil {
 		return NewToken{}, err
 	}
 	if r.Code == fsm.Refused {
 		return NewToken{}, ErrACLBootstrapped
 	}
-	n.log.Info("acl_bootstrapped", "accessor", tok.AccessorID)
-	return NewToken{ACLToken: n.machine.ACLToken(tok.AccessorID), SecretID: secret}, nil
+	a.n.log.Info("acl_bootstrapped", "accessor", tok.AccessorID)
+	return NewToken{ACLToken: a.n.machine.ACLToken(tok.AccessorID), SecretID: secret}, nil
 }
 
 func newToken(spec TokenSpec) (fsm.ACLToken, string, error) {
@@ -300,10 +307,10 @@ func newToken(spec TokenSpec) (fsm.ACLToken, string, error) {
 		CreateTime: time.Now().UnixNano()}, secret, nil
 }
 
-// ACLCreateToken creates a token and returns it with its secret, which the
+// CreateToken creates a token and returns it with its secret, which the
 // cluster does not keep. Every policy it names must exist.
-func (n *Node) ACLCreateToken(ctx context.Context, spec TokenSpec) (NewToken, error) {
-	if !n.cfg.ACLEnabled {
+func (a ACL) CreateToken(ctx context.Context, spec TokenSpec) (NewToken, error) {
+	if !a.n.cfg.ACLEnabled {
 		return NewToken{}, ErrACLDisabled
 	}
 	if len(spec.Description) > MaxDescriptionLen {
@@ -316,7 +323,7 @@ func (n *Node) ACLCreateToken(ctx context.Context, spec TokenSpec) (NewToken, er
 		return NewToken{}, invalid("policies", "a token needs at least one policy, or management")
 	}
 	for _, p := range spec.Policies {
-		if n.machine.ACLPolicy(p) == nil {
+		if a.n.machine.ACLPolicy(p) == nil {
 			return NewToken{}, invalid("policies", "no policy %q", p)
 		}
 	}
@@ -327,50 +334,50 @@ func (n *Node) ACLCreateToken(ctx context.Context, spec TokenSpec) (NewToken, er
 	if err != nil {
 		return NewToken{}, err
 	}
-	r, err := n.write(ctx, fsm.ACLTokenSet{Token: tok})
+	r, err := a.n.write(ctx, fsm.ACLTokenSet{Token: tok})
 	if err != nil {
 		return NewToken{}, err
 	}
 	if r.Code == fsm.Refused { // two random 122-bit secrets collided
 		return NewToken{}, fmt.Errorf("token secret collided with another token's; try again")
 	}
-	return NewToken{ACLToken: n.machine.ACLToken(tok.AccessorID), SecretID: secret}, nil
+	return NewToken{ACLToken: a.n.machine.ACLToken(tok.AccessorID), SecretID: secret}, nil
 }
 
-// ACLDeleteToken deletes a token; it stops working on each node as soon
+// DeleteToken deletes a token; it stops working on each node as soon
 // as that node applies the deletion. ErrNotFound if there is no such token.
-func (n *Node) ACLDeleteToken(ctx context.Context, accessor string) error {
-	if !n.cfg.ACLEnabled {
+func (a ACL) DeleteToken(ctx context.Context, accessor string) error {
+	if !a.n.cfg.ACLEnabled {
 		return ErrACLDisabled
 	}
-	r, err := n.write(ctx, fsm.ACLTokenDelete{AccessorID: accessor})
+	r, err := a.n.write(ctx, fsm.ACLTokenDelete{AccessorID: accessor})
 	if err == nil && r.Code == fsm.NotFound {
 		return fmt.Errorf("token %q: %w", accessor, ErrNotFound)
 	}
 	return err
 }
 
-// ACLTokens lists every token (never a secret) and the ACL index.
-func (n *Node) ACLTokens(ctx context.Context, c Consistency) ([]*fsm.ACLToken, uint64, error) {
-	if !n.cfg.ACLEnabled {
+// Tokens lists every token (never a secret) and the ACL index.
+func (a ACL) Tokens(ctx context.Context, c Consistency) ([]*fsm.ACLToken, uint64, error) {
+	if !a.n.cfg.ACLEnabled {
 		return nil, 0, ErrACLDisabled
 	}
-	if err := n.readBarrier(ctx, c); err != nil {
+	if err := a.n.readBarrier(ctx, c); err != nil {
 		return nil, 0, err
 	}
-	tokens, index := n.machine.ACLTokens()
+	tokens, index := a.n.machine.ACLTokens()
 	return tokens, index, nil
 }
 
-// ACLToken reads one token by accessor id. ErrNotFound if there is none.
-func (n *Node) ACLToken(ctx context.Context, accessor string, c Consistency) (*fsm.ACLToken, error) {
-	if !n.cfg.ACLEnabled {
+// Token reads one token by accessor id. ErrNotFound if there is none.
+func (a ACL) Token(ctx context.Context, accessor string, c Consistency) (*fsm.ACLToken, error) {
+	if !a.n.cfg.ACLEnabled {
 		return nil, ErrACLDisabled
 	}
-	if err := n.readBarrier(ctx, c); err != nil {
+	if err := a.n.readBarrier(ctx, c); err != nil {
 		return nil, err
 	}
-	tok := n.machine.ACLToken(accessor)
+	tok := a.n.machine.ACLToken(accessor)
 	if tok == nil {
 		return nil, fmt.Errorf("token %q: %w", accessor, ErrNotFound)
 	}
@@ -417,54 +424,54 @@ func ValidatePolicy(spec PolicySpec) error {
 	return nil
 }
 
-// ACLSetPolicy creates or replaces a policy; tokens that name it have its
+// SetPolicy creates or replaces a policy; tokens that name it have its
 // new rules as soon as each node applies it.
-func (n *Node) ACLSetPolicy(ctx context.Context, spec PolicySpec) (*fsm.ACLPolicy, error) {
-	if !n.cfg.ACLEnabled {
+func (a ACL) SetPolicy(ctx context.Context, spec PolicySpec) (*fsm.ACLPolicy, error) {
+	if !a.n.cfg.ACLEnabled {
 		return nil, ErrACLDisabled
 	}
 	if err := ValidatePolicy(spec); err != nil {
 		return nil, err
 	}
-	if _, err := n.write(ctx, fsm.ACLPolicySet{Policy: fsm.ACLPolicy{Name: spec.Name, Description: spec.Description, Rules: spec.Rules}}); err != nil {
+	if _, err := a.n.write(ctx, fsm.ACLPolicySet{Policy: fsm.ACLPolicy{Name: spec.Name, Description: spec.Description, Rules: spec.Rules}}); err != nil {
 		return nil, err
 	}
-	return n.machine.ACLPolicy(spec.Name), nil
+	return a.n.machine.ACLPolicy(spec.Name), nil
 }
 
-// ACLDeletePolicy deletes a policy; tokens that name it lose its rules.
-func (n *Node) ACLDeletePolicy(ctx context.Context, name string) error {
-	if !n.cfg.ACLEnabled {
+// DeletePolicy deletes a policy; tokens that name it lose its rules.
+func (a ACL) DeletePolicy(ctx context.Context, name string) error {
+	if !a.n.cfg.ACLEnabled {
 		return ErrACLDisabled
 	}
-	r, err := n.write(ctx, fsm.ACLPolicyDelete{Name: name})
+	r, err := a.n.write(ctx, fsm.ACLPolicyDelete{Name: name})
 	if err == nil && r.Code == fsm.NotFound {
 		return fmt.Errorf("policy %q: %w", name, ErrNotFound)
 	}
 	return err
 }
 
-// ACLPolicies lists every policy and the ACL index.
-func (n *Node) ACLPolicies(ctx context.Context, c Consistency) ([]*fsm.ACLPolicy, uint64, error) {
-	if !n.cfg.ACLEnabled {
+// Policies lists every policy and the ACL index.
+func (a ACL) Policies(ctx context.Context, c Consistency) ([]*fsm.ACLPolicy, uint64, error) {
+	if !a.n.cfg.ACLEnabled {
 		return nil, 0, ErrACLDisabled
 	}
-	if err := n.readBarrier(ctx, c); err != nil {
+	if err := a.n.readBarrier(ctx, c); err != nil {
 		return nil, 0, err
 	}
-	policies, index := n.machine.ACLPolicies()
+	policies, index := a.n.machine.ACLPolicies()
 	return policies, index, nil
 }
 
-// ACLPolicy reads one policy. ErrNotFound if there is none.
-func (n *Node) ACLPolicy(ctx context.Context, name string, c Consistency) (*fsm.ACLPolicy, error) {
-	if !n.cfg.ACLEnabled {
+// Policy reads one policy. ErrNotFound if there is none.
+func (a ACL) Policy(ctx context.Context, name string, c Consistency) (*fsm.ACLPolicy, error) {
+	if !a.n.cfg.ACLEnabled {
 		return nil, ErrACLDisabled
 	}
-	if err := n.readBarrier(ctx, c); err != nil {
+	if err := a.n.readBarrier(ctx, c); err != nil {
 		return nil, err
 	}
-	p := n.machine.ACLPolicy(name)
+	p := a.n.machine.ACLPolicy(name)
 	if p == nil {
 		return nil, fmt.Errorf("policy %q: %w", name, ErrNotFound)
 	}

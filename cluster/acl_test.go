@@ -184,11 +184,11 @@ func startACLNode(t *testing.T, defaultPolicy string) *cluster.Node {
 func TestResolveToken(t *testing.T) {
 	ctx := context.Background()
 	n := startACLNode(t, cluster.ACLDeny)
-	boot, err := n.ACLBootstrap(ctx)
+	boot, err := n.ACL().Bootstrap(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.ACLBootstrap(ctx); !errors.Is(err, cluster.ErrACLBootstrapped) {
+	if _, err := n.ACL().Bootstrap(ctx); !errors.Is(err, cluster.ErrACLBootstrapped) {
 		t.Fatalf("second bootstrap: %v, want ErrACLBootstrapped", err)
 	}
 	if boot.SecretID == "" || boot.SecretID == boot.AccessorID || boot.SecretHash != cluster.HashSecret(boot.SecretID) {
@@ -208,10 +208,10 @@ func TestResolveToken(t *testing.T) {
 	if err := anon.Allow(fsm.RightRead, "key", "k"); !strings.Contains(err.Error(), "no token") {
 		t.Errorf("anonymous refusal %q does not say there was no token", err)
 	}
-	if _, err := n.ACLCreateToken(ctx, cluster.TokenSpec{Policies: []string{"missing"}}); !errors.Is(err, cluster.ErrInvalid) {
+	if _, err := n.ACL().CreateToken(ctx, cluster.TokenSpec{Policies: []string{"missing"}}); !errors.Is(err, cluster.ErrInvalid) {
 		t.Errorf("token naming a missing policy: %v, want invalid", err)
 	}
-	if err := n.ACLDeleteToken(ctx, boot.AccessorID); err != nil {
+	if err := n.ACL().DeleteToken(ctx, boot.AccessorID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.ResolveToken(boot.SecretID); !errors.Is(err, cluster.ErrACLNotFound) {
@@ -243,7 +243,7 @@ func TestAnonymousUnderAllowAndWithACLsOff(t *testing.T) {
 func TestWorkerAdmission(t *testing.T) {
 	ctx := context.Background()
 	n := startACLNode(t, cluster.ACLDeny)
-	if _, err := n.ACLBootstrap(ctx); err != nil {
+	if _, err := n.ACL().Bootstrap(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.PutGroup(ctx, cluster.GroupSpec{Name: "parts", Prefix: "parts/", Count: 4}); err != nil {
@@ -252,11 +252,11 @@ func TestWorkerAdmission(t *testing.T) {
 	if _, err := n.PutGroup(ctx, cluster.GroupSpec{Name: "other", Keys: []string{"other/1"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.ACLSetPolicy(ctx, cluster.PolicySpec{Name: "workers", Rules: []fsm.ACLRule{
+	if _, err := n.ACL().SetPolicy(ctx, cluster.PolicySpec{Name: "workers", Rules: []fsm.ACLRule{
 		{Prefix: "parts", Rights: fsm.RightRead}, {Prefix: "parts/", Rights: fsm.RightWrite}}}); err != nil {
 		t.Fatal(err)
 	}
-	tok, err := n.ACLCreateToken(ctx, cluster.TokenSpec{Policies: []string{"workers"}, HolderPrefix: "worker-"})
+	tok, err := n.ACL().CreateToken(ctx, cluster.TokenSpec{Policies: []string{"workers"}, HolderPrefix: "worker-"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestWorkerAdmission(t *testing.T) {
 	if _, err := n.GroupKeys(ctx, "parts", nil, []string{"secret/1"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.ACLDeleteToken(ctx, tok.AccessorID); err != nil {
+	if err := n.ACL().DeleteToken(ctx, tok.AccessorID); err != nil {
 		t.Fatal(err)
 	}
 	if cluster.AdmitWorker(n, "worker-1", "parts") {

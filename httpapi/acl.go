@@ -36,7 +36,7 @@ func policyOut(p *fsm.ACLPolicy) client.ACLPolicy {
 func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	tok, err := s.node.ACLBootstrap(ctx)
+	tok, err := s.node.ACL().Bootstrap(ctx)
 	if err != nil {
 		return err
 	}
@@ -51,7 +51,7 @@ func (s *Server) aclCreateToken(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	tok, err := s.node.ACLCreateToken(ctx, cluster.TokenSpec{Description: body.Description, Policies: body.Policies,
+	tok, err := s.node.ACL().CreateToken(ctx, cluster.TokenSpec{Description: body.Description, Policies: body.Policies,
 		HolderPrefix: body.HolderPrefix, Management: body.Management})
 	if err != nil {
 		return err
@@ -63,7 +63,7 @@ func (s *Server) aclCreateToken(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclListTokens(w http.ResponseWriter, r *http.Request) error {
-	tokens, index, err := s.node.ACLTokens(r.Context(), consistency(r))
+	tokens, index, err := s.node.ACL().Tokens(r.Context(), consistency(r))
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (s *Server) aclListTokens(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclReadToken(w http.ResponseWriter, r *http.Request) error {
-	tok, err := s.node.ACLToken(r.Context(), pathVar(r, "accessor"), consistency(r))
+	tok, err := s.node.ACL().Token(r.Context(), pathVar(r, "accessor"), consistency(r))
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (s *Server) aclSelf(w http.ResponseWriter, r *http.Request) error {
 	if accessor == "" {
 		return fmt.Errorf("the request carried no token: %w", cluster.ErrNotFound)
 	}
-	tok, err := s.node.ACLToken(r.Context(), accessor, consistency(r))
+	tok, err := s.node.ACL().Token(r.Context(), accessor, consistency(r))
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *Server) aclSelf(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) aclDeleteToken(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	if err := s.node.ACLDeleteToken(ctx, pathVar(r, "accessor")); err != nil {
+	if err := s.node.ACL().DeleteToken(ctx, pathVar(r, "accessor")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -125,7 +125,7 @@ func (s *Server) aclSetPolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	p, err := s.node.ACLSetPolicy(ctx, spec)
+	p, err := s.node.ACL().SetPolicy(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (s *Server) aclSetPolicy(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclListPolicies(w http.ResponseWriter, r *http.Request) error {
-	policies, index, err := s.node.ACLPolicies(r.Context(), consistency(r))
+	policies, index, err := s.node.ACL().Policies(r.Context(), consistency(r))
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (s *Server) aclListPolicies(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclReadPolicy(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.node.ACLPolicy(r.Context(), pathVar(r, "name"), consistency(r))
+	p, err := s.node.ACL().Policy(r.Context(), pathVar(r, "name"), consistency(r))
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (s *Server) aclReadPolicy(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) aclDeletePolicy(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	if err := s.node.ACLDeletePolicy(ctx, pathVar(r, "name")); err != nil {
+	if err := s.node.ACL().DeletePolicy(ctx, pathVar(r, "name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

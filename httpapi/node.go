@@ -35,15 +35,8 @@ type Node interface {
 
 	// ACLs: tokens are resolved against this node's replicated state.
 	ResolveToken(secret string) (*cluster.Authorizer, error)
-	ACLBootstrap(ctx context.Context) (cluster.NewToken, error)
-	ACLCreateToken(ctx context.Context, spec cluster.TokenSpec) (cluster.NewToken, error)
-	ACLDeleteToken(ctx context.Context, accessor string) error
-	ACLTokens(ctx context.Context, c cluster.Consistency) ([]*fsm.ACLToken, uint64, error)
-	ACLToken(ctx context.Context, accessor string, c cluster.Consistency) (*fsm.ACLToken, error)
-	ACLSetPolicy(ctx context.Context, spec cluster.PolicySpec) (*fsm.ACLPolicy, error)
-	ACLDeletePolicy(ctx context.Context, name string) error
-	ACLPolicies(ctx context.Context, c cluster.Consistency) ([]*fsm.ACLPolicy, uint64, error)
-	ACLPolicy(ctx context.Context, name string, c cluster.Consistency) (*fsm.ACLPolicy, error)
+	// ACL makes the token and policy calls (cluster.ACL).
+	ACL() cluster.ACL
 	RegisterWorker(ctx context.Context, a *cluster.Authorizer, worker string, groups []string) error
 
 	// Blocking queries: Changed is closed by the next applied change; the
