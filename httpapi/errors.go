@@ -86,6 +86,29 @@ var codeStatus = map[string]int{
 	client.CodeACLDisabled:         http.StatusBadRequest,
 }
 
+// sentinelCodes maps the cluster's sentinel errors to their codes, first
+// match wins; an error that matches none is internal.
+var sentinelCodes = []struct {
+	err  error
+	code string
+}{
+	{cluster.ErrPermissionDenied, client.CodePermissionDenied},
+	{cluster.ErrACLNotFound, client.CodeACLNotFound},
+	{cluster.ErrACLBootstrapped, client.CodeACLBootstrapped},
+	{cluster.ErrACLDisabled, client.CodeACLDisabled},
+	{cluster.ErrDisabled, client.CodeDisabled},
+	{cluster.ErrProhibited, client.CodeProhibited},
+	{cluster.ErrNotFound, client.CodeNotFound},
+	{cluster.ErrNotCaughtUp, client.CodeNotCaughtUp},
+	{cluster.ErrOverloaded, client.CodeOverloaded},
+	{cluster.ErrGossipPlaintext, client.CodeGossipPlaintext},
+	{cluster.ErrLeadershipLost, client.CodeLeadershipLost},
+	{cluster.ErrNotLeader, client.CodeNoLeader},
+	{cluster.ErrNotReady, client.CodeNoLeader},
+	{cluster.ErrShutdown, client.CodeNoLeader},
+	{context.DeadlineExceeded, client.CodeTimeout},
+}
+
 // apiError is an error this package answers with a given code, and with
 // the code's status unless status is set.
 type apiError struct {
@@ -129,34 +152,20 @@ func writeError(w http.ResponseWriter, err error) {
 		body.Error, body.Reason = client.CodeLeaseLost, lost.Reason
 	case errors.As(err, &inv):
 		body.Error, body.Field = fieldCode(inv.Field), inv.Field
-	case errors.Is(err, cluster.ErrPermissionDenied):
-		body.Error = client.CodePermissionDenied
-	case errors.Is(err, cluster.ErrACLNotFound):
-		body.Error = client.CodeACLNotFound
-	case errors.Is(err, cluster.ErrACLBootstrapped):
-		body.Error = client.CodeACLBootstrapped
-	case errors.Is(err, cluster.ErrACLDisabled):
-		body.Error = client.CodeACLDisabled
-	case errors.Is(err, cluster.ErrDisabled):
-		body.Error = client.CodeDisabled
-	case errors.Is(err, cluster.ErrProhibited):
-		body.Error = client.CodeProhibited
-	case errors.Is(err, cluster.ErrNotFound):
-		body.Error = client.CodeNotFound
-	case errors.Is(err, cluster.ErrNotCaughtUp):
-		body.Error = client.CodeNotCaughtUp
-	case errors.Is(err, cluster.ErrOverloaded):
-		body.Error = client.CodeOverloaded
-	case errors.Is(err, cluster.ErrGossipPlaintext):
-		body.Error = client.CodeGossipPlaintext
-	case errors.Is(err, cluster.ErrLeadershipLost):
-		body.Error = client.CodeLeadershipLost
-	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrNotReady), errors.Is(err, cluster.ErrShutdown):
-		body.Error = client.CodeNoLeader
-	case errors.Is(err, context.DeadlineExceeded):
-		body.Error = client.CodeTimeout
-	case errors.Is(err, context.Canceled):
-		return
+	default:
+		code := ""
+		for _, sc := range sentinelCodes {
+			if errors.Is(err, sc.err) {
+				code = sc.code
+				break
+			}
+		}
+		switch {
+		case code != "":
+			body.Error = code
+		case errors.Is(err, context.Canceled):
+			return // the client went away: nobody to answer
+		}
 	}
 	if status == 0 {
 		status = codeStatus[body.Error]

@@ -81,39 +81,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	e := &env{stdout: stdout, stderr: stderr}
 	name, rest := args[0], args[1:]
+	commands := map[string]func(context.Context, []string) int{
+		"server":      func(_ context.Context, a []string) int { return runServer(a) },
+		"status":      e.status,
+		"leases":      e.leases,
+		"members":     e.members,
+		"snapshot":    e.snapshot,
+		"operator":    e.operator,
+		"keygen":      e.keygen,
+		"bench":       e.bench,
+		"lock":        func(ctx context.Context, a []string) int { return e.lock(ctx, nil, a) },
+		"elect":       func(ctx context.Context, a []string) int { return e.elect(ctx, nil, a) },
+		"groups":      e.groups,
+		"keys":        e.keys,
+		"workers":     e.workers,
+		"tls":         e.tlsCommand,
+		"demo-worker": e.demoWorker,
+		"acl":         e.acl,
+	}
+	if cmd, ok := commands[name]; ok {
+		return cmd(ctx, rest)
+	}
 	switch name {
-	case "server":
-		return runServer(rest)
-	case "status":
-		return e.status(ctx, rest)
-	case "leases":
-		return e.leases(ctx, rest)
-	case "members":
-		return e.members(ctx, rest)
-	case "snapshot":
-		return e.snapshot(ctx, rest)
-	case "operator":
-		return e.operator(ctx, rest)
-	case "keygen":
-		return e.keygen(ctx, rest)
-	case "bench":
-		return e.bench(ctx, rest)
-	case "lock":
-		return e.lock(ctx, nil, rest)
-	case "elect":
-		return e.elect(ctx, nil, rest)
-	case "groups":
-		return e.groups(ctx, rest)
-	case "keys":
-		return e.keys(ctx, rest)
-	case "workers":
-		return e.workers(ctx, rest)
-	case "tls":
-		return e.tlsCommand(ctx, rest)
-	case "demo-worker":
-		return e.demoWorker(ctx, rest)
-	case "acl":
-		return e.acl(ctx, rest)
 	case "version", "-v", "-version", "--version":
 		fmt.Fprintf(stdout, "tenure %s (%s)\n", version, runtime.Version())
 		return exitOK
