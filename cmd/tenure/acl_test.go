@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tenure-io/tenure/client"
@@ -114,5 +115,16 @@ func TestServerACLSettings(t *testing.T) {
 	s, _ = loadServerSettings([]string{"-data-dir", "d", "-acl-default-policy", "maybe"}, none)
 	if err := s.cluster.Validate(); err == nil {
 		t.Error("acl-default-policy maybe: Validate accepted it")
+	}
+}
+
+// No usage message prints the ACL secret of the environment.
+func TestUsageNeverPrintsTheToken(t *testing.T) {
+	t.Setenv(client.EnvHTTPToken, "s3cr3t-token-value")
+	for _, args := range [][]string{{"leases", "list", "-bogus"}, {"status", "-h"}, {"leases", "renew", "-h"}} {
+		got := runCLI(t, args...)
+		if strings.Contains(got.stderr+got.stdout, "s3cr3t-token-value") {
+			t.Errorf("tenure %v printed the token:\n%s", args, got.stderr)
+		}
 	}
 }

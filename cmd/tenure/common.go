@@ -39,11 +39,13 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	// The ACL token: -token, except where a command already has a -token
 	// (leases renew and release: the fencing token); -acl-token everywhere.
-	tokenUsage := "ACL token secret sent with every request (env " + client.EnvHTTPToken + ")"
+	// The default is empty, not the variable, so that no usage message
+	// ever prints the secret; config falls back to the variable.
+	tokenUsage := "ACL token secret sent with every request (default $" + client.EnvHTTPToken + ")"
 	if fs.Lookup("token") == nil {
-		fs.StringVar(&f.token, "token", os.Getenv(client.EnvHTTPToken), tokenUsage)
+		fs.StringVar(&f.token, "token", "", tokenUsage)
 	}
-	fs.StringVar(&f.token, "acl-token", os.Getenv(client.EnvHTTPToken), tokenUsage)
+	fs.StringVar(&f.token, "acl-token", "", tokenUsage)
 }
 
 // config returns the client configuration for the flags.
@@ -51,7 +53,9 @@ func (f *clusterFlags) config() *client.Config {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = client.SplitAddresses(f.httpAddr)
 	f.tls.apply(cfg)
-	cfg.Token = f.token
+	if f.token != "" {
+		cfg.Token = f.token // else DefaultConfig's, from the variable
+	}
 	return cfg
 }
 

@@ -119,8 +119,9 @@ func (f *supervisorFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "time between SIGTERM and SIGKILL when the lease is lost; at most TTL/2 - max(TTL/10, 100ms) (lowered to that when not given)")
 	fs.Var(f.meta, "meta", "metadata entry key=value stored with the lease (repeatable)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level of tenure's own lines on stderr: trace, debug, info, warn, error")
-	fs.StringVar(&f.token, "token", os.Getenv(client.EnvHTTPToken), "ACL token secret sent with every request (env "+client.EnvHTTPToken+")")
-	fs.StringVar(&f.token, "acl-token", os.Getenv(client.EnvHTTPToken), "same as -token")
+	// Empty defaults, so that no usage message prints the secret.
+	fs.StringVar(&f.token, "token", "", "ACL token secret sent with every request (default $"+client.EnvHTTPToken+")")
+	fs.StringVar(&f.token, "acl-token", "", "same as -token")
 }
 
 // check validates the flags once fs has parsed them, and sets the default
@@ -150,7 +151,9 @@ func (f *supervisorFlags) client(stderr io.Writer) (*client.Client, hclog.Logger
 	f.tls.apply(cfg)
 	cfg.Holder = f.holder
 	cfg.Logger = log
-	cfg.Token = f.token
+	if f.token != "" {
+		cfg.Token = f.token // else DefaultConfig's, from the variable
+	}
 	c, err := client.New(cfg)
 	return c, log, err
 }
