@@ -65,10 +65,12 @@ func (o *OperatorAPI) Keyring(ctx context.Context) (*Keyring, *Meta, error) {
 // answering server, which sends the change to every member; Unreached of
 // the answer names those it could not reach. Rotate a key in three calls,
 // waiting between them until Keyring shows every member has followed:
-// install the new key, use it, remove the old one. Each call is
-// idempotent, so it is retried like lease calls.
-func (o *OperatorAPI) ChangeKeyring(ctx context.Context, op string, key []byte) (*Keyring, *Meta, error) {
-	body := KeyringBody{Op: op, GossipKey: base64.StdEncoding.EncodeToString(key)}
+// install the new key, use it, remove the old one. The server refuses a use
+// of a key that an alive member lacks and a remove of a key that an alive
+// member still encrypts with, unless force. Each call is idempotent, so it
+// is retried like lease calls.
+func (o *OperatorAPI) ChangeKeyring(ctx context.Context, op string, key []byte, force bool) (*Keyring, *Meta, error) {
+	body := KeyringBody{Op: op, GossipKey: base64.StdEncoding.EncodeToString(key), Force: force}
 	return o.keyring(ctx, &request{method: http.MethodPost, path: "/v1/operator/keyring", body: body})
 }
 

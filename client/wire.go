@@ -135,10 +135,13 @@ type DrainBody struct {
 }
 
 // KeyringBody is the body of POST /v1/operator/keyring: Op is install, use
-// or remove; GossipKey the key, base64 (tenure keygen makes one).
+// or remove; GossipKey the key, base64 (tenure keygen makes one). Force
+// skips the check that no alive member would be cut off (a use of a key
+// some member lacks, a remove of a key some member encrypts with).
 type KeyringBody struct {
 	Op        string `json:"op"`
 	GossipKey string `json:"gossip_key"`
+	Force     bool   `json:"force,omitempty"`
 }
 
 // KeyringMessage is a keyring change as a server sends it over gossip to

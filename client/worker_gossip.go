@@ -197,8 +197,7 @@ func (g *workerGossip) NodeMeta(limit int) []byte {
 
 // NotifyMsg implements memberlist.Delegate: a server's keyring change.
 // memberlist delivers only messages that decrypted under one of this
-// worker's keys. The change is applied apart, since announcing it must not
-// block memberlist.
+// worker's keys.
 func (g *workerGossip) NotifyMsg(b []byte) {
 	if len(b) == 0 || b[0] != msgKeyring || g.keyring == nil {
 		return
@@ -208,18 +207,21 @@ func (g *workerGossip) NotifyMsg(b []byte) {
 		g.log.Warn("ignoring a malformed keyring message", "error", err)
 		return
 	}
+	// Applied here, in arrival order (an install and the use that follows
+	// must not swap); only the announcement goes apart, since it must not
+	// block memberlist.
+	g.mu.Lock()
+	err := applyKeyringMessage(g.keyring, m)
+	if err == nil {
+		g.meta.Keys = keyFingerprints(g.keyring)
+	}
+	g.mu.Unlock()
+	if err != nil {
+		g.log.Warn("keyring change refused", "op", m.Op, "error", err)
+		return
+	}
+	g.log.Info("gossip keyring changed", "op", m.Op)
 	go func() {
-		g.mu.Lock()
-		err := applyKeyringMessage(g.keyring, m)
-		if err == nil {
-			g.meta.Keys = keyFingerprints(g.keyring)
-		}
-		g.mu.Unlock()
-		if err != nil {
-			g.log.Warn("keyring change refused", "op", m.Op, "error", err)
-			return
-		}
-		g.log.Info("gossip keyring changed", "op", m.Op)
 		if err := g.list.UpdateNode(5 * time.Second); err != nil {
 			g.log.Debug("announcing keyring failed", "error", err)
 		}

@@ -83,10 +83,8 @@ type gossip struct {
 	// removed holds the servers an operator removed through this node, by
 	// time (see removedLately).
 	removed map[string]time.Time
-	// keyringOps are keyring operations received over gossip, for maintain
-	// to apply; keyringMu orders their application (keyring.go).
-	keyringOps chan KeyringMessage
-	keyringMu  sync.Mutex
+	// keyringMu orders keyring changes (keyring.go).
+	keyringMu sync.Mutex
 	// gen numbers the announcements recorded (memberEntry.gen).
 	gen uint64
 
@@ -160,7 +158,6 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 		stop:         make(chan struct{}),
 		members:      make(map[string]*memberEntry),
 		removed:      make(map[string]time.Time),
-		keyringOps:   make(chan KeyringMessage, 16),
 		meta:         cfg.self,
 		pilot:        newPilot(),
 	}
@@ -250,8 +247,6 @@ func (g *gossip) maintain() {
 			return
 		case <-g.events:
 		case <-tick.C:
-		case op := <-g.keyringOps:
-			g.applyReceived(op)
 		}
 		g.proveMembers()
 		g.maybeBootstrap()

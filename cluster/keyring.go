@@ -131,13 +131,38 @@ func saveKeyring(dataDir string, kr *memberlist.Keyring) error {
 	}
 	path := filepath.Join(dataDir, keyringFileName)
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	if err := writeSynced(tmp, b); err != nil {
 		return fmt.Errorf("write keyring: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write keyring: %w", err)
 	}
+	dir, err := os.Open(dataDir)
+	if err != nil {
+		return fmt.Errorf("write keyring: %w", err)
+	}
+	defer dir.Close()
+	if err := dir.Sync(); err != nil {
+		return fmt.Errorf("write keyring: sync %s: %w", dataDir, err)
+	}
 	return nil
+}
+
+// writeSynced writes b to path (mode 0600) and syncs it to disk.
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // keyFingerprints are the fingerprints of kr's keys, primary first: what a
@@ -178,30 +203,47 @@ func applyKeyringOp(kr *memberlist.Keyring, op KeyringMessage) error {
 	return invalid("op", "%q is not install, use or remove", op.Op)
 }
 
-// ChangeKeyring applies op to this server's keyring, then sends it to every
-// other member alive in this server's view. It returns the names of the
-// members it could not reach; they are told nothing and keep their keys
-// (run the operation again once they are back). Keyring reports how far the
-// change has spread.
-func (n *Node) ChangeKeyring(ctx context.Context, op KeyringMessage) ([]string, error) {
+// ChangeKeyring applies op to this server's keyring, saves it and
+// announces the new fingerprints. It changes nothing else: the API sends
+// the change to the other servers itself, over its own authenticated path
+// (TLS and ACLs), and to the workers with SendKeyringToWorkers. Servers
+// never take keyring changes from gossip, where any member (a worker
+// holding the key) could send one.
+func (n *Node) ChangeKeyring(op KeyringMessage) error {
+	if n.gossip == nil || n.gossip.keyring == nil {
+		return ErrGossipPlaintext
+	}
+	if err := n.gossip.applyKeyring(op); err != nil {
+		return err
+	}
+	n.gossip.log.Info("gossip_keyring_changed", "op", op.Op, "fingerprint", keyFingerprintOf(op.Key))
+	return nil
+}
+
+// SendKeyringToWorkers sends op over gossip to every worker alive in this
+// server's view and returns the names of those it could not reach.
+func (n *Node) SendKeyringToWorkers(ctx context.Context, op KeyringMessage) ([]string, error) {
 	if n.gossip == nil || n.gossip.keyring == nil {
 		return nil, ErrGossipPlaintext
 	}
-	return n.gossip.changeKeyring(ctx, op)
+	return n.gossip.sendToWorkers(ctx, op)
 }
 
-func (g *gossip) changeKeyring(ctx context.Context, op KeyringMessage) ([]string, error) {
-	if err := g.applyKeyring(op); err != nil {
-		return nil, err
-	}
+func (g *gossip) sendToWorkers(ctx context.Context, op KeyringMessage) ([]string, error) {
 	msg, err := json.Marshal(op)
 	if err != nil {
 		return nil, err
 	}
 	msg = append([]byte{msgKeyring}, msg...)
+	workers := map[string]bool{}
+	for _, m := range g.Members() {
+		if m.Meta.Role == "worker" && m.Status == "alive" {
+			workers[m.Name] = true
+		}
+	}
 	var failed []string
 	for _, m := range g.list.Members() {
-		if m.Name == g.self.ID {
+		if !workers[m.Name] {
 			continue
 		}
 		if ctx.Err() != nil {
@@ -214,7 +256,6 @@ func (g *gossip) changeKeyring(ctx context.Context, op KeyringMessage) ([]string
 		}
 	}
 	sort.Strings(failed)
-	g.log.Info("gossip_keyring_changed", "op", op.Op, "fingerprint", keyFingerprintOf(op.Key), "unreached", len(failed))
 	return failed, nil
 }
 
@@ -270,15 +311,23 @@ func keyFingerprintOf(b64 string) string {
 }
 
 // applyKeyring changes this server's keyring, saves it, and announces the
-// new fingerprints.
+// new fingerprints. The change is made to a copy and saved first, so the
+// keyring in memory never differs from the one a restart would load.
 func (g *gossip) applyKeyring(op KeyringMessage) error {
 	g.keyringMu.Lock()
 	defer g.keyringMu.Unlock()
-	if err := applyKeyringOp(g.keyring, op); err != nil {
+	next, err := memberlist.NewKeyring(g.keyring.GetKeys(), g.keyring.GetPrimaryKey())
+	if err != nil {
 		return err
 	}
-	if err := saveKeyring(g.dataDir, g.keyring); err != nil {
+	if err := applyKeyringOp(next, op); err != nil {
 		return err
+	}
+	if err := saveKeyring(g.dataDir, next); err != nil {
+		return err
+	}
+	if err := applyKeyringOp(g.keyring, op); err != nil {
+		return err // cannot happen: the copy took it
 	}
 	g.mu.Lock()
 	g.meta.Keys = keyFingerprints(g.keyring)
@@ -289,31 +338,6 @@ func (g *gossip) applyKeyring(op KeyringMessage) error {
 	return nil
 }
 
-// NotifyMsg implements memberlist.Delegate: keyring operations sent by
-// another server. memberlist only delivers messages that decrypted under an
-// installed key, so the sender holds a key of the cluster.
-func (g *gossip) NotifyMsg(b []byte) {
-	if len(b) == 0 || b[0] != msgKeyring || g.keyring == nil {
-		return
-	}
-	var op KeyringMessage
-	if err := json.Unmarshal(b[1:], &op); err != nil {
-		g.log.Warn("ignoring a malformed keyring message", "error", err)
-		return
-	}
-	// NotifyMsg must not block memberlist: maintain applies it.
-	select {
-	case g.keyringOps <- op:
-	default:
-		g.log.Warn("dropping a keyring message: too many queued", "op", op.Op)
-	}
-}
-
-// applyReceived applies a keyring operation another server sent.
-func (g *gossip) applyReceived(op KeyringMessage) {
-	if err := g.applyKeyring(op); err != nil {
-		g.log.Warn("keyring change refused", "op", op.Op, "error", err)
-		return
-	}
-	g.log.Info("gossip_keyring_changed", "op", op.Op, "fingerprint", keyFingerprintOf(op.Key))
-}
+// NotifyMsg implements memberlist.Delegate. Servers take nothing from
+// gossip messages: a keyring change reaches a server only through the API.
+func (g *gossip) NotifyMsg([]byte) {}

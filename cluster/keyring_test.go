@@ -3,6 +3,7 @@ package cluster
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -144,7 +145,6 @@ func TestGossipKeyRotation(t *testing.T) {
 	oldFP, newFP := KeyFingerprint(oldKey), KeyFingerprint(newK)
 	harness.WaitFor(t, 10*time.Second, func() error { return a.sees("b", []string{oldFP}) })
 
-	ctx := harness.Context(t, 30*time.Second)
 	for _, step := range []struct {
 		op   string
 		want []string
@@ -157,9 +157,11 @@ func TestGossipKeyRotation(t *testing.T) {
 		if step.op == KeyringRemove {
 			key, step.want = oldKey, []string{newFP}
 		}
-		failed, err := a.changeKeyring(ctx, KeyringMessage{Op: step.op, Key: base64.StdEncoding.EncodeToString(key)})
-		if err != nil || len(failed) > 0 {
-			t.Fatalf("%s: err %v, unreached %v", step.op, err, failed)
+		// Each server applies the step, as the API makes each do.
+		for _, g := range []*gossip{a, b} {
+			if err := g.applyKeyring(KeyringMessage{Op: step.op, Key: base64.StdEncoding.EncodeToString(key)}); err != nil {
+				t.Fatalf("%s on %s: %v", step.op, g.self.ID, err)
+			}
 		}
 		harness.WaitFor(t, 10*time.Second, func() error {
 			if err := a.sees("b", step.want); err != nil {
@@ -178,6 +180,23 @@ func TestGossipKeyRotation(t *testing.T) {
 	}
 	startGossip(t, "c", t.TempDir(), newK, b.addr())
 	harness.WaitFor(t, 10*time.Second, func() error { return a.sees("c", []string{newFP}) })
+}
+
+// A server takes no keyring change from gossip: any member holding the
+// key (a worker) could send one.
+func TestServerIgnoresKeyringMessagesOverGossip(t *testing.T) {
+	key, other := newKey(t), newKey(t)
+	a := startGossip(t, "a", t.TempDir(), key)
+	for _, op := range []string{KeyringInstall, KeyringUse} {
+		msg, _ := json.Marshal(KeyringMessage{Op: op, Key: base64.StdEncoding.EncodeToString(other)})
+		a.NotifyMsg(append([]byte{msgKeyring}, msg...))
+	}
+	harness.Holds(t, time.Second, func() error {
+		if got := keyFingerprints(a.keyring); fmt.Sprint(got) != fmt.Sprint([]string{KeyFingerprint(key)}) {
+			return fmt.Errorf("keyring now %v: a gossip message changed it", got)
+		}
+		return nil
+	})
 }
 
 // Keyring operations that would cut members off are refused.

@@ -1,8 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -116,23 +120,122 @@ func (s *Server) keyring(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// changeKeyring installs, uses or removes a gossip key on this server and
-// sends the change to every member; any server answers it.
+// changeKeyring installs, uses or removes a gossip key on this server,
+// then on every other server of the Raft configuration through their API
+// (with the caller's TLS-verified connection and token, so only an
+// operator can change a server's keyring), then on the workers over
+// gossip. A request from another server (headerKeyringLocal) changes this
+// server only. Unless Force, it refuses a use of a key that an alive
+// member lacks, and a remove of a key that an alive member encrypts with:
+// either would cut that member off.
 func (s *Server) changeKeyring(w http.ResponseWriter, r *http.Request) error {
 	var body client.KeyringBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
+	op := cluster.KeyringMessage{Op: body.Op, Key: body.GossipKey}
+	local := r.Header.Get(headerKeyringLocal) != ""
+	if !local && !body.Force {
+		if err := s.keyringSafe(op); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	unreached, err := s.node.ChangeKeyring(ctx, cluster.KeyringMessage{Op: body.Op, Key: body.GossipKey})
-	if err != nil {
+	if err := s.node.ChangeKeyring(op); err != nil {
 		return err
+	}
+	var unreached []string
+	if !local {
+		unreached = s.spreadKeyring(ctx, r, body)
+		workers, err := s.node.SendKeyringToWorkers(ctx, op)
+		if err != nil {
+			return err
+		}
+		unreached = append(unreached, workers...)
 	}
 	views, members, err := s.node.Keyring()
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, keyringOut(views, members, unreached))
+	return nil
+}
+
+// headerKeyringLocal marks a keyring change one server passes to another.
+const headerKeyringLocal = "X-Tenure-Keyring-Local"
+
+// keyringSafe refuses an op that would cut an alive member off.
+func (s *Server) keyringSafe(op cluster.KeyringMessage) error {
+	key, err := cluster.ParseGossipKey(op.Key)
+	if err != nil {
+		return nil // the change itself refuses it, naming the field
+	}
+	fp := cluster.KeyFingerprint(key)
+	views, members, err := s.node.Keyring()
+	if err != nil {
+		return err
+	}
+	var held, primary int
+	for _, v := range views {
+		if v.Fingerprint == fp {
+			held, primary = v.Holders, v.Primary
+		}
+	}
+	switch {
+	case op.Op == cluster.KeyringUse && held < members:
+		return badRequest(client.CodeInvalidBody, "gossip_key", fmt.Sprintf(
+			"gossip_key: %d of %d alive members hold key %s: install it everywhere first (or force)", held, members, fp))
+	case op.Op == cluster.KeyringRemove && primary > 0:
+		return badRequest(client.CodeInvalidBody, "gossip_key", fmt.Sprintf(
+			"gossip_key: %d alive members still encrypt with key %s: use another key everywhere first (or force)", primary, fp))
+	}
+	return nil
+}
+
+// spreadKeyring passes a keyring change to every other server of the Raft
+// configuration and returns the ids of those that did not take it.
+func (s *Server) spreadKeyring(ctx context.Context, r *http.Request, body client.KeyringBody) []string {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil
+	}
+	var failed []string
+	for _, srv := range s.node.Status().Servers {
+		if srv.ID == s.node.ID() {
+			continue
+		}
+		if err := s.sendKeyring(ctx, r, srv.HTTPAddr, b); err != nil {
+			s.log.Warn("passing a keyring change to a server failed", "server_id", srv.ID, "error", err)
+			failed = append(failed, srv.ID)
+		}
+	}
+	return failed
+}
+
+func (s *Server) sendKeyring(ctx context.Context, r *http.Request, addr string, body []byte) error {
+	if addr == "" {
+		return errors.New("its HTTP address is unknown")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.ForwardScheme+"://"+addr+"/v1/operator/keyring", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(headerKeyringLocal, "1")
+	for _, h := range []string{client.HeaderToken, "Authorization"} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	resp, err := s.cfg.ForwardClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%d %s", resp.StatusCode, bytes.TrimSpace(msg))
+	}
 	return nil
 }

@@ -62,7 +62,8 @@ type Node interface {
 	TransferLeadership(ctx context.Context, id string) (string, error)
 	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)
 	Keyring() ([]cluster.KeyringView, int, error)
-	ChangeKeyring(ctx context.Context, op cluster.KeyringMessage) ([]string, error)
+	ChangeKeyring(op cluster.KeyringMessage) error
+	SendKeyringToWorkers(ctx context.Context, op cluster.KeyringMessage) ([]string, error)
 }
 
 var _ Node = (*cluster.Node)(nil)

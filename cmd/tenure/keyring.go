@@ -63,9 +63,10 @@ func (e *env) keyringList(ctx context.Context, args []string) int {
 
 func (e *env) keyringChange(ctx context.Context, op string, args []string) int {
 	var cf clusterFlags
-	fs := e.newFlagSet("operator keyring "+op, "operator keyring "+op+" KEY [-wait D]")
+	fs := e.newFlagSet("operator keyring "+op, "operator keyring "+op+" KEY [-wait D] [-force]")
 	cf.register(fs)
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for every member to follow (0: do not wait)")
+	force := fs.Bool("force", false, "use a key some member lacks, or remove one some member encrypts with (cuts it off)")
 	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
 	if !ok {
 		return code
@@ -74,7 +75,7 @@ func (e *env) keyringChange(ctx context.Context, op string, args []string) int {
 	if err != nil || len(keys) != 1 {
 		return e.usageError(fs, fmt.Sprintf("KEY: want one base64 key of 32 bytes (tenure keygen makes one): %v", err))
 	}
-	kr, _, err := c.Operator().ChangeKeyring(ctx, op, keys[0])
+	kr, _, err := c.Operator().ChangeKeyring(ctx, op, keys[0], *force)
 	if err != nil {
 		return e.fail(err)
 	}

@@ -56,6 +56,11 @@ func TestGossipKeyRotation(t *testing.T) {
 		c.kill(t, stranger)
 	})
 
+	// Using a key before every member holds it would cut them off.
+	if r := runTenure(t, cli, "operator", "keyring", "use", newKey); r.code == 0 || !strings.Contains(r.stderr, "install it everywhere first") {
+		t.Fatalf("use before install: exit %d, %s; want refused", r.code, r.stderr)
+	}
+
 	// Rotate: each step waits until every member has followed.
 	for _, step := range [][]string{
 		{"operator", "keyring", "install", newKey},
