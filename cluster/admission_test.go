@@ -458,7 +458,7 @@ func TestAliveServerAddressNotRewritten(t *testing.T) {
 	victim := (l + 1) % 3
 	id := c.Peer(victim).ID
 	want := c.Peer(victim).RaftAddr
-	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: nowhere(t), HTTPAddr: nowhere(t)}, c.GossipAddr(l))
+	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: nowhere(t), HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
 	harness.WaitUntil(t, 10*time.Second, "the leader to see the impostor", func() bool {
 		for _, m := range c.Node(c.Leader()).Members() {
 			if m.Name == "impostor" && m.Status == "alive" {
