@@ -101,7 +101,11 @@ func removableDeadVoters(voters, failed, size int) int {
 		return 0
 	}
 	if size <= 0 {
-		size = voters
+		// The configured size is unknown (this leader was started with
+		// neither -bootstrap-expect nor -initial-cluster): sizing on the
+		// voters left would let successive cleanups shrink the cluster
+		// below a majority of what it was, so no voter is removed.
+		return 0
 	}
 	n := voters - (size/2 + 1)
 	if n > failed {
