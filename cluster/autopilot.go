@@ -277,7 +277,7 @@ func (g *gossip) serverStatus(id string) (alive bool, deadSince time.Time) {
 		if e.member.Meta.Role != "server" || e.member.Meta.ID != id {
 			continue
 		}
-		if e.member.Status == "alive" {
+		if e.member.Status == "alive" && e.member.proof == nil {
 			return true, time.Time{}
 		}
 		if e.since.After(deadSince) {

@@ -352,6 +352,13 @@ func (g *gossip) record(node *memberlist.Node, status string) {
 	}
 	g.mu.Lock()
 	e := g.members[node.Name]
+	if e != nil && e.member.proof == nil && e.member.Meta.ID == m.Meta.ID && e.member.Meta.RaftAddr == m.Meta.RaftAddr &&
+		e.member.Meta.ClusterName == m.Meta.ClusterName && e.member.Meta.Role == m.Meta.Role {
+		// A proven server announcing other metadata (its keys, say): the
+		// proof still holds, and forwarding to it must not stop until it
+		// is proven again. A refusal is not kept: it is checked anew.
+		m.proof = nil
+	}
 	if e == nil || e.member.Status != m.Status {
 		e = &memberEntry{since: time.Now()}
 		g.members[node.Name] = e
