@@ -156,6 +156,24 @@ type decodedSnapshot struct {
 }
 
 // goldenLeases are the leases that goldenLog leaves, in key order.
+// goldenGroups and goldenControls are the placement state of the golden
+// snapshots from version 2 on.
+func goldenGroups() []*Group {
+	return []*Group{
+		{Name: "elections", Keys: []string{"elections/scheduler"}, CreateIndex: 16, ModifyIndex: 16},
+		{Name: "partitions", Keys: []string{"partitions/0", "partitions/2", "partitions/3"}, MaxPerWorker: 2,
+			Assignment:  map[string]string{"partitions/0": "w-a", "partitions/2": "w-c"},
+			CreateIndex: 15, ModifyIndex: 18, AssignIndex: 17},
+	}
+}
+
+func goldenControls() map[string]KeyControl {
+	return map[string]KeyControl{
+		"partitions/2": {Prohibited: []string{"w-b", "w-z"}},
+		"scene-01":     {Disabled: true},
+	}
+}
+
 func goldenLeases() []*Lease {
 	return []*Lease{
 		{Key: "elections/scheduler", Holder: "sched-1", Token: 1, TTL: 30 * time.Second, Held: true,
@@ -214,18 +232,10 @@ var goldenSnapshots = []struct {
 				leaseIndex:      13,
 				leases:          goldenLeases(),
 				groupIndex:      29,
-				groups: []*Group{
-					{Name: "elections", Keys: []string{"elections/scheduler"}, CreateIndex: 16, ModifyIndex: 16},
-					{Name: "partitions", Keys: []string{"partitions/0", "partitions/2", "partitions/3"}, MaxPerWorker: 2,
-						Assignment:  map[string]string{"partitions/0": "w-a", "partitions/2": "w-c"},
-						CreateIndex: 15, ModifyIndex: 18, AssignIndex: 17},
-				},
-				controls: map[string]KeyControl{
-					"partitions/2": {Prohibited: []string{"w-b", "w-z"}},
-					"scene-01":     {Disabled: true},
-				},
-				drained: []string{"w-b", "w-d"},
-				acl:     newACLState(),
+				groups:          goldenGroups(),
+				controls:        goldenControls(),
+				drained:         []string{"w-b", "w-d"},
+				acl:             newACLState(),
 			},
 		},
 	},
@@ -243,18 +253,10 @@ var goldenSnapshots = []struct {
 				leaseIndex:      13,
 				leases:          goldenLeases(),
 				groupIndex:      45,
-				groups: []*Group{
-					{Name: "elections", Keys: []string{"elections/scheduler"}, CreateIndex: 16, ModifyIndex: 16},
-					{Name: "partitions", Keys: []string{"partitions/0", "partitions/2", "partitions/3"}, MaxPerWorker: 2,
-						Assignment:  map[string]string{"partitions/0": "w-a", "partitions/2": "w-c"},
-						CreateIndex: 15, ModifyIndex: 18, AssignIndex: 17},
-				},
-				controls: map[string]KeyControl{
-					"partitions/2": {Prohibited: []string{"w-b", "w-z"}},
-					"scene-01":     {Disabled: true},
-				},
-				drained: []string{"w-b", "w-d"},
-				acl:     goldenACL(),
+				groups:          goldenGroups(),
+				controls:        goldenControls(),
+				drained:         []string{"w-b", "w-d"},
+				acl:             goldenACL(),
 			},
 		},
 	},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -373,28 +372,10 @@ func TestACLMetricsOpen(t *testing.T) {
 	do(t, "GET", url+"/v1/status", "").wantDenied(t, "status without a token", client.CodePermissionDenied, "no token")
 }
 
-// syncBuffer is a log destination that tests read while servers write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Every request that changes state is logged with its token's accessor id
 // by the node that serves it; refused ones too.
 func TestACLRequestsLogAccessor(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &harness.Buffer{}
 	serve := func(n *cluster.Node, reg *prometheus.Registry, _ hclog.Logger) (http.Handler, error) {
 		api := DefaultConfig()
 		api.Node, api.Gatherer = n, reg

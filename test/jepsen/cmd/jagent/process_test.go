@@ -3,40 +3,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/jepsen/history"
 )
 
 // The workloads run against real clusters in the fault suite
 // (test/jepsen), whose checkers read their histories; this package tests
 // them piece by piece, and the process itself here.
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestStoreProcessStopsOnSIGTERM runs `jagent store` as a process: it
 // serves, records, and exits 0 on SIGTERM; without a subcommand jagent
@@ -59,7 +40,7 @@ func TestStoreProcessStopsOnSIGTERM(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	path := filepath.Join(t.TempDir(), "store.jsonl")
-	var stderr syncBuffer
+	var stderr harness.Buffer
 	cmd := exec.Command(bin, "store", "-listen", addr, "-history", path)
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
