@@ -3,9 +3,11 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
@@ -38,7 +40,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, target, bytes.NewReader(body))
+	// A leader that is cut off may never answer (a blocking acquire would
+	// hang for its whole wait): give up as soon as this node sees that
+	// another node leads, or none.
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	stopWatch := s.watchLeader(ctx, addr, cancel)
+	req, err := http.NewRequestWithContext(ctx, r.Method, target, bytes.NewReader(body))
 	if err != nil {
 		writeError(w, fmt.Errorf("build forwarded request: %w", err))
 		return
@@ -50,6 +58,11 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	req.Header.Set(headerForwardedBy, s.node.ID())
 	resp, err := s.cfg.ForwardClient.Do(req)
+	stopWatch()
+	if err == nil && errors.Is(context.Cause(ctx), errLeaderMoved) {
+		resp.Body.Close()
+		err = context.Cause(ctx)
+	}
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client went away
@@ -72,3 +85,42 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 }
 
 func isCanceled(ctx context.Context) bool { return ctx.Err() != nil }
+
+// errLeaderMoved ends a forwarded request whose leader this node no longer
+// follows.
+var errLeaderMoved = errors.New("the leader changed while the request was forwarded")
+
+// leaderCheckInterval is how often a forwarded request checks that its
+// leader is still the one this node follows.
+var leaderCheckInterval = 200 * time.Millisecond
+
+// watchLeader cancels a forwarded request with errLeaderMoved once this
+// node's known leader is no longer addr. The returned stop ends the watch;
+// after it returns, the request is no longer cancelled by it.
+func (s *Server) watchLeader(ctx context.Context, addr string, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(leaderCheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if now := s.node.LeaderHTTPAddr(); now != addr {
+					s.log.Debug("leader changed during a forwarded request", "was", addr, "now", now)
+					cancel(errLeaderMoved)
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
+}

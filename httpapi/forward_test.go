@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -251,5 +254,78 @@ func TestForwardOverMutualTLS(t *testing.T) {
 	}
 	if code, body := send(http.MethodGet, follower.url+"/v1/leases/tls/a", ""); code != http.StatusOK || !strings.Contains(body, `"holder":"h1"`) {
 		t.Fatalf("linearizable read through a follower: got %d %s, want 200 with h1", code, body)
+	}
+}
+
+// movingLeaderNode is a follower whose known leader can change while a
+// request it forwarded is in flight.
+type movingLeaderNode struct {
+	fakeNode
+	leader atomic.Value // string
+}
+
+func (m *movingLeaderNode) LeaderHTTPAddr() string { return m.leader.Load().(string) }
+
+// A follower that forwarded a request to a leader that then stops being
+// the one it follows (cut off, or replaced) answers leadership_lost (the
+// outcome is unknown: retry) instead of holding the request for as long as
+// the old leader keeps silent; a blocking acquire would otherwise hang for
+// its whole wait while another leader could serve it.
+func TestForwardGivesUpWhenTheLeaderChanges(t *testing.T) {
+	reached := make(chan struct{}, 1)
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached <- struct{}{}
+		select { // a leader cut off from this follower: no answer
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(silent.Close)
+	t.Cleanup(func() { close(release) })
+	n := &movingLeaderNode{fakeNode: fakeNode{status: cluster.Status{NodeID: "n2", Role: "follower"}}}
+	n.leader.Store(strings.TrimPrefix(silent.URL, "http://"))
+	front := httptest.NewServer(serveFake(t, n))
+	t.Cleanup(front.Close)
+
+	type answer struct {
+		r   reply
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		req, err := http.NewRequestWithContext(harness.Context(t, time.Minute), http.MethodPut, front.URL+"/v1/leases/k",
+			strings.NewReader(`{"holder":"h","ttl":"10s","wait":"55s"}`))
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		got <- answer{r: reply{status: resp.StatusCode, header: resp.Header, body: body}, err: err}
+	}()
+	select {
+	case <-reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the follower did not forward the acquire")
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("answered while the leader was unchanged: %+v %v", a.r, a.err)
+	case <-time.After(3 * leaderCheckInterval):
+	}
+	n.leader.Store("") // the follower lost its leader
+	a := <-got
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	a.r.wantStatus(t, "a forwarded acquire after the leader changed", http.StatusServiceUnavailable)
+	if e := a.r.apiErr(t); e.Error != client.CodeLeadershipLost {
+		t.Errorf("got code %q, want %s (outcome unknown)", e.Error, client.CodeLeadershipLost)
 	}
 }
