@@ -339,7 +339,14 @@ func TestRunReportsEachTermOfTheSameLeader(t *testing.T) {
 			},
 		})
 	}()
-	harness.WaitUntil(t, 5*time.Second, "the second term of sm-01 to be reported", func() bool { return reported() >= 2 })
+	// OnNewLeader runs on the observer's goroutine: it may report the
+	// second term before Run has called OnStartedLeading for it.
+	started := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(tokens)
+	}
+	harness.WaitUntil(t, 5*time.Second, "the second term of sm-01 to start and be reported", func() bool { return reported() >= 2 && started() >= 2 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
