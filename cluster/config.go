@@ -99,6 +99,10 @@ type Config struct {
 	MaxPending int
 	// MaxBatch bounds the commands in one log entry.
 	MaxBatch int
+	// MaxWaiters bounds the blocking acquirers queued on the leader, over
+	// every key; past it, a blocking acquire of a held key fails with
+	// ErrOverloaded instead of queueing.
+	MaxWaiters int
 	// BalanceDebounce is how long the leader's balancer lets membership
 	// and group changes settle before it computes a new placement.
 	BalanceDebounce time.Duration
@@ -145,6 +149,7 @@ func DefaultConfig() Config {
 		MaxWait:            10 * time.Minute,
 		MaxPending:         16384,
 		MaxBatch:           1024,
+		MaxWaiters:         16384,
 		BalanceDebounce:    500 * time.Millisecond,
 		BalanceSettle:      3 * time.Second,
 		ACLDefaultPolicy:   ACLDeny,
@@ -262,6 +267,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPending < 1 {
 		bad("max-pending: %d must be at least 1", c.MaxPending)
+	}
+	if c.MaxWaiters < 1 {
+		bad("max-waiters: %d must be at least 1", c.MaxWaiters)
 	}
 	if c.MaxBatch < 2 || c.MaxBatch > 1<<15 {
 		bad("max-batch: %d must be between 2 and 32768", c.MaxBatch)

@@ -334,6 +334,7 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 		term:       term,
 		maxBatch:   n.cfg.MaxBatch,
 		maxPending: n.cfg.MaxPending,
+		maxWaiters: n.cfg.MaxWaiters,
 	})
 	n.leading.Store(p)
 	n.log.Info("leader_established", "term", term, "leases", n.lessor.Len())

@@ -30,6 +30,8 @@ type proposer struct {
 	maxBatch int
 	// maxPending bounds the writes queued for the next batches.
 	maxPending int
+	// maxWaiters bounds the blocking acquirers queued over all keys.
+	maxWaiters int
 
 	in       chan *op
 	timeouts chan *op
@@ -78,6 +80,9 @@ func newProposer(p *proposer) *proposer {
 	p.stopped = make(chan struct{})
 	p.waiters = make(map[string][]*op)
 	p.kicked = make(map[string]struct{})
+	if p.maxWaiters <= 0 {
+		p.maxWaiters = DefaultConfig().MaxWaiters
+	}
 	return p
 }
 
@@ -274,6 +279,11 @@ func (p *proposer) settle(o *op, r fsm.Result) {
 		switch r.Code {
 		case fsm.Held:
 			if !o.cancelled && !o.waitEnd.IsZero() && time.Now().Before(o.waitEnd) {
+				if int(p.waiting.Load()) >= p.maxWaiters {
+					// Nothing was done: the caller may retry later.
+					o.done <- opResult{err: ErrOverloaded}
+					return
+				}
 				p.enqueue(o, c.Key)
 				return
 			}

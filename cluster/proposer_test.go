@@ -200,3 +200,35 @@ func TestProposerOverloadIsRefused(t *testing.T) {
 	}
 	close(g.gate)
 }
+
+// The blocking acquirers queued on the leader are bounded: past
+// maxWaiters, a blocking acquire of a held key is answered ErrOverloaded
+// (nothing done, retry later) instead of queueing; one that finds the key
+// free is still granted, and a queued one is still handed the key.
+func TestProposerBoundsWaiters(t *testing.T) {
+	g := newGatedProposer(t, 0)
+	g.p.maxWaiters = 1
+	ctx := harness.Context(t, 10*time.Second)
+	held := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "a", TTL: time.Minute}})
+	if held.err != nil || held.res.Code != fsm.Granted {
+		t.Fatalf("first acquire: %+v %v", held.res, held.err)
+	}
+	wait := time.Now().Add(time.Minute)
+	first := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "b", TTL: time.Minute}, waitEnd: wait})
+	harness.WaitUntil(t, 5*time.Second, "the first waiter to queue", func() bool { return g.p.waiting.Load() == 1 })
+	second := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "c", TTL: time.Minute}, waitEnd: wait})
+	if !errors.Is(second.err, ErrOverloaded) {
+		t.Fatalf("a second waiter past the bound: %+v %v, want ErrOverloaded", second.res, second.err)
+	}
+	other := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "free", Holder: "c", TTL: time.Minute}, waitEnd: wait})
+	if other.err != nil || other.res.Code != fsm.Granted {
+		t.Fatalf("a blocking acquire of a free key past the bound: %+v %v, want granted", other.res, other.err)
+	}
+	rel := <-g.submit(ctx, &op{cmd: fsm.Release{Key: "k", Holder: "a", Token: held.res.Lease.Token}})
+	if rel.err != nil || rel.res.Code != fsm.Freed {
+		t.Fatalf("release: %+v %v", rel.res, rel.err)
+	}
+	if got := <-first; got.err != nil || got.res.Code != fsm.Granted || got.res.Lease.Holder != "b" {
+		t.Fatalf("the queued waiter: %+v %v, want granted to b", got.res, got.err)
+	}
+}

@@ -64,6 +64,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&c.MaxTTL, "max-ttl", c.MaxTTL, "largest TTL an acquire may ask for")
 	fs.DurationVar(&c.MaxWait, "max-wait", c.MaxWait, "longest wait of a blocking acquire")
 	fs.IntVar(&c.MaxPending, "max-pending", c.MaxPending, "writes queued on the leader before it answers 429")
+	fs.IntVar(&c.MaxWaiters, "max-waiters", c.MaxWaiters, "blocking acquirers queued on the leader before a blocking acquire of a held key answers 429")
 	fs.IntVar(&c.MaxBatch, "max-batch", c.MaxBatch, "commands in one Raft log entry")
 	fs.DurationVar(&c.BalanceDebounce, "balance-debounce", c.BalanceDebounce, "how long the leader lets worker and group changes settle before placing keys")
 	fs.DurationVar(&c.BalanceSettle, "balance-settle", c.BalanceSettle, "how long a new leader waits for gossip before its first placement")
