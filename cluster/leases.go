@@ -213,11 +213,15 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 		return nil, err
 	}
 	for i := range out {
-		if out[i].Err == nil {
+		var lost *LostError
+		switch {
+		case out[i].Err == nil:
 			n.metrics.renewals.WithLabelValues("ok").Inc()
 			out[i].Lease = n.view(out[i].Lease.Lease)
-		} else {
+		case errors.As(out[i].Err, &lost):
 			n.metrics.renewals.WithLabelValues("lost").Inc()
+		default: // not the primary any more: nothing was decided
+			n.metrics.renewals.WithLabelValues("not_leader").Inc()
 		}
 	}
 	return out, nil
