@@ -304,11 +304,12 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 		}
 		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := lease.Release(rctx); err != nil {
-			w.log.Debug("release failed; the lease will expire", "key", key, "error", err)
+			w.log.Info("key_released", "key", key, "token", lease.Token(), "error", err, "note", "the release failed; the lease will expire")
+		} else {
+			w.log.Info("key_released", "key", key, "token", lease.Token())
 		}
 		cancel()
 		w.setHeld(k, false)
-		w.log.Info("key_released", "key", key, "token", lease.Token())
 	}
 }
 

@@ -25,9 +25,10 @@ func operatorQuery(opts []OperatorOption) map[string]string {
 }
 
 // DrainWorker marks a worker as drained (true) or not (false): the balancer
-// gives a drained worker no keys, so it hands its keys back. A worker that
-// the cluster does not know fails with ErrNotFound unless WithForce. Drain
-// also returns the cluster's warnings.
+// gives a drained worker no keys, so it hands its keys back. Draining a
+// worker that the cluster does not know fails with ErrNotFound unless
+// WithForce; undraining never does. Drain also returns the cluster's
+// warnings.
 func (g *GroupsAPI) DrainWorker(ctx context.Context, worker string, draining bool, opts ...OperatorOption) error {
 	_, err := g.Drain(ctx, worker, draining, opts...)
 	return err

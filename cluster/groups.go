@@ -132,16 +132,17 @@ func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl
 }
 
 // DrainWorker marks a worker as drained (or not): the balancer moves its
-// keys to other workers, which it hands back as its targets go. A worker
-// that nothing knows (knownWorker) is refused with ErrNotFound unless
-// force: an operator may drain a worker before it starts. The warnings
+// keys to other workers, which it hands back as its targets go. Draining
+// a worker that nothing knows (knownWorker) is refused with ErrNotFound
+// unless force: an operator may drain a worker before it starts; undoing
+// a drain is never refused. The warnings
 // name each group of the worker that a drain leaves without a live worker
 // to own its keys; the drain happens anyway.
 func (n *Node) DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error) {
 	if err := validateHolder(worker); err != nil {
 		return nil, &InvalidError{Field: "worker", Err: err}
 	}
-	if !force && !n.knownWorker(worker) {
+	if draining && !force && !n.knownWorker(worker) {
 		return nil, unknownWorker(worker)
 	}
 	var warnings []string

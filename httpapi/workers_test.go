@@ -47,10 +47,13 @@ func TestUnknownWorkerOrKeyNeedsForce(t *testing.T) {
 	if res.Worker != "ghost" || !res.Draining {
 		t.Errorf("forced drain answered %+v, want ghost draining", res)
 	}
-	// Its drain mark makes it known: undrain needs no force.
-	do(t, "POST", url+"/v1/workers/ghost/drain", `{"draining":false}`).wantStatus(t, "undrain a drained worker", 200)
+	// Its drain mark makes it known: a second drain needs no force.
+	do(t, "POST", url+"/v1/workers/ghost/drain", "").wantStatus(t, "drain a drained worker again", 200)
+	// Undoing a drain never needs it.
+	do(t, "POST", url+"/v1/workers/ghost/drain", `{"draining":false}`).wantStatus(t, "undrain", 200)
+	do(t, "POST", url+"/v1/workers/nobody/drain", `{"draining":false}`).wantStatus(t, "undrain an unknown worker", 200)
 	// A worker that holds a lease is known.
-	do(t, "POST", url+"/v1/workers/h1/drain", `{"draining":false}`).wantStatus(t, "drain a lease holder", 200)
+	do(t, "POST", url+"/v1/workers/h1/drain", "").wantStatus(t, "drain a lease holder", 200)
 
 	for _, body := range []string{`{"disabled":true}`, `{"prohibited":["h9"]}`} {
 		do(t, "PUT", url+"/v1/controls/typo-1", body).wantNotFound(t, "control "+body+" of an unknown key", `"typo-1"`, "force=true")

@@ -17,7 +17,7 @@ Subcommands:
     drain ID [-force] [-wait [-timeout D]]
                                      give the worker no keys: it hands them back (a rolling
                                      upgrade); -wait returns once it holds none
-    undrain ID [-force]
+    undrain ID
 `
 
 func (e *env) workers(ctx context.Context, args []string) int {
@@ -99,14 +99,14 @@ func (e *env) workersDrain(ctx context.Context, args []string, draining bool) in
 	var force, wait bool
 	var timeout time.Duration
 	verb := map[bool]string{true: "drain", false: "undrain"}[draining]
-	usage := "workers " + verb + " ID [-force]"
+	usage := "workers " + verb + " ID"
 	if draining {
-		usage += " [-wait [-timeout D]]"
+		usage += " [-force] [-wait [-timeout D]]"
 	}
 	fs := e.newFlagSet("workers "+verb, usage)
 	cf.register(fs)
-	fs.BoolVar(&force, "force", false, "also a worker that the cluster does not know (to drain it before it starts)")
 	if draining {
+		fs.BoolVar(&force, "force", false, "also a worker that the cluster does not know (to drain it before it starts)")
 		fs.BoolVar(&wait, "wait", false, "return once the worker holds no key of its groups, printing the keys left as they change")
 		fs.DurationVar(&timeout, "timeout", 5*time.Minute, "with -wait: fail (exit 1) if the worker still holds keys after this long")
 	}

@@ -32,7 +32,6 @@ func TestForceFlags(t *testing.T) {
 		args []string
 	}{
 		{"drain", []string{"workers", "drain", "ghost"}},
-		{"undrain", []string{"workers", "undrain", "ghost"}},
 		{"disable", []string{"keys", "disable", "typo"}},
 		{"prohibit", []string{"keys", "prohibit", "typo", "h1"}},
 	}
