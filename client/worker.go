@@ -62,8 +62,8 @@ func WithWorkerTTL(d time.Duration) WorkerOption { return func(c *workerConfig) 
 // the worker announces its local address that routes to the first server
 // (WithJoin's, else the client's Config.Addresses). The default,
 // "127.0.0.1:0", stays on loopback only while the servers are on loopback:
-// otherwise the worker binds every interface and announces the address
-// that routes to the first server.
+// otherwise the worker binds and announces its local address that routes
+// to the first server.
 func WithGossipAddr(addr string) WorkerOption {
 	return func(c *workerConfig) { c.gossipAddr, c.gossipAddrSet = addr, true }
 }

@@ -31,10 +31,10 @@ type gossipPlace struct {
 //   - an explicit, specific bind address (WithGossipAddr "10.0.0.7:7946")
 //     is also the announced one;
 //   - otherwise (the loopback default, or an unspecified "0.0.0.0"/"[::]")
-//     the first server decides: when route says the local address that
-//     reaches it is not loopback, that address is announced (and the
-//     default binds every interface instead of loopback, which the servers
-//     could not reach); when the servers are on loopback, loopback is kept.
+//     the first server that route finds decides: when the local address
+//     that reaches it is not loopback, that address is announced (and the
+//     default binds it instead of loopback, which the servers could not
+//     reach); when the servers are on loopback, loopback is kept.
 //
 // route returns the local IP that routes to a server address; it is
 // injected so that the choice is a pure function.
@@ -78,7 +78,7 @@ func chooseGossipPlace(bind string, bindSet bool, advertise string, servers []st
 		default:
 			p.advHost = ip.String()
 			if !bindSet {
-				p.bindHost = "0.0.0.0"
+				p.bindHost = p.advHost // that interface only, not every one
 			}
 		}
 		return p, nil

@@ -31,7 +31,7 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 	fs.IntVar(&capacity, "capacity", 0, "most keys this worker takes (0: no bound)")
 	fs.DurationVar(&ttl, "ttl", 5*time.Second, "TTL of the worker's leases")
 	fs.DurationVar(&work, "work", 2*time.Second, "interval between two units of work on a key")
-	fs.StringVar(&gossip, "gossip-addr", "", "gossip address to bind (default: loopback while the servers are on loopback, else every interface, announcing the address that routes to the first server)")
+	fs.StringVar(&gossip, "gossip-addr", "", "gossip address to bind (default: loopback while the servers are on loopback, else the local address that routes to the first server)")
 	fs.StringVar(&advertise, "gossip-advertise", "", "gossip address to announce, host or host:port (default: chosen as -gossip-addr says)")
 	fs.BoolVar(&quiet, "quiet", false, "log only keys gained and lost, not each unit of work")
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
