@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 )
 
 // GroupsAPI makes the group, key-control and worker calls of the HTTP API.
@@ -213,8 +212,10 @@ func (g *GroupsAPI) Control(ctx context.Context, key string) (*KeyControl, error
 
 // SetControl replaces the controls of a key: Disabled stops anyone from
 // acquiring it; Prohibited lists holders that may not acquire it. A zero
-// KeyControl clears them.
-func (g *GroupsAPI) SetControl(ctx context.Context, key string, ctl KeyControl) error {
+// KeyControl clears them. Disabling or prohibiting a key that the cluster
+// does not know (no lease, no group, no controls) fails with ErrNotFound
+// unless WithForce.
+func (g *GroupsAPI) SetControl(ctx context.Context, key string, ctl KeyControl, opts ...OperatorOption) error {
 	p, err := leasePath("/v1/controls/", key)
 	if err != nil {
 		return err
@@ -223,17 +224,6 @@ func (g *GroupsAPI) SetControl(ctx context.Context, key string, ctl KeyControl) 
 		ctl.Prohibited = []string{}
 	}
 	ctl.Key = "" // the path names it
-	_, err = g.c.do(ctx, &request{method: http.MethodPut, path: p, body: ctl})
-	return err
-}
-
-// DrainWorker marks a worker as drained (true) or not (false): the balancer
-// gives a drained worker no keys, so it hands its keys back.
-func (g *GroupsAPI) DrainWorker(ctx context.Context, worker string, draining bool) error {
-	if worker == "" {
-		return fmt.Errorf("%w: empty worker id", ErrInvalid)
-	}
-	_, err := g.c.do(ctx, &request{method: http.MethodPost, path: "/v1/workers/" + url.PathEscape(worker) + "/drain",
-		body: DrainBody{Draining: &draining}})
+	_, err = g.c.do(ctx, &request{method: http.MethodPut, path: p, body: ctl, query: operatorQuery(opts)})
 	return err
 }

@@ -134,6 +134,45 @@ type DrainBody struct {
 	Draining *bool `json:"draining,omitempty"`
 }
 
+// DrainResult answers POST /v1/workers/{id}/drain: the worker's drain mark
+// as it is now, and warnings, such as a group that the drain leaves
+// without a live worker to own its keys (the drain happened anyway).
+type DrainResult struct {
+	Worker   string   `json:"worker"`
+	Draining bool     `json:"draining"`
+	Warnings []string `json:"warnings"`
+}
+
+// WorkerGroupKeys are the keys of one group that a worker is the target
+// of (the balancer's plan) and that it holds (its leases), each sorted.
+type WorkerGroupKeys struct {
+	Group   string   `json:"group"`
+	Targets []string `json:"targets"`
+	Holds   []string `json:"holds"`
+}
+
+// WorkerInfo is one worker in GET /v1/workers. Status is what gossip says
+// ("alive", or "dead" for a member that failed or left in the last 10
+// minutes), or "absent" for a worker that gossip does not know but that a
+// target, a held lease or a drain mark names. Draining: the worker
+// announced it is stopping; Drained: an operator drained it.
+type WorkerInfo struct {
+	ID       string            `json:"id"`
+	Status   string            `json:"status"`
+	Addr     string            `json:"addr,omitempty"`
+	Groups   []string          `json:"groups"`
+	Capacity int               `json:"capacity"`
+	Draining bool              `json:"draining"`
+	Drained  bool              `json:"drained"`
+	Keys     []WorkerGroupKeys `json:"keys"`
+}
+
+// WorkerList answers GET /v1/workers.
+type WorkerList struct {
+	Workers []WorkerInfo `json:"workers"`
+	Index   uint64       `json:"index"`
+}
+
 // KeyringBody is the body of POST /v1/operator/keyring: Op is install, use
 // or remove; GossipKey the key, base64 (tenure keygen makes one). Force
 // skips the check that no alive member would be cut off (a use of a key

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -32,9 +33,13 @@ type workerConfig struct {
 	capacity   int
 	ttl        time.Duration
 	gossipAddr string
-	join       []string
-	logger     hclog.Logger
-	retry      time.Duration
+	// gossipAddrSet: WithGossipAddr was given (the default may move off
+	// loopback when the servers are not on it).
+	gossipAddrSet bool
+	advertise     string
+	join          []string
+	logger        hclog.Logger
+	retry         time.Duration
 	// gossipKeys encrypt the worker's gossip (keyring.go).
 	gossipKeys    [][]byte
 	gossipKeysSet bool
@@ -51,15 +56,35 @@ func WithCapacity(n int) WorkerOption { return func(c *workerConfig) { c.capacit
 // its keys stay unowned after it dies.
 func WithWorkerTTL(d time.Duration) WorkerOption { return func(c *workerConfig) { c.ttl = d } }
 
-// WithGossipAddr sets the address the worker's gossip binds and announces
-// (default "127.0.0.1:0", a free port on loopback). Servers must reach it.
-func WithGossipAddr(addr string) WorkerOption { return func(c *workerConfig) { c.gossipAddr = addr } }
+// WithGossipAddr sets the address the worker's gossip binds, "host:port"
+// (port 0: a free one). Servers must reach it. A specific host is also the
+// address the worker announces; with an unspecified host ("0.0.0.0:7946")
+// the worker announces its local address that routes to the first server
+// (WithJoin's, else the client's Config.Addresses). The default,
+// "127.0.0.1:0", stays on loopback only while the servers are on loopback:
+// otherwise the worker binds and announces its local address that routes
+// to the first server.
+func WithGossipAddr(addr string) WorkerOption {
+	return func(c *workerConfig) { c.gossipAddr, c.gossipAddrSet = addr, true }
+}
+
+// WithGossipAdvertise sets the address the worker announces to the
+// servers, "host" or "host:port" (the port defaults to the bound one),
+// when the one it would choose is wrong (behind NAT, in a container).
+// It wins over every choice WithGossipAddr describes.
+func WithGossipAdvertise(addr string) WorkerOption {
+	return func(c *workerConfig) { c.advertise = addr }
+}
 
 // WithJoin sets the gossip addresses to join. The default asks the cluster
 // (GET /v1/members) for its servers' gossip addresses.
 func WithJoin(addrs ...string) WorkerOption { return func(c *workerConfig) { c.join = addrs } }
 
-// WithWorkerLogger sets the worker's logger.
+// WithWorkerLogger sets the worker's logger. The worker logs at Info each
+// key it acquires (key_acquired), hands back (key_released) and loses
+// (key_lost: its lease ended while the key was still its target), with
+// the key, group and token. Without this option the worker logs through
+// the client's Config.Logger, or, when that is nil too, to stderr at Info.
 func WithWorkerLogger(l hclog.Logger) WorkerOption { return func(c *workerConfig) { c.logger = l } }
 
 // Worker owns the keys of one group that the cluster's balancer assigns to
@@ -108,7 +133,7 @@ func (k *ownedKey) holds() bool {
 // Worker returns a worker of group that runs handler for each key it owns.
 // Start it with Run.
 func (c *Client) Worker(group string, handler Handler, opts ...WorkerOption) *Worker {
-	cfg := workerConfig{id: c.Holder(), ttl: 10 * time.Second, gossipAddr: "127.0.0.1:0", retry: time.Second}
+	cfg := workerConfig{id: c.Holder(), ttl: 10 * time.Second, gossipAddr: defaultGossipAddr, retry: time.Second}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -119,7 +144,10 @@ func (c *Client) Worker(group string, handler Handler, opts ...WorkerOption) *Wo
 	cfg.holder = cfg.id + "#" + randomHex(4)
 	log := cfg.logger
 	if log == nil {
-		log = hclog.NewNullLogger()
+		log = c.cfg.Logger
+	}
+	if log == nil {
+		log = hclog.New(&hclog.LoggerOptions{Name: "tenure", Level: hclog.Info, Output: os.Stderr})
 	}
 	return &Worker{c: c, group: group, handler: handler, cfg: cfg, log: log.Named("worker").With("group", group, "worker", cfg.id),
 		keys: make(map[string]*ownedKey), changed: make(chan struct{})}
@@ -266,17 +294,22 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 			}
 			stop()
 		}()
-		w.log.Debug("key_owned", "key", key, "token", lease.Token())
+		w.log.Info("key_acquired", "key", key, "token", lease.Token())
 		w.handler(leaseContext{hctx, lease}, key, lease.Token())
 		<-hctx.Done() // a handler that returned early keeps the key until it moves
 		stop()
+		if ctx.Err() == nil {
+			// Still a target and the worker still runs: the lease ended.
+			w.log.Info("key_lost", "key", key, "token", lease.Token(), "error", lease.Err())
+		}
 		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := lease.Release(rctx); err != nil {
-			w.log.Debug("release failed; the lease will expire", "key", key, "error", err)
+			w.log.Info("key_released", "key", key, "token", lease.Token(), "error", err, "note", "the release failed; the lease will expire")
+		} else {
+			w.log.Info("key_released", "key", key, "token", lease.Token())
 		}
 		cancel()
 		w.setHeld(k, false)
-		w.log.Debug("key_released", "key", key, "token", lease.Token())
 	}
 }
 

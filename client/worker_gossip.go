@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -36,13 +35,13 @@ type workerGossip struct {
 // startWorkerGossip joins the cluster's gossip as a worker of w's group,
 // retrying the join until it succeeds or ctx ends.
 func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
-	host, portStr, err := net.SplitHostPort(w.cfg.gossipAddr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: gossip address %q: %v", ErrInvalid, w.cfg.gossipAddr, err)
+	servers := w.cfg.join
+	if len(servers) == 0 {
+		servers = w.c.cfg.Addresses
 	}
-	port, err := strconv.Atoi(portStr)
+	place, err := chooseGossipPlace(w.cfg.gossipAddr, w.cfg.gossipAddrSet, w.cfg.advertise, servers, routedIP)
 	if err != nil {
-		return nil, fmt.Errorf("%w: gossip port %q: %v", ErrInvalid, portStr, err)
+		return nil, err
 	}
 	kr, err := workerKeyring(w.cfg)
 	if err != nil {
@@ -61,8 +60,11 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 		g.meta.Keys = keyFingerprints(kr)
 	}
 	mc.Name = w.cfg.holder // unique, so two Workers of one id never clash
-	mc.BindAddr, mc.BindPort = host, port
-	mc.AdvertiseAddr, mc.AdvertisePort = host, port // 0: memberlist advertises the port it bound
+	mc.BindAddr, mc.BindPort = place.bindHost, place.bindPort
+	mc.AdvertiseAddr, mc.AdvertisePort = place.advHost, place.advPort
+	if mc.AdvertisePort == 0 {
+		mc.AdvertisePort = place.bindPort // 0: memberlist advertises the port it bound
+	}
 	// Servers that all restarted before this worker noticed them gone
 	// know nothing of it until a full state exchange: do one every 5s
 	// (memberlist's LAN default is 30s), so the balancer sees the worker
@@ -73,8 +75,9 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 	mc.Logger = g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	g.list, err = memberlist.Create(mc)
 	if err != nil {
-		return nil, fmt.Errorf("start worker gossip on %s: %w", w.cfg.gossipAddr, err)
+		return nil, fmt.Errorf("start worker gossip on %s: %w", net.JoinHostPort(place.bindHost, fmt.Sprint(place.bindPort)), err)
 	}
+	g.log.Debug("gossip started", "bind", net.JoinHostPort(place.bindHost, fmt.Sprint(place.bindPort)), "advertise", g.list.LocalNode().Address())
 	for {
 		peers := w.cfg.join
 		if len(peers) == 0 {

@@ -112,8 +112,10 @@ func (n *Node) GroupKeys(ctx context.Context, name string, add, remove []string)
 // SetKeyControl replaces an operator's controls of key: disabled (nobody
 // may acquire it; its holder keeps the lease until it hands it back, which
 // a worker does when the balancer stops targeting it) and prohibited
-// holders.
-func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl) error {
+// holders. Disabling or prohibiting a key that nothing knows (knownKey:
+// no lease record, no group, no controls) is refused with ErrNotFound
+// unless force; clearing controls never is.
+func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) error {
 	if err := fsm.ValidateKey(key); err != nil {
 		return &InvalidError{Field: "key", Err: err}
 	}
@@ -122,18 +124,35 @@ func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl
 			return invalid("prohibited", "holder %q: must be 1 to %d bytes", h, MaxHolderLen)
 		}
 	}
+	if !force && (ctl.Disabled || len(ctl.Prohibited) > 0) && !n.knownKey(key) {
+		return unknownKey(key)
+	}
 	_, err := n.write(ctx, fsm.SetKeyControl{Key: key, Control: ctl})
 	return err
 }
 
 // DrainWorker marks a worker as drained (or not): the balancer moves its
-// keys to other workers, which it hands back as its targets go.
-func (n *Node) DrainWorker(ctx context.Context, worker string, draining bool) error {
+// keys to other workers, which it hands back as its targets go. Draining
+// a worker that nothing knows (knownWorker) is refused with ErrNotFound
+// unless force: an operator may drain a worker before it starts; undoing
+// a drain is never refused. The warnings
+// name each group of the worker that a drain leaves without a live worker
+// to own its keys; the drain happens anyway.
+func (n *Node) DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error) {
 	if err := validateHolder(worker); err != nil {
-		return &InvalidError{Field: "worker", Err: err}
+		return nil, &InvalidError{Field: "worker", Err: err}
 	}
-	_, err := n.write(ctx, fsm.WorkerDrain{Worker: worker, Draining: draining})
-	return err
+	if draining && !force && !n.knownWorker(worker) {
+		return nil, unknownWorker(worker)
+	}
+	var warnings []string
+	if draining {
+		warnings = n.drainWarnings(worker)
+	}
+	if _, err := n.write(ctx, fsm.WorkerDrain{Worker: worker, Draining: draining}); err != nil {
+		return nil, err
+	}
+	return warnings, nil
 }
 
 // write proposes one command through the leader's proposer.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/gorilla/mux"
@@ -164,7 +165,11 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	ctl := fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}
-	if err := s.node.SetKeyControl(ctx, pathKey(r), ctl); err != nil {
+	force, err := forceParam(r)
+	if err != nil {
+		return err
+	}
+	if err := s.node.SetKeyControl(ctx, pathKey(r), ctl, force); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, controlOut(pathKey(r), ctl))
@@ -186,12 +191,63 @@ func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	force, err := forceParam(r)
+	if err != nil {
+		return err
+	}
 	draining := body.Draining == nil || *body.Draining
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	if err := s.node.DrainWorker(ctx, pathVar(r, "id"), draining); err != nil {
+	id := pathVar(r, "id")
+	warnings, err := s.node.DrainWorker(ctx, id, draining, force)
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	if warnings == nil {
+		warnings = []string{}
+	}
+	writeJSON(w, http.StatusOK, client.DrainResult{Worker: id, Draining: draining, Warnings: warnings})
 	return nil
+}
+
+// listWorkers answers GET /v1/workers[?id=]: every worker, or the one
+// named by id (an empty list when nothing knows it).
+func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
+	c := consistency(r)
+	id := r.URL.Query().Get("id")
+	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
+		views, index, err := s.node.Workers(ctx, c)
+		if err != nil {
+			return nil, 0, err
+		}
+		out := client.WorkerList{Workers: []client.WorkerInfo{}, Index: watchIndex(index)}
+		for _, v := range views {
+			if id != "" && v.ID != id {
+				continue
+			}
+			wi := client.WorkerInfo{ID: v.ID, Status: v.Status, Addr: v.Addr, Groups: v.Groups, Capacity: v.Capacity,
+				Draining: v.Draining, Drained: v.Drained, Keys: []client.WorkerGroupKeys{}}
+			for _, k := range v.Keys {
+				wi.Keys = append(wi.Keys, client.WorkerGroupKeys{Group: k.Group, Targets: k.Targets, Holds: k.Holds})
+			}
+			out.Workers = append(out.Workers, wi)
+		}
+		return out, out.Index, nil
+	})
+}
+
+// forceParam reads ?force: absent or "false" is false; "", "true" or "1"
+// is true; anything else is an invalid_query naming the parameter.
+func forceParam(r *http.Request) (bool, error) {
+	v, ok := r.URL.Query()["force"]
+	if !ok {
+		return false, nil
+	}
+	switch {
+	case len(v) == 0 || v[0] == "" || v[0] == "true" || v[0] == "1":
+		return true, nil
+	case v[0] == "false" || v[0] == "0":
+		return false, nil
+	}
+	return false, badRequest(client.CodeInvalidQuery, "force", fmt.Sprintf("force: %q is not true or false", v[0]))
 }

@@ -30,8 +30,9 @@ type Node interface {
 	Groups(ctx context.Context, c cluster.Consistency) ([]*fsm.Group, uint64, error)
 	Assignment(ctx context.Context, name, worker string, c cluster.Consistency) (map[string]string, uint64, error)
 	KeyControl(ctx context.Context, key string, c cluster.Consistency) (fsm.KeyControl, error)
-	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl) error
-	DrainWorker(ctx context.Context, worker string, draining bool) error
+	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) error
+	DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error)
+	Workers(ctx context.Context, c cluster.Consistency) ([]cluster.WorkerView, uint64, error)
 
 	// ACLs: tokens are resolved against this node's replicated state.
 	ResolveToken(secret string) (*cluster.Authorizer, error)

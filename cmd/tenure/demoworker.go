@@ -19,18 +19,20 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 	var cf clusterFlags
 	var (
 		group, id, gossip string
+		advertise         string
 		capacity          int
 		ttl, work         time.Duration
 		quiet             bool
 	)
-	fs := e.newFlagSet("demo-worker", "demo-worker -group NAME [-id ID] [-capacity N] [-ttl D] [-work D] [-gossip-addr A]")
+	fs := e.newFlagSet("demo-worker", "demo-worker -group NAME [-id ID] [-capacity N] [-ttl D] [-work D] [-gossip-addr A] [-gossip-advertise A]")
 	cf.register(fs)
 	fs.StringVar(&group, "group", "", "group whose keys to own (required)")
 	fs.StringVar(&id, "id", "", "worker id, also the lease holder (default: hostname-pid-random)")
 	fs.IntVar(&capacity, "capacity", 0, "most keys this worker takes (0: no bound)")
 	fs.DurationVar(&ttl, "ttl", 5*time.Second, "TTL of the worker's leases")
 	fs.DurationVar(&work, "work", 2*time.Second, "interval between two units of work on a key")
-	fs.StringVar(&gossip, "gossip-addr", "127.0.0.1:0", "gossip address to bind and announce")
+	fs.StringVar(&gossip, "gossip-addr", "", "gossip address to bind (default: loopback while the servers are on loopback, else the local address that routes to the first server)")
+	fs.StringVar(&advertise, "gossip-advertise", "", "gossip address to announce, host or host:port (default: chosen as -gossip-addr says)")
 	fs.BoolVar(&quiet, "quiet", false, "log only keys gained and lost, not each unit of work")
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
 		return code
@@ -74,8 +76,14 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 	if id == "" {
 		id = c.Holder()
 	}
-	w := c.Worker(group, handler, client.WithWorkerID(id), client.WithWorkerTTL(ttl), client.WithCapacity(capacity),
-		client.WithGossipAddr(gossip), client.WithWorkerLogger(log))
+	opts := []client.WorkerOption{client.WithWorkerID(id), client.WithWorkerTTL(ttl), client.WithCapacity(capacity), client.WithWorkerLogger(log)}
+	if gossip != "" {
+		opts = append(opts, client.WithGossipAddr(gossip))
+	}
+	if advertise != "" {
+		opts = append(opts, client.WithGossipAdvertise(advertise))
+	}
+	w := c.Worker(group, handler, opts...)
 	fmt.Fprintf(e.stdout, "%s: worker of group %s (pid %d)\n", w.ID(), group, os.Getpid())
 	if err := w.Run(ctx); err != nil && ctx.Err() == nil {
 		return e.fail(err)

@@ -27,17 +27,11 @@ const keysUsage = `Usage: tenure keys <subcommand> [args]
 
 Subcommands:
     show KEY                 the operator's controls of a key
-    disable KEY              nobody may acquire it; its worker hands it back
+    disable KEY [-force]     nobody may acquire it; its worker hands it back
     enable KEY
-    prohibit KEY HOLDER      HOLDER may not acquire it
+    prohibit KEY HOLDER [-force]
+                             HOLDER may not acquire it
     allow KEY HOLDER
-`
-
-const workersUsage = `Usage: tenure workers <subcommand> [args]
-
-Subcommands:
-    drain ID      give the worker no keys: it hands them back (a rolling upgrade)
-    undrain ID
 `
 
 func (e *env) groups(ctx context.Context, args []string) int {
@@ -256,6 +250,10 @@ func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 	}
 	fs := e.newFlagSet("keys "+verb, usage)
 	cf.register(fs)
+	var force bool
+	if verb == "disable" || verb == "prohibit" {
+		fs.BoolVar(&force, "force", false, "also for a key that the cluster does not know (no lease, group or control)")
+	}
 	c, pos, code, ok := e.connect(fs, &cf, args, n, n)
 	if !ok {
 		return code
@@ -281,7 +279,11 @@ func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 		ctl.Prohibited = kept
 	}
 	if verb != "show" {
-		if err := c.Groups().SetControl(ctx, pos[0], *ctl); err != nil {
+		var opts []client.OperatorOption
+		if force {
+			opts = append(opts, client.WithForce())
+		}
+		if err := c.Groups().SetControl(ctx, pos[0], *ctl, opts...); err != nil {
 			return e.fail(err)
 		}
 	}
@@ -290,28 +292,4 @@ func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "Key %s: disabled=%v prohibited=%v\n", pos[0], ctl.Disabled, ctl.Prohibited)
 	return exitOK
-}
-
-func (e *env) workers(ctx context.Context, args []string) int {
-	drain := func(draining bool) func(context.Context, []string) int {
-		return func(ctx context.Context, args []string) int {
-			var cf clusterFlags
-			verb := map[bool]string{true: "drain", false: "undrain"}[draining]
-			fs := e.newFlagSet("workers "+verb, "workers "+verb+" ID")
-			cf.register(fs)
-			c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
-			if !ok {
-				return code
-			}
-			if err := c.Groups().DrainWorker(ctx, pos[0], draining); err != nil {
-				return e.fail(err)
-			}
-			fmt.Fprintf(e.stdout, "Worker %s: draining=%v\n", pos[0], draining)
-			return exitOK
-		}
-	}
-	return e.subcommands(ctx, args, workersUsage, map[string]func(context.Context, []string) int{
-		"drain":   drain(true),
-		"undrain": drain(false),
-	})
 }

@@ -37,7 +37,7 @@ Commands:
     keygen      Print a new gossip encryption key
     groups      Create and inspect groups of keys placed over workers
     keys        Disable a key, prohibit a holder on a key
-    workers     Drain a worker
+    workers     List workers with their keys; drain a worker
     acl         Bootstrap ACLs; create, list and delete tokens and policies
     demo-worker Run an example worker that owns keys of a group
     bench       Drive a running cluster and report throughput and latency

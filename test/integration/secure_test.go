@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +120,31 @@ func TestSecureClusterClients(t *testing.T) {
 	w := runWorker(t, ctx, newClient("app-w1", app.SecretID), "parts", client.WithWorkerID("app-w1"),
 		client.WithWorkerTTL(2*time.Second), client.WithGossipKeys(keys...), client.WithJoin(c.nodes[0].gossipAddr))
 	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(3) })
+
+	// The workers route and the drain answer over TLS with ACLs: the app
+	// token reads the workers (read on ""); the admin drains, and is told
+	// that the group is left without a worker.
+	poll.WaitFor(t, 10*time.Second, func() error {
+		ws, _, err := newClient("app-ops", app.SecretID).Groups().Workers(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if len(ws) != 1 || ws[0].ID != "app-w1" || ws[0].Status != "alive" || len(ws[0].Keys) != 1 || len(ws[0].Keys[0].Holds) != 3 {
+			return fmt.Errorf("workers %+v: want app-w1 alive holding the 3 keys of parts", ws)
+		}
+		return nil
+	})
+	if _, err := newClient("app-ops", app.SecretID).Groups().Drain(ctx, "app-w1", true); !errors.Is(err, client.ErrPermissionDenied) {
+		t.Errorf("drain with a token without the groups right: %v, want permission denied", err)
+	}
+	res, err := admin.Groups().Drain(ctx, "app-w1", true)
+	if err != nil {
+		t.Fatalf("drain app-w1: %v", err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `group "parts"`) {
+		t.Errorf("draining the only worker of parts warned %q", res.Warnings)
+	}
+	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(0) })
 }
 
 func fileExists(path string) bool {

@@ -1,0 +1,139 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/test/harness"
+)
+
+// fakePlan serves a group's assignment (blocking on ?index) in front of a
+// fakeTenure that serves the leases.
+type fakePlan struct {
+	mu      sync.Mutex
+	plan    map[string]string
+	index   uint64
+	changed chan struct{}
+}
+
+func (p *fakePlan) set(plan map[string]string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.plan, p.index = plan, p.index+1
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+func (p *fakePlan) serve(w http.ResponseWriter, r *http.Request) {
+	min, _ := strconv.ParseUint(r.URL.Query().Get("index"), 10, 64)
+	for {
+		p.mu.Lock()
+		plan, index, changed := p.plan, p.index, p.changed
+		p.mu.Unlock()
+		if index > min {
+			writeJSON(w, 200, Assignment{Group: "g", Assignment: plan, Index: index})
+			return
+		}
+		select {
+		case <-changed:
+		case <-time.After(2 * time.Second):
+			writeJSON(w, 200, Assignment{Group: "g", Assignment: plan, Index: index})
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// gossipSeed is a memberlist node on loopback for a worker to join.
+func gossipSeed(t *testing.T) string {
+	t.Helper()
+	cfg := memberlist.DefaultLANConfig()
+	cfg.Name = "server-1"
+	cfg.BindAddr, cfg.BindPort, cfg.AdvertiseAddr = "127.0.0.1", 0, "127.0.0.1"
+	cfg.LogOutput = hclog.NewNullLogger().StandardWriter(&hclog.StandardLoggerOptions{})
+	seed, err := memberlist.Create(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { seed.Shutdown() })
+	return seed.LocalNode().Address()
+}
+
+// A worker tells the application's logger, at Info, each key it acquires,
+// loses and hands back, with the key, group and token.
+func TestWorkerLogsKeyOwnershipAtInfo(t *testing.T) {
+	f := newFakeTenure(t)
+	plan := &fakePlan{plan: map[string]string{"k1": "w1"}, index: 1, changed: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/assignment") {
+			plan.serve(w, r)
+			return
+		}
+		f.serve(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c, _ := newTestClient(t, strings.TrimPrefix(srv.URL, "http://"))
+	var out harness.Buffer
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &out})
+	w := c.Worker("g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		WithWorkerID("w1"), WithJoin(gossipSeed(t)), WithWorkerTTL(time.Second), WithWorkerLogger(logger))
+	w.cfg.retry = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	logged := func(what string, parts ...string) {
+		t.Helper()
+		harness.WaitUntil(t, 10*time.Second, what+" logged", func() bool {
+			for _, line := range strings.Split(out.String(), "\n") {
+				ok := strings.Contains(line, "[INFO]")
+				for _, p := range parts {
+					ok = ok && strings.Contains(line, p)
+				}
+				if ok {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	logged("the first acquisition", "key_acquired", "key=k1", "group=g", "token=1")
+	f.revoke("k1")
+	logged("the loss", "key_lost", "key=k1", "group=g", "token=1")
+	logged("the acquisition again", "key_acquired", "key=k1", "token=2")
+	plan.set(map[string]string{})
+	logged("the hand-back", "key_released", "key=k1", "group=g", "token=2")
+}
+
+// Without a logger option the worker logs through the client's logger, or,
+// when the application gave none, at Info (to stderr): never silently.
+func TestWorkerDefaultLoggerIsNotSilent(t *testing.T) {
+	c, _ := newTestClient(t, "127.0.0.1:1")
+	if w := c.Worker("g", func(context.Context, string, uint64) {}); !w.log.IsInfo() {
+		t.Error("a worker without a logger does not log at Info")
+	}
+	var out harness.Buffer
+	cfg := DefaultConfig()
+	cfg.Addresses = []string{"127.0.0.1:1"}
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &out})
+	c2, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2.Worker("g", func(context.Context, string, uint64) {}).log.Info("probe")
+	if !strings.Contains(out.String(), "probe") {
+		t.Errorf("the worker did not log through the client's Config.Logger: %q", out.String())
+	}
+}

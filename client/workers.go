@@ -1,0 +1,103 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+)
+
+// OperatorOption changes an operator's call (a drain, a key control).
+type OperatorOption func(map[string]string)
+
+// WithForce makes the cluster accept a drain of a worker, or a control of
+// a key, that it does not know (an operator may drain a worker before it
+// starts); without it such a call fails with ErrNotFound.
+func WithForce() OperatorOption { return func(q map[string]string) { q["force"] = "true" } }
+
+func operatorQuery(opts []OperatorOption) map[string]string {
+	q := map[string]string{}
+	for _, o := range opts {
+		o(q)
+	}
+	return q
+}
+
+// DrainWorker marks a worker as drained (true) or not (false): the balancer
+// gives a drained worker no keys, so it hands its keys back. Draining a
+// worker that the cluster does not know fails with ErrNotFound unless
+// WithForce; undraining never does. Drain also returns the cluster's
+// warnings.
+func (g *GroupsAPI) DrainWorker(ctx context.Context, worker string, draining bool, opts ...OperatorOption) error {
+	_, err := g.Drain(ctx, worker, draining, opts...)
+	return err
+}
+
+// Drain is DrainWorker that returns the cluster's answer: its warnings
+// name each group that the drain leaves without a live worker to own its
+// keys (the drain happened anyway).
+func (g *GroupsAPI) Drain(ctx context.Context, worker string, draining bool, opts ...OperatorOption) (*DrainResult, error) {
+	if worker == "" {
+		return nil, fmt.Errorf("%w: empty worker id", ErrInvalid)
+	}
+	resp, err := g.c.do(ctx, &request{method: http.MethodPost, path: "/v1/workers/" + url.PathEscape(worker) + "/drain",
+		body: DrainBody{Draining: &draining}, query: operatorQuery(opts)})
+	if err != nil {
+		return nil, err
+	}
+	out := DrainResult{Worker: worker, Draining: draining}
+	if len(resp.body) > 0 {
+		if err := json.Unmarshal(resp.body, &out); err != nil {
+			return nil, fmt.Errorf("decode drain: %w", err)
+		}
+	}
+	return &out, nil
+}
+
+// Workers lists every worker that gossip knows (alive, or dead or gone in
+// the last minutes) and every worker that a group's plan, a held lease or
+// a drain mark names, with its groups, capacity, drain state and keys. With
+// q.WaitIndex it blocks until the plan, the leases or the drain marks
+// change past that index (gossip changes do not end the wait).
+func (g *GroupsAPI) Workers(ctx context.Context, q *QueryOptions) ([]WorkerInfo, *Meta, error) {
+	return g.workers(ctx, "", q)
+}
+
+// Worker reads one worker as Workers shows it; ErrNotFound when nothing
+// knows it.
+func (g *GroupsAPI) Worker(ctx context.Context, id string, q *QueryOptions) (*WorkerInfo, *Meta, error) {
+	if id == "" {
+		return nil, nil, fmt.Errorf("%w: empty worker id", ErrInvalid)
+	}
+	list, meta, err := g.workers(ctx, id, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range list {
+		if list[i].ID == id {
+			return &list[i], meta, nil
+		}
+	}
+	return nil, meta, fmt.Errorf("worker %q: %w", id, ErrNotFound)
+}
+
+func (g *GroupsAPI) workers(ctx context.Context, id string, q *QueryOptions) ([]WorkerInfo, *Meta, error) {
+	params := map[string]string{}
+	if id != "" {
+		params["id"] = id
+	}
+	wait := q.apply(params)
+	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/workers", query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out WorkerList
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode workers: %w", err)
+	}
+	if resp.meta.Index == 0 {
+		resp.meta.Index = out.Index
+	}
+	return out.Workers, resp.meta, nil
+}

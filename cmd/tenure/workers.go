@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+const workersUsage = `Usage: tenure workers <subcommand> [args]
+
+Subcommands:
+    list [-json]                     every worker gossip knows: groups, capacity, drain state, keys
+    drain ID [-force] [-wait [-timeout D]]
+                                     give the worker no keys: it hands them back (a rolling
+                                     upgrade); -wait returns once it holds none
+    undrain ID
+`
+
+func (e *env) workers(ctx context.Context, args []string) int {
+	return e.subcommands(ctx, args, workersUsage, map[string]func(context.Context, []string) int{
+		"list":    e.workersList,
+		"drain":   func(ctx context.Context, a []string) int { return e.workersDrain(ctx, a, true) },
+		"undrain": func(ctx context.Context, a []string) int { return e.workersDrain(ctx, a, false) },
+	})
+}
+
+func (e *env) workersList(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("workers list", "workers list")
+	cf.register(fs)
+	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	if !ok {
+		return code
+	}
+	workers, _, err := c.Groups().Workers(ctx, nil)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(map[string]any{"workers": workers})
+	}
+	w := e.table()
+	row(w, "WORKER", "STATUS", "GROUPS", "CAPACITY", "DRAIN", "TARGETS", "HOLDS")
+	for _, wk := range workers {
+		targets := 0
+		for _, k := range wk.Keys {
+			targets += len(k.Targets)
+		}
+		var drain []string
+		if wk.Drained {
+			drain = append(drain, "drained")
+		}
+		if wk.Draining {
+			drain = append(drain, "draining")
+		}
+		capacity := "-"
+		if wk.Capacity > 0 {
+			capacity = fmt.Sprint(wk.Capacity)
+		}
+		row(w, wk.ID, wk.Status, dash(strings.Join(wk.Groups, ",")), capacity, dash(strings.Join(drain, ",")), targets, dash(heldKeys(wk, 5)))
+	}
+	w.Flush()
+	return exitOK
+}
+
+// heldCount is the number of keys w holds in all its groups.
+func heldCount(w *client.WorkerInfo) int {
+	n := 0
+	for _, k := range w.Keys {
+		n += len(k.Holds)
+	}
+	return n
+}
+
+// heldKeys renders the keys w holds, by group ("g: a, b; h: c"), at most
+// limit keys per group (0: all), with how many more there are.
+func heldKeys(w client.WorkerInfo, limit int) string {
+	var parts []string
+	for _, k := range w.Keys {
+		if len(k.Holds) == 0 {
+			continue
+		}
+		keys := k.Holds
+		more := ""
+		if limit > 0 && len(keys) > limit {
+			keys, more = keys[:limit], fmt.Sprintf(" (+%d more)", len(keys)-limit)
+		}
+		parts = append(parts, k.Group+": "+strings.Join(keys, ", ")+more)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *env) workersDrain(ctx context.Context, args []string, draining bool) int {
+	var cf clusterFlags
+	var force, wait bool
+	var timeout time.Duration
+	verb := map[bool]string{true: "drain", false: "undrain"}[draining]
+	usage := "workers " + verb + " ID"
+	if draining {
+		usage += " [-force] [-wait [-timeout D]]"
+	}
+	fs := e.newFlagSet("workers "+verb, usage)
+	cf.register(fs)
+	if draining {
+		fs.BoolVar(&force, "force", false, "also a worker that the cluster does not know (to drain it before it starts)")
+		fs.BoolVar(&wait, "wait", false, "return once the worker holds no key of its groups, printing the keys left as they change")
+		fs.DurationVar(&timeout, "timeout", 5*time.Minute, "with -wait: fail (exit 1) if the worker still holds keys after this long")
+	}
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if wait && timeout <= 0 {
+		return e.usageError(fs, fmt.Sprintf("-timeout must be positive, got %v", timeout))
+	}
+	var opts []client.OperatorOption
+	if force {
+		opts = append(opts, client.WithForce())
+	}
+	res, err := c.Groups().Drain(ctx, pos[0], draining, opts...)
+	if err != nil {
+		return e.fail(err)
+	}
+	for _, warning := range res.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", warning)
+	}
+	if cf.json && !wait {
+		return e.printJSON(res)
+	}
+	fmt.Fprintf(e.stdout, "Worker %s: draining=%v\n", pos[0], draining)
+	if !wait {
+		return exitOK
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := e.waitDrained(wctx, c, pos[0]); err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("worker %s still holds keys after %v", pos[0], timeout)
+		}
+		return e.fail(err)
+	}
+	return exitOK
+}
+
+// waitDrained follows worker with blocking reads until it holds no key of
+// its groups, printing a line each time the keys it holds change.
+func (e *env) waitDrained(ctx context.Context, c *client.Client, worker string) error {
+	var index uint64
+	last := ""
+	for {
+		w, meta, err := c.Groups().Worker(ctx, worker, &client.QueryOptions{WaitIndex: index, WaitTime: 5 * time.Second})
+		switch {
+		case errors.Is(err, client.ErrNotFound):
+			w = &client.WorkerInfo{ID: worker} // nothing names it any more: it holds nothing
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		default:
+			index = meta.Index
+		}
+		n := heldCount(w)
+		if n == 0 {
+			fmt.Fprintf(e.stdout, "worker %s: no keys left\n", worker)
+			return nil
+		}
+		line := fmt.Sprintf("worker %s: %d keys left (group %s)", worker, n, strings.ReplaceAll(heldKeys(*w, 0), "; ", "; group "))
+		if n == 1 {
+			line = strings.Replace(line, "1 keys left", "1 key left", 1)
+		}
+		if line != last {
+			fmt.Fprintln(e.stdout, line)
+			last = line
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}

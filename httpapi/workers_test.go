@@ -1,0 +1,174 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
+)
+
+// wantNotFound fails unless r is 404 not_found with a message that names
+// every part of want.
+func (r reply) wantNotFound(t *testing.T, what string, want ...string) {
+	t.Helper()
+	r.wantStatus(t, what, http.StatusNotFound)
+	e := r.apiErr(t)
+	if e.Error != client.CodeNotFound {
+		t.Fatalf("%s: code %q, want %q (%s)", what, e.Error, client.CodeNotFound, e.Message)
+	}
+	for _, w := range want {
+		if !strings.Contains(e.Message, w) {
+			t.Errorf("%s: message %q does not name %s", what, e.Message, w)
+		}
+	}
+}
+
+// A drain of a worker, or a disable or prohibit of a key, that nothing in
+// the cluster knows is most likely a typo: it is refused with 404 naming
+// the worker or key and force=true, and force=true does it anyway.
+func TestUnknownWorkerOrKeyNeedsForce(t *testing.T) {
+	c := startCluster(t, 1)
+	url := c.leader().url
+	do(t, "PUT", url+"/v1/groups/g", `{"prefix":"g-","count":2}`).wantStatus(t, "put group", 200)
+	acquire(t, c.leader(), "loose/1", "h1")
+
+	do(t, "POST", url+"/v1/workers/ghost/drain", "").wantNotFound(t, "drain an unknown worker", `"ghost"`, "force=true")
+	var res client.DrainResult
+	r := do(t, "POST", url+"/v1/workers/ghost/drain?force=true", "")
+	r.wantStatus(t, "forced drain", 200)
+	r.decode(t, &res)
+	if res.Worker != "ghost" || !res.Draining {
+		t.Errorf("forced drain answered %+v, want ghost draining", res)
+	}
+	// Its drain mark makes it known: a second drain needs no force.
+	do(t, "POST", url+"/v1/workers/ghost/drain", "").wantStatus(t, "drain a drained worker again", 200)
+	// Undoing a drain never needs it.
+	do(t, "POST", url+"/v1/workers/ghost/drain", `{"draining":false}`).wantStatus(t, "undrain", 200)
+	do(t, "POST", url+"/v1/workers/nobody/drain", `{"draining":false}`).wantStatus(t, "undrain an unknown worker", 200)
+	// A worker that holds a lease is known.
+	do(t, "POST", url+"/v1/workers/h1/drain", "").wantStatus(t, "drain a lease holder", 200)
+
+	for _, body := range []string{`{"disabled":true}`, `{"prohibited":["h9"]}`} {
+		do(t, "PUT", url+"/v1/controls/typo-1", body).wantNotFound(t, "control "+body+" of an unknown key", `"typo-1"`, "force=true")
+	}
+	for _, key := range []string{"g-1", "loose/1"} { // a group key; a key with a lease
+		do(t, "PUT", url+"/v1/controls/"+key, `{"disabled":true}`).wantStatus(t, "disable "+key, 200)
+	}
+	do(t, "PUT", url+"/v1/controls/typo-2", `{"disabled":false,"prohibited":[]}`).wantStatus(t, "clear the controls of an unknown key", 200)
+	do(t, "PUT", url+"/v1/controls/typo-1?force=true", `{"disabled":true}`).wantStatus(t, "forced disable", 200)
+	if r := do(t, "GET", url+"/v1/controls/typo-1", ""); !strings.Contains(string(r.body), `"disabled":true`) {
+		t.Errorf("after a forced disable the key reads %s", r.body)
+	}
+	do(t, "PUT", url+"/v1/controls/typo-1", `{"disabled":false}`).wantStatus(t, "enable a key that has controls", 200)
+
+	r = do(t, "POST", url+"/v1/workers/ghost/drain?force=maybe", "")
+	r.wantStatus(t, "force=maybe", 400)
+	if e := r.apiErr(t); e.Error != client.CodeInvalidQuery || !strings.Contains(e.Message, "force") {
+		t.Errorf("force=maybe: %+v, want invalid_query naming force", e)
+	}
+}
+
+// runWorker runs a client.Worker of group g with id on cluster c until the
+// test ends.
+func runWorker(t *testing.T, c *testCluster, id string, capacity int) *client.Worker {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{c.leader().url}
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cl.Worker("g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		client.WithWorkerID(id), client.WithCapacity(capacity), client.WithJoin(c.cluster.GossipAddr(0)),
+		client.WithWorkerTTL(2*time.Second), client.WithWorkerLogger(hclog.NewNullLogger()))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return w
+}
+
+// workers reads GET /v1/workers.
+func workers(t *testing.T, url string) map[string]client.WorkerInfo {
+	t.Helper()
+	var list client.WorkerList
+	do(t, "GET", url+"/v1/workers", "").decode(t, &list)
+	out := map[string]client.WorkerInfo{}
+	for _, w := range list.Workers {
+		out[w.ID] = w
+	}
+	return out
+}
+
+func holds(w client.WorkerInfo) int {
+	n := 0
+	for _, k := range w.Keys {
+		n += len(k.Holds)
+	}
+	return n
+}
+
+// GET /v1/workers shows every gossip worker with its groups, capacity,
+// drain state and keys; draining the last live worker of a group answers
+// a warning (and still drains it).
+func TestWorkersListAndLastWorkerWarning(t *testing.T) {
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI})
+	url := c.leader().url
+	do(t, "PUT", url+"/v1/groups/g", `{"prefix":"g-","count":4}`).wantStatus(t, "put group", 200)
+	runWorker(t, c, "w1", 10)
+	runWorker(t, c, "w2", 0)
+	harness.WaitFor(t, 20*time.Second, func() error {
+		ws := workers(t, url)
+		if holds(ws["w1"])+holds(ws["w2"]) != 4 || holds(ws["w1"]) == 0 || holds(ws["w2"]) == 0 {
+			return fmt.Errorf("workers %+v: want the 4 keys held by both", ws)
+		}
+		return nil
+	})
+	w1 := workers(t, url)["w1"]
+	if w1.Status != "alive" || w1.Capacity != 10 || strings.Join(w1.Groups, ",") != "g" || w1.Drained || w1.Addr == "" ||
+		len(w1.Keys) != 1 || w1.Keys[0].Group != "g" || len(w1.Keys[0].Targets) == 0 {
+		t.Errorf("w1 listed as %+v, want alive, capacity 10, group g with targets and holds", w1)
+	}
+	var res client.DrainResult
+	r := do(t, "POST", url+"/v1/workers/w1/drain", "")
+	r.wantStatus(t, "drain w1", 200)
+	r.decode(t, &res)
+	if len(res.Warnings) != 0 {
+		t.Errorf("draining w1 while w2 serves g warned %q", res.Warnings)
+	}
+	harness.WaitFor(t, 20*time.Second, func() error {
+		ws := workers(t, url)
+		if holds(ws["w1"]) != 0 || holds(ws["w2"]) != 4 || !ws["w1"].Drained {
+			return fmt.Errorf("workers %+v: want w1 drained holding nothing, w2 holding all 4", ws)
+		}
+		return nil
+	})
+	r = do(t, "POST", url+"/v1/workers/w2/drain", "")
+	r.wantStatus(t, "drain w2", 200)
+	r.decode(t, &res)
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], `"w2"`) || !strings.Contains(res.Warnings[0], `group "g"`) {
+		t.Errorf("draining the last worker of g warned %q, want one warning naming w2 and group g", res.Warnings)
+	}
+	if !workers(t, url)["w2"].Drained {
+		t.Error("the drain that warned did not happen")
+	}
+	// Only one worker: ?id= filters.
+	var one client.WorkerList
+	do(t, "GET", url+"/v1/workers?id=w2", "").decode(t, &one)
+	if len(one.Workers) != 1 || one.Workers[0].ID != "w2" {
+		t.Errorf("GET /v1/workers?id=w2 listed %+v", one.Workers)
+	}
+}
