@@ -155,7 +155,7 @@ type Lease struct {
 	ttl      time.Duration
 	margin   time.Duration
 	interval time.Duration
-	metadata map[string]string
+	metadata map[string]string // guarded by k.mu
 	log      hclog.Logger
 	hooks    Hooks
 
@@ -198,8 +198,13 @@ func (l *Lease) Holder() string { return l.holder }
 // TTL returns the lease's TTL as the cluster granted it.
 func (l *Lease) TTL() time.Duration { return l.ttl }
 
-// Metadata returns a copy of the metadata the lease was acquired with.
-func (l *Lease) Metadata() map[string]string { return maps.Clone(l.metadata) }
+// Metadata returns a copy of the lease's metadata: what it was acquired
+// with, or set with SetMetadata since.
+func (l *Lease) Metadata() map[string]string {
+	l.k.mu.Lock()
+	defer l.k.mu.Unlock()
+	return maps.Clone(l.metadata)
+}
 
 // Done returns a channel that is closed when the lease ends (lost or
 // released). It is Context().Done().
@@ -339,7 +344,9 @@ func (l *Lease) expiredErr() error {
 // fails with ErrDuplicateLease, rather than returning a second *Lease for
 // the same lease (the cluster would answer with the same token, and two
 // keep-alive loops would each end it on their own). Keep and share the
-// *Lease you have.
+// *Lease you have. With WithMetadata, though, it updates the metadata of
+// the kept lease (Lease.SetMetadata; WithTTL and WithWait are ignored) and
+// returns that same *Lease.
 //
 // The lease's local deadline starts from Meta.SentAt of the acquire. When
 // the acquisition took longer than a renewal interval (it waited in the
@@ -363,6 +370,12 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...LeaseOption) (
 		return nil, fmt.Errorf("%w: key is empty", ErrInvalid)
 	}
 	id := leaseID{cfg.holder, key}
+	if l := c.keep.kept(id); l != nil && cfg.metadata != nil {
+		if err := l.SetMetadata(ctx, cfg.metadata); err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
 	if err := c.keep.reserve(id); err != nil {
 		return nil, err
 	}
