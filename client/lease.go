@@ -134,8 +134,10 @@ type Hooks struct {
 //
 // The lease is lost, and its context cancelled, at the first of:
 //   - a refusal of a renewal (404 lease_lost: the lease expired on the
-//     leader, was revoked, or superseded). Err matches ErrLeaseLost and
-//     errors.As gives the *APIError with its Reason.
+//     leader, was revoked, or superseded; not_holder or unknown when the
+//     cluster has no trace of it, e.g. after a restore of an older
+//     snapshot). Err matches ErrLeaseLost and errors.As gives the
+//     *APIError with its Reason.
 //   - its local deadline, SentAt of the last successful acquire or
 //     renewal + TTL − margin, passing without a successful renewal, even
 //     while renewals are still being retried after transient failures
