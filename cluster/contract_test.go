@@ -2,10 +2,12 @@ package cluster_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
@@ -149,4 +151,23 @@ func TestEditKeyControlConcurrent(t *testing.T) {
 	if _, err := n.EditKeyControl(ctx, "k", cluster.ControlEdit{Prohibit: []string{""}}); !errors.Is(err, cluster.ErrInvalid) {
 		t.Fatalf("prohibit of an empty holder = %v, want invalid", err)
 	}
+}
+
+// A holder that acquires its key again with new metadata keeps its lease
+// and token, the metadata is replaced, and the leader logs the change.
+func TestReacquireReplacesMetadataAndLogsIt(t *testing.T) {
+	var logs harness.Buffer
+	c := inproc.Start(t, 1, inproc.Options{Tweak: func(cfg *cluster.Config) {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
+	}})
+	first := acquire(t, c, "k", "h1", time.Second)
+	n := c.Node(c.Leader())
+	ctx := harness.Context(t, 10*time.Second)
+	got, created, err := n.Acquire(ctx, cluster.AcquireRequest{Key: "k", Holder: "h1", TTL: time.Second, Metadata: map[string]string{"addr": "b:2"}})
+	if err != nil || created || got.Token != first.Token || got.Metadata["addr"] != "b:2" {
+		t.Fatalf("re-acquire with metadata = %+v created %v err %v; want token %d kept with addr b:2", got.Lease, created, err, first.Token)
+	}
+	harness.WaitUntil(t, 5*time.Second, "the metadata change in the leader's log", func() bool {
+		return strings.Contains(logs.String(), "lease_metadata_changed") && strings.Contains(logs.String(), "key=k")
+	})
 }

@@ -138,7 +138,14 @@ func TestLeasesAcquire(t *testing.T) {
 			status:    200,
 			args:      []string{"-holder", "tracker-0", "-wait", "30s", "-meta", "zone=a", "-meta", "rack=7", "scene-01"},
 			wantBody:  map[string]any{"holder": "tracker-0", "ttl": "10s", "wait": "30s", "metadata": map[string]any{"zone": "a", "rack": "7"}},
-			wantTitle: "Already held by this holder",
+			wantTitle: "Already held by this holder: scene-01 (deadline restarted, metadata replaced)",
+		},
+		{
+			name:      "already held, no metadata",
+			status:    200,
+			args:      []string{"-holder", "tracker-0", "scene-01"},
+			wantBody:  map[string]any{"holder": "tracker-0", "ttl": "10s"},
+			wantTitle: "Already held by this holder: scene-01 (deadline restarted)\n",
 		},
 	}
 	for _, tt := range tests {
