@@ -81,7 +81,8 @@ type Meta struct {
 	Created bool
 	// AlreadyGone is true when a release found the lease ended already
 	// (released, expired, revoked or superseded): nothing was freed
-	// (X-Tenure-Release: gone).
+	// (X-Tenure-Release: gone). When the answer came to a retry of an
+	// attempt whose outcome was unknown, that attempt may have freed it.
 	AlreadyGone bool
 }
 

@@ -187,8 +187,7 @@ func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit)
 	if r.Code == fsm.Refused {
 		return fsm.KeyControl{}, invalid("prohibit", "key %q would have more than %d prohibited holders", key, fsm.MaxProhibited)
 	}
-	// The proposer returns after the apply, and nothing else changes the
-	// controls in between that the caller could tell from this one.
+	// The controls once the edit has applied (a later change may show too).
 	return n.machine.Control(key), nil
 }
 

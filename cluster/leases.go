@@ -298,8 +298,9 @@ func (n *Node) Get(ctx context.Context, key string, c Consistency) (LeaseView, e
 	return n.view(l), nil
 }
 
-// List reads the leases that match f, ordered by key, with the lease index
-// they were read at.
+// List reads the leases that match f, ordered by key, with the index they
+// were read at (fsm.Machine.List: the lease index, or with
+// f.NeverAcquired also the group index).
 func (n *Node) List(ctx context.Context, f fsm.Filter, c Consistency) ([]LeaseView, uint64, error) {
 	if err := n.readBarrier(ctx, c); err != nil {
 		return nil, 0, err
