@@ -148,3 +148,18 @@ func TestGroupsEditControl(t *testing.T) {
 		t.Errorf("request = %s %s %s, want PATCH /v1/controls/k with the edit", r.Method, r.Path, r.Body)
 	}
 }
+
+// A second Campaign of a candidate that leads is refused even with
+// metadata: one process must never hold one leadership twice.
+func TestCampaignWithMetadataTwiceIsADuplicate(t *testing.T) {
+	f := newFakeTenure(t)
+	e := newCandidate(t, f, "a").Election("scheduler", WithTTL(900*time.Millisecond), WithMetadata(map[string]string{"addr": "a:1"}))
+	lead, err := e.Campaign(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lead.Resign(context.Background())
+	if _, err := e.Campaign(context.Background()); !errors.Is(err, ErrDuplicateLease) {
+		t.Errorf("second Campaign = %v, want ErrDuplicateLease", err)
+	}
+}

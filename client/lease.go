@@ -348,7 +348,9 @@ func (l *Lease) expiredErr() error {
 // keep-alive loops would each end it on their own). Keep and share the
 // *Lease you have. With WithMetadata, though, it updates the metadata of
 // the kept lease (Lease.SetMetadata; WithTTL and WithWait are ignored) and
-// returns that same *Lease.
+// returns that same *Lease: the caller then shares it with whoever
+// acquired it first. Election.Campaign, AcquireSemaphore and Worker never
+// do this: for them a kept lease is always ErrDuplicateLease.
 //
 // The lease's local deadline starts from Meta.SentAt of the acquire. When
 // the acquisition took longer than a renewal interval (it waited in the
@@ -364,6 +366,13 @@ func (l *Lease) expiredErr() error {
 // ends when the Client holds no lease any more, after cancelling its
 // renewals in flight.
 func (c *Client) Acquire(ctx context.Context, key string, opts ...LeaseOption) (*Lease, error) {
+	return c.acquire(ctx, key, true, opts)
+}
+
+// acquire is Acquire. With updateKept false, a key this Client keeps for
+// the holder fails with ErrDuplicateLease even with metadata: an Election,
+// a semaphore or a Worker must never hand out one lease twice.
+func (c *Client) acquire(ctx context.Context, key string, updateKept bool, opts []LeaseOption) (*Lease, error) {
 	cfg, err := c.leaseOptions(opts)
 	if err != nil {
 		return nil, err
@@ -372,7 +381,7 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...LeaseOption) (
 		return nil, fmt.Errorf("%w: key is empty", ErrInvalid)
 	}
 	id := leaseID{cfg.holder, key}
-	if l := c.keep.kept(id); l != nil && cfg.metadata != nil {
+	if l := c.keep.kept(id); l != nil && cfg.metadata != nil && updateKept {
 		if err := l.SetMetadata(ctx, cfg.metadata); err != nil {
 			return nil, err
 		}
