@@ -82,11 +82,11 @@ func decodeEditCommand(t Type, d *decoder) Command {
 	return nil
 }
 
-// keep is an Acquire by the holder of cur, a held lease: the lease, its
-// token and its deadline's owner stay; the TTL becomes the acquisition's,
-// and metadata, when the acquisition carries some, replaces the lease's.
-// This is the one place where the metadata of a held lease changes.
-// m.mu is held.
+// keep is an Acquire by the holder of cur, a held lease: the lease and its
+// token stay; the TTL becomes the acquisition's, and metadata, when the
+// acquisition carries some, replaces the lease's (Result.MetadataChanged
+// when it differs). This is the one place where the metadata of a held
+// lease changes, so a metadata_changed event belongs here. m.mu is held.
 func (m *Machine) keep(index uint64, cur *Lease, c Acquire) Result {
 	next := *cur
 	next.TTL = c.TTL
