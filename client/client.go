@@ -25,6 +25,9 @@ const (
 	HeaderIndex       = "X-Tenure-Index"
 	HeaderLastContact = "X-Tenure-Last-Contact"
 	HeaderKnownLeader = "X-Tenure-Known-Leader"
+	// HeaderRelease says what a release did: "freed" (this request freed
+	// the lease) or "gone" (the lease had ended already).
+	HeaderRelease = "X-Tenure-Release"
 	// HeaderToken carries the secret of the request's ACL token. The
 	// servers also accept "Authorization: Bearer <secret>".
 	HeaderToken = "X-Tenure-Token"
@@ -76,6 +79,11 @@ type Meta struct {
 	// Created is true when an acquire answered 201: a new grant. It is
 	// false for 200: the holder already held the lease.
 	Created bool
+	// AlreadyGone is true when a release found the lease ended already
+	// (released, expired, revoked or superseded): nothing was freed
+	// (X-Tenure-Release: gone). When the answer came to a retry of an
+	// attempt whose outcome was unknown, that attempt may have freed it.
+	AlreadyGone bool
 }
 
 // New validates cfg and returns a Client. It does not contact the cluster.
@@ -314,6 +322,7 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	if v := hr.Header.Get(HeaderKnownLeader); v != "" {
 		meta.KnownLeader, _ = strconv.ParseBool(v)
 	}
+	meta.AlreadyGone = hr.Header.Get(HeaderRelease) == "gone"
 	return &response{status: hr.StatusCode, body: data, meta: meta}, leaderHdr, nil
 }
 

@@ -130,7 +130,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 // candidate.
 func (e *Election) Campaign(ctx context.Context) (*Leadership, error) {
 	opts := append(slices.Clone(e.opts), WithWait(WaitForever))
-	l, err := e.c.Acquire(ctx, e.key, opts...)
+	l, err := e.c.acquire(ctx, e.key, false, opts)
 	if err != nil {
 		return nil, fmt.Errorf("campaign %q: %w", e.name, err)
 	}

@@ -22,7 +22,8 @@ var (
 	// ErrLeaseLost: the lease named by a renewal is no longer held under that
 	// holder and token (code "lease_lost"). The APIError's Reason says why
 	// (ReasonExpired, ReasonReleased, ReasonRevoked, ReasonSuperseded,
-	// ReasonUnknown). The caller must stop acting as the holder at once.
+	// ReasonNotHolder, ReasonUnknown). The caller must stop acting as the
+	// holder at once.
 	ErrLeaseLost = errors.New("lease lost")
 
 	// ErrNotFound: the key was never seen, or the server id is unknown
@@ -104,6 +105,19 @@ var (
 	// ACLs (code "acl_disabled", 400).
 	ErrACLDisabled = errors.New("acls are not enabled")
 
+	// ErrNotHolder: a release named a holder and token that never were the
+	// key's lease: the current token under another holder, or a token the
+	// key never had (code "not_holder", HTTP 409). The APIError's Lease is
+	// the current lease. Nothing was released. (A release of a lease that
+	// merely ended already succeeds: releases stay idempotent.)
+	ErrNotHolder = errors.New("not the holder of the lease")
+
+	// ErrCASFailed: a group put's compare-and-set failed: the group exists
+	// and the put asked to create it only, or its modify index is not the
+	// one given (code "cas_failed", HTTP 409). The APIError's Group is the
+	// current group, if any. Nothing changed.
+	ErrCASFailed = errors.New("compare-and-set failed")
+
 	// ErrStaleToken: FenceValidator.Check refused a fencing token because a
 	// newer token exists for the key, or because the token was never
 	// granted for it. The write that carries it comes from a superseded
@@ -152,6 +166,8 @@ const (
 	CodeACLNotFound         = "acl_not_found"
 	CodeACLBootstrapped     = "acl_bootstrapped"
 	CodeACLDisabled         = "acl_disabled"
+	CodeNotHolder           = "not_holder"
+	CodeCASFailed           = "cas_failed"
 )
 
 // codeSentinels maps every error code of the API to the sentinel error an
@@ -194,6 +210,8 @@ var codeSentinels = map[string]error{
 	CodeACLNotFound:         ErrACLNotFound,
 	CodeACLBootstrapped:     ErrACLBootstrapped,
 	CodeACLDisabled:         ErrACLDisabled,
+	CodeNotHolder:           ErrNotHolder,
+	CodeCASFailed:           ErrCASFailed,
 }
 
 // ErrorCodes returns every error code of the HTTP API v1, sorted.
@@ -213,7 +231,15 @@ const (
 	ReasonReleased   = "released"
 	ReasonRevoked    = "revoked"
 	ReasonSuperseded = "superseded" // held under a newer token or by another holder
-	ReasonUnknown    = "unknown"    // never held
+	ReasonUnknown    = "unknown"    // the key has no record: never held, or forgotten
+	// ReasonNotHolder: the renewal's holder and token never were the key's
+	// lease (the current token under another holder, or a token the key
+	// never had).
+	ReasonNotHolder = "not_holder"
+	// ReasonNeverAcquired: a free key of a group that has no lease record
+	// (never acquired, or its record forgotten after the servers'
+	// -free-key-retention); listed with state=free, token 0, no holder.
+	ReasonNeverAcquired = "never_acquired"
 )
 
 // APIError is an error answered by a server: a status of 400 or above with
@@ -232,8 +258,10 @@ type APIError struct {
 	Field string
 	// Reason says why a lease was lost (code lease_lost only).
 	Reason string
-	// Lease is the current lease (code held only).
+	// Lease is the current lease (codes held and not_holder).
 	Lease *LeaseInfo
+	// Group is the current group (code cas_failed, when it exists).
+	Group *GroupSummary
 	// RetryAfter is the Retry-After header of the answer, zero if absent.
 	RetryAfter time.Duration
 	// Index is the X-Tenure-Index of the answer, zero if absent. A 404 for

@@ -160,6 +160,10 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 		*l = fakeLease{holder: body.Holder, token: f.token, ttl: body.TTL, held: true, metadata: body.Metadata}
 		f.changeLocked(l)
 		status = http.StatusCreated
+	case body.Metadata != nil:
+		// Kept by its holder: new metadata replaces the old.
+		l.metadata = body.Metadata
+		f.changeLocked(l)
 	}
 	out := f.wire(key, l)
 	delay := f.acquireDelay
@@ -278,11 +282,21 @@ func (f *fakeTenure) release(w http.ResponseWriter, r *http.Request, key string)
 	q := r.URL.Query()
 	token, _ := strconv.ParseUint(q.Get("token"), 10, 64)
 	f.mu.Lock()
-	if l := f.leases[key]; l != nil && l.held && l.holder == q.Get("holder") && l.token == token {
+	l := f.leases[key]
+	outcome := "gone"
+	switch {
+	case l != nil && token >= l.token && (token > l.token || l.holder != q.Get("holder")):
+		out := map[string]any{"error": CodeNotHolder, "message": "not the holder", "lease": f.wire(key, l)}
+		f.mu.Unlock()
+		writeJSON(w, http.StatusConflict, out)
+		return
+	case l != nil && l.held && l.token == token:
 		l.held, l.reason, l.lostWith = false, ReasonReleased, ""
 		f.changeLocked(l)
+		outcome = "freed"
 	}
 	f.mu.Unlock()
+	w.Header().Set(HeaderRelease, outcome)
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // GroupsAPI makes the group, key-control and worker calls of the HTTP API.
-// Get it from Client.Groups. Writes are idempotent (they set state), so
-// they are retried like lease calls.
+// Get it from Client.Groups. Writes that set state are idempotent and
+// retried like lease calls; Put and PutCAS, whose retry after an unknown
+// outcome would fail its own check, are retried only when the server
+// surely did not act.
 type GroupsAPI struct {
 	c *Client
 }
@@ -86,13 +89,34 @@ func groupPath(name, suffix string) (string, error) {
 	return p + suffix, err
 }
 
-// Put creates a group or replaces its keys and settings.
+// Put creates a group. It does not replace a group that exists: that
+// fails with an *APIError matching ErrCASFailed whose Group is the current
+// group; use PutCAS or Replace for that.
 func (g *GroupsAPI) Put(ctx context.Context, name string, spec GroupSpec) (*GroupSummary, error) {
+	return g.PutCAS(ctx, name, spec, 0)
+}
+
+// PutCAS creates or replaces a group if its modify index is index
+// (GroupSummary.ModifyIndex of a read; the balancer's plan changes it too),
+// or, with index 0, creates it only if it does not exist. A failed check
+// is an *APIError matching ErrCASFailed whose Group is the current group.
+func (g *GroupsAPI) PutCAS(ctx context.Context, name string, spec GroupSpec, index uint64) (*GroupSummary, error) {
 	p, err := groupPath(name, "")
 	if err != nil {
 		return nil, err
 	}
-	return g.summary(ctx, http.MethodPut, p, spec)
+	q := map[string]string{"cas": strconv.FormatUint(index, 10)}
+	return g.summaryReq(ctx, &request{method: http.MethodPut, path: p, body: spec, query: q, unsafeRetry: true})
+}
+
+// Replace creates a group or replaces its keys and settings, whatever is
+// there (?replace=true). The plan of keys that stay is kept.
+func (g *GroupsAPI) Replace(ctx context.Context, name string, spec GroupSpec) (*GroupSummary, error) {
+	p, err := groupPath(name, "")
+	if err != nil {
+		return nil, err
+	}
+	return g.summaryReq(ctx, &request{method: http.MethodPut, path: p, body: spec, query: map[string]string{"replace": "true"}})
 }
 
 // AddRemoveKeys adds and removes keys of a group.
@@ -114,7 +138,11 @@ func (g *GroupsAPI) SetMaxPerWorker(ctx context.Context, name string, max int) (
 }
 
 func (g *GroupsAPI) summary(ctx context.Context, method, path string, body any) (*GroupSummary, error) {
-	resp, err := g.c.do(ctx, &request{method: method, path: path, body: body})
+	return g.summaryReq(ctx, &request{method: method, path: path, body: body})
+}
+
+func (g *GroupsAPI) summaryReq(ctx context.Context, r *request) (*GroupSummary, error) {
+	resp, err := g.c.do(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -226,4 +254,25 @@ func (g *GroupsAPI) SetControl(ctx context.Context, key string, ctl KeyControl, 
 	ctl.Key = "" // the path names it
 	_, err = g.c.do(ctx, &request{method: http.MethodPut, path: p, body: ctl, query: operatorQuery(opts)})
 	return err
+}
+
+// EditControl changes the controls of a key on top of what they are when
+// the change commits, atomically on the servers: two operators who
+// prohibit different holders at once both get theirs. It returns the
+// controls after the change. WithForce accepts a key the cluster does
+// not know.
+func (g *GroupsAPI) EditControl(ctx context.Context, key string, edit KeyControlEdit, opts ...OperatorOption) (*KeyControl, error) {
+	p, err := leasePath("/v1/controls/", key)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := g.c.do(ctx, &request{method: http.MethodPatch, path: p, body: edit, query: operatorQuery(opts)})
+	if err != nil {
+		return nil, err
+	}
+	var out KeyControl
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, fmt.Errorf("decode control: %w", err)
+	}
+	return &out, nil
 }

@@ -134,8 +134,10 @@ type Hooks struct {
 //
 // The lease is lost, and its context cancelled, at the first of:
 //   - a refusal of a renewal (404 lease_lost: the lease expired on the
-//     leader, was revoked, or superseded). Err matches ErrLeaseLost and
-//     errors.As gives the *APIError with its Reason.
+//     leader, was revoked, or superseded; not_holder or unknown when the
+//     cluster has no trace of it, e.g. after a restore of an older
+//     snapshot). Err matches ErrLeaseLost and errors.As gives the
+//     *APIError with its Reason.
 //   - its local deadline, SentAt of the last successful acquire or
 //     renewal + TTL − margin, passing without a successful renewal, even
 //     while renewals are still being retried after transient failures
@@ -155,7 +157,7 @@ type Lease struct {
 	ttl      time.Duration
 	margin   time.Duration
 	interval time.Duration
-	metadata map[string]string
+	metadata map[string]string // guarded by k.mu
 	log      hclog.Logger
 	hooks    Hooks
 
@@ -198,8 +200,13 @@ func (l *Lease) Holder() string { return l.holder }
 // TTL returns the lease's TTL as the cluster granted it.
 func (l *Lease) TTL() time.Duration { return l.ttl }
 
-// Metadata returns a copy of the metadata the lease was acquired with.
-func (l *Lease) Metadata() map[string]string { return maps.Clone(l.metadata) }
+// Metadata returns a copy of the lease's metadata: what it was acquired
+// with, or set with SetMetadata since.
+func (l *Lease) Metadata() map[string]string {
+	l.k.mu.Lock()
+	defer l.k.mu.Unlock()
+	return maps.Clone(l.metadata)
+}
 
 // Done returns a channel that is closed when the lease ends (lost or
 // released). It is Context().Done().
@@ -339,7 +346,11 @@ func (l *Lease) expiredErr() error {
 // fails with ErrDuplicateLease, rather than returning a second *Lease for
 // the same lease (the cluster would answer with the same token, and two
 // keep-alive loops would each end it on their own). Keep and share the
-// *Lease you have.
+// *Lease you have. With WithMetadata, though, it updates the metadata of
+// the kept lease (Lease.SetMetadata; WithTTL and WithWait are ignored) and
+// returns that same *Lease: the caller then shares it with whoever
+// acquired it first. Election.Campaign, AcquireSemaphore and Worker never
+// do this: for them a kept lease is always ErrDuplicateLease.
 //
 // The lease's local deadline starts from Meta.SentAt of the acquire. When
 // the acquisition took longer than a renewal interval (it waited in the
@@ -355,6 +366,13 @@ func (l *Lease) expiredErr() error {
 // ends when the Client holds no lease any more, after cancelling its
 // renewals in flight.
 func (c *Client) Acquire(ctx context.Context, key string, opts ...LeaseOption) (*Lease, error) {
+	return c.acquire(ctx, key, true, opts)
+}
+
+// acquire is Acquire. With updateKept false, a key this Client keeps for
+// the holder fails with ErrDuplicateLease even with metadata: an Election,
+// a semaphore or a Worker must never hand out one lease twice.
+func (c *Client) acquire(ctx context.Context, key string, updateKept bool, opts []LeaseOption) (*Lease, error) {
 	cfg, err := c.leaseOptions(opts)
 	if err != nil {
 		return nil, err
@@ -363,6 +381,12 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...LeaseOption) (
 		return nil, fmt.Errorf("%w: key is empty", ErrInvalid)
 	}
 	id := leaseID{cfg.holder, key}
+	if l := c.keep.kept(id); l != nil && cfg.metadata != nil && updateKept {
+		if err := l.SetMetadata(ctx, cfg.metadata); err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
 	if err := c.keep.reserve(id); err != nil {
 		return nil, err
 	}

@@ -184,7 +184,10 @@ func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []Lease
 }
 
 // Release frees the lease (key, holder, token) at once. It succeeds also
-// when that lease was already gone.
+// when that lease was already gone (Meta.AlreadyGone says so), so a retry
+// is safe. A holder and token that never were the key's lease (another
+// holder's current token, or a token the key never had) fail with an
+// *APIError matching ErrNotHolder whose Lease is the current lease.
 func (a *LeasesAPI) Release(ctx context.Context, key, holder string, token uint64) (*Meta, error) {
 	p, err := leasePath("/v1/leases/", key)
 	if err != nil {

@@ -72,7 +72,7 @@ func decodeAPIError(hr *http.Response, data []byte) *APIError {
 	}
 	var eb ErrorBody
 	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != "" {
-		ae.Code, ae.Message, ae.Field, ae.Reason, ae.Lease = eb.Error, eb.Message, eb.Field, eb.Reason, eb.Lease
+		ae.Code, ae.Message, ae.Field, ae.Reason, ae.Lease, ae.Group = eb.Error, eb.Message, eb.Field, eb.Reason, eb.Lease, eb.Group
 		return ae
 	}
 	msg := strings.TrimSpace(string(data))

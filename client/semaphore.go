@@ -74,7 +74,7 @@ func (c *Client) AcquireSemaphore(ctx context.Context, key string, slots int, op
 			continue
 		}
 		if l.Holder == cfg.holder && slices.Contains(keys, l.Key) {
-			return c.Acquire(ctx, l.Key, append(slices.Clone(opts), WithWait(0))...)
+			return c.acquire(ctx, l.Key, false, append(slices.Clone(opts), WithWait(0)))
 		}
 		busy[l.Key] = true
 	}
@@ -84,7 +84,7 @@ func (c *Client) AcquireSemaphore(ctx context.Context, key string, slots int, op
 		if busy[k] {
 			continue
 		}
-		l, err := c.Acquire(ctx, k, append(slices.Clone(opts), WithWait(0))...)
+		l, err := c.acquire(ctx, k, false, append(slices.Clone(opts), WithWait(0)))
 		if err == nil {
 			return l, nil
 		}
@@ -114,7 +114,7 @@ func (c *Client) waitForSlot(ctx context.Context, key string, keys []string, opt
 	out := make(chan outcome, len(keys))
 	for _, k := range keys {
 		go func() {
-			l, err := c.Acquire(wctx, k, opts...)
+			l, err := c.acquire(wctx, k, false, opts)
 			out <- outcome{l, err}
 		}()
 	}

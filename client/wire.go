@@ -62,8 +62,20 @@ type ErrorBody struct {
 	Field string `json:"field,omitempty"`
 	// Reason says why a lease was lost (lease_lost only).
 	Reason string `json:"reason,omitempty"`
-	// Lease is the current lease (held only).
+	// Lease is the current lease (held and not_holder).
 	Lease *LeaseInfo `json:"lease,omitempty"`
+	// Group is the current group (cas_failed, when it exists).
+	Group *GroupSummary `json:"group,omitempty"`
+}
+
+// KeyControlEdit is the body of PATCH /v1/controls/{key}: a change applied
+// on top of the key's controls as they are when it commits. Disabled, if
+// present, sets it; the holders of Prohibit are added to the prohibited
+// ones, then those of Allow removed.
+type KeyControlEdit struct {
+	Disabled *bool    `json:"disabled,omitempty"`
+	Prohibit []string `json:"prohibit,omitempty"`
+	Allow    []string `json:"allow,omitempty"`
 }
 
 // MemberList is the answer of GET /v1/members.

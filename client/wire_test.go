@@ -16,6 +16,7 @@ var wireTypes = []any{
 	MaxPerWorkerBody{}, Assignment{}, KeyControl{}, DrainBody{}, KeyringBody{}, KeyringMessage{}, Keyring{},
 	ACLToken{}, ACLTokenSpec{}, ACLTokenList{}, ACLRule{}, ACLPolicy{}, ACLPolicySpec{}, ACLPolicyList{}, WorkerRegistration{},
 	PromoteResult{}, DrainResult{}, WorkerList{},
+	KeyControlEdit{},
 }
 
 // jsonNames collects the JSON field names of t and of the structs it holds.

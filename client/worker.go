@@ -275,7 +275,8 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 		close(k.done)
 	}()
 	for ctx.Err() == nil {
-		lease, err := w.c.Acquire(ctx, key, WithTTL(w.cfg.ttl), WithWait(time.Minute), WithHolder(w.cfg.holder), WithMetadata(map[string]string{"worker": w.cfg.id}), WithLogger(w.log))
+		lease, err := w.c.acquire(ctx, key, false, []LeaseOption{WithTTL(w.cfg.ttl), WithWait(time.Minute), WithHolder(w.cfg.holder),
+			WithMetadata(map[string]string{"worker": w.cfg.id}), WithLogger(w.log)})
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, ErrHeld) {
 				// Disabled, prohibited or unavailable: the balancer will move

@@ -49,7 +49,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	benchParallel(b, func(n *cluster.Node, holder string, pb *testing.PB) {
 		for pb.Next() {
 			token := benchAcquire(b, n, holder)
-			if err := n.Release(ctxB(b), holder, holder, token); err != nil {
+			if _, err := n.Release(ctxB(b), holder, holder, token); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -96,7 +96,7 @@ func BenchmarkHandoff(b *testing.B) {
 		}
 		b.StartTimer()
 		start := time.Now()
-		if err := n.Release(ctxB(b), "handoff", l.Holder, l.Token); err != nil {
+		if _, err := n.Release(ctxB(b), "handoff", l.Holder, l.Token); err != nil {
 			b.Fatal(err)
 		}
 		l = <-got

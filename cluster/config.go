@@ -103,6 +103,17 @@ type Config struct {
 	// every key; past it, a blocking acquire of a held key fails with
 	// ErrOverloaded instead of queueing.
 	MaxWaiters int
+	// FreeKeyRetention is how long the leader keeps the record of a key
+	// that is free (released, expired or revoked) before it proposes to
+	// forget it (fsm.Forget): a key used once (a one-off lock, a bench run)
+	// does not stay listed for ever. The leader counts on its monotonic
+	// clock from when it saw the key free, or from its promotion for keys
+	// free by then. Keys of groups are kept. 0 keeps every record.
+	FreeKeyRetention time.Duration
+	// freeKeySweep is how often the leader looks for records to forget;
+	// 0 derives it from FreeKeyRetention (a tenth, between 10ms and a
+	// minute). Tests set it through export_test.go.
+	freeKeySweep time.Duration
 	// BalanceDebounce is how long the leader's balancer lets membership
 	// and group changes settle before it computes a new placement.
 	BalanceDebounce time.Duration
@@ -152,6 +163,7 @@ func DefaultConfig() Config {
 		MaxWaiters:         16384,
 		BalanceDebounce:    500 * time.Millisecond,
 		BalanceSettle:      3 * time.Second,
+		FreeKeyRetention:   24 * time.Hour,
 		ACLDefaultPolicy:   ACLDeny,
 		HeartbeatTimeout:   time.Second,
 		ElectionTimeout:    time.Second,
@@ -276,6 +288,9 @@ func (c Config) Validate() error {
 	}
 	if c.BalanceDebounce < 0 || c.BalanceSettle < 0 {
 		bad("balance-debounce, balance-settle: negative durations (%v, %v)", c.BalanceDebounce, c.BalanceSettle)
+	}
+	if c.FreeKeyRetention < 0 {
+		bad("free-key-retention: %v is negative (0 keeps free keys for ever)", c.FreeKeyRetention)
 	}
 	if c.ACLDefaultPolicy != ACLDeny && c.ACLDefaultPolicy != ACLAllow {
 		bad("acl-default-policy: %q is neither %q nor %q", c.ACLDefaultPolicy, ACLDeny, ACLAllow)

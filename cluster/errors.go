@@ -56,7 +56,55 @@ var (
 
 	// ErrProhibited: an operator prohibited this holder on the key.
 	ErrProhibited = errors.New("holder is prohibited on this key")
+
+	// ErrNotHolder: a release named a holder and token that never were
+	// the key's lease (another holder's token, or a token the key never
+	// had). Returned wrapped in a *NotHolderError with the current lease.
+	ErrNotHolder = errors.New("not the holder of the lease")
+
+	// ErrCASFailed: a group put's expected modify index is not the
+	// group's (index 0: the group exists). Returned wrapped in a
+	// *CASError with the current group.
+	ErrCASFailed = errors.New("compare-and-set failed")
 )
+
+// NotHolderError is returned by Release when the holder and token never
+// were the key's lease. Lease is the key's current record.
+type NotHolderError struct {
+	Lease *fsm.Lease
+}
+
+func (e *NotHolderError) Error() string {
+	state := "free"
+	if e.Lease.Held {
+		state = "held by " + fmt.Sprintf("%q", e.Lease.Holder)
+	}
+	return fmt.Sprintf("key %q is %s under token %d: the release names another lease", e.Lease.Key, state, e.Lease.Token)
+}
+
+// Unwrap makes errors.Is(err, ErrNotHolder) true.
+func (e *NotHolderError) Unwrap() error { return ErrNotHolder }
+
+// CASError is returned by PutGroup when its compare-and-set fails. Group
+// is the current group (nil if it does not exist).
+type CASError struct {
+	Name  string
+	Index uint64
+	Group *fsm.Group
+}
+
+func (e *CASError) Error() string {
+	if e.Group == nil {
+		return fmt.Sprintf("group %q does not exist, expected modify index %d", e.Name, e.Index)
+	}
+	if e.Index == 0 {
+		return fmt.Sprintf("group %q exists (modify index %d): give its modify index as cas, or replace it", e.Name, e.Group.ModifyIndex)
+	}
+	return fmt.Sprintf("group %q has modify index %d, expected %d", e.Name, e.Group.ModifyIndex, e.Index)
+}
+
+// Unwrap makes errors.Is(err, ErrCASFailed) true.
+func (e *CASError) Unwrap() error { return ErrCASFailed }
 
 // HeldError is returned by Acquire when another holder has the key.
 type HeldError struct {
@@ -77,6 +125,9 @@ const (
 	ReasonRevoked    = "revoked"
 	ReasonSuperseded = "superseded"
 	ReasonUnknown    = "unknown"
+	// ReasonNotHolder: the renewal's holder and token never were the
+	// key's lease (another holder's token, or one the key never had).
+	ReasonNotHolder = "not_holder"
 )
 
 // LostError is returned by Renew when the lease is gone.

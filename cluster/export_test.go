@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"time"
+
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -26,3 +28,6 @@ func VerifyRoundRunning(n *Node) bool {
 
 // AdmitWorker is the balancer's admission check of worker for group.
 func AdmitWorker(n *Node, worker, group string) bool { return n.admitWorker(worker, group) }
+
+// SetFreeKeySweep makes the leader look for free keys to forget every d.
+func SetFreeKeySweep(cfg *Config, d time.Duration) { cfg.freeKeySweep = d }

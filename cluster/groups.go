@@ -18,10 +18,18 @@ type GroupSpec struct {
 	Prefix       string
 	Count        int
 	MaxPerWorker int
+	// CAS is the group's expected modify index: 0 creates the group only
+	// if it does not exist; N > 0 replaces it only if its modify index
+	// (which the balancer's plan changes too) is N. Ignored with Replace.
+	CAS uint64
+	// Replace creates the group or replaces whatever is there.
+	Replace bool
 }
 
-// PutGroup creates a group or replaces its keys and settings. The plan of
-// keys that stay is kept; the balancer places the rest.
+// PutGroup creates a group or replaces its keys and settings, checking
+// spec.CAS atomically unless spec.Replace: a failed check is a *CASError
+// with the current group. The plan of keys that stay is kept; the
+// balancer places the rest.
 func (n *Node) PutGroup(ctx context.Context, spec GroupSpec) (*fsm.Group, error) {
 	if err := validateGroupName(spec.Name); err != nil {
 		return nil, err
@@ -50,8 +58,17 @@ func (n *Node) PutGroup(ctx context.Context, spec GroupSpec) (*fsm.Group, error)
 	if spec.MaxPerWorker < 0 {
 		return nil, invalid("max_per_worker", "%d is negative", spec.MaxPerWorker)
 	}
-	if _, err := n.write(ctx, fsm.GroupPut{Name: spec.Name, Keys: keys, MaxPerWorker: spec.MaxPerWorker}); err != nil {
+	put := fsm.GroupPut{Name: spec.Name, Keys: keys, MaxPerWorker: spec.MaxPerWorker}
+	var cmd fsm.Command = fsm.GroupPutCAS{Put: put, Index: spec.CAS}
+	if spec.Replace {
+		cmd = put
+	}
+	r, err := n.write(ctx, cmd)
+	if err != nil {
 		return nil, err
+	}
+	if r.Code == fsm.CASFailed {
+		return nil, &CASError{Name: spec.Name, Index: spec.CAS, Group: n.machine.Group(spec.Name)}
 	}
 	return n.machine.Group(spec.Name), nil
 }
@@ -119,16 +136,70 @@ func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl
 	if err := fsm.ValidateKey(key); err != nil {
 		return &InvalidError{Field: "key", Err: err}
 	}
-	for _, h := range ctl.Prohibited {
-		if err := validateHolder(h); err != nil {
-			return invalid("prohibited", "holder %q: must be 1 to %d bytes", h, MaxHolderLen)
-		}
+	if err := validateProhibited("prohibited", ctl.Prohibited); err != nil {
+		return err
 	}
 	if !force && (ctl.Disabled || len(ctl.Prohibited) > 0) && !n.knownKey(key) {
 		return unknownKey(key)
 	}
 	_, err := n.write(ctx, fsm.SetKeyControl{Key: key, Control: ctl})
 	return err
+}
+
+func validateProhibited(field string, holders []string) error {
+	if len(holders) > fsm.MaxProhibited {
+		return invalid(field, "%d holders, the limit is %d", len(holders), fsm.MaxProhibited)
+	}
+	for _, h := range holders {
+		if h == "" || len(h) > MaxHolderLen {
+			return invalid(field, "holder %q: must be 1 to %d bytes", h, MaxHolderLen)
+		}
+	}
+	return nil
+}
+
+// ControlEdit changes the controls of a key on top of what they are when
+// the change applies: Disabled, if set, sets it; the holders of Prohibit
+// are added to the prohibited ones, then those of Allow removed. Force
+// accepts a disable or prohibit of a key that nothing knows (knownKey).
+type ControlEdit struct {
+	Disabled *bool
+	Prohibit []string
+	Allow    []string
+	Force    bool
+}
+
+// EditKeyControl applies edit to the controls of key atomically (no
+// read-modify-write: two operators' edits both take effect) and returns
+// the controls after it. An edit that would prohibit more than
+// fsm.MaxProhibited holders fails with an *InvalidError.
+func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit) (fsm.KeyControl, error) {
+	if err := fsm.ValidateKey(key); err != nil {
+		return fsm.KeyControl{}, &InvalidError{Field: "key", Err: err}
+	}
+	if err := validateProhibited("prohibit", edit.Prohibit); err != nil {
+		return fsm.KeyControl{}, err
+	}
+	if err := validateProhibited("allow", edit.Allow); err != nil {
+		return fsm.KeyControl{}, err
+	}
+	restricts := (edit.Disabled != nil && *edit.Disabled) || len(edit.Prohibit) > 0
+	if restricts && !edit.Force && !n.knownKey(key) {
+		return fsm.KeyControl{}, unknownKey(key)
+	}
+	cmd := fsm.EditKeyControl{Key: key, Prohibit: edit.Prohibit, Allow: edit.Allow}
+	if edit.Disabled != nil {
+		cmd.SetDisabled, cmd.Disabled = true, *edit.Disabled
+	}
+	r, err := n.write(ctx, cmd)
+	if err != nil {
+		return fsm.KeyControl{}, err
+	}
+	if r.Code == fsm.Refused {
+		return fsm.KeyControl{}, invalid("prohibit", "key %q would have more than %d prohibited holders", key, fsm.MaxProhibited)
+	}
+	// The controls once the edit has applied (a later change may show too).
+	return n.machine.Control(key), nil
 }
 
 // DrainWorker marks a worker as drained (or not): the balancer moves its

@@ -86,7 +86,7 @@ func TestTokensStrictlyIncrease(t *testing.T) {
 		for _, key := range []string{"a", "b", "a"} {
 			l := acquire(t, c, key, "h", time.Minute)
 			check(l)
-			if err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), key, "h", l.Token); err != nil {
+			if _, err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), key, "h", l.Token); err != nil {
 				t.Fatalf("release: %v", err)
 			}
 		}
@@ -230,7 +230,7 @@ func TestBlockingAcquireHandoffInSameEntry(t *testing.T) {
 		t.Fatalf("waiter answered before the release: %+v %v", r.lease.Lease, r.err)
 	default:
 	}
-	if err := n.Release(harness.Context(t, 5*time.Second), "scene-07", "tracker-0", first.Token); err != nil {
+	if _, err := n.Release(harness.Context(t, 5*time.Second), "scene-07", "tracker-0", first.Token); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	releasedAt := n.LeaseIndex()

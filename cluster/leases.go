@@ -126,26 +126,6 @@ func validateToken(token uint64) error {
 	return nil
 }
 
-// Release frees key if holder holds it under token. It is idempotent: a
-// lease already gone is not an error.
-func (n *Node) Release(ctx context.Context, key, holder string, token uint64) error {
-	if err := fsm.ValidateKey(key); err != nil {
-		return &InvalidError{Field: "key", Err: err}
-	}
-	if err := validateHolder(holder); err != nil {
-		return err
-	}
-	if err := validateToken(token); err != nil {
-		return err
-	}
-	p, err := n.proposer()
-	if err != nil {
-		return err
-	}
-	_, err = p.submit(ctx, &op{cmd: fsm.Release{Key: key, Holder: holder, Token: token}})
-	return err
-}
-
 // Revoke frees key whoever holds it. ErrNotFound if it was never seen.
 func (n *Node) Revoke(ctx context.Context, key string) error {
 	if err := fsm.ValidateKey(key); err != nil {
@@ -273,7 +253,8 @@ func (n *Node) heldBy(key, holder string, token uint64) (*fsm.Lease, error) {
 		if token < cur.Token {
 			return nil, &LostError{Key: key, Reason: ReasonSuperseded}
 		}
-		return nil, &LostError{Key: key, Reason: ReasonUnknown}
+		// The caller's holder and token never were this key's lease.
+		return nil, &LostError{Key: key, Reason: ReasonNotHolder}
 	case !cur.Held:
 		return nil, &LostError{Key: key, Reason: cur.Reason.String()}
 	}
@@ -321,8 +302,9 @@ func (n *Node) Get(ctx context.Context, key string, c Consistency) (LeaseView, e
 	return n.view(l), nil
 }
 
-// List reads the leases that match f, ordered by key, with the lease index
-// they were read at.
+// List reads the leases that match f, ordered by key, with the index they
+// were read at (fsm.Machine.List: the lease index, or with
+// f.NeverAcquired also the group index).
 func (n *Node) List(ctx context.Context, f fsm.Filter, c Consistency) ([]LeaseView, uint64, error) {
 	if err := n.readBarrier(ctx, c); err != nil {
 		return nil, 0, err

@@ -296,9 +296,19 @@ func (n *Node) lead(ctx context.Context) {
 			defer close(balanced)
 			b.run(bctx)
 		}()
+		swept := make(chan struct{})
+		go func() {
+			defer close(swept)
+			if keep := n.cfg.FreeKeyRetention; keep > 0 {
+				r := &retention{p: p, machine: n.machine, clock: n.cfg.Clock, keep: keep,
+					every: sweepInterval(keep, n.cfg.freeKeySweep), log: n.cfg.Logger.Named("retention")}
+				r.run(bctx)
+			}
+		}()
 		p.run(ctx, n.cfg.Clock)
 		stopBalancer()
 		<-balanced
+		<-swept
 		if ctx.Err() != nil {
 			return
 		}

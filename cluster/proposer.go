@@ -308,6 +308,9 @@ func (p *proposer) granted(o *op, r fsm.Result) {
 		p.metrics.acquisitions.Inc()
 		p.log.Debug("lease_acquired", "key", r.Lease.Key, "holder", r.Lease.Holder, "token", r.Lease.Token)
 	}
+	if r.MetadataChanged {
+		p.log.Info("lease_metadata_changed", "key", r.Lease.Key, "holder", r.Lease.Holder, "token", r.Lease.Token)
+	}
 	o.done <- opResult{res: r}
 }
 

@@ -71,6 +71,19 @@ var roundTripCommands = []struct {
 		WorkerDrain{Worker: "w1", Draining: true},
 		GroupDelete{Name: "g"},
 	}}},
+	{"group put cas", GroupPutCAS{Put: GroupPut{Name: "g", Keys: []string{"a", "b"}, MaxPerWorker: 2}, Index: 17}},
+	{"group put cas that only creates", GroupPutCAS{Put: GroupPut{Name: "g"}}},
+	{"group put cas with the largest index", GroupPutCAS{Put: GroupPut{Name: "g", MaxPerWorker: math.MaxInt}, Index: math.MaxUint64}},
+	{"edit key control", EditKeyControl{Key: "k", SetDisabled: true, Disabled: true, Prohibit: []string{"w2", "w1"}, Allow: []string{"w3"}}},
+	{"edit key control with zero values", EditKeyControl{}},
+	{"forget", Forget{Key: "lock/once", Token: 42}},
+	{"forget with the largest token", Forget{Key: "k", Token: math.MaxUint64}},
+	{"forget with zero values", Forget{}},
+	{"batch of every edit type", Batch{Commands: []Command{
+		GroupPutCAS{Put: GroupPut{Name: "g", Keys: []string{"a"}}},
+		EditKeyControl{Key: "a", Prohibit: []string{"w"}},
+		Forget{Key: "b", Token: 1},
+	}}},
 	{"batch of 1000", func() Command {
 		cmds := make([]Command, 1000)
 		for i := range cmds {

@@ -74,8 +74,13 @@ func (md *model) apply(c Command) (Code, uint64) {
 		return Granted, md.last
 	case Release:
 		l := md.leases[c.Key]
-		if l == nil || !l.held || l.holder != c.Holder || l.token != c.Token {
+		switch {
+		case l == nil || c.Token < l.token:
 			return NotHeld, tok(l)
+		case c.Token > l.token || l.holder != c.Holder:
+			return NotHolder, l.token
+		case !l.held:
+			return NotHeld, l.token
 		}
 		l.held = false
 		return Freed, l.token
@@ -391,11 +396,11 @@ func TestRandomLogsMatchModel(t *testing.T) {
 	}
 	var runs []run
 	for seed := uint64(1); seed <= 20; seed++ {
-		runs = append(runs, run{fmt.Sprintf("seed %d", seed), randomLog(seed, 2000), []Code{Granted, Kept, Held, Freed, NotHeld, NotFound, Done}})
+		runs = append(runs, run{fmt.Sprintf("seed %d", seed), randomLog(seed, 2000), []Code{Granted, Kept, Held, Freed, NotHeld, NotHolder, NotFound, Done}})
 	}
 	for seed := uint64(1); seed <= 10; seed++ {
 		runs = append(runs, run{fmt.Sprintf("placement seed %d", seed), randomPlacementLog(seed, 2000),
-			[]Code{Granted, Kept, Held, Freed, NotHeld, NotFound, Done, Disabled, Prohibited}})
+			[]Code{Granted, Kept, Held, Freed, NotHeld, NotHolder, NotFound, Done, Disabled, Prohibited}})
 	}
 	for _, tt := range runs {
 		t.Run(tt.name, func(t *testing.T) {

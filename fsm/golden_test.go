@@ -298,6 +298,11 @@ var goldenCommandsV1 = []namedCommand{
 		{Prefix: "scenes/", Rights: RightRead | RightWrite}, {Prefix: "", Rights: RightRead | RightOperator | RightACL}}}}},
 	{"acl-policy-delete", ACLPolicyDelete{Name: "scenes"}},
 	{"worker-register", WorkerRegister{Worker: "w-a", Groups: []string{"elections", "partitions"}, Accessor: goldenTrackerToken.AccessorID}},
+	// Compare-and-set group put, control edit and forget, added after the
+	// lines above were written.
+	{"group-put-cas", GroupPutCAS{Put: GroupPut{Name: "partitions", Keys: []string{"partitions/0", "partitions/1"}, MaxPerWorker: 1}, Index: 9}},
+	{"edit-key-control", EditKeyControl{Key: "partitions/1", SetDisabled: true, Disabled: true, Prohibit: []string{"w-c"}, Allow: []string{"w-b"}}},
+	{"forget", Forget{Key: "locks/once", Token: 21}},
 }
 
 var goldenCommands = []struct {

@@ -183,12 +183,7 @@ func decodeGroupCommand(t Type, d *decoder) Command {
 func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 	switch c := cmd.(type) {
 	case GroupPut:
-		next := &Group{Name: c.Name, Keys: sortedSet(c.Keys), MaxPerWorker: c.MaxPerWorker, CreateIndex: index, ModifyIndex: index}
-		if cur := m.groups[c.Name]; cur != nil {
-			next.CreateIndex, next.AssignIndex = cur.CreateIndex, cur.AssignIndex
-			next.Assignment = keepAssigned(cur.Assignment, next.Keys)
-		}
-		m.storeGroup(next)
+		m.putGroup(index, c)
 	case GroupDelete:
 		if m.groups[c.Name] == nil {
 			return Result{Code: NotFound}
@@ -216,13 +211,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		next.ModifyIndex = index
 		m.storeGroup(&next)
 	case SetKeyControl:
-		ctl := KeyControl{Disabled: c.Control.Disabled, Prohibited: sortedSet(c.Control.Prohibited)}
-		if ctl.empty() {
-			delete(m.controls, c.Key)
-		} else {
-			m.controls[c.Key] = ctl
-		}
-		m.groupIndex = index
+		m.setControl(index, c.Key, KeyControl{Disabled: c.Control.Disabled, Prohibited: sortedSet(c.Control.Prohibited)})
 	case WorkerDrain:
 		if c.Draining {
 			m.drained[c.Worker] = true
@@ -250,6 +239,16 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		m.storeGroup(&next)
 	}
 	return Result{Code: Done}
+}
+
+// putGroup creates or replaces a group as GroupPut says. m.mu is held.
+func (m *Machine) putGroup(index uint64, c GroupPut) {
+	next := &Group{Name: c.Name, Keys: sortedSet(c.Keys), MaxPerWorker: c.MaxPerWorker, CreateIndex: index, ModifyIndex: index}
+	if cur := m.groups[c.Name]; cur != nil {
+		next.CreateIndex, next.AssignIndex = cur.CreateIndex, cur.AssignIndex
+		next.Assignment = keepAssigned(cur.Assignment, next.Keys)
+	}
+	m.storeGroup(next)
 }
 
 func (m *Machine) storeGroup(g *Group) {

@@ -48,6 +48,10 @@ const (
 	ReasonReleased Reason = 1
 	ReasonExpired  Reason = 2
 	ReasonRevoked  Reason = 3
+	// ReasonNeverAcquired marks the free record that List makes up for a
+	// group key without a lease record (Filter.NeverAcquired). It is never
+	// stored, so never in a snapshot.
+	ReasonNeverAcquired Reason = 4
 )
 
 func (r Reason) String() string {
@@ -58,6 +62,8 @@ func (r Reason) String() string {
 		return "expired"
 	case ReasonRevoked:
 		return "revoked"
+	case ReasonNeverAcquired:
+		return "never_acquired"
 	}
 	return ""
 }

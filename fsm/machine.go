@@ -3,8 +3,6 @@ package fsm
 import (
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -37,12 +35,19 @@ const (
 	// Prohibited: an Acquire by a holder an operator prohibited on the key.
 	Prohibited
 	// Refused: an ACLBootstrap after the first one, or a token whose
-	// secret hash another token already has.
+	// secret hash another token already has; an EditKeyControl that would
+	// prohibit more than MaxProhibited holders.
 	Refused
+	// NotHolder: a Release whose holder and token never were the key's
+	// lease (see releaseOutcome). Lease is the key's current record.
+	NotHolder
+	// CASFailed: a GroupPutCAS whose expected index is not the group's
+	// (or that would create a group that exists). Nothing changed.
+	CASFailed
 )
 
 func (c Code) String() string {
-	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited", "refused"}
+	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited", "refused", "not_holder", "cas_failed"}
 	if int(c) < len(names) {
 		return names[c]
 	}
@@ -54,6 +59,9 @@ func (c Code) String() string {
 type Result struct {
 	Code  Code
 	Lease *Lease
+	// MetadataChanged: a Kept acquisition replaced the lease's metadata
+	// with different metadata (see Machine.keep).
+	MetadataChanged bool
 }
 
 // Machine is the lease state machine. It implements raft.FSM.
@@ -139,8 +147,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return m.acquire(index, c)
 	case Release:
 		cur := m.leases[c.Key]
-		if cur == nil || !cur.Held || cur.Holder != c.Holder || cur.Token != c.Token {
-			return Result{Code: NotHeld, Lease: cur}
+		if code := releaseOutcome(cur, c); code != Freed {
+			return Result{Code: code, Lease: cur}
 		}
 		return m.free(index, cur, ReasonReleased)
 	case Expire:
@@ -167,6 +175,12 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return Result{Code: Done}
 	case GroupPut, GroupDelete, GroupKeys, SetKeyControl, WorkerDrain, Assign, GroupMax:
 		return m.applyGroup(index, cmd)
+	case GroupPutCAS:
+		return m.groupPutCAS(index, c)
+	case EditKeyControl:
+		return m.editControl(index, c)
+	case Forget:
+		return m.forget(index, c)
 	case ACLBootstrap, ACLTokenSet, ACLTokenDelete, ACLPolicySet, ACLPolicyDelete, WorkerRegister:
 		return m.applyACL(index, cmd)
 	}
@@ -188,14 +202,7 @@ func (m *Machine) acquire(index uint64, c Acquire) Result {
 		if cur.Holder != c.Holder {
 			return Result{Code: Held, Lease: cur}
 		}
-		next := *cur
-		next.TTL = c.TTL
-		if c.Metadata != nil {
-			next.Metadata = c.Metadata
-		}
-		next.ModifyIndex = index
-		m.store(&next)
-		return Result{Code: Kept, Lease: &next}
+		return m.keep(index, cur, c)
 	}
 	m.lastToken++
 	next := &Lease{
@@ -237,45 +244,6 @@ func (m *Machine) Get(key string) *Lease {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.leases[key]
-}
-
-// Filter selects leases for List. Zero fields match everything.
-type Filter struct {
-	Prefix string
-	// State is "held", "free" or "" for both.
-	State  string
-	Holder string
-}
-
-func (f Filter) match(l *Lease) bool {
-	if !strings.HasPrefix(l.Key, f.Prefix) {
-		return false
-	}
-	if f.Holder != "" && l.Holder != f.Holder {
-		return false
-	}
-	switch f.State {
-	case "held":
-		return l.Held
-	case "free":
-		return !l.Held
-	}
-	return true
-}
-
-// List returns the leases that match f, ordered by key, and the lease index
-// they were read at.
-func (m *Machine) List(f Filter) ([]*Lease, uint64) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	out := make([]*Lease, 0, len(m.leases))
-	for _, l := range m.leases {
-		if f.match(l) {
-			out = append(out, l)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, m.leaseIndex
 }
 
 // Held returns every held lease, ordered by key. The leader's lessor

@@ -23,35 +23,42 @@ func TestApplyContract(t *testing.T) {
 		{
 			name: "acquire of a key never seen is granted token 1",
 			cmd:  Acquire{Key: "scene-01", Holder: "w1", TTL: ttl, Metadata: zoneA, Time: wall},
-			want: Result{Granted, &Lease{Key: "scene-01", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Granted, Lease: &Lease{Key: "scene-01", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				Metadata: zoneA, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
 		},
 		{
 			name:  "grant takes the cluster-wide counter plus one",
 			setup: []Command{acquire("a", "w1"), acquire("b", "w2"), acquire("a", "w1")},
 			cmd:   acquire("c", "w3"),
-			want: Result{Granted, &Lease{Key: "c", Holder: "w3", Token: 3, TTL: ttl, Held: true,
+			want: Result{Code: Granted, Lease: &Lease{Key: "c", Holder: "w3", Token: 3, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 4, ModifyIndex: 4}},
 		},
 		{
 			name:  "re-acquire by the holder keeps the token and acquired_at, updates ttl and metadata",
 			setup: []Command{Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: zoneA, Time: wall}},
 			cmd:   Acquire{Key: "a", Holder: "w1", TTL: 30 * time.Second, Metadata: zoneB, Time: wall + 5e9},
-			want: Result{Kept, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: 30 * time.Second, Held: true,
-				Metadata: zoneB, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want: Result{Code: Kept, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: 30 * time.Second, Held: true,
+				Metadata: zoneB, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}, MetadataChanged: true},
+		},
+		{
+			name:  "re-acquire with the same metadata is kept and changes no metadata",
+			setup: []Command{Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: zoneA, Time: wall}},
+			cmd:   Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: map[string]string{"zone": "a"}, Time: wall},
+			want: Result{Code: Kept, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+				Metadata: zoneA, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
 		},
 		{
 			name:  "re-acquire without metadata keeps the metadata",
 			setup: []Command{Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: zoneA, Time: wall}},
 			cmd:   Acquire{Key: "a", Holder: "w1", TTL: ttl, Time: wall},
-			want: Result{Kept, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Kept, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				Metadata: zoneA, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
 		},
 		{
 			name:  "acquire of a key held by another holder is refused and names the holder",
 			setup: []Command{Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: zoneA, Time: wall}},
 			cmd:   Acquire{Key: "a", Holder: "w2", TTL: time.Minute, Metadata: zoneB, Time: wall + 1},
-			want: Result{Held, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Held, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				Metadata: zoneA, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
 		},
 		{
@@ -61,21 +68,21 @@ func TestApplyContract(t *testing.T) {
 				Release{Key: "a", Holder: "w1", Token: 1},
 			},
 			cmd: Acquire{Key: "a", Holder: "w2", TTL: ttl, Time: wall + 7},
-			want: Result{Granted, &Lease{Key: "a", Holder: "w2", Token: 2, TTL: ttl, Held: true,
+			want: Result{Code: Granted, Lease: &Lease{Key: "a", Holder: "w2", Token: 2, TTL: ttl, Held: true,
 				AcquiredAt: wall + 7, CreateIndex: 1, ModifyIndex: 3}},
 		},
 		{
 			name:  "acquire after expiry by the same holder takes a new token",
 			setup: []Command{acquire("a", "w1"), Expire{Key: "a", Token: 1, Term: 1}},
 			cmd:   acquire("a", "w1"),
-			want: Result{Granted, &Lease{Key: "a", Holder: "w1", Token: 2, TTL: ttl, Held: true,
+			want: Result{Code: Granted, Lease: &Lease{Key: "a", Holder: "w1", Token: 2, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
 		},
 		{
 			name:  "acquire after revoke takes a new token",
 			setup: []Command{acquire("a", "w1"), acquire("b", "w1"), Revoke{Key: "a"}},
 			cmd:   acquire("a", "w2"),
-			want: Result{Granted, &Lease{Key: "a", Holder: "w2", Token: 3, TTL: ttl, Held: true,
+			want: Result{Code: Granted, Lease: &Lease{Key: "a", Holder: "w2", Token: 3, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 4}},
 		},
 
@@ -84,21 +91,21 @@ func TestApplyContract(t *testing.T) {
 			name:  "release by the holder frees the key and keeps holder, token and metadata",
 			setup: []Command{Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: zoneA, Time: wall}},
 			cmd:   Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{Freed, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
+			want: Result{Code: Freed, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
 				Metadata: zoneA, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
 		},
 		{
-			name:  "release by another holder changes nothing",
+			name:  "release by another holder under the current token never matched: not holder",
 			setup: []Command{acquire("a", "w1")},
 			cmd:   Release{Key: "a", Holder: "w2", Token: 1},
-			want: Result{NotHeld, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
 		},
 		{
-			name:  "release with a wrong token changes nothing",
+			name:  "release under a token the key never had: not holder",
 			setup: []Command{acquire("a", "w1")},
 			cmd:   Release{Key: "a", Holder: "w1", Token: 2},
-			want: Result{NotHeld, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
 		},
 		{
@@ -109,20 +116,45 @@ func TestApplyContract(t *testing.T) {
 				acquire("a", "w1"),
 			},
 			cmd: Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{NotHeld, &Lease{Key: "a", Holder: "w1", Token: 2, TTL: ttl, Held: true,
+			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 2, TTL: ttl, Held: true,
+				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
+		},
+		{
+			name:  "release of a free key under a token it never had: not holder",
+			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
+			cmd:   Release{Key: "a", Holder: "w1", Token: 5},
+			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
+				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+		},
+		{
+			name:  "release of a free key by another holder under its last token: not holder",
+			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
+			cmd:   Release{Key: "a", Holder: "w2", Token: 1},
+			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
+				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+		},
+		{
+			name: "release by a holder that lost the key to another under a newer token: already gone",
+			setup: []Command{
+				acquire("a", "w1"),
+				Expire{Key: "a", Token: 1, Term: 1},
+				acquire("a", "w2"),
+			},
+			cmd: Release{Key: "a", Holder: "w1", Token: 1},
+			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w2", Token: 2, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
 		},
 		{
 			name:  "release again is idempotent",
 			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
 			cmd:   Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{NotHeld, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
+			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
 		},
 		{
 			name: "release of a key never seen",
 			cmd:  Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{NotHeld, nil},
+			want: Result{Code: NotHeld, Lease: nil},
 		},
 
 		// Expire.
@@ -130,21 +162,21 @@ func TestApplyContract(t *testing.T) {
 			name:  "expire under the current token and established term frees the key",
 			setup: []Command{LeaderEstablished{Term: 2}, acquire("a", "w1")},
 			cmd:   Expire{Key: "a", Token: 1, Term: 2},
-			want: Result{Freed, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonExpired,
+			want: Result{Code: Freed, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonExpired,
 				AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 3}},
 		},
 		{
 			name:  "expire from a term newer than the established one frees the key",
 			setup: []Command{LeaderEstablished{Term: 2}, acquire("a", "w1")},
 			cmd:   Expire{Key: "a", Token: 1, Term: 3},
-			want: Result{Freed, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonExpired,
+			want: Result{Code: Freed, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonExpired,
 				AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 3}},
 		},
 		{
 			name:  "expire from a deposed leader's term changes nothing",
 			setup: []Command{LeaderEstablished{Term: 2}, acquire("a", "w1"), LeaderEstablished{Term: 3}},
 			cmd:   Expire{Key: "a", Token: 1, Term: 2},
-			want: Result{NotHeld, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 2}},
 		},
 		{
@@ -155,20 +187,20 @@ func TestApplyContract(t *testing.T) {
 				acquire("a", "w2"),
 			},
 			cmd: Expire{Key: "a", Token: 1, Term: 1},
-			want: Result{NotHeld, &Lease{Key: "a", Holder: "w2", Token: 2, TTL: ttl, Held: true,
+			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w2", Token: 2, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
 		},
 		{
 			name:  "expire of a free key changes nothing",
 			setup: []Command{acquire("a", "w1"), Revoke{Key: "a"}},
 			cmd:   Expire{Key: "a", Token: 1, Term: 1},
-			want: Result{NotHeld, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonRevoked,
+			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonRevoked,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
 		},
 		{
 			name: "expire of a key never seen",
 			cmd:  Expire{Key: "a", Token: 1, Term: 1},
-			want: Result{NotHeld, nil},
+			want: Result{Code: NotHeld, Lease: nil},
 		},
 
 		// Revoke.
@@ -176,21 +208,21 @@ func TestApplyContract(t *testing.T) {
 			name:  "revoke frees the key whoever holds it",
 			setup: []Command{Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: zoneA, Time: wall}},
 			cmd:   Revoke{Key: "a"},
-			want: Result{Freed, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonRevoked,
+			want: Result{Code: Freed, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonRevoked,
 				Metadata: zoneA, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
 		},
 		{
 			name:  "revoke of a free key keeps the reason it was freed for",
 			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
 			cmd:   Revoke{Key: "a"},
-			want: Result{NotHeld, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
+			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
 		},
 		{
 			name:  "revoke of a key never seen",
 			setup: []Command{acquire("a", "w1")},
 			cmd:   Revoke{Key: "b"},
-			want:  Result{NotFound, nil},
+			want:  Result{Code: NotFound, Lease: nil},
 		},
 
 		// Key controls: a refused acquisition changes nothing and takes no
@@ -199,7 +231,7 @@ func TestApplyContract(t *testing.T) {
 			name:  "acquire of a disabled key never seen is refused",
 			setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}},
 			cmd:   acquire("a", "w1"),
-			want:  Result{Disabled, nil},
+			want:  Result{Code: Disabled, Lease: nil},
 		},
 		{
 			name: "acquire of a disabled free key is refused and shows the record",
@@ -209,7 +241,7 @@ func TestApplyContract(t *testing.T) {
 				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
 			},
 			cmd: acquire("a", "w2"),
-			want: Result{Disabled, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
+			want: Result{Code: Disabled, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
 		},
 		{
@@ -219,7 +251,7 @@ func TestApplyContract(t *testing.T) {
 				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
 			},
 			cmd: Acquire{Key: "a", Holder: "w1", TTL: time.Minute, Metadata: zoneB, Time: wall + 1},
-			want: Result{Disabled, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Disabled, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				Metadata: zoneA, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
 		},
 		{
@@ -228,13 +260,13 @@ func TestApplyContract(t *testing.T) {
 				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true, Prohibited: []string{"w1"}}},
 			},
 			cmd:  acquire("a", "w1"),
-			want: Result{Disabled, nil},
+			want: Result{Code: Disabled, Lease: nil},
 		},
 		{
 			name:  "acquire by a prohibited holder is refused",
 			setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w3", "w1"}}}},
 			cmd:   acquire("a", "w1"),
-			want:  Result{Prohibited, nil},
+			want:  Result{Code: Prohibited, Lease: nil},
 		},
 		{
 			name: "a prohibited holder that holds the key cannot renew it",
@@ -243,14 +275,14 @@ func TestApplyContract(t *testing.T) {
 				SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}},
 			},
 			cmd: acquire("a", "w1"),
-			want: Result{Prohibited, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Prohibited, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
 		},
 		{
 			name:  "acquire by a holder that is not prohibited is granted",
 			setup: []Command{SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1", "w3"}}}},
 			cmd:   acquire("a", "w2"),
-			want: Result{Granted, &Lease{Key: "a", Holder: "w2", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Granted, Lease: &Lease{Key: "a", Holder: "w2", Token: 1, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 2}},
 		},
 		{
@@ -260,7 +292,7 @@ func TestApplyContract(t *testing.T) {
 				SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}},
 			},
 			cmd: acquire("a", "w1"),
-			want: Result{Prohibited, &Lease{Key: "a", Holder: "w2", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Prohibited, Lease: &Lease{Key: "a", Holder: "w2", Token: 1, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
 		},
 		{
@@ -273,7 +305,7 @@ func TestApplyContract(t *testing.T) {
 				acquire("a", "w2"),
 			},
 			cmd: acquire("c", "w1"),
-			want: Result{Granted, &Lease{Key: "c", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Granted, Lease: &Lease{Key: "c", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 6, ModifyIndex: 6}},
 		},
 		{
@@ -284,7 +316,7 @@ func TestApplyContract(t *testing.T) {
 				SetKeyControl{Key: "a"},
 			},
 			cmd: acquire("a", "w1"),
-			want: Result{Granted, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Granted, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 4, ModifyIndex: 4}},
 		},
 		{
@@ -293,7 +325,7 @@ func TestApplyContract(t *testing.T) {
 				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true, Prohibited: []string{"w1"}}},
 			},
 			cmd: acquire("ab", "w1"),
-			want: Result{Granted, &Lease{Key: "ab", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Granted, Lease: &Lease{Key: "ab", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 2}},
 		},
 		{
@@ -303,7 +335,7 @@ func TestApplyContract(t *testing.T) {
 				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true, Prohibited: []string{"w1"}}},
 			},
 			cmd: Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{Freed, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
+			want: Result{Code: Freed, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
 				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
 		},
 		{
@@ -312,7 +344,7 @@ func TestApplyContract(t *testing.T) {
 				WorkerDrain{Worker: "w1", Draining: true},
 			},
 			cmd: acquire("a", "w1"),
-			want: Result{Granted, &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			want: Result{Code: Granted, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
 				AcquiredAt: wall, CreateIndex: 2, ModifyIndex: 2}},
 		},
 
@@ -321,7 +353,7 @@ func TestApplyContract(t *testing.T) {
 			name:  "leader established has no lease outcome",
 			setup: []Command{acquire("a", "w1")},
 			cmd:   LeaderEstablished{Term: 4},
-			want:  Result{Done, nil},
+			want:  Result{Code: Done, Lease: nil},
 		},
 	}
 	for _, tt := range tests {
@@ -334,6 +366,9 @@ func TestApplyContract(t *testing.T) {
 
 			if got.Code != tt.want.Code {
 				t.Errorf("code = %v, want %v", got.Code, tt.want.Code)
+			}
+			if got.MetadataChanged != tt.want.MetadataChanged {
+				t.Errorf("metadata changed = %v, want %v", got.MetadataChanged, tt.want.MetadataChanged)
 			}
 			if !reflect.DeepEqual(got.Lease, tt.want.Lease) {
 				t.Errorf("lease =\n  %s\nwant\n  %s", leaseString(got.Lease), leaseString(tt.want.Lease))
@@ -394,12 +429,15 @@ func TestCodeAndReasonStrings(t *testing.T) {
 		{Done.String(), "done"},
 		{Disabled.String(), "disabled"},
 		{Prohibited.String(), "prohibited"},
+		{NotHolder.String(), "not_holder"},
+		{CASFailed.String(), "cas_failed"},
 		{Code(200).String(), "code(200)"},
 		// The reasons are the HTTP API's "reason" values.
 		{ReasonNone.String(), ""},
 		{ReasonReleased.String(), "released"},
 		{ReasonExpired.String(), "expired"},
 		{ReasonRevoked.String(), "revoked"},
+		{ReasonNeverAcquired.String(), "never_acquired"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -162,6 +162,7 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"GET /v1/groups/{name:.+?}/assignment", "GET", "/v1/groups/g/assignment?stale", "", client.RightRead},
 		{"DELETE /v1/groups/{name:.+?}", "DELETE", "/v1/groups/g2", "", client.RightGroups},
 		{"PUT /v1/controls/{key:.+}", "PUT", "/v1/controls/g-1", `{"disabled":true}`, client.RightGroups},
+		{"PATCH /v1/controls/{key:.+}", "PATCH", "/v1/controls/g-1", `{"prohibit":["w9"]}`, client.RightGroups},
 		{"GET /v1/controls/{key:.+}", "GET", "/v1/controls/g-1", "", client.RightRead},
 		{"POST /v1/workers/{id}/drain", "POST", "/v1/workers/w1/drain?force=true", `{"draining":false}`, client.RightGroups},
 		{"GET /v1/workers", "GET", "/v1/workers", "", client.RightRead},

@@ -27,6 +27,8 @@ var fieldCodes = map[string]string{
 	"add":            client.CodeInvalidKeys,
 	"max_per_worker": client.CodeInvalidMaxPerWorker,
 	"prohibited":     client.CodeInvalidProhibited,
+	"prohibit":       client.CodeInvalidProhibited,
+	"allow":          client.CodeInvalidProhibited,
 	"worker":         client.CodeInvalidWorker,
 	// ACLs.
 	"rules":         client.CodeInvalidRules,
@@ -84,6 +86,8 @@ var codeStatus = map[string]int{
 	client.CodeACLNotFound:         http.StatusForbidden,
 	client.CodeACLBootstrapped:     http.StatusForbidden,
 	client.CodeACLDisabled:         http.StatusBadRequest,
+	client.CodeNotHolder:           http.StatusConflict,
+	client.CodeCASFailed:           http.StatusConflict,
 }
 
 // sentinelCodes maps the cluster's sentinel errors to their codes, first
@@ -140,6 +144,8 @@ func writeError(w http.ResponseWriter, err error) {
 		held *cluster.HeldError
 		lost *cluster.LostError
 		inv  *cluster.InvalidError
+		nh   *cluster.NotHolderError
+		cas  *cluster.CASError
 	)
 	body := client.ErrorBody{Message: err.Error(), Error: client.CodeInternal}
 	status := 0
@@ -148,6 +154,14 @@ func writeError(w http.ResponseWriter, err error) {
 		status, body.Error, body.Field = api.httpStatus(), api.code, api.field
 	case errors.As(err, &held):
 		body.Error, body.Lease = client.CodeHeld, leaseOut(cluster.LeaseView{Lease: held.Lease})
+	case errors.As(err, &nh):
+		body.Error, body.Lease = client.CodeNotHolder, leaseOut(cluster.LeaseView{Lease: nh.Lease})
+	case errors.As(err, &cas):
+		body.Error = client.CodeCASFailed
+		if cas.Group != nil {
+			g := summary(cas.Group)
+			body.Group = &g
+		}
 	case errors.As(err, &lost):
 		body.Error, body.Reason = client.CodeLeaseLost, lost.Reason
 	case errors.As(err, &inv):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/gorilla/mux"
 	"github.com/tenure-io/tenure/client"
@@ -52,9 +53,28 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
+	spec := cluster.GroupSpec{Name: groupName(r), Keys: body.Keys, Prefix: body.Prefix, Count: body.Count, MaxPerWorker: body.MaxPerWorker}
+	q := r.URL.Query()
+	if q.Has("cas") {
+		n, err := strconv.ParseUint(q.Get("cas"), 10, 64)
+		if err != nil {
+			return badRequest(client.CodeInvalidQuery, "cas", fmt.Sprintf("cas: %q is not a modify index (an unsigned integer)", q.Get("cas")))
+		}
+		spec.CAS = n
+	}
+	if q.Has("replace") {
+		v, err := strconv.ParseBool(q.Get("replace"))
+		if err != nil {
+			return badRequest(client.CodeInvalidQuery, "replace", fmt.Sprintf("replace: %q is not true or false", q.Get("replace")))
+		}
+		if v && q.Has("cas") {
+			return badRequest(client.CodeInvalidQuery, "replace", "replace: give either cas or replace=true, not both")
+		}
+		spec.Replace = v
+	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	g, err := s.node.PutGroup(ctx, cluster.GroupSpec{Name: groupName(r), Keys: body.Keys, Prefix: body.Prefix, Count: body.Count, MaxPerWorker: body.MaxPerWorker})
+	g, err := s.node.PutGroup(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -170,6 +190,25 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.node.SetKeyControl(ctx, pathKey(r), ctl, force); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, controlOut(pathKey(r), ctl))
+	return nil
+}
+
+func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
+	var body client.KeyControlEdit
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	force, err := forceParam(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	ctl, err := s.node.EditKeyControl(ctx, pathKey(r), cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
+	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, controlOut(pathKey(r), ctl))

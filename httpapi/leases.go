@@ -66,9 +66,15 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	if err := s.node.Release(ctx, pathKey(r), body.Holder, body.Token); err != nil {
+	freed, err := s.node.Release(ctx, pathKey(r), body.Holder, body.Token)
+	if err != nil {
 		return err
 	}
+	outcome := "gone"
+	if freed {
+		outcome = "freed"
+	}
+	w.Header().Set(client.HeaderRelease, outcome)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -163,7 +169,8 @@ func (s *Server) getLease(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	f := fsm.Filter{Prefix: q.Get("prefix"), State: q.Get("state"), Holder: q.Get("holder")}
+	// A free list also names the keys of groups that were never acquired.
+	f := fsm.Filter{Prefix: q.Get("prefix"), State: q.Get("state"), Holder: q.Get("holder"), NeverAcquired: true}
 	if f.State != "" && f.State != "held" && f.State != "free" {
 		return badRequest(client.CodeInvalidQuery, "state", fmt.Sprintf("state: %q is not held or free", f.State))
 	}

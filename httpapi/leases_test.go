@@ -31,6 +31,9 @@ func TestRelease(t *testing.T) {
 
 			r := do(t, http.MethodDelete, url, body)
 			r.wantStatus(t, "release", http.StatusNoContent)
+			if got := r.header.Get(client.HeaderRelease); got != "freed" {
+				t.Errorf("release: %s = %q, want freed", client.HeaderRelease, got)
+			}
 			got := do(t, http.MethodGet, tn.url+"/v1/leases/"+key, "")
 			got.wantStatus(t, "get after release", http.StatusOK)
 			if gl := got.lease(t); gl.State != "free" || gl.Reason != "released" || gl.Holder != "h1" || gl.Token != l.Token {
@@ -39,6 +42,9 @@ func TestRelease(t *testing.T) {
 
 			r = do(t, http.MethodDelete, url, body)
 			r.wantStatus(t, "second release", http.StatusNoContent)
+			if got := r.header.Get(client.HeaderRelease); got != "gone" {
+				t.Errorf("second release: %s = %q, want gone", client.HeaderRelease, got)
+			}
 
 			// Another holder can take the key now.
 			acquire(t, tn, key, "h2")
@@ -46,8 +52,8 @@ func TestRelease(t *testing.T) {
 	}
 }
 
-// A release by someone who does not hold the lease leaves it held, yet
-// answers 204 as the contract says (the caller's lease is gone either way).
+// A release by someone who never held the lease leaves it held and says
+// so: 409 not_holder with the current lease.
 func TestReleaseByOtherHolderKeepsLease(t *testing.T) {
 	tn := startNode(t)
 	l := acquire(t, tn, "kept", "h1")
@@ -61,7 +67,10 @@ func TestReleaseByOtherHolderKeepsLease(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, http.MethodDelete, fmt.Sprintf("%s/v1/leases/kept?holder=%s&token=%d", tn.url, tc.holder, tc.token), "")
-			r.wantStatus(t, "release", http.StatusNoContent)
+			r.wantStatus(t, "release", http.StatusConflict)
+			if e := r.apiErr(t); e.Error != client.CodeNotHolder || e.Lease == nil || e.Lease.Holder != "h1" || e.Lease.Token != l.Token {
+				t.Errorf("error body = %+v, want not_holder with the lease of h1", e)
+			}
 			got := do(t, http.MethodGet, tn.url+"/v1/leases/kept", "").lease(t)
 			if got.State != "held" || got.Holder != "h1" || got.Token != l.Token {
 				t.Errorf("got %+v, want still held by h1 under token %d", got, l.Token)
@@ -136,7 +145,8 @@ func TestRenewOne(t *testing.T) {
 		{"released", "gone", fmt.Sprintf(`{"holder":"h1","token":%d}`, gone.Token), 404, "lease_lost", "released"},
 		{"taken by another holder", "taken", fmt.Sprintf(`{"holder":"h1","token":%d}`, taken.Token), 404, "lease_lost", "superseded"},
 		{"never held", "never", `{"holder":"h1","token":1}`, 404, "lease_lost", "unknown"},
-		{"wrong holder", "live", fmt.Sprintf(`{"holder":"h9","token":%d}`, live.Token), 404, "lease_lost", "unknown"},
+		{"wrong holder", "live", fmt.Sprintf(`{"holder":"h9","token":%d}`, live.Token), 404, "lease_lost", "not_holder"},
+		{"a token the key never had", "live", fmt.Sprintf(`{"holder":"h1","token":%d}`, live.Token+100), 404, "lease_lost", "not_holder"},
 		{"zero token", "live", `{"holder":"h1","token":0}`, 400, "invalid_token", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 type Node interface {
 	// Leases.
 	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.LeaseView, bool, error)
-	Release(ctx context.Context, key, holder string, token uint64) error
+	Release(ctx context.Context, key, holder string, token uint64) (bool, error)
 	Revoke(ctx context.Context, key string) error
 	Renew(ctx context.Context, key, holder string, token uint64) (cluster.LeaseView, error)
 	RenewMany(ctx context.Context, holder string, refs []cluster.LeaseRef) ([]cluster.RenewResult, error)
@@ -31,6 +31,7 @@ type Node interface {
 	Assignment(ctx context.Context, name, worker string, c cluster.Consistency) (map[string]string, uint64, error)
 	KeyControl(ctx context.Context, key string, c cluster.Consistency) (fsm.KeyControl, error)
 	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) error
+	EditKeyControl(ctx context.Context, key string, edit cluster.ControlEdit) (fsm.KeyControl, error)
 	DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error)
 	Workers(ctx context.Context, c cluster.Consistency) ([]cluster.WorkerView, uint64, error)
 

@@ -128,6 +128,7 @@ func New(cfg Config) (*Server, error) {
 	r.Handle(group, s.leader(s.guard(onGroup(fsm.RightGroups), s.deleteGroup))).Methods(http.MethodDelete)
 	r.Handle("/v1/controls"+key, s.reader(s.guard(onKey(fsm.RightRead), s.getControl))).Methods(http.MethodGet)
 	r.Handle("/v1/controls"+key, s.leader(s.guard(onKey(fsm.RightGroups), s.putControl))).Methods(http.MethodPut)
+	r.Handle("/v1/controls"+key, s.leader(s.guard(onKey(fsm.RightGroups), s.editControl))).Methods(http.MethodPatch)
 	onWorker := need{right: fsm.RightGroups, kind: "worker", name: func(r *http.Request) string { return pathVar(r, "id") }}
 	r.Handle("/v1/workers", s.reader(s.guard(fixed(fsm.RightRead, "worker", ""), s.listWorkers))).Methods(http.MethodGet)
 	r.Handle("/v1/workers/{id}/drain", s.leader(s.guard(onWorker, s.drainWorker))).Methods(http.MethodPost)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -15,7 +16,9 @@ const groupsUsage = `Usage: tenure groups <subcommand> [args]
 Subcommands:
     list
     get NAME                        every key: target, holder, token; the workers
-    create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N]
+    create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N] [-replace | -cas INDEX]
+                                    an existing group is replaced only with
+                                    -replace, or -cas its modify index
     delete NAME
     add-keys NAME KEY...
     remove-keys NAME KEY...
@@ -114,21 +117,42 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 	var cf clusterFlags
 	var spec client.GroupSpec
 	var keys string
-	fs := e.newFlagSet("groups create", "groups create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N]")
+	var replace bool
+	cas := optionalUint{}
+	fs := e.newFlagSet("groups create", "groups create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N] [-replace | -cas INDEX]")
 	cf.register(fs)
 	fs.StringVar(&keys, "keys", "", "comma-separated keys of the group")
 	fs.StringVar(&spec.Prefix, "prefix", "", "with -count: keys are PREFIX0 … PREFIX(count-1)")
 	fs.IntVar(&spec.Count, "count", 0, "number of keys named from -prefix")
 	fs.IntVar(&spec.MaxPerWorker, "max-per-worker", 0, "most keys one worker is given (0: an even spread)")
+	fs.BoolVar(&replace, "replace", false, "replace the group if it exists, whatever it is")
+	fs.Var(&cas, "cas", "replace the group only if its modify index is this (0: create only)")
 	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
 	if !ok {
 		return code
+	}
+	if replace && cas.set {
+		return e.usageError(fs, "give either -replace or -cas, not both")
 	}
 	spec.Keys = client.SplitAddresses(keys)
 	if keys == "" {
 		spec.Keys = nil
 	}
-	g, err := c.Groups().Put(ctx, pos[0], spec)
+	var g *client.GroupSummary
+	var err error
+	switch {
+	case replace:
+		g, err = c.Groups().Replace(ctx, pos[0], spec)
+	case cas.set:
+		g, err = c.Groups().PutCAS(ctx, pos[0], spec, cas.v)
+	default:
+		g, err = c.Groups().Put(ctx, pos[0], spec)
+	}
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Code == client.CodeCASFailed && ae.Group != nil && !cas.set {
+		return e.fail(fmt.Errorf("%w\n(group %s exists with modify index %d: add -replace to replace it, or -cas %d to replace it only if nobody changed it since)",
+			err, pos[0], ae.Group.ModifyIndex, ae.Group.ModifyIndex))
+	}
 	if err != nil {
 		return e.fail(err)
 	}
@@ -240,8 +264,31 @@ func (e *env) keys(ctx context.Context, args []string) int {
 	})
 }
 
-// keyControl reads the controls of a key, changes them as verb says, and
-// writes them back.
+// optionalUint is a flag.Value for an unsigned integer that may be absent.
+type optionalUint struct {
+	v   uint64
+	set bool
+}
+
+func (o *optionalUint) String() string {
+	if !o.set {
+		return ""
+	}
+	return strconv.FormatUint(o.v, 10)
+}
+
+func (o *optionalUint) Set(s string) error {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%q is not an unsigned integer", s)
+	}
+	o.v, o.set = v, true
+	return nil
+}
+
+// keyControl shows the controls of a key, or changes them as verb says
+// with one atomic edit on the servers (no read-modify-write: operators
+// editing the same key at once all get their change).
 func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 	var cf clusterFlags
 	n, usage := 1, "keys "+verb+" KEY"
@@ -258,34 +305,31 @@ func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 	if !ok {
 		return code
 	}
-	ctl, err := c.Groups().Control(ctx, pos[0])
-	if err != nil {
-		return e.fail(err)
-	}
+	var edit client.KeyControlEdit
+	on, off := true, false
 	switch verb {
 	case "disable":
-		ctl.Disabled = true
+		edit.Disabled = &on
 	case "enable":
-		ctl.Disabled = false
+		edit.Disabled = &off
 	case "prohibit":
-		ctl.Prohibited = append(ctl.Prohibited, pos[1])
+		edit.Prohibit = []string{pos[1]}
 	case "allow":
-		var kept []string
-		for _, h := range ctl.Prohibited {
-			if h != pos[1] {
-				kept = append(kept, h)
-			}
-		}
-		ctl.Prohibited = kept
+		edit.Allow = []string{pos[1]}
 	}
-	if verb != "show" {
+	var ctl *client.KeyControl
+	var err error
+	if verb == "show" {
+		ctl, err = c.Groups().Control(ctx, pos[0])
+	} else {
 		var opts []client.OperatorOption
 		if force {
 			opts = append(opts, client.WithForce())
 		}
-		if err := c.Groups().SetControl(ctx, pos[0], *ctl, opts...); err != nil {
-			return e.fail(err)
-		}
+		ctl, err = c.Groups().EditControl(ctx, pos[0], edit, opts...)
+	}
+	if err != nil {
+		return e.fail(err)
 	}
 	if cf.json {
 		return e.printJSON(map[string]any{"key": pos[0], "disabled": ctl.Disabled, "prohibited": ctl.Prohibited})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -37,28 +38,74 @@ func TestGroupCommands(t *testing.T) {
 	runRequestCases(t, tests)
 }
 
-// keys disable reads the controls first and keeps the prohibited holders.
-func TestKeysDisableKeepsProhibited(t *testing.T) {
-	var put string
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			writeJSON(w, 200, map[string]any{"key": "scene-01", "disabled": false, "prohibited": []string{"t9"}})
-			return
+// keys disable|enable|prohibit|allow send one atomic edit each: no read
+// of the controls, no write-back that could undo another operator's edit.
+func TestKeysEditsAreAtomic(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		body string
+	}{
+		{[]string{"disable", "scene-01"}, `{"disabled":true}`},
+		{[]string{"enable", "scene-01"}, `{"disabled":false}`},
+		{[]string{"prohibit", "scene-01", "t9"}, `{"prohibit":["t9"]}`},
+		{[]string{"allow", "scene-01", "t9"}, `{"allow":["t9"]}`},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+				writeJSON(w, 200, map[string]any{"key": "scene-01", "disabled": true, "prohibited": []string{"t8"}})
+			})
+			got := runCLI(t, append(append([]string{"keys"}, tc.args...), "-http-addr", srv.URL)...)
+			if got.code != exitOK {
+				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+			}
+			req := srv.only(t)
+			if req.Method != http.MethodPatch || req.Path != "/v1/controls/scene-01" || req.Body != tc.body {
+				t.Errorf("request = %s %s %q, want PATCH /v1/controls/scene-01 %q", req.Method, req.Path, req.Body, tc.body)
+			}
+			if want := "Key scene-01: disabled=true prohibited=[t8]"; !strings.Contains(got.stdout, want) {
+				t.Errorf("stdout = %q, want the controls the server answered: %q", got.stdout, want)
+			}
+		})
+	}
+}
+
+func TestGroupsCreateReplaceAndCAS(t *testing.T) {
+	summary := map[string]any{"name": "g", "keys": 1, "assigned": 0, "max_per_worker": 0, "modify_index": 9}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		query string
+	}{
+		{"create only", nil, "cas=0"},
+		{"replace", []string{"-replace"}, "replace=true"},
+		{"cas", []string{"-cas", "9"}, "cas=9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, summary) })
+			args := append([]string{"groups", "create", "g", "-keys", "a"}, tc.args...)
+			got := runCLI(t, append(args, "-http-addr", srv.URL)...)
+			if got.code != exitOK {
+				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+			}
+			if req := srv.only(t); req.Method != "PUT" || req.Query.Encode() != tc.query {
+				t.Errorf("request = %s ?%s, want PUT ?%s", req.Method, req.Query.Encode(), tc.query)
+			}
+		})
+	}
+	t.Run("an existing group is not replaced without -replace", func(t *testing.T) {
+		srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 409, map[string]any{"error": "cas_failed", "message": "group \"g\" exists", "group": summary})
+		})
+		got := runCLI(t, "groups", "create", "g", "-keys", "a", "-http-addr", srv.URL)
+		if got.code != exitError || !strings.Contains(got.stderr, "cas_failed") || !strings.Contains(got.stderr, "-replace") {
+			t.Errorf("exit %d, stderr %q; want an error that names cas_failed and -replace", got.code, got.stderr)
 		}
-		writeJSON(w, 200, map[string]any{"key": "scene-01", "disabled": true, "prohibited": []string{"t9"}})
+		srv.only(t) // not retried
 	})
-	got := runCLI(t, "keys", "disable", "scene-01", "-http-addr", srv.URL)
-	if got.code != exitOK {
-		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-	}
-	srv.mu.Lock()
-	for _, r := range srv.reqs {
-		if r.Method == http.MethodPut {
-			put = r.Body
+	t.Run("-replace and -cas together", func(t *testing.T) {
+		got := runCLI(t, "groups", "create", "g", "-keys", "a", "-replace", "-cas", "3", "-http-addr", "127.0.0.1:1")
+		if got.code == exitOK || !strings.Contains(got.stderr, "either -replace or -cas") {
+			t.Errorf("exit %d, stderr %q; want a usage error", got.code, got.stderr)
 		}
-	}
-	srv.mu.Unlock()
-	if put != `{"disabled":true,"prohibited":["t9"]}` {
-		t.Fatalf("PUT body %q, want the key disabled with t9 still prohibited", put)
-	}
+	})
 }

@@ -15,6 +15,8 @@ Subcommands:
     list [-prefix P] [-state held|free] [-holder H] [-stale]
     get KEY [-stale]
     acquire KEY -holder H -ttl D [-wait D] [-meta k=v ...]
+                        (by the holder of KEY: restarts its deadline, and
+                        -meta replaces its metadata)
     renew KEY -holder H -token N
     release KEY -holder H -token N
     revoke KEY
@@ -124,7 +126,10 @@ func (e *env) leasesAcquire(ctx context.Context, args []string) int {
 		return e.fail(err)
 	}
 	title := "Acquired " + l.Key
-	if !m.Created {
+	switch {
+	case !m.Created && req.Metadata != nil:
+		title = "Already held by this holder: " + l.Key + " (deadline restarted, metadata replaced)"
+	case !m.Created:
 		title = "Already held by this holder: " + l.Key + " (deadline restarted)"
 	}
 	return e.printLease(cf.json, title, l)
@@ -184,11 +189,19 @@ func (e *env) leasesRelease(ctx context.Context, args []string) int {
 	if !ok {
 		return code
 	}
-	if _, err := c.Leases().Release(ctx, key, f.holder, f.token); err != nil {
+	// A holder and token that never were the key's lease fail with
+	// not_holder (and a non-zero exit); a lease that ended already is not
+	// an error, but is not "Released" either.
+	m, err := c.Leases().Release(ctx, key, f.holder, f.token)
+	if err != nil {
 		return e.fail(err)
 	}
 	if f.cluster.json {
-		return e.printJSON(map[string]any{"key": key, "token": f.token, "released": true})
+		return e.printJSON(map[string]any{"key": key, "token": f.token, "released": !m.AlreadyGone, "already_gone": m.AlreadyGone})
+	}
+	if m.AlreadyGone {
+		fmt.Fprintf(e.stdout, "Nothing to release: the lease of %s (token %d) had ended already; the key is free or has a newer lease\n", key, f.token)
+		return exitOK
 	}
 	fmt.Fprintf(e.stdout, "Released %s (token %d)\n", key, f.token)
 	return exitOK

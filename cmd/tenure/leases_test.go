@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 func lease(key string) map[string]any {
@@ -136,7 +138,14 @@ func TestLeasesAcquire(t *testing.T) {
 			status:    200,
 			args:      []string{"-holder", "tracker-0", "-wait", "30s", "-meta", "zone=a", "-meta", "rack=7", "scene-01"},
 			wantBody:  map[string]any{"holder": "tracker-0", "ttl": "10s", "wait": "30s", "metadata": map[string]any{"zone": "a", "rack": "7"}},
-			wantTitle: "Already held by this holder",
+			wantTitle: "Already held by this holder: scene-01 (deadline restarted, metadata replaced)",
+		},
+		{
+			name:      "already held, no metadata",
+			status:    200,
+			args:      []string{"-holder", "tracker-0", "scene-01"},
+			wantBody:  map[string]any{"holder": "tracker-0", "ttl": "10s"},
+			wantTitle: "Already held by this holder: scene-01 (deadline restarted)\n",
 		},
 	}
 	for _, tt := range tests {
@@ -242,6 +251,35 @@ func TestLeasesRenewReleaseRevoke(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A release that releases nothing says so: "nothing to release" when the
+// lease had ended, an error (and exit 1) when it was never the caller's.
+func TestLeasesReleaseSaysWhatHappened(t *testing.T) {
+	t.Run("already gone", func(t *testing.T) {
+		srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(client.HeaderRelease, "gone")
+			w.WriteHeader(204)
+		})
+		got := runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-http-addr", srv.URL)
+		if got.code != exitOK || strings.Contains(got.stdout, "Released") || !strings.Contains(got.stdout, "Nothing to release") {
+			t.Errorf("exit %d, stdout %q; want 0 and nothing released", got.code, got.stdout)
+		}
+		got = runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-json", "-http-addr", srv.URL)
+		if !strings.Contains(got.stdout, `"released": false`) || !strings.Contains(got.stdout, `"already_gone": true`) {
+			t.Errorf("json = %q, want released false, already_gone true", got.stdout)
+		}
+	})
+	t.Run("not the holder", func(t *testing.T) {
+		srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 409, map[string]any{"error": "not_holder", "message": "key \"scene-01\" is held by \"t0\" under token 17", "lease": lease("scene-01")})
+		})
+		got := runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-http-addr", srv.URL)
+		if got.code != exitError || !strings.Contains(got.stderr, "error: not_holder") || strings.Contains(got.stdout, "Released") {
+			t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and the not_holder error", got.code, got.stdout, got.stderr)
+		}
+		srv.only(t) // a refusal is not retried
+	})
 }
 
 func TestLeasesRenewLostFails(t *testing.T) {

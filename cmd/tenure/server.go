@@ -67,6 +67,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.IntVar(&c.MaxWaiters, "max-waiters", c.MaxWaiters, "blocking acquirers queued on the leader before a blocking acquire of a held key answers 429")
 	fs.IntVar(&c.MaxBatch, "max-batch", c.MaxBatch, "commands in one Raft log entry")
 	fs.DurationVar(&c.BalanceDebounce, "balance-debounce", c.BalanceDebounce, "how long the leader lets worker and group changes settle before placing keys")
+	fs.DurationVar(&c.FreeKeyRetention, "free-key-retention", c.FreeKeyRetention, "the leader deletes the record of a key free for this long (keys of groups excepted); 0 keeps records for ever")
 	fs.DurationVar(&c.BalanceSettle, "balance-settle", c.BalanceSettle, "how long a new leader waits for gossip before its first placement")
 	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "Raft heartbeat timeout")
 	fs.DurationVar(&c.ElectionTimeout, "election-timeout", c.ElectionTimeout, "Raft election timeout")

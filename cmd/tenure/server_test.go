@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenure-io/tenure/cluster/certs"
 )
@@ -146,5 +147,28 @@ func TestForwardingVerifiesTheServerRole(t *testing.T) {
 				t.Fatalf("forwarding to %s: err %v, want ok=%v", tc.name, err, tc.ok)
 			}
 		})
+	}
+}
+
+// -free-key-retention defaults to 24h, takes 0 (keep for ever), and a
+// negative value is refused by name.
+func TestServerFreeKeyRetentionFlag(t *testing.T) {
+	none := func(string) string { return "" }
+	s, err := loadServerSettings([]string{"-data-dir", "d"}, none)
+	if err != nil || s.cluster.FreeKeyRetention != 24*time.Hour {
+		t.Fatalf("default = %v, %v; want 24h", s.cluster.FreeKeyRetention, err)
+	}
+	s, err = loadServerSettings([]string{"-data-dir", "d", "-free-key-retention", "0"}, none)
+	if err != nil || s.cluster.FreeKeyRetention != 0 {
+		t.Fatalf("-free-key-retention 0 = %v, %v; want 0", s.cluster.FreeKeyRetention, err)
+	}
+	env := map[string]string{"TENURE_FREE_KEY_RETENTION": "1h"}
+	s, err = loadServerSettings([]string{"-data-dir", "d"}, func(k string) string { return env[k] })
+	if err != nil || s.cluster.FreeKeyRetention != time.Hour {
+		t.Fatalf("env = %v, %v; want 1h", s.cluster.FreeKeyRetention, err)
+	}
+	s, _ = loadServerSettings([]string{"-data-dir", "d", "-free-key-retention", "-1m"}, none)
+	if err := s.cluster.Validate(); err == nil || !strings.Contains(err.Error(), "free-key-retention") {
+		t.Errorf("-free-key-retention -1m: Validate = %v, want an error naming it", err)
 	}
 }
