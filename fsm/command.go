@@ -117,7 +117,7 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
-	return t >= TypeAcquire && t <= TypeWorkerRegister
+	return t >= TypeAcquire && t <= TypeWorkerRegister || t == TypeGroupDefine || t == TypeMarkStuck
 }
 
 func (c Acquire) encode(e *encoder) {
@@ -205,6 +205,8 @@ func decode(b []byte, allowBatch bool) (Command, error) {
 		c = batch
 	case TypeACLBootstrap, TypeACLTokenSet, TypeACLTokenDelete, TypeACLPolicySet, TypeACLPolicyDelete, TypeWorkerRegister:
 		c = decodeACLCommand(t, d)
+	case TypeGroupDefine, TypeMarkStuck:
+		c = decodeStuckCommand(t, d)
 	default:
 		c = decodeGroupCommand(t, d)
 	}
