@@ -2,9 +2,9 @@ package fsm
 
 import (
 	"fmt"
-	"time"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Group, key-control and worker commands. Their type values follow the
