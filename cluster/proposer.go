@@ -30,6 +30,9 @@ type proposer struct {
 	maxBatch int
 	// maxPending bounds the writes queued for the next batches.
 	maxPending int
+	// stuck is this term's tracking of stuck workers; the balancer updates
+	// it, the placement health report reads it.
+	stuck *stuckTracker
 
 	in       chan *op
 	timeouts chan *op
