@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -18,7 +19,18 @@ type GroupSpec struct {
 	Prefix       string
 	Count        int
 	MaxPerWorker int
+	// StuckGrace is how long a key may stay free while targeted at a live
+	// worker before the balancer marks the worker stuck: 0 (twice the
+	// largest TTL of the group's leases) or within [MinStuckGrace,
+	// MaxStuckGrace].
+	StuckGrace time.Duration
+	// MinWorkers is how many live workers the group should have, for the
+	// placement health report; 0 means no minimum, at most MaxMinWorkers.
+	MinWorkers int
 }
+
+// MaxMinWorkers bounds a group's MinWorkers.
+const MaxMinWorkers = 10000
 
 // PutGroup creates a group or replaces its keys and settings. The plan of
 // keys that stay is kept; the balancer places the rest.
@@ -50,7 +62,14 @@ func (n *Node) PutGroup(ctx context.Context, spec GroupSpec) (*fsm.Group, error)
 	if spec.MaxPerWorker < 0 {
 		return nil, invalid("max_per_worker", "%d is negative", spec.MaxPerWorker)
 	}
-	if _, err := n.write(ctx, fsm.GroupPut{Name: spec.Name, Keys: keys, MaxPerWorker: spec.MaxPerWorker}); err != nil {
+	if g := spec.StuckGrace; g != 0 && (g < MinStuckGrace || g > MaxStuckGrace) {
+		return nil, invalid("stuck_grace", "%v is outside [%v, %v] (0: twice the largest TTL of the group's leases)", g, MinStuckGrace, MaxStuckGrace)
+	}
+	if spec.MinWorkers < 0 || spec.MinWorkers > MaxMinWorkers {
+		return nil, invalid("min_workers", "%d is outside [0, %d]", spec.MinWorkers, MaxMinWorkers)
+	}
+	if _, err := n.write(ctx, fsm.GroupDefine{Name: spec.Name, Keys: keys, MaxPerWorker: spec.MaxPerWorker,
+		StuckGrace: spec.StuckGrace, MinWorkers: spec.MinWorkers}); err != nil {
 		return nil, err
 	}
 	return n.machine.Group(spec.Name), nil

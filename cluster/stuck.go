@@ -260,6 +260,8 @@ type UnownedKey struct {
 	// For is how long the key has been free, counted from the leader's
 	// promotion at most.
 	For time.Duration
+	// Overdue: free for longer than the group's stuck grace.
+	Overdue bool
 }
 
 // StuckWorker is a worker that the balancer marked stuck in a group.
