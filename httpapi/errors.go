@@ -28,6 +28,9 @@ var fieldCodes = map[string]string{
 	"max_per_worker": client.CodeInvalidMaxPerWorker,
 	"prohibited":     client.CodeInvalidProhibited,
 	"worker":         client.CodeInvalidWorker,
+	"stuck_grace":    client.CodeInvalidBody,
+	"min_workers":    client.CodeInvalidBody,
+	"threshold":      client.CodeInvalidQuery,
 	// ACLs.
 	"rules":         client.CodeInvalidRules,
 	"policies":      client.CodeInvalidPolicies,

@@ -32,6 +32,7 @@ type Node interface {
 	KeyControl(ctx context.Context, key string, c cluster.Consistency) (fsm.KeyControl, error)
 	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl) error
 	DrainWorker(ctx context.Context, worker string, draining bool) error
+	PlacementHealth(ctx context.Context, threshold time.Duration) (cluster.PlacementReport, error)
 
 	// ACLs: tokens are resolved against this node's replicated state.
 	ResolveToken(secret string) (*cluster.Authorizer, error)
