@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tenure-io/tenure/client"
 )
@@ -16,6 +17,7 @@ Subcommands:
     list
     get NAME                        every key: target, holder, token; the workers
     create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N]
+                [-stuck-grace D] [-min-workers N]
     delete NAME
     add-keys NAME KEY...
     remove-keys NAME KEY...
@@ -107,12 +109,18 @@ func (e *env) groupsGet(ctx context.Context, args []string) int {
 	w.Flush()
 	fmt.Fprintln(e.stdout)
 	w = e.table()
-	row(w, "WORKER", "STATUS", "TARGETS", "HOLDS", "CAPACITY", "DRAINING")
+	row(w, "WORKER", "STATUS", "TARGETS", "HOLDS", "CAPACITY", "DRAINING", "STUCK")
 	sort.Slice(g.Workers, func(i, j int) bool { return g.Workers[i].ID < g.Workers[j].ID })
 	for _, wk := range g.Workers {
-		row(w, wk.ID, wk.Status, wk.Targets, wk.Holds, wk.Capacity, wk.Draining || wk.Drained)
+		row(w, wk.ID, wk.Status, wk.Targets, wk.Holds, wk.Capacity, wk.Draining || wk.Drained, wk.Stuck)
 	}
 	w.Flush()
+	if len(g.Stuck) > 0 {
+		fmt.Fprintf(e.stdout, "\nStuck workers: %s\n", strings.Join(g.Stuck, ", "))
+	}
+	if g.StuckGrace != "" || g.MinWorkers > 0 {
+		fmt.Fprintf(e.stdout, "\nStuck grace: %s; min workers: %d\n", dash(g.StuckGrace), g.MinWorkers)
+	}
 	return exitOK
 }
 
@@ -120,15 +128,21 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 	var cf clusterFlags
 	var spec client.GroupSpec
 	var keys string
-	fs := e.newFlagSet("groups create", "groups create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N]")
+	var grace time.Duration
+	fs := e.newFlagSet("groups create", "groups create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N] [-stuck-grace D] [-min-workers N]")
 	cf.register(fs)
 	fs.StringVar(&keys, "keys", "", "comma-separated keys of the group")
 	fs.StringVar(&spec.Prefix, "prefix", "", "with -count: keys are PREFIX0 … PREFIX(count-1)")
 	fs.IntVar(&spec.Count, "count", 0, "number of keys named from -prefix")
 	fs.IntVar(&spec.MaxPerWorker, "max-per-worker", 0, "most keys one worker is given (0: an even spread)")
+	fs.DurationVar(&grace, "stuck-grace", 0, "how long a key may stay free while targeted at a live worker before the worker is marked stuck (0: twice the largest TTL of the group's leases)")
+	fs.IntVar(&spec.MinWorkers, "min-workers", 0, "workers the group should have; fewer is reported by 'tenure leases stale' (0: no minimum)")
 	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
 	if !ok {
 		return code
+	}
+	if grace != 0 {
+		spec.StuckGrace = grace.String()
 	}
 	spec.Keys = client.SplitAddresses(keys)
 	if keys == "" {
