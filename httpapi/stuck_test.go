@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -61,12 +62,24 @@ func TestWorkerCutFromTheAPILosesItsTargets(t *testing.T) {
 	startWorker("w-a", urls)
 	startWorker("w-b", urls)
 
-	group := func() client.Group {
+	// Reads go to any node (a follower forwards them); a failover in
+	// between is retried by the polls.
+	get := func(path string, into any) error {
+		r, err := send(http.MethodGet, l.url+path, "", nil)
+		if err != nil {
+			return err
+		}
+		if r.status != http.StatusOK {
+			return fmt.Errorf("GET %s: %d %s", path, r.status, r.body)
+		}
+		if into != nil {
+			return json.Unmarshal(r.body, into)
+		}
+		return nil
+	}
+	group := func() (client.Group, error) {
 		var g client.Group
-		r := do(t, http.MethodGet, l.url+"/v1/groups/parts", "")
-		r.wantStatus(t, "get group", 200)
-		r.decode(t, &g)
-		return g
+		return g, get("/v1/groups/parts", &g)
 	}
 	targets := func(g client.Group, id string) int {
 		n := 0
@@ -79,7 +92,8 @@ func TestWorkerCutFromTheAPILosesItsTargets(t *testing.T) {
 	}
 	// The cut worker is alive on gossip, so the balancer plans keys to it.
 	harness.WaitUntil(t, 20*time.Second, "the cut worker is given keys", func() bool {
-		return targets(group(), "w-cut") > 0
+		g, err := group()
+		return err == nil && targets(g, "w-cut") > 0
 	})
 	// Within the grace (and the balancer's checks) it is stuck and has no
 	// target left; every key is held by a live worker. A stuck worker is
@@ -88,7 +102,10 @@ func TestWorkerCutFromTheAPILosesItsTargets(t *testing.T) {
 	stuckLine := regexp.MustCompile(`(?m)^tenure_group_stuck_workers\{group="parts"\} 1$`)
 	ownedLine := regexp.MustCompile(`(?m)^tenure_group_keys\{group="parts",state="owned_by_target"\} 12$`)
 	harness.WaitFor(t, grace+15*time.Second, func() error {
-		g := group()
+		g, err := group()
+		if err != nil {
+			return err
+		}
 		if n := targets(g, "w-cut"); n > 0 || len(g.Stuck) != 1 || g.Stuck[0] != "w-cut" {
 			return fmt.Errorf("w-cut has %d targets, stuck %v", n, g.Stuck)
 		}
@@ -98,13 +115,16 @@ func TestWorkerCutFromTheAPILosesItsTargets(t *testing.T) {
 			}
 		}
 		var h client.PlacementHealth
-		r := do(t, http.MethodGet, l.url+"/v1/health/placement", "")
-		r.wantStatus(t, "placement health", 200)
-		r.decode(t, &h)
+		if err := get("/v1/health/placement", &h); err != nil {
+			return err
+		}
 		if h.OK || len(h.Stuck) != 1 || h.Stuck[0].Worker != "w-cut" || h.Stuck[0].Group != "parts" {
 			return fmt.Errorf("placement health = %+v, want w-cut stuck and ok false", h)
 		}
-		r = do(t, http.MethodGet, l.url+"/metrics", "")
+		r, err := send(http.MethodGet, l.url+"/metrics", "", nil)
+		if err != nil {
+			return err
+		}
 		if !stuckLine.Match(r.body) || !ownedLine.Match(r.body) {
 			return fmt.Errorf("metrics lack %s and %s", stuckLine, ownedLine)
 		}
