@@ -117,33 +117,47 @@ func (b *balancer) rebalance(ctx context.Context) {
 
 // planGroup computes the stuck workers of g and its next plan over the
 // live workers, and says how many workers may own its keys.
+//
+// Stuck workers are held back only while another worker may take keys:
+// when every worker of the group is stuck (a fault between the workers and
+// the servers, more likely than every worker being wedged), moving keys
+// helps nobody, and the plan stays as if none were stuck, so the workers
+// take their keys the moment they can.
 func (b *balancer) planGroup(g *fsm.Group, workers []Member) (stuck []string, plan map[string]string, ncands int) {
 	stuck = b.stuck.observe(g, b.machine.Get, b.machine.Control)
-	prev, held := b.keepHeld(g, stuck)
 	var cands []candidate
 	seen := make(map[string]bool)
+	healthy := false
 	for _, w := range workers {
 		// Two processes announcing one id count once: they share the
 		// id's keys, and their leases decide which of them works.
 		if w.serves(g.Name) && !w.Meta.Draining && !b.machine.Drained(w.Meta.ID) && !seen[w.Meta.ID] &&
 			(b.admit == nil || b.admit(w.Meta.ID, g.Name)) {
 			seen[w.Meta.ID] = true
-			c := candidate{id: w.Meta.ID, capacity: w.Meta.Capacity}
-			if slices.Contains(stuck, c.id) {
-				// A stuck worker keeps what it holds and gets nothing
-				// else; holding nothing, it is no candidate.
-				if held[c.id] == 0 {
-					continue
-				}
-				c.keepOnly = true
-				if c.capacity == 0 || c.capacity > held[c.id] {
-					c.capacity = held[c.id]
-				}
-			}
-			cands = append(cands, c)
+			cands = append(cands, candidate{id: w.Meta.ID, capacity: w.Meta.Capacity})
+			healthy = healthy || !slices.Contains(stuck, w.Meta.ID)
 		}
 	}
-	return stuck, place(g.Keys, cands, g.MaxPerWorker, prev, b.machine.Control), len(cands)
+	if !healthy {
+		return stuck, place(g.Keys, cands, g.MaxPerWorker, g.Assignment, b.machine.Control), len(cands)
+	}
+	prev, held := b.keepHeld(g, stuck)
+	kept := cands[:0]
+	for _, c := range cands {
+		if slices.Contains(stuck, c.id) {
+			// A stuck worker keeps what it holds and gets nothing else;
+			// holding nothing, it is no candidate.
+			if held[c.id] == 0 {
+				continue
+			}
+			c.keepOnly = true
+			if c.capacity == 0 || c.capacity > held[c.id] {
+				c.capacity = held[c.id]
+			}
+		}
+		kept = append(kept, c)
+	}
+	return stuck, place(g.Keys, kept, g.MaxPerWorker, prev, b.machine.Control), len(kept)
 }
 
 // keepHeld returns the previous plan of g without the keys targeted at a

@@ -305,3 +305,26 @@ func TestPlacementKeepOnlyWorker(t *testing.T) {
 		}
 	}
 }
+
+// When every worker of a group is stuck (a fault between the workers and
+// the servers, say), nobody could take their keys: the plan keeps them, so
+// the workers take their keys the moment they can, and are let back once
+// they hold them after the quarantine.
+func TestAllWorkersStuckKeepTheirTargets(t *testing.T) {
+	keys := partitionKeys(6)
+	w := newStuckWorld(t, keys, "a", "b")
+	_, before := w.step()
+	w.clock.Advance(testGrace)
+	stuck, plan := w.step()
+	if !slices.Equal(stuck, []string{"a", "b"}) {
+		t.Fatalf("stuck = %v, want [a b]", stuck)
+	}
+	if !maps.Equal(plan, before) {
+		t.Errorf("plan moved keys while every worker was stuck:\n got %v\nwant %v", plan, before)
+	}
+	w.take()
+	w.clock.Advance(testGrace)
+	if stuck, plan := w.step(); len(stuck) != 0 || !maps.Equal(plan, before) {
+		t.Errorf("after the workers took their keys: stuck = %v, plan %v; want none stuck and the same plan", stuck, plan)
+	}
+}
