@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,6 +119,20 @@ func TestSecureClusterClients(t *testing.T) {
 	w := runWorker(t, ctx, newClient("app-w1", app.SecretID), "parts", client.WithWorkerID("app-w1"),
 		client.WithWorkerTTL(2*time.Second), client.WithGossipKeys(keys...), client.WithJoin(c.nodes[0].gossipAddr))
 	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(3) })
+
+	// The placement health report, forwarded to the leader over mutual
+	// TLS, with the app token's read on every name: every key owned, no
+	// worker stuck.
+	poll.WaitFor(t, 30*time.Second, func() error {
+		h, err := newClient("app-health", app.SecretID).PlacementHealth(ctx, time.Hour)
+		if err != nil {
+			return err
+		}
+		if !h.OK || len(h.Unowned) != 0 || len(h.Stuck) != 0 {
+			return fmt.Errorf("placement health = %+v, want ok with every key owned", h)
+		}
+		return nil
+	})
 }
 
 func fileExists(path string) bool {
