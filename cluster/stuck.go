@@ -214,29 +214,6 @@ func (t *stuckTracker) observe(g *fsm.Group, lease func(string) *fsm.Lease, cont
 	return stuck
 }
 
-// next is when the tracking of any group may change by time alone (a wait
-// passing its grace, a quarantine ending); ok is false when nothing waits.
-func (t *stuckTracker) next() (at time.Time, ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	consider := func(x time.Time) {
-		if !ok || x.Before(at) {
-			at, ok = x, true
-		}
-	}
-	for _, gt := range t.groups {
-		for _, w := range gt.waits {
-			consider(w.since.Add(gt.grace))
-		}
-		for _, wt := range gt.workers {
-			if wt.stuck {
-				consider(wt.until)
-			}
-		}
-	}
-	return at, ok
-}
-
 // forget drops the tracking of groups that no longer exist.
 func (t *stuckTracker) forget(groups []*fsm.Group) {
 	t.mu.Lock()
@@ -268,8 +245,9 @@ type UnownedKey struct {
 type StuckWorker struct {
 	Group, Worker string
 	// For is how long it has been stuck (counted from the leader's
-	// promotion at most); Until how much of its quarantine is left.
-	For, Until time.Duration
+	// promotion at most); QuarantineLeft how much of its quarantine is
+	// left (it stays stuck after that until it holds its targets).
+	For, QuarantineLeft time.Duration
 }
 
 // report returns the free keys and stuck workers of every tracked group,
@@ -286,7 +264,7 @@ func (t *stuckTracker) report() (free []UnownedKey, stuck []StuckWorker, graces 
 		}
 		for id, wt := range gt.workers {
 			if wt.stuck {
-				stuck = append(stuck, StuckWorker{Group: name, Worker: id, For: now.Sub(wt.since), Until: max(wt.until.Sub(now), 0)})
+				stuck = append(stuck, StuckWorker{Group: name, Worker: id, For: now.Sub(wt.since), QuarantineLeft: max(wt.until.Sub(now), 0)})
 			}
 		}
 	}

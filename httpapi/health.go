@@ -37,7 +37,7 @@ func placementHealthOut(rep cluster.PlacementReport, now time.Time) client.Place
 	for _, st := range rep.Stuck {
 		out.Stuck = append(out.Stuck, client.StuckWorker{Group: st.Group, Worker: st.Worker,
 			Since: now.Add(-st.For).UTC().Format(time.RFC3339), StuckFor: st.For.Round(time.Millisecond).String(),
-			QuarantineLeft: st.Until.Round(time.Millisecond).String()})
+			QuarantineLeft: st.QuarantineLeft.Round(time.Millisecond).String()})
 	}
 	for _, g := range rep.BelowMin {
 		out.BelowMin = append(out.BelowMin, client.GroupBelowMin{Group: g.Group, Workers: g.Workers, MinWorkers: g.MinWorkers})
