@@ -22,12 +22,18 @@ func (c *Client) Groups() *GroupsAPI { return &GroupsAPI{c: c} }
 
 // GroupSpec defines a group: explicit Keys, or Count keys named Prefix0 …
 // Prefix(Count-1). MaxPerWorker bounds the keys of one worker (0: no bound
-// beyond an even spread).
+// beyond an even spread). StuckGrace is how long a key may stay free while
+// targeted at a live worker before the balancer marks the worker stuck and
+// moves its keys (a duration; "" or "0s": twice the largest TTL of the
+// group's leases). MinWorkers is how many workers able to take keys the
+// group should have; fewer is reported by GET /v1/health/placement.
 type GroupSpec struct {
 	Keys         []string `json:"keys,omitempty"`
 	Prefix       string   `json:"prefix,omitempty"`
 	Count        int      `json:"count,omitempty"`
 	MaxPerWorker int      `json:"max_per_worker,omitempty"`
+	StuckGrace   string   `json:"stuck_grace,omitempty"`
+	MinWorkers   int      `json:"min_workers,omitempty"`
 }
 
 // GroupSummary is a group in a list.
@@ -64,6 +70,9 @@ type GroupWorker struct {
 	Drained  bool   `json:"drained,omitempty"`
 	Targets  int    `json:"targets"`
 	Holds    int    `json:"holds"`
+	// Stuck: the balancer found the worker not taking its targets; it
+	// keeps what it holds and gets no new keys for a while.
+	Stuck bool `json:"stuck,omitempty"`
 }
 
 // Group is a group with every key's target and owner.
@@ -74,6 +83,12 @@ type Group struct {
 	Workers      []GroupWorker `json:"workers"`
 	ModifyIndex  uint64        `json:"modify_index"`
 	AssignIndex  uint64        `json:"assign_index"`
+	// StuckGrace is the group's own grace ("" when it uses the default),
+	// MinWorkers its minimum (0: none), Stuck the workers the balancer
+	// marked stuck (sorted; they need not be alive).
+	StuckGrace string   `json:"stuck_grace,omitempty"`
+	MinWorkers int      `json:"min_workers,omitempty"`
+	Stuck      []string `json:"stuck,omitempty"`
 }
 
 // KeyControl is an operator's controls of a key. Key names it in answers;

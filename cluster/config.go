@@ -120,6 +120,14 @@ type Config struct {
 	// BalanceSettle is how long a new leader waits before its first
 	// placement, so that its gossip view of the workers is complete.
 	BalanceSettle time.Duration
+	// DefaultStuckGrace is the stuck grace of a group that sets none and
+	// whose keys never had a lease (otherwise it is twice the largest TTL
+	// of their leases): how long a key may stay free while targeted at a
+	// live worker before the balancer marks the worker stuck.
+	DefaultStuckGrace time.Duration
+	// StuckCheck is how often the leader's balancer looks at the leases of
+	// the groups' keys for workers that do not take their targets.
+	StuckCheck time.Duration
 
 	// ACLEnabled makes every request need a token with the right for it
 	// (package httpapi enforces it), and the balancer plan keys only to
@@ -164,6 +172,8 @@ func DefaultConfig() Config {
 		BalanceDebounce:    500 * time.Millisecond,
 		BalanceSettle:      3 * time.Second,
 		FreeKeyRetention:   24 * time.Hour,
+		DefaultStuckGrace:  defaultStuckGrace,
+		StuckCheck:         time.Second,
 		ACLDefaultPolicy:   ACLDeny,
 		HeartbeatTimeout:   time.Second,
 		ElectionTimeout:    time.Second,
@@ -291,6 +301,12 @@ func (c Config) Validate() error {
 	}
 	if c.FreeKeyRetention < 0 {
 		bad("free-key-retention: %v is negative (0 keeps free keys for ever)", c.FreeKeyRetention)
+	}
+	if c.DefaultStuckGrace < MinStuckGrace || c.DefaultStuckGrace > MaxStuckGrace {
+		bad("stuck-grace: %v is outside [%v, %v]", c.DefaultStuckGrace, MinStuckGrace, MaxStuckGrace)
+	}
+	if c.StuckCheck < time.Millisecond || c.StuckCheck > time.Minute {
+		bad("stuck-check: %v is outside [1ms, 1m]", c.StuckCheck)
 	}
 	if c.ACLDefaultPolicy != ACLDeny && c.ACLDefaultPolicy != ACLAllow {
 		bad("acl-default-policy: %q is neither %q nor %q", c.ACLDefaultPolicy, ACLDeny, ACLAllow)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -24,7 +25,18 @@ type GroupSpec struct {
 	CAS uint64
 	// Replace creates the group or replaces whatever is there.
 	Replace bool
+	// StuckGrace is how long a key may stay free while targeted at a live
+	// worker before the balancer marks the worker stuck: 0 (twice the
+	// largest TTL of the group's leases) or within [MinStuckGrace,
+	// MaxStuckGrace].
+	StuckGrace time.Duration
+	// MinWorkers is how many live workers the group should have, for the
+	// placement health report; 0 means no minimum, at most MaxMinWorkers.
+	MinWorkers int
 }
+
+// MaxMinWorkers bounds a group's MinWorkers.
+const MaxMinWorkers = 10000
 
 // PutGroup creates a group or replaces its keys and settings, checking
 // spec.CAS atomically unless spec.Replace: a failed check is a *CASError
@@ -58,8 +70,15 @@ func (n *Node) PutGroup(ctx context.Context, spec GroupSpec) (*fsm.Group, error)
 	if spec.MaxPerWorker < 0 {
 		return nil, invalid("max_per_worker", "%d is negative", spec.MaxPerWorker)
 	}
-	put := fsm.GroupPut{Name: spec.Name, Keys: keys, MaxPerWorker: spec.MaxPerWorker}
-	var cmd fsm.Command = fsm.GroupPutCAS{Put: put, Index: spec.CAS}
+	if g := spec.StuckGrace; g != 0 && (g < MinStuckGrace || g > MaxStuckGrace) {
+		return nil, invalid("stuck_grace", "%v is outside [%v, %v] (0: twice the largest TTL of the group's leases)", g, MinStuckGrace, MaxStuckGrace)
+	}
+	if spec.MinWorkers < 0 || spec.MinWorkers > MaxMinWorkers {
+		return nil, invalid("min_workers", "%d is outside [0, %d]", spec.MinWorkers, MaxMinWorkers)
+	}
+	put := fsm.GroupDefine{Name: spec.Name, Keys: keys, MaxPerWorker: spec.MaxPerWorker,
+		StuckGrace: spec.StuckGrace, MinWorkers: spec.MinWorkers}
+	var cmd fsm.Command = fsm.GroupPutCAS{Define: put, Index: spec.CAS}
 	if spec.Replace {
 		cmd = put
 	}

@@ -250,3 +250,38 @@ func (q *deadlineQueue) Pop() any {
 	*q = old[:len(old)-1]
 	return e
 }
+
+// staleEntry is a lease whose holder has not renewed it for a while.
+type staleEntry struct {
+	key          string
+	token        uint64
+	ttl          time.Duration
+	sinceRenewal time.Duration
+}
+
+// Stale lists the leases not renewed (or granted) for longer than
+// threshold, or, when threshold is 0, for longer than two thirds of their
+// TTL (a client renews every third of it). Promotion counts as a renewal.
+func (l *lessor) Stale(threshold time.Duration) []staleEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.primary {
+		return nil
+	}
+	now := l.clock.Now()
+	var out []staleEntry
+	for _, e := range l.entries {
+		if e.expiring {
+			continue
+		}
+		since := now.Sub(e.deadline.Add(-e.ttl))
+		limit := threshold
+		if limit == 0 {
+			limit = 2 * e.ttl / 3
+		}
+		if since > limit {
+			out = append(out, staleEntry{key: e.key, token: e.token, ttl: e.ttl, sinceRenewal: since})
+		}
+	}
+	return out
+}

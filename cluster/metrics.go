@@ -94,6 +94,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descTracked
 	ch <- descToken
 	ch <- descWaiting
+	describeGroups(ch)
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -114,4 +115,5 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(c.n.lessor.Len()))
 	ch <- prometheus.MustNewConstMetric(descToken, prometheus.GaugeValue, float64(c.n.machine.LastToken()))
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.n.Waiting()))
+	c.n.collectGroups(ch)
 }

@@ -287,7 +287,8 @@ func (n *Node) lead(ctx context.Context) {
 		}
 		bctx, stopBalancer := context.WithCancel(ctx)
 		b := &balancer{p: p, machine: n.machine, members: n.Members, membersChanged: n.membersChanged,
-			log: n.cfg.Logger.Named("balancer"), debounce: n.cfg.BalanceDebounce, settle: n.cfg.BalanceSettle}
+			log: n.cfg.Logger.Named("balancer"), debounce: n.cfg.BalanceDebounce, settle: n.cfg.BalanceSettle,
+			stuck: p.stuck, check: n.cfg.StuckCheck}
 		if n.cfg.ACLEnabled {
 			b.admit = n.admitWorker
 		}
@@ -345,6 +346,7 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 		maxBatch:   n.cfg.MaxBatch,
 		maxPending: n.cfg.MaxPending,
 		maxWaiters: n.cfg.MaxWaiters,
+		stuck:      newStuckTracker(n.cfg.Clock, n.cfg.DefaultStuckGrace),
 	})
 	n.leading.Store(p)
 	n.log.Info("leader_established", "term", term, "leases", n.lessor.Len())

@@ -14,6 +14,9 @@ type candidate struct {
 	id string
 	// capacity is the most keys the worker accepts; 0 means no limit.
 	capacity int
+	// keepOnly: the worker is stuck; it may keep keys of the previous
+	// plan but is given no other key.
+	keepOnly bool
 }
 
 // placementScore is the rendezvous (HRW) weight of worker for key: the
@@ -44,7 +47,7 @@ func placementScore(worker, key string) uint64 {
 //     hold it, up to the owner's quota; an owner over its quota keeps the
 //     keys it ranks highest.
 //  3. Place: every other key goes to the highest-ranked worker (HRW) with
-//     room that is not prohibited on it.
+//     room that is not prohibited on it and not stuck (keepOnly).
 //
 // So a worker that joins takes about 1/N of the keys (those its quota
 // frees), and a worker that leaves moves only its own keys. Disabled keys
@@ -113,7 +116,7 @@ func placeOnce(keys []string, workers []candidate, maxPerWorker int, prev map[st
 		ctl := control(k)
 		placed := false
 		for _, w := range rank {
-			if load[w.id] < quota[w.id] && !ctl.Prohibits(w.id) {
+			if !w.keepOnly && load[w.id] < quota[w.id] && !ctl.Prohibits(w.id) {
 				out[k] = w.id
 				load[w.id]++
 				placed = true
@@ -139,7 +142,7 @@ func placeOnce(keys []string, workers []candidate, maxPerWorker int, prev map[st
 			continue
 		}
 		for _, w := range rankWorkers(workers, k) {
-			if load[w.id] < hard[w.id] && !ctl.Prohibits(w.id) {
+			if !w.keepOnly && load[w.id] < hard[w.id] && !ctl.Prohibits(w.id) {
 				out[k] = w.id
 				load[w.id]++
 				break

@@ -119,8 +119,8 @@ func TestPlacementLimits(t *testing.T) {
 		wantMax   map[string]int
 	}{
 		{"max per worker", workersN(0, 4), 10, 40, map[string]int{"worker-00": 10, "worker-03": 10}},
-		{"capacity", []candidate{{"a", 5}, {"b", 0}, {"c", 0}}, 0, 100, map[string]int{"a": 5, "b": 48, "c": 48}},
-		{"capacity and max", []candidate{{"a", 5}, {"b", 0}}, 30, 35, map[string]int{"a": 5, "b": 30}},
+		{"capacity", []candidate{{id: "a", capacity: 5}, {id: "b", capacity: 0}, {id: "c", capacity: 0}}, 0, 100, map[string]int{"a": 5, "b": 48, "c": 48}},
+		{"capacity and max", []candidate{{id: "a", capacity: 5}, {id: "b", capacity: 0}}, 30, 35, map[string]int{"a": 5, "b": 30}},
 		{"more workers than keys", workersN(0, 150), 0, 100, map[string]int{"worker-00": 1, "worker-149": 1}},
 	}
 	for _, tt := range tests {

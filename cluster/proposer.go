@@ -32,6 +32,9 @@ type proposer struct {
 	maxPending int
 	// maxWaiters bounds the blocking acquirers queued over all keys.
 	maxWaiters int
+	// stuck is this term's tracking of stuck workers; the balancer updates
+	// it, the placement health report reads it.
+	stuck *stuckTracker
 
 	in       chan *op
 	timeouts chan *op

@@ -117,7 +117,7 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
-	return (t >= TypeAcquire && t <= TypeWorkerRegister) || (t >= TypeGroupPutCAS && t <= TypeForget)
+	return (t >= TypeAcquire && t <= TypeWorkerRegister) || (t >= TypeGroupDefine && t <= TypeForget)
 }
 
 func (c Acquire) encode(e *encoder) {
@@ -207,6 +207,8 @@ func decode(b []byte, allowBatch bool) (Command, error) {
 		c = decodeEditCommand(t, d)
 	case TypeACLBootstrap, TypeACLTokenSet, TypeACLTokenDelete, TypeACLPolicySet, TypeACLPolicyDelete, TypeWorkerRegister:
 		c = decodeACLCommand(t, d)
+	case TypeGroupDefine, TypeMarkStuck:
+		c = decodeStuckCommand(t, d)
 	default:
 		c = decodeGroupCommand(t, d)
 	}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"maps"
+	"time"
 )
 
 // Commands that make the lease contract tighter: a compare-and-set group
@@ -17,12 +18,12 @@ const (
 // MaxProhibited bounds the prohibited holders of one key.
 const MaxProhibited = 1024
 
-// GroupPutCAS creates or replaces a group like GroupPut, but only if the
-// group's ModifyIndex is Index, and only creates it (when it does not
+// GroupPutCAS creates or replaces a group like GroupDefine, but only if
+// the group's ModifyIndex is Index, and only creates it (when it does not
 // exist) if Index is 0. Otherwise it changes nothing (CASFailed).
 type GroupPutCAS struct {
-	Put   GroupPut
-	Index uint64
+	Define GroupDefine
+	Index  uint64
 }
 
 // EditKeyControl changes the controls of a key on top of what they are
@@ -51,7 +52,7 @@ func (EditKeyControl) Type() Type { return TypeEditKeyControl }
 func (Forget) Type() Type         { return TypeForget }
 
 func (c GroupPutCAS) encode(e *encoder) {
-	c.Put.encode(e)
+	c.Define.encode(e)
 	e.uvarint(c.Index)
 }
 
@@ -72,7 +73,9 @@ func (c Forget) encode(e *encoder) {
 func decodeEditCommand(t Type, d *decoder) Command {
 	switch t {
 	case TypeGroupPutCAS:
-		return GroupPutCAS{Put: GroupPut{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint())}, Index: d.uvarint()}
+		def := GroupDefine{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint()),
+			StuckGrace: time.Duration(d.varint()), MinWorkers: int(d.varint())}
+		return GroupPutCAS{Define: def, Index: d.uvarint()}
 	case TypeEditKeyControl:
 		return EditKeyControl{Key: d.string(), SetDisabled: d.bool(), Disabled: d.bool(), Prohibit: d.strings(), Allow: d.strings()}
 	case TypeForget:
@@ -121,11 +124,11 @@ func releaseOutcome(cur *Lease, c Release) Code {
 
 // groupPutCAS applies c. m.mu is held.
 func (m *Machine) groupPutCAS(index uint64, c GroupPutCAS) Result {
-	cur := m.groups[c.Put.Name]
+	cur := m.groups[c.Define.Name]
 	if (cur == nil && c.Index != 0) || (cur != nil && cur.ModifyIndex != c.Index) {
 		return Result{Code: CASFailed}
 	}
-	m.putGroup(index, c.Put)
+	m.defineGroup(index, c.Define)
 	return Result{Code: Done}
 }
 

@@ -79,7 +79,7 @@ func tokenOf(l *Lease) uint64 {
 }
 
 func TestGroupPutCAS(t *testing.T) {
-	put := GroupPut{Name: "g", Keys: []string{"b", "a"}, MaxPerWorker: 2}
+	put := GroupDefine{Name: "g", Keys: []string{"b", "a"}, MaxPerWorker: 2, MinWorkers: 1}
 	tests := []struct {
 		name  string
 		setup []Command
@@ -99,7 +99,7 @@ func TestGroupPutCAS(t *testing.T) {
 			n := newNode(t)
 			n.all(tt.setup...)
 			before := n.m.Group("g")
-			got := n.one(GroupPutCAS{Put: put, Index: tt.index(n)})
+			got := n.one(GroupPutCAS{Define: put, Index: tt.index(n)})
 			if got.Code != tt.want {
 				t.Fatalf("code = %v, want %v", got.Code, tt.want)
 			}

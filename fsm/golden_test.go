@@ -119,6 +119,29 @@ func goldenLogV3() []entry {
 	})...)
 }
 
+// goldenLogV4 is the log behind snapshot-v4.golden: goldenLogV3, then
+// group settings and stuck marks at indexes 46 to 49: a group defined with
+// settings, stuck marks set, one refused for a missing group, and a stuck
+// set replaced.
+func goldenLogV4() []entry {
+	return append(goldenLogV3(), encodeLog([]termCommand{
+		{3, GroupDefine{Name: "partitions", Keys: []string{"partitions/3", "partitions/2", "partitions/0"}, MaxPerWorker: 2,
+			StuckGrace: 45 * time.Second, MinWorkers: 3}}, // 46
+		{3, MarkStuck{Group: "partitions", Workers: []string{"w-c", "w-a", "w-c"}}}, // 47
+		{3, MarkStuck{Group: "no-such-group", Workers: []string{"w-a"}}},            // 48: not found
+		{3, MarkStuck{Group: "partitions", Workers: []string{"w-c"}}},               // 49
+	})...)
+}
+
+// goldenGroupsV4 is the placement state that goldenLogV4 leaves.
+func goldenGroupsV4() []*Group {
+	g := goldenGroups()
+	p := g[1]
+	p.StuckGrace, p.MinWorkers, p.Stuck = 45*time.Second, 3, []string{"w-c"}
+	p.ModifyIndex = 49
+	return g
+}
+
 // goldenACL is the ACL state that goldenLogV3 leaves.
 func goldenACL() aclState {
 	a := newACLState()
@@ -242,8 +265,6 @@ var goldenSnapshots = []struct {
 	{
 		file:    "snapshot-v3.golden",
 		version: 3,
-		current: true,
-		log:     goldenLogV3,
 		want: decodedSnapshot{
 			Index: 45,
 			Term:  3,
@@ -254,6 +275,27 @@ var goldenSnapshots = []struct {
 				leases:          goldenLeases(),
 				groupIndex:      45,
 				groups:          goldenGroups(),
+				controls:        goldenControls(),
+				drained:         []string{"w-b", "w-d"},
+				acl:             goldenACL(),
+			},
+		},
+	},
+	{
+		file:    "snapshot-v4.golden",
+		version: 4,
+		current: true,
+		log:     goldenLogV4,
+		want: decodedSnapshot{
+			Index: 49,
+			Term:  3,
+			State: state{
+				lastToken:       6,
+				establishedTerm: 3,
+				leaseIndex:      13,
+				leases:          goldenLeases(),
+				groupIndex:      49,
+				groups:          goldenGroupsV4(),
 				controls:        goldenControls(),
 				drained:         []string{"w-b", "w-d"},
 				acl:             goldenACL(),
@@ -300,9 +342,15 @@ var goldenCommandsV1 = []namedCommand{
 	{"worker-register", WorkerRegister{Worker: "w-a", Groups: []string{"elections", "partitions"}, Accessor: goldenTrackerToken.AccessorID}},
 	// Compare-and-set group put, control edit and forget, added after the
 	// lines above were written.
-	{"group-put-cas", GroupPutCAS{Put: GroupPut{Name: "partitions", Keys: []string{"partitions/0", "partitions/1"}, MaxPerWorker: 1}, Index: 9}},
+	{"group-put-cas", GroupPutCAS{Define: GroupDefine{Name: "partitions", Keys: []string{"partitions/0", "partitions/1"}, MaxPerWorker: 1,
+		StuckGrace: 30 * time.Second, MinWorkers: 2}, Index: 9}},
 	{"edit-key-control", EditKeyControl{Key: "partitions/1", SetDisabled: true, Disabled: true, Prohibit: []string{"w-c"}, Allow: []string{"w-b"}}},
 	{"forget", Forget{Key: "locks/once", Token: 21}},
+	// Group settings and stuck marks, added after the lines above were
+	// written.
+	{"group-define", GroupDefine{Name: "partitions", Keys: []string{"partitions/0", "partitions/1"}, MaxPerWorker: 2,
+		StuckGrace: 40 * time.Second, MinWorkers: 3}},
+	{"mark-stuck", MarkStuck{Group: "partitions", Workers: []string{"w-a", "w-c"}}},
 }
 
 var goldenCommands = []struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Group, key-control and worker commands. Their type values follow the
@@ -28,6 +29,13 @@ type Group struct {
 	// MaxPerWorker bounds the keys one worker is given; 0 means no bound
 	// beyond an even spread.
 	MaxPerWorker int
+	// StuckGrace and MinWorkers are the settings of GroupDefine (zero for
+	// a group that GroupPut made).
+	StuckGrace time.Duration
+	MinWorkers int
+	// Stuck are the workers the balancer marked stuck (sorted, unique):
+	// they get no new keys until they hold what they have. See MarkStuck.
+	Stuck []string
 	// Assignment is the balancer's target owner (a worker id) of each key
 	// that has one. It is intent only: exclusivity comes from leases.
 	Assignment map[string]string
@@ -183,7 +191,9 @@ func decodeGroupCommand(t Type, d *decoder) Command {
 func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 	switch c := cmd.(type) {
 	case GroupPut:
-		m.putGroup(index, c)
+		// The settings GroupPut predates are zero, as they were when it
+		// was the only way to define a group.
+		m.defineGroup(index, GroupDefine{Name: c.Name, Keys: c.Keys, MaxPerWorker: c.MaxPerWorker})
 	case GroupDelete:
 		if m.groups[c.Name] == nil {
 			return Result{Code: NotFound}
@@ -239,16 +249,6 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		m.storeGroup(&next)
 	}
 	return Result{Code: Done}
-}
-
-// putGroup creates or replaces a group as GroupPut says. m.mu is held.
-func (m *Machine) putGroup(index uint64, c GroupPut) {
-	next := &Group{Name: c.Name, Keys: sortedSet(c.Keys), MaxPerWorker: c.MaxPerWorker, CreateIndex: index, ModifyIndex: index}
-	if cur := m.groups[c.Name]; cur != nil {
-		next.CreateIndex, next.AssignIndex = cur.CreateIndex, cur.AssignIndex
-		next.Assignment = keepAssigned(cur.Assignment, next.Keys)
-	}
-	m.storeGroup(next)
 }
 
 func (m *Machine) storeGroup(g *Group) {

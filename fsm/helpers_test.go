@@ -236,8 +236,8 @@ func groupString(g *Group) string {
 	if g == nil {
 		return "<nil>"
 	}
-	return fmt.Sprintf("{Name:%q Keys:%s MaxPerWorker:%d Assignment:%s CreateIndex:%d ModifyIndex:%d AssignIndex:%d}",
-		g.Name, sliceString(g.Keys), g.MaxPerWorker, mapString(g.Assignment), g.CreateIndex, g.ModifyIndex, g.AssignIndex)
+	return fmt.Sprintf("{Name:%q Keys:%s MaxPerWorker:%d StuckGrace:%v MinWorkers:%d Stuck:%s Assignment:%s CreateIndex:%d ModifyIndex:%d AssignIndex:%d}",
+		g.Name, sliceString(g.Keys), g.MaxPerWorker, g.StuckGrace, g.MinWorkers, sliceString(g.Stuck), mapString(g.Assignment), g.CreateIndex, g.ModifyIndex, g.AssignIndex)
 }
 
 func controlString(c KeyControl) string {

@@ -181,6 +181,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return m.editControl(index, c)
 	case Forget:
 		return m.forget(index, c)
+	case GroupDefine, MarkStuck:
+		return m.applyStuck(index, cmd)
 	case ACLBootstrap, ACLTokenSet, ACLTokenDelete, ACLPolicySet, ACLPolicyDelete, WorkerRegister:
 		return m.applyACL(index, cmd)
 	}

@@ -297,6 +297,13 @@ func TestPersistErrors(t *testing.T) {
 
 // withCRC returns b with its trailing checksum recomputed, so that a test
 // reaches the checks behind the checksum.
+// withSettings replaces the empty version 4 settings section at the end of
+// snap (a count of 0) with section, and fixes the checksum.
+func withSettings(snap []byte, section ...byte) []byte {
+	c := append(bytes.Clone(snap[:len(snap)-5]), section...)
+	return withCRC(append(c, 0, 0, 0, 0))
+}
+
 func withCRC(b []byte) []byte {
 	c := bytes.Clone(b)
 	binary.BigEndian.PutUint32(c[len(c)-4:], crc32.Checksum(c[:len(c)-4], castagnoli))
@@ -407,7 +414,7 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "header only", data: good[:headerLen], msg: "shorter than a header"},
 		{name: "bad magic", data: withCRC(patch(0, 'T', 'N', 'R', 'X')), msg: "magic"},
 		{name: "a command instead of a snapshot", data: Encode(acquire("a", "w1")), msg: "shorter than a header"},
-		{name: "version 4", data: withCRC(patch(4, 0, 4)), msg: "format version 4"},
+		{name: "version 5", data: withCRC(patch(4, 0, 5)), msg: "format version 5"},
 		{name: "version 0xffff", data: withCRC(patch(4, 0xff, 0xff)), msg: "format version 65535"},
 		{name: "a version 2 body under a version 1 header", data: withCRC(patch(4, 0, 1)), msg: "trailing"},
 		{name: "a version 1 body under a version 2 header", data: withCRC(func() []byte { c := bytes.Clone(single); c[5] = 2; return c }()), msg: "unexpected end"},
@@ -425,6 +432,9 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "duplicate key", data: rawSnapshot(2, &Lease{Key: "a", Token: 1}, &Lease{Key: "a", Token: 2}), msg: "out of order"},
 		{name: "token above the counter", data: rawSnapshot(1, &Lease{Key: "a", Token: 2}), msg: "above the counter"},
 		{name: "held flag 2", data: patchSingle(heldAt, 2), msg: "held flag"},
+		{name: "settings of a group the snapshot lacks", data: withSettings(good, 1, 2, 'z', 'z', 0, 0, 0), msg: "lacks"},
+		{name: "stuck workers out of order", data: withSettings(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 0, 0, 2, 1, 'b', 1, 'a'), msg: "stuck workers"},
+		{name: "more group settings than bytes", data: withSettings(good, 0x7f), msg: "group settings in"},
 		{name: "unknown reason", data: patchSingle(heldAt+1, 4), msg: "reason"},
 	}
 	for _, tt := range tests {

@@ -160,6 +160,7 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"GET /v1/groups", "GET", "/v1/groups", "", client.RightRead},
 		{"GET /v1/groups/{name:.+?}", "GET", "/v1/groups/g", "", client.RightRead},
 		{"GET /v1/groups/{name:.+?}/assignment", "GET", "/v1/groups/g/assignment?stale", "", client.RightRead},
+		{"GET /v1/health/placement", "GET", "/v1/health/placement", "", client.RightRead},
 		{"DELETE /v1/groups/{name:.+?}", "DELETE", "/v1/groups/g2", "", client.RightGroups},
 		{"PUT /v1/controls/{key:.+}", "PUT", "/v1/controls/g-1", `{"disabled":true}`, client.RightGroups},
 		{"PATCH /v1/controls/{key:.+}", "PATCH", "/v1/controls/g-1", `{"prohibit":["w9"]}`, client.RightGroups},

@@ -30,6 +30,9 @@ var fieldCodes = map[string]string{
 	"prohibit":       client.CodeInvalidProhibited,
 	"allow":          client.CodeInvalidProhibited,
 	"worker":         client.CodeInvalidWorker,
+	"stuck_grace":    client.CodeInvalidBody,
+	"min_workers":    client.CodeInvalidBody,
+	"threshold":      client.CodeInvalidQuery,
 	// ACLs.
 	"rules":         client.CodeInvalidRules,
 	"policies":      client.CodeInvalidPolicies,

@@ -19,7 +19,10 @@ func summary(g *fsm.Group) client.GroupSummary {
 
 func groupOut(v cluster.GroupView) client.Group {
 	out := client.Group{Name: v.Name, MaxPerWorker: v.MaxPerWorker, ModifyIndex: v.ModifyIndex, AssignIndex: v.AssignIndex,
-		Keys: make([]client.GroupKey, len(v.Keys)), Workers: []client.GroupWorker{}}
+		Keys: make([]client.GroupKey, len(v.Keys)), Workers: []client.GroupWorker{}, MinWorkers: v.MinWorkers, Stuck: v.Stuck}
+	if v.StuckGrace > 0 {
+		out.StuckGrace = v.StuckGrace.String()
+	}
 	targets, holds := map[string]int{}, map[string]int{}
 	for i, k := range v.Keys {
 		kj := client.GroupKey{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited}
@@ -41,7 +44,8 @@ func groupOut(v cluster.GroupView) client.Group {
 	}
 	for _, w := range v.Workers {
 		out.Workers = append(out.Workers, client.GroupWorker{ID: w.Meta.ID, Status: w.Status, Capacity: w.Meta.Capacity,
-			Draining: w.Meta.Draining, Drained: drained[w.Meta.ID], Targets: targets[w.Meta.ID], Holds: holds[w.Meta.ID]})
+			Draining: w.Meta.Draining, Drained: drained[w.Meta.ID], Targets: targets[w.Meta.ID], Holds: holds[w.Meta.ID],
+			Stuck: v.IsStuck(w.Meta.ID)})
 	}
 	return out
 }
@@ -53,7 +57,12 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	spec := cluster.GroupSpec{Name: groupName(r), Keys: body.Keys, Prefix: body.Prefix, Count: body.Count, MaxPerWorker: body.MaxPerWorker}
+	grace, err := parseDuration("stuck_grace", body.StuckGrace, 0)
+	if err != nil {
+		return err
+	}
+	spec := cluster.GroupSpec{Name: groupName(r), Keys: body.Keys, Prefix: body.Prefix, Count: body.Count,
+		MaxPerWorker: body.MaxPerWorker, StuckGrace: grace, MinWorkers: body.MinWorkers}
 	q := r.URL.Query()
 	if q.Has("cas") {
 		n, err := strconv.ParseUint(q.Get("cas"), 10, 64)

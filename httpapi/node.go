@@ -34,6 +34,7 @@ type Node interface {
 	EditKeyControl(ctx context.Context, key string, edit cluster.ControlEdit) (fsm.KeyControl, error)
 	DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error)
 	Workers(ctx context.Context, c cluster.Consistency) ([]cluster.WorkerView, uint64, error)
+	PlacementHealth(ctx context.Context, threshold time.Duration) (cluster.PlacementReport, error)
 
 	// ACLs: tokens are resolved against this node's replicated state.
 	ResolveToken(secret string) (*cluster.Authorizer, error)

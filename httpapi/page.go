@@ -3,14 +3,16 @@ package httpapi
 import (
 	"html/template"
 	"net/http"
+	"strings"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// pageTemplate is the inspection page: this node's status and every lease
-// in its local state machine, refreshed every two seconds.
+// pageTemplate is the inspection page: this node's status, the groups
+// under the prefix with their stuck workers, and every lease in its local
+// state machine, refreshed every two seconds.
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
 <title>tenure · {{.Status.NodeID}}</title>
@@ -30,6 +32,11 @@ term {{.Status.Term}}; applied index {{.Status.AppliedIndex}}; last token {{.Sta
 <table><tr><th>id</th><th>raft</th><th>http</th><th>suffrage</th><th></th></tr>
 {{range .Status.Servers}}<tr><td>{{.ID}}</td><td>{{.RaftAddr}}</td><td>{{.HTTPAddr}}</td><td>{{if .Voter}}voter{{else}}non-voter{{end}}</td><td>{{if .Leader}}leader{{end}}</td></tr>
 {{end}}</table>
+{{if .Groups}}<h2>Groups</h2>
+<table><tr><th>group</th><th>keys</th><th>targeted</th><th>stuck workers</th></tr>
+{{range .Groups}}<tr><td>{{.Name}}</td><td>{{len .Keys}}</td><td>{{len .Assignment}}</td><td>{{range .Stuck}}<b>{{.}}</b> {{end}}</td></tr>
+{{end}}</table>
+<p>Unowned keys and stuck workers in detail: <code>tenure leases stale</code>.</p>{{end}}
 <h2>Leases ({{len .Leases}})</h2>
 <table><tr><th>key</th><th>state</th><th>holder</th><th>token</th><th>ttl</th><th>expires in</th><th>acquired</th><th>metadata</th></tr>
 {{range .Leases}}<tr class="{{.State}}"><td>{{.Key}}</td><td>{{.State}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{.Holder}}</td><td>{{.Token}}</td><td>{{.TTL}}</td><td>{{if .HasExpiresIn}}{{.ExpiresIn}}{{end}}</td><td>{{if not .AcquiredAt.IsZero}}{{.AcquiredAt.UTC.Format "2006-01-02T15:04:05.999999999Z07:00"}}{{end}}</td><td>{{range $k, $v := .Metadata}}{{$k}}={{$v}} {{end}}</td></tr>
@@ -43,10 +50,22 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	prefix := r.URL.Query().Get("prefix")
+	groups, _, err := s.node.Groups(r.Context(), cluster.Stale)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	data := struct {
 		Status cluster.Status
+		Groups []*fsm.Group
 		Leases []*client.LeaseInfo
 	}{Status: s.node.Status()}
+	for _, g := range groups {
+		if strings.HasPrefix(g.Name, prefix) { // the token's read covers the prefix
+			data.Groups = append(data.Groups, g)
+		}
+	}
 	for _, l := range leases {
 		data.Leases = append(data.Leases, leaseOut(l))
 	}

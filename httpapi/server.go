@@ -126,6 +126,9 @@ func New(cfg Config) (*Server, error) {
 	r.Handle(group, s.reader(s.guard(onGroup(fsm.RightRead), s.getGroup))).Methods(http.MethodGet)
 	r.Handle(group, s.leader(s.guard(onGroup(fsm.RightGroups), s.putGroup))).Methods(http.MethodPut)
 	r.Handle(group, s.leader(s.guard(onGroup(fsm.RightGroups), s.deleteGroup))).Methods(http.MethodDelete)
+	// Placement health needs read on every group; the leader alone knows
+	// renewal times and how long keys have been free.
+	r.Handle("/v1/health/placement", s.leader(s.guard(fixed(fsm.RightRead, "group", ""), s.placementHealth))).Methods(http.MethodGet)
 	r.Handle("/v1/controls"+key, s.reader(s.guard(onKey(fsm.RightRead), s.getControl))).Methods(http.MethodGet)
 	r.Handle("/v1/controls"+key, s.leader(s.guard(onKey(fsm.RightGroups), s.putControl))).Methods(http.MethodPut)
 	r.Handle("/v1/controls"+key, s.leader(s.guard(onKey(fsm.RightGroups), s.editControl))).Methods(http.MethodPatch)

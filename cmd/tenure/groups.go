@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tenure-io/tenure/client"
 )
@@ -16,7 +17,8 @@ const groupsUsage = `Usage: tenure groups <subcommand> [args]
 Subcommands:
     list
     get NAME                        every key: target, holder, token; the workers
-    create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N] [-replace | -cas INDEX]
+    create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N]
+                [-stuck-grace D] [-min-workers N] [-replace | -cas INDEX]
                                     an existing group is replaced only with
                                     -replace, or -cas its modify index
     delete NAME
@@ -104,12 +106,18 @@ func (e *env) groupsGet(ctx context.Context, args []string) int {
 	w.Flush()
 	fmt.Fprintln(e.stdout)
 	w = e.table()
-	row(w, "WORKER", "STATUS", "TARGETS", "HOLDS", "CAPACITY", "DRAINING")
+	row(w, "WORKER", "STATUS", "TARGETS", "HOLDS", "CAPACITY", "DRAINING", "STUCK")
 	sort.Slice(g.Workers, func(i, j int) bool { return g.Workers[i].ID < g.Workers[j].ID })
 	for _, wk := range g.Workers {
-		row(w, wk.ID, wk.Status, wk.Targets, wk.Holds, wk.Capacity, wk.Draining || wk.Drained)
+		row(w, wk.ID, wk.Status, wk.Targets, wk.Holds, wk.Capacity, wk.Draining || wk.Drained, wk.Stuck)
 	}
 	w.Flush()
+	if len(g.Stuck) > 0 {
+		fmt.Fprintf(e.stdout, "\nStuck workers: %s\n", strings.Join(g.Stuck, ", "))
+	}
+	if g.StuckGrace != "" || g.MinWorkers > 0 {
+		fmt.Fprintf(e.stdout, "\nStuck grace: %s; min workers: %d\n", dash(g.StuckGrace), g.MinWorkers)
+	}
 	return exitOK
 }
 
@@ -119,7 +127,8 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 	var keys string
 	var replace bool
 	cas := optionalUint{}
-	fs := e.newFlagSet("groups create", "groups create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N] [-replace | -cas INDEX]")
+	var grace time.Duration
+	fs := e.newFlagSet("groups create", "groups create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N] [-stuck-grace D] [-min-workers N] [-replace | -cas INDEX]")
 	cf.register(fs)
 	fs.StringVar(&keys, "keys", "", "comma-separated keys of the group")
 	fs.StringVar(&spec.Prefix, "prefix", "", "with -count: keys are PREFIX0 … PREFIX(count-1)")
@@ -127,9 +136,14 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 	fs.IntVar(&spec.MaxPerWorker, "max-per-worker", 0, "most keys one worker is given (0: an even spread)")
 	fs.BoolVar(&replace, "replace", false, "replace the group if it exists, whatever it is")
 	fs.Var(&cas, "cas", "replace the group only if its modify index is this (0: create only)")
+	fs.DurationVar(&grace, "stuck-grace", 0, "how long a key may stay free while targeted at a live worker before the worker is marked stuck (0: twice the largest TTL of the group's leases)")
+	fs.IntVar(&spec.MinWorkers, "min-workers", 0, "workers the group should have; fewer is reported by 'tenure leases stale' (0: no minimum)")
 	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
 	if !ok {
 		return code
+	}
+	if grace != 0 {
+		spec.StuckGrace = grace.String()
 	}
 	if replace && cas.set {
 		return e.usageError(fs, "give either -replace or -cas, not both")

@@ -14,14 +14,17 @@ func TestGroupCommands(t *testing.T) {
 			map[string]any{"key": "partitions/1", "state": "free", "disabled": true},
 		},
 		"workers": []any{map[string]any{"id": "w1", "status": "alive", "targets": 1, "holds": 1}},
+		"stuck":   []any{"w9"}, "stuck_grace": "45s", "min_workers": 3,
 	}
 	tests := []requestCase{
 		{"create from a prefix", []string{"groups", "create", "partitions", "-prefix", "partitions/", "-count", "4", "-max-per-worker", "2"}, 200, summary,
 			"PUT", "/v1/groups/partitions", `{"prefix":"partitions/","count":4,"max_per_worker":2}`, []string{"Group partitions: 4 keys, 2 assigned, max per worker 2"}},
+		{"create with stuck grace and min workers", []string{"groups", "create", "partitions", "-prefix", "partitions/", "-count", "4", "-stuck-grace", "45s", "-min-workers", "3"}, 200, summary,
+			"PUT", "/v1/groups/partitions", `{"prefix":"partitions/","count":4,"stuck_grace":"45s","min_workers":3}`, []string{"Group partitions"}},
 		{"create from keys", []string{"groups", "create", "scenes", "-keys", "scene-01,scene-02"}, 200, summary,
 			"PUT", "/v1/groups/scenes", `{"keys":["scene-01","scene-02"]}`, []string{"Group partitions"}},
 		{"get", []string{"groups", "get", "partitions"}, 200, group,
-			"GET", "/v1/groups/partitions", "", []string{"partitions/0", "w1", "7", "held", "disabled", "WORKER", "alive"}},
+			"GET", "/v1/groups/partitions", "", []string{"partitions/0", "w1", "7", "held", "disabled", "WORKER", "alive", "STUCK", "Stuck workers: w9", "Stuck grace: 45s; min workers: 3"}},
 		{"list", []string{"groups", "list"}, 200, map[string]any{"groups": []any{summary}},
 			"GET", "/v1/groups", "", []string{"NAME", "partitions", "4"}},
 		{"add keys", []string{"groups", "add-keys", "partitions", "a", "b"}, 200, summary,

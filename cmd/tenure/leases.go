@@ -20,6 +20,9 @@ Subcommands:
     renew KEY -holder H -token N
     release KEY -holder H -token N
     revoke KEY
+    stale [-threshold D] [-json]   unowned keys, stuck workers, groups below
+                                   min_workers, leases not renewed; exits 1
+                                   when something is wrong, 2 when it cannot ask
 `
 
 func (e *env) leases(ctx context.Context, args []string) int {
@@ -30,6 +33,7 @@ func (e *env) leases(ctx context.Context, args []string) int {
 		"renew":   e.leasesRenew,
 		"release": e.leasesRelease,
 		"revoke":  e.leasesRevoke,
+		"stale":   e.leasesStale,
 	})
 }
 

@@ -68,6 +68,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.IntVar(&c.MaxBatch, "max-batch", c.MaxBatch, "commands in one Raft log entry")
 	fs.DurationVar(&c.BalanceDebounce, "balance-debounce", c.BalanceDebounce, "how long the leader lets worker and group changes settle before placing keys")
 	fs.DurationVar(&c.FreeKeyRetention, "free-key-retention", c.FreeKeyRetention, "the leader deletes the record of a key free for this long (keys of groups excepted); 0 keeps records for ever")
+	fs.DurationVar(&c.DefaultStuckGrace, "stuck-grace", c.DefaultStuckGrace, "how long a key may stay free while targeted at a live worker before the worker is marked stuck, for groups that set no grace and whose keys never had a lease")
 	fs.DurationVar(&c.BalanceSettle, "balance-settle", c.BalanceSettle, "how long a new leader waits for gossip before its first placement")
 	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "Raft heartbeat timeout")
 	fs.DurationVar(&c.ElectionTimeout, "election-timeout", c.ElectionTimeout, "Raft election timeout")

@@ -121,6 +121,19 @@ func TestSecureClusterClients(t *testing.T) {
 		client.WithWorkerTTL(2*time.Second), client.WithGossipKeys(keys...), client.WithJoin(c.nodes[0].gossipAddr))
 	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(3) })
 
+	// The placement health report, forwarded to the leader over mutual
+	// TLS, with the app token's read on every name: every key owned, no
+	// worker stuck.
+	poll.WaitFor(t, 30*time.Second, func() error {
+		h, err := newClient("app-health", app.SecretID).PlacementHealth(ctx, time.Hour)
+		if err != nil {
+			return err
+		}
+		if !h.OK || len(h.Unowned) != 0 || len(h.Stuck) != 0 {
+			return fmt.Errorf("placement health = %+v, want ok with every key owned", h)
+		}
+		return nil
+	})
 	// The workers route and the drain answer over TLS with ACLs: the app
 	// token reads the workers (read on ""); the admin drains, and is told
 	// that the group is left without a worker.

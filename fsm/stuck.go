@@ -1,0 +1,174 @@
+package fsm
+
+import (
+	"fmt"
+	"time"
+)
+
+// Group settings and the balancer's stuck marks. Types 20 to 22 belong to
+// other commands; these two values are never reused.
+const (
+	TypeGroupDefine Type = 23
+	TypeMarkStuck   Type = 24
+)
+
+// GroupDefine creates a group or replaces its keys and settings, like
+// GroupPut, and also sets the settings that GroupPut predates. The
+// assignment of keys that stay and the group's stuck marks are kept.
+type GroupDefine struct {
+	Name         string
+	Keys         []string
+	MaxPerWorker int
+	// StuckGrace is how long a key may stay free while targeted at a
+	// worker before the balancer marks that worker stuck; 0 means the
+	// balancer's default (twice the largest TTL of the group's leases).
+	StuckGrace time.Duration
+	// MinWorkers is how many live workers the group should have; fewer is
+	// reported as a problem by the placement health report. 0: no minimum.
+	MinWorkers int
+}
+
+// MarkStuck replaces the set of workers of a group that the leader's
+// balancer found stuck: alive on gossip, but not holding a key targeted at
+// them within the group's grace. Only the leader's balancer proposes it.
+type MarkStuck struct {
+	Group   string
+	Workers []string
+}
+
+func (GroupDefine) Type() Type { return TypeGroupDefine }
+func (MarkStuck) Type() Type   { return TypeMarkStuck }
+
+func (c GroupDefine) encode(e *encoder) {
+	e.string(c.Name)
+	e.strings(c.Keys)
+	e.varint(int64(c.MaxPerWorker))
+	e.varint(int64(c.StuckGrace))
+	e.varint(int64(c.MinWorkers))
+}
+
+func (c MarkStuck) encode(e *encoder) {
+	e.string(c.Group)
+	e.strings(c.Workers)
+}
+
+// decodeStuckCommand reads the payload of a command of type 23 or 24.
+func decodeStuckCommand(t Type, d *decoder) Command {
+	switch t {
+	case TypeGroupDefine:
+		return GroupDefine{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint()),
+			StuckGrace: time.Duration(d.varint()), MinWorkers: int(d.varint())}
+	case TypeMarkStuck:
+		return MarkStuck{Group: d.string(), Workers: d.strings()}
+	}
+	d.fail(fmt.Errorf("type %d is not a group settings command", t))
+	return nil
+}
+
+// applyStuck runs GroupDefine or MarkStuck under m.mu.
+func (m *Machine) applyStuck(index uint64, cmd Command) Result {
+	switch c := cmd.(type) {
+	case GroupDefine:
+		m.defineGroup(index, c)
+	case MarkStuck:
+		cur := m.groups[c.Group]
+		if cur == nil {
+			return Result{Code: NotFound}
+		}
+		m.setStuck(index, cur, sortedSet(c.Workers))
+	}
+	return Result{Code: Done}
+}
+
+// defineGroup stores the group that a GroupPut or a GroupDefine describes.
+func (m *Machine) defineGroup(index uint64, c GroupDefine) {
+	next := &Group{Name: c.Name, Keys: sortedSet(c.Keys), MaxPerWorker: c.MaxPerWorker,
+		StuckGrace: c.StuckGrace, MinWorkers: c.MinWorkers, CreateIndex: index, ModifyIndex: index}
+	if cur := m.groups[c.Name]; cur != nil {
+		next.CreateIndex, next.AssignIndex = cur.CreateIndex, cur.AssignIndex
+		next.Assignment = keepAssigned(cur.Assignment, next.Keys)
+		next.Stuck = cur.Stuck
+	}
+	m.storeGroup(next)
+}
+
+// setStuck is the one place where the stuck set of a group changes: a
+// producer of change events hooks in here to emit "stuck" and "unstuck".
+// workers is sorted and unique; an empty set is stored as nil.
+func (m *Machine) setStuck(index uint64, cur *Group, workers []string) {
+	next := *cur
+	next.Stuck = nil
+	if len(workers) > 0 {
+		next.Stuck = workers
+	}
+	next.ModifyIndex = index
+	m.storeGroup(&next)
+}
+
+// IsStuck reports whether the balancer marked worker stuck in g.
+func (g *Group) IsStuck(worker string) bool {
+	for _, w := range g.Stuck {
+		if w == worker {
+			return true
+		}
+	}
+	return false
+}
+
+// encodeGroupSettings writes the snapshot's version 4 section of group
+// settings and stuck marks: the count of groups that have any, then for
+// each (sorted by name, as st.groups is after encodePlacement) its name,
+// stuck grace, min workers and stuck workers.
+func encodeGroupSettings(e *encoder, st state) {
+	var with []*Group
+	for _, g := range st.groups {
+		if g.StuckGrace != 0 || g.MinWorkers != 0 || len(g.Stuck) > 0 {
+			with = append(with, g)
+		}
+	}
+	e.uvarint(uint64(len(with)))
+	for _, g := range with {
+		e.string(g.Name)
+		e.varint(int64(g.StuckGrace))
+		e.varint(int64(g.MinWorkers))
+		e.strings(g.Stuck)
+	}
+}
+
+// decodeGroupSettings reads what encodeGroupSettings wrote into the groups
+// that decodePlacement read.
+func decodeGroupSettings(d *decoder, st *state) {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.buf)) {
+		d.fail(fmt.Errorf("%d group settings in %d bytes", n, len(d.buf)))
+	}
+	byName := make(map[string]int, len(st.groups))
+	for i, g := range st.groups {
+		byName[g.Name] = i
+	}
+	last := -1
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		name := d.string()
+		grace, minWorkers, stuck := time.Duration(d.varint()), int(d.varint()), d.strings()
+		if d.err != nil {
+			break
+		}
+		j, ok := byName[name]
+		switch {
+		case !ok:
+			d.fail(fmt.Errorf("settings of group %q, which the snapshot lacks", name))
+		case j <= last:
+			d.fail(fmt.Errorf("settings of group %q out of order", name))
+		case !strictlySorted(stuck):
+			d.fail(fmt.Errorf("stuck workers of group %q out of order", name))
+		default:
+			last = j
+			g := *st.groups[j]
+			g.StuckGrace, g.MinWorkers = grace, minWorkers
+			if len(stuck) > 0 {
+				g.Stuck = stuck
+			}
+			st.groups[j] = &g
+		}
+	}
+}
