@@ -298,6 +298,12 @@ var goldenCommandsV1 = []namedCommand{
 		{Prefix: "scenes/", Rights: RightRead | RightWrite}, {Prefix: "", Rights: RightRead | RightOperator | RightACL}}}}},
 	{"acl-policy-delete", ACLPolicyDelete{Name: "scenes"}},
 	{"worker-register", WorkerRegister{Worker: "w-a", Groups: []string{"elections", "partitions"}, Accessor: goldenTrackerToken.AccessorID}},
+	// Operator attribution, added after the lines above were written.
+	{"by", By{Accessor: goldenTrackerToken.AccessorID, Cmd: Revoke{Key: "scene-01"}}},
+	{"batch-by", Batch{Commands: []Command{
+		By{Accessor: "anonymous", Cmd: SetKeyControl{Key: "scene-01", Control: KeyControl{Disabled: true}}},
+		Acquire{Key: "scene-02", Holder: "tracker-1", TTL: ttl, Time: wall},
+	}}},
 }
 
 var goldenCommands = []struct {

@@ -188,6 +188,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 			next.CreateIndex, next.AssignIndex = cur.CreateIndex, cur.AssignIndex
 			next.Assignment = keepAssigned(cur.Assignment, next.Keys)
 		}
+		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: pick(m.groups[c.Name] != nil, GroupUpdated, GroupCreated)})
 		m.storeGroup(next)
 	case GroupDelete:
 		if m.groups[c.Name] == nil {
@@ -195,6 +196,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		}
 		delete(m.groups, c.Name)
 		m.groupIndex = index
+		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupDeleted})
 	case GroupKeys:
 		cur := m.groups[c.Name]
 		if cur == nil {
@@ -215,6 +217,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		next.Assignment = keepAssigned(cur.Assignment, next.Keys)
 		next.ModifyIndex = index
 		m.storeGroup(&next)
+		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
 	case SetKeyControl:
 		ctl := KeyControl{Disabled: c.Control.Disabled, Prohibited: sortedSet(c.Control.Prohibited)}
 		if ctl.empty() {
@@ -223,6 +226,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 			m.controls[c.Key] = ctl
 		}
 		m.groupIndex = index
+		m.emit(Event{Type: EventControlChanged, Key: c.Key, Disabled: ctl.Disabled, Prohibited: ctl.Prohibited})
 	case WorkerDrain:
 		if c.Draining {
 			m.drained[c.Worker] = true
@@ -230,6 +234,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 			delete(m.drained, c.Worker)
 		}
 		m.groupIndex = index
+		m.emit(Event{Type: EventDrained, Worker: c.Worker, Reason: pick(c.Draining, WorkerDrained, WorkerResumed)})
 	case GroupMax:
 		cur := m.groups[c.Name]
 		if cur == nil {
@@ -239,6 +244,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		next.MaxPerWorker = c.MaxPerWorker
 		next.ModifyIndex = index
 		m.storeGroup(&next)
+		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupMaxSet})
 	case Assign:
 		cur := m.groups[c.Group]
 		if cur == nil {
@@ -248,6 +254,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		next.Assignment = keepAssigned(c.Assignment, cur.Keys)
 		next.ModifyIndex, next.AssignIndex = index, index
 		m.storeGroup(&next)
+		m.emitAssigned(c.Group, cur.Assignment, next.Assignment)
 	}
 	return Result{Code: Done}
 }

@@ -116,6 +116,16 @@ func rawBatch(entries ...[]byte) []byte {
 	return e.buf
 }
 
+// rawBy builds a By entry around already encoded bytes.
+func rawBy(accessor string, inner []byte) []byte {
+	e := &encoder{}
+	e.byte(byte(TypeBy))
+	e.byte(version1)
+	e.string(accessor)
+	e.bytes(inner)
+	return e.buf
+}
+
 // unusedType is a command type byte that no build assigns: the known types
 // run from 1 upwards without gaps, and this one lies far above them and
 // below IgnorableFlag. It must never become a command type; pick another
