@@ -25,6 +25,9 @@ const (
 	HeaderIndex       = "X-Tenure-Index"
 	HeaderLastContact = "X-Tenure-Last-Contact"
 	HeaderKnownLeader = "X-Tenure-Known-Leader"
+	// HeaderOldestIndex is on a 410 compacted answer of GET /v1/events:
+	// the oldest index the server's event history serves.
+	HeaderOldestIndex = "X-Tenure-Oldest-Index"
 	// HeaderToken carries the secret of the request's ACL token. The
 	// servers also accept "Authorization: Bearer <secret>".
 	HeaderToken = "X-Tenure-Token"

@@ -104,6 +104,13 @@ var (
 	// ACLs (code "acl_disabled", 400).
 	ErrACLDisabled = errors.New("acls are not enabled")
 
+	// ErrCompacted: the events asked for (GET /v1/events) are older than
+	// the server's event history (code "compacted", HTTP 410). The
+	// APIError's OldestIndex is the oldest index the history serves: the
+	// reader missed events, and must read the current state (a list)
+	// before it watches again from that state's index.
+	ErrCompacted = errors.New("event history compacted")
+
 	// ErrStaleToken: FenceValidator.Check refused a fencing token because a
 	// newer token exists for the key, or because the token was never
 	// granted for it. The write that carries it comes from a superseded
@@ -152,6 +159,7 @@ const (
 	CodeACLNotFound         = "acl_not_found"
 	CodeACLBootstrapped     = "acl_bootstrapped"
 	CodeACLDisabled         = "acl_disabled"
+	CodeCompacted           = "compacted"
 )
 
 // codeSentinels maps every error code of the API to the sentinel error an
@@ -194,6 +202,7 @@ var codeSentinels = map[string]error{
 	CodeACLNotFound:         ErrACLNotFound,
 	CodeACLBootstrapped:     ErrACLBootstrapped,
 	CodeACLDisabled:         ErrACLDisabled,
+	CodeCompacted:           ErrCompacted,
 }
 
 // ErrorCodes returns every error code of the HTTP API v1, sorted.
@@ -240,6 +249,9 @@ type APIError struct {
 	// a key not created yet carries one: pass it as QueryOptions.WaitIndex
 	// to block until the key appears.
 	Index uint64
+	// OldestIndex is the oldest index the server's event history serves
+	// (code compacted only).
+	OldestIndex uint64
 }
 
 // Error implements error: "<code> (<reason>): <message>".

@@ -99,6 +99,9 @@ type Config struct {
 	MaxPending int
 	// MaxBatch bounds the commands in one log entry.
 	MaxBatch int
+	// EventHistory is how many events (GET /v1/events) the node keeps in
+	// memory; older ones are dropped, whole log entries at a time.
+	EventHistory int
 	// BalanceDebounce is how long the leader's balancer lets membership
 	// and group changes settle before it computes a new placement.
 	BalanceDebounce time.Duration
@@ -145,6 +148,7 @@ func DefaultConfig() Config {
 		MaxWait:            10 * time.Minute,
 		MaxPending:         16384,
 		MaxBatch:           1024,
+		EventHistory:       DefaultEventHistory,
 		BalanceDebounce:    500 * time.Millisecond,
 		BalanceSettle:      3 * time.Second,
 		ACLDefaultPolicy:   ACLDeny,
@@ -265,6 +269,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatch < 2 || c.MaxBatch > 1<<15 {
 		bad("max-batch: %d must be between 2 and 32768", c.MaxBatch)
+	}
+	if c.EventHistory < 1 || c.EventHistory > MaxEventHistory {
+		bad("event-history: %d must be between 1 and %d", c.EventHistory, MaxEventHistory)
 	}
 	if c.BalanceDebounce < 0 || c.BalanceSettle < 0 {
 		bad("balance-debounce, balance-settle: negative durations (%v, %v)", c.BalanceDebounce, c.BalanceSettle)

@@ -84,6 +84,7 @@ var codeStatus = map[string]int{
 	client.CodeACLNotFound:         http.StatusForbidden,
 	client.CodeACLBootstrapped:     http.StatusForbidden,
 	client.CodeACLDisabled:         http.StatusBadRequest,
+	client.CodeCompacted:           http.StatusGone,
 }
 
 // sentinelCodes maps the cluster's sentinel errors to their codes, first
