@@ -39,11 +39,11 @@ func TestEventsRoute(t *testing.T) {
 	r.wantStatus(t, "events", 200)
 	start := r.events(t).Index
 
-	do(t, "PUT", leader.url+"/v1/leases/jobs/a", `{"holder":"h1","ttl":"30s"}`).wantStatus(t, "acquire", 201)
-	do(t, "DELETE", leader.url+"/v1/leases/jobs/a?holder=h1&token=1", "").wantStatus(t, "release", 204)
-	do(t, "PUT", leader.url+"/v1/leases/other", `{"holder":"h1","ttl":"30s"}`).wantStatus(t, "acquire", 201)
-	do(t, "PUT", leader.url+"/v1/controls/jobs/b", `{"disabled":true}`).wantStatus(t, "control", 200)
-	do(t, "POST", leader.url+"/v1/workers/w1/drain", "").wantStatus(t, "drain", 204)
+	write(t, "", "PUT", leader.url+"/v1/leases/jobs/a", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
+	write(t, "", "DELETE", leader.url+"/v1/leases/jobs/a?holder=h1&token=1", "").wantStatus(t, "release", 204)
+	write(t, "", "PUT", leader.url+"/v1/leases/other", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
+	write(t, "", "PUT", leader.url+"/v1/controls/jobs/b", `{"disabled":true}`).wantStatus(t, "control", 200)
+	write(t, "", "POST", leader.url+"/v1/workers/w1/drain", "").wantStatus(t, "drain", 204)
 
 	r = do(t, "GET", leader.url+"/v1/events?index="+strconv.FormatUint(start, 10), "")
 	r.wantStatus(t, "events", 200)
@@ -103,7 +103,7 @@ func TestEventsRoute(t *testing.T) {
 		t.Fatalf("answered before anything happened: %s", r.body)
 	case <-time.After(300 * time.Millisecond):
 	}
-	do(t, "POST", leader.url+"/v1/revoke/other", "").wantStatus(t, "revoke", 204)
+	write(t, "", "POST", leader.url+"/v1/revoke/other", "").wantStatus(t, "revoke", 204)
 	r = <-done
 	r.wantStatus(t, "blocking events", 200)
 	if got := eventTypes(r.events(t).Events); got != "revoked other" {
@@ -143,7 +143,7 @@ func TestEventsCompacted(t *testing.T) {
 	}})
 	n := c.leader()
 	for i := 0; i < 6; i++ {
-		do(t, "PUT", n.url+fmt.Sprintf("/v1/leases/k%d", i), `{"holder":"h","ttl":"30s"}`).wantStatus(t, "acquire", 201)
+		write(t, "", "PUT", n.url+fmt.Sprintf("/v1/leases/k%d", i), `{"holder":"h","ttl":"30s"}`).wantGranted(t)
 	}
 	r := do(t, "GET", n.url+"/v1/events?index=1", "")
 	r.wantStatus(t, "old index", http.StatusGone)
@@ -173,11 +173,11 @@ func TestEventsACL(t *testing.T) {
 	r.wantStatus(t, "events", 200)
 	start := strconv.FormatUint(r.events(t).Index, 10)
 
-	doAs(t, op.SecretID, "PUT", follower.url+"/v1/leases/jobs/a", `{"holder":"h1","ttl":"30s"}`).wantStatus(t, "acquire", 201)
-	doAs(t, op.SecretID, "PUT", follower.url+"/v1/leases/secret/b", `{"holder":"h1","ttl":"30s"}`).wantStatus(t, "acquire", 201)
-	doAs(t, op.SecretID, "POST", follower.url+"/v1/revoke/jobs/a", "").wantStatus(t, "revoke", 204)
-	doAs(t, op.SecretID, "PUT", leader.url+"/v1/groups/jobs-g", `{"keys":["jobs/x"]}`).wantStatus(t, "group", 200)
-	doAs(t, op.SecretID, "POST", leader.url+"/v1/workers/w1/drain", "").wantStatus(t, "drain", 204)
+	write(t, op.SecretID, "PUT", follower.url+"/v1/leases/jobs/a", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
+	write(t, op.SecretID, "PUT", follower.url+"/v1/leases/secret/b", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
+	write(t, op.SecretID, "POST", follower.url+"/v1/revoke/jobs/a", "").wantStatus(t, "revoke", 204)
+	write(t, op.SecretID, "PUT", leader.url+"/v1/groups/jobs-g", `{"keys":["jobs/x"]}`).wantStatus(t, "group", 200)
+	write(t, op.SecretID, "POST", leader.url+"/v1/workers/w1/drain", "").wantStatus(t, "drain", 204)
 
 	r = doAs(t, e.boot, "GET", leader.url+"/v1/events?index="+start, "")
 	all := r.events(t)
@@ -203,9 +203,32 @@ func TestEventsACL(t *testing.T) {
 	}
 	// A blocking reader is not woken by what it may not see.
 	last := strconv.FormatUint(all.Index, 10)
-	doAs(t, op.SecretID, "PUT", leader.url+"/v1/leases/secret/c", `{"holder":"h1","ttl":"30s"}`).wantStatus(t, "acquire", 201)
+	write(t, op.SecretID, "PUT", leader.url+"/v1/leases/secret/c", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
 	r = doAs(t, reader.SecretID, "GET", leader.url+"/v1/events?prefix=jobs/&wait=200ms&index="+last, "")
 	if got := r.events(t); len(got.Events) != 0 || got.Index <= all.Index {
 		t.Errorf("reader after a hidden change: %s, index %d; want nothing and an index past %d", eventTypes(got.Events), got.Index, all.Index)
+	}
+}
+
+// write makes a write request as secret ("" for none), retrying while the
+// cluster answers 503 (no leader, or a leader lost while the request was
+// in flight: acquire, release, revoke and the operator writes here are
+// idempotent, so a retry makes no second event).
+func write(t *testing.T, secret, method, url, body string) reply {
+	t.Helper()
+	var r reply
+	harness.WaitUntil(t, 20*time.Second, method+" "+url+" without a 503", func() bool {
+		r = doAs(t, secret, method, url, body)
+		return r.status != http.StatusServiceUnavailable
+	})
+	return r
+}
+
+// wantGranted fails unless r granted a lease: 201, or 200 when a retry
+// found the lease its first attempt had granted.
+func (r reply) wantGranted(t *testing.T) {
+	t.Helper()
+	if r.status != http.StatusCreated && r.status != http.StatusOK {
+		t.Fatalf("acquire: status %d, want 201 (or 200 after a retry): %s", r.status, r.body)
 	}
 }
