@@ -65,6 +65,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&c.MaxWait, "max-wait", c.MaxWait, "longest wait of a blocking acquire")
 	fs.IntVar(&c.MaxPending, "max-pending", c.MaxPending, "writes queued on the leader before it answers 429")
 	fs.IntVar(&c.MaxBatch, "max-batch", c.MaxBatch, "commands in one Raft log entry")
+	fs.IntVar(&c.EventHistory, "event-history", c.EventHistory, "events kept in memory for GET /v1/events (1 to 10000000)")
 	fs.DurationVar(&c.BalanceDebounce, "balance-debounce", c.BalanceDebounce, "how long the leader lets worker and group changes settle before placing keys")
 	fs.DurationVar(&c.BalanceSettle, "balance-settle", c.BalanceSettle, "how long a new leader waits for gossip before its first placement")
 	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", c.HeartbeatTimeout, "Raft heartbeat timeout")
