@@ -107,8 +107,10 @@ var (
 	// ErrCompacted: the events asked for (GET /v1/events) are older than
 	// the server's event history (code "compacted", HTTP 410). The
 	// APIError's OldestIndex is the oldest index the history serves: the
-	// reader missed events, and must read the current state (a list)
-	// before it watches again from that state's index.
+	// reader missed events, and must read the current state (a
+	// linearizable list, which reflects every entry up to OldestIndex at
+	// least) and watch again from OldestIndex, or from the list's index if
+	// that is higher.
 	ErrCompacted = errors.New("event history compacted")
 
 	// ErrStaleToken: FenceValidator.Check refused a fencing token because a

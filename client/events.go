@@ -111,7 +111,8 @@ type WatchResponse struct {
 // neither repeats nor skips one. A watch that falls behind the history of
 // the server it reaches (a tiny history, or a server that restored a newer
 // snapshot) ends with ErrCompacted: read the current state, then watch
-// again from its index.
+// again from the *APIError's OldestIndex, or the state's index if that is
+// higher (see ExampleEventsAPI_Watch).
 //
 // The caller must keep receiving until the channel is closed, or cancel
 // ctx.
