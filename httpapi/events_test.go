@@ -148,7 +148,7 @@ func TestEventsCompacted(t *testing.T) {
 	r := do(t, "GET", n.url+"/v1/events?index=1", "")
 	r.wantStatus(t, "old index", http.StatusGone)
 	var body client.CompactedBody
-	r.decode(t, &body)
+	sameJSON(t, "410 compacted", r.body, &body) // the answer is the client's type, field for field
 	if body.Error != client.CodeCompacted || body.OldestIndex <= 1 || r.header.Get(client.HeaderOldestIndex) != strconv.FormatUint(body.OldestIndex, 10) {
 		t.Fatalf("410 answer %s, headers %v; want code compacted with the oldest index in body and header", r.body, r.header)
 	}
