@@ -332,7 +332,8 @@ func (m *Machine) EstablishedTerm() uint64 {
 }
 
 // Changed returns a channel that is closed the next time a lease, the
-// placement state or the ACL state changes (or the state is restored). Blocking queries wait on it.
+// placement state or the ACL state changes, an event is recorded, or the
+// state is restored. Blocking queries and event watchers wait on it.
 func (m *Machine) Changed() <-chan struct{} {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
