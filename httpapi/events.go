@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,7 +41,9 @@ func (s *Server) parseEventsQuery(r *http.Request) (eventsQuery, error) {
 			if err != nil {
 				return out, badRequest(client.CodeInvalidQuery, "type", "type: "+err.Error())
 			}
-			out.filter.Types = append(out.filter.Types, t)
+			if !slices.Contains(out.filter.Types, t) { // at most one of each
+				out.filter.Types = append(out.filter.Types, t)
+			}
 		}
 	}
 	if v := q.Get("limit"); v != "" {
