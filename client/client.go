@@ -28,6 +28,9 @@ const (
 	// HeaderRelease says what a release did: "freed" (this request freed
 	// the lease) or "gone" (the lease had ended already).
 	HeaderRelease = "X-Tenure-Release"
+	// HeaderOldestIndex is on a 410 compacted answer of GET /v1/events:
+	// the oldest index the server's event history serves.
+	HeaderOldestIndex = "X-Tenure-Oldest-Index"
 	// HeaderToken carries the secret of the request's ACL token. The
 	// servers also accept "Authorization: Bearer <secret>".
 	HeaderToken = "X-Tenure-Token"

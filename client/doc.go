@@ -21,7 +21,9 @@
 // [Client.AcquireSemaphore] takes one of N slots; [Client.Election] elects
 // one leader among processes ([Election.Campaign], [Election.Run],
 // [Election.Observe]); [FenceValidator] rejects writes that carry a
-// superseded fencing token.
+// superseded fencing token; [EventsAPI.Watch] (through [Client.Events])
+// follows every change of leases, groups, controls and drains, in log
+// order, across failovers.
 //
 // The package must never decide anything about lease ownership on its own
 // clock other than from [Meta.SentAt]: the cluster's guarantee is that a
@@ -32,5 +34,6 @@
 // A Client is safe for concurrent use by many goroutines. The low-level
 // calls start no goroutines; while the Client keeps at least one Lease
 // alive it runs one renewer goroutine, which ends with its last lease.
-// Observe and Run document the goroutines they start and when they end.
+// Observe, Run and Watch document the goroutines they start and when they
+// end.
 package client

@@ -117,6 +117,14 @@ var (
 	// one given (code "cas_failed", HTTP 409). The APIError's Group is the
 	// current group, if any. Nothing changed.
 	ErrCASFailed = errors.New("compare-and-set failed")
+	// ErrCompacted: the events asked for (GET /v1/events) are older than
+	// the server's event history (code "compacted", HTTP 410). The
+	// APIError's OldestIndex is the oldest index the history serves: the
+	// reader missed events, and must read the current state (a
+	// linearizable list, which reflects every entry up to OldestIndex at
+	// least) and watch again from OldestIndex, or from the list's index if
+	// that is higher.
+	ErrCompacted = errors.New("event history compacted")
 
 	// ErrStaleToken: FenceValidator.Check refused a fencing token because a
 	// newer token exists for the key, or because the token was never
@@ -168,6 +176,7 @@ const (
 	CodeACLDisabled         = "acl_disabled"
 	CodeNotHolder           = "not_holder"
 	CodeCASFailed           = "cas_failed"
+	CodeCompacted           = "compacted"
 )
 
 // codeSentinels maps every error code of the API to the sentinel error an
@@ -212,6 +221,7 @@ var codeSentinels = map[string]error{
 	CodeACLDisabled:         ErrACLDisabled,
 	CodeNotHolder:           ErrNotHolder,
 	CodeCASFailed:           ErrCASFailed,
+	CodeCompacted:           ErrCompacted,
 }
 
 // ErrorCodes returns every error code of the HTTP API v1, sorted.
@@ -268,6 +278,9 @@ type APIError struct {
 	// a key not created yet carries one: pass it as QueryOptions.WaitIndex
 	// to block until the key appears.
 	Index uint64
+	// OldestIndex is the oldest index the server's event history serves
+	// (code compacted only).
+	OldestIndex uint64
 }
 
 // Error implements error: "<code> (<reason>): <message>".

@@ -212,3 +212,35 @@ func ExampleElection_Observe() {
 		log.Printf("scheduler leader %s at %s (token %d)", leader.Holder, leader.Metadata["addr"], leader.Token)
 	}
 }
+
+// A cache follows every change of the leases under a prefix: it lists
+// them, then watches from the list's index. When it falls behind a
+// server's history it lists again and watches from the oldest index that
+// server still serves: the new list already reflects everything up to it.
+func ExampleEventsAPI_Watch() {
+	c := newTracker("cache")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var oldest uint64
+	for ctx.Err() == nil {
+		leases, meta, err := c.Leases().List(ctx, &client.ListOptions{Prefix: "scenes/"}, nil)
+		if err != nil {
+			log.Printf("list: %v", err)
+			return
+		}
+		log.Printf("%d leases at index %d", len(leases), meta.Index)
+		for resp := range c.Events().Watch(ctx, max(meta.Index, oldest), client.EventFilter{Prefix: "scenes/"}) {
+			var gone *client.APIError
+			if errors.Is(resp.Err, client.ErrCompacted) && errors.As(resp.Err, &gone) {
+				oldest = gone.OldestIndex // missed events: list again
+				break
+			} else if resp.Err != nil {
+				log.Printf("watch: %v", resp.Err)
+				return
+			}
+			for _, ev := range resp.Events {
+				log.Printf("%d %s %s holder %s token %d", ev.Index, ev.Type, ev.Key, ev.Holder, ev.Token)
+			}
+		}
+	}
+}

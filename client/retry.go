@@ -70,9 +70,10 @@ func decodeAPIError(hr *http.Response, data []byte) *APIError {
 	if v := hr.Header.Get(HeaderIndex); v != "" {
 		ae.Index, _ = strconv.ParseUint(v, 10, 64)
 	}
-	var eb ErrorBody
+	var eb CompactedBody
 	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != "" {
 		ae.Code, ae.Message, ae.Field, ae.Reason, ae.Lease, ae.Group = eb.Error, eb.Message, eb.Field, eb.Reason, eb.Lease, eb.Group
+		ae.OldestIndex = eb.OldestIndex
 		return ae
 	}
 	msg := strings.TrimSpace(string(data))

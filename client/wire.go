@@ -222,3 +222,46 @@ type KeyringKey struct {
 	Holders     int    `json:"holders"`
 	Primary     int    `json:"primary"`
 }
+
+// EventList is the answer of GET /v1/events: the events after the index
+// asked for, in index order, and Index, the index to ask after next time.
+type EventList struct {
+	Events []Event `json:"events"`
+	Index  uint64  `json:"index"`
+}
+
+// Event is one applied change (see EventAcquired …). Index is the Raft
+// index of the log entry that made it, Term that entry's term; the events
+// of one entry share its index and keep their order.
+type Event struct {
+	Index uint64 `json:"index"`
+	Term  uint64 `json:"term"`
+	Type  string `json:"type"`
+	// Key, Holder and Token: the lease (lease events), the key (assigned,
+	// control_changed).
+	Key    string `json:"key,omitempty"`
+	Holder string `json:"holder,omitempty"`
+	Token  uint64 `json:"token,omitempty"`
+	// Group: group_changed and assigned; Worker: the new target of
+	// assigned ("" for none), the worker of drained.
+	Group  string `json:"group,omitempty"`
+	Worker string `json:"worker,omitempty"`
+	// By is the accessor id of the ACL token of the operator who made the
+	// change (revoke, groups, controls, drain), or "anonymous"; empty
+	// while ACLs are off and for holders' own acquires and releases.
+	By string `json:"by,omitempty"`
+	// Reason: group_changed: created, updated, deleted, keys,
+	// max_per_worker; drained: drained, undrained.
+	Reason string `json:"reason,omitempty"`
+	// Disabled and Prohibited are the key's new controls
+	// (control_changed).
+	Disabled   bool     `json:"disabled,omitempty"`
+	Prohibited []string `json:"prohibited,omitempty"`
+}
+
+// CompactedBody is the body of a 410 compacted answer of GET /v1/events:
+// the error body plus the oldest index the server's history still serves.
+type CompactedBody struct {
+	ErrorBody
+	OldestIndex uint64 `json:"oldest_index"`
+}

@@ -17,6 +17,7 @@ var wireTypes = []any{
 	ACLToken{}, ACLTokenSpec{}, ACLTokenList{}, ACLRule{}, ACLPolicy{}, ACLPolicySpec{}, ACLPolicyList{}, WorkerRegistration{},
 	PromoteResult{}, DrainResult{}, WorkerList{},
 	KeyControlEdit{},
+	PromoteResult{}, EventList{}, CompactedBody{},
 }
 
 // jsonNames collects the JSON field names of t and of the structs it holds.

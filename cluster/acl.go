@@ -137,6 +137,19 @@ func (a *Authorizer) Enabled() bool { return a.enabled }
 // AccessorID is the token's accessor id; "" without a token or ACLs.
 func (a *Authorizer) AccessorID() string { return a.accessor }
 
+// Actor is who the request acts as, for the events of the operator
+// commands it makes (WithActor): the token's accessor id, "anonymous"
+// for a request without a token, "" while ACLs are off.
+func (a *Authorizer) Actor() string {
+	switch {
+	case !a.enabled:
+		return ""
+	case a.isAnon:
+		return "anonymous"
+	}
+	return a.accessor
+}
+
 // HolderPrefix is the token's holder binding; "" when unbound.
 func (a *Authorizer) HolderPrefix() string { return a.holderPrefix }
 

@@ -114,6 +114,9 @@ type Config struct {
 	// 0 derives it from FreeKeyRetention (a tenth, between 10ms and a
 	// minute). Tests set it through export_test.go.
 	freeKeySweep time.Duration
+	// EventHistory is how many events (GET /v1/events) the node keeps in
+	// memory; older ones are dropped, whole log entries at a time.
+	EventHistory int
 	// BalanceDebounce is how long the leader's balancer lets membership
 	// and group changes settle before it computes a new placement.
 	BalanceDebounce time.Duration
@@ -169,6 +172,7 @@ func DefaultConfig() Config {
 		MaxPending:         16384,
 		MaxBatch:           1024,
 		MaxWaiters:         16384,
+		EventHistory:       DefaultEventHistory,
 		BalanceDebounce:    500 * time.Millisecond,
 		BalanceSettle:      3 * time.Second,
 		FreeKeyRetention:   24 * time.Hour,
@@ -295,6 +299,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBatch < 2 || c.MaxBatch > 1<<15 {
 		bad("max-batch: %d must be between 2 and 32768", c.MaxBatch)
+	}
+	if c.EventHistory < 1 || c.EventHistory > MaxEventHistory {
+		bad("event-history: %d must be between 1 and %d", c.EventHistory, MaxEventHistory)
 	}
 	if c.BalanceDebounce < 0 || c.BalanceSettle < 0 {
 		bad("balance-debounce, balance-settle: negative durations (%v, %v)", c.BalanceDebounce, c.BalanceSettle)

@@ -63,7 +63,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:            cfg,
 		log:            cfg.Logger.Named("node"),
-		machine:        fsm.New(),
+		machine:        fsm.New(fsm.WithEventHistory(cfg.EventHistory)),
 		lessor:         newLessor(cfg.Clock),
 		contacts:       newContacts(),
 		notifyCh:       make(chan bool, 8),

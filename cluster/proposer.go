@@ -54,7 +54,10 @@ type proposer struct {
 
 // op is one write waiting for its outcome.
 type op struct {
-	cmd     fsm.Command
+	cmd fsm.Command
+	// by is the operator on whose behalf cmd is proposed (WithActor); ""
+	// for none. build wraps cmd in an fsm.By then (op.command).
+	by      string
 	waitEnd time.Time // blocking acquire: when to give up; zero otherwise
 	done    chan opResult
 	queued  bool // in a wait queue
@@ -99,6 +102,9 @@ func (p *proposer) submit(ctx context.Context, o *op) (fsm.Result, error) {
 	default:
 	}
 	o.done = make(chan opResult, 1)
+	if o.by == "" {
+		o.by = actorFrom(ctx)
+	}
 	select {
 	case p.in <- o:
 	default:
@@ -236,7 +242,7 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 	for n < len(p.pending) && len(cmds)+2 <= p.maxBatch {
 		o := p.pending[n]
 		n++
-		cmds = append(cmds, o.cmd)
+		cmds = append(cmds, o.command())
 		slots = append(slots, slot{op: o})
 		switch c := o.cmd.(type) {
 		case fsm.Release:

@@ -117,7 +117,7 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
-	return (t >= TypeAcquire && t <= TypeWorkerRegister) || (t >= TypeGroupDefine && t <= TypeForget)
+	return t >= TypeAcquire && t <= TypeWorkerRegister || t >= TypeBy && t <= TypeForget
 }
 
 func (c Acquire) encode(e *encoder) {
@@ -164,10 +164,12 @@ func Encode(c Command) []byte {
 // Decode parses what Encode wrote. It never panics; every failure wraps
 // ErrUnknownType, ErrUnknownVersion or ErrMalformed.
 func Decode(b []byte) (Command, error) {
-	return decode(b, true)
+	return decode(b, true, true)
 }
 
-func decode(b []byte, allowBatch bool) (Command, error) {
+// decode parses one command; allowBatch and allowBy say whether it may be a
+// Batch or a By (a batch holds no batch, a By neither a batch nor a By).
+func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes, want at least 2", ErrMalformed, len(b))
 	}
@@ -205,6 +207,15 @@ func decode(b []byte, allowBatch bool) (Command, error) {
 		c = batch
 	case TypeGroupPutCAS, TypeEditKeyControl, TypeForget:
 		c = decodeEditCommand(t, d)
+	case TypeBy:
+		if !allowBy {
+			return nil, fmt.Errorf("%w: nested by", ErrMalformed)
+		}
+		by, err := decodeBy(d)
+		if err != nil {
+			return nil, err
+		}
+		c = by
 	case TypeACLBootstrap, TypeACLTokenSet, TypeACLTokenDelete, TypeACLPolicySet, TypeACLPolicyDelete, TypeWorkerRegister:
 		c = decodeACLCommand(t, d)
 	case TypeGroupDefine, TypeMarkStuck:
@@ -232,7 +243,7 @@ func decodeBatch(d *decoder) (Batch, error) {
 		if d.err != nil {
 			return Batch{}, fmt.Errorf("%w: batch entry %d: %w", ErrMalformed, i, d.err)
 		}
-		sub, err := decode(raw, false)
+		sub, err := decode(raw, false, true)
 		if err != nil {
 			return Batch{}, fmt.Errorf("batch entry %d: %w", i, err)
 		}

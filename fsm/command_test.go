@@ -84,6 +84,17 @@ var roundTripCommands = []struct {
 		EditKeyControl{Key: "a", Prohibit: []string{"w"}},
 		Forget{Key: "b", Token: 1},
 	}}},
+	{"by", By{Accessor: "0b1f7a52-3f0c-4d1e-9a55-8d0b6a1c2e3f", Cmd: Revoke{Key: "scene-01"}}},
+	{"by with zero values", By{Cmd: Revoke{}}},
+	{"by of every operator type", Batch{Commands: []Command{
+		By{Accessor: "anonymous", Cmd: GroupPut{Name: "g", Keys: []string{"a"}}},
+		By{Accessor: "a", Cmd: GroupKeys{Name: "g", Add: []string{"b"}}},
+		By{Accessor: "a", Cmd: GroupMax{Name: "g", MaxPerWorker: 2}},
+		By{Accessor: "a", Cmd: SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}}},
+		By{Accessor: "a", Cmd: WorkerDrain{Worker: "w", Draining: true}},
+		By{Accessor: "a", Cmd: GroupDelete{Name: "g"}},
+		By{Accessor: "a", Cmd: Revoke{Key: "a"}},
+	}}},
 	{"batch of 1000", func() Command {
 		cmds := make([]Command, 1000)
 		for i := range cmds {
@@ -209,6 +220,16 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "batch with an unknown type", data: rawBatch(Encode(Revoke{Key: "a"}), []byte{byte(unusedType), version1}), want: ErrUnknownType},
 		{name: "batch with an unknown version", data: rawBatch(withVersion(acq, 3)), want: ErrUnknownVersion},
 		{name: "batch with trailing bytes", data: append(rawBatch(Encode(Revoke{Key: "a"})), 1), want: ErrMalformed},
+
+		// By wraps one command, never a batch or another By.
+		{name: "by of a by", data: rawBy("a", Encode(By{Accessor: "b", Cmd: Revoke{Key: "k"}})), want: ErrMalformed},
+		{name: "by of a batch", data: rawBy("a", Encode(Batch{})), want: ErrMalformed},
+		{name: "by of nothing", data: rawBy("a", nil), want: ErrMalformed},
+		{name: "by of a truncated command", data: rawBy("a", acq[:len(acq)-1]), want: ErrMalformed},
+		{name: "by of an unknown type", data: rawBy("a", []byte{byte(unusedType), version1}), want: ErrUnknownType},
+		{name: "by with an accessor over the limit", data: rawBy(strings.Repeat("a", MaxAccessorLen+1), Encode(Revoke{Key: "k"})), want: ErrMalformed},
+		{name: "by with trailing bytes", data: append(rawBy("a", Encode(Revoke{Key: "k"})), 0), want: ErrMalformed},
+		{name: "batch of a by of a by", data: rawBatch(rawBy("a", rawBy("b", Encode(Revoke{Key: "k"})))), want: ErrMalformed},
 
 		// Placement commands. ctl is 0a 01 | 01 'k' | disabled | 01 01 'w'.
 		{name: "key control with bool byte 2", data: patch(ctl, 4, 2), want: ErrMalformed},

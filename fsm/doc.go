@@ -12,6 +12,10 @@
 // deadlines, expiry) lives in the leader's lessor in package cluster, which
 // turns a passed deadline into an Expire command.
 //
+// Machine also records an Event for every change it applies, in a bounded
+// in-memory history (events.go): the same events at the same index on
+// every replica, since they depend on the log alone.
+//
 // docs/request-paths.md follows each request through the cluster down to
 // Machine.Apply and back.
 //

@@ -100,6 +100,9 @@ func (m *Machine) keep(index uint64, cur *Lease, c Acquire) Result {
 	}
 	next.ModifyIndex = index
 	m.store(&next)
+	if changed {
+		m.emit(Event{Type: EventMetadataChanged, Key: next.Key, Holder: next.Holder, Token: next.Token})
+	}
 	return Result{Code: Kept, Lease: &next, MetadataChanged: changed}
 }
 
@@ -166,6 +169,7 @@ func (m *Machine) setControl(index uint64, key string, ctl KeyControl) {
 		m.controls[key] = ctl
 	}
 	m.groupIndex = index
+	m.emit(Event{Type: EventControlChanged, Key: key, Disabled: ctl.Disabled, Prohibited: ctl.Prohibited})
 }
 
 // forget applies c. m.mu is held.
@@ -179,5 +183,6 @@ func (m *Machine) forget(index uint64, c Forget) Result {
 	}
 	delete(m.leases, c.Key)
 	m.leaseIndex = index
+	m.emit(Event{Type: EventForgotten, Key: cur.Key, Holder: cur.Holder, Token: cur.Token})
 	return Result{Code: Freed}
 }

@@ -36,6 +36,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{byte(TypeAssign), 1, 1, 'g', 2, 1, 'a', 1, 'w'})  // map longer than the data
 	f.Add(rawBatch(Encode(Revoke{Key: "a"}), []byte{0x90, 1}))
 	f.Add(rawBatch(Encode(Revoke{Key: "a"}), Encode(Batch{})))
+	f.Add(rawBy("a", Encode(By{Accessor: "b", Cmd: Revoke{Key: "k"}})))
+	f.Add(rawBy("a", Encode(Batch{})))
+	f.Add(rawBatch(Encode(By{Accessor: "a", Cmd: Revoke{Key: "k"}}), Encode(acquire("k", "h"))))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
@@ -91,9 +94,11 @@ func hasIgnored(c Command) bool {
 	switch c := c.(type) {
 	case Ignored:
 		return true
+	case By:
+		return hasIgnored(c.Cmd)
 	case Batch:
 		for _, sub := range c.Commands {
-			if _, ok := sub.(Ignored); ok {
+			if hasIgnored(sub) {
 				return true
 			}
 		}

@@ -351,6 +351,12 @@ var goldenCommandsV1 = []namedCommand{
 	{"group-define", GroupDefine{Name: "partitions", Keys: []string{"partitions/0", "partitions/1"}, MaxPerWorker: 2,
 		StuckGrace: 40 * time.Second, MinWorkers: 3}},
 	{"mark-stuck", MarkStuck{Group: "partitions", Workers: []string{"w-a", "w-c"}}},
+	// Operator attribution, added after the lines above were written.
+	{"by", By{Accessor: goldenTrackerToken.AccessorID, Cmd: Revoke{Key: "scene-01"}}},
+	{"batch-by", Batch{Commands: []Command{
+		By{Accessor: "anonymous", Cmd: SetKeyControl{Key: "scene-01", Control: KeyControl{Disabled: true}}},
+		Acquire{Key: "scene-02", Holder: "tracker-1", TTL: ttl, Time: wall},
+	}}},
 }
 
 var goldenCommands = []struct {

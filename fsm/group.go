@@ -200,6 +200,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		}
 		delete(m.groups, c.Name)
 		m.groupIndex = index
+		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupDeleted})
 	case GroupKeys:
 		cur := m.groups[c.Name]
 		if cur == nil {
@@ -220,6 +221,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		next.Assignment = keepAssigned(cur.Assignment, next.Keys)
 		next.ModifyIndex = index
 		m.storeGroup(&next)
+		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
 	case SetKeyControl:
 		m.setControl(index, c.Key, KeyControl{Disabled: c.Control.Disabled, Prohibited: sortedSet(c.Control.Prohibited)})
 	case WorkerDrain:
@@ -229,6 +231,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 			delete(m.drained, c.Worker)
 		}
 		m.groupIndex = index
+		m.emit(Event{Type: EventDrained, Worker: c.Worker, Reason: pick(c.Draining, WorkerDrained, WorkerResumed)})
 	case GroupMax:
 		cur := m.groups[c.Name]
 		if cur == nil {
@@ -238,6 +241,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		next.MaxPerWorker = c.MaxPerWorker
 		next.ModifyIndex = index
 		m.storeGroup(&next)
+		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupMaxSet})
 	case Assign:
 		cur := m.groups[c.Group]
 		if cur == nil {
@@ -247,6 +251,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		next.Assignment = keepAssigned(c.Assignment, cur.Keys)
 		next.ModifyIndex, next.AssignIndex = index, index
 		m.storeGroup(&next)
+		m.emitAssigned(c.Group, cur.Assignment, next.Assignment)
 	}
 	return Result{Code: Done}
 }

@@ -116,9 +116,20 @@ func rawBatch(entries ...[]byte) []byte {
 	return e.buf
 }
 
+// rawBy builds a By entry around already encoded bytes.
+func rawBy(accessor string, inner []byte) []byte {
+	e := &encoder{}
+	e.byte(byte(TypeBy))
+	e.byte(version1)
+	e.string(accessor)
+	e.bytes(inner)
+	return e.buf
+}
+
 // unusedType is a command type byte that no build assigns: the known types
-// run from 1 upwards without gaps, and this one lies far above them and
-// below IgnorableFlag. It must never become a command type; pick another
+// are small numbers from 1 upwards (numbers are handed out in ranges, so
+// there may be gaps), and this one lies far above them and below
+// IgnorableFlag. It must never become a command type; pick another
 // one here if it ever does.
 const unusedType Type = 0x3f
 

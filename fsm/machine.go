@@ -93,18 +93,30 @@ type Machine struct {
 	// changed is closed, and replaced, whenever a lease or the placement
 	// state changes.
 	changed chan struct{}
+	// history holds the recent events; pending, freed and by belong to
+	// the entry being applied: its events so far, the keys it freed, and
+	// the operator of the By being applied.
+	history history
+	pending []Event
+	freed   map[string]bool
+	by      string
 }
 
 // New returns an empty Machine.
-func New() *Machine {
-	return &Machine{
+func New(opts ...Option) *Machine {
+	m := &Machine{
 		leases:   make(map[string]*Lease),
 		groups:   make(map[string]*Group),
 		controls: make(map[string]KeyControl),
 		drained:  make(map[string]bool),
 		acl:      newACLState(),
 		changed:  make(chan struct{}),
+		history:  history{capacity: defaultHistory},
 	}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 var _ raft.FSM = (*Machine)(nil)
@@ -122,6 +134,7 @@ func (m *Machine) Apply(l *raft.Log) interface{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.appliedIndex, m.appliedTerm = l.Index, l.Term
+	m.pending, m.freed = m.pending[:0], nil
 	before, beforeGroups, beforeACL := m.leaseIndex, m.groupIndex, m.acl.index
 	var out interface{}
 	if b, ok := cmd.(Batch); ok {
@@ -133,7 +146,11 @@ func (m *Machine) Apply(l *raft.Log) interface{} {
 	} else {
 		out = m.apply(l.Index, cmd)
 	}
-	if m.leaseIndex != before || m.groupIndex != beforeGroups || m.acl.index != beforeACL {
+	if len(m.pending) > 0 {
+		m.history.push(m.pending)
+		clear(m.pending) // the history has copies; keep no references
+	}
+	if m.leaseIndex != before || m.groupIndex != beforeGroups || m.acl.index != beforeACL || len(m.pending) > 0 {
 		close(m.changed)
 		m.changed = make(chan struct{})
 	}
@@ -173,6 +190,11 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return Result{Code: Done}
 	case Ignored:
 		return Result{Code: Done}
+	case By:
+		m.by = c.Accessor
+		r := m.apply(index, c.Cmd)
+		m.by = ""
+		return r
 	case GroupPut, GroupDelete, GroupKeys, SetKeyControl, WorkerDrain, Assign, GroupMax:
 		return m.applyGroup(index, cmd)
 	case GroupPutCAS:
@@ -222,6 +244,7 @@ func (m *Machine) acquire(index uint64, c Acquire) Result {
 		next.CreateIndex = cur.CreateIndex
 	}
 	m.store(next)
+	m.emit(Event{Type: EventAcquired, Key: c.Key, Holder: c.Holder, Token: next.Token})
 	return Result{Code: Granted, Lease: next}
 }
 
@@ -231,6 +254,7 @@ func (m *Machine) free(index uint64, cur *Lease, why Reason) Result {
 	next.Reason = why
 	next.ModifyIndex = index
 	m.store(&next)
+	m.emit(Event{Type: freeEvents[why], Key: cur.Key, Holder: cur.Holder, Token: cur.Token})
 	return Result{Code: Freed, Lease: &next}
 }
 
@@ -278,7 +302,8 @@ func (m *Machine) EstablishedTerm() uint64 {
 }
 
 // Changed returns a channel that is closed the next time a lease, the
-// placement state or the ACL state changes (or the state is restored). Blocking queries wait on it.
+// placement state or the ACL state changes, an event is recorded, or the
+// state is restored. Blocking queries and event watchers wait on it.
 func (m *Machine) Changed() <-chan struct{} {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -357,6 +382,8 @@ func (m *Machine) Restore(rc io.ReadCloser) error {
 	m.establishedTerm = st.establishedTerm
 	m.leaseIndex = st.leaseIndex
 	m.appliedIndex, m.appliedTerm = index, term
+	// The log before the snapshot is gone: the history starts after it.
+	m.history.reset(index)
 	close(m.changed)
 	m.changed = make(chan struct{})
 	return nil

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -84,11 +85,13 @@ func (m *Machine) applyStuck(index uint64, cmd Command) Result {
 func (m *Machine) defineGroup(index uint64, c GroupDefine) {
 	next := &Group{Name: c.Name, Keys: sortedSet(c.Keys), MaxPerWorker: c.MaxPerWorker,
 		StuckGrace: c.StuckGrace, MinWorkers: c.MinWorkers, CreateIndex: index, ModifyIndex: index}
-	if cur := m.groups[c.Name]; cur != nil {
+	cur := m.groups[c.Name]
+	if cur != nil {
 		next.CreateIndex, next.AssignIndex = cur.CreateIndex, cur.AssignIndex
 		next.Assignment = keepAssigned(cur.Assignment, next.Keys)
 		next.Stuck = cur.Stuck
 	}
+	m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: pick(cur != nil, GroupUpdated, GroupCreated)})
 	m.storeGroup(next)
 }
 
@@ -96,6 +99,16 @@ func (m *Machine) defineGroup(index uint64, c GroupDefine) {
 // producer of change events hooks in here to emit "stuck" and "unstuck".
 // workers is sorted and unique; an empty set is stored as nil.
 func (m *Machine) setStuck(index uint64, cur *Group, workers []string) {
+	for _, w := range workers {
+		if !cur.IsStuck(w) {
+			m.emit(Event{Type: EventStuck, Group: cur.Name, Worker: w, Reason: WorkerStuck})
+		}
+	}
+	for _, w := range cur.Stuck {
+		if i := sort.SearchStrings(workers, w); i == len(workers) || workers[i] != w {
+			m.emit(Event{Type: EventStuck, Group: cur.Name, Worker: w, Reason: WorkerUnstuck})
+		}
+	}
 	next := *cur
 	next.Stuck = nil
 	if len(workers) > 0 {

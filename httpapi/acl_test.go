@@ -169,6 +169,8 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"GET /v1/workers", "GET", "/v1/workers", "", client.RightRead},
 		{"GET /v1/workers", "GET", "/v1/workers?stale", "", client.RightRead},
 		{"POST /v1/workers/{id}/register", "POST", "/v1/workers/w1/register", `{"groups":["g"]}`, ""},
+		{"GET /v1/events", "GET", "/v1/events?prefix=k/", "", client.RightRead},
+		{"GET /v1/events", "GET", "/v1/events", "", client.RightRead},
 		{"GET /v1/status", "GET", "/v1/status", "", ""},
 		{"GET /v1/members", "GET", "/v1/members", "", ""},
 		{"POST /v1/operator/snapshot", "POST", "/v1/operator/snapshot", "", client.RightOperator},

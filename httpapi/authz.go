@@ -137,7 +137,9 @@ func (s *Server) guard(n need, h handlerFunc) handlerFunc {
 			s.logRequest(r, a.AccessorID(), 0, err)
 			return err
 		}
-		r = r.WithContext(context.WithValue(r.Context(), authzKey{}, a))
+		// The actor goes with the writes the request makes: operator
+		// commands are proposed on its behalf, and their events name it.
+		r = r.WithContext(cluster.WithActor(context.WithValue(r.Context(), authzKey{}, a), a.Actor()))
 		if r.Method == http.MethodGet {
 			return h(w, r)
 		}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 )
 
 // The server answers with exactly the error codes that package client
@@ -104,6 +106,9 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"GET /v1/health/placement", "GET", "/v1/health/placement?threshold=soon", "", 400, errBody},
 		{"PUT /v1/groups/{name:.+?}", "PUT", "/v1/groups/g3", `{"keys":["x"],"stuck_grace":"1ms"}`, 400, errBody},
 		{"PUT /v1/groups/{name:.+?}", "PUT", "/v1/groups/g3", `{"keys":["x"],"min_workers":-1}`, 400, errBody},
+		{"GET /v1/events", "GET", "/v1/events?index=0&wait=1s", "", 200, func() any { return new(client.EventList) }},
+		{"GET /v1/events", "GET", "/v1/events?type=control_changed", "", 200, func() any { return new(client.EventList) }},
+		{"GET /v1/events", "GET", "/v1/events?type=bogus", "", 400, errBody},
 		{"GET /v1/status", "GET", "/v1/status", "", 200, func() any { return new(client.NodeStatus) }},
 		{"GET /v1/members", "GET", "/v1/members", "", 200, func() any { return new(client.MemberList) }},
 		{"GET /healthz", "GET", "/healthz", "", 200, func() any { return new(client.Health) }},
@@ -207,5 +212,13 @@ func sameJSON(t *testing.T, what string, body []byte, v any) {
 	}
 	if !reflect.DeepEqual(want, got) {
 		t.Errorf("%s: the server's JSON and %T disagree:\nserver: %s\nclient: %s", what, v, body, again)
+	}
+}
+
+// The event types the state machine records are the ones the client names
+// (client.EventTypes), in the same order.
+func TestEventTypesAreTheClients(t *testing.T) {
+	if got, want := fsm.EventTypeNames(), client.EventTypes(); !slices.Equal(got, want) {
+		t.Errorf("fsm records %q, the client names %q", got, want)
 	}
 }

@@ -91,6 +91,7 @@ var codeStatus = map[string]int{
 	client.CodeACLDisabled:         http.StatusBadRequest,
 	client.CodeNotHolder:           http.StatusConflict,
 	client.CodeCASFailed:           http.StatusConflict,
+	client.CodeCompacted:           http.StatusGone,
 }
 
 // sentinelCodes maps the cluster's sentinel errors to their codes, first

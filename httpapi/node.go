@@ -49,6 +49,11 @@ type Node interface {
 	LeaseIndex() uint64
 	GroupIndex() uint64
 
+	// Events: this node's event history (cluster.Node.Events), and the
+	// index after which it holds every event.
+	Events(after uint64, f fsm.EventFilter, limit int) ([]fsm.Event, uint64, error)
+	EventBase() uint64
+
 	// Leadership, forwarding and freshness.
 	Ready() error
 	Verify(ctx context.Context) error

@@ -11,8 +11,8 @@ import (
 )
 
 // pageTemplate is the inspection page: this node's status, the groups
-// under the prefix with their stuck workers, and every lease in its local
-// state machine, refreshed every two seconds.
+// under the prefix with their stuck workers, every lease in its local state
+// machine and its most recent events, refreshed every two seconds.
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
 <title>tenure · {{.Status.NodeID}}</title>
@@ -41,6 +41,10 @@ term {{.Status.Term}}; applied index {{.Status.AppliedIndex}}; last token {{.Sta
 <table><tr><th>key</th><th>state</th><th>holder</th><th>token</th><th>ttl</th><th>expires in</th><th>acquired</th><th>metadata</th></tr>
 {{range .Leases}}<tr class="{{.State}}"><td>{{.Key}}</td><td>{{.State}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{.Holder}}</td><td>{{.Token}}</td><td>{{.TTL}}</td><td>{{if .HasExpiresIn}}{{.ExpiresIn}}{{end}}</td><td>{{if not .AcquiredAt.IsZero}}{{.AcquiredAt.UTC.Format "2006-01-02T15:04:05.999999999Z07:00"}}{{end}}</td><td>{{range $k, $v := .Metadata}}{{$k}}={{$v}} {{end}}</td></tr>
 {{end}}</table>
+<h2>Recent events</h2>
+<table><tr><th>index</th><th>type</th><th>key</th><th>holder</th><th>token</th><th>group</th><th>worker</th><th>by</th></tr>
+{{range .Events}}<tr><td>{{.Index}}</td><td>{{.Type}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{.Key}}</td><td>{{.Holder}}</td><td>{{if .Token}}{{.Token}}{{end}}</td><td>{{.Group}}</td><td>{{.Worker}}</td><td>{{.By}}</td></tr>
+{{end}}</table>
 </body></html>
 `))
 
@@ -60,6 +64,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		Status cluster.Status
 		Groups []*fsm.Group
 		Leases []*client.LeaseInfo
+		Events []client.Event
 	}{Status: s.node.Status()}
 	for _, g := range groups {
 		if strings.HasPrefix(g.Name, prefix) { // the token's read covers the prefix
@@ -69,8 +74,48 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	for _, l := range leases {
 		data.Leases = append(data.Leases, leaseOut(l))
 	}
+	data.Events = s.recentEvents(r, data.Status.AppliedIndex)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := pageTemplate.Execute(w, data); err != nil {
 		s.log.Debug("render page failed", "error", err)
 	}
+}
+
+// pageEntries and pageEvents bound the events the page shows: those of the
+// last pageEntries log entries, the newest pageEvents of them, newest first.
+const (
+	pageEntries = 500
+	pageEvents  = 50
+)
+
+// recentEvents returns the newest events of the page's prefix that the
+// request may see.
+func (s *Server) recentEvents(r *http.Request, applied uint64) []client.Event {
+	after := max(s.node.EventBase(), applied-min(applied, pageEntries))
+	f := fsm.EventFilter{Prefix: r.URL.Query().Get("prefix")}
+	a := authz(r)
+	var newest []fsm.Event // the last pageEvents visible ones, oldest first
+	for after < applied {
+		evs, next, err := s.node.Events(after, f, 0)
+		if err != nil {
+			return nil // compacted since: the page shows none this time
+		}
+		for _, e := range evs {
+			if visible(a, e) {
+				newest = append(newest, e)
+			}
+		}
+		if len(newest) > pageEvents {
+			newest = append(newest[:0], newest[len(newest)-pageEvents:]...)
+		}
+		if next <= after {
+			break
+		}
+		after = next
+	}
+	out := make([]client.Event, 0, len(newest))
+	for i := len(newest) - 1; i >= 0; i-- {
+		out = append(out, eventOut(newest[i]))
+	}
+	return out
 }

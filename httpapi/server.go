@@ -151,6 +151,7 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/operator/snapshot", s.local(onCluster(fsm.RightOperator), plain(s.snapshot))).Methods(http.MethodPost)
 	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.keyring)).Methods(http.MethodGet)
 	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.changeKeyring)).Methods(http.MethodPost)
+	r.Handle("/v1/events", s.local(onPrefix(fsm.RightRead), s.events)).Methods(http.MethodGet) // each event checked in events
 	r.Handle("/v1/status", s.local(anyToken, plain(s.status))).Methods(http.MethodGet)
 	r.Handle("/v1/members", s.local(anyToken, plain(s.members))).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)

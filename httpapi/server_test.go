@@ -53,7 +53,7 @@ func TestLocalRoutes(t *testing.T) {
 			if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
 				t.Errorf("got Content-Type %q, want text/html", ct)
 			}
-			for _, want := range []string{"<html", "ui/shown-key", "ui-holder-7", "n1"} {
+			for _, want := range []string{"<html", "ui/shown-key", "ui-holder-7", "n1", "<td>acquired</td><td>ui/shown-key</td>"} {
 				if !strings.Contains(string(r.body), want) {
 					t.Errorf("page does not contain %q:\n%s", want, r.body)
 				}

@@ -32,6 +32,7 @@ Commands:
     status      Show the status of a server and the Raft configuration
     leases      List, read, acquire, renew, release and revoke leases
     members     List the gossip members: servers and workers
+    events      Show, or follow, what changed: leases, groups, controls, drains
     snapshot    Make the server that answers take a Raft snapshot now
     operator    Operator actions: remove-server, transfer-leader, keyring
     keygen      Print a new gossip encryption key
@@ -86,6 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"status":      e.status,
 		"leases":      e.leases,
 		"members":     e.members,
+		"events":      e.events,
 		"snapshot":    e.snapshot,
 		"operator":    e.operator,
 		"keygen":      e.keygen,

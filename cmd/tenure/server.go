@@ -66,6 +66,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.IntVar(&c.MaxPending, "max-pending", c.MaxPending, "writes queued on the leader before it answers 429")
 	fs.IntVar(&c.MaxWaiters, "max-waiters", c.MaxWaiters, "blocking acquirers queued on the leader before a blocking acquire of a held key answers 429")
 	fs.IntVar(&c.MaxBatch, "max-batch", c.MaxBatch, "commands in one Raft log entry")
+	fs.IntVar(&c.EventHistory, "event-history", c.EventHistory, "events kept in memory for GET /v1/events (1 to 10000000)")
 	fs.DurationVar(&c.BalanceDebounce, "balance-debounce", c.BalanceDebounce, "how long the leader lets worker and group changes settle before placing keys")
 	fs.DurationVar(&c.FreeKeyRetention, "free-key-retention", c.FreeKeyRetention, "the leader deletes the record of a key free for this long (keys of groups excepted); 0 keeps records for ever")
 	fs.DurationVar(&c.DefaultStuckGrace, "stuck-grace", c.DefaultStuckGrace, "how long a key may stay free while targeted at a live worker before the worker is marked stuck, for groups that set no grace and whose keys never had a lease")

@@ -121,6 +121,26 @@ func TestSecureClusterClients(t *testing.T) {
 		client.WithWorkerTTL(2*time.Second), client.WithGossipKeys(keys...), client.WithJoin(c.nodes[0].gossipAddr))
 	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(3) })
 
+	// The event history, through the Go client and the CLI, over mutual
+	// TLS with the app's token: the kept-alive lease's acquire and release,
+	// each once; operator changes name the accessor of the admin token.
+	evs, _, err := newClient("app-events", app.SecretID).Events().List(ctx, client.EventFilter{Prefix: "scenes/"})
+	if err != nil {
+		t.Fatalf("events: %v", err)
+	}
+	if len(evs) != 2 || evs[0].Type != client.EventAcquired || evs[1].Type != client.EventReleased || evs[0].Holder != "app-tracker" {
+		t.Fatalf("events of scenes/: %+v, want the acquire and release of scenes/1 by app-tracker", evs)
+	}
+	groupEvents, _, err := admin.Events().List(ctx, client.EventFilter{Types: []string{client.EventGroupChanged}})
+	if err != nil || len(groupEvents) != 1 || groupEvents[0].By != boot.AccessorID {
+		t.Fatalf("group events %+v, %v: want one, by the admin token's accessor %s", groupEvents, err, boot.AccessorID)
+	}
+	r := mustRunTenure(t, []string{client.EnvHTTPAddr + "=" + strings.Join(c.httpAddrs(), ","), client.EnvHTTPToken + "=" + app.SecretID,
+		client.EnvCACert + "=" + p.caFile(), client.EnvClientCert + "=" + certFile, client.EnvClientKey + "=" + keyFile},
+		"events", "-prefix", "scenes/", "-type", "released")
+	if !strings.Contains(r.stdout, "released key=scenes/1 holder=app-tracker") {
+		t.Errorf("tenure events over TLS with ACLs printed %q, want the release of scenes/1", r.stdout)
+	}
 	// The placement health report, forwarded to the leader over mutual
 	// TLS, with the app token's read on every name: every key owned, no
 	// worker stuck.

@@ -1,0 +1,234 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
+)
+
+func (r reply) events(t *testing.T) client.EventList {
+	t.Helper()
+	var out client.EventList
+	r.decode(t, &out)
+	return out
+}
+
+func eventTypes(evs []client.Event) string {
+	var parts []string
+	for _, e := range evs {
+		parts = append(parts, e.Type+" "+e.Key+e.Group+e.Worker)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// TestEventsRoute: the route lists what happened after an index, in order,
+// on any node, filtered by prefix and type; with an index it blocks until
+// something happens.
+func TestEventsRoute(t *testing.T) {
+	c := startCluster(t, 3)
+	leader, follower := c.follower()
+	r := do(t, "GET", leader.url+"/v1/events", "")
+	r.wantStatus(t, "events", 200)
+	start := r.events(t).Index
+
+	write(t, "", "PUT", leader.url+"/v1/leases/jobs/a", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
+	write(t, "", "DELETE", leader.url+"/v1/leases/jobs/a?holder=h1&token=1", "").wantStatus(t, "release", 204)
+	write(t, "", "PUT", leader.url+"/v1/leases/other", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
+	write(t, "", "PUT", leader.url+"/v1/controls/jobs/b?force=true", `{"disabled":true}`).wantStatus(t, "control", 200)
+	write(t, "", "POST", leader.url+"/v1/workers/w1/drain?force=true", "").wantStatus(t, "drain", 200)
+
+	r = do(t, "GET", leader.url+"/v1/events?index="+strconv.FormatUint(start, 10), "")
+	r.wantStatus(t, "events", 200)
+	all := r.events(t)
+	if got, want := eventTypes(all.Events), "acquired jobs/a, released jobs/a, acquired other, control_changed jobs/b, drained w1"; got != want {
+		t.Fatalf("events = %s\nwant     %s", got, want)
+	}
+	for i, e := range all.Events {
+		if i > 0 && e.Index <= all.Events[i-1].Index {
+			t.Errorf("event %d at index %d after index %d", i, e.Index, all.Events[i-1].Index)
+		}
+		if e.Term == 0 {
+			t.Errorf("event %d has no term", i)
+		}
+	}
+	if all.Events[0].Holder != "h1" || all.Events[0].Token != 1 || all.Index < all.Events[4].Index {
+		t.Errorf("first event %+v, answer index %d", all.Events[0], all.Index)
+	}
+	// A follower answers the same events for the same indexes.
+	harness.WaitUntil(t, 10*time.Second, "the follower to apply the drain", func() bool {
+		r := do(t, "GET", follower.url+"/v1/events?index="+strconv.FormatUint(start, 10)+"&wait=1ms", "")
+		return len(r.events(t).Events) == 5
+	})
+	r = do(t, "GET", follower.url+"/v1/events?index="+strconv.FormatUint(start, 10), "")
+	if got := r.events(t); fmt.Sprint(got.Events) != fmt.Sprint(all.Events) {
+		t.Errorf("follower's events differ:\n%+v\nleader's:\n%+v", got.Events, all.Events)
+	}
+	if r.header.Get(client.HeaderIndex) == "" || r.header.Get(client.HeaderLastContact) == "" {
+		t.Errorf("answer lacks the stale-read headers: %v", r.header)
+	}
+	// Filters.
+	r = do(t, "GET", leader.url+"/v1/events?prefix=jobs/&type=acquired,control_changed&index="+strconv.FormatUint(start, 10), "")
+	if got := eventTypes(r.events(t).Events); got != "acquired jobs/a, control_changed jobs/b" {
+		t.Errorf("prefix jobs/, types acquired,control_changed: %s", got)
+	}
+	r = do(t, "GET", leader.url+"/v1/events?type=released&type=drained&index="+strconv.FormatUint(start, 10), "")
+	if got := eventTypes(r.events(t).Events); got != "released jobs/a, drained w1" {
+		t.Errorf("types released and drained: %s", got)
+	}
+	r = do(t, "GET", leader.url+"/v1/events?limit=2&index="+strconv.FormatUint(start, 10), "")
+	if got := r.events(t); len(got.Events) != 2 || got.Index != got.Events[1].Index {
+		t.Errorf("limit 2: %d events, index %d; want 2, the second's index", len(got.Events), got.Index)
+	}
+
+	// Blocking: nothing after the last index until a change comes.
+	last := all.Index
+	done := make(chan reply, 1)
+	go func() {
+		r, err := send("GET", follower.url+"/v1/events?wait=20s&index="+strconv.FormatUint(last, 10), "", nil)
+		if err != nil {
+			r.body = []byte(err.Error())
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("answered before anything happened: %s", r.body)
+	case <-time.After(300 * time.Millisecond):
+	}
+	write(t, "", "POST", leader.url+"/v1/revoke/other", "").wantStatus(t, "revoke", 204)
+	r = <-done
+	r.wantStatus(t, "blocking events", 200)
+	if got := eventTypes(r.events(t).Events); got != "revoked other" {
+		t.Errorf("blocking answer: %s, want the revoke", got)
+	}
+	// A wait that ends with nothing answers the index to ask after again.
+	r = do(t, "GET", leader.url+"/v1/events?wait=50ms&index="+strconv.FormatUint(r.events(t).Index, 10), "")
+	if got := r.events(t); len(got.Events) != 0 || got.Index == 0 {
+		t.Errorf("empty wait: %+v", got)
+	}
+}
+
+// TestEventsBadQuery: every bad parameter is named.
+func TestEventsBadQuery(t *testing.T) {
+	n := startNode(t)
+	for _, tt := range []struct{ query, code, field string }{
+		{"index=x", client.CodeInvalidIndex, "index"},
+		{"type=acquired,nope", client.CodeInvalidQuery, "type"},
+		{"limit=0", client.CodeInvalidQuery, "limit"},
+		{"limit=1001", client.CodeInvalidQuery, "limit"},
+		{"wait=forever", client.CodeInvalidWait, "wait"},
+		{"prefix=" + strings.Repeat("p", 300), client.CodeInvalidPrefix, "prefix"},
+	} {
+		r := do(t, "GET", n.url+"/v1/events?"+tt.query, "")
+		r.wantStatus(t, tt.query, 400)
+		if e := r.apiErr(t); e.Error != tt.code || e.Field != tt.field {
+			t.Errorf("%s: code %q field %q, want %q %q", tt.query, e.Error, e.Field, tt.code, tt.field)
+		}
+	}
+}
+
+// TestEventsCompacted: a reader older than a node's history gets 410
+// compacted with the oldest index it may ask for.
+func TestEventsCompacted(t *testing.T) {
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+		cfg.EventHistory = 3
+	}})
+	n := c.leader()
+	for i := 0; i < 6; i++ {
+		write(t, "", "PUT", n.url+fmt.Sprintf("/v1/leases/k%d", i), `{"holder":"h","ttl":"30s"}`).wantGranted(t)
+	}
+	r := do(t, "GET", n.url+"/v1/events?index=1", "")
+	r.wantStatus(t, "old index", http.StatusGone)
+	var body client.CompactedBody
+	sameJSON(t, "410 compacted", r.body, &body) // the answer is the client's type, field for field
+	if body.Error != client.CodeCompacted || body.OldestIndex <= 1 || r.header.Get(client.HeaderOldestIndex) != strconv.FormatUint(body.OldestIndex, 10) {
+		t.Fatalf("410 answer %s, headers %v; want code compacted with the oldest index in body and header", r.body, r.header)
+	}
+	r = do(t, "GET", n.url+"/v1/events?index="+strconv.FormatUint(body.OldestIndex, 10), "")
+	r.wantStatus(t, "oldest index", 200)
+	if got := r.events(t); len(got.Events) != 3 {
+		t.Errorf("from the oldest index: %s, want the 3 events kept", eventTypes(got.Events))
+	}
+}
+
+// TestEventsACL: with ACLs on, a token sees the events of the keys it may
+// read only; operator commands name the accessor of the token that made
+// them, or anonymous.
+func TestEventsACL(t *testing.T) {
+	e := startACL(t, 3)
+	leader, follower := e.follower()
+	e.policy(t, "jobs-read", rule("jobs/", client.RightRead))
+	e.policy(t, "ops", rule("", client.RightRevoke, client.RightGroups, client.RightWrite))
+	reader := e.token(t, client.ACLTokenSpec{Policies: []string{"jobs-read"}})
+	op := e.token(t, client.ACLTokenSpec{Policies: []string{"ops"}})
+	r := doAs(t, e.boot, "GET", leader.url+"/v1/events", "")
+	r.wantStatus(t, "events", 200)
+	start := strconv.FormatUint(r.events(t).Index, 10)
+
+	write(t, op.SecretID, "PUT", follower.url+"/v1/leases/jobs/a", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
+	write(t, op.SecretID, "PUT", follower.url+"/v1/leases/secret/b", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
+	write(t, op.SecretID, "POST", follower.url+"/v1/revoke/jobs/a", "").wantStatus(t, "revoke", 204)
+	write(t, op.SecretID, "PUT", leader.url+"/v1/groups/jobs-g", `{"keys":["jobs/x"]}`).wantStatus(t, "group", 200)
+	write(t, op.SecretID, "POST", leader.url+"/v1/workers/w1/drain?force=true", "").wantStatus(t, "drain", 200)
+
+	r = doAs(t, e.boot, "GET", leader.url+"/v1/events?index="+start, "")
+	all := r.events(t)
+	if got, want := eventTypes(all.Events), "acquired jobs/a, acquired secret/b, revoked jobs/a, group_changed jobs-g, drained w1"; got != want {
+		t.Fatalf("management token sees %s\nwant %s", got, want)
+	}
+	for _, ev := range all.Events {
+		want := op.AccessorID
+		if ev.Type == "acquired" {
+			want = "" // a holder's own acquire names the holder, not an operator
+		}
+		if ev.By != want {
+			t.Errorf("%s %s: by %q, want %q", ev.Type, ev.Key, ev.By, want)
+		}
+	}
+	// The reader sees jobs/ only; events of other keys, groups it cannot
+	// read and workers are left out. It must name a prefix it may read.
+	doAs(t, reader.SecretID, "GET", leader.url+"/v1/events?index="+start, "").wantDenied(t, "events without a prefix", client.CodePermissionDenied)
+	r = doAs(t, reader.SecretID, "GET", follower.url+"/v1/events?prefix=jobs/&index="+start, "")
+	r.wantStatus(t, "reader's events", 200)
+	if got := eventTypes(r.events(t).Events); got != "acquired jobs/a, revoked jobs/a" {
+		t.Errorf("reader sees %s, want the jobs/a events only", got)
+	}
+	// A blocking reader is not woken by what it may not see.
+	last := strconv.FormatUint(all.Index, 10)
+	write(t, op.SecretID, "PUT", leader.url+"/v1/leases/secret/c", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
+	r = doAs(t, reader.SecretID, "GET", leader.url+"/v1/events?prefix=jobs/&wait=200ms&index="+last, "")
+	if got := r.events(t); len(got.Events) != 0 || got.Index <= all.Index {
+		t.Errorf("reader after a hidden change: %s, index %d; want nothing and an index past %d", eventTypes(got.Events), got.Index, all.Index)
+	}
+}
+
+// write makes a write request as secret ("" for none), retrying while the
+// cluster answers 503 (no leader, or a leader lost while the request was
+// in flight: acquire, release, revoke and the operator writes here are
+// idempotent, so a retry makes no second event).
+func write(t *testing.T, secret, method, url, body string) reply {
+	t.Helper()
+	var r reply
+	harness.WaitUntil(t, 20*time.Second, method+" "+url+" without a 503", func() bool {
+		r = doAs(t, secret, method, url, body)
+		return r.status != http.StatusServiceUnavailable
+	})
+	return r
+}
+
+// wantGranted fails unless r granted a lease: 201, or 200 when a retry
+// found the lease its first attempt had granted.
+func (r reply) wantGranted(t *testing.T) {
+	t.Helper()
+	if r.status != http.StatusCreated && r.status != http.StatusOK {
+		t.Fatalf("acquire: status %d, want 201 (or 200 after a retry): %s", r.status, r.body)
+	}
+}
