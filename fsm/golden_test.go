@@ -119,6 +119,40 @@ func goldenLogV3() []entry {
 	})...)
 }
 
+// goldenLogV4 is the log behind snapshot-v4.golden: goldenLogV3, then
+// operator ends at indexes 46 to 52 that leave a lease ending because it
+// was revoked, one ending because its holder was prohibited, and one freed
+// by a forced revoke; a revoke by a holder with no lease changes nothing.
+func goldenLogV4() []entry {
+	return append(goldenLogV3(), encodeLog([]termCommand{
+		{3, Acquire{Key: "scenes/7", Holder: "tracker-7", TTL: ttl, Time: wall + 10}}, // 46: token 7
+		{3, End{Key: "scenes/7"}}, // 47
+		{3, Acquire{Key: "scenes/8", Holder: "w-x", TTL: ttl, Time: wall + 11}},               // 48: token 8
+		{3, SetKeyControl{Key: "scenes/8", Control: KeyControl{Prohibited: []string{"w-x"}}}}, // 49
+		{3, End{Holder: "nobody"}}, // 50
+		{3, Acquire{Key: "scenes/9", Holder: "w-y", TTL: ttl, Time: wall + 12}}, // 51: token 9
+		{3, End{Key: "scenes/9", Force: true}},                                  // 52
+	})...)
+}
+
+// goldenLeasesV4 are the leases that goldenLogV4 leaves.
+func goldenLeasesV4() []*Lease {
+	return append(goldenLeases(),
+		&Lease{Key: "scenes/7", Holder: "tracker-7", Token: 7, TTL: ttl, Held: true, Ending: ReasonRevoked,
+			AcquiredAt: wall + 10, CreateIndex: 46, ModifyIndex: 47},
+		&Lease{Key: "scenes/8", Holder: "w-x", Token: 8, TTL: ttl, Held: true, Ending: ReasonProhibited,
+			AcquiredAt: wall + 11, CreateIndex: 48, ModifyIndex: 49},
+		&Lease{Key: "scenes/9", Holder: "w-y", Token: 9, TTL: ttl, Reason: ReasonRevoked,
+			AcquiredAt: wall + 12, CreateIndex: 51, ModifyIndex: 52},
+	)
+}
+
+func goldenControlsV4() map[string]KeyControl {
+	c := goldenControls()
+	c["scenes/8"] = KeyControl{Prohibited: []string{"w-x"}}
+	return c
+}
+
 // goldenACL is the ACL state that goldenLogV3 leaves.
 func goldenACL() aclState {
 	a := newACLState()
@@ -242,8 +276,6 @@ var goldenSnapshots = []struct {
 	{
 		file:    "snapshot-v3.golden",
 		version: 3,
-		current: true,
-		log:     goldenLogV3,
 		want: decodedSnapshot{
 			Index: 45,
 			Term:  3,
@@ -255,6 +287,27 @@ var goldenSnapshots = []struct {
 				groupIndex:      45,
 				groups:          goldenGroups(),
 				controls:        goldenControls(),
+				drained:         []string{"w-b", "w-d"},
+				acl:             goldenACL(),
+			},
+		},
+	},
+	{
+		file:    "snapshot-v4.golden",
+		version: 4,
+		current: true,
+		log:     goldenLogV4,
+		want: decodedSnapshot{
+			Index: 52,
+			Term:  3,
+			State: state{
+				lastToken:       9,
+				establishedTerm: 3,
+				leaseIndex:      52,
+				leases:          goldenLeasesV4(),
+				groupIndex:      49,
+				groups:          goldenGroups(),
+				controls:        goldenControlsV4(),
 				drained:         []string{"w-b", "w-d"},
 				acl:             goldenACL(),
 			},
@@ -298,6 +351,11 @@ var goldenCommandsV1 = []namedCommand{
 		{Prefix: "scenes/", Rights: RightRead | RightWrite}, {Prefix: "", Rights: RightRead | RightOperator | RightACL}}}}},
 	{"acl-policy-delete", ACLPolicyDelete{Name: "scenes"}},
 	{"worker-register", WorkerRegister{Worker: "w-a", Groups: []string{"elections", "partitions"}, Accessor: goldenTrackerToken.AccessorID}},
+	// Operator ends, added after the lines above were written.
+	{"end", End{Key: "scene-01"}},
+	{"end-holder-force", End{Holder: "tracker-0-4242-1a2b3c4d", Force: true}},
+	{"end-key-of-holder", End{Key: "scene-01", Holder: "tracker-0"}},
+	{"key-control-force", SetKeyControl{Key: "partitions/2", Control: KeyControl{Disabled: true, Prohibited: []string{"w-b"}}, Force: true}},
 }
 
 var goldenCommands = []struct {

@@ -39,10 +39,13 @@ const (
 	// Refused: an ACLBootstrap after the first one, or a token whose
 	// secret hash another token already has.
 	Refused
+	// Ending: an End (not forced) left the lease held but ending; it also
+	// answers an End of a lease that was already ending.
+	Ending
 )
 
 func (c Code) String() string {
-	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited", "refused"}
+	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited", "refused", "ending"}
 	if int(c) < len(names) {
 		return names[c]
 	}
@@ -51,9 +54,13 @@ func (c Code) String() string {
 
 // Result is what applying one command did. Lease is the key's record after
 // the command (nil for commands without a key, or a key never seen).
+// Ended lists, in key order, the leases that an End or a key control
+// ended by this command: their records after it, held and ending, or
+// freed when forced.
 type Result struct {
 	Code  Code
 	Lease *Lease
+	Ended []*Lease
 }
 
 // Machine is the lease state machine. It implements raft.FSM.
@@ -148,6 +155,9 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		if cur == nil || !cur.Held || cur.Token != c.Token || c.Term < m.establishedTerm {
 			return Result{Code: NotHeld, Lease: cur}
 		}
+		if cur.Ending != ReasonNone {
+			return m.free(index, cur, cur.Ending)
+		}
 		return m.free(index, cur, ReasonExpired)
 	case Revoke:
 		cur := m.leases[c.Key]
@@ -158,6 +168,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 			return Result{Code: NotHeld, Lease: cur}
 		}
 		return m.free(index, cur, ReasonRevoked)
+	case End:
+		return m.end(index, c)
 	case LeaderEstablished:
 		if c.Term > m.establishedTerm {
 			m.establishedTerm = c.Term
@@ -185,7 +197,8 @@ func (m *Machine) acquire(index uint64, c Acquire) Result {
 		}
 	}
 	if cur != nil && cur.Held {
-		if cur.Holder != c.Holder {
+		if cur.Holder != c.Holder || cur.Ending != ReasonNone {
+			// An ending lease is never kept, not even by its holder.
 			return Result{Code: Held, Lease: cur}
 		}
 		next := *cur
@@ -220,6 +233,7 @@ func (m *Machine) free(index uint64, cur *Lease, why Reason) Result {
 	next := *cur
 	next.Held = false
 	next.Reason = why
+	next.Ending = ReasonNone
 	next.ModifyIndex = index
 	m.store(&next)
 	return Result{Code: Freed, Lease: &next}

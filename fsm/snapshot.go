@@ -11,8 +11,8 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Snapshot format, version 3 (version 1 lacks the placement part, version 2
-// the ACL part):
+// Snapshot format, version 4 (version 1 lacks the placement part, version 2
+// the ACL part, version 3 the ending leases):
 //
 //	magic   [4]byte  "TNRS"
 //	version uint16   big endian
@@ -26,14 +26,16 @@ import (
 //	        v3: ACL bootstrapped, ACL index, policy count, each policy
 //	        (sorted by name), token count, each token (sorted by accessor
 //	        id; secret hashes only), worker registration count, each
-//	        registration (sorted by worker)
+//	        registration (sorted by worker);
+//	        v4: ending lease count, each ending lease (sorted by key) as
+//	        key and ending reason (encodeEnding)
 //	crc     uint32   big endian: CRC-32C of everything before it
 //
 // Every version ever written stays readable; testdata holds a golden file
 // of each.
 const (
 	snapshotMagic   = "TNRS"
-	snapshotVersion = 3
+	snapshotVersion = 4
 	headerLen       = 4 + 2 + 8 + 8
 	// maxSnapshot bounds what readSnapshot will buffer.
 	maxSnapshot = 1 << 31
@@ -92,6 +94,7 @@ func encodeSnapshot(st state, index, term uint64) []byte {
 	}
 	encodePlacement(e, st)
 	encodeACL(e, st.acl)
+	encodeEnding(e, st.leases)
 	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
 }
 
@@ -154,6 +157,9 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 	st.acl = newACLState()
 	if version >= 3 && d.err == nil {
 		st.acl = decodeACL(d)
+	}
+	if version >= 4 && d.err == nil {
+		decodeEnding(d, &st)
 	}
 	if err := d.finish(); err != nil {
 		return state{}, 0, 0, fmt.Errorf("%w: %w", ErrBadSnapshot, err)

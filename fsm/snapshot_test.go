@@ -407,7 +407,7 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "header only", data: good[:headerLen], msg: "shorter than a header"},
 		{name: "bad magic", data: withCRC(patch(0, 'T', 'N', 'R', 'X')), msg: "magic"},
 		{name: "a command instead of a snapshot", data: Encode(acquire("a", "w1")), msg: "shorter than a header"},
-		{name: "version 4", data: withCRC(patch(4, 0, 4)), msg: "format version 4"},
+		{name: "version 5", data: withCRC(patch(4, 0, 5)), msg: "format version 5"},
 		{name: "version 0xffff", data: withCRC(patch(4, 0xff, 0xff)), msg: "format version 65535"},
 		{name: "a version 2 body under a version 1 header", data: withCRC(patch(4, 0, 1)), msg: "trailing"},
 		{name: "a version 1 body under a version 2 header", data: withCRC(func() []byte { c := bytes.Clone(single); c[5] = 2; return c }()), msg: "unexpected end"},
@@ -425,7 +425,7 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "duplicate key", data: rawSnapshot(2, &Lease{Key: "a", Token: 1}, &Lease{Key: "a", Token: 2}), msg: "out of order"},
 		{name: "token above the counter", data: rawSnapshot(1, &Lease{Key: "a", Token: 2}), msg: "above the counter"},
 		{name: "held flag 2", data: patchSingle(heldAt, 2), msg: "held flag"},
-		{name: "unknown reason", data: patchSingle(heldAt+1, 4), msg: "reason"},
+		{name: "unknown reason", data: patchSingle(heldAt+1, 6), msg: "reason"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
