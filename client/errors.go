@@ -212,6 +212,8 @@ const (
 	ReasonExpired    = "expired"
 	ReasonReleased   = "released"
 	ReasonRevoked    = "revoked"
+	ReasonDisabled   = "disabled"   // an operator disabled the key while it was held
+	ReasonProhibited = "prohibited" // an operator prohibited the holder on the key
 	ReasonSuperseded = "superseded" // held under a newer token or by another holder
 	ReasonUnknown    = "unknown"    // never held
 )

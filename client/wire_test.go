@@ -15,7 +15,7 @@ var wireTypes = []any{
 	NodeStatus{}, SnapshotInfo{}, GroupSpec{}, GroupSummary{}, Group{}, GroupList{}, GroupKeysBody{},
 	MaxPerWorkerBody{}, Assignment{}, KeyControl{}, DrainBody{}, KeyringBody{}, KeyringMessage{}, Keyring{},
 	ACLToken{}, ACLTokenSpec{}, ACLTokenList{}, ACLRule{}, ACLPolicy{}, ACLPolicySpec{}, ACLPolicyList{}, WorkerRegistration{},
-	PromoteResult{},
+	PromoteResult{}, RevokeResult{}, revokedLeaseJSON{},
 }
 
 // jsonNames collects the JSON field names of t and of the structs it holds.

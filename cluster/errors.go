@@ -75,6 +75,8 @@ const (
 	ReasonExpired    = "expired"
 	ReasonReleased   = "released"
 	ReasonRevoked    = "revoked"
+	ReasonDisabled   = "disabled"
+	ReasonProhibited = "prohibited"
 	ReasonSuperseded = "superseded"
 	ReasonUnknown    = "unknown"
 )

@@ -110,20 +110,21 @@ func (n *Node) GroupKeys(ctx context.Context, name string, add, remove []string)
 }
 
 // SetKeyControl replaces an operator's controls of key: disabled (nobody
-// may acquire it; its holder keeps the lease until it hands it back, which
-// a worker does when the balancer stops targeting it) and prohibited
-// holders.
-func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl) error {
+// may acquire it) and prohibited holders. When the new controls refuse the
+// key's current holder, its lease ends as Revoke ends it (reason disabled
+// or prohibited): safely by default, at once with force. It answers the
+// lease it ended, if any.
+func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) ([]EndedLease, error) {
 	if err := fsm.ValidateKey(key); err != nil {
-		return &InvalidError{Field: "key", Err: err}
+		return nil, &InvalidError{Field: "key", Err: err}
 	}
 	for _, h := range ctl.Prohibited {
 		if err := validateHolder(h); err != nil {
-			return invalid("prohibited", "holder %q: must be 1 to %d bytes", h, MaxHolderLen)
+			return nil, invalid("prohibited", "holder %q: must be 1 to %d bytes", h, MaxHolderLen)
 		}
 	}
-	_, err := n.write(ctx, fsm.SetKeyControl{Key: key, Control: ctl})
-	return err
+	r, err := n.end(ctx, fsm.SetKeyControl{Key: key, Control: ctl, Force: force})
+	return r.ended, err
 }
 
 // DrainWorker marks a worker as drained (or not): the balancer moves its

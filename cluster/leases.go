@@ -146,20 +146,50 @@ func (n *Node) Release(ctx context.Context, key, holder string, token uint64) er
 	return err
 }
 
-// Revoke frees key whoever holds it. ErrNotFound if it was never seen.
-func (n *Node) Revoke(ctx context.Context, key string) error {
+// Revoke ends the lease of key whoever holds it, and answers the lease it
+// ended (none when the key is free). ErrNotFound if the key was never seen.
+//
+// Without force the lease ends safely: its holder's renewals are refused
+// from the moment the command applies, and the key frees (and goes to the
+// first waiter) when the holder's current deadline on the leader passes,
+// the earliest moment the holder is sure to have stopped; EndedLease.FreesIn
+// says when. This survives a failover: the new leader refuses the
+// renewals too, and frees the key a full TTL after it took over. With
+// force the key frees at once, and exclusion rests on fencing alone.
+func (n *Node) Revoke(ctx context.Context, key string, force bool) ([]EndedLease, error) {
 	if err := fsm.ValidateKey(key); err != nil {
-		return &InvalidError{Field: "key", Err: err}
+		return nil, &InvalidError{Field: "key", Err: err}
 	}
+	r, err := n.end(ctx, fsm.End{Key: key, Force: force})
+	if err == nil && r.res.Code == fsm.NotFound {
+		return nil, fmt.Errorf("key %q: %w", key, ErrNotFound)
+	}
+	return r.ended, err
+}
+
+// RevokeHolder ends every lease that holder holds, as Revoke does for one
+// key, and answers them in key order.
+func (n *Node) RevokeHolder(ctx context.Context, holder string, force bool) ([]EndedLease, error) {
+	if err := validateHolder(holder); err != nil {
+		return nil, err
+	}
+	r, err := n.end(ctx, fsm.End{Holder: holder, Force: force})
+	return r.ended, err
+}
+
+func (n *Node) end(ctx context.Context, cmd fsm.Command) (opResult, error) {
 	p, err := n.proposer()
 	if err != nil {
-		return err
+		return opResult{}, err
 	}
-	r, err := p.submit(ctx, &op{cmd: fsm.Revoke{Key: key}})
-	if err == nil && r.Code == fsm.NotFound {
-		return fmt.Errorf("key %q: %w", key, ErrNotFound)
+	r := p.submitOp(ctx, &op{cmd: cmd})
+	if r.err != nil {
+		return opResult{}, r.err
 	}
-	return err
+	if r.ended == nil {
+		r.ended = []EndedLease{}
+	}
+	return r, nil
 }
 
 // LeaseRef names one lease to renew.
@@ -272,6 +302,8 @@ func (n *Node) heldBy(key, holder string, token uint64) (*fsm.Lease, error) {
 		return nil, &LostError{Key: key, Reason: ReasonUnknown}
 	case !cur.Held:
 		return nil, &LostError{Key: key, Reason: cur.Reason.String()}
+	case cur.Ending != fsm.ReasonNone:
+		return nil, &LostError{Key: key, Reason: cur.Ending.String()}
 	}
 	return cur, nil
 }
@@ -279,9 +311,12 @@ func (n *Node) heldBy(key, holder string, token uint64) (*fsm.Lease, error) {
 // renewTracked restarts the deadline of cur, a lease held in the FSM, on
 // this node's lessor: ErrNotLeader if the lessor is not the primary.
 func (n *Node) renewTracked(cur *fsm.Lease) RenewResult {
-	switch n.lessor.Renew(cur.Key, cur.Token) {
+	outcome, reason := n.lessor.Renew(cur.Key, cur.Token)
+	switch outcome {
 	case renewed:
 		return RenewResult{Lease: LeaseView{Lease: cur}}
+	case renewEnding:
+		return RenewResult{Err: &LostError{Key: cur.Key, Reason: reason}}
 	case renewExpired:
 		return RenewResult{Err: &LostError{Key: cur.Key, Reason: ReasonExpired}}
 	case renewNotPrimary:

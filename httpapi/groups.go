@@ -161,13 +161,22 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
+	force, err := parseForce(r)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	ctl := fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}
-	if err := s.node.SetKeyControl(ctx, pathKey(r), ctl); err != nil {
+	ended, err := s.node.SetKeyControl(ctx, pathKey(r), ctl, force)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, controlOut(pathKey(r), ctl))
+	out := controlOut(pathKey(r), ctl)
+	if len(ended) > 0 {
+		out.Ended = revokedOut(ended)
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -27,9 +27,11 @@ const keysUsage = `Usage: tenure keys <subcommand> [args]
 
 Subcommands:
     show KEY                 the operator's controls of a key
-    disable KEY              nobody may acquire it; its worker hands it back
+    disable KEY [-force]     nobody may acquire it; its holder's renewals are
+                             refused and the key frees at the holder's deadline
     enable KEY
-    prohibit KEY HOLDER      HOLDER may not acquire it
+    prohibit KEY HOLDER [-force]
+                             HOLDER may not acquire it (nor renew it)
     allow KEY HOLDER
 `
 
@@ -254,8 +256,12 @@ func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 	if verb == "prohibit" || verb == "allow" {
 		n, usage = 2, usage+" HOLDER"
 	}
+	var opts client.RevokeOptions
 	fs := e.newFlagSet("keys "+verb, usage)
 	cf.register(fs)
+	if verb == "disable" || verb == "prohibit" {
+		fs.BoolVar(&opts.Force, "force", false, "free the holder's lease at once, for a holder known to be dead: exclusion then rests on fencing alone")
+	}
 	c, pos, code, ok := e.connect(fs, &cf, args, n, n)
 	if !ok {
 		return code
@@ -281,14 +287,21 @@ func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 		ctl.Prohibited = kept
 	}
 	if verb != "show" {
-		if err := c.Groups().SetControl(ctx, pos[0], *ctl); err != nil {
+		set, err := c.Groups().SetControlWith(ctx, pos[0], *ctl, opts)
+		if err != nil {
 			return e.fail(err)
 		}
+		ctl.Ended = set.Ended
 	}
 	if cf.json {
-		return e.printJSON(map[string]any{"key": pos[0], "disabled": ctl.Disabled, "prohibited": ctl.Prohibited})
+		out := map[string]any{"key": pos[0], "disabled": ctl.Disabled, "prohibited": ctl.Prohibited}
+		if len(ctl.Ended) > 0 {
+			out["ended"] = ctl.Ended
+		}
+		return e.printJSON(out)
 	}
 	fmt.Fprintf(e.stdout, "Key %s: disabled=%v prohibited=%v\n", pos[0], ctl.Disabled, ctl.Prohibited)
+	e.printEnded("Ended", ctl.Ended)
 	return exitOK
 }
 
