@@ -21,8 +21,9 @@ var (
 
 	// ErrLeaseLost: the lease named by a renewal is no longer held under that
 	// holder and token (code "lease_lost"). The APIError's Reason says why
-	// (ReasonExpired, ReasonReleased, ReasonRevoked, ReasonSuperseded,
-	// ReasonUnknown). The caller must stop acting as the holder at once.
+	// (ReasonExpired, ReasonReleased, ReasonRevoked, ReasonDisabled,
+	// ReasonProhibited, ReasonSuperseded, ReasonUnknown). The caller must
+	// stop acting as the holder at once.
 	ErrLeaseLost = errors.New("lease lost")
 
 	// ErrNotFound: the key was never seen, or the server id is unknown

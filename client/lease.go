@@ -134,7 +134,8 @@ type Hooks struct {
 //
 // The lease is lost, and its context cancelled, at the first of:
 //   - a refusal of a renewal (404 lease_lost: the lease expired on the
-//     leader, was revoked, or superseded). Err matches ErrLeaseLost and
+//     leader, was superseded, or an operator revoked it, disabled its key
+//     or prohibited its holder). Err matches ErrLeaseLost and
 //     errors.As gives the *APIError with its Reason.
 //   - its local deadline, SentAt of the last successful acquire or
 //     renewal + TTL − margin, passing without a successful renewal, even

@@ -40,8 +40,9 @@ type LeaseInfo struct {
 	AcquiredAt time.Time
 	RenewedAt  time.Time
 	Metadata   map[string]string
-	// Reason says why a free key is free: ReasonReleased, ReasonExpired or
-	// ReasonRevoked.
+	// Reason says why a free key is free: ReasonReleased, ReasonExpired,
+	// or, when an operator ended the lease, ReasonRevoked, ReasonDisabled
+	// or ReasonProhibited.
 	Reason string
 	// ModifyIndex is the Raft index that last changed the key.
 	ModifyIndex uint64

@@ -107,6 +107,17 @@ func TestLeaseLostAtOnceOnLeaseLost(t *testing.T) {
 		{"expired on the leader", func(f *fakeTenure, key string) {
 			f.set(func(f *fakeTenure) { f.leases[key].lostWith = ReasonExpired })
 		}, ReasonExpired},
+		// An operator's safe revoke, disable or prohibit: the lease is
+		// still held on the cluster, but its renewals are refused.
+		{"ending: revoked", func(f *fakeTenure, key string) {
+			f.set(func(f *fakeTenure) { f.leases[key].lostWith = ReasonRevoked })
+		}, ReasonRevoked},
+		{"ending: disabled", func(f *fakeTenure, key string) {
+			f.set(func(f *fakeTenure) { f.leases[key].lostWith = ReasonDisabled })
+		}, ReasonDisabled},
+		{"ending: prohibited", func(f *fakeTenure, key string) {
+			f.set(func(f *fakeTenure) { f.leases[key].lostWith = ReasonProhibited })
+		}, ReasonProhibited},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
