@@ -264,7 +264,10 @@ func (l *Lease) Err() error {
 // entry. It is idempotent: once a release succeeded, later calls return
 // nil at once. A lease that was lost is still released on the cluster
 // (when it expired locally the cluster may hold it for a moment longer),
-// unless the cluster refused it already. An error means the release
+// unless the cluster refused it already; a lease whose renewal was refused
+// because an operator revoked it, disabled its key or prohibited its
+// holder is released too (the cluster holds it until its deadline, and the
+// release frees it as soon as the holder says it stopped). An error means the release
 // request failed; the lease is not renewed any more and expires after its
 // TTL; call Release again to retry.
 //

@@ -128,6 +128,11 @@ func TestRevoke(t *testing.T) {
 	}
 	r = do(t, http.MethodPut, tn.url+"/v1/leases/revoked", `{"holder":"h2","ttl":"10s"}`)
 	r.wantStatus(t, "acquire of a revoked key before its deadline", http.StatusConflict)
+	r = do(t, http.MethodGet, tn.url+"/v1/leases/revoked", "")
+	r.wantStatus(t, "read of a revoked lease", http.StatusOK)
+	if got := r.lease(t); !got.Held() || got.Ending != client.ReasonRevoked {
+		t.Errorf("revoked lease reads as %s, ending %q; want held, ending revoked", got.State, got.Ending)
+	}
 
 	// Forced: freed at once, and the next acquirer gets it.
 	r = do(t, http.MethodPost, tn.url+"/v1/revoke/revoked?force=true", "")

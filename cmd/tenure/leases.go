@@ -279,6 +279,9 @@ func (e *env) printLease(asJSON bool, title string, l *client.LeaseInfo) int {
 	if l.Reason != "" {
 		field("Reason", l.Reason)
 	}
+	if l.Ending != "" {
+		field("Ending", l.Ending+" (renewals refused; frees when it expires)")
+	}
 	field("Acquired at", timeOrDash(l.AcquiredAt))
 	field("Renewed at", timeOrDash(l.RenewedAt))
 	if len(l.Metadata) > 0 {
