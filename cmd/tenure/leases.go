@@ -205,17 +205,20 @@ func (e *env) leasesRevoke(ctx context.Context, args []string) int {
 	cf.register(fs)
 	fs.StringVar(&holder, "holder", "", "end every lease of this holder instead of one key")
 	fs.BoolVar(&opts.Force, "force", false, "free at once, for a holder known to be dead: exclusion then rests on fencing alone")
-	n := 1
-	if hasFlag(args, "holder") {
+	n, byHolder := 1, hasFlag(args, "holder")
+	if byHolder {
 		n = 0
 	}
 	c, pos, code, ok := e.connect(fs, &cf, args, n, n)
 	if !ok {
 		return code
 	}
+	if byHolder && holder == "" {
+		return e.usageError(fs, "-holder: must not be empty")
+	}
 	var ended []client.RevokedLease
 	var err error
-	if holder != "" {
+	if byHolder {
 		ended, _, err = c.Leases().RevokeHolder(ctx, holder, opts)
 	} else {
 		ended, _, err = c.Leases().RevokeKey(ctx, pos[0], opts)

@@ -272,3 +272,13 @@ func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
 }
+
+// leases revoke -holder with an empty holder is a usage error, not a
+// revoke of nothing (or a crash).
+func TestLeasesRevokeEmptyHolder(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) })
+	got := runCLI(t, "leases", "revoke", "-holder=", "-http-addr", srv.URL)
+	if got.code != exitUsage || !strings.Contains(got.stderr, "-holder") {
+		t.Errorf("exit code %d, stderr %q; want a usage error naming -holder", got.code, got.stderr)
+	}
+}
