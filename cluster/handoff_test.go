@@ -41,7 +41,9 @@ func TestProposerHandoffSkipsRefusedWaiter(t *testing.T) {
 			if tt.sameBatch {
 				g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}})
 				<-g.entered
-				p, r := g.submit(ctx, prohibit), g.submit(ctx, release)
+				p := g.submit(ctx, prohibit)
+				g.queuedIn(t, 1) // the prohibition first, then the release
+				r := g.submit(ctx, release)
 				g.queuedIn(t, 2)
 				close(g.gate)
 				for _, ch := range []<-chan submitted{p, r} {
@@ -68,5 +70,38 @@ func TestProposerHandoffSkipsRefusedWaiter(t *testing.T) {
 				t.Fatal("C still waits on a free key while its wait has most of a minute left")
 			}
 		})
+	}
+}
+
+// When a key is disabled while blocking acquirers wait for it, none of
+// them is left waiting on a key nobody may have: once the holder lets it
+// go, every waiter is told at once that the key is disabled.
+func TestProposerHandoffDisabledKeyAnswersEveryWaiter(t *testing.T) {
+	g := newGatedProposer(t, 0)
+	ctx := harness.Context(t, 10*time.Second)
+	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}}); r.err != nil || r.res.Code != fsm.Granted {
+		t.Fatalf("A: %v %v", r.res.Code, r.err)
+	}
+	wait := time.Now().Add(60 * time.Second)
+	var waiters []<-chan submitted
+	for i, h := range []string{"B", "C"} {
+		waiters = append(waiters, g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: h, TTL: time.Minute}, waitEnd: wait}))
+		harness.WaitUntil(t, 5*time.Second, h+" to queue", func() bool { return g.p.waiting.Load() == int64(i+1) })
+	}
+	if r := <-g.submit(ctx, &op{cmd: fsm.SetKeyControl{Key: "k", Control: fsm.KeyControl{Disabled: true}}}); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r := <-g.submit(ctx, &op{cmd: fsm.Release{Key: "k", Holder: "A", Token: 1}}); r.err != nil || r.res.Code != fsm.Freed {
+		t.Fatalf("release of the ending lease: %v %v, want freed", r.res.Code, r.err)
+	}
+	for i, ch := range waiters {
+		select {
+		case r := <-ch:
+			if r.err != nil || r.res.Code != fsm.Disabled {
+				t.Errorf("waiter %d: %v %v, want disabled", i, r.res.Code, r.err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("waiter %d still waits on a disabled key with most of a minute left", i)
+		}
 	}
 }
