@@ -21,9 +21,9 @@ var (
 
 	// ErrLeaseLost: the lease named by a renewal is no longer held under that
 	// holder and token (code "lease_lost"). The APIError's Reason says why
-	// (ReasonExpired, ReasonReleased, ReasonRevoked, ReasonSuperseded,
-	// ReasonNotHolder, ReasonUnknown). The caller must stop acting as the
-	// holder at once.
+	// (ReasonExpired, ReasonReleased, ReasonRevoked, ReasonDisabled,
+	// ReasonProhibited, ReasonSuperseded, ReasonNotHolder, ReasonUnknown).
+	// The caller must stop acting as the holder at once.
 	ErrLeaseLost = errors.New("lease lost")
 
 	// ErrNotFound: the key was never seen, or the server id is unknown
@@ -240,6 +240,8 @@ const (
 	ReasonExpired    = "expired"
 	ReasonReleased   = "released"
 	ReasonRevoked    = "revoked"
+	ReasonDisabled   = "disabled"   // an operator disabled the key while it was held
+	ReasonProhibited = "prohibited" // an operator prohibited the holder on the key
 	ReasonSuperseded = "superseded" // held under a newer token or by another holder
 	ReasonUnknown    = "unknown"    // the key has no record: never held, or forgotten
 	// ReasonNotHolder: the renewal's holder and token never were the key's

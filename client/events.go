@@ -31,13 +31,17 @@ const (
 	// EventStuck: a worker of a group was marked stuck (Reason "stuck") or
 	// let back ("unstuck").
 	EventStuck = "stuck"
+	// EventEnding: an operator revoked, disabled or prohibited a lease
+	// without force (Reason says which): the holder's renewals are refused
+	// and the key frees (EventRevoked) when its deadline passes.
+	EventEnding = "ending"
 )
 
 // EventTypes returns every event type, in the order the API documents
 // them.
 func EventTypes() []string {
 	return []string{EventAcquired, EventReleased, EventExpired, EventRevoked, EventHandedOff, EventGroupChanged,
-		EventAssigned, EventControlChanged, EventDrained, EventMetadataChanged, EventForgotten, EventStuck}
+		EventAssigned, EventControlChanged, EventDrained, EventMetadataChanged, EventForgotten, EventStuck, EventEnding}
 }
 
 // EventFilter selects events. The zero value selects every event.

@@ -97,6 +97,10 @@ type KeyControl struct {
 	Key        string   `json:"key,omitempty"`
 	Disabled   bool     `json:"disabled"`
 	Prohibited []string `json:"prohibited"`
+	// Ended, in the answer of a change only, is the lease the change
+	// ended: its holder is prohibited, or the key disabled (see
+	// RevokedLease).
+	Ended []RevokedLease `json:"ended,omitempty"`
 }
 
 func groupPath(name, suffix string) (string, error) {
@@ -255,20 +259,36 @@ func (g *GroupsAPI) Control(ctx context.Context, key string) (*KeyControl, error
 
 // SetControl replaces the controls of a key: Disabled stops anyone from
 // acquiring it; Prohibited lists holders that may not acquire it. A zero
-// KeyControl clears them. Disabling or prohibiting a key that the cluster
-// does not know (no lease, no group, no controls) fails with ErrNotFound
-// unless WithForce.
+// KeyControl clears them. When the new controls refuse the current
+// holder, its lease ends safely (see RevokedLease); SetControlWith says
+// when it frees. WithForce frees it at once, and also accepts a key that
+// the cluster does not know (no lease, no group, no controls), which
+// otherwise fails with ErrNotFound.
 func (g *GroupsAPI) SetControl(ctx context.Context, key string, ctl KeyControl, opts ...OperatorOption) error {
+	_, err := g.SetControlWith(ctx, key, ctl, opts...)
+	return err
+}
+
+// SetControlWith is SetControl that answers the controls set and the lease
+// they ended, if any.
+func (g *GroupsAPI) SetControlWith(ctx context.Context, key string, ctl KeyControl, opts ...OperatorOption) (*KeyControl, error) {
 	p, err := leasePath("/v1/controls/", key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if ctl.Prohibited == nil {
 		ctl.Prohibited = []string{}
 	}
-	ctl.Key = "" // the path names it
-	_, err = g.c.do(ctx, &request{method: http.MethodPut, path: p, body: ctl, query: operatorQuery(opts)})
-	return err
+	ctl.Key, ctl.Ended = "", nil // the path names it; Ended is an answer
+	resp, err := g.c.do(ctx, &request{method: http.MethodPut, path: p, query: operatorQuery(opts), body: ctl})
+	if err != nil {
+		return nil, err
+	}
+	var out KeyControl
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, fmt.Errorf("decode control: %w", err)
+	}
+	return &out, nil
 }
 
 // EditControl changes the controls of a key on top of what they are when

@@ -198,6 +198,20 @@ func (k *keeper) loseLocked(l *Lease, err error) leaseEvent {
 	return k.endLocked(l, leaseLost, err)
 }
 
+// endedByOperator reports whether a renewal was refused because an
+// operator revoked the lease, disabled its key or prohibited its holder.
+func endedByOperator(refusal error) bool {
+	var ae *APIError
+	if !errors.As(refusal, &ae) {
+		return false
+	}
+	switch ae.Reason {
+	case ReasonRevoked, ReasonDisabled, ReasonProhibited:
+		return true
+	}
+	return false
+}
+
 // lostError is the Err of a lease whose renewal (or acquisition) the
 // cluster refused with err.
 func lostError(key string, token uint64, err error) error {
@@ -393,7 +407,10 @@ func (k *keeper) applyLocked(o renewOutcome, now time.Time) []leaseEvent {
 		}
 		switch {
 		case refusal != nil:
-			l.freed = errors.Is(refusal, ErrLeaseLost) // nothing left to release
+			// Nothing left to release, unless an operator ended the lease:
+			// it stays held on the cluster until its deadline, and the
+			// holder's Release, once it has stopped, frees it at once.
+			l.freed = errors.Is(refusal, ErrLeaseLost) && !endedByOperator(refusal)
 			evs = append(evs, k.loseLocked(l, lostError(l.key, l.token, refusal)))
 		case err != nil:
 			l.failures++

@@ -134,10 +134,11 @@ type Hooks struct {
 //
 // The lease is lost, and its context cancelled, at the first of:
 //   - a refusal of a renewal (404 lease_lost: the lease expired on the
-//     leader, was revoked, or superseded; not_holder or unknown when the
-//     cluster has no trace of it, e.g. after a restore of an older
-//     snapshot). Err matches ErrLeaseLost and errors.As gives the
-//     *APIError with its Reason.
+//     leader, was superseded, or an operator revoked it, disabled its key
+//     or prohibited its holder; not_holder or unknown when the cluster has
+//     no trace of it, e.g. after a restore of an older snapshot). Err
+//     matches ErrLeaseLost and errors.As gives the *APIError with its
+//     Reason.
 //   - its local deadline, SentAt of the last successful acquire or
 //     renewal + TTL − margin, passing without a successful renewal, even
 //     while renewals are still being retried after transient failures
@@ -270,7 +271,10 @@ func (l *Lease) Err() error {
 // entry. It is idempotent: once a release succeeded, later calls return
 // nil at once. A lease that was lost is still released on the cluster
 // (when it expired locally the cluster may hold it for a moment longer),
-// unless the cluster refused it already. An error means the release
+// unless the cluster refused it already; a lease whose renewal was refused
+// because an operator revoked it, disabled its key or prohibited its
+// holder is released too (the cluster holds it until its deadline, and the
+// release frees it as soon as the holder says it stopped). An error means the release
 // request failed; the lease is not renewed any more and expires after its
 // TTL; call Release again to retry.
 //

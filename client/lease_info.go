@@ -40,9 +40,14 @@ type LeaseInfo struct {
 	AcquiredAt time.Time
 	RenewedAt  time.Time
 	Metadata   map[string]string
-	// Reason says why a free key is free: ReasonReleased, ReasonExpired or
-	// ReasonRevoked.
+	// Reason says why a free key is free: ReasonReleased, ReasonExpired,
+	// or, when an operator ended the lease, ReasonRevoked, ReasonDisabled
+	// or ReasonProhibited.
 	Reason string
+	// Ending, on a held lease, says that an operator ended it
+	// (ReasonRevoked, ReasonDisabled, ReasonProhibited): its renewals are
+	// refused and the key frees when ExpiresIn runs out. "" otherwise.
+	Ending string
 	// ModifyIndex is the Raft index that last changed the key.
 	ModifyIndex uint64
 }
@@ -63,6 +68,7 @@ type leaseJSON struct {
 	RenewedAt   string            `json:"renewed_at,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	Reason      string            `json:"reason,omitempty"`
+	Ending      string            `json:"ending,omitempty"`
 	ModifyIndex uint64            `json:"modify_index"`
 }
 
@@ -71,7 +77,7 @@ func (l LeaseInfo) MarshalJSON() ([]byte, error) {
 	w := leaseJSON{
 		Key: l.Key, Holder: l.Holder, Token: l.Token, TTL: l.TTL.String(), State: l.State,
 		AcquiredAt: formatTime(l.AcquiredAt), RenewedAt: formatTime(l.RenewedAt),
-		Metadata: l.Metadata, Reason: l.Reason, ModifyIndex: l.ModifyIndex,
+		Metadata: l.Metadata, Reason: l.Reason, Ending: l.Ending, ModifyIndex: l.ModifyIndex,
 	}
 	if l.HasExpiresIn {
 		w.ExpiresIn = l.ExpiresIn.String()
@@ -88,7 +94,7 @@ func (l *LeaseInfo) UnmarshalJSON(data []byte) error {
 	}
 	out := LeaseInfo{
 		Key: w.Key, Holder: w.Holder, Token: w.Token, State: w.State,
-		Metadata: w.Metadata, Reason: w.Reason, ModifyIndex: w.ModifyIndex,
+		Metadata: w.Metadata, Reason: w.Reason, Ending: w.Ending, ModifyIndex: w.ModifyIndex,
 	}
 	var err error
 	if out.TTL, err = parseDuration("ttl", w.TTL); err != nil {

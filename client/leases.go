@@ -238,21 +238,15 @@ func (a *LeasesAPI) List(ctx context.Context, opts *ListOptions, q *QueryOptions
 	return out.Leases, resp.meta, nil
 }
 
-// Revoke frees key whoever holds it (an operator action). It fails with
-// ErrNotFound when the key was never seen. Revoke names no token, so a
-// retry after an unknown outcome could free a lease granted after the first
-// attempt: it is retried only when the server surely did not act
-// (connection refused, 429, 503 no_leader).
+// Revoke ends the lease of key whoever holds it (an operator action), the
+// safe way: RevokeKey without Force. It fails with ErrNotFound when the
+// key was never seen. Revoke names no token, so a retry after an unknown
+// outcome could end a lease granted after the first attempt: it is retried
+// only when the server surely did not act (connection refused, 429, 503
+// no_leader).
 func (a *LeasesAPI) Revoke(ctx context.Context, key string) (*Meta, error) {
-	p, err := leasePath("/v1/revoke/", key)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: p, unsafeRetry: true})
-	if err != nil {
-		return nil, err
-	}
-	return resp.meta, nil
+	_, meta, err := a.RevokeKey(ctx, key)
+	return meta, err
 }
 
 // leasePath appends key to prefix. The slashes of a key stay slashes (they

@@ -309,6 +309,18 @@ func TestRevokeAndKeyPaths(t *testing.T) {
 	if r := srv.requests()[0]; r.Method != "POST" || r.Path != "/v1/revoke/elections/scheduler" {
 		t.Errorf("revoke request = %s %s", r.Method, r.Path)
 	}
+	if _, _, err := c.Leases().RevokeKey(ctx, "scene-01", WithForce()); err != nil {
+		t.Fatalf("RevokeKey: %v", err)
+	}
+	if r := srv.requests()[1]; r.Path != "/v1/revoke/scene-01" || r.Query.Encode() != "force=true" {
+		t.Errorf("forced revoke request = %s ?%s", r.Path, r.Query)
+	}
+	if _, _, err := c.Leases().RevokeHolder(ctx, "w-1"); err != nil {
+		t.Fatalf("RevokeHolder: %v", err)
+	}
+	if r := srv.requests()[2]; r.Path != "/v1/revoke" || r.Query.Encode() != "holder=w-1" {
+		t.Errorf("revoke by holder request = %s ?%s", r.Path, r.Query)
+	}
 
 	tests := []struct{ key, want string }{
 		{"scene-01", "/v1/leases/scene-01"},

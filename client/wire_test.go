@@ -18,6 +18,7 @@ var wireTypes = []any{
 	PromoteResult{}, DrainResult{}, WorkerList{},
 	KeyControlEdit{},
 	PromoteResult{}, EventList{}, CompactedBody{},
+	RevokeResult{}, revokedLeaseJSON{},
 }
 
 // jsonNames collects the JSON field names of t and of the structs it holds.

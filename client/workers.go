@@ -8,12 +8,17 @@ import (
 	"net/url"
 )
 
-// OperatorOption changes an operator's call (a drain, a key control).
+// OperatorOption changes an operator's call (a revoke, a drain, a key
+// control).
 type OperatorOption func(map[string]string)
 
-// WithForce makes the cluster accept a drain of a worker, or a control of
-// a key, that it does not know (an operator may drain a worker before it
-// starts); without it such a call fails with ErrNotFound.
+// WithForce: the operator takes responsibility for what the cluster would
+// otherwise refuse or do slowly. A revoke, disable or prohibit frees the
+// holder's lease at once instead of at the holder's deadline (only for a
+// holder known to be dead: exclusion then rests on fencing alone); and a
+// drain of a worker, or a control of a key, that the cluster does not know
+// is accepted (an operator may drain a worker before it starts) instead of
+// failing with ErrNotFound.
 func WithForce() OperatorOption { return func(q map[string]string) { q["force"] = "true" } }
 
 func operatorQuery(opts []OperatorOption) map[string]string {

@@ -134,7 +134,7 @@ func TestEditKeyControlConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func(h string) {
 			defer wg.Done()
-			if _, err := n.EditKeyControl(ctx, "k", cluster.ControlEdit{Prohibit: []string{h}, Force: true}); err != nil {
+			if _, _, err := n.EditKeyControl(ctx, "k", cluster.ControlEdit{Prohibit: []string{h}, Force: true}); err != nil {
 				t.Errorf("prohibit %s: %v", h, err)
 			}
 		}(h)
@@ -144,11 +144,11 @@ func TestEditKeyControlConcurrent(t *testing.T) {
 		t.Fatalf("prohibited = %v, want all of %v", got, holders)
 	}
 	off := true
-	ctl, err := n.EditKeyControl(ctx, "k", cluster.ControlEdit{Disabled: &off, Allow: []string{"w1"}})
+	ctl, _, err := n.EditKeyControl(ctx, "k", cluster.ControlEdit{Disabled: &off, Allow: []string{"w1"}})
 	if err != nil || !ctl.Disabled || len(ctl.Prohibited) != len(holders)-1 {
 		t.Fatalf("disable and allow w1 = %+v, %v", ctl, err)
 	}
-	if _, err := n.EditKeyControl(ctx, "k", cluster.ControlEdit{Prohibit: []string{""}}); !errors.Is(err, cluster.ErrInvalid) {
+	if _, _, err := n.EditKeyControl(ctx, "k", cluster.ControlEdit{Prohibit: []string{""}}); !errors.Is(err, cluster.ErrInvalid) {
 		t.Fatalf("prohibit of an empty holder = %v, want invalid", err)
 	}
 }

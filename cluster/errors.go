@@ -123,6 +123,8 @@ const (
 	ReasonExpired    = "expired"
 	ReasonReleased   = "released"
 	ReasonRevoked    = "revoked"
+	ReasonDisabled   = "disabled"
+	ReasonProhibited = "prohibited"
 	ReasonSuperseded = "superseded"
 	ReasonUnknown    = "unknown"
 	// ReasonNotHolder: the renewal's holder and token never were the

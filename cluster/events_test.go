@@ -28,13 +28,13 @@ func TestOperatorEventsNameTheActor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := leader.Revoke(ctx, "k/a"); err != nil {
+	if _, err := leader.Revoke(ctx, "k/a", false); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := leader.PutGroup(ctx, cluster.GroupSpec{Name: "g", Keys: []string{"k/a"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := leader.SetKeyControl(ctx, "k/b", fsm.KeyControl{Disabled: true}, true); err != nil {
+	if _, err := leader.SetKeyControl(ctx, "k/b", fsm.KeyControl{Disabled: true}, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := leader.DrainWorker(ctx, "w1", true, true); err != nil {
@@ -58,7 +58,7 @@ func TestOperatorEventsNameTheActor(t *testing.T) {
 		gotBy = append(gotBy, got{e.Type, e.By})
 	}
 	want := []got{
-		{fsm.EventAcquired, ""}, {fsm.EventRevoked, "op-accessor"}, {fsm.EventGroupChanged, "op-accessor"},
+		{fsm.EventAcquired, ""}, {fsm.EventEnding, "op-accessor"}, {fsm.EventGroupChanged, "op-accessor"},
 		{fsm.EventControlChanged, "op-accessor"}, {fsm.EventDrained, "op-accessor"}, {fsm.EventDrained, ""},
 	}
 	if !reflect.DeepEqual(gotBy, want) {

@@ -146,23 +146,24 @@ func (n *Node) GroupKeys(ctx context.Context, name string, add, remove []string)
 }
 
 // SetKeyControl replaces an operator's controls of key: disabled (nobody
-// may acquire it; its holder keeps the lease until it hands it back, which
-// a worker does when the balancer stops targeting it) and prohibited
-// holders. Disabling or prohibiting a key that nothing knows (knownKey:
-// no lease record, no group, no controls) is refused with ErrNotFound
-// unless force; clearing controls never is.
-func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) error {
+// may acquire it) and prohibited holders. When the new controls refuse the
+// key's current holder, its lease ends as Revoke ends it (reason disabled
+// or prohibited): safely by default, at once with force. It answers the
+// lease it ended, if any. Disabling or prohibiting a key that nothing
+// knows (knownKey: no lease record, no group, no controls) is refused
+// with ErrNotFound unless force; clearing controls never is.
+func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) ([]EndedLease, error) {
 	if err := fsm.ValidateKey(key); err != nil {
-		return &InvalidError{Field: "key", Err: err}
+		return nil, &InvalidError{Field: "key", Err: err}
 	}
 	if err := validateProhibited("prohibited", ctl.Prohibited); err != nil {
-		return err
+		return nil, err
 	}
 	if !force && (ctl.Disabled || len(ctl.Prohibited) > 0) && !n.knownKey(key) {
-		return unknownKey(key)
+		return nil, unknownKey(key)
 	}
-	_, err := n.write(ctx, fsm.SetKeyControl{Key: key, Control: ctl})
-	return err
+	r, err := n.end(ctx, fsm.SetKeyControl{Key: key, Control: ctl, Force: force})
+	return r.ended, err
 }
 
 func validateProhibited(field string, holders []string) error {
@@ -180,7 +181,8 @@ func validateProhibited(field string, holders []string) error {
 // ControlEdit changes the controls of a key on top of what they are when
 // the change applies: Disabled, if set, sets it; the holders of Prohibit
 // are added to the prohibited ones, then those of Allow removed. Force
-// accepts a disable or prohibit of a key that nothing knows (knownKey).
+// accepts a disable or prohibit of a key that nothing knows (knownKey), and
+// frees at once a lease the new controls refuse (see SetKeyControl).
 type ControlEdit struct {
 	Disabled *bool
 	Prohibit []string
@@ -190,35 +192,37 @@ type ControlEdit struct {
 
 // EditKeyControl applies edit to the controls of key atomically (no
 // read-modify-write: two operators' edits both take effect) and returns
-// the controls after it. An edit that would prohibit more than
-// fsm.MaxProhibited holders fails with an *InvalidError.
-func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit) (fsm.KeyControl, error) {
+// the controls after it, and the lease it ended, if any: when the new
+// controls refuse the key's holder, its lease ends as SetKeyControl ends
+// it (safely, or at once with edit.Force). An edit that would prohibit
+// more than fsm.MaxProhibited holders fails with an *InvalidError.
+func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit) (fsm.KeyControl, []EndedLease, error) {
 	if err := fsm.ValidateKey(key); err != nil {
-		return fsm.KeyControl{}, &InvalidError{Field: "key", Err: err}
+		return fsm.KeyControl{}, nil, &InvalidError{Field: "key", Err: err}
 	}
 	if err := validateProhibited("prohibit", edit.Prohibit); err != nil {
-		return fsm.KeyControl{}, err
+		return fsm.KeyControl{}, nil, err
 	}
 	if err := validateProhibited("allow", edit.Allow); err != nil {
-		return fsm.KeyControl{}, err
+		return fsm.KeyControl{}, nil, err
 	}
 	restricts := (edit.Disabled != nil && *edit.Disabled) || len(edit.Prohibit) > 0
 	if restricts && !edit.Force && !n.knownKey(key) {
-		return fsm.KeyControl{}, unknownKey(key)
+		return fsm.KeyControl{}, nil, unknownKey(key)
 	}
-	cmd := fsm.EditKeyControl{Key: key, Prohibit: edit.Prohibit, Allow: edit.Allow}
+	cmd := fsm.EditKeyControl{Key: key, Prohibit: edit.Prohibit, Allow: edit.Allow, Force: edit.Force}
 	if edit.Disabled != nil {
 		cmd.SetDisabled, cmd.Disabled = true, *edit.Disabled
 	}
-	r, err := n.write(ctx, cmd)
+	r, err := n.end(ctx, cmd)
 	if err != nil {
-		return fsm.KeyControl{}, err
+		return fsm.KeyControl{}, nil, err
 	}
-	if r.Code == fsm.Refused {
-		return fsm.KeyControl{}, invalid("prohibit", "key %q would have more than %d prohibited holders", key, fsm.MaxProhibited)
+	if r.res.Code == fsm.Refused {
+		return fsm.KeyControl{}, nil, invalid("prohibit", "key %q would have more than %d prohibited holders", key, fsm.MaxProhibited)
 	}
 	// The controls once the edit has applied (a later change may show too).
-	return n.machine.Control(key), nil
+	return n.machine.Control(key), r.ended, nil
 }
 
 // DrainWorker marks a worker as drained (or not): the balancer moves its

@@ -126,22 +126,6 @@ func validateToken(token uint64) error {
 	return nil
 }
 
-// Revoke frees key whoever holds it. ErrNotFound if it was never seen.
-func (n *Node) Revoke(ctx context.Context, key string) error {
-	if err := fsm.ValidateKey(key); err != nil {
-		return &InvalidError{Field: "key", Err: err}
-	}
-	p, err := n.proposer()
-	if err != nil {
-		return err
-	}
-	r, err := p.submit(ctx, &op{cmd: fsm.Revoke{Key: key}})
-	if err == nil && r.Code == fsm.NotFound {
-		return fmt.Errorf("key %q: %w", key, ErrNotFound)
-	}
-	return err
-}
-
 // LeaseRef names one lease to renew.
 type LeaseRef struct {
 	Key   string
@@ -257,6 +241,8 @@ func (n *Node) heldBy(key, holder string, token uint64) (*fsm.Lease, error) {
 		return nil, &LostError{Key: key, Reason: ReasonNotHolder}
 	case !cur.Held:
 		return nil, &LostError{Key: key, Reason: cur.Reason.String()}
+	case cur.Ending != fsm.ReasonNone:
+		return nil, &LostError{Key: key, Reason: cur.Ending.String()}
 	}
 	return cur, nil
 }
@@ -264,9 +250,12 @@ func (n *Node) heldBy(key, holder string, token uint64) (*fsm.Lease, error) {
 // renewTracked restarts the deadline of cur, a lease held in the FSM, on
 // this node's lessor: ErrNotLeader if the lessor is not the primary.
 func (n *Node) renewTracked(cur *fsm.Lease) RenewResult {
-	switch n.lessor.Renew(cur.Key, cur.Token) {
+	outcome, reason := n.lessor.Renew(cur.Key, cur.Token)
+	switch outcome {
 	case renewed:
 		return RenewResult{Lease: LeaseView{Lease: cur}}
+	case renewEnding:
+		return RenewResult{Err: &LostError{Key: cur.Key, Reason: reason}}
 	case renewExpired:
 		return RenewResult{Err: &LostError{Key: cur.Key, Reason: ReasonExpired}}
 	case renewNotPrimary:

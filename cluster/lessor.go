@@ -38,7 +38,11 @@ type deadlineEntry struct {
 	// expiring: the deadline passed and an Expire was handed out; no
 	// renewal may revive the lease. The entry is out of the heap.
 	expiring bool
-	index    int // in queue; -1 when not queued
+	// ending is the reason an operator ended the lease ("revoked",
+	// "disabled", "prohibited"), "" otherwise: no renewal may restart its
+	// deadline, which frees it when it passes.
+	ending string
+	index  int // in queue; -1 when not queued
 }
 
 func newLessor(clock Clock) *lessor {
@@ -50,7 +54,9 @@ func newLessor(clock Clock) *lessor {
 }
 
 // Promote makes the lessor primary and gives every held lease a full TTL
-// from now: leases never carry remaining time across a failover.
+// from now: leases never carry remaining time across a failover. A lease
+// that is ending in the FSM stays ending: its renewals are refused, and it
+// frees a full TTL after promotion.
 func (l *lessor) Promote(held []*fsm.Lease) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -59,6 +65,9 @@ func (l *lessor) Promote(held []*fsm.Lease) {
 	now := l.clock.Now()
 	for _, lease := range held {
 		l.set(lease.Key, lease.Token, lease.TTL, now)
+		if lease.Ending != fsm.ReasonNone {
+			l.entries[lease.Key].ending = lease.Ending.String()
+		}
 	}
 	l.signal()
 }
@@ -100,6 +109,9 @@ func (l *lessor) set(key string, token uint64, ttl time.Duration, now time.Time)
 		// short a renewal it was already told succeeded.
 		deadline = e.deadline
 	}
+	if e.token != token {
+		e.ending = ""
+	}
 	e.token, e.ttl, e.deadline, e.renewed, e.expiring = token, ttl, deadline, time.Now(), false
 	if e.index < 0 {
 		heap.Push(&l.queue, e)
@@ -116,30 +128,55 @@ const (
 	renewNotPrimary
 	renewUnknown // no entry under that token: the caller asks the FSM why
 	renewExpired
+	renewEnding // an operator ended the lease: Renew's reason says why
 )
 
 // Renew restarts the deadline of key under token, unless the deadline has
-// already passed: from that moment the lease is expiring and no renewal can
-// save it.
-func (l *lessor) Renew(key string, token uint64) renewOutcome {
+// already passed (from that moment the lease is expiring and no renewal can
+// save it) or an operator ended the lease (renewEnding, with End's reason).
+func (l *lessor) Renew(key string, token uint64) (renewOutcome, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary {
-		return renewNotPrimary
+		return renewNotPrimary, ""
 	}
 	e := l.entries[key]
 	if e == nil || e.token != token {
-		return renewUnknown
+		return renewUnknown, ""
+	}
+	if e.ending != "" {
+		return renewEnding, e.ending
 	}
 	now := l.clock.Now()
 	if e.expiring || !now.Before(e.deadline) {
 		// A passed deadline is final; Expired will hand the entry out.
 		l.signal()
-		return renewExpired
+		return renewExpired, ""
 	}
 	e.deadline, e.renewed = now.Add(e.ttl), time.Now()
 	heap.Fix(&l.queue, e.index)
-	return renewed
+	return renewed, ""
+}
+
+// End marks the lease of key under token as ended by an operator for
+// reason: from now on Renew refuses it, and it frees when its current
+// deadline passes, the earliest moment at which its holder is sure to have
+// stopped. It returns the time left until then; ok is false when the
+// lessor does not track that lease (not primary, or another token).
+func (l *lessor) End(key string, token uint64, reason string) (left time.Duration, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.entries[key]
+	if !l.primary || e == nil || e.token != token {
+		return 0, false
+	}
+	if e.ending == "" {
+		e.ending = reason
+	}
+	if e.expiring {
+		return 0, true
+	}
+	return max(e.deadline.Sub(l.clock.Now()), 0), true
 }
 
 // Remove forgets the lease of key under token once the FSM freed it. An

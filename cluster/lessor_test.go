@@ -42,7 +42,7 @@ func keys(exp []expiry) []string {
 func TestLessorPromoteGivesFullTTL(t *testing.T) {
 	clock := newFakeClock()
 	l := newLessor(clock)
-	if got := l.Renew("a", 1); got != renewNotPrimary {
+	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
 		t.Fatalf("renew on a secondary lessor = %v, want renewNotPrimary", got)
 	}
 	l.Promote([]*fsm.Lease{
@@ -81,7 +81,7 @@ func TestLessorRenewal(t *testing.T) {
 			l.Promote(nil)
 			l.Grant("a", 1, 10*time.Second)
 			clock.Advance(tt.advance)
-			if got := l.Renew("a", tt.token); got != tt.want {
+			if got, _ := l.Renew("a", tt.token); got != tt.want {
 				t.Fatalf("renew = %v, want %v", got, tt.want)
 			}
 		})
@@ -94,7 +94,7 @@ func TestLessorRenewRestartsDeadline(t *testing.T) {
 	l.Promote(nil)
 	l.Grant("a", 1, 10*time.Second)
 	clock.Advance(9 * time.Second)
-	if got := l.Renew("a", 1); got != renewed {
+	if got, _ := l.Renew("a", 1); got != renewed {
 		t.Fatalf("renew = %v", got)
 	}
 	clock.Advance(9 * time.Second)
@@ -107,7 +107,7 @@ func TestLessorRenewRestartsDeadline(t *testing.T) {
 	}
 	// Once handed out for expiry, the lease cannot be renewed, and it is
 	// not handed out twice.
-	if got := l.Renew("a", 1); got != renewExpired {
+	if got, _ := l.Renew("a", 1); got != renewExpired {
 		t.Fatalf("renew of an expiring lease = %v, want renewExpired", got)
 	}
 	if got := l.Expired(10); len(got) != 0 {
@@ -156,7 +156,7 @@ func TestLessorDemoteForgetsEverything(t *testing.T) {
 	if got := l.Expired(10); len(got) != 0 {
 		t.Fatalf("a demoted lessor expired %v", keys(got))
 	}
-	if got := l.Renew("a", 1); got != renewNotPrimary {
+	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
 		t.Fatalf("renew on a demoted lessor = %v", got)
 	}
 	l.Grant("b", 2, time.Second)

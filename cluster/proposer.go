@@ -70,6 +70,8 @@ type op struct {
 type opResult struct {
 	res fsm.Result
 	err error
+	// ended: the leases the command ended, with the time each has left.
+	ended []EndedLease
 }
 
 // slot ties one command of a batch to whoever waits for its result.
@@ -96,9 +98,15 @@ func newProposer(p *proposer) *proposer {
 // never queued; ErrLeadershipLost and context errors mean the outcome is
 // unknown.
 func (p *proposer) submit(ctx context.Context, o *op) (fsm.Result, error) {
+	r := p.submitOp(ctx, o)
+	return r.res, r.err
+}
+
+// submitOp is submit with the whole outcome, the ended leases included.
+func (p *proposer) submitOp(ctx context.Context, o *op) opResult {
 	select {
 	case <-p.stopped:
-		return fsm.Result{}, ErrNotLeader
+		return opResult{err: ErrNotLeader}
 	default:
 	}
 	o.done = make(chan opResult, 1)
@@ -108,11 +116,11 @@ func (p *proposer) submit(ctx context.Context, o *op) (fsm.Result, error) {
 	select {
 	case p.in <- o:
 	default:
-		return fsm.Result{}, ErrOverloaded
+		return opResult{err: ErrOverloaded}
 	}
 	select {
 	case r := <-o.done:
-		return r.res, r.err
+		return r
 	case <-ctx.Done():
 		if !o.waitEnd.IsZero() {
 			select {
@@ -120,13 +128,13 @@ func (p *proposer) submit(ctx context.Context, o *op) (fsm.Result, error) {
 			case <-p.stopped:
 			}
 		}
-		return fsm.Result{}, ctx.Err()
+		return opResult{err: ctx.Err()}
 	case <-p.stopped:
 		select {
 		case r := <-o.done:
-			return r.res, r.err
+			return r
 		default:
-			return fsm.Result{}, ErrLeadershipLost
+			return opResult{err: ErrLeadershipLost}
 		}
 	}
 }
@@ -211,8 +219,11 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 	kicked := p.kicked
 	p.kicked = make(map[string]struct{})
 	handoff := func(key string) {
-		q := p.waiters[key]
-		if len(q) == 0 || handed[key] {
+		if handed[key] {
+			return
+		}
+		w := p.firstAcceptable(key)
+		if w == nil {
 			return
 		}
 		if len(cmds) >= p.maxBatch {
@@ -220,7 +231,6 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 			return
 		}
 		handed[key] = true
-		w := q[0]
 		a := w.cmd.(fsm.Acquire)
 		a.Time = time.Now().UnixNano()
 		cmds = append(cmds, a)
@@ -249,6 +259,14 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 			handoff(c.Key)
 		case fsm.Revoke:
 			handoff(c.Key)
+		case fsm.End:
+			if c.Force && c.Key != "" {
+				handoff(c.Key)
+			}
+		case fsm.SetKeyControl:
+			if c.Force {
+				handoff(c.Key)
+			}
 		}
 	}
 	p.pending = append(p.pending[:0], p.pending[n:]...)
@@ -272,17 +290,20 @@ func (p *proposer) finish(slots []slot, results []fsm.Result) {
 				p.unqueue(s.op)
 				p.granted(s.op, r)
 			case fsm.Disabled, fsm.Prohibited:
-				p.unqueue(s.op) // it will never be granted: say why now
+				// It will never be granted: say why now, and offer the
+				// key to the next waiter in the next batch.
+				p.unqueue(s.op)
 				s.op.done <- opResult{res: r}
+				p.kicked[s.op.cmd.(fsm.Acquire).Key] = struct{}{}
 			}
 			// Held: the release did not free the key; keep waiting.
 		default:
-			p.settle(s.op, r)
+			p.settle(s.op, r, p.ended(r))
 		}
 	}
 }
 
-func (p *proposer) settle(o *op, r fsm.Result) {
+func (p *proposer) settle(o *op, r fsm.Result, ended []EndedLease) {
 	switch c := o.cmd.(type) {
 	case fsm.Acquire:
 		switch r.Code {
@@ -308,7 +329,7 @@ func (p *proposer) settle(o *op, r fsm.Result) {
 			p.log.Debug("lease_released", "key", r.Lease.Key, "token", r.Lease.Token, "holder", r.Lease.Holder, "revoked", r.Lease.Reason == fsm.ReasonRevoked)
 		}
 	}
-	o.done <- opResult{res: r}
+	o.done <- opResult{res: r, ended: ended}
 }
 
 func (p *proposer) granted(o *op, r fsm.Result) {

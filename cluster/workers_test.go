@@ -50,14 +50,14 @@ func TestDrainAndControlOfUnknownNames(t *testing.T) {
 		t.Error("the forced drain of nobody did not happen")
 	}
 	for _, key := range []string{"parts/1", "loose"} {
-		if err := n.SetKeyControl(ctx, key, fsm.KeyControl{Disabled: true}, false); err != nil {
+		if _, err := n.SetKeyControl(ctx, key, fsm.KeyControl{Disabled: true}, false); err != nil {
 			t.Errorf("disable %s: %v", key, err)
 		}
 	}
-	if err := n.SetKeyControl(ctx, "typo", fsm.KeyControl{Prohibited: []string{"h"}}, false); !errors.Is(err, cluster.ErrNotFound) {
+	if _, err := n.SetKeyControl(ctx, "typo", fsm.KeyControl{Prohibited: []string{"h"}}, false); !errors.Is(err, cluster.ErrNotFound) {
 		t.Errorf("prohibit on an unknown key: %v, want ErrNotFound", err)
 	}
-	if err := n.SetKeyControl(ctx, "typo", fsm.KeyControl{Prohibited: []string{"h"}}, true); err != nil {
+	if _, err := n.SetKeyControl(ctx, "typo", fsm.KeyControl{Prohibited: []string{"h"}}, true); err != nil {
 		t.Errorf("forced prohibit: %v", err)
 	}
 	if got := cluster.MachineOf(n).Control("typo"); len(got.Prohibited) != 1 {

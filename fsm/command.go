@@ -81,7 +81,8 @@ type Expire struct {
 	Term  uint64
 }
 
-// Revoke frees key whoever holds it (an operator's action).
+// Revoke frees key whoever holds it at once. Servers no longer propose it
+// (they propose End); it keeps its meaning for the log entries that have it.
 type Revoke struct {
 	Key string
 }
@@ -117,7 +118,7 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
-	return t >= TypeAcquire && t <= TypeWorkerRegister || t >= TypeBy && t <= TypeForget
+	return t >= TypeAcquire && t <= TypeForget
 }
 
 func (c Acquire) encode(e *encoder) {
@@ -216,6 +217,8 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 			return nil, err
 		}
 		c = by
+	case TypeEnd:
+		c = End{Key: d.string(), Holder: d.string(), Force: d.bool()}
 	case TypeACLBootstrap, TypeACLTokenSet, TypeACLTokenDelete, TypeACLPolicySet, TypeACLPolicyDelete, TypeWorkerRegister:
 		c = decodeACLCommand(t, d)
 	case TypeGroupDefine, TypeMarkStuck:

@@ -35,6 +35,8 @@ type modelLease struct {
 	holder string
 	token  uint64
 	held   bool
+	// ending: an operator ended it; held, but never kept again.
+	ending bool
 }
 
 func newModel() *model {
@@ -64,7 +66,7 @@ func (md *model) apply(c Command) (Code, uint64) {
 			return Disabled, tok(l)
 		case md.prohibited[c.Key][c.Holder]:
 			return Prohibited, tok(l)
-		case l != nil && l.held && l.holder == c.Holder:
+		case l != nil && l.held && l.holder == c.Holder && !l.ending:
 			return Kept, l.token
 		case l != nil && l.held:
 			return Held, l.token
@@ -82,14 +84,14 @@ func (md *model) apply(c Command) (Code, uint64) {
 		case !l.held:
 			return NotHeld, l.token
 		}
-		l.held = false
+		l.held, l.ending = false, false
 		return Freed, l.token
 	case Expire:
 		l := md.leases[c.Key]
 		if l == nil || !l.held || l.token != c.Token || c.Term < md.term {
 			return NotHeld, tok(l)
 		}
-		l.held = false
+		l.held, l.ending = false, false
 		return Freed, l.token
 	case Revoke:
 		l := md.leases[c.Key]
@@ -99,8 +101,29 @@ func (md *model) apply(c Command) (Code, uint64) {
 		if !l.held {
 			return NotHeld, l.token
 		}
-		l.held = false
+		l.held, l.ending = false, false
 		return Freed, l.token
+	case End:
+		if c.Key == "" {
+			for _, l := range md.leases {
+				if l.held && l.holder == c.Holder {
+					l.held, l.ending = !c.Force, !c.Force
+				}
+			}
+			return Done, 0
+		}
+		l := md.leases[c.Key]
+		switch {
+		case l == nil:
+			return NotFound, 0
+		case !l.held || c.Holder != "" && l.holder != c.Holder:
+			return NotHeld, l.token
+		case c.Force:
+			l.held, l.ending = false, false
+			return Freed, l.token
+		}
+		l.ending = true
+		return Ending, l.token
 	case LeaderEstablished:
 		md.term = max(md.term, c.Term)
 		return Done, 0
@@ -160,6 +183,12 @@ func (md *model) apply(c Command) (Code, uint64) {
 				md.prohibited[c.Key] = map[string]bool{}
 			}
 			md.prohibited[c.Key][h] = true
+		}
+		if l := md.leases[c.Key]; l != nil && l.held && (md.disabled[c.Key] || md.prohibited[c.Key][l.holder]) {
+			l.ending = true
+			if c.Force {
+				l.held, l.ending = false, false
+			}
 		}
 		return Done, 0
 	case WorkerDrain:
@@ -307,11 +336,20 @@ func (g *logGen) command() Command {
 			term++ // a leader not yet established
 		}
 		c = Expire{Key: key, Token: token, Term: term}
-	case p < 92:
+	case p < 86:
 		if r.IntN(5) == 0 {
 			key = fmt.Sprintf("never/%d", r.IntN(10))
 		}
 		c = Revoke{Key: key}
+	case p < 92:
+		e := End{Key: key, Force: r.IntN(4) == 0}
+		switch r.IntN(6) {
+		case 0:
+			e.Key, e.Holder = "", holder // every lease of a holder
+		case 1:
+			e.Holder = holder // only if holder holds it
+		}
+		c = e
 	default:
 		if r.IntN(4) == 0 {
 			c = LeaderEstablished{Term: g.term - 1} // late and stale
@@ -377,6 +415,7 @@ func (g *logGen) placementCommand() Command {
 				c.Control.Prohibited = append(c.Control.Prohibited, genHolders[r.IntN(len(genHolders))])
 			}
 		}
+		c.Force = r.IntN(5) == 0
 		return c
 	default:
 		return WorkerDrain{Worker: genHolders[r.IntN(len(genHolders))], Draining: r.IntN(3) > 0}
@@ -396,11 +435,11 @@ func TestRandomLogsMatchModel(t *testing.T) {
 	}
 	var runs []run
 	for seed := uint64(1); seed <= 20; seed++ {
-		runs = append(runs, run{fmt.Sprintf("seed %d", seed), randomLog(seed, 2000), []Code{Granted, Kept, Held, Freed, NotHeld, NotHolder, NotFound, Done}})
+		runs = append(runs, run{fmt.Sprintf("seed %d", seed), randomLog(seed, 2000), []Code{Granted, Kept, Held, Freed, NotHeld, NotHolder, NotFound, Done, Ending}})
 	}
 	for seed := uint64(1); seed <= 10; seed++ {
 		runs = append(runs, run{fmt.Sprintf("placement seed %d", seed), randomPlacementLog(seed, 2000),
-			[]Code{Granted, Kept, Held, Freed, NotHeld, NotHolder, NotFound, Done, Disabled, Prohibited}})
+			[]Code{Granted, Kept, Held, Freed, NotHeld, NotHolder, NotFound, Done, Disabled, Prohibited, Ending}})
 	}
 	for _, tt := range runs {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,13 +28,16 @@ type GroupPutCAS struct {
 
 // EditKeyControl changes the controls of a key on top of what they are
 // when it applies: SetDisabled sets Disabled; the holders of Prohibit are
-// added to the prohibited ones, then those of Allow removed.
+// added to the prohibited ones, then those of Allow removed. Like
+// SetKeyControl, when the new controls refuse the key's holder its lease
+// ends: at its deadline, or at once with Force.
 type EditKeyControl struct {
 	Key         string
 	SetDisabled bool
 	Disabled    bool
 	Prohibit    []string
 	Allow       []string
+	Force       bool
 }
 
 // Forget deletes the record of Key if it is still free under Token and the
@@ -62,6 +65,7 @@ func (c EditKeyControl) encode(e *encoder) {
 	e.bool(c.Disabled)
 	e.strings(c.Prohibit)
 	e.strings(c.Allow)
+	e.bool(c.Force)
 }
 
 func (c Forget) encode(e *encoder) {
@@ -77,7 +81,7 @@ func decodeEditCommand(t Type, d *decoder) Command {
 			StuckGrace: time.Duration(d.varint()), MinWorkers: int(d.varint())}
 		return GroupPutCAS{Define: def, Index: d.uvarint()}
 	case TypeEditKeyControl:
-		return EditKeyControl{Key: d.string(), SetDisabled: d.bool(), Disabled: d.bool(), Prohibit: d.strings(), Allow: d.strings()}
+		return EditKeyControl{Key: d.string(), SetDisabled: d.bool(), Disabled: d.bool(), Prohibit: d.strings(), Allow: d.strings(), Force: d.bool()}
 	case TypeForget:
 		return Forget{Key: d.string(), Token: d.uvarint()}
 	}
@@ -156,6 +160,9 @@ func (m *Machine) editControl(index uint64, c EditKeyControl) Result {
 		return Result{Code: Refused}
 	}
 	m.setControl(index, c.Key, next)
+	if l := m.endByControl(index, c.Key, c.Force); l != nil {
+		return Result{Code: Done, Ended: []*Lease{l}}
+	}
 	return Result{Code: Done}
 }
 

@@ -45,10 +45,14 @@ const (
 	// EventStuck: the balancer marked a worker of a group stuck (Reason
 	// "stuck") or let it back (Reason "unstuck").
 	EventStuck
+	// EventEnding: an operator ended a lease without force (Reason
+	// revoked, disabled or prohibited): its holder's renewals are refused,
+	// and the key frees (EventRevoked) when the holder's deadline passes.
+	EventEnding
 )
 
 var eventNames = [...]string{"", "acquired", "released", "expired", "revoked", "handed_off",
-	"group_changed", "assigned", "control_changed", "drained", "metadata_changed", "forgotten", "stuck"}
+	"group_changed", "assigned", "control_changed", "drained", "metadata_changed", "forgotten", "stuck", "ending"}
 
 func (t EventType) String() string {
 	if int(t) < len(eventNames) && t != 0 {
@@ -220,7 +224,8 @@ func (h *history) reset(base uint64) {
 }
 
 // freeEvents is the event of each reason a key is freed for.
-var freeEvents = map[Reason]EventType{ReasonReleased: EventReleased, ReasonExpired: EventExpired, ReasonRevoked: EventRevoked}
+var freeEvents = map[Reason]EventType{ReasonReleased: EventReleased, ReasonExpired: EventExpired,
+	ReasonRevoked: EventRevoked, ReasonDisabled: EventRevoked, ReasonProhibited: EventRevoked}
 
 // emit records e as an event of the entry being applied (m.mu held).
 // Index, Term and By are filled in from the entry. A grant (acquired) of a

@@ -59,9 +59,28 @@ func TestEventsOfEveryChange(t *testing.T) {
 		{name: "expire", setup: []Command{acquire("a", "h1")}, cmd: Expire{Key: "a", Token: 1, Term: 1},
 			want: []ev{{Type: EventExpired, Key: "a", Holder: "h1", Token: 1}}},
 		{name: "revoke by an operator", setup: []Command{acquire("a", "h1")}, cmd: By{Accessor: "op-1", Cmd: Revoke{Key: "a"}},
-			want: []ev{{Type: EventRevoked, Key: "a", Holder: "h1", Token: 1, By: "op-1"}}},
+			want: []ev{{Type: EventRevoked, Key: "a", Holder: "h1", Token: 1, By: "op-1", Reason: "revoked"}}},
 		{name: "revoke without ACLs", setup: []Command{acquire("a", "h1")}, cmd: Revoke{Key: "a"},
-			want: []ev{{Type: EventRevoked, Key: "a", Holder: "h1", Token: 1}}},
+			want: []ev{{Type: EventRevoked, Key: "a", Holder: "h1", Token: 1, Reason: "revoked"}}},
+		{name: "revoke ends safely", setup: []Command{acquire("a", "h1")}, cmd: By{Accessor: "op-5", Cmd: End{Key: "a"}},
+			want: []ev{{Type: EventEnding, Key: "a", Holder: "h1", Token: 1, By: "op-5", Reason: "revoked"}}},
+		{name: "an ending lease expires as revoked", setup: []Command{acquire("a", "h1"), End{Key: "a"}}, cmd: Expire{Key: "a", Token: 1, Term: 1},
+			want: []ev{{Type: EventRevoked, Key: "a", Holder: "h1", Token: 1, Reason: "revoked"}}},
+		{name: "forced revoke of a holder", setup: []Command{acquire("a", "h1"), acquire("b", "h1")}, cmd: End{Holder: "h1", Force: true},
+			want: []ev{
+				{Type: EventRevoked, Key: "a", Holder: "h1", Token: 1, Reason: "revoked"},
+				{Type: EventRevoked, Key: "b", Holder: "h1", Token: 2, Reason: "revoked"},
+			}},
+		{name: "disable ends the lease", setup: []Command{acquire("a", "h1")}, cmd: SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
+			want: []ev{
+				{Type: EventControlChanged, Key: "a"},
+				{Type: EventEnding, Key: "a", Holder: "h1", Token: 1, Reason: "disabled"},
+			}},
+		{name: "a prohibiting edit ends the lease", setup: []Command{acquire("a", "h1")}, cmd: EditKeyControl{Key: "a", Prohibit: []string{"h1"}, Force: true},
+			want: []ev{
+				{Type: EventControlChanged, Key: "a"},
+				{Type: EventRevoked, Key: "a", Holder: "h1", Token: 1, Reason: "prohibited"},
+			}},
 		{name: "group created", cmd: By{Accessor: "anonymous", Cmd: GroupPut{Name: "g", Keys: []string{"g/1"}}},
 			want: []ev{{Type: EventGroupChanged, Group: "g", By: "anonymous", Reason: GroupCreated}}},
 		{name: "group updated", setup: []Command{GroupPut{Name: "g"}}, cmd: GroupPut{Name: "g", Keys: []string{"g/1"}},
@@ -161,12 +180,12 @@ func TestHandedOffInOneEntry(t *testing.T) {
 			n.one(acquire("a", "h1"))
 			n.batch(free.cmd, acquire("b", "h3"), acquire("a", "h2"))
 			got, _, _ := n.m.Events(1, EventFilter{}, 0)
-			byOp := ""
+			byOp, reason := "", ""
 			if free.want == EventRevoked {
-				byOp = "op"
+				byOp, reason = "op", "revoked"
 			}
 			want := []ev{
-				{Type: free.want, Key: "a", Holder: "h1", Token: 1, By: byOp},
+				{Type: free.want, Key: "a", Holder: "h1", Token: 1, By: byOp, Reason: reason},
 				{Type: EventAcquired, Key: "b", Holder: "h3", Token: 2},
 				{Type: EventHandedOff, Key: "a", Holder: "h2", Token: 3},
 			}

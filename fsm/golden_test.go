@@ -122,14 +122,24 @@ func goldenLogV3() []entry {
 // goldenLogV4 is the log behind snapshot-v4.golden: goldenLogV3, then
 // group settings and stuck marks at indexes 46 to 49: a group defined with
 // settings, stuck marks set, one refused for a missing group, and a stuck
-// set replaced.
+// set replaced; then operator ends at indexes 50 to 56 that leave a lease
+// ending because it was revoked, one ending because its holder was
+// prohibited, and one freed by a forced revoke; a revoke by a holder with
+// no lease changes nothing.
 func goldenLogV4() []entry {
 	return append(goldenLogV3(), encodeLog([]termCommand{
 		{3, GroupDefine{Name: "partitions", Keys: []string{"partitions/3", "partitions/2", "partitions/0"}, MaxPerWorker: 2,
 			StuckGrace: 45 * time.Second, MinWorkers: 3}}, // 46
-		{3, MarkStuck{Group: "partitions", Workers: []string{"w-c", "w-a", "w-c"}}}, // 47
-		{3, MarkStuck{Group: "no-such-group", Workers: []string{"w-a"}}},            // 48: not found
-		{3, MarkStuck{Group: "partitions", Workers: []string{"w-c"}}},               // 49
+		{3, MarkStuck{Group: "partitions", Workers: []string{"w-c", "w-a", "w-c"}}},   // 47
+		{3, MarkStuck{Group: "no-such-group", Workers: []string{"w-a"}}},              // 48: not found
+		{3, MarkStuck{Group: "partitions", Workers: []string{"w-c"}}},                 // 49
+		{3, Acquire{Key: "scenes/7", Holder: "tracker-7", TTL: ttl, Time: wall + 10}}, // 50: token 7
+		{3, End{Key: "scenes/7"}}, // 51
+		{3, Acquire{Key: "scenes/8", Holder: "w-x", TTL: ttl, Time: wall + 11}},               // 52: token 8
+		{3, SetKeyControl{Key: "scenes/8", Control: KeyControl{Prohibited: []string{"w-x"}}}}, // 53
+		{3, End{Holder: "nobody"}}, // 54
+		{3, Acquire{Key: "scenes/9", Holder: "w-y", TTL: ttl, Time: wall + 12}}, // 55: token 9
+		{3, End{Key: "scenes/9", Force: true}},                                  // 56
 	})...)
 }
 
@@ -140,6 +150,24 @@ func goldenGroupsV4() []*Group {
 	p.StuckGrace, p.MinWorkers, p.Stuck = 45*time.Second, 3, []string{"w-c"}
 	p.ModifyIndex = 49
 	return g
+}
+
+// goldenLeasesV4 are the leases that goldenLogV4 leaves.
+func goldenLeasesV4() []*Lease {
+	return append(goldenLeases(),
+		&Lease{Key: "scenes/7", Holder: "tracker-7", Token: 7, TTL: ttl, Held: true, Ending: ReasonRevoked,
+			AcquiredAt: wall + 10, CreateIndex: 50, ModifyIndex: 51},
+		&Lease{Key: "scenes/8", Holder: "w-x", Token: 8, TTL: ttl, Held: true, Ending: ReasonProhibited,
+			AcquiredAt: wall + 11, CreateIndex: 52, ModifyIndex: 53},
+		&Lease{Key: "scenes/9", Holder: "w-y", Token: 9, TTL: ttl, Reason: ReasonRevoked,
+			AcquiredAt: wall + 12, CreateIndex: 55, ModifyIndex: 56},
+	)
+}
+
+func goldenControlsV4() map[string]KeyControl {
+	c := goldenControls()
+	c["scenes/8"] = KeyControl{Prohibited: []string{"w-x"}}
+	return c
 }
 
 // goldenACL is the ACL state that goldenLogV3 leaves.
@@ -287,16 +315,16 @@ var goldenSnapshots = []struct {
 		current: true,
 		log:     goldenLogV4,
 		want: decodedSnapshot{
-			Index: 49,
+			Index: 56,
 			Term:  3,
 			State: state{
-				lastToken:       6,
+				lastToken:       9,
 				establishedTerm: 3,
-				leaseIndex:      13,
-				leases:          goldenLeases(),
-				groupIndex:      49,
+				leaseIndex:      56,
+				leases:          goldenLeasesV4(),
+				groupIndex:      53,
 				groups:          goldenGroupsV4(),
-				controls:        goldenControls(),
+				controls:        goldenControlsV4(),
 				drained:         []string{"w-b", "w-d"},
 				acl:             goldenACL(),
 			},
@@ -357,6 +385,11 @@ var goldenCommandsV1 = []namedCommand{
 		By{Accessor: "anonymous", Cmd: SetKeyControl{Key: "scene-01", Control: KeyControl{Disabled: true}}},
 		Acquire{Key: "scene-02", Holder: "tracker-1", TTL: ttl, Time: wall},
 	}}},
+	// Operator ends, added after the lines above were written.
+	{"end", End{Key: "scene-01"}},
+	{"end-holder-force", End{Holder: "tracker-0-4242-1a2b3c4d", Force: true}},
+	{"end-key-of-holder", End{Key: "scene-01", Holder: "tracker-0"}},
+	{"key-control-force", SetKeyControl{Key: "partitions/2", Control: KeyControl{Disabled: true, Prohibited: []string{"w-b"}}, Force: true}},
 }
 
 var goldenCommands = []struct {

@@ -94,10 +94,16 @@ type GroupKeys struct {
 	Remove []string
 }
 
-// SetKeyControl replaces the controls of a key.
+// SetKeyControl replaces the controls of a key. When the new controls
+// refuse the key's holder (the key disabled, or the holder prohibited),
+// its lease ends in the same entry: it becomes ending (Lease.Ending is
+// ReasonDisabled or ReasonProhibited) and frees when the leader's deadline
+// passes, or, with Force (encoded as type TypeKeyControlForce), it is
+// freed at once. Result.Ended lists the lease it ended.
 type SetKeyControl struct {
 	Key     string
 	Control KeyControl
+	Force   bool
 }
 
 // WorkerDrain marks a worker as drained by an operator (or not): the
@@ -121,13 +127,18 @@ type Assign struct {
 	Assignment map[string]string
 }
 
-func (GroupPut) Type() Type      { return TypeGroupPut }
-func (GroupDelete) Type() Type   { return TypeGroupDelete }
-func (GroupKeys) Type() Type     { return TypeGroupKeys }
-func (SetKeyControl) Type() Type { return TypeKeyControl }
-func (WorkerDrain) Type() Type   { return TypeWorkerDrain }
-func (Assign) Type() Type        { return TypeAssign }
-func (GroupMax) Type() Type      { return TypeGroupMax }
+func (GroupPut) Type() Type    { return TypeGroupPut }
+func (GroupDelete) Type() Type { return TypeGroupDelete }
+func (GroupKeys) Type() Type   { return TypeGroupKeys }
+func (c SetKeyControl) Type() Type {
+	if c.Force {
+		return TypeKeyControlForce
+	}
+	return TypeKeyControl
+}
+func (WorkerDrain) Type() Type { return TypeWorkerDrain }
+func (Assign) Type() Type      { return TypeAssign }
+func (GroupMax) Type() Type    { return TypeGroupMax }
 
 func (c GroupPut) encode(e *encoder) {
 	e.string(c.Name)
@@ -176,6 +187,8 @@ func decodeGroupCommand(t Type, d *decoder) Command {
 		return GroupKeys{Name: d.string(), Add: d.strings(), Remove: d.strings()}
 	case TypeKeyControl:
 		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()}}
+	case TypeKeyControlForce:
+		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()}, Force: true}
 	case TypeWorkerDrain:
 		return WorkerDrain{Worker: d.string(), Draining: d.bool()}
 	case TypeAssign:
@@ -224,6 +237,9 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
 	case SetKeyControl:
 		m.setControl(index, c.Key, KeyControl{Disabled: c.Control.Disabled, Prohibited: sortedSet(c.Control.Prohibited)})
+		if l := m.endByControl(index, c.Key, c.Force); l != nil {
+			return Result{Code: Done, Ended: []*Lease{l}}
+		}
 	case WorkerDrain:
 		if c.Draining {
 			m.drained[c.Worker] = true

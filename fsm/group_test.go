@@ -406,9 +406,9 @@ func TestGroupIndex(t *testing.T) {
 		{acquire("b", "w1"), 2, 3},
 		{Assign{Group: "g", Assignment: map[string]string{"a": "w1"}}, 4, 3},
 		{GroupKeys{Name: "missing"}, 4, 3},
-		{SetKeyControl{Key: "b", Control: KeyControl{Disabled: true}}, 6, 3},
-		{acquire("b", "w2"), 6, 3}, // disabled
-		{WorkerDrain{Worker: "w1", Draining: true}, 8, 3},
+		{SetKeyControl{Key: "b", Control: KeyControl{Disabled: true}}, 6, 6}, // b's lease is ending
+		{acquire("b", "w2"), 6, 6},                                           // disabled
+		{WorkerDrain{Worker: "w1", Draining: true}, 8, 6},
 		{Revoke{Key: "a"}, 8, 9},
 		{GroupDelete{Name: "missing"}, 8, 9},
 		{Assign{Group: "missing"}, 8, 9},

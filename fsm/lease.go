@@ -42,17 +42,25 @@ func keyByte(c byte) bool {
 // Reason says why a key is free.
 type Reason uint8
 
-// Reasons a key is free. Their numbers are part of the snapshot format.
+// Reasons a key is free, or a held lease is ending. Their numbers are part
+// of the snapshot format: add values, never renumber.
 const (
 	ReasonNone     Reason = 0
 	ReasonReleased Reason = 1
 	ReasonExpired  Reason = 2
 	ReasonRevoked  Reason = 3
+	// ReasonDisabled and ReasonProhibited: an operator disabled the key,
+	// or prohibited its holder on it, while it was held.
+	ReasonDisabled   Reason = 4
+	ReasonProhibited Reason = 5
 	// ReasonNeverAcquired marks the free record that List makes up for a
 	// group key without a lease record (Filter.NeverAcquired). It is never
 	// stored, so never in a snapshot.
-	ReasonNeverAcquired Reason = 4
+	ReasonNeverAcquired Reason = 6
 )
+
+// maxReason is the highest Reason this build knows.
+const maxReason = ReasonProhibited
 
 func (r Reason) String() string {
 	switch r {
@@ -64,6 +72,10 @@ func (r Reason) String() string {
 		return "revoked"
 	case ReasonNeverAcquired:
 		return "never_acquired"
+	case ReasonDisabled:
+		return "disabled"
+	case ReasonProhibited:
+		return "prohibited"
 	}
 	return ""
 }
@@ -80,7 +92,13 @@ type Lease struct {
 	TTL    time.Duration
 	Held   bool
 	// Reason says why the key is free; ReasonNone while it is held.
-	Reason   Reason
+	Reason Reason
+	// Ending is not ReasonNone while a held lease is ending: an operator
+	// revoked it, disabled its key or prohibited its holder on it. An
+	// ending lease is still held (nobody else may take it) but is never
+	// kept or renewed; the leader frees it when its deadline passes, and
+	// Reason is then Ending. A Release by its holder frees it as usual.
+	Ending   Reason
 	Metadata map[string]string
 	// AcquiredAt is the acquiring leader's wall clock, Unix nanoseconds.
 	AcquiredAt int64
@@ -122,7 +140,7 @@ func decodeLease(d *decoder) *Lease {
 		d.fail(fmt.Errorf("lease %q: held flag %d", l.Key, held))
 	}
 	l.Reason = Reason(d.byte())
-	if l.Reason > ReasonRevoked {
+	if l.Reason > maxReason {
 		d.fail(fmt.Errorf("lease %q: reason %d", l.Key, l.Reason))
 	}
 	l.Metadata = d.stringMap()

@@ -44,10 +44,13 @@ const (
 	// CASFailed: a GroupPutCAS whose expected index is not the group's
 	// (or that would create a group that exists). Nothing changed.
 	CASFailed
+	// Ending: an End (not forced) left the lease held but ending; it also
+	// answers an End of a lease that was already ending.
+	Ending
 )
 
 func (c Code) String() string {
-	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited", "refused", "not_holder", "cas_failed"}
+	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited", "refused", "not_holder", "cas_failed", "ending"}
 	if int(c) < len(names) {
 		return names[c]
 	}
@@ -56,12 +59,18 @@ func (c Code) String() string {
 
 // Result is what applying one command did. Lease is the key's record after
 // the command (nil for commands without a key, or a key never seen).
+// Ended lists, in key order, the leases that an End or a key control
+// ended by this command: their records after it, held and ending, or
+// freed when forced.
 type Result struct {
 	Code  Code
 	Lease *Lease
 	// MetadataChanged: a Kept acquisition replaced the lease's metadata
 	// with different metadata (see Machine.keep).
 	MetadataChanged bool
+	// Ended lists the leases an End or a key control ended (made ending,
+	// or freed when forced).
+	Ended []*Lease
 }
 
 // Machine is the lease state machine. It implements raft.FSM.
@@ -173,6 +182,9 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		if cur == nil || !cur.Held || cur.Token != c.Token || c.Term < m.establishedTerm {
 			return Result{Code: NotHeld, Lease: cur}
 		}
+		if cur.Ending != ReasonNone {
+			return m.free(index, cur, cur.Ending)
+		}
 		return m.free(index, cur, ReasonExpired)
 	case Revoke:
 		cur := m.leases[c.Key]
@@ -183,6 +195,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 			return Result{Code: NotHeld, Lease: cur}
 		}
 		return m.free(index, cur, ReasonRevoked)
+	case End:
+		return m.end(index, c)
 	case LeaderEstablished:
 		if c.Term > m.establishedTerm {
 			m.establishedTerm = c.Term
@@ -223,7 +237,8 @@ func (m *Machine) acquire(index uint64, c Acquire) Result {
 		}
 	}
 	if cur != nil && cur.Held {
-		if cur.Holder != c.Holder {
+		if cur.Holder != c.Holder || cur.Ending != ReasonNone {
+			// An ending lease is never kept, not even by its holder.
 			return Result{Code: Held, Lease: cur}
 		}
 		return m.keep(index, cur, c)
@@ -252,9 +267,14 @@ func (m *Machine) free(index uint64, cur *Lease, why Reason) Result {
 	next := *cur
 	next.Held = false
 	next.Reason = why
+	next.Ending = ReasonNone
 	next.ModifyIndex = index
 	m.store(&next)
-	m.emit(Event{Type: freeEvents[why], Key: cur.Key, Holder: cur.Holder, Token: cur.Token})
+	e := Event{Type: freeEvents[why], Key: cur.Key, Holder: cur.Holder, Token: cur.Token}
+	if e.Type == EventRevoked {
+		e.Reason = why.String() // revoked, disabled or prohibited
+	}
+	m.emit(e)
 	return Result{Code: Freed, Lease: &next}
 }
 

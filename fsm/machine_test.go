@@ -251,8 +251,8 @@ func TestApplyContract(t *testing.T) {
 				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
 			},
 			cmd: Acquire{Key: "a", Holder: "w1", TTL: time.Minute, Metadata: zoneB, Time: wall + 1},
-			want: Result{Code: Disabled, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
-				Metadata: zoneA, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
+			want: Result{Code: Disabled, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true, Ending: ReasonDisabled,
+				Metadata: zoneA, AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
 		},
 		{
 			name: "a disabled key answers disabled to a prohibited holder too",
@@ -275,8 +275,8 @@ func TestApplyContract(t *testing.T) {
 				SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}},
 			},
 			cmd: acquire("a", "w1"),
-			want: Result{Code: Prohibited, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
+			want: Result{Code: Prohibited, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true, Ending: ReasonProhibited,
+				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
 		},
 		{
 			name:  "acquire by a holder that is not prohibited is granted",

@@ -12,7 +12,7 @@ import (
 )
 
 // Snapshot format, version 4 (version 1 lacks the placement part, version 2
-// the ACL part, version 3 the group settings):
+// the ACL part, version 3 the group settings and the ending leases):
 //
 //	magic   [4]byte  "TNRS"
 //	version uint16   big endian
@@ -28,7 +28,9 @@ import (
 //	        id; secret hashes only), worker registration count, each
 //	        registration (sorted by worker)
 //	        v4: group settings count, each group's settings and stuck
-//	        workers (sorted by name; only groups that have any)
+//	        workers (sorted by name; only groups that have any); then the
+//	        ending lease count, each ending lease (sorted by key) as key
+//	        and ending reason (encodeEnding)
 //	crc     uint32   big endian: CRC-32C of everything before it
 //
 // Every version ever written stays readable; testdata holds a golden file
@@ -95,6 +97,7 @@ func encodeSnapshot(st state, index, term uint64) []byte {
 	encodePlacement(e, st)
 	encodeACL(e, st.acl)
 	encodeGroupSettings(e, st)
+	encodeEnding(e, st.leases)
 	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
 }
 
@@ -160,6 +163,7 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 	}
 	if version >= 4 && d.err == nil {
 		decodeGroupSettings(d, &st)
+		decodeEnding(d, &st)
 	}
 	if err := d.finish(); err != nil {
 		return state{}, 0, 0, fmt.Errorf("%w: %w", ErrBadSnapshot, err)

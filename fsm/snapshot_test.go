@@ -295,15 +295,17 @@ func TestPersistErrors(t *testing.T) {
 	}
 }
 
-// withCRC returns b with its trailing checksum recomputed, so that a test
-// reaches the checks behind the checksum.
-// withSettings replaces the empty version 4 settings section at the end of
-// snap (a count of 0) with section, and fixes the checksum.
+// withSettings replaces the empty version 4 settings section near the end
+// of snap (a count of 0) with section, and fixes the checksum.
 func withSettings(snap []byte, section ...byte) []byte {
-	c := append(bytes.Clone(snap[:len(snap)-5]), section...)
-	return withCRC(append(c, 0, 0, 0, 0))
+	// The settings section is the one before the ending leases' (an
+	// empty one: 0) and the checksum.
+	c := append(bytes.Clone(snap[:len(snap)-6]), section...)
+	return withCRC(append(c, 0, 0, 0, 0, 0))
 }
 
+// withCRC returns b with its trailing checksum recomputed, so that a test
+// reaches the checks behind the checksum.
 func withCRC(b []byte) []byte {
 	c := bytes.Clone(b)
 	binary.BigEndian.PutUint32(c[len(c)-4:], crc32.Checksum(c[:len(c)-4], castagnoli))
@@ -435,7 +437,7 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "settings of a group the snapshot lacks", data: withSettings(good, 1, 2, 'z', 'z', 0, 0, 0), msg: "lacks"},
 		{name: "stuck workers out of order", data: withSettings(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 0, 0, 2, 1, 'b', 1, 'a'), msg: "stuck workers"},
 		{name: "more group settings than bytes", data: withSettings(good, 0x7f), msg: "group settings in"},
-		{name: "unknown reason", data: patchSingle(heldAt+1, 4), msg: "reason"},
+		{name: "unknown reason", data: patchSingle(heldAt+1, 6), msg: "reason"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

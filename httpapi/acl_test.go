@@ -154,6 +154,7 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"POST /v1/renew", "POST", "/v1/renew", `{"holder":"h1","leases":[{"key":"k/a","token":2}]}`, client.RightWrite},
 		{"DELETE /v1/leases/{key:.+}", "DELETE", "/v1/leases/k/a?holder=h1&token=2", "", client.RightWrite},
 		{"POST /v1/revoke/{key:.+}", "POST", "/v1/revoke/k/held", "", client.RightRevoke},
+		{"POST /v1/revoke", "POST", "/v1/revoke?holder=h1", "", client.RightRevoke},
 		{"PUT /v1/groups/{name:.+?}", "PUT", "/v1/groups/g2", `{"keys":["x"]}`, client.RightGroups},
 		{"POST /v1/groups/{name:.+?}/keys", "POST", "/v1/groups/g/keys", `{"add":["g-9"]}`, client.RightGroups},
 		{"PUT /v1/groups/{name:.+?}/max-per-worker", "PUT", "/v1/groups/g/max-per-worker", `{"max_per_worker":2}`, client.RightGroups},
@@ -405,4 +406,19 @@ func TestACLRequestsLogAccessor(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// Revoke by holder needs the revoke right on every key (a rule on the
+// prefix ""): the holder's keys are only known when the command applies.
+// A token with revoke on a prefix may revoke keys under it, not holders.
+func TestACLRevokeHolderNeedsEveryKey(t *testing.T) {
+	e := startACL(t, 1)
+	url := e.leader().url
+	e.policy(t, "revoke-k", rule("k/", client.RightRevoke))
+	secret := e.token(t, client.ACLTokenSpec{Policies: []string{"revoke-k"}}).SecretID
+	if r := doAs(t, secret, "POST", url+"/v1/revoke/k/x", ""); r.status == http.StatusForbidden {
+		t.Errorf("revoke of k/x with revoke on k/: %d %s, want it allowed", r.status, r.body)
+	}
+	doAs(t, secret, "POST", url+"/v1/revoke?holder=h1", "").wantDenied(t, "revoke by holder with revoke on k/ only",
+		client.CodePermissionDenied, `"revoke"`)
 }

@@ -103,10 +103,10 @@ func TestEventsRoute(t *testing.T) {
 		t.Fatalf("answered before anything happened: %s", r.body)
 	case <-time.After(300 * time.Millisecond):
 	}
-	write(t, "", "POST", leader.url+"/v1/revoke/other", "").wantStatus(t, "revoke", 204)
+	write(t, "", "POST", leader.url+"/v1/revoke/other", "").wantStatus(t, "revoke", 200)
 	r = <-done
 	r.wantStatus(t, "blocking events", 200)
-	if got := eventTypes(r.events(t).Events); got != "revoked other" {
+	if got := eventTypes(r.events(t).Events); got != "ending other" {
 		t.Errorf("blocking answer: %s, want the revoke", got)
 	}
 	// A wait that ends with nothing answers the index to ask after again.
@@ -175,13 +175,13 @@ func TestEventsACL(t *testing.T) {
 
 	write(t, op.SecretID, "PUT", follower.url+"/v1/leases/jobs/a", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
 	write(t, op.SecretID, "PUT", follower.url+"/v1/leases/secret/b", `{"holder":"h1","ttl":"30s"}`).wantGranted(t)
-	write(t, op.SecretID, "POST", follower.url+"/v1/revoke/jobs/a", "").wantStatus(t, "revoke", 204)
+	write(t, op.SecretID, "POST", follower.url+"/v1/revoke/jobs/a", "").wantStatus(t, "revoke", 200)
 	write(t, op.SecretID, "PUT", leader.url+"/v1/groups/jobs-g", `{"keys":["jobs/x"]}`).wantStatus(t, "group", 200)
 	write(t, op.SecretID, "POST", leader.url+"/v1/workers/w1/drain?force=true", "").wantStatus(t, "drain", 200)
 
 	r = doAs(t, e.boot, "GET", leader.url+"/v1/events?index="+start, "")
 	all := r.events(t)
-	if got, want := eventTypes(all.Events), "acquired jobs/a, acquired secret/b, revoked jobs/a, group_changed jobs-g, drained w1"; got != want {
+	if got, want := eventTypes(all.Events), "acquired jobs/a, acquired secret/b, ending jobs/a, group_changed jobs-g, drained w1"; got != want {
 		t.Fatalf("management token sees %s\nwant %s", got, want)
 	}
 	for _, ev := range all.Events {
@@ -198,7 +198,7 @@ func TestEventsACL(t *testing.T) {
 	doAs(t, reader.SecretID, "GET", leader.url+"/v1/events?index="+start, "").wantDenied(t, "events without a prefix", client.CodePermissionDenied)
 	r = doAs(t, reader.SecretID, "GET", follower.url+"/v1/events?prefix=jobs/&index="+start, "")
 	r.wantStatus(t, "reader's events", 200)
-	if got := eventTypes(r.events(t).Events); got != "acquired jobs/a, revoked jobs/a" {
+	if got := eventTypes(r.events(t).Events); got != "acquired jobs/a, ending jobs/a" {
 		t.Errorf("reader sees %s, want the jobs/a events only", got)
 	}
 	// A blocking reader is not woken by what it may not see.

@@ -191,17 +191,22 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	ctl := fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}
-	force, err := forceParam(r)
+	force, err := parseForce(r)
 	if err != nil {
 		return err
 	}
-	if err := s.node.SetKeyControl(ctx, pathKey(r), ctl, force); err != nil {
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	ctl := fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}
+	ended, err := s.node.SetKeyControl(ctx, pathKey(r), ctl, force)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, controlOut(pathKey(r), ctl))
+	out := controlOut(pathKey(r), ctl)
+	if len(ended) > 0 {
+		out.Ended = revokedOut(ended)
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -210,17 +215,21 @@ func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	force, err := forceParam(r)
+	force, err := parseForce(r)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	ctl, err := s.node.EditKeyControl(ctx, pathKey(r), cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
+	ctl, ended, err := s.node.EditKeyControl(ctx, pathKey(r), cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, controlOut(pathKey(r), ctl))
+	out := controlOut(pathKey(r), ctl)
+	if len(ended) > 0 {
+		out.Ended = revokedOut(ended)
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -239,7 +248,7 @@ func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	force, err := forceParam(r)
+	force, err := parseForce(r)
 	if err != nil {
 		return err
 	}
@@ -282,20 +291,4 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 		}
 		return out, out.Index, nil
 	})
-}
-
-// forceParam reads ?force: absent or "false" is false; "", "true" or "1"
-// is true; anything else is an invalid_query naming the parameter.
-func forceParam(r *http.Request) (bool, error) {
-	v, ok := r.URL.Query()["force"]
-	if !ok {
-		return false, nil
-	}
-	switch {
-	case len(v) == 0 || v[0] == "" || v[0] == "true" || v[0] == "1":
-		return true, nil
-	case v[0] == "false" || v[0] == "0":
-		return false, nil
-	}
-	return false, badRequest(client.CodeInvalidQuery, "force", fmt.Sprintf("force: %q is not true or false", v[0]))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
@@ -79,14 +80,66 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// revoke ends the lease of the path's key: safely (the key frees when the
+// holder's deadline passes), or at once with ?force=true.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	if err := s.node.Revoke(ctx, pathKey(r)); err != nil {
+	force, err := parseForce(r)
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	ended, err := s.node.Revoke(ctx, pathKey(r), force)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, client.RevokeResult{Revoked: revokedOut(ended)})
 	return nil
+}
+
+// revokeHolder ends every lease of ?holder=H. The route needs the revoke
+// right on every key: the holder's keys are only known once the command
+// applies, and a partial revoke would leave the holder running.
+func (s *Server) revokeHolder(w http.ResponseWriter, r *http.Request) error {
+	force, err := parseForce(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if !q.Has("holder") {
+		return badRequest(client.CodeInvalidHolder, "holder", "holder: required, the holder whose leases to revoke")
+	}
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	ended, err := s.node.RevokeHolder(ctx, q.Get("holder"), force)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, client.RevokeResult{Revoked: revokedOut(ended)})
+	return nil
+}
+
+// parseForce reads the force query parameter: absent, "true" or "false".
+func parseForce(r *http.Request) (bool, error) {
+	v, ok := r.URL.Query()["force"]
+	if !ok {
+		return false, nil
+	}
+	switch {
+	case len(v) == 1 && (v[0] == "true" || v[0] == "1" || v[0] == ""):
+		return true, nil
+	case len(v) == 1 && (v[0] == "false" || v[0] == "0"):
+		return false, nil
+	}
+	return false, badRequest(client.CodeInvalidQuery, "force", fmt.Sprintf("force: %q is not true or false", strings.Join(v, ",")))
+}
+
+func revokedOut(ended []cluster.EndedLease) []client.RevokedLease {
+	out := make([]client.RevokedLease, len(ended))
+	for i, e := range ended {
+		out[i] = client.RevokedLease{Key: e.Key, Holder: e.Holder, Token: e.Token, Reason: e.Reason, Forced: e.Forced, FreesIn: e.FreesIn}
+	}
+	return out
 }
 
 func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {

@@ -98,6 +98,10 @@ func TestReleaseAndRevokeErrors(t *testing.T) {
 		{"release bad key", http.MethodDelete, "/v1/leases/a%20b?holder=h1&token=1", "", 400, "invalid_key", "key"},
 		{"revoke never seen", http.MethodPost, "/v1/revoke/never-seen", "", 404, "not_found", ""},
 		{"revoke bad key", http.MethodPost, "/v1/revoke/a%20b", "", 400, "invalid_key", "key"},
+		{"revoke bad force", http.MethodPost, "/v1/revoke/k?force=yes", "", 400, "invalid_query", "force"},
+		{"revoke by holder without holder", http.MethodPost, "/v1/revoke", "", 400, "invalid_holder", "holder"},
+		{"revoke by empty holder", http.MethodPost, "/v1/revoke?holder=", "", 400, "invalid_holder", "holder"},
+		{"control bad force", http.MethodPut, "/v1/controls/k?force=2", `{"disabled":true}`, 400, "invalid_query", "force"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, tc.method, tn.url+tc.path, tc.body)
@@ -110,16 +114,66 @@ func TestReleaseAndRevokeErrors(t *testing.T) {
 	}
 }
 
-// Revoke frees a key whoever holds it, and a later renewal learns why.
+// Revoke ends a lease whoever holds it: the answer says when the key
+// frees, the holder's renewals are refused at once and learn why, and the
+// key stays held until then. A second revoke answers the same lease.
 func TestRevoke(t *testing.T) {
 	tn := startNode(t)
 	l := acquire(t, tn, "revoked", "h1")
-	do(t, http.MethodPost, tn.url+"/v1/revoke/revoked", "").wantStatus(t, "revoke", http.StatusNoContent)
-	do(t, http.MethodPost, tn.url+"/v1/revoke/revoked", "").wantStatus(t, "second revoke", http.StatusNoContent)
+	for _, name := range []string{"revoke", "second revoke"} {
+		r := do(t, http.MethodPost, tn.url+"/v1/revoke/revoked", "")
+		r.wantStatus(t, name, http.StatusOK)
+		var out client.RevokeResult
+		r.decode(t, &out)
+		if len(out.Revoked) != 1 || out.Revoked[0].Key != "revoked" || out.Revoked[0].Token != l.Token || out.Revoked[0].Holder != "h1" ||
+			out.Revoked[0].Forced || out.Revoked[0].Reason != "revoked" || out.Revoked[0].FreesIn <= 0 || out.Revoked[0].FreesIn > 30*time.Second {
+			t.Errorf("%s answered %+v, want h1's lease, not forced, freeing within its ttl", name, out.Revoked)
+		}
+	}
 	r := do(t, http.MethodPost, tn.url+"/v1/renew/revoked", fmt.Sprintf(`{"holder":"h1","token":%d}`, l.Token))
 	r.wantStatus(t, "renew after revoke", http.StatusNotFound)
 	if e := r.apiErr(t); e.Error != "lease_lost" || e.Reason != "revoked" {
 		t.Errorf("got code %q reason %q, want lease_lost revoked", e.Error, e.Reason)
+	}
+	r = do(t, http.MethodPut, tn.url+"/v1/leases/revoked", `{"holder":"h2","ttl":"10s"}`)
+	r.wantStatus(t, "acquire of a revoked key before its deadline", http.StatusConflict)
+	r = do(t, http.MethodGet, tn.url+"/v1/leases/revoked", "")
+	r.wantStatus(t, "read of a revoked lease", http.StatusOK)
+	if got := r.lease(t); !got.Held() || got.Ending != client.ReasonRevoked {
+		t.Errorf("revoked lease reads as %s, ending %q; want held, ending revoked", got.State, got.Ending)
+	}
+
+	// Forced: freed at once, and the next acquirer gets it.
+	r = do(t, http.MethodPost, tn.url+"/v1/revoke/revoked?force=true", "")
+	r.wantStatus(t, "forced revoke", http.StatusOK)
+	var out client.RevokeResult
+	r.decode(t, &out)
+	if len(out.Revoked) != 1 || !out.Revoked[0].Forced || out.Revoked[0].FreesIn != 0 {
+		t.Errorf("forced revoke answered %+v, want one forced lease", out.Revoked)
+	}
+	acquire(t, tn, "revoked", "h2")
+}
+
+// Revoke by holder ends every lease of that holder and no other.
+func TestRevokeHolder(t *testing.T) {
+	tn := startNode(t)
+	acquire(t, tn, "b", "h1")
+	acquire(t, tn, "a", "h1")
+	other := acquire(t, tn, "c", "h2")
+	r := do(t, http.MethodPost, tn.url+"/v1/revoke?holder=h1", "")
+	r.wantStatus(t, "revoke by holder", http.StatusOK)
+	var out client.RevokeResult
+	r.decode(t, &out)
+	if len(out.Revoked) != 2 || out.Revoked[0].Key != "a" || out.Revoked[1].Key != "b" {
+		t.Fatalf("revoke of h1 answered %+v, want a and b", out.Revoked)
+	}
+	r = do(t, http.MethodPost, tn.url+"/v1/renew/c", fmt.Sprintf(`{"holder":"h2","token":%d}`, other.Token))
+	r.wantStatus(t, "renew of another holder's lease", http.StatusOK)
+	r = do(t, http.MethodPost, tn.url+"/v1/revoke?holder=nobody", "")
+	r.wantStatus(t, "revoke of a holder without leases", http.StatusOK)
+	r.decode(t, &out)
+	if len(out.Revoked) != 0 {
+		t.Errorf("revoke of nobody answered %+v, want none", out.Revoked)
 	}
 }
 

@@ -15,7 +15,8 @@ type Node interface {
 	// Leases.
 	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.LeaseView, bool, error)
 	Release(ctx context.Context, key, holder string, token uint64) (bool, error)
-	Revoke(ctx context.Context, key string) error
+	Revoke(ctx context.Context, key string, force bool) ([]cluster.EndedLease, error)
+	RevokeHolder(ctx context.Context, holder string, force bool) ([]cluster.EndedLease, error)
 	Renew(ctx context.Context, key, holder string, token uint64) (cluster.LeaseView, error)
 	RenewMany(ctx context.Context, holder string, refs []cluster.LeaseRef) ([]cluster.RenewResult, error)
 	Get(ctx context.Context, key string, c cluster.Consistency) (cluster.LeaseView, error)
@@ -30,8 +31,8 @@ type Node interface {
 	Groups(ctx context.Context, c cluster.Consistency) ([]*fsm.Group, uint64, error)
 	Assignment(ctx context.Context, name, worker string, c cluster.Consistency) (map[string]string, uint64, error)
 	KeyControl(ctx context.Context, key string, c cluster.Consistency) (fsm.KeyControl, error)
-	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) error
-	EditKeyControl(ctx context.Context, key string, edit cluster.ControlEdit) (fsm.KeyControl, error)
+	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) ([]cluster.EndedLease, error)
+	EditKeyControl(ctx context.Context, key string, edit cluster.ControlEdit) (fsm.KeyControl, []cluster.EndedLease, error)
 	DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error)
 	Workers(ctx context.Context, c cluster.Consistency) ([]cluster.WorkerView, uint64, error)
 	PlacementHealth(ctx context.Context, threshold time.Duration) (cluster.PlacementReport, error)

@@ -114,6 +114,7 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/renew"+key, s.renewer(s.guard(onKey(fsm.RightWrite), s.renewOne))).Methods(http.MethodPost)
 	r.Handle("/v1/renew", s.renewer(s.guard(anyToken, s.renewMany))).Methods(http.MethodPost) // write on every key: checked in renewMany
 	r.Handle("/v1/revoke"+key, s.leader(s.guard(onKey(fsm.RightRevoke), s.revoke))).Methods(http.MethodPost)
+	r.Handle("/v1/revoke", s.leader(s.guard(fixed(fsm.RightRevoke, "key", ""), s.revokeHolder))).Methods(http.MethodPost) // revoke on every key
 	r.Handle("/v1/operator/servers/{id}", s.leader(s.guard(onCluster(fsm.RightOperator), s.removeServer))).Methods(http.MethodDelete)
 	r.Handle("/v1/operator/servers/{id}/promote", s.leader(s.guard(onCluster(fsm.RightOperator), s.promoteServer))).Methods(http.MethodPost)
 	r.Handle("/v1/operator/transfer-leader", s.leader(s.guard(onCluster(fsm.RightOperator), s.transferLeader))).Methods(http.MethodPost)

@@ -21,6 +21,7 @@ func leaseOut(v cluster.LeaseView) *client.LeaseInfo {
 		State:       client.StateFree,
 		Metadata:    l.Metadata,
 		Reason:      l.Reason.String(),
+		Ending:      l.Ending.String(),
 		ModifyIndex: l.ModifyIndex,
 	}
 	if l.Held {

@@ -32,10 +32,13 @@ const keysUsage = `Usage: tenure keys <subcommand> [args]
 
 Subcommands:
     show KEY                 the operator's controls of a key
-    disable KEY [-force]     nobody may acquire it; its worker hands it back
+    disable KEY [-force]     nobody may acquire it; its holder's renewals are
+                             refused and the key frees at the holder's deadline
     enable KEY
     prohibit KEY HOLDER [-force]
-                             HOLDER may not acquire it
+                             HOLDER may not acquire it (nor renew it)
+                             -force: free the holder's lease at once, and
+                             accept a key the cluster does not know
     allow KEY HOLDER
 `
 
@@ -313,7 +316,7 @@ func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 	cf.register(fs)
 	var force bool
 	if verb == "disable" || verb == "prohibit" {
-		fs.BoolVar(&force, "force", false, "also for a key that the cluster does not know (no lease, group or control)")
+		fs.BoolVar(&force, "force", false, "free the holder's lease at once, for a holder known to be dead (exclusion then rests on fencing alone); also accept a key that the cluster does not know (no lease, group or control)")
 	}
 	c, pos, code, ok := e.connect(fs, &cf, args, n, n)
 	if !ok {
@@ -346,8 +349,13 @@ func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 		return e.fail(err)
 	}
 	if cf.json {
-		return e.printJSON(map[string]any{"key": pos[0], "disabled": ctl.Disabled, "prohibited": ctl.Prohibited})
+		out := map[string]any{"key": pos[0], "disabled": ctl.Disabled, "prohibited": ctl.Prohibited}
+		if len(ctl.Ended) > 0 {
+			out["ended"] = ctl.Ended
+		}
+		return e.printJSON(out)
 	}
 	fmt.Fprintf(e.stdout, "Key %s: disabled=%v prohibited=%v\n", pos[0], ctl.Disabled, ctl.Prohibited)
+	e.printEnded("Ended", ctl.Ended)
 	return exitOK
 }

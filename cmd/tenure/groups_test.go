@@ -112,3 +112,34 @@ func TestGroupsCreateReplaceAndCAS(t *testing.T) {
 		}
 	})
 }
+
+// keys disable -force asks, in one atomic edit, for the holder's lease to
+// be freed at once, and prints the lease the change ended.
+func TestKeysDisableForcePrintsEnded(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			writeJSON(w, 200, map[string]any{"key": "scene-01", "disabled": false, "prohibited": []string{}})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"key": "scene-01", "disabled": true, "prohibited": []string{},
+			"ended": []map[string]any{{"key": "scene-01", "holder": "t1", "token": 7, "reason": "disabled", "forced": true, "frees_in": "0s"}}})
+	})
+	got := runCLI(t, "keys", "disable", "scene-01", "-force", "-http-addr", srv.URL)
+	if got.code != exitOK {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	srv.mu.Lock()
+	var query string
+	for _, r := range srv.reqs {
+		if r.Method == http.MethodPatch {
+			query = r.Query.Encode()
+		}
+	}
+	srv.mu.Unlock()
+	if query != "force=true" {
+		t.Errorf("PATCH query %q, want force=true", query)
+	}
+	if !strings.Contains(got.stdout, "Ended scene-01 (holder t1, token 7): freed now (forced") {
+		t.Errorf("stdout %q, want the forced end of t1's lease", got.stdout)
+	}
+}

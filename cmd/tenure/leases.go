@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tenure-io/tenure/client"
@@ -19,7 +20,9 @@ Subcommands:
                         -meta replaces its metadata)
     renew KEY -holder H -token N
     release KEY -holder H -token N
-    revoke KEY
+    revoke KEY [-force]       end the lease: the key frees when the holder's
+                              deadline passes (-force: at once; fencing only)
+    revoke -holder H [-force] end every lease of H
     stale [-threshold D] [-json]   unowned keys, stuck workers, groups below
                                    min_workers, leases not renewed; exits 1
                                    when something is wrong, 2 when it cannot ask
@@ -213,20 +216,71 @@ func (e *env) leasesRelease(ctx context.Context, args []string) int {
 
 func (e *env) leasesRevoke(ctx context.Context, args []string) int {
 	var cf clusterFlags
-	fs := e.newFlagSet("leases revoke", "leases revoke KEY")
+	var holder string
+	var force bool
+	fs := e.newFlagSet("leases revoke", "leases revoke KEY [-force] | leases revoke -holder H [-force]")
 	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	fs.StringVar(&holder, "holder", "", "end every lease of this holder instead of one key")
+	fs.BoolVar(&force, "force", false, "free at once, for a holder known to be dead: exclusion then rests on fencing alone")
+	n, byHolder := 1, hasFlag(args, "holder")
+	if byHolder {
+		n = 0
+	}
+	c, pos, code, ok := e.connect(fs, &cf, args, n, n)
 	if !ok {
 		return code
 	}
-	if _, err := c.Leases().Revoke(ctx, pos[0]); err != nil {
+	if byHolder && holder == "" {
+		return e.usageError(fs, "-holder: must not be empty")
+	}
+	var opts []client.OperatorOption
+	if force {
+		opts = append(opts, client.WithForce())
+	}
+	var ended []client.RevokedLease
+	var err error
+	if byHolder {
+		ended, _, err = c.Leases().RevokeHolder(ctx, holder, opts...)
+	} else {
+		ended, _, err = c.Leases().RevokeKey(ctx, pos[0], opts...)
+	}
+	if err != nil {
 		return e.fail(err)
 	}
 	if cf.json {
-		return e.printJSON(map[string]any{"key": pos[0], "revoked": true})
+		return e.printJSON(client.RevokeResult{Revoked: ended})
 	}
-	fmt.Fprintf(e.stdout, "Revoked %s\n", pos[0])
+	if len(ended) == 0 {
+		fmt.Fprintln(e.stdout, "Nothing to revoke: no lease held")
+	}
+	e.printEnded("Revoked", ended)
 	return exitOK
+}
+
+// printEnded prints the leases a revoke, disable or prohibit ended.
+func (e *env) printEnded(verb string, ended []client.RevokedLease) {
+	for _, l := range ended {
+		if l.Forced {
+			fmt.Fprintf(e.stdout, "%s %s (holder %s, token %d): freed now (forced; only fencing stops the old holder)\n", verb, l.Key, l.Holder, l.Token)
+			continue
+		}
+		fmt.Fprintf(e.stdout, "%s %s (holder %s, token %d): renewals refused (%s), frees in %v\n", verb, l.Key, l.Holder, l.Token, l.Reason, l.FreesIn.Round(time.Millisecond))
+	}
+}
+
+// hasFlag reports whether args set the flag name (-name or --name, with or
+// without =value).
+func hasFlag(args []string, name string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // printLease prints one lease: its JSON, or a title line and aligned
@@ -248,6 +302,9 @@ func (e *env) printLease(asJSON bool, title string, l *client.LeaseInfo) int {
 	field("Expires in", expiresIn(l))
 	if l.Reason != "" {
 		field("Reason", l.Reason)
+	}
+	if l.Ending != "" {
+		field("Ending", l.Ending+" (renewals refused; frees when it expires)")
 	}
 	field("Acquired at", timeOrDash(l.AcquiredAt))
 	field("Renewed at", timeOrDash(l.RenewedAt))

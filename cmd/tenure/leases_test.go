@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenure-io/tenure/client"
 )
@@ -221,13 +222,24 @@ func TestLeasesRenewReleaseRevoke(t *testing.T) {
 			"DELETE", "/v1/leases/scene-01", "", map[string]string{"holder": "tracker-0", "token": "17"}, "Released scene-01 (token 17)"},
 		{"release json", []string{"release", "scene-01", "-holder", "tracker-0", "-token", "17", "-json"}, 204,
 			"DELETE", "/v1/leases/scene-01", "", nil, `"released": true`},
-		{"revoke", []string{"revoke", "scene-01"}, 204, "POST", "/v1/revoke/scene-01", "", nil, "Revoked scene-01"},
+		{"revoke", []string{"revoke", "scene-01"}, 200, "POST", "/v1/revoke/scene-01", "", nil,
+			"Revoked scene-01 (holder tracker-0, token 17): renewals refused (revoked), frees in 4.2s"},
+		{"revoke forced", []string{"revoke", "scene-01", "-force"}, 200, "POST", "/v1/revoke/scene-01", "", map[string]string{"force": "true"},
+			"Revoked scene-01 (holder tracker-0, token 17): renewals refused (revoked), frees in 4.2s"},
+		{"revoke by holder", []string{"revoke", "-holder", "tracker-0"}, 200, "POST", "/v1/revoke", "", map[string]string{"holder": "tracker-0"},
+			"frees in 4.2s"},
+		{"revoke against an older server", []string{"revoke", "scene-01"}, 204, "POST", "/v1/revoke/scene-01", "", nil, "Nothing to revoke"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if tt.status == 204 {
 					w.WriteHeader(204)
+					return
+				}
+				if strings.HasPrefix(r.URL.Path, "/v1/revoke") {
+					writeJSON(w, tt.status, client.RevokeResult{Revoked: []client.RevokedLease{
+						{Key: "scene-01", Holder: "tracker-0", Token: 17, Reason: client.ReasonRevoked, FreesIn: 4200 * time.Millisecond}}})
 					return
 				}
 				writeJSON(w, tt.status, lease("scene-01"))
@@ -295,4 +307,14 @@ func TestLeasesRenewLostFails(t *testing.T) {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// leases revoke -holder with an empty holder is a usage error, not a
+// revoke of nothing (or a crash).
+func TestLeasesRevokeEmptyHolder(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) })
+	got := runCLI(t, "leases", "revoke", "-holder=", "-http-addr", srv.URL)
+	if got.code != exitUsage || !strings.Contains(got.stderr, "-holder") {
+		t.Errorf("exit code %d, stderr %q; want a usage error naming -holder", got.code, got.stderr)
+	}
 }

@@ -39,7 +39,7 @@ func (s *frameStore) Write(scene string, token uint64, frame int) error {
 
 // TestFencedWriteRejectsPausedHolder is Example_fencedWrite against three
 // real servers: tracker-0 reads scene-01's frame and stalls before its
-// write; its lease is revoked and tracker-1, waiting for the scene, takes
+// write; its lease is revoked by force and tracker-1, waiting for the scene, takes
 // it over and writes. tracker-0's late write is refused by the store, and
 // a FenceValidator refuses its token while accepting tracker-1's;
 // tracker-0's lease context ends at its next renewal.
@@ -68,7 +68,9 @@ func TestFencedWriteRejectsPausedHolder(t *testing.T) {
 		next <- granted{l, err}
 	}()
 	c.waitForWaiters(t, 1)
-	if _, err := t1.Leases().Revoke(ctx, "scene-01"); err != nil {
+	// An operator who takes the stalled tracker for dead frees the scene at
+	// once (force): only fencing keeps tracker-0 out now.
+	if _, _, err := t1.Leases().RevokeKey(ctx, "scene-01", client.WithForce()); err != nil {
 		t.Fatal(err)
 	}
 	g := <-next

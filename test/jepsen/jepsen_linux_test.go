@@ -147,5 +147,5 @@ func plan(seed uint64, limit time.Duration) ([]runConfig, error) {
 			}
 		}
 	}
-	return []runConfig{{Name: "custom", Seed: seed, Servers: *flagNodes, Duration: limit, Nemeses: pool, Workloads: wl, MutexKeys: "mx-0,mx-1", Stall: 0.1}}, nil
+	return []runConfig{{Name: "custom", Seed: seed, Servers: *flagNodes, Duration: limit, Nemeses: pool, Workloads: wl, MutexKeys: "mx-0,mx-1", Stall: 0.1, RevokeEvery: revokeEvery}}, nil
 }

@@ -42,7 +42,10 @@ type runConfig struct {
 	// two checks of its lease, which is what a client that keeps a lease
 	// past its deadline gets wrong.
 	Stall float64
-	Dir   string // results directory of this run
+	// RevokeEvery is the mutex workers' -revoke-every: each revokes a
+	// random key (safely, as an operator would) about this often; 0 never.
+	RevokeEvery time.Duration
+	Dir         string // results directory of this run
 }
 
 // agent roles and how many processes of each a run starts.
@@ -235,7 +238,8 @@ func (w *world) agentArgs(a *proc, seed uint64) []string {
 		return append([]string{"register", "-procs", "3", "-keys", "reg-0,reg-1", "-ttl", registerTTL.String(), "-timeout", "1s"}, common...)
 	case "mutex":
 		return append([]string{"mutex", "-store", store, "-keys", w.cfg.MutexKeys, "-id", a.name, "-ttl", holderTTL.String(), "-work", "40ms",
-			"-stall", "1s", "-stall-prob", strconv.FormatFloat(w.cfg.Stall, 'f', 2, 64)}, common...)
+			"-stall", "1s", "-stall-prob", strconv.FormatFloat(w.cfg.Stall, 'f', 2, 64),
+			"-revoke-every", w.cfg.RevokeEvery.String()}, common...)
 	case "elect":
 		return append([]string{"elect", "-id", a.name, "-election", "jepsen", "-ttl", holderTTL.String()}, common...)
 	case "place":

@@ -9,6 +9,10 @@ var (
 	allWorkloads     = []string{"register", "mutex", "elect", "place"}
 )
 
+// revokeEvery is how often each mutex worker of the suite's runs revokes a
+// random key as an operator would (safely): about every four holder TTLs.
+const revokeEvery = 4 * holderTTL
+
 // suite returns the runs of a suite; seed is the suite's seed, each run
 // takes its own from it.
 func suite(name string, servers int, limit time.Duration, seed uint64) []runConfig {
@@ -26,10 +30,10 @@ func suite(name string, servers int, limit time.Duration, seed uint64) []runConf
 		if servers >= 5 {
 			all = append(all, "majorities-ring")
 		}
-		add(runConfig{Name: "all-faults", Servers: servers, Duration: limit, Nemeses: all, Workloads: allWorkloads, Stall: 0.1})
+		add(runConfig{Name: "all-faults", Servers: servers, Duration: limit, Nemeses: all, Workloads: allWorkloads, Stall: 0.1, RevokeEvery: revokeEvery})
 	default:
-		add(runConfig{Name: "partitions", Servers: servers, Duration: limit, Nemeses: partitionNemeses, Workloads: allWorkloads, Stall: 0.1})
-		add(runConfig{Name: "processes", Servers: servers, Duration: limit, Nemeses: processNemeses, Workloads: allWorkloads, Stall: 0.1})
+		add(runConfig{Name: "partitions", Servers: servers, Duration: limit, Nemeses: partitionNemeses, Workloads: allWorkloads, Stall: 0.1, RevokeEvery: revokeEvery})
+		add(runConfig{Name: "processes", Servers: servers, Duration: limit, Nemeses: processNemeses, Workloads: allWorkloads, Stall: 0.1, RevokeEvery: revokeEvery})
 	}
 	for _, c := range controls(servers) {
 		add(c)

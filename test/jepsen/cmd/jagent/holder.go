@@ -125,11 +125,14 @@ func believe(rec *recorder, proc string, l *client.Lease) bool {
 }
 
 // released records that proc stops using l and is about to release it: T
-// is read before the release is sent. It writes nothing, and reports
-// false, when the lease already ended (lost: its hook recorded it).
+// is read before the release is sent. A lost lease is recorded too: the
+// release may still free it on the cluster (a lease an operator ended is
+// held there until its deadline, and freed by its holder's release), and
+// the holder has stopped by now. It writes nothing, and reports false,
+// when the lease was released already.
 func released(rec *recorder, proc string, l *client.Lease) bool {
 	t := history.Now()
-	if l.Err() != nil {
+	if errors.Is(l.Err(), client.ErrReleased) {
 		return false
 	}
 	_ = rec.Write(history.Event{T: t, Kind: history.Released, Proc: proc, Key: l.Key(), Holder: l.Holder(), Token: l.Token()})

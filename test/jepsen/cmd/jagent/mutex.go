@@ -44,6 +44,7 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 		work, wait      time.Duration
 		stall           time.Duration
 		stallProb       float64
+		revokeEvery     time.Duration
 		storeURLs, list []string
 	)
 	fs := newFlagSet("mutex", "-servers URLS -store URL -id ID -history FILE [-keys K,...] [-ttl D] [-work D] [-wait D] [-seed N] [-duration D]", stderr)
@@ -54,6 +55,7 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.DurationVar(&wait, "wait", 5*time.Second, "how long one acquisition queues for a held key before trying again")
 	fs.DurationVar(&stall, "stall", 0, "pause this long between the last lease check and the store write, with probability -stall-prob (0: never)")
 	fs.Float64Var(&stallProb, "stall-prob", 0, "probability of a -stall before each store write, in [0, 1]")
+	fs.DurationVar(&revokeEvery, "revoke-every", 0, "as an operator, revoke a random key (the safe way, not forced) about this often (0: never)")
 	code, ok := parseFlags(fs, args, stderr, func() error {
 		if err := hf.check(fs); err != nil {
 			return err
@@ -77,6 +79,9 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 		if stallProb < 0 || stallProb > 1 {
 			return fmt.Errorf("-stall-prob must be within [0, 1], got %v", stallProb)
 		}
+		if revokeEvery < 0 {
+			return fmt.Errorf("-revoke-every must not be negative, got %v", revokeEvery)
+		}
 		return positive("wait", wait)
 	})
 	if !ok {
@@ -94,8 +99,16 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	ctx, cancel := hf.runContext(ctx)
 	defer cancel()
-	log.Info("starting", "id", hf.id, "keys", list, "ttl", hf.ttl, "work", work, "seed", hf.seed, "store", storeURLs[0], "servers", hf.urls)
+	log.Info("starting", "id", hf.id, "keys", list, "ttl", hf.ttl, "work", work, "seed", hf.seed, "store", storeURLs[0], "servers", hf.urls, "revoke_every", revokeEvery)
+	revoked := make(chan struct{})
+	go func() {
+		defer close(revoked)
+		if revokeEvery > 0 {
+			m.revokeLoop(ctx, revokeEvery, newRand(hf.seed, 1))
+		}
+	}()
 	m.run(ctx)
+	<-revoked
 	if err := rec.Close(); err != nil {
 		log.Error("closing the history failed", "error", err)
 		return exitError
@@ -184,4 +197,25 @@ func (m *mutexWorker) maybeStall(ctx context.Context, key string, token uint64) 
 	}
 	m.log.Warn("stalling between the lease check and the store write", "key", key, "token", token, "stall", m.stall)
 	return sleepCtx(ctx, m.stall)
+}
+
+// revokeLoop revokes a random key, as an operator would and the safe way
+// (not forced), about every every (uniformly within [every/2, 3·every/2]),
+// until ctx ends. The holder's renewals are refused from then on and the
+// key goes to the next waiter only once the holder's deadline passed, so
+// the exclusion checker covers revoke. It has its own generator: the run
+// loop's choices stay those of the seed.
+func (m *mutexWorker) revokeLoop(ctx context.Context, every time.Duration, rng *rand.Rand) {
+	for sleepCtx(ctx, between(rng, every/2, every*3/2)) {
+		key := m.keys[rng.IntN(len(m.keys))]
+		ended, _, err := m.c.Leases().RevokeKey(ctx, key)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			m.log.Warn("revoke failed", "key", key, "error", err)
+		case err == nil:
+			for _, l := range ended {
+				m.log.Info("revoked", "key", l.Key, "holder", l.Holder, "token", l.Token, "frees_in", l.FreesIn)
+			}
+		}
+	}
 }
