@@ -294,8 +294,10 @@ func (g *GroupsAPI) SetControlWith(ctx context.Context, key string, ctl KeyContr
 // EditControl changes the controls of a key on top of what they are when
 // the change commits, atomically on the servers: two operators who
 // prohibit different holders at once both get theirs. It returns the
-// controls after the change. WithForce accepts a key the cluster does
-// not know.
+// controls after the change, with the lease they ended (Ended) when they
+// refuse the key's holder: that lease ends as SetControl ends it. WithForce
+// frees that lease at once (the token then needs the revoke right too) and
+// accepts a key the cluster does not know.
 func (g *GroupsAPI) EditControl(ctx context.Context, key string, edit KeyControlEdit, opts ...OperatorOption) (*KeyControl, error) {
 	p, err := leasePath("/v1/controls/", key)
 	if err != nil {

@@ -319,7 +319,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	if k.releasing[id]--; k.releasing[id] == 0 {
 		delete(k.releasing, id)
 	}
-	if err == nil {
+	if err == nil || errors.Is(err, ErrNotHolder) {
+		// not_holder: the cluster has no lease of ours under that token
+		// (say, after a restore of an older snapshot); a retry would only
+		// be refused again.
 		l.freed = true
 	}
 	k.mu.Unlock()

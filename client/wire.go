@@ -251,7 +251,8 @@ type Event struct {
 	// while ACLs are off and for holders' own acquires and releases.
 	By string `json:"by,omitempty"`
 	// Reason: group_changed: created, updated, deleted, keys,
-	// max_per_worker; drained: drained, undrained.
+	// max_per_worker; drained: drained, undrained; ending and revoked:
+	// revoked, disabled, prohibited; stuck: stuck, unstuck.
 	Reason string `json:"reason,omitempty"`
 	// Disabled and Prohibited are the key's new controls
 	// (control_changed).

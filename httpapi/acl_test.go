@@ -422,3 +422,35 @@ func TestACLRevokeHolderNeedsEveryKey(t *testing.T) {
 	doAs(t, secret, "POST", url+"/v1/revoke?holder=h1", "").wantDenied(t, "revoke by holder with revoke on k/ only",
 		client.CodePermissionDenied, `"revoke"`)
 }
+
+// A forced disable or prohibit frees the holder's lease at once, as a
+// forced revoke does: with only the groups right on the key it is refused,
+// and nothing changes; with revoke too it is done. Without force (the
+// lease ends at its holder's deadline) groups is enough.
+func TestACLForcedControlNeedsRevoke(t *testing.T) {
+	e := startACL(t, 1)
+	url := e.leader().url
+	e.policy(t, "groups-k", rule("k/", client.RightGroups))
+	e.policy(t, "groups-revoke-k", rule("k/", client.RightGroups, client.RightRevoke))
+	groups := e.token(t, client.ACLTokenSpec{Policies: []string{"groups-k"}}).SecretID
+	both := e.token(t, client.ACLTokenSpec{Policies: []string{"groups-revoke-k"}}).SecretID
+	doAs(t, e.boot, "PUT", url+"/v1/leases/k/a", `{"holder":"h1","ttl":"30s"}`).wantStatus(t, "acquire", http.StatusCreated)
+
+	doAs(t, groups, "PATCH", url+"/v1/controls/k/a?force=true", `{"disabled":true}`).wantDenied(t, "forced edit with groups only",
+		client.CodePermissionDenied, `"revoke"`)
+	doAs(t, groups, "PUT", url+"/v1/controls/k/a?force=true", `{"disabled":true,"prohibited":[]}`).wantDenied(t, "forced put with groups only",
+		client.CodePermissionDenied, `"revoke"`)
+	r := doAs(t, e.boot, "GET", url+"/v1/leases/k/a", "")
+	r.wantStatus(t, "get", http.StatusOK)
+	if l := r.lease(t); l.State != "held" || l.Ending != "" {
+		t.Fatalf("after refused forced controls: %+v, want held and not ending", l)
+	}
+	doAs(t, groups, "PATCH", url+"/v1/controls/k/a", `{"prohibit":["h9"]}`).wantStatus(t, "edit with groups", http.StatusOK)
+	r = doAs(t, both, "PATCH", url+"/v1/controls/k/a?force=true", `{"disabled":true}`)
+	r.wantStatus(t, "forced edit with groups and revoke", http.StatusOK)
+	var ctl client.KeyControl
+	r.decode(t, &ctl)
+	if len(ctl.Ended) != 1 || !ctl.Ended[0].Forced || ctl.Ended[0].Holder != "h1" {
+		t.Errorf("forced edit answered %s, want h1's lease ended by force", r.body)
+	}
+}

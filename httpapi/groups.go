@@ -195,6 +195,9 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := forceNeedsRevoke(r, force); err != nil {
+		return err
+	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	ctl := fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}
@@ -202,7 +205,12 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := controlOut(pathKey(r), ctl)
+	// Answer the controls as stored (sorted, unique), as GET and PATCH do.
+	stored, err := s.node.KeyControl(ctx, pathKey(r), cluster.Stale)
+	if err != nil {
+		return err
+	}
+	out := controlOut(pathKey(r), stored)
 	if len(ended) > 0 {
 		out.Ended = revokedOut(ended)
 	}
@@ -219,6 +227,9 @@ func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := forceNeedsRevoke(r, force); err != nil {
+		return err
+	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	ctl, ended, err := s.node.EditKeyControl(ctx, pathKey(r), cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
@@ -231,6 +242,17 @@ func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// forceNeedsRevoke: a forced disable or prohibit frees the holder's lease
+// at once, as a forced revoke does, so it also needs the revoke right on
+// the key (the route itself needs groups). Without force the lease only
+// ends at its holder's deadline, which never produces two holders.
+func forceNeedsRevoke(r *http.Request, force bool) error {
+	if !force {
+		return nil
+	}
+	return authz(r).Allow(fsm.RightRevoke, "key", pathKey(r))
 }
 
 func controlOut(key string, c fsm.KeyControl) client.KeyControl {

@@ -70,6 +70,10 @@ func (e *env) events(ctx context.Context, args []string) int {
 			return exitOK
 		}
 		e.printEvents(cf.json, evs)
+		if len(evs) >= eventsPage {
+			// A full answer: there may be more after it.
+			fmt.Fprintf(e.stderr, "%d events shown; for the next ones: tenure events -index %d (or -follow)\n", len(evs), next)
+		}
 		return exitOK
 	}
 	e.printEvents(cf.json, evs)
@@ -123,6 +127,10 @@ func compactedHint(err error) error {
 }
 
 var eventTypes = client.EventTypes()
+
+// eventsPage is the most events a server answers at once (a log entry's
+// events are never split, so an answer may hold a few more).
+const eventsPage = 1000
 
 func knownEventType(t string) bool {
 	for _, k := range eventTypes {

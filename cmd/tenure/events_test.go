@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,6 +35,22 @@ func TestEventsCommand(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(got.stdout), &list); err != nil || len(list.Events) != 2 || list.Index != 13 {
 		t.Errorf("-json output %q: %v", got.stdout, err)
+	}
+}
+
+// A full page of events (the server's most per answer) says how to read
+// the next ones, since more may follow.
+func TestEventsCommandSaysWhereToContinue(t *testing.T) {
+	page := make([]any, eventsPage)
+	for i := range page {
+		page[i] = map[string]any{"index": 100 + i, "term": 2, "type": "acquired", "key": "k", "holder": "h", "token": i + 1}
+	}
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"events": page, "index": 100 + eventsPage - 1})
+	})
+	got := runCLI(t, "events", "-http-addr", srv.URL)
+	if got.code != exitOK || !strings.Contains(got.stderr, fmt.Sprintf("tenure events -index %d", 100+eventsPage-1)) {
+		t.Errorf("exit %d, stderr %q; want where to continue", got.code, got.stderr)
 	}
 }
 

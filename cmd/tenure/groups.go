@@ -312,6 +312,9 @@ func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 	if verb == "prohibit" || verb == "allow" {
 		n, usage = 2, usage+" HOLDER"
 	}
+	if verb == "disable" || verb == "prohibit" {
+		usage += " [-force]"
+	}
 	fs := e.newFlagSet("keys "+verb, usage)
 	cf.register(fs)
 	var force bool

@@ -178,6 +178,42 @@ func TestSecureClusterClients(t *testing.T) {
 		t.Errorf("draining the only worker of parts warned %q", res.Warnings)
 	}
 	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(0) })
+
+	// The operator's contract routes over mutual TLS with ACLs: a group is
+	// not replaced by accident, only with cas or replace; a control edit is
+	// atomic; a revoke by holder ends every lease of the holder safely.
+	if _, err := admin.Groups().Put(ctx, "parts", client.GroupSpec{Prefix: "parts/", Count: 4}); !errors.Is(err, client.ErrCASFailed) {
+		t.Errorf("put of an existing group without cas: %v, want cas_failed", err)
+	}
+	if g, err := admin.Groups().Replace(ctx, "parts", client.GroupSpec{Prefix: "parts/", Count: 4}); err != nil || g.Keys != 4 {
+		t.Errorf("replace parts: %+v, %v; want 4 keys", g, err)
+	}
+	ctl, err := admin.Groups().EditControl(ctx, "parts/0", client.KeyControlEdit{Prohibit: []string{"app-x"}})
+	if err != nil || len(ctl.Prohibited) != 1 || ctl.Prohibited[0] != "app-x" {
+		t.Errorf("edit of parts/0's controls: %+v, %v; want app-x prohibited", ctl, err)
+	}
+	appLeases := newClient("app-holder", app.SecretID).Leases()
+	var batchToken uint64
+	for _, key := range []string{"scenes/7", "scenes/8"} {
+		l, _, err := appLeases.Acquire(ctx, key, client.AcquireRequest{Holder: "app-batch", TTL: 30 * time.Second})
+		if err != nil {
+			t.Fatalf("acquire %s: %v", key, err)
+		}
+		if key == "scenes/7" {
+			batchToken = l.Token
+		}
+	}
+	if _, _, err := appLeases.RevokeHolder(ctx, "app-batch"); !errors.Is(err, client.ErrPermissionDenied) {
+		t.Errorf("revoke by holder with the app token: %v, want permission denied", err)
+	}
+	ended, _, err := admin.Leases().RevokeHolder(ctx, "app-batch")
+	if err != nil || len(ended) != 2 || ended[0].Key != "scenes/7" || ended[1].Key != "scenes/8" || ended[0].Forced || ended[0].FreesIn <= 0 {
+		t.Errorf("revoke by holder: %+v, %v; want both leases ending safely, in key order", ended, err)
+	}
+	var ae *client.APIError
+	if _, _, err := appLeases.Renew(ctx, "scenes/7", "app-batch", batchToken); !errors.As(err, &ae) || ae.Reason != client.ReasonRevoked {
+		t.Errorf("renewal of a revoked lease: %v, want lease_lost (revoked)", err)
+	}
 }
 
 func fileExists(path string) bool {
