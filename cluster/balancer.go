@@ -88,10 +88,10 @@ func (b *balancer) run(ctx context.Context) {
 // rebalance writes the new plan of every group whose plan changed.
 func (b *balancer) rebalance(ctx context.Context) {
 	groups, _ := b.machine.Groups()
+	b.stuck.forget(groups) // also when the last group is gone
 	if len(groups) == 0 {
 		return
 	}
-	b.stuck.forget(groups)
 	workers := liveWorkers(b.members())
 	for _, g := range groups {
 		stuck, plan, ncands := b.planGroup(g, workers)

@@ -31,6 +31,12 @@ func WithActor(ctx context.Context, accessor string) context.Context {
 	if accessor == "" {
 		return ctx
 	}
+	if len(accessor) > fsm.MaxAccessorLen {
+		// Accessor ids are UUIDs; a longer one would make an entry that
+		// no replica can decode. Name it by a prefix rather than fail the
+		// operator's write.
+		accessor = accessor[:fsm.MaxAccessorLen]
+	}
 	return context.WithValue(ctx, actorKey{}, accessor)
 }
 

@@ -91,7 +91,11 @@ func (n *Node) PlacementHealth(ctx context.Context, threshold time.Duration) (Pl
 		}
 		r.Unowned = append(r.Unowned, k)
 	}
-	r.Stuck = stuck
+	for _, s := range stuck {
+		if byName[s.Group] != nil { // not of a group deleted since
+			r.Stuck = append(r.Stuck, s)
+		}
+	}
 	workers := liveWorkers(n.Members())
 	for _, g := range groups {
 		if g.MinWorkers == 0 {

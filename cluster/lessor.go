@@ -308,8 +308,8 @@ func (l *lessor) Stale(threshold time.Duration) []staleEntry {
 	now := l.clock.Now()
 	var out []staleEntry
 	for _, e := range l.entries {
-		if e.expiring {
-			continue
+		if e.expiring || e.ending != "" {
+			continue // an ended lease's renewals are refused: not a stuck holder
 		}
 		since := now.Sub(e.deadline.Add(-e.ttl))
 		limit := threshold

@@ -224,3 +224,24 @@ func TestLessorGrantNeverShortensTheSameLease(t *testing.T) {
 		t.Fatalf("deadline of the new grant = %v, want 5s", left)
 	}
 }
+
+// A lease not renewed for two thirds of its TTL is stale (its holder
+// missed renewals), unless an operator ended it: its renewals are refused
+// on purpose, and the placement report must not blame its holder.
+func TestLessorStaleSkipsEndedLeases(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	l.Promote(nil)
+	l.Grant("a", 1, 3*time.Second)
+	l.Grant("b", 2, 3*time.Second)
+	clock.Advance(2500 * time.Millisecond)
+	if got := l.Stale(0); len(got) != 2 {
+		t.Fatalf("stale = %+v, want a and b", got)
+	}
+	if _, ok := l.End("a", 1, "revoked"); !ok {
+		t.Fatal("End(a) did not find the lease")
+	}
+	if got := l.Stale(0); len(got) != 1 || got[0].key != "b" {
+		t.Fatalf("stale after a was ended = %+v, want b only", got)
+	}
+}

@@ -216,13 +216,25 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 	var cmds []fsm.Command
 	var slots []slot
 	handed := make(map[string]bool)
+	// controlled: keys whose controls a command already in this batch
+	// changes. The controls read now may not be those the hand-off will
+	// meet, so its first waiter is offered the key as it is, and the state
+	// machine decides (finish answers a refusal and kicks the key).
+	controlled := make(map[string]bool)
 	kicked := p.kicked
 	p.kicked = make(map[string]struct{})
 	handoff := func(key string) {
 		if handed[key] {
 			return
 		}
-		w := p.firstAcceptable(key)
+		var w *op
+		if controlled[key] {
+			if q := p.waiters[key]; len(q) > 0 {
+				w = q[0]
+			}
+		} else {
+			w = p.firstAcceptable(key)
+		}
 		if w == nil {
 			return
 		}
@@ -264,9 +276,12 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 				handoff(c.Key)
 			}
 		case fsm.SetKeyControl:
+			controlled[c.Key] = true
 			if c.Force {
 				handoff(c.Key)
 			}
+		case fsm.EditKeyControl:
+			controlled[c.Key] = true
 		}
 	}
 	p.pending = append(p.pending[:0], p.pending[n:]...)
@@ -295,8 +310,13 @@ func (p *proposer) finish(slots []slot, results []fsm.Result) {
 				p.unqueue(s.op)
 				s.op.done <- opResult{res: r}
 				p.kicked[s.op.cmd.(fsm.Acquire).Key] = struct{}{}
+			case fsm.Held:
+				// The command it followed did not free the key; keep
+				// waiting. Another command of the batch may have freed it
+				// after the hand-off (two releases of one key, the first
+				// refused): look again in the next batch.
+				p.kicked[s.op.cmd.(fsm.Acquire).Key] = struct{}{}
 			}
-			// Held: the release did not free the key; keep waiting.
 		default:
 			p.settle(s.op, r, p.ended(r))
 		}
@@ -324,6 +344,11 @@ func (p *proposer) settle(o *op, r fsm.Result, ended []EndedLease) {
 		}
 	case fsm.Release, fsm.Revoke:
 		if r.Code == fsm.Freed {
+			if len(p.waiters[r.Lease.Key]) > 0 {
+				// Its hand-off may have gone with an earlier command of
+				// the batch that did not free the key.
+				p.kicked[r.Lease.Key] = struct{}{}
+			}
 			p.lessor.Remove(r.Lease.Key, r.Lease.Token)
 			p.metrics.releases.Inc()
 			p.log.Debug("lease_released", "key", r.Lease.Key, "token", r.Lease.Token, "holder", r.Lease.Holder, "revoked", r.Lease.Reason == fsm.ReasonRevoked)

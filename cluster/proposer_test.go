@@ -232,3 +232,56 @@ func TestProposerBoundsWaiters(t *testing.T) {
 		t.Fatalf("the queued waiter: %+v %v, want granted to b", got.res, got.err)
 	}
 }
+
+// Two releases of one key in one batch, the first refused (not the
+// holder) and the second freeing it: the hand-off went with the first and
+// was answered Held; the waiter must still get the key at once, not at the
+// end of its wait.
+func TestProposerWaiterGetsKeyFreedBySecondReleaseOfABatch(t *testing.T) {
+	g := newGatedProposer(t, 3)
+	ctx := harness.Context(t, 10*time.Second)
+	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}}); r.err != nil || r.res.Code != fsm.Granted {
+		t.Fatalf("A: %v %v", r.res.Code, r.err)
+	}
+	b := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "B", TTL: time.Minute}, waitEnd: time.Now().Add(time.Minute)})
+	harness.WaitUntil(t, 5*time.Second, "B to queue", func() bool { return g.p.waiting.Load() == 1 })
+	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}}) // entry 3, gated
+	<-g.entered
+	stale := g.submit(ctx, &op{cmd: fsm.Release{Key: "k", Holder: "Z", Token: 1}}) // not the holder
+	g.queuedIn(t, 1)
+	rel := g.submit(ctx, &op{cmd: fsm.Release{Key: "k", Holder: "A", Token: 1}})
+	g.queuedIn(t, 2)
+	close(g.gate)
+	if r := <-stale; r.err != nil || r.res.Code != fsm.NotHolder {
+		t.Fatalf("the stale release: %v %v, want not_holder", r.res.Code, r.err)
+	}
+	if r := <-rel; r.err != nil || r.res.Code != fsm.Freed {
+		t.Fatalf("A's release: %v %v, want freed", r.res.Code, r.err)
+	}
+	r := <-b // the test's context (10s) ends long before B's wait (1m)
+	if r.err != nil || r.res.Code != fsm.Granted || r.res.Lease.Holder != "B" {
+		t.Fatalf("B: %v %v, want granted while its wait had most of a minute left", r.res.Code, r.err)
+	}
+}
+
+// A waiter that was prohibited, then allowed again in the same batch as
+// the release that frees the key, is granted it: the hand-off does not
+// judge it by the controls read before the batch applied.
+func TestProposerWaiterAllowedInTheReleaseBatchIsGranted(t *testing.T) {
+	g := newGatedProposer(t, 4)
+	ctx := harness.Context(t, 10*time.Second)
+	<-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}})
+	b := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "B", TTL: time.Minute}, waitEnd: time.Now().Add(time.Minute)})
+	harness.WaitUntil(t, 5*time.Second, "B to queue", func() bool { return g.p.waiting.Load() == 1 })
+	<-g.submit(ctx, &op{cmd: fsm.SetKeyControl{Key: "k", Control: fsm.KeyControl{Prohibited: []string{"B"}}}})
+	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}}) // entry 4, gated
+	<-g.entered
+	g.submit(ctx, &op{cmd: fsm.EditKeyControl{Key: "k", Allow: []string{"B"}}})
+	g.queuedIn(t, 1)
+	g.submit(ctx, &op{cmd: fsm.Release{Key: "k", Holder: "A", Token: 1}})
+	g.queuedIn(t, 2)
+	close(g.gate)
+	if r := <-b; r.err != nil || r.res.Code != fsm.Granted {
+		t.Fatalf("B: %v %v (controls at apply time: %+v), want granted", r.res.Code, r.err, g.m.Control("k"))
+	}
+}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"testing"
@@ -326,5 +327,22 @@ func TestAllWorkersStuckKeepTheirTargets(t *testing.T) {
 	w.clock.Advance(testGrace)
 	if stuck, plan := w.step(); len(stuck) != 0 || !maps.Equal(plan, before) {
 		t.Errorf("after the workers took their keys: stuck = %v, plan %v; want none stuck and the same plan", stuck, plan)
+	}
+}
+
+// A stuck worker of a group that is deleted, the last one included, is no
+// longer reported: nothing tracks a group that is gone.
+func TestStuckMarksOfADeletedGroupAreForgotten(t *testing.T) {
+	w := newStuckWorld(t, partitionKeys(12), "a", "b", "c")
+	w.step()
+	w.take("c")
+	w.clock.Advance(testGrace)
+	if stuck, _ := w.step(); len(stuck) != 1 {
+		t.Fatalf("stuck = %v, want c", stuck)
+	}
+	w.apply(fsm.GroupDelete{Name: "g"})
+	w.b.rebalance(context.Background())
+	if _, stuck, _ := w.b.stuck.report(); len(stuck) != 0 {
+		t.Errorf("after the only group was deleted: stuck %+v, want none", stuck)
 	}
 }

@@ -118,7 +118,7 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
-	return t >= TypeAcquire && t <= TypeForget
+	return t >= TypeAcquire && t <= TypeKeyControlEnd
 }
 
 func (c Acquire) encode(e *encoder) {

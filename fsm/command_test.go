@@ -325,9 +325,19 @@ func TestTypeValuesAreFixed(t *testing.T) {
 		{GroupPut{}, 7},
 		{GroupDelete{}, 8},
 		{GroupKeys{}, 9},
-		{SetKeyControl{}, 10},
+		{SetKeyControl{KeepsHolder: true}, 10},
 		{WorkerDrain{}, 11},
 		{Assign{}, 12},
+		{GroupMax{}, 13},
+		{End{}, 20},
+		{SetKeyControl{Force: true}, 21},
+		{By{Cmd: Revoke{}}, 22},
+		{GroupDefine{}, 23},
+		{MarkStuck{}, 24},
+		{GroupPutCAS{}, 25},
+		{EditKeyControl{}, 26},
+		{Forget{}, 27},
+		{SetKeyControl{}, 28},
 	}
 	for _, tt := range tests {
 		if got := tt.cmd.Type(); got != tt.want {

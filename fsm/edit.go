@@ -13,6 +13,9 @@ const (
 	TypeGroupPutCAS    Type = 25
 	TypeEditKeyControl Type = 26
 	TypeForget         Type = 27
+	// TypeKeyControlEnd is SetKeyControl as written since controls end a
+	// refused holder's lease (see SetKeyControl).
+	TypeKeyControlEnd Type = 28
 )
 
 // MaxProhibited bounds the prohibited holders of one key.

@@ -139,3 +139,41 @@ func TestRestoreRefusesBadEndingSection(t *testing.T) {
 		t.Run(name, func(t *testing.T) { assertRestoreRefused(t, data, "ending lease") })
 	}
 }
+
+// A key control written before controls ended leases (type 10) applies as
+// it did then: a held lease of a holder it refuses stays held, not ending,
+// and its holder keeps it; only the controls written since (type 28) end
+// the lease. Replicas that replay an old log so reach the same state as
+// the servers that wrote it.
+func TestOldKeyControlLeavesTheLeaseAlone(t *testing.T) {
+	old := SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}, KeepsHolder: true}
+	if b := Encode(old); Type(b[0]) != TypeKeyControl {
+		t.Fatalf("an old control encodes as type %d, want %d", b[0], TypeKeyControl)
+	}
+	decoded, err := Decode(Encode(SetKeyControl{Key: "a"}))
+	if err != nil || Encode(decoded)[0] != byte(TypeKeyControlEnd) {
+		t.Fatalf("a control written today decodes as %+v, %v: want type %d", decoded, err, TypeKeyControlEnd)
+	}
+	n := newNode(t)
+	n.all(acquire("a", "w1"))
+	raw := Encode(old)
+	cmd, err := Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := n.one(cmd); len(r.Ended) != 0 {
+		t.Fatalf("old control ended %+v", r.Ended)
+	}
+	if l := n.m.Get("a"); !l.Held || l.Ending != ReasonNone {
+		t.Fatalf("after an old control: %+v, want held and not ending", l)
+	}
+	n.all(SetKeyControl{Key: "a"}) // cleared
+	if r := n.one(acquire("a", "w1")); r.Code != Kept {
+		t.Fatalf("re-acquire after the old control was cleared: %v, want kept", r.Code)
+	}
+	// The same control written today ends the lease.
+	r := n.one(SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}})
+	if len(r.Ended) != 1 || n.m.Get("a").Ending != ReasonProhibited {
+		t.Fatalf("a control written today: ended %+v, lease %+v; want it ending (prohibited)", r.Ended, n.m.Get("a"))
+	}
+}

@@ -65,10 +65,10 @@ func goldenLogV2() []entry {
 		{3, GroupPut{Name: "scratch", Keys: []string{"tmp/1"}}},
 		{3, GroupDelete{Name: "scratch"}},
 		{3, GroupKeys{Name: "scratch", Add: []string{"tmp/2"}}}, // 21: not found
-		{3, SetKeyControl{Key: "scene-01", Control: KeyControl{Disabled: true}}},
-		{3, SetKeyControl{Key: "partitions/2", Control: KeyControl{Prohibited: []string{"w-z", "w-b", "w-z"}}}},
-		{3, SetKeyControl{Key: "partitions/9", Control: KeyControl{Disabled: true, Prohibited: []string{"w-q"}}}},
-		{3, SetKeyControl{Key: "partitions/9", Control: KeyControl{}}}, // 25: cleared
+		{3, SetKeyControl{Key: "scene-01", Control: KeyControl{Disabled: true}, KeepsHolder: true}},
+		{3, SetKeyControl{Key: "partitions/2", Control: KeyControl{Prohibited: []string{"w-z", "w-b", "w-z"}}, KeepsHolder: true}},
+		{3, SetKeyControl{Key: "partitions/9", Control: KeyControl{Disabled: true, Prohibited: []string{"w-q"}}, KeepsHolder: true}},
+		{3, SetKeyControl{Key: "partitions/9", Control: KeyControl{}, KeepsHolder: true}}, // 25: cleared
 		{3, WorkerDrain{Worker: "w-b", Draining: true}},
 		{3, WorkerDrain{Worker: "w-d", Draining: true}},
 		{3, WorkerDrain{Worker: "w-a", Draining: true}},
@@ -355,7 +355,7 @@ var goldenCommandsV1 = []namedCommand{
 	{"group-put", GroupPut{Name: "partitions", Keys: []string{"partitions/0", "partitions/1", "partitions/2"}, MaxPerWorker: 2}},
 	{"group-delete", GroupDelete{Name: "partitions"}},
 	{"group-keys", GroupKeys{Name: "partitions", Add: []string{"partitions/3", "partitions/4"}, Remove: []string{"partitions/0"}}},
-	{"key-control", SetKeyControl{Key: "partitions/2", Control: KeyControl{Disabled: true, Prohibited: []string{"w-b", "w-z"}}}},
+	{"key-control", SetKeyControl{Key: "partitions/2", Control: KeyControl{Disabled: true, Prohibited: []string{"w-b", "w-z"}}, KeepsHolder: true}},
 	{"worker-drain", WorkerDrain{Worker: "w-b", Draining: true}},
 	{"assign", Assign{Group: "partitions", Assignment: map[string]string{"partitions/1": "w-a", "partitions/2": "w-c"}}},
 	{"group-max", GroupMax{Name: "partitions", MaxPerWorker: 8}},
@@ -390,6 +390,9 @@ var goldenCommandsV1 = []namedCommand{
 	{"end-holder-force", End{Holder: "tracker-0-4242-1a2b3c4d", Force: true}},
 	{"end-key-of-holder", End{Key: "scene-01", Holder: "tracker-0"}},
 	{"key-control-force", SetKeyControl{Key: "partitions/2", Control: KeyControl{Disabled: true, Prohibited: []string{"w-b"}}, Force: true}},
+	// Key controls that end a refused holder's lease, added after the lines
+	// above were written.
+	{"key-control-end", SetKeyControl{Key: "partitions/2", Control: KeyControl{Disabled: true, Prohibited: []string{"w-b"}}}},
 }
 
 var goldenCommands = []struct {

@@ -100,10 +100,16 @@ type GroupKeys struct {
 // ReasonDisabled or ReasonProhibited) and frees when the leader's deadline
 // passes, or, with Force (encoded as type TypeKeyControlForce), it is
 // freed at once. Result.Ended lists the lease it ended.
+//
+// It is encoded as type TypeKeyControlEnd, or TypeKeyControlForce with
+// Force. Entries of type TypeKeyControl were written before controls ended
+// leases: they decode with KeepsHolder set and apply as they did then,
+// leaving a held lease alone, so that every replica replays them the same.
 type SetKeyControl struct {
-	Key     string
-	Control KeyControl
-	Force   bool
+	Key         string
+	Control     KeyControl
+	Force       bool
+	KeepsHolder bool
 }
 
 // WorkerDrain marks a worker as drained by an operator (or not): the
@@ -131,10 +137,13 @@ func (GroupPut) Type() Type    { return TypeGroupPut }
 func (GroupDelete) Type() Type { return TypeGroupDelete }
 func (GroupKeys) Type() Type   { return TypeGroupKeys }
 func (c SetKeyControl) Type() Type {
-	if c.Force {
+	switch {
+	case c.Force:
 		return TypeKeyControlForce
+	case c.KeepsHolder:
+		return TypeKeyControl
 	}
-	return TypeKeyControl
+	return TypeKeyControlEnd
 }
 func (WorkerDrain) Type() Type { return TypeWorkerDrain }
 func (Assign) Type() Type      { return TypeAssign }
@@ -186,6 +195,8 @@ func decodeGroupCommand(t Type, d *decoder) Command {
 	case TypeGroupKeys:
 		return GroupKeys{Name: d.string(), Add: d.strings(), Remove: d.strings()}
 	case TypeKeyControl:
+		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()}, KeepsHolder: true}
+	case TypeKeyControlEnd:
 		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()}}
 	case TypeKeyControlForce:
 		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()}, Force: true}
@@ -237,6 +248,9 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
 	case SetKeyControl:
 		m.setControl(index, c.Key, KeyControl{Disabled: c.Control.Disabled, Prohibited: sortedSet(c.Control.Prohibited)})
+		if c.KeepsHolder {
+			break // written before controls ended leases: apply as then
+		}
 		if l := m.endByControl(index, c.Key, c.Force); l != nil {
 			return Result{Code: Done, Ended: []*Lease{l}}
 		}
