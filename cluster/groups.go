@@ -206,6 +206,9 @@ func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit)
 	if err := validateProhibited("allow", edit.Allow); err != nil {
 		return fsm.KeyControl{}, nil, err
 	}
+	if edit.Disabled == nil && len(edit.Prohibit) == 0 && len(edit.Allow) == 0 {
+		return fsm.KeyControl{}, nil, invalid("edit", "changes nothing: give disabled, prohibit or allow")
+	}
 	restricts := (edit.Disabled != nil && *edit.Disabled) || len(edit.Prohibit) > 0
 	if restricts && !edit.Force && !n.knownKey(key) {
 		return fsm.KeyControl{}, nil, unknownKey(key)

@@ -135,3 +135,14 @@ func TestEditControl(t *testing.T) {
 		t.Errorf("error = %+v, want invalid_prohibited on field prohibit", e)
 	}
 }
+
+// An edit that changes nothing is refused, naming what it lacks: it would
+// still be written to the log and reported as a change.
+func TestEmptyEditIsRefused(t *testing.T) {
+	tn := startNode(t)
+	r := do(t, "PATCH", tn.url+"/v1/controls/k?force=true", `{}`)
+	r.wantStatus(t, "empty edit", 400)
+	if e := r.apiErr(t); e.Field != "edit" {
+		t.Errorf("empty edit: code %q field %q, want field edit", e.Error, e.Field)
+	}
+}
