@@ -280,7 +280,12 @@ func (g *GroupsAPI) SetControlWith(ctx context.Context, key string, ctl KeyContr
 		ctl.Prohibited = []string{}
 	}
 	ctl.Key, ctl.Ended = "", nil // the path names it; Ended is an answer
-	resp, err := g.c.do(ctx, &request{method: http.MethodPut, path: p, query: operatorQuery(opts), body: ctl})
+	return g.control(ctx, &request{method: http.MethodPut, path: p, query: operatorQuery(opts), body: ctl})
+}
+
+// control makes a key-control call and decodes the controls it answers.
+func (g *GroupsAPI) control(ctx context.Context, r *request) (*KeyControl, error) {
+	resp, err := g.c.do(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -303,13 +308,5 @@ func (g *GroupsAPI) EditControl(ctx context.Context, key string, edit KeyControl
 	if err != nil {
 		return nil, err
 	}
-	resp, err := g.c.do(ctx, &request{method: http.MethodPatch, path: p, body: edit, query: operatorQuery(opts)})
-	if err != nil {
-		return nil, err
-	}
-	var out KeyControl
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode control: %w", err)
-	}
-	return &out, nil
+	return g.control(ctx, &request{method: http.MethodPatch, path: p, body: edit, query: operatorQuery(opts)})
 }

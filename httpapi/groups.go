@@ -191,11 +191,8 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	force, err := parseForce(r)
+	force, err := controlForce(r)
 	if err != nil {
-		return err
-	}
-	if err := forceNeedsRevoke(r, force); err != nil {
 		return err
 	}
 	ctx, cancel := s.writeCtx(r)
@@ -210,11 +207,7 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := controlOut(pathKey(r), stored)
-	if len(ended) > 0 {
-		out.Ended = revokedOut(ended)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeControl(w, pathKey(r), stored, ended)
 	return nil
 }
 
@@ -223,11 +216,8 @@ func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	force, err := parseForce(r)
+	force, err := controlForce(r)
 	if err != nil {
-		return err
-	}
-	if err := forceNeedsRevoke(r, force); err != nil {
 		return err
 	}
 	ctx, cancel := s.writeCtx(r)
@@ -236,23 +226,30 @@ func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := controlOut(pathKey(r), ctl)
+	writeControl(w, pathKey(r), ctl, ended)
+	return nil
+}
+
+// controlForce reads the force parameter of a key control. A forced
+// disable or prohibit frees the holder's lease at once, as a forced revoke
+// does, so it also needs the revoke right on the key (the route itself
+// needs groups). Without force the lease only ends at its holder's
+// deadline, which never produces two holders.
+func controlForce(r *http.Request) (bool, error) {
+	force, err := parseForce(r)
+	if err != nil || !force {
+		return false, err
+	}
+	return true, authz(r).Allow(fsm.RightRevoke, "key", pathKey(r))
+}
+
+// writeControl answers a key's controls and the lease they ended, if any.
+func writeControl(w http.ResponseWriter, key string, ctl fsm.KeyControl, ended []cluster.EndedLease) {
+	out := controlOut(key, ctl)
 	if len(ended) > 0 {
 		out.Ended = revokedOut(ended)
 	}
 	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-// forceNeedsRevoke: a forced disable or prohibit frees the holder's lease
-// at once, as a forced revoke does, so it also needs the revoke right on
-// the key (the route itself needs groups). Without force the lease only
-// ends at its holder's deadline, which never produces two holders.
-func forceNeedsRevoke(r *http.Request, force bool) error {
-	if !force {
-		return nil
-	}
-	return authz(r).Allow(fsm.RightRevoke, "key", pathKey(r))
 }
 
 func controlOut(key string, c fsm.KeyControl) client.KeyControl {
