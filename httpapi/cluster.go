@@ -51,10 +51,8 @@ func (s *Server) promoteServer(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
 	var body client.TransferBody
-	if r.ContentLength != 0 {
-		if err := decodeBody(r, &body); err != nil {
-			return err
-		}
+	if err := decodeOptionalBody(r, &body); err != nil {
+		return err
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -144,5 +145,30 @@ func TestEmptyEditIsRefused(t *testing.T) {
 	r.wantStatus(t, "empty edit", 400)
 	if e := r.apiErr(t); e.Field != "edit" {
 		t.Errorf("empty edit: code %q field %q, want field edit", e.Error, e.Field)
+	}
+}
+
+// A drain's body may be left out, whether the request says Content-Length
+// 0 or sends an empty chunked body: it drains.
+func TestDrainWithoutBody(t *testing.T) {
+	tn := startNode(t)
+	for _, chunked := range []bool{false, true} {
+		req, err := http.NewRequest("POST", tn.url+"/v1/workers/w9/drain?force=true", strings.NewReader(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chunked {
+			req.ContentLength = -1
+			req.TransferEncoding = []string{"chunked"}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"draining":true`) {
+			t.Errorf("chunked=%v: %d %s, want 200 draining", chunked, resp.StatusCode, body)
+		}
 	}
 }

@@ -262,10 +262,8 @@ func controlOut(key string, c fsm.KeyControl) client.KeyControl {
 
 func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 	body := client.DrainBody{}
-	if r.ContentLength != 0 {
-		if err := decodeBody(r, &body); err != nil {
-			return err
-		}
+	if err := decodeOptionalBody(r, &body); err != nil {
+		return err
 	}
 	force, err := parseForce(r)
 	if err != nil {

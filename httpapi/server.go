@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -243,6 +244,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // decodeBody reads one JSON object into v: unknown fields, trailing data
 // and bodies over MaxBodyBytes are errors that name the problem.
+// decodeOptionalBody is decodeBody for a body that may be left out: an
+// empty body, with Content-Length 0 or chunked with nothing in it, leaves v
+// as it is.
+func decodeOptionalBody(r *http.Request, v any) error {
+	br := bufio.NewReader(r.Body)
+	if _, err := br.Peek(1); errors.Is(err, io.EOF) {
+		return nil
+	}
+	r.Body = io.NopCloser(br) // the server closes the request's own body
+	return decodeBody(r, v)
+}
+
 func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
