@@ -1,0 +1,76 @@
+package fsm
+
+import (
+	"fmt"
+	"sort"
+)
+
+func encodePlacement(e *encoder, st state) {
+	sort.Slice(st.groups, func(i, j int) bool { return st.groups[i].Name < st.groups[j].Name })
+	e.uvarint(st.groupIndex)
+	e.uvarint(uint64(len(st.groups)))
+	for _, g := range st.groups {
+		e.string(g.Name)
+		e.strings(g.Keys)
+		e.varint(int64(g.MaxPerWorker))
+		e.stringMap(g.Assignment)
+		e.uvarint(g.CreateIndex)
+		e.uvarint(g.ModifyIndex)
+		e.uvarint(g.AssignIndex)
+	}
+	keys := make([]string, 0, len(st.controls))
+	for k := range st.controls {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	e.uvarint(uint64(len(keys)))
+	for _, k := range keys {
+		e.string(k)
+		e.bool(st.controls[k].Disabled)
+		e.strings(st.controls[k].Prohibited)
+	}
+	drained := append([]string(nil), st.drained...)
+	sort.Strings(drained)
+	e.strings(drained)
+}
+
+func decodePlacement(d *decoder, st *state) {
+	st.groupIndex = d.uvarint()
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(d.buf)) {
+		d.fail(fmt.Errorf("%d groups in %d bytes", n, len(d.buf)))
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		g := &Group{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint()), Assignment: d.stringMap(),
+			CreateIndex: d.uvarint(), ModifyIndex: d.uvarint(), AssignIndex: d.uvarint()}
+		if i > 0 && g.Name <= st.groups[len(st.groups)-1].Name {
+			d.fail(fmt.Errorf("group %q out of order", g.Name))
+		}
+		if !strictlySorted(g.Keys) {
+			d.fail(fmt.Errorf("keys of group %q out of order", g.Name))
+		}
+		st.groups = append(st.groups, g)
+	}
+	n = d.uvarint()
+	if d.err == nil && n > uint64(len(d.buf)) {
+		d.fail(fmt.Errorf("%d key controls in %d bytes", n, len(d.buf)))
+	}
+	st.controls = make(map[string]KeyControl)
+	var prev string
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		key := d.string()
+		if i > 0 && key <= prev {
+			d.fail(fmt.Errorf("key control %q out of order", key))
+		}
+		prev = key
+		ctl := KeyControl{Disabled: d.bool(), Prohibited: d.strings()}
+		if !strictlySorted(ctl.Prohibited) {
+			d.fail(fmt.Errorf("prohibited holders of key %q out of order", key))
+		}
+		st.controls[key] = ctl
+	}
+	st.drained = d.strings()
+	if !strictlySorted(st.drained) {
+		d.fail(fmt.Errorf("drained workers out of order"))
+	}
+}
