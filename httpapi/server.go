@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -257,7 +259,18 @@ func decodeOptionalBody(r *http.Request, v any) error {
 }
 
 func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+		}
+		return badRequest(client.CodeInvalidBody, "body", "reading the body: "+err.Error())
+	}
+	if err := checkStrict(raw, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError
@@ -279,7 +292,7 @@ func decodeBody(r *http.Request, v any) error {
 	// Only whitespace may follow the object. (Decoder.More cannot tell:
 	// it reports false before a stray '}' or ']'.)
 	var extra json.RawMessage
-	err := dec.Decode(&extra)
+	err = dec.Decode(&extra)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, io.EOF):
