@@ -40,6 +40,9 @@ type serverSettings struct {
 	config   string
 	// metricsOpen serves /metrics without a token while ACLs are on.
 	metricsOpen bool
+	// http bounds the HTTP API's connections; its WriteTimeout follows
+	// -max-wait.
+	http httpapi.ConnLimits
 }
 
 func serverFlags(s *serverSettings) *flag.FlagSet {
@@ -85,6 +88,11 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.BoolVar(&c.ACLEnabled, "acl-enabled", c.ACLEnabled, "require an ACL token with the right for every request (see tenure acl)")
 	fs.StringVar(&c.ACLDefaultPolicy, "acl-default-policy", c.ACLDefaultPolicy, "what a request without a token may do with ACLs on: deny (nothing) or allow (all but acl)")
 	fs.BoolVar(&s.metricsOpen, "metrics-open", false, "serve /metrics without a token when ACLs are on (otherwise it needs the operator right)")
+	h := &s.http
+	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "open HTTP connections; past it a request is answered 429 and its connection closed")
+	fs.IntVar(&h.MaxConnsPerClient, "http-max-conns-per-client", h.MaxConnsPerClient, "open HTTP connections of one client IP address")
+	fs.DurationVar(&h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest time to read a request, body included (a slower sender is cut)")
+	fs.DurationVar(&h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "an idle keep-alive connection is closed after this")
 	fs.StringVar(&s.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON lines")
 	return fs
@@ -93,7 +101,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 // loadServerSettings applies defaults, the config file, the environment and
 // the flags, in rising precedence.
 func loadServerSettings(args []string, env func(string) string) (*serverSettings, error) {
-	s := &serverSettings{cluster: cluster.DefaultConfig()}
+	s := &serverSettings{cluster: cluster.DefaultConfig(), http: httpapi.DefaultConnLimits(0)}
 	if host, err := os.Hostname(); err == nil {
 		s.cluster.NodeID = host
 	}
@@ -142,6 +150,12 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 		return nil, err
 	}
 	s.cluster.TLS = s.tls
+	// An answer may wait for a blocking acquire's or a blocking query's
+	// whole wait, plus Raft.
+	s.http.WriteTimeout = max(s.cluster.MaxWait, httpapi.DefaultConfig().MaxBlockingWait) + time.Minute
+	if err := s.http.Validate(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -291,9 +305,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 	defer node.Shutdown()
 	hc := httpapi.DefaultConfig()
 	hc.Node, hc.Logger, hc.Gatherer = node, log, reg
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})}
 	if serverTLS != nil {
-		srv.TLSConfig = serverTLS
 		hc.ForwardClient = forwardClient
 		hc.ForwardScheme = "https"
 	}
@@ -303,7 +315,14 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 		ln.Close()
 		return err
 	}
-	srv.Handler = api
+	srv, err := httpapi.NewHTTPServer(api, s.http, log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	if serverTLS != nil {
+		srv.TLSConfig = serverTLS
+	}
 	errCh := make(chan error, 1)
 	if serverTLS != nil {
 		go func() { errCh <- srv.ServeTLS(ln, "", "") }()

@@ -172,3 +172,24 @@ func TestServerFreeKeyRetentionFlag(t *testing.T) {
 		t.Errorf("-free-key-retention -1m: Validate = %v, want an error naming it", err)
 	}
 }
+
+// The HTTP connection limits have flags, are checked naming the flag, and
+// the answer's write timeout covers the longest blocking wait.
+func TestServerHTTPLimitFlags(t *testing.T) {
+	none := func(string) string { return "" }
+	s, err := loadServerSettings([]string{"-data-dir", "d", "-http-max-conns", "100", "-http-max-conns-per-client", "10", "-max-wait", "20m"}, none)
+	if err != nil || s.http.MaxConns != 100 || s.http.MaxConnsPerClient != 10 {
+		t.Fatalf("limits = %+v, %v; want 100 and 10", s.http, err)
+	}
+	if s.http.WriteTimeout < 20*time.Minute {
+		t.Errorf("write timeout %v is below -max-wait 20m: blocking acquires would be cut", s.http.WriteTimeout)
+	}
+	s, err = loadServerSettings([]string{"-data-dir", "d", "-max-wait", "5s"}, none)
+	if err != nil || s.http.WriteTimeout < 10*time.Minute {
+		t.Errorf("write timeout %v (%v) is below the longest blocking query's wait (10m)", s.http.WriteTimeout, err)
+	}
+	if _, err := loadServerSettings([]string{"-data-dir", "d", "-http-max-conns", "10", "-http-max-conns-per-client", "11"}, none); err == nil ||
+		!strings.Contains(err.Error(), "http-max-conns-per-client") {
+		t.Errorf("per-client above the total: %v, want an error naming -http-max-conns-per-client", err)
+	}
+}

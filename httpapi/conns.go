@@ -1,0 +1,136 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/tenure-io/tenure/cluster"
+)
+
+// ConnLimits bound what HTTP clients can hold open on one server: the
+// connections (over all clients, and per client address) and how long a
+// connection may stay idle or take to send its request.
+type ConnLimits struct {
+	// MaxConns bounds the open connections; MaxConnsPerClient those of one
+	// client IP address. A connection past either is answered 429
+	// overloaded with Retry-After and closed (after ReadHeaderTimeout if
+	// it sends nothing).
+	MaxConns, MaxConnsPerClient int
+	// ReadHeaderTimeout bounds the wait for a request's headers, and
+	// ReadTimeout for the whole request (a slow body is cut); IdleTimeout
+	// closes a keep-alive connection that sends nothing more.
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
+	// WriteTimeout bounds the answer; it must exceed the longest blocking
+	// wait plus the write timeout, or blocking queries would be cut.
+	WriteTimeout time.Duration
+}
+
+// DefaultConnLimits suit one server of a cluster whose longest blocking
+// wait is maxWait.
+func DefaultConnLimits(maxWait time.Duration) ConnLimits {
+	return ConnLimits{
+		MaxConns:          8192,
+		MaxConnsPerClient: 2048,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		WriteTimeout:      maxWait + time.Minute,
+	}
+}
+
+// Validate checks the limits, naming the flag of a bad one.
+func (l ConnLimits) Validate() error {
+	switch {
+	case l.MaxConns < 1:
+		return fmt.Errorf("http-max-conns: %d must be at least 1", l.MaxConns)
+	case l.MaxConnsPerClient < 1 || l.MaxConnsPerClient > l.MaxConns:
+		return fmt.Errorf("http-max-conns-per-client: %d must be between 1 and http-max-conns (%d)", l.MaxConnsPerClient, l.MaxConns)
+	case l.ReadHeaderTimeout <= 0, l.ReadTimeout <= 0, l.IdleTimeout <= 0, l.WriteTimeout <= 0:
+		return errors.New("http timeouts must be positive")
+	}
+	return nil
+}
+
+// NewHTTPServer returns the http.Server that serves h within limits.
+func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*http.Server, error) {
+	if err := limits.Validate(); err != nil {
+		return nil, err
+	}
+	c := &connCounter{limits: limits, perClient: make(map[string]int)}
+	return &http.Server{
+		Handler:           c.wrap(h),
+		ReadHeaderTimeout: limits.ReadHeaderTimeout,
+		ReadTimeout:       limits.ReadTimeout,
+		WriteTimeout:      limits.WriteTimeout,
+		IdleTimeout:       limits.IdleTimeout,
+		ErrorLog:          errorLog,
+		ConnState:         c.state,
+		ConnContext:       c.context,
+	}, nil
+}
+
+// connCounter counts the open connections. A connection opened past a
+// limit is marked: its requests are answered 503 and it is closed.
+type connCounter struct {
+	limits ConnLimits
+
+	mu        sync.Mutex
+	open      int
+	perClient map[string]int
+}
+
+type overKey struct{}
+
+func clientIP(c net.Conn) string {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+// context counts a new connection (net/http calls ConnContext once for
+// each, before any of its states) and marks it when it is past a limit.
+func (c *connCounter) context(ctx context.Context, conn net.Conn) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ip := clientIP(conn)
+	c.open++
+	c.perClient[ip]++
+	if c.open > c.limits.MaxConns || c.perClient[ip] > c.limits.MaxConnsPerClient {
+		return context.WithValue(ctx, overKey{}, true)
+	}
+	return ctx
+}
+
+// state uncounts a connection at its end.
+func (c *connCounter) state(conn net.Conn, s http.ConnState) {
+	if s != http.StateClosed && s != http.StateHijacked {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ip := clientIP(conn)
+	c.open--
+	if c.perClient[ip]--; c.perClient[ip] <= 0 {
+		delete(c.perClient, ip)
+	}
+}
+
+func (c *connCounter) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if over, _ := r.Context().Value(overKey{}).(bool); over {
+			w.Header().Set("Connection", "close")
+			writeError(w, fmt.Errorf("too many open connections (at most %d, %d per client address): %w",
+				c.limits.MaxConns, c.limits.MaxConnsPerClient, cluster.ErrOverloaded))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,127 @@
+package httpapi
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
+)
+
+// serveLimited serves a plain 200 within limits on a loopback port.
+func serveLimited(t *testing.T, limits ConnLimits) string {
+	t.Helper()
+	srv, err := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	}), limits, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// get sends one request on c and reads its answer's status and headers.
+func get(t *testing.T, c net.Conn) *http.Response {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// closedByServer reports whether the server closed c within d (whatever
+// it answered before).
+func closedByServer(c net.Conn, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	return err == nil || !strings.Contains(err.Error(), "timeout")
+}
+
+// Connections past the limit (one client's, here) are answered 429
+// overloaded with Retry-After and closed; once the idle ones close, the
+// same client is served again.
+func TestConnectionsAreBounded(t *testing.T) {
+	limits := DefaultConnLimits(time.Minute)
+	limits.MaxConns, limits.MaxConnsPerClient = 10, 2
+	addr := serveLimited(t, limits)
+	idle := []net.Conn{dial(t, addr), dial(t, addr)}
+	if r := get(t, idle[0]); r.StatusCode != http.StatusOK {
+		t.Fatalf("first connection: %d", r.StatusCode)
+	}
+	over := dial(t, addr)
+	r := get(t, over)
+	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a connection past the limit: %d, Retry-After %q; want 429 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"))
+	}
+	if !closedByServer(over, 5*time.Second) {
+		t.Errorf("the connection past the limit was not closed")
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	harness.WaitUntil(t, 5*time.Second, "a new connection to be served", func() bool {
+		c := dial(t, addr)
+		return get(t, c).StatusCode == http.StatusOK
+	})
+}
+
+// A connection that sends nothing more is closed after the idle timeout,
+// and one that sends its body too slowly is cut after the read timeout:
+// neither holds a file descriptor for ever.
+func TestIdleAndSlowConnectionsAreClosed(t *testing.T) {
+	limits := DefaultConnLimits(time.Minute)
+	limits.IdleTimeout, limits.ReadTimeout, limits.ReadHeaderTimeout = 200*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	addr := serveLimited(t, limits)
+	idle := dial(t, addr)
+	if r := get(t, idle); r.StatusCode != http.StatusOK {
+		t.Fatalf("request: %d", r.StatusCode)
+	}
+	if !closedByServer(idle, 5*time.Second) {
+		t.Errorf("an idle keep-alive connection was not closed")
+	}
+	slow := dial(t, addr)
+	io.WriteString(slow, "PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+	if !closedByServer(slow, 5*time.Second) {
+		t.Errorf("a sender of a slow body was not cut")
+	}
+	silent := dial(t, addr)
+	if !closedByServer(silent, 5*time.Second) {
+		t.Errorf("a connection that sends no request was not closed")
+	}
+}
+
+// The limits are checked, naming the flag.
+func TestConnLimitsValidate(t *testing.T) {
+	l := DefaultConnLimits(time.Minute)
+	l.MaxConnsPerClient = l.MaxConns + 1
+	if err := l.Validate(); err == nil || !strings.Contains(err.Error(), "http-max-conns-per-client") {
+		t.Errorf("per-client above the total: %v", err)
+	}
+}
