@@ -174,6 +174,9 @@ func validateProhibited(field string, holders []string) error {
 		if h == "" || len(h) > MaxHolderLen {
 			return invalid(field, "holder %q: must be 1 to %d bytes", h, MaxHolderLen)
 		}
+		if controlByte(h) >= 0 {
+			return invalid(field, "holder %q: has a control character; none is allowed", h)
+		}
 	}
 	return nil
 }

@@ -108,13 +108,32 @@ func (req AcquireRequest) validate(cfg Config) error {
 		if len(v) > MaxMetadataValue {
 			return invalid("metadata", "value of %q is %d bytes, the limit is %d", k, len(v), MaxMetadataValue)
 		}
+		if i := controlByte(k + v); i >= 0 {
+			return invalid("metadata", "entry %q has a control character (byte %#x); none is allowed", k, (k + v)[i])
+		}
 	}
 	return nil
+}
+
+// controlByte is the index of the first ASCII control character of s (a
+// byte below 0x20, or 0x7f), or -1. Holders and metadata are shown in
+// logs, lists and the inspection page: a newline or an escape sequence in
+// them would forge lines there.
+func controlByte(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] == 0x7f {
+			return i
+		}
+	}
+	return -1
 }
 
 func validateHolder(holder string) error {
 	if holder == "" || len(holder) > MaxHolderLen {
 		return invalid("holder", "must be 1 to %d bytes, got %d", MaxHolderLen, len(holder))
+	}
+	if i := controlByte(holder); i >= 0 {
+		return invalid("holder", "byte %d is a control character (%#x); none is allowed", i, holder[i])
 	}
 	return nil
 }

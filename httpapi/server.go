@@ -173,6 +173,12 @@ func New(cfg Config) (*Server, error) {
 		http.Redirect(w, r, "/ui", http.StatusFound)
 	}).Methods(http.MethodGet)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/leases/", "/v1/renew/", "/v1/revoke/", "/v1/controls/":
+			// A route of one key, with the key left out.
+			writeError(w, badRequest(client.CodeInvalidKey, "key", "key is empty"))
+			return
+		}
 		writeError(w, &apiError{code: client.CodeNotFound, msg: "no route " + r.Method + " " + r.URL.Path})
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

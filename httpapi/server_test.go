@@ -74,7 +74,12 @@ func TestLocalRoutes(t *testing.T) {
 				t.Errorf("got code %q, want not_found", e.Error)
 			}
 		}},
-		{"lease route without key", http.MethodPut, "/v1/leases/", 404, func(t *testing.T, r reply) {
+		{"lease route without key", http.MethodPut, "/v1/leases/", 400, func(t *testing.T, r reply) {
+			if e := r.apiErr(t); e.Error != "invalid_key" || e.Field != "key" {
+				t.Errorf("got code %q field %q, want invalid_key on key", e.Error, e.Field)
+			}
+		}},
+		{"no such route", http.MethodGet, "/v1/nothing", 404, func(t *testing.T, r reply) {
 			if e := r.apiErr(t); e.Error != "not_found" {
 				t.Errorf("got code %q, want not_found", e.Error)
 			}

@@ -1,0 +1,33 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Input that the API used to take or mangle is refused with the code and
+// field of the rule it breaks.
+func TestStrictInputRules(t *testing.T) {
+	tn := startNode(t)
+	for _, tt := range []struct {
+		name, method, path, body, code, field string
+	}{
+		{"empty key", "PUT", "/v1/leases/", `{"holder":"h","ttl":"10s"}`, "invalid_key", "key"},
+		{"control character in a holder", "PUT", "/v1/leases/k", "{\"holder\":\"h\\u0007\",\"ttl\":\"10s\"}", "invalid_holder", "holder"},
+		{"newline in a holder", "PUT", "/v1/leases/k", `{"holder":"a\nb","ttl":"10s"}`, "invalid_holder", "holder"},
+		{"control character in metadata", "PUT", "/v1/leases/k", `{"holder":"h","ttl":"10s","metadata":{"a":"x\u0000y"}}`, "invalid_metadata", "metadata"},
+		{"a bad token in a bulk renewal", "POST", "/v1/renew", `{"holder":"h","leases":[{"key":"k","token":0}]}`, "invalid_token", "token"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := do(t, tt.method, tn.url+tt.path, tt.body)
+			if r.status != http.StatusBadRequest {
+				t.Fatalf("got %d %s, want 400 %s", r.status, r.body, tt.code)
+			}
+			e := r.apiErr(t)
+			if e.Error != tt.code || e.Field != tt.field {
+				t.Errorf("got code %q field %q (%s), want %q field %q", e.Error, e.Field, strings.TrimSpace(e.Message), tt.code, tt.field)
+			}
+		})
+	}
+}
