@@ -97,11 +97,25 @@ var leaderCheckInterval = 200 * time.Millisecond
 // watchLeader cancels a forwarded request with errLeaderMoved once this
 // node's known leader is no longer addr. The returned stop ends the watch;
 // after it returns, the request is no longer cancelled by it.
+// Most forwards are answered well within leaderCheckInterval: the watch
+// starts only when the first interval has passed, so they cost a timer,
+// not a goroutine.
 func (s *Server) watchLeader(ctx context.Context, addr string, cancel context.CancelCauseFunc) (stop func()) {
 	done := make(chan struct{})
 	exited := make(chan struct{})
-	go func() {
+	timer := time.AfterFunc(leaderCheckInterval, func() {
 		defer close(exited)
+		check := func() bool {
+			if now := s.node.LeaderHTTPAddr(); now != addr {
+				s.log.Debug("leader changed during a forwarded request", "was", addr, "now", now)
+				cancel(errLeaderMoved)
+				return false
+			}
+			return true
+		}
+		if !check() {
+			return
+		}
 		t := time.NewTicker(leaderCheckInterval)
 		defer t.Stop()
 		for {
@@ -111,16 +125,17 @@ func (s *Server) watchLeader(ctx context.Context, addr string, cancel context.Ca
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if now := s.node.LeaderHTTPAddr(); now != addr {
-					s.log.Debug("leader changed during a forwarded request", "was", addr, "now", now)
-					cancel(errLeaderMoved)
+				if !check() {
 					return
 				}
 			}
 		}
-	}()
+	})
 	return func() {
 		close(done)
+		if timer.Stop() {
+			return // it never started
+		}
 		<-exited
 	}
 }

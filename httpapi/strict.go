@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/tenure-io/tenure/client"
@@ -116,9 +117,23 @@ func joinPath(path, name string) string {
 	return path + "." + name
 }
 
+// fieldCache holds jsonFields of each struct type seen: request bodies
+// are few types, read on every acquire and renewal.
+var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+
 // jsonFields maps the JSON names of struct t's fields (embedded structs'
-// included) to their types, as encoding/json names them.
+// included) to their types, as encoding/json names them. The map is shared:
+// callers must not change it.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := structFields(t)
+	fieldCache.Store(t, m)
+	return m
+}
+
+func structFields(t reflect.Type) map[string]reflect.Type {
 	out := make(map[string]reflect.Type)
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
