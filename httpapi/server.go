@@ -193,6 +193,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(client.HeaderLeaderAddr, addr)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	if err := checkQuery(r.URL.RawQuery); err != nil {
+		writeError(w, err)
+		return
+	}
 	s.router.ServeHTTP(w, r)
 }
 

@@ -327,7 +327,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 	if serverTLS != nil {
 		go func() { errCh <- srv.ServeTLS(ln, "", "") }()
 	} else {
-		go func() { errCh <- srv.Serve(ln) }()
+		go func() { errCh <- srv.Serve(httpapi.Listener(ln)) }()
 	}
 	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir,
 		"tls", s.tls.Enabled(), "tls_verify_incoming", s.tls.VerifyIncoming)
