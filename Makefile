@@ -85,9 +85,10 @@ bench: ## Benchmarks of the state machine and the cluster
 	$(GO) test -run '^$$' -bench . -benchmem ./fsm/ ./cluster/
 
 .PHONY: fuzz
-fuzz: ## Fuzz the command decoder and snapshot restore, FUZZTIME (30s) each
+fuzz: ## Fuzz the command decoder, snapshot restore and every HTTP route, FUZZTIME (30s) each
 	$(GO) test ./fsm -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./fsm -run '^$$' -fuzz '^FuzzRestore$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./httpapi -run '^$$' -fuzz '^FuzzRoutes$$' -fuzztime $(FUZZTIME) -parallel 2
 
 # The image is FROM scratch and holds the static binary that `make build`
 # made on this machine; no base image is pulled. Only the binary, the

@@ -171,6 +171,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.group == "" || w.handler == nil {
 		return fmt.Errorf("%w: a worker needs a group and a handler", ErrInvalid)
 	}
+	if err := checkName("group", w.group); err != nil {
+		return err
+	}
+	if err := checkName("worker id", w.cfg.id); err != nil {
+		return fmt.Errorf("%w (the id is the client's holder unless WithWorkerID sets one)", err)
+	}
 	if w.c.cfg.Token != "" {
 		// With ACLs on, the balancer plans keys only to workers that a
 		// token registered.

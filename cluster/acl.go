@@ -521,8 +521,8 @@ func (n *Node) RegisterWorker(ctx context.Context, a *Authorizer, worker string,
 	if !n.cfg.ACLEnabled {
 		return ErrACLDisabled
 	}
-	if err := validateHolder(worker); err != nil {
-		return &InvalidError{Field: "worker", Err: err}
+	if err := validateName("worker", worker); err != nil {
+		return err
 	}
 	if len(groups) == 0 || len(groups) > MaxRegisterGroups {
 		return invalid("groups", "give 1 to %d groups, got %d", MaxRegisterGroups, len(groups))

@@ -473,7 +473,7 @@ func (g *gossip) removedLately(id string) bool {
 func liveWorkers(members []Member) []Member {
 	var out []Member
 	for _, m := range members {
-		if m.Meta.Role == "worker" && m.Meta.ID != "" && m.Status == "alive" {
+		if m.Meta.Role == "worker" && ValidWorkerID(m.Meta.ID) && m.Status == "alive" {
 			out = append(out, m)
 		}
 	}

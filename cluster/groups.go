@@ -242,6 +242,10 @@ func (n *Node) DrainWorker(ctx context.Context, worker string, draining, force b
 	if err := validateHolder(worker); err != nil {
 		return nil, &InvalidError{Field: "worker", Err: err}
 	}
+	if err := validateName("worker", worker); err != nil && draining {
+		// Undrain stays open to a mark written before the rule.
+		return nil, err
+	}
 	if draining && !force && !n.knownWorker(worker) {
 		return nil, unknownWorker(worker)
 	}
@@ -264,12 +268,7 @@ func (n *Node) write(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return p.submit(ctx, &op{cmd: cmd})
 }
 
-func validateGroupName(name string) error {
-	if err := fsm.ValidateKey(name); err != nil {
-		return &InvalidError{Field: "name", Err: err}
-	}
-	return nil
-}
+func validateGroupName(name string) error { return validateName("name", name) }
 
 // KeyState is one key of a group as an operator sees it: the balancer's
 // target and the lease's actual holder.

@@ -223,6 +223,15 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error
 	}
 	var f raft.Future
 	if id == "" {
+		others := 0
+		for _, srv := range n.Status().Servers {
+			if srv.Voter && srv.ID != n.cfg.NodeID {
+				others++
+			}
+		}
+		if others == 0 {
+			return "", invalid("id", "no other voter can take over: this server is the only voter")
+		}
 		f = n.raft.LeadershipTransfer()
 	} else {
 		addr := ""

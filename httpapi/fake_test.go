@@ -24,7 +24,7 @@ func (f *fakeNode) LeaderHTTPAddr() string { return f.status.LeaderHTTPAddr }
 func (f *fakeNode) IsLeader() bool         { return f.status.Role == "leader" }
 func (f *fakeNode) ID() string             { return f.status.NodeID }
 
-func serveFake(t *testing.T, node Node) http.Handler {
+func serveFake(t testing.TB, node Node) http.Handler {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Node = node

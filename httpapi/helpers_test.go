@@ -35,7 +35,7 @@ type testNode struct {
 
 // testCluster is a set of nodes bootstrapped together over TCP.
 type testCluster struct {
-	t       *testing.T
+	t       testing.TB
 	cluster *inproc.Cluster
 	nodes   []*testNode
 }
@@ -51,7 +51,7 @@ func serveAPI(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger)
 
 // startCluster starts n nodes named n1…nN and waits until one of them is an
 // established leader and every other one knows its HTTP address.
-func startCluster(t *testing.T, n int) *testCluster {
+func startCluster(t testing.TB, n int) *testCluster {
 	t.Helper()
 	return startClusterWith(t, n, inproc.Options{TCP: true, Serve: serveAPI})
 }
@@ -89,7 +89,7 @@ func startClusterTLS(t *testing.T, n int, pki *testPKI) *testCluster {
 }
 
 // startClusterWith is startCluster with other options.
-func startClusterWith(t *testing.T, n int, opts inproc.Options) *testCluster {
+func startClusterWith(t testing.TB, n int, opts inproc.Options) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, cluster: inproc.Start(t, n, opts)}
 	for i := 0; i < n; i++ {
@@ -166,7 +166,7 @@ func startACLCluster(t *testing.T, n int) *testCluster {
 }
 
 // startNode starts a single-node cluster and waits until it leads.
-func startNode(t *testing.T) *testNode {
+func startNode(t testing.TB) *testNode {
 	t.Helper()
 	return startCluster(t, 1).nodes[0]
 }

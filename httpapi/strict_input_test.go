@@ -18,6 +18,10 @@ func TestStrictInputRules(t *testing.T) {
 		{"newline in a holder", "PUT", "/v1/leases/k", `{"holder":"a\nb","ttl":"10s"}`, "invalid_holder", "holder"},
 		{"control character in metadata", "PUT", "/v1/leases/k", `{"holder":"h","ttl":"10s","metadata":{"a":"x\u0000y"}}`, "invalid_metadata", "metadata"},
 		{"a bad token in a bulk renewal", "POST", "/v1/renew", `{"holder":"h","leases":[{"key":"k","token":0}]}`, "invalid_token", "token"},
+		{"a slash in a group name", "PUT", "/v1/groups/a%2Fb", `{"keys":["x"]}`, "invalid_name", "name"},
+		{"a space in a group name", "PUT", "/v1/groups/a%20b", `{"keys":["x"]}`, "invalid_name", "name"},
+		{"a slash in a worker id", "POST", "/v1/workers/a%2Fb/drain?force=true", "", "invalid_worker", "worker"},
+		{"a hash in a worker id", "POST", "/v1/workers/a%23b/drain?force=true", "", "invalid_worker", "worker"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := do(t, tt.method, tn.url+tt.path, tt.body)

@@ -1,0 +1,37 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A worker refuses to start under a group name or an id that the cluster
+// would refuse or ignore, naming the field, before it touches the network.
+func TestWorkerRefusesBadNames(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Addresses = []string{"127.0.0.1:1"}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Handler(func(ctx context.Context, key string, token uint64) { <-ctx.Done() })
+	for _, tt := range []struct {
+		name, group, id, want string
+	}{
+		{"slash in the group", "a/b", "w1", "group"},
+		{"hash in the id", "g", "w#1", "worker id"},
+		{"space in the id", "g", "w 1", "worker id"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			err := c.Worker(tt.group, h, WithWorkerID(tt.id), WithGossipAddr("127.0.0.1:0")).Run(ctx)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want ErrInvalid naming %q", err, tt.want)
+			}
+		})
+	}
+}
