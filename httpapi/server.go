@@ -291,8 +291,10 @@ func decodeBody(r *http.Request, v any) error {
 		case errors.Is(err, io.EOF):
 			return badRequest(client.CodeInvalidBody, "body", "body is empty, want a JSON object")
 		case errors.As(err, &typeErr):
+			// The code is the innermost field's: a string token inside a
+			// bulk renewal ("leases.token") is invalid_token.
 			field := typeErr.Field
-			return badRequest(fieldCode(field), field, fmt.Sprintf("%s: want a JSON %s, got %s", field, typeErr.Type, typeErr.Value))
+			return badRequest(fieldCode(field[strings.LastIndexByte(field, '.')+1:]), field, fmt.Sprintf("%s: want a JSON %s, got %s", field, typeErr.Type, typeErr.Value))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 			return badRequest(client.CodeInvalidBody, field, fmt.Sprintf("unknown field %q", field))
