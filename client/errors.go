@@ -160,6 +160,7 @@ const (
 	CodeNothingNew          = "nothing_new"
 	CodeNotCaughtUp         = "not_caught_up"
 	CodeOverloaded          = "overloaded"
+	CodeTooManyConnections  = "too_many_connections"
 	CodeNoLeader            = "no_leader"
 	CodeLeadershipLost      = "leadership_lost"
 	CodeTimeout             = "timeout"
@@ -205,6 +206,7 @@ var codeSentinels = map[string]error{
 	CodeNothingNew:          nil,
 	CodeNotCaughtUp:         ErrNotCaughtUp,
 	CodeOverloaded:          ErrOverloaded,
+	CodeTooManyConnections:  ErrOverloaded,
 	CodeNoLeader:            ErrNoLeader,
 	CodeLeadershipLost:      ErrLeadershipLost,
 	CodeTimeout:             ErrTimeout,

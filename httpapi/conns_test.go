@@ -64,8 +64,8 @@ func closedByServer(c net.Conn, d time.Duration) bool {
 	return err == nil || !strings.Contains(err.Error(), "timeout")
 }
 
-// Connections past the limit (one client's, here) are answered 429
-// overloaded with Retry-After and closed; once the idle ones close, the
+// Connections past the limit (one client's, here) are answered 503
+// too_many_connections with Retry-After and closed; once the idle ones close, the
 // same client is served again.
 func TestConnectionsAreBounded(t *testing.T) {
 	limits := DefaultConnLimits(time.Minute)
@@ -77,8 +77,8 @@ func TestConnectionsAreBounded(t *testing.T) {
 	}
 	over := dial(t, addr)
 	r := get(t, over)
-	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
-		t.Fatalf("a connection past the limit: %d, Retry-After %q; want 429 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"))
+	if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a connection past the limit: %d, Retry-After %q; want 503 with Retry-After", r.StatusCode, r.Header.Get("Retry-After"))
 	}
 	if !closedByServer(over, 5*time.Second) {
 		t.Errorf("the connection past the limit was not closed")

@@ -77,6 +77,7 @@ var codeStatus = map[string]int{
 	client.CodeNothingNew:          http.StatusConflict,
 	client.CodeNotCaughtUp:         http.StatusConflict,
 	client.CodeOverloaded:          http.StatusTooManyRequests,
+	client.CodeTooManyConnections:  http.StatusServiceUnavailable,
 	client.CodeInternal:            http.StatusInternalServerError,
 	client.CodeNoLeader:            http.StatusServiceUnavailable,
 	client.CodeLeadershipLost:      http.StatusServiceUnavailable,
