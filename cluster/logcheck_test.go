@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"bytes"
 	"errors"
 	"path/filepath"
 	"strconv"
@@ -10,42 +9,22 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/damage"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
-// damageKey flips one byte of key's name in the first command entry of
-// dataDir/raft.db that holds it, as a failing disk would, and returns that
-// entry's index. The node must be stopped.
+// damageKey flips one byte of key's name in an entry of dataDir/raft.db,
+// as a failing disk would, and returns the entry's index.
 func damageKey(t *testing.T, dataDir, key string) uint64 {
 	t.Helper()
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dataDir, "raft.db")})
+	index, _, err := damage.FlipInKey(dataDir, key)
 	if err != nil {
-		t.Fatalf("open raft.db: %v", err)
+		t.Fatal(err)
 	}
-	defer store.Close()
-	first, _ := store.FirstIndex()
-	last, _ := store.LastIndex()
-	for i := first; i <= last && first > 0; i++ {
-		var l raft.Log
-		if err := store.GetLog(i, &l); err != nil {
-			t.Fatalf("entry %d: %v", i, err)
-		}
-		at := bytes.Index(l.Data, []byte(key))
-		if l.Type != raft.LogCommand || at < 0 {
-			continue
-		}
-		l.Data[at+len(key)-1] ^= 0x01 // "scene-01" becomes "scene-00"
-		if err := store.StoreLog(&l); err != nil {
-			t.Fatalf("rewrite entry %d: %v", i, err)
-		}
-		return i
-	}
-	t.Fatalf("no entry of %s holds %q", dataDir, key)
-	return 0
+	return index
 }
 
 func soloConfig(dir string) cluster.Config {
