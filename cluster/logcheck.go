@@ -59,7 +59,14 @@ func checkLogStore(store raft.LogStore, dataDir string) error {
 	}
 	var l raft.Log
 	for i := first; i <= last; i++ {
-		if err := store.GetLog(i, &l); err != nil {
+		err := store.GetLog(i, &l)
+		if errors.Is(err, raft.ErrLogNotFound) {
+			// Not damage: Raft leaves gaps. A follower that installs a
+			// snapshot keeps the entries of its old log above the
+			// compaction point and appends after the snapshot's index.
+			continue
+		}
+		if err != nil {
 			return &LogEntryError{Path: path, DataDir: dataDir, Index: i, Err: fmt.Errorf("%w: %w", fsm.ErrCorrupt, err)}
 		}
 		if l.Type != raft.LogCommand {
