@@ -97,6 +97,11 @@ type checkedFSM struct {
 	failed  atomic.Bool
 }
 
+// checkedFSM is the raft.FSM that n's Raft applies to.
+func (n *Node) checkedFSM() *checkedFSM {
+	return &checkedFSM{machine: n.machine, dataDir: n.cfg.DataDir, log: n.log, fail: n.fail, stop: n.shutdownCh}
+}
+
 // Apply runs on Raft's FSM goroutine.
 func (c *checkedFSM) Apply(l *raft.Log) interface{} {
 	if c.failed.Load() {

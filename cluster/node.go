@@ -197,8 +197,7 @@ func (n *Node) openRaft() error {
 	if err := checkLogStore(store, cfg.DataDir); err != nil {
 		return err
 	}
-	checked := &checkedFSM{machine: n.machine, dataDir: cfg.DataDir, log: n.log, fail: n.fail, stop: n.shutdownCh}
-	n.raft, err = raft.NewRaft(rc, checked, logs, store, snaps, withContacts(n.trans, n.contacts))
+	n.raft, err = raft.NewRaft(rc, n.checkedFSM(), logs, store, snaps, withContacts(n.trans, n.contacts))
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
