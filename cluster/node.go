@@ -48,6 +48,7 @@ type Node struct {
 	membersChanged chan struct{}
 
 	notifyCh   chan bool
+	failed     chan error
 	shutdownCh chan struct{}
 	shutdown   sync.Once
 	wg         sync.WaitGroup
@@ -67,6 +68,7 @@ func New(cfg Config) (*Node, error) {
 		lessor:         newLessor(cfg.Clock),
 		contacts:       newContacts(),
 		notifyCh:       make(chan bool, 8),
+		failed:         make(chan error, 1),
 		membersChanged: make(chan struct{}, 1),
 		shutdownCh:     make(chan struct{}),
 	}
@@ -192,7 +194,10 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("read raft state: %w", err)
 	}
 	n.hadState = existing
-	n.raft, err = raft.NewRaft(rc, n.machine, logs, store, snaps, withContacts(n.trans, n.contacts))
+	if err := checkLogStore(store, cfg.DataDir); err != nil {
+		return err
+	}
+	n.raft, err = raft.NewRaft(rc, n.checkedFSM(), logs, store, snaps, withContacts(n.trans, n.contacts))
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -390,6 +395,9 @@ func (n *Node) applyCommand(cmd fsm.Command) (any, error) {
 			return nil, ErrShutdown
 		}
 		return nil, fmt.Errorf("%w: %w", ErrLeadershipLost, err)
+	}
+	if err, ok := f.Response().(error); ok {
+		return nil, fmt.Errorf("%w: %w", ErrShutdown, err) // the state machine stopped
 	}
 	return f.Response(), nil
 }

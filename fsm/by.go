@@ -22,7 +22,7 @@ func (By) Type() Type { return TypeBy }
 
 func (c By) encode(e *encoder) {
 	e.string(c.Accessor)
-	e.bytes(Encode(c.Cmd))
+	e.bytes(encodePlain(c.Cmd))
 }
 
 func decodeBy(d *decoder) (By, error) {

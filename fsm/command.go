@@ -148,28 +148,13 @@ func (c LeaderEstablished) encode(e *encoder) { e.uvarint(c.Term) }
 func (c Batch) encode(e *encoder) {
 	e.uvarint(uint64(len(c.Commands)))
 	for _, sub := range c.Commands {
-		e.bytes(Encode(sub))
+		e.bytes(encodePlain(sub))
 	}
 }
 
-// Encode returns the wire form of c: its type byte, the payload version,
-// then the payload.
-func Encode(c Command) []byte {
-	e := &encoder{buf: make([]byte, 0, 64)}
-	e.byte(byte(c.Type()))
-	e.byte(version1)
-	c.encode(e)
-	return e.buf
-}
-
-// Decode parses what Encode wrote. It never panics; every failure wraps
-// ErrUnknownType, ErrUnknownVersion or ErrMalformed.
-func Decode(b []byte) (Command, error) {
-	return decode(b, true, true)
-}
-
-// decode parses one command; allowBatch and allowBy say whether it may be a
-// Batch or a By (a batch holds no batch, a By neither a batch nor a By).
+// decode parses one command without an envelope (type, version 1,
+// payload); allowBatch and allowBy say whether it may be a Batch or a By
+// (a batch holds no batch, a By neither a batch nor a By).
 func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: %d bytes, want at least 2", ErrMalformed, len(b))

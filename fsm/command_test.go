@@ -109,8 +109,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := Encode(tt.cmd)
 
-			if Type(b[0]) != tt.cmd.Type() || b[1] != version1 {
-				t.Errorf("header = %#x %d, want type %#x version %d", b[0], b[1], tt.cmd.Type(), version1)
+			if Type(b[0]) != tt.cmd.Type() || b[1] != envelopeFlag|version1 {
+				t.Errorf("header = %#x %#x, want type %#x version %#x", b[0], b[1], tt.cmd.Type(), envelopeFlag|version1)
 			}
 			got, err := Decode(b)
 			if err != nil {
@@ -163,7 +163,7 @@ func TestEncodeIsCanonical(t *testing.T) {
 }
 
 func TestDecodeErrors(t *testing.T) {
-	acq := Encode(Acquire{Key: "a", Holder: "w", TTL: ttl, Metadata: map[string]string{"z": "1"}, Time: wall})
+	acq := encodePlain(Acquire{Key: "a", Holder: "w", TTL: ttl, Metadata: map[string]string{"z": "1"}, Time: wall})
 	withVersion := func(b []byte, v byte) []byte {
 		c := bytes.Clone(b)
 		c[1] = v
@@ -185,11 +185,11 @@ func TestDecodeErrors(t *testing.T) {
 		c[off] = v
 		return c
 	}
-	ctl := Encode(SetKeyControl{Key: "k", Control: KeyControl{Disabled: true, Prohibited: []string{"w"}}})
-	drain := Encode(WorkerDrain{Worker: "w", Draining: true})
-	put := Encode(GroupPut{Name: "g", Keys: []string{"a", "b"}, MaxPerWorker: 2})
-	assign := Encode(Assign{Group: "g", Assignment: map[string]string{"a": "w"}})
-	gkeys := Encode(GroupKeys{Name: "g", Add: []string{"a"}, Remove: []string{"b"}})
+	ctl := encodePlain(SetKeyControl{Key: "k", Control: KeyControl{Disabled: true, Prohibited: []string{"w"}}})
+	drain := encodePlain(WorkerDrain{Worker: "w", Draining: true})
+	put := encodePlain(GroupPut{Name: "g", Keys: []string{"a", "b"}, MaxPerWorker: 2})
+	assign := encodePlain(Assign{Group: "g", Assignment: map[string]string{"a": "w"}})
+	gkeys := encodePlain(GroupKeys{Name: "g", Add: []string{"a"}, Remove: []string{"b"}})
 	if known(unusedType) {
 		t.Fatalf("type %#x is known: pick another unusedType", unusedType)
 	}
@@ -206,7 +206,7 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "unknown type of an unknown version", data: []byte{0x33, 2, 1, 2}, want: ErrUnknownType},
 		{name: "version 2", data: withVersion(acq, 2), want: ErrUnknownVersion},
 		{name: "version 0", data: withVersion(acq, 0), want: ErrUnknownVersion},
-		{name: "version 255 of a batch", data: withVersion(Encode(Batch{}), 255), want: ErrUnknownVersion},
+		{name: "version 127 of a batch", data: withVersion(encodePlain(Batch{}), 127), want: ErrUnknownVersion},
 		{name: "truncated acquire", data: acq[:len(acq)-1], want: ErrMalformed},
 		{name: "acquire without payload", data: acq[:2], want: ErrMalformed},
 		{name: "trailing byte", data: append(bytes.Clone(acq), 0), want: ErrMalformed},
@@ -216,20 +216,20 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "map of more entries than bytes", data: []byte{byte(TypeAcquire), version1, 0, 0, 0, 0x7f, 0}, want: ErrMalformed},
 		{name: "batch of more entries than bytes", data: []byte{byte(TypeBatch), version1, 50, 0}, want: ErrMalformed},
 		{name: "batch entry too short", data: rawBatch([]byte{byte(TypeRevoke)}), want: ErrMalformed},
-		{name: "nested batch", data: rawBatch(Encode(Revoke{Key: "a"}), Encode(Batch{})), want: ErrMalformed},
-		{name: "batch with an unknown type", data: rawBatch(Encode(Revoke{Key: "a"}), []byte{byte(unusedType), version1}), want: ErrUnknownType},
+		{name: "nested batch", data: rawBatch(encodePlain(Revoke{Key: "a"}), encodePlain(Batch{})), want: ErrMalformed},
+		{name: "batch with an unknown type", data: rawBatch(encodePlain(Revoke{Key: "a"}), []byte{byte(unusedType), version1}), want: ErrUnknownType},
 		{name: "batch with an unknown version", data: rawBatch(withVersion(acq, 3)), want: ErrUnknownVersion},
-		{name: "batch with trailing bytes", data: append(rawBatch(Encode(Revoke{Key: "a"})), 1), want: ErrMalformed},
+		{name: "batch with trailing bytes", data: append(rawBatch(encodePlain(Revoke{Key: "a"})), 1), want: ErrMalformed},
 
 		// By wraps one command, never a batch or another By.
-		{name: "by of a by", data: rawBy("a", Encode(By{Accessor: "b", Cmd: Revoke{Key: "k"}})), want: ErrMalformed},
-		{name: "by of a batch", data: rawBy("a", Encode(Batch{})), want: ErrMalformed},
+		{name: "by of a by", data: rawBy("a", encodePlain(By{Accessor: "b", Cmd: Revoke{Key: "k"}})), want: ErrMalformed},
+		{name: "by of a batch", data: rawBy("a", encodePlain(Batch{})), want: ErrMalformed},
 		{name: "by of nothing", data: rawBy("a", nil), want: ErrMalformed},
 		{name: "by of a truncated command", data: rawBy("a", acq[:len(acq)-1]), want: ErrMalformed},
 		{name: "by of an unknown type", data: rawBy("a", []byte{byte(unusedType), version1}), want: ErrUnknownType},
-		{name: "by with an accessor over the limit", data: rawBy(strings.Repeat("a", MaxAccessorLen+1), Encode(Revoke{Key: "k"})), want: ErrMalformed},
-		{name: "by with trailing bytes", data: append(rawBy("a", Encode(Revoke{Key: "k"})), 0), want: ErrMalformed},
-		{name: "batch of a by of a by", data: rawBatch(rawBy("a", rawBy("b", Encode(Revoke{Key: "k"})))), want: ErrMalformed},
+		{name: "by with an accessor over the limit", data: rawBy(strings.Repeat("a", MaxAccessorLen+1), encodePlain(Revoke{Key: "k"})), want: ErrMalformed},
+		{name: "by with trailing bytes", data: append(rawBy("a", encodePlain(Revoke{Key: "k"})), 0), want: ErrMalformed},
+		{name: "batch of a by of a by", data: rawBatch(rawBy("a", rawBy("b", encodePlain(Revoke{Key: "k"})))), want: ErrMalformed},
 
 		// Placement commands. ctl is 0a 01 | 01 'k' | disabled | 01 01 'w'.
 		{name: "key control with bool byte 2", data: patch(ctl, 4, 2), want: ErrMalformed},
@@ -260,7 +260,7 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "assign with trailing byte", data: append(bytes.Clone(assign), 0), want: ErrMalformed},
 		{name: "version 2 of a key control", data: withVersion(ctl, 2), want: ErrUnknownVersion},
 		{name: "version 0 of an assign", data: withVersion(assign, 0), want: ErrUnknownVersion},
-		{name: "batch with a malformed worker drain", data: rawBatch(Encode(Revoke{Key: "a"}), patch(drain, -1, 2)), want: ErrMalformed},
+		{name: "batch with a malformed worker drain", data: rawBatch(encodePlain(Revoke{Key: "a"}), patch(drain, -1, 2)), want: ErrMalformed},
 	}
 	sentinels := []error{ErrMalformed, ErrUnknownType, ErrUnknownVersion}
 	for _, tt := range tests {
@@ -292,8 +292,10 @@ func TestDecodeIgnorable(t *testing.T) {
 	}{
 		{name: "no payload", data: []byte{0x80, 1}, want: Ignored{T: 0x80}},
 		{name: "payload", data: []byte{0x91, 1, 0xde, 0xad, 0xbe, 0xef}, want: Ignored{T: 0x91}},
-		{name: "unknown version", data: []byte{0xff, 200, 1}, want: Ignored{T: 0xff}},
-		{name: "in a batch", data: rawBatch(Encode(Revoke{Key: "a"}), []byte{0x90, 1, 2}),
+		{name: "unknown version", data: []byte{0xff, 0x7f, 1}, want: Ignored{T: 0xff}},
+		{name: "in an envelope", data: sealed([]byte{0x91, envelopeFlag | 1, 0xde, 0xad}), want: Ignored{T: 0x91}},
+		{name: "in an envelope of an unknown version", data: sealed([]byte{0xff, envelopeFlag | 9}), want: Ignored{T: 0xff}},
+		{name: "in a batch", data: rawBatch(encodePlain(Revoke{Key: "a"}), []byte{0x90, 1, 2}),
 			want: Batch{Commands: []Command{Revoke{Key: "a"}, Ignored{T: 0x90}}}},
 	}
 	for _, tt := range tests {

@@ -12,7 +12,7 @@ import (
 )
 
 // FuzzDecode: Decode never panics; it fails only with its documented
-// errors; whatever it accepts re-encodes to bytes that decode to the same
+// errors; Verify accepts whatever Decode accepts; whatever it accepts re-encodes to bytes that decode to the same
 // command, and a Machine applies it without panicking.
 //
 //	go test ./fsm -run XXX -fuzz FuzzDecode -fuzztime 30s
@@ -34,11 +34,11 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{byte(TypeWorkerDrain), 1, 1, 'w', 0xff})          // bool byte 0xff
 	f.Add([]byte{byte(TypeGroupKeys), 1, 1, 'g', 0x7f, 1, 'a', 0}) // list longer than the data
 	f.Add([]byte{byte(TypeAssign), 1, 1, 'g', 2, 1, 'a', 1, 'w'})  // map longer than the data
-	f.Add(rawBatch(Encode(Revoke{Key: "a"}), []byte{0x90, 1}))
-	f.Add(rawBatch(Encode(Revoke{Key: "a"}), Encode(Batch{})))
-	f.Add(rawBy("a", Encode(By{Accessor: "b", Cmd: Revoke{Key: "k"}})))
-	f.Add(rawBy("a", Encode(Batch{})))
-	f.Add(rawBatch(Encode(By{Accessor: "a", Cmd: Revoke{Key: "k"}}), Encode(acquire("k", "h"))))
+	f.Add(rawBatch(encodePlain(Revoke{Key: "a"}), []byte{0x90, 1}))
+	f.Add(rawBatch(encodePlain(Revoke{Key: "a"}), encodePlain(Batch{})))
+	f.Add(rawBy("a", encodePlain(By{Accessor: "b", Cmd: Revoke{Key: "k"}})))
+	f.Add(rawBy("a", encodePlain(Batch{})))
+	f.Add(rawBatch(encodePlain(By{Accessor: "a", Cmd: Revoke{Key: "k"}}), encodePlain(acquire("k", "h"))))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Decode(data)
@@ -46,12 +46,15 @@ func FuzzDecode(f *testing.F) {
 			if c != nil {
 				t.Fatalf("Decode returned %#v with error %v", c, err)
 			}
-			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownType) && !errors.Is(err, ErrUnknownVersion) {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownType) && !errors.Is(err, ErrUnknownVersion) && !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Decode error %q wraps none of the documented errors", err)
 			}
 			return
 		}
 
+		if err := Verify(data); err != nil {
+			t.Fatalf("Decode accepts %x but Verify says %v", data, err)
+		}
 		// Every decodable entry can be applied.
 		newNode(t).applyRaw(data)
 

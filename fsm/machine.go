@@ -134,12 +134,18 @@ var _ raft.FSM = (*Machine)(nil)
 // command (Code Done for an ignorable unknown command) and a []Result for a
 // Batch.
 // It panics on an entry it cannot decode: a replica that skipped it would
-// silently diverge from its peers.
+// silently diverge from its peers. Servers call ApplyLog instead, which
+// returns that error, so that they can stop cleanly.
 func (m *Machine) Apply(l *raft.Log) interface{} {
-	cmd, err := Decode(l.Data)
+	out, err := m.ApplyLog(l)
 	if err != nil {
-		panic(fmt.Sprintf("fsm: cannot apply entry at index %d: %v", l.Index, err))
+		panic("fsm: " + err.Error())
 	}
+	return out
+}
+
+// applyCommand applies the decoded command of entry l.
+func (m *Machine) applyCommand(l *raft.Log, cmd Command) interface{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.appliedIndex, m.appliedTerm = l.Index, l.Term

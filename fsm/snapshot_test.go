@@ -415,7 +415,7 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "empty", data: nil, msg: "shorter than a header"},
 		{name: "header only", data: good[:headerLen], msg: "shorter than a header"},
 		{name: "bad magic", data: withCRC(patch(0, 'T', 'N', 'R', 'X')), msg: "magic"},
-		{name: "a command instead of a snapshot", data: Encode(acquire("a", "w1")), msg: "shorter than a header"},
+		{name: "a command instead of a snapshot", data: encodePlain(acquire("a", "w1")), msg: "shorter than a header"},
 		{name: "version 5", data: withCRC(patch(4, 0, 5)), msg: "format version 5"},
 		{name: "version 0xffff", data: withCRC(patch(4, 0xff, 0xff)), msg: "format version 65535"},
 		{name: "a version 2 body under a version 1 header", data: withCRC(patch(4, 0, 1)), msg: "trailing"},

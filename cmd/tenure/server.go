@@ -339,6 +339,9 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 		log.Info("shutting down")
 	case err := <-errCh:
 		return fmt.Errorf("http server: %w", err)
+	case err := <-node.Failed():
+		srv.Close() // the node stopped itself: serve nothing more
+		return err
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -5,7 +5,7 @@ import "time"
 // Nemesis pools.
 var (
 	partitionNemeses = []string{"partition-halves", "isolate-leader", "isolate-follower", "bridge", "one-way", "workers-servers", "delay-loss"}
-	processNemeses   = []string{"pause-leader", "pause-follower", "pause-worker", "kill-follower", "kill-leader", "kill-all", "transfer", "snapshot-install", "clock-drift"}
+	processNemeses   = []string{"pause-leader", "pause-follower", "pause-worker", "kill-follower", "kill-leader", "kill-all", "transfer", "snapshot-install", "clock-drift", "corrupt-follower"}
 	allWorkloads     = []string{"register", "mutex", "elect", "place"}
 )
 

@@ -70,6 +70,7 @@ type world struct {
 	samples []check.StatusSample
 
 	snapshotInstalls atomic.Int64 // installs the snapshot-install nemesis saw
+	corruptRefusals  atomic.Int64 // damaged logs the corrupt-follower nemesis saw refused
 }
 
 func (w *world) all() []*proc {

@@ -1,0 +1,131 @@
+package jepsen
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tenure-io/tenure/test/harness/damage"
+	"github.com/tenure-io/tenure/test/jepsen/check"
+)
+
+// resCorrupt names the check that every corrupt-follower fault ended with
+// the server refusing its damaged log.
+const resCorrupt = "nemesis: a follower with a damaged log refuses to serve"
+
+// damageKeys are the workloads' keys, tried in order: flipping the lowest
+// bit of a name's last byte gives another valid key of the same workload
+// ("reg-0" becomes "reg-1"), the damage that diverges silently when it
+// goes unnoticed.
+var damageKeys = []string{"reg-0", "reg-1", "mx-0", "mx-1", "part-0", "part-1", "part-2", "part-3", "part-4", "part-5"}
+
+func init() {
+	addNemesis(nemesis{name: "corrupt-follower", minServers: 3, inject: corruptFollower})
+}
+
+// corruptFollower stops a follower, flips one byte inside a key name of a
+// log entry in its raft.db, and starts it again: it must refuse to start,
+// exit 1, and say which file, which entry and what to do. The undo does
+// what the message says: the data dir moved aside, the server started
+// again with the same flags, to resync from the leader.
+func corruptFollower(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+	_, rest := w.pickLeader(ctx, rng)
+	f := rest[rng.IntN(len(rest))]
+	if err := f.stop(10 * time.Second); err != nil {
+		return nil, "", 0, err
+	}
+	var (
+		index      uint64
+		path, key  string
+		damageErrs []string
+	)
+	for _, k := range damageKeys {
+		i, p, err := damage.FlipInKey(f.dataDir, k)
+		if err == nil {
+			index, path, key = i, p, k
+			break
+		}
+		damageErrs = append(damageErrs, err.Error())
+	}
+	if key == "" {
+		return nil, "", 0, fmt.Errorf("%s: no entry to damage: %s", f.name, strings.Join(damageErrs, "; "))
+	}
+	desc := fmt.Sprintf("%s stopped, a byte of %q flipped in entry %d of %s, restarted: ", f.name, key, index, path)
+	if err := w.restart(f); err != nil {
+		return nil, "", 0, err
+	}
+	if err := refusedDamage(f, path, index, 30*time.Second); err != nil {
+		desc += "NOT REFUSED: " + err.Error()
+		w.log.Warn("server with a damaged log did not refuse it", "server", f.name, "error", err)
+	} else {
+		desc += "refused, exit status 1"
+		w.corruptRefusals.Add(1)
+	}
+	undo := func() error {
+		if err := f.stop(10 * time.Second); err != nil { // in case it did not refuse
+			return err
+		}
+		aside := fmt.Sprintf("%s.damaged-%d", f.dataDir, time.Now().UnixNano())
+		if err := os.Rename(f.dataDir, aside); err != nil {
+			return err
+		}
+		return w.restart(f)
+	}
+	return undo, desc, between(rng, time.Second, 3*time.Second), nil
+}
+
+// refusedDamage waits up to d for server p to exit, and checks that it
+// exited with status 1 and that its last start's output names the file,
+// the entry and the remedy.
+func refusedDamage(p *proc, path string, index uint64, d time.Duration) error {
+	if err := p.wait(d); err != nil {
+		return fmt.Errorf("still running: %w", err)
+	}
+	p.mu.Lock()
+	code := p.cmd.ProcessState.ExitCode()
+	p.mu.Unlock()
+	if code != 1 {
+		return fmt.Errorf("exit status %d, want 1", code)
+	}
+	b, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return err
+	}
+	out := string(b)
+	if i := strings.LastIndex(out, "==== start "); i >= 0 {
+		out = out[i:]
+	}
+	for _, want := range []string{"the log is damaged", fmt.Sprintf("entry %d of %s", index, path),
+		"remove (or move aside) its data dir " + p.dataDir, "resyncs from the leader"} {
+		if !strings.Contains(out, want) {
+			return fmt.Errorf("its output does not say %q", want)
+		}
+	}
+	return nil
+}
+
+// corruptResult checks that every corrupt-follower fault of the schedule
+// ended in a refusal: a damaged log that a server accepts, or a nemesis
+// that damaged nothing, fails the run.
+func corruptResult(o *outcome, refused int64) []check.Result {
+	n := 0
+	for _, e := range o.Schedule {
+		if e.Nemesis == "corrupt-follower" {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	r := check.Result{Name: resCorrupt, Valid: refused == int64(n), Ops: n}
+	msg := fmt.Sprintf("%d of %d corrupt-follower faults ended in the server refusing its damaged log", refused, n)
+	if r.Valid {
+		r.Notes = []string{msg}
+	} else {
+		r.Violations = []string{msg}
+	}
+	return []check.Result{r}
+}
