@@ -34,6 +34,10 @@ type Node struct {
 
 	// contacts is the leader's record of which followers answer Raft.
 	contacts *contacts
+	// disk records the failed writes of the Raft stores; lag follows how
+	// far the applied index trails the leader's commit index (Health).
+	disk *diskHealth
+	lag  *lagTracker
 
 	// leading is the proposer of the current established term; nil while
 	// this node is not an established leader.
@@ -66,6 +70,8 @@ func New(cfg Config) (*Node, error) {
 		machine:        fsm.New(fsm.WithEventHistory(cfg.EventHistory)),
 		lessor:         newLessor(cfg.Clock),
 		contacts:       newContacts(),
+		disk:           newDiskHealth(time.Now),
+		lag:            newLagTracker(time.Now),
 		notifyCh:       make(chan bool, 8),
 		membersChanged: make(chan struct{}, 1),
 		shutdownCh:     make(chan struct{}),
@@ -155,7 +161,11 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("open raft.db: %w", err)
 	}
 	n.store = store
-	logs, err := raft.NewLogCache(512, store)
+	var logStore raft.LogStore = store
+	if cfg.wrapLogStore != nil {
+		logStore = cfg.wrapLogStore(logStore)
+	}
+	logs, err := raft.NewLogCache(512, diskLogStore{logStore, n.disk})
 	if err != nil {
 		return fmt.Errorf("log cache: %w", err)
 	}
@@ -187,12 +197,13 @@ func (n *Node) openRaft() error {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("raft config: %w", err)
 	}
-	existing, err := raft.HasExistingState(logs, store, snaps)
+	stable := diskStableStore{store, n.disk}
+	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("read raft state: %w", err)
 	}
 	n.hadState = existing
-	n.raft, err = raft.NewRaft(rc, n.machine, logs, store, snaps, withContacts(n.trans, n.contacts))
+	n.raft, err = raft.NewRaft(rc, n.machine, logs, stable, snaps, withContacts(withLag(n.trans, n.lag), n.contacts))
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
