@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
@@ -37,9 +38,12 @@ func (d fullDisk) StoreLog(l *raft.Log) error { return d.StoreLogs([]*raft.Log{l
 func TestFollowerWithFullDiskIsNotReady(t *testing.T) {
 	const hold = 500 * time.Millisecond
 	full := map[string]*atomic.Bool{}
+	regs := map[string]*prometheus.Registry{}
 	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
 		f := &atomic.Bool{}
 		full[cfg.NodeID] = f
+		regs[cfg.NodeID] = prometheus.NewRegistry()
+		cfg.Registerer = regs[cfg.NodeID]
 		cfg.ReadyMaxLagTime = hold
 		cluster.WrapLogStore(cfg, func(s raft.LogStore) raft.LogStore { return fullDisk{s, f} })
 	}})
@@ -76,6 +80,15 @@ func TestFollowerWithFullDiskIsNotReady(t *testing.T) {
 		}
 		return nil
 	})
+	reg := regs[c.Peer(fi).ID]
+	for _, name := range []string{"tenure_disk_write_errors_total", "tenure_replication_lag_entries", "tenure_replication_lag_seconds"} {
+		if v := gauge(t, reg, name); v <= 0 {
+			t.Errorf("metric %s: %v on the full follower, want above 0", name, v)
+		}
+	}
+	if v := gauge(t, reg, "tenure_node_healthy"); v != 0 {
+		t.Errorf("metric tenure_node_healthy: %v on the full follower, want 0", v)
+	}
 	// Still not ready long after the failure, while appends keep failing.
 	harness.Holds(t, 2*hold, func() error {
 		if h := follower.Health(); h.Problem == "" {
@@ -92,4 +105,25 @@ func TestFollowerWithFullDiskIsNotReady(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// gauge is the value of the unlabelled metric name in reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name || len(mf.GetMetric()) != 1 {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if m.GetCounter() != nil {
+			return m.GetCounter().GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("metric %s not found", name)
+	return 0
 }
