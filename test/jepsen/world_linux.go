@@ -70,6 +70,7 @@ type world struct {
 	samples []check.StatusSample
 
 	snapshotInstalls atomic.Int64 // installs the snapshot-install nemesis saw
+	disks            disks        // the disk nemeses' mounts and effects
 }
 
 func (w *world) all() []*proc {
