@@ -35,3 +35,16 @@ func TestServerReadyLagFlags(t *testing.T) {
 		})
 	}
 }
+
+// `tenure status` shows how far the node trails the leader and why it is
+// not ready.
+func TestStatusShowsNotReady(t *testing.T) {
+	full := map[string]any{"node_id": "n2", "role": "follower", "leader_id": "n1", "last_contact": "12ms",
+		"applied_index": 10, "leader_commit_index": 5010, "behind_entries": 5000, "behind_for": "42s",
+		"disk_write_errors": 3, "last_disk_error": "write raft.db: no space left on device",
+		"not_ready": "raft log or stable store write failed 1s ago (3 failed writes): write raft.db: no space left on device"}
+	runRequestCases(t, []requestCase{
+		{"status of a full follower", []string{"status"}, 200, full, "GET", "/v1/status", "",
+			[]string{"Behind leader:", "5000 entries (commit index 5010) for 42s", "Disk write errors:", "3 (last: write raft.db", "Not ready:", "write failed 1s ago"}},
+	})
+}
