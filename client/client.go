@@ -31,6 +31,16 @@ const (
 	// HeaderOldestIndex is on a 410 compacted answer of GET /v1/events:
 	// the oldest index the server's event history serves.
 	HeaderOldestIndex = "X-Tenure-Oldest-Index"
+	// HeaderAppliedIndex is the answering node's applied Raft index, and
+	// HeaderBehind how many entries it trails the leader's commit index
+	// as the node knows it.
+	HeaderAppliedIndex = "X-Tenure-Applied-Index"
+	HeaderBehind       = "X-Tenure-Behind"
+	// HeaderNotReady is on answers of a node that is not ready because
+	// its disk fails writes or it is too far behind the leader: its value
+	// says why. A stale read from such a node may miss recent changes (a
+	// 404 for a key that exists).
+	HeaderNotReady = "X-Tenure-Not-Ready"
 	// HeaderToken carries the secret of the request's ACL token. The
 	// servers also accept "Authorization: Bearer <secret>".
 	HeaderToken = "X-Tenure-Token"
@@ -72,10 +82,21 @@ type Meta struct {
 	// Index is X-Tenure-Index: the Raft index to pass as
 	// QueryOptions.WaitIndex in the next blocking read; 0 if absent.
 	Index uint64
-	// LastContact is X-Tenure-Last-Contact: how long ago the answering node
-	// last heard from the leader (0 on the leader, and when absent). It is
-	// negative when the node has never heard from a leader.
+	// LastContact is X-Tenure-Last-Contact: how stale the answering node
+	// may be: the longer of the time since it last heard from the leader
+	// and the time its applied index has trailed the leader's commit index
+	// (0 on an up-to-date leader, and when absent). It is negative when
+	// the node has never heard from a leader.
 	LastContact time.Duration
+	// AppliedIndex is X-Tenure-Applied-Index and Behind is
+	// X-Tenure-Behind: the answering node's applied index and how many
+	// entries it trails the leader's commit index (0 when absent).
+	AppliedIndex, Behind uint64
+	// NotReady is X-Tenure-Not-Ready: why the answering node is not ready
+	// (a failing disk, or too far behind the leader); empty when it is.
+	// A stale read with NotReady set may be missing recent changes: read
+	// again from another node, or without stale.
+	NotReady string
 	// KnownLeader is X-Tenure-Known-Leader; when that header is absent, it
 	// says whether the answer named a leader in X-Tenure-Leader-Addr.
 	KnownLeader bool
@@ -325,6 +346,9 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	if v := hr.Header.Get(HeaderKnownLeader); v != "" {
 		meta.KnownLeader, _ = strconv.ParseBool(v)
 	}
+	meta.AppliedIndex, _ = strconv.ParseUint(hr.Header.Get(HeaderAppliedIndex), 10, 64)
+	meta.Behind, _ = strconv.ParseUint(hr.Header.Get(HeaderBehind), 10, 64)
+	meta.NotReady = hr.Header.Get(HeaderNotReady)
 	meta.AlreadyGone = hr.Header.Get(HeaderRelease) == "gone"
 	return &response{status: hr.StatusCode, body: data, meta: meta}, leaderHdr, nil
 }

@@ -27,6 +27,22 @@ type NodeStatus struct {
 	LastToken uint64       `json:"last_token"`
 	Ready     bool         `json:"ready"`
 	Servers   []ServerInfo `json:"servers"`
+	// NotReady says why this node must not be counted on although it may
+	// answer: a failed write of its Raft log or stable store (a full
+	// disk), or an applied index too far behind the leader's commit index
+	// (GET /readyz answers 503 with the same reason). Empty when neither.
+	NotReady string `json:"not_ready,omitempty"`
+	// LeaderCommitIndex is the highest commit index this node has heard
+	// the leader announce (its own on the leader); BehindEntries is how
+	// far AppliedIndex trails it, and BehindFor for how long (a duration
+	// string, "0s" when caught up).
+	LeaderCommitIndex uint64 `json:"leader_commit_index"`
+	BehindEntries     uint64 `json:"behind_entries"`
+	BehindFor         string `json:"behind_for"`
+	// DiskWriteErrors counts the failed writes of the node's Raft log
+	// and stable stores since it started; LastDiskError is the last one.
+	DiskWriteErrors uint64 `json:"disk_write_errors"`
+	LastDiskError   string `json:"last_disk_error,omitempty"`
 }
 
 // ServerInfo is one server of the Raft configuration.

@@ -282,6 +282,10 @@ type APIError struct {
 	// a key not created yet carries one: pass it as QueryOptions.WaitIndex
 	// to block until the key appears.
 	Index uint64
+	// NotReady is X-Tenure-Not-Ready: set when the answering node is not
+	// ready (a failing disk, or too far behind the leader). A 404 of a
+	// stale read with NotReady set does not prove that the key is absent.
+	NotReady string
 	// OldestIndex is the oldest index the server's event history serves
 	// (code compacted only).
 	OldestIndex uint64

@@ -70,6 +70,7 @@ func decodeAPIError(hr *http.Response, data []byte) *APIError {
 	if v := hr.Header.Get(HeaderIndex); v != "" {
 		ae.Index, _ = strconv.ParseUint(v, 10, 64)
 	}
+	ae.NotReady = hr.Header.Get(HeaderNotReady)
 	var eb CompactedBody
 	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != "" {
 		ae.Code, ae.Message, ae.Field, ae.Reason, ae.Lease, ae.Group = eb.Error, eb.Message, eb.Field, eb.Reason, eb.Lease, eb.Group

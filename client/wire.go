@@ -113,6 +113,12 @@ type Readiness struct {
 	Role     string `json:"role"`
 	LeaderID string `json:"leader_id"`
 	Reason   string `json:"reason,omitempty"`
+	// BehindEntries and BehindFor (a duration string) are how far, and
+	// for how long, the node's applied index trails the leader's commit
+	// index; DiskWriteErrors counts its failed Raft store writes.
+	BehindEntries   uint64 `json:"behind_entries"`
+	BehindFor       string `json:"behind_for"`
+	DiskWriteErrors uint64 `json:"disk_write_errors"`
 }
 
 // GroupList is the answer of GET /v1/groups.

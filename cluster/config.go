@@ -88,6 +88,16 @@ type Config struct {
 	// MaxCatchUpLag is how many entries a server's log may trail the
 	// leader's commit index and still count as caught up for promotion.
 	MaxCatchUpLag uint64
+	// ReadyMaxLagEntries and ReadyMaxLagTime bound how far this node's
+	// applied index may trail the leader's commit index, in entries and
+	// in time, before it reports not ready (Node.Health); a failed write
+	// of the Raft stores makes it not ready until a write succeeds and
+	// ReadyMaxLagTime has passed since the failure.
+	ReadyMaxLagEntries uint64
+	ReadyMaxLagTime    time.Duration
+	// wrapLogStore, if set, wraps the Raft log store (tests inject disk
+	// faults through export_test.go).
+	wrapLogStore func(raft.LogStore) raft.LogStore
 
 	// MinTTL and MaxTTL bound the TTL of every acquisition. MinTTL must be
 	// at least twice ElectionTimeout, so a lease outlives a failover.
@@ -194,6 +204,8 @@ func DefaultConfig() Config {
 		ServerStabilization: 10 * time.Second,
 		DeadServerCleanup:   5 * time.Minute,
 		MaxCatchUpLag:       256,
+		ReadyMaxLagEntries:  DefaultReadyMaxLagEntries,
+		ReadyMaxLagTime:     DefaultReadyMaxLagTime,
 	}
 }
 
@@ -269,6 +281,12 @@ func (c Config) Validate() error {
 	}
 	if c.DeadServerCleanup > 0 && c.DeadServerCleanup < c.addressGrace() {
 		bad("dead-server-cleanup: %v is below %v (5 × election-timeout): a server would be removed while it may only be slow", c.DeadServerCleanup, c.addressGrace())
+	}
+	if c.ReadyMaxLagEntries < 1 {
+		bad("ready-max-lag-entries: must be at least 1")
+	}
+	if c.ReadyMaxLagTime < c.HeartbeatTimeout {
+		bad("ready-max-lag-time: %v is below heartbeat-timeout %v: a healthy follower would flap to not ready", c.ReadyMaxLagTime, c.HeartbeatTimeout)
 	}
 	if c.HeartbeatTimeout < 5*time.Millisecond {
 		bad("heartbeat-timeout: %v is below 5ms", c.HeartbeatTimeout)

@@ -31,3 +31,6 @@ func AdmitWorker(n *Node, worker, group string) bool { return n.admitWorker(work
 
 // SetFreeKeySweep makes the leader look for free keys to forget every d.
 func SetFreeKeySweep(cfg *Config, d time.Duration) { cfg.freeKeySweep = d }
+
+// WrapLogStore makes the node wrap its Raft log store with f (disk faults).
+func WrapLogStore(cfg *Config, f func(raft.LogStore) raft.LogStore) { cfg.wrapLogStore = f }

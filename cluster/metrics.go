@@ -95,6 +95,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descToken
 	ch <- descWaiting
 	describeGroups(ch)
+	describeHealth(ch)
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -116,4 +117,5 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descToken, prometheus.GaugeValue, float64(c.n.machine.LastToken()))
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.n.Waiting()))
 	c.n.collectGroups(ch)
+	c.n.collectHealth(ch)
 }

@@ -34,6 +34,10 @@ type Node struct {
 
 	// contacts is the leader's record of which followers answer Raft.
 	contacts *contacts
+	// disk records the failed writes of the Raft stores; lag follows how
+	// far the applied index trails the leader's commit index (Health).
+	disk *diskHealth
+	lag  *lagTracker
 
 	// leading is the proposer of the current established term; nil while
 	// this node is not an established leader.
@@ -67,6 +71,8 @@ func New(cfg Config) (*Node, error) {
 		machine:        fsm.New(fsm.WithEventHistory(cfg.EventHistory)),
 		lessor:         newLessor(cfg.Clock),
 		contacts:       newContacts(),
+		disk:           newDiskHealth(time.Now),
+		lag:            newLagTracker(time.Now),
 		notifyCh:       make(chan bool, 8),
 		failed:         make(chan error, 1),
 		membersChanged: make(chan struct{}, 1),
@@ -157,7 +163,11 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("open raft.db: %w", err)
 	}
 	n.store = store
-	logs, err := raft.NewLogCache(512, store)
+	var logStore raft.LogStore = store
+	if cfg.wrapLogStore != nil {
+		logStore = cfg.wrapLogStore(logStore)
+	}
+	logs, err := raft.NewLogCache(512, diskLogStore{logStore, n.disk})
 	if err != nil {
 		return fmt.Errorf("log cache: %w", err)
 	}
@@ -189,7 +199,8 @@ func (n *Node) openRaft() error {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("raft config: %w", err)
 	}
-	existing, err := raft.HasExistingState(logs, store, snaps)
+	stable := diskStableStore{store, n.disk}
+	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("read raft state: %w", err)
 	}
@@ -197,7 +208,7 @@ func (n *Node) openRaft() error {
 	if err := checkLogStore(store, cfg.DataDir); err != nil {
 		return err
 	}
-	n.raft, err = raft.NewRaft(rc, n.checkedFSM(), logs, store, snaps, withContacts(n.trans, n.contacts))
+	n.raft, err = raft.NewRaft(rc, n.checkedFSM(), logs, stable, snaps, withContacts(withLag(n.trans, n.lag), n.contacts))
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}

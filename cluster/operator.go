@@ -38,6 +38,8 @@ type Status struct {
 	LastToken      uint64
 	LastContact    time.Duration // since the leader was last heard; 0 on the leader
 	Servers        []Server
+	// Health is this node's lag and disk health (Node.Health).
+	Health NodeHealth
 }
 
 // Status reports this node's view without contacting other nodes.
@@ -55,6 +57,7 @@ func (n *Node) Status() Status {
 		AppliedIndex: n.raft.AppliedIndex(),
 		LastToken:    n.machine.LastToken(),
 		LastContact:  n.LastContact(),
+		Health:       n.Health(),
 	}
 	if leaderID != "" {
 		s.LeaderHTTPAddr = n.httpAddrOf(string(leaderID))

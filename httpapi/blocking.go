@@ -73,14 +73,28 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 	}
 }
 
+// readHeaders says how fresh the answer is: the index, and how stale this
+// node may be. X-Tenure-Last-Contact is the longer of the time since the
+// leader was last heard and the time the applied index has trailed the
+// leader's commit index, so a node that hears heartbeats but applies
+// nothing (a full disk) does not claim to be fresh.
 func (s *Server) readHeaders(w http.ResponseWriter, index uint64) {
 	h := w.Header()
 	h.Set(client.HeaderIndex, strconv.FormatUint(index, 10))
+	health := s.node.Health()
 	st := s.node.LastContact()
+	if st >= 0 && health.BehindFor > st {
+		st = health.BehindFor
+	}
 	ms := st.Milliseconds()
 	if st < 0 {
 		ms = -1
 	}
 	h.Set(client.HeaderLastContact, strconv.FormatInt(ms, 10))
 	h.Set(client.HeaderKnownLeader, strconv.FormatBool(s.node.LeaderHTTPAddr() != "" || s.node.Ready() == nil))
+	h.Set(client.HeaderAppliedIndex, strconv.FormatUint(health.AppliedIndex, 10))
+	h.Set(client.HeaderBehind, strconv.FormatUint(health.BehindEntries, 10))
+	if health.Problem != "" {
+		h.Set(client.HeaderNotReady, health.Problem)
+	}
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // forwardedHeaders are copied from the leader's answer.
-var forwardedHeaders = []string{"Content-Type", "Retry-After", client.HeaderIndex, client.HeaderLastContact, client.HeaderKnownLeader, client.HeaderRelease}
+var forwardedHeaders = []string{"Content-Type", "Retry-After", client.HeaderIndex, client.HeaderLastContact, client.HeaderKnownLeader, client.HeaderRelease,
+	client.HeaderAppliedIndex, client.HeaderBehind, client.HeaderNotReady}
 
 // forward relays a request to the leader and its answer back. A request
 // that was already forwarded once is not forwarded again: the node answers

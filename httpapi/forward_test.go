@@ -111,11 +111,7 @@ func TestForwardToLeader(t *testing.T) {
 	t.Run("follower is ready", func(t *testing.T) {
 		r := do(t, http.MethodGet, follower.url+"/readyz", "")
 		r.wantStatus(t, "readyz on a follower", http.StatusOK)
-		var got struct {
-			Ready    bool   `json:"ready"`
-			Role     string `json:"role"`
-			LeaderID string `json:"leader_id"`
-		}
+		var got client.Readiness
 		r.decode(t, &got)
 		if !got.Ready || got.Role != "follower" || got.LeaderID != leader.id {
 			t.Errorf("got %+v, want a ready follower of %s", got, leader.id)

@@ -62,6 +62,7 @@ type Node interface {
 	ID() string
 	LeaderHTTPAddr() string
 	LastContact() time.Duration
+	Health() cluster.NodeHealth
 
 	// Cluster and operator.
 	Status() cluster.Status

@@ -53,6 +53,13 @@ func statusOut(st cluster.Status) client.NodeStatus {
 		LastContact:    st.LastContact.Round(time.Millisecond),
 		Ready:          st.Ready,
 		Servers:        []client.ServerInfo{},
+
+		NotReady:          st.Health.Problem,
+		LeaderCommitIndex: st.Health.LeaderCommit,
+		BehindEntries:     st.Health.BehindEntries,
+		BehindFor:         st.Health.BehindFor.Round(time.Millisecond).String(),
+		DiskWriteErrors:   st.Health.DiskWriteErrors,
+		LastDiskError:     st.Health.LastDiskError,
 	}
 	if st.LastContact < 0 {
 		out.LastContact = -1 // never: Round would make it 0

@@ -39,6 +39,7 @@ func (e *env) status(ctx context.Context, args []string) int {
 	} else {
 		field("Last contact", st.LastContact)
 	}
+	statusHealthRows(*st, field)
 	w.Flush()
 	if len(st.Servers) == 0 {
 		return exitOK

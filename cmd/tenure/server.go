@@ -63,6 +63,8 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&c.ServerStabilization, "server-stabilization-time", c.ServerStabilization, "how long a new server must stay caught up as a non-voter before the leader promotes it")
 	fs.DurationVar(&c.DeadServerCleanup, "dead-server-cleanup", c.DeadServerCleanup, "remove a server dead this long from Raft (voters only while enough remain); 0 never does")
 	fs.Uint64Var(&c.MaxCatchUpLag, "max-catch-up-lag", c.MaxCatchUpLag, "log entries a server may trail the leader's commit index and still be promoted")
+	fs.Uint64Var(&c.ReadyMaxLagEntries, "ready-max-lag-entries", c.ReadyMaxLagEntries, "entries this server's applied index may trail the leader's commit index before /readyz answers 503")
+	fs.DurationVar(&c.ReadyMaxLagTime, "ready-max-lag-time", c.ReadyMaxLagTime, "how long this server's applied index may trail the leader's commit index before /readyz answers 503; also how long a failed raft.db write keeps it not ready (at least heartbeat-timeout)")
 	fs.DurationVar(&c.MinTTL, "min-ttl", c.MinTTL, "smallest TTL an acquire may ask for (at least 2 × election-timeout)")
 	fs.DurationVar(&c.MaxTTL, "max-ttl", c.MaxTTL, "largest TTL an acquire may ask for")
 	fs.DurationVar(&c.MaxWait, "max-wait", c.MaxWait, "longest wait of a blocking acquire")

@@ -125,6 +125,10 @@ func setupWorld(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger
 		w.close()
 		return nil, fmt.Errorf("connectivity check after set-up: %w", err)
 	}
+	if err := w.mountDisks(); err != nil {
+		w.close()
+		return nil, err
+	}
 	if err := w.startAll(ctx); err != nil {
 		w.close()
 		return nil, err
@@ -266,5 +270,6 @@ func (w *world) close() error {
 	if w.net != nil {
 		errs = append(errs, w.net.Close())
 	}
+	errs = append(errs, w.unmountDisks())
 	return errors.Join(errs...)
 }

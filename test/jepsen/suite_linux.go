@@ -92,6 +92,7 @@ func runOne(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger) (*
 	o.Faults = len(o.Schedule)
 	o.Installs = w.snapshotInstalls.Load()
 	nemesisEffects := append(snapshotInstallResult(o), corruptResult(o, w.corruptRefusals.Load())...)
+	nemesisEffects = append(nemesisEffects, diskFullResult(w)...)
 	if err := w.healAll(); err != nil {
 		return nil, fmt.Errorf("heal: %w", err)
 	}

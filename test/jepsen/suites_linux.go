@@ -30,10 +30,12 @@ func suite(name string, servers int, limit time.Duration, seed uint64) []runConf
 		if servers >= 5 {
 			all = append(all, "majorities-ring")
 		}
+		all = append(all, diskNemeses...)
 		add(runConfig{Name: "all-faults", Servers: servers, Duration: limit, Nemeses: all, Workloads: allWorkloads, Stall: 0.1, RevokeEvery: revokeEvery})
 	default:
 		add(runConfig{Name: "partitions", Servers: servers, Duration: limit, Nemeses: partitionNemeses, Workloads: allWorkloads, Stall: 0.1, RevokeEvery: revokeEvery})
 		add(runConfig{Name: "processes", Servers: servers, Duration: limit, Nemeses: processNemeses, Workloads: allWorkloads, Stall: 0.1, RevokeEvery: revokeEvery})
+		add(runConfig{Name: "disk-full", Servers: servers, Duration: diskRunTime, Nemeses: diskNemeses, Workloads: []string{"register", "mutex"}, Stall: 0.1, RevokeEvery: revokeEvery})
 	}
 	for _, c := range controls(servers) {
 		add(c)

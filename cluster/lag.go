@@ -1,0 +1,148 @@
+package cluster
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// lagTracker follows how far this node's applied index trails the
+// leader's commit index. A follower learns the leader's commit index from
+// the AppendEntries requests it receives (heartbeats carry none), whether
+// or not it could store their entries: a follower whose disk is full keeps
+// hearing the leader and keeps learning how far ahead it is.
+//
+// The time behind is measured with a mark: the commit index the leader
+// had announced at markAt. While the applied index is below the mark, the
+// node has been behind for at least now − markAt; once it reaches the
+// mark, the mark moves to the leader's commit index of that moment. So a
+// node that applies steadily is behind by the time it takes to apply, and
+// one that applies nothing is behind by the time since the first entry it
+// has not applied was announced.
+type lagTracker struct {
+	now func() time.Time
+
+	mu           sync.Mutex
+	leaderCommit uint64
+	markIndex    uint64
+	markAt       time.Time
+}
+
+func newLagTracker(now func() time.Time) *lagTracker {
+	return &lagTracker{now: now}
+}
+
+// observeCommit records a commit index announced by a leader. Committed
+// entries stay committed whatever the term, so the highest one is kept.
+func (l *lagTracker) observeCommit(commit uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if commit > l.leaderCommit {
+		l.leaderCommit = commit
+	}
+	if l.markIndex == 0 {
+		l.markIndex, l.markAt = l.leaderCommit, l.now()
+	}
+}
+
+// lagState is how far this node is behind the leader.
+type lagState struct {
+	// LeaderCommit is the highest commit index this node knows of: the
+	// leader's as last announced, or its own when it leads.
+	LeaderCommit uint64
+	// Applied is this node's applied index.
+	Applied uint64
+	// Entries is LeaderCommit − Applied, 0 when caught up.
+	Entries uint64
+	// For is how long Applied has been below a commit index the leader
+	// announced; 0 when caught up.
+	For time.Duration
+}
+
+// lag reports the lag for the applied index applied; ownCommit is this
+// node's own commit index (the leader's when this node leads).
+func (l *lagTracker) lag(applied, ownCommit uint64) lagState {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ownCommit > l.leaderCommit {
+		l.leaderCommit = ownCommit
+	}
+	s := lagState{LeaderCommit: l.leaderCommit, Applied: applied}
+	if applied >= l.leaderCommit {
+		l.markIndex, l.markAt = 0, time.Time{}
+		return s
+	}
+	s.Entries = l.leaderCommit - applied
+	if l.markIndex == 0 || applied >= l.markIndex {
+		l.markIndex, l.markAt = l.leaderCommit, now
+	}
+	s.For = now.Sub(l.markAt)
+	return s
+}
+
+// lagTransport is a Raft transport that shows every AppendEntries request
+// this node receives to a lagTracker before Raft handles it. Everything
+// else passes through unchanged.
+type lagTransport struct {
+	raft.Transport
+	lag  *lagTracker
+	once sync.Once
+	ch   chan raft.RPC
+	done chan struct{}
+	stop sync.Once
+}
+
+// withLag wraps t. Raft looks for the optional WithPreVote interface on
+// its transport, so the wrapper has it exactly when t has it.
+func withLag(t raft.Transport, lag *lagTracker) raft.Transport {
+	lt := &lagTransport{Transport: t, lag: lag, ch: make(chan raft.RPC), done: make(chan struct{})}
+	if _, ok := t.(raft.WithPreVote); ok {
+		return &lagPreVoteTransport{lt}
+	}
+	return lt
+}
+
+// Consumer passes on the RPCs of the wrapped transport, noting the commit
+// index of each AppendEntries request. Its goroutine ends when the
+// transport is closed.
+func (t *lagTransport) Consumer() <-chan raft.RPC {
+	t.once.Do(func() {
+		in := t.Transport.Consumer()
+		go func() {
+			for {
+				select {
+				case rpc := <-in:
+					if ae, ok := rpc.Command.(*raft.AppendEntriesRequest); ok && ae.LeaderCommitIndex > 0 {
+						t.lag.observeCommit(ae.LeaderCommitIndex)
+					}
+					select {
+					case t.ch <- rpc:
+					case <-t.done:
+						return
+					}
+				case <-t.done:
+					return
+				}
+			}
+		}()
+	})
+	return t.ch
+}
+
+// Close implements raft.WithClose: it ends the Consumer goroutine and
+// closes the wrapped transport if it can be closed.
+func (t *lagTransport) Close() error {
+	t.stop.Do(func() { close(t.done) })
+	if c, ok := t.Transport.(raft.WithClose); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+type lagPreVoteTransport struct{ *lagTransport }
+
+func (t *lagPreVoteTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	return t.Transport.(raft.WithPreVote).RequestPreVote(id, target, args, resp)
+}

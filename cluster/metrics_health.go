@@ -1,0 +1,37 @@
+package cluster
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Health metrics, read at scrape time from Node.Health.
+var (
+	descDiskWriteErrors = prometheus.NewDesc("tenure_disk_write_errors_total",
+		"Failed writes of this node's Raft log and stable stores (raft.db) since it started: a full or failing disk.", nil, nil)
+	descReplicationLagEntries = prometheus.NewDesc("tenure_replication_lag_entries",
+		"Entries this node's applied index trails the highest commit index it has heard the leader announce (its own on the leader).", nil, nil)
+	descReplicationLagSeconds = prometheus.NewDesc("tenure_replication_lag_seconds",
+		"Seconds this node's applied index has trailed a commit index the leader announced; 0 when caught up.", nil, nil)
+	descNodeHealthy = prometheus.NewDesc("tenure_node_healthy",
+		"1 while this node's disk takes writes and its lag is within -ready-max-lag-entries and -ready-max-lag-time (what /readyz checks besides leadership).", nil, nil)
+)
+
+func describeHealth(ch chan<- *prometheus.Desc) {
+	ch <- descDiskWriteErrors
+	ch <- descReplicationLagEntries
+	ch <- descReplicationLagSeconds
+	ch <- descNodeHealthy
+}
+
+// collectHealth sends the disk and lag metrics.
+func (n *Node) collectHealth(ch chan<- prometheus.Metric) {
+	h := n.Health()
+	healthy := 1.0
+	if h.Problem != "" {
+		healthy = 0
+	}
+	ch <- prometheus.MustNewConstMetric(descDiskWriteErrors, prometheus.CounterValue, float64(h.DiskWriteErrors))
+	ch <- prometheus.MustNewConstMetric(descReplicationLagEntries, prometheus.GaugeValue, float64(h.BehindEntries))
+	ch <- prometheus.MustNewConstMetric(descReplicationLagSeconds, prometheus.GaugeValue, h.BehindFor.Seconds())
+	ch <- prometheus.MustNewConstMetric(descNodeHealthy, prometheus.GaugeValue, healthy)
+}

@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"fmt"
+	"time"
+)
+
+// Default readiness bounds (Config.ReadyMaxLagEntries, ReadyMaxLagTime).
+const (
+	DefaultReadyMaxLagEntries = 1000
+	DefaultReadyMaxLagTime    = 5 * time.Second
+)
+
+// NodeHealth is what this node knows of its own ability to serve: how far
+// its applied state trails the leader's commit index, and whether its disk
+// takes writes. A node with a Problem must not be counted on: it answers
+// stale reads from old state, and as a voter it adds no fault tolerance.
+type NodeHealth struct {
+	// Problem says why this node is not ready ("" when it is, as far as
+	// the disk and the lag go; leadership is judged elsewhere).
+	Problem string
+	// LeaderCommit is the highest commit index this node knows of (its
+	// own when it leads); AppliedIndex is its applied index.
+	LeaderCommit, AppliedIndex uint64
+	// BehindEntries is LeaderCommit − AppliedIndex (0 when caught up);
+	// BehindFor is how long AppliedIndex has trailed a commit index the
+	// leader announced (0 when caught up).
+	BehindEntries uint64
+	BehindFor     time.Duration
+	// DiskWriteErrors counts the failed writes of the Raft log and stable
+	// stores since the node started; LastDiskError is the last one, at
+	// LastDiskErrorAt.
+	DiskWriteErrors uint64
+	LastDiskError   string
+	LastDiskErrorAt time.Time
+}
+
+// Health reports this node's lag and disk health, and whether either
+// makes it not ready (Config.ReadyMaxLagEntries, ReadyMaxLagTime). It
+// contacts no other node.
+func (n *Node) Health() NodeHealth {
+	return healthOf(n.lag.lag(n.raft.AppliedIndex(), n.raft.CommitIndex()), n.disk.state(),
+		time.Now(), n.cfg.ReadyMaxLagEntries, n.cfg.ReadyMaxLagTime)
+}
+
+// healthOf judges lag and disk against the bounds: the disk first (a node
+// that cannot write falls behind for that reason), then the entries, then
+// the time behind.
+func healthOf(lag lagState, disk diskState, now time.Time, maxEntries uint64, maxTime time.Duration) NodeHealth {
+	h := NodeHealth{
+		LeaderCommit: lag.LeaderCommit, AppliedIndex: lag.Applied,
+		BehindEntries: lag.Entries, BehindFor: lag.For,
+		DiskWriteErrors: disk.Failures, LastDiskErrorAt: disk.LastErrAt,
+	}
+	if disk.LastErr != nil {
+		h.LastDiskError = disk.LastErr.Error()
+	}
+	switch {
+	case disk.failing(now, maxTime):
+		h.Problem = fmt.Sprintf("raft log or stable store write failed %v ago (%d failed writes): %v",
+			now.Sub(disk.LastErrAt).Round(time.Millisecond), disk.Failures, disk.LastErr)
+	case lag.Entries > maxEntries:
+		h.Problem = fmt.Sprintf("applied index %d is %d entries behind the leader's commit index %d (ready-max-lag-entries %d)",
+			lag.Applied, lag.Entries, lag.LeaderCommit, maxEntries)
+	case lag.For > maxTime:
+		h.Problem = fmt.Sprintf("applied index %d has been behind the leader's commit index %d for %v (ready-max-lag-time %v)",
+			lag.Applied, lag.LeaderCommit, lag.For.Round(time.Millisecond), maxTime)
+	}
+	return h
+}

@@ -1,0 +1,158 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// stepClock is a time source that tests move by hand.
+type stepClock struct{ t time.Time }
+
+func (c *stepClock) now() time.Time          { return c.t }
+func (c *stepClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+func newStepClock() *stepClock               { return &stepClock{t: time.Unix(1000, 0)} }
+func enospc(op string) error                 { return fmt.Errorf("%s: write raft.db: %w", op, syscall.ENOSPC) }
+
+// failingLogStore fails every write while full is set.
+type failingLogStore struct {
+	*raft.InmemStore
+	full bool
+}
+
+func (s *failingLogStore) StoreLogs(ls []*raft.Log) error {
+	if s.full {
+		return enospc("store logs")
+	}
+	return s.InmemStore.StoreLogs(ls)
+}
+
+func TestDiskLogStoreFailedAppendMakesNodeNotReady(t *testing.T) {
+	clk := newStepClock()
+	h := newDiskHealth(clk.now)
+	fs := &failingLogStore{InmemStore: raft.NewInmemStore()}
+	ls := diskLogStore{fs, h}
+	hold := 5 * time.Second
+	ready := func() NodeHealth { return healthOf(lagState{}, h.state(), clk.now(), 1000, hold) }
+
+	if err := ls.StoreLogs([]*raft.Log{{Index: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ready(); got.Problem != "" || got.DiskWriteErrors != 0 {
+		t.Fatalf("after a good write: problem %q, %d errors; want ready, 0", got.Problem, got.DiskWriteErrors)
+	}
+	fs.full = true
+	err := ls.StoreLogs([]*raft.Log{{Index: 2}})
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("StoreLogs on a full disk: got %v, want the store's ENOSPC unchanged", err)
+	}
+	clk.advance(time.Minute) // no write since: still failing, however long ago
+	got := ready()
+	if !strings.Contains(got.Problem, "write failed") || !strings.Contains(got.Problem, "no space left on device") {
+		t.Fatalf("while the last write failed: problem %q, want the failed write and its error", got.Problem)
+	}
+	if got.DiskWriteErrors != 1 || got.LastDiskError == "" {
+		t.Fatalf("errors %d, last %q; want 1 and the error", got.DiskWriteErrors, got.LastDiskError)
+	}
+	ls.StoreLogs([]*raft.Log{{Index: 2}}) // the leader retries: fails again
+	fs.full = false
+	clk.advance(time.Second)
+	if err := ls.StoreLogs([]*raft.Log{{Index: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ready(); got.Problem == "" {
+		t.Fatalf("a good write 1s after a failure: ready; want not ready for %v after the failure", hold)
+	}
+	clk.advance(hold)
+	if got := ready(); got.Problem != "" {
+		t.Fatalf("%v after the last failure, writes succeeding: problem %q, want ready", hold, got.Problem)
+	}
+}
+
+func TestDiskStableStoreCountsFailures(t *testing.T) {
+	h := newDiskHealth(time.Now)
+	s := diskStableStore{failingStable{}, h}
+	if err := s.SetUint64([]byte("CurrentTerm"), 2); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("SetUint64: got %v, want ENOSPC", err)
+	}
+	if err := s.Set([]byte("LastVoteCand"), []byte("n1")); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Set: got %v, want ENOSPC", err)
+	}
+	if got := h.state().Failures; got != 2 {
+		t.Fatalf("failures: got %d, want 2", got)
+	}
+}
+
+type failingStable struct{ raft.StableStore }
+
+func (failingStable) Set([]byte, []byte) error       { return enospc("set") }
+func (failingStable) SetUint64([]byte, uint64) error { return enospc("set uint64") }
+
+func TestLagBounds(t *testing.T) {
+	cases := []struct {
+		name        string
+		lag         lagState
+		wantProblem string
+	}{
+		{name: "caught up", lag: lagState{LeaderCommit: 50, Applied: 50}},
+		{name: "a few entries for a moment", lag: lagState{LeaderCommit: 60, Applied: 50, Entries: 10, For: 20 * time.Millisecond}},
+		{name: "at the entry bound", lag: lagState{LeaderCommit: 1050, Applied: 50, Entries: 1000, For: time.Second}},
+		{name: "past the entry bound", lag: lagState{LeaderCommit: 1051, Applied: 50, Entries: 1001, For: time.Second},
+			wantProblem: "applied index 50 is 1001 entries behind the leader's commit index 1051"},
+		{name: "past the time bound", lag: lagState{LeaderCommit: 51, Applied: 50, Entries: 1, For: 6 * time.Second},
+			wantProblem: "applied index 50 has been behind the leader's commit index 51 for 6s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := healthOf(tc.lag, diskState{}, time.Now(), 1000, 5*time.Second)
+			if tc.wantProblem == "" && got.Problem != "" || !strings.Contains(got.Problem, tc.wantProblem) {
+				t.Fatalf("problem %q, want %q", got.Problem, tc.wantProblem)
+			}
+			if got.BehindEntries != tc.lag.Entries || got.BehindFor != tc.lag.For {
+				t.Fatalf("behind %d entries for %v, want %d for %v", got.BehindEntries, got.BehindFor, tc.lag.Entries, tc.lag.For)
+			}
+		})
+	}
+}
+
+func TestLagTrackerTimeBehind(t *testing.T) {
+	clk := newStepClock()
+	l := newLagTracker(clk.now)
+	if got := l.lag(0, 0); got.Entries != 0 || got.For != 0 {
+		t.Fatalf("nothing announced: %+v, want caught up", got)
+	}
+	l.observeCommit(10)
+	clk.advance(3 * time.Second)
+	if got := l.lag(5, 5); got.Entries != 5 || got.For != 3*time.Second {
+		t.Fatalf("stuck at 5 of 10 for 3s: %d entries for %v, want 5 for 3s", got.Entries, got.For)
+	}
+	// The leader moves on; the node still applies nothing: the time
+	// counts from the first entry it missed, not from the last announce.
+	l.observeCommit(20)
+	clk.advance(3 * time.Second)
+	if got := l.lag(5, 5); got.Entries != 15 || got.For != 6*time.Second {
+		t.Fatalf("stuck at 5 of 20 for 6s: %d entries for %v, want 15 for 6s", got.Entries, got.For)
+	}
+	// Caught up: nothing behind.
+	if got := l.lag(20, 20); got.Entries != 0 || got.For != 0 {
+		t.Fatalf("caught up: %+v, want 0", got)
+	}
+	// Applying steadily while the leader commits: behind by the time it
+	// takes to apply, not by the time since it was last caught up.
+	for i := uint64(1); i <= 10; i++ {
+		l.observeCommit(20 + 10*i)
+		clk.advance(10 * time.Millisecond)
+		if got := l.lag(20+10*i-5, 20+10*i-5); got.For > 20*time.Millisecond {
+			t.Fatalf("step %d, applying steadily: behind for %v, want at most 20ms", i, got.For)
+		}
+	}
+	// The node's own commit index counts (on the leader no one announces).
+	if got := l.lag(100, 130); got.LeaderCommit != 130 || got.Entries != 30 {
+		t.Fatalf("own commit 130, applied 100: %+v, want 30 entries behind 130", got)
+	}
+}

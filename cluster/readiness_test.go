@@ -1,0 +1,129 @@
+package cluster_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
+)
+
+// fullDisk is a Raft log store whose appends fail with ENOSPC while full
+// is set, as raft.db's do on a full disk.
+type fullDisk struct {
+	raft.LogStore
+	full *atomic.Bool
+}
+
+func (d fullDisk) StoreLogs(ls []*raft.Log) error {
+	if d.full.Load() {
+		return fmt.Errorf("write raft.db: %w", syscall.ENOSPC)
+	}
+	return d.LogStore.StoreLogs(ls)
+}
+
+func (d fullDisk) StoreLog(l *raft.Log) error { return d.StoreLogs([]*raft.Log{l}) }
+
+// Guarantee (readiness tells the truth): a follower whose log appends fail
+// (a full disk) reports a problem with the failed write, although it still
+// hears the leader's heartbeats, and knows how far behind the leader it
+// is; once appends succeed again it catches up and is ready again.
+func TestFollowerWithFullDiskIsNotReady(t *testing.T) {
+	const hold = 500 * time.Millisecond
+	full := map[string]*atomic.Bool{}
+	regs := map[string]*prometheus.Registry{}
+	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
+		f := &atomic.Bool{}
+		full[cfg.NodeID] = f
+		regs[cfg.NodeID] = prometheus.NewRegistry()
+		cfg.Registerer = regs[cfg.NodeID]
+		cfg.ReadyMaxLagTime = hold
+		cluster.WrapLogStore(cfg, func(s raft.LogStore) raft.LogStore { return fullDisk{s, f} })
+	}})
+	li := c.Leader()
+	fi := (li + 1) % c.Len()
+	follower := c.Node(fi)
+	acquire := func(key string) {
+		t.Helper()
+		err := c.OnLeader(5*time.Second, func(n *cluster.Node) error {
+			_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Key: key, Holder: "h", TTL: time.Minute})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("acquire %s: %v", key, err)
+		}
+	}
+	acquire("before")
+	harness.WaitUntil(t, 5*time.Second, "follower caught up and ready", func() bool {
+		h := follower.Health()
+		return h.Problem == "" && h.AppliedIndex >= c.Node(li).Status().CommitIndex
+	})
+
+	full[c.Peer(fi).ID].Store(true)
+	for i := 0; i < 5; i++ {
+		acquire(fmt.Sprintf("while-full-%d", i)) // the other two make a quorum
+	}
+	harness.WaitFor(t, 5*time.Second, func() error {
+		h := follower.Health()
+		if !strings.Contains(h.Problem, "write failed") || !strings.Contains(h.Problem, "no space left on device") {
+			return fmt.Errorf("problem %q, want the failed write with its error", h.Problem)
+		}
+		if h.DiskWriteErrors == 0 || h.BehindEntries == 0 {
+			return fmt.Errorf("%d disk write errors, %d entries behind; want both above 0", h.DiskWriteErrors, h.BehindEntries)
+		}
+		return nil
+	})
+	reg := regs[c.Peer(fi).ID]
+	for _, name := range []string{"tenure_disk_write_errors_total", "tenure_replication_lag_entries", "tenure_replication_lag_seconds"} {
+		if v := gauge(t, reg, name); v <= 0 {
+			t.Errorf("metric %s: %v on the full follower, want above 0", name, v)
+		}
+	}
+	if v := gauge(t, reg, "tenure_node_healthy"); v != 0 {
+		t.Errorf("metric tenure_node_healthy: %v on the full follower, want 0", v)
+	}
+	// Still not ready long after the failure, while appends keep failing.
+	harness.Holds(t, 2*hold, func() error {
+		if h := follower.Health(); h.Problem == "" {
+			return fmt.Errorf("disk still full: ready, want not ready")
+		}
+		return nil
+	})
+
+	full[c.Peer(fi).ID].Store(false)
+	harness.WaitFor(t, 10*time.Second, func() error {
+		h := follower.Health()
+		if h.Problem != "" || h.BehindEntries != 0 {
+			return fmt.Errorf("after space was freed: problem %q, %d entries behind; want ready and caught up", h.Problem, h.BehindEntries)
+		}
+		return nil
+	})
+}
+
+// gauge is the value of the unlabelled metric name in reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name || len(mf.GetMetric()) != 1 {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if m.GetCounter() != nil {
+			return m.GetCounter().GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("metric %s not found", name)
+	return 0
+}

@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
+)
+
+// laggingNode is a follower that hears its leader (a fresh last contact)
+// but whose disk is full: its applied index is stuck, so a stale read of a
+// key created since answers 404.
+type laggingNode struct {
+	fakeNode
+	health      cluster.NodeHealth
+	lastContact time.Duration
+}
+
+func (f *laggingNode) Health() cluster.NodeHealth { return f.health }
+func (f *laggingNode) LastContact() time.Duration { return f.lastContact }
+func (f *laggingNode) Changed() <-chan struct{}   { return make(chan struct{}) }
+func (f *laggingNode) LeaseIndex() uint64         { return f.health.AppliedIndex }
+func (f *laggingNode) ResolveToken(string) (*cluster.Authorizer, error) {
+	return cluster.AllowAll(), nil
+}
+func (f *laggingNode) Get(context.Context, string, cluster.Consistency) (cluster.LeaseView, error) {
+	return cluster.LeaseView{}, cluster.ErrNotFound
+}
+
+func (f *laggingNode) call(t *testing.T, method, path string) reply {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	serveFake(t, f).ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	return reply{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
+}
+
+func newLaggingNode(problem string) *laggingNode {
+	return &laggingNode{
+		fakeNode: fakeNode{status: cluster.Status{NodeID: "n2", Role: "follower", LeaderID: "n1", LeaderHTTPAddr: "127.0.0.1:1", Term: 3,
+			LastContact: 12 * time.Millisecond,
+			Health: cluster.NodeHealth{Problem: problem, LeaderCommit: 5010, AppliedIndex: 10, BehindEntries: 5000,
+				BehindFor: 42 * time.Second, DiskWriteErrors: 17, LastDiskError: "write raft.db: no space left on device"}}},
+		health: cluster.NodeHealth{Problem: problem, LeaderCommit: 5010, AppliedIndex: 10, BehindEntries: 5000,
+			BehindFor: 42 * time.Second, DiskWriteErrors: 17},
+		lastContact: 12 * time.Millisecond,
+	}
+}
+
+// Guarantee (readiness tells the truth): a follower that knows its leader
+// but cannot write its log, or is far behind, answers /readyz 503 with
+// the reason, and /v1/status says the same.
+func TestReadyzReportsDiskAndLag(t *testing.T) {
+	const problem = "raft log or stable store write failed 1s ago (17 failed writes): write raft.db: no space left on device"
+	f := newLaggingNode(problem)
+
+	r := f.call(t, http.MethodGet, "/readyz")
+	r.wantStatus(t, "readyz", http.StatusServiceUnavailable)
+	var ready client.Readiness
+	r.decode(t, &ready)
+	if ready.Ready || ready.Reason != problem || ready.BehindEntries != 5000 || ready.BehindFor != "42s" || ready.DiskWriteErrors != 17 {
+		t.Errorf("readyz: got %+v, want not ready with the disk problem, 5000 entries behind for 42s, 17 disk errors", ready)
+	}
+
+	r = f.call(t, http.MethodGet, "/v1/status")
+	r.wantStatus(t, "status", http.StatusOK)
+	var st client.NodeStatus
+	r.decode(t, &st)
+	if st.NotReady != problem || st.LeaderCommitIndex != 5010 || st.BehindEntries != 5000 || st.BehindFor != "42s" ||
+		st.DiskWriteErrors != 17 || !strings.Contains(st.LastDiskError, "no space") {
+		t.Errorf("status: got %+v, want not_ready with the problem, commit 5010, 5000 behind for 42s, 17 disk errors", st)
+	}
+
+	ok := newLaggingNode("")
+	ok.status.Health = cluster.NodeHealth{LeaderCommit: 10, AppliedIndex: 10}
+	r = ok.call(t, http.MethodGet, "/readyz")
+	r.wantStatus(t, "readyz of a caught-up follower", http.StatusOK)
+}
+
+// Guarantee (stale reads say how stale): a stale read from a follower whose
+// applied index is stuck does not claim a fresh last contact: the header
+// counts the time it has been behind, names its applied index and how far
+// behind it is, and says it is not ready; the client sees all of it, also
+// on a 404.
+func TestStaleReadHeadersCountAppliedLag(t *testing.T) {
+	const problem = "applied index 10 has been behind the leader's commit index 5010 for 42s (ready-max-lag-time 5s)"
+	f := newLaggingNode(problem)
+	r := f.call(t, http.MethodGet, "/v1/leases/exists-on-the-leader?stale=true")
+	r.wantStatus(t, "stale read", http.StatusNotFound)
+	for h, want := range map[string]string{
+		client.HeaderLastContact:  strconv.Itoa(42000),
+		client.HeaderAppliedIndex: "10",
+		client.HeaderBehind:       "5000",
+		client.HeaderNotReady:     problem,
+	} {
+		if got := r.header.Get(h); got != want {
+			t.Errorf("%s: got %q, want %q", h, got, want)
+		}
+	}
+
+	// A fresh follower: the last contact is the heartbeat's, no not-ready.
+	fresh := newLaggingNode("")
+	fresh.health = cluster.NodeHealth{LeaderCommit: 10, AppliedIndex: 10}
+	r = fresh.call(t, http.MethodGet, "/v1/leases/k?stale=true")
+	if got := r.header.Get(client.HeaderLastContact); got != "12" {
+		t.Errorf("fresh follower: %s %q, want 12", client.HeaderLastContact, got)
+	}
+	if got, ok := r.header[http.CanonicalHeaderKey(client.HeaderNotReady)]; ok {
+		t.Errorf("fresh follower: %s %q, want absent", client.HeaderNotReady, got)
+	}
+}
