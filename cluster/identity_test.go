@@ -145,7 +145,7 @@ func TestStartRefusesAnotherServersDataDir(t *testing.T) {
 	dir := t.TempDir()
 	runOnce(t, dir)
 	_, err := singleNode(t, dir, func(c *cluster.Config) { c.NodeID = "n2" })
-	wantRefused(t, err, `"n1"`, `"n2"`, "-node-id n1")
+	wantRefused(t, err, "belongs to server n1", "not to n2", "-node-id n1")
 }
 
 func TestStartRefusesLostRaftState(t *testing.T) {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -48,9 +49,11 @@ func openLogStore(dataDir, nodeID string) (*raftboltdb.BoltStore, error) {
 	return store, nil
 }
 
-// checkBolt opens the bbolt file at path read-only and checks every page
-// that its buckets reach (bbolt's own consistency check). A missing or
-// empty file is fine: bbolt makes a new one.
+// checkBolt opens the bbolt file at path read-only and reads every key of
+// its two buckets: the log must hold 8-byte indexes without a gap, each
+// with an entry, and the stable store its keys. Reading them walks every
+// branch and leaf page that the stores use, where bbolt trusts what it
+// finds. A missing or empty file is fine: bbolt makes a new one.
 func checkBolt(path string) error {
 	info, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -62,6 +65,9 @@ func checkBolt(path string) error {
 	if info.Size() == 0 {
 		return nil
 	}
+	// No tree of this file holds more keys than this: more means the
+	// walk is going round a cycle of damaged pages.
+	maxKeys := info.Size() / 16
 	return guard(func() error {
 		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: storeLockTimeout})
 		if err != nil {
@@ -69,16 +75,34 @@ func checkBolt(path string) error {
 		}
 		defer db.Close()
 		return db.View(func(tx *bolt.Tx) error {
-			var problems []string
-			for err := range tx.Check() {
-				if len(problems) < 3 {
-					problems = append(problems, err.Error())
+			logs, conf := tx.Bucket([]byte("logs")), tx.Bucket([]byte("conf"))
+			if logs == nil || conf == nil {
+				return errors.New("the logs or conf bucket is missing")
+			}
+			var prev, n int64
+			c := logs.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if len(k) != 8 {
+					return fmt.Errorf("log key %x is not an index", k)
+				}
+				idx := int64(binary.BigEndian.Uint64(k))
+				if n > 0 && idx != prev+1 {
+					return fmt.Errorf("log index %d follows %d", idx, prev)
+				}
+				if len(v) == 0 {
+					return fmt.Errorf("log entry %d is empty", idx)
+				}
+				if prev, n = idx, n+1; n > maxKeys {
+					return errors.New("the log's pages form a cycle")
 				}
 			}
-			if len(problems) > 0 {
-				return errors.New(strings.Join(problems, "; "))
-			}
-			return nil
+			n = 0
+			return conf.ForEach(func(k, v []byte) error {
+				if n++; n > maxKeys {
+					return errors.New("the stable store's pages form a cycle")
+				}
+				return nil
+			})
 		})
 	})
 }
@@ -91,7 +115,7 @@ func guard(f func() error) error {
 		debug.SetPanicOnFault(true)
 		defer func() {
 			if r := recover(); r != nil {
-				done <- fmt.Errorf("panic: %v", r)
+				done <- fmt.Errorf("reading it failed: %v", r)
 			}
 		}()
 		done <- f()

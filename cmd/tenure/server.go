@@ -265,6 +265,11 @@ func runServer(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, s, log); err != nil {
+		if errors.Is(err, cluster.ErrRefusedStart) {
+			// The message is for an operator: plain, not a log field.
+			fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
+			return 1
+		}
 		log.Error("server stopped", "error", err)
 		return 1
 	}
