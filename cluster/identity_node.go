@@ -1,19 +1,31 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/tenure-io/tenure/fsm"
 )
 
 // checkLostState refuses a data dir whose identity file says this server
-// has been a member of a cluster but which holds no Raft state: its term
-// and vote are gone, and it could vote twice in a term. With
+// has been a member of a cluster but whose stable store holds no term:
+// its term and vote are gone (raft.db deleted, emptied or recreated, also
+// when snapshots are left), and it could vote twice in a term. With
 // AllowLostRaftState it starts anyway, as a server new to the cluster: the
-// identity file forgets the cluster until the server learns it again.
-func (n *Node) checkLostState(id Identity, hasState bool) (Identity, error) {
-	if hasState || id.ClusterID == "" {
+// identity file forgets the cluster until the server learns it again, and
+// gossip announces it without Raft state, so that the leader admits it.
+func (n *Node) checkLostState(id Identity, stable raft.StableStore) (Identity, error) {
+	if id.ClusterID == "" {
+		return id, nil
+	}
+	term, err := stable.GetUint64([]byte("CurrentTerm"))
+	if err != nil && !errors.Is(err, raftboltdb.ErrKeyNotFound) {
+		return id, damagedStore(filepath.Join(n.cfg.DataDir, raftDBFile), n.cfg.DataDir, n.cfg.NodeID, err)
+	}
+	if term > 0 {
 		return id, nil
 	}
 	if !n.cfg.AllowLostRaftState {
@@ -21,6 +33,7 @@ func (n *Node) checkLostState(id Identity, hasState bool) (Identity, error) {
 	}
 	n.log.Warn("starting without the Raft state of a former member, as -allow-lost-raft-state says: this server must have been removed from the Raft configuration first",
 		"node_id", id.NodeID, "cluster_id", id.ClusterID, "data_dir", n.cfg.DataDir)
+	n.hadState = false
 	id.ClusterID = ""
 	return id, WriteIdentity(n.cfg.DataDir, id)
 }

@@ -208,3 +208,51 @@ func TestStartClaimsDataDirWithoutIdentity(t *testing.T) {
 		t.Fatalf("identity after restart = %s", b)
 	}
 }
+
+// runWithSnapshot runs n1 on dir as runOnce does, with a snapshot taken
+// before it stops; it returns the snapshot's state file.
+func runWithSnapshot(t *testing.T, dir string) string {
+	t.Helper()
+	runOnce(t, dir)
+	n, err := singleNode(t, dir, nil)
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	harness.WaitUntil(t, 10*time.Second, "a leader", func() bool { return n.Status().Ready })
+	if _, err := n.Snapshot(harness.Context(t, 10*time.Second)); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	n.Shutdown()
+	states, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "state.bin"))
+	if len(states) != 1 {
+		t.Fatalf("snapshots: %v, want one", states)
+	}
+	return states[0]
+}
+
+// Snapshots left behind do not hide a lost raft.db: the term and vote are
+// in raft.db alone.
+func TestStartRefusesLostRaftStateWithSnapshotsLeft(t *testing.T) {
+	dir := t.TempDir()
+	runWithSnapshot(t, dir)
+	if err := os.Remove(filepath.Join(dir, "raft.db")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := singleNode(t, dir, nil)
+	wantRefused(t, err, "has been a member of cluster", "-allow-lost-raft-state")
+}
+
+func TestStartRefusesDamagedSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	state := runWithSnapshot(t, dir)
+	b, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(state, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = singleNode(t, dir, nil)
+	wantRefused(t, err, filepath.Join(dir, "snapshots")+" is damaged", "remove-server n1")
+}

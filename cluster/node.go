@@ -198,7 +198,7 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("read raft state: %w", err)
 	}
 	n.hadState = existing
-	if ident, err = n.checkLostState(ident, existing); err != nil {
+	if ident, err = n.checkLostState(ident, store); err != nil {
 		return err
 	}
 	n.raft, err = newRaftGuarded(n, rc, logs, store, snaps, withContacts(n.trans, n.contacts))
