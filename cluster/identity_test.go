@@ -256,3 +256,15 @@ func TestStartRefusesDamagedSnapshot(t *testing.T) {
 	_, err = singleNode(t, dir, nil)
 	wantRefused(t, err, filepath.Join(dir, "snapshots")+" is damaged", "remove-server n1")
 }
+
+// A second server on a data dir in use is refused, naming the lock, rather
+// than waiting for ever on it.
+func TestStartRefusesDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	runOnce(t, dir)
+	if _, err := singleNode(t, dir, nil); err != nil {
+		t.Fatalf("first start: %v", err)
+	}
+	_, err := singleNode(t, dir, nil)
+	wantRefused(t, err, "raft.db is locked by another process")
+}
