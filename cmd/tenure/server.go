@@ -268,7 +268,7 @@ func runServer(args []string) int {
 		if errors.Is(err, cluster.ErrRefusedStart) {
 			// The message is for an operator: plain, not a log field.
 			fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
-			return 1
+			return exitRefused
 		}
 		log.Error("server stopped", "error", err)
 		return 1

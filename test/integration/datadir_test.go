@@ -55,8 +55,8 @@ func (c *cluster) runToExit(t *testing.T, i int, name string, args []string) (in
 // holds every part, and without a panic trace.
 func wantRefused(t *testing.T, code int, log string, parts ...string) {
 	t.Helper()
-	if code == 0 {
-		t.Errorf("server exited with status 0, want non-zero; log:\n%s", log)
+	if code != 78 {
+		t.Errorf("server exited with status %d, want 78 (refused); log:\n%s", code, log)
 	}
 	for _, p := range parts {
 		if !strings.Contains(log, p) {
