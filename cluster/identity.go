@@ -40,7 +40,7 @@ func ReadIdentity(dataDir string) (id Identity, found bool, err error) {
 		return Identity{}, false, fmt.Errorf("read %s: %w", path, err)
 	}
 	if err := json.Unmarshal(b, &id); err != nil {
-		return Identity{}, false, fmt.Errorf("%w: %s is not a valid identity file (%v): restore it from a backup, or write {\"node_id\": \"<this server's -node-id>\"} into it if you are sure this data dir is this server's", ErrRefusedStart, path, err)
+		return Identity{}, false, fmt.Errorf("%w: %s is not a valid identity file (%w): restore it from a backup, or write {\"node_id\": \"<this server's -node-id>\"} into it if you are sure this data dir is this server's", ErrRefusedStart, path, err)
 	}
 	if id.NodeID == "" {
 		return Identity{}, false, fmt.Errorf("%w: %s names no node_id: restore it from a backup, or write this server's -node-id into it if you are sure this data dir is this server's", ErrRefusedStart, path)

@@ -125,7 +125,7 @@ func guard(f func() error) error {
 
 // damagedStore is the error of a store file that cannot be read.
 func damagedStore(path, dataDir, nodeID string, cause error) error {
-	return fmt.Errorf("%w: %s is damaged (%v). Its copy of the log cannot be trusted; resync this server from the cluster: "+
+	return fmt.Errorf("%w: %s is damaged (%w). Its copy of the log cannot be trusted; resync this server from the cluster: "+
 		"remove it from the cluster (tenure operator remove-server %s, against a running server), "+
 		"move the data dir %s aside (keep it for diagnosis) and start this server again with an empty data dir and the same flags: "+
 		"it rejoins as a new non-voter, receives the state from the leader, and is promoted when the cluster lacks a voter. "+
@@ -147,6 +147,9 @@ func newRaftGuarded(n *Node, rc *raft.Config, logs raft.LogStore, stable raft.St
 		return r, nil
 	}
 	dataDir := n.cfg.DataDir
+	// Raft has no sentinel for a failed snapshot restore ("failed to load
+	// any existing snapshots"): its message is all there is to tell it
+	// from a log store error.
 	if strings.Contains(err.Error(), "snapshot") {
 		return nil, damagedStore(filepath.Join(dataDir, "snapshots"), dataDir, n.cfg.NodeID, err)
 	}
