@@ -12,7 +12,10 @@ import (
 
 // NodeStatus is one server's view of the cluster.
 type NodeStatus struct {
-	NodeID         string `json:"node_id"`
+	NodeID string `json:"node_id"`
+	// ClusterID is the id the cluster's first leader gave it; "" until
+	// then (and from a server whose build has none).
+	ClusterID      string `json:"cluster_id,omitempty"`
 	Role           string `json:"role"`
 	LeaderID       string `json:"leader_id"`
 	LeaderHTTPAddr string `json:"leader_http_addr"`

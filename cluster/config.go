@@ -43,6 +43,11 @@ type Config struct {
 	Join []string
 	// NonVoter makes the node join as a non-voting member.
 	NonVoter bool
+	// AllowLostRaftState starts a server whose identity file says it has
+	// been a member of a cluster although its Raft state is gone; it is
+	// refused otherwise (ADR 0015). Safe only once the server has been
+	// removed from the Raft configuration.
+	AllowLostRaftState bool
 	// InitialCluster bootstraps Raft with this fixed set of servers when
 	// the data dir is empty (the static alternative to BootstrapExpect).
 	InitialCluster []Peer

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +46,8 @@ type Node struct {
 
 	// hadState: the data dir held Raft state at start.
 	hadState bool
+	// identity is the data dir's identity file as read at start.
+	identity Identity
 
 	// membersChanged is signalled on every gossip membership change.
 	membersChanged chan struct{}
@@ -82,10 +83,11 @@ func New(cfg Config) (*Node, error) {
 	n.verify = newVerifier(n.confirmLeadership,
 		func(d time.Duration) { n.metrics.verifyLatency.Observe(d.Seconds()) })
 	if err := n.openRaft(); err != nil {
-		n.closeStores()
+		n.abortOpen()
 		return nil, err
 	}
-	n.wg.Add(1)
+	n.wg.Add(2)
+	go n.recordClusterID(n.identity, time.Second)
 	go n.leaderLoop()
 	if cfg.GossipAddr != "" {
 		kr, err := loadKeyring(cfg.DataDir, cfg.GossipKey)
@@ -158,9 +160,13 @@ func (n *Node) openRaft() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	ident, err := claimIdentity(cfg.DataDir, cfg.NodeID)
 	if err != nil {
-		return fmt.Errorf("open raft.db: %w", err)
+		return err
+	}
+	store, err := openLogStore(cfg.DataDir, cfg.NodeID)
+	if err != nil {
+		return err
 	}
 	n.store = store
 	var logStore raft.LogStore = store
@@ -205,12 +211,18 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("read raft state: %w", err)
 	}
 	n.hadState = existing
+	if ident, err = n.checkLostState(ident, store); err != nil {
+		return err
+	}
 	if err := checkLogStore(store, cfg.DataDir); err != nil {
 		return err
 	}
-	n.raft, err = raft.NewRaft(rc, n.checkedFSM(), logs, stable, snaps, withContacts(withLag(n.trans, n.lag), n.contacts))
+	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snaps, withContacts(withLag(n.trans, n.lag), n.contacts))
 	if err != nil {
-		return fmt.Errorf("start raft: %w", err)
+		return err
+	}
+	if n.identity, err = n.checkIdentity(ident, logs); err != nil {
+		return err
 	}
 	if !existing && len(cfg.InitialCluster) > 0 {
 		var servers []raft.Server
@@ -345,6 +357,9 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 	term := n.raft.CurrentTerm()
 	if _, err := n.applyCommand(fsm.LeaderEstablished{Term: term}); err != nil {
 		return nil, fmt.Errorf("apply leader established: %w", err)
+	}
+	if err := n.nameCluster(); err != nil {
+		return nil, err
 	}
 	n.leaderMu.Lock()
 	defer n.leaderMu.Unlock()

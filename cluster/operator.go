@@ -27,6 +27,7 @@ type Server struct {
 // Status is this node's view of the cluster.
 type Status struct {
 	NodeID         string
+	ClusterID      string // "" until the first leader named the cluster
 	Role           string // leader, follower, candidate, shutdown
 	Ready          bool   // an established leader
 	LeaderID       string
@@ -48,6 +49,7 @@ func (n *Node) Status() Status {
 	role, term := n.roleAndTerm()
 	s := Status{
 		NodeID:       n.cfg.NodeID,
+		ClusterID:    n.machine.ClusterID(),
 		Role:         role,
 		Ready:        n.leading.Load() != nil,
 		LeaderID:     string(leaderID),

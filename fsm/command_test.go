@@ -340,6 +340,7 @@ func TestTypeValuesAreFixed(t *testing.T) {
 		{EditKeyControl{}, 26},
 		{Forget{}, 27},
 		{SetKeyControl{}, 28},
+		{ClusterID{}, 29},
 	}
 	for _, tt := range tests {
 		if got := tt.cmd.Type(); got != tt.want {

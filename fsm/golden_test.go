@@ -312,8 +312,6 @@ var goldenSnapshots = []struct {
 	{
 		file:    "snapshot-v4.golden",
 		version: 4,
-		current: true,
-		log:     goldenLogV4,
 		want: decodedSnapshot{
 			Index: 56,
 			Term:  3,
@@ -327,6 +325,28 @@ var goldenSnapshots = []struct {
 				controls:        goldenControlsV4(),
 				drained:         []string{"w-b", "w-d"},
 				acl:             goldenACL(),
+			},
+		},
+	},
+	{
+		file:    "snapshot-v5.golden",
+		version: 5,
+		current: true,
+		log:     goldenLogV5,
+		want: decodedSnapshot{
+			Index: 58,
+			Term:  3,
+			State: state{
+				lastToken:       9,
+				establishedTerm: 3,
+				leaseIndex:      56,
+				leases:          goldenLeasesV4(),
+				groupIndex:      53,
+				groups:          goldenGroupsV4(),
+				controls:        goldenControlsV4(),
+				drained:         []string{"w-b", "w-d"},
+				acl:             goldenACL(),
+				clusterID:       goldenClusterID,
 			},
 		},
 	},
@@ -393,6 +413,8 @@ var goldenCommandsV1 = []namedCommand{
 	// Key controls that end a refused holder's lease, added after the lines
 	// above were written.
 	{"key-control-end", SetKeyControl{Key: "partitions/2", Control: KeyControl{Disabled: true, Prohibited: []string{"w-b"}}}},
+	// The cluster id, added after the lines above were written.
+	{"cluster-id", ClusterID{ID: goldenClusterID}},
 }
 
 var goldenCommands = []struct {
@@ -507,6 +529,7 @@ func formatSnapshot(s decodedSnapshot) string {
 		b.WriteString("\n  controls <nil>")
 	}
 	b.WriteString("\n" + aclString(s.State.acl))
+	fmt.Fprintf(&b, "\ncluster_id %q", s.State.clusterID)
 	return b.String()
 }
 

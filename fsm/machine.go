@@ -99,6 +99,8 @@ type Machine struct {
 	// acl is the ACL state: tokens (by hash only), policies, worker
 	// registrations.
 	acl aclState
+	// clusterID names the cluster (ClusterID); "" until one is applied.
+	clusterID string
 	// changed is closed, and replaced, whenever a lease or the placement
 	// state changes.
 	changed chan struct{}
@@ -227,6 +229,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return m.applyStuck(index, cmd)
 	case ACLBootstrap, ACLTokenSet, ACLTokenDelete, ACLPolicySet, ACLPolicyDelete, WorkerRegister:
 		return m.applyACL(index, cmd)
+	case ClusterID:
+		return m.applyClusterID(c)
 	}
 	// Decode never yields anything else; a nested Batch is rejected there.
 	panic(fmt.Sprintf("fsm: no handler for command type %d", cmd.Type()))
@@ -352,6 +356,7 @@ func (m *Machine) Snapshot() (raft.FSMSnapshot, error) {
 			groups:          make([]*Group, 0, len(m.groups)),
 			controls:        make(map[string]KeyControl, len(m.controls)),
 			acl:             m.acl.snapshot(),
+			clusterID:       m.clusterID,
 		},
 		index: m.appliedIndex,
 		term:  m.appliedTerm,
@@ -404,6 +409,7 @@ func (m *Machine) Restore(rc io.ReadCloser) error {
 	}
 	m.groupIndex = st.groupIndex
 	m.acl = st.acl
+	m.clusterID = st.clusterID
 	m.lastToken = st.lastToken
 	m.establishedTerm = st.establishedTerm
 	m.leaseIndex = st.leaseIndex

@@ -11,8 +11,9 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Snapshot format, version 4 (version 1 lacks the placement part, version 2
-// the ACL part, version 3 the group settings and the ending leases):
+// Snapshot format, version 5 (version 1 lacks the placement part, version 2
+// the ACL part, version 3 the group settings and the ending leases,
+// version 4 the cluster id):
 //
 //	magic   [4]byte  "TNRS"
 //	version uint16   big endian
@@ -31,13 +32,14 @@ import (
 //	        workers (sorted by name; only groups that have any); then the
 //	        ending lease count, each ending lease (sorted by key) as key
 //	        and ending reason (encodeEnding)
+//	        v5: cluster id (a string, empty when none was applied)
 //	crc     uint32   big endian: CRC-32C of everything before it
 //
 // Every version ever written stays readable; testdata holds a golden file
 // of each.
 const (
 	snapshotMagic   = "TNRS"
-	snapshotVersion = 4
+	snapshotVersion = 5
 	headerLen       = 4 + 2 + 8 + 8
 	// maxSnapshot bounds what readSnapshot will buffer.
 	maxSnapshot = 1 << 31
@@ -60,6 +62,8 @@ type state struct {
 	drained         []string
 	// acl is empty (not nil maps) when read from versions 1 and 2.
 	acl aclState
+	// clusterID is "" when read from versions 1 to 4.
+	clusterID string
 }
 
 type snapshot struct {
@@ -98,6 +102,7 @@ func encodeSnapshot(st state, index, term uint64) []byte {
 	encodeACL(e, st.acl)
 	encodeGroupSettings(e, st)
 	encodeEnding(e, st.leases)
+	e.string(st.clusterID)
 	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
 }
 
@@ -164,6 +169,9 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 	if version >= 4 && d.err == nil {
 		decodeGroupSettings(d, &st)
 		decodeEnding(d, &st)
+	}
+	if version >= 5 && d.err == nil {
+		st.clusterID = d.string()
 	}
 	if err := d.finish(); err != nil {
 		return state{}, 0, 0, fmt.Errorf("%w: %w", ErrBadSnapshot, err)

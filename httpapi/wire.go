@@ -42,6 +42,7 @@ func leaseOut(v cluster.LeaseView) *client.LeaseInfo {
 func statusOut(st cluster.Status) client.NodeStatus {
 	out := client.NodeStatus{
 		NodeID:         st.NodeID,
+		ClusterID:      st.ClusterID,
 		Role:           st.Role,
 		LeaderID:       st.LeaderID,
 		LeaderHTTPAddr: st.LeaderHTTPAddr,

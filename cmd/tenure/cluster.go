@@ -26,6 +26,7 @@ func (e *env) status(ctx context.Context, args []string) int {
 	w := e.table()
 	field := func(name string, v any) { row(w, name+":", v) }
 	field("Node", st.NodeID)
+	field("Cluster id", dash(st.ClusterID))
 	field("Role", st.Role)
 	field("Ready", st.Ready)
 	field("Leader", dash(st.LeaderID))

@@ -23,6 +23,9 @@ const (
 	exitOK    = 0
 	exitError = 1 // the command failed
 	exitUsage = 2 // the command line is wrong
+	// exitRefused: the server refused to start on its data dir (ADR
+	// 0015); restarting it changes nothing until an operator acts.
+	exitRefused = 78
 )
 
 const usageText = `Usage: tenure <command> [args]

@@ -57,6 +57,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 0, "bootstrap Raft once this many servers started with the same value see each other")
 	fs.StringVar(&s.join, "join", "", "comma-separated gossip addresses of other servers to join")
 	fs.BoolVar(&c.NonVoter, "non-voter", false, "join as a non-voting server")
+	fs.BoolVar(&c.AllowLostRaftState, "allow-lost-raft-state", false, "DANGER: start although the identity file says this server was a member and its Raft state is gone; remove the server from the cluster first (see README)")
 	fs.Var(gossipKeyFlag{&c.GossipKey}, "gossip-key", "base64 key (32 bytes, tenure keygen) that encrypts gossip; seeds the keyring kept in the data dir")
 	fs.StringVar(&s.initial, "initial-cluster", "", "static bootstrap instead of gossip: id=raft-addr=http-addr,… for every server")
 	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "name of the cluster (one DNS label): the leader admits to Raft only servers of this name; with TLS, Raft peers must hold a certificate for server.<name>.tenure")
@@ -266,6 +267,11 @@ func runServer(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, s, log); err != nil {
+		if errors.Is(err, cluster.ErrRefusedStart) {
+			// The message is for an operator: plain, not a log field.
+			fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
+			return exitRefused
+		}
 		log.Error("server stopped", "error", err)
 		return 1
 	}

@@ -1,0 +1,171 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// IdentityFile is the name, in the data dir, of the file that says whose
+// the data dir is (ADR 0015).
+const IdentityFile = "node-identity.json"
+
+// ErrRefusedStart is wrapped by every error that makes a server refuse to
+// start on its data dir: a data dir of another server or cluster, a
+// damaged store, lost Raft state. Each error says what to do.
+var ErrRefusedStart = errors.New("refusing to start")
+
+// Identity is what the identity file holds: the node id the data dir was
+// made for and, once the server has learned it from the replicated state,
+// the id of its cluster. A cluster id in the file means the server has been
+// a member of that cluster: it has had Raft state (a term, maybe a vote).
+type Identity struct {
+	NodeID    string `json:"node_id"`
+	ClusterID string `json:"cluster_id,omitempty"`
+}
+
+// ReadIdentity reads the identity file of dataDir. found is false, with no
+// error, when the file does not exist.
+func ReadIdentity(dataDir string) (id Identity, found bool, err error) {
+	path := filepath.Join(dataDir, IdentityFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Identity{}, false, nil
+	}
+	if err != nil {
+		return Identity{}, false, fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &id); err != nil {
+		return Identity{}, false, fmt.Errorf("%w: %s is not a valid identity file (%w): restore it from a backup, or write {\"node_id\": \"<this server's -node-id>\"} into it if you are sure this data dir is this server's", ErrRefusedStart, path, err)
+	}
+	if id.NodeID == "" {
+		return Identity{}, false, fmt.Errorf("%w: %s names no node_id: restore it from a backup, or write this server's -node-id into it if you are sure this data dir is this server's", ErrRefusedStart, path)
+	}
+	return id, true, nil
+}
+
+// WriteIdentity replaces the identity file of dataDir atomically: a temp
+// file in the same dir, fsynced, renamed over the file, then the dir
+// fsynced, so that a crash leaves the old file or the new one, never a
+// torn one.
+func WriteIdentity(dataDir string, id Identity) error {
+	b, err := json.MarshalIndent(id, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	path := filepath.Join(dataDir, IdentityFile)
+	tmp, err := os.CreateTemp(dataDir, IdentityFile+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return syncDir(dataDir)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// claimIdentity reads the identity file at start and checks that the data
+// dir is nodeID's; a data dir without one (a new one, or one of a build
+// that wrote none) is claimed for nodeID.
+func claimIdentity(dataDir, nodeID string) (Identity, error) {
+	id, found, err := ReadIdentity(dataDir)
+	if err != nil {
+		return Identity{}, err
+	}
+	if !found {
+		id = Identity{NodeID: nodeID}
+		return id, WriteIdentity(dataDir, id)
+	}
+	if id.NodeID != nodeID {
+		return Identity{}, fmt.Errorf("%w: data dir %s belongs to server %s (%s), not to %s: a server started on another server's data dir would take over its place in Raft. Start this server with -node-id %s, or give %s a data dir of its own (an empty one for a new server)",
+			ErrRefusedStart, dataDir, id.NodeID, IdentityFile, nodeID, id.NodeID, nodeID)
+	}
+	return id, nil
+}
+
+// checkClusterID compares the cluster id of the replicated state in the
+// data dir (replicated; "" when it names none yet) with the identity file.
+func checkClusterID(dataDir string, id Identity, replicated string) error {
+	if id.ClusterID == "" || replicated == "" || id.ClusterID == replicated {
+		return nil
+	}
+	return fmt.Errorf("%w: the Raft state in %s belongs to cluster %s, but %s says this server is a member of cluster %s: raft.db or the snapshots were copied from another cluster's server. Put this server's own files back, or, to make it a member of cluster %s, move the data dir aside and start with an empty one",
+		ErrRefusedStart, dataDir, replicated, IdentityFile, id.ClusterID, replicated)
+}
+
+// lostRaftState is the error of a data dir whose identity file says the
+// server has been a member of a cluster but whose Raft state is gone.
+func lostRaftState(dataDir string, id Identity) error {
+	return fmt.Errorf("%w: %s says server %s has been a member of cluster %s, but %s holds no Raft state (raft.db was deleted, emptied or recreated: no term, no vote): "+
+		"it has lost its term and its vote, and starting it could let it vote twice in one term. "+
+		"Remove it from the cluster first (tenure operator remove-server %s, against a running server), "+
+		"then move this data dir aside and start it with an empty one, or start it once with -allow-lost-raft-state: it then rejoins as a new non-voter",
+		ErrRefusedStart, IdentityFile, id.NodeID, id.ClusterID, dataDir, id.NodeID)
+}
+
+// recordClusterID writes the cluster id into the identity file as soon as
+// the state machine knows it, checking every interval until it does, and
+// logs an error if the replicated state names another cluster than the
+// file. It ends at shutdown or once the id is recorded.
+func (n *Node) recordClusterID(id Identity, interval time.Duration) {
+	defer n.wg.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if got := n.machine.ClusterID(); got != "" {
+			switch {
+			case id.ClusterID == got:
+			case id.ClusterID != "":
+				n.log.Error("the replicated state names another cluster than the identity file", "file", IdentityFile,
+					"identity_cluster_id", id.ClusterID, "replicated_cluster_id", got)
+			default:
+				next := id
+				next.ClusterID = got
+				if err := WriteIdentity(n.cfg.DataDir, next); err != nil {
+					n.log.Error("cannot record the cluster id in the data dir", "error", err)
+					break // retried at the next tick
+				}
+				id = next
+				n.log.Info("cluster id recorded", "cluster_id", got, "file", IdentityFile)
+			}
+			if id.ClusterID != "" {
+				return
+			}
+		}
+		select {
+		case <-n.shutdownCh:
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// checkLostState refuses a data dir whose identity file says this server
+// has been a member of a cluster but whose stable store holds no term:
+// its term and vote are gone (raft.db deleted, emptied or recreated, also
+// when snapshots are left), and it could vote twice in a term. With
+// AllowLostRaftState it starts anyway, as a server new to the cluster: the
+// identity file forgets the cluster until the server learns it again, and
+// gossip announces it without Raft state, so that the leader admits it.
+func (n *Node) checkLostState(id Identity, stable raft.StableStore) (Identity, error) {
+	if id.ClusterID == "" {
+		return id, nil
+	}
+	term, err := stable.GetUint64([]byte("CurrentTerm"))
+	if err != nil && !errors.Is(err, raftboltdb.ErrKeyNotFound) {
+		return id, damagedStore(filepath.Join(n.cfg.DataDir, raftDBFile), n.cfg.DataDir, n.cfg.NodeID, err)
+	}
+	if term > 0 {
+		return id, nil
+	}
+	if !n.cfg.AllowLostRaftState {
+		return id, lostRaftState(n.cfg.DataDir, id)
+	}
+	n.log.Warn("starting without the Raft state of a former member, as -allow-lost-raft-state says: this server must have been removed from the Raft configuration first",
+		"node_id", id.NodeID, "cluster_id", id.ClusterID, "data_dir", n.cfg.DataDir)
+	n.hadState = false
+	id.ClusterID = ""
+	return id, WriteIdentity(n.cfg.DataDir, id)
+}
+
+// checkIdentity runs once Raft has restored the latest snapshot: the
+// cluster id of the data dir's replicated state must be the identity
+// file's. A file without one records it.
+func (n *Node) checkIdentity(id Identity, logs raft.LogStore) (Identity, error) {
+	replicated, err := replicatedClusterID(n, logs)
+	if err != nil {
+		return id, err
+	}
+	if err := checkClusterID(n.cfg.DataDir, id, replicated); err != nil {
+		return id, err
+	}
+	if id.ClusterID == "" && replicated != "" {
+		id.ClusterID = replicated
+		if err := WriteIdentity(n.cfg.DataDir, id); err != nil {
+			return id, err
+		}
+	}
+	return id, nil
+}
+
+// nameCluster gives the cluster its id: an established leader whose state
+// machine has none (a new cluster, or one written by a build without
+// cluster ids) proposes a random one. The state machine keeps the first
+// one applied, so two leaders racing cannot give the cluster two ids.
+func (n *Node) nameCluster() error {
+	if n.machine.ClusterID() != "" {
+		return nil
+	}
+	id, err := newUUID()
+	if err != nil {
+		return err
+	}
+	if _, err := n.applyCommand(fsm.ClusterID{ID: id}); err != nil {
+		return fmt.Errorf("apply cluster id: %w", err)
+	}
+	n.log.Info("cluster named", "cluster_id", n.machine.ClusterID())
+	return nil
+}
+
+// ClusterID is the id of the cluster as this server's replicated state
+// knows it; "" until the first leader has named the cluster.
+func (n *Node) ClusterID() string { return n.machine.ClusterID() }

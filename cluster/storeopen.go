@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/fsm"
+	bolt "go.etcd.io/bbolt"
+)
+
+// raftDBFile is the name of the Raft log and stable store in the data dir.
+const raftDBFile = "raft.db"
+
+// storeLockTimeout bounds the wait for the lock on raft.db, which another
+// process holds while it runs on the same data dir.
+const storeLockTimeout = 2 * time.Second
+
+// openLogStore checks raft.db page by page and opens it. A damaged file
+// (bbolt refuses it, reports a bad page, or panics on it) is an
+// ErrRefusedStart error naming the file and what to do, never a panic:
+// bbolt trusts its pages and panics, or faults on memory past the end of a
+// truncated file, when it follows a damaged one.
+func openLogStore(dataDir, nodeID string) (*raftboltdb.BoltStore, error) {
+	path := filepath.Join(dataDir, raftDBFile)
+	if err := checkBolt(path); err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("%w: %s is locked by another process: is another server running on data dir %s?", ErrRefusedStart, path, dataDir)
+		}
+		return nil, damagedStore(path, dataDir, nodeID, err)
+	}
+	var store *raftboltdb.BoltStore
+	err := guard(func() error {
+		var err error
+		store, err = raftboltdb.New(raftboltdb.Options{Path: path})
+		return err
+	})
+	if err != nil {
+		return nil, damagedStore(path, dataDir, nodeID, err)
+	}
+	return store, nil
+}
+
+// checkBolt opens the bbolt file at path read-only and reads every key of
+// its two buckets: the log must hold 8-byte indexes without a gap, each
+// with an entry, and the stable store its keys. Reading them walks every
+// branch and leaf page that the stores use, where bbolt trusts what it
+// finds. A missing or empty file is fine: bbolt makes a new one.
+func checkBolt(path string) error {
+	info, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if info.Size() == 0 {
+		return nil
+	}
+	// No tree of this file holds more keys than this: more means the
+	// walk is going round a cycle of damaged pages.
+	maxKeys := info.Size() / 16
+	return guard(func() error {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: storeLockTimeout})
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return db.View(func(tx *bolt.Tx) error {
+			logs, conf := tx.Bucket([]byte("logs")), tx.Bucket([]byte("conf"))
+			if logs == nil || conf == nil {
+				return errors.New("the logs or conf bucket is missing")
+			}
+			var prev, n int64
+			c := logs.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if len(k) != 8 {
+					return fmt.Errorf("log key %x is not an index", k)
+				}
+				idx := int64(binary.BigEndian.Uint64(k))
+				if n > 0 && idx != prev+1 {
+					return fmt.Errorf("log index %d follows %d", idx, prev)
+				}
+				if len(v) == 0 {
+					return fmt.Errorf("log entry %d is empty", idx)
+				}
+				if prev, n = idx, n+1; n > maxKeys {
+					return errors.New("the log's pages form a cycle")
+				}
+			}
+			n = 0
+			return conf.ForEach(func(k, v []byte) error {
+				if n++; n > maxKeys {
+					return errors.New("the stable store's pages form a cycle")
+				}
+				return nil
+			})
+		})
+	})
+}
+
+// guard runs f on a goroutine of its own that turns a memory fault into a
+// panic, and a panic into an error.
+func guard(f func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		debug.SetPanicOnFault(true)
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("reading it failed: %v", r)
+			}
+		}()
+		done <- f()
+	}()
+	return <-done
+}
+
+// damagedStore is the error of a store file that cannot be read.
+func damagedStore(path, dataDir, nodeID string, cause error) error {
+	return fmt.Errorf("%w: %s is damaged (%w). Its copy of the log cannot be trusted; resync this server from the cluster: "+
+		"remove it from the cluster (tenure operator remove-server %s, against a running server), "+
+		"move the data dir %s aside (keep it for diagnosis) and start this server again with an empty data dir and the same flags: "+
+		"it rejoins as a new non-voter, receives the state from the leader, and is promoted when the cluster lacks a voter. "+
+		"If no other server of the cluster holds the data, restore the data dir from a backup instead",
+		ErrRefusedStart, path, cause, nodeID, dataDir)
+}
+
+// newRaftGuarded is raft.NewRaft with a panic in the stores (a damaged page
+// read while loading the last log entry or the snapshot) turned into an
+// error, and a failed snapshot restore named as such.
+func newRaftGuarded(n *Node, rc *raft.Config, machine raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (*raft.Raft, error) {
+	var r *raft.Raft
+	err := guard(func() error {
+		var err error
+		r, err = raft.NewRaft(rc, machine, logs, stable, snaps, trans)
+		return err
+	})
+	if err == nil {
+		return r, nil
+	}
+	dataDir := n.cfg.DataDir
+	// Raft has no sentinel for a failed snapshot restore ("failed to load
+	// any existing snapshots"): its message is all there is to tell it
+	// from a log store error.
+	if strings.Contains(err.Error(), "snapshot") {
+		return nil, damagedStore(filepath.Join(dataDir, "snapshots"), dataDir, n.cfg.NodeID, err)
+	}
+	return nil, damagedStore(filepath.Join(dataDir, raftDBFile), dataDir, n.cfg.NodeID, err)
+}
+
+// replicatedClusterID is the cluster id of the Raft state in the data dir
+// at start: the restored snapshot's, else the first ClusterID entry of the
+// log (the log is not replayed yet when Raft has just started). It reads
+// the log only until it finds one.
+func replicatedClusterID(n *Node, logs raft.LogStore) (string, error) {
+	if id := n.machine.ClusterID(); id != "" {
+		return id, nil
+	}
+	var id string
+	err := guard(func() error {
+		first, err := logs.FirstIndex()
+		if err != nil {
+			return err
+		}
+		last, err := logs.LastIndex()
+		if err != nil {
+			return err
+		}
+		for i := first; i != 0 && i <= last; i++ {
+			var l raft.Log
+			if err := logs.GetLog(i, &l); err != nil {
+				return fmt.Errorf("log entry %d: %w", i, err)
+			}
+			if l.Type != raft.LogCommand {
+				continue
+			}
+			if got, ok := fsm.IsClusterID(l.Data); ok {
+				id = got
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", damagedStore(filepath.Join(n.cfg.DataDir, raftDBFile), n.cfg.DataDir, n.cfg.NodeID, err)
+	}
+	return id, nil
+}
+
+// abortOpen undoes what a failed openRaft started: Raft, the transport it
+// made, the stores.
+func (n *Node) abortOpen() {
+	if n.raft != nil {
+		n.raft.Shutdown().Error()
+	}
+	if c, ok := n.trans.(interface{ Close() error }); ok && n.cfg.Transport == nil {
+		c.Close()
+	}
+	n.closeStores()
+}
