@@ -127,7 +127,7 @@ func New(cfg Config) (*Node, error) {
 			contact: n.contacts.get,
 			rules:   rulesOf(cfg),
 			limits:  cfg.Conns,
-			trusted: n.serverIP,
+			trusted: n.IsServerIP,
 		})
 		if err != nil {
 			n.Shutdown()
@@ -162,7 +162,7 @@ func (n *Node) openRaft() error {
 		if err != nil {
 			return fmt.Errorf("raft-addr: %w", err)
 		}
-		if n.trans, n.raftGate, err = raftTransport(cfg, addr, n.serverIP); err != nil {
+		if n.trans, n.raftGate, err = raftTransport(cfg, addr, n.IsServerIP); err != nil {
 			return fmt.Errorf("raft transport: %w", err)
 		}
 	}

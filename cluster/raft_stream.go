@@ -51,10 +51,10 @@ func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool) (r
 	return raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, log), gate, nil
 }
 
-// serverIP reports whether ip is the host of the Raft address of a server
+// IsServerIP reports whether ip is the host of the Raft address of a server
 // of the current configuration (or of the initial cluster, before Raft
 // runs): such connections count only against the cap per address.
-func (n *Node) serverIP(ip string) bool {
+func (n *Node) IsServerIP(ip string) bool {
 	if r := n.raftReady.Load(); r != nil {
 		if f := r.GetConfiguration(); f.Error() == nil {
 			for _, s := range f.Configuration().Servers {

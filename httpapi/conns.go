@@ -29,7 +29,26 @@ type ConnLimits struct {
 	// WriteTimeout bounds the answer; it must exceed the longest blocking
 	// wait plus the write timeout, or blocking queries would be cut.
 	WriteTimeout time.Duration
+	// Trusted, if not nil, reports whether a client IP address is one of
+	// a server of the cluster (cluster.Node.IsServerIP): the last
+	// PeerReserve connections under MaxConns are kept for those, so that
+	// a flood from elsewhere cannot stop the servers from forwarding to
+	// this one.
+	Trusted func(ip string) bool
 }
+
+// PeerReserve is how many of MaxConns only Trusted addresses may use: a
+// quarter of them, at most 64.
+func (l ConnLimits) PeerReserve() int { return min(64, l.MaxConns/4) }
+
+// FileDescriptors is how many file descriptors the HTTP listener may hold
+// at most: MaxConns, and the connections past it that are being answered
+// 429 (LimitListener closes any beyond those at once).
+func (l ConnLimits) FileDescriptors() int { return l.MaxConns + l.overflow() }
+
+// overflow is how many connections past MaxConns are accepted and answered
+// 429 overloaded before the listener closes new ones unanswered.
+func (l ConnLimits) overflow() int { return min(1024, l.MaxConns/8+16) }
 
 // DefaultConnLimits suit one server of a cluster whose longest blocking
 // wait is maxWait.
@@ -103,7 +122,11 @@ func (c *connCounter) context(ctx context.Context, conn net.Conn) context.Contex
 	ip := clientIP(conn)
 	c.open++
 	c.perClient[ip]++
-	if c.open > c.limits.MaxConns || c.perClient[ip] > c.limits.MaxConnsPerClient {
+	max := c.limits.MaxConns
+	if c.limits.Trusted == nil || !c.limits.Trusted(ip) {
+		max -= c.limits.PeerReserve()
+	}
+	if c.open > max || c.perClient[ip] > c.limits.MaxConnsPerClient {
 		return context.WithValue(ctx, overKey{}, true)
 	}
 	return ctx
