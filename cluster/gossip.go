@@ -466,27 +466,6 @@ func (g *gossip) kick() {
 	}
 }
 
-// noteRemoved records that an operator removed server id through this node.
-func (g *gossip) noteRemoved(id string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.removed[id] = time.Now()
-}
-
-// removedLately reports whether this node removed server id through the API
-// within the last minute. The leader does not add such a server back even
-// if gossip still announces it as new (its announcement may lag).
-func (g *gossip) removedLately(id string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	at, ok := g.removed[id]
-	if ok && time.Since(at) > time.Minute {
-		delete(g.removed, id)
-		return false
-	}
-	return ok
-}
-
 // liveWorkers are the members that are workers and alive (suspect ones
 // count as alive until gossip decides).
 func liveWorkers(members []Member) []Member {
