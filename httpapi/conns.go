@@ -81,7 +81,7 @@ func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*ht
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
-	c := &connCounter{limits: limits, perClient: make(map[string]int)}
+	c := &connCounter{limits: limits, perClient: make(map[string]int), over: make(map[net.Conn]struct{})}
 	return &http.Server{
 		Handler:           c.wrap(h),
 		ReadHeaderTimeout: limits.ReadHeaderTimeout,
@@ -95,13 +95,16 @@ func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*ht
 }
 
 // connCounter counts the open connections. A connection opened past a
-// limit is marked: its requests are answered 503 and it is closed.
+// limit is marked: its requests are answered 429 and it is closed. Marked
+// connections do not count against the limits: they hold no place that a
+// server of the cluster (Trusted) could need.
 type connCounter struct {
 	limits ConnLimits
 
 	mu        sync.Mutex
 	open      int
 	perClient map[string]int
+	over      map[net.Conn]struct{}
 }
 
 type overKey struct{}
@@ -115,20 +118,21 @@ func clientIP(c net.Conn) string {
 }
 
 // context counts a new connection (net/http calls ConnContext once for
-// each, before any of its states) and marks it when it is past a limit.
+// each, before any of its states) or, past a limit, marks it.
 func (c *connCounter) context(ctx context.Context, conn net.Conn) context.Context {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	ip := clientIP(conn)
-	c.open++
-	c.perClient[ip]++
 	max := c.limits.MaxConns
 	if c.limits.Trusted == nil || !c.limits.Trusted(ip) {
 		max -= c.limits.PeerReserve()
 	}
-	if c.open > max || c.perClient[ip] > c.limits.MaxConnsPerClient {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open >= max || c.perClient[ip] >= c.limits.MaxConnsPerClient {
+		c.over[conn] = struct{}{}
 		return context.WithValue(ctx, overKey{}, true)
 	}
+	c.open++
+	c.perClient[ip]++
 	return ctx
 }
 
@@ -139,6 +143,10 @@ func (c *connCounter) state(conn net.Conn, s http.ConnState) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.over[conn]; ok {
+		delete(c.over, conn)
+		return
+	}
 	ip := clientIP(conn)
 	c.open--
 	if c.perClient[ip]--; c.perClient[ip] <= 0 {

@@ -10,14 +10,16 @@ import (
 // overloaded (with Retry-After), but a connection past that overflow is
 // closed as soon as it is accepted, unread, so that a flood of idle
 // connections cannot take every file descriptor of the process (Raft,
-// gossip and the data files need theirs).
+// gossip and the data files need theirs). The last PeerReserve places are
+// kept for the servers of the cluster (limits.Trusted).
 func LimitListener(ln net.Listener, limits ConnLimits) net.Listener {
-	return &limitListener{Listener: ln, max: limits.FileDescriptors()}
+	return &limitListener{Listener: ln, max: limits.FileDescriptors(), reserve: limits.PeerReserve(), trusted: limits.Trusted}
 }
 
 type limitListener struct {
 	net.Listener
-	max int
+	max, reserve int
+	trusted      func(ip string) bool
 
 	mu   sync.Mutex
 	open int
@@ -29,8 +31,12 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		max := l.max
+		if l.trusted == nil || !l.trusted(clientIP(c)) {
+			max -= l.reserve
+		}
 		l.mu.Lock()
-		admit := l.open < l.max
+		admit := l.open < max
 		if admit {
 			l.open++
 		}
