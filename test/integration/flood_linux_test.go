@@ -212,6 +212,18 @@ func TestFloodOfIdleConnections(t *testing.T) {
 		}
 	}
 
+	// The refusals show in the metrics of the flooded server.
+	if r := c.call(t, l, http.MethodGet, "/metrics", nil); r.Status != http.StatusOK {
+		t.Errorf("/metrics during the flood: %v", r)
+	} else {
+		m := parseMetrics(r.Body)
+		for _, port := range []string{"raft", "gossip"} {
+			if got := m[`tenure_inbound_connections_refused_total{port="`+port+`"}`]; got < 1 {
+				t.Errorf("tenure_inbound_connections_refused_total{port=%q} = %v during the flood, want > 0", port, got)
+			}
+		}
+	}
+
 	httpConns.closeAll()
 	raftConns.closeAll()
 	gossipConns.closeAll()
