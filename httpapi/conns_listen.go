@@ -11,18 +11,26 @@ import (
 // closed as soon as it is accepted, unread, so that a flood of idle
 // connections cannot take every file descriptor of the process (Raft,
 // gossip and the data files need theirs). The last PeerReserve places are
-// kept for the servers of the cluster (limits.Trusted).
+// kept for the servers of the cluster (limits.Trusted). One client address
+// gets MaxConnsPerClient places plus an overflow of its own, so that a
+// single flooder cannot take the places of every other client either.
 func LimitListener(ln net.Listener, limits ConnLimits) net.Listener {
-	return &limitListener{Listener: ln, max: limits.FileDescriptors(), reserve: limits.PeerReserve(), trusted: limits.Trusted}
+	return &limitListener{Listener: ln, max: limits.FileDescriptors(), reserve: limits.PeerReserve(),
+		perClient: limits.MaxConnsPerClient + limits.clientOverflow(), trusted: limits.Trusted, open: map[string]int{}}
 }
+
+// clientOverflow is how many connections of one client past
+// MaxConnsPerClient are accepted and answered 429.
+func (l ConnLimits) clientOverflow() int { return min(64, l.MaxConnsPerClient/8+4) }
 
 type limitListener struct {
 	net.Listener
-	max, reserve int
-	trusted      func(ip string) bool
+	max, reserve, perClient int
+	trusted                 func(ip string) bool
 
-	mu   sync.Mutex
-	open int
+	mu    sync.Mutex
+	total int
+	open  map[string]int // by client IP address
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -31,21 +39,23 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		ip := clientIP(c)
 		max := l.max
-		if l.trusted == nil || !l.trusted(clientIP(c)) {
+		if l.trusted == nil || !l.trusted(ip) {
 			max -= l.reserve
 		}
 		l.mu.Lock()
-		admit := l.open < max
+		admit := l.total < max && l.open[ip] < l.perClient
 		if admit {
-			l.open++
+			l.total++
+			l.open[ip]++
 		}
 		l.mu.Unlock()
 		if !admit {
 			c.Close()
 			continue
 		}
-		return &countedConn{Conn: c, l: l}, nil
+		return &countedConn{Conn: c, l: l, ip: ip}, nil
 	}
 }
 
@@ -53,13 +63,17 @@ func (l *limitListener) Accept() (net.Conn, error) {
 type countedConn struct {
 	net.Conn
 	l    *limitListener
+	ip   string
 	once sync.Once
 }
 
 func (c *countedConn) Close() error {
 	c.once.Do(func() {
 		c.l.mu.Lock()
-		c.l.open--
+		c.l.total--
+		if c.l.open[c.ip]--; c.l.open[c.ip] <= 0 {
+			delete(c.l.open, c.ip)
+		}
 		c.l.mu.Unlock()
 	})
 	return c.Conn.Close()

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -41,8 +42,8 @@ func TestHTTPFloodPastOverflowClosedAtAccept(t *testing.T) {
 	go srv.Serve(LimitListener(ln, limits))
 	t.Cleanup(func() { srv.Close() })
 	var conns []net.Conn
-	for i := 0; i < 100; i++ {
-		conns = append(conns, dial(t, ln.Addr().String()))
+	for i := 0; i < 100; i++ { // ten clients, each within its own cap
+		conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.15.%d", 1+i/10), ln.Addr().String()))
 	}
 	closed := 0
 	deadline := time.Now().Add(2 * time.Second)
@@ -84,5 +85,50 @@ func TestHTTPConnectionsReservedForServers(t *testing.T) {
 	}
 	if r := get(t, dialFrom(t, "127.0.0.1", addr)); r.StatusCode != http.StatusOK {
 		t.Errorf("a server's connection within the reserve: %d, want 200", r.StatusCode)
+	}
+}
+
+// One client address cannot take every place: past its own cap and a
+// small overflow answered 429, its new connections are closed at accept,
+// and another client is still served.
+func TestHTTPOneClientCannotTakeEveryPlace(t *testing.T) {
+	limits := DefaultConnLimits(time.Minute)
+	limits.MaxConns, limits.MaxConnsPerClient = 400, 8
+	limits.ReadHeaderTimeout = time.Minute
+	srv, err := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), limits, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(LimitListener(ln, limits))
+	t.Cleanup(func() { srv.Close() })
+	addr := ln.Addr().String()
+	var conns []net.Conn
+	for i := 0; i < 300; i++ {
+		conns = append(conns, dialFrom(t, "127.0.14.1", addr))
+	}
+	results := make(chan bool, len(conns))
+	deadline := time.Now().Add(2 * time.Second)
+	for _, c := range conns {
+		go func(c net.Conn) {
+			c.SetReadDeadline(deadline)
+			_, err := io.Copy(io.Discard, c)
+			results <- !errors.Is(err, os.ErrDeadlineExceeded)
+		}(c)
+	}
+	closed := 0
+	for range conns {
+		if <-results {
+			closed++
+		}
+	}
+	if kept := limits.MaxConnsPerClient + limits.clientOverflow(); closed != 300-kept {
+		t.Errorf("%d of one client's 300 silent connections closed at once, want the %d past %d", closed, 300-kept, kept)
+	}
+	if r := get(t, dialFrom(t, "127.0.14.2", addr)); r.StatusCode != http.StatusOK {
+		t.Errorf("another client during the flood: %d, want 200", r.StatusCode)
 	}
 }
