@@ -203,17 +203,51 @@ type SnapshotInfo struct {
 }
 
 // RemoveServer removes the server id from the Raft configuration. It fails
-// with ErrNotFound when no server has that id.
-func (o *OperatorAPI) RemoveServer(ctx context.Context, id string) (*Meta, error) {
+// with ErrNotFound when no server has that id, and, unless force, with
+// ErrUnsafeRemoval (nothing changed) when the server is alive and in touch
+// with the leader or when the removal would leave fewer voters than the
+// cluster was bootstrapped with. The result says how to bring the server
+// back (ReadmitServer); it keeps its data dir.
+func (o *OperatorAPI) RemoveServer(ctx context.Context, id string, force bool) (*RemoveResult, *Meta, error) {
 	if id == "" {
-		return nil, fmt.Errorf("%w: server id is empty", ErrInvalid)
+		return nil, nil, fmt.Errorf("%w: server id is empty", ErrInvalid)
 	}
-	resp, err := o.c.do(ctx, &request{method: http.MethodDelete,
-		path: "/v1/operator/servers/" + url.PathEscape(id), unsafeRetry: true})
+	path := "/v1/operator/servers/" + url.PathEscape(id)
+	if force {
+		path += "?force=true"
+	}
+	resp, err := o.c.do(ctx, &request{method: http.MethodDelete, path: path, unsafeRetry: true})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return resp.meta, nil
+	var out RemoveResult
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode remove answer: %w", err)
+	}
+	return &out, resp.meta, nil
+}
+
+// ReadmitServer adds back, as a non-voter, the server id that was removed
+// and runs again with its data dir (gossip must list it alive); the leader
+// promotes it once it has caught up while the cluster has fewer voters
+// than its configured size, or PromoteServer does. It fails with
+// ErrNotFound when no alive server of the cluster announces that id. A
+// server already in the configuration is left as it is, so the call is
+// retried like any idempotent one.
+func (o *OperatorAPI) ReadmitServer(ctx context.Context, id string) (*ReadmitResult, *Meta, error) {
+	if id == "" {
+		return nil, nil, fmt.Errorf("%w: server id is empty", ErrInvalid)
+	}
+	resp, err := o.c.do(ctx, &request{method: http.MethodPost,
+		path: "/v1/operator/servers/" + url.PathEscape(id) + "/readmit"})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out ReadmitResult
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode readmit answer: %w", err)
+	}
+	return &out, resp.meta, nil
 }
 
 // PromoteServer makes the non-voting server id a voter, also beyond the

@@ -64,7 +64,11 @@ func TestOperatorCalls(t *testing.T) {
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		switch r.URL.Path {
 		case "/v1/operator/servers/n3":
-			w.WriteHeader(204)
+			writeJSON(w, 200, map[string]any{"id": "n3", "voters": 2, "forced": []string{"rule"}, "readmit": "to bring n3 back, …"})
+		case "/v1/operator/servers/n2":
+			writeError(w, 409, CodeUnsafeRemoval, "server n2 is alive")
+		case "/v1/operator/servers/n6/readmit":
+			writeJSON(w, 200, map[string]any{"id": "n6", "raft_addr": "10.0.0.6:7501", "voter": false})
 		case "/v1/operator/servers/nope":
 			writeError(w, 404, CodeNotFound, "no server nope")
 		case "/v1/operator/transfer-leader":
@@ -81,10 +85,10 @@ func TestOperatorCalls(t *testing.T) {
 	ctx := context.Background()
 	op := c.Operator()
 
-	if _, err := op.RemoveServer(ctx, "n3"); err != nil {
-		t.Errorf("RemoveServer: %v", err)
+	if res, _, err := op.RemoveServer(ctx, "n3", true); err != nil || res.Voters != 2 || len(res.Forced) != 1 || res.Readmit == "" {
+		t.Errorf("RemoveServer = %+v, %v; want 2 voters, the forced rule and how to readmit", res, err)
 	}
-	if _, err := op.RemoveServer(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := op.RemoveServer(ctx, "nope", false); !errors.Is(err, ErrNotFound) {
 		t.Errorf("RemoveServer of an unknown id: err = %v, want ErrNotFound", err)
 	}
 	id, _, err := op.TransferLeader(ctx, "")
@@ -105,8 +109,14 @@ func TestOperatorCalls(t *testing.T) {
 	if r := srv.requests()[len(reqs)]; r.Method != "POST" || r.Path != "/v1/operator/servers/n4/promote" {
 		t.Errorf("promote request = %s %s, want POST /v1/operator/servers/n4/promote", r.Method, r.Path)
 	}
-	if r := reqs[0]; r.Method != "DELETE" {
-		t.Errorf("remove-server method = %s, want DELETE", r.Method)
+	if r := reqs[0]; r.Method != "DELETE" || r.Query.Encode() != "force=true" {
+		t.Errorf("remove-server request = %s ?%s, want DELETE ?force=true", r.Method, r.Query.Encode())
+	}
+	if _, _, err := op.RemoveServer(ctx, "n2", false); !errors.Is(err, ErrUnsafeRemoval) {
+		t.Errorf("RemoveServer of an alive server: err = %v, want ErrUnsafeRemoval", err)
+	}
+	if res, _, err := op.ReadmitServer(ctx, "n6"); err != nil || res.RaftAddr != "10.0.0.6:7501" || res.Voter {
+		t.Errorf("ReadmitServer = %+v, %v; want n6 at 10.0.0.6:7501, not a voter", res, err)
 	}
 	if r := reqs[2]; r.Method != "POST" || r.Body != "{}" {
 		t.Errorf("transfer-leader request = %s %q, want POST {}", r.Method, r.Body)

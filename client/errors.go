@@ -35,6 +35,14 @@ var (
 	// Nothing changed; promote it again once it has caught up.
 	ErrNotCaughtUp = errors.New("server not caught up with the leader")
 
+	// ErrUnsafeRemoval: an operator's removal of a server was refused
+	// because it could cost quorum by accident (code "unsafe_removal",
+	// HTTP 409): the server is alive and in touch with the leader, or the
+	// removal would leave fewer voters than the cluster was bootstrapped
+	// with. The message names the rule; nothing changed. Remove it with
+	// force to go ahead.
+	ErrUnsafeRemoval = errors.New("removal refused")
+
 	// ErrInvalid: the request was refused as malformed (any HTTP 400 code:
 	// invalid_key, invalid_ttl, body_too_large, ...; the APIError's Field
 	// names the culprit), or the client refused to send it. Retrying the
@@ -159,6 +167,7 @@ const (
 	CodeHeld                = "held"
 	CodeNothingNew          = "nothing_new"
 	CodeNotCaughtUp         = "not_caught_up"
+	CodeUnsafeRemoval       = "unsafe_removal"
 	CodeOverloaded          = "overloaded"
 	CodeTooManyConnections  = "too_many_connections"
 	CodeNoLeader            = "no_leader"
@@ -205,6 +214,7 @@ var codeSentinels = map[string]error{
 	CodeHeld:                ErrHeld,
 	CodeNothingNew:          nil,
 	CodeNotCaughtUp:         ErrNotCaughtUp,
+	CodeUnsafeRemoval:       ErrUnsafeRemoval,
 	CodeOverloaded:          ErrOverloaded,
 	CodeTooManyConnections:  ErrOverloaded,
 	CodeNoLeader:            ErrNoLeader,

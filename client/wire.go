@@ -90,6 +90,24 @@ type PromoteResult struct {
 	Voters int    `json:"voters"`
 }
 
+// RemoveResult is the answer of DELETE /v1/operator/servers/{id}: the
+// server removed, the voters left, the rules that force overrode (empty
+// without force), and how to bring the server back.
+type RemoveResult struct {
+	ID      string   `json:"id"`
+	Voters  int      `json:"voters"`
+	Forced  []string `json:"forced,omitempty"`
+	Readmit string   `json:"readmit"`
+}
+
+// ReadmitResult is the answer of POST /v1/operator/servers/{id}/readmit:
+// the server as the Raft configuration now has it.
+type ReadmitResult struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	Voter    bool   `json:"voter"`
+}
+
 // TransferBody is the body of POST /v1/operator/transfer-leader: the id of
 // the server to hand leadership to, or empty for the most up-to-date one.
 type TransferBody struct {

@@ -178,7 +178,9 @@ func TestForgedServersNeverBecomeVoters(t *testing.T) {
 			victim := (c.Leader() + 1) % 4
 			c.Stop(victim)
 			if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-				return n.RemoveServer(harness.Context(t, 5*time.Second), c.Peer(victim).ID)
+				// Forced: three voters are fewer than the configured four.
+				_, err := n.RemoveServer(harness.Context(t, 5*time.Second), c.Peer(victim).ID, true)
+				return err
 			}); err != nil {
 				t.Fatalf("remove %s: %v", c.Peer(victim).ID, err)
 			}
@@ -298,7 +300,9 @@ func TestNewServerPromotedOnlyUpToTheConfiguredSize(t *testing.T) {
 	gone := (c.Leader() + 1) % 3
 	c.Stop(gone)
 	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-		return n.RemoveServer(harness.Context(t, 5*time.Second), c.Peer(gone).ID)
+		// Forced: two voters are fewer than the configured three.
+		_, err := n.RemoveServer(harness.Context(t, 5*time.Second), c.Peer(gone).ID, true)
+		return err
 	}); err != nil {
 		t.Fatalf("remove %s: %v", c.Peer(gone).ID, err)
 	}

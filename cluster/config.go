@@ -164,6 +164,10 @@ type Config struct {
 	SnapshotThreshold  uint64
 	TrailingLogs       uint64
 
+	// Conns caps the inbound connections of the Raft and gossip ports and
+	// bounds the Raft handshake (connlimit.go).
+	Conns ConnLimits
+
 	// Transport replaces the TCP transport (tests use raft.InmemTransport).
 	Transport raft.Transport
 	// Clock is the lessor's time source.
@@ -211,6 +215,7 @@ func DefaultConfig() Config {
 		MaxCatchUpLag:       256,
 		ReadyMaxLagEntries:  DefaultReadyMaxLagEntries,
 		ReadyMaxLagTime:     DefaultReadyMaxLagTime,
+		Conns:               DefaultConnLimits(),
 	}
 }
 
@@ -346,6 +351,9 @@ func (c Config) Validate() error {
 	}
 	if c.SnapshotThreshold < 1 {
 		bad("snapshot-threshold: must be at least 1")
+	}
+	if err := c.Conns.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Clock == nil {
 		bad("clock: required")

@@ -38,6 +38,13 @@ var (
 	// caught up.
 	ErrNotCaughtUp = errors.New("server not caught up with the leader")
 
+	// ErrUnsafeRemoval: removing the server would break a rule that keeps
+	// quorum from being lost by accident: it is alive and in touch with
+	// the leader, or it would leave fewer voters than the cluster's
+	// configured size. The error names the rule; nothing changed. Remove
+	// it with force to go ahead.
+	ErrUnsafeRemoval = errors.New("removal refused")
+
 	// ErrOverloaded: too many writes are queued on the leader; retry later.
 	ErrOverloaded = errors.New("overloaded")
 

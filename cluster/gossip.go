@@ -88,6 +88,9 @@ type gossip struct {
 	// gen numbers the announcements recorded (memberEntry.gen).
 	gen uint64
 
+	// gate counts the inbound stream connections.
+	gate *connGate
+
 	// pilot is the leader's memory for admission, promotion and cleanup;
 	// only the maintain goroutine touches it.
 	pilot pilot
@@ -117,6 +120,10 @@ type gossipConfig struct {
 	contact func(raft.ServerID, raft.ServerAddress) (contact, bool)
 	// rules says when to promote, move and remove servers.
 	rules pilotRules
+	// limits caps the inbound stream connections (GossipMaxConns…);
+	// trusted tells the addresses of the cluster's servers.
+	limits  ConnLimits
+	trusted func(ip string) bool
 }
 
 // raftMembership is the part of *raft.Raft that gossip drives.
@@ -174,8 +181,20 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 	mc.Events = g
 	// No date prefix, so hclog can read memberlist's [DEBUG]/[WARN] levels.
 	mc.Logger = g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	if cfg.limits == (ConnLimits{}) {
+		cfg.limits = DefaultConnLimits()
+	}
+	tr, err := newGatedTransport(host, port, cfg.limits, cfg.trusted, mc)
+	if err != nil {
+		return nil, err
+	}
+	if port == 0 {
+		mc.BindPort, mc.AdvertisePort = tr.GetAutoBindPort(), tr.GetAutoBindPort()
+	}
+	mc.Transport, g.gate = tr, tr.gate
 	g.list, err = memberlist.Create(mc)
 	if err != nil {
+		tr.Shutdown()
 		return nil, fmt.Errorf("start gossip on %s: %w", cfg.addr, err)
 	}
 	g.wg.Add(2)
@@ -445,27 +464,6 @@ func (g *gossip) kick() {
 	case g.changed <- struct{}{}:
 	default:
 	}
-}
-
-// noteRemoved records that an operator removed server id through this node.
-func (g *gossip) noteRemoved(id string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.removed[id] = time.Now()
-}
-
-// removedLately reports whether this node removed server id through the API
-// within the last minute. The leader does not add such a server back even
-// if gossip still announces it as new (its announcement may lag).
-func (g *gossip) removedLately(id string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	at, ok := g.removed[id]
-	if ok && time.Since(at) > time.Minute {
-		delete(g.removed, id)
-		return false
-	}
-	return ok
 }
 
 // liveWorkers are the members that are workers and alive (suspect ones

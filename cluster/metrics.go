@@ -61,7 +61,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
 	}, []string{"state"})
 	reg.MustRegister(m.acquisitions, m.releases, m.expiries, m.conflicts, m.renewals,
 		m.applyLatency, m.batchSize, m.verifyLatency, m.leaderChanges,
-		&stateCollector{n: n, leases: leases},
+		&stateCollector{n: n, leases: leases}, &connCollector{n: n},
 	)
 	return m
 }

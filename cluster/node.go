@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -48,6 +47,11 @@ type Node struct {
 	hadState bool
 	// identity is the data dir's identity file as read at start.
 	identity Identity
+
+	// raftReady is raft once started, for the listeners' goroutines;
+	// raftGate and gossipGate count their connections (connlimit.go).
+	raftReady            atomic.Pointer[raft.Raft]
+	raftGate, gossipGate *connGate
 
 	// membersChanged is signalled on every gossip membership change.
 	membersChanged chan struct{}
@@ -132,27 +136,16 @@ func New(cfg Config) (*Node, error) {
 			prove:   prove,
 			contact: n.contacts.get,
 			rules:   rulesOf(cfg),
+			limits:  cfg.Conns,
+			trusted: n.IsServerIP,
 		})
 		if err != nil {
 			n.Shutdown()
 			return nil, err
 		}
-		n.gossip = g
+		n.gossip, n.gossipGate = g, g.gate
 	}
 	return n, nil
-}
-
-// raftTransport is Raft over TCP, or over mutual TLS when cfg.TLS is on.
-func raftTransport(cfg Config, advertise net.Addr) (raft.Transport, error) {
-	log := cfg.Logger.Named("transport")
-	if !cfg.TLS.Enabled() {
-		return raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, log)
-	}
-	stream, err := newTLSStream(cfg.RaftAddr, advertise, cfg.TLS, cfg.ClusterName)
-	if err != nil {
-		return nil, err
-	}
-	return raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, log), nil
 }
 
 func (n *Node) openRaft() error {
@@ -187,7 +180,7 @@ func (n *Node) openRaft() error {
 		if err != nil {
 			return fmt.Errorf("raft-addr: %w", err)
 		}
-		if n.trans, err = raftTransport(cfg, addr); err != nil {
+		if n.trans, n.raftGate, err = raftTransport(cfg, addr, n.IsServerIP); err != nil {
 			return fmt.Errorf("raft transport: %w", err)
 		}
 	}
@@ -224,6 +217,7 @@ func (n *Node) openRaft() error {
 	if n.identity, err = n.checkIdentity(ident, logs); err != nil {
 		return err
 	}
+	n.raftReady.Store(n.raft)
 	if !existing && len(cfg.InitialCluster) > 0 {
 		var servers []raft.Server
 		for _, p := range cfg.InitialCluster {

@@ -144,32 +144,6 @@ func (n *Node) httpAddrOf(id string) string {
 	return ""
 }
 
-// RemoveServer removes a server from the Raft configuration. Leader only.
-func (n *Node) RemoveServer(ctx context.Context, id string) error {
-	if _, err := n.proposer(); err != nil {
-		return err
-	}
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return fmt.Errorf("read configuration: %w", err)
-	}
-	found := false
-	for _, srv := range f.Configuration().Servers {
-		found = found || string(srv.ID) == id
-	}
-	if !found {
-		return fmt.Errorf("server %q: %w", id, ErrNotFound)
-	}
-	if n.gossip != nil {
-		n.gossip.noteRemoved(id)
-	}
-	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
-		return fmt.Errorf("remove server %q: %w", id, err)
-	}
-	n.log.Info("server removed", "server_id", id)
-	return nil
-}
-
 // PromoteServer makes the non-voter id a voter, at an operator's request:
 // also beyond the configured size (Config.Voters), and also a server
 // started with -non-voter. The leader must be in touch with it at its

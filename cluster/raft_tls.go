@@ -69,18 +69,19 @@ func TLSProof(files certs.Files, clusterName string) (func(Member) error, error)
 	}, nil
 }
 
-// newTLSStream listens on bind for Raft over TLS and dials peers with the
-// same certificate.
-func newTLSStream(bind string, advertise net.Addr, files certs.Files, clusterName string) (*tlsStream, error) {
+// newTLSStream listens on bind for Raft over TLS, within limits (see
+// limitRaftListener), and dials peers with the same certificate.
+func newTLSStream(bind string, advertise net.Addr, files certs.Files, clusterName string, limits ConnLimits, trusted func(string) bool) (*tlsStream, *connGate, error) {
 	in, out, err := raftTLS(files, clusterName)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
-		return nil, fmt.Errorf("raft listen on %s: %w", bind, err)
+		return nil, nil, fmt.Errorf("raft listen on %s: %w", bind, err)
 	}
-	return &tlsStream{Listener: tls.NewListener(ln, in), advertise: advertise, dial: out}, nil
+	limited, gate := limitRaftListener(ln, limits, trusted, func(l net.Listener) net.Listener { return tls.NewListener(l, in) })
+	return &tlsStream{Listener: limited, advertise: advertise, dial: out}, gate, nil
 }
 
 // Dial implements raft.StreamLayer: a TLS connection whose handshake has

@@ -180,6 +180,7 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"DELETE /v1/operator/servers/{id}", "DELETE", "/v1/operator/servers/n9", "", client.RightOperator},
 		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, client.RightOperator},
 		{"POST /v1/operator/servers/{id}/promote", "POST", "/v1/operator/servers/n1/promote", "", client.RightOperator},
+		{"POST /v1/operator/servers/{id}/readmit", "POST", "/v1/operator/servers/n1/readmit", "", client.RightOperator},
 		{"GET /metrics", "GET", "/metrics", "", client.RightOperator},
 		{"GET /ui", "GET", "/ui", "", client.RightRead},
 		{"GET /healthz", "GET", "/healthz", "", "open"},

@@ -28,12 +28,28 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) removeServer(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	if err := s.node.RemoveServer(ctx, pathVar(r, "id")); err != nil {
+	force, err := parseForce(r)
+	if err != nil {
 		return err
 	}
-	w.WriteHeader(http.StatusNoContent)
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	res, err := s.node.RemoveServer(ctx, pathVar(r, "id"), force)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, client.RemoveResult{ID: res.ID, Voters: res.Voters, Forced: res.Forced, Readmit: res.Readmit})
+	return nil
+}
+
+func (s *Server) readmitServer(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	srv, err := s.node.ReadmitServer(ctx, pathVar(r, "id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, client.ReadmitResult{ID: srv.ID, RaftAddr: srv.RaftAddr, Voter: srv.Voter})
 	return nil
 }
 

@@ -18,7 +18,7 @@ import (
 // connection may stay idle or take to send its request.
 type ConnLimits struct {
 	// MaxConns bounds the open connections; MaxConnsPerClient those of one
-	// client IP address. A connection past either is answered 429
+	// client IP address. A connection past either is answered 503
 	// overloaded with Retry-After and closed (after ReadHeaderTimeout if
 	// it sends nothing).
 	MaxConns, MaxConnsPerClient int
@@ -29,7 +29,26 @@ type ConnLimits struct {
 	// WriteTimeout bounds the answer; it must exceed the longest blocking
 	// wait plus the write timeout, or blocking queries would be cut.
 	WriteTimeout time.Duration
+	// Trusted, if not nil, reports whether a client IP address is one of
+	// a server of the cluster (cluster.Node.IsServerIP): the last
+	// PeerReserve connections under MaxConns are kept for those, so that
+	// a flood from elsewhere cannot stop the servers from forwarding to
+	// this one.
+	Trusted func(ip string) bool
 }
+
+// PeerReserve is how many of MaxConns only Trusted addresses may use: a
+// quarter of them, at most 64.
+func (l ConnLimits) PeerReserve() int { return min(64, l.MaxConns/4) }
+
+// FileDescriptors is how many file descriptors the HTTP listener may hold
+// at most: MaxConns, and the connections past it that are being answered
+// 503 (LimitListener closes any beyond those at once).
+func (l ConnLimits) FileDescriptors() int { return l.MaxConns + l.overflow() }
+
+// overflow is how many connections past MaxConns are accepted and answered
+// 503 too_many_connections before the listener closes new ones unanswered.
+func (l ConnLimits) overflow() int { return min(1024, l.MaxConns/8+16) }
 
 // DefaultConnLimits suit one server of a cluster whose longest blocking
 // wait is maxWait.
@@ -62,7 +81,7 @@ func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*ht
 	if err := limits.Validate(); err != nil {
 		return nil, err
 	}
-	c := &connCounter{limits: limits, perClient: make(map[string]int)}
+	c := &connCounter{limits: limits, perClient: make(map[string]int), over: make(map[net.Conn]struct{})}
 	return &http.Server{
 		Handler:           c.wrap(h),
 		ReadHeaderTimeout: limits.ReadHeaderTimeout,
@@ -76,13 +95,16 @@ func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*ht
 }
 
 // connCounter counts the open connections. A connection opened past a
-// limit is marked: its requests are answered 503 and it is closed.
+// limit is marked: its requests are answered 503 and it is closed. Marked
+// connections do not count against the limits: they hold no place that a
+// server of the cluster (Trusted) could need.
 type connCounter struct {
 	limits ConnLimits
 
 	mu        sync.Mutex
 	open      int
 	perClient map[string]int
+	over      map[net.Conn]struct{}
 }
 
 type overKey struct{}
@@ -96,16 +118,21 @@ func clientIP(c net.Conn) string {
 }
 
 // context counts a new connection (net/http calls ConnContext once for
-// each, before any of its states) and marks it when it is past a limit.
+// each, before any of its states) or, past a limit, marks it.
 func (c *connCounter) context(ctx context.Context, conn net.Conn) context.Context {
+	ip := clientIP(conn)
+	max := c.limits.MaxConns
+	if c.limits.Trusted == nil || !c.limits.Trusted(ip) {
+		max -= c.limits.PeerReserve()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ip := clientIP(conn)
-	c.open++
-	c.perClient[ip]++
-	if c.open > c.limits.MaxConns || c.perClient[ip] > c.limits.MaxConnsPerClient {
+	if c.open >= max || c.perClient[ip] >= c.limits.MaxConnsPerClient {
+		c.over[conn] = struct{}{}
 		return context.WithValue(ctx, overKey{}, true)
 	}
+	c.open++
+	c.perClient[ip]++
 	return ctx
 }
 
@@ -116,6 +143,10 @@ func (c *connCounter) state(conn net.Conn, s http.ConnState) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.over[conn]; ok {
+		delete(c.over, conn)
+		return
+	}
 	ip := clientIP(conn)
 	c.open--
 	if c.perClient[ip]--; c.perClient[ip] <= 0 {

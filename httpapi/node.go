@@ -67,7 +67,8 @@ type Node interface {
 	// Cluster and operator.
 	Status() cluster.Status
 	Members() []cluster.Member
-	RemoveServer(ctx context.Context, id string) error
+	RemoveServer(ctx context.Context, id string, force bool) (cluster.RemoveResult, error)
+	ReadmitServer(ctx context.Context, id string) (cluster.Server, error)
 	PromoteServer(ctx context.Context, id string) (int, error)
 	TransferLeadership(ctx context.Context, id string) (string, error)
 	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)

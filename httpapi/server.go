@@ -120,6 +120,7 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/revoke", s.leader(s.guard(fixed(fsm.RightRevoke, "key", ""), s.revokeHolder))).Methods(http.MethodPost) // revoke on every key
 	r.Handle("/v1/operator/servers/{id}", s.leader(s.guard(onCluster(fsm.RightOperator), s.removeServer))).Methods(http.MethodDelete)
 	r.Handle("/v1/operator/servers/{id}/promote", s.leader(s.guard(onCluster(fsm.RightOperator), s.promoteServer))).Methods(http.MethodPost)
+	r.Handle("/v1/operator/servers/{id}/readmit", s.leader(s.guard(onCluster(fsm.RightOperator), s.readmitServer))).Methods(http.MethodPost)
 	r.Handle("/v1/operator/transfer-leader", s.leader(s.guard(onCluster(fsm.RightOperator), s.transferLeader))).Methods(http.MethodPost)
 	// Groups, controls and workers.
 	group := "/v1/groups/{name:.+?}"

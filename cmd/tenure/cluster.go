@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/tenure-io/tenure/client"
 )
@@ -109,7 +110,12 @@ func (e *env) snapshot(ctx context.Context, args []string) int {
 const operatorUsage = `Usage: tenure operator <subcommand> [args]
 
 Subcommands:
-    remove-server ID        Remove a server from the Raft configuration
+    remove-server [-force] ID
+                            Remove a server from the Raft configuration; refused
+                            without -force for a server that is alive, or when
+                            fewer voters than -bootstrap-expect would remain
+    readmit-server ID       Add back a removed server that runs again with its
+                            data dir (as a non-voter, promoted once caught up)
     transfer-leader [ID]    Hand leadership to ID, or to the most up-to-date server
     keyring                 List and rotate the gossip encryption keys
     raft promote ID         Make the non-voting server ID a voter
@@ -118,6 +124,7 @@ Subcommands:
 func (e *env) operator(ctx context.Context, args []string) int {
 	return e.subcommands(ctx, args, operatorUsage, map[string]func(context.Context, []string) int{
 		"remove-server":   e.removeServer,
+		"readmit-server":  e.readmitServer,
 		"transfer-leader": e.transferLeader,
 		"keyring":         e.keyring,
 		"raft":            e.operatorRaft,
@@ -159,19 +166,48 @@ func (e *env) promoteServer(ctx context.Context, args []string) int {
 
 func (e *env) removeServer(ctx context.Context, args []string) int {
 	var cf clusterFlags
-	fs := e.newFlagSet("operator remove-server", "operator remove-server ID")
+	fs := e.newFlagSet("operator remove-server", "operator remove-server [-force] ID")
+	cf.register(fs)
+	force := fs.Bool("force", false, "remove even a server that is alive, or one whose removal leaves fewer voters than -bootstrap-expect")
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	res, _, err := c.Operator().RemoveServer(ctx, pos[0], *force)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(res)
+	}
+	fmt.Fprintf(e.stdout, "Removed server %s (%d voters left)\n", res.ID, res.Voters)
+	for _, rule := range res.Forced {
+		fmt.Fprintf(e.stdout, "Warning: forced past a rule: %s\n", rule)
+	}
+	fmt.Fprintf(e.stdout, "To bring it back: %s\n", strings.TrimPrefix(res.Readmit, "to bring "+res.ID+" back, "))
+	return exitOK
+}
+
+func (e *env) readmitServer(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("operator readmit-server", "operator readmit-server ID")
 	cf.register(fs)
 	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
 	if !ok {
 		return code
 	}
-	if _, err := c.Operator().RemoveServer(ctx, pos[0]); err != nil {
+	res, _, err := c.Operator().ReadmitServer(ctx, pos[0])
+	if err != nil {
 		return e.fail(err)
 	}
 	if cf.json {
-		return e.printJSON(map[string]any{"id": pos[0], "removed": true})
+		return e.printJSON(res)
 	}
-	fmt.Fprintf(e.stdout, "Removed server %s\n", pos[0])
+	role := "a non-voter: the leader promotes it once it has caught up, while the cluster has fewer voters than its configured size (or: tenure operator raft promote " + res.ID + ")"
+	if res.Voter {
+		role = "a voter"
+	}
+	fmt.Fprintf(e.stdout, "Server %s at %s is in the Raft configuration as %s\n", res.ID, res.RaftAddr, role)
 	return exitOK
 }
 

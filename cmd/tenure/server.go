@@ -96,6 +96,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.IntVar(&h.MaxConnsPerClient, "http-max-conns-per-client", h.MaxConnsPerClient, "open HTTP connections of one client IP address")
 	fs.DurationVar(&h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest time to read a request, body included (a slower sender is cut)")
 	fs.DurationVar(&h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "an idle keep-alive connection is closed after this")
+	connFlags(fs, &c.Conns)
 	fs.StringVar(&s.logLevel, "log-level", "info", "trace, debug, info, warn or error")
 	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON lines")
 	return fs
@@ -157,6 +158,9 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 	// whole wait, plus Raft.
 	s.http.WriteTimeout = max(s.cluster.MaxWait, httpapi.DefaultConfig().MaxBlockingWait) + time.Minute
 	if err := s.http.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.cluster.Conns.Validate(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -301,6 +305,9 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOpenFiles(s, log); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("http-addr: %w", err)
@@ -323,6 +330,8 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 		ln.Close()
 		return err
 	}
+	s.http.Trusted = node.IsServerIP
+	ln = httpapi.LimitListener(ln, s.http)
 	srv, err := httpapi.NewHTTPServer(api, s.http, log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}))
 	if err != nil {
 		ln.Close()

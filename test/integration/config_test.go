@@ -167,6 +167,18 @@ func testBadConfigRefused(t *testing.T) {
 			args: []string{"-min-tll", "5s"},
 			want: "min-tll",
 		},
+		{
+			// More than any limit of open files can be (Linux caps it
+			// near 2^30).
+			name: "connection caps past the limit of open files",
+			args: []string{"-http-max-conns", "2000000000", "-http-max-conns-per-client", "10"},
+			want: "RLIMIT_NOFILE",
+		},
+		{
+			name: "raft cap per client above its total",
+			args: []string{"-raft-max-conns", "10", "-raft-max-conns-per-client", "20"},
+			want: "raft-max-conns-per-client",
+		},
 	}
 	for k, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,80 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// gatedTransport is memberlist's network transport with its inbound
+// stream (TCP) connections within a connGate: one past the caps is closed
+// as soon as it is accepted. Memberlist closes every stream after its
+// TCPTimeout, so an idle one holds its file descriptor for that long at
+// most; the caps bound how many a flood can hold meanwhile.
+type gatedTransport struct {
+	*memberlist.NetTransport
+	gate    *connGate
+	streams chan net.Conn
+	stop    chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+// newGatedTransport listens for gossip on host:port (port 0 picks one).
+func newGatedTransport(host string, port int, limits ConnLimits, trusted func(string) bool, mc *memberlist.Config) (*gatedTransport, error) {
+	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+		BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gossip listen on %s: %w", net.JoinHostPort(host, fmt.Sprint(port)), err)
+	}
+	t := &gatedTransport{
+		NetTransport: nt,
+		gate:         newConnGate(limits.GossipMaxConns, limits.GossipMaxConnsPerClient, trusted),
+		streams:      make(chan net.Conn),
+		stop:         make(chan struct{}),
+	}
+	t.wg.Add(1)
+	go t.admit()
+	return t, nil
+}
+
+// admit hands on the connections within the caps, until Shutdown.
+func (t *gatedTransport) admit() {
+	defer t.wg.Done()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case c := <-t.NetTransport.StreamCh():
+			ip := remoteIP(c.RemoteAddr())
+			if !t.gate.enter(ip) {
+				c.Close()
+				continue
+			}
+			gc := &gatedConn{Conn: c, gate: t.gate, ip: ip}
+			select {
+			case t.streams <- gc:
+			case <-t.stop:
+				gc.Close()
+				return
+			}
+		}
+	}
+}
+
+// StreamCh implements memberlist.Transport: the admitted connections.
+func (t *gatedTransport) StreamCh() <-chan net.Conn { return t.streams }
+
+// Shutdown implements memberlist.Transport.
+func (t *gatedTransport) Shutdown() error {
+	var err error
+	t.once.Do(func() {
+		close(t.stop)
+		err = t.NetTransport.Shutdown()
+		t.wg.Wait()
+	})
+	return err
+}

@@ -1,0 +1,187 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// RemoveResult is what a removal did.
+type RemoveResult struct {
+	ID string
+	// Voters is how many voters the configuration has afterwards.
+	Voters int
+	// Forced lists the rules that force overrode (empty without force, or
+	// when no rule was broken).
+	Forced []string
+	// Readmit says how to bring the server back.
+	Readmit string
+}
+
+// RemoveServer removes the server id from the Raft configuration, at an
+// operator's request. Without force it refuses (ErrUnsafeRemoval, naming
+// the rule) to remove
+//
+//   - a server that is alive and in touch with the leader (this leader
+//     included): its removal is a decision to take once it is stopped, so
+//     that a typo cannot take a working voter out;
+//   - a voter whose removal leaves fewer voters than the configured size
+//     of the cluster (ConfiguredVoters): one more failure would then lose
+//     quorum.
+//
+// With force it goes ahead and lists the rules it overrode. The removed
+// server keeps its data dir; ReadmitServer brings it back. Leader only.
+func (n *Node) RemoveServer(ctx context.Context, id string, force bool) (RemoveResult, error) {
+	if _, err := n.proposer(); err != nil {
+		return RemoveResult{}, err
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return RemoveResult{}, fmt.Errorf("read configuration: %w", err)
+	}
+	var target *raft.Server
+	voters := 0
+	for _, srv := range f.Configuration().Servers {
+		if srv.Suffrage == raft.Voter {
+			voters++
+		}
+		if string(srv.ID) == id {
+			target = &srv
+		}
+	}
+	if target == nil {
+		return RemoveResult{}, fmt.Errorf("server %q: %w", id, ErrNotFound)
+	}
+	after := voters
+	if target.Suffrage == raft.Voter {
+		after--
+	}
+	var broken []string
+	if id == n.cfg.NodeID {
+		broken = append(broken, fmt.Sprintf("server %q is alive: it is the leader that answers this request (transfer leadership first, or stop it)", id))
+	} else if ct, ok := n.contacts.get(target.ID, target.Address); ok && time.Since(ct.at) <= rulesOf(n.cfg).recent {
+		broken = append(broken, fmt.Sprintf("server %q is alive: the leader heard from it at %s %v ago (stop it first)",
+			id, target.Address, time.Since(ct.at).Round(time.Millisecond)))
+	}
+	if size := n.ConfiguredVoters(); target.Suffrage == raft.Voter && after < size {
+		broken = append(broken, fmt.Sprintf("removing voter %q leaves %d voters, fewer than the %d the cluster was bootstrapped with (-bootstrap-expect): one more failure would lose quorum",
+			id, after, size))
+	}
+	if len(broken) > 0 && !force {
+		return RemoveResult{}, fmt.Errorf("%w: %s; remove it with force to go ahead", ErrUnsafeRemoval, joinRules(broken))
+	}
+	if n.gossip != nil {
+		n.gossip.noteRemoved(id)
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
+		return RemoveResult{}, fmt.Errorf("remove server %q: %w", id, err)
+	}
+	if len(broken) > 0 {
+		n.log.Warn("server removed with force", "server_id", id, "voters", after, "overrode", joinRules(broken))
+	} else {
+		n.log.Info("server removed", "server_id", id, "voters", after)
+	}
+	return RemoveResult{ID: id, Voters: after, Forced: broken, Readmit: readmitHint(id)}, nil
+}
+
+func joinRules(rules []string) string {
+	out := ""
+	for i, r := range rules {
+		if i > 0 {
+			out += "; "
+		}
+		out += r
+	}
+	return out
+}
+
+// readmitHint is how an operator brings server id back after a removal.
+func readmitHint(id string) string {
+	return fmt.Sprintf("to bring %s back, start it again with its data dir (no need to wipe it), then readmit it: "+
+		"tenure operator readmit-server %s (POST /v1/operator/servers/%s/readmit); it rejoins as a non-voter and is promoted "+
+		"once caught up while the cluster has fewer voters than its configured size (or: tenure operator raft promote %s)", id, id, id, id)
+}
+
+// ConfiguredVoters is the size of the cluster as this node knows it: its
+// own Config.Voters, or the largest -bootstrap-expect announced over
+// gossip by a proven server of the cluster (a server started with -join
+// alone learns it so); 0 when no one says.
+func (n *Node) ConfiguredVoters() int {
+	size := n.cfg.Voters()
+	for _, m := range n.Members() {
+		if m.Meta.Role == "server" && m.proof == nil && m.Meta.BootstrapExpect > size {
+			size = m.Meta.BootstrapExpect
+		}
+	}
+	return size
+}
+
+// ReadmitServer adds back to Raft, as a non-voter, the server id that an
+// operator (or dead-server cleanup) removed and that runs again with its
+// data dir: gossip must list it alive and proven. The leader then promotes
+// it like any new server (ServerStabilization, while the cluster has fewer
+// voters than its configured size), or an operator does (PromoteServer).
+// A server already in the configuration is left as it is (safe to retry).
+// It returns the server as the configuration has it. Leader only.
+func (n *Node) ReadmitServer(ctx context.Context, id string) (Server, error) {
+	if _, err := n.proposer(); err != nil {
+		return Server{}, err
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return Server{}, fmt.Errorf("read configuration: %w", err)
+	}
+	for _, srv := range f.Configuration().Servers {
+		if string(srv.ID) == id {
+			return Server{ID: id, RaftAddr: string(srv.Address), HTTPAddr: n.httpAddrOf(id), Voter: srv.Suffrage == raft.Voter}, nil
+		}
+	}
+	if n.gossip == nil {
+		return Server{}, fmt.Errorf("server %q: gossip is off on the leader, so it cannot see the server: %w", id, ErrNotFound)
+	}
+	var addr string
+	for _, m := range n.gossip.Members() {
+		if m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" && m.Meta.RaftAddr != "" && m.proof == nil {
+			addr = m.Meta.RaftAddr
+		}
+	}
+	if addr == "" {
+		return Server{}, fmt.Errorf("server %q: no alive server of this cluster announces it on gossip; start it (with its data dir) and try again: %w", id, ErrNotFound)
+	}
+	n.gossip.forgetRemoved(id)
+	if err := n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error(); err != nil {
+		return Server{}, fmt.Errorf("readmit server %q: %w", id, err)
+	}
+	n.log.Info("server readmitted", "server_id", id, "raft_addr", addr, "voter", false)
+	return Server{ID: id, RaftAddr: addr, HTTPAddr: n.httpAddrOf(id)}, nil
+}
+
+// noteRemoved records that an operator removed server id through this node.
+func (g *gossip) noteRemoved(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.removed[id] = time.Now()
+}
+
+// forgetRemoved drops the record of noteRemoved: an operator readmits id.
+func (g *gossip) forgetRemoved(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.removed, id)
+}
+
+// removedLately reports whether this node removed server id through the API
+// within the last minute. The leader does not add such a server back even
+// if gossip still announces it as new (its announcement may lag).
+func (g *gossip) removedLately(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	at, ok := g.removed[id]
+	if ok && time.Since(at) > time.Minute {
+		delete(g.removed, id)
+		return false
+	}
+	return ok
+}
