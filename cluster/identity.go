@@ -127,10 +127,9 @@ func checkClusterID(dataDir string, id Identity, replicated string) error {
 // server has been a member of a cluster but whose Raft state is gone.
 func lostRaftState(dataDir string, id Identity) error {
 	return fmt.Errorf("%w: %s says server %s has been a member of cluster %s, but %s holds no Raft state (raft.db was deleted, emptied or recreated: no term, no vote): "+
-		"it has lost its term and its vote, and starting it could let it vote twice in one term. "+
-		"Remove it from the cluster first (tenure operator remove-server %s, against a running server), "+
-		"then move this data dir aside and start it with an empty one, or start it once with -allow-lost-raft-state: it then rejoins as a new non-voter",
-		ErrRefusedStart, IdentityFile, id.NodeID, id.ClusterID, dataDir, id.NodeID)
+		"it has lost its term and its vote, and starting it could let it vote twice in one term. %s "+
+		"(instead of an empty data dir, starting this one once with -allow-lost-raft-state, after the removal, does the same)",
+		ErrRefusedStart, IdentityFile, id.NodeID, id.ClusterID, dataDir, resyncRemedy(id.NodeID, dataDir))
 }
 
 // recordClusterID writes the cluster id into the identity file as soon as

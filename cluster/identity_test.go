@@ -155,7 +155,7 @@ func TestStartRefusesLostRaftState(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := singleNode(t, dir, nil)
-	wantRefused(t, err, id.ClusterID, "remove-server n1", "-allow-lost-raft-state")
+	wantRefused(t, err, id.ClusterID, "remove-server -force n1", "-allow-lost-raft-state")
 	// Refused again: a refusal changes nothing in the data dir.
 	_, err = singleNode(t, dir, nil)
 	wantRefused(t, err, id.ClusterID)
@@ -191,7 +191,7 @@ func TestStartRefusesZeroedRaftDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = singleNode(t, dir, nil)
-	wantRefused(t, err, path, "damaged", "remove-server n1")
+	wantRefused(t, err, path, "damaged", "remove-server -force n1")
 }
 
 // A data dir written by a build without identity files (raft.db, no
@@ -254,7 +254,7 @@ func TestStartRefusesDamagedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = singleNode(t, dir, nil)
-	wantRefused(t, err, filepath.Join(dir, "snapshots")+" is damaged", "remove-server n1")
+	wantRefused(t, err, filepath.Join(dir, "snapshots")+" is damaged", "remove-server -force n1")
 }
 
 // A second server on a data dir in use is refused, naming the lock, rather

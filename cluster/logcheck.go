@@ -22,21 +22,26 @@ type LogEntryError struct {
 	// Path is the log store, DataDir/raft.db.
 	Path    string
 	DataDir string
+	NodeID  string
 	Index   uint64
 	Err     error
 }
 
 func (e *LogEntryError) Error() string {
 	if errors.Is(e.Err, fsm.ErrCorrupt) {
-		return fmt.Sprintf("the log is damaged: entry %d of %s: %v; this server stops instead of applying it. "+
-			"Keep this server stopped, remove (or move aside) its data dir %s, and start it again with the same flags so it resyncs from the leader; "+
-			"do this only while the other servers have a leader (see \"A damaged Raft log\" in the README)",
-			e.Index, e.Path, e.Err, e.DataDir)
+		return fmt.Sprintf("the log is damaged: entry %d of %s: %v; this server stops instead of applying it. Keep it stopped and %s "+
+			"(see \"A damaged Raft log\" in the README)", e.Index, e.Path, e.Err, resyncRemedy(e.NodeID, e.DataDir))
 	}
 	return fmt.Sprintf("cannot apply entry %d of %s: %v; it was written by a newer build: upgrade this server", e.Index, e.Path, e.Err)
 }
 
 func (e *LogEntryError) Unwrap() error { return e.Err }
+
+// Is makes a damaged entry a refusal to start (ErrRefusedStart): like a
+// damaged store, it stays until an operator resyncs the server.
+func (e *LogEntryError) Is(target error) bool {
+	return target == ErrRefusedStart && errors.Is(e.Err, fsm.ErrCorrupt)
+}
 
 // checkLogStore reads every entry of the log store and checks the data of
 // each command entry (fsm.Verify: the checksum, or a full decode for an
@@ -44,7 +49,7 @@ func (e *LogEntryError) Unwrap() error { return e.Err }
 // damaged entry is found even below the last snapshot, where it is never
 // applied again but would still be sent to a follower if this server led.
 // Its cost is in docs/adr/0001-command-encoding.md (BenchmarkCheckLogStore).
-func checkLogStore(store raft.LogStore, dataDir string) error {
+func checkLogStore(store raft.LogStore, dataDir, nodeID string) error {
 	path := filepath.Join(dataDir, "raft.db")
 	first, err := store.FirstIndex()
 	if err != nil {
@@ -67,13 +72,13 @@ func checkLogStore(store raft.LogStore, dataDir string) error {
 			continue
 		}
 		if err != nil {
-			return &LogEntryError{Path: path, DataDir: dataDir, Index: i, Err: fmt.Errorf("%w: %w", fsm.ErrCorrupt, err)}
+			return &LogEntryError{Path: path, DataDir: dataDir, NodeID: nodeID, Index: i, Err: fmt.Errorf("%w: %w", fsm.ErrCorrupt, err)}
 		}
 		if l.Type != raft.LogCommand {
 			continue
 		}
 		if err := fsm.Verify(l.Data); err != nil {
-			return &LogEntryError{Path: path, DataDir: dataDir, Index: i, Err: err}
+			return &LogEntryError{Path: path, DataDir: dataDir, NodeID: nodeID, Index: i, Err: err}
 		}
 	}
 	return nil
@@ -91,6 +96,7 @@ var errStopped = errors.New("the state machine stopped at an entry it could not 
 type checkedFSM struct {
 	machine *fsm.Machine
 	dataDir string
+	nodeID  string
 	log     hclog.Logger
 	fail    func(error)
 	stop    <-chan struct{}
@@ -99,7 +105,7 @@ type checkedFSM struct {
 
 // checkedFSM is the raft.FSM that n's Raft applies to.
 func (n *Node) checkedFSM() *checkedFSM {
-	return &checkedFSM{machine: n.machine, dataDir: n.cfg.DataDir, log: n.log, fail: n.fail, stop: n.shutdownCh}
+	return &checkedFSM{machine: n.machine, dataDir: n.cfg.DataDir, nodeID: n.cfg.NodeID, log: n.log, fail: n.fail, stop: n.shutdownCh}
 }
 
 // Apply runs on Raft's FSM goroutine.
@@ -112,7 +118,7 @@ func (c *checkedFSM) Apply(l *raft.Log) interface{} {
 		return out
 	}
 	c.failed.Store(true)
-	e := &LogEntryError{Path: filepath.Join(c.dataDir, "raft.db"), DataDir: c.dataDir, Index: l.Index, Err: err}
+	e := &LogEntryError{Path: filepath.Join(c.dataDir, "raft.db"), DataDir: c.dataDir, NodeID: c.nodeID, Index: l.Index, Err: err}
 	c.log.Error("log entry refused; stopping", "index", l.Index, "path", e.Path, "error", e)
 	c.fail(e)
 	<-c.stop

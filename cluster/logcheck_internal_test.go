@@ -63,7 +63,7 @@ func TestCheckLogStore(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err = checkLogStore(store, dir)
+			err = checkLogStore(store, dir, "n1")
 			var le *LogEntryError
 			switch {
 			case tt.damaged == 0 && err != nil:

@@ -45,7 +45,7 @@ func assertNamesFileIndexRemedy(t *testing.T, err error, dir string, index uint6
 		t.Errorf("error names entry %d, want %d", le.Index, index)
 	}
 	msg := err.Error()
-	for _, want := range []string{filepath.Join(dir, "raft.db"), "entry " + itoa(index) + " ", "remove (or move aside) its data dir " + dir, "resyncs from the leader"} {
+	for _, want := range []string{filepath.Join(dir, "raft.db"), "entry " + itoa(index) + " ", "remove-server -force n1", "move the data dir " + dir + " aside", "readmit-server n1"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error %q does not say %q", msg, want)
 		}

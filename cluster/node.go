@@ -207,7 +207,7 @@ func (n *Node) openRaft() error {
 	if ident, err = n.checkLostState(ident, store); err != nil {
 		return err
 	}
-	if err := checkLogStore(store, cfg.DataDir); err != nil {
+	if err := checkLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
 	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snaps, withContacts(withLag(n.trans, n.lag), n.contacts))

@@ -125,12 +125,22 @@ func guard(f func() error) error {
 
 // damagedStore is the error of a store file that cannot be read.
 func damagedStore(path, dataDir, nodeID string, cause error) error {
-	return fmt.Errorf("%w: %s is damaged (%w). Its copy of the log cannot be trusted; resync this server from the cluster: "+
-		"remove it from the cluster (tenure operator remove-server %s, against a running server), "+
-		"move the data dir %s aside (keep it for diagnosis) and start this server again with an empty data dir and the same flags: "+
-		"it rejoins as a new non-voter, receives the state from the leader, and is promoted when the cluster lacks a voter. "+
-		"If no other server of the cluster holds the data, restore the data dir from a backup instead",
-		ErrRefusedStart, path, cause, nodeID, dataDir)
+	return fmt.Errorf("%w: %s is damaged (%w). Its copy of the log cannot be trusted; %s",
+		ErrRefusedStart, path, cause, resyncRemedy(nodeID, dataDir))
+}
+
+// resyncRemedy is what an operator does with a server whose Raft state
+// cannot be trusted or is gone: the server leaves the configuration
+// before it comes back empty, so that it never votes twice in a term
+// (ADR 0015), and is readmitted at once (ADR 0016).
+func resyncRemedy(nodeID, dataDir string) string {
+	return fmt.Sprintf("resync this server from the cluster, while the other servers have a leader: "+
+		"remove it from the cluster (tenure operator remove-server -force %[1]s, against a running server; "+
+		"-force because the removal leaves fewer voters than the cluster was bootstrapped with), "+
+		"move the data dir %[2]s aside (keep it for diagnosis), start this server again with an empty data dir and the same flags, "+
+		"and readmit it (tenure operator readmit-server %[1]s; the leader also admits it on its own a minute after the removal): "+
+		"it rejoins as a non-voter, receives the state from the leader, and is promoted once caught up. "+
+		"If no other server of the cluster holds the data, restore the data dir from a backup instead", nodeID, dataDir)
 }
 
 // newRaftGuarded is raft.NewRaft with a panic in the stores (a damaged page

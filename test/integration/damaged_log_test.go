@@ -54,13 +54,13 @@ func TestDamagedLogEntryStopsTheServer(t *testing.T) {
 		t.Fatalf("%s kept running on a damaged log", nd.id)
 	}
 	var exit *exec.ExitError
-	if !errors.As(p.err, &exit) || exit.ExitCode() != 1 {
-		t.Errorf("%s exited with %v, want exit status 1", nd.id, p.err)
+	if !errors.As(p.err, &exit) || exit.ExitCode() != 78 {
+		t.Errorf("%s exited with %v, want exit status 78 (a refusal to start)", nd.id, p.err)
 	}
 	out := tail(nd.logPath, 5)
 	t.Logf("%s stopped with:\n%s", nd.id, out)
 	for _, want := range []string{"the log is damaged", fmt.Sprintf("entry %d of %s", index, path),
-		"remove (or move aside) its data dir " + nd.dataDir, "start it again with the same flags so it resyncs from the leader"} {
+		"remove-server -force " + nd.id, "move the data dir " + nd.dataDir + " aside", "readmit-server " + nd.id} {
 		if !strings.Contains(out, want) {
 			t.Errorf("%s's last words do not say %q:\n%s", nd.id, want, out)
 		}
@@ -78,11 +78,22 @@ func TestDamagedLogEntryStopsTheServer(t *testing.T) {
 		t.Errorf("last_token %d, want %d", st.LastToken, lastToken)
 	}
 
-	// The remedy: move the data dir aside, start with the same flags.
+	// The remedy, as the message gives it: remove the server (forced: two
+	// voters are fewer than the three the cluster was bootstrapped with),
+	// move the data dir aside, start it with the same flags, readmit it.
+	if r := c.call(t, l, http.MethodDelete, "/v1/operator/servers/"+nd.id+"?force=true", nil); r.Status != http.StatusOK {
+		t.Fatalf("remove %s: %v", nd.id, r)
+	}
 	if err := os.Rename(nd.dataDir, nd.dataDir+".damaged"); err != nil {
 		t.Fatal(err)
 	}
 	c.restart(t, f)
+	poll.WaitFor(t, 30*time.Second, func() error {
+		if r := c.call(t, l, http.MethodPost, "/v1/operator/servers/"+nd.id+"/readmit", nil); r.Status != http.StatusOK {
+			return fmt.Errorf("readmit %s: %v", nd.id, r)
+		}
+		return nil
+	})
 	poll.WaitFor(t, 30*time.Second, func() error {
 		st, err := c.status(f)
 		if err != nil {

@@ -184,8 +184,8 @@ func TestServerRefusesBadDataDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	damaged := []string{dbPath + " is damaged", "remove-server " + nd.id, "empty data dir"}
-	lost := []string{"has been a member of cluster " + id, "remove-server " + nd.id, "-allow-lost-raft-state"}
+	damaged := []string{dbPath + " is damaged", "remove-server -force " + nd.id, "empty data dir"}
+	lost := []string{"has been a member of cluster " + id, "remove-server -force " + nd.id, "-allow-lost-raft-state"}
 	for _, d := range []dbDamage{
 		{name: "noise", apply: noiseInTheMiddle, want: damaged},
 		{name: "truncated", apply: truncateHalf, want: damaged},

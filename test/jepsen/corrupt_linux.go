@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -28,9 +29,10 @@ func init() {
 
 // corruptFollower stops a follower, flips one byte inside a key name of a
 // log entry in its raft.db, and starts it again: it must refuse to start,
-// exit 1, and say which file, which entry and what to do. The undo does
-// what the message says: the data dir moved aside, the server started
-// again with the same flags, to resync from the leader.
+// exit 78, and say which file, which entry and what to do. The undo does
+// what the message says: the server removed from the configuration, its
+// data dir moved aside, the server started again with the same flags on
+// an empty one and readmitted, to resync from the leader.
 func corruptFollower(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 	_, rest := w.pickLeader(ctx, rng)
 	f := rest[rng.IntN(len(rest))]
@@ -61,24 +63,20 @@ func corruptFollower(ctx context.Context, w *world, rng *rand.Rand) (func() erro
 		desc += "NOT REFUSED: " + err.Error()
 		w.log.Warn("server with a damaged log did not refuse it", "server", f.name, "error", err)
 	} else {
-		desc += "refused, exit status 1"
+		desc += "refused, exit status 78"
 		w.corruptRefusals.Add(1)
 	}
 	undo := func() error {
 		if err := f.stop(10 * time.Second); err != nil { // in case it did not refuse
 			return err
 		}
-		aside := fmt.Sprintf("%s.damaged-%d", f.dataDir, time.Now().UnixNano())
-		if err := os.Rename(f.dataDir, aside); err != nil {
-			return err
-		}
-		return w.restart(f)
+		return resync(ctx, w, f)
 	}
 	return undo, desc, between(rng, time.Second, 3*time.Second), nil
 }
 
 // refusedDamage waits up to d for server p to exit, and checks that it
-// exited with status 1 and that its last start's output names the file,
+// exited with status 78 (a refusal to start) and that its last start's output names the file,
 // the entry and the remedy.
 func refusedDamage(p *proc, path string, index uint64, d time.Duration) error {
 	if err := p.wait(d); err != nil {
@@ -87,8 +85,8 @@ func refusedDamage(p *proc, path string, index uint64, d time.Duration) error {
 	p.mu.Lock()
 	code := p.cmd.ProcessState.ExitCode()
 	p.mu.Unlock()
-	if code != 1 {
-		return fmt.Errorf("exit status %d, want 1", code)
+	if code != 78 {
+		return fmt.Errorf("exit status %d, want 78", code)
 	}
 	b, err := os.ReadFile(p.logPath)
 	if err != nil {
@@ -99,7 +97,7 @@ func refusedDamage(p *proc, path string, index uint64, d time.Duration) error {
 		out = out[i:]
 	}
 	for _, want := range []string{"the log is damaged", fmt.Sprintf("entry %d of %s", index, path),
-		"remove (or move aside) its data dir " + p.dataDir, "resyncs from the leader"} {
+		"remove-server -force " + p.name, "move the data dir " + p.dataDir + " aside", "readmit-server " + p.name} {
 		if !strings.Contains(out, want) {
 			return fmt.Errorf("its output does not say %q", want)
 		}
@@ -128,4 +126,51 @@ func corruptResult(o *outcome, refused int64) []check.Result {
 		r.Violations = []string{msg}
 	}
 	return []check.Result{r}
+}
+
+// resync is the remedy the damaged server's message gives: remove it from
+// the configuration (forced: it leaves fewer voters than the cluster was
+// bootstrapped with), move its data dir aside, start it on an empty one
+// and readmit it, so that it never votes with a term it has forgotten.
+func resync(ctx context.Context, w *world, f *proc) error {
+	try := func(what string, d time.Duration, call func(ctx context.Context, s *proc) error) error {
+		deadline := time.Now().Add(d)
+		var last error
+		for time.Now().Before(deadline) {
+			for _, s := range w.servers {
+				if s == f || !s.running() {
+					continue
+				}
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				last = call(cctx, s)
+				cancel()
+				if last == nil {
+					return nil
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		return fmt.Errorf("%s %s: %w", what, f.name, last)
+	}
+	err := try("remove", 20*time.Second, func(ctx context.Context, s *proc) error {
+		code, err := w.call(ctx, http.MethodDelete, w.url(s, "/v1/operator/servers/"+f.name+"?force=true"), nil, nil)
+		if code == http.StatusNotFound {
+			return nil // removed already (the leader's dead-server cleanup)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	aside := fmt.Sprintf("%s.damaged-%d", f.dataDir, time.Now().UnixNano())
+	if err := os.Rename(f.dataDir, aside); err != nil {
+		return err
+	}
+	if err := w.restart(f); err != nil {
+		return err
+	}
+	return try("readmit", 30*time.Second, func(ctx context.Context, s *proc) error {
+		_, err := w.call(ctx, http.MethodPost, w.url(s, "/v1/operator/servers/"+f.name+"/readmit"), nil, nil)
+		return err
+	})
 }
