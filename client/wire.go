@@ -47,11 +47,14 @@ type RenewResultBody struct {
 	Reason  string     `json:"reason,omitempty"`
 }
 
-// LeaseList is the answer of GET /v1/leases. Index is the Raft index of
-// the view, for a blocking query.
+// LeaseList is one page of the answer of GET /v1/leases. Index is the
+// Raft index of the view the page was read at, for a blocking query. Next
+// is the cursor of the next page (the query parameter cursor), or empty
+// when the listing is complete.
 type LeaseList struct {
 	Leases []LeaseInfo `json:"leases"`
 	Index  uint64      `json:"index"`
+	Next   string      `json:"next"`
 }
 
 // ErrorBody is the body of every error answer.

@@ -20,7 +20,7 @@ type Node interface {
 	Renew(ctx context.Context, key, holder string, token uint64) (cluster.LeaseView, error)
 	RenewMany(ctx context.Context, holder string, refs []cluster.LeaseRef) ([]cluster.RenewResult, error)
 	Get(ctx context.Context, key string, c cluster.Consistency) (cluster.LeaseView, error)
-	List(ctx context.Context, f fsm.Filter, c cluster.Consistency) ([]cluster.LeaseView, uint64, error)
+	ListPage(ctx context.Context, f fsm.Filter, p fsm.Page, c cluster.Consistency) (cluster.LeasePage, error)
 
 	// Groups, controls and workers.
 	PutGroup(ctx context.Context, spec cluster.GroupSpec) (*fsm.Group, error)

@@ -1,0 +1,30 @@
+package cluster
+
+import (
+	"context"
+
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// LeasePage is one page of a lease listing (fsm.PageResult, with each
+// lease as a reader sees it).
+type LeasePage struct {
+	Leases []LeaseView
+	Index  uint64
+	Next   string
+}
+
+// ListPage reads one page of the leases that match f (fsm.Machine.ListPage:
+// at most p.Limit, ordered by key, after p.After). The state machine's read
+// lock is held for this page only.
+func (n *Node) ListPage(ctx context.Context, f fsm.Filter, p fsm.Page, c Consistency) (LeasePage, error) {
+	if err := n.readBarrier(ctx, c); err != nil {
+		return LeasePage{}, err
+	}
+	res := n.machine.ListPage(f, p)
+	out := LeasePage{Leases: make([]LeaseView, len(res.Leases)), Index: res.Index, Next: res.Next}
+	for i, l := range res.Leases {
+		out.Leases[i] = n.view(l)
+	}
+	return out, nil
+}

@@ -1,0 +1,129 @@
+package httpapi
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// Paginated lists: the leases (GET /v1/leases) answer at most limit items
+// per request, ordered by key, with the cursor of the next page.
+const (
+	// DefaultListLimit is the page size of a list request without limit.
+	DefaultListLimit = 1000
+	// MaxListLimit is the largest limit a list request may ask for.
+	MaxListLimit = 10000
+)
+
+// parsePage reads the limit and cursor query parameters of a list: limit
+// an integer from 1 to MaxListLimit (DefaultListLimit when absent), cursor
+// a previous answer's next (absent for the first page).
+func parsePage(r *http.Request) (fsm.Page, error) {
+	q := r.URL.Query()
+	p := fsm.Page{Limit: DefaultListLimit}
+	if v, ok := q["limit"]; ok {
+		if len(v) != 1 {
+			return p, badRequest(client.CodeInvalidQuery, "limit", "limit: give it once")
+		}
+		n, err := strconv.Atoi(v[0])
+		switch {
+		case err != nil || n < 1:
+			return p, badRequest(client.CodeInvalidQuery, "limit", fmt.Sprintf("limit: %q is not an integer from 1 to %d", v[0], MaxListLimit))
+		case n > MaxListLimit:
+			return p, badRequest(client.CodeInvalidQuery, "limit", fmt.Sprintf("limit: %d is over the maximum; the maximum is %d", n, MaxListLimit))
+		}
+		p.Limit = n
+	}
+	if v, ok := q["cursor"]; ok {
+		if len(v) != 1 {
+			return p, badRequest(client.CodeInvalidQuery, "cursor", "cursor: give it once, the next of the previous page")
+		}
+		after, err := decodeCursor(v[0])
+		if err != nil {
+			return p, badRequest(client.CodeInvalidQuery, "cursor", fmt.Sprintf("cursor: %q is not the next of a previous page", v[0]))
+		}
+		p.After = after
+	}
+	return p, nil
+}
+
+// encodeCursor makes the opaque cursor that continues a listing after key.
+// Clients pass it back unchanged; only the server reads it.
+func encodeCursor(key string) string {
+	if key == "" {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(key))
+}
+
+// decodeCursor returns the key a cursor continues after. The cursor names
+// a position only: the request's prefix and its ACL check still bound
+// what the page lists.
+func decodeCursor(c string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return "", err
+	}
+	key := string(b)
+	if err := fsm.ValidateKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
+
+// streamer is an answer that writes itself to the client item by item, so
+// that a request holds one page of records and never the whole encoded
+// answer.
+type streamer interface {
+	stream(w io.Writer) error
+}
+
+// writeStream answers 200 with s. A client that goes away ends the
+// stream; the error is not reported (the status is sent).
+func writeStream(w http.ResponseWriter, s streamer) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	if s.stream(bw) == nil {
+		bw.Flush()
+	}
+}
+
+// leasePage is one page of GET /v1/leases: client.LeaseList, written
+// lease by lease.
+type leasePage struct {
+	page  cluster.LeasePage
+	index uint64
+}
+
+func (p leasePage) stream(w io.Writer) error {
+	if _, err := io.WriteString(w, `{"leases":[`); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for i, l := range p.page.Leases {
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if err := enc.Encode(leaseOut(l)); err != nil {
+			return err
+		}
+	}
+	next, err := json.Marshal(encodeCursor(p.page.Next))
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "],\"index\":%d,\"next\":%s}\n", p.index, next)
+	return err
+}

@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+// pageThrough lists path page by page with limit, following next, as
+// secret (with ACLs on), and returns the keys in the order listed and the
+// number of pages.
+func pageThrough(t *testing.T, base, secret, path string, limit int) ([]string, int) {
+	t.Helper()
+	var keys []string
+	cursor := ""
+	for page := 1; ; page++ {
+		if page > 1000 {
+			t.Fatalf("listing %s did not end", path)
+		}
+		u := fmt.Sprintf("%s%s&limit=%d", base, path, limit)
+		if cursor != "" {
+			u += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := doAs(t, secret, http.MethodGet, u, "")
+		r.wantStatus(t, "list page", http.StatusOK)
+		var out client.LeaseList
+		r.decode(t, &out)
+		if out.Index == 0 || r.index(t) != out.Index {
+			t.Errorf("page %d: body index %d, header index %d: want the same, non-zero", page, out.Index, r.index(t))
+		}
+		if len(out.Leases) > limit {
+			t.Errorf("page %d holds %d leases, over the limit %d", page, len(out.Leases), limit)
+		}
+		for _, l := range out.Leases {
+			keys = append(keys, l.Key)
+		}
+		if out.Next == "" {
+			return keys, page
+		}
+		cursor = out.Next
+	}
+}
+
+// GET /v1/leases answers in pages of at most limit leases, ordered by key;
+// following next lists every key once; the first page without a limit
+// holds up to the default.
+func TestListLeasesPages(t *testing.T) {
+	tn := startNode(t)
+	var want []string
+	for i := range 25 {
+		k := fmt.Sprintf("p/%02d", i)
+		acquire(t, tn, k, "h")
+		want = append(want, k)
+	}
+	acquire(t, tn, "q/1", "h")
+
+	got, pages := pageThrough(t, tn.url, "", "/v1/leases?prefix=p/", 10)
+	if !slices.Equal(got, want) {
+		t.Errorf("pages of 10 listed %q, want %q", got, want)
+	}
+	if pages != 3 {
+		t.Errorf("25 leases in pages of 10 took %d pages, want 3", pages)
+	}
+	// Stale reads page the same way.
+	if got, _ := pageThrough(t, tn.url, "", "/v1/leases?stale&prefix=p/", 7); !slices.Equal(got, want) {
+		t.Errorf("stale pages of 7 listed %q, want %q", got, want)
+	}
+	// Without a limit: one page of up to DefaultListLimit, and no next.
+	r := do(t, http.MethodGet, tn.url+"/v1/leases", "")
+	r.wantStatus(t, "list without limit", http.StatusOK)
+	var all client.LeaseList
+	r.decode(t, &all)
+	if len(all.Leases) != 26 || all.Next != "" {
+		t.Errorf("list without limit: %d leases, next %q; want 26 and no next", len(all.Leases), all.Next)
+	}
+}
+
+// A limit or cursor that cannot be used is refused with 400, naming the
+// field and the rule.
+func TestListLeasesPageBadInput(t *testing.T) {
+	tn := startNode(t)
+	acquire(t, tn, "k", "h")
+	for _, tc := range []struct {
+		name, query, field, rule string
+	}{
+		{"limit zero", "limit=0", "limit", "from 1 to"},
+		{"limit negative", "limit=-3", "limit", "from 1 to"},
+		{"limit not a number", "limit=ten", "limit", "from 1 to"},
+		{"limit over the maximum", fmt.Sprintf("limit=%d", MaxListLimit+1), "limit", fmt.Sprintf("maximum is %d", MaxListLimit)},
+		{"limit twice", "limit=1&limit=2", "limit", "once"},
+		{"cursor not from next", "cursor=" + url.QueryEscape("!!"), "cursor", "next"},
+		{"cursor empty", "cursor=", "cursor", "next"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, http.MethodGet, tn.url+"/v1/leases?"+tc.query, "")
+			r.wantStatus(t, tc.query, http.StatusBadRequest)
+			e := r.apiErr(t)
+			if e.Error != client.CodeInvalidQuery || e.Field != tc.field || !strings.Contains(e.Message, tc.rule) {
+				t.Errorf("got %q field %q: %q; want %q field %q naming %q", e.Error, e.Field, e.Message, client.CodeInvalidQuery, tc.field, tc.rule)
+			}
+		})
+	}
+}
+
+// With ACLs on, a paginated list shows only what the token may read: the
+// pages of scenes/ hold scenes/ keys only, and a cursor taken to another
+// prefix does not reach past the prefix the token was checked on.
+func TestListLeasesPagesWithACL(t *testing.T) {
+	e := startACL(t, 1)
+	url := e.leader().url
+	e.policy(t, "scenes", rule("scenes/", client.RightRead, client.RightWrite))
+	e.policy(t, "all", rule("", client.RightRead, client.RightWrite))
+	sec := e.token(t, client.ACLTokenSpec{Policies: []string{"scenes"}}).SecretID
+	admin := e.token(t, client.ACLTokenSpec{Policies: []string{"all"}}).SecretID
+	var want []string
+	for i := range 5 {
+		for _, k := range []string{fmt.Sprintf("jobs/%d", i), fmt.Sprintf("scenes/%d", i), fmt.Sprintf("t/%d", i)} {
+			doAs(t, admin, "PUT", url+"/v1/leases/"+k, `{"holder":"h","ttl":"30s"}`).wantStatus(t, "acquire "+k, 201)
+		}
+		want = append(want, fmt.Sprintf("scenes/%d", i))
+	}
+	got, _ := pageThrough(t, url, sec, "/v1/leases?prefix=scenes/", 2)
+	if !slices.Equal(got, want) {
+		t.Errorf("scenes token listed %q, want %q", got, want)
+	}
+	// The admin's cursor after jobs/4, used with prefix scenes/, lists
+	// scenes/ only; without the prefix the token is refused.
+	r := doAs(t, admin, "GET", url+"/v1/leases?limit=5", "")
+	r.wantStatus(t, "admin first page", 200)
+	var first client.LeaseList
+	r.decode(t, &first)
+	if first.Next == "" {
+		t.Fatalf("admin's first page of 5 of 15 has no next")
+	}
+	r = doAs(t, sec, "GET", url+"/v1/leases?prefix=scenes/&limit=100&cursor="+first.Next, "")
+	r.wantStatus(t, "scenes token with the admin's cursor", 200)
+	var out client.LeaseList
+	r.decode(t, &out)
+	for _, l := range out.Leases {
+		if !strings.HasPrefix(l.Key, "scenes/") {
+			t.Errorf("scenes token listed %q", l.Key)
+		}
+	}
+	doAs(t, sec, "GET", url+"/v1/leases?limit=5&cursor="+first.Next, "").wantDenied(t, "list everything by cursor",
+		client.CodePermissionDenied, `"read"`, `prefix ""`)
+}
