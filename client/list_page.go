@@ -1,0 +1,98 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// PageOptions select one page of a list (ListPage).
+type PageOptions struct {
+	// Limit is the most items of the page: zero means the server's
+	// default (1000); the server refuses more than its maximum (10000).
+	Limit int
+	// Cursor is the Next of the previous page; empty for the first page.
+	// It is opaque: pass it back as it came.
+	Cursor string
+}
+
+// List reads every lease that matches opts (nil: all), ordered by key. The
+// server answers lists in pages (at most 1000 leases each by default);
+// List follows them until the last and returns them all, so its memory
+// grows with the answer: a caller of a large cluster that can work a page
+// at a time uses ListPage.
+//
+// Pages are read one after the other, so the answer is not one view: a
+// key is never listed twice, and a key that exists through the whole
+// listing is always listed; a key created or removed meanwhile may be
+// listed or not. Meta is the first page's: a watcher that passes
+// Meta.Index as q.WaitIndex to its next List misses no change made while
+// it paged. With q.WaitIndex only the first page blocks.
+func (a *LeasesAPI) List(ctx context.Context, opts *ListOptions, q *QueryOptions) ([]LeaseInfo, *Meta, error) {
+	var all []LeaseInfo
+	var first *Meta
+	page := PageOptions{}
+	for {
+		out, meta, err := a.ListPage(ctx, opts, page, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		if first == nil {
+			first = meta
+			all = out.Leases
+		} else {
+			all = append(all, out.Leases...)
+		}
+		if out.Next == "" {
+			return all, first, nil
+		}
+		if out.Next == page.Cursor {
+			return nil, nil, fmt.Errorf("list leases: the server answered cursor %q twice", out.Next)
+		}
+		page.Cursor = out.Next
+		// Later pages read the state as it is: only the first one blocks.
+		if q != nil {
+			q = &QueryOptions{Stale: q.Stale}
+		}
+	}
+}
+
+// ListPage reads one page of the leases that match opts (nil: all),
+// ordered by key: at most page.Limit of them, after page.Cursor. The
+// answer's Next is the Cursor of the next page, empty after the last one;
+// its Index is the Raft index the page was read at. A page may hold fewer
+// leases than the limit, even none, and still have a Next (the server
+// bounds the records it examines per page): continue until Next is empty.
+// With q.WaitIndex it blocks until any lease changes past that index.
+func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOptions, q *QueryOptions) (*LeaseList, *Meta, error) {
+	if page.Limit < 0 {
+		return nil, nil, fmt.Errorf("%w: limit %d is negative", ErrInvalid, page.Limit)
+	}
+	params := map[string]string{}
+	if opts != nil {
+		params["prefix"] = opts.Prefix
+		params["state"] = string(opts.State)
+		params["holder"] = opts.Holder
+	}
+	if page.Limit > 0 {
+		params["limit"] = strconv.Itoa(page.Limit)
+	}
+	if page.Cursor != "" {
+		params["cursor"] = page.Cursor
+	}
+	wait := q.apply(params)
+	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/leases", query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out LeaseList
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode lease list: %w", err)
+	}
+	if resp.meta.Index == 0 {
+		resp.meta.Index = out.Index
+	}
+	return &out, resp.meta, nil
+}

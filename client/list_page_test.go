@@ -1,0 +1,119 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+)
+
+// pagedLeases is a fake server of GET /v1/leases that answers pages of
+// `per` from keys, with the index of each page growing by one.
+func pagedLeases(t *testing.T, keys []string, per int) *fakeServer {
+	return newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		start := 0
+		if c := r.URL.Query().Get("cursor"); c != "" {
+			fmt.Sscanf(c, "c%d", &start)
+		}
+		end := min(start+per, len(keys))
+		leases := []any{}
+		for _, k := range keys[start:end] {
+			leases = append(leases, testLease(k))
+		}
+		next := ""
+		if end < len(keys) {
+			next = fmt.Sprintf("c%d", end)
+		}
+		w.Header().Set(HeaderIndex, fmt.Sprint(100+n))
+		writeJSON(w, 200, map[string]any{"leases": leases, "index": 100 + n, "next": next})
+	})
+}
+
+// List gets every lease however many pages the server answers in: it
+// follows next, keeps the filter and the consistency on every page, blocks
+// on the first page only, and reports the first page's index (a watcher
+// that blocks on it misses no change made while it paged).
+func TestListFollowsPages(t *testing.T) {
+	var keys []string
+	for i := range 7 {
+		keys = append(keys, fmt.Sprintf("k/%d", i))
+	}
+	srv := pagedLeases(t, keys, 3)
+	c, _ := newTestClient(t, srv.URL)
+	got, meta, err := c.Leases().List(context.Background(), &ListOptions{Prefix: "k/"}, &QueryOptions{Stale: true, WaitIndex: 5, WaitTime: time.Second})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	var gotKeys []string
+	for _, l := range got {
+		gotKeys = append(gotKeys, l.Key)
+	}
+	if !slices.Equal(gotKeys, keys) {
+		t.Errorf("List = %q, want %q", gotKeys, keys)
+	}
+	if meta.Index != 101 {
+		t.Errorf("meta.Index = %d, want 101 (the first page's)", meta.Index)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("List sent %d requests, want 3 (pages of 3 of 7)", len(reqs))
+	}
+	for i, r := range reqs {
+		q := r.Query
+		if q.Get("prefix") != "k/" || q.Get("stale") != "true" {
+			t.Errorf("request %d: query %v, want prefix k/ and stale on every page", i, q)
+		}
+		wantCursor, blocking := fmt.Sprintf("c%d", 3*i), i == 0
+		if i == 0 {
+			wantCursor = ""
+		}
+		if q.Get("cursor") != wantCursor || q.Has("cursor") != (i > 0) {
+			t.Errorf("request %d: cursor %q, want %q", i, q.Get("cursor"), wantCursor)
+		}
+		if q.Has("index") != blocking || q.Has("wait") != blocking {
+			t.Errorf("request %d: query %v; want index and wait on the first page only", i, q)
+		}
+	}
+}
+
+// ListPage reads one page: it sends limit and cursor and returns next.
+func TestListPage(t *testing.T) {
+	srv := pagedLeases(t, []string{"a", "b", "c", "d", "e"}, 2)
+	c, _ := newTestClient(t, srv.URL)
+	ctx := context.Background()
+	page, meta, err := c.Leases().ListPage(ctx, nil, PageOptions{Limit: 2}, nil)
+	if err != nil {
+		t.Fatalf("ListPage: %v", err)
+	}
+	if len(page.Leases) != 2 || page.Next != "c2" || page.Index != 101 || meta.Index != 101 {
+		t.Errorf("first page = %d leases, next %q, index %d (meta %d); want 2, c2, 101", len(page.Leases), page.Next, page.Index, meta.Index)
+	}
+	page, _, err = c.Leases().ListPage(ctx, nil, PageOptions{Limit: 2, Cursor: page.Next}, nil)
+	if err != nil {
+		t.Fatalf("ListPage: %v", err)
+	}
+	if len(page.Leases) != 2 || page.Leases[0].Key != "c" || page.Next != "c4" {
+		t.Errorf("second page = %+v, next %q; want c and d, next c4", page.Leases, page.Next)
+	}
+	reqs := srv.requests()
+	if q := reqs[1].Query; q.Get("limit") != "2" || q.Get("cursor") != "c2" {
+		t.Errorf("second request query %v, want limit 2 and cursor c2", q)
+	}
+	if _, _, err := c.Leases().ListPage(ctx, nil, PageOptions{Limit: -1}, nil); err == nil {
+		t.Errorf("ListPage with limit -1: no error")
+	}
+}
+
+// A server that answers the same next twice would make List loop forever:
+// List fails instead.
+func TestListStopsOnRepeatedCursor(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		writeJSON(w, 200, map[string]any{"leases": []any{testLease("a")}, "index": 1, "next": "same"})
+	})
+	c, _ := newTestClient(t, srv.URL)
+	if _, _, err := c.Leases().List(context.Background(), nil, nil); err == nil {
+		t.Errorf("List with a server that repeats its cursor: no error")
+	}
+}
