@@ -182,21 +182,6 @@ func (g *GroupsAPI) Delete(ctx context.Context, name string) error {
 	return err
 }
 
-// List returns every group.
-func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, *Meta, error) {
-	params := map[string]string{}
-	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/groups", query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out GroupList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode groups: %w", err)
-	}
-	return out.Groups, resp.meta, nil
-}
-
 // Get reads a group with the target and actual owner of every key.
 func (g *GroupsAPI) Get(ctx context.Context, name string, q *QueryOptions) (*Group, *Meta, error) {
 	p, err := groupPath(name, "")

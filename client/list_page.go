@@ -67,20 +67,14 @@ func (a *LeasesAPI) List(ctx context.Context, opts *ListOptions, q *QueryOptions
 // bounds the records it examines per page): continue until Next is empty.
 // With q.WaitIndex it blocks until any lease changes past that index.
 func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOptions, q *QueryOptions) (*LeaseList, *Meta, error) {
-	if page.Limit < 0 {
-		return nil, nil, fmt.Errorf("%w: limit %d is negative", ErrInvalid, page.Limit)
+	params, err := page.params()
+	if err != nil {
+		return nil, nil, err
 	}
-	params := map[string]string{}
 	if opts != nil {
 		params["prefix"] = opts.Prefix
 		params["state"] = string(opts.State)
 		params["holder"] = opts.Holder
-	}
-	if page.Limit > 0 {
-		params["limit"] = strconv.Itoa(page.Limit)
-	}
-	if page.Cursor != "" {
-		params["cursor"] = page.Cursor
 	}
 	wait := q.apply(params)
 	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/leases", query: params, wait: wait})
@@ -95,4 +89,69 @@ func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOp
 		resp.meta.Index = out.Index
 	}
 	return &out, resp.meta, nil
+}
+
+// List returns every group's summary, ordered by name. The server answers
+// in pages (1000 groups each by default); List follows them to the last,
+// as LeasesAPI.List does (the first page's Meta; only the first page
+// blocks). ListPage reads one page.
+func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, *Meta, error) {
+	var all []GroupSummary
+	var first *Meta
+	page := PageOptions{}
+	for {
+		out, meta, err := g.ListPage(ctx, page, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		if first == nil {
+			first = meta
+		}
+		all = append(all, out.Groups...)
+		if out.Next == "" {
+			return all, first, nil
+		}
+		if out.Next == page.Cursor {
+			return nil, nil, fmt.Errorf("list groups: the server answered cursor %q twice", out.Next)
+		}
+		page.Cursor = out.Next
+		if q != nil {
+			q = &QueryOptions{Stale: q.Stale}
+		}
+	}
+}
+
+// ListPage reads one page of the groups' summaries, ordered by name: at
+// most page.Limit, after page.Cursor. The answer's Next is the Cursor of
+// the next page, empty after the last one.
+func (g *GroupsAPI) ListPage(ctx context.Context, page PageOptions, q *QueryOptions) (*GroupList, *Meta, error) {
+	params, err := page.params()
+	if err != nil {
+		return nil, nil, err
+	}
+	wait := q.apply(params)
+	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/groups", query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out GroupList
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode groups: %w", err)
+	}
+	return &out, resp.meta, nil
+}
+
+// params are the query parameters of page.
+func (p PageOptions) params() (map[string]string, error) {
+	if p.Limit < 0 {
+		return nil, fmt.Errorf("%w: limit %d is negative", ErrInvalid, p.Limit)
+	}
+	params := map[string]string{}
+	if p.Limit > 0 {
+		params["limit"] = strconv.Itoa(p.Limit)
+	}
+	if p.Cursor != "" {
+		params["cursor"] = p.Cursor
+	}
+	return params, nil
 }

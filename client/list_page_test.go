@@ -117,3 +117,22 @@ func TestListStopsOnRepeatedCursor(t *testing.T) {
 		t.Errorf("List with a server that repeats its cursor: no error")
 	}
 }
+
+// Groups().List follows the pages of GET /v1/groups to the last.
+func TestGroupsListFollowsPages(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.URL.Query().Get("cursor") == "" {
+			writeJSON(w, 200, map[string]any{"groups": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}, "index": 3, "next": "x"})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"groups": []any{map[string]any{"name": "c"}}, "index": 4, "next": ""})
+	})
+	c, _ := newTestClient(t, srv.URL)
+	groups, _, err := c.Groups().List(context.Background(), nil)
+	if err != nil || len(groups) != 3 || groups[2].Name != "c" {
+		t.Errorf("List = %+v, %v; want groups a, b and c", groups, err)
+	}
+	if reqs := srv.requests(); len(reqs) != 2 || reqs[1].Query.Get("cursor") != "x" {
+		t.Errorf("requests %+v, want two, the second with cursor x", reqs)
+	}
+}

@@ -118,10 +118,12 @@ type Readiness struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// GroupList is the answer of GET /v1/groups.
+// GroupList is one page of the answer of GET /v1/groups, by name. Next
+// is the cursor of the next page, empty after the last one (as LeaseList).
 type GroupList struct {
 	Groups []GroupSummary `json:"groups"`
 	Index  uint64         `json:"index"`
+	Next   string         `json:"next"`
 }
 
 // GroupKeysBody is the body of POST /v1/groups/{name}/keys.

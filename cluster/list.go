@@ -28,3 +28,14 @@ func (n *Node) ListPage(ctx context.Context, f fsm.Filter, p fsm.Page, c Consist
 	}
 	return out, nil
 }
+
+// GroupsPage reads one page of the groups, by name after after
+// (fsm.Machine.GroupsPage): at most limit groups, the name the next page
+// starts after ("" after the last page), and the placement index.
+func (n *Node) GroupsPage(ctx context.Context, after string, limit int, c Consistency) ([]*fsm.Group, string, uint64, error) {
+	if err := n.readBarrier(ctx, c); err != nil {
+		return nil, "", 0, err
+	}
+	groups, next, index := n.machine.GroupsPage(after, limit)
+	return groups, next, index, nil
+}

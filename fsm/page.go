@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -152,4 +153,37 @@ func dedupe(ls []*Lease) []*Lease {
 	}
 	clear(ls[w:])
 	return ls[:w]
+}
+
+// GroupsPage returns the groups whose names come after after, in name
+// order: at most limit of them (at least 1), the name to pass as after
+// for the next page ("" after the last one), and the placement index.
+// It walks the groups under the read lock but keeps at most 2×limit of
+// them, so its memory is the page's, not the table's.
+func (m *Machine) GroupsPage(after string, limit int) ([]*Group, string, uint64) {
+	limit = max(limit, 1)
+	byName := func(a, b *Group) int { return strings.Compare(a.Name, b.Name) }
+	m.mu.RLock()
+	var out []*Group
+	for name, g := range m.groups {
+		if name <= after {
+			continue
+		}
+		out = append(out, g)
+		if len(out) > 2*limit {
+			// Keep the first limit+1 names: the page and whether more follow.
+			slices.SortFunc(out, byName)
+			clear(out[limit+1:])
+			out = out[:limit+1]
+		}
+	}
+	index := m.groupIndex
+	m.mu.RUnlock()
+	slices.SortFunc(out, byName)
+	if len(out) > limit {
+		clear(out[limit:])
+		out = out[:limit]
+		return out, out[limit-1].Name, index
+	}
+	return out, "", index
 }

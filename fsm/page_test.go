@@ -155,3 +155,50 @@ func TestListPageMemoryIndependentOfTotal(t *testing.T) {
 		t.Errorf("a page of 50 allocates %d bytes with 100,000 leases and %d with 1,000: want a bound independent of the total", large, small)
 	}
 }
+
+// Groups list by pages of names: every group once, in name order, while
+// groups come and go between pages; the index is the placement index.
+func TestGroupsPage(t *testing.T) {
+	n := newNode(t)
+	for i := range 30 {
+		n.all(GroupPut{Name: fmt.Sprintf("g%02d", 2*i), Keys: []string{"k"}})
+	}
+	var got []string
+	after := ""
+	for page := 0; ; page++ {
+		if page > 100 {
+			t.Fatal("listing of groups did not end")
+		}
+		groups, next, index := n.m.GroupsPage(after, 4)
+		if len(groups) > 4 {
+			t.Fatalf("page %d has %d groups, want at most 4", page, len(groups))
+		}
+		if _, want := n.m.Groups(); index != want {
+			t.Errorf("page %d index = %d, want the placement index %d", page, index, want)
+		}
+		for _, g := range groups {
+			got = append(got, g.Name)
+		}
+		if next == "" {
+			break
+		}
+		after = next
+		// Between pages: a group before the cursor, one after, one gone.
+		n.all(GroupPut{Name: fmt.Sprintf("g%02d", 2*page+1), Keys: []string{"k"}},
+			GroupDelete{Name: fmt.Sprintf("g%02d", 58-2*page)})
+	}
+	for i, name := range got {
+		if i > 0 && got[i-1] >= name {
+			t.Errorf("groups out of order or twice: %q then %q", got[i-1], name)
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range got {
+		seen[name] = true
+	}
+	for i := range 20 { // g00 … g38 were never deleted
+		if name := fmt.Sprintf("g%02d", 2*i); !seen[name] {
+			t.Errorf("group %q existed through the listing but was skipped", name)
+		}
+	}
+}

@@ -131,18 +131,21 @@ func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// listGroups answers one page of the groups' summaries, by name (see
+// list_page.go), streamed.
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
+	p, err := parsePage(r)
+	if err != nil {
+		return err
+	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		groups, index, err := s.node.Groups(ctx, c)
+		groups, next, index, err := s.node.GroupsPage(ctx, p.After, p.Limit, c)
 		if err != nil {
 			return nil, 0, err
 		}
-		out := client.GroupList{Groups: make([]client.GroupSummary, len(groups)), Index: watchIndex(index)}
-		for i, g := range groups {
-			out.Groups[i] = summary(g)
-		}
-		return out, out.Index, nil
+		index = watchIndex(index)
+		return listAnswer{field: "groups", n: len(groups), item: func(i int) any { return summary(groups[i]) }, index: index, after: next}, index, nil
 	})
 }
 

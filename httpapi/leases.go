@@ -240,7 +240,7 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 			return nil, 0, err
 		}
 		index := watchIndex(page.Index)
-		return leasePage{page: page, index: index}, index, nil
+		return leasePage(page, index), index, nil
 	})
 }
 

@@ -97,33 +97,45 @@ func writeStream(w http.ResponseWriter, s streamer) {
 	}
 }
 
-// leasePage is one page of GET /v1/leases: client.LeaseList, written
-// lease by lease.
-type leasePage struct {
-	page  cluster.LeasePage
+// listAnswer is one page of a list answer,
+// {"<field>":[items…],"index":N,"next":"<cursor>"}, written item by item:
+// item(i) makes the i-th item only when it is written.
+type listAnswer struct {
+	field string
+	n     int
+	item  func(i int) any
 	index uint64
+	// after is the key or name the next page starts after; "" after the
+	// last page.
+	after string
 }
 
-func (p leasePage) stream(w io.Writer) error {
-	if _, err := io.WriteString(w, `{"leases":[`); err != nil {
+func (a listAnswer) stream(w io.Writer) error {
+	if _, err := fmt.Fprintf(w, "{%q:[", a.field); err != nil {
 		return err
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	for i, l := range p.page.Leases {
+	for i := range a.n {
 		if i > 0 {
 			if _, err := io.WriteString(w, ","); err != nil {
 				return err
 			}
 		}
-		if err := enc.Encode(leaseOut(l)); err != nil {
+		if err := enc.Encode(a.item(i)); err != nil {
 			return err
 		}
 	}
-	next, err := json.Marshal(encodeCursor(p.page.Next))
+	next, err := json.Marshal(encodeCursor(a.after))
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "],\"index\":%d,\"next\":%s}\n", p.index, next)
+	_, err = fmt.Fprintf(w, "],\"index\":%d,\"next\":%s}\n", a.index, next)
 	return err
+}
+
+// leasePage is one page of GET /v1/leases (client.LeaseList).
+func leasePage(page cluster.LeasePage, index uint64) listAnswer {
+	return listAnswer{field: "leases", n: len(page.Leases), item: func(i int) any { return leaseOut(page.Leases[i]) },
+		index: index, after: page.Next}
 }

@@ -149,3 +149,48 @@ func TestListLeasesPagesWithACL(t *testing.T) {
 	doAs(t, sec, "GET", url+"/v1/leases?limit=5&cursor="+first.Next, "").wantDenied(t, "list everything by cursor",
 		client.CodePermissionDenied, `"read"`, `prefix ""`)
 }
+
+// GET /v1/groups answers in pages of at most limit groups, ordered by
+// name, with the same limit, cursor and next as the lease list.
+func TestListGroupsPages(t *testing.T) {
+	tn := startNode(t)
+	var want []string
+	for i := range 7 {
+		name := fmt.Sprintf("grp%d", i)
+		do(t, http.MethodPut, tn.url+"/v1/groups/"+name, `{"keys":["a"]}`).wantStatus(t, "put "+name, 200)
+		want = append(want, name)
+	}
+	var got []string
+	cursor := ""
+	for pages := 1; ; pages++ {
+		if pages > 4 {
+			t.Fatalf("7 groups in pages of 3 took more than 3 pages")
+		}
+		u := tn.url + "/v1/groups?limit=3"
+		if cursor != "" {
+			u += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := do(t, http.MethodGet, u, "")
+		r.wantStatus(t, "list groups", 200)
+		var out client.GroupList
+		r.decode(t, &out)
+		if len(out.Groups) > 3 || out.Index == 0 || r.index(t) != out.Index {
+			t.Errorf("page %d: %d groups, index %d (header %d); want at most 3, the same non-zero index", pages, len(out.Groups), out.Index, r.index(t))
+		}
+		for _, g := range out.Groups {
+			got = append(got, g.Name)
+		}
+		if out.Next == "" {
+			break
+		}
+		cursor = out.Next
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("group pages listed %q, want %q", got, want)
+	}
+	r := do(t, http.MethodGet, tn.url+"/v1/groups?limit=0", "")
+	r.wantStatus(t, "limit=0", http.StatusBadRequest)
+	if e := r.apiErr(t); e.Field != "limit" {
+		t.Errorf("limit=0: field %q, want limit", e.Field)
+	}
+}
