@@ -5,10 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,9 +38,14 @@ import (
 //	listing-MB    peak-heap-MB − base-heap-MB: what 16 listings added,
 //	              garbage not yet collected included (GOGC lets the heap
 //	              grow to about twice what is live before collecting)
-//	listing-live-MB  the most the listings added to the live heap,
-//	              sampled after a collection every 500ms
-//	peak-rss-MB   the process's highest RSS (VmHWM), loading included
+//	listing-live-MB  the most the listings added to the live heap (what
+//	              a collection found live, /gc/heap/live:bytes)
+//	base-rss-MB   the process's RSS after loading, before listing
+//	peak-rss-MB   the process's highest RSS while listing (sampled)
+//
+// With TENURE_BENCH_HEADROOM_MB=N the heap gets a fixed budget once the
+// leases are loaded: no collection by growth (GOGC off), a memory limit of
+// what the runtime holds then plus N MiB.
 //
 // docs/http-api.md records the figures and the command that made them.
 func BenchmarkListLeasesMemory(b *testing.B) {
@@ -61,9 +69,19 @@ func BenchmarkListLeasesMemory(b *testing.B) {
 	loadLeases(b, node, total)
 
 	runtime.GC()
-	baseHeap := heapInUse()
-	baseLive := liveHeap()
-	var peak, peakLive atomic.Uint64
+	debug.FreeOSMemory()
+	baseHeap, baseLive, baseRSS := heapInUse(), liveHeap(), rss("VmRSS:")
+	if mb := os.Getenv("TENURE_BENCH_HEADROOM_MB"); mb != "" {
+		// A fixed budget: collect only when the runtime's memory reaches
+		// what it holds now plus the headroom. Listings that kept more
+		// than the headroom would push the heap past it.
+		n := envInt(b, "TENURE_BENCH_HEADROOM_MB", 0)
+		debug.SetGCPercent(-1)
+		debug.SetMemoryLimit(int64(runtimeTotal()) + int64(n)<<20)
+		defer debug.SetGCPercent(100)
+		defer debug.SetMemoryLimit(math.MaxInt64)
+	}
+	var peak, peakLive, peakRSS atomic.Uint64
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -74,10 +92,11 @@ func BenchmarkListLeasesMemory(b *testing.B) {
 			if h := heapInUse(); h > peak.Load() {
 				peak.Store(h)
 			}
-			if i%25 == 24 { // every 500ms: what is live, garbage collected
-				if h := liveHeap(); h > peakLive.Load() {
-					peakLive.Store(h)
-				}
+			if h := liveHeap(); h > peakLive.Load() {
+				peakLive.Store(h)
+			}
+			if h := rss("VmRSS:"); h > peakRSS.Load() {
+				peakRSS.Store(h)
 			}
 			select {
 			case <-stop:
@@ -118,7 +137,8 @@ func BenchmarkListLeasesMemory(b *testing.B) {
 	b.ReportMetric(mb(peak.Load()), "peak-heap-MB")
 	b.ReportMetric(mb(peak.Load()-min(baseHeap, peak.Load())), "listing-MB")
 	b.ReportMetric(mb(peakLive.Load()-min(baseLive, peakLive.Load())), "listing-live-MB")
-	b.ReportMetric(float64(peakRSS())/1024, "peak-rss-MB")
+	b.ReportMetric(float64(baseRSS)/1024, "base-rss-MB")
+	b.ReportMetric(float64(peakRSS.Load())/1024, "peak-rss-MB")
 	b.ReportMetric(0, "ns/op") // the time is not the point
 }
 
@@ -229,12 +249,12 @@ func (c *countingTail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// liveHeap collects garbage and returns the bytes of live objects.
+// liveHeap is the heap that the last collection found live
+// (/gc/heap/live:bytes): garbage made since then is not in it.
 func liveHeap() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 func heapInUse() uint64 {
@@ -243,15 +263,23 @@ func heapInUse() uint64 {
 	return ms.HeapInuse
 }
 
-// peakRSS is the process's highest resident set, in KiB (VmHWM on Linux;
-// 0 elsewhere).
-func peakRSS() uint64 {
+// runtimeTotal is the memory the Go runtime holds from the OS, as the
+// memory limit counts it.
+func runtimeTotal() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
+}
+
+// rss is a field of /proc/self/status (VmRSS:, VmHWM:) in KiB; 0 where
+// there is none.
+func rss(field string) uint64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			n, _ := strconv.ParseUint(f[1], 10, 64)
 			return n
 		}
