@@ -195,6 +195,8 @@ func loadLeases(b *testing.B, node *cluster.Node, total int) {
 // the end of the answer, where next is.
 func listEverything(hc *http.Client, base string, limit int) (int, error) {
 	count, cursor := 0, ""
+	buf := make([]byte, 32<<10)
+	cw := &countingTail{}
 	for {
 		u := fmt.Sprintf("%s/v1/leases?limit=%d", base, limit)
 		if cursor != "" {
@@ -204,17 +206,17 @@ func listEverything(hc *http.Client, base string, limit int) (int, error) {
 		if err != nil {
 			return count, err
 		}
-		cw := &countingTail{}
-		_, err = io.Copy(cw, resp.Body)
+		*cw = countingTail{}
+		_, err = io.CopyBuffer(struct{ io.Writer }{cw}, resp.Body, buf)
 		resp.Body.Close()
 		if err != nil {
 			return count, err
 		}
 		if resp.StatusCode != http.StatusOK {
-			return count, fmt.Errorf("GET %s: %d %s", u, resp.StatusCode, cw.tail)
+			return count, fmt.Errorf("GET %s: %d %s", u, resp.StatusCode, cw.tail[:cw.n])
 		}
 		count += cw.leases
-		tail := string(cw.tail)
+		tail := string(cw.tail[:cw.n])
 		i := strings.LastIndex(tail, `"next":"`)
 		if i < 0 {
 			return count, nil // a server without pages: everything at once
@@ -228,24 +230,29 @@ func listEverything(hc *http.Client, base string, limit int) (int, error) {
 }
 
 // countingTail counts the leases of a streamed list answer and keeps its
-// last bytes.
+// last bytes, without allocating (the clients run in the measured process).
 type countingTail struct {
-	tail   []byte
+	tail   [512]byte
+	n      int // bytes in tail
 	leases int
 }
 
 var leaseStart = []byte(`{"key":"`)
 
 func (c *countingTail) Write(p []byte) (int, error) {
-	// Join the kept tail and p so that a marker across writes counts once.
-	keep := len(c.tail)
-	buf := append(c.tail, p...)
-	from := max(0, keep-len(leaseStart)+1)
-	c.leases += bytes.Count(buf[from:], leaseStart)
-	if len(buf) > 512 {
-		buf = append([]byte(nil), buf[len(buf)-512:]...)
+	// A marker across two writes: the old tail's end joined to p's start.
+	var joint [16]byte
+	k := min(c.n, len(leaseStart)-1)
+	j := copy(joint[:], c.tail[c.n-k:c.n])
+	j += copy(joint[j:], p[:min(len(p), len(leaseStart)-1)])
+	c.leases += bytes.Count(joint[:j], leaseStart) + bytes.Count(p, leaseStart)
+	if len(p) >= len(c.tail) {
+		c.n = copy(c.tail[:], p[len(p)-len(c.tail):])
+	} else {
+		keep := min(c.n, len(c.tail)-len(p))
+		copy(c.tail[:], c.tail[c.n-keep:c.n])
+		c.n = keep + copy(c.tail[keep:], p)
 	}
-	c.tail = buf
 	return len(p), nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
@@ -91,11 +92,17 @@ type streamer interface {
 func writeStream(w http.ResponseWriter, s streamer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 32<<10)
+	bw := streamBuffers.Get().(*bufio.Writer)
+	bw.Reset(w)
 	if s.stream(bw) == nil {
 		bw.Flush()
 	}
+	bw.Reset(nil) // keep no reference to the answered request
+	streamBuffers.Put(bw)
 }
+
+// streamBuffers are the write buffers of streamed answers, reused.
+var streamBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
 
 // listAnswer is one page of a list answer,
 // {"<field>":[items…],"index":N,"next":"<cursor>"}, written item by item:
