@@ -155,3 +155,44 @@ func (p PageOptions) params() (map[string]string, error) {
 	}
 	return params, nil
 }
+
+// ListTokens lists every token, without secrets, by accessor id. The
+// server answers in pages; ListTokens follows them to the last.
+// ListTokensPage reads one page.
+func (a *ACLAPI) ListTokens(ctx context.Context) ([]ACLToken, error) {
+	var all []ACLToken
+	page := PageOptions{}
+	for {
+		out, err := a.ListTokensPage(ctx, page)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, out.Tokens...)
+		if out.Next == "" {
+			return all, nil
+		}
+		if out.Next == page.Cursor {
+			return nil, fmt.Errorf("list tokens: the server answered cursor %q twice", out.Next)
+		}
+		page.Cursor = out.Next
+	}
+}
+
+// ListTokensPage reads one page of the tokens, without secrets, by
+// accessor id: at most page.Limit, after page.Cursor. The answer's Next is
+// the Cursor of the next page, empty after the last one.
+func (a *ACLAPI) ListTokensPage(ctx context.Context, page PageOptions) (*ACLTokenList, error) {
+	params, err := page.params()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/acl/tokens", query: params})
+	if err != nil {
+		return nil, err
+	}
+	var out ACLTokenList
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, fmt.Errorf("decode tokens: %w", err)
+	}
+	return &out, nil
+}

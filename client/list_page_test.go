@@ -136,3 +136,19 @@ func TestGroupsListFollowsPages(t *testing.T) {
 		t.Errorf("requests %+v, want two, the second with cursor x", reqs)
 	}
 }
+
+// ACL().ListTokens follows the pages of GET /v1/acl/tokens to the last.
+func TestListTokensFollowsPages(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.URL.Query().Get("cursor") == "" {
+			writeJSON(w, 200, map[string]any{"tokens": []any{map[string]any{"accessor_id": "a"}}, "index": 3, "next": "x"})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"tokens": []any{map[string]any{"accessor_id": "b"}}, "index": 3, "next": ""})
+	})
+	c, _ := newTestClient(t, srv.URL)
+	tokens, err := c.ACL().ListTokens(context.Background())
+	if err != nil || len(tokens) != 2 || tokens[1].AccessorID != "b" {
+		t.Errorf("ListTokens = %+v, %v; want tokens a and b", tokens, err)
+	}
+}

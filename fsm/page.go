@@ -158,32 +158,56 @@ func dedupe(ls []*Lease) []*Lease {
 // GroupsPage returns the groups whose names come after after, in name
 // order: at most limit of them (at least 1), the name to pass as after
 // for the next page ("" after the last one), and the placement index.
-// It walks the groups under the read lock but keeps at most 2×limit of
-// them, so its memory is the page's, not the table's.
 func (m *Machine) GroupsPage(after string, limit int) ([]*Group, string, uint64) {
-	limit = max(limit, 1)
-	byName := func(a, b *Group) int { return strings.Compare(a.Name, b.Name) }
 	m.mu.RLock()
-	var out []*Group
-	for name, g := range m.groups {
+	defer m.mu.RUnlock()
+	out, next := firstAfter(m.groups, after, limit)
+	return out, next, m.groupIndex
+}
+
+// ACLTokensPage returns the tokens whose accessor ids come after after, in
+// order: at most limit of them (at least 1), the id to pass as after for
+// the next page ("" after the last one), and the ACL index.
+func (m *Machine) ACLTokensPage(after string, limit int) ([]*ACLToken, string, uint64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out, next := firstAfter(m.acl.tokens, after, limit)
+	return out, next, m.acl.index
+}
+
+// firstAfter returns the values of the first limit (at least 1) keys of
+// byName after after, in key order, and the key the next page starts
+// after ("" when none follows). It walks the whole map but keeps at most
+// 2×limit+1 values, so its memory is the page's, not the map's.
+func firstAfter[V any](byName map[string]V, after string, limit int) ([]V, string) {
+	limit = max(limit, 1)
+	type item struct {
+		name string
+		v    V
+	}
+	byKey := func(a, b item) int { return strings.Compare(a.name, b.name) }
+	var keep []item
+	for name, v := range byName {
 		if name <= after {
 			continue
 		}
-		out = append(out, g)
-		if len(out) > 2*limit {
+		keep = append(keep, item{name, v})
+		if len(keep) > 2*limit {
 			// Keep the first limit+1 names: the page and whether more follow.
-			slices.SortFunc(out, byName)
-			clear(out[limit+1:])
-			out = out[:limit+1]
+			slices.SortFunc(keep, byKey)
+			clear(keep[limit+1:])
+			keep = keep[:limit+1]
 		}
 	}
-	index := m.groupIndex
-	m.mu.RUnlock()
-	slices.SortFunc(out, byName)
-	if len(out) > limit {
-		clear(out[limit:])
-		out = out[:limit]
-		return out, out[limit-1].Name, index
+	slices.SortFunc(keep, byKey)
+	next := ""
+	if len(keep) > limit {
+		keep = keep[:limit]
+		next = keep[limit-1].name
 	}
-	return out, "", index
+	out := make([]V, len(keep))
+	for i, it := range keep {
+		out[i] = it.v
+	}
+	return out, next
 }

@@ -202,3 +202,35 @@ func TestGroupsPage(t *testing.T) {
 		}
 	}
 }
+
+// ACL tokens list by pages of accessor ids, every token once, in order.
+func TestACLTokensPage(t *testing.T) {
+	n := newNode(t)
+	var want []string
+	for i := range 11 {
+		id := fmt.Sprintf("t%02d", i)
+		n.all(ACLTokenSet{Token: token(id, "h"+id)})
+		want = append(want, id)
+	}
+	var got []string
+	after := ""
+	for pages := 1; ; pages++ {
+		if pages > 4 {
+			t.Fatal("11 tokens in pages of 4 took more than 3 pages")
+		}
+		tokens, next, index := n.m.ACLTokensPage(after, 4)
+		if _, want := n.m.ACLTokens(); index != want {
+			t.Errorf("index = %d, want the ACL index %d", index, want)
+		}
+		for _, tk := range tokens {
+			got = append(got, tk.AccessorID)
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("token pages = %q, want %q", got, want)
+	}
+}

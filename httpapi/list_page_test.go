@@ -194,3 +194,45 @@ func TestListGroupsPages(t *testing.T) {
 		t.Errorf("limit=0: field %q, want limit", e.Field)
 	}
 }
+
+// GET /v1/acl/tokens answers in pages, by accessor id, as the other lists.
+func TestListACLTokensPages(t *testing.T) {
+	e := startACL(t, 1)
+	url := e.leader().url
+	e.policy(t, "r", rule("", client.RightRead))
+	for range 4 {
+		e.token(t, client.ACLTokenSpec{Policies: []string{"r"}})
+	}
+	var got []string
+	cursor := ""
+	for pages := 1; ; pages++ {
+		if pages > 4 {
+			t.Fatal("5 tokens in pages of 2 took more than 3 pages")
+		}
+		u := url + "/v1/acl/tokens?limit=2"
+		if cursor != "" {
+			u += "&cursor=" + cursor
+		}
+		r := doAs(t, e.boot, "GET", u, "")
+		r.wantStatus(t, "list tokens", 200)
+		var out client.ACLTokenList
+		r.decode(t, &out)
+		if len(out.Tokens) > 2 {
+			t.Errorf("page %d holds %d tokens, want at most 2", pages, len(out.Tokens))
+		}
+		for _, tk := range out.Tokens {
+			if tk.SecretID != "" {
+				t.Errorf("token %s listed with its secret", tk.AccessorID)
+			}
+			got = append(got, tk.AccessorID)
+		}
+		if out.Next == "" {
+			break
+		}
+		cursor = out.Next
+	}
+	if len(got) != 5 || !slices.IsSorted(got) {
+		t.Errorf("token pages listed %q, want 5 accessor ids (the bootstrap token and 4) in order", got)
+	}
+	doAs(t, e.boot, "GET", url+"/v1/acl/tokens?limit=100000", "").wantStatus(t, "limit over the maximum", 400)
+}
