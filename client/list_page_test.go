@@ -152,3 +152,42 @@ func TestListTokensFollowsPages(t *testing.T) {
 		t.Errorf("ListTokens = %+v, %v; want tokens a and b", tokens, err)
 	}
 }
+
+// Groups().Assignment and Groups().Get follow pages: the plan and the
+// keys of every page, the rest of the group from the first page; only the
+// first page blocks.
+func TestGroupViewsFollowPages(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		second := r.URL.Query().Get("cursor") == "x"
+		switch {
+		case r.URL.Path == "/v1/groups/g/assignment" && !second:
+			writeJSON(w, 200, map[string]any{"group": "g", "assignment": map[string]string{"a": "w1"}, "index": 7, "next": "x"})
+		case r.URL.Path == "/v1/groups/g/assignment":
+			writeJSON(w, 200, map[string]any{"group": "g", "assignment": map[string]string{"b": "w1"}, "index": 8, "next": ""})
+		case !second:
+			writeJSON(w, 200, map[string]any{"name": "g", "keys": []any{map[string]any{"key": "a"}}, "workers": []any{map[string]any{"id": "w1", "targets": 2}}, "next": "x"})
+		default:
+			writeJSON(w, 200, map[string]any{"name": "g", "keys": []any{map[string]any{"key": "b"}}, "workers": []any{map[string]any{"id": "w1", "targets": 2}}, "next": ""})
+		}
+	})
+	c, _ := newTestClient(t, srv.URL)
+	ctx := context.Background()
+	plan, meta, err := c.Groups().Assignment(ctx, "g", "w1", &QueryOptions{WaitIndex: 5})
+	if err != nil || len(plan) != 2 || plan["a"] != "w1" || plan["b"] != "w1" {
+		t.Errorf("Assignment = %v, %v; want a and b to w1", plan, err)
+	}
+	if err == nil && meta.Index != 7 {
+		t.Errorf("Assignment index %d, want 7 (the first page's)", meta.Index)
+	}
+	g, _, err := c.Groups().Get(ctx, "g", nil)
+	if err != nil || len(g.Keys) != 2 || g.Keys[1].Key != "b" || len(g.Workers) != 1 || g.Next != "" {
+		t.Errorf("Get = %+v, %v; want keys a and b, one worker, no next", g, err)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 2 pages of each", len(reqs))
+	}
+	if !reqs[0].Query.Has("index") || reqs[1].Query.Has("index") || reqs[1].Query.Get("worker") != "w1" {
+		t.Errorf("assignment pages: queries %v then %v; want index on the first only, worker on both", reqs[0].Query, reqs[1].Query)
+	}
+}

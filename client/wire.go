@@ -143,6 +143,9 @@ type Assignment struct {
 	Group      string            `json:"group"`
 	Assignment map[string]string `json:"assignment"`
 	Index      uint64            `json:"index"`
+	// Next is the cursor of the next page of the plan (by key); empty
+	// after the last one.
+	Next string `json:"next"`
 }
 
 // DrainBody is the body of POST /v1/workers/{id}/drain; without a body, or

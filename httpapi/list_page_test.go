@@ -236,3 +236,48 @@ func TestListACLTokensPages(t *testing.T) {
 	}
 	doAs(t, e.boot, "GET", url+"/v1/acl/tokens?limit=100000", "").wantStatus(t, "limit over the maximum", 400)
 }
+
+// GET /v1/groups/{name} pages the group's keys (the workers' counts cover
+// every key on every page); its assignment takes limit and cursor too.
+func TestGroupViewPages(t *testing.T) {
+	tn := startNode(t)
+	do(t, http.MethodPut, tn.url+"/v1/groups/g", `{"prefix":"k/","count":25}`).wantStatus(t, "put group", 200)
+	var keys []string
+	cursor := ""
+	for pages := 1; ; pages++ {
+		if pages > 4 {
+			t.Fatal("25 keys in pages of 10 took more than 3 pages")
+		}
+		u := tn.url + "/v1/groups/g?limit=10"
+		if cursor != "" {
+			u += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := do(t, http.MethodGet, u, "")
+		r.wantStatus(t, "get group", 200)
+		var g client.Group
+		r.decode(t, &g)
+		if len(g.Keys) > 10 || g.Name != "g" {
+			t.Errorf("page %d: group %q with %d keys; want g, at most 10", pages, g.Name, len(g.Keys))
+		}
+		for _, k := range g.Keys {
+			keys = append(keys, k.Key)
+		}
+		if g.Next == "" {
+			break
+		}
+		cursor = g.Next
+	}
+	if len(keys) != 25 || !slices.IsSorted(keys) {
+		t.Errorf("group pages listed %d keys %q, want 25 in order", len(keys), keys)
+	}
+	r := do(t, http.MethodGet, tn.url+"/v1/groups/g/assignment?limit=5", "")
+	r.wantStatus(t, "assignment page", 200)
+	var a client.Assignment
+	r.decode(t, &a)
+	if a.Group != "g" || a.Next != "" {
+		t.Errorf("assignment without workers: %+v, want group g, empty, no next", a)
+	}
+	for _, path := range []string{"/v1/groups/g?limit=0", "/v1/groups/g/assignment?limit=20000", "/v1/groups/g?cursor=%21"} {
+		do(t, http.MethodGet, tn.url+path, "").wantStatus(t, path, http.StatusBadRequest)
+	}
+}
