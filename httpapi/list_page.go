@@ -15,8 +15,9 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// Paginated lists: the leases (GET /v1/leases) answer at most limit items
-// per request, ordered by key, with the cursor of the next page.
+// Lists in pages (GET /v1/leases, /v1/groups, a group's keys and plan,
+// /v1/acl/tokens) answer at most limit items per request, in key order,
+// with the cursor of the next page.
 const (
 	// DefaultListLimit is the page size of a list request without limit.
 	DefaultListLimit = 1000
