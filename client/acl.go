@@ -43,10 +43,13 @@ type ACLTokenSpec struct {
 	Management   bool     `json:"management,omitempty"`
 }
 
-// ACLTokenList is the answer of GET /v1/acl/tokens.
+// ACLTokenList is one page of the answer of GET /v1/acl/tokens, by
+// accessor id. Next is the cursor of the next page, empty after the last
+// one (as LeaseList).
 type ACLTokenList struct {
 	Tokens []ACLToken `json:"tokens"`
 	Index  uint64     `json:"index"`
+	Next   string     `json:"next"`
 }
 
 // ACLRule grants Rights (RightRead, …) on every name that starts with
@@ -134,19 +137,6 @@ func (a *ACLAPI) DeleteToken(ctx context.Context, accessor string) error {
 	}
 	_, err := a.c.do(ctx, &request{method: http.MethodDelete, path: "/v1/acl/token/" + url.PathEscape(accessor)})
 	return err
-}
-
-// ListTokens lists every token, without secrets.
-func (a *ACLAPI) ListTokens(ctx context.Context) ([]ACLToken, error) {
-	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/acl/tokens"})
-	if err != nil {
-		return nil, err
-	}
-	var out ACLTokenList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode tokens: %w", err)
-	}
-	return out.Tokens, nil
 }
 
 func (a *ACLAPI) token(ctx context.Context, r *request) (*ACLToken, error) {

@@ -89,6 +89,10 @@ type Group struct {
 	StuckGrace string   `json:"stuck_grace,omitempty"`
 	MinWorkers int      `json:"min_workers,omitempty"`
 	Stuck      []string `json:"stuck,omitempty"`
+	// Next, in one page of the group (GetPage), is the cursor of the next
+	// page of Keys; empty after the last one. The workers' counts cover
+	// every key of the group on every page.
+	Next string `json:"next"`
 }
 
 // KeyControl is an operator's controls of a key. Key names it in answers;
@@ -180,64 +184,6 @@ func (g *GroupsAPI) Delete(ctx context.Context, name string) error {
 	}
 	_, err = g.c.do(ctx, &request{method: http.MethodDelete, path: p})
 	return err
-}
-
-// List returns every group.
-func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, *Meta, error) {
-	params := map[string]string{}
-	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/groups", query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out GroupList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode groups: %w", err)
-	}
-	return out.Groups, resp.meta, nil
-}
-
-// Get reads a group with the target and actual owner of every key.
-func (g *GroupsAPI) Get(ctx context.Context, name string, q *QueryOptions) (*Group, *Meta, error) {
-	p, err := groupPath(name, "")
-	if err != nil {
-		return nil, nil, err
-	}
-	params := map[string]string{}
-	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out Group
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode group: %w", err)
-	}
-	return &out, resp.meta, nil
-}
-
-// Assignment reads the target plan of a group: key → worker id, only the
-// keys of worker when it is not empty. With q.WaitIndex it blocks until
-// the plan changes past that index (Meta.Index of the previous answer).
-func (g *GroupsAPI) Assignment(ctx context.Context, name, worker string, q *QueryOptions) (map[string]string, *Meta, error) {
-	p, err := groupPath(name, "/assignment")
-	if err != nil {
-		return nil, nil, err
-	}
-	params := map[string]string{"worker": worker}
-	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out Assignment
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode assignment: %w", err)
-	}
-	if resp.meta.Index == 0 {
-		resp.meta.Index = out.Index
-	}
-	return out.Assignment, resp.meta, nil
 }
 
 // Control reads the controls of a key.

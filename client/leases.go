@@ -214,30 +214,6 @@ func (a *LeasesAPI) Get(ctx context.Context, key string, q *QueryOptions) (*Leas
 	return a.lease(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
 }
 
-// List reads the leases that match opts (nil: all), ordered by key. With
-// q.WaitIndex it blocks until any of them changes past that index.
-func (a *LeasesAPI) List(ctx context.Context, opts *ListOptions, q *QueryOptions) ([]LeaseInfo, *Meta, error) {
-	params := map[string]string{}
-	if opts != nil {
-		params["prefix"] = opts.Prefix
-		params["state"] = string(opts.State)
-		params["holder"] = opts.Holder
-	}
-	wait := q.apply(params)
-	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/leases", query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out LeaseList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode lease list: %w", err)
-	}
-	if resp.meta.Index == 0 {
-		resp.meta.Index = out.Index
-	}
-	return out.Leases, resp.meta, nil
-}
-
 // Revoke ends the lease of key whoever holds it (an operator action), the
 // safe way: RevokeKey without Force. It fails with ErrNotFound when the
 // key was never seen. Revoke names no token, so a retry after an unknown

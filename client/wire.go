@@ -47,11 +47,14 @@ type RenewResultBody struct {
 	Reason  string     `json:"reason,omitempty"`
 }
 
-// LeaseList is the answer of GET /v1/leases. Index is the Raft index of
-// the view, for a blocking query.
+// LeaseList is one page of the answer of GET /v1/leases. Index is the
+// Raft index of the view the page was read at, for a blocking query. Next
+// is the cursor of the next page (the query parameter cursor), or empty
+// when the listing is complete.
 type LeaseList struct {
 	Leases []LeaseInfo `json:"leases"`
 	Index  uint64      `json:"index"`
+	Next   string      `json:"next"`
 }
 
 // ErrorBody is the body of every error answer.
@@ -139,10 +142,12 @@ type Readiness struct {
 	DiskWriteErrors uint64 `json:"disk_write_errors"`
 }
 
-// GroupList is the answer of GET /v1/groups.
+// GroupList is one page of the answer of GET /v1/groups, by name. Next
+// is the cursor of the next page, empty after the last one (as LeaseList).
 type GroupList struct {
 	Groups []GroupSummary `json:"groups"`
 	Index  uint64         `json:"index"`
+	Next   string         `json:"next"`
 }
 
 // GroupKeysBody is the body of POST /v1/groups/{name}/keys.
@@ -162,6 +167,9 @@ type Assignment struct {
 	Group      string            `json:"group"`
 	Assignment map[string]string `json:"assignment"`
 	Index      uint64            `json:"index"`
+	// Next is the cursor of the next page of the plan (by key); empty
+	// after the last one.
+	Next string `json:"next"`
 }
 
 // DrainBody is the body of POST /v1/workers/{id}/drain; without a body, or

@@ -286,6 +286,11 @@ type GroupView struct {
 	// Workers are the live gossip workers of the group.
 	Workers []Member
 	Drained []string
+	// Targets and Holds count, by worker id, the keys of the whole group
+	// that target it and that it holds (HeldBy), and Next is the key the
+	// next page of Keys starts after: GroupPage sets them.
+	Targets, Holds map[string]int
+	Next           string
 }
 
 // Group reads a group. ErrNotFound if it does not exist.

@@ -192,6 +192,7 @@ func (m *Machine) forget(index uint64, c Forget) Result {
 		return Result{Code: NotHeld, Lease: cur}
 	}
 	delete(m.leases, c.Key)
+	m.sorted.remove(c.Key)
 	m.leaseIndex = index
 	m.emit(Event{Type: EventForgotten, Key: cur.Key, Holder: cur.Holder, Token: cur.Token})
 	return Result{Code: Freed}

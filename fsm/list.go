@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"math"
 	"sort"
 	"strings"
 )
@@ -37,42 +38,16 @@ func (f Filter) match(l *Lease) bool {
 // List returns the leases that match f, ordered by key, and the index
 // they were read at: the lease index, or, when f lists never-acquired
 // group keys, the higher of the lease and group indexes (a group change
-// changes that answer too).
+// changes that answer too). It copies every match under the read lock:
+// callers that answer clients use ListPage.
 func (m *Machine) List(f Filter) ([]*Lease, uint64) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]*Lease, 0, len(m.leases))
-	for _, l := range m.leases {
-		if f.match(l) {
-			out = append(out, l)
-		}
+	res := m.page(f, "", math.MaxInt-1, math.MaxInt)
+	if res.Leases == nil {
+		res.Leases = []*Lease{}
 	}
-	index := m.leaseIndex
-	if f.NeverAcquired && f.State == "free" && f.Holder == "" {
-		out = append(out, m.neverAcquired(f.Prefix)...)
-		index = max(index, m.groupIndex)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, index
-}
-
-// neverAcquired returns a free record for each key of a group that starts
-// with prefix and has no lease record, once each. m.mu is held.
-func (m *Machine) neverAcquired(prefix string) []*Lease {
-	var out []*Lease
-	seen := make(map[string]bool)
-	for _, g := range m.groups {
-		// Keys are sorted: start at the first one with the prefix.
-		for i := sort.SearchStrings(g.Keys, prefix); i < len(g.Keys) && strings.HasPrefix(g.Keys[i], prefix); i++ {
-			k := g.Keys[i]
-			if m.leases[k] != nil || seen[k] {
-				continue
-			}
-			seen[k] = true
-			out = append(out, &Lease{Key: k, Reason: ReasonNeverAcquired})
-		}
-	}
-	return out
+	return res.Leases, res.Index
 }
 
 // inGroup reports whether key belongs to a group. m.mu is held.

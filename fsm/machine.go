@@ -81,6 +81,8 @@ type Result struct {
 type Machine struct {
 	mu     sync.RWMutex
 	leases map[string]*Lease
+	// sorted holds the records of leases ordered by key, for ListPage.
+	sorted *keyIndex
 	// lastToken is the last fencing token handed out; the next grant takes
 	// lastToken+1. It only grows, across snapshots and restores.
 	lastToken uint64
@@ -117,6 +119,7 @@ type Machine struct {
 func New(opts ...Option) *Machine {
 	m := &Machine{
 		leases:   make(map[string]*Lease),
+		sorted:   newKeyIndex(),
 		groups:   make(map[string]*Group),
 		controls: make(map[string]KeyControl),
 		drained:  make(map[string]bool),
@@ -290,6 +293,7 @@ func (m *Machine) free(index uint64, cur *Lease, why Reason) Result {
 
 func (m *Machine) store(l *Lease) {
 	m.leases[l.Key] = l
+	m.sorted.put(l)
 	if l.ModifyIndex > m.leaseIndex {
 		m.leaseIndex = l.ModifyIndex
 	}
@@ -388,13 +392,14 @@ func (m *Machine) Restore(rc io.ReadCloser) error {
 	for _, l := range st.leases {
 		leases[l.Key] = l
 	}
+	sorted := newKeyIndex(st.leases...)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// A snapshot never lowers the token counter: tokens are never reused.
 	if st.lastToken < m.lastToken {
 		return fmt.Errorf("snapshot token counter %d is below the current %d", st.lastToken, m.lastToken)
 	}
-	m.leases = leases
+	m.leases, m.sorted = leases, sorted
 	m.groups = make(map[string]*Group, len(st.groups))
 	for _, g := range st.groups {
 		m.groups[g.Name] = g

@@ -62,16 +62,19 @@ func (s *Server) aclCreateToken(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// aclListTokens answers one page of the tokens, by accessor id (see
+// list_page.go), streamed.
 func (s *Server) aclListTokens(w http.ResponseWriter, r *http.Request) error {
-	tokens, index, err := s.node.ACL().Tokens(r.Context(), consistency(r))
+	p, err := parsePage(r)
 	if err != nil {
 		return err
 	}
-	out := client.ACLTokenList{Tokens: make([]client.ACLToken, len(tokens)), Index: index}
-	for i, t := range tokens {
-		out.Tokens[i] = tokenOut(t, "")
+	tokens, next, index, err := s.node.ACL().TokensPage(r.Context(), p.After, p.Limit, consistency(r))
+	if err != nil {
+		return err
 	}
-	writeJSON(w, http.StatusOK, out)
+	s.readHeaders(w, index)
+	writeStream(w, listAnswer{field: "tokens", n: len(tokens), item: func(i int) any { return tokenOut(tokens[i], "") }, index: index, after: next})
 	return nil
 }
 

@@ -68,6 +68,10 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 		if err != nil {
 			return err
 		}
+		if st, ok := out.(streamer); ok {
+			writeStream(w, st)
+			return nil
+		}
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}

@@ -23,19 +23,23 @@ func groupOut(v cluster.GroupView) client.Group {
 	if v.StuckGrace > 0 {
 		out.StuckGrace = v.StuckGrace.String()
 	}
-	targets, holds := map[string]int{}, map[string]int{}
+	targets, holds := v.Targets, v.Holds // the whole group's, when a page
+	count := targets == nil
+	if count {
+		targets, holds = map[string]int{}, map[string]int{}
+	}
 	for i, k := range v.Keys {
 		kj := client.GroupKey{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited}
 		if k.Lease != nil && k.Lease.Held {
 			kj.State, kj.Holder, kj.Token = "held", k.Lease.Holder, k.Lease.Token
-			// Workers name themselves in their leases' metadata.
-			kj.Worker = k.Lease.Metadata["worker"]
-			if kj.Worker == "" {
-				kj.Worker = k.Lease.Holder
+			kj.Worker = cluster.HeldBy(k.Lease) // workers name themselves in their leases' metadata
+			if count {
+				holds[kj.Worker]++
 			}
-			holds[kj.Worker]++
 		}
-		targets[k.Target]++
+		if count {
+			targets[k.Target]++
+		}
 		out.Keys[i] = kj
 	}
 	drained := map[string]bool{}
@@ -131,29 +135,38 @@ func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// listGroups answers one page of the groups' summaries, by name (see
+// list_page.go), streamed.
 func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
+	p, err := parsePage(r)
+	if err != nil {
+		return err
+	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		groups, index, err := s.node.Groups(ctx, c)
+		groups, next, index, err := s.node.GroupsPage(ctx, p.After, p.Limit, c)
 		if err != nil {
 			return nil, 0, err
 		}
-		out := client.GroupList{Groups: make([]client.GroupSummary, len(groups)), Index: watchIndex(index)}
-		for i, g := range groups {
-			out.Groups[i] = summary(g)
-		}
-		return out, out.Index, nil
+		index = watchIndex(index)
+		return listAnswer{field: "groups", n: len(groups), item: func(i int) any { return summary(groups[i]) }, index: index, after: next}, index, nil
 	})
 }
 
+// getGroup answers a group with one page of its keys (see list_page.go).
 func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
+	p, err := parsePage(r)
+	if err != nil {
+		return err
+	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		v, err := s.node.Group(ctx, groupName(r), c)
+		v, err := s.node.GroupPage(ctx, groupName(r), p, c)
 		if err != nil {
 			return nil, 0, err
 		}
 		out := groupOut(v)
+		out.Next = encodeCursor(v.Next)
 		// Owners change with leases; targets, controls and drains with
 		// the placement state.
 		index := max(v.ModifyIndex, s.node.LeaseIndex(), s.node.GroupIndex())
@@ -161,18 +174,24 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
+// assignment answers one page of a group's plan, by key (see
+// list_page.go).
 func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
+	p, err := parsePage(r)
+	if err != nil {
+		return err
+	}
 	c := consistency(r)
 	worker := r.URL.Query().Get("worker")
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		plan, index, err := s.node.Assignment(ctx, groupName(r), worker, c)
+		plan, next, index, err := s.node.AssignmentPage(ctx, groupName(r), worker, p, c)
 		if errors.Is(err, cluster.ErrNotFound) {
 			return nil, watchIndex(index), err // block until the group appears
 		}
 		if err != nil {
 			return nil, 0, err
 		}
-		return client.Assignment{Group: groupName(r), Assignment: plan, Index: index}, index, nil
+		return client.Assignment{Group: groupName(r), Assignment: plan, Index: index, Next: encodeCursor(next)}, index, nil
 	})
 }
 

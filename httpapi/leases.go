@@ -220,6 +220,8 @@ func (s *Server) getLease(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
+// listLeases answers one page of the leases that match the query (see
+// list_page.go), streamed.
 func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	// A free list also names the keys of groups that were never acquired.
@@ -227,18 +229,18 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 	if f.State != "" && f.State != "held" && f.State != "free" {
 		return badRequest(client.CodeInvalidQuery, "state", fmt.Sprintf("state: %q is not held or free", f.State))
 	}
+	p, err := parsePage(r)
+	if err != nil {
+		return err
+	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		leases, index, err := s.node.List(ctx, f, c)
+		page, err := s.node.ListPage(ctx, f, p, c)
 		if err != nil {
 			return nil, 0, err
 		}
-		index = watchIndex(index)
-		out := client.LeaseList{Leases: make([]client.LeaseInfo, len(leases)), Index: index}
-		for i, l := range leases {
-			out.Leases[i] = *leaseOut(l)
-		}
-		return out, index, nil
+		index := watchIndex(page.Index)
+		return leasePage(page, index), index, nil
 	})
 }
 

@@ -20,16 +20,17 @@ type Node interface {
 	Renew(ctx context.Context, key, holder string, token uint64) (cluster.LeaseView, error)
 	RenewMany(ctx context.Context, holder string, refs []cluster.LeaseRef) ([]cluster.RenewResult, error)
 	Get(ctx context.Context, key string, c cluster.Consistency) (cluster.LeaseView, error)
-	List(ctx context.Context, f fsm.Filter, c cluster.Consistency) ([]cluster.LeaseView, uint64, error)
+	ListPage(ctx context.Context, f fsm.Filter, p fsm.Page, c cluster.Consistency) (cluster.LeasePage, error)
 
 	// Groups, controls and workers.
 	PutGroup(ctx context.Context, spec cluster.GroupSpec) (*fsm.Group, error)
 	DeleteGroup(ctx context.Context, name string) error
 	GroupKeys(ctx context.Context, name string, add, remove []string) (*fsm.Group, error)
 	SetMaxPerWorker(ctx context.Context, name string, max int) (*fsm.Group, error)
-	Group(ctx context.Context, name string, c cluster.Consistency) (cluster.GroupView, error)
 	Groups(ctx context.Context, c cluster.Consistency) ([]*fsm.Group, uint64, error)
-	Assignment(ctx context.Context, name, worker string, c cluster.Consistency) (map[string]string, uint64, error)
+	GroupsPage(ctx context.Context, after string, limit int, c cluster.Consistency) ([]*fsm.Group, string, uint64, error)
+	GroupPage(ctx context.Context, name string, p fsm.Page, c cluster.Consistency) (cluster.GroupView, error)
+	AssignmentPage(ctx context.Context, name, worker string, p fsm.Page, c cluster.Consistency) (map[string]string, string, uint64, error)
 	KeyControl(ctx context.Context, key string, c cluster.Consistency) (fsm.KeyControl, error)
 	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) ([]cluster.EndedLease, error)
 	EditKeyControl(ctx context.Context, key string, edit cluster.ControlEdit) (fsm.KeyControl, []cluster.EndedLease, error)

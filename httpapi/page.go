@@ -37,7 +37,8 @@ term {{.Status.Term}}; applied index {{.Status.AppliedIndex}}; last token {{.Sta
 {{range .Groups}}<tr><td>{{.Name}}</td><td>{{len .Keys}}</td><td>{{len .Assignment}}</td><td>{{range .Stuck}}<b>{{.}}</b> {{end}}</td></tr>
 {{end}}</table>
 <p>Unowned keys and stuck workers in detail: <code>tenure leases stale</code>.</p>{{end}}
-<h2>Leases ({{len .Leases}})</h2>
+<h2>Leases ({{len .Leases}}{{if .More}}, the first ones by key{{end}})</h2>
+{{if .More}}<p>More leases follow: list them with <code>tenure leases list</code> or GET /v1/leases, or narrow this page with ?prefix=.</p>{{end}}
 <table><tr><th>key</th><th>state</th><th>holder</th><th>token</th><th>ttl</th><th>expires in</th><th>acquired</th><th>metadata</th></tr>
 {{range .Leases}}<tr class="{{.State}}"><td>{{.Key}}</td><td>{{.State}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{.Holder}}</td><td>{{.Token}}</td><td>{{.TTL}}</td><td>{{if .HasExpiresIn}}{{.ExpiresIn}}{{end}}</td><td>{{if not .AcquiredAt.IsZero}}{{.AcquiredAt.UTC.Format "2006-01-02T15:04:05.999999999Z07:00"}}{{end}}</td><td>{{range $k, $v := .Metadata}}{{$k}}={{$v}} {{end}}</td></tr>
 {{end}}</table>
@@ -49,7 +50,9 @@ term {{.Status.Term}}; applied index {{.Status.AppliedIndex}}; last token {{.Sta
 `))
 
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	leases, _, err := s.node.List(r.Context(), fsm.Filter{Prefix: r.URL.Query().Get("prefix")}, cluster.Stale)
+	// The page shows the first page of leases only; the API and the CLI
+	// list the rest.
+	leases, err := s.node.ListPage(r.Context(), fsm.Filter{Prefix: r.URL.Query().Get("prefix")}, fsm.Page{Limit: DefaultListLimit}, cluster.Stale)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -64,14 +67,15 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		Status cluster.Status
 		Groups []*fsm.Group
 		Leases []*client.LeaseInfo
+		More   bool
 		Events []client.Event
-	}{Status: s.node.Status()}
+	}{Status: s.node.Status(), More: leases.Next != ""}
 	for _, g := range groups {
 		if strings.HasPrefix(g.Name, prefix) { // the token's read covers the prefix
 			data.Groups = append(data.Groups, g)
 		}
 	}
-	for _, l := range leases {
+	for _, l := range leases.Leases {
 		data.Leases = append(data.Leases, leaseOut(l))
 	}
 	data.Events = s.recentEvents(r, data.Status.AppliedIndex)

@@ -1,0 +1,130 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+)
+
+// Get reads a group with the target and actual owner of every key. The
+// server answers a group's keys in pages (1000 by default); Get follows
+// them and returns every key, with the rest of the group (workers, their
+// counts, settings) as the first page had it. GetPage reads one page.
+func (g *GroupsAPI) Get(ctx context.Context, name string, q *QueryOptions) (*Group, *Meta, error) {
+	var first *Group
+	var meta *Meta
+	page := PageOptions{}
+	for {
+		out, m, err := g.GetPage(ctx, name, page, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		if first == nil {
+			first, meta = out, m
+		} else {
+			first.Keys = append(first.Keys, out.Keys...)
+		}
+		if out.Next == "" {
+			first.Next = ""
+			return first, meta, nil
+		}
+		if out.Next == page.Cursor {
+			return nil, nil, fmt.Errorf("get group %q: the server answered cursor %q twice", name, out.Next)
+		}
+		page.Cursor = out.Next
+		if q != nil {
+			q = &QueryOptions{Stale: q.Stale}
+		}
+	}
+}
+
+// GetPage reads a group with one page of its keys: at most page.Limit,
+// after page.Cursor, in key order. The answer's Next is the Cursor of the
+// next page, empty after the last one.
+func (g *GroupsAPI) GetPage(ctx context.Context, name string, page PageOptions, q *QueryOptions) (*Group, *Meta, error) {
+	p, err := groupPath(name, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	params, err := page.params()
+	if err != nil {
+		return nil, nil, err
+	}
+	wait := q.apply(params)
+	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out Group
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode group: %w", err)
+	}
+	return &out, resp.meta, nil
+}
+
+// Assignment reads the target plan of a group: key → worker id, only the
+// keys of worker when it is not empty. With q.WaitIndex it blocks until
+// the plan changes past that index (Meta.Index of the previous answer).
+// The server answers the plan in pages of keys; Assignment follows them
+// (only the first blocks; Meta is the first page's). AssignmentPage reads
+// one page.
+func (g *GroupsAPI) Assignment(ctx context.Context, name, worker string, q *QueryOptions) (map[string]string, *Meta, error) {
+	var plan map[string]string
+	var meta *Meta
+	page := PageOptions{}
+	for {
+		out, m, err := g.AssignmentPage(ctx, name, worker, page, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		if plan == nil {
+			plan, meta = out.Assignment, m
+			if plan == nil {
+				plan = map[string]string{}
+			}
+		} else {
+			maps.Copy(plan, out.Assignment)
+		}
+		if out.Next == "" {
+			return plan, meta, nil
+		}
+		if out.Next == page.Cursor {
+			return nil, nil, fmt.Errorf("group %q assignment: the server answered cursor %q twice", name, out.Next)
+		}
+		page.Cursor = out.Next
+		if q != nil {
+			q = &QueryOptions{Stale: q.Stale}
+		}
+	}
+}
+
+// AssignmentPage reads one page of the target plan of a group (of worker
+// only, when it is not empty): the targets of at most page.Limit keys
+// after page.Cursor. The answer's Next is the Cursor of the next page,
+// empty after the last one.
+func (g *GroupsAPI) AssignmentPage(ctx context.Context, name, worker string, page PageOptions, q *QueryOptions) (*Assignment, *Meta, error) {
+	p, err := groupPath(name, "/assignment")
+	if err != nil {
+		return nil, nil, err
+	}
+	params, err := page.params()
+	if err != nil {
+		return nil, nil, err
+	}
+	params["worker"] = worker
+	wait := q.apply(params)
+	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out Assignment
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode assignment: %w", err)
+	}
+	if resp.meta.Index == 0 {
+		resp.meta.Index = out.Index
+	}
+	return &out, resp.meta, nil
+}

@@ -1,0 +1,198 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// PageOptions select one page of a list (ListPage).
+type PageOptions struct {
+	// Limit is the most items of the page: zero means the server's
+	// default (1000); the server refuses more than its maximum (10000).
+	Limit int
+	// Cursor is the Next of the previous page; empty for the first page.
+	// It is opaque: pass it back as it came.
+	Cursor string
+}
+
+// List reads every lease that matches opts (nil: all), ordered by key. The
+// server answers lists in pages (at most 1000 leases each by default);
+// List follows them until the last and returns them all, so its memory
+// grows with the answer: a caller of a large cluster that can work a page
+// at a time uses ListPage.
+//
+// Pages are read one after the other, so the answer is not one view: a
+// key is never listed twice, and a key that exists through the whole
+// listing is always listed; a key created or removed meanwhile may be
+// listed or not. Meta is the first page's: a watcher that passes
+// Meta.Index as q.WaitIndex to its next List misses no change made while
+// it paged. With q.WaitIndex only the first page blocks.
+func (a *LeasesAPI) List(ctx context.Context, opts *ListOptions, q *QueryOptions) ([]LeaseInfo, *Meta, error) {
+	var all []LeaseInfo
+	var first *Meta
+	page := PageOptions{}
+	for {
+		out, meta, err := a.ListPage(ctx, opts, page, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		if first == nil {
+			first = meta
+			all = out.Leases
+		} else {
+			all = append(all, out.Leases...)
+		}
+		if out.Next == "" {
+			return all, first, nil
+		}
+		if out.Next == page.Cursor {
+			return nil, nil, fmt.Errorf("list leases: the server answered cursor %q twice", out.Next)
+		}
+		page.Cursor = out.Next
+		// Later pages read the state as it is: only the first one blocks.
+		if q != nil {
+			q = &QueryOptions{Stale: q.Stale}
+		}
+	}
+}
+
+// ListPage reads one page of the leases that match opts (nil: all),
+// ordered by key: at most page.Limit of them, after page.Cursor. The
+// answer's Next is the Cursor of the next page, empty after the last one;
+// its Index is the Raft index the page was read at. A page may hold fewer
+// leases than the limit, even none, and still have a Next (the server
+// bounds the records it examines per page): continue until Next is empty.
+// With q.WaitIndex it blocks until any lease changes past that index.
+func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOptions, q *QueryOptions) (*LeaseList, *Meta, error) {
+	params, err := page.params()
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts != nil {
+		params["prefix"] = opts.Prefix
+		params["state"] = string(opts.State)
+		params["holder"] = opts.Holder
+	}
+	wait := q.apply(params)
+	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/leases", query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out LeaseList
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode lease list: %w", err)
+	}
+	if resp.meta.Index == 0 {
+		resp.meta.Index = out.Index
+	}
+	return &out, resp.meta, nil
+}
+
+// List returns every group's summary, ordered by name. The server answers
+// in pages (1000 groups each by default); List follows them to the last,
+// as LeasesAPI.List does (the first page's Meta; only the first page
+// blocks). ListPage reads one page.
+func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, *Meta, error) {
+	var all []GroupSummary
+	var first *Meta
+	page := PageOptions{}
+	for {
+		out, meta, err := g.ListPage(ctx, page, q)
+		if err != nil {
+			return nil, nil, err
+		}
+		if first == nil {
+			first = meta
+		}
+		all = append(all, out.Groups...)
+		if out.Next == "" {
+			return all, first, nil
+		}
+		if out.Next == page.Cursor {
+			return nil, nil, fmt.Errorf("list groups: the server answered cursor %q twice", out.Next)
+		}
+		page.Cursor = out.Next
+		if q != nil {
+			q = &QueryOptions{Stale: q.Stale}
+		}
+	}
+}
+
+// ListPage reads one page of the groups' summaries, ordered by name: at
+// most page.Limit, after page.Cursor. The answer's Next is the Cursor of
+// the next page, empty after the last one.
+func (g *GroupsAPI) ListPage(ctx context.Context, page PageOptions, q *QueryOptions) (*GroupList, *Meta, error) {
+	params, err := page.params()
+	if err != nil {
+		return nil, nil, err
+	}
+	wait := q.apply(params)
+	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/groups", query: params, wait: wait})
+	if err != nil {
+		return nil, nil, err
+	}
+	var out GroupList
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode groups: %w", err)
+	}
+	return &out, resp.meta, nil
+}
+
+// params are the query parameters of page.
+func (p PageOptions) params() (map[string]string, error) {
+	if p.Limit < 0 {
+		return nil, fmt.Errorf("%w: limit %d is negative", ErrInvalid, p.Limit)
+	}
+	params := map[string]string{}
+	if p.Limit > 0 {
+		params["limit"] = strconv.Itoa(p.Limit)
+	}
+	if p.Cursor != "" {
+		params["cursor"] = p.Cursor
+	}
+	return params, nil
+}
+
+// ListTokens lists every token, without secrets, by accessor id. The
+// server answers in pages; ListTokens follows them to the last.
+// ListTokensPage reads one page.
+func (a *ACLAPI) ListTokens(ctx context.Context) ([]ACLToken, error) {
+	var all []ACLToken
+	page := PageOptions{}
+	for {
+		out, err := a.ListTokensPage(ctx, page)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, out.Tokens...)
+		if out.Next == "" {
+			return all, nil
+		}
+		if out.Next == page.Cursor {
+			return nil, fmt.Errorf("list tokens: the server answered cursor %q twice", out.Next)
+		}
+		page.Cursor = out.Next
+	}
+}
+
+// ListTokensPage reads one page of the tokens, without secrets, by
+// accessor id: at most page.Limit, after page.Cursor. The answer's Next is
+// the Cursor of the next page, empty after the last one.
+func (a *ACLAPI) ListTokensPage(ctx context.Context, page PageOptions) (*ACLTokenList, error) {
+	params, err := page.params()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/acl/tokens", query: params})
+	if err != nil {
+		return nil, err
+	}
+	var out ACLTokenList
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, fmt.Errorf("decode tokens: %w", err)
+	}
+	return &out, nil
+}

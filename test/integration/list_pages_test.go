@@ -1,0 +1,123 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+// TestListPagesOverTLSWithACL: a server with TLS and ACLs on holds more
+// leases than one default page. The Go client and `tenure leases list`
+// list all of them; a token that may read one prefix pages through that
+// prefix only.
+func TestListPagesOverTLSWithACL(t *testing.T) {
+	p := newTestPKI(t)
+	certFile, keyFile := p.client(t, "app")
+	c := newCluster(t)
+	c.scheme = "https"
+	c.http = httpClient(t, p, certFile, keyFile)
+	c.nodeArgs = func(t *testing.T, nd *node) []string {
+		t.Helper()
+		cert := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
+		key := filepath.Join(p.dir, "tenure-server-"+nd.id+"-key.pem")
+		if !fileExists(cert) {
+			cert, key = p.server(t, nd.id)
+		}
+		return []string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled"}
+	}
+	c.start(t, 1)
+	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	newClient := func(token string) *client.Client {
+		cfg := client.DefaultConfig()
+		cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS, cfg.Timeout = c.httpAddrs(), "lister", token, tc, 10*time.Second
+		cl, err := client.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var boot *client.ACLToken
+	poll.WaitFor(t, startTimeout, func() error {
+		var err error
+		boot, err = newClient("").ACL().Bootstrap(ctx)
+		return err
+	})
+	c.token = boot.SecretID
+	c.leader(t)
+	admin := newClient(boot.SecretID)
+
+	const total = 1005 // the default page is 1000
+	var wg sync.WaitGroup
+	errs := make(chan error, total)
+	sem := make(chan struct{}, 64)
+	for i := range total {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			_, _, err := admin.Leases().Acquire(ctx, fmt.Sprintf("pg/%04d", i), client.AcquireRequest{Holder: "h", TTL: time.Hour})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("acquire: %v", err)
+		}
+	}
+	if _, _, err := admin.Leases().Acquire(ctx, "other/1", client.AcquireRequest{Holder: "h", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+
+	leases, _, err := admin.Leases().List(ctx, &client.ListOptions{Prefix: "pg/"}, nil)
+	if err != nil || len(leases) != total || leases[total-1].Key != "pg/1004" {
+		t.Fatalf("Go client List: %d leases, %v; want %d, the last pg/1004", len(leases), err, total)
+	}
+
+	env := []string{client.EnvHTTPAddr + "=" + strings.Join(c.httpAddrs(), ","), client.EnvHTTPToken + "=" + boot.SecretID,
+		client.EnvCACert + "=" + p.caFile(), client.EnvClientCert + "=" + certFile, client.EnvClientKey + "=" + keyFile}
+	out := mustRunTenure(t, env, "leases", "list", "-prefix", "pg/")
+	if rows := strings.Count(strings.TrimSpace(out.stdout), "\n"); rows != total { // a header and one line per lease
+		t.Errorf("tenure leases list printed %d rows, want %d", rows, total)
+	}
+
+	// A token that reads pg/00 only pages within it.
+	if _, err := admin.ACL().SetPolicy(ctx, "pg00", client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "pg/00", Rights: []string{client.RightRead}}}}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"pg00"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := newClient(tok.SecretID)
+	var got []string
+	page := client.PageOptions{Limit: 30}
+	for {
+		out, _, err := reader.Leases().ListPage(ctx, &client.ListOptions{Prefix: "pg/00"}, page, nil)
+		if err != nil {
+			t.Fatalf("ListPage as the pg/00 reader: %v", err)
+		}
+		for _, l := range out.Leases {
+			got = append(got, l.Key)
+		}
+		if out.Next == "" {
+			break
+		}
+		page.Cursor = out.Next
+	}
+	if len(got) != 100 || got[0] != "pg/0000" || got[99] != "pg/0099" {
+		t.Errorf("the pg/00 reader listed %d keys (%v … ), want pg/0000 … pg/0099", len(got), got[:min(3, len(got))])
+	}
+	if _, _, err := reader.Leases().ListPage(ctx, &client.ListOptions{Prefix: "pg/"}, page, nil); err == nil {
+		t.Errorf("the pg/00 reader listed pg/ with a cursor: want permission denied")
+	}
+}
