@@ -191,3 +191,26 @@ func TestGroupViewsFollowPages(t *testing.T) {
 		t.Errorf("assignment pages: queries %v then %v; want index on the first only, worker on both", reqs[0].Query, reqs[1].Query)
 	}
 }
+
+// Workers follows the pages of GET /v1/workers; only the first blocks.
+func TestWorkersFollowPages(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.URL.Query().Get("cursor") == "" {
+			writeJSON(w, 200, map[string]any{"workers": []any{map[string]any{"id": "w1", "status": "alive"}}, "index": 7, "next": "x"})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"workers": []any{map[string]any{"id": "w2", "status": "alive"}}, "index": 8, "next": ""})
+	})
+	c, _ := newTestClient(t, srv.URL)
+	ws, meta, err := c.Groups().Workers(context.Background(), &QueryOptions{WaitIndex: 5})
+	if err != nil || len(ws) != 2 || ws[0].ID != "w1" || ws[1].ID != "w2" {
+		t.Fatalf("Workers = %+v, %v; want w1 and w2", ws, err)
+	}
+	if meta.Index != 7 {
+		t.Errorf("index %d, want 7 (the first page's)", meta.Index)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 2 || !reqs[0].Query.Has("index") || reqs[1].Query.Has("index") || reqs[1].Query.Get("cursor") != "x" {
+		t.Errorf("requests %v; want two pages, the index on the first only", reqs)
+	}
+}

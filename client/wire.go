@@ -215,6 +215,8 @@ type WorkerInfo struct {
 type WorkerList struct {
 	Workers []WorkerInfo `json:"workers"`
 	Index   uint64       `json:"index"`
+	// Next is the cursor of the next page, "" after the last one.
+	Next string `json:"next"`
 }
 
 // KeyringBody is the body of POST /v1/operator/keyring: Op is install, use

@@ -64,7 +64,9 @@ func (g *GroupsAPI) Drain(ctx context.Context, worker string, draining bool, opt
 // the last minutes) and every worker that a group's plan, a held lease or
 // a drain mark names, with its groups, capacity, drain state and keys. With
 // q.WaitIndex it blocks until the plan, the leases or the drain marks
-// change past that index (gossip changes do not end the wait).
+// change past that index (gossip changes do not end the wait). The server
+// answers in pages of workers (1000 by default); Workers follows them, and
+// only the first page blocks.
 func (g *GroupsAPI) Workers(ctx context.Context, q *QueryOptions) ([]WorkerInfo, *Meta, error) {
 	return g.workers(ctx, "", q)
 }
@@ -88,21 +90,43 @@ func (g *GroupsAPI) Worker(ctx context.Context, id string, q *QueryOptions) (*Wo
 }
 
 func (g *GroupsAPI) workers(ctx context.Context, id string, q *QueryOptions) ([]WorkerInfo, *Meta, error) {
-	params := map[string]string{}
-	if id != "" {
-		params["id"] = id
+	var all []WorkerInfo
+	var first *Meta
+	cursor := ""
+	for {
+		params := map[string]string{}
+		if id != "" {
+			params["id"] = id
+		}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		wait := q.apply(params)
+		resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/workers", query: params, wait: wait})
+		if err != nil {
+			return nil, nil, err
+		}
+		var out WorkerList
+		if err := json.Unmarshal(resp.body, &out); err != nil {
+			return nil, nil, fmt.Errorf("decode workers: %w", err)
+		}
+		if resp.meta.Index == 0 {
+			resp.meta.Index = out.Index
+		}
+		if first == nil {
+			first = resp.meta
+		}
+		all = append(all, out.Workers...)
+		if out.Next == "" {
+			return all, first, nil
+		}
+		if out.Next == cursor {
+			return nil, nil, fmt.Errorf("list workers: the server answered cursor %q twice", out.Next)
+		}
+		cursor = out.Next
+		// Later pages read the state as it is: only the first one blocks.
+		if q != nil {
+			q = &QueryOptions{Stale: q.Stale}
+		}
 	}
-	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/workers", query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out WorkerList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode workers: %w", err)
-	}
-	if resp.meta.Index == 0 {
-		resp.meta.Index = out.Index
-	}
-	return out.Workers, resp.meta, nil
 }

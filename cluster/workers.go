@@ -48,10 +48,57 @@ func leaseWorker(l *fsm.Lease) string {
 // lease of a group key or a drain mark names, sorted by id, with the
 // placement and lease index for blocking queries. Several processes
 // announcing one id are one entry: alive when one of them is.
-func (n *Node) Workers(ctx context.Context, c Consistency) ([]WorkerView, uint64, error) {
+//
+// It answers one page: the workers whose ids come after after, at most
+// limit of them (below 1: all), and the id the next page starts after (""
+// after the last). With id, the page holds only that worker, if anything
+// knows it. The ids of all workers are gathered first (a set of strings);
+// the views, with their keys, are built only for the page.
+func (n *Node) Workers(ctx context.Context, c Consistency, id, after string, limit int) ([]WorkerView, string, uint64, error) {
 	if err := n.readBarrier(ctx, c); err != nil {
-		return nil, 0, err
+		return nil, "", 0, err
 	}
+	index := max(n.machine.GroupIndex(), n.LeaseIndex())
+	members := n.Members()
+	groups, _ := n.machine.Groups()
+	drained := n.machine.DrainedWorkers()
+
+	ids := map[string]bool{}
+	for _, m := range members {
+		if m.Meta.Role == "worker" && m.Meta.ID != "" {
+			ids[m.Meta.ID] = true
+		}
+	}
+	for _, id := range drained {
+		ids[id] = true
+	}
+	for _, g := range groups {
+		for _, k := range g.Keys {
+			if t := g.Assignment[k]; t != "" {
+				ids[t] = true
+			}
+			if l := n.machine.Get(k); l != nil && l.Held {
+				ids[leaseWorker(l)] = true
+			}
+		}
+	}
+	page := make([]string, 0, len(ids))
+	for w := range ids {
+		if w > after && (id == "" || w == id) {
+			page = append(page, w)
+		}
+	}
+	sort.Strings(page)
+	next := ""
+	if limit > 0 && len(page) > limit {
+		page = page[:limit]
+		next = page[limit-1]
+	}
+	in := make(map[string]bool, len(page))
+	for _, id := range page {
+		in[id] = true
+	}
+
 	byID := map[string]*WorkerView{}
 	get := func(id string) *WorkerView {
 		v := byID[id]
@@ -61,8 +108,11 @@ func (n *Node) Workers(ctx context.Context, c Consistency) ([]WorkerView, uint64
 		}
 		return v
 	}
-	for _, m := range n.Members() {
-		if m.Meta.Role != "worker" || m.Meta.ID == "" {
+	for _, id := range page {
+		get(id)
+	}
+	for _, m := range members {
+		if m.Meta.Role != "worker" || !in[m.Meta.ID] {
 			continue
 		}
 		v := get(m.Meta.ID)
@@ -72,10 +122,11 @@ func (n *Node) Workers(ctx context.Context, c Consistency) ([]WorkerView, uint64
 		v.Status, v.Addr, v.Capacity, v.Draining = m.Status, m.Addr, m.Meta.Capacity, m.Meta.Draining
 		v.Groups = append([]string(nil), m.Meta.Groups...)
 	}
-	for _, id := range n.machine.DrainedWorkers() {
-		get(id).Drained = true
+	for _, id := range drained {
+		if in[id] {
+			get(id).Drained = true
+		}
 	}
-	groups, _ := n.machine.Groups()
 	for _, g := range groups {
 		per := map[string]*WorkerKeys{}
 		keysOf := func(id string) *WorkerKeys {
@@ -85,12 +136,13 @@ func (n *Node) Workers(ctx context.Context, c Consistency) ([]WorkerView, uint64
 			return per[id]
 		}
 		for _, k := range g.Keys {
-			if t := g.Assignment[k]; t != "" {
+			if t := g.Assignment[k]; in[t] {
 				keysOf(t).Targets = append(keysOf(t).Targets, k)
 			}
 			if l := n.machine.Get(k); l != nil && l.Held {
-				w := leaseWorker(l)
-				keysOf(w).Holds = append(keysOf(w).Holds, k)
+				if w := leaseWorker(l); in[w] {
+					keysOf(w).Holds = append(keysOf(w).Holds, k)
+				}
 			}
 		}
 		for id, wk := range per {
@@ -100,8 +152,9 @@ func (n *Node) Workers(ctx context.Context, c Consistency) ([]WorkerView, uint64
 			v.Keys = append(v.Keys, *wk)
 		}
 	}
-	out := make([]WorkerView, 0, len(byID))
-	for _, v := range byID {
+	out := make([]WorkerView, 0, len(page))
+	for _, id := range page {
+		v := byID[id]
 		// Groups it announced, and those it has keys of (sorted, once).
 		for _, k := range v.Keys {
 			v.Groups = append(v.Groups, k.Group)
@@ -110,8 +163,7 @@ func (n *Node) Workers(ctx context.Context, c Consistency) ([]WorkerView, uint64
 		sort.Slice(v.Keys, func(i, j int) bool { return v.Keys[i].Group < v.Keys[j].Group })
 		out = append(out, *v)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, max(n.machine.GroupIndex(), n.LeaseIndex()), nil
+	return out, next, index, nil
 }
 
 func sortedUnique(s []string) []string {

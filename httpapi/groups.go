@@ -308,16 +308,17 @@ func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 	c := consistency(r)
 	id := r.URL.Query().Get("id")
+	page, err := parsePage(r)
+	if err != nil {
+		return err
+	}
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		views, index, err := s.node.Workers(ctx, c)
+		views, next, index, err := s.node.Workers(ctx, c, id, page.After, page.Limit)
 		if err != nil {
 			return nil, 0, err
 		}
-		out := client.WorkerList{Workers: []client.WorkerInfo{}, Index: watchIndex(index)}
+		out := client.WorkerList{Workers: []client.WorkerInfo{}, Index: watchIndex(index), Next: encodeCursor(next)}
 		for _, v := range views {
-			if id != "" && v.ID != id {
-				continue
-			}
 			wi := client.WorkerInfo{ID: v.ID, Status: v.Status, Addr: v.Addr, Groups: v.Groups, Capacity: v.Capacity,
 				Draining: v.Draining, Drained: v.Drained, Keys: []client.WorkerGroupKeys{}}
 			for _, k := range v.Keys {

@@ -315,3 +315,45 @@ func TestUIShowsFirstPageOfLeases(t *testing.T) {
 		t.Errorf("/ui?prefix=ui/000: status %d, want the 10 leases and no note", r.status)
 	}
 }
+
+// GET /v1/workers answers in pages of workers, in id order: following
+// next lists every worker once; id= still answers one worker.
+func TestListWorkersPages(t *testing.T) {
+	tn := startNode(t)
+	for _, id := range []string{"w5", "w1", "w3", "w2", "w4"} {
+		do(t, "POST", tn.url+"/v1/workers/"+id+"/drain?force=true", "").wantStatus(t, "drain "+id, http.StatusOK)
+	}
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("more than 5 pages for 5 workers")
+		}
+		q := "?limit=2"
+		if cursor != "" {
+			q += "&cursor=" + url.QueryEscape(cursor)
+		}
+		var out client.WorkerList
+		do(t, "GET", tn.url+"/v1/workers"+q, "").decode(t, &out)
+		if len(out.Workers) > 2 {
+			t.Fatalf("page of %d workers, want at most 2", len(out.Workers))
+		}
+		for _, w := range out.Workers {
+			got = append(got, w.ID)
+		}
+		if out.Next == "" {
+			break
+		}
+		cursor = out.Next
+	}
+	if strings.Join(got, ",") != "w1,w2,w3,w4,w5" {
+		t.Errorf("workers over the pages: %v, want w1..w5 once each in order", got)
+	}
+	var one client.WorkerList
+	do(t, "GET", tn.url+"/v1/workers?id=w3&limit=1", "").decode(t, &one)
+	if len(one.Workers) != 1 || one.Workers[0].ID != "w3" || !one.Workers[0].Drained || one.Next != "" {
+		t.Errorf("id=w3: %+v, want w3 (drained) alone", one)
+	}
+	r := do(t, "GET", tn.url+"/v1/workers?limit=0", "")
+	r.wantStatus(t, "limit=0", http.StatusBadRequest)
+}

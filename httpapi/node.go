@@ -35,7 +35,7 @@ type Node interface {
 	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) ([]cluster.EndedLease, error)
 	EditKeyControl(ctx context.Context, key string, edit cluster.ControlEdit) (fsm.KeyControl, []cluster.EndedLease, error)
 	DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error)
-	Workers(ctx context.Context, c cluster.Consistency) ([]cluster.WorkerView, uint64, error)
+	Workers(ctx context.Context, c cluster.Consistency, id, after string, limit int) ([]cluster.WorkerView, string, uint64, error)
 	PlacementHealth(ctx context.Context, threshold time.Duration) (cluster.PlacementReport, error)
 
 	// ACLs: tokens are resolved against this node's replicated state.
