@@ -119,8 +119,8 @@ func checkClusterID(dataDir string, id Identity, replicated string) error {
 	if id.ClusterID == "" || replicated == "" || id.ClusterID == replicated {
 		return nil
 	}
-	return fmt.Errorf("%w: the Raft state in %s belongs to cluster %s, but %s says this server is a member of cluster %s: raft.db or the snapshots were copied from another cluster's server. Put this server's own files back, or, to make it a member of cluster %s, move the data dir aside and start with an empty one",
-		ErrRefusedStart, dataDir, replicated, IdentityFile, id.ClusterID, replicated)
+	return fmt.Errorf("%w: the Raft state in %s belongs to cluster %s, but %s says this server is a member of cluster %s: raft.db or the snapshots were copied from another cluster's server. Put this server's own files back, or %s",
+		ErrRefusedStart, dataDir, replicated, IdentityFile, id.ClusterID, resyncRemedy(id.NodeID, dataDir))
 }
 
 // lostRaftState is the error of a data dir whose identity file says the

@@ -84,24 +84,33 @@ func (l *lagTracker) lag(applied, ownCommit uint64) lagState {
 
 // lagTransport is a Raft transport that shows every AppendEntries request
 // this node receives to a lagTracker before Raft handles it. Everything
-// else passes through unchanged.
+// else passes through unchanged. It also holds every inbound RPC back
+// until the node has checked its data dir's identity against the Raft
+// state it started with (open): a data dir that turns out to hold another
+// cluster's state never answers a vote or an append of this cluster.
 type lagTransport struct {
 	raft.Transport
-	lag  *lagTracker
-	once sync.Once
-	ch   chan raft.RPC
-	done chan struct{}
-	stop sync.Once
+	lag      *lagTracker
+	once     sync.Once
+	ch       chan raft.RPC
+	done     chan struct{}
+	stop     sync.Once
+	gate     chan struct{}
+	gateOnce sync.Once
 }
 
-// withLag wraps t. Raft looks for the optional WithPreVote interface on
-// its transport, so the wrapper has it exactly when t has it.
-func withLag(t raft.Transport, lag *lagTracker) raft.Transport {
-	lt := &lagTransport{Transport: t, lag: lag, ch: make(chan raft.RPC), done: make(chan struct{})}
+// open lets the inbound RPCs through.
+func (t *lagTransport) open() { t.gateOnce.Do(func() { close(t.gate) }) }
+
+// withLag wraps t, with inbound RPCs held back until open is called.
+// Raft looks for the optional WithPreVote interface on its transport, so
+// the wrapper has it exactly when t has it.
+func withLag(t raft.Transport, lag *lagTracker) (raft.Transport, func()) {
+	lt := &lagTransport{Transport: t, lag: lag, ch: make(chan raft.RPC), done: make(chan struct{}), gate: make(chan struct{})}
 	if _, ok := t.(raft.WithPreVote); ok {
-		return &lagPreVoteTransport{lt}
+		return &lagPreVoteTransport{lt}, lt.open
 	}
-	return lt
+	return lt, lt.open
 }
 
 // Consumer passes on the RPCs of the wrapped transport, noting the commit
@@ -111,6 +120,11 @@ func (t *lagTransport) Consumer() <-chan raft.RPC {
 	t.once.Do(func() {
 		in := t.Transport.Consumer()
 		go func() {
+			select {
+			case <-t.gate:
+			case <-t.done:
+				return
+			}
 			for {
 				select {
 				case rpc := <-in:

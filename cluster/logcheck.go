@@ -74,6 +74,10 @@ func checkLogStore(store raft.LogStore, dataDir, nodeID string) error {
 		if err != nil {
 			return &LogEntryError{Path: path, DataDir: dataDir, NodeID: nodeID, Index: i, Err: fmt.Errorf("%w: %w", fsm.ErrCorrupt, err)}
 		}
+		if l.Index != i {
+			// A damaged key: the entry stored under i says it is another.
+			return &LogEntryError{Path: path, DataDir: dataDir, NodeID: nodeID, Index: i, Err: fmt.Errorf("%w: the entry stored under index %d says it is entry %d", fsm.ErrCorrupt, i, l.Index)}
+		}
 		if l.Type != raft.LogCommand {
 			continue
 		}

@@ -74,3 +74,40 @@ func TestCheckLogStore(t *testing.T) {
 		})
 	}
 }
+
+// misfiled is a log store whose entry under one index says it is another:
+// what a damaged key of raft.db looks like.
+type misfiled struct {
+	raft.LogStore
+	at uint64
+}
+
+func (m misfiled) GetLog(i uint64, l *raft.Log) error {
+	if err := m.LogStore.GetLog(i, l); err != nil {
+		return err
+	}
+	if i == m.at {
+		l.Index--
+	}
+	return nil
+}
+
+// An entry stored under an index it does not carry is damage, named by
+// the index it is stored under.
+func TestCheckLogStoreMisfiledEntry(t *testing.T) {
+	store := raft.NewInmemStore()
+	acquire := fsm.Encode(fsm.Acquire{Key: "scene-01", Holder: "tracker-0"})
+	for i := uint64(1); i <= 3; i++ {
+		if err := store.StoreLog(&raft.Log{Index: i, Type: raft.LogCommand, Data: acquire}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := checkLogStore(misfiled{store, 2}, t.TempDir(), "n1")
+	var le *LogEntryError
+	if !errors.As(err, &le) || le.Index != 2 || !errors.Is(err, fsm.ErrCorrupt) {
+		t.Fatalf("checkLogStore = %v, want a *LogEntryError of entry 2 wrapping fsm.ErrCorrupt", err)
+	}
+	if err := checkLogStore(store, t.TempDir(), "n1"); err != nil {
+		t.Fatalf("the same log, intact: %v", err)
+	}
+}

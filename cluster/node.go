@@ -210,13 +210,15 @@ func (n *Node) openRaft() error {
 	if err := checkLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
-	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snaps, withContacts(withLag(n.trans, n.lag), n.contacts))
+	trans, openTransport := withLag(n.trans, n.lag)
+	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snaps, withContacts(trans, n.contacts))
 	if err != nil {
 		return err
 	}
 	if n.identity, err = n.checkIdentity(ident, logs); err != nil {
 		return err
 	}
+	openTransport() // the Raft state is this cluster's: answer its peers
 	n.raftReady.Store(n.raft)
 	if !existing && len(cfg.InitialCluster) > 0 {
 		var servers []raft.Server

@@ -85,8 +85,11 @@ func checkBolt(path string) error {
 				if len(k) != 8 {
 					return fmt.Errorf("log key %x is not an index", k)
 				}
+				// Indexes increase; gaps are not damage: a follower that
+				// installs a snapshot keeps its old entries above the
+				// compaction point and appends after the snapshot's index.
 				idx := int64(binary.BigEndian.Uint64(k))
-				if n > 0 && idx != prev+1 {
+				if n > 0 && idx <= prev {
 					return fmt.Errorf("log index %d follows %d", idx, prev)
 				}
 				if len(v) == 0 {
@@ -186,7 +189,9 @@ func replicatedClusterID(n *Node, logs raft.LogStore) (string, error) {
 		}
 		for i := first; i != 0 && i <= last; i++ {
 			var l raft.Log
-			if err := logs.GetLog(i, &l); err != nil {
+			if err := logs.GetLog(i, &l); errors.Is(err, raft.ErrLogNotFound) {
+				continue // a gap left by a snapshot install, not damage
+			} else if err != nil {
 				return fmt.Errorf("log entry %d: %w", i, err)
 			}
 			if l.Type != raft.LogCommand {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -164,7 +165,17 @@ func resync(ctx context.Context, w *world, f *proc) error {
 	}
 	aside := fmt.Sprintf("%s.damaged-%d", f.dataDir, time.Now().UnixNano())
 	if err := os.Rename(f.dataDir, aside); err != nil {
-		return err
+		// The data dir is a mount point (the disk nemeses' tmpfs), which
+		// cannot be renamed: empty it instead.
+		entries, rerr := os.ReadDir(f.dataDir)
+		if rerr != nil {
+			return fmt.Errorf("move %s aside: %w; read it: %w", f.dataDir, err, rerr)
+		}
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(f.dataDir, e.Name())); err != nil {
+				return err
+			}
+		}
 	}
 	if err := w.restart(f); err != nil {
 		return err
