@@ -26,6 +26,7 @@ func (n *machineNode) ResolveToken(string) (*cluster.Authorizer, error) {
 }
 func (n *machineNode) Changed() <-chan struct{}   { return n.m.Changed() }
 func (n *machineNode) LastContact() time.Duration { return 0 }
+func (n *machineNode) Health() cluster.NodeHealth { return cluster.NodeHealth{} }
 func (n *machineNode) ListPage(_ context.Context, f fsm.Filter, p fsm.Page, _ cluster.Consistency) (cluster.LeasePage, error) {
 	res := n.m.ListPage(f, p)
 	out := cluster.LeasePage{Leases: make([]cluster.LeaseView, len(res.Leases)), Index: res.Index, Next: res.Next}
