@@ -41,9 +41,10 @@ type LeaseView struct {
 
 // Ready reports nil when this node is an established leader that serves
 // writes, renewals and linearizable reads; ErrNotReady while it is leader
-// but still establishing; ErrNotLeader otherwise.
+// but still establishing, or handing leadership over (Handover);
+// ErrNotLeader otherwise.
 func (n *Node) Ready() error {
-	if n.leading.Load() != nil {
+	if n.leading.Load() != nil && !n.handingOver.Load() {
 		return nil
 	}
 	if n.IsLeader() {
@@ -352,7 +353,7 @@ func (n *Node) lostLeadership(err error) error {
 }
 
 func (n *Node) proposer() (*proposer, error) {
-	if p := n.leading.Load(); p != nil {
+	if p := n.leading.Load(); p != nil && !n.handingOver.Load() {
 		return p, nil
 	}
 	return nil, n.Ready()

@@ -40,6 +40,9 @@ type Node struct {
 	// leading is the proposer of the current established term; nil while
 	// this node is not an established leader.
 	leading atomic.Pointer[proposer]
+	// handingOver is set while Handover transfers leadership: the node
+	// serves as if it were not established (handover.go).
+	handingOver atomic.Bool
 	// leaderMu orders promotion against demotion.
 	leaderMu sync.Mutex
 

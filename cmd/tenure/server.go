@@ -354,6 +354,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
+		handOver(node, cfg.HandoverTimeout(), log)
 	case err := <-errCh:
 		return fmt.Errorf("http server: %w", err)
 	case err := <-node.Failed():
