@@ -139,4 +139,3 @@ func TestSingleServerSIGTERMExits(t *testing.T) {
 		t.Errorf("the only server tried to hand over; its log ends:\n%s", tail(c.nodes[0].logPath, 10))
 	}
 }
-
