@@ -124,7 +124,7 @@ func New(cfg *Config) (*Client, error) {
 		seeds[i], _ = cfg.normalizeAddress(a) // checked by Validate
 	}
 	c.cfg.Addresses = seeds
-	c.route = newRouter(seeds)
+	c.route = newRouter(seeds, cfg.leaderTrust())
 	if c.http == nil {
 		var tc *tls.Config
 		if cfg.TLS.enabled() {
@@ -236,8 +236,8 @@ func (c *Client) attemptTimeout(r *request) time.Duration {
 }
 
 // do sends r, retrying retryable failures with backoff until it gets an
-// answer, a non-retryable error, RetryMax retries, or ctx is done. A
-// non-retryable answer is returned as *APIError.
+// answer, a non-retryable error, or ctx is done, or it runs out of retries
+// (mayRetry). A non-retryable answer is returned as *APIError.
 func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 	var body []byte
 	if r.body != nil {
@@ -246,6 +246,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			return nil, fmt.Errorf("encode request: %w", err)
 		}
 	}
+	var waited time.Duration // the sum of the backoff waits so far
 	for attempt := 1; ; attempt++ {
 		addr := c.route.pick()
 		resp, leaderHdr, err := c.attempt(ctx, addr, r, body)
@@ -262,15 +263,16 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			return nil, err
 		}
 		c.route.failed(addr, leaderHdr, connErr)
-		if attempt > c.cfg.RetryMax {
+		delay := c.backoff(attempt, retryAfter)
+		if !c.mayRetry(r, attempt, connErr || failingOver(err), waited+delay) {
 			return nil, fmt.Errorf("giving up after %d attempts: %w", attempt, err)
 		}
-		delay := c.backoff(attempt, retryAfter)
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {
 			return nil, fmt.Errorf("giving up after %d attempts, the next would start after the deadline: %w", attempt, err)
 		}
 		c.log.Debug("request failed, retrying", "method", r.method, "path", r.path,
 			"address", addr, "attempt", attempt, "delay", delay, "error", err)
+		waited += delay
 		if serr := c.sleep(ctx, delay); serr != nil {
 			return nil, fmt.Errorf("%w (after %d attempts, last error: %w)", serr, attempt, err)
 		}

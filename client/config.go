@@ -54,14 +54,26 @@ type Config struct {
 
 	// RetryMax is how many times a call is retried after a retryable
 	// failure (a connection error, 429, 502, 503, 504); 0 disables retries.
+	// A failover (a connection error, 502 or 503) is retried beyond
+	// RetryMax for as long as the waits between attempts add up to at
+	// most Timeout, so that a call spans an election; the caller's
+	// context bounds the retries in any case.
 	RetryMax int
 
 	// RetryBaseDelay and RetryMaxDelay shape the exponential backoff with
 	// full jitter: before retry n (from 1) the client waits a random delay
 	// in [0, min(RetryMaxDelay, RetryBaseDelay·2^(n−1))], or the server's
-	// Retry-After if that is longer.
+	// Retry-After if that is longer. The default base, 25ms, retries a
+	// graceful leader hand-over within tens of milliseconds.
 	RetryBaseDelay time.Duration
 	RetryMaxDelay  time.Duration
+
+	// TrustLeaderHints makes the client follow the leader address that
+	// answers name (X-Tenure-Leader-Addr) even when it is not one of
+	// Addresses and not verified by TLS against TLS.CAFile. Leave it false
+	// unless every answer the client can get comes from a server of the
+	// cluster: the client sends its token to the address it follows.
+	TrustLeaderHints bool
 
 	// Logger receives debug lines about retries and leader changes, and
 	// the lease events of kept-alive leases (lease_acquired,
@@ -88,8 +100,8 @@ type Config struct {
 // variable TENURE_HTTP_ADDR (comma-separated), or 127.0.0.1:7500 when it is
 // unset; the ACL token from TENURE_HTTP_TOKEN; the TLS files from
 // TENURE_CACERT, TENURE_CLIENT_CERT and TENURE_CLIENT_KEY; and defaults that
-// suit a lease holder: 10s per attempt, 5 retries, backoff from 50ms up to
-// 2s.
+// suit a lease holder: 10s per attempt, 5 retries (more during a
+// failover), backoff from 25ms up to 2s.
 func DefaultConfig() *Config {
 	return &Config{
 		Addresses: SplitAddresses(os.Getenv(EnvHTTPAddr)),
@@ -101,7 +113,7 @@ func DefaultConfig() *Config {
 		},
 		Timeout:        10 * time.Second,
 		RetryMax:       5,
-		RetryBaseDelay: 50 * time.Millisecond,
+		RetryBaseDelay: 25 * time.Millisecond,
 		RetryMaxDelay:  2 * time.Second,
 	}
 }

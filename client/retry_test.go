@@ -185,13 +185,15 @@ func TestRetryAfterBeyondDeadlineGivesUpAtOnce(t *testing.T) {
 }
 
 func TestRetryStopsAtRetryMax(t *testing.T) {
+	// A timeout is no failover: RetryMax bounds it (failover_test.go has
+	// the failover schedule).
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, 503, CodeNoLeader, "no leader")
+		writeError(w, 504, CodeTimeout, "timeout")
 	})
 	c, rec := newTestClient(t, srv.URL) // RetryMax 3
 	_, _, err := c.Leases().Get(context.Background(), "k", nil)
-	if !errors.Is(err, ErrNoLeader) {
-		t.Errorf("err = %v, want ErrNoLeader", err)
+	if !errors.Is(err, ErrTimeout) {
+		t.Errorf("err = %v, want ErrTimeout", err)
 	}
 	if got := srv.count(); got != 4 {
 		t.Errorf("server saw %d requests, want 4 (1 + RetryMax)", got)
@@ -304,8 +306,9 @@ func TestLeaderHeaderIsFollowed(t *testing.T) {
 		w.Header().Set(HeaderLeaderAddr, leader.hostPort())
 		writeJSON(w, 200, testLease("k"))
 	})
-	// The leader is not among the configured addresses: it is followed anyway.
-	c, _ := newTestClient(t, follower.URL)
+	// The leader is one of the configured addresses (failover_test.go has
+	// the leaders that are not).
+	c, _ := newTestClient(t, follower.URL, leader.URL)
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		if _, _, err := c.Leases().Get(ctx, "k", nil); err != nil {
@@ -323,7 +326,7 @@ func TestUnreachableLeaderIsNotFollowedAgain(t *testing.T) {
 		w.Header().Set(HeaderLeaderAddr, down)
 		writeJSON(w, 200, testLease("k"))
 	})
-	c, rec := newTestClient(t, follower.URL)
+	c, rec := newTestClient(t, follower.URL, down)
 	ctx := context.Background()
 	for i := 0; i < 4; i++ {
 		if _, _, err := c.Leases().Get(ctx, "k", nil); err != nil {
@@ -351,7 +354,7 @@ func TestFailedAnswerNamingLeaderIsFollowed(t *testing.T) {
 	other := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		writeJSON(w, 200, testLease("k"))
 	})
-	c, _ := newTestClient(t, follower.URL, other.URL)
+	c, _ := newTestClient(t, follower.URL, other.URL, leader.URL)
 	if _, _, err := c.Leases().Renew(context.Background(), "k", "h1", 17); err != nil {
 		t.Fatalf("Renew: %v", err)
 	}

@@ -9,28 +9,45 @@ import (
 // router chooses the server address for each attempt.
 //
 // Policy: the client sends to the address that answered last. When an answer
-// names the leader in X-Tenure-Leader-Addr, the client follows it, whether
-// or not it is one of the configured addresses: servers advertise the
-// address clients should use, and following it saves the forwarding hop even
-// when the client was given a single seed address. An advertised address
-// that the client cannot reach (a connection error) is not followed again
-// until another leader address has been followed, so an address that is
-// only reachable inside the cluster's network costs one failed attempt per
-// leader change, not one per request. After a retryable failure the client
-// moves to the next configured address, or to the leader named by the
-// failed answer if that is another address.
+// names the leader in X-Tenure-Leader-Addr, the client follows it if it may
+// trust it (trusted): a configured address, an address whose certificate
+// the client verifies against the CA it was given, or any address when
+// Config.TrustLeaderHints says so. An answer is not authenticated, and
+// every request carries the ACL token, so an address from an answer is
+// never used merely because the answer names it (hints.go). A leader that
+// is not followed is still reached: the answering server forwards to it.
+// An address that the client cannot reach (a connection error) is not
+// followed again until another leader address has been followed, so an
+// address that is only reachable inside the cluster's network costs one
+// failed attempt per leader change, not one per request. After a retryable
+// failure the client moves to the next configured address, or to the
+// leader named by the failed answer if that is another address it trusts.
 //
 // All methods are safe for concurrent use.
 type router struct {
-	mu    sync.Mutex
-	seeds []string // normalized configured addresses
-	cur   string   // address for the next attempt
-	next  int      // index in seeds to rotate to from a non-seed address
-	avoid string   // address that failed to connect; not followed as leader
+	mu      sync.Mutex
+	seeds   []string // normalized configured addresses
+	cur     string   // address for the next attempt
+	next    int      // index in seeds to rotate to from a non-seed address
+	avoid   string   // address that failed to connect; not followed as leader
+	trusted func(leader string) bool
 }
 
-func newRouter(seeds []string) *router {
-	return &router{seeds: seeds, cur: seeds[0], next: 1 % len(seeds)}
+func newRouter(seeds []string, trusted func(leader string) bool) *router {
+	return &router{seeds: seeds, cur: seeds[0], next: 1 % len(seeds), trusted: trusted}
+}
+
+// follow returns the normalized leader address named by leaderHdr in an
+// answer from addr, when the client should send there next; "" otherwise.
+func (r *router) follow(addr, leaderHdr string) string {
+	leader := leaderAddress(addr, leaderHdr)
+	if leader == "" || leader == addr || leader == r.avoid {
+		return ""
+	}
+	if !slices.Contains(r.seeds, leader) && (r.trusted == nil || !r.trusted(leader)) {
+		return ""
+	}
+	return leader
 }
 
 // pick returns the address for the next attempt.
@@ -46,7 +63,7 @@ func (r *router) answered(addr, leaderHdr string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cur = addr
-	if leader := leaderAddress(addr, leaderHdr); leader != "" && leader != addr && leader != r.avoid {
+	if leader := r.follow(addr, leaderHdr); leader != "" {
 		r.cur = leader
 		r.avoid = ""
 	}
@@ -61,7 +78,7 @@ func (r *router) failed(addr, leaderHdr string, connErr bool) {
 	if connErr {
 		r.avoid = addr
 	}
-	if leader := leaderAddress(addr, leaderHdr); leader != "" && leader != addr && leader != r.avoid {
+	if leader := r.follow(addr, leaderHdr); leader != "" {
 		r.cur = leader
 		return
 	}

@@ -1,0 +1,43 @@
+package client
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// A failover (the leader stopped or crashed, the others elect a new one)
+// shows the client connection errors and 503 answers (no_leader,
+// leadership_lost) for as long as the election takes. The client retries
+// them quickly at first, since a graceful hand-over completes in tens of
+// milliseconds, and keeps retrying with a growing, jittered backoff long
+// enough to span an election after a crash.
+
+// failingOver reports whether err is an answer a server gives while the
+// cluster has no serving leader: 503 (no_leader, leadership_lost). A
+// connection error is one too; classify reports that.
+func failingOver(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.StatusCode == http.StatusServiceUnavailable
+}
+
+// mayRetry reports whether retry number attempt (from 1) of r may be made
+// after a retryable failure, when the waits of the call, this retry's
+// included, add up to waited. RetryMax 0 disables retries. Otherwise up to
+// RetryMax retries are made; a failover failure is retried beyond RetryMax
+// for as long as the waits stay within the call's timeout (Config.Timeout,
+// or the call's own), so that a call spans an election. The caller's
+// context bounds every retry in any case.
+func (c *Client) mayRetry(r *request, attempt int, failover bool, waited time.Duration) bool {
+	if c.cfg.RetryMax == 0 {
+		return false
+	}
+	if attempt <= c.cfg.RetryMax {
+		return true
+	}
+	budget := c.cfg.Timeout
+	if r.timeout > 0 {
+		budget = r.timeout
+	}
+	return failover && waited <= budget
+}
