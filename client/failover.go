@@ -41,3 +41,14 @@ func (c *Client) mayRetry(r *request, attempt int, failover bool, waited time.Du
 	}
 	return failover && waited <= budget
 }
+
+// serverRetryAfter is the wait the server asked for with Retry-After,
+// except on a 503 no_leader or leadership_lost: the servers send whole
+// seconds there, while a hand-over takes milliseconds, so the backoff of a
+// failover starts at RetryBaseDelay instead.
+func serverRetryAfter(ae *APIError) time.Duration {
+	if ae.StatusCode == http.StatusServiceUnavailable && (ae.Code == CodeNoLeader || ae.Code == CodeLeadershipLost) {
+		return 0
+	}
+	return ae.RetryAfter
+}

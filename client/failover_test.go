@@ -13,14 +13,22 @@ import (
 
 // With the default configuration the first retry of a failover comes
 // within 25ms, and the next ones back off exponentially, each a jittered
-// draw below a doubling ceiling.
+// draw below a doubling ceiling. The servers' Retry-After of one second on
+// every 503 does not hold a failover retry back (it is whole seconds; a
+// hand-over takes milliseconds).
 func TestFailoverFirstRetryIsQuickThenBacksOff(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		answer func(w http.ResponseWriter)
 	}{
-		{"503 no leader", func(w http.ResponseWriter) { writeError(w, 503, CodeNoLeader, "no leader") }},
-		{"503 leadership lost", func(w http.ResponseWriter) { writeError(w, 503, CodeLeadershipLost, "lost") }},
+		{"503 no leader", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, 503, CodeNoLeader, "no leader")
+		}},
+		{"503 leadership lost", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, 503, CodeLeadershipLost, "lost")
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {

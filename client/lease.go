@@ -541,7 +541,7 @@ func outcomeUnknown(err error) bool {
 func retryAfter(err error) time.Duration {
 	var ae *APIError
 	if errors.As(err, &ae) {
-		return ae.RetryAfter
+		return serverRetryAfter(ae)
 	}
 	return 0
 }

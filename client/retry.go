@@ -33,7 +33,9 @@ func (e *transportError) refused() bool {
 // server was unreachable (so the router stops following it), and how long
 // the server asked the client to wait.
 //
-// Retryable: transport errors, 429, 502, 503 and 504. 502 is what a proxy
+// Retryable: transport errors, 429, 502, 503 and 504. The Retry-After of a
+// 503 no_leader or leadership_lost is ignored: the backoff of a failover
+// starts at RetryBaseDelay. 502 is what a proxy
 // answers when it cannot reach the server, so it counts as a connection
 // error. Every lease operation is idempotent, so an unknown outcome
 // (leadership_lost, timeout, a broken connection) is retried too, unless
@@ -51,7 +53,7 @@ func classify(err error, unsafe bool) (retry, connErr bool, retryAfter time.Dura
 	case http.StatusTooManyRequests:
 		return true, false, ae.RetryAfter
 	case http.StatusServiceUnavailable:
-		return !unsafe || ae.Code == CodeNoLeader, false, ae.RetryAfter
+		return !unsafe || ae.Code == CodeNoLeader, false, serverRetryAfter(ae)
 	case http.StatusBadGateway:
 		return !unsafe, true, ae.RetryAfter
 	case http.StatusGatewayTimeout:

@@ -139,7 +139,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		wantMin    time.Duration
 	}{
 		{"429 overloaded", 429, CodeOverloaded, "7", 7 * time.Second},
-		{"503 no leader", 503, CodeNoLeader, "2", 2 * time.Second},
+		{"503 too many connections", 503, CodeTooManyConnections, "2", 2 * time.Second},
 		{"below the backoff: backoff wins", 503, CodeNoLeader, "0", 100 * time.Millisecond},
 	}
 	for _, tt := range tests {
