@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -137,5 +138,64 @@ func TestSingleServerSIGTERMExits(t *testing.T) {
 	c.stop(t, 0)
 	if log, _ := os.ReadFile(c.nodes[0].logPath); strings.Contains(string(log), "hand-over failed") {
 		t.Errorf("the only server tried to hand over; its log ends:\n%s", tail(c.nodes[0].logPath, 10))
+	}
+}
+
+// With mutual TLS and ACLs on, a leader's SIGTERM hands over too (the
+// transfer runs over the TLS Raft transport), and a client given one
+// follower's address and the cluster's CA follows the new leader it is
+// told about, over https with its token.
+func TestLeaderSIGTERMHandsOverWithTLSAndACLs(t *testing.T) {
+	p := newTestPKI(t)
+	certFile, keyFile := p.client(t, "app")
+	c := newCluster(t)
+	c.scheme = "https"
+	c.http = httpClient(t, p, certFile, keyFile)
+	c.nodeArgs = func(t *testing.T, nd *node) []string {
+		t.Helper()
+		cert := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
+		key := filepath.Join(p.dir, "tenure-server-"+nd.id+"-key.pem")
+		if !fileExists(cert) { // made once; a retry with new ports reuses it
+			cert, key = p.server(t, nd.id)
+		}
+		return []string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled"}
+	}
+	c.start(t, 3)
+	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var boot *client.ACLToken
+	poll.WaitFor(t, startTimeout, func() error {
+		var err error
+		boot, err = tlsClient(t, "admin", tc, c.httpAddrs()...).ACL().Bootstrap(ctx)
+		return err
+	})
+	c.token = boot.SecretID
+	l := c.leader(t)
+	seed := c.followers(l)[0]
+	cfg := client.DefaultConfig()
+	cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS, cfg.Timeout = []string{c.nodes[seed].httpAddr}, "app-1", boot.SecretID, tc, 5*time.Second
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := cl.Leases().Acquire(ctx, "tls/before", client.AcquireRequest{Holder: "app-1", TTL: 5 * time.Second}); err != nil {
+		t.Fatalf("acquire before the stop: %v", err)
+	}
+
+	old := c.nodes[l]
+	c.stop(t, l) // exit 0 within stopTimeout
+	if log, _ := os.ReadFile(old.logPath); !strings.Contains(string(log), "leadership_handed_over") {
+		t.Fatalf("%s exited without handing leadership over; its log ends:\n%s", old.id, tail(old.logPath, 15))
+	}
+	now := c.leader(t)
+	for i := 0; i < 2; i++ {
+		_, meta, err := cl.Leases().Acquire(ctx, "tls/after", client.AcquireRequest{Holder: "app-1", TTL: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("acquire %d after the hand-over: %v", i, err)
+		}
+		if want := "https://" + c.nodes[now].httpAddr; i == 1 && meta.Address != want {
+			t.Errorf("second acquire answered by %s, want the new leader %s (the client verifies it by the CA)", meta.Address, want)
+		}
 	}
 }
