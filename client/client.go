@@ -264,7 +264,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 		}
 		c.route.failed(addr, leaderHdr, connErr)
 		delay := c.backoff(attempt, retryAfter)
-		if !c.mayRetry(r, attempt, connErr || failingOver(err), waited+delay) {
+		if !c.mayRetry(r, attempt, failingOver(err), waited+delay) {
 			return nil, fmt.Errorf("giving up after %d attempts: %w", attempt, err)
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {

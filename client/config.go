@@ -54,7 +54,8 @@ type Config struct {
 
 	// RetryMax is how many times a call is retried after a retryable
 	// failure (a connection error, 429, 502, 503, 504); 0 disables retries.
-	// A failover (a connection error, 502 or 503) is retried beyond
+	// A failover (a server that cannot be reached or whose connection
+	// broke, 502 or 503; not an attempt that timed out) is retried beyond
 	// RetryMax for as long as the waits between attempts add up to at
 	// most Timeout, so that a call spans an election; the caller's
 	// context bounds the retries in any case.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"time"
 )
@@ -13,12 +14,19 @@ import (
 // milliseconds, and keeps retrying with a growing, jittered backoff long
 // enough to span an election after a crash.
 
-// failingOver reports whether err is an answer a server gives while the
-// cluster has no serving leader: 503 (no_leader, leadership_lost). A
-// connection error is one too; classify reports that.
+// failingOver reports whether err is what a client sees while the cluster
+// has no serving leader: a server that cannot be reached or whose
+// connection broke, a proxy's 502, or a 503 (no_leader, leadership_lost).
+// An attempt that timed out is not: each costs a whole attempt timeout,
+// so those stop at RetryMax.
 func failingOver(err error) bool {
+	var te *transportError
+	if errors.As(err, &te) {
+		var ne net.Error
+		return !errors.As(te.err, &ne) || !ne.Timeout()
+	}
 	var ae *APIError
-	return errors.As(err, &ae) && ae.StatusCode == http.StatusServiceUnavailable
+	return errors.As(err, &ae) && (ae.StatusCode == http.StatusServiceUnavailable || ae.StatusCode == http.StatusBadGateway)
 }
 
 // mayRetry reports whether retry number attempt (from 1) of r may be made

@@ -201,3 +201,29 @@ func TestLeaderTrustRule(t *testing.T) {
 		})
 	}
 }
+
+// An attempt that times out is no failover: each costs a whole attempt
+// timeout, so RetryMax bounds them.
+func TestTimedOutAttemptsStopAtRetryMax(t *testing.T) {
+	hang := make(chan struct{})
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(hang)
+	c, rec := newTestClient(t, srv.URL) // RetryMax 3
+	// Waits of 1ms: a failover would be retried about 20 times within
+	// the 20ms Timeout.
+	c.cfg.Timeout = 20 * time.Millisecond
+	c.cfg.RetryBaseDelay, c.cfg.RetryMaxDelay = time.Millisecond, time.Millisecond
+	_, _, err := c.Leases().Get(context.Background(), "k", nil)
+	var te *transportError
+	if !errors.As(err, &te) {
+		t.Errorf("err = %v, want a transport error", err)
+	}
+	if got := len(rec.got()); got != 3 {
+		t.Errorf("waits = %d, want 3 (RetryMax)", got)
+	}
+}
