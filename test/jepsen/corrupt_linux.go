@@ -180,8 +180,26 @@ func resync(ctx context.Context, w *world, f *proc) error {
 	if err := w.restart(f); err != nil {
 		return err
 	}
-	return try("readmit", 30*time.Second, func(ctx context.Context, s *proc) error {
+	err = try("readmit", 30*time.Second, func(ctx context.Context, s *proc) error {
 		_, err := w.call(ctx, http.MethodPost, w.url(s, "/v1/operator/servers/"+f.name+"/readmit"), nil, nil)
 		return err
+	})
+	if err != nil {
+		return err
+	}
+	// Readmitted, it is a non-voter until the leader promotes it: until
+	// then the cluster has one voter fewer and no fault tolerance, so the
+	// fault ends only when it votes again.
+	return try("promote", 60*time.Second, func(ctx context.Context, s *proc) error {
+		st, err := w.status(ctx, s)
+		if err != nil {
+			return err
+		}
+		for _, srv := range st.Servers {
+			if srv.ID == f.name && srv.Suffrage == "voter" {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s is not a voter yet", f.name)
 	})
 }
