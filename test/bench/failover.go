@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// loadClients is the background load of a failover run: acquire+release.
+const loadClients = 16
+
+// failoverWorkload: under a load of 16 acquire+release clients (and with
+// population live leases), kill -9 the leader; the figure is the time from
+// the kill to the first acquisition of a new key that commits. The killed
+// server is restarted on its data dir before the run ends.
+func failoverWorkload(population int) Workload {
+	name := "failover: leader kill -9 to first acquisition"
+	if population > 0 {
+		name += fmt.Sprintf(", %d live leases", population)
+	}
+	return Workload{
+		Name: name, Unit: "ms", Population: population,
+		Tenure: func(ctx context.Context, env *Env, t *Tenure) (Result, error) {
+			if err := tenurePopulate(ctx, env, t, population); err != nil {
+				return Result{}, err
+			}
+			probe := func(ctx context.Context, key string) error {
+				c, err := t.Client(false)
+				if err != nil {
+					return err
+				}
+				return tenureAcquireOnce(ctx, c, key)
+			}
+			return failover(ctx, env, t.KillLeader, probe, func(ctx context.Context, env *Env) (Result, error) {
+				return tenureAcquire(ctx, env, t, loadClients)
+			})
+		},
+		Etcd: func(ctx context.Context, env *Env, e *Etcd) (Result, error) {
+			if err := etcdPopulate(ctx, env, e, population); err != nil {
+				return Result{}, err
+			}
+			// The probe's lease is granted before the kill: the probe
+			// measures the acquisition alone, as tenure's does.
+			c, err := e.Client()
+			if err != nil {
+				return Result{}, err
+			}
+			g, err := c.Grant(ctx, int64(longTTL/time.Second))
+			c.Close()
+			if err != nil {
+				return Result{}, err
+			}
+			probe := func(ctx context.Context, key string) error {
+				c, err := e.Client()
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				return putIfAbsent(ctx, c, key, g.ID)
+			}
+			return failover(ctx, env, e.KillLeader, probe, func(ctx context.Context, env *Env) (Result, error) {
+				return etcdAcquire(ctx, env, e, loadClients)
+			})
+		},
+	}
+}
+
+// failover runs load in the background, kills the leader after a second,
+// then probes with acquisitions of new keys (each attempt bounded by a
+// second, from a new client of the surviving servers) until one succeeds.
+func failover(ctx context.Context, env *Env, kill func() (func() error, error),
+	probe func(ctx context.Context, key string) error, load func(ctx context.Context, env *Env) (Result, error)) (Result, error) {
+	lctx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, _ = load(lctx, env.quiet(time.Hour))
+	}()
+	defer func() { stopLoad(); wg.Wait() }()
+	time.Sleep(time.Second)
+
+	restart, err := kill()
+	if err != nil {
+		return Result{}, err
+	}
+	killed := time.Now()
+	var attempts atomic.Int64
+	var took time.Duration
+	for n := 0; ; n++ {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		if time.Since(killed) > time.Minute {
+			return Result{}, fmt.Errorf("no acquisition within a minute of the kill (%d attempts)", attempts.Load())
+		}
+		attempts.Add(1)
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := probe(pctx, env.key("failover-probe", n))
+		cancel()
+		if err == nil {
+			took = time.Since(killed)
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if env.Progress != nil {
+		fmt.Fprintf(env.Progress, "  %s: first acquisition %v after the kill (%d attempts); restarting the killed server\n",
+			env.label, took.Round(time.Millisecond), attempts.Load())
+	}
+	stopLoad()
+	wg.Wait()
+	if err := restart(); err != nil {
+		return Result{}, fmt.Errorf("restart after the kill: %w", err)
+	}
+	return Result{Value: float64(took) / float64(time.Millisecond)}, nil
+}
+
+// memoryWorkload: the resident memory of a follower per live lease, from
+// before the first population lease to n of them.
+func memoryWorkload(n int) Workload {
+	return Workload{
+		Name: fmt.Sprintf("follower memory per lease, %d leases", n), Unit: "B/lease", Population: n,
+		Tenure: func(ctx context.Context, env *Env, t *Tenure) (Result, error) {
+			return memoryPerLease(env, "tenure", n, t.FollowerPID, func() error { return tenurePopulate(ctx, env, t, n) })
+		},
+		Etcd: func(ctx context.Context, env *Env, e *Etcd) (Result, error) {
+			return memoryPerLease(env, "etcd", n, e.FollowerPID, func() error { return etcdPopulate(ctx, env, e, n) })
+		},
+	}
+}
+
+func memoryPerLease(env *Env, system string, n int, follower func() (int, error), populate func() error) (Result, error) {
+	if err := populate(); err != nil {
+		return Result{}, err
+	}
+	time.Sleep(2 * time.Second) // let the follower apply
+	pid, err := follower()
+	if err != nil {
+		return Result{}, err
+	}
+	now, err := rss(pid)
+	if err != nil {
+		return Result{}, err
+	}
+	base := env.cached(system+"-rss-base", func() any { return new(int64) }).(*int64)
+	return Result{Value: float64(now-*base) / float64(n)}, nil
+}
+
+// rss is the resident set size of pid in bytes (VmRSS).
+func rss(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
