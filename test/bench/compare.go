@@ -104,6 +104,9 @@ func (r *Row) Ratio() float64 {
 func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row, error) {
 	ps := &procs{}
 	defer ps.killAll()
+	if _, ok := progress.(*syncWriter); !ok {
+		progress = &syncWriter{w: progress}
+	}
 	t := &Tenure{Bin: o.TenureBin, Dir: filepath.Join(dir, "tenure"), Extra: o.TenureArgs}
 	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
 		return nil, err

@@ -121,35 +121,30 @@ func failover(ctx context.Context, env *Env, kill func() (func() error, error),
 	return Result{Value: float64(took) / float64(time.Millisecond)}, nil
 }
 
-// memoryWorkload: the resident memory of a follower per live lease, from
-// before the first population lease to n of them.
+// memoryWorkload: the growth of a follower's resident memory per lease
+// while the population grows to n (from the previous population). It is
+// measured once, when the population is made; later rounds repeat it.
 func memoryWorkload(n int) Workload {
 	return Workload{
 		Name: fmt.Sprintf("follower memory per lease, %d leases", n), Unit: "B/lease", Population: n,
 		Tenure: func(ctx context.Context, env *Env, t *Tenure) (Result, error) {
-			return memoryPerLease(env, "tenure", n, t.FollowerPID, func() error { return tenurePopulate(ctx, env, t, n) })
+			if err := tenurePopulate(ctx, env, t, n); err != nil {
+				return Result{}, err
+			}
+			return memoryPerLease(env, "tenure", n), nil
 		},
 		Etcd: func(ctx context.Context, env *Env, e *Etcd) (Result, error) {
-			return memoryPerLease(env, "etcd", n, e.FollowerPID, func() error { return etcdPopulate(ctx, env, e, n) })
+			if err := etcdPopulate(ctx, env, e, n); err != nil {
+				return Result{}, err
+			}
+			return memoryPerLease(env, "etcd", n), nil
 		},
 	}
 }
 
-func memoryPerLease(env *Env, system string, n int, follower func() (int, error), populate func() error) (Result, error) {
-	if err := populate(); err != nil {
-		return Result{}, err
-	}
-	time.Sleep(2 * time.Second) // let the follower apply
-	pid, err := follower()
-	if err != nil {
-		return Result{}, err
-	}
-	now, err := rss(pid)
-	if err != nil {
-		return Result{}, err
-	}
-	base := env.cached(system+"-rss-base", func() any { return new(int64) }).(*int64)
-	return Result{Value: float64(now-*base) / float64(n)}, nil
+func memoryPerLease(env *Env, system string, n int) Result {
+	v := env.cached(fmt.Sprintf("%s-memory-%d", system, n), func() any { return new(float64) }).(*float64)
+	return Result{Value: *v}
 }
 
 // rss is the resident set size of pid in bytes (VmRSS).

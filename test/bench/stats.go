@@ -168,3 +168,27 @@ func progressLine(w io.Writer, label string, start time.Time, units *atomic.Int6
 	}()
 	return func() { close(done); wg.Wait() }
 }
+
+// syncWriter serializes writes of progress lines from several goroutines,
+// and keeps what was written when w is nil.
+type syncWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.w == nil {
+		s.buf = append(s.buf, p...)
+		return len(p), nil
+	}
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.buf)
+}

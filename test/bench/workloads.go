@@ -70,28 +70,33 @@ func (env *Env) population(system string) *int {
 }
 
 // ensurePopulation makes system hold at least n pop/ leases, creating
-// those missing with add. Before the first, it records the follower's
-// resident memory, the base of memoryPerLease.
+// those missing with add. It measures the resident memory of one follower
+// before and after (the same process), and keeps the growth per lease
+// added for memoryPerLease.
 func (env *Env) ensurePopulation(ctx context.Context, system string, n int, follower func() (int, error),
 	add func(ctx context.Context, k int) error) error {
 	have := env.population(system)
 	if *have >= n {
 		return nil
 	}
-	if *have == 0 {
-		pid, err := follower()
-		if err != nil {
-			return err
-		}
-		base, err := rss(pid)
-		if err != nil {
-			return err
-		}
-		*env.cached(system+"-rss-base", func() any { return new(int64) }).(*int64) = base
+	pid, err := follower()
+	if err != nil {
+		return err
+	}
+	before, err := rss(pid)
+	if err != nil {
+		return err
 	}
 	if err := fill(ctx, env, *have, n, add); err != nil {
 		return err
 	}
+	time.Sleep(2 * time.Second) // let the follower apply
+	after, err := rss(pid)
+	if err != nil {
+		return fmt.Errorf("follower memory after adding leases: %w", err)
+	}
+	perLease := float64(after-before) / float64(n-*have)
+	*env.cached(fmt.Sprintf("%s-memory-%d", system, n), func() any { return new(float64) }).(*float64) = perLease
 	*have = n
 	return nil
 }
