@@ -133,9 +133,14 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row
 			rows = append(rows, &Row{Workload: w})
 		}
 	}
-	// Workloads that need a population run after the others, by
-	// population, since populations only grow.
-	slices.SortStableFunc(rows, func(a, b *Row) int { return a.Population - b.Population })
+	// By phase: workloads that need a population run after the others,
+	// by population, since populations only grow; see Workload.Phase.
+	slices.SortStableFunc(rows, func(a, b *Row) int {
+		if a.Phase != b.Phase {
+			return a.Phase - b.Phase
+		}
+		return a.Population - b.Population
+	})
 	env := &Env{Options: o, Progress: progress, runCtx: ctx, st: &state{}}
 	total := len(rows) * o.Rounds
 	if e != nil {
@@ -145,7 +150,7 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row
 	started := time.Now()
 	for lo := 0; lo < len(rows); {
 		hi := lo
-		for hi < len(rows) && rows[hi].Population == rows[lo].Population {
+		for hi < len(rows) && rows[hi].Phase == rows[lo].Phase && rows[hi].Population == rows[lo].Population {
 			hi++
 		}
 		for round := 1; round <= o.Rounds; round++ {
@@ -171,6 +176,13 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row
 					if err != nil {
 						return rows, fmt.Errorf("%s, %s, round %d: %w", row.Name, sys, round, err)
 					}
+				}
+			}
+		}
+		for _, row := range rows[lo:hi] {
+			if row.After != nil {
+				if err := row.After(ctx, env, t, e); err != nil {
+					return rows, fmt.Errorf("%s, clean-up: %w", row.Name, err)
 				}
 			}
 		}

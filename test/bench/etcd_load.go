@@ -234,3 +234,23 @@ func etcdPopulate(ctx context.Context, env *Env, e *Etcd, n int) error {
 		return putIfAbsent(ctx, c, fmt.Sprintf("pop/%d", k), g.ID)
 	})
 }
+
+// etcdBulkAfter revokes the bulk holders' leases.
+func etcdBulkAfter(ctx context.Context, env *Env, e *Etcd) error {
+	v, ok := env.st.cache["etcd-bulk"]
+	if !ok {
+		return nil
+	}
+	var ids []clientv3.LeaseID
+	for _, h := range v.([][]clientv3.LeaseID) {
+		ids = append(ids, h...)
+	}
+	c, err := etcdClient(env.runCtx, e)
+	if err != nil {
+		return err
+	}
+	return fill(ctx, env, "revoking the bulk leases", 0, len(ids), func(ctx context.Context, k int) error {
+		_, err := c.Revoke(ctx, ids[k])
+		return err
+	})
+}

@@ -24,7 +24,7 @@ func failoverWorkload(population int) Workload {
 		name += fmt.Sprintf(", %d live leases", population)
 	}
 	return Workload{
-		Name: name, Unit: "ms", Population: population,
+		Name: name, Unit: "ms", Population: population, Phase: map[bool]int{true: 1, false: 3}[population == 0],
 		Tenure: func(ctx context.Context, env *Env, t *Tenure) (Result, error) {
 			if err := tenurePopulate(ctx, env, t, population); err != nil {
 				return Result{}, err
@@ -126,7 +126,7 @@ func failover(ctx context.Context, env *Env, kill func() (func() error, error),
 // measured once, when the population is made; later rounds repeat it.
 func memoryWorkload(n int) Workload {
 	return Workload{
-		Name: fmt.Sprintf("follower memory per lease, %d leases", n), Unit: "B/lease", Population: n,
+		Name: fmt.Sprintf("follower memory per lease, %d leases", n), Unit: "B/lease", Population: n, Phase: 3,
 		Tenure: func(ctx context.Context, env *Env, t *Tenure) (Result, error) {
 			if err := tenurePopulate(ctx, env, t, n); err != nil {
 				return Result{}, err

@@ -191,3 +191,23 @@ func tenurePopulate(ctx context.Context, env *Env, t *Tenure, n int) error {
 		return err
 	})
 }
+
+// bulkAfter revokes the bulk holders' leases in both systems, so that the
+// workloads after it (failover with a population) count only their own.
+func bulkAfter(ctx context.Context, env *Env, t *Tenure, e *Etcd) error {
+	if v, ok := env.st.cache["tenure-bulk"]; ok && v != nil {
+		c, err := t.Client(true)
+		if err != nil {
+			return err
+		}
+		for i := range 64 {
+			if _, _, err := c.Leases().RevokeHolder(ctx, fmt.Sprintf("bulk-holder-%d", i)); err != nil {
+				return fmt.Errorf("tenure: revoke bulk-holder-%d: %w", i, err)
+			}
+		}
+	}
+	if e != nil {
+		return etcdBulkAfter(ctx, env, e)
+	}
+	return nil
+}

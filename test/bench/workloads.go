@@ -87,7 +87,7 @@ func (env *Env) ensurePopulation(ctx context.Context, system string, n int, foll
 	if err != nil {
 		return err
 	}
-	if err := fill(ctx, env, *have, n, add); err != nil {
+	if err := fill(ctx, env, "adding leases", *have, n, add); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second) // let the follower apply
@@ -103,7 +103,7 @@ func (env *Env) ensurePopulation(ctx context.Context, system string, n int, foll
 
 // fill calls f for every k in [from, to) with 64 goroutines, printing
 // progress every 10%.
-func fill(ctx context.Context, env *Env, from, to int, f func(ctx context.Context, k int) error) error {
+func fill(ctx context.Context, env *Env, what string, from, to int, f func(ctx context.Context, k int) error) error {
 	var next atomic.Int64
 	next.Store(int64(from))
 	var wg sync.WaitGroup
@@ -124,7 +124,7 @@ func fill(ctx context.Context, env *Env, from, to int, f func(ctx context.Contex
 					return
 				}
 				if (k-int64(from))%step == 0 && env.Progress != nil {
-					fmt.Fprintf(env.Progress, "  %s: populating %d/%d leases\n", env.label, k, to)
+					fmt.Fprintf(env.Progress, "  %s: %s %d/%d\n", env.label, what, k, to)
 				}
 			}
 		}()
@@ -145,8 +145,17 @@ type Workload struct {
 	// Population is how many live leases the systems hold for this
 	// workload (0: none beyond the other workloads').
 	Population int
-	Tenure     func(ctx context.Context, env *Env, t *Tenure) (Result, error)
-	Etcd       func(ctx context.Context, env *Env, e *Etcd) (Result, error)
+	// Phase orders the workloads' runs: all rounds of one phase (and
+	// population) before the next, since some leave leases behind until
+	// their After: the plain workloads (0), the failover without leases
+	// (1), the bulk renewal (2), then those with a population, by it (3).
+	Phase int
+	// After, when set, runs once after the last round of the workload
+	// against each system (etcd nil when it is not run): it removes what
+	// the workload left.
+	After  func(ctx context.Context, env *Env, t *Tenure, e *Etcd) error
+	Tenure func(ctx context.Context, env *Env, t *Tenure) (Result, error)
+	Etcd   func(ctx context.Context, env *Env, e *Etcd) (Result, error)
 }
 
 // Workloads are the workloads Options select, in report order.
@@ -167,6 +176,7 @@ func Workloads(o Options) []Workload {
 		},
 		Workload{
 			Name: fmt.Sprintf("bulk renewal, 64 holders × %d leases", o.BulkLeases), Unit: "leases/s", HigherBetter: true,
+			Phase: 2, After: bulkAfter,
 			Tenure: func(ctx context.Context, env *Env, t *Tenure) (Result, error) { return tenureBulk(ctx, env, t, 64) },
 			Etcd:   func(ctx context.Context, env *Env, e *Etcd) (Result, error) { return etcdBulk(ctx, env, e, 64) },
 		},
