@@ -168,13 +168,16 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row
 					var err error
 					if sys == "tenure" {
 						r, err = row.Tenure(ctx, env, t)
-						row.TenureRuns = append(row.TenureRuns, r)
 					} else {
 						r, err = row.Etcd(ctx, env, e)
-						row.EtcdRuns = append(row.EtcdRuns, r)
 					}
 					if err != nil {
 						return rows, fmt.Errorf("%s, %s, round %d: %w", row.Name, sys, round, err)
+					}
+					if sys == "tenure" {
+						row.TenureRuns = append(row.TenureRuns, r)
+					} else {
+						row.EtcdRuns = append(row.EtcdRuns, r)
 					}
 				}
 			}
