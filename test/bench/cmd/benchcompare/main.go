@@ -141,7 +141,13 @@ func writeResults(dir string, rows []*bench.Row, o bench.Options, fs bench.Fsync
 	md := bench.ResultsPath(dir, started)
 	svg := strings.TrimSuffix(md, ".md") + ".svg"
 	var b bytes.Buffer
-	command := "benchcompare " + strings.Join(os.Args[1:], " ")
+	command := "benchcompare"
+	for _, a := range os.Args[1:] {
+		if strings.ContainsAny(a, " '\"") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		command += " " + a
+	}
 	bench.WriteResults(&b, rows, o, fs, command, started, runErr)
 	fmt.Fprintf(&b, "\n![tenure's advantage over etcd per workload](%s)\n", filepath.Base(svg))
 	if err := os.WriteFile(md, b.Bytes(), 0o644); err != nil {
