@@ -156,19 +156,21 @@ func WriteResults(w io.Writer, rows []*Row, o Options, fs Fsync, command string,
 // on a log scale from 1/16 to 16, with 1× marked.
 func WriteSVG(w io.Writer, rows []*Row, title string) {
 	const (
-		left, barH, gap, width, top = 330, 18, 8, 420, 40
-		lo, hi                      = -4.0, 4.0 // log2 of 1/16 and 16
+		barH, gap, width, top = 18, 8, 420, 40
+		lo, hi                = -4.0, 4.0 // log2 of 1/16 and 16
 	)
 	var shown []*Row
+	left := 200 // room for the longest label, about 6.5 px a character
 	for _, r := range rows {
 		if r.Ratio() > 0 {
 			shown = append(shown, r)
+			left = max(left, len([]rune(r.Name))*13/2+20)
 		}
 	}
 	height := top + len(shown)*(barH+gap) + 40
 	x := func(v float64) float64 {
 		l := max(lo, min(hi, log2(v)))
-		return left + (l-lo)/(hi-lo)*width
+		return float64(left) + (l-lo)/(hi-lo)*width
 	}
 	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", left+width+80, height)
 	fmt.Fprintf(w, `<text x="10" y="20" font-size="14">%s</text>`+"\n", xmlEscape(title))
