@@ -59,6 +59,7 @@ test: jepsen-deps ## go vet, then every test with the race detector, then the fa
 	for tag in $(JEPSEN_TAGS); do $(GO) vet -tags $$tag ./cmd/... ./cluster/... ./client/... ./httpapi/... ./test/jepsen/cmd/...; done
 	@if [ -z "$(RACE)" ]; then echo "note: cgo is off (no C compiler?), running the tests without -race"; fi
 	$(GO) test $(RACE) -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/') ./test/harness/...
+	$(MAKE) bench-short
 	$(GO) test -count=1 -timeout 25m ./test/integration
 	$(GO) test $(RACE) -count=1 -timeout 25m -p 1 ./test/jepsen/...
 
@@ -83,6 +84,30 @@ jepsen: jepsen-deps ## The long five-node fault suite (root); JEPSEN_FLAGS="-see
 .PHONY: bench
 bench: ## Benchmarks of the state machine and the cluster
 	$(GO) test -run '^$$' -bench . -benchmem ./fsm/ ./cluster/
+
+# The side-by-side benchmark of tenure against etcd (test/bench, a module of
+# its own so that the etcd client is a dependency of the benchmark only).
+# bench-short is its check in `make test`: vet, unit tests, and a run of
+# every workload for 2s against tenure alone (no etcd needed; under a
+# minute). bench-compare is the full comparison against a three-node etcd
+# (Debian's etcd-server, installed as root when missing), about 10 minutes;
+# it writes test/bench/results/<date>.md and .svg. BENCH_FLAGS adds
+# options: -duration 5s, -failover-leases 200000, -memory-leases
+# 200000,1000000, -only renew.
+BENCH_FLAGS ?=
+.PHONY: bench-short
+bench-short: build
+	cd test/bench && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 10m ./...
+	cd test/bench && $(GO) run ./cmd/benchcompare -tenure ../../$(BIN) -tenure-only -duration 2s -rounds 1 -bulk-leases 100 -no-results
+
+.PHONY: bench-compare
+bench-compare: build ## tenure against a three-node etcd on loopback, about 10 minutes (installs etcd-server as root); BENCH_FLAGS="-duration 5s -failover-leases 200000"
+	@if ! command -v etcd >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "installing etcd-server for bench-compare"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; \
+	fi
+	@command -v etcd >/dev/null 2>&1 || { echo "bench-compare: etcd not found; install etcd-server (Debian) or run as root"; exit 1; }
+	cd test/bench && $(GO) run ./cmd/benchcompare -tenure ../../$(BIN) $(BENCH_FLAGS)
 
 .PHONY: fuzz
 fuzz: ## Fuzz the command decoder, snapshot restore and every HTTP route, FUZZTIME (30s) each

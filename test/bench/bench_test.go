@@ -1,0 +1,205 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tenureBin builds the tenure binary once for the tests of this package.
+func tenureBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tenure")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/tenure")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/tenure: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// processesUnder lists the processes whose command line mentions dir.
+func processesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	var found []string
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if cmd := strings.ReplaceAll(string(b), "\x00", " "); strings.Contains(cmd, dir) {
+			found = append(found, e.Name()+": "+cmd)
+		}
+	}
+	return found
+}
+
+func TestMedianAndPercentile(t *testing.T) {
+	if got := median([]float64{3, 1, 2}); got != 2 {
+		t.Errorf("median(3,1,2) = %v, want 2", got)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("median(4,1,3,2) = %v, want 2.5", got)
+	}
+	var ds []time.Duration
+	for i := 1; i <= 1000; i++ {
+		ds = append(ds, time.Duration(i))
+	}
+	if p50, p99, p999 := percentile(ds, 0.5), percentile(ds, 0.99), percentile(ds, 0.999); p50 != 501 || p99 != 991 || p999 != 1000 {
+		t.Errorf("percentiles of 1..1000 = %v %v %v, want 501 991 1000", p50, p99, p999)
+	}
+}
+
+func TestOptionsValidateNamesTheFlag(t *testing.T) {
+	good := Options{TenureBin: "t", EtcdBin: "e", Duration: time.Second, Rounds: 1, BulkLeases: 10}
+	for flag, edit := range map[string]func(o *Options){
+		"-duration":      func(o *Options) { o.Duration = 0 },
+		"-rounds":        func(o *Options) { o.Rounds = 0 },
+		"-bulk-leases":   func(o *Options) { o.BulkLeases = 0 },
+		"-etcd":          func(o *Options) { o.EtcdBin = "" },
+		"-memory-leases": func(o *Options) { o.MemoryLeases = []int{-1} },
+	} {
+		o := good
+		edit(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("bad %s: Validate() = %v, want an error naming %s", flag, err, flag)
+		}
+	}
+	if err := good.Validate(); err != nil {
+		t.Errorf("good options: %v", err)
+	}
+	o := good
+	o.EtcdBin, o.TenureOnly = "", true
+	if err := o.Validate(); err != nil {
+		t.Errorf("-tenure-only without etcd: %v", err)
+	}
+}
+
+func TestReportRatiosAndChart(t *testing.T) {
+	rows := []*Row{
+		{Workload: Workload{Name: "faster", Unit: "op/s", HigherBetter: true},
+			TenureRuns: []Result{{Value: 300}, {Value: 100}, {Value: 200}}, EtcdRuns: []Result{{Value: 100}, {Value: 50}, {Value: 400}}},
+		{Workload: Workload{Name: "failover <kill>", Unit: "ms"},
+			TenureRuns: []Result{{Value: 500}}, EtcdRuns: []Result{{Value: 1000}}},
+		{Workload: Workload{Name: "tenure only", Unit: "op/s", HigherBetter: true}, TenureRuns: []Result{{Value: 7}}},
+	}
+	if got := rows[0].Ratio(); got != 2 {
+		t.Errorf("ratio of medians 200/100 = %v, want 2", got)
+	}
+	if got := rows[2].Ratio(); got != 0 {
+		t.Errorf("ratio without etcd = %v, want 0", got)
+	}
+	var table bytes.Buffer
+	WriteTable(&table, rows)
+	for _, want := range []string{"| faster | 200 op/s | 100 op/s | 2.00× | higher |", "| failover <kill> | 500 ms | 1000 ms | 0.50× | lower |", "| tenure only | 7.00 op/s | – | – |"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	var svg bytes.Buffer
+	WriteSVG(&svg, rows, "a & b")
+	dec := xml.NewDecoder(&svg)
+	var texts []string
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			if err.Error() != "EOF" {
+				t.Fatalf("chart is not well-formed XML: %v", err)
+			}
+			break
+		}
+		if cd, ok := tok.(xml.CharData); ok {
+			texts = append(texts, string(cd))
+		}
+	}
+	all := strings.Join(texts, "|")
+	// The failover's advantage is the inverse of its ratio: 2× (lower is better).
+	for _, want := range []string{"faster", "2.00×", "failover <kill>", "a & b"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("chart lacks %q: %s", want, all)
+		}
+	}
+	if strings.Contains(all, "tenure only") {
+		t.Errorf("chart shows a workload without a ratio: %s", all)
+	}
+}
+
+func TestMeasureFsync(t *testing.T) {
+	fs, err := MeasureFsync(t.TempDir(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fs.N != 20 || fs.P50 <= 0 || fs.P50 > fs.P99 || fs.P99 > fs.P999 {
+		t.Errorf("fsync percentiles %+v: want 20 samples, 0 < p50 <= p99 <= p99.9", fs)
+	}
+}
+
+// TestRunKillsItsServersOnInterrupt: a run interrupted in the middle of a
+// workload returns, and no process it started is left.
+func TestRunKillsItsServersOnInterrupt(t *testing.T) {
+	bin := tenureBin(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	o := Options{TenureBin: bin, TenureOnly: true, Duration: time.Minute, Rounds: 1, BulkLeases: 1, Only: "64 clients"}
+	progress := &syncWriter{}
+	go func() {
+		// Interrupt once the first workload is under way.
+		for !strings.Contains(progress.String(), "round 1/1") {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, o, dir, progress)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("interrupted run returned no error")
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("interrupted run did not return within 2 minutes")
+	}
+	if left := processesUnder(t, dir); len(left) > 0 {
+		t.Fatalf("processes left after the run:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// TestShortComparisonAgainstEtcd runs one workload briefly against both
+// systems: both give a figure, without errors, and no process is left.
+func TestShortComparisonAgainstEtcd(t *testing.T) {
+	etcd, err := exec.LookPath("etcd")
+	if err != nil {
+		t.Skip("etcd not found in PATH (Debian: apt-get install etcd-server); `make bench-compare` installs it as root")
+	}
+	dir := t.TempDir()
+	o := Options{TenureBin: tenureBin(t), EtcdBin: etcd, Duration: time.Second, Rounds: 1, BulkLeases: 1, Only: "acquire+release, 1 client"}
+	rows, err := Run(context.Background(), o, dir, &syncWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || len(rows[0].TenureRuns) != 1 || len(rows[0].EtcdRuns) != 1 {
+		t.Fatalf("want one row with one run each, got %+v", rows)
+	}
+	for sys, r := range map[string]Result{"tenure": rows[0].TenureRuns[0], "etcd": rows[0].EtcdRuns[0]} {
+		if r.Value <= 0 || r.Errors > 0 || r.P50 <= 0 {
+			t.Errorf("%s: %+v, want acquisitions, latencies and no errors", sys, r)
+		}
+	}
+	if left := processesUnder(t, dir); len(left) > 0 {
+		t.Fatalf("processes left after the run:\n%s", strings.Join(left, "\n"))
+	}
+}

@@ -1,0 +1,200 @@
+// Command benchcompare runs tenure and etcd side by side on loopback: a
+// three-node cluster of each, the same workloads against both, alternating
+// tenure and etcd for each round, and prints the medians, their ratios and
+// the latency percentiles; it writes them, with the machine's fsync
+// latency, to test/bench/results/<date>.md and the ratios as a chart to
+// <date>.svg beside it.
+//
+//	make bench-compare                  # the full comparison, about 10 minutes
+//	go run ./cmd/benchcompare -tenure-only -duration 2s -rounds 1 -no-results
+//
+// (the second from test/bench, as `make test` does). Every server it starts
+// is killed when it ends, also on failure and on Ctrl-C, and its data dirs
+// are removed.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tenure-io/tenure/test/bench"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var o bench.Options
+	var memory, tenureArgs string
+	var noResults bool
+	var resultsDir string
+	flag.StringVar(&o.TenureBin, "tenure", "", "the tenure binary (default: built from the module into a temp dir)")
+	flag.StringVar(&o.EtcdBin, "etcd", "", "the etcd binary (default: etcd from PATH, the etcd-server package)")
+	flag.BoolVar(&o.TenureOnly, "tenure-only", false, "run the workloads against tenure alone (no etcd needed)")
+	flag.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time of each run of each workload")
+	flag.IntVar(&o.Rounds, "rounds", 3, "rounds; each runs every workload against tenure, then etcd")
+	flag.IntVar(&o.BulkLeases, "bulk-leases", 1000, "leases of each of the 64 holders of the bulk renewal")
+	flag.IntVar(&o.FailoverLeases, "failover-leases", 0, "also measure failover with this many live leases (e.g. 200000; slow)")
+	flag.StringVar(&memory, "memory-leases", "", "also measure follower memory per lease at these counts, comma-separated (e.g. 200000,1000000; slow)")
+	flag.StringVar(&o.Only, "only", "", "run only the workloads whose name contains this (case-insensitive)")
+	flag.StringVar(&tenureArgs, "tenure-args", "", "extra `tenure server` flags, space-separated")
+	flag.StringVar(&resultsDir, "results", "", "where the results file and chart go (default: test/bench/results of the module)")
+	flag.BoolVar(&noResults, "no-results", false, "print the table only, write no results file")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return usage(fmt.Errorf("unexpected argument %q", flag.Arg(0)))
+	}
+	for _, f := range strings.Split(memory, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return usage(fmt.Errorf("-memory-leases: %q is not a count", f))
+		}
+		o.MemoryLeases = append(o.MemoryLeases, n)
+	}
+	o.TenureArgs = strings.Fields(tenureArgs)
+
+	root, err := moduleRoot()
+	if err != nil {
+		return fail(err)
+	}
+	if !o.TenureOnly && o.EtcdBin == "" {
+		p, err := exec.LookPath("etcd")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchcompare: etcd not found in PATH (Debian: apt-get install etcd-server; `make bench-compare` does it as root); use -tenure-only to run without it")
+			return 1
+		}
+		o.EtcdBin = p
+	}
+	if o.TenureBin == "" {
+		o.TenureBin = "(built)"
+	}
+	if err := o.Validate(); err != nil {
+		return usage(err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dir, err := os.MkdirTemp("", "tenure-bench-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(dir)
+	if o.TenureBin == "(built)" {
+		o.TenureBin = filepath.Join(dir, "tenure")
+		fmt.Fprintln(os.Stderr, "building tenure")
+		build := exec.CommandContext(ctx, "go", "build", "-o", o.TenureBin, "./cmd/tenure")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return fail(fmt.Errorf("go build ./cmd/tenure: %v\n%s", err, out))
+		}
+	}
+
+	fs, err := bench.MeasureFsync(dir, 500)
+	if err != nil {
+		return fail(fmt.Errorf("fsync measurement: %w", err))
+	}
+	fmt.Fprintf(os.Stderr, "fsync of 4 KiB in %s: p50 %v, p99 %v, p99.9 %v\n", dir, fs.P50, fs.P99, fs.P999)
+
+	started := time.Now()
+	rows, runErr := bench.Run(ctx, o, dir, os.Stderr)
+	if runErr != nil && len(rows) == 0 {
+		return fail(runErr)
+	}
+	var table bytes.Buffer
+	bench.WriteTable(&table, rows)
+	fmt.Print(table.String())
+
+	if !noResults {
+		if resultsDir == "" {
+			resultsDir = filepath.Join(root, "test", "bench", "results")
+		}
+		if err := writeResults(resultsDir, rows, o, fs, started, runErr); err != nil {
+			return fail(err)
+		}
+	}
+	if runErr != nil {
+		return fail(runErr)
+	}
+	return 0
+}
+
+func writeResults(dir string, rows []*bench.Row, o bench.Options, fs bench.Fsync, started time.Time, runErr error) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	md := bench.ResultsPath(dir, started)
+	svg := strings.TrimSuffix(md, ".md") + ".svg"
+	var b bytes.Buffer
+	command := "benchcompare"
+	for _, a := range os.Args[1:] {
+		if strings.ContainsAny(a, " '\"") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		command += " " + a
+	}
+	bench.WriteResults(&b, rows, o, fs, command, started, runErr)
+	fmt.Fprintf(&b, "\n![tenure's advantage over etcd per workload](%s)\n", filepath.Base(svg))
+	if err := os.WriteFile(md, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	var s bytes.Buffer
+	bench.WriteSVG(&s, rows, "tenure's advantage over etcd (×, right of 1: tenure better), "+started.UTC().Format("2006-01-02"))
+	if err := os.WriteFile(svg, s.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s and %s\n", md, svg)
+	return nil
+}
+
+// moduleRoot finds the tenure module's root from the working directory up.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if f, err := os.Open(filepath.Join(dir, "go.mod")); err == nil {
+			sc := bufio.NewScanner(f)
+			first := ""
+			if sc.Scan() {
+				first = strings.TrimSpace(sc.Text())
+			}
+			f.Close()
+			if first == "module github.com/tenure-io/tenure" {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the tenure module (no go.mod of github.com/tenure-io/tenure above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+func usage(err error) int {
+	fmt.Fprintf(os.Stderr, "benchcompare: %v\n", err)
+	flag.Usage()
+	return 2
+}
+
+func fail(err error) int {
+	fmt.Fprintf(os.Stderr, "benchcompare: %v\n", err)
+	return 1
+}

@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Etcd is a three-node etcd cluster (the distribution's etcd-server) on
+// loopback, each member with its own data dir under Dir, with etcd's
+// default timings.
+type Etcd struct {
+	Bin string
+	Dir string
+
+	members []*etcdMember
+}
+
+type etcdMember struct {
+	name   string
+	client string
+	p      *proc
+}
+
+func (e *Etcd) Name() string { return "etcd" }
+
+// Start starts three members and waits until each has a leader.
+func (e *Etcd) Start(ps *procs) error {
+	ports, err := freePorts(6)
+	if err != nil {
+		return err
+	}
+	var initial []string
+	for i := 0; i < 3; i++ {
+		initial = append(initial, fmt.Sprintf("e%d=http://127.0.0.1:%d", i+1, ports[2*i+1]))
+	}
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("e%d", i+1)
+		clientURL := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i])
+		peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1])
+		m := &etcdMember{name: name, client: clientURL}
+		args := []string{
+			"--name", name,
+			"--data-dir", filepath.Join(e.Dir, name),
+			"--listen-client-urls", clientURL,
+			"--advertise-client-urls", clientURL,
+			"--listen-peer-urls", peerURL,
+			"--initial-advertise-peer-urls", peerURL,
+			"--initial-cluster", strings.Join(initial, ","),
+			"--initial-cluster-state", "new",
+			"--initial-cluster-token", "bench",
+			"--log-level", "warn",
+			"--logger", "zap",
+		}
+		m.p = &proc{name: "etcd " + name, bin: e.Bin, args: args, log: filepath.Join(e.Dir, name+".log")}
+		ps.add(m.p)
+		if err := m.p.start(); err != nil {
+			return err
+		}
+		e.members = append(e.members, m)
+	}
+	return e.WaitReady(60 * time.Second)
+}
+
+// Endpoints are the client URLs of the running members.
+func (e *Etcd) Endpoints() []string {
+	var a []string
+	for _, m := range e.members {
+		if m.p.running() {
+			a = append(a, m.client)
+		}
+	}
+	return a
+}
+
+// Client returns a client of every running member.
+func (e *Etcd) Client() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints:   e.Endpoints(),
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(),
+	})
+}
+
+// memberStatus returns the member's id and the leader it knows.
+func (e *Etcd) memberStatus(m *etcdMember) (id, leader uint64, err error) {
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{m.client}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx, m.client)
+	if err != nil {
+		return 0, 0, err
+	}
+	return st.Header.MemberId, st.Leader, nil
+}
+
+// WaitReady waits until every running member names the same leader.
+func (e *Etcd) WaitReady(timeout time.Duration) error {
+	return waitFor(timeout, func() error {
+		var leader uint64
+		for _, m := range e.members {
+			if !m.p.running() {
+				if m.p.pid() != 0 {
+					return fmt.Errorf("%s exited:\n%s", m.p.name, m.p.tail())
+				}
+				continue
+			}
+			_, l, err := e.memberStatus(m)
+			if err != nil {
+				return fmt.Errorf("%s: %w", m.name, err)
+			}
+			if l == 0 || (leader != 0 && l != leader) {
+				return fmt.Errorf("%s: no agreed leader", m.name)
+			}
+			leader = l
+		}
+		return nil
+	})
+}
+
+func (e *Etcd) leader() (*etcdMember, error) {
+	for _, m := range e.members {
+		if !m.p.running() {
+			continue
+		}
+		if id, l, err := e.memberStatus(m); err == nil && id == l {
+			return m, nil
+		}
+	}
+	return nil, errors.New("etcd: no leader")
+}
+
+// KillLeader kills the leader with SIGKILL and returns a function that
+// restarts it on its data dir.
+func (e *Etcd) KillLeader() (restart func() error, err error) {
+	m, err := e.leader()
+	if err != nil {
+		return nil, err
+	}
+	m.p.kill()
+	return func() error {
+		if err := m.p.start(); err != nil {
+			return err
+		}
+		return e.WaitReady(60 * time.Second)
+	}, nil
+}
+
+// FollowerPID is the process id of a running follower.
+func (e *Etcd) FollowerPID() (int, error) {
+	l, err := e.leader()
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range e.members {
+		if m != l && m.p.running() {
+			return m.p.pid(), nil
+		}
+	}
+	return 0, errors.New("etcd: no follower")
+}

@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+// Tenure is a three-node tenure cluster of `tenure server` processes on
+// loopback, each with its own data dir under Dir.
+type Tenure struct {
+	Bin   string
+	Dir   string
+	Extra []string // extra server flags
+
+	nodes []*tenureNode
+	procs *procs
+}
+
+type tenureNode struct {
+	id   string
+	http string
+	p    *proc
+}
+
+func (t *Tenure) Name() string { return "tenure" }
+
+// Start starts three servers and waits until every one knows the leader.
+func (t *Tenure) Start(ps *procs) error {
+	t.procs = ps
+	ports, err := freePorts(9)
+	if err != nil {
+		return err
+	}
+	var gossip []string
+	for i := 0; i < 3; i++ {
+		gossip = append(gossip, fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
+	}
+	for i := 0; i < 3; i++ {
+		id := fmt.Sprintf("t%d", i+1)
+		var join []string
+		for j, g := range gossip {
+			if j != i {
+				join = append(join, g)
+			}
+		}
+		n := &tenureNode{id: id, http: fmt.Sprintf("127.0.0.1:%d", ports[3*i])}
+		args := append([]string{"server",
+			"-node-id", id,
+			"-data-dir", filepath.Join(t.Dir, id),
+			"-http-addr", n.http,
+			"-raft-addr", fmt.Sprintf("127.0.0.1:%d", ports[3*i+1]),
+			"-gossip-addr", gossip[i],
+			"-bootstrap-expect", "3",
+			"-join", strings.Join(join, ","),
+			"-log-level", "warn",
+		}, t.Extra...)
+		n.p = &proc{name: "tenure " + id, bin: t.Bin, args: args, log: filepath.Join(t.Dir, id+".log")}
+		ps.add(n.p)
+		if err := n.p.start(); err != nil {
+			return err
+		}
+		t.nodes = append(t.nodes, n)
+	}
+	return t.WaitReady(60 * time.Second)
+}
+
+// Addrs are the HTTP addresses of the running servers.
+func (t *Tenure) Addrs() []string {
+	var a []string
+	for _, n := range t.nodes {
+		if n.p.running() {
+			a = append(a, n.http)
+		}
+	}
+	return a
+}
+
+// Client returns a client of every running server, without retries
+// unless retry is set (a benchmark counts every failure).
+func (t *Tenure) Client(retry bool) (*client.Client, error) {
+	cfg := &client.Config{
+		Addresses: t.Addrs(), Timeout: 10 * time.Second,
+		RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 200 * time.Millisecond,
+	}
+	if retry {
+		cfg.RetryMax = 20
+	}
+	return client.New(cfg)
+}
+
+func (t *Tenure) status(n *tenureNode) (*client.NodeStatus, error) {
+	c, err := client.New(&client.Config{Addresses: []string{n.http}, Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, _, err := c.Status(ctx)
+	return st, err
+}
+
+// WaitReady waits until every running server names the same leader and
+// the leader is established (serves writes).
+func (t *Tenure) WaitReady(timeout time.Duration) error {
+	return waitFor(timeout, func() error {
+		leader := ""
+		for _, n := range t.nodes {
+			if !n.p.running() {
+				if n.p.pid() != 0 {
+					return fmt.Errorf("%s exited:\n%s", n.p.name, n.p.tail())
+				}
+				continue
+			}
+			st, err := t.status(n)
+			if err != nil {
+				return fmt.Errorf("%s: %w", n.id, err)
+			}
+			if st.LeaderID == "" || st.NotReady != "" {
+				return fmt.Errorf("%s: no leader known, or not ready (%s)", n.id, st.NotReady)
+			}
+			if st.Role == "leader" && !st.Ready {
+				return fmt.Errorf("%s: leader not established yet", n.id)
+			}
+			if leader != "" && st.LeaderID != leader {
+				return fmt.Errorf("%s: leader %s, another says %s", n.id, st.LeaderID, leader)
+			}
+			leader = st.LeaderID
+		}
+		return nil
+	})
+}
+
+// leader returns the node that is leader, as its own status says.
+func (t *Tenure) leader() (*tenureNode, error) {
+	for _, n := range t.nodes {
+		if !n.p.running() {
+			continue
+		}
+		if st, err := t.status(n); err == nil && st.Role == "leader" {
+			return n, nil
+		}
+	}
+	return nil, errors.New("tenure: no leader")
+}
+
+// KillLeader kills the leader with SIGKILL and returns a function that
+// restarts it on its data dir.
+func (t *Tenure) KillLeader() (restart func() error, err error) {
+	n, err := t.leader()
+	if err != nil {
+		return nil, err
+	}
+	n.p.kill()
+	return func() error {
+		if err := n.p.start(); err != nil {
+			return err
+		}
+		return t.WaitReady(60 * time.Second)
+	}, nil
+}
+
+// FollowerPID is the process id of a running follower.
+func (t *Tenure) FollowerPID() (int, error) {
+	l, err := t.leader()
+	if err != nil {
+		return 0, err
+	}
+	for _, n := range t.nodes {
+		if n != l && n.p.running() {
+			return n.p.pid(), nil
+		}
+	}
+	return 0, errors.New("tenure: no follower")
+}
