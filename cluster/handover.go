@@ -31,11 +31,9 @@ func (n *Node) Handover(ctx context.Context) (string, error) {
 	if !n.IsLeader() {
 		return "", nil
 	}
-	others := 0
-	for _, srv := range n.Status().Servers {
-		if srv.Voter && srv.ID != n.cfg.NodeID {
-			others++
-		}
+	others, err := n.otherVoters()
+	if err != nil {
+		return "", err
 	}
 	if others == 0 {
 		return "", nil

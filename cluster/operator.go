@@ -155,19 +155,9 @@ func (n *Node) PromoteServer(ctx context.Context, id string) (int, error) {
 	if _, err := n.proposer(); err != nil {
 		return 0, err
 	}
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return 0, fmt.Errorf("read configuration: %w", err)
-	}
-	var target *raft.Server
-	voters := 0
-	for _, srv := range f.Configuration().Servers {
-		if srv.Suffrage == raft.Voter {
-			voters++
-		}
-		if string(srv.ID) == id {
-			target = &srv
-		}
+	target, voters, err := n.configServer(id)
+	if err != nil {
+		return 0, err
 	}
 	switch {
 	case target == nil:
@@ -202,11 +192,9 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error
 	}
 	var f raft.Future
 	if id == "" {
-		others := 0
-		for _, srv := range n.Status().Servers {
-			if srv.Voter && srv.ID != n.cfg.NodeID {
-				others++
-			}
+		others, err := n.otherVoters()
+		if err != nil {
+			return "", err
 		}
 		if others == 0 {
 			return "", invalid("id", "no other voter can take over: this server is the only voter")
@@ -274,4 +262,37 @@ func resolveTCP(addr string) (*net.TCPAddr, error) {
 		return nil, fmt.Errorf("%q: advertise a routable address, not an unspecified one", addr)
 	}
 	return a, nil
+}
+
+// configServer reads the Raft configuration: the server named id (nil
+// when it has none) and the number of voters.
+func (n *Node) configServer(id string) (*raft.Server, int, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, 0, fmt.Errorf("read configuration: %w", err)
+	}
+	var target *raft.Server
+	voters := 0
+	for _, srv := range f.Configuration().Servers {
+		if srv.Suffrage == raft.Voter {
+			voters++
+		}
+		if string(srv.ID) == id {
+			target = &srv
+		}
+	}
+	return target, voters, nil
+}
+
+// otherVoters is the number of voters other than this server: those that
+// could take its leadership over.
+func (n *Node) otherVoters() (int, error) {
+	self, voters, err := n.configServer(n.cfg.NodeID)
+	if err != nil {
+		return 0, err
+	}
+	if self != nil && self.Suffrage == raft.Voter {
+		voters--
+	}
+	return voters, nil
 }

@@ -37,19 +37,9 @@ func (n *Node) RemoveServer(ctx context.Context, id string, force bool) (RemoveR
 	if _, err := n.proposer(); err != nil {
 		return RemoveResult{}, err
 	}
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return RemoveResult{}, fmt.Errorf("read configuration: %w", err)
-	}
-	var target *raft.Server
-	voters := 0
-	for _, srv := range f.Configuration().Servers {
-		if srv.Suffrage == raft.Voter {
-			voters++
-		}
-		if string(srv.ID) == id {
-			target = &srv
-		}
+	target, voters, err := n.configServer(id)
+	if err != nil {
+		return RemoveResult{}, err
 	}
 	if target == nil {
 		return RemoveResult{}, fmt.Errorf("server %q: %w", id, ErrNotFound)
