@@ -14,30 +14,23 @@ import (
 // counts, settings) as the first page had it. GetPage reads one page.
 func (g *GroupsAPI) Get(ctx context.Context, name string, q *QueryOptions) (*Group, *Meta, error) {
 	var first *Group
-	var meta *Meta
-	page := PageOptions{}
-	for {
-		out, m, err := g.GetPage(ctx, name, page, q)
+	meta, err := eachPage(fmt.Sprintf("get group %q", name), q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
+		out, meta, err := g.GetPage(ctx, name, PageOptions{Cursor: cursor}, q)
 		if err != nil {
-			return nil, nil, err
+			return "", nil, err
 		}
 		if first == nil {
-			first, meta = out, m
+			first = out
 		} else {
 			first.Keys = append(first.Keys, out.Keys...)
 		}
-		if out.Next == "" {
-			first.Next = ""
-			return first, meta, nil
-		}
-		if out.Next == page.Cursor {
-			return nil, nil, fmt.Errorf("get group %q: the server answered cursor %q twice", name, out.Next)
-		}
-		page.Cursor = out.Next
-		if q != nil {
-			q = &QueryOptions{Stale: q.Stale}
-		}
+		return out.Next, meta, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	first.Next = ""
+	return first, meta, nil
 }
 
 // GetPage reads a group with one page of its keys: at most page.Limit,
@@ -71,33 +64,19 @@ func (g *GroupsAPI) GetPage(ctx context.Context, name string, page PageOptions, 
 // (only the first blocks; Meta is the first page's). AssignmentPage reads
 // one page.
 func (g *GroupsAPI) Assignment(ctx context.Context, name, worker string, q *QueryOptions) (map[string]string, *Meta, error) {
-	var plan map[string]string
-	var meta *Meta
-	page := PageOptions{}
-	for {
-		out, m, err := g.AssignmentPage(ctx, name, worker, page, q)
+	plan := map[string]string{}
+	meta, err := eachPage(fmt.Sprintf("group %q assignment", name), q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
+		out, meta, err := g.AssignmentPage(ctx, name, worker, PageOptions{Cursor: cursor}, q)
 		if err != nil {
-			return nil, nil, err
+			return "", nil, err
 		}
-		if plan == nil {
-			plan, meta = out.Assignment, m
-			if plan == nil {
-				plan = map[string]string{}
-			}
-		} else {
-			maps.Copy(plan, out.Assignment)
-		}
-		if out.Next == "" {
-			return plan, meta, nil
-		}
-		if out.Next == page.Cursor {
-			return nil, nil, fmt.Errorf("group %q assignment: the server answered cursor %q twice", name, out.Next)
-		}
-		page.Cursor = out.Next
-		if q != nil {
-			q = &QueryOptions{Stale: q.Stale}
-		}
+		maps.Copy(plan, out.Assignment)
+		return out.Next, meta, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return plan, meta, nil
 }
 
 // AssignmentPage reads one page of the target plan of a group (of worker

@@ -31,28 +31,44 @@ type PageOptions struct {
 // Meta.Index as q.WaitIndex to its next List misses no change made while
 // it paged. With q.WaitIndex only the first page blocks.
 func (a *LeasesAPI) List(ctx context.Context, opts *ListOptions, q *QueryOptions) ([]LeaseInfo, *Meta, error) {
-	var all []LeaseInfo
-	var first *Meta
-	page := PageOptions{}
-	for {
-		out, meta, err := a.ListPage(ctx, opts, page, q)
+	all := []LeaseInfo{}
+	meta, err := eachPage("list leases", q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
+		out, meta, err := a.ListPage(ctx, opts, PageOptions{Cursor: cursor}, q)
 		if err != nil {
-			return nil, nil, err
+			return "", nil, err
+		}
+		all = append(all, out.Leases...)
+		return out.Next, meta, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return all, meta, nil
+}
+
+// eachPage reads a list page by page until the last: read reads the page
+// after cursor with q (only the first page carries q's wait; the later
+// ones read the state as it is) and returns its Next and Meta. eachPage
+// returns the first page's Meta, and an error if the server answers one
+// cursor twice.
+func eachPage(what string, q *QueryOptions, read func(cursor string, q *QueryOptions) (string, *Meta, error)) (*Meta, error) {
+	var first *Meta
+	cursor := ""
+	for {
+		next, meta, err := read(cursor, q)
+		if err != nil {
+			return nil, err
 		}
 		if first == nil {
 			first = meta
-			all = out.Leases
-		} else {
-			all = append(all, out.Leases...)
 		}
-		if out.Next == "" {
-			return all, first, nil
+		if next == "" {
+			return first, nil
 		}
-		if out.Next == page.Cursor {
-			return nil, nil, fmt.Errorf("list leases: the server answered cursor %q twice", out.Next)
+		if next == cursor {
+			return nil, fmt.Errorf("%s: the server answered cursor %q twice", what, next)
 		}
-		page.Cursor = out.Next
-		// Later pages read the state as it is: only the first one blocks.
+		cursor = next
 		if q != nil {
 			q = &QueryOptions{Stale: q.Stale}
 		}
@@ -97,28 +113,18 @@ func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOp
 // blocks). ListPage reads one page.
 func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, *Meta, error) {
 	var all []GroupSummary
-	var first *Meta
-	page := PageOptions{}
-	for {
-		out, meta, err := g.ListPage(ctx, page, q)
+	meta, err := eachPage("list groups", q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
+		out, meta, err := g.ListPage(ctx, PageOptions{Cursor: cursor}, q)
 		if err != nil {
-			return nil, nil, err
-		}
-		if first == nil {
-			first = meta
+			return "", nil, err
 		}
 		all = append(all, out.Groups...)
-		if out.Next == "" {
-			return all, first, nil
-		}
-		if out.Next == page.Cursor {
-			return nil, nil, fmt.Errorf("list groups: the server answered cursor %q twice", out.Next)
-		}
-		page.Cursor = out.Next
-		if q != nil {
-			q = &QueryOptions{Stale: q.Stale}
-		}
+		return out.Next, meta, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return all, meta, nil
 }
 
 // ListPage reads one page of the groups' summaries, ordered by name: at
@@ -161,21 +167,18 @@ func (p PageOptions) params() (map[string]string, error) {
 // ListTokensPage reads one page.
 func (a *ACLAPI) ListTokens(ctx context.Context) ([]ACLToken, error) {
 	var all []ACLToken
-	page := PageOptions{}
-	for {
-		out, err := a.ListTokensPage(ctx, page)
+	_, err := eachPage("list tokens", nil, func(cursor string, _ *QueryOptions) (string, *Meta, error) {
+		out, err := a.ListTokensPage(ctx, PageOptions{Cursor: cursor})
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		all = append(all, out.Tokens...)
-		if out.Next == "" {
-			return all, nil
-		}
-		if out.Next == page.Cursor {
-			return nil, fmt.Errorf("list tokens: the server answered cursor %q twice", out.Next)
-		}
-		page.Cursor = out.Next
+		return out.Next, nil, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return all, nil
 }
 
 // ListTokensPage reads one page of the tokens, without secrets, by

@@ -91,9 +91,7 @@ func (g *GroupsAPI) Worker(ctx context.Context, id string, q *QueryOptions) (*Wo
 
 func (g *GroupsAPI) workers(ctx context.Context, id string, q *QueryOptions) ([]WorkerInfo, *Meta, error) {
 	var all []WorkerInfo
-	var first *Meta
-	cursor := ""
-	for {
+	meta, err := eachPage("list workers", q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
 		params := map[string]string{}
 		if id != "" {
 			params["id"] = id
@@ -104,29 +102,20 @@ func (g *GroupsAPI) workers(ctx context.Context, id string, q *QueryOptions) ([]
 		wait := q.apply(params)
 		resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/workers", query: params, wait: wait})
 		if err != nil {
-			return nil, nil, err
+			return "", nil, err
 		}
 		var out WorkerList
 		if err := json.Unmarshal(resp.body, &out); err != nil {
-			return nil, nil, fmt.Errorf("decode workers: %w", err)
+			return "", nil, fmt.Errorf("decode workers: %w", err)
 		}
 		if resp.meta.Index == 0 {
 			resp.meta.Index = out.Index
 		}
-		if first == nil {
-			first = resp.meta
-		}
 		all = append(all, out.Workers...)
-		if out.Next == "" {
-			return all, first, nil
-		}
-		if out.Next == cursor {
-			return nil, nil, fmt.Errorf("list workers: the server answered cursor %q twice", out.Next)
-		}
-		cursor = out.Next
-		// Later pages read the state as it is: only the first one blocks.
-		if q != nil {
-			q = &QueryOptions{Stale: q.Stale}
-		}
+		return out.Next, resp.meta, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return all, meta, nil
 }
