@@ -193,9 +193,9 @@ func TestFullDiskFollowerNotReadyAndFullLeaderStepsDown(t *testing.T) {
 		t.Logf("%s exited on its full disk (could not persist a term); restarting it", c.nodes[l].id)
 		c.restart(t, l)
 	}
-	// hashicorp/raft backs its replication to a follower off after every
-	// failed append, up to 10 ms × 2^12 (about 41 s), so a server whose
-	// disk refused many appends may wait that long for the next one.
+	// Catching up after space is freed took longer than 30 s in one run
+	// out of six, for a cause not yet found (Raft's replication backoff
+	// after failed appends is at most about 10 s): 60 s, until it is.
 	poll.WaitFor(t, 60*time.Second, func() error {
 		if rd, code := c.readyz(l); code != http.StatusOK {
 			return fmt.Errorf("old leader: readyz %d %+v after space was freed, want 200", code, rd)
