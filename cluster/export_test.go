@@ -23,7 +23,7 @@ func RaftOf(n *Node) *raft.Raft { return n.raft }
 func VerifyRoundRunning(n *Node) bool {
 	n.verify.mu.Lock()
 	defer n.verify.mu.Unlock()
-	return n.verify.running
+	return n.verify.inFlight > 0
 }
 
 // AdmitWorker is the balancer's admission check of worker for group.

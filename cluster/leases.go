@@ -230,7 +230,7 @@ func (quorumRenewals) renew(ctx context.Context, n *Node, holder string, refs []
 	for i, r := range refs {
 		out[i] = n.renewOne(r.Key, holder, r.Token)
 	}
-	if err := n.verify.Verify(ctx); err != nil {
+	if _, err := n.verify.Verify(ctx); err != nil {
 		return nil, n.lostLeadership(err)
 	}
 	return out, nil
@@ -339,10 +339,11 @@ func (n *Node) readBarrier(ctx context.Context, c Consistency) error {
 	if _, err := n.proposer(); err != nil {
 		return err
 	}
-	if err := n.verify.Verify(ctx); err != nil {
+	commit, err := n.verify.Verify(ctx)
+	if err != nil {
 		return n.lostLeadership(err)
 	}
-	return nil
+	return n.waitApplied(ctx, commit)
 }
 
 func (n *Node) lostLeadership(err error) error {

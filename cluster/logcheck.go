@@ -105,11 +105,13 @@ type checkedFSM struct {
 	fail    func(error)
 	stop    <-chan struct{}
 	failed  atomic.Bool
+	// applied follows the entries consumed, for linearizable reads.
+	applied *appliedIndex
 }
 
 // checkedFSM is the raft.FSM that n's Raft applies to.
 func (n *Node) checkedFSM() *checkedFSM {
-	return &checkedFSM{machine: n.machine, dataDir: n.cfg.DataDir, nodeID: n.cfg.NodeID, log: n.log, fail: n.fail, stop: n.shutdownCh}
+	return &checkedFSM{machine: n.machine, dataDir: n.cfg.DataDir, nodeID: n.cfg.NodeID, log: n.log, fail: n.fail, stop: n.shutdownCh, applied: &n.applied}
 }
 
 // Apply runs on Raft's FSM goroutine.
@@ -119,6 +121,7 @@ func (c *checkedFSM) Apply(l *raft.Log) interface{} {
 	}
 	out, err := c.machine.ApplyLog(l)
 	if err == nil {
+		c.applied.set(l.Index)
 		return out
 	}
 	c.failed.Store(true)
@@ -127,6 +130,15 @@ func (c *checkedFSM) Apply(l *raft.Log) interface{} {
 	c.fail(e)
 	<-c.stop
 	return errStopped
+}
+
+// StoreConfiguration runs on Raft's FSM goroutine for every committed
+// configuration entry (raft.ConfigurationStore): the lease machine keeps
+// none, but a read waiting for this index may go on.
+func (c *checkedFSM) StoreConfiguration(index uint64, _ raft.Configuration) {
+	if !c.failed.Load() {
+		c.applied.set(index)
+	}
 }
 
 // Snapshot runs on Raft's FSM goroutine.
@@ -143,7 +155,12 @@ func (c *checkedFSM) Restore(rc io.ReadCloser) error {
 		rc.Close()
 		return errStopped
 	}
-	return c.machine.Restore(rc)
+	if err := c.machine.Restore(rc); err != nil {
+		return err
+	}
+	applied, _, _ := c.machine.Indexes()
+	c.applied.set(applied)
+	return nil
 }
 
 // Failed delivers, once, the error that made this node stop on its own (a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,10 @@ type Node struct {
 	store   *raftboltdb.BoltStore
 	lessor  *lessor
 	verify  *verifier
+	confirm *confirmer
+	inbound connSet // confirmation connections served (confirm_serve.go)
+	// applied waits for the state machine to reach an index (applied.go).
+	applied appliedIndex
 	metrics *metrics
 	gossip  *gossip // nil without gossip
 
@@ -178,15 +183,20 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
 	n.trans = cfg.Transport
+	dial := confirmDialer(cfg.ConfirmDial)
 	if n.trans == nil {
 		addr, err := resolveTCP(cfg.RaftAddr)
 		if err != nil {
 			return fmt.Errorf("raft-addr: %w", err)
 		}
-		if n.trans, n.raftGate, err = raftTransport(cfg, addr, n.IsServerIP); err != nil {
+		if n.trans, dial, n.raftGate, err = raftTransport(cfg, addr, n.IsServerIP, n.ServeConfirm); err != nil {
 			return fmt.Errorf("raft transport: %w", err)
 		}
 	}
+	if dial == nil {
+		dial = func(raft.ServerAddress, time.Duration) (net.Conn, error) { return nil, errNoConfirmChannel }
+	}
+	n.confirm = newConfirmer(raft.ServerID(cfg.NodeID), dial, roundTimeout(cfg), cfg.Logger.Named("confirm"))
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
@@ -250,6 +260,10 @@ func (n *Node) Shutdown() error {
 		}
 		n.wg.Wait()
 		n.demote()
+		if n.confirm != nil {
+			n.confirm.close()
+		}
+		n.inbound.closeAll()
 		if c, ok := n.trans.(interface{ Close() error }); ok && n.cfg.Transport == nil {
 			c.Close()
 		}
@@ -393,22 +407,35 @@ func (n *Node) demote() {
 }
 
 // confirmLeadership proves that this node still led at some moment after
-// the call began: it commits a Raft barrier entry, appended after the call
-// began, in the current term. A quorum acknowledged it while still in that
-// term, so no newer leader had been elected before the call began.
+// the call began, and returns the commit index it read at the start. It
+// asks every other voter of the current configuration, over the
+// confirmation channel, whether it is still in this term with no other
+// leader, and needs yes to this round from a quorum (itself included);
+// then it checks that it is still leader in the same term. Nothing is
+// written to the log.
 //
-// raft.VerifyLeader is not used: it can be satisfied by the answer to a
-// heartbeat sent before the call, which proves nothing about the time after
-// it (docs/adr/0002-lease-time-on-failover.md).
-func (n *Node) confirmLeadership() error {
+// A voter that voted in a newer term has that newer term: it says no. So
+// no newer leader had been elected before the call began
+// (docs/adr/0002-lease-time-on-failover.md). raft.VerifyLeader is not
+// used: it can be satisfied by the answer to a heartbeat sent before the
+// call, which proves nothing about the time after it.
+func (n *Node) confirmLeadership() (uint64, error) {
 	term := n.raft.CurrentTerm()
-	if err := n.raft.Barrier(0).Error(); err != nil {
-		return err
+	commit := n.raft.CommitIndex()
+	if n.raft.State() != raft.Leader {
+		return 0, raft.ErrNotLeader
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return 0, err
+	}
+	if err := n.confirm.confirm(term, f.Configuration()); err != nil {
+		return 0, err
 	}
 	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
-		return raft.ErrLeadershipLost
+		return 0, raft.ErrLeadershipLost
 	}
-	return nil
+	return commit, nil
 }
 
 // applyCommand proposes cmd through Raft and waits for the state machine's

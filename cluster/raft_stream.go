@@ -34,8 +34,10 @@ func (s *tcpStream) Addr() net.Addr { return s.advertise }
 
 // raftTransport is Raft over TCP, or over mutual TLS when cfg.TLS is on,
 // its listener within cfg.Conns; trusted tells the addresses of the
-// cluster's servers.
-func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool) (raft.Transport, *connGate, error) {
+// cluster's servers. The same port carries the confirmation channel:
+// serve answers its inbound connections, and the dialer returned opens
+// outbound ones, with TLS when Raft has it.
+func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn)) (raft.Transport, confirmDialer, *connGate, error) {
 	log := cfg.Logger.Named("transport")
 	var stream raft.StreamLayer
 	var gate *connGate
@@ -46,9 +48,12 @@ func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool) (r
 		stream, gate, err = newTCPStream(cfg.RaftAddr, advertise, cfg.Conns, trusted)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return raft.NewNetworkTransportWithLogger(stream, 3, 10*time.Second, log), gate, nil
+	dial := func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+		return stream.Dial(addr, timeout)
+	}
+	return raft.NewNetworkTransportWithLogger(newMuxStream(stream, serve), 3, 10*time.Second, log), dial, gate, nil
 }
 
 // IsServerIP reports whether ip is the host of the Raft address of a server

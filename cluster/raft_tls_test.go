@@ -102,8 +102,20 @@ func TestRaftOverMutualTLS(t *testing.T) {
 		cfg.TLS = p.server(cfg.NodeID, "prod")
 	}})
 	l := c.Leader()
-	if _, _, err := c.Node(l).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Key: "k", Holder: "h", TTL: time.Minute}); err != nil {
+	got, _, err := c.Node(l).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Key: "k", Holder: "h", TTL: time.Minute})
+	if err != nil {
 		t.Fatalf("acquire over Raft on TLS: %v", err)
+	}
+	// The leadership check's channel shares the Raft port and its TLS.
+	before := cluster.RaftOf(c.Node(l)).LastIndex()
+	if _, err := c.Node(l).Renew(harness.Context(t, 10*time.Second), "k", "h", got.Token); err != nil {
+		t.Fatalf("renew with the confirmation channel on TLS: %v", err)
+	}
+	if _, err := c.Node(l).Get(harness.Context(t, 10*time.Second), "k", cluster.Linearizable); err != nil {
+		t.Fatalf("linearizable read with the confirmation channel on TLS: %v", err)
+	}
+	if after := cluster.RaftOf(c.Node(l)).LastIndex(); after != before {
+		t.Fatalf("a renewal and a read wrote to the log (index %d to %d)", before, after)
 	}
 	target := (l + 1) % 3
 	peer := c.Peer(target)

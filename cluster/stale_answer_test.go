@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -11,11 +12,10 @@ import (
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
-// holdAnswer parks, once armed, the answer of one heartbeat from a peer
-// before the leader's Raft sees it: a slow link, or a leader paused by GC,
-// SIGSTOP or a VM freeze.
+// holdAnswer parks, once armed, one answer from a peer on the leader's
+// confirmation channel before the leader reads it: a slow link, or a leader
+// paused by GC, SIGSTOP or a VM freeze.
 type holdAnswer struct {
-	*raft.InmemTransport
 	mu      sync.Mutex
 	peer    raft.ServerAddress
 	armed   bool
@@ -23,36 +23,52 @@ type holdAnswer struct {
 	release chan struct{}
 }
 
-func (h *holdAnswer) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	err := h.InmemTransport.AppendEntries(id, target, args, resp)
-	h.mu.Lock()
-	hold := h.armed && target == h.peer && len(args.Entries) == 0 && err == nil
-	if hold {
-		h.armed = false
-	}
-	h.mu.Unlock()
-	if hold {
-		close(h.held)
-		<-h.release
-	}
-	return err
+type holdConn struct {
+	net.Conn
+	h *holdAnswer
 }
 
-// Guarantee (safety): a leader that was deposed while a peer's answer to an
-// old heartbeat was still on its way must not take that answer as proof of
-// leadership for a renewal that arrived later. Otherwise the new leader,
-// which promoted the lease before that renewal, frees it before TTL has
-// passed since the renewal was sent.
+func (h *holdAnswer) wrap(dial func(raft.ServerAddress, time.Duration) (net.Conn, error)) func(raft.ServerAddress, time.Duration) (net.Conn, error) {
+	return func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+		conn, err := dial(addr, timeout)
+		if err != nil || addr != h.peer {
+			return conn, err
+		}
+		return holdConn{Conn: conn, h: h}, nil
+	}
+}
+
+func (c holdConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.h.mu.Lock()
+	hold := c.h.armed && n > 0
+	if hold {
+		c.h.armed = false
+	}
+	c.h.mu.Unlock()
+	if hold {
+		close(c.h.held)
+		<-c.h.release
+	}
+	return n, err
+}
+
+// Guarantee (safety): a leader that was deposed while a voter's yes to an
+// older leadership round was still on its way must not take that answer as
+// proof of leadership for a renewal that arrived later. Otherwise the new
+// leader, which promoted the lease before that renewal, frees it before TTL
+// has passed since the renewal was sent. (raft.VerifyLeader counts any
+// heartbeat answer that arrives after the check began; a build that counts
+// answers of older rounds, tenure_unsafe_rounds, fails this test.)
 func TestDeposedLeaderIgnoresAnswersToOlderHeartbeats(t *testing.T) {
-	var wrap *holdAnswer
+	h := &holdAnswer{peer: "n2", held: make(chan struct{}), release: make(chan struct{})}
 	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
 		if cfg.NodeID == "n1" {
 			// Slow to notice it lost its quorum, so the stale answer
 			// arrives while it still believes it leads.
 			cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 3*time.Second, 3*time.Second, 3*time.Second
 			cfg.MinTTL = 6 * time.Second
-			wrap = &holdAnswer{InmemTransport: cfg.Transport.(*raft.InmemTransport), held: make(chan struct{}), release: make(chan struct{})}
-			cfg.Transport = wrap
+			cfg.ConfirmDial = h.wrap(cfg.ConfirmDial)
 		}
 	}})
 	if li := c.Leader(); li != 0 {
@@ -66,12 +82,16 @@ func TestDeposedLeaderIgnoresAnswersToOlderHeartbeats(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
-	// Park one heartbeat answer from n2, then cut n1 off; n2 and n3 elect
-	// a new leader, which promotes the lease.
-	wrap.mu.Lock()
-	wrap.peer, wrap.armed = raft.ServerAddress(c.Peer(1).RaftAddr), true
-	wrap.mu.Unlock()
-	<-wrap.held
+	// Park n2's yes to one round (the round still ends, on n3's yes),
+	// then cut n1 off; n2 and n3 elect a new leader, which promotes the
+	// lease.
+	h.mu.Lock()
+	h.armed = true
+	h.mu.Unlock()
+	if _, err := n1.Renew(harness.Context(t, 5*time.Second), "k", "h", lease.Token); err != nil {
+		t.Fatalf("renew before the partition: %v", err)
+	}
+	<-h.held
 	c.Isolate(0)
 	c.Leader(0)
 	if !n1.IsLeader() {
@@ -83,11 +103,20 @@ func TestDeposedLeaderIgnoresAnswersToOlderHeartbeats(t *testing.T) {
 		_, err := n1.Renew(harness.Context(t, 5*time.Second), "k", "h", lease.Token)
 		res <- err
 	}()
+	const stale = "the deposed leader acknowledged a renewal on the strength of an answer to a round that started before it"
 	harness.WaitUntil(t, 5*time.Second, "the renewal to wait for its round", func() bool {
+		select {
+		case err := <-res:
+			if err == nil {
+				t.Fatal(stale)
+			}
+			t.Fatalf("the renewal failed before the stale answer arrived: %v", err)
+		default:
+		}
 		return cluster.VerifyRoundRunning(n1)
 	})
-	close(wrap.release)
+	close(h.release)
 	if err := <-res; err == nil {
-		t.Fatal("the deposed leader acknowledged a renewal on the strength of an answer to a heartbeat sent before it")
+		t.Fatal(stale)
 	}
 }

@@ -6,63 +6,77 @@ import (
 	"time"
 )
 
-// verifier batches leadership checks: one round (a committed barrier, see
-// Node.confirmLeadership) answers every caller that arrived before the
-// round started. A caller that arrives while a round is running waits for
-// the next one, so the answer it gets always comes from a round that began
+// maxRoundsInFlight bounds the leadership rounds that overlap: a caller
+// that arrives while a round runs starts the next one at once, unless this
+// many are running; then it waits for a free place.
+const maxRoundsInFlight = 4
+
+// verifier batches leadership checks: one round (Node.confirmLeadership)
+// answers every caller that arrived before the round started. A caller
+// that arrives while rounds are running waits for a round that starts
+// after it, so the answer it gets always comes from a round that began
 // after it asked. That is what makes a renewal or a read safe: no newer
 // leader can have acted before it.
 type verifier struct {
-	verify  func() error
+	// verify runs one round; it returns the commit index read at its start.
+	verify  func() (uint64, error)
 	observe func(time.Duration)
 
-	mu      sync.Mutex
-	waiting []chan error
-	running bool
+	mu       sync.Mutex
+	waiting  []chan roundResult
+	inFlight int
 }
 
-func newVerifier(verify func() error, observe func(time.Duration)) *verifier {
+type roundResult struct {
+	commit uint64
+	err    error
+}
+
+func newVerifier(verify func() (uint64, error), observe func(time.Duration)) *verifier {
 	return &verifier{verify: verify, observe: observe}
 }
 
-// Verify blocks until a round that started after the call confirms (nil) or
-// denies leadership, or ctx ends.
-func (v *verifier) Verify(ctx context.Context) error {
-	ch := make(chan error, 1)
+// Verify blocks until a round that started after the call confirms
+// leadership (and returns the commit index read at that round's start) or
+// denies it, or ctx ends.
+func (v *verifier) Verify(ctx context.Context) (uint64, error) {
+	ch := make(chan roundResult, 1)
 	v.mu.Lock()
 	v.waiting = append(v.waiting, ch)
-	if !v.running {
-		v.running = true
-		go v.rounds()
-	}
+	v.startLocked()
 	v.mu.Unlock()
 	select {
-	case err := <-ch:
-		return err
+	case r := <-ch:
+		return r.commit, r.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 
-// rounds runs rounds while anyone waits; it ends when the queue is empty.
-func (v *verifier) rounds() {
-	for {
-		v.mu.Lock()
-		batch := v.waiting
-		v.waiting = nil
-		if len(batch) == 0 {
-			v.running = false
-			v.mu.Unlock()
-			return
-		}
-		v.mu.Unlock()
-		start := time.Now()
-		err := v.verify()
-		if v.observe != nil {
-			v.observe(time.Since(start))
-		}
-		for _, ch := range batch {
-			ch <- err
-		}
+// startLocked starts a round for everyone waiting, if there is a place.
+func (v *verifier) startLocked() {
+	if len(v.waiting) == 0 || v.inFlight >= maxRoundsInFlight {
+		return
 	}
+	batch := v.waiting
+	v.waiting = nil
+	v.inFlight++
+	go v.round(batch)
+}
+
+// round runs one round for batch, whose callers all arrived before it
+// started, then starts the next if anyone waits.
+func (v *verifier) round(batch []chan roundResult) {
+	start := time.Now()
+	commit, err := v.verify()
+	if v.observe != nil {
+		v.observe(time.Since(start))
+	}
+	for _, ch := range batch {
+		ch <- roundResult{commit: commit, err: err}
+	}
+	v.mu.Lock()
+	v.inFlight--
+	v.startLocked()
+	v.mu.Unlock()
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -53,6 +54,39 @@ type ServeFunc func(n *cluster.Node, reg *prometheus.Registry, logger hclog.Logg
 
 // Cluster is a set of in-process nodes named n1…nN that bootstrap together.
 // Its methods may be called from any goroutine, except Stop, Restart,
+// dialConfirm connects node from to the confirmation channel of the node
+// at addr, unless either is stopped or isolated.
+func (c *Cluster) dialConfirm(from int, addr raft.ServerAddress) (net.Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	to := -1
+	for j, p := range c.peers {
+		if raft.ServerAddress(p.RaftAddr) == addr {
+			to = j
+		}
+	}
+	if to < 0 || c.nodes[to] == nil || c.cut[from] || c.cut[to] {
+		return nil, fmt.Errorf("confirmation channel to %s: unreachable", addr)
+	}
+	a, b := net.Pipe()
+	c.pipes = append(c.pipes, confirmPipe{from: from, to: to, conn: a})
+	go c.nodes[to].ServeConfirm(b)
+	return a, nil
+}
+
+// closePipesLocked closes the confirmation channels from or to node i.
+func (c *Cluster) closePipesLocked(i int) {
+	kept := c.pipes[:0]
+	for _, p := range c.pipes {
+		if p.from == i || p.to == i {
+			p.conn.Close()
+		} else {
+			kept = append(kept, p)
+		}
+	}
+	c.pipes = kept
+}
+
 // Isolate and Heal, which belong to the test goroutine.
 type Cluster struct {
 	t      testing.TB
@@ -65,6 +99,16 @@ type Cluster struct {
 	mu    sync.Mutex
 	nodes []*cluster.Node        // nil while stopped
 	trans []*raft.InmemTransport // nil with TCP, and while stopped
+	// Without TCP, the leadership-confirmation channel runs over pipes:
+	// cut are the isolated nodes, pipes the open channels.
+	cut   map[int]bool
+	pipes []confirmPipe
+}
+
+// confirmPipe is one confirmation channel from node from to node to.
+type confirmPipe struct {
+	from, to int
+	conn     net.Conn
 }
 
 // Config is the Config of node id with data dir dir, with timings fast
@@ -93,7 +137,7 @@ func Config(id, dir string) cluster.Config {
 // when t ends. It does not wait for a leader: see Leader.
 func Start(t testing.TB, n int, opts Options) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, opts: opts, nodes: make([]*cluster.Node, n), trans: make([]*raft.InmemTransport, n)}
+	c := &Cluster{t: t, opts: opts, nodes: make([]*cluster.Node, n), trans: make([]*raft.InmemTransport, n), cut: map[int]bool{}}
 	for i := 0; i < n; i++ {
 		id := "n" + strconv.Itoa(i+1)
 		p := cluster.Peer{ID: id, RaftAddr: id, HTTPAddr: "127.0.0.1:1"}
@@ -183,6 +227,7 @@ func (c *Cluster) start(i int) {
 	} else {
 		_, tr := raft.NewInmemTransport(raft.ServerAddress(c.peers[i].RaftAddr))
 		cfg.Transport = tr
+		cfg.ConfirmDial = func(addr raft.ServerAddress, _ time.Duration) (net.Conn, error) { return c.dialConfirm(i, addr) }
 		c.mu.Lock()
 		c.trans[i] = tr
 		for j, other := range c.trans {
@@ -224,6 +269,7 @@ func (c *Cluster) Stop(i int) {
 	c.mu.Lock()
 	n := c.nodes[i]
 	c.nodes[i] = nil
+	c.closePipesLocked(i)
 	if tr := c.trans[i]; tr != nil {
 		for _, other := range c.trans {
 			if other != nil && other != tr {
@@ -252,6 +298,8 @@ func (c *Cluster) shutdownAll() {
 func (c *Cluster) Isolate(i int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.cut[i] = true
+	c.closePipesLocked(i)
 	for j, other := range c.trans {
 		if j != i && other != nil {
 			other.Disconnect(c.trans[i].LocalAddr())
@@ -264,6 +312,7 @@ func (c *Cluster) Isolate(i int) {
 func (c *Cluster) Heal(i int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.cut, i)
 	for j, other := range c.trans {
 		if j != i && other != nil {
 			other.Connect(c.trans[i].LocalAddr(), c.trans[i])

@@ -1,0 +1,232 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// confirmer is the leader's side of the leadership check (docs/adr/0002):
+// a round sends every other voter of the current configuration a request
+// with the leader's term and the round's id, and succeeds once a quorum,
+// the leader included, has answered yes to that round. Rounds may overlap;
+// an answer counts only for the round it names.
+type confirmer struct {
+	self    raft.ServerID
+	dial    confirmDialer
+	timeout time.Duration // a round without a quorum by then fails
+	log     hclog.Logger
+
+	mu     sync.Mutex
+	next   uint64
+	rounds map[uint64]*confirmRound
+	peers  map[raft.ServerAddress]*confirmPeer
+	// lastYes is used only by the negative control of the fault suite
+	// (acceptOlderRounds): the term of each voter's latest yes.
+	lastYes map[raft.ServerID]uint64
+	closed  bool
+}
+
+// confirmDialer opens a connection to the confirmation channel of the
+// server at addr; the confirmer writes confirmMagic and confirmVersion.
+type confirmDialer func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error)
+
+func newConfirmer(self raft.ServerID, dial confirmDialer, timeout time.Duration, log hclog.Logger) *confirmer {
+	return &confirmer{self: self, dial: dial, timeout: timeout, log: log,
+		rounds: map[uint64]*confirmRound{}, peers: map[raft.ServerAddress]*confirmPeer{}, lastYes: map[raft.ServerID]uint64{}}
+}
+
+// minRoundTimeout is the least time a round waits for a quorum.
+const minRoundTimeout = 500 * time.Millisecond
+
+// roundTimeout is how long a leadership round waits for a quorum of yes
+// before it fails: twice the election timeout, at least minRoundTimeout,
+// so that a short election timeout does not fail rounds on a loaded
+// machine. Safety does not depend on it: a round that waits longer still
+// counts only answers to itself.
+func roundTimeout(cfg Config) time.Duration {
+	return max(2*cfg.ElectionTimeout, minRoundTimeout)
+}
+
+// confirmRound is one round in flight.
+type confirmRound struct {
+	term   uint64
+	voters map[raft.ServerID]raft.ServerAddress // voters not counted yet
+	need   int                                  // yes answers still needed
+	noMore int                                  // voters that may still say yes
+	done   chan error                           // one result
+	ended  bool
+}
+
+var (
+	// errNotConfirmed: no quorum said yes in time.
+	errNotConfirmed = errors.New("leadership not confirmed by a quorum")
+	// errNoConfirmChannel: a node on a test transport without ConfirmDial.
+	errNoConfirmChannel = errors.New("no confirmation channel (Config.ConfirmDial is not set)")
+)
+
+// confirm runs one round for term over the voters of conf and reports nil
+// once a quorum of them, this server included if it is one, answered yes
+// to this round.
+func (c *confirmer) confirm(term uint64, conf raft.Configuration) error {
+	rd := &confirmRound{term: term, voters: map[raft.ServerID]raft.ServerAddress{}, done: make(chan error, 1)}
+	var others []raft.Server
+	for _, s := range conf.Servers {
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		rd.need++
+		if s.ID != c.self {
+			rd.voters[s.ID] = s.Address
+			others = append(others, s)
+		}
+	}
+	rd.need = rd.need/2 + 1
+	rd.noMore = len(others)
+	if c.isVoter(conf) {
+		rd.need-- // this leader's own yes
+	}
+	if rd.need <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrShutdown
+	}
+	c.next++
+	id := c.next
+	if acceptOlderRounds {
+		for v := range rd.voters {
+			if c.lastYes[v] == term {
+				rd.count(v, true)
+			}
+		}
+		if rd.ended {
+			c.mu.Unlock()
+			return nil
+		}
+	}
+	c.rounds[id] = rd
+	peers := make([]*confirmPeer, 0, len(others))
+	for _, s := range others {
+		peers = append(peers, c.peerLocked(s.Address))
+	}
+	c.mu.Unlock()
+
+	req := confirmRequest{Round: id, Term: term, Leader: c.self}
+	for _, p := range peers {
+		p.send(req)
+	}
+	t := time.NewTimer(c.timeout)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-rd.done:
+	case <-t.C:
+		err = errNotConfirmed
+	}
+	c.mu.Lock()
+	delete(c.rounds, id)
+	c.mu.Unlock()
+	return err
+}
+
+func (c *confirmer) isVoter(conf raft.Configuration) bool {
+	for _, s := range conf.Servers {
+		if s.ID == c.self {
+			return s.Suffrage == raft.Voter
+		}
+	}
+	return false
+}
+
+// deliver counts an answer that came from addr for the round it names, if
+// that round is still open and the answer is from one of its voters, at
+// that voter's address.
+func (c *confirmer) deliver(addr raft.ServerAddress, a confirmAnswer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if acceptOlderRounds && a.OK {
+		c.lastYes[a.Voter] = a.Term
+	}
+	rd := c.rounds[a.Round]
+	if rd == nil || rd.ended {
+		return
+	}
+	if at, ok := rd.voters[a.Voter]; !ok || at != addr {
+		return
+	}
+	if a.Term > rd.term {
+		rd.end(fmt.Errorf("%w: voter %s is in a newer term (%d > %d)", raft.ErrLeadershipLost, a.Voter, a.Term, rd.term))
+		return
+	}
+	rd.count(a.Voter, a.OK && a.Term == rd.term)
+}
+
+// count records voter's answer; the caller holds the confirmer's lock.
+func (rd *confirmRound) count(voter raft.ServerID, yes bool) {
+	delete(rd.voters, voter)
+	rd.noMore--
+	if yes {
+		rd.need--
+	}
+	switch {
+	case rd.need <= 0:
+		rd.end(nil)
+	case rd.need > rd.noMore:
+		rd.end(errNotConfirmed)
+	}
+}
+
+func (rd *confirmRound) end(err error) {
+	if !rd.ended {
+		rd.ended = true
+		rd.done <- err
+	}
+}
+
+// peerLocked returns the connection keeper of addr; the caller holds c.mu.
+func (c *confirmer) peerLocked(addr raft.ServerAddress) *confirmPeer {
+	p := c.peers[addr]
+	if p == nil {
+		p = newConfirmPeer(c, addr)
+		c.peers[addr] = p
+	}
+	return p
+}
+
+// forget closes the connections to servers that are not in conf.
+func (c *confirmer) forget(conf raft.Configuration) {
+	keep := map[raft.ServerAddress]bool{}
+	for _, s := range conf.Servers {
+		keep[s.Address] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for addr, p := range c.peers {
+		if !keep[addr] {
+			p.close()
+			delete(c.peers, addr)
+		}
+	}
+}
+
+// close ends every round and connection.
+func (c *confirmer) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, p := range c.peers {
+		p.close()
+	}
+	c.peers = map[raft.ServerAddress]*confirmPeer{}
+	for _, rd := range c.rounds {
+		rd.end(ErrShutdown)
+	}
+}
