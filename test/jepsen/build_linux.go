@@ -12,10 +12,11 @@ import (
 // Build tags of the binaries the suite runs. The server always carries the
 // injectable lessor clock; the negative controls add a deliberate bug each.
 const (
-	tagClockDrift  = "tenure_clockdrift"
-	tagUnsafeRenew = "tenure_unsafe_renew"
-	tagUnsafeKeep  = "tenure_unsafe_keep"
-	tagNoFence     = "jepsen_nofence"
+	tagClockDrift   = "tenure_clockdrift"
+	tagUnsafeRenew  = "tenure_unsafe_renew"
+	tagUnsafeKeep   = "tenure_unsafe_keep"
+	tagUnsafeRounds = "tenure_unsafe_rounds"
+	tagNoFence      = "jepsen_nofence"
 )
 
 // builder compiles the server and the agent once per set of tags.

@@ -2,6 +2,7 @@ package jepsen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -165,6 +166,7 @@ func init() {
 		}
 		return w.net.Heal, fmt.Sprintf("%s -> %v dropped", l.name, names(rest)), linkFaultHold(rng), nil
 	}})
+	addNemesis(nemesis{name: "lagging-leader", minServers: 3, inject: laggingLeader})
 	addNemesis(nemesis{name: "delay-loss", minServers: 1, inject: func(_ context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 		s := netns.Shaping{Delay: between(rng, 20*time.Millisecond, 80*time.Millisecond), Jitter: 10 * time.Millisecond, Loss: 0.05}
 		for _, p := range w.servers {
@@ -236,6 +238,69 @@ func init() {
 		undo := func() error { return os.WriteFile(file, []byte("1"), 0o644) }
 		return undo, fmt.Sprintf("%s lease clock rate %.3f", p.name, rate), between(rng, 5*time.Second, 10*time.Second), nil
 	}})
+}
+
+// lagDelay is how late the other servers' packets reach a lagging
+// leader. The followers, no longer hearing it, stand for election 0.5-1s
+// after the cut (a 500ms heartbeat timeout, randomized up to twice that)
+// and win within milliseconds; the old leader keeps hearing answers to
+// what it sent before the cut for lagDelay, and hashicorp/raft's lease
+// (500ms in the suite) keeps it Leader until 500ms after the last of
+// them: an overlap of up to lagDelay+0.5s-0.5..1s. It cannot be longer:
+// only three appends per follower are in flight (two in the pipeline, one
+// heartbeat), so at much more than 1.2s the answers come more than 500ms
+// apart and the lease lapses early.
+const lagDelay = 1200 * time.Millisecond
+
+// lagSteps is how many steps the delay of a lagging leader's links climbs
+// in, lagStep apart. A delay that jumped from 0 to lagDelay would leave
+// the leader hearing nothing for lagDelay, and the lease check would step
+// it down at once; big steps make TCP time out spuriously and shrink its
+// window, so that only a packet or two per round trip get through, with
+// the same effect. In steps of 24ms, TCP follows the round trip as it
+// grows.
+const (
+	lagSteps = 50
+	lagStep  = 40 * time.Millisecond
+)
+
+// laggingLeader congests the leader's links as a failing network path
+// would: the other servers' packets to it arrive later and later, up to
+// lagDelay, then its packets to them are dropped. Workers reach it as
+// before. For a while two servers' Rafts say Leader: the old one, still
+// hearing answers of its own term, and the one the others elected. The
+// old leader's leadership rounds must fail all the same.
+//
+// Transferring leadership instead of cutting (the election would then be
+// at a known time) does not work: with answers lagDelay late the pipeline
+// is full, and the transfer times out (after the election timeout) before
+// it sends TimeoutNow.
+func laggingLeader(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+	l, rest := w.pickLeader(ctx, rng)
+	undo := func() error {
+		errs := []error{w.net.Heal()}
+		for _, f := range rest {
+			errs = append(errs, w.net.DelayLink(f.name, l.name, 0))
+		}
+		return errors.Join(errs...)
+	}
+	for i := 1; i <= lagSteps; i++ {
+		for _, f := range rest {
+			if err := w.net.DelayLink(f.name, l.name, lagDelay*time.Duration(i)/lagSteps); err != nil {
+				return nil, "", 0, errors.Join(err, undo())
+			}
+		}
+		if !sleep(ctx, lagStep) {
+			return nil, "", 0, errors.Join(ctx.Err(), undo())
+		}
+	}
+	for _, f := range rest {
+		if err := w.net.Drop(l.name, f.name); err != nil {
+			return nil, "", 0, errors.Join(err, undo())
+		}
+	}
+	desc := fmt.Sprintf("%v -> %s delayed up to %v over %v, then %s -> %v dropped", names(rest), l.name, lagDelay, lagSteps*lagStep, l.name, names(rest))
+	return undo, desc, between(rng, 1500*time.Millisecond, 2500*time.Millisecond), nil
 }
 
 func rateFile(w *world, p *proc) string { return filepath.Join(w.cfg.Dir, "data", p.name+".rate") }

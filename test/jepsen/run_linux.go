@@ -35,6 +35,9 @@ type runConfig struct {
 	Expect string
 	// MutexKeys are the keys the mutex workers contend for.
 	MutexKeys string
+	// RegisterProcs is how many operations the register agent keeps in
+	// flight at once (default 3).
+	RegisterProcs int
 	// Stall is the mutex workers' -stall-prob: how often a worker dawdles
 	// (1s) between its last check of the lease and its store write, the
 	// window in which a pause makes a stale write that only fencing stops.
@@ -239,7 +242,11 @@ func (w *world) agentArgs(a *proc, seed uint64) []string {
 	store := fmt.Sprintf("http://%s:%d", w.net.Addr("store"), portStore)
 	switch a.role {
 	case "register":
-		return append([]string{"register", "-procs", "3", "-keys", "reg-0,reg-1", "-ttl", registerTTL.String(), "-timeout", "1s"}, common...)
+		procs := w.cfg.RegisterProcs
+		if procs == 0 {
+			procs = 3
+		}
+		return append([]string{"register", "-procs", strconv.Itoa(procs), "-keys", "reg-0,reg-1", "-ttl", registerTTL.String(), "-timeout", "1s"}, common...)
 	case "mutex":
 		return append([]string{"mutex", "-store", store, "-keys", w.cfg.MutexKeys, "-id", a.name, "-ttl", holderTTL.String(), "-work", "40ms",
 			"-stall", "1s", "-stall-prob", strconv.FormatFloat(w.cfg.Stall, 'f', 2, 64),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -48,6 +49,7 @@ func newNet(cfg Config) (*Net, error) {
 		nodes:    make(map[string]*node, len(cfg.Nodes)),
 		drops:    make(map[string]map[string]bool),
 		shapes:   make(map[string]Shaping),
+		links:    make(map[string]map[string]time.Duration),
 		delayers: make(map[string]*delayer),
 	}
 	n.hub = &node{name: "hub", ns: n.hubNS, addr: n.hubIP, index: 254}

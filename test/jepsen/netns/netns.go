@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -33,7 +34,8 @@ type Net struct {
 	closed   bool
 	drops    map[string]map[string]bool // to -> from -> dropped
 	shapes   map[string]Shaping
-	delayers map[string]*delayer // by namespace
+	links    map[string]map[string]time.Duration // to -> from -> delay
+	delayers map[string]*delayer                 // by namespace
 }
 
 type node struct {

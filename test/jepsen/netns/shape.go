@@ -140,31 +140,47 @@ func (n *Net) delayerIn(r *node) (*delayer, error) {
 	return d, nil
 }
 
-// applyShaping writes the shaping rules of every namespace from n.shapes.
+// applyShaping writes the shaping rules of every namespace from n.shapes
+// and n.links.
 func (n *Net) applyShaping() error {
-	return eachNode(n.receivers(), func(r *node) error {
-		rules := []string{"-F " + chainShape}
-		for _, name := range n.order {
-			s, ok := n.shapes[name]
-			src := n.nodes[name]
-			if !ok || src == r {
-				continue
-			}
-			if s.Loss > 0 && r != n.hub {
-				rules = append(rules, fmt.Sprintf("-A %s -s %s/32 -m statistic --mode random --probability %.6f -j DROP",
-					chainShape, src.addr, s.Loss))
-			}
-			if s.delays() && n.delay == DelayNFQueue {
-				rules = append(rules, fmt.Sprintf("-A %s -s %s/32 -j NFQUEUE --queue-num %d --queue-bypass",
-					chainShape, src.addr, src.index))
-			}
-		}
-		return n.restore(r, rules)
-	})
+	return eachNode(n.receivers(), func(r *node) error { return n.restore(r, n.shapeRules(r)) })
 }
 
-// ClearShaping removes every shaping of node. Packets already held back
-// still go at their due time.
+// shapeRules returns the rules of r's TNJ-SHAPE: loss first, then the
+// delayed links into r, then the delay of shaped senders. A packet leaves
+// the chain at its first NFQUEUE rule, so a delayed link replaces, for
+// that link, the Delay of a shaped sender; loss applies to both.
+func (n *Net) shapeRules(r *node) []string {
+	rules := []string{"-F " + chainShape}
+	var delays []string
+	for _, name := range n.order {
+		s, ok := n.shapes[name]
+		src := n.nodes[name]
+		if !ok || src == r {
+			continue
+		}
+		if s.Loss > 0 && r != n.hub {
+			rules = append(rules, fmt.Sprintf("-A %s -s %s/32 -m statistic --mode random --probability %.6f -j DROP",
+				chainShape, src.addr, s.Loss))
+		}
+		if s.delays() && n.delay == DelayNFQueue {
+			delays = append(delays, fmt.Sprintf("-A %s -s %s/32 -j NFQUEUE --queue-num %d --queue-bypass",
+				chainShape, src.addr, src.index))
+		}
+	}
+	for _, name := range n.order {
+		if _, ok := n.links[r.name][name]; ok {
+			src := n.nodes[name]
+			rules = append(rules, fmt.Sprintf("-A %s -s %s/32 -j NFQUEUE --queue-num %d --queue-bypass",
+				chainShape, src.addr, linkQueue(src)))
+		}
+	}
+	return append(rules, delays...)
+}
+
+// ClearShaping removes every shaping of node and every delayed link from
+// or to node (DelayLink). Packets already held back still go at their due
+// time.
 func (n *Net) ClearShaping(node string) error {
 	nd, err := n.node(node)
 	if err != nil {
@@ -181,13 +197,24 @@ func (n *Net) ClearShaping(node string) error {
 func (n *Net) clearShaping(nd *node) error {
 	old, had := n.shapes[nd.name]
 	delete(n.shapes, nd.name)
+	linked := len(n.links[nd.name]) > 0
+	delete(n.links, nd.name)
+	for to, from := range n.links {
+		if _, ok := from[nd.name]; ok {
+			linked = true
+			delete(from, nd.name)
+			if len(from) == 0 {
+				delete(n.links, to)
+			}
+		}
+	}
 	if err := n.applyShaping(); err != nil {
 		return fmt.Errorf("clear shaping of %s: %w", nd.name, err)
 	}
 	if n.delay == DelayNetem && old.delays() {
 		n.removeNetem(nd)
 	}
-	if had {
+	if had || linked {
 		n.log.Info("shaping cleared", "node", nd.name)
 	}
 	return nil
@@ -220,6 +247,11 @@ func (n *Net) Describe() string {
 		}
 		if s, ok := n.shapes[r.name]; ok {
 			fmt.Fprintf(&b, "  egress shaped: %v\n", s)
+		}
+		for _, from := range n.order {
+			if d, ok := n.links[r.name][from]; ok {
+				fmt.Fprintf(&b, "  delays packets from %s by %v\n", from, d)
+			}
 		}
 		if d := n.delayers[r.ns]; d != nil {
 			fmt.Fprintf(&b, "  delayer: %s\n", d.stats())
