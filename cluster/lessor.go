@@ -57,18 +57,27 @@ func newLessor(clock Clock) *lessor {
 // from now: leases never carry remaining time across a failover. A lease
 // that is ending in the FSM stays ending: its renewals are refused, and it
 // frees a full TTL after promotion.
+//
+// held has one record per key (Machine.Held). The tables are built in one
+// pass, sized for held, and the heap is ordered once at the end (heap.Init,
+// linear) rather than by one push per lease: a new leader serves nothing
+// until Promote returns.
 func (l *lessor) Promote(held []*fsm.Lease) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.reset()
 	l.primary = true
-	now := l.clock.Now()
+	now, renewed := l.clock.Now(), time.Now()
+	l.entries = make(map[string]*deadlineEntry, len(held))
+	l.queue = make(deadlineQueue, 0, len(held))
 	for _, lease := range held {
-		l.set(lease.Key, lease.Token, lease.TTL, now)
+		e := &deadlineEntry{key: lease.Key, token: lease.Token, ttl: lease.TTL, deadline: now.Add(lease.TTL), renewed: renewed, index: len(l.queue)}
 		if lease.Ending != fsm.ReasonNone {
-			l.entries[lease.Key].ending = lease.Ending.String()
+			e.ending = lease.Ending.String()
 		}
+		l.entries[lease.Key] = e
+		l.queue = append(l.queue, e)
 	}
+	heap.Init(&l.queue)
 	l.signal()
 }
 

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +60,52 @@ func TestLessorPromoteGivesFullTTL(t *testing.T) {
 	}
 	if left, _, ok := l.Deadline("a", 1); !ok || left != 8*time.Second {
 		t.Fatalf("deadline of a = %v %v, want 8s", left, ok)
+	}
+}
+
+// A promoted lessor expires many leases of mixed TTLs in deadline order,
+// and renewals and removals after promotion keep that order.
+func TestLessorPromoteKeepsDeadlineOrder(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	var held []*fsm.Lease
+	for i := 0; i < 200; i++ {
+		// TTLs of 1s to 7s, not in key order.
+		held = append(held, &fsm.Lease{Key: fmt.Sprintf("k%03d", i), Token: uint64(i + 1), TTL: time.Duration(i*3%7+1) * time.Second, Held: true})
+	}
+	l.Promote(held)
+	// k000 (1s) is renewed to the end; k001 (4s) is removed.
+	clock.Advance(500 * time.Millisecond)
+	if got, _ := l.Renew("k000", 1); got != renewed {
+		t.Fatalf("renew k000 = %v, want renewed", got)
+	}
+	l.Remove("k001", 2)
+	want := map[string]time.Duration{}
+	for _, h := range held {
+		want[h.Key] = h.TTL
+	}
+	want["k000"] = 1500 * time.Millisecond
+	delete(want, "k001")
+	var last time.Duration
+	for step := time.Duration(0); step <= 8*time.Second; step += 250 * time.Millisecond {
+		if step > 0 {
+			clock.Advance(250 * time.Millisecond)
+		}
+		now := 500*time.Millisecond + step
+		for _, key := range keys(l.Expired(1000)) {
+			d := want[key]
+			if d == 0 {
+				t.Fatalf("%s expired, but it was removed or already expired", key)
+			}
+			if d > now || d < last {
+				t.Fatalf("%s (deadline %v) expired at %v after a deadline of %v", key, d, now, last)
+			}
+			last = d
+			delete(want, key)
+		}
+	}
+	if len(want) != 0 {
+		t.Fatalf("%d leases never expired", len(want))
 	}
 }
 
@@ -166,45 +213,83 @@ func TestLessorDemoteForgetsEverything(t *testing.T) {
 }
 
 // A verification round answers only the callers that arrived before it
-// started; a caller arriving during a round waits for the next one.
+// started: a caller arriving during a round is answered by a round that
+// starts after it, which may run alongside the first (rounds pipeline, up
+// to maxRoundsInFlight; past that a caller waits for a place).
 func TestVerifierCallerWaitsForARoundStartedAfterIt(t *testing.T) {
-	started := make(chan int, 10)
-	release := make(chan struct{})
+	var mu sync.Mutex
 	rounds := 0
-	v := newVerifier(func() error {
+	started := make(chan int, 2*maxRoundsInFlight)
+	release := map[int]chan struct{}{}
+	for i := 1; i <= maxRoundsInFlight+1; i++ {
+		release[i] = make(chan struct{})
+	}
+	v := newVerifier(func() (uint64, error) {
+		mu.Lock()
 		rounds++
-		started <- rounds
-		<-release
-		return nil
+		r := rounds
+		mu.Unlock()
+		started <- r
+		<-release[r]
+		return uint64(r), nil
 	}, nil)
-	first := make(chan error, 1)
-	go func() { first <- v.Verify(harness.Context(t, 5*time.Second)) }()
+	verify := func() chan uint64 {
+		ch := make(chan uint64, 1)
+		go func() {
+			r, err := v.Verify(harness.Context(t, 5*time.Second))
+			if err != nil {
+				t.Error(err)
+			}
+			ch <- r
+		}()
+		return ch
+	}
+	callers := []chan uint64{verify()}
 	if r := <-started; r != 1 {
 		t.Fatalf("round %d started first", r)
 	}
-	second := make(chan error, 1)
-	go func() { second <- v.Verify(harness.Context(t, 5*time.Second)) }()
-	// Give the second caller time to queue while round 1 runs.
-	harness.WaitUntil(t, time.Second, "second caller to queue", func() bool {
+	// Each caller that arrives while the earlier rounds run starts a round
+	// of its own at once, up to the bound.
+	for i := 2; i <= maxRoundsInFlight; i++ {
+		callers = append(callers, verify())
+		if r := <-started; r != i {
+			t.Fatalf("round %d started, want %d", r, i)
+		}
+	}
+	last := verify()
+	harness.WaitUntil(t, time.Second, "a caller to queue past the bound", func() bool {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		return len(v.waiting) == 1
 	})
-	release <- struct{}{}
-	if err := <-first; err != nil {
-		t.Fatal(err)
-	}
 	select {
-	case err := <-second:
-		t.Fatalf("second caller answered by a round that started before it: %v", err)
 	case r := <-started:
-		if r != 2 {
-			t.Fatalf("round %d, want 2", r)
+		t.Fatalf("round %d started past the bound of %d", r, maxRoundsInFlight)
+	default:
+	}
+	// Rounds end out of order; each caller gets the round it started.
+	close(release[2])
+	if got := <-callers[1]; got != 2 {
+		t.Fatalf("second caller answered by round %d, want 2", got)
+	}
+	if r := <-started; r != maxRoundsInFlight+1 {
+		t.Fatalf("round %d started for the queued caller, want %d", r, maxRoundsInFlight+1)
+	}
+	for i := 1; i <= maxRoundsInFlight+1; i++ {
+		if i != 2 {
+			close(release[i])
 		}
 	}
-	release <- struct{}{}
-	if err := <-second; err != nil {
-		t.Fatal(err)
+	for i, ch := range callers {
+		if i == 1 {
+			continue // read above
+		}
+		if got := <-ch; got != uint64(i+1) {
+			t.Fatalf("caller %d answered by round %d", i+1, got)
+		}
+	}
+	if got := <-last; got != maxRoundsInFlight+1 {
+		t.Fatalf("queued caller answered by round %d, want %d", got, maxRoundsInFlight+1)
 	}
 }
 

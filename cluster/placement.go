@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"hash/fnv"
 	"maps"
 	"sort"
 
@@ -21,14 +20,38 @@ type candidate struct {
 
 // placementScore is the rendezvous (HRW) weight of worker for key: the
 // worker with the highest weight is the key's first choice. It must never
-// change: a new function would move every key.
+// change: a new function would move every key (TestPlacementScorePinned).
+//
+// It is 64-bit FNV-1a over worker, a zero byte and key, then MurmurHash3's
+// fmix64, which spreads FNV's weak low bits. FNV-1a reads its input in
+// order, so the part over worker and the zero byte (workerSeed) is computed
+// once per worker when one key is weighed against many workers.
 func placementScore(worker, key string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(worker))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	// fmix64 from MurmurHash3 spreads FNV's weak low bits.
-	x := h.Sum64()
+	return keyScore(workerSeed(worker), key)
+}
+
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+// workerSeed is the FNV-1a state after worker and a zero byte.
+func workerSeed(worker string) uint64 {
+	h := uint64(fnvOffset64)
+	for i := 0; i < len(worker); i++ {
+		h ^= uint64(worker[i])
+		h *= fnvPrime64
+	}
+	return h * fnvPrime64 // the zero byte: h ^= 0, then multiply
+}
+
+// keyScore finishes placementScore from the worker's seed.
+func keyScore(seed uint64, key string) uint64 {
+	x := seed
+	for i := 0; i < len(key); i++ {
+		x ^= uint64(key[i])
+		x *= fnvPrime64
+	}
 	x ^= x >> 33
 	x *= 0xff51afd7ed558ccd
 	x ^= x >> 33
@@ -69,6 +92,9 @@ func place(keys []string, workers []candidate, maxPerWorker int, prev map[string
 }
 
 // placeOnce is one round of place.
+//
+// Workers are weighed by position (slot) rather than by id in maps: a
+// group of 10,000 keys over 1,000 workers weighs up to ten million pairs.
 func placeOnce(keys []string, workers []candidate, maxPerWorker int, prev map[string]string, control func(string) fsm.KeyControl) map[string]string {
 	out := make(map[string]string, len(keys))
 	var enabled []string
@@ -81,11 +107,26 @@ func placeOnce(keys []string, workers []candidate, maxPerWorker int, prev map[st
 		return out
 	}
 	quota := quotas(len(enabled), workers, maxPerWorker)
-	hard := make(map[string]int, len(workers))
-	for _, w := range workers {
-		hard[w.id] = limit(w, len(enabled), maxPerWorker)
+	// slotOf numbers the worker ids; a repeated id shares its first slot,
+	// as it shares one entry of quota.
+	slotOf := make(map[string]int, len(workers))
+	slots := make([]int, len(workers))
+	seeds := make([]uint64, len(workers))
+	for i, w := range workers {
+		s, ok := slotOf[w.id]
+		if !ok {
+			s = i
+			slotOf[w.id] = s
+		}
+		slots[i], seeds[i] = s, workerSeed(w.id)
 	}
-	load := make(map[string]int, len(workers))
+	quotaAt := make([]int, len(workers))
+	hardAt := make([]int, len(workers))
+	load := make([]int, len(workers))
+	for i, w := range workers {
+		quotaAt[slots[i]] = quota[w.id]
+		hardAt[slots[i]] = limit(w, len(enabled), maxPerWorker)
+	}
 	var left []string
 
 	// Keep what may stay, best-ranked first within each owner.
@@ -105,27 +146,24 @@ func placeOnce(keys []string, workers []candidate, maxPerWorker int, prev map[st
 		for _, k := range ks[:n] {
 			out[k] = w
 		}
-		load[w] = n
+		load[slotOf[w]] = n
 		pool = append(pool, ks[n:]...)
 	}
 	sort.Strings(pool)
 
 	// Place the rest by rendezvous rank.
 	for _, k := range pool {
-		rank := rankWorkers(workers, k)
 		ctl := control(k)
-		placed := false
-		for _, w := range rank {
-			if !w.keepOnly && load[w.id] < quota[w.id] && !ctl.Prohibits(w.id) {
-				out[k] = w.id
-				load[w.id]++
-				placed = true
-				break
-			}
-		}
-		if !placed {
+		best := bestWorker(workers, seeds, k, func(i int) bool {
+			s := slots[i]
+			return !workers[i].keepOnly && load[s] < quotaAt[s] && !ctl.Prohibits(workers[i].id)
+		})
+		if best < 0 {
 			left = append(left, k)
+			continue
 		}
+		out[k] = workers[best].id
+		load[slots[best]]++
 	}
 
 	// Repair: quotas are a target for evenness, not a hard limit. A key
@@ -136,31 +174,42 @@ func placeOnce(keys []string, workers []candidate, maxPerWorker int, prev map[st
 	for _, k := range left {
 		ctl := control(k)
 		// The previous owner first, so that the repair is sticky too.
-		if w := prev[k]; hard[w] > load[w] && !ctl.Prohibits(w) {
-			out[k] = w
-			load[w]++
-			continue
-		}
-		for _, w := range rankWorkers(workers, k) {
-			if !w.keepOnly && load[w.id] < hard[w.id] && !ctl.Prohibits(w.id) {
-				out[k] = w.id
-				load[w.id]++
-				break
+		if w := prev[k]; !ctl.Prohibits(w) {
+			if s, ok := slotOf[w]; ok && hardAt[s] > load[s] {
+				out[k] = w
+				load[s]++
+				continue
 			}
+		}
+		best := bestWorker(workers, seeds, k, func(i int) bool {
+			s := slots[i]
+			return !workers[i].keepOnly && load[s] < hardAt[s] && !ctl.Prohibits(workers[i].id)
+		})
+		if best >= 0 {
+			out[k] = workers[best].id
+			load[slots[best]]++
 		}
 	}
 	return out
 }
 
-// rankWorkers orders workers by their rendezvous weight for key, highest
-// first.
-func rankWorkers(workers []candidate, key string) []candidate {
-	out := append([]candidate(nil), workers...)
-	sort.Slice(out, func(i, j int) bool {
-		si, sj := placementScore(out[i].id, key), placementScore(out[j].id, key)
-		return si > sj || (si == sj && out[i].id < out[j].id)
-	})
-	return out
+// bestWorker returns the position in workers of the worker that ranks
+// highest for key among those ok accepts (by rendezvous weight, then by
+// id), or -1 when ok accepts none: the first worker ok accepts in the
+// order of weights, found with one weight per worker and no sort. seeds
+// are the workers' workerSeed.
+func bestWorker(workers []candidate, seeds []uint64, key string, ok func(i int) bool) int {
+	best, bestScore := -1, uint64(0)
+	for i := range workers {
+		if !ok(i) {
+			continue
+		}
+		s := keyScore(seeds[i], key)
+		if best < 0 || s > bestScore || (s == bestScore && workers[i].id < workers[best].id) {
+			best, bestScore = i, s
+		}
+	}
+	return best
 }
 
 // rankBefore orders two keys of one worker by that worker's affinity.

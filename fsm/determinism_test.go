@@ -544,8 +544,8 @@ func TestPlacementLogsAreRich(t *testing.T) {
 
 // TestSnapshotIgnoresMapOrder builds machines whose maps hold the same
 // leases, groups, key controls and drain marks, inserted in different
-// orders into maps of different sizes, and checks that they write the same
-// snapshot.
+// orders into maps of different sizes (and into the key index), and checks
+// that they write the same snapshot.
 func TestSnapshotIgnoresMapOrder(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -567,6 +567,7 @@ func TestSnapshotIgnoresMapOrder(t *testing.T) {
 				m.leases = make(map[string]*Lease, trial*50)
 				for _, i := range r.Perm(len(leases)) {
 					m.leases[leases[i].Key] = leases[i]
+					m.sorted.put(leases[i]) // the key order, built in another order
 				}
 				m.groups = make(map[string]*Group, trial)
 				for _, i := range r.Perm(len(p.Groups)) {
