@@ -72,17 +72,9 @@ type leaseJSON struct {
 	ModifyIndex uint64            `json:"modify_index"`
 }
 
-// MarshalJSON encodes the lease in the wire form of the API.
+// MarshalJSON encodes the lease in the wire form of the API (AppendJSON).
 func (l LeaseInfo) MarshalJSON() ([]byte, error) {
-	w := leaseJSON{
-		Key: l.Key, Holder: l.Holder, Token: l.Token, TTL: l.TTL.String(), State: l.State,
-		AcquiredAt: formatTime(l.AcquiredAt), RenewedAt: formatTime(l.RenewedAt),
-		Metadata: l.Metadata, Reason: l.Reason, Ending: l.Ending, ModifyIndex: l.ModifyIndex,
-	}
-	if l.HasExpiresIn {
-		w.ExpiresIn = l.ExpiresIn.String()
-	}
-	return json.Marshal(w)
+	return l.AppendJSON(nil), nil
 }
 
 // UnmarshalJSON decodes the wire form of the API. Unknown fields are
@@ -92,28 +84,37 @@ func (l *LeaseInfo) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return err
 	}
+	out, err := w.info()
+	if err != nil {
+		return err
+	}
+	*l = out
+	return nil
+}
+
+// info is the lease that w, its wire form, describes.
+func (w *leaseJSON) info() (LeaseInfo, error) {
 	out := LeaseInfo{
 		Key: w.Key, Holder: w.Holder, Token: w.Token, State: w.State,
 		Metadata: w.Metadata, Reason: w.Reason, Ending: w.Ending, ModifyIndex: w.ModifyIndex,
 	}
 	var err error
 	if out.TTL, err = parseDuration("ttl", w.TTL); err != nil {
-		return err
+		return LeaseInfo{}, err
 	}
 	if w.ExpiresIn != "" {
 		out.HasExpiresIn = true
 		if out.ExpiresIn, err = parseDuration("expires_in", w.ExpiresIn); err != nil {
-			return err
+			return LeaseInfo{}, err
 		}
 	}
 	if out.AcquiredAt, err = parseTime("acquired_at", w.AcquiredAt); err != nil {
-		return err
+		return LeaseInfo{}, err
 	}
 	if out.RenewedAt, err = parseTime("renewed_at", w.RenewedAt); err != nil {
-		return err
+		return LeaseInfo{}, err
 	}
-	*l = out
-	return nil
+	return out, nil
 }
 
 func parseDuration(field, s string) (time.Duration, error) {

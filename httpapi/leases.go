@@ -198,7 +198,12 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 			return res.Err // leadership moved mid-call: the whole call fails
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	// Written by hand (client.RenewManyResults.AppendJSON): a bulk
+	// renewal answers up to MaxRenewBatch leases, and reflection was a
+	// third of its cost.
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(append(out.AppendJSON(make([]byte, 0, 400*len(out.Results))), '\n'))
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -22,79 +21,170 @@ func checkStrict(raw []byte, t reflect.Type) error {
 	if !utf8.Valid(raw) {
 		return badRequest(client.CodeInvalidBody, "body", "body is not valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := walkStrict(dec, t, ""); err != nil {
-		return err
-	}
-	return nil
+	sc := strictScanner{b: raw}
+	_, err := sc.walk(t, "")
+	return err
 }
 
 var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
 
-// walkStrict reads one JSON value from dec, checking objects against t.
-// Syntax errors end the walk without an error: the decoder reports them.
-func walkStrict(dec *json.Decoder, t reflect.Type, path string) error {
+// strictScanner walks a JSON text byte by byte (a bulk renewal's body has
+// thousands of values: json.Decoder.Token cost more than the decoding).
+// On a syntax error it stops without an error: the decoder reports it.
+type strictScanner struct {
+	b []byte
+	i int
+}
+
+func (s *strictScanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// walk reads one value, checking objects against t. ok is false when the
+// text is not valid JSON at this point: the walk stops there.
+func (s *strictScanner) walk(t reflect.Type, path string) (ok bool, err error) {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil
+	s.space()
+	if s.i >= len(s.b) {
+		return false, nil
 	}
-	delim, ok := tok.(json.Delim)
-	if !ok {
-		return nil // a scalar
+	switch s.b[s.i] {
+	case '"':
+		_, ok := s.str(false)
+		return ok, nil
+	case '[', '{':
+	default:
+		return s.scalar(), nil
 	}
 	opaque := t == nil || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType)
-	switch delim {
-	case '[':
+	if s.b[s.i] == '[' {
+		s.i++
 		var elem reflect.Type
 		if !opaque && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
-		for dec.More() {
-			if err := walkStrict(dec, elem, path+"[]"); err != nil {
-				return err
-			}
+		return s.each(']', func() (bool, error) { return s.walk(elem, path+"[]") })
+	}
+	s.i++
+	var fields map[string]reflect.Type
+	var values reflect.Type
+	switch {
+	case opaque:
+	case t.Kind() == reflect.Struct:
+		fields = jsonFields(t)
+	case t.Kind() == reflect.Map:
+		values = t.Elem()
+	}
+	seen := make(map[string]bool)
+	return s.each('}', func() (bool, error) {
+		s.space()
+		name, ok := s.str(true)
+		if !ok {
+			return false, nil
 		}
-	case '{':
-		var fields map[string]reflect.Type
-		var values reflect.Type
-		switch {
-		case opaque:
-		case t.Kind() == reflect.Struct:
-			fields = jsonFields(t)
-		case t.Kind() == reflect.Map:
-			values = t.Elem()
+		field := joinPath(path, name)
+		if seen[name] {
+			return false, badRequest(client.CodeInvalidBody, field, fmt.Sprintf("field %q appears twice", field))
 		}
-		seen := make(map[string]bool)
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return nil
+		seen[name] = true
+		next := values
+		if fields != nil {
+			ft, ok := fields[name]
+			if !ok {
+				return false, unknownField(field, name, fields)
 			}
-			name, _ := tok.(string)
-			field := joinPath(path, name)
-			if seen[name] {
-				return badRequest(client.CodeInvalidBody, field, fmt.Sprintf("field %q appears twice", field))
-			}
-			seen[name] = true
-			next := values
-			if fields != nil {
-				ft, ok := fields[name]
-				if !ok {
-					return unknownField(field, name, fields)
-				}
-				next = ft
-			}
-			if err := walkStrict(dec, next, field); err != nil {
-				return err
-			}
+			next = ft
+		}
+		s.space()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false, nil
+		}
+		s.i++
+		return s.walk(next, field)
+	})
+}
+
+// each reads the members of an array or object (after its opening
+// delimiter) up to end, with one call of member per member.
+func (s *strictScanner) each(end byte, member func() (bool, error)) (bool, error) {
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == end {
+		s.i++
+		return true, nil
+	}
+	for {
+		if ok, err := member(); err != nil || !ok {
+			return false, err
+		}
+		s.space()
+		if s.i >= len(s.b) {
+			return false, nil
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case end:
+			s.i++
+			return true, nil
+		default:
+			return false, nil
 		}
 	}
-	_, _ = dec.Token() // the closing delimiter
-	return nil
+}
+
+// str reads a string; with value, it returns its decoded text.
+func (s *strictScanner) str(value bool) (string, bool) {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	start := s.i
+	escaped := false
+	for s.i++; s.i < len(s.b); s.i++ {
+		switch c := s.b[s.i]; {
+		case c == '\\':
+			escaped = true
+			s.i++
+		case c < 0x20:
+			return "", false
+		case c == '"':
+			s.i++
+			if !value {
+				return "", true
+			}
+			if !escaped {
+				return string(s.b[start+1 : s.i-1]), true
+			}
+			var out string
+			if err := json.Unmarshal(s.b[start:s.i], &out); err != nil {
+				return "", false
+			}
+			return out, true
+		}
+	}
+	return "", false
+}
+
+// scalar reads a number, true, false or null (checked by the decoder).
+func (s *strictScanner) scalar() bool {
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		if c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c == '-' || c == '+' || c == '.' || c == 'E' {
+			s.i++
+			continue
+		}
+		break
+	}
+	return s.i > start
 }
 
 // unknownField names a field the body's type does not have, and the field

@@ -1,0 +1,186 @@
+package client
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendJSON appends the wire form of the lease (the JSON that MarshalJSON
+// returns) to b. Servers use it to write many leases without reflection.
+func (l LeaseInfo) AppendJSON(b []byte) []byte {
+	b = append(b, `{"key":`...)
+	b = appendJSONString(b, l.Key)
+	b = append(b, `,"holder":`...)
+	b = appendJSONString(b, l.Holder)
+	b = append(b, `,"token":`...)
+	b = strconv.AppendUint(b, l.Token, 10)
+	b = append(b, `,"ttl":`...)
+	b = appendJSONString(b, l.TTL.String())
+	b = append(b, `,"state":`...)
+	b = appendJSONString(b, string(l.State))
+	if l.HasExpiresIn {
+		b = append(b, `,"expires_in":`...)
+		b = appendJSONString(b, l.ExpiresIn.String())
+	}
+	if s := formatTime(l.AcquiredAt); s != "" {
+		b = append(b, `,"acquired_at":`...)
+		b = appendJSONString(b, s)
+	}
+	if s := formatTime(l.RenewedAt); s != "" {
+		b = append(b, `,"renewed_at":`...)
+		b = appendJSONString(b, s)
+	}
+	if len(l.Metadata) > 0 {
+		b = append(b, `,"metadata":{`...)
+		keys := make([]string, 0, len(l.Metadata))
+		for k := range l.Metadata {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendJSONString(b, l.Metadata[k])
+		}
+		b = append(b, '}')
+	}
+	if l.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, l.Reason)
+	}
+	if l.Ending != "" {
+		b = append(b, `,"ending":`...)
+		b = appendJSONString(b, l.Ending)
+	}
+	b = append(b, `,"modify_index":`...)
+	b = strconv.AppendUint(b, l.ModifyIndex, 10)
+	return append(b, '}')
+}
+
+// AppendJSON appends the JSON of the answer of POST /v1/renew to b, as
+// encoding/json would write it, without reflection.
+func (r RenewManyResults) AppendJSON(b []byte) []byte {
+	b = append(b, `{"results":[`...)
+	for i, res := range r.Results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"key":`...)
+		b = appendJSONString(b, res.Key)
+		b = append(b, `,"token":`...)
+		b = strconv.AppendUint(b, res.Token, 10)
+		b = append(b, `,"ok":`...)
+		b = strconv.AppendBool(b, res.OK)
+		if res.Lease != nil {
+			b = append(b, `,"lease":`...)
+			b = res.Lease.AppendJSON(b)
+		}
+		for _, f := range [...]struct{ name, v string }{{"error", res.Error}, {"message", res.Message}, {"reason", res.Reason}} {
+			if f.v != "" {
+				b = append(b, `,"`...)
+				b = append(b, f.name...)
+				b = append(b, `":`...)
+				b = appendJSONString(b, f.v)
+			}
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string: the escapes of
+// encoding/json without HTML escaping (control characters, quote,
+// backslash, U+2028 and U+2029), invalid UTF-8 as U+FFFD.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// UnmarshalJSON decodes the answer of POST /v1/renew in one pass: each
+// lease into its wire form, without a second decoding per lease (up to
+// MaxRenewBatch of them).
+func (r *RenewManyResults) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Results []struct {
+			Key     string     `json:"key"`
+			Token   uint64     `json:"token"`
+			OK      bool       `json:"ok"`
+			Lease   *leaseJSON `json:"lease,omitempty"`
+			Error   string     `json:"error,omitempty"`
+			Message string     `json:"message,omitempty"`
+			Reason  string     `json:"reason,omitempty"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	out := RenewManyResults{Results: make([]RenewResultBody, len(w.Results))}
+	leases := make([]LeaseInfo, len(w.Results))
+	for i, res := range w.Results {
+		out.Results[i] = RenewResultBody{Key: res.Key, Token: res.Token, OK: res.OK, Error: res.Error, Message: res.Message, Reason: res.Reason}
+		if res.Lease != nil {
+			l, err := res.Lease.info()
+			if err != nil {
+				return err
+			}
+			leases[i] = l
+			out.Results[i].Lease = &leases[i]
+		}
+	}
+	*r = out
+	return nil
+}
