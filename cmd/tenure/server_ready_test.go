@@ -22,7 +22,7 @@ func TestServerReadyLagFlags(t *testing.T) {
 		name, flag, value string
 	}{
 		{"no entries", "-ready-max-lag-entries", "0"},
-		{"below the heartbeat timeout", "-ready-max-lag-time", "100ms"},
+		{"below the heartbeat timeout", "-ready-max-lag-time", "50ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := loadServerSettings([]string{"-data-dir", "d", tc.flag, tc.value}, none)
