@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"errors"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,7 +90,7 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 	}
 }
 
-func TestReportRatiosAndChart(t *testing.T) {
+func TestReportRatiosAndTable(t *testing.T) {
 	rows := []*Row{
 		{Workload: Workload{Name: "faster", Unit: "op/s", HigherBetter: true},
 			TenureRuns: []Result{{Value: 300}, {Value: 100}, {Value: 200}}, EtcdRuns: []Result{{Value: 100}, {Value: 50}, {Value: 400}}},
@@ -106,31 +111,141 @@ func TestReportRatiosAndChart(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
 	}
-	var svg bytes.Buffer
-	WriteSVG(&svg, rows, "a & b")
-	dec := xml.NewDecoder(&svg)
-	var texts []string
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			if err.Error() != "EOF" {
-				t.Fatalf("chart is not well-formed XML: %v", err)
-			}
-			break
-		}
-		if cd, ok := tok.(xml.CharData); ok {
-			texts = append(texts, string(cd))
+}
+
+// chartRows: two workloads where tenure is better (one where higher is
+// better, one where lower is), one where it is worse, one without etcd.
+func chartRows() []*Row {
+	return []*Row{
+		{Workload: Workload{Name: "faster", Unit: "op/s", HigherBetter: true},
+			TenureRuns: []Result{{Value: 300}}, EtcdRuns: []Result{{Value: 100}}},
+		{Workload: Workload{Name: "failover <kill> & more", Unit: "ms"},
+			TenureRuns: []Result{{Value: 500}}, EtcdRuns: []Result{{Value: 1000}}},
+		{Workload: Workload{Name: "slower", Unit: "op/s", HigherBetter: true},
+			TenureRuns: []Result{{Value: 10}}, EtcdRuns: []Result{{Value: 40}}},
+		{Workload: Workload{Name: "tenure only", Unit: "op/s", HigherBetter: true}, TenureRuns: []Result{{Value: 7}}},
+	}
+}
+
+func TestAdvantageIsAboveOneWhereTenureIsBetter(t *testing.T) {
+	for i, want := range []float64{3, 2, 0.25, 0} {
+		r := chartRows()[i]
+		if got := r.Advantage(); got != want {
+			t.Errorf("%s: Advantage() = %v, want %v", r.Name, got, want)
 		}
 	}
+}
+
+func TestChartSVGNamesEveryWorkloadWithARatio(t *testing.T) {
+	var svg bytes.Buffer
+	if err := WriteChart(&svg, chartRows(), "a & b", "svg"); err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(&svg)
+	var texts []string
+	root := ""
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("chart is not well-formed XML: %v", err)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			if root == "" {
+				root = tok.Name.Local
+			}
+		case xml.CharData:
+			texts = append(texts, string(tok))
+		}
+	}
+	if root != "svg" {
+		t.Errorf("root element %q, want svg", root)
+	}
 	all := strings.Join(texts, "|")
-	// The failover's advantage is the inverse of its ratio: 2× (lower is better).
-	for _, want := range []string{"faster", "2.00×", "failover <kill>", "a & b"} {
+	for _, want := range []string{"a & b", "faster", "3.00×", "failover <kill> & more", "2.00×", "slower", "0.25×", "1×"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("chart lacks %q: %s", want, all)
 		}
 	}
 	if strings.Contains(all, "tenure only") {
 		t.Errorf("chart shows a workload without a ratio: %s", all)
+	}
+}
+
+// TestChartPNGHasABarPerWorkload counts the bars of each colour: the
+// runs of bar-coloured pixels down the column that crosses most of them.
+func TestChartPNGHasABarPerWorkload(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteChart(&b, chartRows(), "bars", "png"); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&b)
+	if err != nil {
+		t.Fatalf("chart is not a PNG: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    color.Color
+		want int
+	}{{"better (green)", betterColor, 2}, {"worse (red)", worseColor, 1}} {
+		if got := maxRuns(img, tc.c); got != tc.want {
+			t.Errorf("%s bars: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// maxRuns is the most runs of pixels of colour c in one column of img.
+func maxRuns(img image.Image, c color.Color) int {
+	r0, g0, b0, _ := c.RGBA()
+	most := 0
+	bounds := img.Bounds()
+	for x := bounds.Min.X; x < bounds.Max.X; x++ {
+		runs, in := 0, false
+		for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			match := r == r0 && g == g0 && b == b0
+			if match && !in {
+				runs++
+			}
+			in = match
+		}
+		most = max(most, runs)
+	}
+	return most
+}
+
+func TestChartWithoutRatios(t *testing.T) {
+	if err := WriteChart(io.Discard, chartRows()[3:], "none", "svg"); !errors.Is(err, ErrNoRatio) {
+		t.Errorf("WriteChart of rows without etcd = %v, want ErrNoRatio", err)
+	}
+}
+
+// TestReadResultsReadsWhatWriteResultsWrote: the chart of a results file
+// can be drawn again from the file.
+func TestReadResultsReadsWhatWriteResultsWrote(t *testing.T) {
+	rows := chartRows()
+	var b bytes.Buffer
+	started := time.Date(2026, 11, 24, 10, 44, 0, 0, time.UTC)
+	WriteResults(&b, rows, Options{Rounds: 1, Duration: time.Second}, Fsync{}, "benchcompare", started, nil)
+	title, got, err := ReadResults(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "tenure against etcd, 2026-11-24 10:44 UTC"; title != want {
+		t.Errorf("title %q, want %q", title, want)
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("read %d rows, want %d", len(got), len(rows))
+	}
+	for i, r := range rows {
+		g := got[i]
+		if g.Name != r.Name || g.Unit != r.Unit || g.HigherBetter != r.HigherBetter || g.Advantage() != r.Advantage() ||
+			len(g.TenureRuns) != len(r.TenureRuns) || len(g.EtcdRuns) != len(r.EtcdRuns) {
+			t.Errorf("row %d: read %+v (advantage %v), want %+v (advantage %v)", i, g, g.Advantage(), r, r.Advantage())
+		}
 	}
 }
 

@@ -1,13 +1,14 @@
 package bench
 
 import (
+	"bufio"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -151,68 +152,45 @@ func WriteResults(w io.Writer, rows []*Row, o Options, fs Fsync, command string,
 	}
 }
 
-// WriteSVG draws the ratios as horizontal bars of tenure's advantage
-// (the ratio where higher is better, its inverse where lower is better),
-// on a log scale from 1/16 to 16, with 1× marked.
-func WriteSVG(w io.Writer, rows []*Row, title string) {
-	const (
-		barH, gap, width, top = 18, 8, 420, 40
-		lo, hi                = -4.0, 4.0 // log2 of 1/16 and 16
-	)
-	var shown []*Row
-	left := 200 // room for the longest label, about 6.5 px a character
-	for _, r := range rows {
-		if r.Ratio() > 0 {
-			shown = append(shown, r)
-			left = max(left, len([]rune(r.Name))*13/2+20)
+// ReadResults reads back what a results file says: its first heading and
+// the rows of its table (as WriteTable wrote them), each with its name,
+// unit, direction and the medians of tenure and etcd as one run each (the
+// rounds and latencies are not read). A figure shown as "–" gives no run.
+func ReadResults(r io.Reader) (title string, rows []*Row, err error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if h, ok := strings.CutPrefix(line, "# "); ok && title == "" {
+			title = h
+			continue
 		}
-	}
-	height := top + len(shown)*(barH+gap) + 40
-	x := func(v float64) float64 {
-		l := max(lo, min(hi, log2(v)))
-		return float64(left) + (l-lo)/(hi-lo)*width
-	}
-	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", left+width+80, height)
-	fmt.Fprintf(w, `<text x="10" y="20" font-size="14">%s</text>`+"\n", xmlEscape(title))
-	for i, tick := range []float64{1.0 / 16, 0.25, 1, 4, 16} {
-		fmt.Fprintf(w, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>`+"\n", x(tick), top-5, x(tick), height-30,
-			map[bool]string{true: "black", false: "#ccc"}[i == 2])
-		fmt.Fprintf(w, `<text x="%.1f" y="%d" text-anchor="middle">%s×</text>`+"\n", x(tick), height-15, trimFloat(tick))
-	}
-	for i, r := range shown {
-		adv := r.Ratio()
-		if !r.HigherBetter {
-			adv = 1 / adv
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if !strings.HasPrefix(line, "|") || len(cells) < 5 {
+			continue
 		}
-		y := top + i*(barH+gap)
-		x0, x1 := x(1), x(adv)
-		color := "#2a7"
-		if adv < 1 {
-			x0, x1, color = x1, x0, "#d54"
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
 		}
-		fmt.Fprintf(w, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-8, y+13, xmlEscape(r.Name))
-		fmt.Fprintf(w, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", x0, y, max(x1-x0, 1), barH, color)
-		fmt.Fprintf(w, `<text x="%.1f" y="%d">%.2f×</text>`+"\n", max(x0, x1)+4, y+13, adv)
+		better := cells[4]
+		if better != "higher" && better != "lower" {
+			continue // the header and the separator
+		}
+		row := &Row{Workload: Workload{Name: cells[0], HigherBetter: better == "higher"}}
+		for i, runs := range []*[]Result{&row.TenureRuns, &row.EtcdRuns} {
+			if cells[1+i] == "–" {
+				continue
+			}
+			num, unit, _ := strings.Cut(cells[1+i], " ")
+			v, err := strconv.ParseFloat(num, 64)
+			if err != nil {
+				return "", nil, fmt.Errorf("row %q: figure %q: %w", cells[0], cells[1+i], err)
+			}
+			*runs = []Result{{Value: v}}
+			row.Unit = unit
+		}
+		rows = append(rows, row)
 	}
-	fmt.Fprintln(w, `</svg>`)
-}
-
-func log2(v float64) float64 {
-	if v <= 0 {
-		return -64
-	}
-	return math.Log2(v)
-}
-
-func trimFloat(v float64) string {
-	if v < 1 {
-		return fmt.Sprintf("1/%.0f", 1/v)
-	}
-	return fmt.Sprintf("%.0f", v)
-}
-
-func xmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+	return title, rows, sc.Err()
 }
 
 // ResultsPath is <dir>/<date>.md, or <dir>/<date>-<n>.md when that exists.

@@ -40,7 +40,7 @@ func run() int {
 	var o bench.Options
 	var memory, tenureArgs string
 	var noResults bool
-	var resultsDir string
+	var resultsDir, redraw string
 	flag.StringVar(&o.TenureBin, "tenure", "", "the tenure binary (default: built from the module into a temp dir)")
 	flag.StringVar(&o.EtcdBin, "etcd", "", "the etcd binary (default: etcd from PATH, the etcd-server package)")
 	flag.BoolVar(&o.TenureOnly, "tenure-only", false, "run the workloads against tenure alone (no etcd needed)")
@@ -53,9 +53,16 @@ func run() int {
 	flag.StringVar(&tenureArgs, "tenure-args", "", "extra `tenure server` flags, space-separated")
 	flag.StringVar(&resultsDir, "results", "", "where the results file and chart go (default: test/bench/results of the module)")
 	flag.BoolVar(&noResults, "no-results", false, "print the table only, write no results file")
+	flag.StringVar(&redraw, "redraw", "", "run nothing: draw again the chart of this results file (`results/<date>.md`) from its table")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return usage(fmt.Errorf("unexpected argument %q", flag.Arg(0)))
+	}
+	if redraw != "" {
+		if err := redrawChart(redraw); err != nil {
+			return fail(err)
+		}
+		return 0
 	}
 	for _, f := range strings.Split(memory, ",") {
 		if f = strings.TrimSpace(f); f == "" {
@@ -139,7 +146,7 @@ func writeResults(dir string, rows []*bench.Row, o bench.Options, fs bench.Fsync
 		return err
 	}
 	md := bench.ResultsPath(dir, started)
-	svg := strings.TrimSuffix(md, ".md") + ".svg"
+	svg := chartPath(md)
 	var b bytes.Buffer
 	command := "benchcompare"
 	for _, a := range os.Args[1:] {
@@ -149,16 +156,56 @@ func writeResults(dir string, rows []*bench.Row, o bench.Options, fs bench.Fsync
 		command += " " + a
 	}
 	bench.WriteResults(&b, rows, o, fs, command, started, runErr)
-	fmt.Fprintf(&b, "\n![tenure's advantage over etcd per workload](%s)\n", filepath.Base(svg))
+	var chart bytes.Buffer
+	err := bench.WriteChart(&chart, rows, "tenure against etcd, "+started.UTC().Format("2006-01-02 15:04 MST"), "svg")
+	switch {
+	case errors.Is(err, bench.ErrNoRatio):
+		// Against tenure alone: no chart.
+	case err != nil:
+		return fmt.Errorf("chart: %w", err)
+	default:
+		fmt.Fprintf(&b, "\n![tenure's advantage over etcd per workload](%s)\n", filepath.Base(svg))
+	}
 	if err := os.WriteFile(md, b.Bytes(), 0o644); err != nil {
 		return err
 	}
-	var s bytes.Buffer
-	bench.WriteSVG(&s, rows, "tenure's advantage over etcd (×, right of 1: tenure better), "+started.UTC().Format("2006-01-02"))
-	if err := os.WriteFile(svg, s.Bytes(), 0o644); err != nil {
+	if chart.Len() == 0 {
+		fmt.Fprintf(os.Stderr, "wrote %s\n", md)
+		return nil
+	}
+	if err := os.WriteFile(svg, chart.Bytes(), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s and %s\n", md, svg)
+	return nil
+}
+
+// chartPath is where the chart of the results file md goes: beside it, the
+// same name ending in .svg.
+func chartPath(md string) string {
+	return strings.TrimSuffix(md, ".md") + ".svg"
+}
+
+// redrawChart draws the chart of the results file md again from its table.
+func redrawChart(md string) error {
+	f, err := os.Open(md)
+	if err != nil {
+		return err
+	}
+	title, rows, err := bench.ReadResults(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("%s: %w", md, err)
+	}
+	var chart bytes.Buffer
+	if err := bench.WriteChart(&chart, rows, title, "svg"); err != nil {
+		return fmt.Errorf("%s: %w", md, err)
+	}
+	svg := chartPath(md)
+	if err := os.WriteFile(svg, chart.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", svg)
 	return nil
 }
 
