@@ -167,6 +167,7 @@ func init() {
 		return w.net.Heal, fmt.Sprintf("%s -> %v dropped", l.name, names(rest)), linkFaultHold(rng), nil
 	}})
 	addNemesis(nemesis{name: "lagging-leader", minServers: 3, inject: laggingLeader})
+	addNemesis(nemesis{name: "stray-transfer", minServers: 3, inject: strayTransfer})
 	addNemesis(nemesis{name: "delay-loss", minServers: 1, inject: func(_ context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 		s := netns.Shaping{Delay: between(rng, 20*time.Millisecond, 80*time.Millisecond), Jitter: 10 * time.Millisecond, Loss: 0.05}
 		for _, p := range w.servers {
