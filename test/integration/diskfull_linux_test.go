@@ -170,7 +170,11 @@ func TestFullDiskFollowerNotReadyAndFullLeaderStepsDown(t *testing.T) {
 	newLeader := -1
 	deadline = time.Now().Add(30 * time.Second)
 	for n := 0; newLeader < 0; n++ {
-		acquire(others[n%len(others)], fmt.Sprintf("leader-full-%d", n))
+		if !acquire(others[n%len(others)], fmt.Sprintf("leader-full-%d", n)) {
+			// Refusals come back at once while there is no leader: pace
+			// the loop so that the election, not the count, bounds it.
+			time.Sleep(10 * time.Millisecond)
+		}
 		for _, i := range others {
 			if st, err := c.status(i); err == nil && st.Role == "leader" && st.Ready {
 				newLeader = i
