@@ -117,6 +117,11 @@ func (c *confirmer) confirm(term uint64, conf raft.Configuration) error {
 	for _, s := range others {
 		peers = append(peers, c.peerLocked(s.Address))
 	}
+	if len(c.peers) > len(others) {
+		// A voter was removed or moved to another address since the
+		// last round: close its connection rather than keep it forever.
+		c.forgetLocked(others)
+	}
 	c.mu.Unlock()
 
 	req := confirmRequest{Round: id, Term: term, Leader: c.self}
@@ -201,16 +206,15 @@ func (c *confirmer) peerLocked(addr raft.ServerAddress) *confirmPeer {
 	return p
 }
 
-// forget closes the connections to servers that are not in conf.
-func (c *confirmer) forget(conf raft.Configuration) {
-	keep := map[raft.ServerAddress]bool{}
-	for _, s := range conf.Servers {
-		keep[s.Address] = true
+// forgetLocked closes the connections to every address but those of
+// keep; the caller holds c.mu.
+func (c *confirmer) forgetLocked(keep []raft.Server) {
+	want := make(map[raft.ServerAddress]bool, len(keep))
+	for _, s := range keep {
+		want[s.Address] = true
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for addr, p := range c.peers {
-		if !keep[addr] {
+		if !want[addr] {
 			p.close()
 			delete(c.peers, addr)
 		}
