@@ -103,7 +103,7 @@ func run() int {
 	}
 	defer os.RemoveAll(dir)
 	if o.TenureBin == "(built)" {
-		o.TenureBin = filepath.Join(dir, "tenure")
+		o.TenureBin = filepath.Join(dir, "bin", "tenure") // dir/tenure holds the servers' data
 		fmt.Fprintln(os.Stderr, "building tenure")
 		build := exec.CommandContext(ctx, "go", "build", "-o", o.TenureBin, "./cmd/tenure")
 		build.Dir = root
