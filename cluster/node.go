@@ -364,13 +364,16 @@ func (n *Node) lead(ctx context.Context) {
 // a full TTL from now. Only then are renewals, acquisitions and expiry
 // served, by the returned proposer. It returns nil, nil when ctx ended.
 func (n *Node) establish(ctx context.Context) (*proposer, error) {
+	start := time.Now()
 	if err := n.raft.Barrier(0).Error(); err != nil {
 		return nil, fmt.Errorf("barrier: %w", err)
 	}
+	barrier := time.Since(start)
 	term := n.raft.CurrentTerm()
 	if _, err := n.applyCommand(fsm.LeaderEstablished{Term: term}); err != nil {
 		return nil, fmt.Errorf("apply leader established: %w", err)
 	}
+	committed := time.Since(start)
 	if err := n.nameCluster(); err != nil {
 		return nil, err
 	}
@@ -379,7 +382,9 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 	if ctx.Err() != nil {
 		return nil, nil
 	}
-	n.lessor.Promote(n.machine.Held())
+	held := n.machine.Held()
+	listed := time.Since(start)
+	n.lessor.Promote(held)
 	p := newProposer(&proposer{
 		apply:      n.applyCommand,
 		machine:    n.machine,
@@ -393,7 +398,10 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 		stuck:      newStuckTracker(n.cfg.Clock, n.cfg.DefaultStuckGrace),
 	})
 	n.leading.Store(p)
-	n.log.Info("leader_established", "term", term, "leases", n.lessor.Len())
+	// How long this leader took to serve, by step (the failover time a
+	// holder sees is the election plus this).
+	n.log.Info("leader_established", "term", term, "leases", n.lessor.Len(),
+		"barrier", barrier, "established_committed", committed, "held_listed", listed, "promoted", time.Since(start))
 	return p, nil
 }
 
