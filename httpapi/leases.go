@@ -161,9 +161,18 @@ func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
-	var body client.RenewManyBody
-	if err := decodeBody(r, &body); err != nil {
+	raw, err := readBody(r)
+	if err != nil {
 		return err
+	}
+	// The body as the client sends it is read without reflection; any
+	// other shape (and every error) goes through the strict decoder.
+	body, ok := parseRenewMany(raw)
+	if !ok {
+		body = client.RenewManyBody{} // nothing of a partial parse
+		if err := decodeRaw(raw, &body); err != nil {
+			return err
+		}
 	}
 	// One holder per batch, and write on every key of it: a key the
 	// token may not write refuses the whole call.

@@ -270,14 +270,29 @@ func decodeOptionalBody(r *http.Request, v any) error {
 }
 
 func decodeBody(r *http.Request, v any) error {
+	raw, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return decodeRaw(raw, v)
+}
+
+// readBody reads the whole request body, within MaxBodyBytes.
+func readBody(r *http.Request) ([]byte, error) {
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+			return nil, badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
 		}
-		return badRequest(client.CodeInvalidBody, "body", "reading the body: "+err.Error())
+		return nil, badRequest(client.CodeInvalidBody, "body", "reading the body: "+err.Error())
 	}
+	return raw, nil
+}
+
+// decodeRaw decodes a JSON body into v strictly: every rule of
+// checkStrict, no unknown field, one value and nothing after it.
+func decodeRaw(raw []byte, v any) error {
 	if err := checkStrict(raw, reflect.TypeOf(v)); err != nil {
 		return err
 	}
@@ -305,7 +320,7 @@ func decodeBody(r *http.Request, v any) error {
 	// Only whitespace may follow the object. (Decoder.More cannot tell:
 	// it reports false before a stray '}' or ']'.)
 	var extra json.RawMessage
-	err = dec.Decode(&extra)
+	err := dec.Decode(&extra)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.Is(err, io.EOF):

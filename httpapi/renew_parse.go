@@ -1,0 +1,136 @@
+package httpapi
+
+import "github.com/tenure-io/tenure/client"
+
+// parseRenewMany reads a bulk renewal's body of the one shape that the
+// Go client sends, {"holder":"…","leases":[{"key":"…","token":N},…]},
+// with any whitespace between tokens, strings of printable ASCII without
+// escapes, and tokens of decimal digits that fit in 64 bits. ok is false
+// for anything else, valid or not: the caller then decodes raw with
+// decodeRaw, which accepts every valid body and names what is wrong with
+// the others. On the bodies it accepts, the result is what decodeRaw
+// gives (TestParseRenewManyAgreesWithTheDecoder); reflection was a third
+// of a bulk renewal's cost.
+func parseRenewMany(raw []byte) (body client.RenewManyBody, ok bool) {
+	p := renewParser{b: raw}
+	if !p.lit('{') || !p.name("holder") {
+		return body, false
+	}
+	if body.Holder, ok = p.str(); !ok {
+		return body, false
+	}
+	if !p.lit(',') || !p.name("leases") || !p.lit('[') {
+		return body, false
+	}
+	body.Leases = []client.LeaseRef{}
+	if p.peek(']') {
+		p.i++
+	} else {
+		for {
+			var ref client.LeaseRef
+			if !p.lit('{') || !p.name("key") {
+				return body, false
+			}
+			if ref.Key, ok = p.str(); !ok {
+				return body, false
+			}
+			if !p.lit(',') || !p.name("token") {
+				return body, false
+			}
+			if ref.Token, ok = p.uint(); !ok || !p.lit('}') {
+				return body, false
+			}
+			body.Leases = append(body.Leases, ref)
+			if p.peek(',') {
+				p.i++
+				continue
+			}
+			if !p.lit(']') {
+				return body, false
+			}
+			break
+		}
+	}
+	if !p.lit('}') {
+		return body, false
+	}
+	p.space()
+	return body, p.i == len(p.b)
+}
+
+type renewParser struct {
+	b []byte
+	i int
+}
+
+func (p *renewParser) space() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++
+	}
+}
+
+// peek skips whitespace and reports whether c is next.
+func (p *renewParser) peek(c byte) bool {
+	p.space()
+	return p.i < len(p.b) && p.b[p.i] == c
+}
+
+// lit skips whitespace and c.
+func (p *renewParser) lit(c byte) bool {
+	if !p.peek(c) {
+		return false
+	}
+	p.i++
+	return true
+}
+
+// name reads "field" followed by a colon.
+func (p *renewParser) name(field string) bool {
+	s, ok := p.str()
+	return ok && s == field && p.lit(':')
+}
+
+// str reads a string of printable ASCII without escapes.
+func (p *renewParser) str() (string, bool) {
+	if !p.lit('"') {
+		return "", false
+	}
+	start := p.i
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			s := string(p.b[start:p.i])
+			p.i++
+			return s, true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return "", false
+		}
+		p.i++
+	}
+	return "", false
+}
+
+// uint reads a JSON number that is a uint64: digits, no leading zero, no
+// fraction or exponent, no overflow.
+func (p *renewParser) uint() (uint64, bool) {
+	p.space()
+	start := p.i
+	var n uint64
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		d := uint64(p.b[p.i] - '0')
+		if n > (1<<64-1-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+		p.i++
+	}
+	digits := p.i - start
+	if digits == 0 || (digits > 1 && p.b[start] == '0') {
+		return 0, false
+	}
+	if p.i < len(p.b) && (p.b[p.i] == '.' || p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		return 0, false
+	}
+	return n, true
+}
