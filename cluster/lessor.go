@@ -42,6 +42,13 @@ type deadlineEntry struct {
 	// "disabled", "prohibited"), "" otherwise: no renewal may restart its
 	// deadline, which frees it when it passes.
 	ending string
+	// queued is the deadline the entry is ordered by in the queue, never
+	// later than deadline. A renewal, which only moves a deadline later,
+	// leaves the queue alone; Expired puts an entry whose queued time came
+	// but whose deadline did not back in its place then. So the renewal
+	// path does no heap work, and the queue does it at most once per TTL
+	// per lease instead of at every renewal.
+	queued time.Time
 	index  int // in queue; -1 when not queued
 }
 
@@ -70,7 +77,8 @@ func (l *lessor) Promote(held []*fsm.Lease) {
 	l.entries = make(map[string]*deadlineEntry, len(held))
 	l.queue = make(deadlineQueue, 0, len(held))
 	for _, lease := range held {
-		e := &deadlineEntry{key: lease.Key, token: lease.Token, ttl: lease.TTL, deadline: now.Add(lease.TTL), renewed: renewed, index: len(l.queue)}
+		deadline := now.Add(lease.TTL)
+		e := &deadlineEntry{key: lease.Key, token: lease.Token, ttl: lease.TTL, deadline: deadline, queued: deadline, renewed: renewed, index: len(l.queue)}
 		if lease.Ending != fsm.ReasonNone {
 			e.ending = lease.Ending.String()
 		}
@@ -121,10 +129,22 @@ func (l *lessor) set(key string, token uint64, ttl time.Duration, now time.Time)
 	if e.token != token {
 		e.ending = ""
 	}
-	e.token, e.ttl, e.deadline, e.renewed, e.expiring = token, ttl, deadline, time.Now(), false
-	if e.index < 0 {
+	e.token, e.ttl, e.renewed, e.expiring = token, ttl, time.Now(), false
+	l.setDeadline(e, deadline)
+}
+
+// setDeadline moves e's deadline and keeps the queue's order: an entry
+// not queued is pushed; one whose deadline moves earlier than its place
+// in the queue is moved up; one whose deadline moves later stays where
+// it is (see queued).
+func (l *lessor) setDeadline(e *deadlineEntry, deadline time.Time) {
+	e.deadline = deadline
+	switch {
+	case e.index < 0:
+		e.queued = deadline
 		heap.Push(&l.queue, e)
-	} else {
+	case deadline.Before(e.queued):
+		e.queued = deadline
 		heap.Fix(&l.queue, e.index)
 	}
 }
@@ -162,8 +182,8 @@ func (l *lessor) Renew(key string, token uint64) (renewOutcome, string) {
 		l.signal()
 		return renewExpired, ""
 	}
-	e.deadline, e.renewed = now.Add(e.ttl), time.Now()
-	heap.Fix(&l.queue, e.index)
+	e.renewed = time.Now()
+	l.setDeadline(e, now.Add(e.ttl))
 	return renewed, ""
 }
 
@@ -209,8 +229,9 @@ type expiry struct {
 	token uint64
 }
 
-// Expired returns up to limit leases whose deadline has passed, in deadline
-// order, and marks them expiring. Entries already handed out are not
+// Expired returns up to limit leases whose deadline has passed, in the
+// queue's order (deadline order, but for leases renewed since they were
+// queued), and marks them expiring. Entries already handed out are not
 // returned again; the caller proposes an Expire for each, then Removes it.
 func (l *lessor) Expired(limit int) []expiry {
 	l.mu.Lock()
@@ -222,8 +243,14 @@ func (l *lessor) Expired(limit int) []expiry {
 	var out []expiry
 	for len(l.queue) > 0 && len(out) < limit {
 		e := l.queue[0]
-		if now.Before(e.deadline) {
+		if now.Before(e.queued) {
 			break
+		}
+		if now.Before(e.deadline) {
+			// Renewed since it was queued: back in its place.
+			e.queued = e.deadline
+			heap.Fix(&l.queue, 0)
+			continue
 		}
 		heap.Pop(&l.queue)
 		e.expiring = true
@@ -233,14 +260,15 @@ func (l *lessor) Expired(limit int) []expiry {
 }
 
 // Next returns how long until the earliest deadline, and false when there is
-// none.
+// none. It may be earlier than the earliest deadline (a lease renewed since
+// it was queued): Expired then finds nothing due and puts it in its place.
 func (l *lessor) Next() (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary || len(l.queue) == 0 {
 		return 0, false
 	}
-	return l.queue[0].deadline.Sub(l.clock.Now()), true
+	return l.queue[0].queued.Sub(l.clock.Now()), true
 }
 
 // Deadline reports, for display, how long the lease of key under token has
@@ -278,7 +306,7 @@ func (l *lessor) signal() {
 type deadlineQueue []*deadlineEntry
 
 func (q deadlineQueue) Len() int           { return len(q) }
-func (q deadlineQueue) Less(i, j int) bool { return q[i].deadline.Before(q[j].deadline) }
+func (q deadlineQueue) Less(i, j int) bool { return q[i].queued.Before(q[j].queued) }
 func (q deadlineQueue) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
 	q[i].index, q[j].index = i, j

@@ -330,3 +330,39 @@ func TestLessorStaleSkipsEndedLeases(t *testing.T) {
 		t.Fatalf("stale after a was ended = %+v, want b only", got)
 	}
 }
+
+// A renewal leaves the deadline queue alone; when the old deadline comes,
+// Expired puts the lease back at its real one instead of expiring it, and
+// Next names the earliest real deadline from then on.
+func TestLessorRenewedLeaseTakesItsPlaceInTheQueueLater(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	l.Promote(nil)
+	l.Grant("a", 1, 10*time.Second)
+	l.Grant("b", 2, 12*time.Second)
+	clock.Advance(5 * time.Second)
+	if got, _ := l.Renew("a", 1); got != renewed { // a's deadline: 15s
+		t.Fatalf("renew = %v", got)
+	}
+	if d, _ := l.Next(); d > 5*time.Second {
+		t.Fatalf("Next = %v, want at most 5s (a's old place)", d)
+	}
+	clock.Advance(5 * time.Second) // 10s
+	if got := l.Expired(10); len(got) != 0 {
+		t.Fatalf("expired %v at a renewed lease's old deadline", keys(got))
+	}
+	if d, _ := l.Next(); d != 2*time.Second {
+		t.Fatalf("Next = %v after the requeue, want 2s (b at 12s)", d)
+	}
+	clock.Advance(2 * time.Second) // 12s
+	if got := keys(l.Expired(10)); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("expired = %v at 12s, want [b]", got)
+	}
+	if d, _ := l.Next(); d != 3*time.Second {
+		t.Fatalf("Next = %v, want 3s (a at 15s)", d)
+	}
+	clock.Advance(3 * time.Second)
+	if got := keys(l.Expired(10)); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("expired = %v at 15s, want [a]", got)
+	}
+}
