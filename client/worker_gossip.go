@@ -54,6 +54,9 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 		keyring: kr,
 	}
 	mc := memberlist.DefaultLANConfig()
+	// As the servers (cluster/gossip.go): compressing every gossip packet
+	// cost more CPU than all the rest of gossip.
+	mc.EnableCompression = false
 	if kr != nil {
 		mc.Keyring = kr
 		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true

@@ -169,6 +169,12 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 		pilot:        newPilot(),
 	}
 	mc := memberlist.DefaultLANConfig()
+	// No LZW of every gossip packet: it was most of gossip's CPU (a
+	// compressor's tables allocated per packet), more than halving it
+	// let 500 members converge on two cores (test/bench/results/
+	// 2026-11-24-scale.md). Compressed packets of older members are still
+	// read. Workers do the same (client/worker_gossip.go).
+	mc.EnableCompression = false
 	if cfg.keyring != nil {
 		mc.Keyring = cfg.keyring
 		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true

@@ -42,12 +42,13 @@ func mustJSON(b *testing.B, v any) []byte {
 }
 
 // startBenchMember starts memberlist on a free port of ip: a server as
-// tenure configures it (the LAN defaults, behind the connection caps of
-// DefaultConnLimits), or a worker as package client does (a push-pull
-// every 5s).
+// tenure configures it (the LAN defaults without compression, behind the
+// connection caps of DefaultConnLimits), or a worker as package client
+// does (the same, and a push-pull every 5s).
 func startBenchMember(b *testing.B, meta MemberMeta, ip string, server bool) *memberlist.Memberlist {
 	b.Helper()
 	mc := memberlist.DefaultLANConfig()
+	mc.EnableCompression = false // as servers and workers
 	mc.Name = meta.ID
 	mc.BindAddr, mc.AdvertiseAddr = ip, ip
 	d := &benchMember{}
