@@ -4,13 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/fsm"
+	"github.com/tenure-io/tenure/test/harness/sizes"
 )
 
 // How a server's costs grow with the number of leases and workers:
@@ -24,13 +23,9 @@ var scaleSizes = flag.String("scale", "10000,100000", "comma-separated lease cou
 // ScaleSizes is the -scale list, for the benchmarks of package cluster_test.
 func ScaleSizes(b *testing.B) []int {
 	b.Helper()
-	var out []int
-	for _, s := range strings.Split(*scaleSizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			b.Fatalf("-scale: %q is not a positive count", s)
-		}
-		out = append(out, n)
+	out, err := sizes.Parse("scale", *scaleSizes)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return out
 }

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/tenure-io/tenure/test/harness/sizes"
 )
 
 // How the state machine's costs grow with the number of leases:
@@ -24,13 +24,9 @@ var scaleSizes = flag.String("scale", "10000,100000", "comma-separated lease cou
 
 func parseScaleSizes(b *testing.B) []int {
 	b.Helper()
-	var out []int
-	for _, s := range strings.Split(*scaleSizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			b.Fatalf("-scale: %q is not a positive count", s)
-		}
-		out = append(out, n)
+	out, err := sizes.Parse("scale", *scaleSizes)
+	if err != nil {
+		b.Fatal(err)
 	}
 	return out
 }
