@@ -52,7 +52,7 @@ clean-run: ## Remove the data of `make run` (RUN_DIR)
 # out, live workers were declared dead); the client's races are covered by
 # its own package's tests (it needs root; jepsen-deps installs
 # ip and iptables when they are missing).
-JEPSEN_TAGS := tenure_clockdrift tenure_unsafe_renew tenure_unsafe_keep jepsen_nofence tenure_unsafe_rounds
+JEPSEN_TAGS := tenure_clockdrift tenure_unsafe_renew tenure_unsafe_keep jepsen_nofence tenure_unsafe_rounds tenure_unsafe_handover
 .PHONY: test
 test: jepsen-deps ## go vet, then every test with the race detector, then the fault suite (what CI runs)
 	$(GO) vet ./...
@@ -60,8 +60,16 @@ test: jepsen-deps ## go vet, then every test with the race detector, then the fa
 	@if [ -z "$(RACE)" ]; then echo "note: cgo is off (no C compiler?), running the tests without -race"; fi
 	$(GO) test $(RACE) -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/') ./test/harness/...
 	$(MAKE) bench-short
+	$(MAKE) deploy-check
 	$(GO) test -count=1 -timeout 25m ./test/integration
 	$(GO) test $(RACE) -count=1 -timeout 25m -p 1 ./test/jepsen/...
+
+# deploy-check validates the Kubernetes manifests of deploy/ against the
+# Kubernetes API's Go types (deploy/check, a module of its own so that
+# k8s.io/api is a dependency of the check only); no cluster runs them here.
+.PHONY: deploy-check
+deploy-check:
+	cd deploy/check && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # The fault suite's tools: ip (iproute2) and iptables, from the distribution
 # when they are missing. Without root nothing is installed, and the suite

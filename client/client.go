@@ -247,6 +247,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 		}
 	}
 	var waited time.Duration // the sum of the backoff waits so far
+	var tried outcomes
 	for attempt := 1; ; attempt++ {
 		addr := c.route.pick()
 		resp, leaderHdr, err := c.attempt(ctx, addr, r, body)
@@ -255,8 +256,9 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			return resp, nil
 		}
 		var te *transportError
+		tried.note(addr, err)
 		if errors.As(err, &te) && ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (attempt %d: %w)", ctx.Err(), attempt, err)
+			return nil, fmt.Errorf("%w (attempt %d: %w)", ctx.Err(), attempt, tried.explain(addr, err))
 		}
 		retry, connErr, retryAfter := classify(err, r.unsafeRetry)
 		if !retry {
@@ -265,16 +267,16 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 		c.route.failed(addr, leaderHdr, connErr)
 		delay := c.backoff(attempt, retryAfter)
 		if !c.mayRetry(r, attempt, failingOver(err), waited+delay) {
-			return nil, fmt.Errorf("giving up after %d attempts: %w", attempt, err)
+			return nil, fmt.Errorf("giving up after %d attempts: %w", attempt, tried.explain(addr, err))
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {
-			return nil, fmt.Errorf("giving up after %d attempts, the next would start after the deadline: %w", attempt, err)
+			return nil, fmt.Errorf("giving up after %d attempts, the next would start after the deadline: %w", attempt, tried.explain(addr, err))
 		}
 		c.log.Debug("request failed, retrying", "method", r.method, "path", r.path,
 			"address", addr, "attempt", attempt, "delay", delay, "error", err)
 		waited += delay
 		if serr := c.sleep(ctx, delay); serr != nil {
-			return nil, fmt.Errorf("%w (after %d attempts, last error: %w)", serr, attempt, err)
+			return nil, fmt.Errorf("%w (after %d attempts: %w)", serr, attempt, tried.explain(addr, err))
 		}
 	}
 }

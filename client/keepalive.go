@@ -291,7 +291,7 @@ func (k *keeper) renew(c *renewCall, out chan<- renewOutcome) {
 		refs[i] = LeaseRef{Key: l.key, Token: l.token}
 	}
 	start := time.Now()
-	results, meta, err := k.c.Leases().renewMany(c.ctx, c.holder, refs, c.timeout)
+	results, meta, err := k.c.Leases().renewMany(c.ctx, c.holder, refs, c.timeout, true)
 	out <- renewOutcome{call: c, results: results, meta: meta, err: err, latency: time.Since(start)}
 }
 

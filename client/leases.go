@@ -147,16 +147,25 @@ func (a *LeasesAPI) Renew(ctx context.Context, key, holder string, token uint64)
 // Err. The error is only for the request as a whole. Every renewed lease
 // lasts at least its TTL from Meta.SentAt.
 func (a *LeasesAPI) RenewMany(ctx context.Context, holder string, leases []LeaseRef) ([]RenewResult, *Meta, error) {
-	return a.renewMany(ctx, holder, leases, 0)
+	return a.renewMany(ctx, holder, leases, 0, false)
+}
+
+// RenewManyBrief is RenewMany whose answer leaves out each renewed lease:
+// every result has its Key, Token and Err, and a nil Lease, so the server
+// encodes and the client decodes far less. It is what a holder that only
+// needs to know which leases it still holds should use (the keep-alive of
+// Acquire does).
+func (a *LeasesAPI) RenewManyBrief(ctx context.Context, holder string, leases []LeaseRef) ([]RenewResult, *Meta, error) {
+	return a.renewMany(ctx, holder, leases, 0, true)
 }
 
 // renewMany is RenewMany with each attempt bounded by timeout instead of
-// Config.Timeout (when positive).
-func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []LeaseRef, timeout time.Duration) ([]RenewResult, *Meta, error) {
+// Config.Timeout (when positive), and brief answers when brief is set.
+func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []LeaseRef, timeout time.Duration, brief bool) ([]RenewResult, *Meta, error) {
 	if len(leases) == 0 || len(leases) > MaxRenewBatch {
 		return nil, nil, fmt.Errorf("%w: renew many needs 1 to %d leases, got %d", ErrInvalid, MaxRenewBatch, len(leases))
 	}
-	body := RenewManyBody{Holder: holder, Leases: leases}
+	body := RenewManyBody{Holder: holder, Leases: leases, Brief: brief}
 	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: timeout})
 	if err != nil {
 		return nil, nil, err

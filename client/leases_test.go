@@ -201,6 +201,28 @@ func TestRenewMany(t *testing.T) {
 	}
 }
 
+// RenewManyBrief asks for the brief answer and reads one: every result
+// without its lease.
+func TestRenewManyBrief(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		writeJSON(w, 200, map[string]any{"results": []any{
+			map[string]any{"key": "a", "token": 1, "ok": true},
+			map[string]any{"key": "b", "token": 2, "ok": false, "error": "lease_lost", "reason": "expired"},
+		}})
+	})
+	c, _ := newTestClient(t, srv.URL)
+	res, _, err := c.Leases().RenewManyBrief(context.Background(), "h1", []LeaseRef{{"a", 1}, {"b", 2}})
+	if err != nil {
+		t.Fatalf("RenewManyBrief: %v", err)
+	}
+	if got, want := srv.requests()[0].Body, `{"holder":"h1","leases":[{"key":"a","token":1},{"key":"b","token":2}],"brief":true}`; got != want {
+		t.Errorf("body = %s, want %s", got, want)
+	}
+	if len(res) != 2 || res[0].Err != nil || res[0].Lease != nil || !errors.Is(res[1].Err, ErrLeaseLost) {
+		t.Errorf("results = %+v, want a renewed without lease, b lost", res)
+	}
+}
+
 func TestRenewManyRefusesBadBatch(t *testing.T) {
 	c, _ := newTestClient(t, "127.0.0.1:1")
 	for _, n := range []int{0, MaxRenewBatch + 1} {

@@ -27,6 +27,9 @@ type LeaseRefBody struct {
 type RenewManyBody struct {
 	Holder string     `json:"holder"`
 	Leases []LeaseRef `json:"leases"`
+	// Brief asks for an answer without each renewed lease: key, token and
+	// ok only (RenewManyBrief, and the keep-alive, which needs no more).
+	Brief bool `json:"brief,omitempty"`
 }
 
 // RenewManyResults is the answer of POST /v1/renew: one result per lease

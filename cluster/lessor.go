@@ -20,6 +20,15 @@ type lessor struct {
 
 	mu      sync.Mutex
 	primary bool
+	// frozen: a leader about to hand over has read every deadline for the
+	// next leader (Freeze); no renewal may restart one until Unfreeze.
+	// Promote and Demote leave it as it is: a leader that establishes
+	// again while its Handover entry is on the way must not serve a
+	// renewal that the entry does not know (Node.Handover unfreezes once a
+	// LeaderEstablished follows the entry, or once this node is no longer
+	// leader, so that its next establishment writes one).
+	frozen  bool
+	freezes uint64 // the number of the last Freeze that froze
 	entries map[string]*deadlineEntry
 	queue   deadlineQueue
 	// changed gets a signal (never blocking) when the earliest deadline may
@@ -32,6 +41,11 @@ type deadlineEntry struct {
 	token    uint64
 	ttl      time.Duration
 	deadline time.Time
+	// modifyIndex is the ModifyIndex of the FSM record whose grant (or
+	// promotion) last set the deadline; renewals do not change it. A
+	// hand-over names it, so that a record changed by a later entry (its
+	// holder's repeated acquire) is not given this deadline.
+	modifyIndex uint64
 	// renewed is the wall-clock time of the last grant or renewal, shown
 	// to people only.
 	renewed time.Time
@@ -61,15 +75,18 @@ func newLessor(clock Clock) *lessor {
 }
 
 // Promote makes the lessor primary and gives every held lease a full TTL
-// from now: leases never carry remaining time across a failover. A lease
-// that is ending in the FSM stays ending: its renewals are refused, and it
-// frees a full TTL after promotion.
+// from now, or, for a lease that the previous leader handed over with time
+// left r (handed, Machine.PendingHandover, for the very record it names),
+// carriedOver(r): leases carry remaining time
+// across a graceful hand-over only, never across a failover. A lease that
+// is ending in the FSM stays ending: its renewals are refused, and it
+// frees when that deadline passes.
 //
 // held has one record per key (Machine.Held). The tables are built in one
 // pass, sized for held, and the heap is ordered once at the end (heap.Init,
 // linear) rather than by one push per lease: a new leader serves nothing
-// until Promote returns.
-func (l *lessor) Promote(held []*fsm.Lease) {
+// until Promote returns. handed may be nil.
+func (l *lessor) Promote(held []*fsm.Lease, handed map[string]fsm.HandedLease) (carried int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.primary = true
@@ -78,7 +95,12 @@ func (l *lessor) Promote(held []*fsm.Lease) {
 	l.queue = make(deadlineQueue, 0, len(held))
 	for _, lease := range held {
 		deadline := now.Add(lease.TTL)
-		e := &deadlineEntry{key: lease.Key, token: lease.Token, ttl: lease.TTL, deadline: deadline, queued: deadline, renewed: renewed, index: len(l.queue)}
+		if h, ok := handed[lease.Key]; ok && h.Names(lease) {
+			deadline = now.Add(carriedOver(h.Left))
+			carried++
+		}
+		e := &deadlineEntry{key: lease.Key, token: lease.Token, ttl: lease.TTL, deadline: deadline, queued: deadline,
+			renewed: renewed, modifyIndex: lease.ModifyIndex, index: len(l.queue)}
 		if lease.Ending != fsm.ReasonNone {
 			e.ending = lease.Ending.String()
 		}
@@ -87,6 +109,64 @@ func (l *lessor) Promote(held []*fsm.Lease) {
 	}
 	heap.Init(&l.queue)
 	l.signal()
+	return carried
+}
+
+// handoverRate bounds how much faster the next leader's clock may run than
+// the handing-over leader's, as a fraction: 1/10, the bound the holders'
+// margin already assumes between a client and a server
+// (docs/adr/0005-client-lease-timing.md).
+const handoverRate = 10
+
+// carriedOver is the time a new leader gives a lease that had left on the
+// previous leader's clock when it handed over: left plus a tenth, so that
+// the new deadline is not earlier than the old one even if the new
+// leader's clock runs that much faster (it reads its clock later in real
+// time than the old leader read its own). It is not capped at the TTL: a
+// lease renewed just before the hand-over would lose the tenth.
+func carriedOver(left time.Duration) time.Duration {
+	return left + left/handoverRate
+}
+
+// Freeze stops every renewal of this leader and returns, for each tracked
+// lease whose deadline has not passed, the time it has left: what a
+// Handover entry carries to the next leader. Both happen under one lock,
+// so no renewal can restart a deadline after it was read and still be
+// answered. It returns nil, and freezes nothing, on a lessor that is not
+// primary or tracks more than limit leases (their successor then restarts
+// them at a full TTL). gen numbers this freeze, for UnfreezeIf.
+func (l *lessor) Freeze(limit int) (leases []fsm.HandedLease, gen uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.primary || len(l.entries) > limit {
+		return nil, 0
+	}
+	l.frozen = true
+	l.freezes++
+	now := l.clock.Now()
+	out := make([]fsm.HandedLease, 0, len(l.entries))
+	for _, e := range l.entries {
+		left := e.deadline.Sub(now)
+		if e.expiring || left <= 0 {
+			continue // its Expire may not have committed: a full TTL, later
+		}
+		out = append(out, fsm.HandedLease{Key: e.key, Token: e.token, ModifyIndex: e.modifyIndex, Left: handedLeft(left)})
+	}
+	return out, l.freezes
+}
+
+// UnfreezeIf lets renewals restart deadlines again, if the freeze
+// numbered gen is the last one: the LeaderEstablished that voids a
+// Handover says nothing of a later one. The caller first makes sure that
+// the hand-over it froze for can no longer be used: a LeaderEstablished
+// after it is committed, or this node no longer leads (it commits one
+// before it serves again).
+func (l *lessor) UnfreezeIf(gen uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.freezes == gen {
+		l.frozen = false
+	}
 }
 
 // Demote makes the lessor secondary and forgets every deadline.
@@ -103,18 +183,21 @@ func (l *lessor) reset() {
 }
 
 // Grant starts (or restarts) the deadline of a lease that was just
-// acquired, or kept by its holder's repeated acquire.
-func (l *lessor) Grant(key string, token uint64, ttl time.Duration) {
+// acquired, or kept by its holder's repeated acquire; index is the
+// record's ModifyIndex. A frozen lessor grants too: the entry is in the
+// log, and the record's new ModifyIndex keeps a hand-over from applying
+// to it.
+func (l *lessor) Grant(key string, token uint64, ttl time.Duration, index uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary {
 		return
 	}
-	l.set(key, token, ttl, l.clock.Now())
+	l.set(key, token, ttl, index, l.clock.Now())
 	l.signal()
 }
 
-func (l *lessor) set(key string, token uint64, ttl time.Duration, now time.Time) {
+func (l *lessor) set(key string, token uint64, ttl time.Duration, index uint64, now time.Time) {
 	e := l.entries[key]
 	if e == nil {
 		e = &deadlineEntry{key: key, index: -1}
@@ -129,7 +212,7 @@ func (l *lessor) set(key string, token uint64, ttl time.Duration, now time.Time)
 	if e.token != token {
 		e.ending = ""
 	}
-	e.token, e.ttl, e.renewed, e.expiring = token, ttl, time.Now(), false
+	e.token, e.ttl, e.modifyIndex, e.renewed, e.expiring = token, ttl, index, time.Now(), false
 	l.setDeadline(e, deadline)
 }
 
@@ -166,7 +249,7 @@ const (
 func (l *lessor) Renew(key string, token uint64) (renewOutcome, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.primary {
+	if !l.primary || l.frozen {
 		return renewNotPrimary, ""
 	}
 	e := l.entries[key]

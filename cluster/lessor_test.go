@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"reflect"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -49,7 +51,7 @@ func TestLessorPromoteGivesFullTTL(t *testing.T) {
 	l.Promote([]*fsm.Lease{
 		{Key: "a", Token: 1, TTL: 10 * time.Second, Held: true},
 		{Key: "b", Token: 2, TTL: 2 * time.Second, Held: true},
-	})
+	}, nil)
 	clock.Advance(2*time.Second - time.Nanosecond)
 	if got := l.Expired(10); len(got) != 0 {
 		t.Fatalf("expired before any TTL passed since promotion: %v", keys(got))
@@ -73,7 +75,7 @@ func TestLessorPromoteKeepsDeadlineOrder(t *testing.T) {
 		// TTLs of 1s to 7s, not in key order.
 		held = append(held, &fsm.Lease{Key: fmt.Sprintf("k%03d", i), Token: uint64(i + 1), TTL: time.Duration(i*3%7+1) * time.Second, Held: true})
 	}
-	l.Promote(held)
+	l.Promote(held, nil)
 	// k000 (1s) is renewed to the end; k001 (4s) is removed.
 	clock.Advance(500 * time.Millisecond)
 	if got, _ := l.Renew("k000", 1); got != renewed {
@@ -125,8 +127,8 @@ func TestLessorRenewal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newFakeClock()
 			l := newLessor(clock)
-			l.Promote(nil)
-			l.Grant("a", 1, 10*time.Second)
+			l.Promote(nil, nil)
+			l.Grant("a", 1, 10*time.Second, 0)
 			clock.Advance(tt.advance)
 			if got, _ := l.Renew("a", tt.token); got != tt.want {
 				t.Fatalf("renew = %v, want %v", got, tt.want)
@@ -138,8 +140,8 @@ func TestLessorRenewal(t *testing.T) {
 func TestLessorRenewRestartsDeadline(t *testing.T) {
 	clock := newFakeClock()
 	l := newLessor(clock)
-	l.Promote(nil)
-	l.Grant("a", 1, 10*time.Second)
+	l.Promote(nil, nil)
+	l.Grant("a", 1, 10*time.Second, 0)
 	clock.Advance(9 * time.Second)
 	if got, _ := l.Renew("a", 1); got != renewed {
 		t.Fatalf("renew = %v", got)
@@ -165,10 +167,10 @@ func TestLessorRenewRestartsDeadline(t *testing.T) {
 func TestLessorExpiredInDeadlineOrderWithLimit(t *testing.T) {
 	clock := newFakeClock()
 	l := newLessor(clock)
-	l.Promote(nil)
-	l.Grant("c", 3, 3*time.Second)
-	l.Grant("a", 1, 1*time.Second)
-	l.Grant("b", 2, 2*time.Second)
+	l.Promote(nil, nil)
+	l.Grant("c", 3, 3*time.Second, 0)
+	l.Grant("a", 1, 1*time.Second, 0)
+	l.Grant("b", 2, 2*time.Second, 0)
 	clock.Advance(5 * time.Second)
 	if got := keys(l.Expired(2)); len(got) != 2 || got[0] != "a" || got[1] != "b" {
 		t.Fatalf("first expired = %v, want [a b]", got)
@@ -181,10 +183,10 @@ func TestLessorExpiredInDeadlineOrderWithLimit(t *testing.T) {
 func TestLessorRemoveKeepsNewerGrant(t *testing.T) {
 	clock := newFakeClock()
 	l := newLessor(clock)
-	l.Promote(nil)
-	l.Grant("a", 1, time.Second)
-	l.Grant("a", 2, time.Second) // re-granted under a new token
-	l.Remove("a", 1)             // a late removal of the old token
+	l.Promote(nil, nil)
+	l.Grant("a", 1, time.Second, 0)
+	l.Grant("a", 2, time.Second, 0) // re-granted under a new token
+	l.Remove("a", 1)                // a late removal of the old token
 	if _, _, ok := l.Deadline("a", 2); !ok {
 		t.Fatal("removing the old token dropped the new grant")
 	}
@@ -197,7 +199,7 @@ func TestLessorRemoveKeepsNewerGrant(t *testing.T) {
 func TestLessorDemoteForgetsEverything(t *testing.T) {
 	clock := newFakeClock()
 	l := newLessor(clock)
-	l.Promote([]*fsm.Lease{{Key: "a", Token: 1, TTL: time.Second, Held: true}})
+	l.Promote([]*fsm.Lease{{Key: "a", Token: 1, TTL: time.Second, Held: true}}, nil)
 	l.Demote()
 	clock.Advance(time.Hour)
 	if got := l.Expired(10); len(got) != 0 {
@@ -206,7 +208,7 @@ func TestLessorDemoteForgetsEverything(t *testing.T) {
 	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
 		t.Fatalf("renew on a demoted lessor = %v", got)
 	}
-	l.Grant("b", 2, time.Second)
+	l.Grant("b", 2, time.Second, 0)
 	if l.Len() != 0 {
 		t.Fatal("a demoted lessor accepted a grant")
 	}
@@ -298,13 +300,13 @@ func TestVerifierCallerWaitsForARoundStartedAfterIt(t *testing.T) {
 func TestLessorGrantNeverShortensTheSameLease(t *testing.T) {
 	clock := newFakeClock()
 	l := newLessor(clock)
-	l.Promote(nil)
-	l.Grant("a", 1, time.Minute)
-	l.Grant("a", 1, 5*time.Second) // kept by a delayed acquire with a shorter TTL
+	l.Promote(nil, nil)
+	l.Grant("a", 1, time.Minute, 0)
+	l.Grant("a", 1, 5*time.Second, 0) // kept by a delayed acquire with a shorter TTL
 	if left, _, _ := l.Deadline("a", 1); left != time.Minute {
 		t.Fatalf("deadline = %v after a shorter re-grant, want the minute already promised", left)
 	}
-	l.Grant("a", 2, 5*time.Second) // a new grant (new token) takes its own TTL
+	l.Grant("a", 2, 5*time.Second, 0) // a new grant (new token) takes its own TTL
 	if left, _, _ := l.Deadline("a", 2); left != 5*time.Second {
 		t.Fatalf("deadline of the new grant = %v, want 5s", left)
 	}
@@ -316,9 +318,9 @@ func TestLessorGrantNeverShortensTheSameLease(t *testing.T) {
 func TestLessorStaleSkipsEndedLeases(t *testing.T) {
 	clock := newFakeClock()
 	l := newLessor(clock)
-	l.Promote(nil)
-	l.Grant("a", 1, 3*time.Second)
-	l.Grant("b", 2, 3*time.Second)
+	l.Promote(nil, nil)
+	l.Grant("a", 1, 3*time.Second, 0)
+	l.Grant("b", 2, 3*time.Second, 0)
 	clock.Advance(2500 * time.Millisecond)
 	if got := l.Stale(0); len(got) != 2 {
 		t.Fatalf("stale = %+v, want a and b", got)
@@ -337,9 +339,9 @@ func TestLessorStaleSkipsEndedLeases(t *testing.T) {
 func TestLessorRenewedLeaseTakesItsPlaceInTheQueueLater(t *testing.T) {
 	clock := newFakeClock()
 	l := newLessor(clock)
-	l.Promote(nil)
-	l.Grant("a", 1, 10*time.Second)
-	l.Grant("b", 2, 12*time.Second)
+	l.Promote(nil, nil)
+	l.Grant("a", 1, 10*time.Second, 0)
+	l.Grant("b", 2, 12*time.Second, 0)
 	clock.Advance(5 * time.Second)
 	if got, _ := l.Renew("a", 1); got != renewed { // a's deadline: 15s
 		t.Fatalf("renew = %v", got)
@@ -364,5 +366,87 @@ func TestLessorRenewedLeaseTakesItsPlaceInTheQueueLater(t *testing.T) {
 	clock.Advance(3 * time.Second)
 	if got := keys(l.Expired(10)); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("expired = %v at 15s, want [a]", got)
+	}
+}
+
+// TestLessorFreezeReadsEveryDeadlineAndRefusesRenewals: Freeze returns the
+// time each live lease has left with the record it belongs to, and from
+// then on no renewal restarts a deadline (one that did would be missing
+// from the hand-over) until Unfreeze; a grant still counts. Over the limit
+// it freezes nothing.
+func TestLessorFreezeReadsEveryDeadlineAndRefusesRenewals(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	l.Promote([]*fsm.Lease{{Key: "a", Token: 1, TTL: 10 * time.Second, Held: true, ModifyIndex: 7}}, nil)
+	l.Grant("b", 2, 4*time.Second, 9)
+	l.Grant("c", 3, time.Second, 11)
+	clock.Advance(2 * time.Second) // c's deadline passed: not handed over
+	if got, gen := l.Freeze(1); got != nil || gen != 0 {
+		t.Fatalf("Freeze over the limit = %v, %d; want nil, 0", got, gen)
+	}
+	if got, _ := l.Renew("a", 1); got != renewed {
+		t.Fatalf("renewal after a Freeze over the limit = %v, want renewed", got)
+	}
+	clock.Advance(time.Second) // a: 9s left, b: 1s left
+	got, gen := l.Freeze(10)
+	sort.Slice(got, func(i, j int) bool { return got[i].Key < got[j].Key })
+	want := []fsm.HandedLease{{Key: "a", Token: 1, ModifyIndex: 7, Left: 9 * time.Second}, {Key: "b", Token: 2, ModifyIndex: 9, Left: time.Second}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Freeze = %+v, want %+v", got, want)
+	}
+	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
+		t.Errorf("renewal of a frozen lessor = %v, want renewNotPrimary", got)
+	}
+	if left, _, _ := l.Deadline("a", 1); left != 9*time.Second {
+		t.Errorf("a frozen lease has %v left, want the 9s handed over", left)
+	}
+	l.Grant("d", 4, 5*time.Second, 12)
+	if left, _, ok := l.Deadline("d", 4); !ok || left != 5*time.Second {
+		t.Errorf("a lease granted while frozen: %v, %t; want 5s tracked", left, ok)
+	}
+	// A leader that establishes again while its Handover is on the way
+	// stays frozen: Demote and Promote leave the freeze alone.
+	l.Demote()
+	l.Promote([]*fsm.Lease{{Key: "a", Token: 1, TTL: 10 * time.Second, Held: true, ModifyIndex: 7}}, nil)
+	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
+		t.Errorf("renewal after Demote and Promote of a frozen lessor = %v, want renewNotPrimary", got)
+	}
+	// Only the end of this freeze unfreezes, not that of an earlier one.
+	l.UnfreezeIf(gen - 1)
+	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
+		t.Errorf("renewal after the end of an earlier freeze = %v, want renewNotPrimary", got)
+	}
+	l.UnfreezeIf(gen)
+	if got, _ := l.Renew("a", 1); got != renewed {
+		t.Errorf("renewal after UnfreezeIf = %v, want renewed", got)
+	}
+}
+
+// TestLessorPromoteCarriesHandedOverTime: Promote starts a lease named by
+// a hand-over with the time it had left plus a tenth (not capped at the
+// TTL: a lease renewed just before the hand-over keeps its tenth too),
+// and only for the very record the hand-over named.
+func TestLessorPromoteCarriesHandedOverTime(t *testing.T) {
+	clock := newFakeClock()
+	l := newLessor(clock)
+	held := []*fsm.Lease{
+		{Key: "a", Token: 1, TTL: 10 * time.Second, Held: true, ModifyIndex: 7},
+		{Key: "b", Token: 2, TTL: 10 * time.Second, Held: true, ModifyIndex: 8},
+		{Key: "c", Token: 3, TTL: 10 * time.Second, Held: true, ModifyIndex: 12},
+		{Key: "d", Token: 4, TTL: 10 * time.Second, Held: true, ModifyIndex: 9},
+	}
+	handed := map[string]fsm.HandedLease{
+		"a": {Key: "a", Token: 1, ModifyIndex: 7, Left: 4 * time.Second},
+		"b": {Key: "b", Token: 2, ModifyIndex: 8, Left: 9500 * time.Millisecond},
+		"c": {Key: "c", Token: 3, ModifyIndex: 10, Left: time.Second}, // changed since
+	}
+	if n := l.Promote(held, handed); n != 2 {
+		t.Errorf("Promote carried %d leases over, want 2", n)
+	}
+	for key, want := range map[string]time.Duration{"a": 4400 * time.Millisecond, "b": 10450 * time.Millisecond, "c": 10 * time.Second, "d": 10 * time.Second} {
+		tok := map[string]uint64{"a": 1, "b": 2, "c": 3, "d": 4}[key]
+		if left, _, _ := l.Deadline(key, tok); left != want {
+			t.Errorf("%s: %v left after Promote, want %v", key, left, want)
+		}
 	}
 }

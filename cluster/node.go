@@ -48,6 +48,11 @@ type Node struct {
 	// handingOver is set while Handover transfers leadership: the node
 	// serves as if it were not established (handover.go).
 	handingOver atomic.Bool
+	// handoverCommitted is the number of the lessor's freeze whose
+	// Handover entry is committed (0 before any): a LeaderEstablished
+	// proposed after that follows it in the log and voids it, so the
+	// freeze may end (handover.go).
+	handoverCommitted atomic.Uint64
 	// leaderMu orders promotion against demotion.
 	leaderMu sync.Mutex
 
@@ -361,7 +366,8 @@ func (n *Node) lead(ctx context.Context) {
 
 // establish: Barrier (everything of older terms is applied),
 // LeaderEstablished{term} through the log, then promote every held lease to
-// a full TTL from now. Only then are renewals, acquisitions and expiry
+// a full TTL from now, or to the time it had left when the previous leader
+// handed over, if nothing has led since (handover.go). Only then are renewals, acquisitions and expiry
 // served, by the returned proposer. It returns nil, nil when ctx ended.
 func (n *Node) establish(ctx context.Context) (*proposer, error) {
 	start := time.Now()
@@ -370,8 +376,15 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 	}
 	barrier := time.Since(start)
 	term := n.raft.CurrentTerm()
+	// A previous leader's hand-over, if nothing has led since it: read
+	// before this leader's LeaderEstablished, which forgets it.
+	handed := n.machine.PendingHandover()
+	voids := n.handoverCommitted.Load() // this node's own Handover, committed: it precedes this entry
 	if _, err := n.applyCommand(fsm.LeaderEstablished{Term: term}); err != nil {
 		return nil, fmt.Errorf("apply leader established: %w", err)
+	}
+	if voids != 0 {
+		n.lessor.UnfreezeIf(voids)
 	}
 	committed := time.Since(start)
 	if err := n.nameCluster(); err != nil {
@@ -384,7 +397,7 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 	}
 	held := n.machine.Held()
 	listed := time.Since(start)
-	n.lessor.Promote(held)
+	carried := n.lessor.Promote(held, handed)
 	p := newProposer(&proposer{
 		apply:      n.applyCommand,
 		machine:    n.machine,
@@ -400,7 +413,7 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 	n.leading.Store(p)
 	// How long this leader took to serve, by step (the failover time a
 	// holder sees is the election plus this).
-	n.log.Info("leader_established", "term", term, "leases", n.lessor.Len(),
+	n.log.Info("leader_established", "term", term, "leases", n.lessor.Len(), "handed_over", carried,
 		"barrier", barrier, "established_committed", committed, "held_listed", listed, "promoted", time.Since(start))
 	return p, nil
 }

@@ -358,7 +358,7 @@ func (p *proposer) settle(o *op, r fsm.Result, ended []EndedLease) {
 }
 
 func (p *proposer) granted(o *op, r fsm.Result) {
-	p.lessor.Grant(r.Lease.Key, r.Lease.Token, r.Lease.TTL)
+	p.lessor.Grant(r.Lease.Key, r.Lease.Token, r.Lease.TTL, r.Lease.ModifyIndex)
 	if r.Code == fsm.Granted {
 		p.metrics.acquisitions.Inc()
 		p.log.Debug("lease_acquired", "key", r.Lease.Key, "holder", r.Lease.Holder, "token", r.Lease.Token)

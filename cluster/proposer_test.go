@@ -39,7 +39,7 @@ func newGatedProposerSize(t *testing.T, gated, maxPending int) *gatedProposer {
 		return g.m.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: fsm.Encode(c)}), nil
 	}
 	l := newLessor(SystemClock{})
-	l.Promote(nil)
+	l.Promote(nil, nil)
 	g.p = newProposer(&proposer{apply: apply, machine: g.m, lessor: l, log: hclog.NewNullLogger(),
 		metrics: newMetrics(nil, nil), term: 1, maxBatch: 64, maxPending: maxPending})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -137,7 +137,7 @@ func TestProposerBatchesStayWithinMaxBatch(t *testing.T) {
 		return m.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: fsm.Encode(c)}), nil
 	}
 	l := newLessor(SystemClock{})
-	l.Promote(nil)
+	l.Promote(nil, nil)
 	p := newProposer(&proposer{apply: apply, machine: m, lessor: l, log: hclog.NewNullLogger(),
 		metrics: newMetrics(nil, nil), term: 1, maxBatch: 4, maxPending: 256})
 	// Three keys held by A, each with a queued waiter; then A releases all

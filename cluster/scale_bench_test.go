@@ -87,7 +87,7 @@ func BenchmarkScalePromote(b *testing.B) {
 				leases := m.Held()
 				held += time.Since(start)
 				start = time.Now()
-				l.Promote(leases)
+				l.Promote(leases, nil)
 				promote += time.Since(start)
 			}
 			b.StopTimer()

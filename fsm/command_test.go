@@ -32,6 +32,8 @@ var roundTripCommands = []struct {
 	{"revoke of the empty key", Revoke{}},
 	{"leader established", LeaderEstablished{Term: 12}},
 	{"leader established in term 0", LeaderEstablished{}},
+	{"handover", Handover{Term: 7, Leases: []HandedLease{{Key: "a", Token: 3, ModifyIndex: 5, Left: 2 * time.Second}, {Key: "b", Token: math.MaxUint64, ModifyIndex: 1}}}},
+	{"handover of no lease", Handover{Term: 7, Leases: []HandedLease{}}},
 	{"empty batch", Batch{Commands: []Command{}}},
 	{"batch of every type", Batch{Commands: []Command{
 		Acquire{Key: "a", Holder: "w1", TTL: ttl, Metadata: map[string]string{"zone": "a"}, Time: wall},

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -417,6 +418,17 @@ var goldenCommandsV1 = []namedCommand{
 	{"cluster-id", ClusterID{ID: goldenClusterID}},
 }
 
+// goldenCommandsV2 holds the commands of the version with checksums: those
+// of V1, and the ones added since, which were never written without an
+// envelope.
+var goldenCommandsV2 = append(slices.Clone(goldenCommandsV1),
+	// A leader's hand-over.
+	namedCommand{"handover", Handover{Term: 12, Leases: []HandedLease{
+		{Key: "elections/scheduler", Token: 300, ModifyIndex: 41, Left: 7250 * time.Millisecond},
+		{Key: "scene-01", Token: 17, ModifyIndex: 9, Left: 0},
+	}}},
+)
+
 var goldenCommands = []struct {
 	file    string
 	current bool
@@ -425,7 +437,7 @@ var goldenCommands = []struct {
 	// Written before checksums: every command without an envelope.
 	{file: "commands-v1.golden", want: goldenCommandsV1},
 	// The same commands in checksummed envelopes.
-	{file: "commands-v2.golden", current: true, want: goldenCommandsV1},
+	{file: "commands-v2.golden", current: true, want: goldenCommandsV2},
 }
 
 func goldenPath(file string) string { return filepath.Join("testdata", file) }

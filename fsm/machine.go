@@ -103,6 +103,10 @@ type Machine struct {
 	acl aclState
 	// clusterID names the cluster (ClusterID); "" until one is applied.
 	clusterID string
+	// handover holds the leases of the last Handover, by key, while no
+	// leader has established itself after it; nil otherwise. Snapshots
+	// leave it out.
+	handover map[string]HandedLease
 	// changed is closed, and replaced, whenever a lease or the placement
 	// state changes.
 	changed chan struct{}
@@ -212,7 +216,12 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		if c.Term > m.establishedTerm {
 			m.establishedTerm = c.Term
 		}
+		// A leader has served since any earlier hand-over: its remaining
+		// times no longer hold.
+		m.handover = nil
 		return Result{Code: Done}
+	case Handover:
+		return m.applyHandover(c)
 	case Ignored:
 		return Result{Code: Done}
 	case By:
@@ -421,6 +430,7 @@ func (m *Machine) Restore(rc io.ReadCloser) error {
 	m.lastToken = st.lastToken
 	m.establishedTerm = st.establishedTerm
 	m.leaseIndex = st.leaseIndex
+	m.handover = nil
 	m.appliedIndex, m.appliedTerm = index, term
 	// The log before the snapshot is gone: the history starts after it.
 	m.history.reset(index)

@@ -29,7 +29,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	addr := s.node.LeaderHTTPAddr()
 	if addr == "" || s.node.IsLeader() {
 		// No known leader, or this node leads but is not established yet.
-		writeError(w, fmt.Errorf("no established leader: %w", cluster.ErrNotLeader))
+		writeError(w, fmt.Errorf("%s: %w", s.noLeaderReason(), cluster.ErrNotLeader))
 		return
 	}
 	body, err := io.ReadAll(r.Body)
@@ -139,4 +139,19 @@ func (s *Server) watchLeader(ctx context.Context, addr string, cancel context.Ca
 		}
 		<-exited
 	}
+}
+
+// noLeaderReason says, for an operator, why this node has no leader to
+// send a request to: its role and term, and how long since it last heard
+// from a leader.
+func (s *Server) noLeaderReason() string {
+	st := s.node.Status()
+	if st.Role == "leader" {
+		return fmt.Sprintf("%s leads in term %d but has not established itself yet (or is handing leadership over)", st.NodeID, st.Term)
+	}
+	since := "has never heard from a leader"
+	if st.LastContact > 0 {
+		since = fmt.Sprintf("last heard from a leader %v ago", st.LastContact.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%s has no leader (%s in term %d, %s): it cannot reach a quorum of voters, or an election is under way", st.NodeID, st.Role, st.Term, since)
 }

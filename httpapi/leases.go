@@ -200,7 +200,9 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 		var lost *cluster.LostError
 		switch {
 		case res.Err == nil:
-			rr.Lease = leaseOut(res.Lease)
+			if !body.Brief {
+				rr.Lease = leaseOut(res.Lease)
+			}
 		case errors.As(res.Err, &lost):
 			rr.Error, rr.Reason = client.CodeLeaseLost, lost.Reason
 		default:

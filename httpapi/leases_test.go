@@ -262,12 +262,32 @@ func TestRenewMany(t *testing.T) {
 		}
 	}
 
+	// Brief: the same outcomes without the renewed leases, and the lease
+	// really renewed (its deadline restarted).
+	prev := out.Results[0].Lease.RenewedAt
+	time.Sleep(20 * time.Millisecond)
+	brief := fmt.Sprintf(`{"holder":"h1","leases":[{"key":"many/a","token":%d},{"key":"many/b","token":%d}],"brief":true}`, a.Token, b.Token)
+	r = do(t, http.MethodPost, tn.url+"/v1/renew", brief)
+	r.wantStatus(t, "brief renew many", http.StatusOK)
+	out.Results = nil
+	r.decode(t, &out)
+	if len(out.Results) != 2 || !out.Results[0].OK || out.Results[0].Lease != nil || out.Results[0].Key != "many/a" ||
+		out.Results[1].OK || out.Results[1].Reason != "released" || strings.Contains(string(r.body), `"lease"`) {
+		t.Errorf("brief answer: %s, want many/a ok and many/b released, no lease", r.body)
+	}
+	g := do(t, http.MethodGet, tn.url+"/v1/leases/many/a", "")
+	g.wantStatus(t, "get many/a", http.StatusOK)
+	if got := g.lease(t); !got.RenewedAt.After(prev) {
+		t.Errorf("many/a after a brief renewal: renewed_at %v, want after the previous renewal's %v", got.RenewedAt, prev)
+	}
+
 	for _, tc := range []struct {
 		name     string
 		body     string
 		wantCode string
 	}{
 		{"no leases", `{"holder":"h1","leases":[]}`, "invalid_body"},
+		{"brief not a boolean", fmt.Sprintf(`{"holder":"h1","leases":[{"key":"many/a","token":%d}],"brief":"yes"}`, a.Token), "invalid_body"},
 		{"no holder", fmt.Sprintf(`{"leases":[{"key":"many/a","token":%d}]}`, a.Token), "invalid_holder"},
 		{"zero token", `{"holder":"h1","leases":[{"key":"many/a","token":0}]}`, "invalid_token"},
 	} {

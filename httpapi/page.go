@@ -22,8 +22,11 @@ table{border-collapse:collapse;width:100%}
 th,td{text-align:left;padding:4px 10px;border-bottom:1px solid #ddd}
 th{background:#f4f4f4}.held{color:#06602b}.free{color:#888}
 code{background:#f4f4f4;padding:1px 4px}
+.banner{background:#fde8e8;border:1px solid #c81e1e;color:#9b1c1c;padding:10px 14px;margin:1em 0}
+.unknown td{color:#888}
 </style></head><body>
 <h1>tenure</h1>
+{{if not .Status.LeaderID}}<div class="banner" id="no-leader"><b>No leader.</b> {{.Status.NodeID}} ({{.Status.Role}} in term {{.Status.Term}}) knows no leader: it cannot reach a quorum of voters, or an election is under way. Nothing is acquired, renewed or expired until one is elected, and the leases below are this server's last known state, not what holds now.</div>{{end}}
 <p>Node <code>{{.Status.NodeID}}</code> is <b>{{.Status.Role}}</b>{{if .Status.Ready}} (established){{end}};
 leader <code>{{.Status.LeaderID}}</code>{{if .Status.LeaderHTTPAddr}} at <code>{{.Status.LeaderHTTPAddr}}</code>{{end}};
 term {{.Status.Term}}; applied index {{.Status.AppliedIndex}}; last token {{.Status.LastToken}}.
@@ -40,7 +43,7 @@ term {{.Status.Term}}; applied index {{.Status.AppliedIndex}}; last token {{.Sta
 <h2>Leases ({{len .Leases}}{{if .More}}, the first ones by key{{end}})</h2>
 {{if .More}}<p>More leases follow: list them with <code>tenure leases list</code> or GET /v1/leases, or narrow this page with ?prefix=.</p>{{end}}
 <table><tr><th>key</th><th>state</th><th>holder</th><th>token</th><th>ttl</th><th>expires in</th><th>acquired</th><th>metadata</th></tr>
-{{range .Leases}}<tr class="{{.State}}"><td>{{.Key}}</td><td>{{.State}}{{if .Reason}} ({{.Reason}}){{end}}</td><td>{{.Holder}}</td><td>{{.Token}}</td><td>{{.TTL}}</td><td>{{if .HasExpiresIn}}{{.ExpiresIn}}{{end}}</td><td>{{if not .AcquiredAt.IsZero}}{{.AcquiredAt.UTC.Format "2006-01-02T15:04:05.999999999Z07:00"}}{{end}}</td><td>{{range $k, $v := .Metadata}}{{$k}}={{$v}} {{end}}</td></tr>
+{{range .Leases}}<tr class="{{if $.Status.LeaderID}}{{.State}}{{else}}unknown{{end}}"><td>{{.Key}}</td><td>{{.State}}{{if .Reason}} ({{.Reason}}){{end}}{{if not $.Status.LeaderID}} (last known){{end}}</td><td>{{.Holder}}</td><td>{{.Token}}</td><td>{{.TTL}}</td><td>{{if .HasExpiresIn}}{{.ExpiresIn}}{{end}}</td><td>{{if not .AcquiredAt.IsZero}}{{.AcquiredAt.UTC.Format "2006-01-02T15:04:05.999999999Z07:00"}}{{end}}</td><td>{{range $k, $v := .Metadata}}{{$k}}={{$v}} {{end}}</td></tr>
 {{end}}</table>
 <h2>Recent events</h2>
 <table><tr><th>index</th><th>type</th><th>key</th><th>holder</th><th>token</th><th>group</th><th>worker</th><th>by</th></tr>

@@ -3,7 +3,8 @@ package httpapi
 import "github.com/tenure-io/tenure/client"
 
 // parseRenewMany reads a bulk renewal's body of the one shape that the
-// Go client sends, {"holder":"…","leases":[{"key":"…","token":N},…]},
+// Go client sends, {"holder":"…","leases":[{"key":"…","token":N},…]}
+// with an optional "brief":true|false last,
 // with any whitespace between tokens, strings of printable ASCII without
 // escapes, and tokens of decimal digits that fit in 64 bits. ok is false
 // for anything else, valid or not: the caller then decodes raw with
@@ -49,6 +50,15 @@ func parseRenewMany(raw []byte) (body client.RenewManyBody, ok bool) {
 				return body, false
 			}
 			break
+		}
+	}
+	if p.peek(',') { // the optional "brief": true or false, last
+		p.i++
+		if !p.name("brief") {
+			return body, false
+		}
+		if body.Brief, ok = p.boolean(); !ok {
+			return body, false
 		}
 	}
 	if !p.lit('}') {
@@ -109,6 +119,18 @@ func (p *renewParser) str() (string, bool) {
 		p.i++
 	}
 	return "", false
+}
+
+// boolean reads true or false.
+func (p *renewParser) boolean() (bool, bool) {
+	p.space()
+	for _, w := range [...]string{"true", "false"} {
+		if len(p.b)-p.i >= len(w) && string(p.b[p.i:p.i+len(w)]) == w {
+			p.i += len(w)
+			return w == "true", true
+		}
+	}
+	return false, false
 }
 
 // uint reads a JSON number that is a uint64: digits, no leading zero, no

@@ -22,8 +22,10 @@ func TestParseRenewManyAgreesWithTheDecoder(t *testing.T) {
 		`{"holder":"worker-1","leases":[{"key":"a/b","token":1},{"key":"c","token":18446744073709551615}]}`,
 		" {\n \"holder\" : \"h\" ,\t\"leases\" : [ { \"key\" : \"k\" , \"token\" : 0 } ] } \n",
 		`{"holder":"h","leases":[{"key":"k","token":7}]}`,
+		`{"holder":"h","leases":[{"key":"k","token":7}],"brief":true}`,
+		`{"holder":"h","leases":[],"brief":false}`,
 	}
-	alphabet := []byte(`{}[]":,0123456789 .e-\ahkx` + "\x00\x7f\xff\n")
+	alphabet := []byte(`{}[]":,0123456789 .e-\ahkxtruefls` + "\x00\x7f\xff\n")
 	accepted, refused := 0, 0
 	check := func(body string) {
 		t.Helper()

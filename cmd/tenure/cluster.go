@@ -22,7 +22,10 @@ func (e *env) status(ctx context.Context, args []string) int {
 		return e.fail(err)
 	}
 	if cf.json {
-		return e.printJSON(st)
+		if code := e.printJSON(st); code != exitOK {
+			return code
+		}
+		return e.noLeader(st)
 	}
 	w := e.table()
 	field := func(name string, v any) { row(w, name+":", v) }
@@ -30,7 +33,11 @@ func (e *env) status(ctx context.Context, args []string) int {
 	field("Cluster id", dash(st.ClusterID))
 	field("Role", st.Role)
 	field("Ready", st.Ready)
-	field("Leader", dash(st.LeaderID))
+	if st.LeaderID == "" {
+		field("Leader", "none")
+	} else {
+		field("Leader", st.LeaderID)
+	}
 	field("Leader HTTP address", dash(st.LeaderHTTPAddr))
 	field("Term", st.Term)
 	field("Last log index", st.LastLogIndex)
@@ -43,17 +50,31 @@ func (e *env) status(ctx context.Context, args []string) int {
 	}
 	statusHealthRows(*st, field)
 	w.Flush()
-	if len(st.Servers) == 0 {
+	if len(st.Servers) > 0 {
+		fmt.Fprintln(e.stdout)
+		w = e.table()
+		row(w, "ID", "RAFT ADDRESS", "HTTP ADDRESS", "SUFFRAGE", "LEADER")
+		for _, s := range st.Servers {
+			row(w, s.ID, s.RaftAddr, s.HTTPAddr, s.Suffrage, s.Leader)
+		}
+		w.Flush()
+	}
+	return e.noLeader(st)
+}
+
+// noLeader fails `tenure status` when the server that answered knows no
+// leader: the cluster serves nothing then, whatever the server's role.
+func (e *env) noLeader(st *client.NodeStatus) int {
+	if st.LeaderID != "" {
 		return exitOK
 	}
-	fmt.Fprintln(e.stdout)
-	w = e.table()
-	row(w, "ID", "RAFT ADDRESS", "HTTP ADDRESS", "SUFFRAGE", "LEADER")
-	for _, s := range st.Servers {
-		row(w, s.ID, s.RaftAddr, s.HTTPAddr, s.Suffrage, s.Leader)
+	since := "has never heard from a leader"
+	if st.LastContact >= 0 {
+		since = fmt.Sprintf("last heard from a leader %v ago", st.LastContact)
 	}
-	w.Flush()
-	return exitOK
+	fmt.Fprintf(e.stderr, "error: no leader: %s (%s in term %d) %s; the cluster serves no lease until a quorum of its voters can elect one\n",
+		st.NodeID, st.Role, st.Term, since)
+	return exitError
 }
 
 func (e *env) members(ctx context.Context, args []string) int {

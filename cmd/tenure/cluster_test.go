@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -14,7 +15,6 @@ func TestClusterCommands(t *testing.T) {
 			map[string]any{"id": "n2", "raft_addr": "10.0.0.2:7501", "http_addr": "10.0.0.2:7500", "suffrage": "voter", "leader": false},
 		},
 	}
-	neverStatus := map[string]any{"node_id": "n2", "role": "follower", "last_contact": "never"}
 	members := map[string]any{"members": []any{
 		map[string]any{"name": "n1", "addr": "10.0.0.1:7946", "status": "alive", "role": "server"},
 		map[string]any{"name": "w1", "addr": "10.0.0.9:7946", "status": "suspect", "role": "worker", "meta": map[string]any{"capacity": 8, "groups": []string{"scenes"}}},
@@ -22,8 +22,6 @@ func TestClusterCommands(t *testing.T) {
 	tests := []requestCase{
 		{"status", []string{"status"}, 200, status, "GET", "/v1/status", "",
 			[]string{"Node:", "n1", "Term:", "4", "RAFT ADDRESS", "10.0.0.2:7501"}},
-		{"status of a node that never heard from a leader", []string{"status"}, 200, neverStatus, "GET", "/v1/status", "",
-			[]string{"Last contact:", "never"}},
 		{"status json", []string{"status", "-json"}, 200, status, "GET", "/v1/status", "",
 			[]string{`"node_id": "n1"`, `"last_contact": "0s"`}},
 		{"members", []string{"members"}, 200, members, "GET", "/v1/members", "",
@@ -53,5 +51,40 @@ func TestRemoveUnknownServerFails(t *testing.T) {
 	got := runCLI(t, "operator", "remove-server", "n9", "-http-addr", srv.URL)
 	if got.code != exitError || got.stderr != "error: not_found: no server n9\n" {
 		t.Errorf("remove-server n9 = %d, stderr %q; want 1 and the not_found error", got.code, got.stderr)
+	}
+}
+
+// With no leader, `tenure status` says that the cluster cannot serve, and
+// exits non-zero, also with -json: a script must not read "Role:
+// candidate" as healthy.
+func TestStatusWithoutLeaderFails(t *testing.T) {
+	never := map[string]any{"node_id": "n2", "role": "follower", "last_contact": "never", "term": 3}
+	candidate := map[string]any{"node_id": "n1", "role": "candidate", "last_contact": "12.5s", "term": 9}
+	for _, tt := range []struct {
+		name   string
+		answer map[string]any
+		args   []string
+		out    []string
+		errOut string
+	}{
+		{"never heard from a leader", never, []string{"status"}, []string{"Last contact:", "never", "Leader:", "none"}, "no leader: n2 (follower in term 3) has never heard from a leader"},
+		{"candidate", candidate, []string{"status"}, []string{"Role:", "candidate"}, "no leader: n1 (candidate in term 9) last heard from a leader 12.5s ago"},
+		{"candidate json", candidate, []string{"status", "-json"}, []string{`"role": "candidate"`}, "no leader: n1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.answer) })
+			got := runCLI(t, append(tt.args, "-http-addr", srv.URL)...)
+			if got.code != exitError {
+				t.Errorf("exit code %d, want %d", got.code, exitError)
+			}
+			for _, want := range tt.out {
+				if !strings.Contains(got.stdout, want) {
+					t.Errorf("output lacks %q:\n%s", want, got.stdout)
+				}
+			}
+			if !strings.Contains(got.stderr, tt.errOut) || !strings.Contains(got.stderr, "quorum") {
+				t.Errorf("stderr %q, want %q and a word on the quorum", got.stderr, tt.errOut)
+			}
+		})
 	}
 }

@@ -83,14 +83,18 @@ func (f *clusterFlags) client() (*client.Client, error) {
 	return client.New(f.config())
 }
 
-// newFlagSet returns a flag set that reports to e.stderr with the usage
-// line given.
+// newFlagSet returns a flag set for the command name (its path, such as
+// "leases get") with the usage line given. The flag package's own
+// messages are discarded: parse reports a bad flag in one line, and the
+// whole help is printed for -h only.
 func (e *env) newFlagSet(name, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "Usage: tenure %s\n\nFlags:\n", usage)
+		fs.SetOutput(e.stderr)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	return fs
 }
@@ -101,11 +105,12 @@ func (e *env) newFlagSet(name, usage string) *flag.FlagSet {
 // command must end with code.
 func (e *env) parse(fs *flag.FlagSet, args []string, min, max int) (pos []string, code int, ok bool) {
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseQuietly(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
 				return nil, exitOK, false
 			}
-			return nil, exitUsage, false // the flag package has printed why
+			return nil, e.usageError(fs, err.Error()), false
 		}
 		rest := fs.Args()
 		consumed := len(args) - len(rest)
@@ -125,10 +130,19 @@ func (e *env) parse(fs *flag.FlagSet, args []string, min, max int) (pos []string
 	return pos, exitOK, true
 }
 
-// usageError prints msg and the usage of fs and returns exitUsage.
+// parseQuietly parses args with fs without letting the flag package print
+// the whole help on an error.
+func parseQuietly(fs *flag.FlagSet, args []string) error {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
+	return fs.Parse(args)
+}
+
+// usageError prints msg and where to find the usage of fs, in two lines,
+// and returns exitUsage.
 func (e *env) usageError(fs *flag.FlagSet, msg string) int {
-	fmt.Fprintf(e.stderr, "error: %s\n", msg)
-	fs.Usage()
+	fmt.Fprintf(e.stderr, "error: %s\nRun 'tenure %s -h' for its usage.\n", msg, fs.Name())
 	return exitUsage
 }
 
@@ -209,8 +223,9 @@ func (e *env) connect(fs *flag.FlagSet, cf *clusterFlags, args []string, min, ma
 
 // subcommands dispatches args[0] to one of cmds, printing usage otherwise.
 func (e *env) subcommands(ctx context.Context, args []string, usage string, cmds map[string]func(context.Context, []string) int) int {
+	name := commandPath(usage)
 	if len(args) == 0 {
-		fmt.Fprint(e.stderr, usage)
+		fmt.Fprintf(e.stderr, "error: %s needs a subcommand\nRun 'tenure %s -h' for the list.\n", name, name)
 		return exitUsage
 	}
 	if f, ok := cmds[args[0]]; ok {
@@ -220,6 +235,15 @@ func (e *env) subcommands(ctx context.Context, args []string, usage string, cmds
 		fmt.Fprint(e.stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(e.stderr, "error: unknown subcommand %q\n\n%s", args[0], usage)
+	fmt.Fprintf(e.stderr, "error: unknown subcommand %q of %s\nRun 'tenure %s -h' for the list.\n", args[0], name, name)
 	return exitUsage
+}
+
+// commandPath is the command a usage text is of: "leases" for
+// "Usage: tenure leases <subcommand> [args]".
+func commandPath(usage string) string {
+	line, _, _ := strings.Cut(usage, "\n")
+	line = strings.TrimPrefix(line, "Usage: tenure ")
+	path, _, _ := strings.Cut(line, " <")
+	return path
 }

@@ -115,6 +115,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usageText)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", name, usageText)
+	fmt.Fprintf(stderr, "error: unknown command %q\nRun 'tenure -h' for the list of commands.\n", name)
 	return exitUsage
 }

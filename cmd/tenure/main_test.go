@@ -83,7 +83,7 @@ func TestUsageAndVersion(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
 		{"help", []string{"-h"}, exitOK, "Commands:", ""},
 		{"version", []string{"version"}, exitOK, "tenure dev", ""},
-		{"leases without subcommand", []string{"leases"}, exitUsage, "", "Subcommands:"},
+		{"leases without subcommand", []string{"leases"}, exitUsage, "", "Run 'tenure leases -h'"},
 		{"unknown leases subcommand", []string{"leases", "steal"}, exitUsage, "", `unknown subcommand "steal"`},
 		{"get without key", []string{"leases", "get"}, exitUsage, "", "wrong number of arguments"},
 		{"get with two keys", []string{"leases", "get", "a", "b"}, exitUsage, "", "wrong number of arguments"},
@@ -92,7 +92,7 @@ func TestUsageAndVersion(t *testing.T) {
 		{"bad state", []string{"leases", "list", "-state", "busy"}, exitUsage, "", "-state must be held or free"},
 		{"renew without token", []string{"leases", "renew", "k", "-holder", "h"}, exitUsage, "", "-holder and -token are required"},
 		{"release without holder", []string{"leases", "release", "k", "-token", "3"}, exitUsage, "", "-holder and -token are required"},
-		{"operator without subcommand", []string{"operator"}, exitUsage, "", "remove-server"},
+		{"operator without subcommand", []string{"operator"}, exitUsage, "", "operator needs a subcommand"},
 		{"remove-server without id", []string{"operator", "remove-server"}, exitUsage, "", "wrong number of arguments"},
 		{"bench bad op", []string{"bench", "-op", "steal"}, exitUsage, "", "-op must be"},
 		{"bench bad mix", []string{"bench", "-mix", "read=x"}, exitUsage, "", "-mix"},
@@ -109,6 +109,14 @@ func TestUsageAndVersion(t *testing.T) {
 			}
 			if !strings.Contains(got.stderr, tt.wantErr) {
 				t.Errorf("stderr = %q, want it to contain %q", got.stderr, tt.wantErr)
+			}
+			// A usage error is one line and a pointer to -h, not the
+			// whole help (a command line with no command at all gets the
+			// list of commands).
+			if tt.wantCode == exitUsage && len(tt.args) > 0 {
+				if lines := strings.Count(got.stderr, "\n"); lines > 2 || !strings.Contains(got.stderr, " -h'") {
+					t.Errorf("usage error of %d lines, want the error and a pointer to -h:\n%s", lines, got.stderr)
+				}
 			}
 		})
 	}

@@ -38,6 +38,9 @@ type serverSettings struct {
 	logLevel string
 	logJSON  bool
 	config   string
+	// dev: one server for trying tenure and for application tests, its
+	// state in memory and gone at exit (devDataDir).
+	dev bool
 	// metricsOpen serves /metrics without a token while ACLs are on.
 	metricsOpen bool
 	// http bounds the HTTP API's connections; its WriteTimeout follows
@@ -49,6 +52,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	c := &s.cluster
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.StringVar(&s.config, "config", "", "JSON config file whose keys are these flags' names")
+	fs.BoolVar(&s.dev, "dev", false, "one server that elects itself at once, its state in memory and gone at exit: for trying tenure and for tests, never for production")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "unique, stable id of this server (default: hostname)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "directory for the Raft log, stable store and snapshots (required)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP API address (also announced to peers for forwarding)")
@@ -102,6 +106,18 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	return fs
 }
 
+// serverEnvName is the environment variable of a server flag:
+// TENURE_<FLAG>, except for -http-addr, whose TENURE_HTTP_ADDR is the list
+// of servers that the CLI and the Go client talk to (client.EnvHTTPAddr):
+// a shell that exported it for them must not give a server a list as its
+// listen address. The server's is TENURE_SERVER_HTTP_ADDR.
+func serverEnvName(flag string) string {
+	if flag == "http-addr" {
+		return "TENURE_SERVER_HTTP_ADDR"
+	}
+	return "TENURE_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
 // loadServerSettings applies defaults, the config file, the environment and
 // the flags, in rising precedence.
 func loadServerSettings(args []string, env func(string) string) (*serverSettings, error) {
@@ -129,7 +145,7 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 	}
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		name := "TENURE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		name := serverEnvName(f.Name)
 		if v := env(name); v != "" && f.Name != "config" && envErr == nil {
 			if err := fs.Set(f.Name, v); err != nil {
 				envErr = fmt.Errorf("%s: %w", name, err)
@@ -150,6 +166,11 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 		return nil, err
 	}
 	s.cluster.InitialCluster = peers
+	if s.dev {
+		if err := devSettings(s); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkTLSFlags(s.tls); err != nil {
 		return nil, err
 	}
@@ -253,7 +274,7 @@ func runServer(args []string) int {
 	s, err := loadServerSettings(args, os.Getenv)
 	if errors.Is(err, flag.ErrHelp) {
 		fs := serverFlags(&serverSettings{cluster: cluster.DefaultConfig()})
-		fmt.Fprintln(os.Stderr, "usage: tenure server -data-dir DIR [flags]\n\nEvery flag can also be set as TENURE_<FLAG> (e.g. TENURE_DATA_DIR) or in -config.")
+		fmt.Fprintln(os.Stderr, "usage: tenure server -data-dir DIR [flags]\n\nEvery flag can also be set as TENURE_<FLAG> (e.g. TENURE_DATA_DIR; -http-addr is TENURE_SERVER_HTTP_ADDR) or in -config.")
 		fs.SetOutput(os.Stderr)
 		fs.PrintDefaults()
 		return 0
@@ -268,6 +289,14 @@ func runServer(args []string) int {
 		JSONFormat: s.logJSON,
 		Output:     os.Stderr,
 	})
+	if s.dev {
+		if s.cluster.DataDir, err = devDataDir(); err != nil {
+			fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(s.cluster.DataDir)
+		log.Warn("dev mode: one server, its state in memory and gone at exit; never for production", "data_dir", s.cluster.DataDir)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := serve(ctx, s, log); err != nil {

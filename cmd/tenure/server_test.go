@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/cluster/certs"
 )
 
@@ -191,5 +192,28 @@ func TestServerHTTPLimitFlags(t *testing.T) {
 	if _, err := loadServerSettings([]string{"-data-dir", "d", "-http-max-conns", "10", "-http-max-conns-per-client", "11"}, none); err == nil ||
 		!strings.Contains(err.Error(), "http-max-conns-per-client") {
 		t.Errorf("per-client above the total: %v, want an error naming -http-max-conns-per-client", err)
+	}
+}
+
+// TENURE_HTTP_ADDR is the list of servers the CLI and clients talk to; a
+// server started in a shell that exported it (as the README's tour does)
+// must not take it for its own listen address. Its own variable is
+// TENURE_SERVER_HTTP_ADDR.
+func TestServerIgnoresTheClientsHTTPAddrVariable(t *testing.T) {
+	env := map[string]string{"TENURE_HTTP_ADDR": "127.0.0.1:7500,127.0.0.1:7510,127.0.0.1:7520"}
+	get := func(k string) string { return env[k] }
+	s, err := loadServerSettings([]string{"-data-dir", "d"}, get)
+	if err != nil {
+		t.Fatalf("server settings with the clients' TENURE_HTTP_ADDR exported: %v", err)
+	}
+	if want := cluster.DefaultConfig().HTTPAddr; s.cluster.HTTPAddr != want {
+		t.Errorf("listen address = %q, want the default %q: TENURE_HTTP_ADDR is the clients' variable", s.cluster.HTTPAddr, want)
+	}
+	env["TENURE_SERVER_HTTP_ADDR"] = "127.0.0.1:7600"
+	if s, err = loadServerSettings([]string{"-data-dir", "d"}, get); err != nil || s.cluster.HTTPAddr != "127.0.0.1:7600" {
+		t.Errorf("with TENURE_SERVER_HTTP_ADDR: %v, %v; want 127.0.0.1:7600", s.cluster.HTTPAddr, err)
+	}
+	if s, err = loadServerSettings([]string{"-data-dir", "d", "-http-addr", "127.0.0.1:7700"}, get); err != nil || s.cluster.HTTPAddr != "127.0.0.1:7700" {
+		t.Errorf("with -http-addr: %v, %v; want the flag's 127.0.0.1:7700", s.cluster.HTTPAddr, err)
 	}
 }

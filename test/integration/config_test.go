@@ -46,7 +46,9 @@ func TestServerConfigSources(t *testing.T) {
 		httpAddr: envHTTP,
 		logPath:  filepath.Join(c.dir, "configured.log"),
 		args:     []string{"-config", configPath, "-node-id", "from-flag"},
-		env:      []string{"TENURE_HTTP_ADDR=" + envHTTP, "TENURE_NODE_ID=from-env", "TENURE_MAX_TTL=30s"},
+		// TENURE_HTTP_ADDR is the clients' list of servers: a server
+		// ignores it (a shell may have exported it for the CLI).
+		env: []string{"TENURE_SERVER_HTTP_ADDR=" + envHTTP, "TENURE_HTTP_ADDR=127.0.0.1:1,127.0.0.1:2", "TENURE_NODE_ID=from-env", "TENURE_MAX_TTL=30s"},
 	}
 	c.nodes = append(c.nodes, nd)
 	if err := c.startAll(t, 0); err != nil {

@@ -75,6 +75,14 @@ func TestLeaderSIGTERMHandsOverLeadership(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	// A lease whose holder died: nobody renews it. The next leader must
+	// start it with what it had left at the hand-over (plus a tenth for
+	// the clocks' rates), not a full TTL, and never earlier than its end.
+	const deadTTL = 10 * time.Second
+	_, deadMeta, err := c.newClient(t, "holder-dead").Leases().Acquire(ctx, "abandoned", client.AcquireRequest{Holder: "holder-dead", TTL: deadTTL})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
 	time.Sleep(ttl / 2) // a renewal or two before the stop
 
 	// SIGTERM the leader; poll the others until one is an established
@@ -106,6 +114,20 @@ func TestLeaderSIGTERMHandsOverLeadership(t *testing.T) {
 	if log, _ := os.ReadFile(old.logPath); !strings.Contains(string(log), "leadership_handed_over") {
 		t.Errorf("%s exited without handing leadership over; its log ends:\n%s", old.id, tail(old.logPath, 15))
 	}
+
+	dead, _, err := cl.Leases().Get(ctx, "abandoned", nil)
+	read := time.Now()
+	if err != nil || !dead.HasExpiresIn {
+		t.Fatalf("read of the abandoned lease on the new leader: %+v, %v", dead, err)
+	}
+	leftAtStop := deadTTL - sent.Sub(deadMeta.SentAt)
+	if most := leftAtStop + leftAtStop/10 + 50*time.Millisecond; dead.ExpiresIn > most {
+		t.Errorf("the new leader gave the abandoned lease %v, want at most %v (%v left at the SIGTERM, plus a tenth): it was restarted at a full TTL", dead.ExpiresIn, most, leftAtStop)
+	}
+	if least := deadTTL - read.Sub(deadMeta.SentAt); dead.ExpiresIn < least {
+		t.Errorf("the new leader gave the abandoned lease %v, want at least %v: it would free before its end on the old leader", dead.ExpiresIn, least)
+	}
+	t.Logf("abandoned lease: %v left on the new leader (%v left at the SIGTERM, TTL %v)", dead.ExpiresIn.Round(time.Millisecond), leftAtStop.Round(time.Millisecond), deadTTL)
 
 	// A new acquisition succeeds on the new leader, and the holder keeps
 	// renewing through a full TTL after the hand-over.

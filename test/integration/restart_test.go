@@ -113,15 +113,7 @@ func TestLeaderKillFailover(t *testing.T) {
 	const holder = "scheduler-1"
 	granted := c.acquire(t, c.followers(old)[0], key, holder, ttl.String(), http.StatusCreated)
 
-	addrs := make([]string, len(c.nodes))
-	for i, nd := range c.nodes {
-		addrs[i] = nd.httpAddr
-	}
-	h := &renewer{c: c, addrs: addrs, key: key, holder: holder, token: granted.Token, interval: ttl / 3, stop: make(chan struct{})}
-	h.wg.Add(1)
-	go h.run()
-	stopRenewer := sync.OnceFunc(func() { close(h.stop); h.wg.Wait() })
-	t.Cleanup(stopRenewer)
+	h, stopRenewer := c.startRenewer(t, key, holder, granted.Token, ttl/3)
 
 	poll.WaitFor(t, 10*time.Second, func() error {
 		s := h.snapshot()
@@ -220,6 +212,18 @@ func TestLeaderKillFailover(t *testing.T) {
 	if got := c.leader(t); got != l {
 		t.Errorf("leader after the rejoin: %s, want %s unchanged", c.nodes[got].id, leaderID)
 	}
+}
+
+// startRenewer starts a renewer of key through every node's address, and
+// returns it with the function that stops it (also called at the test's
+// end).
+func (c *cluster) startRenewer(t *testing.T, key, holder string, token uint64, interval time.Duration) (*renewer, func()) {
+	h := &renewer{c: c, addrs: c.httpAddrs(), key: key, holder: holder, token: token, interval: interval, stop: make(chan struct{})}
+	h.wg.Add(1)
+	go h.run()
+	stop := sync.OnceFunc(func() { close(h.stop); h.wg.Wait() })
+	t.Cleanup(stop)
+	return h, stop
 }
 
 // renewer renews one lease every interval, sending each renewal to the next

@@ -16,7 +16,10 @@ const (
 	tagUnsafeRenew  = "tenure_unsafe_renew"
 	tagUnsafeKeep   = "tenure_unsafe_keep"
 	tagUnsafeRounds = "tenure_unsafe_rounds"
-	tagNoFence      = "jepsen_nofence"
+	// tagUnsafeHandover: a stopping leader hands its leases over with no
+	// time left.
+	tagUnsafeHandover = "tenure_unsafe_handover"
+	tagNoFence        = "jepsen_nofence"
 )
 
 // builder compiles the server and the agent once per set of tags.

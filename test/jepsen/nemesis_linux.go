@@ -209,6 +209,16 @@ func init() {
 		l, _ := w.pickLeader(ctx, rng)
 		return []*proc{l}
 	}))
+	// stop-leader: SIGTERM to the leader, which hands leadership and its
+	// leases' remaining times over before it exits (ADR 0018); restarted
+	// after the hold.
+	addNemesis(nemesis{name: "stop-leader", minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		l, _ := w.pickLeader(ctx, rng)
+		if err := l.stop(10 * time.Second); err != nil {
+			return nil, "", 0, err
+		}
+		return func() error { return w.restart(l) }, "SIGTERM " + l.name, between(rng, time.Second, 3*time.Second), nil
+	}})
 	addNemesis(killNemesis("kill-all", func(_ context.Context, w *world, _ *rand.Rand) []*proc { return w.servers }))
 	addNemesis(nemesis{name: "transfer", minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 		l, _ := w.pickLeader(ctx, rng)

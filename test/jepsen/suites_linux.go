@@ -5,7 +5,7 @@ import "time"
 // Nemesis pools.
 var (
 	partitionNemeses = []string{"partition-halves", "isolate-leader", "isolate-follower", "bridge", "one-way", "workers-servers", "delay-loss"}
-	processNemeses   = []string{"pause-leader", "pause-follower", "pause-worker", "kill-follower", "kill-leader", "kill-all", "transfer", "snapshot-install", "clock-drift", "corrupt-follower"}
+	processNemeses   = []string{"pause-leader", "pause-follower", "pause-worker", "kill-follower", "kill-leader", "kill-all", "stop-leader", "transfer", "snapshot-install", "clock-drift", "corrupt-follower"}
 	allWorkloads     = []string{"register", "mutex", "elect", "place"}
 )
 
@@ -65,8 +65,15 @@ func controls(servers int) []runConfig {
 		// others elected. stray-transfer makes that overlap, for about
 		// 300ms per fault, at a moment the nemesis chooses; 12 register
 		// processes put reads and writes in it.
-		{Name: "control-rounds-accept-older-answers", Servers: servers, Duration: 40 * time.Second,
+		{Name: "control-rounds-accept-older-answers", Servers: servers, Duration: 60 * time.Second,
 			Nemeses: []string{"stray-transfer"}, Workloads: []string{"register"}, RegisterProcs: 12,
 			ServerTags: []string{tagUnsafeRounds}, Expect: resRegister},
+		// A hand-over that gives every lease no time left
+		// (tenure_unsafe_handover) makes the next leader free the mutex
+		// while its holder, which renewed moments before, still holds it;
+		// a waiting worker takes it at once.
+		{Name: "control-handover-gives-no-time", Servers: servers, Duration: 30 * time.Second,
+			Nemeses: []string{"stop-leader"}, Workloads: []string{"mutex"}, MutexKeys: "mx-0",
+			ServerTags: []string{tagUnsafeHandover}, Expect: resMutex},
 	}
 }

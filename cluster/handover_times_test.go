@@ -1,0 +1,137 @@
+package cluster_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
+)
+
+// shiftedClock is the real monotonic clock plus an offset that a test
+// moves forward, shared by every node: leases age without the test
+// waiting for them.
+type shiftedClock struct {
+	cluster.SystemClock
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *shiftedClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *shiftedClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// expiresIn reads key's time left on the current leader.
+func expiresIn(t *testing.T, c *inproc.Cluster, key string) time.Duration {
+	t.Helper()
+	var left time.Duration
+	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
+		v, err := n.Get(harness.Context(t, 2*time.Second), key, cluster.Linearizable)
+		left = v.ExpiresIn
+		return err
+	}); err != nil {
+		t.Fatalf("read %s on the leader: %v", key, err)
+	}
+	return left
+}
+
+// TestHandoverCarriesLeaseTimesToTheNextLeader: after a graceful hand-over
+// the next leader starts each lease with the time it had left (plus the
+// tenth that covers the clocks' rate difference), not a full TTL; a lease
+// its holder renewed just before the hand-over keeps that renewal. A
+// leader elected after that one, by a crash, restarts leases at a full
+// TTL again: the hand-over's times no longer hold once a leader served.
+func TestHandoverCarriesLeaseTimesToTheNextLeader(t *testing.T) {
+	clock := &shiftedClock{}
+	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) { cfg.Clock = clock }})
+	li := c.Leader()
+	ctx := harness.Context(t, 10*time.Second)
+	const ttl = 10 * time.Second
+	old, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Key: "aged", Holder: "h", TTL: ttl})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	renewedLast, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Key: "renewed", Holder: "h", TTL: ttl})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	clock.Advance(6 * time.Second)
+	if _, err := c.Node(li).Renew(ctx, "renewed", "h", renewedLast.Token); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+
+	frozeBy := time.Now() // the hand-over reads its times after this
+	id, err := c.Node(li).Handover(harness.Context(t, 5*time.Second))
+	if err != nil || id == "" {
+		t.Fatalf("Handover = %q, %v; want a new leader", id, err)
+	}
+	next := c.Leader(li)
+	if c.Peer(next).ID != id {
+		t.Fatalf("leader is %s, Handover named %s", c.Peer(next).ID, id)
+	}
+	// 4 s left when handed over: 4.4 s on the new leader, less the time
+	// the hand-over took; never less than what the old deadline had left.
+	left := expiresIn(t, c, "aged")
+	if least := 4*time.Second - time.Since(frozeBy); left < least || left > 4400*time.Millisecond {
+		t.Errorf("aged lease (token %d) has %v left on the new leader, want at most 4.4s (4s left at the hand-over plus a tenth, not a full %v) and at least the old deadline's %v", old.Token, left, ttl, least)
+	}
+	// Renewed just before: its 10 s plus a tenth, not cut to the TTL.
+	if left := expiresIn(t, c, "renewed"); left <= ttl || left > ttl+ttl/10 {
+		t.Errorf("lease renewed before the hand-over has %v left, want its renewal's 10s plus a tenth", left)
+	}
+
+	// The new leader crashes; the one elected next never saw a hand-over
+	// that still holds: a full TTL.
+	c.Stop(next)
+	third := c.Leader(next)
+	if left := expiresIn(t, c, "aged"); left < 9*time.Second {
+		t.Errorf("after a crash of the leader that took over, %s restarted the lease with %v left, want a full %v", c.Peer(third).ID, left, ttl)
+	}
+}
+
+// TestFailedHandoverVoidsTheLeaseTimes: when the transfer fails, the
+// leader commits a LeaderEstablished after its Handover before it renews
+// again, so that a leader elected later restarts leases at a full TTL: the
+// renewals served after the failed hand-over are not in the Handover.
+func TestFailedHandoverVoidsTheLeaseTimes(t *testing.T) {
+	clock := &shiftedClock{}
+	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
+		cfg.Clock = clock
+		cfg.Transport = dropTimeoutNow{cfg.Transport.(*raft.InmemTransport)}
+	}})
+	li := c.Leader()
+	ctx := harness.Context(t, 10*time.Second)
+	const ttl = 10 * time.Second
+	l, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Key: "a", Holder: "h", TTL: ttl})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	clock.Advance(6 * time.Second)
+	if _, err := c.Node(li).Handover(harness.Context(t, time.Second)); err == nil {
+		t.Fatal("Handover succeeded although the target never campaigned")
+	}
+	// The old leader serves again, and its holder renews: 10 s from here.
+	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
+		_, err := n.Renew(harness.Context(t, 2*time.Second), "a", "h", l.Token)
+		return err
+	}); err != nil {
+		t.Fatalf("renew after the failed hand-over: %v", err)
+	}
+	clock.Advance(3 * time.Second) // 7 s left on the leader that renewed
+	c.Stop(c.Leader())
+	c.Leader(li)
+	if left := expiresIn(t, c, "a"); left < 9*time.Second {
+		t.Errorf("the next leader gave the lease %v, want a full %v: the failed hand-over's 4s was used after a renewal overtook it", left, ttl)
+	}
+}

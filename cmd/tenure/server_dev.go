@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/tenure-io/tenure/cluster"
+)
+
+// devSettings makes s the settings of `tenure server -dev`: one voter
+// that bootstraps itself, named "dev" unless -node-id says otherwise, on
+// the addresses of the flags (loopback by default); runServer puts its
+// data in a new directory in memory (devDataDir) and removes it at exit.
+// A -data-dir,
+// -join or -initial-cluster given with -dev is an error: a dev server
+// keeps nothing and joins nobody.
+func devSettings(s *serverSettings) error {
+	c := &s.cluster
+	switch {
+	case c.DataDir != "":
+		return fmt.Errorf("-dev keeps its state in memory: leave out -data-dir")
+	case len(c.Join) > 0 || len(c.InitialCluster) > 0 || c.BootstrapExpect > 0:
+		return fmt.Errorf("-dev is one server on its own: leave out -join, -initial-cluster and -bootstrap-expect")
+	}
+	if host, _ := os.Hostname(); c.NodeID == host || c.NodeID == "" {
+		c.NodeID = "dev"
+	}
+	c.InitialCluster = []cluster.Peer{{ID: c.NodeID, RaftAddr: c.RaftAddr, HTTPAddr: c.HTTPAddr}}
+	return nil
+}
+
+// devDataDir makes the data dir of a dev server, in memory where the
+// machine has a tmpfs at /dev/shm; the caller removes it at exit.
+func devDataDir() (string, error) {
+	base := os.TempDir()
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		base = "/dev/shm"
+	}
+	dir, err := os.MkdirTemp(base, "tenure-dev-")
+	if err != nil {
+		return "", fmt.Errorf("-dev: %w", err)
+	}
+	return dir, nil
+}

@@ -1,0 +1,237 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/harness"
+)
+
+// needDocker skips t without Docker and docker-compose, or fails it under
+// CI=true, where they must be there.
+func needDocker(t *testing.T) {
+	t.Helper()
+	why := ""
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		why = "docker-compose is not installed"
+	} else if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
+		why = fmt.Sprintf("no Docker daemon (docker info: %v: %s)", err, strings.TrimSpace(string(out)))
+	}
+	if why == "" {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s, and CI=true requires it", why)
+	}
+	t.Skipf("skipping: %s", why)
+}
+
+// dockerImage builds the FROM scratch image of deploy/Dockerfile with a
+// static binary, as `make docker` does, under tag; the test's end removes
+// it.
+func dockerImage(t *testing.T, tag string) {
+	t.Helper()
+	ctxDir := t.TempDir()
+	root := filepath.Join("..", "..")
+	build := exec.Command("go", "build", "-o", filepath.Join(ctxDir, "bin", "tenure"), "./cmd/tenure")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("static build: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("cp", "-r", filepath.Join(root, "deploy"), filepath.Join(ctxDir, "deploy")).CombinedOutput(); err != nil {
+		t.Fatalf("copy deploy/: %v\n%s", err, out)
+	}
+	os.RemoveAll(filepath.Join(ctxDir, "deploy", "check")) // not needed in the image's context
+	if out, err := exec.Command("docker", "build", "-q", "-f", filepath.Join(ctxDir, "deploy", "Dockerfile"), "-t", tag, ctxDir).CombinedOutput(); err != nil {
+		t.Fatalf("docker build: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
+}
+
+// composeRun is one project brought up from a compose file of deploy/.
+type composeRun struct {
+	t       *testing.T
+	file    string
+	project string
+	env     []string
+	addrs   []string // the published HTTP addresses of n1, n2, n3
+}
+
+// upCompose builds the image and brings file up under a project of its
+// own, with the published ports on free loopback ports and env added; the
+// test's end runs down -v.
+func upCompose(t *testing.T, file string, env ...string) *composeRun {
+	t.Helper()
+	project := fmt.Sprintf("tenuretest%d%s", os.Getpid(), strings.NewReplacer(".", "", "-", "").Replace(strings.TrimSuffix(file, ".yml")))
+	tag := "tenure:" + project
+	dockerImage(t, tag)
+	ports, err := harness.FreePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &composeRun{t: t, file: filepath.Join("..", "..", "deploy", file), project: project, env: append(env, "TENURE_IMAGE="+tag)}
+	for i, p := range ports {
+		r.env = append(r.env, fmt.Sprintf("TENURE_N%d_PORT=%d", i+1, p))
+		r.addrs = append(r.addrs, fmt.Sprintf("127.0.0.1:%d", p))
+	}
+	t.Cleanup(func() {
+		if out, err := r.cmd("down", "-v", "--remove-orphans").CombinedOutput(); err != nil {
+			t.Errorf("docker-compose down -v: %v\n%s", err, out)
+		}
+	})
+	r.run("up", "-d")
+	return r
+}
+
+func (r *composeRun) cmd(args ...string) *exec.Cmd {
+	cmd := exec.Command("docker-compose", append([]string{"-p", r.project, "-f", r.file}, args...)...)
+	cmd.Env = append(os.Environ(), r.env...)
+	return cmd
+}
+
+// run runs docker-compose with args and fails the test if it fails.
+func (r *composeRun) run(args ...string) {
+	r.t.Helper()
+	if out, err := r.cmd(args...).CombinedOutput(); err != nil {
+		r.t.Fatalf("docker-compose %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// exercise acquires and renews a lease from the host through c, stops the
+// leader's container (SIGTERM: it hands over), checks that the lease and
+// its token survive and a new leader serves, starts it again and checks,
+// through get (a stale read of the lease on one server), that it has the
+// lease back.
+func (r *composeRun) exercise(c *client.Client, get func(addr string) (*client.LeaseInfo, error)) {
+	t := r.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var lease *client.LeaseInfo
+	poll.WaitFor(t, time.Minute, func() error { // the three bootstrap together
+		var err error
+		lease, _, err = c.Leases().Acquire(ctx, "compose-k", client.AcquireRequest{Holder: c.Holder(), TTL: 20 * time.Second})
+		return err
+	})
+	if _, _, err := c.Leases().Renew(ctx, "compose-k", c.Holder(), lease.Token); err != nil {
+		t.Fatalf("renew: %v", err)
+	}
+	st, _, err := c.Status(ctx)
+	if err != nil || st.LeaderID == "" {
+		t.Fatalf("status: %+v, %v", st, err)
+	}
+	leader := st.LeaderID // n1, n2 or n3: the compose service names
+
+	r.run("stop", leader)
+	var now *client.NodeStatus
+	poll.WaitFor(t, 30*time.Second, func() error {
+		s, _, err := c.Status(ctx)
+		if err == nil && (s.LeaderID == "" || s.LeaderID == leader) {
+			err = fmt.Errorf("leader %q", s.LeaderID)
+		}
+		now = s
+		return err
+	})
+	got, _, err := c.Leases().Get(ctx, "compose-k", nil)
+	if err != nil || got.State != client.StateHeld || got.Token != lease.Token {
+		t.Errorf("lease after stopping leader %s: %+v, %v; want held with token %d", leader, got, err, lease.Token)
+	}
+	if _, _, err := c.Leases().Renew(ctx, "compose-k", c.Holder(), lease.Token); err != nil {
+		t.Errorf("renew on the new leader %s: %v", now.LeaderID, err)
+	}
+	t.Logf("stopped %s; %s leads", leader, now.LeaderID)
+
+	r.run("start", leader)
+	stopped := r.addrs[int(leader[1]-'1')]
+	poll.WaitFor(t, time.Minute, func() error {
+		back, err := get(stopped)
+		if err == nil && (back.Token != lease.Token || back.State != client.StateHeld) {
+			err = fmt.Errorf("lease on the restarted %s: %+v; want held with token %d", leader, back, lease.Token)
+		}
+		return err
+	})
+}
+
+// TestDockerCompose brings deploy/docker-compose.yml up on the image
+// built from this tree and exercises it from the host with the Go client
+// (composeRun.exercise); down -v removes it all.
+func TestDockerCompose(t *testing.T) {
+	needDocker(t)
+	r := upCompose(t, "docker-compose.yml")
+	cfg := client.DefaultConfig()
+	cfg.Addresses, cfg.Holder = r.addrs, "compose-test"
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.exercise(c, func(addr string) (*client.LeaseInfo, error) {
+		cfg := client.DefaultConfig()
+		cfg.Addresses, cfg.Holder, cfg.Timeout = []string{addr}, "compose-test", 5*time.Second
+		one, err := client.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		l, _, err := one.Leases().Get(context.Background(), "compose-k", &client.QueryOptions{Stale: true})
+		return l, err
+	})
+}
+
+// TestDockerComposeSecure does the same with deploy/docker-compose.secure.yml:
+// mutual TLS, gossip encryption and ACLs, with certificates made by
+// `tenure tls` and a key by `tenure keygen`, the ACLs bootstrapped from
+// the host.
+func TestDockerComposeSecure(t *testing.T) {
+	needDocker(t)
+	p := newTestPKI(t)
+	for _, n := range []string{"n1", "n2", "n3"} {
+		mustRunTenure(t, nil, "tls", "cert", "create", "-server", "-node-id", n, "-additional-dnsname", n, "-additional-ipaddress", "127.0.0.1", "-dir", p.dir, "-days", "2")
+	}
+	certFile, keyFile := p.client(t, "app")
+	// The servers run as uid 65532: let them read the files.
+	files, _ := filepath.Glob(filepath.Join(p.dir, "*.pem"))
+	for _, f := range files {
+		if err := os.Chown(f, 65532, 65532); err != nil {
+			t.Fatalf("chown %s: %v", f, err)
+		}
+	}
+	key := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+	r := upCompose(t, "docker-compose.secure.yml", "TENURE_TLS_DIR="+p.dir, "TENURE_GOSSIP_KEY="+key)
+	var https []string
+	for _, a := range r.addrs {
+		https = append(https, "https://"+a)
+	}
+	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	var boot *client.ACLToken
+	poll.WaitFor(t, time.Minute, func() error {
+		var err error
+		boot, err = tlsClient(t, "admin", tc, https...).ACL().Bootstrap(context.Background())
+		return err
+	})
+	cfg := client.DefaultConfig()
+	cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS = https, "compose-test", boot.SecretID, tc
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := tlsClient(t, "no-token", tc, https...).Status(context.Background()); err == nil {
+		t.Error("status without an ACL token succeeded")
+	}
+	r.exercise(c, func(addr string) (*client.LeaseInfo, error) {
+		cfg := client.DefaultConfig()
+		cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS, cfg.Timeout = []string{"https://" + addr}, "compose-test", boot.SecretID, tc, 5*time.Second
+		one, err := client.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		l, _, err := one.Leases().Get(context.Background(), "compose-k", &client.QueryOptions{Stale: true})
+		return l, err
+	})
+}
