@@ -120,22 +120,37 @@ func (n *Node) handOverLeaseTimes(term uint64) (uint64, error) {
 // frozen, Promote included, until no later leader can use the Handover
 // with renewals it does not know: when this node no longer leads (it
 // writes a LeaderEstablished before it serves again), or once it has
-// committed a LeaderEstablished of its own after the Handover. If that
-// cannot be committed, renewals stay refused until this node establishes
-// again or stops leading.
+// committed a LeaderEstablished of its own after the Handover. Raft
+// refuses entries until its transfer's TimeoutNow returns, which may be
+// after the transfer has failed, so the LeaderEstablished is retried for
+// up to HandoverTimeout; if it still cannot be committed, renewals stay
+// refused until this node establishes again or stops leading (a stopping
+// server stops anyway).
 func (n *Node) endHandover(gen uint64) {
-	if !n.IsLeader() {
-		n.lessor.UnfreezeIf(gen)
-		return
+	deadline := time.Now().Add(n.cfg.HandoverTimeout())
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		if !n.IsLeader() {
+			n.lessor.UnfreezeIf(gen)
+			return
+		}
+		p := n.leading.Load()
+		if p == nil {
+			return // establishing: establish unfreezes once its entry follows the Handover
+		}
+		_, err := n.applyCommand(fsm.LeaderEstablished{Term: p.term})
+		if err == nil {
+			n.lessor.UnfreezeIf(gen)
+			n.log.Info("handover_voided", "term", p.term)
+			return
+		}
+		if !errors.Is(err, ErrNotReady) || time.Now().Add(wait).After(deadline) {
+			n.log.Warn("handover_not_voided", "error", err)
+			return
+		}
+		select {
+		case <-time.After(wait):
+		case <-n.shutdownCh:
+			return
+		}
 	}
-	p := n.leading.Load()
-	if p == nil {
-		return // establishing: establish unfreezes once its entry follows the Handover
-	}
-	if _, err := n.applyCommand(fsm.LeaderEstablished{Term: p.term}); err != nil {
-		n.log.Warn("handover_not_voided", "error", err)
-		return
-	}
-	n.lessor.UnfreezeIf(gen)
-	n.log.Info("handover_voided", "term", p.term)
 }

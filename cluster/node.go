@@ -467,6 +467,10 @@ func (n *Node) applyCommand(cmd fsm.Command) (any, error) {
 		if errors.Is(err, raft.ErrRaftShutdown) {
 			return nil, ErrShutdown
 		}
+		if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			// Refused before it was appended: nothing happened.
+			return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
+		}
 		return nil, fmt.Errorf("%w: %w", ErrLeadershipLost, err)
 	}
 	if err, ok := f.Response().(error); ok {
