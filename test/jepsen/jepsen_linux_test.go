@@ -85,6 +85,16 @@ func TestJepsen(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %s (seed %d): %v\nresults: %s", cfg.Name, cfg.Seed, err, cfg.Dir)
 		}
+		for attempt := 2; cfg.Expect != "" && attempt <= cfg.Attempts && !slices.Contains(o.violations(), cfg.Expect); attempt++ {
+			table = append(table, o)
+			t.Logf("%s", o.row())
+			t.Logf("negative control %s: %q found nothing on seed %d; attempt %d of %d on the next seed", cfg.Name, cfg.Expect, cfg.Seed, attempt, cfg.Attempts)
+			cfg.Seed++
+			cfg.Dir = filepath.Join(root, fmt.Sprintf("%s-attempt%d", cfg.Name, attempt))
+			if o, err = runOne(ctx, cfg, b, log.Named(cfg.Name)); err != nil {
+				t.Fatalf("run %s (seed %d): %v\nresults: %s", cfg.Name, cfg.Seed, err, cfg.Dir)
+			}
+		}
 		table = append(table, o)
 		v := o.violations()
 		switch {

@@ -33,6 +33,10 @@ type runConfig struct {
 	// Expect names the checker that must report a violation (a negative
 	// control); empty means every checker must pass.
 	Expect string
+	// Attempts is how many runs, each on the next seed, a negative control
+	// whose bug shows only when the workload's operations fall in a short
+	// window of the fault gets before its miss is an error (default 1).
+	Attempts int
 	// MutexKeys are the keys the mutex workers contend for.
 	MutexKeys string
 	// RegisterProcs is how many operations the register agent keeps in

@@ -64,10 +64,13 @@ func controls(servers int) []runConfig {
 		// reads, but only while its Raft still says Leader after the
 		// others elected. stray-transfer makes that overlap, for about
 		// 300ms per fault, at a moment the nemesis chooses; 12 register
-		// processes put reads and writes in it.
+		// processes put reads and writes in it. A stale read needs a write
+		// acknowledged by the new leader and then a read on the old one,
+		// both inside that window: about nine faults in 60s miss it now
+		// and then, so the control gets three schedules.
 		{Name: "control-rounds-accept-older-answers", Servers: servers, Duration: 60 * time.Second,
 			Nemeses: []string{"stray-transfer"}, Workloads: []string{"register"}, RegisterProcs: 12,
-			ServerTags: []string{tagUnsafeRounds}, Expect: resRegister},
+			ServerTags: []string{tagUnsafeRounds}, Expect: resRegister, Attempts: 3},
 		// A hand-over that gives every lease no time left
 		// (tenure_unsafe_handover) makes the next leader free the mutex
 		// while its holder, which renewed moments before, still holds it;
