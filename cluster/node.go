@@ -69,6 +69,9 @@ type Node struct {
 	// membersChanged is signalled on every gossip membership change.
 	membersChanged chan struct{}
 
+	// restore holds writes back while a snapshot is restored (restore.go).
+	restore restoreGate
+
 	notifyCh   chan bool
 	failed     chan error
 	shutdownCh chan struct{}
@@ -462,7 +465,10 @@ func (n *Node) confirmLeadership() (uint64, error) {
 // applyCommand proposes cmd through Raft and waits for the state machine's
 // answer. Commands of the leader are never forwarded to another node.
 func (n *Node) applyCommand(cmd fsm.Command) (any, error) {
-	f := n.raft.Apply(fsm.Encode(cmd), 0)
+	f, err := n.enqueue(fsm.Encode(cmd))
+	if err != nil {
+		return nil, err
+	}
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrRaftShutdown) {
 			return nil, ErrShutdown

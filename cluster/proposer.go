@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,9 @@ type proposer struct {
 	timeouts chan *op
 	cancels  chan *op
 	stopped  chan struct{}
+	// halted is closed by halt: run returns, as if leadership were lost.
+	halted   chan struct{}
+	haltOnce sync.Once
 
 	// waiting counts the queued blocking acquirers, for metrics.
 	waiting atomic.Int64
@@ -51,6 +55,10 @@ type proposer struct {
 	// key is free by the next build, its first waiter gets it.
 	kicked map[string]struct{}
 }
+
+// halt makes run return, failing what is queued, while the node still
+// leads: its leader establishes again (Node.lead).
+func (p *proposer) halt() { p.haltOnce.Do(func() { close(p.halted) }) }
 
 // op is one write waiting for its outcome.
 type op struct {
@@ -86,6 +94,7 @@ func newProposer(p *proposer) *proposer {
 	p.timeouts = make(chan *op, 64)
 	p.cancels = make(chan *op, 64)
 	p.stopped = make(chan struct{})
+	p.halted = make(chan struct{})
 	p.waiters = make(map[string][]*op)
 	p.kicked = make(map[string]struct{})
 	if p.maxWaiters <= 0 {
@@ -141,6 +150,15 @@ func (p *proposer) submitOp(ctx context.Context, o *op) opResult {
 
 func (p *proposer) run(ctx context.Context, clock Clock) {
 	defer p.failAll()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.halted:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	timer := clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -1,0 +1,131 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+)
+
+// TestRestoreNeverLowersTheTokenCounter: a backup restored into the
+// cluster it came from, after more grants, keeps the cluster's counter;
+// into a new cluster, the backup's. Either way the restored state has the
+// running cluster's id and the target's index and term, and a machine
+// restored from it hands out a token above both counters.
+func TestRestoreNeverLowersTheTokenCounter(t *testing.T) {
+	n := newNode(t)
+	n.one(ClusterID{ID: "old"})
+	n.one(acquire("a", "h1"))
+	n.one(acquire("b", "h2"))
+	backup := n.m.Backup()
+	for _, k := range []string{"c", "d", "e"} {
+		n.one(acquire(k, "h3"))
+	}
+	since := n.m.LastToken() // 5: three more grants after the backup
+
+	info, err := InspectSnapshot(backup)
+	if err != nil {
+		t.Fatalf("inspect: %v", err)
+	}
+	if info.LastToken != 2 || info.Leases != 2 || info.Held != 2 || info.ClusterID != "old" || info.Size != len(backup) {
+		t.Fatalf("inspect = %+v, want last token 2, 2 leases held, cluster old, size %d", info, len(backup))
+	}
+
+	for _, tc := range []struct {
+		name      string
+		target    RestoreTarget
+		wantToken uint64
+	}{
+		{"same cluster, after more grants", RestoreTarget{LastToken: since, ClusterID: "old", Index: 100, Term: 7}, since},
+		{"a new cluster", RestoreTarget{LastToken: 0, ClusterID: "new", Index: 3, Term: 2}, 2},
+		{"an operator's floor", RestoreTarget{LastToken: 1000, ClusterID: "new", Index: 3, Term: 2}, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, orig, err := PrepareRestore(backup, tc.target)
+			if err != nil {
+				t.Fatalf("PrepareRestore: %v", err)
+			}
+			if orig.LastToken != 2 {
+				t.Errorf("original's info: last token %d, want 2", orig.LastToken)
+			}
+			got, err := InspectSnapshot(out)
+			if err != nil {
+				t.Fatalf("inspect the prepared snapshot: %v", err)
+			}
+			if got.LastToken != tc.wantToken || got.ClusterID != tc.target.ClusterID || got.Index != tc.target.Index || got.Term != tc.target.Term || got.Held != 2 {
+				t.Fatalf("prepared = %+v, want last token %d, cluster %s, index %d, term %d, 2 held", got, tc.wantToken, tc.target.ClusterID, tc.target.Index, tc.target.Term)
+			}
+			m := New()
+			if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			r := &node{t: t, m: m, index: tc.target.Index, term: tc.target.Term}
+			if res := r.one(acquire("f", "h4")); res.Lease == nil || res.Lease.Token != tc.wantToken+1 {
+				t.Fatalf("first grant after the restore: %+v, want token %d", res, tc.wantToken+1)
+			}
+			if l := m.Get("c"); l != nil && l.Held {
+				t.Fatalf("key c, acquired after the backup, is held after the restore: %+v", l)
+			}
+		})
+	}
+}
+
+// TestPrepareRestoreRefusesDamage: a damaged or truncated snapshot is
+// refused with ErrBadSnapshot before anything is restored.
+func TestPrepareRestoreRefusesDamage(t *testing.T) {
+	n := newNode(t)
+	n.one(acquire("a", "h1"))
+	backup := n.m.Backup()
+	to := RestoreTarget{LastToken: 1, ClusterID: "c", Index: 10, Term: 2}
+	flipped := bytes.Clone(backup)
+	flipped[len(flipped)/2] ^= 0x01
+	for name, b := range map[string][]byte{
+		"a flipped bit":  flipped,
+		"truncated":      backup[:len(backup)-1],
+		"empty":          nil,
+		"not a snapshot": []byte("{\"leases\": []}"),
+	} {
+		if _, _, err := PrepareRestore(b, to); !errors.Is(err, ErrBadSnapshot) {
+			t.Errorf("%s: err = %v, want ErrBadSnapshot", name, err)
+		}
+		if _, err := InspectSnapshot(b); !errors.Is(err, ErrBadSnapshot) {
+			t.Errorf("inspect %s: err = %v, want ErrBadSnapshot", name, err)
+		}
+	}
+	if _, _, err := PrepareRestore(backup, RestoreTarget{}); err == nil {
+		t.Error("PrepareRestore to index 0: no error")
+	}
+}
+
+// TestRestoreKeepsWhatIsHeldNow: a lease held when the restore runs stays
+// with its holder and token, whatever the snapshot says of its key (free
+// there, absent, or held by someone else); keys the snapshot holds and
+// nobody holds now are held again.
+func TestRestoreKeepsWhatIsHeldNow(t *testing.T) {
+	n := newNode(t)
+	n.one(acquire("a", "h1")) // token 1, in the backup
+	n.one(acquire("b", "h2")) // token 2, in the backup, released since
+	backup := n.m.Backup()
+	n.one(Release{Key: "a", Holder: "h1", Token: 1})
+	n.one(acquire("a", "h9")) // token 3: a changed hands after the backup
+	n.one(acquire("c", "h3")) // token 4: c is new
+	n.one(Release{Key: "b", Holder: "h2", Token: 2})
+
+	out, _, err := PrepareRestore(backup, RestoreTarget{LastToken: n.m.LastToken(), Index: 50, Term: 3, Held: n.m.Held()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]struct {
+		holder string
+		token  uint64
+	}{"a": {"h9", 3}, "b": {"h2", 2}, "c": {"h3", 4}} {
+		l := m.Get(key)
+		if l == nil || !l.Held || l.Holder != want.holder || l.Token != want.token {
+			t.Errorf("%s after the restore: %+v, want held by %s with token %d", key, l, want.holder, want.token)
+		}
+	}
+}
