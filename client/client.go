@@ -218,6 +218,12 @@ type request struct {
 	unsafeRetry bool
 	// timeout, when positive, replaces Config.Timeout for this call.
 	timeout time.Duration
+	// raw, when not nil, is sent as it is (application/octet-stream)
+	// instead of body.
+	raw []byte
+	// maxAnswer, when positive, replaces maxResponseBytes; an answer
+	// longer than that is an error.
+	maxAnswer int64
 }
 
 // response is a successful (2xx) answer.
@@ -239,8 +245,8 @@ func (c *Client) attemptTimeout(r *request) time.Duration {
 // answer, a non-retryable error, or ctx is done, or it runs out of retries
 // (mayRetry). A non-retryable answer is returned as *APIError.
 func (c *Client) do(ctx context.Context, r *request) (*response, error) {
-	var body []byte
-	if r.body != nil {
+	body := r.raw
+	if r.body != nil && body == nil {
 		var err error
 		if body, err = json.Marshal(r.body); err != nil {
 			return nil, fmt.Errorf("encode request: %w", err)
@@ -317,7 +323,9 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "tenure-go-client/1")
-	if body != nil {
+	if r.raw != nil {
+		req.Header.Set("Content-Type", "application/octet-stream")
+	} else if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.cfg.Token != "" {
@@ -331,9 +339,16 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	}
 	defer hr.Body.Close()
 	leaderHdr := hr.Header.Get(HeaderLeaderAddr)
-	data, err := io.ReadAll(io.LimitReader(hr.Body, maxResponseBytes))
+	limit := int64(maxResponseBytes)
+	if r.maxAnswer > 0 {
+		limit = r.maxAnswer
+	}
+	data, err := io.ReadAll(io.LimitReader(hr.Body, limit+1))
 	if err != nil {
 		return nil, leaderHdr, &transportError{err: fmt.Errorf("read answer: %w", err)}
+	}
+	if int64(len(data)) > limit {
+		return nil, leaderHdr, fmt.Errorf("answer of %s %s exceeds %d bytes", r.method, r.path, limit)
 	}
 	if hr.StatusCode < 200 || hr.StatusCode > 299 {
 		return nil, leaderHdr, decodeAPIError(hr, data)

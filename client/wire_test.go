@@ -18,7 +18,7 @@ var wireTypes = []any{
 	PromoteResult{}, DrainResult{}, WorkerList{},
 	KeyControlEdit{},
 	PromoteResult{}, EventList{}, CompactedBody{},
-	RevokeResult{}, revokedLeaseJSON{},
+	RevokeResult{}, revokedLeaseJSON{}, RestoreResult{},
 }
 
 // jsonNames collects the JSON field names of t and of the structs it holds.

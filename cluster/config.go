@@ -125,6 +125,13 @@ type Config struct {
 	// clock from when it saw the key free, or from its promotion for keys
 	// free by then. Keys of groups are kept. 0 keeps every record.
 	FreeKeyRetention time.Duration
+	// BackupDir, if set, is where the leader writes a backup of the whole
+	// state (Backup) every BackupInterval, keeping the BackupKeep newest
+	// (backups.go). Only the leader writes: each server writes to its own
+	// BackupDir while it leads.
+	BackupDir      string
+	BackupInterval time.Duration
+	BackupKeep     int
 	// freeKeySweep is how often the leader looks for records to forget;
 	// 0 derives it from FreeKeyRetention (a tenth, between 10ms and a
 	// minute). Tests set it through export_test.go.
@@ -201,6 +208,8 @@ func DefaultConfig() Config {
 		BalanceDebounce:   500 * time.Millisecond,
 		BalanceSettle:     3 * time.Second,
 		FreeKeyRetention:  24 * time.Hour,
+		BackupInterval:    time.Hour,
+		BackupKeep:        24,
 		DefaultStuckGrace: defaultStuckGrace,
 		StuckCheck:        time.Second,
 		ACLDefaultPolicy:  ACLDeny,
@@ -345,6 +354,12 @@ func (c Config) Validate() error {
 	}
 	if c.FreeKeyRetention < 0 {
 		bad("free-key-retention: %v is negative (0 keeps free keys for ever)", c.FreeKeyRetention)
+	}
+	if c.BackupDir != "" && (c.BackupInterval < time.Second || c.BackupInterval > 7*24*time.Hour) {
+		bad("backup-interval: %v is outside [1s, 168h]", c.BackupInterval)
+	}
+	if c.BackupDir != "" && (c.BackupKeep < 1 || c.BackupKeep > 10000) {
+		bad("backup-keep: %d is outside [1, 10000]", c.BackupKeep)
 	}
 	if c.DefaultStuckGrace < MinStuckGrace || c.DefaultStuckGrace > MaxStuckGrace {
 		bad("stuck-grace: %v is outside [%v, %v]", c.DefaultStuckGrace, MinStuckGrace, MaxStuckGrace)

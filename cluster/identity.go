@@ -58,8 +58,15 @@ func WriteIdentity(dataDir string, id Identity) error {
 		return err
 	}
 	b = append(b, '\n')
-	path := filepath.Join(dataDir, IdentityFile)
-	tmp, err := os.CreateTemp(dataDir, IdentityFile+".tmp-*")
+	return WriteFileDurably(filepath.Join(dataDir, IdentityFile), b, 0o644)
+}
+
+// WriteFileDurably writes b to path through a temporary file of the same
+// directory, synced, renamed over path, and the directory synced: path is
+// the old file or the whole new one, also after a crash.
+func WriteFileDurably(path string, b []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -75,10 +82,13 @@ func WriteIdentity(dataDir string, id Identity) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if err := os.Chmod(tmp.Name(), perm); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return syncDir(dataDir)
+	return syncDir(dir)
 }
 
 // syncDir makes a rename in dir durable.

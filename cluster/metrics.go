@@ -18,6 +18,8 @@ type metrics struct {
 	batchSize     prometheus.Histogram
 	verifyLatency prometheus.Histogram
 	leaderChanges prometheus.Counter
+	backups       *prometheus.CounterVec
+	lastBackup    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
@@ -52,6 +54,12 @@ func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
 		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tenure_leader_changes_total", Help: "Times this node gained or lost leadership.",
 		}),
+		backups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_backups_total", Help: "Scheduled backups (-backup-dir) this node tried as leader, by result.",
+		}, []string{"result"}),
+		lastBackup: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tenure_last_backup_timestamp_seconds", Help: "Unix time of this node's last backup written to -backup-dir (0: none yet).",
+		}),
 	}
 	if reg == nil {
 		return m
@@ -60,7 +68,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
 		Name: "tenure_leases", Help: "Keys in the local state machine, by state.",
 	}, []string{"state"})
 	reg.MustRegister(m.acquisitions, m.releases, m.expiries, m.conflicts, m.renewals,
-		m.applyLatency, m.batchSize, m.verifyLatency, m.leaderChanges,
+		m.applyLatency, m.batchSize, m.verifyLatency, m.leaderChanges, m.backups, m.lastBackup,
 		&stateCollector{n: n, leases: leases}, &connCollector{n: n},
 	)
 	return m

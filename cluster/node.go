@@ -109,6 +109,10 @@ func New(cfg Config) (*Node, error) {
 	n.wg.Add(2)
 	go n.recordClusterID(n.identity, time.Second)
 	go n.leaderLoop()
+	if cfg.BackupDir != "" {
+		n.wg.Add(1)
+		go n.runBackups()
+	}
 	if cfg.GossipAddr != "" {
 		kr, err := loadKeyring(cfg.DataDir, cfg.GossipKey)
 		if err != nil {

@@ -34,7 +34,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		writeError(w, badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes)))
+		writeError(w, badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", bodyLimit(r))))
 		return
 	}
 	target := s.cfg.ForwardScheme + "://" + addr + r.URL.EscapedPath()

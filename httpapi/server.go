@@ -153,6 +153,8 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/acl/policy/{name}", s.leader(s.guard(onCluster(fsm.RightACL), s.aclSetPolicy))).Methods(http.MethodPut)
 	r.Handle("/v1/acl/policy/{name}", s.leader(s.guard(onCluster(fsm.RightACL), s.aclDeletePolicy))).Methods(http.MethodDelete)
 	// Local answers.
+	r.Handle("/v1/snapshot", s.leader(s.guard(onCluster(fsm.RightOperator), s.saveSnapshot))).Methods(http.MethodGet)
+	r.Handle("/v1/snapshot", s.leader(s.guard(onCluster(fsm.RightOperator), s.restoreSnapshot))).Methods(http.MethodPut)
 	r.Handle("/v1/operator/snapshot", s.local(onCluster(fsm.RightOperator), plain(s.snapshot))).Methods(http.MethodPost)
 	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.keyring)).Methods(http.MethodGet)
 	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.changeKeyring)).Methods(http.MethodPost)
@@ -193,7 +195,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if addr := s.node.LeaderHTTPAddr(); addr != "" {
 		w.Header().Set(client.HeaderLeaderAddr, addr)
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r))
 	if err := checkQuery(r.URL.RawQuery); err != nil {
 		writeError(w, err)
 		return

@@ -104,9 +104,11 @@ func (e *env) members(ctx context.Context, args []string) int {
 	return exitOK
 }
 
-func (e *env) snapshot(ctx context.Context, args []string) int {
+// snapshotTake is `tenure snapshot take`: the server it reaches (or the
+// leader) writes a Raft snapshot of its own now, which compacts its log.
+func (e *env) snapshotTake(ctx context.Context, args []string) int {
 	var cf clusterFlags
-	fs := e.newFlagSet("snapshot", "snapshot [-http-addr A] [-json]")
+	fs := e.newFlagSet("snapshot take", "snapshot take [-http-addr A] [-json]")
 	cf.register(fs)
 	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
 	if !ok {

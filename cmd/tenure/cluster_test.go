@@ -28,7 +28,7 @@ func TestClusterCommands(t *testing.T) {
 			[]string{"NAME", "w1", "suspect", "capacity=8,groups=[scenes]"}},
 		{"members json", []string{"members", "-json"}, 200, members, "GET", "/v1/members", "",
 			[]string{`"members"`, `"status": "suspect"`}},
-		{"snapshot", []string{"snapshot"}, 200, map[string]any{"id": "4-90-1", "index": 90, "term": 4, "size": 2048},
+		{"snapshot take", []string{"snapshot", "take"}, 200, map[string]any{"id": "4-90-1", "index": 90, "term": 4, "size": 2048},
 			"POST", "/v1/operator/snapshot", "", []string{"Snapshot:", "4-90-1", "Index:", "90", "Term:", "2048 bytes"}},
 		{"remove server", []string{"operator", "remove-server", "n3"}, 200, map[string]any{"id": "n3", "voters": 3, "readmit": "to bring n3 back, start it again with its data dir"},
 			"DELETE", "/v1/operator/servers/n3", "", []string{"Removed server n3 (3 voters left)", "To bring it back: start it again with its data dir"}},

@@ -36,7 +36,7 @@ Commands:
     leases      List, read, acquire, renew, release and revoke leases
     members     List the gossip members: servers and workers
     events      Show, or follow, what changed: leases, groups, controls, drains
-    snapshot    Make the server that answers take a Raft snapshot now
+    snapshot    Save, inspect and restore backups of the whole state
     operator    Operator actions: remove-server, transfer-leader, keyring
     keygen      Print a new gossip encryption key
     groups      Create and inspect groups of keys placed over workers

@@ -1,0 +1,93 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// MaxSnapshotBytes bounds a backup the client reads and a restore the
+// server accepts. A million held leases make a snapshot of about 63 MB.
+const MaxSnapshotBytes = 512 << 20
+
+// SnapshotContents is what a backup holds (tenure snapshot inspect).
+type SnapshotContents struct {
+	// Version is the snapshot format's version.
+	Version uint16 `json:"version"`
+	// Index and Term are the last Raft entry the state includes.
+	Index uint64 `json:"index"`
+	Term  uint64 `json:"term"`
+	// LastToken is the last fencing token handed out.
+	LastToken uint64 `json:"last_token"`
+	// Leases counts the key records, Held those held.
+	Leases int `json:"leases"`
+	Held   int `json:"held"`
+	// Groups, ACLTokens and ACLPolicies count the rest of the state.
+	Groups      int `json:"groups"`
+	ACLTokens   int `json:"acl_tokens"`
+	ACLPolicies int `json:"acl_policies"`
+	// ClusterID is the cluster the state was taken from.
+	ClusterID string `json:"cluster_id"`
+	// Size is the snapshot's length in bytes, CRC32C its checksum.
+	Size   int    `json:"size"`
+	CRC32C uint32 `json:"crc32c"`
+}
+
+// RestoreResult is the answer to a restore: what the snapshot held, and
+// what the cluster holds after it (the cluster's id, a token counter never
+// below the one it had, and the leases held at the restore kept).
+type RestoreResult struct {
+	Snapshot SnapshotContents `json:"snapshot"`
+	Restored SnapshotContents `json:"restored"`
+}
+
+// snapshotTimeout is the time limit of one attempt of a backup or a
+// restore, which move up to MaxSnapshotBytes.
+const snapshotTimeout = 5 * time.Minute
+
+// SaveSnapshot reads a backup of the whole state from the leader, as of a
+// linearizable read: every write acknowledged before the call is in it.
+// The bytes are the snapshot format (with its index, term and CRC-32C)
+// that RestoreSnapshot and `tenure snapshot inspect` read. It needs the
+// operator right.
+func (o *OperatorAPI) SaveSnapshot(ctx context.Context) ([]byte, *Meta, error) {
+	resp, err := o.c.do(ctx, &request{method: http.MethodGet, path: "/v1/snapshot", timeout: snapshotTimeout, maxAnswer: MaxSnapshotBytes})
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp.body, resp.meta, nil
+}
+
+// RestoreSnapshot replaces the state of the whole cluster with a backup
+// that SaveSnapshot made, through Raft: every server takes it. Leases held
+// at the time of the restore keep their holder; every other lease the
+// backup holds restarts with a full TTL; the next token is above every
+// token the cluster handed out, before the backup and since. A backup
+// restored into another cluster (a new one, after a disaster) cannot know
+// the tokens the old cluster handed out after it: pass the old cluster's
+// last token, or a bound above it, as tokenFloor (0 for none). It needs
+// the operator right, and is not retried once it may have started.
+func (o *OperatorAPI) RestoreSnapshot(ctx context.Context, snapshot []byte, tokenFloor uint64) (*RestoreResult, *Meta, error) {
+	if len(snapshot) == 0 {
+		return nil, nil, fmt.Errorf("snapshot: empty")
+	}
+	if len(snapshot) > MaxSnapshotBytes {
+		return nil, nil, fmt.Errorf("snapshot: %d bytes is more than %d", len(snapshot), MaxSnapshotBytes)
+	}
+	r := &request{method: http.MethodPut, path: "/v1/snapshot", raw: snapshot, timeout: snapshotTimeout, unsafeRetry: true}
+	if tokenFloor > 0 {
+		r.query = map[string]string{"token-floor": strconv.FormatUint(tokenFloor, 10)}
+	}
+	resp, err := o.c.do(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out RestoreResult
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode restore answer: %w", err)
+	}
+	return &out, resp.meta, nil
+}

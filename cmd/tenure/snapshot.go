@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+const snapshotUsage = `Usage: tenure snapshot <subcommand> [args]
+
+Subcommands:
+    save FILE               Write a backup of the whole state, read from the
+                            leader (consistent: every acknowledged write is
+                            in it), to FILE; it is checked before FILE is
+                            written
+    inspect FILE            Check a backup (format, checksum, every record)
+                            and print what it holds; needs no server
+    restore [-token-floor N] FILE
+                            Replace the whole cluster's state with a backup,
+                            through Raft (every server takes it). Leases
+                            held now keep their holder; the backup's other
+                            held leases restart with a full TTL; the next
+                            token is above every token handed out before
+                            the backup and since. Restoring into another
+                            cluster: -token-floor is the old cluster's last
+                            token (or more)
+    list [-json] DIR        List the backups a server wrote to its -backup-dir
+                            DIR, oldest first, each checked
+    take                    Make the server that answers take a Raft
+                            snapshot of its own now (compacts its log)
+
+save and restore need the operator right when ACLs are on.
+`
+
+func (e *env) snapshot(ctx context.Context, args []string) int {
+	return e.subcommands(ctx, args, snapshotUsage, map[string]func(context.Context, []string) int{
+		"save":    e.snapshotSave,
+		"inspect": e.snapshotInspect,
+		"restore": e.snapshotRestore,
+		"list":    e.snapshotList,
+		"take":    e.snapshotTake,
+	})
+}
+
+// snapshotSave is `tenure snapshot save FILE`.
+func (e *env) snapshotSave(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	fs := e.newFlagSet("snapshot save", "snapshot save [-http-addr A] [-json] FILE")
+	cf.register(fs)
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	b, _, err := c.Operator().SaveSnapshot(ctx)
+	if err != nil {
+		return e.fail(err)
+	}
+	info, err := fsm.InspectSnapshot(b)
+	if err != nil {
+		return e.fail(fmt.Errorf("the backup read from the cluster is damaged, %s not written: %w", pos[0], err))
+	}
+	if err := cluster.WriteFileDurably(pos[0], b, 0o600); err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(info)
+	}
+	fmt.Fprintf(e.stdout, "Saved %s: %d bytes, index %d, term %d, %d leases (%d held), last token %d\n",
+		pos[0], info.Size, info.Index, info.Term, info.Leases, info.Held, info.LastToken)
+	return exitOK
+}
+
+// snapshotInspect is `tenure snapshot inspect FILE`.
+func (e *env) snapshotInspect(_ context.Context, args []string) int {
+	var asJSON bool
+	fs := e.newFlagSet("snapshot inspect", "snapshot inspect [-json] FILE")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	pos, code, ok := e.parse(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	b, err := readSnapshotFile(pos[0])
+	if err != nil {
+		return e.fail(err)
+	}
+	info, err := fsm.InspectSnapshot(b)
+	if err != nil {
+		return e.fail(fmt.Errorf("%s: %w", pos[0], err))
+	}
+	if asJSON {
+		return e.printJSON(info)
+	}
+	w := e.table()
+	row(w, "File:", pos[0])
+	row(w, "Format version:", info.Version)
+	row(w, "Index:", info.Index)
+	row(w, "Term:", info.Term)
+	row(w, "Cluster:", info.ClusterID)
+	row(w, "Last token:", info.LastToken)
+	row(w, "Leases:", fmt.Sprintf("%d (%d held)", info.Leases, info.Held))
+	row(w, "Groups:", info.Groups)
+	row(w, "ACL tokens:", info.ACLTokens)
+	row(w, "ACL policies:", info.ACLPolicies)
+	row(w, "Size:", fmt.Sprintf("%d bytes", info.Size))
+	row(w, "CRC-32C:", fmt.Sprintf("%08x (checked)", info.CRC))
+	w.Flush()
+	return exitOK
+}
+
+// snapshotRestore is `tenure snapshot restore FILE`.
+func (e *env) snapshotRestore(ctx context.Context, args []string) int {
+	var cf clusterFlags
+	var floor uint64
+	fs := e.newFlagSet("snapshot restore", "snapshot restore [-http-addr A] [-token-floor N] [-json] FILE")
+	cf.register(fs)
+	fs.Uint64Var(&floor, "token-floor", 0, "the next token is above N (the last token of the cluster the backup came from, when it is another)")
+	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	if !ok {
+		return code
+	}
+	b, err := readSnapshotFile(pos[0])
+	if err != nil {
+		return e.fail(err)
+	}
+	if _, err := fsm.InspectSnapshot(b); err != nil {
+		return e.fail(fmt.Errorf("%s: %w; nothing restored", pos[0], err))
+	}
+	res, _, err := c.Operator().RestoreSnapshot(ctx, b, floor)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(res)
+	}
+	fmt.Fprintf(e.stdout, "Restored %s (index %d of cluster %s): %d leases, %d held now, next token above %d\n",
+		pos[0], res.Snapshot.Index, res.Snapshot.ClusterID, res.Restored.Leases, res.Restored.Held, res.Restored.LastToken)
+	return exitOK
+}
+
+// readSnapshotFile reads a backup, refusing one larger than any the
+// cluster would take.
+func readSnapshotFile(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > client.MaxSnapshotBytes {
+		return nil, fmt.Errorf("%s: %d bytes is more than a snapshot can be (%d)", name, st.Size(), client.MaxSnapshotBytes)
+	}
+	b := make([]byte, st.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && st.Size() > 0 {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// snapshotList is `tenure snapshot list DIR`.
+func (e *env) snapshotList(_ context.Context, args []string) int {
+	var asJSON bool
+	fs := e.newFlagSet("snapshot list", "snapshot list [-json] DIR")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	pos, code, ok := e.parse(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	files, err := cluster.ListBackups(pos[0])
+	if err != nil {
+		return e.fail(err)
+	}
+	damaged := 0
+	type entry struct {
+		File  string            `json:"file"`
+		Info  *fsm.SnapshotInfo `json:"info,omitempty"`
+		Error string            `json:"error,omitempty"`
+	}
+	var out []entry
+	for _, f := range files {
+		en := entry{File: f.Path}
+		if f.Err != nil {
+			damaged++
+			en.Error = f.Err.Error()
+		} else {
+			info := f.Info
+			en.Info = &info
+		}
+		out = append(out, en)
+	}
+	if asJSON {
+		if code := e.printJSON(out); code != exitOK {
+			return code
+		}
+	} else {
+		w := e.table()
+		row(w, "FILE", "INDEX", "LEASES", "HELD", "LAST TOKEN", "SIZE", "CHECK")
+		for _, en := range out {
+			if en.Info == nil {
+				row(w, en.File, "-", "-", "-", "-", "-", en.Error)
+				continue
+			}
+			row(w, en.File, en.Info.Index, en.Info.Leases, en.Info.Held, en.Info.LastToken, en.Info.Size, "ok")
+		}
+		w.Flush()
+	}
+	if damaged > 0 {
+		fmt.Fprintf(e.stderr, "error: %d of %d backups in %s do not read back\n", damaged, len(files), pos[0])
+		return exitError
+	}
+	return exitOK
+}

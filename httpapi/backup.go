@@ -1,0 +1,81 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// saveSnapshot answers GET /v1/snapshot: a backup of the whole state, as
+// of a linearizable read on the leader (cluster.Node.Backup).
+func (s *Server) saveSnapshot(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	b, err := s.node.Backup(ctx)
+	if err != nil {
+		return err
+	}
+	info, err := fsm.InspectSnapshot(b)
+	if err != nil {
+		return fmt.Errorf("the backup just made does not read back: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set(client.HeaderIndex, strconv.FormatUint(info.Index, 10))
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(b)
+	if err != nil {
+		s.log.Debug("sending a backup failed", "error", err)
+	}
+	return nil
+}
+
+// restoreSnapshot answers PUT /v1/snapshot[?token-floor=N]: the body, a
+// backup, replaces the cluster's state (cluster.Node.RestoreSnapshot).
+func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
+	var floor uint64
+	if v := r.URL.Query().Get("token-floor"); v != "" {
+		f, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return badRequest(client.CodeInvalidQuery, "token-floor", fmt.Sprintf("token-floor: %q is not a whole number from 0 to %d", v, uint64(1<<64-1)))
+		}
+		floor = f
+	}
+	b, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body: a snapshot of more than %d bytes", client.MaxSnapshotBytes))
+	case err != nil:
+		return badRequest(client.CodeInvalidBody, "body", fmt.Sprintf("body: %v", err))
+	case len(b) == 0:
+		return badRequest(client.CodeInvalidBody, "body", "body: empty; send the bytes of a backup (tenure snapshot save)")
+	}
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	res, err := s.node.RestoreSnapshot(ctx, b, floor)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, client.RestoreResult{Snapshot: contents(res.Snapshot), Restored: contents(res.Restored)})
+	return nil
+}
+
+func contents(i fsm.SnapshotInfo) client.SnapshotContents {
+	return client.SnapshotContents{Version: i.Version, Index: i.Index, Term: i.Term, LastToken: i.LastToken,
+		Leases: i.Leases, Held: i.Held, Groups: i.Groups, ACLTokens: i.ACLTokens, ACLPolicies: i.ACLPolicies,
+		ClusterID: i.ClusterID, Size: i.Size, CRC32C: i.CRC}
+}
+
+// bodyLimit is the largest request body of r's route.
+func bodyLimit(r *http.Request) int64 {
+	if r.Method == http.MethodPut && r.URL.Path == "/v1/snapshot" {
+		return client.MaxSnapshotBytes
+	}
+	return MaxBodyBytes
+}
