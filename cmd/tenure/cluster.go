@@ -142,6 +142,11 @@ Subcommands:
     transfer-leader [ID]    Hand leadership to ID, or to the most up-to-date server
     keyring                 List and rotate the gossip encryption keys
     raft promote ID         Make the non-voting server ID a voter
+    recover -data-dir DIR -node-id ID [-confirm ID]
+                            On a STOPPED server, after a quorum of servers is
+                            lost for good: make it the only voter of its Raft
+                            configuration, keeping its data; start it again,
+                            then join fresh servers to it
 `
 
 func (e *env) operator(ctx context.Context, args []string) int {
@@ -151,6 +156,7 @@ func (e *env) operator(ctx context.Context, args []string) int {
 		"transfer-leader": e.transferLeader,
 		"keyring":         e.keyring,
 		"raft":            e.operatorRaft,
+		"recover":         e.operatorRecover,
 	})
 }
 

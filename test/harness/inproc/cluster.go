@@ -176,6 +176,9 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 // Len is the number of nodes, running or not.
 func (c *Cluster) Len() int { return len(c.peers) }
 
+// Dir returns node i's data dir.
+func (c *Cluster) Dir(i int) string { return c.dirs[i] }
+
 // Peer is node i's identity and addresses.
 func (c *Cluster) Peer(i int) cluster.Peer { return c.peers[i] }
 

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/tenure-io/tenure/cluster"
+)
+
+// recoverInput is where `tenure operator recover` reads the typed
+// confirmation; tests replace it.
+var recoverInput io.Reader = os.Stdin
+
+// operatorRecover is `tenure operator recover`: the peers.json recovery of
+// hashicorp/raft, for a cluster that lost a quorum for good.
+func (e *env) operatorRecover(_ context.Context, args []string) int {
+	var dataDir, nodeID, confirm string
+	fs := e.newFlagSet("operator recover", "operator recover -data-dir DIR -node-id ID [-confirm ID]")
+	fs.StringVar(&dataDir, "data-dir", "", "the data dir of the stopped server to recover (required)")
+	fs.StringVar(&nodeID, "node-id", "", "its node id (required)")
+	fs.StringVar(&confirm, "confirm", "", "the node id again, instead of typing it when asked")
+	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
+		return code
+	}
+	if dataDir == "" {
+		return e.usageError(fs, "-data-dir is required")
+	}
+	if nodeID == "" {
+		return e.usageError(fs, "-node-id is required")
+	}
+	fmt.Fprintf(e.stderr, `WARNING: tenure operator recover makes server %[1]s the ONLY voter of its cluster.
+Use it only when a quorum of servers is lost for good (their disks are gone) and
+%[1]s is stopped. Every entry in its log will count as committed, also writes
+whose clients never got an answer. The lost servers must never start again on
+their old data dirs: wipe them and join them as new servers. Leases held now
+restart with a full TTL when %[1]s starts; tokens never go back.
+`, nodeID)
+	if confirm == "" {
+		fmt.Fprintf(e.stderr, "Type the node id (%s) to go on: ", nodeID)
+		line, err := bufio.NewReader(recoverInput).ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(e.stderr, "\nerror: no confirmation: nothing changed")
+			return exitError
+		}
+		confirm = strings.TrimSpace(line)
+	}
+	if confirm != nodeID {
+		fmt.Fprintf(e.stderr, "error: confirmation %q is not the node id %q: nothing changed\n", confirm, nodeID)
+		return exitError
+	}
+	r, err := cluster.RecoverAlone(dataDir, nodeID, nil)
+	if err != nil {
+		return e.fail(err)
+	}
+	var old []string
+	for _, s := range r.Before.Servers {
+		old = append(old, fmt.Sprintf("%s (%s)", s.ID, s.Address))
+	}
+	fmt.Fprintf(e.stdout, "Recovered %s: it is now the only voter (was: %s).\n", nodeID, strings.Join(old, ", "))
+	fmt.Fprintf(e.stdout, "State: %d leases (%d held), last token %d, cluster %s.\n", r.Leases, r.Held, r.LastToken, r.ClusterID)
+	fmt.Fprintf(e.stdout, "Next: start %s as before; then start fresh servers (empty data dirs) that join it, and remove nothing: the lost servers are already out.\n", nodeID)
+	return exitOK
+}
