@@ -175,6 +175,14 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 	// 2026-11-24-scale.md). Compressed packets of older members are still
 	// read. Workers do the same (client/worker_gossip.go).
 	mc.EnableCompression = false
+	// A server that comes back under its id at another address (a
+	// recreated pod or container) takes its name over at once when it
+	// left gracefully (shutdown leaves), and 5s after it was declared dead
+	// when it crashed, instead of only once the dead member is forgotten
+	// (30s more). Moving it in the Raft configuration still waits for the
+	// leader's own rules (autopilot.go: proof, and silence at the old
+	// address).
+	mc.DeadNodeReclaimTime = 5 * time.Second
 	if cfg.keyring != nil {
 		mc.Keyring = cfg.keyring
 		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
@@ -209,9 +217,15 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 	return g, nil
 }
 
+// shutdown leaves the gossip pool, so that the others mark this member
+// left at once (a recreated server at a new address may take its name
+// over), and stops.
 func (g *gossip) shutdown() {
 	close(g.stop)
 	g.wg.Wait()
+	if err := g.list.Leave(time.Second); err != nil {
+		g.log.Debug("leaving gossip failed", "error", err)
+	}
 	g.list.Shutdown()
 }
 

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,9 +162,84 @@ func (r *composeRun) exercise(c *client.Client, get func(addr string) (*client.L
 	})
 }
 
+// recreateEach recreates the containers one at a time at a new IP (same
+// node id, same volume), as a rolling update of pods does, waiting after
+// each until the leader lists its new Raft address and it has caught up;
+// a lease held with a long TTL keeps its token throughout, and a leader
+// serves after each.
+func (r *composeRun) recreateEach(c *client.Client) {
+	t := r.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	held, _, err := c.Leases().Acquire(ctx, "compose-rolling", client.AcquireRequest{Holder: c.Holder(), TTL: 5 * time.Minute})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	for i := 1; i <= 3; i++ {
+		name, ip := fmt.Sprintf("n%d", i), fmt.Sprintf("172.28.0.%d", 20+i)
+		r.env = append(r.env, fmt.Sprintf("TENURE_N%d_IP=%s", i, ip)) // the last value wins
+		start := time.Now()
+		r.run("up", "-d", "--no-deps", "--force-recreate", name)
+		poll.WaitFor(t, 90*time.Second, func() error {
+			st, _, err := c.Status(ctx)
+			if err != nil {
+				return err
+			}
+			var leader *client.NodeStatus
+			for _, addr := range r.addrs {
+				one, err := r.statusAt(ctx, addr)
+				if err == nil && one.Role == "leader" {
+					leader = one
+				}
+			}
+			if leader == nil {
+				return fmt.Errorf("no leader (status %+v)", st)
+			}
+			moved := false
+			for _, srv := range leader.Servers {
+				if srv.ID == name && srv.RaftAddr == ip+":7501" {
+					moved = true
+				}
+			}
+			if !moved {
+				return fmt.Errorf("leader %s lists %+v, want %s at %s:7501", leader.NodeID, leader.Servers, name, ip)
+			}
+			resp, err := http.Get("http://" + r.addrs[i-1] + "/readyz")
+			if err != nil {
+				return fmt.Errorf("%s after its recreation: /readyz: %v", name, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s after its recreation: /readyz %d %s; want 200", name, resp.StatusCode, body)
+			}
+			return nil
+		})
+		got, _, err := c.Leases().Get(ctx, "compose-rolling", nil)
+		if err != nil || got.State != client.StateHeld || got.Token != held.Token {
+			t.Fatalf("lease after recreating %s at %s: %+v, %v; want held with token %d", name, ip, got, err, held.Token)
+		}
+		t.Logf("recreated %s at %s: back in the cluster after %v", name, ip, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// statusAt reads the status of the server at addr alone.
+func (r *composeRun) statusAt(ctx context.Context, addr string) (*client.NodeStatus, error) {
+	cfg := client.DefaultConfig()
+	cfg.Addresses, cfg.Timeout, cfg.RetryMax = []string{addr}, 3*time.Second, 1
+	one, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	st, _, err := one.Status(ctx)
+	return st, err
+}
+
 // TestDockerCompose brings deploy/docker-compose.yml up on the image
 // built from this tree and exercises it from the host with the Go client
-// (composeRun.exercise); down -v removes it all.
+// (composeRun.exercise), recreates each container in turn at a new IP
+// (composeRun.recreateEach); down -v removes it all.
 func TestDockerCompose(t *testing.T) {
 	needDocker(t)
 	r := upCompose(t, "docker-compose.yml")
@@ -182,6 +259,7 @@ func TestDockerCompose(t *testing.T) {
 		l, _, err := one.Leases().Get(context.Background(), "compose-k", &client.QueryOptions{Stale: true})
 		return l, err
 	})
+	r.recreateEach(c)
 }
 
 // TestDockerComposeSecure does the same with deploy/docker-compose.secure.yml:
