@@ -28,6 +28,9 @@ type restoreGate struct {
 	running sync.Mutex
 }
 
+// restoreTimeout bounds a restore whose context has no deadline.
+const restoreTimeout = 5 * time.Minute
+
 var errRestoring = fmt.Errorf("%w: a snapshot is being restored", ErrNotReady)
 
 // enqueue hands data to Raft unless a restore holds writes back.
@@ -100,7 +103,9 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64)
 	n.restore.mu.Unlock()
 	defer n.restore.on.Store(false)
 	old.halt() // no renewal or expiry from here on: the leader establishes again after
-	timeout := n.cfg.HandoverTimeout()
+	// Raft's restore waits until a quorum has installed the snapshot:
+	// minutes for a large one on a slow network.
+	timeout := restoreTimeout
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}

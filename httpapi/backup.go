@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/fsm"
@@ -56,7 +58,9 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 	case len(b) == 0:
 		return badRequest(client.CodeInvalidBody, "body", "body: empty; send the bytes of a backup (tenure snapshot save)")
 	}
-	ctx, cancel := s.writeCtx(r)
+	// Not the write timeout: the restore waits until a quorum has
+	// installed the snapshot, which takes as long as sending it.
+	ctx, cancel := context.WithTimeout(r.Context(), restoreTimeout)
 	defer cancel()
 	res, err := s.node.RestoreSnapshot(ctx, b, floor)
 	if err != nil {
@@ -71,6 +75,9 @@ func contents(i fsm.SnapshotInfo) client.SnapshotContents {
 		Leases: i.Leases, Held: i.Held, Groups: i.Groups, ACLTokens: i.ACLTokens, ACLPolicies: i.ACLPolicies,
 		ClusterID: i.ClusterID, Size: i.Size, CRC32C: i.CRC}
 }
+
+// restoreTimeout bounds one restore (PUT /v1/snapshot).
+const restoreTimeout = 5 * time.Minute
 
 // bodyLimit is the largest request body of r's route.
 func bodyLimit(r *http.Request) int64 {
