@@ -42,11 +42,16 @@ type SnapshotContents struct {
 type RestoreResult struct {
 	Snapshot SnapshotContents `json:"snapshot"`
 	Restored SnapshotContents `json:"restored"`
+	// Replicated: a quorum of servers had the restored state and the
+	// leader served again when the answer was sent. When false, the
+	// leader had restored it; the others get it as Raft catches them up.
+	Replicated bool `json:"replicated"`
 }
 
 // snapshotTimeout is the time limit of one attempt of a backup or a
-// restore, which move up to MaxSnapshotBytes.
-const snapshotTimeout = 5 * time.Minute
+// restore, which move up to MaxSnapshotBytes: longer than the server's
+// limit of a restore (5 minutes), so that its answer arrives.
+const snapshotTimeout = 10 * time.Minute
 
 // SaveSnapshot reads a backup of the whole state from the leader, as of a
 // linearizable read: every write acknowledged before the call is in it.

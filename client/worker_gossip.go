@@ -57,6 +57,10 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 	// As the servers (cluster/gossip.go): compressing every gossip packet
 	// cost more CPU than all the rest of gossip.
 	mc.EnableCompression = false
+	// As the servers: a member back at a new address under its name (a
+	// server recreated at another IP) is taken at its new address 5s after
+	// it was declared dead, not once forgotten.
+	mc.DeadNodeReclaimTime = 5 * time.Second
 	if kr != nil {
 		mc.Keyring = kr
 		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true

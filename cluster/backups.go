@@ -113,8 +113,15 @@ func (n *Node) writeBackup() (string, fsm.SnapshotInfo, error) {
 	return path, info, WriteFileDurably(path, b, 0o600)
 }
 
-// pruneBackups removes all but the BackupKeep newest backups.
+// pruneBackups removes all but the BackupKeep newest backups, and the
+// temporary files of writes that a crash cut short (this node is the
+// directory's only writer, and none is under way now).
 func (n *Node) pruneBackups() error {
+	if stale, err := filepath.Glob(filepath.Join(n.cfg.BackupDir, "."+backupPrefix+"*"+backupSuffix+".tmp-*")); err == nil {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
 	names, err := backupNames(n.cfg.BackupDir)
 	if err != nil {
 		return err

@@ -29,9 +29,16 @@ type Config struct {
 	// HTTPAddr is the address other nodes forward requests to; it is
 	// announced over gossip.
 	HTTPAddr string
-	// RaftAddr is the Raft TCP bind and advertise address. Ignored when
-	// Transport is set.
+	// RaftAddr is the Raft TCP bind address, and the address announced to
+	// the other servers unless RaftAdvertise is set. A host name is
+	// resolved once, at start. Ignored when Transport is set.
 	RaftAddr string
+	// RaftAdvertise, if set, is the Raft address announced to the other
+	// servers and kept in the Raft configuration, as given: a DNS name is
+	// resolved on each dial, so a server that comes back at another IP
+	// under the same name (a recreated pod or container) is reached there
+	// at once, without a change of the configuration.
+	RaftAdvertise string
 	// GossipAddr is the memberlist bind address. Empty disables gossip:
 	// then InitialCluster must bootstrap the node.
 	GossipAddr string
@@ -268,6 +275,7 @@ func (c Config) Validate() error {
 	}
 	checkAddr("http-addr", c.HTTPAddr, true)
 	checkAddr("raft-addr", c.RaftAddr, c.Transport == nil)
+	checkAddr("raft-advertise", c.RaftAdvertise, false)
 	checkAddr("gossip-addr", c.GossipAddr, false)
 	if host, _, err := net.SplitHostPort(c.GossipAddr); c.GossipAddr != "" && err == nil && net.ParseIP(host) == nil {
 		bad("gossip-addr: %q must be an IP address, not a host name", c.GossipAddr)

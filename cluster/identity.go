@@ -58,7 +58,7 @@ func WriteIdentity(dataDir string, id Identity) error {
 		return err
 	}
 	b = append(b, '\n')
-	return WriteFileDurably(filepath.Join(dataDir, IdentityFile), b, 0o644)
+	return WriteFileDurably(filepath.Join(dataDir, IdentityFile), b, 0o600)
 }
 
 // WriteFileDurably writes b to path through a temporary file of the same

@@ -69,6 +69,9 @@ type Node struct {
 	// membersChanged is signalled on every gossip membership change.
 	membersChanged chan struct{}
 
+	// resolver resolves the host names of Raft addresses (IsServerIP).
+	resolver hostCache
+
 	// restore holds writes back while a snapshot is restored (restore.go).
 	restore restoreGate
 
@@ -201,7 +204,11 @@ func (n *Node) openRaft() error {
 		if err != nil {
 			return fmt.Errorf("raft-addr: %w", err)
 		}
-		if n.trans, dial, n.raftGate, err = raftTransport(cfg, addr, n.IsServerIP, n.ServeConfirm); err != nil {
+		var advertise net.Addr = addr
+		if cfg.RaftAdvertise != "" {
+			advertise = namedAddr(cfg.RaftAdvertise)
+		}
+		if n.trans, dial, n.raftGate, err = raftTransport(cfg, advertise, n.IsServerIP, n.ServeConfirm); err != nil {
 			return fmt.Errorf("raft transport: %w", err)
 		}
 	}

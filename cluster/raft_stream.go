@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -58,21 +61,84 @@ func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, se
 
 // IsServerIP reports whether ip is the host of the Raft address of a server
 // of the current configuration (or of the initial cluster, before Raft
-// runs): such connections count only against the cap per address.
+// runs), a host name resolved to ip included: such connections count only
+// against the cap per address.
 func (n *Node) IsServerIP(ip string) bool {
+	var hosts []string
 	if r := n.raftReady.Load(); r != nil {
 		if f := r.GetConfiguration(); f.Error() == nil {
 			for _, s := range f.Configuration().Servers {
-				if host, _, err := net.SplitHostPort(string(s.Address)); err == nil && host == ip {
-					return true
+				if host, _, err := net.SplitHostPort(string(s.Address)); err == nil {
+					hosts = append(hosts, host)
 				}
 			}
 		}
 	}
 	for _, p := range n.cfg.InitialCluster {
-		if host, _, err := net.SplitHostPort(p.RaftAddr); err == nil && host == ip {
+		if host, _, err := net.SplitHostPort(p.RaftAddr); err == nil {
+			hosts = append(hosts, host)
+		}
+	}
+	for _, h := range hosts {
+		if h == ip {
+			return true
+		}
+	}
+	for _, h := range hosts {
+		if net.ParseIP(h) == nil && slices.Contains(n.resolver.lookup(h), ip) {
 			return true
 		}
 	}
 	return false
+}
+
+// namedAddr is a Raft address as given (a host name kept as it is), for
+// the stream layer to announce.
+type namedAddr string
+
+func (a namedAddr) Network() string { return "tcp" }
+func (a namedAddr) String() string  { return string(a) }
+
+// hostCache resolves host names for a few seconds at a time: an inbound
+// connection asks for every server's, and a name's IPs change only when a
+// server moves.
+type hostCache struct {
+	mu      sync.Mutex
+	entries map[string]hostEntry
+}
+
+type hostEntry struct {
+	ips []string
+	at  time.Time
+}
+
+// hostCacheTTL is how long a resolution is used; hostLookupTimeout bounds
+// one.
+const (
+	hostCacheTTL      = 5 * time.Second
+	hostLookupTimeout = time.Second
+)
+
+// lookup returns the IPs of host, resolved at most hostCacheTTL ago (none
+// when it does not resolve).
+func (c *hostCache) lookup(host string) []string {
+	c.mu.Lock()
+	e, ok := c.entries[host]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < hostCacheTTL {
+		return e.ips
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hostLookupTimeout)
+	defer cancel()
+	ips, _ := net.DefaultResolver.LookupHost(ctx, host)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = make(map[string]hostEntry)
+	}
+	if len(c.entries) > 1024 { // bounded: names come from the configuration
+		clear(c.entries)
+	}
+	c.entries[host] = hostEntry{ips: ips, at: time.Now()}
+	return ips
 }

@@ -86,7 +86,8 @@ func RecoverAlone(dataDir, nodeID string, log hclog.Logger) (Recovery, error) {
 	rc = raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(nodeID)
 	rc.Logger = log.Named("raft")
-	if err := raft.RecoverCluster(rc, m, store, store, snaps, trans, after); err != nil {
+	// guard: an entry this build cannot apply is an error, not a crash.
+	if err := guard(func() error { return raft.RecoverCluster(rc, m, store, store, snaps, trans, after) }); err != nil {
 		return Recovery{}, fmt.Errorf("recover: %w", err)
 	}
 	held, free := m.Counts()

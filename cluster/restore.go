@@ -64,19 +64,24 @@ type RestoreResult struct {
 	// the cluster's id, its token counter if higher, and the index of the
 	// restore.
 	Restored fsm.SnapshotInfo
+	// Replicated: a quorum of servers had installed the restored state
+	// when the call returned. When false, the leader had, and the others
+	// get it as Raft catches them up.
+	Replicated bool
 }
 
 // RestoreSnapshot replaces the state of the whole cluster with snapshot
 // b, through Raft: this leader stops serving, holds every write back,
 // waits until everything in its log is applied, and reads its token
 // counter; the snapshot is then installed with that counter (or the
-// snapshot's, or tokenFloor, the largest) and this cluster's id, on this
-// node first and on every follower by Raft's snapshot install. The leader
-// then establishes again, with every held lease of the snapshot at a full
-// TTL from now, as after a failover. No token is ever handed out twice:
-// the next grant's token is above every token handed out before the
-// backup and since. No key changes hands either: a lease held when the
-// restore runs stays with its holder (fsm.RestoreTarget.Held).
+// snapshot's, or tokenFloor, the largest), this cluster's id and term,
+// on this node first and on every follower by Raft's snapshot install.
+// The leader then establishes again, with every held lease of the
+// snapshot at a full TTL from now, as after a failover. No token is ever
+// handed out twice: the next grant's token is above every token handed
+// out before the backup and since. No key changes hands either: a lease
+// held when the restore runs stays with its holder
+// (fsm.RestoreTarget.Held).
 //
 // A snapshot from another cluster (one built anew after a disaster) has
 // handed out tokens the new cluster never saw after its backup: pass the
@@ -85,8 +90,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64)
 	if !n.IsLeader() {
 		return RestoreResult{}, ErrNotLeader
 	}
-	old := n.leading.Load()
-	if old == nil {
+	if n.leading.Load() == nil {
 		return RestoreResult{}, ErrNotReady
 	}
 	info, err := fsm.InspectSnapshot(b)
@@ -97,49 +101,75 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64)
 		return RestoreResult{}, errRestoring
 	}
 	defer n.restore.running.Unlock()
+	limit := restoreTimeout
+	if d, ok := ctx.Deadline(); ok {
+		limit = time.Until(d)
+	}
+	if limit <= 0 {
+		return RestoreResult{}, ctx.Err()
+	}
+	deadline := time.Now().Add(limit)
 	start := time.Now()
 	n.restore.on.Store(true)
 	n.restore.mu.Lock() // every entry handed to Raft before is in its log
 	n.restore.mu.Unlock()
-	defer n.restore.on.Store(false)
-	old.halt() // no renewal or expiry from here on: the leader establishes again after
-	// Raft's restore waits until a quorum has installed the snapshot:
-	// minutes for a large one on a slow network.
-	timeout := restoreTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = time.Until(d)
+	open := sync.OnceFunc(func() { n.restore.on.Store(false) })
+	defer open()
+	old := n.leading.Load() // read with writes held back: no establish can finish now
+	if old == nil {
+		return RestoreResult{}, ErrNotReady
 	}
-	if err := n.raft.Barrier(timeout).Error(); err != nil {
+	old.halt() // no renewal or expiry from here on: the leader establishes again after
+	if err := n.raft.Barrier(limit).Error(); err != nil {
 		return RestoreResult{}, fmt.Errorf("%w: barrier before the restore: %w", ErrLeadershipLost, err)
 	}
-	if !n.IsLeader() {
-		return RestoreResult{}, ErrNotLeader
-	}
-	last := n.raft.LastIndex()
+	term, last := n.raft.CurrentTerm(), n.raft.LastIndex()
 	target := fsm.RestoreTarget{LastToken: max(n.machine.LastToken(), tokenFloor), ClusterID: n.machine.ClusterID(),
-		Index: last + 1, Term: n.raft.CurrentTerm(), Held: n.machine.Held()}
+		Index: last + 1, Term: term, Held: n.machine.Held()}
 	data, _, err := fsm.PrepareRestore(b, target)
 	if err != nil {
 		return RestoreResult{}, &InvalidError{Field: "snapshot", Err: err}
 	}
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: last, Term: target.Term, Size: int64(len(data))}
-	if err := n.raft.Restore(meta, bytes.NewReader(data), timeout); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			return RestoreResult{}, fmt.Errorf("%w: restore: %w", ErrLeadershipLost, err)
+	// The counter read above must still be the highest: nothing may have
+	// reached the log meanwhile (a leader of a newer term, or this one
+	// again after losing leadership, would have granted tokens), or the
+	// state machine would refuse the snapshot, and Raft panic.
+	if !n.IsLeader() || n.raft.CurrentTerm() != term || n.raft.LastIndex() != last {
+		return RestoreResult{}, fmt.Errorf("%w: leadership changed while the snapshot was prepared; nothing restored", ErrLeadershipLost)
+	}
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: last, Term: term, Size: int64(len(data))}
+	done := make(chan error, 1)
+	go func() {
+		// The time limit bounds handing the restore to Raft's leader
+		// loop, which a leader does at once: one that lost leadership
+		// gives up instead of restoring later, in another term.
+		done <- n.raft.Restore(meta, bytes.NewReader(data), max(n.cfg.ElectionTimeout, 50*time.Millisecond))
+	}()
+	restoredHere := func() bool {
+		applied, _, _ := n.machine.Indexes()
+		return applied >= target.Index
+	}
+	var restoreErr error
+	for !restoredHere() {
+		select {
+		case restoreErr = <-done:
+			if !restoredHere() {
+				if restoreErr == nil {
+					restoreErr = errors.New("the state machine did not take the snapshot")
+				}
+				return RestoreResult{}, fmt.Errorf("nothing restored: %w", restoreErr)
+			}
+		case <-time.After(5 * time.Millisecond):
 		}
-		return RestoreResult{}, fmt.Errorf("restore: %w", err)
 	}
-	restored, err := fsm.InspectSnapshot(n.machine.Backup())
-	if err != nil {
-		return RestoreResult{}, fmt.Errorf("read the restored state: %w", err)
-	}
-	n.log.Warn("snapshot_restored", "leases", restored.Leases, "held", restored.Held, "last_token", restored.LastToken,
-		"from_index", info.Index, "from_cluster", info.ClusterID, "index", restored.Index, "took", time.Since(start).Round(time.Millisecond))
-	n.restore.on.Store(false)
-	// Serve again before answering: the leader establishes with the
-	// restored leases (Node.lead), once writes are let through.
-	for ctx.Err() == nil && n.IsLeader() {
+	open() // the counter is in place: writes may go on
+	// The leader establishes again (Node.lead) once a quorum has the
+	// snapshot: its LeaderEstablished commits only then. Serve before
+	// answering, within the time limit.
+	replicated := false
+	for ctx.Err() == nil && n.IsLeader() && time.Now().Before(deadline) {
 		if p := n.leading.Load(); p != nil && p != old {
+			replicated = true
 			break
 		}
 		select {
@@ -147,5 +177,16 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	return RestoreResult{Snapshot: info, Restored: restored}, nil
+	select {
+	case restoreErr = <-done: // raft's own wait for its no-op, done or not
+	default:
+	}
+	restored, err := fsm.InspectSnapshot(n.machine.Backup())
+	if err != nil {
+		return RestoreResult{}, fmt.Errorf("read the restored state: %w", err)
+	}
+	n.log.Warn("snapshot_restored", "leases", restored.Leases, "held", restored.Held, "last_token", restored.LastToken,
+		"from_index", info.Index, "from_cluster", info.ClusterID, "index", target.Index, "replicated", replicated,
+		"raft_error", restoreErr, "took", time.Since(start).Round(time.Millisecond))
+	return RestoreResult{Snapshot: info, Restored: restored, Replicated: replicated}, nil
 }

@@ -48,6 +48,9 @@ func TestRestoreSnapshotThroughRaft(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
+	if !res.Replicated {
+		t.Errorf("restore not confirmed by a quorum: %+v", res)
+	}
 	if res.Snapshot.Held != 2 || res.Restored.LastToken != highest || res.Restored.Held != 3 {
 		t.Errorf("restore result %+v, want 2 held in the snapshot; 3 held (b back, c kept) and the counter at %d after", res, highest)
 	}

@@ -96,6 +96,11 @@ func PrepareRestore(b []byte, to RestoreTarget) ([]byte, SnapshotInfo, error) {
 	if to.ClusterID != "" {
 		st.clusterID = to.ClusterID
 	}
+	// The running cluster's term: a backup of another cluster may carry a
+	// later one, under which every expiry of this cluster's leaders would
+	// be refused as stale.
+	st.establishedTerm = to.Term
+	st.restamp(to.Index)
 	if len(to.Held) > 0 {
 		byKey := make(map[string]int, len(st.leases))
 		for i, l := range st.leases {
@@ -116,4 +121,41 @@ func PrepareRestore(b []byte, to RestoreTarget) ([]byte, SnapshotInfo, error) {
 		}
 	}
 	return encodeSnapshot(st, to.Index, to.Term), info, nil
+}
+
+// restamp makes the restore the last change of everything: the state's
+// indexes become index, and no record says it changed later (a backup of
+// another cluster may hold indexes far above this cluster's), so that a
+// blocking query at the index before the restore sees it, and later
+// changes move the indexes on.
+func (st *state) restamp(index uint64) {
+	st.leaseIndex, st.groupIndex, st.acl.index = index, index, index
+	down := func(v *uint64) {
+		if *v > index {
+			*v = index
+		}
+	}
+	for i, l := range st.leases {
+		if l.CreateIndex > index || l.ModifyIndex > index {
+			c := *l
+			down(&c.CreateIndex)
+			down(&c.ModifyIndex)
+			st.leases[i] = &c
+		}
+	}
+	for _, g := range st.groups {
+		down(&g.CreateIndex)
+		down(&g.ModifyIndex)
+		down(&g.AssignIndex)
+	}
+	for _, t := range st.acl.tokens {
+		down(&t.CreateIndex)
+	}
+	for _, p := range st.acl.policies {
+		down(&p.CreateIndex)
+		down(&p.ModifyIndex)
+	}
+	for _, w := range st.acl.workers {
+		down(&w.Index)
+	}
 }

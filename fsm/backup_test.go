@@ -129,3 +129,35 @@ func TestRestoreKeepsWhatIsHeldNow(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreOfAnotherClustersBackupTakesThisClustersTermAndIndexes: a
+// backup from a cluster far ahead in terms and indexes, restored into a
+// young one, takes the young cluster's term (its expiries are not refused
+// as stale) and indexes (blocking queries see later changes).
+func TestRestoreOfAnotherClustersBackupTakesThisClustersTermAndIndexes(t *testing.T) {
+	old := newNode(t)
+	old.index, old.term = 10_000_000, 50
+	old.one(LeaderEstablished{Term: 50})
+	old.one(acquire("a", "h1"))
+	out, _, err := PrepareRestore(old.m.Backup(), RestoreTarget{Index: 10, Term: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
+		t.Fatal(err)
+	}
+	if applied, _, lease := m.Indexes(); applied != 10 || lease != 10 {
+		t.Errorf("indexes after the restore: applied %d, lease %d; want 10 and 10", applied, lease)
+	}
+	if l := m.Get("a"); l == nil || l.ModifyIndex > 10 {
+		t.Errorf("a after the restore: %+v, want its modify index at most 10", l)
+	}
+	young := &node{t: t, m: m, index: 10, term: 3}
+	if res := young.one(Expire{Key: "a", Token: 1, Term: 3}); res.Code != Freed {
+		t.Fatalf("expiry by this cluster's leader (term 3) after the restore: %+v, want the key freed", res)
+	}
+	if _, _, lease := m.Indexes(); lease != 11 {
+		t.Errorf("lease index after the expiry: %d, want 11", lease)
+	}
+}

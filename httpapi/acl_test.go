@@ -175,6 +175,8 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"GET /v1/status", "GET", "/v1/status", "", ""},
 		{"GET /v1/members", "GET", "/v1/members", "", ""},
 		{"POST /v1/operator/snapshot", "POST", "/v1/operator/snapshot", "", client.RightOperator},
+		{"GET /v1/snapshot", "GET", "/v1/snapshot", "", client.RightOperator},
+		{"PUT /v1/snapshot", "PUT", "/v1/snapshot", "not a snapshot", client.RightOperator},
 		{"GET /v1/operator/keyring", "GET", "/v1/operator/keyring", "", client.RightOperator},
 		{"POST /v1/operator/keyring", "POST", "/v1/operator/keyring", `{"op":"install","gossip_key":"AAAA"}`, client.RightOperator},
 		{"DELETE /v1/operator/servers/{id}", "DELETE", "/v1/operator/servers/n9", "", client.RightOperator},
@@ -454,4 +456,20 @@ func TestACLForcedControlNeedsRevoke(t *testing.T) {
 	if len(ctl.Ended) != 1 || !ctl.Ended[0].Forced || ctl.Ended[0].Holder != "h1" {
 		t.Errorf("forced edit answered %s, want h1's lease ended by force", r.body)
 	}
+}
+
+// TestSnapshotRestoreRefusedOnAFollowerBeforeForwarding: a follower
+// refuses a restore without the operator right itself, before it reads
+// (and buffers, to forward) a body of up to 512 MiB: also with no leader
+// to forward to, the answer is the refusal, not no_leader.
+func TestSnapshotRestoreRefusedOnAFollowerBeforeForwarding(t *testing.T) {
+	c := startACLCluster(t, 3)
+	l, f := c.follower()
+	for i, n := range c.nodes {
+		if n == l {
+			c.cluster.Stop(i)
+		}
+	}
+	body := strings.Repeat("x", 4096)
+	do(t, "PUT", f.url+"/v1/snapshot", body).wantDenied(t, "PUT /v1/snapshot on a follower, without a token and without a leader", client.CodePermissionDenied, "no token")
 }

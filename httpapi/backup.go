@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -66,7 +67,7 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, client.RestoreResult{Snapshot: contents(res.Snapshot), Restored: contents(res.Restored)})
+	writeJSON(w, http.StatusOK, client.RestoreResult{Snapshot: contents(res.Snapshot), Restored: contents(res.Restored), Replicated: res.Replicated})
 	return nil
 }
 
@@ -85,4 +86,27 @@ func bodyLimit(r *http.Request) int64 {
 		return client.MaxSnapshotBytes
 	}
 	return MaxBodyBytes
+}
+
+// receivingSnapshot serves h, which reads a snapshot of up to
+// client.MaxSnapshotBytes (and a follower buffers it to forward it), only
+// for a caller with the right n, checked here before the body is read,
+// and only one at a time on this server: an anonymous caller cannot make
+// a server hold hundreds of megabytes.
+func (s *Server) receivingSnapshot(n need, h http.Handler) http.Handler {
+	checked := s.guard(n, func(w http.ResponseWriter, r *http.Request) error {
+		select {
+		case s.snapshotSlot <- struct{}{}:
+			defer func() { <-s.snapshotSlot }()
+		default:
+			return fmt.Errorf("%w: this server is receiving another snapshot", cluster.ErrOverloaded)
+		}
+		h.ServeHTTP(w, r)
+		return nil
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := checked(w, r); err != nil {
+			writeError(w, err)
+		}
+	})
 }

@@ -92,6 +92,8 @@ type Server struct {
 	node   Node
 	log    hclog.Logger
 	router *mux.Router
+	// snapshotSlot admits one snapshot body at a time (receivingSnapshot).
+	snapshotSlot chan struct{}
 }
 
 // New validates cfg and builds the routes.
@@ -102,7 +104,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), router: mux.NewRouter()}
+	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), router: mux.NewRouter(), snapshotSlot: make(chan struct{}, 1)}
 	r := s.router
 	r.UseEncodedPath()
 	r.SkipClean(true) // keys may contain "//" or "..": never redirect them
@@ -154,7 +156,7 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/acl/policy/{name}", s.leader(s.guard(onCluster(fsm.RightACL), s.aclDeletePolicy))).Methods(http.MethodDelete)
 	// Local answers.
 	r.Handle("/v1/snapshot", s.leader(s.guard(onCluster(fsm.RightOperator), s.saveSnapshot))).Methods(http.MethodGet)
-	r.Handle("/v1/snapshot", s.leader(s.guard(onCluster(fsm.RightOperator), s.restoreSnapshot))).Methods(http.MethodPut)
+	r.Handle("/v1/snapshot", s.receivingSnapshot(onCluster(fsm.RightOperator), s.leader(s.guard(onCluster(fsm.RightOperator), s.restoreSnapshot)))).Methods(http.MethodPut)
 	r.Handle("/v1/operator/snapshot", s.local(onCluster(fsm.RightOperator), plain(s.snapshot))).Methods(http.MethodPost)
 	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.keyring)).Methods(http.MethodGet)
 	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.changeKeyring)).Methods(http.MethodPost)
@@ -194,6 +196,12 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if addr := s.node.LeaderHTTPAddr(); addr != "" {
 		w.Header().Set(client.HeaderLeaderAddr, addr)
+	}
+	if limit := bodyLimit(r); limit > MaxBodyBytes {
+		// A large body (a restore) may take longer than -http-read-timeout.
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(time.Now().Add(restoreTimeout))
+		rc.SetWriteDeadline(time.Now().Add(restoreTimeout + time.Minute))
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r))
 	if err := checkQuery(r.URL.RawQuery); err != nil {

@@ -138,6 +138,9 @@ func (e *env) snapshotRestore(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "Restored %s (index %d of cluster %s): %d leases, %d held now, next token above %d\n",
 		pos[0], res.Snapshot.Index, res.Snapshot.ClusterID, res.Restored.Leases, res.Restored.Held, res.Restored.LastToken)
+	if !res.Replicated {
+		fmt.Fprintln(e.stderr, "warning: the leader restored the backup, but a quorum of servers had not taken it when it answered: check tenure status until a leader serves")
+	}
 	return exitOK
 }
 

@@ -164,7 +164,8 @@ func (r *composeRun) exercise(c *client.Client, get func(addr string) (*client.L
 
 // recreateEach recreates the containers one at a time at a new IP (same
 // node id, same volume), as a rolling update of pods does, waiting after
-// each until the leader lists its new Raft address and it has caught up;
+// each until it is ready again: the Raft configuration knows it by name
+// (-raft-advertise), which the others resolve on each dial;
 // a lease held with a long TTL keeps its token throughout, and a leader
 // serves after each.
 func (r *composeRun) recreateEach(c *client.Client) {
@@ -196,14 +197,14 @@ func (r *composeRun) recreateEach(c *client.Client) {
 			if leader == nil {
 				return fmt.Errorf("no leader (status %+v)", st)
 			}
-			moved := false
+			named := false
 			for _, srv := range leader.Servers {
-				if srv.ID == name && srv.RaftAddr == ip+":7501" {
-					moved = true
+				if srv.ID == name && srv.RaftAddr == name+":7501" {
+					named = true
 				}
 			}
-			if !moved {
-				return fmt.Errorf("leader %s lists %+v, want %s at %s:7501", leader.NodeID, leader.Servers, name, ip)
+			if !named {
+				return fmt.Errorf("leader %s lists %+v, want %s under its name, %s:7501 (-raft-advertise)", leader.NodeID, leader.Servers, name, name)
 			}
 			resp, err := http.Get("http://" + r.addrs[i-1] + "/readyz")
 			if err != nil {
