@@ -26,15 +26,9 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 	c := newCluster(t)
 	c.scheme = "https"
 	c.http = httpClient(t, p, certFile, keyFile)
+	tlsArgs := p.serverArgs("-acl-enabled")
 	c.nodeArgs = func(t *testing.T, nd *node) []string {
-		t.Helper()
-		cert := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
-		key := filepath.Join(p.dir, "tenure-server-"+nd.id+"-key.pem")
-		if !fileExists(cert) {
-			cert, key = p.server(t, nd.id)
-		}
-		return []string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled",
-			"-backup-dir", nd.dataDir + "-backups", "-backup-interval", "1s", "-backup-keep", "3"}
+		return append(tlsArgs(t, nd), "-backup-dir", nd.dataDir+"-backups", "-backup-interval", "1s", "-backup-keep", "3")
 	}
 	c.start(t, 3)
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}

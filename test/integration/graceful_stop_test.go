@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -178,15 +177,7 @@ func TestLeaderSIGTERMHandsOverWithTLSAndACLs(t *testing.T) {
 	c := newCluster(t)
 	c.scheme = "https"
 	c.http = httpClient(t, p, certFile, keyFile)
-	c.nodeArgs = func(t *testing.T, nd *node) []string {
-		t.Helper()
-		cert := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
-		key := filepath.Join(p.dir, "tenure-server-"+nd.id+"-key.pem")
-		if !fileExists(cert) { // made once; a retry with new ports reuses it
-			cert, key = p.server(t, nd.id)
-		}
-		return []string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled"}
-	}
+	c.nodeArgs = p.serverArgs("-acl-enabled")
 	c.start(t, 3)
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

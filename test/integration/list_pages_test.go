@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,15 +21,7 @@ func TestListPagesOverTLSWithACL(t *testing.T) {
 	c := newCluster(t)
 	c.scheme = "https"
 	c.http = httpClient(t, p, certFile, keyFile)
-	c.nodeArgs = func(t *testing.T, nd *node) []string {
-		t.Helper()
-		cert := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
-		key := filepath.Join(p.dir, "tenure-server-"+nd.id+"-key.pem")
-		if !fileExists(cert) {
-			cert, key = p.server(t, nd.id)
-		}
-		return []string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled"}
-	}
+	c.nodeArgs = p.serverArgs("-acl-enabled")
 	c.start(t, 1)
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 	newClient := func(token string) *client.Client {

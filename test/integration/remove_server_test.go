@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,15 +39,7 @@ func TestRemoveServerSafeguardsAndReadmission(t *testing.T) {
 		c := newCluster(t)
 		c.scheme = "https"
 		c.http = httpClient(t, p, certFile, keyFile)
-		c.nodeArgs = func(t *testing.T, nd *node) []string {
-			t.Helper()
-			cert := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
-			key := filepath.Join(p.dir, "tenure-server-"+nd.id+"-key.pem")
-			if !fileExists(cert) {
-				cert, key = p.server(t, nd.id)
-			}
-			return []string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled"}
-		}
+		c.nodeArgs = p.serverArgs("-acl-enabled")
 		c.start(t, 3)
 		poll.WaitFor(t, startTimeout, func() error {
 			r, err := c.try(c.nodes[0].httpAddr, http.MethodPost, "/v1/acl/bootstrap", nil)

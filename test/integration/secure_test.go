@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,16 +23,7 @@ func TestSecureClusterClients(t *testing.T) {
 	c := newCluster(t)
 	c.scheme = "https"
 	c.http = httpClient(t, p, certFile, keyFile)
-	c.nodeArgs = func(t *testing.T, nd *node) []string {
-		t.Helper()
-		cert := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
-		key := filepath.Join(p.dir, "tenure-server-"+nd.id+"-key.pem")
-		if !fileExists(cert) { // made once; a retry with new ports reuses it
-			cert, key = p.server(t, nd.id)
-		}
-		return []string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming",
-			"-gossip-key", gossipKey, "-acl-enabled"}
-	}
+	c.nodeArgs = p.serverArgs("-gossip-key", gossipKey, "-acl-enabled")
 	c.start(t, 3)
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 	newClient := func(holder, token string) *client.Client {

@@ -140,6 +140,21 @@ func startTLSCluster(t *testing.T, n int, p *testPKI, verifyIncoming bool) *clus
 	return c.boot(t, n)
 }
 
+// serverArgs returns the nodeArgs of servers with this CA's certificates
+// (made once per node id, so that a retry with new ports reuses them),
+// mutual TLS, and extra flags (such as -acl-enabled).
+func (p *testPKI) serverArgs(extra ...string) func(*testing.T, *node) []string {
+	return func(t *testing.T, nd *node) []string {
+		t.Helper()
+		cert := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
+		key := filepath.Join(p.dir, "tenure-server-"+nd.id+"-key.pem")
+		if !fileExists(cert) {
+			cert, key = p.server(t, nd.id)
+		}
+		return append([]string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming"}, extra...)
+	}
+}
+
 // tlsClient is a Go client for the nodes at addrs over https.
 func tlsClient(t *testing.T, holder string, tc client.TLSConfig, addrs ...string) *client.Client {
 	t.Helper()
