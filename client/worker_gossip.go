@@ -163,9 +163,12 @@ func (g *workerGossip) record(node *memberlist.Node, alive bool) {
 	defer g.mu.Unlock()
 	if alive {
 		g.servers[node.Name] = true
-	} else {
-		delete(g.servers, node.Name)
+		return
 	}
+	if g.servers[node.Name] {
+		g.log.Info("server gone from gossip (left or failed)", "server", node.Name)
+	}
+	delete(g.servers, node.Name)
 }
 
 // memberlist.EventDelegate.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -276,9 +277,10 @@ func workersSeen(g *client.Group, ids []string) error {
 	return nil
 }
 
-// failedMark is how memberlist logs (at INFO, through the workers' logger)
-// that its suspicion of a member timed out and it declares it dead.
-const failedMark = "memberlist: Marking %s as failed"
+// goneMark matches how a worker logs (at INFO) that server %s is gone
+// from its gossip view: declared dead by memberlist once its suspicion
+// timed out, or left (a server stopped by SIGTERM leaves gossip).
+const goneMark = `server gone from gossip \(left or failed\):.* server=%s(\s|$)`
 
 // TestWorkersRejoinAfterEveryServerRestarts: 8 keys over two workers,
 // settled. All three servers stop (SIGTERM) and stay down until the
@@ -321,11 +323,12 @@ func TestWorkersRejoinAfterEveryServerRestarts(t *testing.T) {
 		c.stop(t, i)
 	}
 	// The workers' gossip is observable only in their log: wait until
-	// memberlist declared each server dead. One worker's declaration is
-	// gossiped to the other at once (on loopback, within a gossip interval
-	// of 200ms); were it late, the other worker still suspects the server,
-	// and a suspect member is neither synced with nor cleared by a probe's
-	// answer, so it is declared dead all the same.
+	// each server is gone from it (they leave gossip when stopped; were a
+	// leave missed, memberlist declares the server dead). One worker's
+	// view is gossiped to the other at once (on loopback, within a gossip
+	// interval of 200ms); were it late, the other worker still suspects
+	// the server, and a suspect member is neither synced with nor cleared
+	// by a probe's answer, so it is declared dead all the same.
 	poll.WaitFor(t, deadBound, func() error {
 		if err := f.alive(); err != nil {
 			return err
@@ -335,8 +338,8 @@ func TestWorkersRejoinAfterEveryServerRestarts(t *testing.T) {
 			return err
 		}
 		for _, nd := range c.nodes {
-			if !strings.Contains(string(b), fmt.Sprintf(failedMark, nd.id)) {
-				return fmt.Errorf("no worker has declared %s dead yet (%q not in %s)", nd.id, fmt.Sprintf(failedMark, nd.id), f.logPath)
+			if !regexp.MustCompile(fmt.Sprintf(goneMark, regexp.QuoteMeta(nd.id))).Match(b) {
+				return fmt.Errorf("no worker has seen %s gone yet (%q not in %s)", nd.id, fmt.Sprintf(goneMark, nd.id), f.logPath)
 			}
 		}
 		return nil
