@@ -28,8 +28,9 @@ type restoreGate struct {
 	running sync.Mutex
 }
 
-// restoreTimeout bounds a restore whose context has no deadline.
-const restoreTimeout = 5 * time.Minute
+// RestoreTimeout bounds a restore whose context has no deadline, and the
+// HTTP API's restore route.
+const RestoreTimeout = 5 * time.Minute
 
 var errRestoring = fmt.Errorf("%w: a snapshot is being restored", ErrNotReady)
 
@@ -101,7 +102,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64)
 		return RestoreResult{}, errRestoring
 	}
 	defer n.restore.running.Unlock()
-	limit := restoreTimeout
+	limit := RestoreTimeout
 	if d, ok := ctx.Deadline(); ok {
 		limit = time.Until(d)
 	}

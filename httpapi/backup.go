@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
@@ -61,7 +60,7 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Not the write timeout: the restore waits until a quorum has
 	// installed the snapshot, which takes as long as sending it.
-	ctx, cancel := context.WithTimeout(r.Context(), restoreTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), cluster.RestoreTimeout)
 	defer cancel()
 	res, err := s.node.RestoreSnapshot(ctx, b, floor)
 	if err != nil {
@@ -76,9 +75,6 @@ func contents(i fsm.SnapshotInfo) client.SnapshotContents {
 		Leases: i.Leases, Held: i.Held, Groups: i.Groups, ACLTokens: i.ACLTokens, ACLPolicies: i.ACLPolicies,
 		ClusterID: i.ClusterID, Size: i.Size, CRC32C: i.CRC}
 }
-
-// restoreTimeout bounds one restore (PUT /v1/snapshot).
-const restoreTimeout = 5 * time.Minute
 
 // bodyLimit is the largest request body of r's route.
 func bodyLimit(r *http.Request) int64 {

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -200,8 +201,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if limit := bodyLimit(r); limit > MaxBodyBytes {
 		// A large body (a restore) may take longer than -http-read-timeout.
 		rc := http.NewResponseController(w)
-		rc.SetReadDeadline(time.Now().Add(restoreTimeout))
-		rc.SetWriteDeadline(time.Now().Add(restoreTimeout + time.Minute))
+		rc.SetReadDeadline(time.Now().Add(cluster.RestoreTimeout))
+		rc.SetWriteDeadline(time.Now().Add(cluster.RestoreTimeout + time.Minute))
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r))
 	if err := checkQuery(r.URL.RawQuery); err != nil {
