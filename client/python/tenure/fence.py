@@ -1,0 +1,83 @@
+"""The storage side of fencing: accept a write only if its token is at
+least the highest seen for its key.
+
+Tokens of successive holders of a key strictly increase, so a store that
+refuses a token below the highest it has seen for the key is safe against
+a holder that was paused past its lease and wakes up to write. The check
+must be atomic with the write it guards: FenceValidator.accept records the
+token under a lock, so a store serialises its writes through it (or keeps
+the highest token in the same transaction as the data, as the README's
+SQL example does).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
+
+from .errors import InvalidError, StaleTokenError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .client import Client
+
+
+class FenceValidator:
+    """Keeps the highest fencing token seen per key.
+
+    check(key, token) raises StaleTokenError when token is below the highest
+    seen for key, and otherwise records it as the highest. Without a client
+    that is all (the store's own check). With a client, a token above the
+    highest seen, or equal to it but last confirmed more than refresh_after
+    seconds ago, is also confirmed with a linearizable read of the key: a
+    token below the key's latest grant is stale (another holder has the
+    key), and one above it was never granted. Safe for concurrent use.
+    """
+
+    def __init__(self, client: Optional["Client"] = None, refresh_after: float = 1.0):
+        self.client = client
+        self.refresh_after = refresh_after
+        self._mu = threading.Lock()
+        self._seen: Dict[str, Tuple[int, float]] = {}  # key -> (highest token, confirmed at)
+
+    def highest(self, key: str) -> int:
+        """The highest token seen for key (0: none)."""
+        with self._mu:
+            return self._seen.get(key, (0, 0.0))[0]
+
+    def check(self, key: str, token: int) -> None:
+        """Raises StaleTokenError unless token may write to key now; see
+        the class. Records token as the highest seen."""
+        if not isinstance(token, int) or token <= 0:
+            raise InvalidError("fencing token must be a positive integer, got %r" % (token,))
+        with self._mu:
+            highest, confirmed = self._seen.get(key, (0, 0.0))
+            if token < highest:
+                raise StaleTokenError(key, token, highest)
+            fresh = token == highest and time.monotonic() - confirmed < self.refresh_after
+            if self.client is None or fresh:
+                self._seen[key] = (token, confirmed if token == highest else time.monotonic())
+                return
+        sent = time.monotonic()
+        cur = self.client.get_lease(key)
+        latest = int(cur.get("token", 0)) if cur else 0
+        with self._mu:
+            highest, confirmed = self._seen.get(key, (0, 0.0))
+            if latest > highest:
+                highest, confirmed = latest, sent
+            elif latest == highest:
+                confirmed = sent
+            self._seen[key] = (highest, confirmed)
+            if token < highest:
+                raise StaleTokenError(key, token, highest)
+            if token > latest:
+                raise StaleTokenError(key, token, latest, "fencing token %d was never granted for %r "
+                                      "(its latest is %d)" % (token, key, latest))
+
+    def accept(self, key: str, token: int) -> bool:
+        """check without the exception: True when the write may go ahead."""
+        try:
+            self.check(key, token)
+        except StaleTokenError:
+            return False
+        return True

@@ -1,0 +1,336 @@
+"""Unit tests of the client without a cluster: the local deadline
+arithmetic, the keep-alive against a fake client, the fencing validator,
+durations, errors, the router, and retries against a fake HTTP server on
+loopback."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+import unittest
+from typing import Any, Dict, List, Optional, Tuple
+
+import tenure
+from tenure.client import Router, _TransportError, classify
+from tenure.lease import Lease, retry_delay
+
+
+class DeadlineArithmetic(unittest.TestCase):
+    def test_default_margin(self) -> None:
+        cases = [  # (name, ttl, want)
+            ("tenth of a long ttl", 10.0, 1.0),
+            ("at least 100ms", 0.5, 0.1),
+            ("at most half the ttl", 0.1, 0.05),
+            ("15s", 15.0, 1.5),
+        ]
+        for name, ttl, want in cases:
+            with self.subTest(name):
+                self.assertAlmostEqual(tenure.default_margin(ttl), want, msg="default_margin(%g)" % ttl)
+
+    def test_local_deadline_counts_from_send_time(self) -> None:
+        # Sent at 100.0 with a TTL of 10s and a margin of 1s: the holder
+        # may act until 109.0, whatever time the answer came back.
+        self.assertAlmostEqual(tenure.local_deadline(100.0, 10.0, 1.0), 109.0)
+        self.assertLess(tenure.local_deadline(100.0, 10.0, tenure.default_margin(10.0)), 100.0 + 10.0)
+
+    def test_renew_interval_and_retry_delay(self) -> None:
+        self.assertAlmostEqual(tenure.renew_interval(3.0), 1.0)
+        self.assertAlmostEqual(retry_delay(1.0, 1), 0.125)
+        self.assertAlmostEqual(retry_delay(1.0, 2), 0.25)
+        self.assertAlmostEqual(retry_delay(1.0, 10), 1.0)
+        self.assertAlmostEqual(retry_delay(0.01, 1), 0.01)
+
+
+class FakeClient:
+    """Stands in for Client in the keep-alive tests: renew_once answers as
+    scripted."""
+
+    timeout = 1.0
+
+    def __init__(self, renew: Any):
+        self.renew = renew
+        self.renewals: List[float] = []
+        self.released: List[Tuple[str, int]] = []
+
+    def renew_once(self, key: str, token: int, holder: Optional[str] = None,
+                   attempt_timeout: Optional[float] = None, deadline: Optional[float] = None) -> Any:
+        sent = time.monotonic()
+        self.renewals.append(sent)
+        return self.renew(sent)
+
+    def release_once(self, key: str, token: int, holder: Optional[str] = None,
+                     deadline: Optional[float] = None) -> bool:
+        self.released.append((key, token))
+        return True
+
+
+def ok(sent: float) -> Any:
+    return {"key": "k", "token": 7, "state": "held"}, tenure.Answer(200, None, {}, "fake", sent)
+
+
+def unavailable(sent: float) -> Any:
+    raise tenure.UnavailableError("no server answered")
+
+
+class KeepAlive(unittest.TestCase):
+    def lease(self, fake: FakeClient, ttl: float, sent_at: float, on_lost: Any = None) -> Lease:
+        l = Lease(fake, "k", "h", {"key": "k", "token": 7}, ttl, tenure.default_margin(ttl), sent_at, on_lost=on_lost)
+        l._start()
+        self.addCleanup(l._end, "released", tenure.ReleasedError("test ended"))
+        return l
+
+    def test_deadline_is_send_time_plus_ttl_minus_margin(self) -> None:
+        sent = time.monotonic() - 0.05
+        l = self.lease(FakeClient(ok), 3.0, sent)
+        self.assertAlmostEqual(l.deadline, sent + 3.0 - 0.3, places=6)
+
+    def test_renewals_move_the_deadline(self) -> None:
+        fake = FakeClient(ok)
+        l = self.lease(fake, 0.6, time.monotonic())
+        time.sleep(1.5)
+        self.assertTrue(l.valid(), "lease lost while renewals succeed: %s" % l.error)
+        self.assertGreaterEqual(len(fake.renewals), 4, "renewals every ttl/3 over 2.5 ttls")
+        last = fake.renewals[-1]
+        self.assertAlmostEqual(l.deadline, last + 0.6 - 0.1, places=6)
+
+    def test_invalid_once_the_deadline_passes_without_renewal(self) -> None:
+        lost = threading.Event()
+        errors: List[BaseException] = []
+        fake = FakeClient(unavailable)
+        start = time.monotonic()
+        l = self.lease(fake, 1.0, start, on_lost=lambda lease, err: (errors.append(err), lost.set()))
+        self.assertTrue(l.valid())
+        self.assertTrue(lost.wait(3.0), "on_lost not called after the deadline")
+        took = time.monotonic() - start
+        self.assertGreaterEqual(took, 0.9 - 0.001, "lost before the deadline (ttl 1s, margin 100ms)")
+        self.assertLess(took, 0.9 + 0.3, "lost long after the deadline")
+        self.assertFalse(l.valid())
+        self.assertTrue(l.done.is_set())
+        self.assertIsInstance(errors[0], tenure.LeaseExpiredLocally)
+        self.assertIsInstance(l.error, tenure.LeaseExpiredLocally)
+        self.assertGreater(len(fake.renewals), 1, "transient failures are retried")
+
+    def test_valid_checks_the_deadline_itself(self) -> None:
+        # A lease whose deadline is already past (the process was paused)
+        # is invalid at the first check, before the keep-alive runs.
+        fake = FakeClient(ok)
+        l = Lease(fake, "k", "h", {"token": 7}, 1.0, 0.1, time.monotonic() - 5.0)
+        self.assertFalse(l.valid())
+        self.assertIsInstance(l.error, tenure.LeaseExpiredLocally)
+
+    def test_refused_renewal_loses_the_lease(self) -> None:
+        def refuse(sent: float) -> Any:
+            raise tenure.LeaseLostError(404, "lease_lost", "expired", reason="expired")
+        l = self.lease(FakeClient(refuse), 0.6, time.monotonic())
+        self.assertTrue(l.wait_lost(2.0))
+        self.assertIsInstance(l.error, tenure.LeaseLostError)
+        self.assertEqual(l.error.reason, "expired")
+
+    def test_late_answer_does_not_revive(self) -> None:
+        fake = FakeClient(ok)
+        l = Lease(fake, "k", "h", {"token": 7}, 1.0, 0.1, time.monotonic() - 5.0)
+        self.assertFalse(l._apply_renewal({"token": 7}, time.monotonic()))
+        self.assertFalse(l.valid())
+
+
+class Fencing(unittest.TestCase):
+    def test_local_validator(self) -> None:
+        v = tenure.FenceValidator()
+        steps = [  # (name, key, token, want accepted)
+            ("first token", "k", 5, True),
+            ("same token again", "k", 5, True),
+            ("newer holder", "k", 9, True),
+            ("paused old holder wakes up", "k", 5, False),
+            ("other key unaffected", "j", 1, True),
+            ("still the newer holder", "k", 9, True),
+        ]
+        for name, key, token, want in steps:
+            with self.subTest(name):
+                self.assertEqual(v.accept(key, token), want, "accept(%r, %d)" % (key, token))
+        self.assertEqual(v.highest("k"), 9)
+        with self.assertRaises(tenure.StaleTokenError) as cm:
+            v.check("k", 8)
+        self.assertEqual((cm.exception.token, cm.exception.latest), (8, 9))
+        with self.assertRaises(tenure.InvalidError):
+            v.check("k", 0)
+
+    def test_concurrent_writers(self) -> None:
+        v = tenure.FenceValidator()
+        accepted: List[int] = []
+        mu = threading.Lock()
+
+        def write(token: int) -> None:
+            if v.accept("k", token):
+                with mu:
+                    accepted.append(token)
+        threads = [threading.Thread(target=write, args=(t,)) for t in range(1, 50)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        # Whatever the order, 49 is accepted, and every accepted token was
+        # at least the highest accepted before it.
+        self.assertIn(49, accepted)
+        self.assertEqual(v.highest("k"), 49)
+
+
+class Durations(unittest.TestCase):
+    def test_round_trip(self) -> None:
+        cases = [("10s", 10.0), ("500ms", 0.5), ("1m30s", 90.0), ("9.2s", 9.2), ("0s", 0.0),
+                 ("1h2m3.5s", 3723.5), ("-2ms", -0.002), ("1.5\u00b5s", 1.5e-6), ("0", 0.0)]
+        for text, want in cases:
+            with self.subTest(text):
+                self.assertAlmostEqual(tenure.parse_duration(text), want)
+        self.assertEqual(tenure.format_duration(10), "10s")
+        self.assertEqual(tenure.format_duration(2.5), "2500ms")
+        for bad in ("", "5", "1x", "s"):
+            with self.subTest(bad), self.assertRaises(ValueError):
+                tenure.parse_duration(bad)
+
+
+class Errors(unittest.TestCase):
+    def test_codes_become_classes(self) -> None:
+        from tenure.errors import error_from_answer
+        e = error_from_answer(409, {"error": "held", "message": "held by b", "lease": {"holder": "b", "token": 3}}, 0)
+        self.assertIsInstance(e, tenure.HeldError)
+        self.assertEqual((e.status, e.code, e.lease["holder"]), (409, "held", "b"))
+        e = error_from_answer(400, {"error": "invalid_ttl", "message": "too short", "field": "ttl"}, 0)
+        self.assertIsInstance(e, tenure.BadRequestError)
+        self.assertEqual((e.code, e.field), ("invalid_ttl", "ttl"))
+        e = error_from_answer(502, "<html>bad gateway</html>", 0)
+        self.assertEqual((e.code, e.message), ("", "<html>bad gateway</html>"))
+
+    def test_classify(self) -> None:
+        from tenure.errors import error_from_answer
+        cases = [  # (name, error, idempotent, want (retry, conn_err, retry_after))
+            ("refused", _TransportError(ConnectionRefusedError(), True, False), False, (True, True, 0.0)),
+            ("broken, unsafe", _TransportError(ConnectionResetError(), False, False), False, (False, True, 0.0)),
+            ("429 honours Retry-After", error_from_answer(429, {"error": "overloaded"}, 2.0), True, (True, False, 2.0)),
+            ("503 too_many_connections honours it", error_from_answer(503, {"error": "too_many_connections"}, 1.0), True, (True, False, 1.0)),
+            ("503 no_leader starts fast", error_from_answer(503, {"error": "no_leader"}, 1.0), True, (True, False, 0.0)),
+            ("409 held is final", error_from_answer(409, {"error": "held"}, 0), True, (False, False, 0.0)),
+        ]
+        for name, err, idem, want in cases:
+            with self.subTest(name):
+                self.assertEqual(classify(err, idem), want)
+
+    def test_backoff_honours_retry_after(self) -> None:
+        c = tenure.Client("127.0.0.1:1")
+        for attempt in range(1, 8):
+            self.assertLessEqual(c.backoff(attempt), min(2.0, 0.025 * 2 ** (attempt - 1)))
+            self.assertGreaterEqual(c.backoff(attempt, 1.5), 1.5)
+
+
+class Routing(unittest.TestCase):
+    def test_router(self) -> None:
+        seeds = ["http://a:1", "http://b:1", "http://c:1"]
+        r = Router(seeds)
+        self.assertEqual(r.pick(), "http://a:1")
+        r.answered("http://a:1", "c:1")  # a configured leader is followed
+        self.assertEqual(r.pick(), "http://c:1")
+        r.answered("http://c:1", "evil:1")  # an unknown one is not
+        self.assertEqual(r.pick(), "http://c:1")
+        r.failed("http://c:1", "", True)  # next seed after a failure
+        self.assertEqual(r.pick(), "http://a:1")
+        r.failed("http://a:1", "c:1", False)  # c failed to connect: not followed
+        self.assertEqual(r.pick(), "http://b:1")
+        trusting = Router(["https://a:1"], lambda leader: leader.startswith("https://"))
+        trusting.answered("https://a:1", "d:1")
+        self.assertEqual(trusting.pick(), "https://d:1")
+
+    def test_addresses(self) -> None:
+        self.assertEqual(tenure.normalize_address("127.0.0.1:7500", "http"), "http://127.0.0.1:7500")
+        self.assertEqual(tenure.normalize_address("https://h:1/", "http"), "https://h:1")
+        for bad in ("", "ftp://h:1", "http://h:1/path"):
+            with self.subTest(bad), self.assertRaises(tenure.InvalidError):
+                tenure.normalize_address(bad, "http")
+
+
+class _FakeServer:
+    """A loopback HTTP server answering from a script of (status, headers,
+    body) per request."""
+
+    def __init__(self, script: List[Tuple[int, Dict[str, str], Any]]):
+        self.script = list(script)
+        self.paths: List[str] = []
+        self.headers: List[Dict[str, str]] = []
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def answer(self) -> None:
+                n = int(self.headers.get("Content-Length") or 0)
+                if n:
+                    self.rfile.read(n)
+                owner.paths.append(self.command + " " + self.path)
+                owner.headers.append(dict(self.headers))
+                status, hdrs, body = owner.script.pop(0) if owner.script else (500, {}, {"error": "internal"})
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                for k, v in hdrs.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_DELETE = answer
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.addr = "127.0.0.1:%d" % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Retries(unittest.TestCase):
+    def fake(self, script: List[Tuple[int, Dict[str, str], Any]]) -> _FakeServer:
+        s = _FakeServer(script)
+        self.addCleanup(s.close)
+        return s
+
+    def test_not_leader_moves_to_the_hinted_server_with_the_token(self) -> None:
+        lease = {"key": "k", "holder": "h", "token": 4, "ttl": "2s", "state": "held"}
+        leader = self.fake([(201, {}, lease)])
+        follower = self.fake([(503, {"Retry-After": "1", "X-Tenure-Leader-Addr": leader.addr},
+                               {"error": "no_leader", "message": "not the leader"})])
+        c = tenure.Client([follower.addr, leader.addr], token="s3cret", holder="h")
+        start = time.monotonic()
+        info, ans = c.acquire_once("k", ttl=2.0)
+        self.assertEqual((ans.status, info["token"], ans.address), (201, 4, "http://" + leader.addr))
+        self.assertLess(time.monotonic() - start, 0.9, "a no_leader's Retry-After of whole seconds is not waited for")
+        self.assertEqual(leader.paths, ["PUT /v1/leases/k"])
+        self.assertEqual(leader.headers[0].get("X-Tenure-Token"), "s3cret")
+
+    def test_429_waits_retry_after(self) -> None:
+        s = self.fake([(429, {"Retry-After": "1"}, {"error": "overloaded", "message": "busy"}),
+                       (200, {}, {"key": "k", "token": 1, "state": "held"})])
+        c = tenure.Client([s.addr])
+        start = time.monotonic()
+        c.renew_once("k", 1, "h")
+        self.assertGreaterEqual(time.monotonic() - start, 1.0, "Retry-After: 1 not honoured")
+
+    def test_error_carries_code_field_and_message(self) -> None:
+        s = self.fake([(400, {}, {"error": "invalid_ttl", "message": "ttl 1ms below min-ttl 1s", "field": "ttl"})])
+        c = tenure.Client([s.addr])
+        with self.assertRaises(tenure.BadRequestError) as cm:
+            c.acquire_once("k", "h", ttl=0.001)
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.field), (400, "invalid_ttl", "ttl"))
+        self.assertIn("min-ttl", cm.exception.message)
+
+    def test_gives_up_when_nobody_answers(self) -> None:
+        c = tenure.Client(["127.0.0.1:1"], timeout=0.5, retry_max=2)
+        start = time.monotonic()
+        with self.assertRaises(tenure.UnavailableError):
+            c.get_lease("k")
+        self.assertLess(time.monotonic() - start, 5.0)
+
+
+if __name__ == "__main__":
+    unittest.main()
