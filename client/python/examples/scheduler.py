@@ -84,8 +84,9 @@ class Scheduler:
         self.store = store
         self.tick = tick
         self.on_lead = on_lead
-        self.election = client.election(election, ttl=ttl, holder=instance_id,
-                                         metadata={"scheduler": instance_id}, wait_chunk=min(5.0, ttl))
+        # The client's holder is this replica's identity on the cluster.
+        self.election = client.election(election, ttl=ttl, metadata={"scheduler": instance_id},
+                                         wait_chunk=min(5.0, ttl))
 
     def choose(self, instance: str) -> str:
         """The placement algorithm (here: a stable hash over the nodes)."""
@@ -118,20 +119,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--election", default=ELECTION)
     p.add_argument("--duration", type=float, default=0.0, help="stop after this many seconds (0: on SIGINT/SIGTERM)")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGTERM, signal.SIGINT)}
+    timer = threading.Timer(args.duration, stop.set)
     if args.duration > 0:
-        threading.Timer(args.duration, stop.set).start()
+        timer.start()
     store = PlacementStore(["instance-%d" % i for i in range(10)], ["node-a", "node-b", "node-c"])
     sched = Scheduler(tenure.Client.from_env(holder=args.id), args.id, store, ttl=args.ttl, election=args.election)
-    sched.run(stop)
+    try:
+        sched.run(stop)
+    finally:
+        timer.cancel()
+        for s, h in previous.items():
+            signal.signal(s, h)
     for instance, (node, token) in sorted(store.placements.items()):
         print("%s -> %s (token %d)" % (instance, node, token))
     return 0
 
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     sys.exit(main())

@@ -1,0 +1,131 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+// pythonTestTimeout bounds the Python client's test run (about 30s).
+const pythonTestTimeout = 3 * time.Minute
+
+// TestPythonClient runs the Python client's tests (client/python/tests,
+// unittest) against three servers with mutual TLS and ACLs (default deny):
+// the client gets the addresses, a token bound to the holder prefix "py-"
+// that writes under "py/", the CA and a client certificate through the
+// environment variables of the CLI, plus a management token (for revokes)
+// and the servers' pids (the failover test kills the Raft leader). It
+// skips without python3 >= 3.9, and fails then under CI=true.
+func TestPythonClient(t *testing.T) {
+	python := findPython(t)
+	p := newTestPKI(t)
+	certFile, keyFile := p.client(t, "python")
+	c := newCluster(t)
+	c.scheme = "https"
+	c.http = httpClient(t, p, certFile, keyFile)
+	c.nodeArgs = p.serverArgs("-acl-enabled")
+	c.start(t, 3)
+	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	ctx, cancel := context.WithTimeout(context.Background(), pythonTestTimeout+time.Minute)
+	defer cancel()
+
+	var boot *client.ACLToken
+	poll.WaitFor(t, startTimeout, func() error {
+		var err error
+		boot, err = tlsClient(t, "admin", tc, c.httpAddrs()...).ACL().Bootstrap(ctx)
+		return err
+	})
+	c.token = boot.SecretID
+	c.leader(t)
+	cfg := client.DefaultConfig()
+	cfg.Addresses, cfg.Token, cfg.TLS, cfg.Timeout = c.httpAddrs(), boot.SecretID, tc, 5*time.Second
+	admin, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.ACL().SetPolicy(ctx, "python", client.ACLPolicySpec{Rules: []client.ACLRule{
+		{Prefix: "", Rights: []string{client.RightRead}},
+		{Prefix: "py/", Rights: []string{client.RightWrite}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	app, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"python"}, HolderPrefix: "py-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var pids []string
+	for _, nd := range c.nodes {
+		pids = append(pids, fmt.Sprintf("%s=%d", nd.httpAddr, nd.running().cmd.Process.Pid))
+	}
+	env := append(cleanEnv(),
+		client.EnvHTTPAddr+"="+strings.Join(c.httpAddrs(), ","),
+		client.EnvHTTPToken+"="+app.SecretID,
+		client.EnvCACert+"="+p.caFile(),
+		client.EnvClientCert+"="+certFile,
+		client.EnvClientKey+"="+keyFile,
+		"TENURE_TEST_ADMIN_TOKEN="+boot.SecretID,
+		"TENURE_TEST_SERVER_PIDS="+strings.Join(pids, ","),
+		"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONUNBUFFERED=1",
+	)
+	out, took, err := runPythonTests(ctx, python, env)
+	if err != nil {
+		t.Fatalf("python client tests failed after %v: %v\n%s", took, err, out)
+	}
+	// Every cluster test must have run: a skip for want of a cluster would
+	// mean the environment did not reach them.
+	if strings.Contains(out, "no cluster") || !strings.Contains(out, "\nOK") {
+		t.Fatalf("python client tests did not all run against the cluster (took %v):\n%s", took, out)
+	}
+	t.Logf("python client tests passed in %v:\n%s", took, out)
+}
+
+// runPythonTests runs `python3 -m unittest discover` in client/python with
+// env, bounded by pythonTestTimeout, and returns its output.
+func runPythonTests(ctx context.Context, python string, env []string) (string, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, pythonTestTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
+	cmd.Dir = filepath.Join("..", "..", "client", "python")
+	cmd.Env = env
+	cmd.SysProcAttr = childProcAttr()
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	took := time.Since(start).Round(time.Millisecond)
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%w (limit %v)", ctx.Err(), pythonTestTimeout)
+	}
+	return string(out), took, err
+}
+
+// findPython returns the path of python3 when it is 3.9 or newer. Without
+// one it skips t, or fails it under CI=true (`make test` installs python3
+// when it runs as root).
+func findPython(t *testing.T) string {
+	t.Helper()
+	missing := func(why string) {
+		t.Helper()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the Python client's tests need python3 >= 3.9: %s (CI=true)", why)
+		}
+		t.Skipf("the Python client's tests need python3 >= 3.9: %s", why)
+	}
+	path, err := exec.LookPath("python3")
+	if err != nil {
+		missing("python3 is not on PATH")
+	}
+	out, err := exec.Command(path, "-c", "import sys; print('%d.%d' % sys.version_info[:2]); sys.exit(0 if sys.version_info >= (3, 9) else 1)").CombinedOutput()
+	if err != nil {
+		missing(fmt.Sprintf("%s is %s", path, strings.TrimSpace(string(out))))
+	}
+	return path
+}
