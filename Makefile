@@ -54,7 +54,7 @@ clean-run: ## Remove the data of `make run` (RUN_DIR)
 # ip and iptables when they are missing).
 JEPSEN_TAGS := tenure_clockdrift tenure_unsafe_renew tenure_unsafe_keep jepsen_nofence tenure_unsafe_rounds tenure_unsafe_handover
 .PHONY: test
-test: jepsen-deps ## go vet, then every test with the race detector, then the fault suite (what CI runs)
+test: jepsen-deps python-deps ## go vet, then every test with the race detector, then the fault suite (what CI runs)
 	$(GO) vet ./...
 	for tag in $(JEPSEN_TAGS); do $(GO) vet -tags $$tag ./cmd/... ./cluster/... ./client/... ./httpapi/... ./test/jepsen/cmd/...; done
 	@if [ -z "$(RACE)" ]; then echo "note: cgo is off (no C compiler?), running the tests without -race"; fi
@@ -79,6 +79,16 @@ jepsen-deps:
 	@if [ "$$(id -u)" = 0 ] && ! { command -v ip && command -v iptables; } >/dev/null 2>&1; then \
 		echo "installing iproute2 and iptables for the fault suite"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null; \
+	fi
+
+# The Python client's tests (TestPythonClient in test/integration) need
+# python3 >= 3.9: installed from the distribution when it is missing and
+# make runs as root; otherwise the test skips (or fails under CI=true).
+.PHONY: python-deps
+python-deps:
+	@if [ "$$(id -u)" = 0 ] && ! command -v python3 >/dev/null 2>&1; then \
+		echo "installing python3 for the Python client's tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >/dev/null; \
 	fi
 
 # jepsen runs the long five-node fault suite alone. JEPSEN_FLAGS replays or
