@@ -70,6 +70,15 @@ def ok(sent: float) -> Any:
     return {"key": "k", "token": 7, "state": "held"}, tenure.Answer(200, None, {}, "fake", sent)
 
 
+def wait_until(cond: Any, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def unavailable(sent: float) -> Any:
     raise tenure.UnavailableError("no server answered")
 
@@ -94,6 +103,18 @@ class KeepAlive(unittest.TestCase):
         self.assertGreaterEqual(len(fake.renewals), 4, "renewals every ttl/3 over 2.5 ttls")
         last = fake.renewals[-1]
         self.assertAlmostEqual(l.deadline, last + 0.6 - 0.1, places=6)
+
+    def test_deadline_counts_from_the_send_time_of_a_slow_renewal(self) -> None:
+        # A renewal answered 300ms after it was sent: the deadline counts
+        # from when it was sent, not from the answer.
+        def slow(sent: float) -> Any:
+            time.sleep(0.3)
+            return ok(sent)
+        fake = FakeClient(slow)
+        l = self.lease(fake, 1.2, time.monotonic())
+        first = l.deadline
+        self.assertTrue(wait_until(lambda: l.deadline != first, 2.0), "no renewal applied")
+        self.assertAlmostEqual(l.deadline, fake.renewals[0] + 1.2 - 0.12, places=6)
 
     def test_invalid_once_the_deadline_passes_without_renewal(self) -> None:
         lost = threading.Event()
@@ -300,12 +321,14 @@ class Retries(unittest.TestCase):
         leader = self.fake([(201, {}, lease)])
         follower = self.fake([(503, {"Retry-After": "1", "X-Tenure-Leader-Addr": leader.addr},
                                {"error": "no_leader", "message": "not the leader"})])
-        c = tenure.Client([follower.addr, leader.addr], token="s3cret", holder="h")
+        decoy = self.fake([(500, {}, {"error": "internal", "message": "the next address, not the leader"})])
+        c = tenure.Client([follower.addr, decoy.addr, leader.addr], token="s3cret", holder="h")
         start = time.monotonic()
         info, ans = c.acquire_once("k", ttl=2.0)
         self.assertEqual((ans.status, info["token"], ans.address), (201, 4, "http://" + leader.addr))
         self.assertLess(time.monotonic() - start, 0.9, "a no_leader's Retry-After of whole seconds is not waited for")
         self.assertEqual(leader.paths, ["PUT /v1/leases/k"])
+        self.assertEqual(decoy.paths, [], "the hinted leader is tried before the next address")
         self.assertEqual(leader.headers[0].get("X-Tenure-Token"), "s3cret")
 
     def test_429_waits_retry_after(self) -> None:
