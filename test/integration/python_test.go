@@ -24,7 +24,7 @@ const pythonTestTimeout = 3 * time.Minute
 // and the servers' pids (the failover test kills the Raft leader). It
 // skips without python3 >= 3.9, and fails then under CI=true.
 func TestPythonClient(t *testing.T) {
-	python := findPython(t)
+	python, version := findPython(t)
 	p := newTestPKI(t)
 	certFile, keyFile := p.client(t, "python")
 	c := newCluster(t)
@@ -78,14 +78,14 @@ func TestPythonClient(t *testing.T) {
 	)
 	out, took, err := runPythonTests(ctx, python, env)
 	if err != nil {
-		t.Fatalf("python client tests failed after %v: %v\n%s", took, err, out)
+		t.Fatalf("python client tests (Python %s) failed after %v: %v\n%s", version, took, err, out)
 	}
 	// Every cluster test must have run: a skip for want of a cluster would
 	// mean the environment did not reach them.
 	if strings.Contains(out, "no cluster") || !strings.Contains(out, "\nOK") {
 		t.Fatalf("python client tests did not all run against the cluster (took %v):\n%s", took, out)
 	}
-	t.Logf("python client tests passed in %v:\n%s", took, out)
+	t.Logf("python client tests (%s, Python %s) passed in %v:\n%s", python, version, took, out)
 }
 
 // runPythonTests runs `python3 -m unittest discover` in client/python with
@@ -107,10 +107,11 @@ func runPythonTests(ctx context.Context, python string, env []string) (string, t
 	return string(out), took, err
 }
 
-// findPython returns the path of python3 when it is 3.9 or newer. Without
+// findPython returns the path and version of python3 when it is 3.9 or
+// newer. Without
 // one it skips t, or fails it under CI=true (`make test` installs python3
 // when it runs as root).
-func findPython(t *testing.T) string {
+func findPython(t *testing.T) (path, version string) {
 	t.Helper()
 	missing := func(why string) {
 		t.Helper()
@@ -127,5 +128,5 @@ func findPython(t *testing.T) string {
 	if err != nil {
 		missing(fmt.Sprintf("%s is %s", path, strings.TrimSpace(string(out))))
 	}
-	return path
+	return path, strings.TrimSpace(string(out))
 }

@@ -312,7 +312,16 @@ class Client:
             connected = True
             conn.request(method, target, body=data, headers=headers)
             resp = conn.getresponse()
-            body = resp.read(_MAX_ANSWER + 1)
+            # Read in pieces: read(n) allocates n bytes at once on 3.9.
+            parts: List[bytes] = []
+            size = 0
+            while size <= _MAX_ANSWER:
+                part = resp.read(1 << 16)
+                if not part:
+                    break
+                parts.append(part)
+                size += len(part)
+            body = b"".join(parts)
             hdrs = {k.lower(): v for k, v in resp.getheaders()}
             return resp.status, body, hdrs, sent_at
         except (socket.timeout, TimeoutError) as e:

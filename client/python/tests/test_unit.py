@@ -126,7 +126,7 @@ class KeepAlive(unittest.TestCase):
         self.assertTrue(lost.wait(3.0), "on_lost not called after the deadline")
         took = time.monotonic() - start
         self.assertGreaterEqual(took, 0.9 - 0.001, "lost before the deadline (ttl 1s, margin 100ms)")
-        self.assertLess(took, 0.9 + 0.3, "lost long after the deadline")
+        self.assertLess(took, 0.9 + 0.4, "lost long after the deadline")
         self.assertFalse(l.valid())
         self.assertTrue(l.done.is_set())
         self.assertIsInstance(errors[0], tenure.LeaseExpiredLocally)
