@@ -17,7 +17,7 @@ from .client import (ENV_CACERT, ENV_CLIENT_CERT, ENV_CLIENT_KEY, ENV_HTTP_ADDR,
                      normalize_address)
 from .durations import format_duration, parse_duration
 from .election import Election, election_key
-from .errors import (APIError, BadRequestError, DisabledError, HeldError,
+from .errors import (APIError, BadRequestError, DisabledError, DuplicateLeaseError, HeldError,
                      InvalidError, LeaseExpiredLocally, LeaseLostError,
                      NoLeaderError, NotFoundError, NotHolderError,
                      OverloadedError, PermissionDeniedError, ProhibitedError,
@@ -29,7 +29,7 @@ from .lease import Lease, default_margin, local_deadline, renew_interval
 logging.getLogger("tenure").addHandler(logging.NullHandler())
 
 __all__ = [
-    "APIError", "Answer", "BadRequestError", "Client", "DisabledError", "ENV_CACERT",
+    "APIError", "Answer", "BadRequestError", "Client", "DisabledError", "DuplicateLeaseError", "ENV_CACERT",
     "ENV_CLIENT_CERT", "ENV_CLIENT_KEY", "ENV_HTTP_ADDR", "ENV_HTTP_TOKEN", "Election",
     "FenceValidator", "HeldError", "InvalidError", "Lease", "LeaseExpiredLocally",
     "LeaseLostError", "NoLeaderError", "NotFoundError", "NotHolderError", "OverloadedError",

@@ -267,6 +267,9 @@ class Client:
         self.retry_base_delay = float(retry_base_delay)
         self.retry_max_delay = float(retry_max_delay)
         self._rand = random.Random()
+        # (holder, key) of the leases this client keeps alive or acquires.
+        self._kept_mu = threading.Lock()
+        self._kept: Dict[Tuple[str, str], Any] = {}
 
     @classmethod
     def from_env(cls, **kwargs: Any) -> "Client":
@@ -467,7 +470,7 @@ class Client:
                            query={"force": "true" if force else ""}, idempotent=False)
         return (ans.body or {}).get("revoked") or []
 
-    def status(self, address: Optional[str] = None) -> Dict[str, Any]:
+    def status(self) -> Dict[str, Any]:
         """GET /v1/status of the next server (that node's own view)."""
         return self.request("GET", "/v1/status").body
 
@@ -480,7 +483,8 @@ class Client:
         """Acquires key and keeps the lease alive in a background thread;
         see Lease. wait > 0 queues on the server for up to wait seconds
         (float("inf"): until stop is set). Raises HeldError when another
-        holder keeps the key."""
+        holder keeps the key, DuplicateLeaseError when this client keeps
+        the lease of that holder on key already."""
         from .lease import acquire
         return acquire(self, key, ttl=ttl, holder=holder, metadata=metadata, wait=wait,
                        margin=margin, on_lost=on_lost, stop=stop, wait_chunk=wait_chunk)

@@ -65,8 +65,9 @@ class Election:
         lost (a refused renewal, or the local deadline passing) or stop is
         set: fn must return soon after. When fn returns, the leadership is
         resigned (released), so a standby takes over at once, and the
-        campaign starts again, unless stop is set or once is true. Put
-        lease.token on every write fn makes."""
+        campaign starts again, unless stop is set or once is true. An
+        exception of fn is raised after the resignation. Put lease.token
+        on every write fn makes."""
         stop = stop if stop is not None else threading.Event()
         while not stop.is_set():
             lease = self.campaign(stop)

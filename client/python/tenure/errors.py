@@ -20,6 +20,13 @@ class InvalidError(TenureError, ValueError):
     """An argument was refused by the client before anything was sent."""
 
 
+class DuplicateLeaseError(TenureError):
+    """This client already keeps (or is acquiring) the lease of that holder
+    on that key: the cluster would answer with the same lease and token, and
+    two keep-alives would each end it on their own. Share the Lease you
+    have, or acquire under another holder."""
+
+
 class UnavailableError(TenureError):
     """No server answered, or none could serve, within the retries.
 

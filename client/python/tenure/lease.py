@@ -22,7 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from .durations import parse_duration
-from .errors import (APIError, HeldError, InvalidError, LeaseExpiredLocally,
+from .errors import (APIError, DuplicateLeaseError, HeldError, InvalidError, LeaseExpiredLocally,
                      LeaseLostError, ReleasedError, TenureError, UnavailableError)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -202,6 +202,7 @@ class Lease:
             callbacks, self._callbacks = self._callbacks, []
         self.done.set()
         self._wake.set()
+        _forget(self.client, (self.holder, self.key), self)
         for cb in callbacks:
             try:
                 cb(self)
@@ -311,7 +312,24 @@ class Lease:
         with self._mu:
             if self._freed:
                 return
-        self.client.release_once(self.key, self.token, self.holder)
+        ident = (self.holder, self.key)
+        marker = _Releasing()
+        kept = getattr(self.client, "_kept", None)
+        if kept is not None:
+            with self.client._kept_mu:
+                if kept.get(ident) is not None:
+                    # This client keeps, or acquires, a newer lease of this
+                    # holder on the key: the cluster may have answered it
+                    # with this very lease, which is then no longer ours
+                    # to free (or it expires after its TTL).
+                    with self._mu:
+                        self._freed = True
+                    return
+                kept[ident] = marker
+        try:
+            self.client.release_once(self.key, self.token, self.holder)
+        finally:
+            _forget(self.client, ident, marker)
         with self._mu:
             self._freed = True
         log.debug("lease_released key=%s holder=%s token=%d", self.key, self.holder, self.token)
@@ -352,6 +370,56 @@ def acquire(client: "Client", key: str, ttl: float = 10.0, holder: Optional[str]
         margin = default_margin(ttl)
     elif not (ttl / 100.0 <= margin <= ttl / 2.0):
         raise InvalidError("margin must be between ttl/100 and ttl/2, got %r" % (margin,))
+    ident = (holder, key)
+    _reserve(client, ident)
+    lease: Optional[Lease] = None
+    try:
+        lease = _acquire(client, key, ttl, holder, metadata, wait, margin, on_lost, stop, wait_chunk)
+    finally:
+        with client._kept_mu:
+            if client._kept.get(ident) is _ACQUIRING:
+                if lease is not None:
+                    client._kept[ident] = lease
+                else:
+                    del client._kept[ident]
+    if lease is not None:
+        lease._start()
+        log.debug("lease_acquired key=%s holder=%s token=%d ttl=%g", key, holder, lease.token, lease.ttl)
+    return lease
+
+
+def _reserve(client: "Client", ident: Any) -> None:
+    with client._kept_mu:
+        cur = client._kept.get(ident)
+        if cur is not None:
+            what = ("being acquired" if cur is _ACQUIRING else
+                    "being released" if isinstance(cur, _Releasing) else "kept")
+            raise DuplicateLeaseError("the lease of holder %r on %r is %s by this client already" % (ident[0], ident[1], what))
+        client._kept[ident] = _ACQUIRING
+
+
+def _forget(client: "Client", ident: Any, entry: Any) -> None:
+    """Drops ident from the client's kept leases if entry is still there."""
+    kept = getattr(client, "_kept", None)
+    if kept is None:
+        return
+    with client._kept_mu:
+        if kept.get(ident) is entry:
+            del kept[ident]
+
+
+_ACQUIRING = object()
+
+
+class _Releasing:
+    """Marks a release in flight: until it is answered no acquisition of
+    the same holder and key may start, since the cluster would answer it
+    with the very lease being released, and the release would free it."""
+
+
+def _acquire(client: "Client", key: str, ttl: float, holder: str, metadata: Optional[Dict[str, str]],
+             wait: float, margin: float, on_lost: Any, stop: Optional[threading.Event],
+             wait_chunk: float) -> Optional[Lease]:
     end = time.monotonic() + wait if 0 < wait < float("inf") else None
     chunk = wait_chunk
     failures = 0
@@ -414,10 +482,7 @@ def acquire(client: "Client", key: str, ttl: float = 10.0, holder: Optional[str]
                 raise LeaseExpiredLocally("lease %r (token %s): the acquisition took too long and its first "
                                           "renewal failed: %s" % (key, info.get("token"), e)) from e
             renew_now = True
-    lease = Lease(client, key, holder, info, ttl, margin, sent_at, on_lost=on_lost, renew_now=renew_now)
-    lease._start()
-    log.debug("lease_acquired key=%s holder=%s token=%d ttl=%g", key, holder, lease.token, ttl)
-    return lease
+    return Lease(client, key, holder, info, ttl, margin, sent_at, on_lost=on_lost, renew_now=renew_now)
 
 
 def _release_quietly(client: "Client", key: str, holder: str, token: int) -> None:

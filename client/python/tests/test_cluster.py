@@ -43,6 +43,12 @@ class Leases(ClusterTest):
         e = cm.exception
         self.assertEqual((e.status, e.code), (409, "held"))
         self.assertEqual((e.lease["holder"], e.lease["token"]), (a.holder, lease.token), "the current lease")
+        self.assertIn(a.holder, e.message)
+        with self.assertRaises(tenure.DuplicateLeaseError):
+            a.acquire(key, ttl=5.0)  # a second keep-alive of the same lease
+        lease.release()
+        again = self.track(a.acquire(key, ttl=5.0))
+        self.assertGreater(again.token, lease.token, "a new grant after the release")
         with self.assertRaises(tenure.BadRequestError) as cm2:
             b.acquire_once(self.key("ttl"), ttl=0.01)
         self.assertEqual((cm2.exception.code, cm2.exception.field), ("invalid_ttl", "ttl"))
