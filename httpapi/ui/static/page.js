@@ -52,6 +52,7 @@
   function fmtMillis(ms) {
     if (ms <= 0) return '0s';
     if (ms < 10e3) return (ms / 1e3).toFixed(1) + 's';
+    if (ms < 60e3) return Math.floor(ms / 1e3) + 's';
     if (ms < 3600e3) return Math.floor(ms / 60e3) + 'm' + String(Math.floor(ms / 1e3) % 60).padStart(2, '0') + 's';
     return Math.floor(ms / 3600e3) + 'h' + String(Math.floor(ms / 60e3) % 60).padStart(2, '0') + 'm';
   }
@@ -449,7 +450,7 @@
         b.addEventListener('click', () => drain(w.id, !draining));
         act.append(b);
       }
-      const tr = el('tr', (w.stuck || stuck.has(w.id)) ? 'alert' : '', td(w.id), st, td(load), td(w.capacity || ''), act);
+      const tr = el('tr', (w.stuck || stuck.has(w.id)) ? 'alert' : '', td(w.id), st, td(load), td(w.capacity || '—'), act);
       tr.dataset.worker = w.id;
       return tr;
     });
@@ -520,7 +521,7 @@
         const shown = held.slice(0, 12);
         for (const h of shown) list.append(el('code', 'chip', h));
         if (held.length > shown.length) list.append(' +' + (held.length - shown.length) + ' more');
-        const tr = el('tr', '', td(w.id), st, td((w.groups || []).join(', ')), td(w.capacity || ''), td(holds + ' / ' + targets), list);
+        const tr = el('tr', '', td(w.id), st, td((w.groups || []).join(', ')), td(w.capacity || '—'), td(holds + ' / ' + targets), list);
         tr.dataset.worker = w.id;
         return tr;
       });
@@ -546,7 +547,7 @@
       const evs = r.body.events || [];
       const rows = [];
       for (const e of evs.slice(-MAX_EVENTS)) {
-        const tr = el('tr', 'ev-' + e.type, td(e.index), td(badge(e.type + (e.reason ? ' (' + e.reason + ')' : ''), eventKind(e.type))),
+        const tr = el('tr', 'ev-' + e.type, td(e.index), td(badge(e.type + (e.reason && e.reason !== e.type ? ' (' + e.reason + ')' : ''), eventKind(e.type))),
           td(e.key ? el('code', '', e.key) : ''), td(e.holder || ''), td(e.token || ''), td(e.group || ''), td(e.worker || ''), td(e.by || ''));
         rows.unshift(tr);
       }
