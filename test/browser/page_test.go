@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -221,38 +222,44 @@ func TestPage(t *testing.T) {
 		b.t = t
 		b.view("leases")
 		b.waitTrue(10*time.Second, "the leases view has read the list", `document.querySelector('#leases td.empty')`)
-		start := time.Now()
-		lease, err := app.Acquire(ctx, "scenes/042", client.WithTTL(10*time.Second), client.WithMetadata(map[string]string{"camera": "north"}))
-		if err != nil {
-			t.Fatalf("Acquire: %v", err)
+		// Each acquire is timed from the call until its row shows held;
+		// the median of four must be within a second (one slow answer on
+		// a busy machine does not fail the test; a page that does not
+		// follow the list fails every one).
+		var took []time.Duration
+		acquire := func(cl *client.Client, key string, opts ...client.LeaseOption) *client.Lease {
+			t.Helper()
+			start := time.Now()
+			l, err := cl.Acquire(ctx, key, opts...)
+			if err != nil {
+				t.Fatalf("Acquire %s: %v", key, err)
+			}
+			b.waitTrue(5*time.Second, key+" shows held", leaseRow(key)+`?.dataset.state === 'held'`)
+			took = append(took, time.Since(start))
+			return l
 		}
-		b.waitTrue(5*time.Second, "scenes/042 shows held", leaseRow("scenes/042")+`?.dataset.state === 'held'`)
-		took := time.Since(start)
-		t.Logf("from acquire to the row shown held: %v", took.Round(time.Millisecond))
-		if took > time.Second {
-			t.Errorf("the lease showed %v after the acquire, want within a second", took.Round(time.Millisecond))
-		}
+		lease := acquire(app, "scenes/042", client.WithTTL(10*time.Second), client.WithMetadata(map[string]string{"camera": "north"}))
 		text, _ := eval[string](b, leaseRow("scenes/042")+`.innerText`)
 		for _, want := range []string{"tracker-1", "camera=north", "10s"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("the row of scenes/042 reads %q, want %q in it", text, want)
 			}
 		}
-		// More leases for the screenshot.
 		var extra []*client.Lease
 		for i, k := range []string{"scenes/007", "scenes/113", "jobs/nightly-report"} {
-			l, err := c.client(t, fmt.Sprintf("tracker-%d", i+2), "").Acquire(ctx, k, client.WithTTL(time.Duration(15+10*i)*time.Second))
-			if err != nil {
-				t.Fatalf("Acquire %s: %v", k, err)
-			}
-			extra = append(extra, l)
+			extra = append(extra, acquire(c.client(t, fmt.Sprintf("tracker-%d", i+2), ""), k, client.WithTTL(time.Duration(15+10*i)*time.Second)))
 		}
-		b.waitTrue(5*time.Second, "every lease shows", leaseRow("jobs/nightly-report"))
+		slices.Sort(took)
+		median := took[len(took)/2]
+		t.Logf("from acquire to the row shown held: %v (median %v)", took, median)
+		if median > time.Second {
+			t.Errorf("leases showed a median %v after their acquire (%v), want within a second", median, took)
+		}
 		b.screenshot("leases")
 		for _, l := range extra {
 			l.Release(ctx)
 		}
-		start = time.Now()
+		start := time.Now()
 		if err := lease.Release(ctx); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
