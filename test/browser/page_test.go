@@ -154,7 +154,10 @@ func (b *browser) waitTrue(timeout time.Duration, what, js string) time.Duration
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	text, _ := eval[string](b, "document.querySelector('main').innerText.slice(0, 3000)")
+	text, err := eval[string](b, "document.body.innerText.slice(0, 3000)")
+	if err != nil {
+		text = err.Error()
+	}
 	b.t.Fatalf("not true after %v: %s (%v); the page shows:\n%s", timeout, what, lastErr, text)
 	return 0
 }
@@ -331,6 +334,31 @@ func TestPage(t *testing.T) {
 		}
 		defer l.Release(ctx)
 		b.waitTrue(5*time.Second, "the new acquire arrives in the feed", `[...document.querySelectorAll('#events tr.ev-acquired')].some(r => r.innerText.includes('scenes/live'))`)
+	})
+
+	t.Run("a token that may not revoke", func(t *testing.T) {
+		b.t = t
+		admin := c.client(t, "admin", "")
+		if _, err := admin.ACL().SetPolicy(ctx, "viewer", client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "", Rights: []string{client.RightRead}}}}); err != nil {
+			t.Fatal(err)
+		}
+		viewer, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"viewer"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease, err := app.Acquire(ctx, "scenes/guarded", client.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lease.Release(ctx)
+		b.open(c.url(pageNode, "/ui#leases"), viewer.SecretID)
+		b.waitTrue(10*time.Second, "scenes/guarded shows held", leaseRow("scenes/guarded")+`?.dataset.state === 'held'`)
+		b.run(chromedp.Click(chromedp.CSS(`#leases tr[data-key="scenes/guarded"] button.revoke`)))
+		b.waitTrue(5*time.Second, "the refusal shows and the revoke buttons go",
+			`!document.getElementById('problem').hidden && document.getElementById('problem').innerText.includes('permission_denied') && !document.querySelector('#leases button.revoke')`)
+		if l, _, err := app.Leases().Get(ctx, "scenes/guarded", nil); err != nil || l.State != client.StateHeld || l.Ending != "" {
+			t.Errorf("scenes/guarded after a refused revoke: %+v, %v; want held", l, err)
+		}
 	})
 
 	t.Run("no leader", func(t *testing.T) {

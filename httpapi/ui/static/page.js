@@ -136,7 +136,7 @@
           if (gen !== generation || e.name === 'AbortError') return;
           if (opts.onError && opts.onError(e)) { index = 0; continue; }
           backoff = Math.min(backoff ? backoff * 2 : 1000, 30000);
-          showProblem(opts.name, e, backoff);
+          if (!(opts.quiet403 && e.status === 403)) showProblem(opts.name, e, backoff);
           refreshStatus();
           index = 0;
           await sleep(backoff);
@@ -158,7 +158,7 @@
   function showProblem(name, e, retryMs) {
     let msg;
     if (e.status === 403) {
-      msg = 'The token may not read this (' + e.code + ': ' + e.message + '). Type a token with the right above.';
+      msg = (name ? name + ': ' : '') + 'the token may not read this (' + e.code + ': ' + e.message + '). Narrow the view with a prefix the token may read, or type a token with the right above.';
     } else {
       msg = (name ? name + ': ' : '') + e.message + (e.code && e.status ? ' (' + e.code + ')' : '') + '. Retrying in ' + Math.round(retryMs / 1000) + 's.';
     }
@@ -220,7 +220,9 @@
   // events, so this bounds how stale the banner and the cluster view get.
   function heartbeat() {
     follow(() => '/v1/events?limit=1', () => refreshStatus(), {
-      name: 'status', wait: HEARTBEAT_WAIT, minGap: 1000,
+      // A token that may not read every key's events still sees the
+      // status, only less often (after each backoff).
+      name: 'status', wait: HEARTBEAT_WAIT, minGap: 1000, quiet403: true,
       start: () => (status ? status.applied_index : 0),
       indexOf: (r) => r.body.index || 0,
       onError: (e) => e.code === 'compacted',
