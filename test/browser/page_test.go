@@ -359,6 +359,8 @@ func TestPage(t *testing.T) {
 		if l, _, err := app.Leases().Get(ctx, "scenes/guarded", nil); err != nil || l.State != client.StateHeld || l.Ending != "" {
 			t.Errorf("scenes/guarded after a refused revoke: %+v, %v; want held", l, err)
 		}
+		b.open(c.url(pageNode, "/ui#leases"), c.boot) // back to the management token
+		b.waitTrue(5*time.Second, "the revoke buttons are back", leaseRow("scenes/guarded")+`?.querySelector('button.revoke')`)
 	})
 
 	t.Run("no leader", func(t *testing.T) {
@@ -380,6 +382,9 @@ func TestPage(t *testing.T) {
 		b.waitTrue(20*time.Second, "the no-leader banner shows", `!document.getElementById('no-leader').hidden`)
 		b.waitTrue(10*time.Second, "scenes/kept shows as last known, not held",
 			leaseRow("scenes/kept")+`?.dataset.state === 'unknown' && !document.querySelector('#leases .badge.ok')`)
+		if problem, _ := eval[string](b, `document.getElementById('problem').hidden ? '' : document.getElementById('problem').innerText`); problem != "" {
+			t.Logf("the page reports: %s", problem)
+		}
 		b.screenshot("no-leader")
 	})
 }

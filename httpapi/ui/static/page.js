@@ -191,7 +191,16 @@
       const had = leaderKnown;
       leaderKnown = !!status.leader_id;
       renderStatus();
-      if (had !== leaderKnown) restart(); // leases switch between live and last known
+      if (had !== leaderKnown) {
+        // What is on screen turns grey at once, whether or not the stale
+        // reads that follow succeed; then the views read again.
+        if (!leaderKnown) {
+          leasesLive = false;
+          if (view === 'leases') renderLeases(leasesMore);
+          if (view === 'groups' && lastGroup) renderGroup(lastGroup);
+        }
+        restart();
+      }
       if (view === 'cluster') await refreshMembers();
     } catch (e) {
       showProblem('status', e, 1000);
@@ -297,6 +306,7 @@
   let leases = [];
   let leasesAt = 0; // performance.now() when they were read
   let leasesLive = true; // read from the leader, with deadlines
+  let leasesMore = false; // the list has more than the page shows
   function leasePath() {
     const q = new URLSearchParams();
     q.set('limit', String(MAX_ROWS));
@@ -312,7 +322,8 @@
       leases = r.body.leases || [];
       leasesAt = performance.now();
       leasesLive = leaderKnown;
-      renderLeases(r.body.next);
+      leasesMore = !!r.body.next;
+      renderLeases(leasesMore);
     }, { name: 'leases' });
   }
 
@@ -374,7 +385,7 @@
       await api('/v1/revoke/' + escPath(l.key), { method: 'POST' });
       clearProblem('action');
     } catch (e) {
-      if (e.status === 403) { mayRevoke = false; renderLeases(); }
+      if (e.status === 403) { mayRevoke = false; renderLeases(leasesMore); }
       actionFailed('Revoke of ' + l.key, e);
     }
   }
@@ -394,6 +405,7 @@
 
   let groups = [];
   let selected = '';
+  let lastGroup = null; // the chosen group's last answer
   function watchGroups() {
     follow(() => '/v1/groups?limit=1000', (r) => {
       groups = r.body.groups || [];
@@ -407,7 +419,7 @@
     if (selected) {
       const name = selected;
       follow(() => '/v1/groups/' + encodeURIComponent(name) + '?limit=' + MAX_ROWS + (leaderKnown ? '' : '&stale=true'),
-        (r) => renderGroup(r.body), { name: 'group ' + name });
+        (r) => { lastGroup = r.body; renderGroup(r.body); }, { name: 'group ' + name });
     }
   }
 
