@@ -194,6 +194,8 @@
       if (had !== leaderKnown) {
         // What is on screen turns grey at once, whether or not the stale
         // reads that follow succeed; then the views read again.
+        problems.clear(); // the errors of reads that the switch replaces
+        renderProblems();
         if (!leaderKnown) {
           leasesLive = false;
           if (view === 'leases') renderLeases(leasesMore);
