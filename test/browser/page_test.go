@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // binary is the tenure binary that TestMain builds; chromium the browser,
@@ -59,6 +61,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "browser: go build ./cmd/tenure: %v\n%s", err, out)
 		return 1
 	}
+	defer stopBrowser()
 	return m.Run()
 }
 
@@ -83,26 +86,54 @@ type browser struct {
 	ctx context.Context
 }
 
+// The package's tests share one Chromium process, each in a tab of its
+// own: starting the browser costs seconds on a busy machine.
+var (
+	browserOnce sync.Once
+	browserCtx  context.Context
+	browserErr  error
+	stopBrowser = func() {}
+)
+
+func startBrowser() (context.Context, error) {
+	browserOnce.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(chromium),
+			chromedp.WindowSize(1280, 800),
+			// The servers' certificates come from the test's own CA, which
+			// the browser does not know; the page is still served over TLS.
+			chromedp.Flag("ignore-certificate-errors", true),
+			// No attempt at https first for the plain-HTTP server of
+			// TestPageWithoutACLs.
+			chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,HttpsUpgrades,HttpsFirstBalancedModeAutoEnable"),
+		)
+		if os.Geteuid() == 0 {
+			opts = append(opts, chromedp.NoSandbox)
+		}
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		stopBrowser = func() { cancel(); cancelAlloc() }
+		// The first action starts the browser, which lives as long as the
+		// context of that call: no timeout on this one.
+		browserCtx, browserErr = ctx, chromedp.Do(ctx)
+	})
+	return browserCtx, browserErr
+}
+
+// newBrowser opens a tab, closed when t ends.
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.WindowSize(1280, 800),
-		// The servers' certificates come from the test's own CA, which
-		// the browser does not know; the page is still served over TLS.
-		chromedp.Flag("ignore-certificate-errors", true),
-	)
-	if os.Geteuid() == 0 {
-		opts = append(opts, chromedp.NoSandbox)
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	b := &browser{t: t, ctx: ctx}
-	// The first action starts the browser, which lives as long as the
-	// context of that call: no timeout on this one.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+	root, err := startBrowser()
+	if err != nil {
 		t.Fatalf("start %s: %v", chromium, err)
+	}
+	ctx, cancel := chromedp.NewContext(root)
+	t.Cleanup(cancel)
+	b := &browser{t: t, ctx: ctx}
+	// The tab, like the browser, lives as long as the context of its
+	// first action: no timeout on this one.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatalf("open a tab: %v", err)
 	}
 	// Every confirm() dialog is accepted, as an operator would.
 	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
@@ -444,4 +475,54 @@ func runWorker(t *testing.T, ctx context.Context, c *cluster, id, group string) 
 			t.Logf("worker %s: %v", id, err)
 		}
 	})
+}
+
+// TestPageWithoutACLs: against one `tenure server -dev` over plain HTTP
+// with ACLs off, no token is needed: the page shows the lease, offers to
+// revoke it, and the revoke frees it.
+func TestPageWithoutACLs(t *testing.T) {
+	if noBrowser != "" {
+		t.Skip(noBrowser)
+	}
+	ports, err := harness.FreePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr := harness.Loopback(ports[0])
+	cmd := exec.Command(binary, "server", "-dev", "-http-addr", httpAddr, "-raft-addr", harness.Loopback(ports[1]),
+		"-gossip-addr", harness.Loopback(ports[2]), "-min-ttl", "1s")
+	cmd.Env = cleanEnv()
+	var log harness.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("server log:\n%s", log.String())
+		}
+	})
+	cfg := client.DefaultConfig()
+	cfg.Addresses, cfg.Holder, cfg.Timeout = []string{httpAddr}, "tracker-1", 5*time.Second
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := harness.Context(t, time.Minute)
+	var lease *client.Lease
+	poll.WaitFor(t, startTimeout, func() error {
+		lease, err = cl.Acquire(ctx, "jobs/a", client.WithTTL(2*time.Second))
+		return err
+	})
+	b := newBrowser(t)
+	b.run(chromedp.Navigate("http://"+httpAddr+"/ui#leases"), chromedp.WaitVisible(chromedp.ID("view-leases")))
+	b.click(`#leases tr[data-key="jobs/a"] button.revoke`)
+	select {
+	case <-lease.Context().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder still holds jobs/a 10s after the revoke from the page")
+	}
+	b.waitTrue(10*time.Second, "jobs/a shows free", leaseRow("jobs/a")+`?.dataset.state === 'free'`)
 }
