@@ -25,8 +25,6 @@ type need struct {
 	right fsm.Right
 	kind  string
 	name  func(r *http.Request) string
-	// query: the token may also come as ?token= (the inspection page).
-	query bool
 }
 
 var open = need{open: true}
@@ -69,17 +67,14 @@ func authz(r *http.Request) *cluster.Authorizer {
 }
 
 // secretOf is the token the request carries: X-Tenure-Token, or
-// Authorization: Bearer, or (only where allowed) the token query
-// parameter.
-func secretOf(r *http.Request, query bool) string {
+// Authorization: Bearer. No route reads one from the query (URLs end up
+// in logs); the inspection page sends the header.
+func secretOf(r *http.Request) string {
 	if v := r.Header.Get(client.HeaderToken); v != "" {
 		return v
 	}
 	if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 		return strings.TrimSpace(v[7:])
-	}
-	if query {
-		return r.URL.Query().Get("token")
 	}
 	return ""
 }
@@ -120,7 +115,7 @@ func (s *Server) guard(n need, h handlerFunc) handlerFunc {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		a, err := s.node.ResolveToken(secretOf(r, n.query))
+		a, err := s.node.ResolveToken(secretOf(r))
 		if err != nil {
 			s.logRequest(r, "", 0, err)
 			return err

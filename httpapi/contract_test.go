@@ -124,6 +124,8 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"GET /readyz", "GET", "/readyz", "", 200, func() any { return new(client.Readiness) }},
 		{"GET /metrics", "GET", "/metrics", "", 200, nil},
 		{"GET /ui", "GET", "/ui", "", 200, nil},
+		{"GET /ui/static/{file}", "GET", "/ui/static/page.css", "", 200, nil},
+		{"GET /ui/static/{file}", "GET", "/ui/static/nothing.js", "", 404, errBody},
 		{"GET /", "GET", "/", "", 302, nil},
 		{"POST /v1/operator/snapshot", "POST", "/v1/operator/snapshot", "", 200, func() any { return new(client.SnapshotInfo) }},
 		{"GET /v1/snapshot", "GET", "/v1/snapshot", "", 200, nil},

@@ -50,7 +50,7 @@ func routesOf(t testing.TB) []fuzzRoute {
 // the metrics, the probes, a snapshot, an event stream.
 func notJSON(tpl string) bool {
 	switch tpl {
-	case "/", "/ui", "/metrics", "/healthz", "/readyz", "/v1/operator/snapshot", "/v1/events":
+	case "/", "/ui", "/ui/static/{file}", "/metrics", "/healthz", "/readyz", "/v1/operator/snapshot", "/v1/events":
 		return true
 	}
 	return false

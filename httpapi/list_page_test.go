@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tenure-io/tenure/client"
@@ -280,39 +279,6 @@ func TestGroupViewPages(t *testing.T) {
 	}
 	for _, path := range []string{"/v1/groups/g?limit=0", "/v1/groups/g/assignment?limit=20000", "/v1/groups/g?cursor=%21"} {
 		do(t, http.MethodGet, tn.url+path, "").wantStatus(t, path, http.StatusBadRequest)
-	}
-}
-
-// The inspection page shows the first page of leases and says that more
-// follow.
-func TestUIShowsFirstPageOfLeases(t *testing.T) {
-	tn := startNode(t)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range DefaultListLimit + 1 {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			r, err := send(http.MethodPut, fmt.Sprintf("%s/v1/leases/ui/%04d", tn.url, i), `{"holder":"h","ttl":"30s"}`, nil)
-			if err != nil || r.status != http.StatusCreated {
-				t.Errorf("acquire ui/%04d: %v %d", i, err, r.status)
-			}
-		}()
-	}
-	wg.Wait()
-	r := do(t, http.MethodGet, tn.url+"/ui", "")
-	r.wantStatus(t, "/ui", 200)
-	body := string(r.body)
-	if !strings.Contains(body, fmt.Sprintf("Leases (%d, the first ones by key)", DefaultListLimit)) || !strings.Contains(body, "More leases follow") {
-		t.Errorf("/ui with %d leases does not say it shows the first %d", DefaultListLimit+1, DefaultListLimit)
-	}
-	if strings.Contains(body, fmt.Sprintf(`<tr class="held"><td>ui/%04d<`, DefaultListLimit)) {
-		t.Errorf("/ui shows lease %d, past the first page", DefaultListLimit)
-	}
-	r = do(t, http.MethodGet, tn.url+"/ui?prefix=ui/000", "")
-	if body := string(r.body); r.status != 200 || strings.Contains(body, "More leases follow") || !strings.Contains(body, `<tr class="held"><td>ui/0009<`) {
-		t.Errorf("/ui?prefix=ui/000: status %d, want the 10 leases and no note", r.status)
 	}
 }
 

@@ -172,9 +172,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	prom := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
 	r.Handle("/metrics", s.local(metrics, plain(prom.ServeHTTP))).Methods(http.MethodGet)
-	page := onPrefix(fsm.RightRead)
-	page.query = true
-	r.Handle("/ui", s.local(page, plain(s.page))).Methods(http.MethodGet)
+	// The page and its static files hold no data: its script reads the API
+	// with the operator's token.
+	r.HandleFunc("/ui", s.page).Methods(http.MethodGet)
+	r.HandleFunc("/ui/static/{file}", s.uiAsset).Methods(http.MethodGet)
 	r.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ui", http.StatusFound)
 	}).Methods(http.MethodGet)

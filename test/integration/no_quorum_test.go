@@ -43,13 +43,11 @@ func TestTwoServersDownCommandsSayWhy(t *testing.T) {
 		t.Errorf("tenure status on the survivor: exit %d, stderr %q; want non-zero and \"no leader\" naming %s", st.code, st.stderr, c.nodes[survivor].id)
 	}
 
-	// The page says it in a banner, and does not show the lease as held.
+	// The page still loads there; that it shows a no-leader banner and the
+	// leases as last known is checked in a browser (test/browser).
 	page, err := c.try(c.nodes[survivor].httpAddr, "GET", "/ui", nil)
-	if err != nil {
-		t.Fatalf("GET /ui on the survivor: %v", err)
-	}
-	if body := string(page.Body); !strings.Contains(body, `id="no-leader"`) || !strings.Contains(body, "held (last known)") {
-		t.Errorf("the survivor's page has no no-leader banner, or shows the lease as held:\n%s", body)
+	if err != nil || page.Status != 200 || !strings.Contains(string(page.Body), `id="no-leader"`) {
+		t.Errorf("GET /ui on the survivor: %v, want 200 and the page", err)
 	}
 
 	got := runTenure(t, env, "leases", "get", "k")
