@@ -31,13 +31,12 @@ import (
 // serverSettings are the settings of `tenure server`, filled from defaults,
 // then a config file, then TENURE_* environment variables, then flags.
 type serverSettings struct {
-	cluster  cluster.Config
-	tls      certs.Files
-	join     string
-	initial  string
-	logLevel string
-	logJSON  bool
-	config   string
+	cluster cluster.Config
+	tls     certs.Files
+	join    string
+	initial string
+	log     logOutput
+	config  string
 	// dev: one server for trying tenure and for application tests, its
 	// state in memory and gone at exit (devDataDir).
 	dev bool
@@ -105,8 +104,9 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest time to read a request, body included (a slower sender is cut)")
 	fs.DurationVar(&h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "an idle keep-alive connection is closed after this")
 	connFlags(fs, &c.Conns)
-	fs.StringVar(&s.logLevel, "log-level", "info", "trace, debug, info, warn or error")
-	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON lines")
+	fs.StringVar(&s.log.level, "log-level", "info", "trace, debug, info, warn or error")
+	fs.Var(&s.log.format, "log-format", "log lines as text or json (one JSON object per line)")
+	fs.BoolVar(&s.log.json, "log-json", false, "deprecated: the same as -log-format json")
 	return fs
 }
 
@@ -174,6 +174,9 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 		if err := devSettings(s); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.log.check(); err != nil {
+		return nil, err
 	}
 	if err := checkTLSFlags(s.tls); err != nil {
 		return nil, err
@@ -287,12 +290,10 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
 		return 2
 	}
-	log := hclog.New(&hclog.LoggerOptions{
-		Name:       "tenure",
-		Level:      hclog.LevelFromString(s.logLevel),
-		JSONFormat: s.logJSON,
-		Output:     os.Stderr,
-	})
+	log := s.log.logger("tenure", os.Stderr)
+	if s.log.json {
+		log.Warn("-log-json is deprecated: use -log-format json")
+	}
 	if s.dev {
 		if s.cluster.DataDir, err = devDataDir(); err != nil {
 			fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
