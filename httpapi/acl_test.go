@@ -184,6 +184,8 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"POST /v1/operator/servers/{id}/promote", "POST", "/v1/operator/servers/n1/promote", "", client.RightOperator},
 		{"POST /v1/operator/servers/{id}/readmit", "POST", "/v1/operator/servers/n1/readmit", "", client.RightOperator},
 		{"GET /metrics", "GET", "/metrics", "", client.RightOperator},
+		{"GET /v1/debug/pprof/{profile}", "GET", "/v1/debug/pprof/goroutine", "", client.RightOperator},
+		{"GET /v1/debug/logs", "GET", "/v1/debug/logs", "", client.RightOperator},
 		{"GET /ui", "GET", "/ui", "", client.RightRead},
 		{"GET /healthz", "GET", "/healthz", "", "open"},
 		{"GET /readyz", "GET", "/readyz", "", "open"},

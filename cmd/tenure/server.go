@@ -290,7 +290,13 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
 		return 2
 	}
-	log := s.log.logger("tenure", os.Stderr)
+	// The last lines stay in memory too, for GET /v1/debug/logs.
+	tail, err := httpapi.NewLogTail(httpapi.DefaultLogTailLines, httpapi.DefaultLogTailBytes)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
+		return 1
+	}
+	log := s.log.logger("tenure", io.MultiWriter(tail, os.Stderr))
 	if s.log.json {
 		log.Warn("-log-json is deprecated: use -log-format json")
 	}
@@ -304,7 +310,7 @@ func runServer(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, s, log); err != nil {
+	if err := serve(ctx, s, log, tail); err != nil {
 		if errors.Is(err, cluster.ErrRefusedStart) {
 			// The message is for an operator: plain, not a log field.
 			fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
@@ -316,7 +322,7 @@ func runServer(args []string) int {
 	return 0
 }
 
-func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
+func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpapi.LogTail) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if sink, err := gometricsprom.NewPrometheusSinkFrom(gometricsprom.PrometheusOpts{Registerer: reg, Expiration: time.Minute}); err == nil {
@@ -359,6 +365,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 		hc.ForwardScheme = "https"
 	}
 	hc.MetricsOpen = s.metricsOpen
+	hc.LogTail = tail
 	api, err := httpapi.New(hc)
 	if err != nil {
 		ln.Close()
