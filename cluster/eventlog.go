@@ -94,8 +94,12 @@ func (l *leaseEventLogger) logAfter(after uint64) uint64 {
 	}
 	for {
 		events, next, err := l.machine.Events(after, fsm.EventFilter{Types: types}, MaxEventsAnswer)
-		var compacted *fsm.CompactedError
-		if errors.As(err, &compacted) {
+		if err != nil {
+			var compacted *fsm.CompactedError
+			if !errors.As(err, &compacted) {
+				l.log.Error("reading the event history", "error", err)
+				return after
+			}
 			// The history dropped events before they were read (a burst
 			// past -event-history, or a restored snapshot).
 			l.log.Warn("lease events not logged: the event history no longer holds them", "after", after, "oldest_index", compacted.Oldest)

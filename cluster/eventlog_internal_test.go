@@ -1,0 +1,46 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// allocSink is a log output that keeps nothing.
+type allocSink struct{ lines int }
+
+func (s *allocSink) Write(p []byte) (int, error) { s.lines++; return len(p), nil }
+
+// On a leader at INFO, acquisitions and releases (the hot path) cost the
+// event logger no allocation: their types are not even read from the
+// history. At DEBUG the same events are logged.
+func TestLeaseEventLoggerSkipsLevelsOff(t *testing.T) {
+	m := fsm.New()
+	for i := uint64(1); i <= 100; i++ {
+		key := "k"
+		cmd := fsm.Encode(fsm.Acquire{Key: key, Holder: "h", TTL: 1e9})
+		if i%2 == 0 {
+			cmd = fsm.Encode(fsm.Release{Key: key, Holder: "h", Token: i / 2})
+		}
+		if _, err := m.ApplyLog(&raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: cmd}); err != nil {
+			t.Fatalf("apply %d: %v", i, err)
+		}
+	}
+	sink := &allocSink{}
+	l := &leaseEventLogger{log: hclog.New(&hclog.LoggerOptions{Output: sink, Level: hclog.Info}), machine: m, leading: func() bool { return true }}
+	allocs := testing.AllocsPerRun(100, func() {
+		if next := l.logAfter(0); next != 100 {
+			t.Fatalf("logAfter(0) = %d, want 100", next)
+		}
+	})
+	if allocs != 0 || sink.lines != 0 {
+		t.Errorf("at INFO: %v allocations and %d lines per pass over acquisitions and releases, want none", allocs, sink.lines)
+	}
+	l.log.SetLevel(hclog.Debug)
+	l.logAfter(0)
+	if sink.lines != 100 {
+		t.Errorf("at DEBUG: %d lines, want 100 (50 acquired, 50 released)", sink.lines)
+	}
+}
