@@ -34,7 +34,7 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 	fs.StringVar(&gossip, "gossip-addr", "", "gossip address to bind (default: loopback while the servers are on loopback, else the local address that routes to the first server)")
 	fs.StringVar(&advertise, "gossip-advertise", "", "gossip address to announce, host or host:port (default: chosen as -gossip-addr says)")
 	fs.BoolVar(&quiet, "quiet", false, "log only keys gained and lost, not each unit of work")
-	fs.Var(&logs.format, "log-format", "log lines as text or json (one JSON object per line)")
+	fs.Var(&logs.format, "log-format", "`format` of log lines: text (the default) or json (one JSON object per line)")
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
 		return code
 	}

@@ -67,3 +67,18 @@ func TestServerLogFormat(t *testing.T) {
 		})
 	}
 }
+
+// The other commands that log take -log-format too, and refuse an unknown
+// one the same way.
+func TestCommandsRefuseUnknownLogFormat(t *testing.T) {
+	for _, args := range [][]string{
+		{"lock", "-log-format", "xml", "k", "--", "true"},
+		{"elect", "-log-format", "xml", "e", "--", "true"},
+		{"demo-worker", "-group", "g", "-log-format", "xml"},
+	} {
+		r := runCLI(t, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "-log-format") || !strings.Contains(r.stderr, "text or json") {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming -log-format and the formats", args, r.code, r.stderr, exitUsage)
+		}
+	}
+}

@@ -105,7 +105,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "an idle keep-alive connection is closed after this")
 	connFlags(fs, &c.Conns)
 	fs.StringVar(&s.log.level, "log-level", "info", "trace, debug, info, warn or error")
-	fs.Var(&s.log.format, "log-format", "log lines as text or json (one JSON object per line)")
+	fs.Var(&s.log.format, "log-format", "`format` of log lines: text (the default) or json (one JSON object per line)")
 	fs.BoolVar(&s.log.json, "log-json", false, "deprecated: the same as -log-format json")
 	return fs
 }
