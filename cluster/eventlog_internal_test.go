@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -42,5 +43,44 @@ func TestLeaseEventLoggerSkipsLevelsOff(t *testing.T) {
 	l.logAfter(0)
 	if sink.lines != 100 {
 		t.Errorf("at DEBUG: %d lines, want 100 (50 acquired, 50 released)", sink.lines)
+	}
+}
+
+// Each lease event is logged by the leader at its level, and by a
+// follower at TRACE, with key, holder, token, term and index.
+func TestLeaseEventLevels(t *testing.T) {
+	cases := []struct {
+		typ    fsm.EventType
+		leader hclog.Level
+	}{
+		{fsm.EventExpired, hclog.Info},
+		{fsm.EventEnding, hclog.Info},
+		{fsm.EventRevoked, hclog.Info},
+		{fsm.EventHandedOff, hclog.Info},
+		{fsm.EventMetadataChanged, hclog.Info},
+		{fsm.EventAcquired, hclog.Debug},
+		{fsm.EventReleased, hclog.Debug},
+		{fsm.EventForgotten, hclog.Debug},
+	}
+	for _, tc := range cases {
+		for _, leader := range []bool{true, false} {
+			var out strings.Builder
+			l := &leaseEventLogger{log: hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Trace})}
+			l.logEvent(&fsm.Event{Index: 9, Term: 3, Type: tc.typ, Key: "k", Holder: "h", Token: 4, Reason: "revoked"}, leader)
+			want := hclog.Trace
+			if leader {
+				want = tc.leader
+			}
+			line := out.String()
+			prefix := "[" + strings.ToUpper(want.String())
+			if !strings.Contains(line, prefix) || !strings.Contains(line, "lease_"+tc.typ.String()+":") {
+				t.Errorf("%s (leader %v): %q, want level %s and message lease_%s", tc.typ, leader, line, want, tc.typ)
+			}
+			for _, f := range []string{"key=k", "holder=h", "token=4", "term=3", "index=9", "reason=revoked"} {
+				if !strings.Contains(line, f) {
+					t.Errorf("%s (leader %v): %q lacks %s", tc.typ, leader, line, f)
+				}
+			}
+		}
 	}
 }

@@ -22,11 +22,6 @@ const (
 	maxLogLineBytes = 16 << 10
 )
 
-// debugProfiles are the runtime profiles that GET /v1/debug/pprof/{profile}
-// serves: a snapshot each, cheap to take. CPU profiles and traces, which
-// run for a while and cost while they do, are left out on purpose.
-var debugProfiles = []string{"goroutine", "heap"}
-
 // LogTail keeps the last log lines that were written to it, within a
 // number of lines and of bytes, for GET /v1/debug/logs. Add it to the
 // logger's output (io.MultiWriter); it is safe for concurrent use. A
@@ -122,15 +117,18 @@ func (t *LogTail) Bytes() []byte {
 // buffers), or as text with ?debug=1 (goroutine: ?debug=2 gives every
 // stack in full).
 func (s *Server) profile(w http.ResponseWriter, r *http.Request) error {
+	// client.DebugProfiles: a snapshot each, cheap to take. CPU profiles
+	// and traces, which run for a while and cost while they do, are left
+	// out on purpose.
 	name := pathVar(r, "profile")
 	p := pprof.Lookup(name)
 	known := false
-	for _, n := range debugProfiles {
+	for _, n := range client.DebugProfiles {
 		known = known || n == name
 	}
 	if !known || p == nil {
 		return &apiError{code: client.CodeNotFound, field: "profile",
-			msg: fmt.Sprintf("profile: %q is not served, want one of %v", name, debugProfiles)}
+			msg: fmt.Sprintf("profile: %q is not served, want one of %v", name, client.DebugProfiles)}
 	}
 	debug := 0
 	if v := r.URL.Query().Get("debug"); v != "" {
