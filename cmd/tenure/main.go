@@ -48,7 +48,7 @@ Commands:
     lock        Run a command while holding a lease (or one of N slots)
     elect       Run a command only while leading an election
     tls         Make a CA and server and client certificates for TLS
-    debug       Collect one server's status, metrics, profiles and recent logs into a .tar.gz for a bug report
+    debug       Archive one server's status, metrics, profiles and last logs (bug reports)
     version     Print the version
 
 Commands that talk to a cluster take -http-addr (comma-separated list,
