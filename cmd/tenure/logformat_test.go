@@ -42,7 +42,7 @@ func TestServerLogFormat(t *testing.T) {
 			s, err := loadServerSettings(append([]string{"-data-dir", "d"}, tc.args...), func(k string) string { return tc.env[k] })
 			if tc.wantErr != nil {
 				if err == nil {
-					t.Fatalf("settings = %+v, want an error with %q", s.log, tc.wantErr)
+					t.Fatalf("settings = %+v, want an error with %q", s.logFlags, tc.wantErr)
 				}
 				for _, w := range tc.wantErr {
 					if !strings.Contains(err.Error(), w) {
@@ -55,7 +55,7 @@ func TestServerLogFormat(t *testing.T) {
 				t.Fatalf("settings: %v", err)
 			}
 			var out bytes.Buffer
-			s.log.logger("tenure", &out).Info("lease_expired", "key", "k", "token", 7)
+			s.logFlags.logger("tenure", &out).Info("lease_expired", "key", "k", "token", 7)
 			var line map[string]any
 			isJSON := json.Unmarshal(out.Bytes(), &line) == nil
 			if isJSON != tc.wantJSON {

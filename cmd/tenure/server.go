@@ -31,12 +31,12 @@ import (
 // serverSettings are the settings of `tenure server`, filled from defaults,
 // then a config file, then TENURE_* environment variables, then flags.
 type serverSettings struct {
-	cluster cluster.Config
-	tls     certs.Files
-	join    string
-	initial string
-	log     logOutput
-	config  string
+	cluster  cluster.Config
+	tls      certs.Files
+	join     string
+	initial  string
+	logFlags logOutput
+	config   string
 	// dev: one server for trying tenure and for application tests, its
 	// state in memory and gone at exit (devDataDir).
 	dev bool
@@ -104,9 +104,9 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest time to read a request, body included (a slower sender is cut)")
 	fs.DurationVar(&h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "an idle keep-alive connection is closed after this")
 	connFlags(fs, &c.Conns)
-	fs.StringVar(&s.log.level, "log-level", "info", "trace, debug, info, warn or error")
-	fs.Var(&s.log.format, "log-format", "`format` of log lines: text (the default) or json (one JSON object per line)")
-	fs.BoolVar(&s.log.json, "log-json", false, "deprecated: the same as -log-format json")
+	fs.StringVar(&s.logFlags.level, "log-level", "info", "trace, debug, info, warn or error")
+	fs.Var(&s.logFlags.format, "log-format", "`format` of log lines: text (the default) or json (one JSON object per line)")
+	fs.BoolVar(&s.logFlags.json, "log-json", false, "deprecated: the same as -log-format json")
 	return fs
 }
 
@@ -175,7 +175,7 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 			return nil, err
 		}
 	}
-	if err := s.log.check(); err != nil {
+	if err := s.logFlags.check(); err != nil {
 		return nil, err
 	}
 	if err := checkTLSFlags(s.tls); err != nil {
@@ -296,8 +296,8 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
 		return 1
 	}
-	log := s.log.logger("tenure", io.MultiWriter(tail, os.Stderr))
-	if s.log.json {
+	log := s.logFlags.logger("tenure", io.MultiWriter(tail, os.Stderr))
+	if s.logFlags.json {
 		log.Warn("-log-json is deprecated: use -log-format json")
 	}
 	if s.dev {
