@@ -19,12 +19,14 @@ import (
 // term of the entry that holds it.
 //
 // Who logs, at which level: every node applies every entry, so each event
-// would otherwise be logged once per server. The established leader logs
-// them: expired, ending, revoked, handed_off and metadata_changed at INFO,
+// would otherwise be logged once per server. The established leader of a
+// term logs the events of the entries of that term (those it proposed):
+// expired, ending, revoked, handed_off and metadata_changed at INFO,
 // acquired, released and forgotten (they can come by the thousand per
-// second) at DEBUG. A follower logs them all at TRACE only. A node decides
-// when it reads the events, shortly after it applied them: around a change
-// of leader an event may be logged by both, or at INFO by neither.
+// second) at DEBUG. A follower logs them all at TRACE only. So no event is
+// logged twice at INFO; an event of an entry that its leader had not read
+// when it lost leadership (it reads them shortly after applying them) is
+// logged by no one above TRACE.
 //
 // The types a level leaves out are not even read from the history, so a
 // leader at INFO copies nothing for acquisitions and releases; a follower
@@ -51,8 +53,9 @@ var (
 type leaseEventLogger struct {
 	log     hclog.Logger
 	machine *fsm.Machine
-	// leading reports whether the node is an established leader now.
-	leading func() bool
+	// leading reports the term in which the node is the established
+	// leader now; ok is false while it is none.
+	leading func() (term uint64, ok bool)
 }
 
 // run logs the events applied from now on until stop is closed.
@@ -69,25 +72,25 @@ func (l *leaseEventLogger) run(stop <-chan struct{}) {
 	}
 }
 
-// types returns the event types to log now, and the level of each; nil
-// when nothing is logged.
-func (l *leaseEventLogger) types() (types []fsm.EventType, leader bool) {
-	leader = l.leading()
+// types returns the event types to log now, nil when nothing is logged,
+// and the term this node leads in (ok false: it is a follower).
+func (l *leaseEventLogger) types() (types []fsm.EventType, term uint64, leader bool) {
+	term, leader = l.leading()
 	switch {
 	case leader && l.log.IsDebug():
-		return leaseEvents, true
+		return leaseEvents, term, true
 	case leader && l.log.IsInfo():
-		return leaseInfoEvents, true
+		return leaseInfoEvents, term, true
 	case !leader && l.log.IsTrace():
-		return leaseEvents, false
+		return leaseEvents, 0, false
 	}
-	return nil, leader
+	return nil, term, leader
 }
 
 // logAfter logs the lease events after index after that the current role
 // and level call for, and returns the index up to which it has looked.
 func (l *leaseEventLogger) logAfter(after uint64) uint64 {
-	types, leader := l.types()
+	types, term, leader := l.types()
 	if types == nil {
 		applied, _, _ := l.machine.Indexes()
 		return max(after, applied)
@@ -107,6 +110,11 @@ func (l *leaseEventLogger) logAfter(after uint64) uint64 {
 			continue
 		}
 		for i := range events {
+			if leader && events[i].Term < term {
+				// An entry of an earlier leader's term: that leader
+				// logged it, or lost leadership before it could.
+				continue
+			}
 			l.logEvent(&events[i], leader)
 		}
 		if len(events) < MaxEventsAnswer || next <= after {
@@ -134,4 +142,13 @@ func (l *leaseEventLogger) logEvent(e *fsm.Event, leader bool) {
 		args = append(args, "by", e.By)
 	}
 	l.log.Log(level, leaseEventNames[e.Type], args...)
+}
+
+// leadingTerm is the term of the node's established leadership; ok is
+// false while it has none.
+func (n *Node) leadingTerm() (term uint64, ok bool) {
+	if p := n.leading.Load(); p != nil {
+		return p.term, true
+	}
+	return 0, false
 }

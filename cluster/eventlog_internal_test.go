@@ -30,7 +30,7 @@ func TestLeaseEventLoggerSkipsLevelsOff(t *testing.T) {
 		}
 	}
 	sink := &allocSink{}
-	l := &leaseEventLogger{log: hclog.New(&hclog.LoggerOptions{Output: sink, Level: hclog.Info}), machine: m, leading: func() bool { return true }}
+	l := &leaseEventLogger{log: hclog.New(&hclog.LoggerOptions{Output: sink, Level: hclog.Info}), machine: m, leading: func() (uint64, bool) { return 1, true }}
 	allocs := testing.AllocsPerRun(100, func() {
 		if next := l.logAfter(0); next != 100 {
 			t.Fatalf("logAfter(0) = %d, want 100", next)
@@ -82,5 +82,30 @@ func TestLeaseEventLevels(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A leader logs the events of the entries of its own term only: those of
+// an earlier term are its predecessor's to log, so a change of leader
+// never logs an event twice.
+func TestLeaderLogsOnlyItsOwnTerm(t *testing.T) {
+	m := fsm.New()
+	cmds := []struct {
+		term uint64
+		cmd  fsm.Command
+	}{
+		{1, fsm.Acquire{Key: "old", Holder: "h", TTL: 1e9}},
+		{2, fsm.Acquire{Key: "new", Holder: "h", TTL: 1e9}},
+	}
+	for i, c := range cmds {
+		if _, err := m.ApplyLog(&raft.Log{Index: uint64(i + 1), Term: c.term, Type: raft.LogCommand, Data: fsm.Encode(c.cmd)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	l := &leaseEventLogger{log: hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug}), machine: m, leading: func() (uint64, bool) { return 2, true }}
+	l.logAfter(0)
+	if got := out.String(); strings.Contains(got, "key=old") || !strings.Contains(got, "key=new") || !strings.Contains(got, "term=2") {
+		t.Errorf("the leader of term 2 logged %q; want the acquisition of new (term 2) only", got)
 	}
 }

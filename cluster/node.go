@@ -112,7 +112,7 @@ func New(cfg Config) (*Node, error) {
 	n.wg.Add(2)
 	go n.recordClusterID(n.identity, time.Second)
 	go n.leaderLoop()
-	events := &leaseEventLogger{log: cfg.Logger.Named("leases"), machine: n.machine, leading: func() bool { return n.leading.Load() != nil }}
+	events := &leaseEventLogger{log: cfg.Logger.Named("leases"), machine: n.machine, leading: n.leadingTerm}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
