@@ -112,6 +112,12 @@ func New(cfg Config) (*Node, error) {
 	n.wg.Add(2)
 	go n.recordClusterID(n.identity, time.Second)
 	go n.leaderLoop()
+	events := &leaseEventLogger{log: cfg.Logger.Named("leases"), machine: n.machine, leading: n.leadingTerm}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		events.run(n.shutdownCh)
+	}()
 	if cfg.BackupDir != "" {
 		n.wg.Add(1)
 		go n.runBackups()

@@ -314,8 +314,7 @@ func (p *proposer) finish(slots []slot, results []fsm.Result) {
 		case s.exp != nil:
 			p.lessor.Remove(s.exp.key, s.exp.token)
 			if r.Code == fsm.Freed {
-				p.metrics.expiries.Inc()
-				p.log.Info("lease_expired", "key", s.exp.key, "token", s.exp.token, "holder", r.Lease.Holder)
+				p.metrics.expiries.Inc() // logged from the events (eventlog.go)
 			}
 		case s.handoff:
 			switch r.Code {
@@ -369,7 +368,6 @@ func (p *proposer) settle(o *op, r fsm.Result, ended []EndedLease) {
 			}
 			p.lessor.Remove(r.Lease.Key, r.Lease.Token)
 			p.metrics.releases.Inc()
-			p.log.Debug("lease_released", "key", r.Lease.Key, "token", r.Lease.Token, "holder", r.Lease.Holder, "revoked", r.Lease.Reason == fsm.ReasonRevoked)
 		}
 	}
 	o.done <- opResult{res: r, ended: ended}
@@ -379,10 +377,6 @@ func (p *proposer) granted(o *op, r fsm.Result) {
 	p.lessor.Grant(r.Lease.Key, r.Lease.Token, r.Lease.TTL, r.Lease.ModifyIndex)
 	if r.Code == fsm.Granted {
 		p.metrics.acquisitions.Inc()
-		p.log.Debug("lease_acquired", "key", r.Lease.Key, "holder", r.Lease.Holder, "token", r.Lease.Token)
-	}
-	if r.MetadataChanged {
-		p.log.Info("lease_metadata_changed", "key", r.Lease.Key, "holder", r.Lease.Holder, "token", r.Lease.Token)
 	}
 	o.done <- opResult{res: r}
 }

@@ -42,13 +42,11 @@ func (p *proposer) ended(r fsm.Result) []EndedLease {
 				left = l.TTL
 			}
 			e.FreesIn = left
-			p.log.Info("lease_ending", "key", l.Key, "holder", l.Holder, "token", l.Token, "reason", e.Reason, "frees_in", left)
 		} else {
 			e.Reason, e.Forced = l.Reason.String(), true
 			p.lessor.Remove(l.Key, l.Token)
 			p.kicked[l.Key] = struct{}{}
 			p.metrics.releases.Inc()
-			p.log.Warn("lease_forced_free", "key", l.Key, "holder", l.Holder, "token", l.Token, "reason", e.Reason)
 		}
 		out = append(out, e)
 	}

@@ -186,6 +186,8 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"GET /metrics", "GET", "/metrics", "", client.RightOperator},
 		{"GET /ui", "GET", "/ui", "", "open"}, // the page holds no data: its script reads the API with a token
 		{"GET /ui/static/{file}", "GET", "/ui/static/page.js", "", "open"},
+		{"GET /v1/debug/pprof/{profile}", "GET", "/v1/debug/pprof/goroutine", "", client.RightOperator},
+		{"GET /v1/debug/logs", "GET", "/v1/debug/logs", "", client.RightOperator},
 		{"GET /healthz", "GET", "/healthz", "", "open"},
 		{"GET /readyz", "GET", "/readyz", "", "open"},
 		{"GET /", "GET", "/", "", "open"},

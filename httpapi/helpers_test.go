@@ -46,6 +46,7 @@ func serveAPI(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger)
 	api.Node = node
 	api.Gatherer = reg
 	api.Logger = logger
+	api.LogTail, _ = NewLogTail(DefaultLogTailLines, DefaultLogTailBytes)
 	return New(api)
 }
 

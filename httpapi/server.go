@@ -55,6 +55,9 @@ type Config struct {
 	// MetricsOpen serves /metrics without a token while ACLs are on
 	// (otherwise it needs the operator right).
 	MetricsOpen bool
+	// LogTail, if not nil, holds this server's recent log lines for GET
+	// /v1/debug/logs (404 without one).
+	LogTail *LogTail
 }
 
 // DefaultConfig returns a Config with defaults; the caller sets Node.
@@ -172,6 +175,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	prom := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
 	r.Handle("/metrics", s.local(metrics, plain(prom.ServeHTTP))).Methods(http.MethodGet)
+	r.Handle("/v1/debug/pprof/{profile}", s.local(onCluster(fsm.RightOperator), s.profile)).Methods(http.MethodGet)
+	r.Handle("/v1/debug/logs", s.local(onCluster(fsm.RightOperator), s.recentLogs)).Methods(http.MethodGet)
 	// The page and its static files hold no data: its script reads the API
 	// with the operator's token.
 	r.HandleFunc("/ui", s.page).Methods(http.MethodGet)

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
 )
 
@@ -23,6 +22,7 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 		capacity          int
 		ttl, work         time.Duration
 		quiet             bool
+		logs              = logOutput{level: "info"}
 	)
 	fs := e.newFlagSet("demo-worker", "demo-worker -group NAME [-id ID] [-capacity N] [-ttl D] [-work D] [-gossip-addr A] [-gossip-advertise A]")
 	cf.register(fs)
@@ -34,6 +34,7 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 	fs.StringVar(&gossip, "gossip-addr", "", "gossip address to bind (default: loopback while the servers are on loopback, else the local address that routes to the first server)")
 	fs.StringVar(&advertise, "gossip-advertise", "", "gossip address to announce, host or host:port (default: chosen as -gossip-addr says)")
 	fs.BoolVar(&quiet, "quiet", false, "log only keys gained and lost, not each unit of work")
+	fs.Var(&logs.format, "log-format", "`format` of log lines: text (the default) or json (one JSON object per line)")
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
 		return code
 	}
@@ -46,7 +47,7 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "demo-worker", Output: e.stderr, Level: hclog.Info})
+	log := logs.logger("demo-worker", e.stderr)
 	var mu sync.Mutex
 	owned := map[string]uint64{}
 	handler := func(ctx context.Context, key string, token uint64) {

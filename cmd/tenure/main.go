@@ -48,6 +48,7 @@ Commands:
     lock        Run a command while holding a lease (or one of N slots)
     elect       Run a command only while leading an election
     tls         Make a CA and server and client certificates for TLS
+    debug       Archive one server's status, metrics, profiles and last logs (bug reports)
     version     Print the version
 
 Commands that talk to a cluster take -http-addr (comma-separated list,
@@ -103,6 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"tls":         e.tlsCommand,
 		"demo-worker": e.demoWorker,
 		"acl":         e.acl,
+		"debug":       e.debug,
 	}
 	if cmd, ok := commands[name]; ok {
 		return cmd(ctx, rest)

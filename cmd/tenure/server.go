@@ -35,8 +35,7 @@ type serverSettings struct {
 	tls      certs.Files
 	join     string
 	initial  string
-	logLevel string
-	logJSON  bool
+	logFlags logOutput
 	config   string
 	// dev: one server for trying tenure and for application tests, its
 	// state in memory and gone at exit (devDataDir).
@@ -105,8 +104,9 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest time to read a request, body included (a slower sender is cut)")
 	fs.DurationVar(&h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "an idle keep-alive connection is closed after this")
 	connFlags(fs, &c.Conns)
-	fs.StringVar(&s.logLevel, "log-level", "info", "trace, debug, info, warn or error")
-	fs.BoolVar(&s.logJSON, "log-json", false, "log JSON lines")
+	fs.StringVar(&s.logFlags.level, "log-level", "info", "trace, debug, info, warn or error")
+	fs.Var(&s.logFlags.format, "log-format", "`format` of log lines: text (the default) or json (one JSON object per line)")
+	fs.BoolVar(&s.logFlags.json, "log-json", false, "deprecated: the same as -log-format json")
 	return fs
 }
 
@@ -174,6 +174,9 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 		if err := devSettings(s); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.logFlags.check(); err != nil {
+		return nil, err
 	}
 	if err := checkTLSFlags(s.tls); err != nil {
 		return nil, err
@@ -287,12 +290,16 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
 		return 2
 	}
-	log := hclog.New(&hclog.LoggerOptions{
-		Name:       "tenure",
-		Level:      hclog.LevelFromString(s.logLevel),
-		JSONFormat: s.logJSON,
-		Output:     os.Stderr,
-	})
+	// The last lines stay in memory too, for GET /v1/debug/logs.
+	tail, err := httpapi.NewLogTail(httpapi.DefaultLogTailLines, httpapi.DefaultLogTailBytes)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
+		return 1
+	}
+	log := s.logFlags.logger("tenure", io.MultiWriter(tail, os.Stderr))
+	if s.logFlags.json {
+		log.Warn("-log-json is deprecated: use -log-format json")
+	}
 	if s.dev {
 		if s.cluster.DataDir, err = devDataDir(); err != nil {
 			fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
@@ -303,7 +310,7 @@ func runServer(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, s, log); err != nil {
+	if err := serve(ctx, s, log, tail); err != nil {
 		if errors.Is(err, cluster.ErrRefusedStart) {
 			// The message is for an operator: plain, not a log field.
 			fmt.Fprintf(os.Stderr, "tenure server: %v\n", err)
@@ -315,7 +322,7 @@ func runServer(args []string) int {
 	return 0
 }
 
-func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
+func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpapi.LogTail) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if sink, err := gometricsprom.NewPrometheusSinkFrom(gometricsprom.PrometheusOpts{Registerer: reg, Expiration: time.Minute}); err == nil {
@@ -358,6 +365,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger) error {
 		hc.ForwardScheme = "https"
 	}
 	hc.MetricsOpen = s.metricsOpen
+	hc.LogTail = tail
 	api, err := httpapi.New(hc)
 	if err != nil {
 		ln.Close()

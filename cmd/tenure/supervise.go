@@ -102,7 +102,7 @@ type supervisorFlags struct {
 	holder   string
 	grace    time.Duration
 	meta     metaFlag
-	logLevel string
+	log      logOutput
 	token    string // ACL token secret
 }
 
@@ -118,7 +118,8 @@ func (f *supervisorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.holder, "holder", "", "holder identity (default: hostname-pid-random)")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "time between SIGTERM and SIGKILL when the lease is lost; at most TTL/2 - max(TTL/10, 100ms) (lowered to that when not given)")
 	fs.Var(f.meta, "meta", "metadata entry key=value stored with the lease (repeatable)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level of tenure's own lines on stderr: trace, debug, info, warn, error")
+	fs.StringVar(&f.log.level, "log-level", "info", "log level of tenure's own lines on stderr: trace, debug, info, warn, error")
+	fs.Var(&f.log.format, "log-format", "`format` of tenure's own lines on stderr: text (the default) or json (one JSON object per line)")
 	// Empty defaults, so that no usage message prints the secret.
 	fs.StringVar(&f.token, "token", "", "ACL token secret sent with every request (default $"+client.EnvHTTPToken+")")
 	fs.StringVar(&f.token, "acl-token", "", "same as -token")
@@ -145,7 +146,7 @@ func (f *supervisorFlags) check(fs *flag.FlagSet) string {
 
 // client returns a client and a logger for the flags.
 func (f *supervisorFlags) client(stderr io.Writer) (*client.Client, hclog.Logger, error) {
-	log := hclog.New(&hclog.LoggerOptions{Name: "tenure", Output: stderr, Level: hclog.LevelFromString(f.logLevel)})
+	log := f.log.logger("tenure", stderr)
 	cfg := client.DefaultConfig()
 	cfg.Addresses = client.SplitAddresses(f.httpAddr)
 	f.tls.apply(cfg)

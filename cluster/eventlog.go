@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// Lease events in the log.
+//
+// Every lease event of the state machine's history (fsm.Event: acquired,
+// released, expired, ending, revoked, handed_off, metadata_changed,
+// forgotten) becomes one log line "lease_<type>" with key, holder, token,
+// term (of the log entry) and index, plus reason and by when the event has
+// them. The lines come from the event history, not from the code that
+// proposed the change, so they say what the replicated log holds, with the
+// term of the entry that holds it.
+//
+// Who logs, at which level: every node applies every entry, so each event
+// would otherwise be logged once per server. The established leader of a
+// term logs the events of the entries of that term (those it proposed):
+// expired, ending, revoked, handed_off and metadata_changed at INFO,
+// acquired, released and forgotten (they can come by the thousand per
+// second) at DEBUG. A follower logs them all at TRACE only. So no event is
+// logged twice at INFO; an event of an entry that its leader had not read
+// when it lost leadership (it reads them shortly after applying them) is
+// logged by no one above TRACE.
+//
+// The types a level leaves out are not even read from the history, so a
+// leader at INFO copies nothing for acquisitions and releases; a follower
+// below TRACE reads no events at all. Events applied before the node
+// started logging (the log replayed at start) are not logged.
+
+var (
+	// leaseInfoEvents are logged by the leader at INFO.
+	leaseInfoEvents = []fsm.EventType{fsm.EventExpired, fsm.EventEnding, fsm.EventRevoked, fsm.EventHandedOff, fsm.EventMetadataChanged}
+	// leaseEvents are all the lease events.
+	leaseEvents = append([]fsm.EventType{fsm.EventAcquired, fsm.EventReleased, fsm.EventForgotten}, leaseInfoEvents...)
+	// leaseEventNames are the log messages, by event type.
+	leaseEventNames = func() map[fsm.EventType]string {
+		m := make(map[fsm.EventType]string, len(leaseEvents))
+		for _, t := range leaseEvents {
+			m[t] = "lease_" + t.String()
+		}
+		return m
+	}()
+)
+
+// leaseEventLogger follows the node's event history and logs its lease
+// events. Its run goroutine ends at Shutdown.
+type leaseEventLogger struct {
+	log     hclog.Logger
+	machine *fsm.Machine
+	// leading reports the term in which the node is the established
+	// leader now; ok is false while it is none.
+	leading func() (term uint64, ok bool)
+}
+
+// run logs the events applied from now on until stop is closed.
+func (l *leaseEventLogger) run(stop <-chan struct{}) {
+	after, _, _ := l.machine.Indexes()
+	for {
+		changed := l.machine.Changed()
+		after = l.logAfter(after)
+		select {
+		case <-stop:
+			return
+		case <-changed:
+		}
+	}
+}
+
+// types returns the event types to log now, nil when nothing is logged,
+// and the term this node leads in (ok false: it is a follower).
+func (l *leaseEventLogger) types() (types []fsm.EventType, term uint64, leader bool) {
+	term, leader = l.leading()
+	switch {
+	case leader && l.log.IsDebug():
+		return leaseEvents, term, true
+	case leader && l.log.IsInfo():
+		return leaseInfoEvents, term, true
+	case !leader && l.log.IsTrace():
+		return leaseEvents, 0, false
+	}
+	return nil, term, leader
+}
+
+// logAfter logs the lease events after index after that the current role
+// and level call for, and returns the index up to which it has looked.
+func (l *leaseEventLogger) logAfter(after uint64) uint64 {
+	types, term, leader := l.types()
+	if types == nil {
+		applied, _, _ := l.machine.Indexes()
+		return max(after, applied)
+	}
+	for {
+		events, next, err := l.machine.Events(after, fsm.EventFilter{Types: types}, MaxEventsAnswer)
+		if err != nil {
+			var compacted *fsm.CompactedError
+			if !errors.As(err, &compacted) {
+				l.log.Error("reading the event history", "error", err)
+				return after
+			}
+			// The history dropped events before they were read (a burst
+			// past -event-history, or a restored snapshot).
+			l.log.Warn("lease events not logged: the event history no longer holds them", "after", after, "oldest_index", compacted.Oldest)
+			after = compacted.Oldest
+			continue
+		}
+		for i := range events {
+			if leader && events[i].Term < term {
+				// An entry of an earlier leader's term: that leader
+				// logged it, or lost leadership before it could.
+				continue
+			}
+			l.logEvent(&events[i], leader)
+		}
+		if len(events) < MaxEventsAnswer || next <= after {
+			return max(after, next)
+		}
+		after = next
+	}
+}
+
+// logEvent writes one line for e.
+func (l *leaseEventLogger) logEvent(e *fsm.Event, leader bool) {
+	level := hclog.Trace
+	if leader {
+		level = hclog.Debug
+		if slices.Contains(leaseInfoEvents, e.Type) {
+			level = hclog.Info
+		}
+	}
+	args := make([]any, 0, 14)
+	args = append(args, "key", e.Key, "holder", e.Holder, "token", e.Token, "term", e.Term, "index", e.Index)
+	if e.Reason != "" {
+		args = append(args, "reason", e.Reason)
+	}
+	if e.By != "" {
+		args = append(args, "by", e.By)
+	}
+	l.log.Log(level, leaseEventNames[e.Type], args...)
+}
+
+// leadingTerm is the term of the node's established leadership; ok is
+// false while it has none.
+func (n *Node) leadingTerm() (term uint64, ok bool) {
+	if p := n.leading.Load(); p != nil {
+		return p.term, true
+	}
+	return 0, false
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Values of -log-format.
+const (
+	logFormatText = "text"
+	logFormatJSON = "json"
+)
+
+// logFormatFlag is -log-format: text (hclog's default lines) or json (one
+// JSON object per line). set records that the flag, its variable or a
+// config key gave it, so that a contradicting -log-json is refused.
+type logFormatFlag struct {
+	format string
+	set    bool
+}
+
+func (f *logFormatFlag) String() string {
+	if f == nil || f.format == "" {
+		return logFormatText
+	}
+	return f.format
+}
+
+func (f *logFormatFlag) Set(s string) error {
+	switch s {
+	case logFormatText, logFormatJSON:
+		f.format, f.set = s, true
+		return nil
+	}
+	return fmt.Errorf("unknown log format %q: want %s or %s", s, logFormatText, logFormatJSON)
+}
+
+// logOutput is how a command logs: its -log-format, the deprecated
+// -log-json (same as -log-format json) where the command had it, and
+// -log-level.
+type logOutput struct {
+	format logFormatFlag
+	// json is the deprecated boolean -log-json, kept for old command lines
+	// and config files.
+	json  bool
+	level string
+}
+
+// jsonFormat reports whether lines are JSON, and refuses -log-json with
+// an explicit -log-format text.
+func (o *logOutput) jsonFormat() (bool, error) {
+	if o.json && o.format.set && o.format.format == logFormatText {
+		return false, errors.New("-log-json (deprecated, the same as -log-format json) contradicts -log-format text: give -log-format alone")
+	}
+	return o.json || o.format.format == logFormatJSON, nil
+}
+
+// check validates the logging flags, naming the flag at fault.
+func (o *logOutput) check() error {
+	_, err := o.jsonFormat()
+	return err
+}
+
+// logger returns the root logger called name that writes to out. The flags
+// must have passed check.
+func (o *logOutput) logger(name string, out io.Writer) hclog.Logger {
+	json, _ := o.jsonFormat()
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       name,
+		Level:      hclog.LevelFromString(o.level),
+		JSONFormat: json,
+		Output:     out,
+	})
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// -log-format text|json chooses the server's log lines, from a flag, its
+// variable or a config key; the deprecated -log-json still means json; an
+// unknown format, or -log-json with -log-format text, is refused naming
+// the flag and the allowed values.
+func TestServerLogFormat(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "server.json")
+	if err := os.WriteFile(config, []byte(`{"log-json": true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		wantJSON bool
+		wantErr  []string // substrings of the error; nil: no error
+	}{
+		{name: "default text", wantJSON: false},
+		{name: "flag json", args: []string{"-log-format", "json"}, wantJSON: true},
+		{name: "flag text", args: []string{"-log-format", "text"}, wantJSON: false},
+		{name: "variable", env: map[string]string{"TENURE_LOG_FORMAT": "json"}, wantJSON: true},
+		{name: "flag beats variable", args: []string{"-log-format", "text"}, env: map[string]string{"TENURE_LOG_FORMAT": "json"}, wantJSON: false},
+		{name: "deprecated -log-json", args: []string{"-log-json"}, wantJSON: true},
+		{name: "deprecated -log-json with -log-format json", args: []string{"-log-json", "-log-format", "json"}, wantJSON: true},
+		{name: "deprecated log-json in a config file", args: []string{"-config", config}, wantJSON: true},
+		{name: "unknown format", args: []string{"-log-format", "xml"}, wantErr: []string{"-log-format", `"xml"`, "text or json"}},
+		{name: "unknown format in the variable", env: map[string]string{"TENURE_LOG_FORMAT": "logfmt"}, wantErr: []string{"TENURE_LOG_FORMAT", `"logfmt"`, "text or json"}},
+		{name: "-log-json against -log-format text", args: []string{"-log-json", "-log-format", "text"}, wantErr: []string{"-log-json", "-log-format text"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := loadServerSettings(append([]string{"-data-dir", "d"}, tc.args...), func(k string) string { return tc.env[k] })
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatalf("settings = %+v, want an error with %q", s.logFlags, tc.wantErr)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not say %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("settings: %v", err)
+			}
+			var out bytes.Buffer
+			s.logFlags.logger("tenure", &out).Info("lease_expired", "key", "k", "token", 7)
+			var line map[string]any
+			isJSON := json.Unmarshal(out.Bytes(), &line) == nil
+			if isJSON != tc.wantJSON {
+				t.Errorf("log line %q: JSON = %v, want %v", out.String(), isJSON, tc.wantJSON)
+			}
+			if isJSON && (line["@message"] != "lease_expired" || line["key"] != "k" || line["token"] != float64(7)) {
+				t.Errorf("JSON line %v lacks the message, key or token", line)
+			}
+		})
+	}
+}
+
+// The other commands that log take -log-format too, and refuse an unknown
+// one the same way.
+func TestCommandsRefuseUnknownLogFormat(t *testing.T) {
+	for _, args := range [][]string{
+		{"lock", "-log-format", "xml", "k", "--", "true"},
+		{"elect", "-log-format", "xml", "e", "--", "true"},
+		{"demo-worker", "-group", "g", "-log-format", "xml"},
+	} {
+		r := runCLI(t, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "-log-format") || !strings.Contains(r.stderr, "text or json") {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming -log-format and the formats", args, r.code, r.stderr, exitUsage)
+		}
+	}
+}
