@@ -9,7 +9,8 @@ MAKEFLAGS += --no-print-directory
 GO       ?= go
 BIN      := bin/tenure
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 IMAGE    ?= tenure:dev
 RUN_DIR  ?= .run
 FUZZTIME ?= 30s
