@@ -22,8 +22,9 @@ import (
 //   - timers (go-metrics measures milliseconds) as histograms in seconds,
 //     named _seconds;
 //   - counters named _total, and a unit (_bytes) where the key has one;
-//   - gauges forgotten after gaugeExpiry without an update, so that a
-//     gauge that only a leader sets does not stay on a deposed leader.
+//   - gauges of recent activity (expire) forgotten after gaugeExpiry
+//     without an update, so that they do not stay on a deposed leader;
+//     other gauges keep the value last set.
 //
 // Keys it does not know are dropped, and so are raft's copies of its
 // per-peer metrics with the peer's id in the key: the labelled calls carry
@@ -64,7 +65,10 @@ type goMetricKey struct {
 	// same name in snake_case ("peer" from "peer_id").
 	labels  []string
 	buckets []float64
-	help    string
+	// expire: a gauge of recent activity, dropped gaugeExpiry after its
+	// last update.
+	expire bool
+	help   string
 }
 
 var (
@@ -91,13 +95,13 @@ var goMetricsKeys = []goMetricKey{
 	{key: "raft.transition.leader_lease_timeout", kind: goCounter, help: "Times this server, as leader, lost contact with a quorum for the leader lease timeout and stepped down."},
 	{key: "raft.candidate.electSelf", kind: goTimer, help: "Time to ask the other voters for their votes in an election."},
 	{key: "raft.candidate.preElectSelf", kind: goTimer, help: "Time to ask the other voters for their pre-votes."},
-	{key: "raft.peers", kind: goGauge, help: "Servers in the Raft configuration, as the leader last counted them (leader only)."},
+	{key: "raft.peers", kind: goGauge, help: "Servers in the Raft configuration, as this server last counted them as leader (set on changes of the configuration)."},
 	// raft: the leader's log and commits.
 	{key: "raft.leader.dispatchLog", kind: goTimer, help: "Time for the leader to write a batch of entries to its own log."},
-	{key: "raft.leader.dispatchNumLogs", kind: goGauge, help: "Entries in the leader's last batch written to its log (leader only)."},
+	{key: "raft.leader.dispatchNumLogs", kind: goGauge, expire: true, help: "Entries in the leader's last batch written to its log (leader only; gone a minute after the last write)."},
 	{key: "raft.leader.lastContact", kind: goTimer, help: "Time since the leader last heard from each follower, sampled at each check of its lease."},
 	{key: "raft.commitTime", kind: goTimer, help: "Time from the leader writing an entry to its log to the entry being committed (leader only)."},
-	{key: "raft.commitNumLogs", kind: goGauge, help: "Entries committed together in the last commit sent to the state machine."},
+	{key: "raft.commitNumLogs", kind: goGauge, expire: true, help: "Entries committed together in the leader's last commit (leader only; gone a minute after the last commit)."},
 	// raft: replication from the leader, per follower.
 	{key: "raft.replication.appendEntries.rpc", kind: goTimer, labels: []string{"peer"}, help: "Time of one AppendEntries RPC from the leader to a follower that carried entries."},
 	{key: "raft.replication.appendEntries.logs", kind: goCounter, labels: []string{"peer"}, help: "Log entries the leader sent to a follower."},
@@ -358,7 +362,7 @@ func (s *GoMetricsSink) Collect(ch chan<- prometheus.Metric) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, g := range s.gauges {
-		if now.Sub(g.at) > gaugeExpiry {
+		if k.m.decl.expire && now.Sub(g.at) > gaugeExpiry {
 			delete(s.gauges, k)
 			continue
 		}
