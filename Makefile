@@ -66,8 +66,11 @@ test: jepsen-deps ## go vet, then every test with the race detector, then the fa
 	$(GO) test $(RACE) -count=1 -timeout 25m -p 1 ./test/jepsen/...
 
 # deploy-check validates the Kubernetes manifests of deploy/ against the
-# Kubernetes API's Go types (deploy/check, a module of its own so that
-# k8s.io/api is a dependency of the check only); no cluster runs them here.
+# Kubernetes API's Go types, and the Prometheus rules and Grafana dashboard
+# of deploy/ (their PromQL, and that every metric they use is in
+# docs/metrics.md) with Prometheus' own parser (deploy/check, a module of
+# its own so that k8s.io/api and prometheus are dependencies of the check
+# only); no cluster runs them here.
 .PHONY: deploy-check
 deploy-check:
 	cd deploy/check && $(GO) vet ./... && $(GO) test -count=1 ./...
