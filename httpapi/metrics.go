@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -43,28 +44,55 @@ func newRequestMetrics(reg prometheus.Registerer) (*requestMetrics, error) {
 }
 
 // instrument counts every request h answers under the route template that
-// router matches for it.
+// router matched for it. A middleware of the router records the template
+// of the route that served the request, which costs no second match; a
+// request the router did not serve (no route, a refused query) is matched
+// again to find its template, or counted as unmatched.
 func (m *requestMetrics) instrument(router *mux.Router, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		route := unmatchedRoute
-		var match mux.RouteMatch
-		if router.Match(r, &match) && match.Route != nil {
-			if t, err := match.Route.GetPathTemplate(); err == nil {
-				route = t
+	router.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if l, ok := r.Context().Value(routeKey{}).(*routeLabel); ok {
+				if cur := mux.CurrentRoute(r); cur != nil {
+					if t, err := cur.GetPathTemplate(); err == nil {
+						l.route = t
+					}
+				}
 			}
-		}
-		method := methodLabel(r.Method)
+			next.ServeHTTP(w, r)
+		})
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l := &routeLabel{}
+		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, l))
 		rec := &statusRecorder{ResponseWriter: w}
 		start := time.Now()
 		h.ServeHTTP(rec, r)
+		elapsed := time.Since(start)
+		if l.route == "" {
+			l.route = unmatchedRoute
+			var match mux.RouteMatch
+			if router.Match(r, &match) && match.Route != nil {
+				if t, err := match.Route.GetPathTemplate(); err == nil {
+					l.route = t
+				}
+			}
+		}
 		status := rec.status
 		if status == 0 {
 			status = http.StatusOK
 		}
-		m.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
-		m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		method := methodLabel(r.Method)
+		m.duration.WithLabelValues(l.route, method).Observe(elapsed.Seconds())
+		m.requests.WithLabelValues(l.route, method, strconv.Itoa(status)).Inc()
 	})
 }
+
+// routeLabel carries the template of the route that served a request from
+// the router's middleware back to instrument.
+type routeLabel struct{ route string }
+
+// routeKey is the context key of a request's *routeLabel.
+type routeKey struct{}
 
 // methodLabel bounds the method label to the standard methods.
 func methodLabel(method string) string {
