@@ -183,7 +183,8 @@ type gaugeValue struct {
 }
 
 // NewGoMetricsSink registers the metrics of goMetricsKeys with reg and
-// returns the sink that feeds them; give it to go-metrics (NewGlobal).
+// returns the sink that feeds them; give it to go-metrics (NewGlobal),
+// whose TimerGranularity must stay at its default, a millisecond.
 // Counters and histograms without labels are exposed from the start, at
 // zero.
 func NewGoMetricsSink(reg prometheus.Registerer) (*GoMetricsSink, error) {
