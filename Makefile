@@ -9,7 +9,8 @@ MAKEFLAGS += --no-print-directory
 GO       ?= go
 BIN      := bin/tenure
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.version=$(VERSION)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 IMAGE    ?= tenure:dev
 RUN_DIR  ?= .run
 FUZZTIME ?= 30s
@@ -67,8 +68,11 @@ test: jepsen-deps python-deps browser-deps ## go vet, then every test with the r
 	$(GO) test $(RACE) -count=1 -timeout 25m -p 1 ./test/jepsen/...
 
 # deploy-check validates the Kubernetes manifests of deploy/ against the
-# Kubernetes API's Go types (deploy/check, a module of its own so that
-# k8s.io/api is a dependency of the check only); no cluster runs them here.
+# Kubernetes API's Go types, and the Prometheus rules and Grafana dashboard
+# of deploy/ (their PromQL, and that every metric they use is in
+# docs/metrics.md) with Prometheus' own parser (deploy/check, a module of
+# its own so that k8s.io/api and prometheus are dependencies of the check
+# only); no cluster runs them here.
 .PHONY: deploy-check
 deploy-check:
 	cd deploy/check && $(GO) vet ./... && $(GO) test -count=1 ./...

@@ -104,6 +104,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descWaiting
 	describeGroups(ch)
 	describeHealth(ch)
+	describeDisk(ch)
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -126,4 +127,5 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.n.Waiting()))
 	c.n.collectGroups(ch)
 	c.n.collectHealth(ch)
+	c.n.collectDisk(ch)
 }

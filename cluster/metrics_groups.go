@@ -17,6 +17,12 @@ var (
 	descGroupOldestUnowned = prometheus.NewDesc("tenure_group_oldest_unowned_seconds",
 		"Seconds since the oldest free key of a group became free, on the leader's clock since its promotion (leader only; 0 when none is free).",
 		[]string{"group"}, nil)
+	descGroupWorkers = prometheus.NewDesc("tenure_group_workers",
+		"Live workers (in this server's gossip view) that serve a group.", []string{"group"}, nil)
+	descGroupMaxPerWorker = prometheus.NewDesc("tenure_group_max_keys_per_worker",
+		"A group's cap on the keys one worker is given (max-per-worker; 0: no cap beyond an even spread).", []string{"group"}, nil)
+	descGroupBusiestWorker = prometheus.NewDesc("tenure_group_busiest_worker_keys",
+		"Most keys of a group that one holder has: with tenure_group_max_keys_per_worker, the load against the capacity without a label per worker.", []string{"group"}, nil)
 )
 
 func describeGroups(ch chan<- *prometheus.Desc) {
@@ -24,6 +30,9 @@ func describeGroups(ch chan<- *prometheus.Desc) {
 	ch <- descGroupStuck
 	ch <- descGroupDraining
 	ch <- descGroupOldestUnowned
+	ch <- descGroupWorkers
+	ch <- descGroupMaxPerWorker
+	ch <- descGroupBusiestWorker
 }
 
 // collectGroups sends the placement metrics of every group.
@@ -43,11 +52,15 @@ func (n *Node) collectGroups(ch chan<- prometheus.Metric) {
 	}
 	for _, g := range groups {
 		var byTarget, byOther, unowned int
+		perHolder := make(map[string]int)
 		for _, k := range g.Keys {
 			if n.machine.Control(k).Disabled {
 				continue
 			}
 			l := n.machine.Get(k)
+			if l != nil && l.Held {
+				perHolder[l.Holder]++
+			}
 			switch {
 			case l == nil || !l.Held:
 				unowned++
@@ -62,12 +75,24 @@ func (n *Node) collectGroups(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descGroupKeys, prometheus.GaugeValue, float64(unowned), g.Name, "unowned")
 		ch <- prometheus.MustNewConstMetric(descGroupStuck, prometheus.GaugeValue, float64(len(g.Stuck)), g.Name)
 		draining := make(map[string]bool)
+		serving := make(map[string]bool)
 		for _, w := range workers {
-			if w.serves(g.Name) && (w.Meta.Draining || n.machine.Drained(w.Meta.ID)) {
+			if !w.serves(g.Name) {
+				continue
+			}
+			serving[w.Meta.ID] = true
+			if w.Meta.Draining || n.machine.Drained(w.Meta.ID) {
 				draining[w.Meta.ID] = true
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(descGroupDraining, prometheus.GaugeValue, float64(len(draining)), g.Name)
+		ch <- prometheus.MustNewConstMetric(descGroupWorkers, prometheus.GaugeValue, float64(len(serving)), g.Name)
+		ch <- prometheus.MustNewConstMetric(descGroupMaxPerWorker, prometheus.GaugeValue, float64(g.MaxPerWorker), g.Name)
+		busiest := 0
+		for _, c := range perHolder {
+			busiest = max(busiest, c)
+		}
+		ch <- prometheus.MustNewConstMetric(descGroupBusiestWorker, prometheus.GaugeValue, float64(busiest), g.Name)
 		if oldest != nil {
 			ch <- prometheus.MustNewConstMetric(descGroupOldestUnowned, prometheus.GaugeValue, oldest[g.Name], g.Name)
 		}

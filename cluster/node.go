@@ -26,6 +26,7 @@ type Node struct {
 	raft    *raft.Raft
 	trans   raft.Transport
 	store   *raftboltdb.BoltStore
+	snaps   *raft.FileSnapshotStore // read by the metrics (collectDisk)
 	lessor  *lessor
 	verify  *verifier
 	confirm *confirmer
@@ -203,6 +204,7 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
+	n.snaps = snaps
 	n.trans = cfg.Transport
 	dial := confirmDialer(cfg.ConfirmDial)
 	if n.trans == nil {

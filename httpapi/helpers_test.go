@@ -45,6 +45,7 @@ func serveAPI(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger)
 	api := DefaultConfig()
 	api.Node = node
 	api.Gatherer = reg
+	api.Registerer = reg
 	api.Logger = logger
 	api.LogTail, _ = NewLogTail(DefaultLogTailLines, DefaultLogTailBytes)
 	return New(api)

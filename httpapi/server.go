@@ -37,6 +37,9 @@ type Config struct {
 	Logger hclog.Logger
 	// Gatherer serves /metrics; nil serves an empty registry.
 	Gatherer prometheus.Gatherer
+	// Registerer takes the request metrics (tenure_http_*); nil leaves
+	// requests uncounted.
+	Registerer prometheus.Registerer
 	// WriteTimeout bounds how long a write or renewal waits for Raft
 	// before answering 504 timeout (blocking acquires add their wait).
 	WriteTimeout time.Duration
@@ -96,6 +99,8 @@ type Server struct {
 	node   Node
 	log    hclog.Logger
 	router *mux.Router
+	// handler is route, instrumented when Config.Registerer is set.
+	handler http.Handler
 	// snapshotSlot admits one snapshot body at a time (receivingSnapshot).
 	snapshotSlot chan struct{}
 }
@@ -196,6 +201,14 @@ func New(cfg Config) (*Server, error) {
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: client.CodeInvalidQuery, msg: "method " + r.Method + " not allowed on " + r.URL.Path})
 	})
+	s.handler = http.HandlerFunc(s.route)
+	if cfg.Registerer != nil {
+		m, err := newRequestMetrics(cfg.Registerer)
+		if err != nil {
+			return nil, fmt.Errorf("http metrics: %w", err)
+		}
+		s.handler = m.instrument(r, s.handler)
+	}
 	return s, nil
 }
 
@@ -211,6 +224,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.SetWriteDeadline(time.Now().Add(cluster.RestoreTimeout + time.Minute))
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r))
+	s.handler.ServeHTTP(w, r)
+}
+
+// route checks the query and hands the request to its route.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	if err := checkQuery(r.URL.RawQuery); err != nil {
 		writeError(w, err)
 		return

@@ -20,7 +20,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	gometrics "github.com/hashicorp/go-metrics/compat"
-	gometricsprom "github.com/hashicorp/go-metrics/compat/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/tenure-io/tenure/cluster"
@@ -325,7 +324,8 @@ func runServer(args []string) int {
 func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpapi.LogTail) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if sink, err := gometricsprom.NewPrometheusSinkFrom(gometricsprom.PrometheusOpts{Registerer: reg, Expiration: time.Minute}); err == nil {
+	reg.MustRegister(buildInfo())
+	if sink, err := cluster.NewGoMetricsSink(reg); err == nil {
 		mc := gometrics.DefaultConfig("tenure")
 		mc.EnableHostname = false
 		mc.EnableRuntimeMetrics = false
@@ -359,7 +359,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 	}
 	defer node.Shutdown()
 	hc := httpapi.DefaultConfig()
-	hc.Node, hc.Logger, hc.Gatherer = node, log, reg
+	hc.Node, hc.Logger, hc.Gatherer, hc.Registerer = node, log, reg, reg
 	if serverTLS != nil {
 		hc.ForwardClient = forwardClient
 		hc.ForwardScheme = "https"

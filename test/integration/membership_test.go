@@ -282,14 +282,14 @@ func TestOperatorRoutes(t *testing.T) {
 			})
 			acquisitions += m["tenure_acquisitions_total"]
 			// Raft's own go-metrics, through the Prometheus sink.
-			commits += m["tenure_raft_commitTime_count"]
-			t.Logf("/metrics on %s: %d series, tenure_acquisitions_total %v, tenure_raft_commitTime_count %v", nd.id, len(m), m["tenure_acquisitions_total"], m["tenure_raft_commitTime_count"])
+			commits += m["tenure_raft_commit_time_seconds_count"]
+			t.Logf("/metrics on %s: %d series, tenure_acquisitions_total %v, tenure_raft_commit_time_seconds_count %v", nd.id, len(m), m["tenure_acquisitions_total"], m["tenure_raft_commit_time_seconds_count"])
 		}
 		if acquisitions < 1 {
 			t.Errorf("tenure_acquisitions_total summed over the servers: %v, want >= 1", acquisitions)
 		}
 		if commits < 1 {
-			t.Errorf("tenure_raft_commitTime_count summed over the servers: %v, want >= 1 (Raft's own metrics)", commits)
+			t.Errorf("tenure_raft_commit_time_seconds_count summed over the servers: %v, want >= 1 (Raft's own metrics)", commits)
 		}
 	})
 

@@ -1,0 +1,63 @@
+package cluster
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Disk and snapshot metrics, read at scrape time: the file system of
+// -data-dir (statfs, where the platform has it) and the newest snapshot in
+// the snapshot store.
+var (
+	descDataDirFree = prometheus.NewDesc("tenure_data_dir_free_bytes",
+		"Bytes available to tenure on the file system that holds -data-dir (Linux, macOS and FreeBSD).", nil, nil)
+	descDataDirSize = prometheus.NewDesc("tenure_data_dir_size_bytes",
+		"Size in bytes of the file system that holds -data-dir (Linux, macOS and FreeBSD).", nil, nil)
+	descLastSnapshotTime = prometheus.NewDesc("tenure_raft_last_snapshot_timestamp_seconds",
+		"Unix time at which this server's newest Raft snapshot was taken or received (absent while it has none).", nil, nil)
+	descLastSnapshotIndex = prometheus.NewDesc("tenure_raft_last_snapshot_index",
+		"Raft index that this server's newest snapshot covers (absent while it has none).", nil, nil)
+)
+
+func describeDisk(ch chan<- *prometheus.Desc) {
+	ch <- descDataDirFree
+	ch <- descDataDirSize
+	ch <- descLastSnapshotTime
+	ch <- descLastSnapshotIndex
+}
+
+// collectDisk sends the disk and snapshot metrics.
+func (n *Node) collectDisk(ch chan<- prometheus.Metric) {
+	if free, size, ok := fileSystemSpace(n.cfg.DataDir); ok {
+		ch <- prometheus.MustNewConstMetric(descDataDirFree, prometheus.GaugeValue, float64(free))
+		ch <- prometheus.MustNewConstMetric(descDataDirSize, prometheus.GaugeValue, float64(size))
+	}
+	if n.snaps == nil {
+		return
+	}
+	metas, err := n.snaps.List()
+	if err != nil || len(metas) == 0 {
+		return
+	}
+	newest := metas[0] // List sorts newest first
+	ch <- prometheus.MustNewConstMetric(descLastSnapshotIndex, prometheus.GaugeValue, float64(newest.Index))
+	if at, ok := snapshotTakenAt(newest.ID); ok {
+		ch <- prometheus.MustNewConstMetric(descLastSnapshotTime, prometheus.GaugeValue, at)
+	}
+}
+
+// snapshotTakenAt reads the time, in Unix seconds, from the id that Raft's
+// file snapshot store gives a snapshot: term-index-milliseconds.
+func snapshotTakenAt(id string) (float64, bool) {
+	parts := strings.Split(id, "-")
+	if len(parts) != 3 {
+		return 0, false
+	}
+	ms, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil || ms <= 0 {
+		return 0, false
+	}
+	return float64(ms) / 1000, true
+}

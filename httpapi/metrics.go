@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// unmatchedRoute is the route label of requests that no route matched
+// (404, 405): their paths would make the label unbounded.
+const unmatchedRoute = "unmatched"
+
+// requestMetrics count the API's requests by route template, method and
+// status. Label values are bounded: routes are the router's templates,
+// methods the standard ones (anything else is "other"), codes those the
+// server answers with.
+type requestMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newRequestMetrics(reg prometheus.Registerer) (*requestMetrics, error) {
+	m := &requestMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_http_requests_total",
+			Help: "HTTP API requests answered by this server, by route template, method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tenure_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP API request, by route template and method (blocking requests include their wait).",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route", "method"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// instrument counts every request h answers under the route template that
+// router matched for it. A middleware of the router records the template
+// of the route that served the request, which costs no second match; a
+// request the router did not serve (no route, a refused query) is matched
+// again to find its template, or counted as unmatched.
+func (m *requestMetrics) instrument(router *mux.Router, h http.Handler) http.Handler {
+	router.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if l, ok := r.Context().Value(routeKey{}).(*routeLabel); ok {
+				if cur := mux.CurrentRoute(r); cur != nil {
+					if t, err := cur.GetPathTemplate(); err == nil {
+						l.route = t
+					}
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l := &routeLabel{}
+		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, l))
+		rec := &statusRecorder{ResponseWriter: w}
+		start := time.Now()
+		h.ServeHTTP(rec, r)
+		elapsed := time.Since(start)
+		if l.route == "" {
+			l.route = unmatchedRoute
+			var match mux.RouteMatch
+			if router.Match(r, &match) && match.Route != nil {
+				if t, err := match.Route.GetPathTemplate(); err == nil {
+					l.route = t
+				}
+			}
+		}
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		method := methodLabel(r.Method)
+		m.duration.WithLabelValues(l.route, method).Observe(elapsed.Seconds())
+		m.requests.WithLabelValues(l.route, method, strconv.Itoa(status)).Inc()
+	})
+}
+
+// routeLabel carries the template of the route that served a request from
+// the router's middleware back to instrument.
+type routeLabel struct{ route string }
+
+// routeKey is the context key of a request's *routeLabel.
+type routeKey struct{}
+
+// methodLabel bounds the method label to the standard methods.
+func methodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "other"
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer
+// (read and write deadlines of a restore) through a statusRecorder.
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
