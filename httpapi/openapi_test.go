@@ -387,6 +387,9 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h2","ttl":"30s","wait":"10ms"}`, as: "boot", status: 409, code: client.CodeHeld},
 		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"bad"}`, as: "boot", status: 400, code: client.CodeInvalidTTL, badInput: true},
 		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"30s","owner":"x"}`, as: "boot", status: 400, code: client.CodeInvalidBody, badInput: true},
+		// A key's "/" travels as it is: an escaped one is not decoded, and
+		// "%" is not a byte of keys.
+		{method: "PUT", path: "/v1/leases/c%2Fb", body: `{"holder":"h1","ttl":"30s"}`, as: "boot", status: 400, code: client.CodeInvalidKey, badInput: true},
 		{method: "PUT", path: "/v1/leases/c/b", body: big, as: "boot", status: 400, code: client.CodeBodyTooLarge, badInput: true},
 		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"r-1","ttl":"30s"}`, as: "reader", status: 403, code: client.CodePermissionDenied},
 		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"30s"}`, as: "none", status: 403, code: client.CodePermissionDenied},
