@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -21,7 +22,6 @@ import (
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/docs"
-	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
 // loadSpec loads docs/openapi.yaml (as the server embeds it) and fails
@@ -119,6 +119,46 @@ func specDrift(doc *openapi3.T, routes map[string]bool) (missing, extra []string
 	return missing, extra
 }
 
+// The spec's lists of error codes, event types and rights are the
+// client's.
+func TestOpenAPIEnumsAreTheClients(t *testing.T) {
+	doc := loadSpec(t, docs.OpenAPI)
+	for _, tc := range []struct {
+		schema string
+		want   []string
+	}{
+		{"ErrorCode", client.ErrorCodes()},
+		{"Right", []string{client.RightRead, client.RightWrite, client.RightRevoke, client.RightGroups, client.RightOperator, client.RightACL}},
+	} {
+		ref := doc.Components.Schemas[tc.schema]
+		if ref == nil || ref.Value == nil {
+			t.Errorf("docs/openapi.yaml has no components.schemas.%s", tc.schema)
+			continue
+		}
+		var got []string
+		for _, v := range ref.Value.Enum {
+			got = append(got, fmt.Sprint(v))
+		}
+		if !slices.Equal(sorted(got), sorted(tc.want)) {
+			t.Errorf("components.schemas.%s lists %q; the client has %q", tc.schema, got, tc.want)
+		}
+	}
+	event := doc.Components.Schemas["Event"].Value.Properties["type"].Value
+	var got []string
+	for _, v := range event.Enum {
+		got = append(got, fmt.Sprint(v))
+	}
+	if !slices.Equal(sorted(got), sorted(client.EventTypes())) {
+		t.Errorf("components.schemas.Event.type lists %q; the client has %q", got, client.EventTypes())
+	}
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
 // specCall is one request of TestOpenAPIDescribesRealAnswers.
 type specCall struct {
 	method, path, body string
@@ -134,6 +174,8 @@ type specCall struct {
 	// badInput marks a request that breaks the spec on purpose (to see
 	// the server's 400): only its answer is checked against the spec.
 	badInput bool
+	// header adds headers to the request.
+	header map[string]string
 	// keep reads what later calls need from the answer.
 	keep func(t *testing.T, body []byte)
 }
@@ -260,7 +302,7 @@ func trim(b []byte) string {
 }
 
 // run sends each call to the cluster and checks it with sc.
-func (sc *specChecker) run(t *testing.T, c *testCluster, secrets map[string]string, calls []specCall) {
+func (sc *specChecker) run(t *testing.T, c *testCluster, hc *http.Client, secrets map[string]string, calls []specCall) {
 	t.Helper()
 	for i, cl := range calls {
 		leader, follower := c.follower()
@@ -300,7 +342,10 @@ func (sc *specChecker) run(t *testing.T, c *testCluster, secrets map[string]stri
 		if cl.body == "{backup}" {
 			reqBody = []byte(secrets["backup"])
 		}
-		resp, err := httpClient.Do(req)
+		for name, v := range cl.header {
+			req.Header.Set(name, v)
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
@@ -327,16 +372,24 @@ func (sc *specChecker) run(t *testing.T, c *testCluster, secrets map[string]stri
 
 // Real answers follow the spec: a scripted sequence of requests covering
 // every route, successes and the main errors, against an in-process
-// cluster of three servers with ACLs on, each request and each answer
-// (status, headers, body) validated against docs/openapi.yaml. A route
-// without a call here fails, so a new route comes with its check.
+// cluster of three servers with ACLs on and mutual TLS, each request and
+// each answer (status, headers, body) validated against docs/openapi.yaml.
+// A route without a call here fails, so a new route comes with its check.
 func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	sc := newSpecChecker(t, docs.OpenAPI)
-	c := startClusterWith(t, 3, inproc.Options{TCP: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+	pki := newTestPKI(t)
+	opts := tlsOptions(t, pki)
+	opts.Tweak = func(cfg *cluster.Config) {
 		cfg.ACLEnabled = true
 		cfg.EventHistory = 8 // small, so that an old index is compacted (410)
-	}})
+	}
+	c := startClusterWith(t, 3, opts)
+	hc := pki.client(t, "spec")
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	_, follower := c.follower()
+	if !strings.HasPrefix(follower.url, "https://") {
+		t.Fatalf("follower URL %q, want https", follower.url)
+	}
 	secrets := map[string]string{"follower": follower.id}
 	keepToken := func(name string) func(t *testing.T, body []byte) {
 		return func(t *testing.T, body []byte) {
@@ -471,6 +524,10 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "GET", path: "/v1/status", as: "reader", status: 200},
 		{method: "GET", path: "/v1/status", as: "reader", status: 200, follower: true},
 		{method: "GET", path: "/v1/status", as: "unknown", status: 403, code: client.CodeACLNotFound},
+		// A forwarded request that reaches a server that is not the leader
+		// is not forwarded again.
+		{method: "PUT", path: "/v1/leases/c/f", body: `{"holder":"h1","ttl":"30s"}`, as: "boot", status: 503, code: client.CodeNoLeader, follower: true,
+			header: map[string]string{headerForwardedBy: "n9"}},
 		{method: "GET", path: "/v1/members", as: "reader", status: 200},
 		{method: "POST", path: "/v1/operator/snapshot", as: "boot", status: 200},
 		{method: "POST", path: "/v1/operator/snapshot", as: "reader", status: 403, code: client.CodePermissionDenied},
@@ -500,7 +557,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		// Last, as it moves the leadership.
 		{method: "POST", path: "/v1/operator/transfer-leader", body: `{}`, as: "boot", status: 200},
 	}
-	sc.run(t, c, secrets, calls)
+	sc.run(t, c, hc, secrets, calls)
 
 	// A node without a leader: 503 no_leader, and readiness says why.
 	f := &fakeNode{status: cluster.Status{NodeID: "n2", Role: "candidate", Term: 7, LastContact: -1}}
