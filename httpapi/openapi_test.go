@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -379,7 +380,9 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	sc := newSpecChecker(t, docs.OpenAPI)
 	pki := newTestPKI(t)
 	opts := tlsOptions(t, pki)
+	opts.Gossip = true
 	opts.Tweak = func(cfg *cluster.Config) {
+		cfg.GossipKey = bytes.Repeat([]byte{7}, 32)
 		cfg.ACLEnabled = true
 		cfg.EventHistory = 8 // small, so that an old index is compacted (410)
 	}
@@ -535,8 +538,9 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "PUT", path: "/v1/snapshot", body: "{backup}", as: "boot", status: 200},
 		{method: "PUT", path: "/v1/snapshot", body: "not a snapshot", as: "boot", status: 400, code: client.CodeInvalidBody},
 		{method: "PUT", path: "/v1/snapshot?token-floor=x", as: "boot", status: 400, code: client.CodeInvalidQuery, badInput: true},
-		{method: "GET", path: "/v1/operator/keyring", as: "boot", status: 409, code: client.CodeGossipPlaintext},
-		{method: "POST", path: "/v1/operator/keyring", body: `{"op":"install","gossip_key":"AAAA"}`, as: "boot", status: 409, code: client.CodeGossipPlaintext},
+		{method: "GET", path: "/v1/operator/keyring", as: "boot", status: 200},
+		{method: "POST", path: "/v1/operator/keyring", body: `{"op":"install","gossip_key":"` + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{8}, 32)) + `"}`, as: "boot", status: 200},
+		{method: "POST", path: "/v1/operator/keyring", body: `{"op":"install","gossip_key":"AAAA"}`, as: "boot", status: 400, code: client.CodeInvalidBody},
 		{method: "DELETE", path: "/v1/operator/servers/n9", as: "boot", status: 404, code: client.CodeNotFound},
 		{method: "DELETE", path: "/v1/operator/servers/{follower}", as: "boot", status: 409, code: client.CodeUnsafeRemoval},
 		{method: "POST", path: "/v1/operator/servers/{follower}/readmit", as: "boot", status: 200},
