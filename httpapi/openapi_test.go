@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -175,6 +176,13 @@ type specCall struct {
 	// badInput marks a request that breaks the spec on purpose (to see
 	// the server's 400): only its answer is checked against the spec.
 	badInput bool
+	// stay sends the request to the nodes of the call before, without
+	// waiting for every node to know the leader (a server just removed
+	// need not).
+	stay bool
+	// until repeats the request until it answers status (a server catching
+	// up), checking every answer.
+	until bool
 	// header adds headers to the request.
 	header map[string]string
 	// keep reads what later calls need from the answer.
@@ -305,70 +313,89 @@ func trim(b []byte) string {
 // run sends each call to the cluster and checks it with sc.
 func (sc *specChecker) run(t *testing.T, c *testCluster, hc *http.Client, secrets map[string]string, calls []specCall) {
 	t.Helper()
+	var leader, follower *testNode
 	for i, cl := range calls {
-		leader, follower := c.follower()
-		node := leader
-		if cl.follower {
-			node = follower
-		}
 		path := cl.path
 		for name, v := range secrets { // placeholders such as {reader.accessor}
 			path = strings.ReplaceAll(path, "{"+name+"}", v)
 		}
 		what := fmt.Sprintf("call %d: %s %s", i, cl.method, path)
-		req, err := http.NewRequest(cl.method, node.url+path, strings.NewReader(cl.body))
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		switch cl.as {
-		case "none":
-		case "unknown":
-			req.Header.Set(client.HeaderToken, "no-such-secret")
-		case "bearer":
-			req.Header.Set("Authorization", "Bearer "+secrets["boot"])
-		default:
-			req.Header.Set(client.HeaderToken, secrets[cl.as])
-		}
-		if cl.body != "" && !strings.HasPrefix(cl.path, "/v1/snapshot") {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if strings.HasPrefix(cl.path, "/v1/snapshot") && cl.method == http.MethodPut {
-			req.Header.Set("Content-Type", "application/octet-stream")
-			if cl.body == "{backup}" {
-				req.Body = io.NopCloser(strings.NewReader(secrets["backup"]))
-				req.ContentLength = int64(len(secrets["backup"]))
-			}
-		}
 		reqBody := []byte(cl.body)
 		if cl.body == "{backup}" {
 			reqBody = []byte(secrets["backup"])
 		}
-		for name, v := range cl.header {
-			req.Header.Set(name, v)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("%s: reading the answer: %v", what, err)
-		}
-		if resp.StatusCode != cl.status {
-			t.Fatalf("%s: got status %d, want %d; body %s", what, resp.StatusCode, cl.status, trim(body))
-		}
-		if cl.code != "" {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if !cl.stay || leader == nil {
+				leader, follower = c.follower()
+			}
+			node := leader
+			if cl.follower {
+				node = follower
+			}
+			req := specRequest(t, cl, node.url+path, reqBody, secrets)
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("%s: reading the answer: %v", what, err)
+			}
+			// Repeat a call marked until, and one that met an election
+			// (503 no_leader or leadership_lost: a client retries), checking
+			// each answer all the same.
 			var e client.ErrorBody
-			if err := json.Unmarshal(body, &e); err != nil || e.Error != cl.code {
+			json.Unmarshal(body, &e)
+			election := resp.StatusCode == http.StatusServiceUnavailable && cl.status != http.StatusServiceUnavailable &&
+				(e.Error == client.CodeNoLeader || e.Error == client.CodeLeadershipLost)
+			if (election || cl.until && resp.StatusCode != cl.status) && time.Now().Before(deadline) {
+				sc.check(t, what, req, reqBody, cl.badInput, resp.StatusCode, resp.Header, body)
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			if resp.StatusCode != cl.status {
+				t.Fatalf("%s: got status %d, want %d; body %s", what, resp.StatusCode, cl.status, trim(body))
+			}
+			if cl.code != "" && e.Error != cl.code {
 				t.Fatalf("%s: got %s, want code %s", what, trim(body), cl.code)
 			}
-		}
-		sc.check(t, what, req, reqBody, cl.badInput, resp.StatusCode, resp.Header, body)
-		if cl.keep != nil {
-			cl.keep(t, body)
+			sc.check(t, what, req, reqBody, cl.badInput, resp.StatusCode, resp.Header, body)
+			if cl.keep != nil {
+				cl.keep(t, body)
+			}
+			break
 		}
 	}
+}
+
+// specRequest is the request of cl to url, with its token and headers.
+func specRequest(t *testing.T, cl specCall, url string, body []byte, secrets map[string]string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(cl.method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch cl.as {
+	case "none":
+	case "unknown":
+		req.Header.Set(client.HeaderToken, "no-such-secret")
+	case "bearer":
+		req.Header.Set("Authorization", "Bearer "+secrets["boot"])
+	default:
+		req.Header.Set(client.HeaderToken, secrets[cl.as])
+	}
+	switch {
+	case cl.method == http.MethodPut && strings.HasPrefix(cl.path, "/v1/snapshot"):
+		req.Header.Set("Content-Type", "application/octet-stream")
+	case len(body) > 0:
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for name, v := range cl.header {
+		req.Header.Set(name, v)
+	}
+	return req
 }
 
 // Real answers follow the spec: a scripted sequence of requests covering
@@ -547,6 +574,11 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "POST", path: "/v1/operator/servers/n9/readmit", as: "boot", status: 404, code: client.CodeNotFound},
 		{method: "POST", path: "/v1/operator/servers/{follower}/promote", as: "boot", status: 200},
 		{method: "POST", path: "/v1/operator/servers/n9/promote", as: "boot", status: 404, code: client.CodeNotFound},
+		// A follower removed by force, readmitted, and promoted once it has
+		// caught up (409 not_caught_up until then).
+		{method: "DELETE", path: "/v1/operator/servers/{follower}?force=true", as: "boot", status: 200},
+		{method: "POST", path: "/v1/operator/servers/{follower}/readmit", as: "boot", status: 200, until: true, stay: true},
+		{method: "POST", path: "/v1/operator/servers/{follower}/promote", as: "boot", status: 200, until: true, stay: true},
 
 		// Health, metrics, the page and this document.
 		{method: "GET", path: "/healthz", as: "none", status: 200},
