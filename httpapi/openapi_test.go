@@ -261,8 +261,9 @@ func sorted(s []string) []string {
 type specCall struct {
 	method, path, body string
 	// as is the token the request carries: a secret's name in the test's
-	// secrets ("boot", "reader"), "none", or "unknown" (a secret no token
-	// has).
+	// secrets ("boot", "reader") sent as X-Tenure-Token, "bearer" (the
+	// bootstrap secret as Authorization: Bearer), "none", or "unknown" (a
+	// secret no token has).
 	as     string
 	status int
 	code   string // the error code of a 4xx or 5xx answer
