@@ -191,6 +191,7 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"GET /healthz", "GET", "/healthz", "", "open"},
 		{"GET /readyz", "GET", "/readyz", "", "open"},
 		{"GET /", "GET", "/", "", "open"},
+		{"GET /v1/openapi.yaml", "GET", "/v1/openapi.yaml", "", "open"}, // public documentation
 		{"POST /v1/acl/bootstrap", "POST", "/v1/acl/bootstrap", "", "open"},
 		{"PUT /v1/acl/policy/{name}", "PUT", "/v1/acl/policy/p2", `{"rules":[]}`, client.RightACL},
 		{"GET /v1/acl/policy/{name}", "GET", "/v1/acl/policy/p2", "", client.RightACL},

@@ -62,6 +62,12 @@ func startCluster(t testing.TB, n int) *testCluster {
 // over mutual TLS with its own server certificate and forwards over it.
 func startClusterTLS(t *testing.T, n int, pki *testPKI) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, tlsOptions(t, pki))
+}
+
+// tlsOptions are the options of startClusterTLS.
+func tlsOptions(t *testing.T, pki *testPKI) inproc.Options {
+	t.Helper()
 	opts := inproc.Options{TCP: true, Serve: serveAPI}
 	if pki != nil {
 		forward := map[string]*http.Client{}
@@ -87,7 +93,7 @@ func startClusterTLS(t *testing.T, n int, pki *testPKI) *testCluster {
 			return New(api)
 		}
 	}
-	return startClusterWith(t, n, opts)
+	return opts
 }
 
 // startClusterWith is startCluster with other options.

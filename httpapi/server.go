@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/docs"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -174,6 +175,7 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/members", s.local(anyToken, plain(s.members))).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
+	r.HandleFunc("/v1/openapi.yaml", serveOpenAPI).Methods(http.MethodGet) // public documentation: no token
 	metrics := onCluster(fsm.RightOperator)
 	if cfg.MetricsOpen {
 		metrics = open
@@ -234,6 +236,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.router.ServeHTTP(w, r)
+}
+
+// serveOpenAPI answers docs/openapi.yaml, the OpenAPI document of this API.
+func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Write(docs.OpenAPI)
 }
 
 // handlerFunc is a handler that reports its error for writeError.
