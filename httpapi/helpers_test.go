@@ -42,13 +42,19 @@ type testCluster struct {
 
 // serveAPI is the API server of a node of an in-process cluster.
 func serveAPI(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {
+	return New(testAPIConfig(node, reg, logger))
+}
+
+// testAPIConfig is the API configuration of a node of an in-process
+// cluster: the server's defaults, its metrics and a log tail.
+func testAPIConfig(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) Config {
 	api := DefaultConfig()
 	api.Node = node
 	api.Gatherer = reg
 	api.Registerer = reg
 	api.Logger = logger
 	api.LogTail, _ = NewLogTail(DefaultLogTailLines, DefaultLogTailBytes)
-	return New(api)
+	return api
 }
 
 // startCluster starts n nodes named n1…nN and waits until one of them is an
@@ -87,8 +93,7 @@ func tlsOptions(t *testing.T, pki *testPKI) inproc.Options {
 			return sc
 		}
 		opts.Serve = func(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {
-			api := DefaultConfig()
-			api.Node, api.Gatherer, api.Logger = node, reg, logger
+			api := testAPIConfig(node, reg, logger)
 			api.ForwardClient, api.ForwardScheme = forward[node.ID()], "https"
 			return New(api)
 		}
