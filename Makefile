@@ -113,7 +113,6 @@ browser-deps:
 screenshots: browser-deps ## PNGs of the page's views into docs/img (headless chromium)
 	$(GO) test -count=1 -timeout 5m -run '^TestPage$$' ./test/browser -args -screenshots ../../docs/img
 
-
 # jepsen runs the long five-node fault suite alone. JEPSEN_FLAGS replays or
 # focuses it: -seed N, -time-limit 20m, -nemesis kill-leader,one-way,
 # -workload register,mutex, -nodes 3, -suite short, -controls=false.
