@@ -43,8 +43,8 @@ clean-run: ## Remove the data of `make run` (RUN_DIR)
 
 # test is what CI runs (.ci/run): go vet (also of the fault suite's build
 # tags), then every package and the test toolkit (test/harness) with the
-# race detector, then the integration tests, then the page in headless
-# Chromium (test/browser), then the packages of the fault
+# race detector, then the integration tests (the page in headless Chromium
+# among them), then the packages of the fault
 # suite one at a time, the three-node suite of test/jepsen last and alone,
 # so that no timing-sensitive suite competes with another package for the
 # CPU. The integration tests run
@@ -64,7 +64,6 @@ test: jepsen-deps python-deps browser-deps ## go vet, then every test with the r
 	$(MAKE) bench-short
 	$(MAKE) deploy-check
 	$(GO) test -count=1 -timeout 25m ./test/integration
-	$(GO) test -count=1 -timeout 5m ./test/browser
 	$(GO) test $(RACE) -count=1 -timeout 25m -p 1 ./test/jepsen/...
 
 # deploy-check validates the Kubernetes manifests of deploy/ against the
@@ -97,9 +96,9 @@ python-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >/dev/null; \
 	fi
 
-# The page's browser tests (test/browser) drive Debian's chromium headless;
-# installed when missing and we are root. Without it the tests skip (or
-# fail under CI=true).
+# The page's browser tests (TestPage* in test/integration) drive Debian's
+# chromium headless; installed when missing and we are root. Without it
+# they skip (or fail under CI=true).
 .PHONY: browser-deps
 browser-deps:
 	@if [ "$$(id -u)" = 0 ] && ! command -v chromium >/dev/null 2>&1; then \
@@ -111,7 +110,7 @@ browser-deps:
 # from the browser tests' cluster.
 .PHONY: screenshots
 screenshots: browser-deps ## PNGs of the page's views into docs/img (headless chromium)
-	$(GO) test -count=1 -timeout 5m -run '^TestPage$$' ./test/browser -args -screenshots ../../docs/img
+	$(GO) test -count=1 -timeout 5m -run '^TestPage$$' ./test/integration -args -screenshots ../../docs/img
 
 # jepsen runs the long five-node fault suite alone. JEPSEN_FLAGS replays or
 # focuses it: -seed N, -time-limit 20m, -nemesis kill-leader,one-way,

@@ -41,6 +41,7 @@ func runTests(m *testing.M) int {
 	}
 	built := time.Since(start)
 	code := m.Run()
+	stopBrowser() // the page tests' Chromium, when one was started
 	if testing.Verbose() {
 		fmt.Fprintf(os.Stderr, "integration: go build ./cmd/tenure took %v\n", built.Round(time.Millisecond))
 	}

@@ -44,7 +44,7 @@ func TestTwoServersDownCommandsSayWhy(t *testing.T) {
 	}
 
 	// The page still loads there; that it shows a no-leader banner and the
-	// leases as last known is checked in a browser (test/browser).
+	// leases as last known is checked in a browser (TestPage).
 	page, err := c.try(c.nodes[survivor].httpAddr, "GET", "/ui", nil)
 	if err != nil || page.Status != 200 || !strings.Contains(string(page.Body), `id="no-leader"`) {
 		t.Errorf("GET /ui on the survivor: %v, want 200 and the page", err)

@@ -124,19 +124,7 @@ func startTLSCluster(t *testing.T, n int, p *testPKI, verifyIncoming bool) *clus
 		certFile, keyFile := p.client(t, "harness")
 		c.http = httpClient(t, p, certFile, keyFile)
 	}
-	c.nodeArgs = func(t *testing.T, nd *node) []string {
-		t.Helper()
-		certFile := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
-		keyFile := filepath.Join(p.dir, "tenure-server-"+nd.id+"-key.pem")
-		if _, err := os.Stat(certFile); err != nil { // made once; a retry with new ports reuses it
-			certFile, keyFile = p.server(t, nd.id)
-		}
-		args := []string{"-tls-cert-file", certFile, "-tls-key-file", keyFile, "-tls-ca-file", p.caFile()}
-		if verifyIncoming {
-			args = append(args, "-tls-verify-incoming")
-		}
-		return args
-	}
+	c.nodeArgs = p.tlsArgs(verifyIncoming)
 	return c.boot(t, n)
 }
 
@@ -144,6 +132,19 @@ func startTLSCluster(t *testing.T, n int, p *testPKI, verifyIncoming bool) *clus
 // (made once per node id, so that a retry with new ports reuses them),
 // mutual TLS, and extra flags (such as -acl-enabled).
 func (p *testPKI) serverArgs(extra ...string) func(*testing.T, *node) []string {
+	return p.tlsArgs(true, extra...)
+}
+
+// serverOnlyArgs is serverArgs without -tls-verify-incoming: the API and
+// Raft still serve TLS only, but the API takes any client that trusts the
+// CA, with or without a certificate of its own (a browser has none).
+func (p *testPKI) serverOnlyArgs(extra ...string) func(*testing.T, *node) []string {
+	return p.tlsArgs(false, extra...)
+}
+
+// tlsArgs returns the nodeArgs of servers with this CA's certificates,
+// with -tls-verify-incoming when verifyIncoming is set, and extra flags.
+func (p *testPKI) tlsArgs(verifyIncoming bool, extra ...string) func(*testing.T, *node) []string {
 	return func(t *testing.T, nd *node) []string {
 		t.Helper()
 		cert := filepath.Join(p.dir, "tenure-server-"+nd.id+".pem")
@@ -151,7 +152,11 @@ func (p *testPKI) serverArgs(extra ...string) func(*testing.T, *node) []string {
 		if !fileExists(cert) {
 			cert, key = p.server(t, nd.id)
 		}
-		return append([]string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming"}, extra...)
+		args := []string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile()}
+		if verifyIncoming {
+			args = append(args, "-tls-verify-incoming")
+		}
+		return append(args, extra...)
 	}
 }
 

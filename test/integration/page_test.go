@@ -1,242 +1,75 @@
-package browser
+package integration
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
-// binary is the tenure binary that TestMain builds; chromium the browser,
-// and noBrowser why the tests skip ("" when they run).
-var (
-	binary    string
-	chromium  string
-	noBrowser string
-	// screenshots, when set, is the directory the tests write a PNG of
-	// each view into (make screenshots: docs/img).
-	screenshots = flag.String("screenshots", os.Getenv("TENURE_SCREENSHOTS"), "write a PNG of each view of the page into this directory")
-)
-
-func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(run(m))
+// pageCluster is the cluster of TestPage: three servers with TLS on the
+// API and Raft and ACLs on (default deny), bootstrapped; c.token is the
+// bootstrap (management) token's secret. The browser has no client
+// certificate, so the API does not ask for one.
+type pageCluster struct {
+	*cluster
+	tls client.TLSConfig
 }
 
-func run(m *testing.M) int {
-	chromium = findChromium()
-	if chromium == "" {
-		msg := "chromium not found (install Debian's chromium, `make browser-deps` as root, or set TENURE_CHROMIUM to a Chromium or Chrome binary)"
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintln(os.Stderr, "browser: "+msg+": failing under CI=true")
-			return 1
-		}
-		noBrowser = msg
-		return m.Run() // every test skips, saying why
-	}
-	dir, err := os.MkdirTemp("", "tenure-browser-")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "browser: temp dir: %v\n", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binary = filepath.Join(dir, "tenure")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/tenure")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "browser: go build ./cmd/tenure: %v\n%s", err, out)
-		return 1
-	}
-	defer stopBrowser()
-	return m.Run()
-}
-
-func findChromium() string {
-	if p := os.Getenv("TENURE_CHROMIUM"); p != "" {
-		if _, err := exec.LookPath(p); err != nil {
-			return ""
-		}
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// browser is one headless Chromium tab.
-type browser struct {
-	t   *testing.T
-	ctx context.Context
-}
-
-// The package's tests share one Chromium process, each in a tab of its
-// own: starting the browser costs seconds on a busy machine.
-var (
-	browserOnce sync.Once
-	browserCtx  context.Context
-	browserErr  error
-	stopBrowser = func() {}
-)
-
-func startBrowser() (context.Context, error) {
-	browserOnce.Do(func() {
-		opts := append(chromedp.DefaultExecAllocatorOptions[:],
-			chromedp.ExecPath(chromium),
-			chromedp.WindowSize(1280, 800),
-			// The servers' certificates come from the test's own CA, which
-			// the browser does not know; the page is still served over TLS.
-			chromedp.Flag("ignore-certificate-errors", true),
-			// No attempt at https first for the plain-HTTP server of
-			// TestPageWithoutACLs.
-			chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,HttpsUpgrades,HttpsFirstBalancedModeAutoEnable"),
-		)
-		if os.Geteuid() == 0 {
-			opts = append(opts, chromedp.NoSandbox)
-		}
-		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-		ctx, cancel := chromedp.NewContext(actx)
-		stopBrowser = func() { cancel(); cancelAlloc() }
-		// The first action starts the browser, which lives as long as the
-		// context of that call: no timeout on this one.
-		browserCtx, browserErr = ctx, chromedp.Do(ctx)
-	})
-	return browserCtx, browserErr
-}
-
-// newBrowser opens a tab, closed when t ends.
-func newBrowser(t *testing.T) *browser {
+// startPageCluster starts the servers, bootstraps the ACL system and waits
+// for an established leader; every process is killed when t ends.
+func startPageCluster(t *testing.T) *pageCluster {
 	t.Helper()
-	root, err := startBrowser()
-	if err != nil {
-		t.Fatalf("start %s: %v", chromium, err)
-	}
-	ctx, cancel := chromedp.NewContext(root)
-	t.Cleanup(cancel)
-	b := &browser{t: t, ctx: ctx}
-	// The tab, like the browser, lives as long as the context of its
-	// first action: no timeout on this one.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
-		t.Fatalf("open a tab: %v", err)
-	}
-	// Every confirm() dialog is accepted, as an operator would.
-	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
-	go func() {
-		for _, err := range dialogs {
-			if err != nil {
-				return
-			}
-			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+	p := newTestPKI(t)
+	c := &pageCluster{cluster: newCluster(t), tls: client.TLSConfig{CAFile: p.caFile()}}
+	c.scheme = "https"
+	c.http = httpClient(t, p, "", "")
+	c.nodeArgs = p.serverOnlyArgs("-acl-enabled")
+	c.start(t, 3)
+	ctx := harness.Context(t, startTimeout)
+	poll.WaitFor(t, startTimeout, func() error {
+		tok, err := tlsClient(t, "admin", c.tls, c.httpAddrs()...).ACL().Bootstrap(ctx)
+		if err != nil {
+			return err
 		}
-	}()
-	return b
+		c.token = tok.SecretID
+		return nil
+	})
+	c.leader(t)
+	return c
 }
 
-func (b *browser) run(actions ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		b.t.Fatalf("browser: %v", err)
+// client is a Go client of the cluster over https as holder, with token
+// (the bootstrap token when empty).
+func (c *pageCluster) client(t *testing.T, holder, token string) *client.Client {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = c.httpAddrs()
+	cfg.Holder = holder
+	cfg.Timeout = 5 * time.Second
+	cfg.RetryMax = 2
+	cfg.TLS = c.tls
+	cfg.Token = token
+	if token == "" {
+		cfg.Token = c.token
 	}
-}
-
-// open loads the page at url and types the token into its token field.
-func (b *browser) open(url, token string) {
-	b.t.Helper()
-	b.run(chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SetValue(chromedp.ID("token"), token), chromedp.Click(chromedp.ID("token-save")))
-}
-
-// view switches to one of the page's views through its navigation bar.
-func (b *browser) view(name string) {
-	b.t.Helper()
-	b.run(chromedp.Click(chromedp.ID("nav-"+name)), chromedp.WaitVisible(chromedp.ID("view-"+name)))
-}
-
-// click clicks the element of the CSS selector sel in the page's own
-// script, in one step: the page re-renders its tables as answers arrive,
-// so a node found first and clicked later may be gone.
-func (b *browser) click(sel string) {
-	b.t.Helper()
-	js := fmt.Sprintf("document.querySelector(%q)", sel)
-	b.waitTrue(5*time.Second, sel+" is there", js)
-	if _, err := eval[bool](b, "("+js+".click(), true)"); err != nil {
-		b.t.Fatalf("click %s: %v", sel, err)
-	}
-}
-
-// eval runs a JavaScript expression in the page and returns its value.
-func eval[T any](b *browser, js string) (T, error) {
-	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
-	defer cancel()
-	return chromedp.Run(ctx, chromedp.Evaluate[T](js))
-}
-
-// waitTrue polls the page until the JavaScript expression js is true,
-// and returns how long that took; it fails t after timeout.
-func (b *browser) waitTrue(timeout time.Duration, what, js string) time.Duration {
-	b.t.Helper()
-	start := time.Now()
-	var lastErr error
-	for time.Since(start) < timeout {
-		ok, err := eval[bool](b, "!!("+js+")")
-		if lastErr = err; err == nil && ok {
-			return time.Since(start)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	text, err := eval[string](b, "document.body.innerText.slice(0, 3000)")
+	cl, err := client.New(cfg)
 	if err != nil {
-		text = err.Error()
+		t.Fatalf("client.New: %v", err)
 	}
-	b.t.Fatalf("not true after %v: %s (%v); the page shows:\n%s", timeout, what, lastErr, text)
-	return 0
+	return cl
 }
 
-// screenshot writes the viewport as name.png into the screenshot
-// directory, when one was asked for.
-func (b *browser) screenshot(name string) {
-	b.t.Helper()
-	if *screenshots == "" {
-		return
-	}
-	time.Sleep(300 * time.Millisecond) // let the last answer render
-	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		b.t.Fatalf("screenshot: %v", err)
-	}
-	if err := os.MkdirAll(*screenshots, 0o755); err != nil {
-		b.t.Fatal(err)
-	}
-	path := filepath.Join(*screenshots, "ui-"+name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		b.t.Fatal(err)
-	}
-	b.t.Logf("wrote %s", path)
-}
-
-// row is the selector of the leases view's row of key.
-func leaseRow(key string) string {
-	return fmt.Sprintf(`document.querySelector('#leases tr[data-key=%q]')`, key)
+// url is the https URL of path on node i.
+func (c *pageCluster) url(i int, path string) string {
+	return "https://" + c.nodes[i].httpAddr + path
 }
 
 // TestPage drives the page in headless Chromium against three servers
@@ -247,10 +80,8 @@ func leaseRow(key string) string {
 // move off a worker drained from the page; with no quorum the page says so
 // and shows leases greyed as last known.
 func TestPage(t *testing.T) {
-	if noBrowser != "" {
-		t.Skip(noBrowser)
-	}
-	c := startCluster(t)
+	needChromium(t)
+	c := startPageCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	lead := c.leader(t)
@@ -258,7 +89,7 @@ func TestPage(t *testing.T) {
 	// leader, and it survives the leader's loss for the last subtest.
 	pageNode := (lead + 1) % 3
 	b := newBrowser(t)
-	b.open(c.url(pageNode, "/ui"), c.boot)
+	b.open(c.url(pageNode, "/ui"), c.token)
 
 	t.Run("loads", func(t *testing.T) {
 		b.t = t
@@ -362,8 +193,14 @@ func TestPage(t *testing.T) {
 		if _, err := admin.Groups().Put(ctx, "partitions", client.GroupSpec{Prefix: "partitions/", Count: 6}); err != nil {
 			t.Fatal(err)
 		}
+		var joins []string
+		for _, nd := range c.nodes {
+			joins = append(joins, nd.gossipAddr)
+		}
 		for _, id := range []string{"worker-a", "worker-b"} {
-			runWorker(t, ctx, c, id, "partitions")
+			// Each holds the keys it is given until they are taken from it.
+			runWorker(t, ctx, c.client(t, id, ""), "partitions", client.WithWorkerID(id), client.WithWorkerTTL(2*time.Second),
+				client.WithGossipAddr("127.0.0.1:0"), client.WithJoin(joins...), client.WithWorkerLogger(hclog.NewNullLogger()))
 		}
 		b.view("groups")
 		owned := `[...document.querySelectorAll('#group-keys tbody tr')]`
@@ -425,7 +262,7 @@ func TestPage(t *testing.T) {
 		if l, _, err := app.Leases().Get(ctx, "scenes/guarded", nil); err != nil || l.State != client.StateHeld || l.Ending != "" {
 			t.Errorf("scenes/guarded after a refused revoke: %+v, %v; want held", l, err)
 		}
-		b.open(c.url(pageNode, "/ui#leases"), c.boot) // back to the management token
+		b.open(c.url(pageNode, "/ui#leases"), c.token) // back to the management token
 		b.waitTrue(5*time.Second, "the revoke buttons are back", leaseRow("scenes/guarded")+`?.querySelector('button.revoke')`)
 	})
 
@@ -442,7 +279,7 @@ func TestPage(t *testing.T) {
 		}
 		for i := range c.nodes {
 			if i != pageNode {
-				c.killNode(c.nodes[i])
+				c.kill(t, i)
 			}
 		}
 		b.waitTrue(20*time.Second, "the no-leader banner shows", `!document.getElementById('no-leader').hidden`)
@@ -455,57 +292,19 @@ func TestPage(t *testing.T) {
 	})
 }
 
-// runWorker runs an in-process worker of group with id until t ends; its
-// handler holds each key until the key is taken from it.
-func runWorker(t *testing.T, ctx context.Context, c *cluster, id, group string) {
-	t.Helper()
-	var joins []string
-	for _, nd := range c.nodes {
-		joins = append(joins, nd.gossipAddr)
-	}
-	w := c.client(t, id, "").Worker(group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		client.WithWorkerID(id), client.WithWorkerTTL(2*time.Second), client.WithGossipAddr("127.0.0.1:0"), client.WithJoin(joins...),
-		client.WithWorkerLogger(hclog.NewNullLogger()))
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Logf("worker %s: %v", id, err)
-		}
-	})
-}
-
 // TestPageWithoutACLs: against one `tenure server -dev` over plain HTTP
 // with ACLs off, no token is needed: the page shows the lease, offers to
 // revoke it, and the revoke frees it.
 func TestPageWithoutACLs(t *testing.T) {
-	if noBrowser != "" {
-		t.Skip(noBrowser)
-	}
-	ports, err := harness.FreePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpAddr := harness.Loopback(ports[0])
-	cmd := exec.Command(binary, "server", "-dev", "-http-addr", httpAddr, "-raft-addr", harness.Loopback(ports[1]),
-		"-gossip-addr", harness.Loopback(ports[2]), "-min-ttl", "1s")
-	cmd.Env = cleanEnv()
-	var log harness.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	needChromium(t)
+	d := startDev(t, "-min-ttl", "1s")
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
 		if t.Failed() {
-			t.Logf("server log:\n%s", log.String())
+			t.Logf("server log:\n%s", d.logs.String())
 		}
 	})
 	cfg := client.DefaultConfig()
-	cfg.Addresses, cfg.Holder, cfg.Timeout = []string{httpAddr}, "tracker-1", 5*time.Second
+	cfg.Addresses, cfg.Holder, cfg.Timeout = []string{d.httpAddr}, "tracker-1", 5*time.Second
 	cl, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -517,7 +316,7 @@ func TestPageWithoutACLs(t *testing.T) {
 		return err
 	})
 	b := newBrowser(t)
-	b.run(chromedp.Navigate("http://"+httpAddr+"/ui#leases"), chromedp.WaitVisible(chromedp.ID("view-leases")))
+	b.run(chromedp.Navigate("http://"+d.httpAddr+"/ui#leases"), chromedp.WaitVisible(chromedp.ID("view-leases")))
 	b.click(`#leases tr[data-key="jobs/a"] button.revoke`)
 	select {
 	case <-lease.Context().Done():
