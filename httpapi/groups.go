@@ -205,8 +205,11 @@ func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// putControl replaces the controls of the path's key. Its body holds the
+// controls alone (client.KeyControlBody): a key in the body, or an
+// answer's ended, is an unknown field.
 func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
-	var body client.KeyControl
+	var body client.KeyControlBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}

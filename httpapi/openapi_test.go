@@ -172,7 +172,7 @@ func TestOpenAPISchemasAreTheClientTypes(t *testing.T) {
 		"GroupSpec":    client.GroupSpec{}, "GroupSummary": client.GroupSummary{}, "GroupList": client.GroupList{},
 		"GroupKey": client.GroupKey{}, "GroupWorker": client.GroupWorker{}, "Group": client.Group{},
 		"GroupKeysBody": client.GroupKeysBody{}, "MaxPerWorkerBody": client.MaxPerWorkerBody{}, "Assignment": client.Assignment{},
-		"KeyControlEdit": client.KeyControlEdit{}, "KeyControl": client.KeyControl{},
+		"KeyControlBody": client.KeyControlBody{}, "KeyControlEdit": client.KeyControlEdit{}, "KeyControl": client.KeyControl{},
 		"DrainBody": client.DrainBody{}, "DrainResult": client.DrainResult{},
 		"WorkerGroupKeys": client.WorkerGroupKeys{}, "WorkerInfo": client.WorkerInfo{}, "WorkerList": client.WorkerList{},
 		"WorkerRegistration": client.WorkerRegistration{},
