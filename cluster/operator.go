@@ -174,7 +174,7 @@ func (n *Node) PromoteServer(ctx context.Context, id string) (int, error) {
 			id, time.Since(ct.at).Round(time.Millisecond), ct.lastLog, n.raft.CommitIndex(), ErrNotCaughtUp)
 	}
 	if err := n.raft.AddVoter(target.ID, target.Address, 0, 0).Error(); err != nil {
-		return 0, fmt.Errorf("promote server %q: %w", id, err)
+		return 0, fmt.Errorf("promote server %q: %w", id, commitError(err))
 	}
 	n.log.Info("server promoted", "server_id", id, "raft_addr", target.Address, "voters", voters+1, "configured_voters", n.cfg.Voters(), "by", "operator")
 	return voters + 1, nil
