@@ -96,7 +96,7 @@ type Group struct {
 }
 
 // KeyControl is an operator's controls of a key. Key names it in answers;
-// SetControl ignores it.
+// SetControl ignores it, and Ended, and sends a KeyControlBody.
 type KeyControl struct {
 	Key        string   `json:"key,omitempty"`
 	Disabled   bool     `json:"disabled"`
@@ -222,11 +222,12 @@ func (g *GroupsAPI) SetControlWith(ctx context.Context, key string, ctl KeyContr
 	if err != nil {
 		return nil, err
 	}
-	if ctl.Prohibited == nil {
-		ctl.Prohibited = []string{}
+	body := KeyControlBody{Disabled: ctl.Disabled, Prohibited: ctl.Prohibited}
+	if body.Prohibited == nil {
+		body.Prohibited = []string{}
 	}
-	ctl.Key, ctl.Ended = "", nil // the path names it; Ended is an answer
-	return g.control(ctx, &request{method: http.MethodPut, path: p, query: operatorQuery(opts), body: ctl})
+	// Key and Ended are not sent: the path names the key, Ended is an answer.
+	return g.control(ctx, &request{method: http.MethodPut, path: p, query: operatorQuery(opts), body: body})
 }
 
 // control makes a key-control call and decodes the controls it answers.

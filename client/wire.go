@@ -74,6 +74,14 @@ type ErrorBody struct {
 	Group *GroupSummary `json:"group,omitempty"`
 }
 
+// KeyControlBody is the body of PUT /v1/controls/{key}: the key's new
+// controls, replacing the old ones. The path names the key; the answer is
+// a KeyControl.
+type KeyControlBody struct {
+	Disabled   bool     `json:"disabled"`
+	Prohibited []string `json:"prohibited"`
+}
+
 // KeyControlEdit is the body of PATCH /v1/controls/{key}: a change applied
 // on top of the key's controls as they are when it commits. Disabled, if
 // present, sets it; the holders of Prohibit are added to the prohibited

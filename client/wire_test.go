@@ -16,7 +16,7 @@ var wireTypes = []any{
 	MaxPerWorkerBody{}, Assignment{}, KeyControl{}, DrainBody{}, KeyringBody{}, KeyringMessage{}, Keyring{},
 	ACLToken{}, ACLTokenSpec{}, ACLTokenList{}, ACLRule{}, ACLPolicy{}, ACLPolicySpec{}, ACLPolicyList{}, WorkerRegistration{},
 	PromoteResult{}, DrainResult{}, WorkerList{},
-	KeyControlEdit{},
+	KeyControlBody{}, KeyControlEdit{},
 	PromoteResult{}, EventList{}, CompactedBody{},
 	RevokeResult{}, revokedLeaseJSON{}, RestoreResult{},
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -76,5 +77,34 @@ func TestWorkersList(t *testing.T) {
 	}
 	if _, _, err := c.Groups().Worker(ctx, "w9", nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Worker(w9): %v, want ErrNotFound", err)
+	}
+}
+
+// SetControlWith sends the controls alone: the path names the key, and
+// an answer's Ended is not sent back (the server refuses both fields).
+func TestSetControlSendsOnlyTheControls(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		writeJSON(w, 200, KeyControl{Key: "k", Disabled: true, Prohibited: []string{"h1"}})
+	})
+	c, _ := newTestClient(t, srv.hostPort())
+	read := KeyControl{Key: "k", Disabled: true, Prohibited: []string{"h1"}, Ended: []RevokedLease{{Key: "k", Holder: "h1", Token: 3}}}
+	if _, err := c.Groups().SetControlWith(context.Background(), "k", read); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Groups().SetControlWith(context.Background(), "k", KeyControl{}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range srv.requests() {
+		got = append(got, r.Body)
+	}
+	want := []string{`{"disabled":true,"prohibited":["h1"]}`, `{"disabled":false,"prohibited":[]}`}
+	if len(got) != len(want) {
+		t.Fatalf("bodies sent: %q, want %q", got, want)
+	}
+	for i := range want {
+		if strings.TrimSpace(got[i]) != want[i] {
+			t.Errorf("body %d: got %s, want %s", i, got[i], want[i])
+		}
 	}
 }

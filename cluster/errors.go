@@ -21,6 +21,11 @@ var (
 	// flight. The outcome is unknown: the command may or may not commit.
 	ErrLeadershipLost = errors.New("leadership lost, outcome unknown")
 
+	// ErrTimeout: the leader gave up waiting for Raft to finish something
+	// it had started (a leadership transfer). The outcome is unknown: read
+	// the state again before retrying.
+	ErrTimeout = errors.New("timed out, outcome unknown")
+
 	// ErrHeld: the key is held by another holder. Returned wrapped in a
 	// *HeldError that carries the current lease.
 	ErrHeld = errors.New("held by another holder")

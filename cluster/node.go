@@ -489,17 +489,26 @@ func (n *Node) applyCommand(cmd fsm.Command) (any, error) {
 		return nil, err
 	}
 	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrRaftShutdown) {
-			return nil, ErrShutdown
-		}
-		if errors.Is(err, raft.ErrLeadershipTransferInProgress) {
-			// Refused before it was appended: nothing happened.
-			return nil, fmt.Errorf("%w: %w", ErrNotReady, err)
-		}
-		return nil, fmt.Errorf("%w: %w", ErrLeadershipLost, err)
+		return nil, commitError(err)
 	}
 	if err, ok := f.Response().(error); ok {
 		return nil, fmt.Errorf("%w: %w", ErrShutdown, err) // the state machine stopped
 	}
 	return f.Response(), nil
+}
+
+// commitError is the error of a Raft future that waited for an entry this
+// leader proposed to commit (a command, or a change of the configuration)
+// as the cluster's sentinels say it: ErrShutdown; ErrNotReady when Raft
+// refused the entry before appending it because a leadership transfer is
+// under way (nothing happened); otherwise ErrLeadershipLost, wrapping
+// Raft's error: the entry may or may not commit.
+func commitError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrShutdown
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	return fmt.Errorf("%w: %w", ErrLeadershipLost, err)
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -174,7 +175,7 @@ func (n *Node) PromoteServer(ctx context.Context, id string) (int, error) {
 			id, time.Since(ct.at).Round(time.Millisecond), ct.lastLog, n.raft.CommitIndex(), ErrNotCaughtUp)
 	}
 	if err := n.raft.AddVoter(target.ID, target.Address, 0, 0).Error(); err != nil {
-		return 0, fmt.Errorf("promote server %q: %w", id, err)
+		return 0, fmt.Errorf("promote server %q: %w", id, commitError(err))
 	}
 	n.log.Info("server promoted", "server_id", id, "raft_addr", target.Address, "voters", voters+1, "configured_voters", n.cfg.Voters(), "by", "operator")
 	return voters + 1, nil
@@ -182,7 +183,9 @@ func (n *Node) PromoteServer(ctx context.Context, id string) (int, error) {
 
 // TransferLeadership hands leadership to the server id, or to the most
 // up-to-date follower when id is empty, and returns the new leader's id
-// once this node has heard from it (or ctx ends).
+// once this node has heard from it (or ctx ends). ErrTimeout, or a context
+// error: Raft or ctx gave up before the transfer was seen to complete, and
+// the outcome is unknown (the target may still take over).
 func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error) {
 	if !n.IsLeader() {
 		return "", ErrNotLeader
@@ -213,7 +216,7 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error
 		f = n.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
 	}
 	if err := f.Error(); err != nil {
-		return "", fmt.Errorf("transfer leadership: %w", err)
+		return "", transferError(err)
 	}
 	// The transfer completes when this node steps down; the new leader is
 	// known here once its first heartbeat arrives.
@@ -225,10 +228,30 @@ func (n *Node) TransferLeadership(ctx context.Context, id string) (string, error
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("transfer started, new leader not yet known: %w", ctx.Err())
+			return "", fmt.Errorf("transfer leadership: started, new leader not yet known (the outcome is unknown): %w", ctx.Err())
 		case <-tick.C:
 		}
 	}
+}
+
+// transferError is the error of Raft's leadership transfer future as the
+// cluster's sentinels say it. Raft refuses a transfer before starting it
+// when it is not the leader, is shutting down, or is already transferring;
+// nothing happened then. Any other error means it started and gave up: its
+// own limit (an election timeout) passed before the target caught up or
+// took over, or the target did not answer the message that tells it to
+// stand. The target may still stand and win, so the outcome is unknown:
+// ErrTimeout.
+func transferError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrShutdown
+	case errors.Is(err, raft.ErrNotLeader):
+		return fmt.Errorf("transfer leadership: %w", ErrNotLeader)
+	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("transfer leadership: %w: %w", ErrNotReady, err)
+	}
+	return fmt.Errorf("transfer leadership: %w (read /v1/status to see who leads): %w", ErrTimeout, err)
 }
 
 // SnapshotInfo describes a snapshot taken on demand.

@@ -33,6 +33,9 @@ type RemoveResult struct {
 //
 // With force it goes ahead and lists the rules it overrode. The removed
 // server keeps its data dir; ReadmitServer brings it back. Leader only.
+// ErrLeadershipLost: leadership was lost while the change was committing,
+// and whether the server is still in the configuration is unknown.
+// ErrNotReady: a leadership transfer refused the change; nothing changed.
 func (n *Node) RemoveServer(ctx context.Context, id string, force bool) (RemoveResult, error) {
 	if _, err := n.proposer(); err != nil {
 		return RemoveResult{}, err
@@ -66,7 +69,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string, force bool) (RemoveR
 		n.gossip.noteRemoved(id)
 	}
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
-		return RemoveResult{}, fmt.Errorf("remove server %q: %w", id, err)
+		return RemoveResult{}, fmt.Errorf("remove server %q: %w", id, commitError(err))
 	}
 	if len(broken) > 0 {
 		n.log.Warn("server removed with force", "server_id", id, "voters", after, "overrode", joinRules(broken))

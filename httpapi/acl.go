@@ -78,11 +78,17 @@ func (s *Server) aclListTokens(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// aclReadToken answers a token without its secret. The ACL reads answer
+// the index and staleness headers as every read does (readHeaders), and do
+// not block, as aclListTokens: a token never changes once created, so its
+// index is its create_index; a policy's is its modify_index; the list of
+// policies', the index of the last ACL change.
 func (s *Server) aclReadToken(w http.ResponseWriter, r *http.Request) error {
 	tok, err := s.node.ACL().Token(r.Context(), pathVar(r, "accessor"), consistency(r))
 	if err != nil {
 		return err
 	}
+	s.readHeaders(w, tok.CreateIndex)
 	writeJSON(w, http.StatusOK, tokenOut(tok, ""))
 	return nil
 }
@@ -96,6 +102,7 @@ func (s *Server) aclSelf(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.readHeaders(w, tok.CreateIndex)
 	writeJSON(w, http.StatusOK, tokenOut(tok, ""))
 	return nil
 }
@@ -145,6 +152,7 @@ func (s *Server) aclListPolicies(w http.ResponseWriter, r *http.Request) error {
 	for i, p := range policies {
 		out.Policies[i] = policyOut(p)
 	}
+	s.readHeaders(w, index)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
@@ -154,6 +162,7 @@ func (s *Server) aclReadPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.readHeaders(w, p.ModifyIndex)
 	writeJSON(w, http.StatusOK, policyOut(p))
 	return nil
 }

@@ -117,6 +117,7 @@ var sentinelCodes = []struct {
 	{cluster.ErrNotLeader, client.CodeNoLeader},
 	{cluster.ErrNotReady, client.CodeNoLeader},
 	{cluster.ErrShutdown, client.CodeNoLeader},
+	{cluster.ErrTimeout, client.CodeTimeout},
 	{context.DeadlineExceeded, client.CodeTimeout},
 }
 

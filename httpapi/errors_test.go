@@ -49,6 +49,7 @@ func TestWriteError(t *testing.T) {
 		{name: "not ready", err: cluster.ErrNotReady, wantStatus: 503, wantCode: "no_leader", wantRetry: true},
 		{name: "shutting down", err: cluster.ErrShutdown, wantStatus: 503, wantCode: "no_leader", wantRetry: true},
 		{name: "deadline", err: fmt.Errorf("apply: %w", context.DeadlineExceeded), wantStatus: 504, wantCode: "timeout"},
+		{name: "raft gave up", err: fmt.Errorf("transfer leadership: %w: %w", cluster.ErrTimeout, errors.New("leadership transfer timeout")), wantStatus: 504, wantCode: "timeout"},
 		{name: "api error", err: badRequest("invalid_index", "index", "index: not a number"), wantStatus: 400, wantCode: "invalid_index", wantField: "index"},
 		{name: "unknown", err: errors.New("disk on fire"), wantStatus: 500, wantCode: "internal"},
 	} {

@@ -195,18 +195,30 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
+// getControl answers a key's controls, as every read: with the index and
+// the staleness headers, and blocking with index and wait. Its index is
+// that of the last change of the placement state (groups, controls and
+// drains): a key's controls keep no index of their own.
 func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
 	key := pathKey(r)
-	ctl, err := s.node.KeyControl(r.Context(), key, consistency(r))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, controlOut(key, ctl))
-	return nil
+	c := consistency(r)
+	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
+		// The index before the controls: a change between the two reads
+		// then ends the next blocking wait at once instead of being missed.
+		index := watchIndex(s.node.GroupIndex())
+		ctl, err := s.node.KeyControl(ctx, key, c)
+		if err != nil {
+			return nil, 0, err
+		}
+		return controlOut(key, ctl), index, nil
+	})
 }
 
+// putControl replaces the controls of the path's key. Its body holds the
+// controls alone (client.KeyControlBody): a key in the body, or an
+// answer's ended, is an unknown field.
 func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
-	var body client.KeyControl
+	var body client.KeyControlBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}

@@ -25,6 +25,11 @@ func TestStrictInputRules(t *testing.T) {
 		{"a space in a group name", "PUT", "/v1/groups/a%20b", `{"keys":["x"]}`, "invalid_name", "name"},
 		{"a slash in a worker id", "POST", "/v1/workers/a%2Fb/drain?force=true", "", "invalid_worker", "worker"},
 		{"a hash in a worker id", "POST", "/v1/workers/a%23b/drain?force=true", "", "invalid_worker", "worker"},
+		// A control's body holds the controls alone: the path names the
+		// key, and ended is an answer's.
+		{"another key in a control's body", "PUT", "/v1/controls/k?force=true", `{"key":"other","disabled":true}`, "invalid_body", "key"},
+		{"the same key in a control's body", "PUT", "/v1/controls/k?force=true", `{"key":"k","disabled":true}`, "invalid_body", "key"},
+		{"ended in a control's body", "PUT", "/v1/controls/k?force=true", `{"disabled":true,"prohibited":[],"ended":[]}`, "invalid_body", "ended"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := do(t, tt.method, tn.url+tt.path, tt.body)

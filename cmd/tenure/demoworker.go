@@ -22,7 +22,7 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 		capacity          int
 		ttl, work         time.Duration
 		quiet             bool
-		logs              = logOutput{level: "info"}
+		logs              logOutput
 	)
 	fs := e.newFlagSet("demo-worker", "demo-worker -group NAME [-id ID] [-capacity N] [-ttl D] [-work D] [-gossip-addr A] [-gossip-advertise A]")
 	cf.register(fs)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -38,6 +40,33 @@ func (f *logFormatFlag) Set(s string) error {
 	return fmt.Errorf("unknown log format %q: want %s or %s", s, logFormatText, logFormatJSON)
 }
 
+// logLevels are the values of -log-level, as hclog names them.
+var logLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+// logLevelFlag is -log-level: one of logLevels, in any case (hclog's own
+// parsing ignores case too); the zero value is info. An unknown level is
+// refused, naming the allowed ones: hclog would silently log at its
+// default level instead.
+type logLevelFlag struct {
+	level string
+}
+
+func (f *logLevelFlag) String() string {
+	if f == nil || f.level == "" {
+		return "info"
+	}
+	return f.level
+}
+
+func (f *logLevelFlag) Set(s string) error {
+	level := strings.ToLower(strings.TrimSpace(s))
+	if !slices.Contains(logLevels, level) {
+		return fmt.Errorf("unknown log level %q: want trace, debug, info, warn or error", s)
+	}
+	f.level = level
+	return nil
+}
+
 // logOutput is how a command logs: its -log-format, the deprecated
 // -log-json (same as -log-format json) where the command had it, and
 // -log-level.
@@ -46,7 +75,7 @@ type logOutput struct {
 	// json is the deprecated boolean -log-json, kept for old command lines
 	// and config files.
 	json  bool
-	level string
+	level logLevelFlag
 }
 
 // jsonFormat reports whether lines are JSON, and refuses -log-json with
@@ -70,7 +99,7 @@ func (o *logOutput) logger(name string, out io.Writer) hclog.Logger {
 	json, _ := o.jsonFormat()
 	return hclog.New(&hclog.LoggerOptions{
 		Name:       name,
-		Level:      hclog.LevelFromString(o.level),
+		Level:      hclog.LevelFromString(o.level.String()),
 		JSONFormat: json,
 		Output:     out,
 	})

@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // -log-format text|json chooses the server's log lines, from a flag, its
@@ -79,6 +82,71 @@ func TestCommandsRefuseUnknownLogFormat(t *testing.T) {
 		r := runCLI(t, args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, "-log-format") || !strings.Contains(r.stderr, "text or json") {
 			t.Errorf("%v: exit %d, stderr %q; want %d naming -log-format and the formats", args, r.code, r.stderr, exitUsage)
+		}
+	}
+}
+
+// -log-level takes trace, debug, info, warn or error (in any case); another
+// level is refused when the server starts, naming the flag, its variable
+// or config key, the value and the allowed levels, instead of logging at
+// hclog's default.
+func TestServerLogLevel(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "server.json")
+	if err := os.WriteFile(config, []byte(`{"log-level": "verbose"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	allowed := "trace, debug, info, warn or error"
+	cases := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    hclog.Level
+		wantErr []string // substrings of the error; nil: no error
+	}{
+		{name: "default info", want: hclog.Info},
+		{name: "flag debug", args: []string{"-log-level", "debug"}, want: hclog.Debug},
+		{name: "flag in capitals", args: []string{"-log-level", "WARN"}, want: hclog.Warn},
+		{name: "variable trace", env: map[string]string{"TENURE_LOG_LEVEL": "trace"}, want: hclog.Trace},
+		{name: "unknown level", args: []string{"-log-level", "verbose"}, wantErr: []string{"-log-level", `"verbose"`, allowed}},
+		{name: "empty level", args: []string{"-log-level", ""}, wantErr: []string{"-log-level", `""`, allowed}},
+		{name: "unknown level in the variable", env: map[string]string{"TENURE_LOG_LEVEL": "loud"}, wantErr: []string{"TENURE_LOG_LEVEL", `"loud"`, allowed}},
+		{name: "unknown level in a config file", args: []string{"-config", config}, wantErr: []string{`key "log-level"`, `"verbose"`, allowed}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := loadServerSettings(append([]string{"-data-dir", "d"}, tc.args...), func(k string) string { return tc.env[k] })
+			if tc.wantErr != nil {
+				if err == nil {
+					t.Fatalf("settings = %+v, want an error with %q", s.logFlags, tc.wantErr)
+				}
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not say %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("settings: %v", err)
+			}
+			if got := s.logFlags.logger("tenure", io.Discard).GetLevel(); got != tc.want {
+				t.Errorf("log level = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// lock and elect, which take -log-level too, refuse an unknown level the
+// same way, before they contact a server.
+func TestCommandsRefuseUnknownLogLevel(t *testing.T) {
+	for _, args := range [][]string{
+		{"lock", "-log-level", "verbose", "k", "--", "true"},
+		{"elect", "-log-level", "verbose", "e", "--", "true"},
+	} {
+		r := runCLI(t, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "-log-level") || !strings.Contains(r.stderr, `"verbose"`) ||
+			!strings.Contains(r.stderr, "trace, debug, info, warn or error") {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming -log-level, the value and the levels", args, r.code, r.stderr, exitUsage)
 		}
 	}
 }

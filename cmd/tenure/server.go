@@ -103,7 +103,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest time to read a request, body included (a slower sender is cut)")
 	fs.DurationVar(&h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "an idle keep-alive connection is closed after this")
 	connFlags(fs, &c.Conns)
-	fs.StringVar(&s.logFlags.level, "log-level", "info", "trace, debug, info, warn or error")
+	fs.Var(&s.logFlags.level, "log-level", "`level` of log lines: trace, debug, info, warn or error")
 	fs.Var(&s.logFlags.format, "log-format", "`format` of log lines: text (the default) or json (one JSON object per line)")
 	fs.BoolVar(&s.logFlags.json, "log-json", false, "deprecated: the same as -log-format json")
 	return fs

@@ -118,7 +118,7 @@ func (f *supervisorFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.holder, "holder", "", "holder identity (default: hostname-pid-random)")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "time between SIGTERM and SIGKILL when the lease is lost; at most TTL/2 - max(TTL/10, 100ms) (lowered to that when not given)")
 	fs.Var(f.meta, "meta", "metadata entry key=value stored with the lease (repeatable)")
-	fs.StringVar(&f.log.level, "log-level", "info", "log level of tenure's own lines on stderr: trace, debug, info, warn, error")
+	fs.Var(&f.log.level, "log-level", "`level` of tenure's own lines on stderr: trace, debug, info, warn or error")
 	fs.Var(&f.log.format, "log-format", "`format` of tenure's own lines on stderr: text (the default) or json (one JSON object per line)")
 	// Empty defaults, so that no usage message prints the secret.
 	fs.StringVar(&f.token, "token", "", "ACL token secret sent with every request (default $"+client.EnvHTTPToken+")")
