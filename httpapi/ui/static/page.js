@@ -252,6 +252,8 @@
   // came. A new token, or the same one typed again, or another view, asks
   // afresh. Nothing is asked on a timer. A 403 on an action hides its
   // button all the same (the server that answered may lag the leader).
+  // Rows carry the answer as data-revoke, data-drain and data-control
+  // (allowed, denied, or asking while it is not known), for tests.
   const MAX_CHECKS = 100;
   let rights = new Map(); // JSON of a check -> true or false
   let rightsToken = null; // the token the answers are for
@@ -272,6 +274,11 @@
     return rights.get(JSON.stringify(c));
   }
   function denied(c) { rights.set(JSON.stringify(c), false); }
+  // answer says it as a row's data attribute: allowed, denied or asking.
+  function answer(c) {
+    const a = allowed(c);
+    return a === undefined ? 'asking' : (a ? 'allowed' : 'denied');
+  }
   // ask sends the checks not yet answered nor in flight, and calls
   // rendered (to render again) after each batch's answer. An error other
   // than 403 leaves them unknown (their buttons hidden), to be asked at the
@@ -417,7 +424,8 @@
       const meta = td();
       for (const [k, v] of Object.entries(l.metadata || {})) meta.append(el('span', 'chip', k + '=' + v));
       const act = td();
-      if (l.state === 'held' && leasesLive && allowed(revokeCheck(l.key)) === true) {
+      if (l.state === 'held' && leasesLive) tr.dataset.revoke = answer(revokeCheck(l.key));
+      if (tr.dataset.revoke === 'allowed') {
         const b = el('button', 'danger small revoke', 'Revoke');
         b.addEventListener('click', () => revoke(l));
         act.append(b);
@@ -527,6 +535,7 @@
       }
       const tr = el('tr', (w.stuck || stuck.has(w.id)) ? 'alert' : '', td(w.id), st, td(load), td(w.capacity || '—'), act);
       tr.dataset.worker = w.id;
+      tr.dataset.drain = answer(drainCheck(w.id));
       return tr;
     });
     fill($('group-workers').tBodies[0], wrows, 'no workers in this group', 5);
@@ -550,6 +559,7 @@
       const tr = el('tr', cls, td(el('code', '', k.key)), td(k.target || ''), ownerCell, td(k.token || ''), td(state), act);
       tr.dataset.key = k.key;
       tr.dataset.owner = owner;
+      tr.dataset.control = answer(controlCheck(k.key));
       return tr;
     });
     fill($('group-keys').tBodies[0], krows, 'no keys', 6);
