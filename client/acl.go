@@ -83,14 +83,72 @@ type ACLPolicyList struct {
 	Index    uint64      `json:"index"`
 }
 
+// MaxACLChecks is the largest number of checks one Authorize call may
+// carry.
+const MaxACLChecks = 100
+
+// ACLCheck is one question of POST /v1/acl/authorize: may the request's
+// token use Right on a name? The name is given by exactly one of Key,
+// Prefix, Group or Worker for read, write, revoke and groups, and by none
+// for the cluster rights operator and acl; a pointer, so that an empty
+// prefix ("every name") differs from no prefix. The answer is the one the
+// guard of the routes that need Right on that name gives (see ACLRule for
+// which routes check which name): revoke on a Key is POST
+// /v1/revoke/{key}, groups on a Worker is its drain, groups on a Key its
+// key controls, read on a Prefix the list of leases under it. Build
+// checks with CheckKey, CheckPrefix, CheckGroup, CheckWorker and
+// CheckCluster.
+type ACLCheck struct {
+	Right  string  `json:"right"`
+	Key    *string `json:"key,omitempty"`
+	Prefix *string `json:"prefix,omitempty"`
+	Group  *string `json:"group,omitempty"`
+	Worker *string `json:"worker,omitempty"`
+}
+
+// CheckKey asks for right on a lease key.
+func CheckKey(right, key string) ACLCheck { return ACLCheck{Right: right, Key: &key} }
+
+// CheckPrefix asks for right on a prefix, as lists check it ("" is every
+// name).
+func CheckPrefix(right, prefix string) ACLCheck { return ACLCheck{Right: right, Prefix: &prefix} }
+
+// CheckGroup asks for right on a group name.
+func CheckGroup(right, group string) ACLCheck { return ACLCheck{Right: right, Group: &group} }
+
+// CheckWorker asks for right on a worker id.
+func CheckWorker(right, id string) ACLCheck { return ACLCheck{Right: right, Worker: &id} }
+
+// CheckCluster asks for a cluster right (RightOperator, RightACL).
+func CheckCluster(right string) ACLCheck { return ACLCheck{Right: right} }
+
+// ACLAuthorizeBody is the body of POST /v1/acl/authorize: 1 to
+// MaxACLChecks checks.
+type ACLAuthorizeBody struct {
+	Checks []ACLCheck `json:"checks"`
+}
+
+// ACLCheckResult is a check with its answer.
+type ACLCheckResult struct {
+	ACLCheck
+	Allowed bool `json:"allowed"`
+}
+
+// ACLAuthorizeResults is the answer of POST /v1/acl/authorize: one result
+// per check, in the order of the checks.
+type ACLAuthorizeResults struct {
+	Checks []ACLCheckResult `json:"checks"`
+}
+
 // WorkerRegistration is the body of POST /v1/workers/{id}/register.
 type WorkerRegistration struct {
 	Groups []string `json:"groups"`
 }
 
-// ACLAPI makes the ACL calls of the HTTP API: bootstrap, tokens, policies.
-// Get it from Client.ACL. Every call but Bootstrap needs a token with the
-// acl right (Config.Token).
+// ACLAPI makes the ACL calls of the HTTP API: bootstrap, tokens, policies,
+// and the token's own rights. Get it from Client.ACL. Every call but
+// Bootstrap, Self and Authorize needs a token with the acl right
+// (Config.Token).
 //
 // Creating a token or bootstrapping is not idempotent: a retry after an
 // unknown outcome could create a second token (or find the cluster
@@ -127,6 +185,35 @@ func (a *ACLAPI) ReadToken(ctx context.Context, accessor string) (*ACLToken, err
 // Self reads the token this client sends (without its secret).
 func (a *ACLAPI) Self(ctx context.Context) (*ACLToken, error) {
 	return a.token(ctx, &request{method: http.MethodGet, path: "/v1/acl/token/self"})
+}
+
+// Authorize answers, for each check in order, whether this client's token
+// may do what it asks, as the routes that need it would decide it: the
+// cluster's answer to "which actions may I offer?", for any token, about
+// itself only. With ACLs off every check is allowed. The server that
+// answers decides from its own replicated copy of the ACL state, which may
+// lag the leader's by a commit round: the route of the action itself is
+// still checked when it is called. A token's holder binding is not part of
+// the answer (it is checked against the holder an acquire, renewal or
+// release names). 1 to MaxACLChecks checks, else ErrInvalid without a
+// request; ErrPermissionDenied without a token under the deny default
+// policy, ErrACLNotFound for a secret no token has.
+func (a *ACLAPI) Authorize(ctx context.Context, checks []ACLCheck) ([]ACLCheckResult, error) {
+	if len(checks) == 0 || len(checks) > MaxACLChecks {
+		return nil, fmt.Errorf("%w: %d checks, want 1 to %d", ErrInvalid, len(checks), MaxACLChecks)
+	}
+	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/acl/authorize", body: ACLAuthorizeBody{Checks: checks}})
+	if err != nil {
+		return nil, err
+	}
+	var out ACLAuthorizeResults
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, fmt.Errorf("decode authorize results: %w", err)
+	}
+	if len(out.Checks) != len(checks) {
+		return nil, fmt.Errorf("authorize answered %d results for %d checks", len(out.Checks), len(checks))
+	}
+	return out.Checks, nil
 }
 
 // DeleteToken deletes a token; it stops working at once. ErrNotFound if

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
@@ -46,7 +47,8 @@ func TestTokenSentWithEveryRequest(t *testing.T) {
 }
 
 func TestACLCalls(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	var srv *fakeServer
+	srv = newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		switch r.Method + " " + r.URL.Path {
 		case "POST /v1/acl/bootstrap":
 			if n > 1 {
@@ -64,6 +66,18 @@ func TestACLCalls(t *testing.T) {
 			writeError(w, 404, CodeNotFound, "no token")
 		case "GET /v1/acl/token/self":
 			writeError(w, 403, CodePermissionDenied, `permission denied: no token (anonymous requests are denied) lacks "acl"`)
+		case "POST /v1/acl/authorize":
+			// Read is allowed, the rest denied; the checks come back in order.
+			var body ACLAuthorizeBody
+			if err := json.Unmarshal([]byte(srv.requests()[n-1].Body), &body); err != nil {
+				writeError(w, 400, CodeInvalidBody, err.Error())
+				return
+			}
+			out := ACLAuthorizeResults{Checks: []ACLCheckResult{}}
+			for _, c := range body.Checks {
+				out.Checks = append(out.Checks, ACLCheckResult{ACLCheck: c, Allowed: c.Right == RightRead})
+			}
+			writeJSON(w, 200, out)
 		}
 	})
 	c, _ := newTestClient(t, srv.URL)
@@ -91,5 +105,24 @@ func TestACLCalls(t *testing.T) {
 	}
 	if _, err := c.ACL().Self(ctx); !errors.Is(err, ErrPermissionDenied) {
 		t.Errorf("Self without a token = %v, want ErrPermissionDenied", err)
+	}
+	checks := []ACLCheck{CheckKey(RightRevoke, "scenes/01"), CheckKey(RightRead, "scenes/01"), CheckPrefix(RightRead, ""),
+		CheckGroup(RightGroups, "g"), CheckWorker(RightGroups, "w1"), CheckCluster(RightOperator)}
+	res, err := c.ACL().Authorize(ctx, checks)
+	if err != nil || len(res) != len(checks) {
+		t.Fatalf("Authorize = %+v, %v; want %d results", res, err, len(checks))
+	}
+	for i, r := range res {
+		if r.Right != checks[i].Right || r.Allowed != (r.Right == RightRead) {
+			t.Errorf("Authorize result %d = %+v, want the check %+v, allowed only for read", i, r, checks[i])
+		}
+	}
+	if res[2].Prefix == nil || *res[2].Prefix != "" {
+		t.Errorf("Authorize result 2 = %+v, want the empty prefix kept (every name)", res[2])
+	}
+	for _, n := range []int{0, MaxACLChecks + 1} {
+		if _, err := c.ACL().Authorize(ctx, make([]ACLCheck, n)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Authorize with %d checks = %v, want ErrInvalid", n, err)
+		}
 	}
 }

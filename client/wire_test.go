@@ -15,6 +15,7 @@ var wireTypes = []any{
 	NodeStatus{}, SnapshotInfo{}, GroupSpec{}, GroupSummary{}, Group{}, GroupList{}, GroupKeysBody{},
 	MaxPerWorkerBody{}, Assignment{}, KeyControl{}, DrainBody{}, KeyringBody{}, KeyringMessage{}, Keyring{},
 	ACLToken{}, ACLTokenSpec{}, ACLTokenList{}, ACLRule{}, ACLPolicy{}, ACLPolicySpec{}, ACLPolicyList{}, WorkerRegistration{},
+	ACLAuthorizeBody{}, ACLAuthorizeResults{},
 	PromoteResult{}, DrainResult{}, WorkerList{},
 	KeyControlBody{}, KeyControlEdit{},
 	PromoteResult{}, EventList{}, CompactedBody{},

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -105,6 +106,112 @@ func (s *Server) aclSelf(w http.ResponseWriter, r *http.Request) error {
 	s.readHeaders(w, tok.CreateIndex)
 	writeJSON(w, http.StatusOK, tokenOut(tok, ""))
 	return nil
+}
+
+// aclAuthorize answers POST /v1/acl/authorize: for each check, in order,
+// whether the request's token gets through the guard of the routes that
+// need that right on that name. Any token may ask, about itself. This node
+// answers from its own replicated copy of the ACL state, as it checks the
+// stale reads it serves: it may lag the leader by a commit round (a policy
+// just changed may not show yet), which is safe because the answer only
+// says which actions to offer, and each action's route is checked again
+// when it is called. A holder binding is not part of the answer, as it is
+// not part of a route's guard: acquire, renew and release check it against
+// the holder they name.
+func (s *Server) aclAuthorize(w http.ResponseWriter, r *http.Request) error {
+	var body client.ACLAuthorizeBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	if n := len(body.Checks); n == 0 || n > client.MaxACLChecks {
+		return badRequest(client.CodeInvalidBody, "checks", fmt.Sprintf("checks: %d checks, want 1 to %d", n, client.MaxACLChecks))
+	}
+	// Every check is read before any is answered: a bad one refuses the
+	// whole call.
+	needs := make([]need, len(body.Checks))
+	names := make([]string, len(body.Checks))
+	for i, c := range body.Checks {
+		var err error
+		if needs[i], names[i], err = checkNeed(fmt.Sprintf("checks[%d]", i), c); err != nil {
+			return err
+		}
+	}
+	a := authz(r)
+	out := client.ACLAuthorizeResults{Checks: make([]client.ACLCheckResult, len(body.Checks))}
+	for i, c := range body.Checks {
+		out.Checks[i] = client.ACLCheckResult{ACLCheck: c, Allowed: needs[i].allows(a, names[i]) == nil}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// checkKind is a kind of name that a check may give: the need of the
+// routes that check a right on such a name (authz.go), the rule of the
+// name, and the code of a name that breaks it.
+type checkKind struct {
+	kind  string
+	need  func(fsm.Right) need
+	code  string
+	name  func(c *client.ACLCheck) *string
+	valid func(name string) error
+}
+
+var checkKinds = []checkKind{
+	{"key", onKey, client.CodeInvalidKey, func(c *client.ACLCheck) *string { return c.Key }, fsm.ValidateKey},
+	{"prefix", onPrefix, client.CodeInvalidPrefix, func(c *client.ACLCheck) *string { return c.Prefix }, func(p string) error {
+		if len(p) > fsm.MaxKeyLen {
+			return fmt.Errorf("%d bytes, the limit is %d", len(p), fsm.MaxKeyLen)
+		}
+		return nil
+	}},
+	{"group", onGroup, client.CodeInvalidName, func(c *client.ACLCheck) *string { return c.Group }, func(g string) error { return cluster.ValidateName("group", g) }},
+	{"worker", onWorker, client.CodeInvalidWorker, func(c *client.ACLCheck) *string { return c.Worker }, func(id string) error { return cluster.ValidateName("worker", id) }},
+}
+
+// checkNeed reads one check of an authorize body: the need it asks about
+// (built as the routes build theirs) and the name it asks it on. field is
+// the check's place in the body ("checks[3]"), for the errors: 400 naming
+// the field and the rule it breaks.
+func checkNeed(field string, c client.ACLCheck) (need, string, error) {
+	if c.Right == "" {
+		return need{}, "", badRequest(client.CodeInvalidBody, field+".right", field+".right: required, one of read, write, revoke, groups, operator, acl")
+	}
+	right, err := fsm.ParseRight(c.Right)
+	if err != nil {
+		return need{}, "", badRequest(client.CodeInvalidBody, field+".right", fmt.Sprintf("%s.right: %v", field, err))
+	}
+	clusterRight := right&fsm.ClusterRights != 0
+	var given *checkKind
+	var name string
+	for i := range checkKinds {
+		k := &checkKinds[i]
+		v := k.name(&c)
+		if v == nil {
+			continue
+		}
+		f := field + "." + k.kind
+		switch {
+		case clusterRight:
+			return need{}, "", badRequest(client.CodeInvalidBody, f, fmt.Sprintf("%s: %s is a cluster right, checked on no name: give no key, prefix, group or worker", f, c.Right))
+		case given != nil:
+			return need{}, "", badRequest(client.CodeInvalidBody, f, fmt.Sprintf("%s: give one of key, prefix, group or worker, not both %s and %s", f, given.kind, k.kind))
+		}
+		if err := k.valid(*v); err != nil {
+			var inv *cluster.InvalidError
+			if errors.As(err, &inv) {
+				err = inv.Err
+			}
+			return need{}, "", badRequest(k.code, f, fmt.Sprintf("%s: %v", f, err))
+		}
+		given, name = k, *v
+	}
+	switch {
+	case clusterRight:
+		return onCluster(right), "", nil
+	case given == nil:
+		return need{}, "", badRequest(client.CodeInvalidBody, field, fmt.Sprintf("%s: %s needs the name it is asked on: one of key, prefix, group or worker", field, c.Right))
+	}
+	return given.need(right), name, nil
 }
 
 func (s *Server) aclDeleteToken(w http.ResponseWriter, r *http.Request) error {

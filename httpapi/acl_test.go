@@ -202,6 +202,7 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"GET /v1/acl/token/{accessor}", "GET", "/v1/acl/token/nope", "", client.RightACL},
 		{"DELETE /v1/acl/token/{accessor}", "DELETE", "/v1/acl/token/nope", "", client.RightACL},
 		{"GET /v1/acl/token/self", "GET", "/v1/acl/token/self", "", ""},
+		{"POST /v1/acl/authorize", "POST", "/v1/acl/authorize", `{"checks":[{"right":"revoke","key":"k/held"},{"right":"acl"}]}`, ""},
 	}
 	covered := map[string]bool{}
 	for _, rt := range routes {

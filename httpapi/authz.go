@@ -25,6 +25,9 @@ type need struct {
 	right fsm.Right
 	kind  string
 	name  func(r *http.Request) string
+	// readOnly marks a POST that changes nothing (authorize): like a GET,
+	// it is logged only when refused.
+	readOnly bool
 }
 
 var open = need{open: true}
@@ -32,6 +35,9 @@ var open = need{open: true}
 // anyToken: any valid token, no particular right; the handler may check
 // more (bulk renewal, worker registration).
 var anyToken = need{}
+
+// anyTokenAsks is anyToken for a POST that only asks (authorize).
+var anyTokenAsks = need{readOnly: true}
 
 func onKey(right fsm.Right) need {
 	return need{right: right, kind: "key", name: pathKey}
@@ -47,12 +53,32 @@ func onPrefix(right fsm.Right) need {
 	return need{right: right, kind: "prefix", name: func(r *http.Request) string { return r.URL.Query().Get("prefix") }}
 }
 
+// onWorker is for drain: right on the path's worker id.
+func onWorker(right fsm.Right) need {
+	return need{right: right, kind: "worker", name: func(r *http.Request) string { return pathVar(r, "id") }}
+}
+
 func onCluster(right fsm.Right) need {
 	return need{right: right, kind: "cluster", name: func(*http.Request) string { return "" }}
 }
 
 func fixed(right fsm.Right, kind, name string) need {
 	return need{right: right, kind: kind, name: func(*http.Request) string { return name }}
+}
+
+// allows is the decision of guard: nil if the request's Authorizer a lets
+// a route that needs n through, n's right checked on name (n.name of the
+// request), and the *cluster.PermissionError that refuses it otherwise.
+// POST /v1/acl/authorize answers with it too, so that what it says a token
+// may do is what the routes let it do.
+func (n need) allows(a *cluster.Authorizer, name string) error {
+	switch {
+	case !a.Enabled():
+		return nil // ACLs off: everything is allowed
+	case n.right != 0:
+		return a.Allow(n.right, n.kind, name)
+	}
+	return a.AllowAny()
 }
 
 type authzKey struct{}
@@ -123,19 +149,18 @@ func (s *Server) guard(n need, h handlerFunc) handlerFunc {
 		if !a.Enabled() {
 			return h(w, r) // ACLs off: authz(r) allows everything
 		}
-		if n.right != 0 {
-			err = a.Allow(n.right, n.kind, n.name(r))
-		} else {
-			err = a.AllowAny()
+		name := ""
+		if n.name != nil {
+			name = n.name(r)
 		}
-		if err != nil {
+		if err := n.allows(a, name); err != nil {
 			s.logRequest(r, a.AccessorID(), 0, err)
 			return err
 		}
 		// The actor goes with the writes the request makes: operator
 		// commands are proposed on its behalf, and their events name it.
 		r = r.WithContext(cluster.WithActor(context.WithValue(r.Context(), authzKey{}, a), a.Actor()))
-		if r.Method == http.MethodGet {
+		if r.Method == http.MethodGet || n.readOnly {
 			return h(w, r)
 		}
 		rec := &statusRecorder{ResponseWriter: w}

@@ -97,6 +97,7 @@ func FuzzRoutes(f *testing.F) {
 		{"", "limit=-1&cursor=\x00", `{"holder":"h\u0000","ttl":"-1s","metadata":{"a":"b","a":"c"}}`},
 		{"x", "wait=1h", "\xff\xfe{"},
 		{"n1", "", `{"rules":[{"kind":"key","prefix":"","rights":["read"]}],"policies":["p"]}`},
+		{"c", "", `{"checks":[{"right":"revoke","key":"k"},{"right":"operator","group":"g"},{"right":"groups","worker":""}]}`},
 		{"..", "since=18446744073709551615", `[]`},
 		{strings.Repeat("k", 300), "holder=" + strings.Repeat("h", 300), `{"ttl":"1000000h","wait":"1000000h"}`},
 	}

@@ -187,7 +187,9 @@ func TestOpenAPISchemasAreTheClientTypes(t *testing.T) {
 		"KeyringBody": client.KeyringBody{}, "KeyringKey": client.KeyringKey{}, "Keyring": client.Keyring{},
 		"ACLRule": client.ACLRule{}, "ACLPolicySpec": client.ACLPolicySpec{}, "ACLPolicy": client.ACLPolicy{},
 		"ACLPolicyList": client.ACLPolicyList{}, "ACLTokenSpec": client.ACLTokenSpec{}, "ACLToken": client.ACLToken{},
-		"ACLTokenList": client.ACLTokenList{}, "Health": client.Health{}, "Readiness": client.Readiness{},
+		"ACLTokenList": client.ACLTokenList{}, "ACLCheck": client.ACLCheck{}, "ACLCheckResult": client.ACLCheckResult{},
+		"ACLAuthorizeBody": client.ACLAuthorizeBody{}, "ACLAuthorizeResults": client.ACLAuthorizeResults{},
+		"Health": client.Health{}, "Readiness": client.Readiness{},
 	}
 	// Types whose JSON is written by hand: their fields as the wire has
 	// them (client/lease_info.go, client/revoke.go, client/cluster.go).
@@ -581,6 +583,22 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		secrets["events.index"] = lastIndex
 	}
 	big := `{"holder":"h1","ttl":"30s","metadata":{"a":"` + strings.Repeat("x", MaxBodyBytes) + `"}}`
+	authorizeBody := `{"checks":[{"right":"read","key":"c/a"},{"right":"revoke","key":"c/a"},{"right":"read","prefix":""},{"right":"operator"},{"right":"groups","worker":"w1"}]}`
+	wantAllowed := func(want ...bool) func(t *testing.T, body []byte) {
+		return func(t *testing.T, body []byte) {
+			var out client.ACLAuthorizeResults
+			if err := json.Unmarshal(body, &out); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]bool, len(out.Checks))
+			for i, c := range out.Checks {
+				got[i] = c.Allowed
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("authorize answered allowed %v, want %v: %s", got, want, body)
+			}
+		}
+	}
 	calls := []specCall{
 		// ACLs: the bootstrap, policies and tokens.
 		{method: "POST", path: "/v1/acl/bootstrap", as: "none", status: 200, keep: keepToken("boot")},
@@ -602,6 +620,16 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "GET", path: "/v1/acl/tokens", as: "reader", status: 403, code: client.CodePermissionDenied},
 		{method: "GET", path: "/v1/acl/token/self", as: "reader", status: 200},
 		{method: "GET", path: "/v1/acl/token/self", as: "bearer", status: 200, follower: true},
+		// What the read-only token may do: read, not revoke, not operator,
+		// not drain; asked of the leader and of a follower, which answers
+		// from its own copy of the ACL state (until it has the new token).
+		{method: "POST", path: "/v1/acl/authorize", body: authorizeBody, as: "reader", status: 200, keep: wantAllowed(true, false, true, false, false)},
+		{method: "POST", path: "/v1/acl/authorize", body: authorizeBody, as: "reader", status: 200, follower: true, until: true, keep: wantAllowed(true, false, true, false, false)},
+		{method: "POST", path: "/v1/acl/authorize", body: authorizeBody, as: "boot", status: 200, keep: wantAllowed(true, true, true, true, true)},
+		{method: "POST", path: "/v1/acl/authorize", body: `{"checks":[{"right":"read","key":"c/a"},{"right":"admin","key":"c/a"}]}`, as: "reader", status: 400, code: client.CodeInvalidBody, badInput: true},
+		{method: "POST", path: "/v1/acl/authorize", body: `{"checks":[{"right":"read","key":"c/a","group":"g"}]}`, as: "reader", status: 400, code: client.CodeInvalidBody, badInput: true},
+		{method: "POST", path: "/v1/acl/authorize", body: `{"checks":[]}`, as: "reader", status: 400, code: client.CodeInvalidBody, badInput: true},
+		{method: "POST", path: "/v1/acl/authorize", body: authorizeBody, as: "none", status: 403, code: client.CodePermissionDenied},
 		{method: "GET", path: "/v1/acl/token/{reader.accessor}", as: "boot", status: 200},
 		{method: "GET", path: "/v1/acl/token/{reader.accessor}?stale", as: "boot", status: 200, follower: true},
 		{method: "GET", path: "/v1/acl/token/nope", as: "boot", status: 404, code: client.CodeNotFound},

@@ -149,15 +149,17 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/controls"+key, s.reader(s.guard(onKey(fsm.RightRead), s.getControl))).Methods(http.MethodGet)
 	r.Handle("/v1/controls"+key, s.leader(s.guard(onKey(fsm.RightGroups), s.putControl))).Methods(http.MethodPut)
 	r.Handle("/v1/controls"+key, s.leader(s.guard(onKey(fsm.RightGroups), s.editControl))).Methods(http.MethodPatch)
-	onWorker := need{right: fsm.RightGroups, kind: "worker", name: func(r *http.Request) string { return pathVar(r, "id") }}
 	r.Handle("/v1/workers", s.reader(s.guard(fixed(fsm.RightRead, "worker", ""), s.listWorkers))).Methods(http.MethodGet)
-	r.Handle("/v1/workers/{id}/drain", s.leader(s.guard(onWorker, s.drainWorker))).Methods(http.MethodPost)
+	r.Handle("/v1/workers/{id}/drain", s.leader(s.guard(onWorker(fsm.RightGroups), s.drainWorker))).Methods(http.MethodPost)
 	r.Handle("/v1/workers/{id}/register", s.leader(s.guard(anyToken, s.registerWorker))).Methods(http.MethodPost) // checked in registerWorker
 	// ACL tokens and policies.
 	r.Handle("/v1/acl/bootstrap", s.leader(s.guard(open, s.aclBootstrap))).Methods(http.MethodPost)
 	r.Handle("/v1/acl/token", s.leader(s.guard(onCluster(fsm.RightACL), s.aclCreateToken))).Methods(http.MethodPut)
 	r.Handle("/v1/acl/tokens", s.reader(s.guard(onCluster(fsm.RightACL), s.aclListTokens))).Methods(http.MethodGet)
 	r.Handle("/v1/acl/token/self", s.reader(s.guard(anyToken, s.aclSelf))).Methods(http.MethodGet)
+	// What the request's token may do, answered by this node from its own
+	// copy of the ACL state, as a stale read is (see aclAuthorize).
+	r.Handle("/v1/acl/authorize", s.local(anyTokenAsks, s.aclAuthorize)).Methods(http.MethodPost)
 	r.Handle("/v1/acl/token/{accessor}", s.reader(s.guard(onCluster(fsm.RightACL), s.aclReadToken))).Methods(http.MethodGet)
 	r.Handle("/v1/acl/token/{accessor}", s.leader(s.guard(onCluster(fsm.RightACL), s.aclDeleteToken))).Methods(http.MethodDelete)
 	r.Handle("/v1/acl/policies", s.reader(s.guard(onCluster(fsm.RightACL), s.aclListPolicies))).Methods(http.MethodGet)

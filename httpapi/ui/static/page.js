@@ -242,18 +242,79 @@
 
   // ---- rights ----
 
-  // mayRevoke and mayGroups: true with ACLs off or a management token,
-  // false after the API refused the action with 403, null when unknown
-  // (the buttons show; the API decides).
-  let mayRevoke = null, mayGroups = null;
-  async function readSelf() {
-    mayRevoke = mayGroups = null;
-    try {
-      const r = await api('/v1/acl/token/self');
-      if (r.body.management) mayRevoke = mayGroups = true;
-    } catch (e) {
-      // ACLs off: there is no token, and every right is allowed.
-      if (e.status === 404 && !token()) mayRevoke = mayGroups = true;
+  // An action shows only where POST /v1/acl/authorize says the token may
+  // take it, as the action's route would decide (with ACLs off, everything
+  // is allowed). The checks are those of the routes: revoke on a lease's
+  // key (POST /v1/revoke/{key}), groups on a worker id (its drain) and on a
+  // key (its controls). A view asks, when it renders, for the rows it shows
+  // that have no answer yet, at most MAX_CHECKS per request; the answers
+  // are kept for the token, so a render asks nothing new unless new rows
+  // came. A new token, or the same one typed again, or another view, asks
+  // afresh. Nothing is asked on a timer. A 403 on an action hides its
+  // button all the same (the server that answered may lag the leader).
+  // Rows carry the answer as data-revoke, data-drain and data-control
+  // (allowed, denied, or asking while it is not known), for tests.
+  const MAX_CHECKS = 100;
+  let rights = new Map(); // JSON of a check -> true or false
+  let rightsToken = null; // the token the answers are for
+  let rightsEpoch = 0; // answers of an earlier epoch are dropped
+  const asking = new Set(); // checks in flight
+  function revokeCheck(key) { return { right: 'revoke', key }; }
+  function drainCheck(id) { return { right: 'groups', worker: id }; }
+  function controlCheck(key) { return { right: 'groups', key }; }
+  function resetRights() {
+    rights = new Map();
+    rightsToken = token();
+    rightsEpoch++;
+    asking.clear();
+  }
+  // allowed is true or false once answered, undefined until then.
+  function allowed(c) {
+    if (rightsToken !== token()) resetRights();
+    return rights.get(JSON.stringify(c));
+  }
+  function denied(c) { rights.set(JSON.stringify(c), false); }
+  // answer says it as a row's data attribute: allowed, denied or asking.
+  function answer(c) {
+    const a = allowed(c);
+    return a === undefined ? 'asking' : (a ? 'allowed' : 'denied');
+  }
+  // ask sends the checks not yet answered nor in flight, and calls
+  // rendered (to render again) after each batch's answer. An error other
+  // than 403 leaves them unknown (their buttons hidden), to be asked at the
+  // view's next render.
+  function ask(checks, rendered) {
+    if (rightsToken !== token()) resetRights();
+    const todo = new Map();
+    for (const c of checks) {
+      const id = JSON.stringify(c);
+      if (!rights.has(id) && !asking.has(id)) todo.set(id, c);
+    }
+    const ids = [...todo.keys()];
+    const epoch = rightsEpoch;
+    for (let i = 0; i < ids.length; i += MAX_CHECKS) {
+      const batch = ids.slice(i, i + MAX_CHECKS);
+      for (const id of batch) asking.add(id);
+      api('/v1/acl/authorize', { method: 'POST', body: { checks: batch.map((id) => todo.get(id)) } }).then((r) => {
+        if (epoch !== rightsEpoch) return;
+        const res = r.body.checks || [];
+        batch.forEach((id, j) => rights.set(id, !!(res[j] && res[j].allowed)));
+        clearProblem('rights');
+        rendered();
+      }, (e) => {
+        if (epoch !== rightsEpoch) return;
+        if (e.status === 403) {
+          // This token may not even ask (no token under the deny default
+          // policy, or an unknown secret): it may take none of these.
+          for (const id of batch) rights.set(id, false);
+          rendered();
+          return;
+        }
+        problems.set('rights', 'Asking what your token may do failed: ' + e.message + (e.code ? ' (' + e.code + ')' : '') + '. The actions stay hidden until it is asked again, when the rows change or the view is opened again.');
+        renderProblems();
+      }).finally(() => {
+        if (epoch === rightsEpoch) for (const id of batch) asking.delete(id);
+      });
     }
   }
 
@@ -330,6 +391,8 @@
   }
 
   function renderLeases(more) {
+    const revocable = leasesLive ? leases.filter((l) => l.state === 'held').map((l) => revokeCheck(l.key)) : [];
+    ask(revocable, () => { if (view === 'leases') renderLeases(leasesMore); });
     const rows = leases.map((l) => {
       const tr = el('tr', '');
       tr.dataset.key = l.key;
@@ -361,7 +424,8 @@
       const meta = td();
       for (const [k, v] of Object.entries(l.metadata || {})) meta.append(el('span', 'chip', k + '=' + v));
       const act = td();
-      if (l.state === 'held' && leasesLive && mayRevoke !== false) {
+      if (l.state === 'held' && leasesLive) tr.dataset.revoke = answer(revokeCheck(l.key));
+      if (tr.dataset.revoke === 'allowed') {
         const b = el('button', 'danger small revoke', 'Revoke');
         b.addEventListener('click', () => revoke(l));
         act.append(b);
@@ -375,7 +439,8 @@
     const note = $('lease-note');
     const notes = [];
     if (more) notes.push('More leases follow: narrow the list with a prefix or holder (the API and `tenure leases list` page through all of them).');
-    if (mayRevoke === false) notes.push('Your token may not revoke these leases.');
+    const refused = revocable.filter((c) => allowed(c) === false).length;
+    if (refused) notes.push(refused === revocable.length ? 'Your token may not revoke these leases.' : 'Your token may not revoke ' + refused + ' of these leases.');
     note.hidden = notes.length === 0;
     note.textContent = notes.join(' ');
   }
@@ -387,7 +452,7 @@
       await api('/v1/revoke/' + escPath(l.key), { method: 'POST' });
       clearProblem('action');
     } catch (e) {
-      if (e.status === 403) { mayRevoke = false; renderLeases(leasesMore); }
+      if (e.status === 403) { denied(revokeCheck(l.key)); renderLeases(leasesMore); }
       actionFailed('Revoke of ' + l.key, e);
     }
   }
@@ -438,6 +503,8 @@
   }
 
   function renderGroup(g) {
+    ask([...(g.workers || []).map((w) => drainCheck(w.id)), ...g.keys.map((k) => controlCheck(k.key))],
+      () => { if (view === 'groups' && lastGroup) renderGroup(lastGroup); });
     $('group-title').textContent = 'Group ' + g.name;
     const stuck = new Set(g.stuck || []);
     const live = (g.workers || []).filter((w) => w.status === 'alive' && !w.draining && !w.drained).length;
@@ -460,7 +527,7 @@
       if (w.draining || w.drained) st.append(' ', badge(w.drained ? 'drained' : 'draining', 'warn'));
       if (w.stuck || stuck.has(w.id)) st.append(' ', badge('stuck', 'bad'));
       const act = td();
-      if (mayGroups !== false) {
+      if (allowed(drainCheck(w.id)) === true) {
         const draining = w.draining || w.drained;
         const b = el('button', 'small ' + (draining ? '' : 'danger') + ' drain', draining ? 'Undrain' : 'Drain');
         b.addEventListener('click', () => drain(w.id, !draining));
@@ -468,6 +535,7 @@
       }
       const tr = el('tr', (w.stuck || stuck.has(w.id)) ? 'alert' : '', td(w.id), st, td(load), td(w.capacity || '—'), act);
       tr.dataset.worker = w.id;
+      tr.dataset.drain = answer(drainCheck(w.id));
       return tr;
     });
     fill($('group-workers').tBodies[0], wrows, 'no workers in this group', 5);
@@ -483,7 +551,7 @@
       const ownerCell = td(owner);
       ownerCell.className = 'owner';
       const act = td();
-      if (mayGroups !== false) {
+      if (allowed(controlCheck(k.key)) === true) {
         const b = el('button', 'small disable', k.disabled ? 'Enable' : 'Disable');
         b.addEventListener('click', () => disableKey(k.key, !k.disabled));
         act.append(b);
@@ -491,6 +559,7 @@
       const tr = el('tr', cls, td(el('code', '', k.key)), td(k.target || ''), ownerCell, td(k.token || ''), td(state), act);
       tr.dataset.key = k.key;
       tr.dataset.owner = owner;
+      tr.dataset.control = answer(controlCheck(k.key));
       return tr;
     });
     fill($('group-keys').tBodies[0], krows, 'no keys', 6);
@@ -502,7 +571,7 @@
       await api('/v1/workers/' + encodeURIComponent(id) + '/drain', { method: 'POST', body: { draining: on } });
       clearProblem('action');
     } catch (e) {
-      if (e.status === 403) mayGroups = false;
+      if (e.status === 403) { denied(drainCheck(id)); if (lastGroup) renderGroup(lastGroup); }
       actionFailed((on ? 'Drain' : 'Undrain') + ' of ' + id, e);
     }
   }
@@ -513,7 +582,7 @@
       await api('/v1/controls/' + escPath(key), { method: 'PATCH', body: { disabled: on } });
       clearProblem('action');
     } catch (e) {
-      if (e.status === 403) mayGroups = false;
+      if (e.status === 403) { denied(controlCheck(key)); if (lastGroup) renderGroup(lastGroup); }
       actionFailed((on ? 'Disable' : 'Enable') + ' of ' + key, e);
     }
   }
@@ -612,6 +681,7 @@
     for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.view === view);
     problems.clear();
     renderProblems();
+    resetRights(); // another view, or a token typed in (the same one too): asked afresh
     if (status) renderStatus();
     restart();
   }
@@ -635,14 +705,12 @@
       ev.preventDefault();
       const v = $('token').value.trim();
       if (v) sessionStorage.setItem(TOKEN_KEY, v); else sessionStorage.removeItem(TOKEN_KEY);
-      await readSelf();
       refreshStatus();
       showView();
     });
     $('token-clear').addEventListener('click', async () => {
       sessionStorage.removeItem(TOKEN_KEY);
       $('token').value = '';
-      await readSelf();
       showView();
     });
     const again = debounce(restart, 300);
@@ -650,7 +718,6 @@
     for (const id of ['lease-state', 'event-type']) $(id).addEventListener('change', restart);
     for (const f of ['lease-filters', 'event-filters']) $(f).addEventListener('submit', (ev) => { ev.preventDefault(); restart(); });
     window.addEventListener('hashchange', showView);
-    await readSelf();
     await refreshStatus();
     showView();
   }
