@@ -67,6 +67,32 @@ func (c *pageCluster) client(t *testing.T, holder, token string) *client.Client 
 	return cl
 }
 
+// awaitRight waits until server i, from its own copy of the ACL state,
+// answers that token has right on key as want: the page asks the server
+// it was loaded from, and a follower learns of a new token or policy one
+// commit round after the leader.
+func (c *pageCluster) awaitRight(t *testing.T, i int, token, right, key string, want bool) {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{c.nodes[i].httpAddr}
+	cfg.Timeout, cfg.RetryMax, cfg.TLS, cfg.Token = 5*time.Second, 2, c.tls, token
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := cl.ACL().Authorize(context.Background(), []client.ACLCheck{client.CheckKey(right, key)})
+		if err == nil && len(res) == 1 && res[0].Allowed == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server %s: %s on %s for the token: %+v, %v; want allowed=%v", c.nodes[i].id, right, key, res, err, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // url is the https URL of path on node i.
 func (c *pageCluster) url(i int, path string) string {
 	return "https://" + c.nodes[i].httpAddr + path
@@ -254,11 +280,38 @@ func TestPage(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer lease.Release(ctx)
+
+		// A read-only token is never offered the revoke: the page asks
+		// the cluster what the token may do before it draws a button.
+		c.awaitRight(t, pageNode, viewer.SecretID, client.RightRead, "scenes/guarded", true)
 		b.open(c.url(pageNode, "/ui#leases"), viewer.SecretID)
 		b.waitTrue(10*time.Second, "scenes/guarded shows held", leaseRow("scenes/guarded")+`?.dataset.state === 'held'`)
+		b.waitTrue(5*time.Second, "the page knows the token may not revoke it", leaseRow("scenes/guarded")+`?.dataset.revoke === 'denied'`)
+		if shown, _ := eval[bool](b, `!!document.querySelector('#leases button.revoke')`); shown {
+			t.Error("a Revoke button is shown to a token with read only")
+		}
+		if note, _ := eval[string](b, `document.getElementById('lease-note').textContent`); !strings.Contains(note, "may not revoke") {
+			t.Errorf("the leases view's note is %q, want it to say the token may not revoke", note)
+		}
+
+		// A token that may revoke there sees the button; when its right
+		// goes after the page asked, the API's refusal still hides it.
+		if _, err := admin.ACL().SetPolicy(ctx, "revoker", client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "scenes/", Rights: []string{client.RightRevoke}}}}); err != nil {
+			t.Fatal(err)
+		}
+		revoker, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"viewer", "revoker"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.awaitRight(t, pageNode, revoker.SecretID, client.RightRevoke, "scenes/guarded", true)
+		b.open(c.url(pageNode, "/ui#leases"), revoker.SecretID)
+		b.waitTrue(10*time.Second, "the revoker is offered the revoke", leaseRow("scenes/guarded")+`?.dataset.revoke === 'allowed' && `+leaseRow("scenes/guarded")+`.querySelector('button.revoke')`)
+		if err := admin.ACL().DeletePolicy(ctx, "revoker"); err != nil {
+			t.Fatal(err)
+		}
 		b.click(`#leases tr[data-key="scenes/guarded"] button.revoke`)
-		b.waitTrue(5*time.Second, "the refusal shows and the revoke buttons go",
-			`!document.getElementById('problem').hidden && document.getElementById('problem').innerText.includes('permission_denied') && !document.querySelector('#leases button.revoke')`)
+		b.waitTrue(5*time.Second, "the refusal shows and the revoke button goes",
+			`!document.getElementById('problem').hidden && document.getElementById('problem').innerText.includes('permission_denied') && `+leaseRow("scenes/guarded")+`?.dataset.revoke === 'denied' && !document.querySelector('#leases button.revoke')`)
 		if l, _, err := app.Leases().Get(ctx, "scenes/guarded", nil); err != nil || l.State != client.StateHeld || l.Ending != "" {
 			t.Errorf("scenes/guarded after a refused revoke: %+v, %v; want held", l, err)
 		}
