@@ -42,20 +42,9 @@ func TestServerLogFormat(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := loadServerSettings(append([]string{"-data-dir", "d"}, tc.args...), func(k string) string { return tc.env[k] })
-			if tc.wantErr != nil {
-				if err == nil {
-					t.Fatalf("settings = %+v, want an error with %q", s.logFlags, tc.wantErr)
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not say %q", err, w)
-					}
-				}
+			s, ok := logSettings(t, tc.args, tc.env, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("settings: %v", err)
 			}
 			var out bytes.Buffer
 			s.logFlags.logger("tenure", &out).Info("lease_expired", "key", "k", "token", 7)
@@ -114,20 +103,9 @@ func TestServerLogLevel(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := loadServerSettings(append([]string{"-data-dir", "d"}, tc.args...), func(k string) string { return tc.env[k] })
-			if tc.wantErr != nil {
-				if err == nil {
-					t.Fatalf("settings = %+v, want an error with %q", s.logFlags, tc.wantErr)
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not say %q", err, w)
-					}
-				}
+			s, ok := logSettings(t, tc.args, tc.env, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatalf("settings: %v", err)
 			}
 			if got := s.logFlags.logger("tenure", io.Discard).GetLevel(); got != tc.want {
 				t.Errorf("log level = %v, want %v", got, tc.want)
@@ -149,4 +127,27 @@ func TestCommandsRefuseUnknownLogLevel(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want %d naming -log-level, the value and the levels", args, r.code, r.stderr, exitUsage)
 		}
 	}
+}
+
+// logSettings loads the server's settings from args and env. With wantErr
+// it checks that they are refused with an error holding each substring and
+// answers false; without, it fails the test on an error.
+func logSettings(t *testing.T, args []string, env map[string]string, wantErr []string) (*serverSettings, bool) {
+	t.Helper()
+	s, err := loadServerSettings(append([]string{"-data-dir", "d"}, args...), func(k string) string { return env[k] })
+	if wantErr != nil {
+		if err == nil {
+			t.Fatalf("settings = %+v, want an error with %q", s.logFlags, wantErr)
+		}
+		for _, w := range wantErr {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not say %q", err, w)
+			}
+		}
+		return s, false
+	}
+	if err != nil {
+		t.Fatalf("settings: %v", err)
+	}
+	return s, true
 }
