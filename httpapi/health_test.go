@@ -69,6 +69,9 @@ func TestPlacementHealthAndMetrics(t *testing.T) {
 		`tenure_group_keys{group="g",state="unowned"} 2`,
 		`tenure_group_stuck_workers{group="g"} 0`,
 		`tenure_group_draining_workers{group="g"} 0`,
+		`tenure_group_workers{group="g"} 0`,             // no worker serves g
+		`tenure_group_max_keys_per_worker{group="g"} 0`, // no cap set
+		`tenure_group_busiest_worker_keys{group="g"} 1`, // "someone" holds g-0
 	} {
 		if !regexp.MustCompile("(?m)^" + regexp.QuoteMeta(want) + "$").Match(r.body) {
 			t.Errorf("metrics lack %s", want)
