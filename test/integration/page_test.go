@@ -174,6 +174,23 @@ func TestPage(t *testing.T) {
 			t.Errorf("leases showed a median %v after their acquire (%v), want within a second", median, took)
 		}
 		b.screenshot("leases")
+
+		// The filters narrow the list (by the API's own prefix, holder
+		// and state), and cleared they bring every lease back.
+		setField := func(id, value, event string) {
+			t.Helper()
+			if _, err := eval[bool](b, fmt.Sprintf(`(() => { const e = document.getElementById(%q); e.value = %q; e.dispatchEvent(new Event(%q)); return true })()`, id, value, event)); err != nil {
+				t.Fatalf("set %s: %v", id, err)
+			}
+		}
+		rows := `[...document.querySelectorAll('#leases tbody tr[data-key]')].map(r => r.dataset.key).sort().join(',')`
+		setField("lease-prefix", "scenes/", "input")
+		b.waitTrue(5*time.Second, "the prefix scenes/ shows the three scenes only", rows+` === 'scenes/007,scenes/042,scenes/113'`)
+		setField("lease-holder", "tracker-3", "input")
+		b.waitTrue(5*time.Second, "the holder tracker-3 shows its one lease", rows+` === 'scenes/113'`)
+		setField("lease-prefix", "", "input")
+		setField("lease-holder", "", "input")
+		b.waitTrue(5*time.Second, "cleared filters show every lease again", rows+` === 'jobs/nightly-report,scenes/007,scenes/042,scenes/113'`)
 		for _, l := range extra {
 			l.Release(ctx)
 		}
@@ -257,6 +274,16 @@ func TestPage(t *testing.T) {
 		b.waitTrue(5*time.Second, "the events view shows the revoke and the drain",
 			`document.querySelector('#events tr.ev-revoked') && document.querySelector('#events tr.ev-drained')`)
 		b.screenshot("events")
+		// The type filter asks the API for drains only.
+		if _, err := eval[bool](b, `(() => { const e = document.getElementById('event-type'); e.value = 'drained'; e.dispatchEvent(new Event('change')); return true })()`); err != nil {
+			t.Fatal(err)
+		}
+		b.waitTrue(5*time.Second, "the type filter shows drains only",
+			`document.querySelector('#events tr.ev-drained') && !document.querySelector('#events tbody tr:not(.ev-drained)')`)
+		if _, err := eval[bool](b, `(() => { const e = document.getElementById('event-type'); e.value = ''; e.dispatchEvent(new Event('change')); return true })()`); err != nil {
+			t.Fatal(err)
+		}
+		b.waitTrue(5*time.Second, "every type again", `document.querySelector('#events tr.ev-revoked')`)
 		l, err := app.Acquire(ctx, "scenes/live", client.WithTTL(5*time.Second))
 		if err != nil {
 			t.Fatal(err)
