@@ -41,6 +41,10 @@ const (
 	// says why. A stale read from such a node may miss recent changes (a
 	// 404 for a key that exists).
 	HeaderNotReady = "X-Tenure-Not-Ready"
+	// HeaderContentHash is the hash of what GET /v1/status or GET
+	// /v1/members answered (the status without its indexes and times):
+	// pass it back as ?hash= to wait until that changes.
+	HeaderContentHash = "X-Tenure-Content-Hash"
 	// HeaderToken carries the secret of the request's ACL token. The
 	// servers also accept "Authorization: Bearer <secret>".
 	HeaderToken = "X-Tenure-Token"
@@ -100,6 +104,10 @@ type Meta struct {
 	// KnownLeader is X-Tenure-Known-Leader; when that header is absent, it
 	// says whether the answer named a leader in X-Tenure-Leader-Addr.
 	KnownLeader bool
+	// ContentHash is X-Tenure-Content-Hash, on status and member reads:
+	// pass it to Client.WaitStatus or Client.WaitMembers to wait until
+	// the answer changes.
+	ContentHash string
 	// Created is true when an acquire answered 201: a new grant. It is
 	// false for 200: the holder already held the lease.
 	Created bool
@@ -368,6 +376,7 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	meta.AppliedIndex, _ = strconv.ParseUint(hr.Header.Get(HeaderAppliedIndex), 10, 64)
 	meta.Behind, _ = strconv.ParseUint(hr.Header.Get(HeaderBehind), 10, 64)
 	meta.NotReady = hr.Header.Get(HeaderNotReady)
+	meta.ContentHash = hr.Header.Get(HeaderContentHash)
 	meta.AlreadyGone = hr.Header.Get(HeaderRelease) == "gone"
 	return &response{status: hr.StatusCode, body: data, meta: meta}, leaderHdr, nil
 }

@@ -156,28 +156,60 @@ type MemberMeta struct {
 // Status returns the view of the node that the client is talking to (the
 // leader once the client has learned it).
 func (c *Client) Status(ctx context.Context) (*NodeStatus, *Meta, error) {
-	resp, err := c.do(ctx, &request{method: http.MethodGet, path: "/v1/status"})
+	return c.WaitStatus(ctx, "", 0)
+}
+
+// WaitStatus is Status as a blocking read: with hash, the Meta.ContentHash
+// of an earlier answer, the node answers once its status differs from
+// that one in its role, leader, term, readiness or servers (not in its
+// indexes or times), or when wait ends (0: the server's default, 5m). An
+// empty hash answers at once. The answer may come from another node than
+// the earlier one (after a leader change), whose hash differs.
+func (c *Client) WaitStatus(ctx context.Context, hash string, wait time.Duration) (*NodeStatus, *Meta, error) {
+	var s NodeStatus
+	meta, err := c.hashRead(ctx, "/v1/status", hash, wait, &s)
 	if err != nil {
 		return nil, nil, err
 	}
-	var s NodeStatus
-	if err := json.Unmarshal(resp.body, &s); err != nil {
-		return nil, nil, fmt.Errorf("decode status: %w", err)
-	}
-	return &s, resp.meta, nil
+	return &s, meta, nil
 }
 
 // Members returns the gossip members as the answering node sees them.
 func (c *Client) Members(ctx context.Context) ([]Member, *Meta, error) {
-	resp, err := c.do(ctx, &request{method: http.MethodGet, path: "/v1/members"})
+	return c.WaitMembers(ctx, "", 0)
+}
+
+// WaitMembers is Members as a blocking read, as WaitStatus is for Status:
+// it answers once the members differ from those of the answer whose
+// Meta.ContentHash is hash, or when wait ends.
+func (c *Client) WaitMembers(ctx context.Context, hash string, wait time.Duration) ([]Member, *Meta, error) {
+	var out MemberList
+	meta, err := c.hashRead(ctx, "/v1/members", hash, wait, &out)
 	if err != nil {
 		return nil, nil, err
 	}
-	var out MemberList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode members: %w", err)
+	return out.Members, meta, nil
+}
+
+// hashRead makes a hash-blocking read of path into v.
+func (c *Client) hashRead(ctx context.Context, path, hash string, wait time.Duration, v any) (*Meta, error) {
+	req := &request{method: http.MethodGet, path: path}
+	if hash != "" {
+		req.query = map[string]string{"hash": hash}
+		req.wait = serverDefaultWait
+		if wait > 0 {
+			req.query["wait"] = wait.String()
+			req.wait = wait
+		}
 	}
-	return out.Members, resp.meta, nil
+	resp, err := c.do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(resp.body, v); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", path, err)
+	}
+	return resp.meta, nil
 }
 
 // OperatorAPI makes the operator calls. Get it from Client.Operator.

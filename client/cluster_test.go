@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -120,5 +121,45 @@ func TestOperatorCalls(t *testing.T) {
 	}
 	if r := reqs[2]; r.Method != "POST" || r.Body != "{}" {
 		t.Errorf("transfer-leader request = %s %q, want POST {}", r.Method, r.Body)
+	}
+}
+
+// WaitStatus and WaitMembers send the hash and the wait, allow for the
+// wait in the attempt's timeout, and hand back the answer's hash; with no
+// hash they are plain reads.
+func TestWaitStatusAndMembersSendTheHash(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set(HeaderContentHash, "b2")
+		if r.URL.Query().Get("hash") != "" {
+			time.Sleep(300 * time.Millisecond) // longer than the client's per-attempt timeout
+		}
+		switch r.URL.Path {
+		case "/v1/status":
+			writeJSON(w, 200, map[string]any{"node_id": "n1", "role": "follower", "leader_id": "n2"})
+		case "/v1/members":
+			writeJSON(w, 200, map[string]any{"members": []any{map[string]any{"name": "n1", "status": "alive"}}})
+		}
+	})
+	c, _ := newTestClient(t, srv.URL)
+	c.cfg.Timeout = 100 * time.Millisecond
+	ctx := context.Background()
+	st, meta, err := c.WaitStatus(ctx, "a1", 2*time.Second)
+	if err != nil || st.LeaderID != "n2" || meta.ContentHash != "b2" {
+		t.Fatalf("WaitStatus: %+v, %+v, %v; want leader n2 and hash b2", st, meta, err)
+	}
+	ms, meta, err := c.WaitMembers(ctx, "a1", 0)
+	if err != nil || len(ms) != 1 || meta.ContentHash != "b2" {
+		t.Fatalf("WaitMembers: %+v, %+v, %v; want one member and hash b2", ms, meta, err)
+	}
+	if _, _, err := c.Status(ctx); err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	reqs := srv.requests()
+	want := []string{"/v1/status hash=a1 wait=2s", "/v1/members hash=a1 wait=", "/v1/status hash= wait="}
+	for i, r := range reqs {
+		got := fmt.Sprintf("%s hash=%s wait=%s", r.Path, r.Query.Get("hash"), r.Query.Get("wait"))
+		if i >= len(want) || got != want[i] {
+			t.Errorf("request %d: %s, want %v", i, got, want)
+		}
 	}
 }

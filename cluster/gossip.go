@@ -106,8 +106,11 @@ type gossipConfig struct {
 	// leading reports whether this node is the established leader: only
 	// then does gossip change the Raft configuration.
 	leading func() bool
-	// changed is signalled, without blocking, on every membership change.
-	changed chan<- struct{}
+	// changed is signalled, without blocking, on every membership change;
+	// observed is called on it and on every verdict of proveMembers (the
+	// HTTP addresses that Status names follow both).
+	changed  chan<- struct{}
+	observed func()
 	// keyring encrypts gossip; nil runs gossip in plain text. It is saved
 	// in dataDir on every change (keyring.go).
 	keyring *memberlist.Keyring
@@ -435,6 +438,9 @@ func (g *gossip) proveMembers() {
 		}
 		g.mu.Unlock()
 	}
+	if len(list) > 0 && g.observed != nil {
+		g.observed()
+	}
 }
 
 // httpAddrOf is the HTTP address of server id, as a member that proves it
@@ -483,6 +489,9 @@ func (g *gossip) kick() {
 	select {
 	case g.changed <- struct{}{}:
 	default:
+	}
+	if g.observed != nil {
+		g.observed()
 	}
 }
 

@@ -107,11 +107,14 @@ type checkedFSM struct {
 	failed  atomic.Bool
 	// applied follows the entries consumed, for linearizable reads.
 	applied *appliedIndex
+	// configured is called for each committed configuration entry.
+	configured func()
 }
 
 // checkedFSM is the raft.FSM that n's Raft applies to.
 func (n *Node) checkedFSM() *checkedFSM {
-	return &checkedFSM{machine: n.machine, dataDir: n.cfg.DataDir, nodeID: n.cfg.NodeID, log: n.log, fail: n.fail, stop: n.shutdownCh, applied: &n.applied}
+	return &checkedFSM{machine: n.machine, dataDir: n.cfg.DataDir, nodeID: n.cfg.NodeID, log: n.log, fail: n.fail, stop: n.shutdownCh, applied: &n.applied,
+		configured: n.statusChanged.fire}
 }
 
 // Apply runs on Raft's FSM goroutine.
@@ -138,6 +141,9 @@ func (c *checkedFSM) Apply(l *raft.Log) interface{} {
 func (c *checkedFSM) StoreConfiguration(index uint64, _ raft.Configuration) {
 	if !c.failed.Load() {
 		c.applied.set(index)
+	}
+	if c.configured != nil {
+		c.configured()
 	}
 }
 

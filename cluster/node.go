@@ -69,6 +69,9 @@ type Node struct {
 
 	// membersChanged is signalled on every gossip membership change.
 	membersChanged chan struct{}
+	// statusChanged wakes blocking status and member reads
+	// (statuswatch.go).
+	statusChanged broadcast
 
 	// resolver resolves the host names of Raft addresses (IsServerIP).
 	resolver hostCache
@@ -110,9 +113,10 @@ func New(cfg Config) (*Node, error) {
 		n.abortOpen()
 		return nil, err
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.recordClusterID(n.identity, time.Second)
 	go n.leaderLoop()
+	go n.observeRaft()
 	events := &leaseEventLogger{log: cfg.Logger.Named("leases"), machine: n.machine, leading: n.leadingTerm}
 	n.wg.Add(1)
 	go func() {
@@ -159,15 +163,16 @@ func New(cfg Config) (*Node, error) {
 				Bootstrapped:    n.hadState || len(cfg.InitialCluster) > 0,
 				ClusterName:     cfg.ClusterName,
 			},
-			log:     cfg.Logger.Named("gossip"),
-			raft:    n.raft,
-			leading: func() bool { return n.Ready() == nil },
-			changed: n.membersChanged,
-			prove:   prove,
-			contact: n.contacts.get,
-			rules:   rulesOf(cfg),
-			limits:  cfg.Conns,
-			trusted: n.IsServerIP,
+			log:      cfg.Logger.Named("gossip"),
+			raft:     n.raft,
+			leading:  func() bool { return n.Ready() == nil },
+			changed:  n.membersChanged,
+			observed: n.statusChanged.fire,
+			prove:    prove,
+			contact:  n.contacts.get,
+			rules:    rulesOf(cfg),
+			limits:   cfg.Conns,
+			trusted:  n.IsServerIP,
 		})
 		if err != nil {
 			n.Shutdown()
@@ -433,6 +438,7 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 		stuck:      newStuckTracker(n.cfg.Clock, n.cfg.DefaultStuckGrace),
 	})
 	n.leading.Store(p)
+	n.statusChanged.fire()
 	// How long this leader took to serve, by step (the failover time a
 	// holder sees is the election plus this).
 	n.log.Info("leader_established", "term", term, "leases", n.lessor.Len(), "handed_over", carried,
@@ -447,6 +453,7 @@ func (n *Node) demote() {
 	defer n.leaderMu.Unlock()
 	n.leading.Store(nil)
 	n.lessor.Demote()
+	n.statusChanged.fire()
 }
 
 // confirmLeadership proves that this node still led at some moment after

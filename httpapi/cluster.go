@@ -15,16 +15,21 @@ import (
 	"github.com/tenure-io/tenure/cluster"
 )
 
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, statusOut(s.node.Status()))
+func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
+	return s.hashBlocking(w, r, func() (any, string, bool) {
+		st := s.node.Status()
+		return statusOut(st), statusHash(st), st.LeaderID == "" || st.ClusterID == ""
+	})
 }
 
-func (s *Server) members(w http.ResponseWriter, r *http.Request) {
-	out := client.MemberList{Members: []client.Member{}}
-	for _, m := range s.node.Members() {
-		out.Members = append(out.Members, memberOut(m))
-	}
-	writeJSON(w, http.StatusOK, out)
+func (s *Server) members(w http.ResponseWriter, r *http.Request) error {
+	return s.hashBlocking(w, r, func() (any, string, bool) {
+		out := client.MemberList{Members: []client.Member{}}
+		for _, m := range s.node.Members() {
+			out.Members = append(out.Members, memberOut(m))
+		}
+		return out, contentHash(out), false
+	})
 }
 
 func (s *Server) removeServer(w http.ResponseWriter, r *http.Request) error {

@@ -65,9 +65,11 @@ type Node interface {
 	LastContact() time.Duration
 	Health() cluster.NodeHealth
 
-	// Cluster and operator.
+	// Cluster and operator. StatusChanged is closed when what Status
+	// (but its indexes and times) or Members reports may have changed.
 	Status() cluster.Status
 	Members() []cluster.Member
+	StatusChanged() <-chan struct{}
 	RemoveServer(ctx context.Context, id string, force bool) (cluster.RemoveResult, error)
 	ReadmitServer(ctx context.Context, id string) (cluster.Server, error)
 	PromoteServer(ctx context.Context, id string) (int, error)

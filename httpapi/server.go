@@ -173,8 +173,8 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.keyring)).Methods(http.MethodGet)
 	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.changeKeyring)).Methods(http.MethodPost)
 	r.Handle("/v1/events", s.local(onPrefix(fsm.RightRead), s.events)).Methods(http.MethodGet) // each event checked in events
-	r.Handle("/v1/status", s.local(anyToken, plain(s.status))).Methods(http.MethodGet)
-	r.Handle("/v1/members", s.local(anyToken, plain(s.members))).Methods(http.MethodGet)
+	r.Handle("/v1/status", s.local(anyToken, s.status)).Methods(http.MethodGet)
+	r.Handle("/v1/members", s.local(anyToken, s.members)).Methods(http.MethodGet)
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
 	r.HandleFunc("/v1/openapi.yaml", serveOpenAPI).Methods(http.MethodGet) // public documentation: no token

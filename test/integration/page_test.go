@@ -73,13 +73,7 @@ func (c *pageCluster) client(t *testing.T, holder, token string) *client.Client 
 // commit round after the leader.
 func (c *pageCluster) awaitRight(t *testing.T, i int, token, right, key string, want bool) {
 	t.Helper()
-	cfg := client.DefaultConfig()
-	cfg.Addresses = []string{c.nodes[i].httpAddr}
-	cfg.Timeout, cfg.RetryMax, cfg.TLS, cfg.Token = 5*time.Second, 2, c.tls, token
-	cl, err := client.New(cfg)
-	if err != nil {
-		t.Fatalf("client.New: %v", err)
-	}
+	cl := c.nodeClient(t, i, token)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		res, err := cl.ACL().Authorize(context.Background(), []client.ACLCheck{client.CheckKey(right, key)})
@@ -91,6 +85,19 @@ func (c *pageCluster) awaitRight(t *testing.T, i int, token, right, key string, 
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// nodeClient is a Go client of server i alone, with token.
+func (c *pageCluster) nodeClient(t *testing.T, i int, token string) *client.Client {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{c.nodes[i].httpAddr}
+	cfg.Timeout, cfg.RetryMax, cfg.TLS, cfg.Token = 5*time.Second, 2, c.tls, token
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
+	}
+	return cl
 }
 
 // url is the https URL of path on node i.
@@ -108,7 +115,7 @@ func (c *pageCluster) url(i int, path string) string {
 func TestPage(t *testing.T) {
 	needChromium(t)
 	c := startPageCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	lead := c.leader(t)
 	// The page is opened on a follower: what it reads is forwarded to the
@@ -346,6 +353,12 @@ func TestPage(t *testing.T) {
 		b.waitTrue(5*time.Second, "the revoke buttons are back", leaseRow("scenes/guarded")+`?.querySelector('button.revoke')`)
 	})
 
+	// Nothing changes from here until the next subtest.
+	t.Run("an idle page sends nothing", func(t *testing.T) {
+		b.t = t
+		pageIsIdle(t, b)
+	})
+
 	t.Run("no leader", func(t *testing.T) {
 		b.t = t
 		if _, err := c.client(t, "tracker-9", "").Acquire(ctx, "scenes/kept", client.WithTTL(30*time.Second)); err != nil {
@@ -353,6 +366,17 @@ func TestPage(t *testing.T) {
 		}
 		b.view("leases")
 		b.waitTrue(5*time.Second, "scenes/kept shows held", leaseRow("scenes/kept")+`?.dataset.state === 'held'`)
+		// The page read that from the leader; what it shows once the
+		// leader is gone is its own server's copy, which may trail by a
+		// commit round: wait until that copy has the lease too.
+		own := c.nodeClient(t, pageNode, c.token)
+		poll.WaitFor(t, 5*time.Second, func() error {
+			l, _, err := own.Leases().Get(ctx, "scenes/kept", &client.QueryOptions{Stale: true})
+			if err == nil && l.State != client.StateHeld {
+				err = fmt.Errorf("%s's own copy of scenes/kept: %s", c.nodes[pageNode].id, l.State)
+			}
+			return err
+		})
 		lead := c.leader(t)
 		if lead == pageNode {
 			t.Fatalf("the page's server %s leads: want a follower", c.nodes[pageNode].id)

@@ -9,7 +9,6 @@
 (function () {
   const TOKEN_KEY = 'tenure.token';
   const WAIT = '5m'; // blocking queries' wait
-  const HEARTBEAT_WAIT = '15s'; // the status refresh's long-poll
   const MAX_ROWS = 1000;
   const MAX_EVENTS = 500;
 
@@ -92,7 +91,10 @@
     if (!resp.ok) {
       throw new APIError(resp.status, (body && body.error) || String(resp.status), (body && body.message) || resp.statusText);
     }
-    return { body: body || {}, index: Number(resp.headers.get('X-Tenure-Index') || 0) };
+    return {
+      body: body || {}, index: Number(resp.headers.get('X-Tenure-Index') || 0),
+      hash: resp.headers.get('X-Tenure-Content-Hash') || '',
+    };
   }
 
   // ---- following blocking queries ----
@@ -108,24 +110,29 @@
   }
 
   // follow reads path once, then again with ?index=N&wait=..., handing
-  // each answer to onData, until the generation changes. Errors back off
-  // from 1s to 30s. A blocking read answers only when something changed
-  // (or its wait ended), so this costs nothing while nothing does.
+  // each answer to onData, until the generation changes; with opts.hash
+  // it waits on the answer's content hash instead (?hash=H&wait=..., for
+  // the local reads that have no index: status and members). Errors back
+  // off from 1s to 30s. A blocking read answers only when something
+  // changed (or its wait ended), so this costs nothing while nothing does.
   function follow(pathFn, onData, opts) {
     opts = opts || {};
     const gen = generation;
     (async () => {
-      let index = opts.start ? opts.start() : 0, backoff = 0;
+      let index = opts.start ? opts.start() : 0, hash = '', backoff = 0;
       while (gen === generation) {
         const ctrl = new AbortController();
         inflight.add(ctrl);
         const started = Date.now();
         try {
           let path = pathFn();
-          if (index > 0) path += (path.includes('?') ? '&' : '?') + 'index=' + index + '&wait=' + (opts.wait || WAIT);
+          const sep = path.includes('?') ? '&' : '?';
+          if (opts.hash && hash) path += sep + 'hash=' + encodeURIComponent(hash) + '&wait=' + (opts.wait || WAIT);
+          else if (!opts.hash && index > 0) path += sep + 'index=' + index + '&wait=' + (opts.wait || WAIT);
           const r = await api(path, { signal: ctrl.signal });
           if (gen !== generation) return;
           backoff = 0;
+          hash = r.hash;
           const next = opts.indexOf ? opts.indexOf(r) : r.index;
           // An index that went backwards (a restore, another server)
           // starts over; 0 still blocks (on 1).
@@ -137,8 +144,9 @@
           if (opts.onError && opts.onError(e)) { index = 0; continue; }
           backoff = Math.min(backoff ? backoff * 2 : 1000, 30000);
           if (!(opts.quiet403 && e.status === 403)) showProblem(opts.name, e, backoff);
-          refreshStatus();
+          if (!opts.hash) refreshStatus(); // the status's own follow reads it again after the backoff
           index = 0;
+          hash = '';
           await sleep(backoff);
           continue;
         } finally {
@@ -180,34 +188,40 @@
   }
 
   let status = null; // the last /v1/status
+  let statusAt = null; // when it was read
   let leaderKnown = true;
   let statusBusy = false;
+  // refreshStatus reads the status once: at start, after a token is
+  // typed, and when another read fails (it may be the leader's loss).
   async function refreshStatus() {
     if (statusBusy) return;
     statusBusy = true;
     try {
-      const r = await api('/v1/status');
-      status = r.body;
-      const had = leaderKnown;
-      leaderKnown = !!status.leader_id;
-      renderStatus();
-      if (had !== leaderKnown) {
-        // What is on screen turns grey at once, whether or not the stale
-        // reads that follow succeed; then the views read again.
-        problems.clear(); // the errors of reads that the switch replaces
-        renderProblems();
-        if (!leaderKnown) {
-          leasesLive = false;
-          if (view === 'leases') renderLeases(leasesMore);
-          if (view === 'groups' && lastGroup) renderGroup(lastGroup);
-        }
-        restart();
-      }
-      if (view === 'cluster') await refreshMembers();
+      applyStatus(await api('/v1/status'));
     } catch (e) {
       showProblem('status', e, 1000);
     } finally {
       statusBusy = false;
+    }
+  }
+
+  function applyStatus(r) {
+    status = r.body;
+    statusAt = new Date();
+    const had = leaderKnown;
+    leaderKnown = !!status.leader_id;
+    renderStatus();
+    if (had !== leaderKnown) {
+      // What is on screen turns grey at once, whether or not the stale
+      // reads that follow succeed; then the views read again.
+      problems.clear(); // the errors of reads that the switch replaces
+      renderProblems();
+      if (!leaderKnown) {
+        leasesLive = false;
+        if (view === 'leases') renderLeases(leasesMore);
+        if (view === 'groups' && lastGroup) renderGroup(lastGroup);
+      }
+      restart();
     }
   }
 
@@ -225,19 +239,13 @@
     if (view === 'cluster') renderCluster();
   }
 
-  // The heartbeat: a long-poll of the event stream that ends when
-  // anything happens or after HEARTBEAT_WAIT, after which the status
-  // (role, leader, term, indexes) is read again. Leadership changes are no
-  // events, so this bounds how stale the banner and the cluster view get.
+  // The heartbeat follows the status by its content hash: the server
+  // answers when the role, the leader, the term, readiness or the servers
+  // change (not on every entry), so the banner and the cluster view are
+  // current and an idle page sends nothing. The indexes, last contact and
+  // last token shown are as of that answer.
   function heartbeat() {
-    follow(() => '/v1/events?limit=1', () => refreshStatus(), {
-      // A token that may not read every key's events still sees the
-      // status, only less often (after each backoff).
-      name: 'status', wait: HEARTBEAT_WAIT, minGap: 1000, quiet403: true,
-      start: () => (status ? status.applied_index : 0),
-      indexOf: (r) => r.body.index || 0,
-      onError: (e) => e.code === 'compacted',
-    });
+    follow(() => '/v1/status', applyStatus, { name: 'status', hash: true, minGap: 1000 });
   }
 
   // ---- rights ----
@@ -321,14 +329,11 @@
   // ---- cluster ----
 
   let members = [];
-  async function refreshMembers() {
-    try {
-      members = (await api('/v1/members')).body.members || [];
-      clearProblem('members');
-    } catch (e) {
-      showProblem('members', e, 1000);
-    }
-    renderCluster();
+  function watchMembers() {
+    follow(() => '/v1/members', (r) => {
+      members = r.body.members || [];
+      renderCluster();
+    }, { name: 'members', hash: true });
   }
 
   function renderCluster() {
@@ -344,6 +349,7 @@
       card('applied index', s.applied_index),
       card('last contact', s.last_contact === undefined ? '' : String(s.last_contact)),
       card('last token', s.last_token),
+      card('as of', statusAt ? statusAt.toTimeString().slice(0, 8) : ''),
     );
     const servers = (s.servers || []).map((v) => {
       const tr = el('tr', '', td(v.id), td(), td(v.suffrage), td(el('code', '', v.raft_addr)), td(el('code', '', v.http_addr || '')));
@@ -667,7 +673,7 @@
   function startView() {
     heartbeat();
     switch (view) {
-      case 'cluster': refreshMembers(); break;
+      case 'cluster': watchMembers(); break;
       case 'leases': watchLeases(); break;
       case 'groups': watchGroups(); break;
       case 'workers': watchWorkers(); break;

@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// broadcast wakes every waiter at once: wait returns a channel that the
+// next fire closes. The zero value is ready to use.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+func (b *broadcast) fire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
+}
+
+// StatusChanged returns a channel that is closed the next time something
+// Status or Members reports, other than the indexes and times, may have
+// changed: the role, the known leader, readiness, the Raft configuration
+// (at its commit), or a gossip member. A term that moves while no leader
+// is known (one election after another) does not close it: a waiter that
+// sees no leader reads again on its own. Blocking status and member reads
+// wait on it.
+func (n *Node) StatusChanged() <-chan struct{} { return n.statusChanged.wait() }
+
+// observeRaft fires statusChanged on Raft's leader and state changes until
+// shutdown. The observer does not block Raft: an observation that finds
+// the channel full is dropped, and the ones queued fire anyway.
+func (n *Node) observeRaft() {
+	defer n.wg.Done()
+	ch := make(chan raft.Observation, 16)
+	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.LeaderObservation, raft.RaftState, raft.PeerObservation:
+			return true
+		}
+		return false
+	})
+	n.raft.RegisterObserver(obs)
+	defer n.raft.DeregisterObserver(obs)
+	for {
+		select {
+		case <-n.shutdownCh:
+			return
+		case <-ch:
+			n.statusChanged.fire()
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
+)
+
+// A status read with ?hash= waits while only indexes move (a lease comes
+// and goes) and answers once the leader changes, on a follower that
+// neither gains nor loses leadership itself: following each answer's hash
+// is how the inspection page keeps its cluster view and no-leader banner
+// current without asking again and again.
+func TestStatusWaitsForTheLeaderToChange(t *testing.T) {
+	c := startCluster(t, 3)
+	lead := c.leader()
+	var watcher, target *testNode
+	for _, tn := range c.nodes {
+		switch {
+		case tn == lead:
+		case watcher == nil:
+			watcher = tn
+		default:
+			target = tn
+		}
+	}
+	// A node that knows no cluster ID yet looks again every second on
+	// its own: wait until the watcher is settled, so only a change can
+	// end its wait.
+	var hash string
+	harness.WaitUntil(t, 10*time.Second, watcher.id+" names the cluster and the leader", func() bool {
+		st := do(t, http.MethodGet, watcher.url+"/v1/status", "")
+		var now client.NodeStatus
+		st.decode(t, &now)
+		hash = st.header.Get(client.HeaderContentHash)
+		return now.ClusterID != "" && now.LeaderID == lead.id
+	})
+	if again := do(t, http.MethodGet, watcher.url+"/v1/status", ""); hash == "" || again.header.Get(client.HeaderContentHash) != hash {
+		t.Fatalf("two status reads with nothing changed: hashes %q and %q, want one and the same", hash, again.header.Get(client.HeaderContentHash))
+	}
+
+	status := sendAsync(http.MethodGet, watcher.url+"/v1/status?wait=60s&hash="+url.QueryEscape(hash))
+	waitBlocked(t, watcher, 1)
+	quiet(t, status, 200*time.Millisecond, "before anything changed")
+	l := acquire(t, lead, "k", "h")
+	release(t, lead, "k", "h", l.Token)
+	quiet(t, status, 300*time.Millisecond, "after a lease came and went (only indexes moved)")
+
+	r := do(t, http.MethodPost, lead.url+"/v1/operator/transfer-leader", `{"id":"`+target.id+`"}`)
+	r.wantStatus(t, "transfer-leader", http.StatusOK)
+	// Each answer's hash is the next wait's, until the watcher names the
+	// new leader; no answer may come early with the hash it waited on.
+	deadline := time.Now().Add(10 * time.Second)
+	for answers := 1; ; answers++ {
+		got := receive(t, status, time.Until(deadline))
+		got.wantStatus(t, "blocking status", http.StatusOK)
+		var now client.NodeStatus
+		got.decode(t, &now)
+		next := got.header.Get(client.HeaderContentHash)
+		if next == hash {
+			t.Fatalf("blocking status answer %d came before its wait ended, with the hash it waited on (%q): %+v", answers, hash, now)
+		}
+		if now.LeaderID == target.id {
+			t.Logf("answers until %s named the new leader %s: %d", watcher.id, target.id, answers)
+			return
+		}
+		hash = next
+		status = sendAsync(http.MethodGet, watcher.url+"/v1/status?wait=60s&hash="+url.QueryEscape(hash))
+	}
+}
+
+// A members read with ?hash= answers once a member leaves.
+func TestMembersWaitForAMemberToLeave(t *testing.T) {
+	c := startClusterWith(t, 3, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI})
+	watcher := c.nodes[0]
+	var list client.MemberList
+	var hash string
+	harness.WaitUntil(t, 10*time.Second, "the watcher sees three gossip members", func() bool {
+		r := do(t, http.MethodGet, watcher.url+"/v1/members", "")
+		r.decode(t, &list)
+		hash = r.header.Get(client.HeaderContentHash)
+		return len(list.Members) == 3
+	})
+	members := sendAsync(http.MethodGet, watcher.url+"/v1/members?wait=60s&hash="+url.QueryEscape(hash))
+	waitBlocked(t, watcher, 1)
+	quiet(t, members, 300*time.Millisecond, "before a member left")
+	c.cluster.Stop(2)
+	got := receive(t, members, 20*time.Second)
+	got.wantStatus(t, "blocking members", http.StatusOK)
+	got.decode(t, &list)
+	if got.header.Get(client.HeaderContentHash) == hash {
+		t.Errorf("blocking members answered with the hash it waited on (%q): %+v", hash, list.Members)
+	}
+}
+
+// The status hash covers what the cluster view shows of the cluster's
+// shape, and none of what moves with every entry or heartbeat.
+func TestStatusHashCoversTheShapeOnly(t *testing.T) {
+	base := cluster.Status{NodeID: "n1", ClusterID: "c", Role: "follower", LeaderID: "n2", LeaderHTTPAddr: "127.0.0.1:2",
+		Term: 3, Servers: []cluster.Server{{ID: "n1", Voter: true}, {ID: "n2", Voter: true, Leader: true}}}
+	same := map[string]func(*cluster.Status){
+		"indexes":      func(s *cluster.Status) { s.LastLogIndex, s.CommitIndex, s.AppliedIndex = 9, 9, 9 },
+		"last token":   func(s *cluster.Status) { s.LastToken = 4 },
+		"last contact": func(s *cluster.Status) { s.LastContact = time.Second },
+		"health":       func(s *cluster.Status) { s.Health.BehindEntries, s.Health.BehindFor = 3, time.Second },
+	}
+	differs := map[string]func(*cluster.Status){
+		"role":        func(s *cluster.Status) { s.Role = "candidate" },
+		"leader":      func(s *cluster.Status) { s.LeaderID = "" },
+		"leader addr": func(s *cluster.Status) { s.LeaderHTTPAddr = "" },
+		"term":        func(s *cluster.Status) { s.Term++ },
+		"ready":       func(s *cluster.Status) { s.Ready = true },
+		"cluster id":  func(s *cluster.Status) { s.ClusterID = "" },
+		"servers":     func(s *cluster.Status) { s.Servers = s.Servers[:1] },
+		"suffrage":    func(s *cluster.Status) { s.Servers = []cluster.Server{{ID: "n1"}, base.Servers[1]} },
+	}
+	want := statusHash(base)
+	for name, change := range same {
+		s := base
+		change(&s)
+		if got := statusHash(s); got != want {
+			t.Errorf("a change of %s changed the status hash (%s to %s): a waiting status read would answer on every entry", name, want, got)
+		}
+	}
+	for name, change := range differs {
+		s := base
+		change(&s)
+		if got := statusHash(s); got == want {
+			t.Errorf("a change of %s left the status hash %s: a waiting status read would miss it", name, want)
+		}
+	}
+}
+
+// A wait on a hash that is not the current one answers at once; ?hash=
+// must be a hash, and the wait a duration.
+func TestStatusHashQuery(t *testing.T) {
+	tn := startNode(t)
+	r := do(t, http.MethodGet, tn.url+"/v1/status?hash=0&wait=60s", "")
+	r.wantStatus(t, "status with an old hash", http.StatusOK)
+	if r.header.Get(client.HeaderContentHash) == "" {
+		t.Error("status answered without X-Tenure-Content-Hash")
+	}
+	for _, tc := range []struct{ query, field string }{
+		{"hash=XYZ", "hash"},
+		{"hash=" + string(make([]byte, 65)), "hash"},
+		{"hash=0&wait=soon", "wait"},
+	} {
+		for _, route := range []string{"/v1/status", "/v1/members"} {
+			r := do(t, http.MethodGet, tn.url+route+"?"+url.PathEscape(tc.query), "")
+			r.wantStatus(t, route+"?"+tc.query, http.StatusBadRequest)
+			if e := r.apiErr(t); e.Field != tc.field {
+				t.Errorf("%s?%s: field %q, want %q (%s)", route, tc.query, e.Field, tc.field, e.Message)
+			}
+		}
+	}
+}
