@@ -101,7 +101,8 @@ func (c *pageCluster) url(i int, path string) string {
 // TestPage drives the page in headless Chromium against three servers
 // with TLS and ACLs on, the bootstrap token typed into its token field:
 // it loads and shows the cluster; a lease acquired through the Go client
-// appears without a reload, and shows free once released; a revoke from
+// appears without a reload, its time left counts down in the browser, the
+// filters narrow the list, and it shows free once released; a revoke from
 // the page (its confirm dialog accepted) frees the key; a group's keys
 // move off a worker drained from the page; with no quorum the page says so
 // and shows leases greyed as last known.
@@ -191,7 +192,24 @@ func TestPage(t *testing.T) {
 		setField("lease-prefix", "", "input")
 		setField("lease-holder", "", "input")
 		b.waitTrue(5*time.Second, "cleared filters show every lease again", rows+` === 'jobs/nightly-report,scenes/007,scenes/042,scenes/113'`)
-		for _, l := range extra {
+
+		// The time left on a held lease counts down in the browser,
+		// between two answers of the API.
+		expiresCountsDown(t, b, "scenes/042")
+
+		// With one lease free, the state filter shows the held or the
+		// free ones only.
+		if err := extra[2].Release(ctx); err != nil {
+			t.Fatalf("Release jobs/nightly-report: %v", err)
+		}
+		b.waitTrue(5*time.Second, "jobs/nightly-report shows free", leaseRow("jobs/nightly-report")+`?.dataset.state === 'free'`)
+		setField("lease-state", "held", "change")
+		b.waitTrue(5*time.Second, "the state held shows the three held leases only", rows+` === 'scenes/007,scenes/042,scenes/113'`)
+		setField("lease-state", "free", "change")
+		b.waitTrue(5*time.Second, "the state free shows the released lease only", rows+` === 'jobs/nightly-report'`)
+		setField("lease-state", "", "change")
+		b.waitTrue(5*time.Second, "any state shows every lease again", rows+` === 'jobs/nightly-report,scenes/007,scenes/042,scenes/113'`)
+		for _, l := range extra[:2] {
 			l.Release(ctx)
 		}
 		start := time.Now()
@@ -370,6 +388,41 @@ func TestPage(t *testing.T) {
 		}
 		b.screenshot("no-leader")
 	})
+}
+
+// expiresCountsDown checks that the leases view's "expires in" cell of
+// key, a held lease, shows less time after 1.5s while the table was not
+// drawn again: the page counts the deadline down itself, with no answer of
+// the API. When an answer (a renewal) draws the table again in between, it
+// measures again.
+func expiresCountsDown(t *testing.T, b *browser, key string) {
+	t.Helper()
+	for try := 0; try < 8; try++ {
+		first, err := eval[string](b, `(() => { window.expiresCell = `+leaseRow(key)+`?.querySelector('td.expires'); return window.expiresCell?.textContent ?? '' })()`)
+		if err != nil {
+			t.Fatalf("read the time left on %s: %v", key, err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		second, err := eval[string](b, `window.expiresCell.isConnected ? window.expiresCell.textContent : 'drawn again'`)
+		if err != nil {
+			t.Fatalf("read the time left on %s: %v", key, err)
+		}
+		if second == "drawn again" {
+			continue
+		}
+		before, err1 := time.ParseDuration(first)
+		after, err2 := time.ParseDuration(second)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("the time left on %s reads %q, then %q: want durations (%v, %v)", key, first, second, err1, err2)
+		}
+		if after >= before {
+			t.Errorf("the time left on %s reads %q, then %q 1.5s later: want it to count down without a new answer", key, first, second)
+		} else {
+			t.Logf("the time left on %s counted down from %s to %s", key, first, second)
+		}
+		return
+	}
+	t.Fatalf("the leases table was drawn again during every 1.5s of 8 tries: the countdown of %s could not be measured", key)
 }
 
 // TestPageWithoutACLs: against one `tenure server -dev` over plain HTTP
