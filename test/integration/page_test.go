@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -108,10 +109,13 @@ func (c *pageCluster) url(i int, path string) string {
 // TestPage drives the page in headless Chromium against three servers
 // with TLS and ACLs on, the bootstrap token typed into its token field:
 // it loads and shows the cluster; a lease acquired through the Go client
-// appears without a reload, and shows free once released; a revoke from
+// appears without a reload, its time left counts down in the browser, the
+// filters narrow the list, and it shows free once released; a revoke from
 // the page (its confirm dialog accepted) frees the key; a group's keys
-// move off a worker drained from the page; with no quorum the page says so
-// and shows leases greyed as last known.
+// move off a worker drained from the page, with unowned and disabled keys
+// marked and each worker's load and key count shown; a worker that never
+// takes its keys shows stuck; with no quorum the page says so and shows
+// leases greyed as last known.
 func TestPage(t *testing.T) {
 	needChromium(t)
 	c := startPageCluster(t)
@@ -198,7 +202,24 @@ func TestPage(t *testing.T) {
 		setField("lease-prefix", "", "input")
 		setField("lease-holder", "", "input")
 		b.waitTrue(5*time.Second, "cleared filters show every lease again", rows+` === 'jobs/nightly-report,scenes/007,scenes/042,scenes/113'`)
-		for _, l := range extra {
+
+		// The time left on a held lease counts down in the browser,
+		// between two answers of the API.
+		expiresCountsDown(t, b, "scenes/042")
+
+		// With one lease free, the state filter shows the held or the
+		// free ones only.
+		if err := extra[2].Release(ctx); err != nil {
+			t.Fatalf("Release jobs/nightly-report: %v", err)
+		}
+		b.waitTrue(5*time.Second, "jobs/nightly-report shows free", leaseRow("jobs/nightly-report")+`?.dataset.state === 'free'`)
+		setField("lease-state", "held", "change")
+		b.waitTrue(5*time.Second, "the state held shows the three held leases only", rows+` === 'scenes/007,scenes/042,scenes/113'`)
+		setField("lease-state", "free", "change")
+		b.waitTrue(5*time.Second, "the state free shows the released lease only", rows+` === 'jobs/nightly-report'`)
+		setField("lease-state", "", "change")
+		b.waitTrue(5*time.Second, "any state shows every lease again", rows+` === 'jobs/nightly-report,scenes/007,scenes/042,scenes/113'`)
+		for _, l := range extra[:2] {
 			l.Release(ctx)
 		}
 		start := time.Now()
@@ -243,6 +264,11 @@ func TestPage(t *testing.T) {
 		if _, err := admin.Groups().Put(ctx, "partitions", client.GroupSpec{Prefix: "partitions/", Count: 6}); err != nil {
 			t.Fatal(err)
 		}
+		// Before any worker runs, every key shows unowned, marked.
+		b.view("groups")
+		owned := `[...document.querySelectorAll('#group-keys tbody tr')]`
+		b.waitTrue(10*time.Second, "with no worker yet, the six keys of partitions show unowned and marked",
+			owned+`.length === 6 && `+owned+`.every(r => r.classList.contains('alert') && r.textContent.includes('unowned'))`)
 		var joins []string
 		for _, nd := range c.nodes {
 			joins = append(joins, nd.gossipAddr)
@@ -250,10 +276,8 @@ func TestPage(t *testing.T) {
 		for _, id := range []string{"worker-a", "worker-b"} {
 			// Each holds the keys it is given until they are taken from it.
 			runWorker(t, ctx, c.client(t, id, ""), "partitions", client.WithWorkerID(id), client.WithWorkerTTL(2*time.Second),
-				client.WithGossipAddr("127.0.0.1:0"), client.WithJoin(joins...), client.WithWorkerLogger(hclog.NewNullLogger()))
+				client.WithCapacity(8), client.WithGossipAddr("127.0.0.1:0"), client.WithJoin(joins...), client.WithWorkerLogger(hclog.NewNullLogger()))
 		}
-		b.view("groups")
-		owned := `[...document.querySelectorAll('#group-keys tbody tr')]`
 		b.waitTrue(30*time.Second, "every key of partitions is owned, by both workers",
 			owned+`.length === 6 && `+owned+`.every(r => r.dataset.owner) && `+owned+`.some(r => r.dataset.owner === 'worker-a') && `+owned+`.some(r => r.dataset.owner === 'worker-b')`)
 		b.screenshot("groups")
@@ -269,10 +293,37 @@ func TestPage(t *testing.T) {
 		if ctl, err := admin.Groups().Control(ctx, "partitions/0"); err != nil || !ctl.Disabled {
 			t.Errorf("controls of partitions/0 after Disable on the page: %+v, %v; want disabled", ctl, err)
 		}
+		// The disabled key is greyed, not marked as an unowned one.
+		b.waitTrue(5*time.Second, "partitions/0 shows greyed and no key shows marked",
+			`document.querySelector('#group-keys tr[data-key="partitions/0"]').classList.contains('muted') && !document.querySelector('#group-keys tr.alert')`)
+		// Each worker's load against its capacity of 8: worker-b holds
+		// and is the target of the five enabled keys, worker-a of none.
+		b.waitTrue(10*time.Second, "worker-b's load reads 5 / 5 (max 8) with its bar at 63%, worker-a's 0 / 0 (max 8) at 0%",
+			groupLoad("worker-b")+` === '5 / 5 (max 8) 63%' && `+groupLoad("worker-a")+` === '0 / 0 (max 8) 0%'`)
 		b.view("workers")
-		b.waitTrue(5*time.Second, "the workers view lists both, worker-a draining",
-			`document.querySelector('#workers tr[data-worker="worker-a"]')?.innerText.includes('drain') && document.querySelector('#workers tr[data-worker="worker-b"]')`)
+		b.waitTrue(10*time.Second, "the workers view shows worker-a alive and drained with no key, worker-b alive with the five enabled keys",
+			workerCell("worker-a", "status")+` === 'alive drained' && `+workerCell("worker-a", "holds")+` === '0 / 0' && `+workerKeys("worker-a")+` === '' && `+
+				workerCell("worker-b", "status")+` === 'alive' && `+workerCell("worker-b", "holds")+` === '5 / 5' && `+
+				workerKeys("worker-b")+` === 'partitions/1,partitions/2,partitions/3,partitions/4,partitions/5'`)
 		b.screenshot("workers")
+	})
+
+	t.Run("a stuck worker is marked", func(t *testing.T) {
+		b.t = t
+		admin := c.client(t, "admin", "")
+		if _, err := admin.Groups().Put(ctx, "stalled", client.GroupSpec{Prefix: "stalled/", Count: 2, StuckGrace: "1s"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Groups().RegisterWorker(ctx, "worker-cut", []string{"stalled"}); err != nil {
+			t.Fatal(err)
+		}
+		runCutWorker(t, ctx, "stalled", "worker-cut", c)
+		b.view("groups")
+		b.click(`#groups tr[data-group="stalled"] a`)
+		b.waitTrue(30*time.Second, "worker-cut shows stuck and marked in the group stalled",
+			`document.querySelector('#group-workers tr[data-worker="worker-cut"]')?.classList.contains('alert') && `+
+				`document.querySelector('#group-workers tr[data-worker="worker-cut"] td.status').textContent === 'alive stuck' && `+
+				`document.getElementById('group-note').textContent.includes('stuck: worker-cut')`)
 	})
 
 	t.Run("events", func(t *testing.T) {
@@ -394,6 +445,85 @@ func TestPage(t *testing.T) {
 		}
 		b.screenshot("no-leader")
 	})
+}
+
+// runCutWorker runs worker id of group, its gossip joined to the
+// servers of c but its API requests sent to a port nobody listens on: the
+// balancer sees it alive (once registered for group) and targets keys at
+// it, which it never takes.
+func runCutWorker(t *testing.T, ctx context.Context, group, id string, c *pageCluster) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cfg := client.DefaultConfig()
+	cfg.Addresses, cfg.Timeout = []string{closed}, time.Second
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatalf("client.New: %v", err)
+	}
+	var joins []string
+	for _, nd := range c.nodes {
+		joins = append(joins, nd.gossipAddr)
+	}
+	runWorker(t, ctx, cl, group, client.WithWorkerID(id), client.WithWorkerTTL(2*time.Second),
+		client.WithGossipAddr("127.0.0.1:0"), client.WithJoin(joins...), client.WithWorkerLogger(hclog.NewNullLogger()))
+}
+
+// groupLoad is the JavaScript expression of the load of worker in the
+// groups view: the text beside its bar, then the bar's width.
+func groupLoad(worker string) string {
+	return fmt.Sprintf(`(() => { const l = document.querySelector('#group-workers tr[data-worker=%q] .load'); return l ? l.querySelector(':scope > span').textContent + ' ' + l.querySelector('.bar span').style.width : '' })()`, worker)
+}
+
+// workerCell is the JavaScript expression of the text of the cell of
+// class cls in worker's row of the workers view.
+func workerCell(worker, cls string) string {
+	return fmt.Sprintf(`document.querySelector('#workers tr[data-worker=%q] td.%s')?.textContent`, worker, cls)
+}
+
+// workerKeys is the JavaScript expression of the keys listed in worker's
+// row of the workers view, joined by commas.
+func workerKeys(worker string) string {
+	return fmt.Sprintf(`[...document.querySelectorAll('#workers tr[data-worker=%q] td.keys code')].map(c => c.textContent).join(',')`, worker)
+}
+
+// expiresCountsDown checks that the leases view's "expires in" cell of
+// key, a held lease, shows less time after 1.5s while the table was not
+// drawn again: the page counts the deadline down itself, with no answer of
+// the API. When an answer (a renewal) draws the table again in between, it
+// measures again.
+func expiresCountsDown(t *testing.T, b *browser, key string) {
+	t.Helper()
+	for try := 0; try < 8; try++ {
+		first, err := eval[string](b, `(() => { window.expiresCell = `+leaseRow(key)+`?.querySelector('td.expires'); return window.expiresCell?.textContent ?? '' })()`)
+		if err != nil {
+			t.Fatalf("read the time left on %s: %v", key, err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		second, err := eval[string](b, `window.expiresCell.isConnected ? window.expiresCell.textContent : 'drawn again'`)
+		if err != nil {
+			t.Fatalf("read the time left on %s: %v", key, err)
+		}
+		if second == "drawn again" {
+			continue
+		}
+		before, err1 := time.ParseDuration(first)
+		after, err2 := time.ParseDuration(second)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("the time left on %s reads %q, then %q: want durations (%v, %v)", key, first, second, err1, err2)
+		}
+		if after >= before {
+			t.Errorf("the time left on %s reads %q, then %q 1.5s later: want it to count down without a new answer", key, first, second)
+		} else {
+			t.Logf("the time left on %s counted down from %s to %s", key, first, second)
+		}
+		return
+	}
+	t.Fatalf("the leases table was drawn again during every 1.5s of 8 tries: the countdown of %s could not be measured", key)
 }
 
 // TestPageWithoutACLs: against one `tenure server -dev` over plain HTTP

@@ -502,6 +502,7 @@
       a.href = '#groups';
       a.addEventListener('click', (ev) => { ev.preventDefault(); selected = g.name; renderGroups(); restart(); });
       const tr = el('tr', g.name === selected ? 'selected' : '', td(a), td(g.keys), td(g.assigned), td(g.max_per_worker || 'even spread'));
+      tr.dataset.group = g.name;
       return tr;
     });
     fill($('groups').tBodies[0], rows, 'no groups', 4);
@@ -530,6 +531,7 @@
       bar.append(fillBar);
       const load = el('div', 'load', bar, el('span', '', w.holds + ' / ' + w.targets + (limit ? ' (max ' + limit + ')' : '')));
       const st = td(badge(w.status, w.status === 'alive' ? 'ok' : 'bad'));
+      st.className = 'status';
       if (w.draining || w.drained) st.append(' ', badge(w.drained ? 'drained' : 'draining', 'warn'));
       if (w.stuck || stuck.has(w.id)) st.append(' ', badge('stuck', 'bad'));
       const act = td();
@@ -599,6 +601,7 @@
     follow(() => '/v1/workers?limit=' + MAX_ROWS + (leaderKnown ? '' : '&stale=true'), (r) => {
       const rows = (r.body.workers || []).map((w) => {
         const st = td(badge(w.status, w.status === 'alive' ? 'ok' : (w.status === 'dead' ? 'bad' : 'muted')));
+        st.className = 'status';
         if (w.draining || w.drained) st.append(' ', badge(w.drained ? 'drained' : 'draining', 'warn'));
         let holds = 0, targets = 0;
         const held = [];
@@ -612,7 +615,9 @@
         const shown = held.slice(0, 12);
         for (const h of shown) list.append(el('code', 'chip', h));
         if (held.length > shown.length) list.append(' +' + (held.length - shown.length) + ' more');
-        const tr = el('tr', '', td(w.id), st, td((w.groups || []).join(', ')), td(w.capacity || '—'), td(holds + ' / ' + targets), list);
+        const load = td(holds + ' / ' + targets);
+        load.className = 'holds';
+        const tr = el('tr', '', td(w.id), st, td((w.groups || []).join(', ')), td(w.capacity || '—'), load, list);
         tr.dataset.worker = w.id;
         return tr;
       });
