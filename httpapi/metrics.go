@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -45,16 +44,18 @@ func newRequestMetrics(reg prometheus.Registerer) (*requestMetrics, error) {
 
 // instrument counts every request h answers under the route template that
 // router matched for it. A middleware of the router records the template
-// of the route that served the request, which costs no second match; a
-// request the router did not serve (no route, a refused query) is matched
-// again to find its template, or counted as unmatched.
+// of the route that served the request in the request's recorder (h hands
+// the writer to the router as it is), which costs no second match and no
+// copy of the request; a request the router did not serve (no route, a
+// refused query) is matched again to find its template, or counted as
+// unmatched.
 func (m *requestMetrics) instrument(router *mux.Router, h http.Handler) http.Handler {
 	router.Use(func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if l, ok := r.Context().Value(routeKey{}).(*routeLabel); ok {
+			if rec, ok := w.(*routeRecorder); ok {
 				if cur := mux.CurrentRoute(r); cur != nil {
 					if t, err := cur.GetPathTemplate(); err == nil {
-						l.route = t
+						rec.route = t
 					}
 				}
 			}
@@ -62,18 +63,17 @@ func (m *requestMetrics) instrument(router *mux.Router, h http.Handler) http.Han
 		})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l := &routeLabel{}
-		r = r.WithContext(context.WithValue(r.Context(), routeKey{}, l))
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &routeRecorder{statusRecorder: statusRecorder{ResponseWriter: w}}
 		start := time.Now()
 		h.ServeHTTP(rec, r)
 		elapsed := time.Since(start)
-		if l.route == "" {
-			l.route = unmatchedRoute
+		route := rec.route
+		if route == "" {
+			route = unmatchedRoute
 			var match mux.RouteMatch
 			if router.Match(r, &match) && match.Route != nil {
 				if t, err := match.Route.GetPathTemplate(); err == nil {
-					l.route = t
+					route = t
 				}
 			}
 		}
@@ -82,17 +82,17 @@ func (m *requestMetrics) instrument(router *mux.Router, h http.Handler) http.Han
 			status = http.StatusOK
 		}
 		method := methodLabel(r.Method)
-		m.duration.WithLabelValues(l.route, method).Observe(elapsed.Seconds())
-		m.requests.WithLabelValues(l.route, method, strconv.Itoa(status)).Inc()
+		m.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+		m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	})
 }
 
-// routeLabel carries the template of the route that served a request from
-// the router's middleware back to instrument.
-type routeLabel struct{ route string }
-
-// routeKey is the context key of a request's *routeLabel.
-type routeKey struct{}
+// routeRecorder records a request's status and, from the router's
+// middleware, the template of the route that served it.
+type routeRecorder struct {
+	statusRecorder
+	route string
+}
 
 // methodLabel bounds the method label to the standard methods.
 func methodLabel(method string) string {
