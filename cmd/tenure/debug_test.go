@@ -1,9 +1,6 @@
 package main
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,34 +8,8 @@ import (
 	"testing"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/harness"
 )
-
-// readDebugArchive returns the files of a tenure debug archive by path.
-func readDebugArchive(t *testing.T, path string) map[string]string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
-	files := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(tr)
-		files[h.Name] = string(b)
-	}
-}
 
 // A part a server does not serve (an older server without the debug
 // routes) becomes an .error file in the archive, and the command still
@@ -63,12 +34,12 @@ func TestDebugCommand(t *testing.T) {
 	if r.code != exitOK || !strings.Contains(r.stdout, "3 parts missing") {
 		t.Fatalf("debug of a server without the debug routes: exit %d, stdout %q, stderr %q; want 0 and 3 parts missing", r.code, r.stdout, r.stderr)
 	}
-	files := readDebugArchive(t, out)
+	files := harness.ReadTarGz(t, out)
 	for _, name := range []string{"index.json", "status.json", "members.json", "metrics.txt", "goroutine.pprof.error", "heap.pprof.error", "logs.txt.error"} {
 		var found bool
 		for path, content := range files {
 			if strings.HasPrefix(path, "tenure-debug-n_1-") && strings.HasSuffix(path, "/"+name) {
-				found = content != ""
+				found = len(content) > 0
 			}
 		}
 		if !found {
@@ -76,7 +47,7 @@ func TestDebugCommand(t *testing.T) {
 		}
 	}
 	for path, content := range files {
-		if strings.HasSuffix(path, ".error") && !strings.Contains(content, "no route") {
+		if strings.HasSuffix(path, ".error") && !strings.Contains(string(content), "no route") {
 			t.Errorf("%s = %q, want the server's error", path, content)
 		}
 	}

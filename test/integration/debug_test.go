@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"compress/gzip"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // jsonLogLines parses the lines of a server started with -log-format
@@ -108,30 +108,9 @@ func TestServerLogsLeaseExpiryAsJSON(t *testing.T) {
 // readArchive returns the files of a .tar.gz by their base names.
 func readArchive(t *testing.T, path string) map[string][]byte {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatalf("%s is not gzip: %v", path, err)
-	}
-	tr := tar.NewReader(gz)
 	files := map[string][]byte{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: tar: %v", path, err)
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files[filepath.Base(h.Name)] = b
+	for name, b := range harness.ReadTarGz(t, path) {
+		files[filepath.Base(name)] = b
 	}
 	return files
 }
