@@ -196,6 +196,10 @@ type Config struct {
 	Logger hclog.Logger
 	// Registerer receives the node's Prometheus metrics; nil skips them.
 	Registerer prometheus.Registerer
+	// PeerMetrics, if not nil, is told the servers of each committed Raft
+	// configuration, to drop the per-peer series of removed servers
+	// (GoMetricsSink.RetainPeers).
+	PeerMetrics interface{ RetainPeers(ids []string) }
 }
 
 // DefaultConfig returns a Config with every default set; the caller fills in

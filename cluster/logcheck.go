@@ -108,13 +108,13 @@ type checkedFSM struct {
 	// applied follows the entries consumed, for linearizable reads.
 	applied *appliedIndex
 	// configured is called for each committed configuration entry.
-	configured func()
+	configured func(raft.Configuration)
 }
 
 // checkedFSM is the raft.FSM that n's Raft applies to.
 func (n *Node) checkedFSM() *checkedFSM {
 	return &checkedFSM{machine: n.machine, dataDir: n.cfg.DataDir, nodeID: n.cfg.NodeID, log: n.log, fail: n.fail, stop: n.shutdownCh, applied: &n.applied,
-		configured: n.statusChanged.fire}
+		configured: n.configured}
 }
 
 // Apply runs on Raft's FSM goroutine.
@@ -138,12 +138,12 @@ func (c *checkedFSM) Apply(l *raft.Log) interface{} {
 // StoreConfiguration runs on Raft's FSM goroutine for every committed
 // configuration entry (raft.ConfigurationStore): the lease machine keeps
 // none, but a read waiting for this index may go on.
-func (c *checkedFSM) StoreConfiguration(index uint64, _ raft.Configuration) {
+func (c *checkedFSM) StoreConfiguration(index uint64, cfg raft.Configuration) {
 	if !c.failed.Load() {
 		c.applied.set(index)
 	}
 	if c.configured != nil {
-		c.configured()
+		c.configured(cfg)
 	}
 }
 

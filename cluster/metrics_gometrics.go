@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,11 @@ type GoMetricsSink struct {
 
 	mu     sync.Mutex
 	gauges map[gaugeKey]gaugeValue
+
+	// peers are the values of the peer label seen, so that RetainPeers
+	// can drop the series of servers no longer in the configuration.
+	peersMu sync.RWMutex
+	peers   map[string]bool
 }
 
 // gaugeExpiry is how long a gauge that go-metrics no longer sets stays
@@ -188,7 +194,7 @@ type gaugeValue struct {
 // Counters and histograms without labels are exposed from the start, at
 // zero.
 func NewGoMetricsSink(reg prometheus.Registerer) (*GoMetricsSink, error) {
-	s := &GoMetricsSink{byKey: make(map[string]*goMetric, len(goMetricsKeys)), gauges: make(map[gaugeKey]gaugeValue)}
+	s := &GoMetricsSink{byKey: make(map[string]*goMetric, len(goMetricsKeys)), gauges: make(map[gaugeKey]gaugeValue), peers: map[string]bool{}}
 	var cs []prometheus.Collector
 	for _, d := range goMetricsKeys {
 		m := &goMetric{decl: d, name: goMetricName(d.key, d.kind, d.unit)}
@@ -273,8 +279,8 @@ func (s *GoMetricsSink) lookup(key []string) *goMetric {
 
 // labelValues orders the values of labels as m declares its labels; a
 // label it does not declare is dropped, one it declares and does not get
-// is "".
-func (m *goMetric) labelValues(labels []gometrics.Label) []string {
+// is "". A peer's value is noted for RetainPeers.
+func (s *GoMetricsSink) labelValues(m *goMetric, labels []gometrics.Label) []string {
 	out := make([]string, len(m.decl.labels))
 	for _, l := range labels {
 		name := snakeCase(l.Name)
@@ -284,10 +290,68 @@ func (m *goMetric) labelValues(labels []gometrics.Label) []string {
 		for i, want := range m.decl.labels {
 			if want == name {
 				out[i] = l.Value
+				if name == "peer" {
+					s.notePeer(l.Value)
+				}
 			}
 		}
 	}
 	return out
+}
+
+func (s *GoMetricsSink) notePeer(id string) {
+	s.peersMu.RLock()
+	known := s.peers[id]
+	s.peersMu.RUnlock()
+	if !known {
+		s.peersMu.Lock()
+		s.peers[id] = true
+		s.peersMu.Unlock()
+	}
+}
+
+// RetainPeers drops every series whose peer label names a server that is
+// not in ids, the servers of the Raft configuration: a removed server's
+// replication metrics do not stay exposed forever. The node calls it on
+// each committed configuration (Config.PeerMetrics).
+func (s *GoMetricsSink) RetainPeers(ids []string) {
+	keep := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		keep[id] = true
+	}
+	s.peersMu.Lock()
+	var gone []string
+	for p := range s.peers {
+		if !keep[p] {
+			gone = append(gone, p)
+			delete(s.peers, p)
+		}
+	}
+	s.peersMu.Unlock()
+	for _, p := range gone {
+		match := prometheus.Labels{"peer": p}
+		for _, m := range s.byKey {
+			if !slices.Contains(m.decl.labels, "peer") {
+				continue
+			}
+			switch {
+			case m.counter != nil:
+				m.counter.DeletePartialMatch(match)
+			case m.histogram != nil:
+				m.histogram.DeletePartialMatch(match)
+			}
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.gauges {
+		if i := slices.Index(k.m.decl.labels, "peer"); i >= 0 && slices.Contains(gone, strings.Split(k.values, "\xff")[i]) {
+			delete(s.gauges, k)
+		}
+	}
 }
 
 // SetGauge is part of go-metrics' MetricSink.
@@ -305,7 +369,7 @@ func (s *GoMetricsSink) SetGaugeWithLabels(key []string, val float32, labels []g
 	if m.decl.kind == goMillisGauge {
 		v /= 1000
 	}
-	k := gaugeKey{m: m, values: strings.Join(m.labelValues(labels), "\xff")}
+	k := gaugeKey{m: m, values: strings.Join(s.labelValues(m, labels), "\xff")}
 	s.mu.Lock()
 	s.gauges[k] = gaugeValue{v: v, at: time.Now()}
 	s.mu.Unlock()
@@ -325,7 +389,7 @@ func (s *GoMetricsSink) IncrCounterWithLabels(key []string, val float32, labels 
 	if m == nil || m.counter == nil || val < 0 {
 		return
 	}
-	m.counter.WithLabelValues(m.labelValues(labels)...).Add(float64(val))
+	m.counter.WithLabelValues(s.labelValues(m, labels)...).Add(float64(val))
 }
 
 // AddSample is part of go-metrics' MetricSink.
@@ -344,7 +408,7 @@ func (s *GoMetricsSink) AddSampleWithLabels(key []string, val float32, labels []
 	if m.decl.kind == goTimer {
 		v /= 1000
 	}
-	m.histogram.WithLabelValues(m.labelValues(labels)...).Observe(v)
+	m.histogram.WithLabelValues(s.labelValues(m, labels)...).Observe(v)
 }
 
 // Describe is part of prometheus.Collector: the gauges.

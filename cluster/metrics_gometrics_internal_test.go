@@ -127,3 +127,49 @@ func TestGoMetricsKeyNames(t *testing.T) {
 		}
 	}
 }
+
+// RetainPeers drops the per-peer series of servers that left the
+// configuration, and only those; a server that comes back gets its
+// series again.
+func TestGoMetricsSinkRetainPeers(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	s, err := NewGoMetricsSink(reg)
+	if err != nil {
+		t.Fatalf("NewGoMetricsSink: %v", err)
+	}
+	replicate := func(peer string) {
+		l := []gometrics.Label{{Name: "peer_id", Value: peer}}
+		s.AddSampleWithLabels([]string{"tenure", "raft", "replication", "heartbeat"}, 1, l)
+		s.IncrCounterWithLabels([]string{"tenure", "raft", "replication", "appendEntries", "logs"}, 1, l)
+	}
+	peers := func() map[string]int {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatalf("gather: %v", err)
+		}
+		out := map[string]int{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "peer" {
+						out[l.GetValue()]++
+					}
+				}
+			}
+		}
+		return out
+	}
+	replicate("b")
+	replicate("c")
+	if got := peers(); got["b"] != 2 || got["c"] != 2 {
+		t.Fatalf("series by peer before: %v, want 2 each of b and c", got)
+	}
+	s.RetainPeers([]string{"a", "b"})
+	if got := peers(); got["b"] != 2 || got["c"] != 0 {
+		t.Errorf("series by peer after c left the configuration: %v, want b's 2 and none of c", got)
+	}
+	replicate("c")
+	if got := peers(); got["c"] != 2 {
+		t.Errorf("series by peer after c came back: %v, want c's 2 again", got)
+	}
+}

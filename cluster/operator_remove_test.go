@@ -2,7 +2,9 @@ package cluster_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,4 +125,55 @@ func TestRemovedServerReadmittedWithItsDataDir(t *testing.T) {
 	harness.WaitUntil(t, 10*time.Second, id+" to apply what the two commit", func() bool {
 		return c.Node(victim).Status().AppliedIndex >= c.Node(c.Leader()).Status().CommitIndex
 	})
+}
+
+// retained records what a node tells its PeerMetrics.
+type retained struct {
+	mu   sync.Mutex
+	last []string
+}
+
+func (r *retained) RetainPeers(ids []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last = slices.Clone(ids)
+}
+
+func (r *retained) get() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// Each server tells its per-peer metrics the servers of each committed
+// configuration, so that a removed server's replication series go.
+func TestRemovedServerLeavesThePeerMetrics(t *testing.T) {
+	var mu sync.Mutex
+	byNode := map[string]*retained{}
+	c := gossipCluster(t, 3, func(cfg *cluster.Config) {
+		mu.Lock()
+		defer mu.Unlock()
+		r := &retained{}
+		byNode[cfg.NodeID] = r
+		cfg.PeerMetrics = r
+	})
+	l := c.Leader()
+	victim := (l + 1) % 3
+	id := c.Peer(victim).ID
+	c.Stop(victim)
+	if _, err := c.Node(l).RemoveServer(harness.Context(t, 5*time.Second), id, true); err != nil {
+		t.Fatalf("remove %s with force: %v", id, err)
+	}
+	for i := 0; i < 3; i++ {
+		if i == victim {
+			continue
+		}
+		mu.Lock()
+		r := byNode[c.Peer(i).ID]
+		mu.Unlock()
+		harness.WaitUntil(t, 10*time.Second, c.Peer(i).ID+" told its metrics of the configuration without "+id, func() bool {
+			got := r.get()
+			return len(got) == 2 && !slices.Contains(got, id)
+		})
+	}
 }

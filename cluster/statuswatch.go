@@ -64,3 +64,16 @@ func (n *Node) observeRaft() {
 		}
 	}
 }
+
+// configured follows each committed Raft configuration: status waiters
+// wake, and the per-peer metrics of servers no longer in it are dropped.
+func (n *Node) configured(cfg raft.Configuration) {
+	n.statusChanged.fire()
+	if n.cfg.PeerMetrics != nil {
+		ids := make([]string, 0, len(cfg.Servers))
+		for _, srv := range cfg.Servers {
+			ids = append(ids, string(srv.ID))
+		}
+		n.cfg.PeerMetrics.RetainPeers(ids)
+	}
+}

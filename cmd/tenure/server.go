@@ -325,15 +325,16 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(buildInfo())
+	cfg := s.cluster
 	if sink, err := cluster.NewGoMetricsSink(reg); err == nil {
 		mc := gometrics.DefaultConfig("tenure")
 		mc.EnableHostname = false
 		mc.EnableRuntimeMetrics = false
 		gometrics.NewGlobal(mc, sink)
+		cfg.PeerMetrics = sink
 	} else {
 		log.Warn("raft metrics unavailable", "error", err)
 	}
-	cfg := s.cluster
 	cfg.Logger = log
 	cfg.Registerer = reg
 	clock, err := lessorClock(log)
