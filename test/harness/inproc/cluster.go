@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -250,6 +251,13 @@ func (c *Cluster) start(i int) {
 		c.opts.Tweak(&cfg)
 	}
 	n, err := cluster.New(cfg)
+	// A port of this node that was free when the cluster started may be
+	// held for a moment by another socket (an outgoing connection's
+	// ephemeral port) when it starts again: try again for a while.
+	for deadline := time.Now().Add(5 * time.Second); err != nil && strings.Contains(err.Error(), "address already in use") && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		n, err = cluster.New(cfg)
+	}
 	if err != nil {
 		c.t.Fatalf("start %s: %v", cfg.NodeID, err)
 	}
