@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,26 @@ func TestPage(t *testing.T) {
 		b.waitTrue(10*time.Second, "the gossip members are listed", `document.querySelectorAll('#members tbody tr').length >= 3`)
 		if banner, err := eval[bool](b, `document.getElementById('no-leader').hidden`); err != nil || !banner {
 			t.Errorf("the no-leader banner shows with a leader (hidden=%v, %v)", banner, err)
+		}
+		// The cards say what the page's server says of itself.
+		st, _, err := c.nodeClient(t, pageNode, c.token).Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cards, err := eval[map[string]string](b, `Object.fromEntries([...document.querySelectorAll('#status-cards .card')].map(c => [c.querySelector('.label').textContent, c.querySelector('.value').textContent]))`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{"this server": st.NodeID, "role": st.Role, "leader": st.LeaderID, "term": strconv.FormatUint(st.Term, 10)}
+		for label, v := range want {
+			if cards[label] != v {
+				t.Errorf("the cluster view's %q card reads %q, want %q (GET /v1/status); cards: %v", label, cards[label], v, cards)
+			}
+		}
+		for _, label := range []string{"commit index", "applied index", "last contact", "as of"} {
+			if cards[label] == "" {
+				t.Errorf("the cluster view has no %q card, or it is empty: %v", label, cards)
+			}
 		}
 		b.screenshot("cluster")
 	})
