@@ -162,9 +162,11 @@ func (c *Client) Status(ctx context.Context) (*NodeStatus, *Meta, error) {
 // WaitStatus is Status as a blocking read: with hash, the Meta.ContentHash
 // of an earlier answer, the node answers once its status differs from
 // that one in its role, leader, term, readiness or servers (not in its
-// indexes or times), or when wait ends (0: the server's default, 5m). An
-// empty hash answers at once. The answer may come from another node than
-// the earlier one (after a leader change), whose hash differs.
+// indexes or times), or when wait ends (0: the server's default, 5m). A
+// change of leader, role or readiness answers at once; a term that moves
+// under the same leader, within 30s. An empty hash answers at once. The
+// answer may come from another node than the earlier one (after a leader
+// change), whose hash differs.
 func (c *Client) WaitStatus(ctx context.Context, hash string, wait time.Duration) (*NodeStatus, *Meta, error) {
 	var s NodeStatus
 	meta, err := c.hashRead(ctx, "/v1/status", hash, wait, &s)

@@ -39,9 +39,13 @@ type GoMetricsSink struct {
 	gauges map[gaugeKey]gaugeValue
 
 	// peers are the values of the peer label seen, so that RetainPeers
-	// can drop the series of servers no longer in the configuration.
+	// can drop the series of servers no longer in the configuration;
+	// removed are those it dropped, whose emissions are ignored until a
+	// configuration names them again (raft may report a last RPC to a
+	// server after its removal committed).
 	peersMu sync.RWMutex
 	peers   map[string]bool
+	removed map[string]bool
 }
 
 // gaugeExpiry is how long a gauge that go-metrics no longer sets stays
@@ -194,7 +198,7 @@ type gaugeValue struct {
 // Counters and histograms without labels are exposed from the start, at
 // zero.
 func NewGoMetricsSink(reg prometheus.Registerer) (*GoMetricsSink, error) {
-	s := &GoMetricsSink{byKey: make(map[string]*goMetric, len(goMetricsKeys)), gauges: make(map[gaugeKey]gaugeValue), peers: map[string]bool{}}
+	s := &GoMetricsSink{byKey: make(map[string]*goMetric, len(goMetricsKeys)), gauges: make(map[gaugeKey]gaugeValue), peers: map[string]bool{}, removed: map[string]bool{}}
 	var cs []prometheus.Collector
 	for _, d := range goMetricsKeys {
 		m := &goMetric{decl: d, name: goMetricName(d.key, d.kind, d.unit)}
@@ -279,9 +283,9 @@ func (s *GoMetricsSink) lookup(key []string) *goMetric {
 
 // labelValues orders the values of labels as m declares its labels; a
 // label it does not declare is dropped, one it declares and does not get
-// is "". A peer's value is noted for RetainPeers.
-func (s *GoMetricsSink) labelValues(m *goMetric, labels []gometrics.Label) []string {
-	out := make([]string, len(m.decl.labels))
+// is "". peer is the value of the peer label, if m has one.
+func (m *goMetric) labelValues(labels []gometrics.Label) (values []string, peer string) {
+	values = make([]string, len(m.decl.labels))
 	for _, l := range labels {
 		name := snakeCase(l.Name)
 		if name == "peer_id" {
@@ -289,30 +293,49 @@ func (s *GoMetricsSink) labelValues(m *goMetric, labels []gometrics.Label) []str
 		}
 		for i, want := range m.decl.labels {
 			if want == name {
-				out[i] = l.Value
+				values[i] = l.Value
 				if name == "peer" {
-					s.notePeer(l.Value)
+					peer = l.Value
 				}
 			}
 		}
 	}
-	return out
+	return values, peer
 }
 
-func (s *GoMetricsSink) notePeer(id string) {
+// emit hands f the label values of an emission of m, unless they name a
+// peer that RetainPeers removed. An emission with a peer runs f under
+// peersMu, so that RetainPeers cannot drop its series between the check
+// and the write (which would bring the series back for good).
+func (s *GoMetricsSink) emit(m *goMetric, labels []gometrics.Label, f func(values []string)) {
+	values, peer := m.labelValues(labels)
+	if peer == "" {
+		f(values)
+		return
+	}
 	s.peersMu.RLock()
-	known := s.peers[id]
+	if s.peers[peer] {
+		f(values)
+		s.peersMu.RUnlock()
+		return
+	}
+	removed := s.removed[peer]
 	s.peersMu.RUnlock()
-	if !known {
-		s.peersMu.Lock()
-		s.peers[id] = true
-		s.peersMu.Unlock()
+	if removed {
+		return
+	}
+	s.peersMu.Lock()
+	defer s.peersMu.Unlock()
+	if !s.removed[peer] {
+		s.peers[peer] = true
+		f(values)
 	}
 }
 
 // RetainPeers drops every series whose peer label names a server that is
-// not in ids, the servers of the Raft configuration: a removed server's
-// replication metrics do not stay exposed forever. The node calls it on
+// not in ids, the servers of a committed Raft configuration, and ignores
+// that server's emissions until a configuration names it again: a removed
+// server's replication metrics do not stay exposed. The node calls it on
 // each committed configuration (Config.PeerMetrics).
 func (s *GoMetricsSink) RetainPeers(ids []string) {
 	keep := make(map[string]bool, len(ids))
@@ -320,14 +343,21 @@ func (s *GoMetricsSink) RetainPeers(ids []string) {
 		keep[id] = true
 	}
 	s.peersMu.Lock()
+	defer s.peersMu.Unlock()
+	for id := range keep {
+		delete(s.removed, id)
+	}
 	var gone []string
 	for p := range s.peers {
 		if !keep[p] {
 			gone = append(gone, p)
 			delete(s.peers, p)
+			s.removed[p] = true
 		}
 	}
-	s.peersMu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
 	for _, p := range gone {
 		match := prometheus.Labels{"peer": p}
 		for _, m := range s.byKey {
@@ -341,9 +371,6 @@ func (s *GoMetricsSink) RetainPeers(ids []string) {
 				m.histogram.DeletePartialMatch(match)
 			}
 		}
-	}
-	if len(gone) == 0 {
-		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -369,10 +396,12 @@ func (s *GoMetricsSink) SetGaugeWithLabels(key []string, val float32, labels []g
 	if m.decl.kind == goMillisGauge {
 		v /= 1000
 	}
-	k := gaugeKey{m: m, values: strings.Join(s.labelValues(m, labels), "\xff")}
-	s.mu.Lock()
-	s.gauges[k] = gaugeValue{v: v, at: time.Now()}
-	s.mu.Unlock()
+	s.emit(m, labels, func(values []string) {
+		k := gaugeKey{m: m, values: strings.Join(values, "\xff")}
+		s.mu.Lock()
+		s.gauges[k] = gaugeValue{v: v, at: time.Now()}
+		s.mu.Unlock()
+	})
 }
 
 // EmitKey is part of go-metrics' MetricSink; no key tenure exposes uses it.
@@ -389,7 +418,7 @@ func (s *GoMetricsSink) IncrCounterWithLabels(key []string, val float32, labels 
 	if m == nil || m.counter == nil || val < 0 {
 		return
 	}
-	m.counter.WithLabelValues(s.labelValues(m, labels)...).Add(float64(val))
+	s.emit(m, labels, func(values []string) { m.counter.WithLabelValues(values...).Add(float64(val)) })
 }
 
 // AddSample is part of go-metrics' MetricSink.
@@ -408,7 +437,7 @@ func (s *GoMetricsSink) AddSampleWithLabels(key []string, val float32, labels []
 	if m.decl.kind == goTimer {
 		v /= 1000
 	}
-	m.histogram.WithLabelValues(s.labelValues(m, labels)...).Observe(v)
+	s.emit(m, labels, func(values []string) { m.histogram.WithLabelValues(values...).Observe(v) })
 }
 
 // Describe is part of prometheus.Collector: the gauges.

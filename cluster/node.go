@@ -69,9 +69,9 @@ type Node struct {
 
 	// membersChanged is signalled on every gossip membership change.
 	membersChanged chan struct{}
-	// statusChanged wakes blocking status and member reads
-	// (statuswatch.go).
-	statusChanged broadcast
+	// statusChanged and membersSeen wake blocking status and member
+	// reads (statuswatch.go).
+	statusChanged, membersSeen broadcast
 
 	// resolver resolves the host names of Raft addresses (IsServerIP).
 	resolver hostCache
@@ -116,7 +116,7 @@ func New(cfg Config) (*Node, error) {
 	n.wg.Add(3)
 	go n.recordClusterID(n.identity, time.Second)
 	go n.leaderLoop()
-	go n.observeRaft()
+	go n.observeRaft()() // registered now, followed in the goroutine
 	events := &leaseEventLogger{log: cfg.Logger.Named("leases"), machine: n.machine, leading: n.leadingTerm}
 	n.wg.Add(1)
 	go func() {
@@ -167,7 +167,7 @@ func New(cfg Config) (*Node, error) {
 			raft:     n.raft,
 			leading:  func() bool { return n.Ready() == nil },
 			changed:  n.membersChanged,
-			observed: n.statusChanged.fire,
+			observed: n.gossipChanged,
 			prove:    prove,
 			contact:  n.contacts.get,
 			rules:    rulesOf(cfg),

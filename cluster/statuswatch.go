@@ -32,19 +32,24 @@ func (b *broadcast) fire() {
 }
 
 // StatusChanged returns a channel that is closed the next time something
-// Status or Members reports, other than the indexes and times, may have
-// changed: the role, the known leader, readiness, the Raft configuration
-// (at its commit), or a gossip member. A term that moves while no leader
-// is known (one election after another) does not close it: a waiter that
-// sees no leader reads again on its own. Blocking status and member reads
-// wait on it.
+// Status reports, other than the indexes and times, may have changed: the
+// role, the known leader, readiness, the Raft configuration (at its
+// commit), or a server's gossip address. Some changes close nothing: a
+// term that moves while the same leader stays known or while none is, a
+// configuration that arrives in a snapshot, an uncommitted configuration
+// entry dropped by a follower; a waiter reads again on its own for those.
+// Blocking status reads wait on it.
 func (n *Node) StatusChanged() <-chan struct{} { return n.statusChanged.wait() }
 
-// observeRaft fires statusChanged on Raft's leader and state changes until
+// MembersChanged returns a channel that is closed the next time a gossip
+// member may have changed. Blocking member reads wait on it.
+func (n *Node) MembersChanged() <-chan struct{} { return n.membersSeen.wait() }
+
+// observeRaft registers an observer of Raft's leader, state and peer
+// changes, and returns the loop that fires statusChanged on each until
 // shutdown. The observer does not block Raft: an observation that finds
 // the channel full is dropped, and the ones queued fire anyway.
-func (n *Node) observeRaft() {
-	defer n.wg.Done()
+func (n *Node) observeRaft() func() {
 	ch := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
@@ -54,15 +59,25 @@ func (n *Node) observeRaft() {
 		return false
 	})
 	n.raft.RegisterObserver(obs)
-	defer n.raft.DeregisterObserver(obs)
-	for {
-		select {
-		case <-n.shutdownCh:
-			return
-		case <-ch:
-			n.statusChanged.fire()
+	return func() {
+		defer n.wg.Done()
+		defer n.raft.DeregisterObserver(obs)
+		for {
+			select {
+			case <-n.shutdownCh:
+				return
+			case <-ch:
+				n.statusChanged.fire()
+			}
 		}
 	}
+}
+
+// gossipChanged follows a change of the gossip members: a server's
+// address may be among them.
+func (n *Node) gossipChanged() {
+	n.membersSeen.fire()
+	n.statusChanged.fire()
 }
 
 // configured follows each committed Raft configuration: status waiters

@@ -16,14 +16,14 @@ import (
 )
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
-	return s.hashBlocking(w, r, func() (any, string, bool) {
+	return s.hashBlocking(w, r, s.node.StatusChanged, func() (any, string, bool) {
 		st := s.node.Status()
 		return statusOut(st), statusHash(st), st.LeaderID == "" || st.ClusterID == ""
 	})
 }
 
 func (s *Server) members(w http.ResponseWriter, r *http.Request) error {
-	return s.hashBlocking(w, r, func() (any, string, bool) {
+	return s.hashBlocking(w, r, s.node.MembersChanged, func() (any, string, bool) {
 		out := client.MemberList{Members: []client.Member{}}
 		for _, m := range s.node.Members() {
 			out.Members = append(out.Members, memberOut(m))

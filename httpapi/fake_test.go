@@ -24,8 +24,9 @@ func (f *fakeNode) LeaderHTTPAddr() string { return f.status.LeaderHTTPAddr }
 func (f *fakeNode) IsLeader() bool         { return f.status.Role == "leader" }
 func (f *fakeNode) ID() string             { return f.status.NodeID }
 
-// StatusChanged never fires: the fake's status does not change.
-func (f *fakeNode) StatusChanged() <-chan struct{} { return make(chan struct{}) }
+// StatusChanged and MembersChanged never fire: the fake does not change.
+func (f *fakeNode) StatusChanged() <-chan struct{}  { return make(chan struct{}) }
+func (f *fakeNode) MembersChanged() <-chan struct{} { return make(chan struct{}) }
 
 func serveFake(t testing.TB, node Node) http.Handler {
 	t.Helper()

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tenure-io/tenure/client"
@@ -16,6 +16,13 @@ import (
 // its node knows no leader or no cluster ID: terms move with every
 // election, and nothing announces them.
 const unsettledRecheck = time.Second
+
+// safetyRecheck is how often any waiting read looks again on its own, for
+// the changes that nothing announces: a term that moves while the same
+// leader stays known, a configuration that arrives in a snapshot, an
+// uncommitted configuration entry that a follower drops. A look sends
+// nothing unless the hash moved. A variable so that tests may shorten it.
+var safetyRecheck = 30 * time.Second
 
 // maxHashLen bounds ?hash=: a content hash is 16 hex digits.
 const maxHashLen = 64
@@ -28,8 +35,9 @@ type hashRead func() (out any, hash string, unsettled bool)
 // hash-based blocking queries do: the answer carries
 // X-Tenure-Content-Hash, and with ?hash=H the server waits until the hash
 // differs from H, or until ?wait (default 5m) ends, then answers. Waiting
-// costs nothing until Node.StatusChanged fires.
-func (s *Server) hashBlocking(w http.ResponseWriter, r *http.Request, read hashRead) error {
+// costs nothing until changed's channel closes, but for a look every
+// safetyRecheck.
+func (s *Server) hashBlocking(w http.ResponseWriter, r *http.Request, changed func() <-chan struct{}, read hashRead) error {
 	q := r.URL.Query()
 	seen := q.Get("hash")
 	if len(seen) > maxHashLen || !isHex(seen) {
@@ -49,23 +57,30 @@ func (s *Server) hashBlocking(w http.ResponseWriter, r *http.Request, read hashR
 	for {
 		// Take the channel before reading, so no change between the read
 		// and the wait is missed.
-		changed := s.node.StatusChanged()
+		wake := changed()
 		out, hash, unsettled := read()
 		if seen == "" || hash != seen {
 			return s.writeHashed(w, out, hash)
 		}
-		var recheck <-chan time.Time
+		recheck := safetyRecheck
 		if unsettled {
-			recheck = time.After(unsettledRecheck)
+			recheck = min(recheck, unsettledRecheck)
 		}
+		t := time.NewTimer(recheck)
 		select {
-		case <-changed:
-		case <-recheck:
+		case <-wake:
+		case <-t.C:
 		case <-timeout:
+			// The answer is read now: its indexes and times are those
+			// of the end of the wait, not of its start.
+			t.Stop()
+			out, hash, _ = read()
 			return s.writeHashed(w, out, hash)
 		case <-r.Context().Done():
+			t.Stop()
 			return r.Context().Err()
 		}
+		t.Stop()
 	}
 }
 
@@ -85,13 +100,13 @@ func isHex(v string) bool {
 	return true
 }
 
-// contentHash is a 64-bit FNV-1a hash of v's JSON, in hex.
+// contentHash is a 64-bit FNV-1a hash of v's JSON, in 16 hex digits.
 func contentHash(v any) string {
 	h := fnv.New64a()
 	if err := json.NewEncoder(h).Encode(v); err != nil {
-		return "0"
+		return strings.Repeat("0", 16)
 	}
-	return strconv.FormatUint(h.Sum64(), 16)
+	return fmt.Sprintf("%016x", h.Sum64())
 }
 
 // statusHash hashes what a status tells of the cluster's shape: the role,

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,13 +13,43 @@ import (
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
-// A status read with ?hash= waits while only indexes move (a lease comes
-// and goes) and answers once the leader changes, on a follower that
-// neither gains nor loses leadership itself: following each answer's hash
-// is how the inspection page keeps its cluster view and no-leader banner
-// current without asking again and again.
+// calmCluster is startCluster with Raft timeouts of a second instead of
+// 150ms, so that a busy machine does not start an election of its own in
+// the middle of a test that waits for one.
+func calmCluster(t *testing.T) *testCluster {
+	t.Helper()
+	return startClusterWith(t, 3, inproc.Options{TCP: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = time.Second, time.Second, 500*time.Millisecond
+		cfg.MinTTL = 2 * time.Second
+	}})
+}
+
+// settledStatus waits until tn's status names the cluster and leader
+// (a node that knows neither looks again every second on its own, so
+// only then can nothing but a change end a wait), and returns its hash.
+func settledStatus(t *testing.T, tn *testNode, leader string) string {
+	t.Helper()
+	var hash string
+	harness.WaitUntil(t, 10*time.Second, tn.id+" names the cluster and the leader "+leader, func() bool {
+		st := do(t, http.MethodGet, tn.url+"/v1/status", "")
+		var now client.NodeStatus
+		st.decode(t, &now)
+		hash = st.header.Get(client.HeaderContentHash)
+		return now.ClusterID != "" && now.LeaderID == leader
+	})
+	if again := do(t, http.MethodGet, tn.url+"/v1/status", ""); hash == "" || again.header.Get(client.HeaderContentHash) != hash {
+		t.Fatalf("two status reads with nothing changed: hashes %q and %q, want one and the same", hash, again.header.Get(client.HeaderContentHash))
+	}
+	return hash
+}
+
+// A status read with ?hash= answers once the leader changes, on a
+// follower that neither gains nor loses leadership itself, long before
+// its own safety look (30s): following each answer's hash is how the
+// inspection page keeps its cluster view and no-leader banner current
+// without asking again and again.
 func TestStatusWaitsForTheLeaderToChange(t *testing.T) {
-	c := startCluster(t, 3)
+	c := calmCluster(t)
 	lead := c.leader()
 	var watcher, target *testNode
 	for _, tn := range c.nodes {
@@ -30,32 +61,30 @@ func TestStatusWaitsForTheLeaderToChange(t *testing.T) {
 			target = tn
 		}
 	}
-	// A node that knows no cluster ID yet looks again every second on
-	// its own: wait until the watcher is settled, so only a change can
-	// end its wait.
-	var hash string
-	harness.WaitUntil(t, 10*time.Second, watcher.id+" names the cluster and the leader", func() bool {
-		st := do(t, http.MethodGet, watcher.url+"/v1/status", "")
-		var now client.NodeStatus
-		st.decode(t, &now)
-		hash = st.header.Get(client.HeaderContentHash)
-		return now.ClusterID != "" && now.LeaderID == lead.id
-	})
-	if again := do(t, http.MethodGet, watcher.url+"/v1/status", ""); hash == "" || again.header.Get(client.HeaderContentHash) != hash {
-		t.Fatalf("two status reads with nothing changed: hashes %q and %q, want one and the same", hash, again.header.Get(client.HeaderContentHash))
+	hash := settledStatus(t, watcher, lead.id)
+
+	// A wait that ends with nothing changed answers with the hash it
+	// waited on, and with the status of its end: a lease written during
+	// the wait shows in the applied index.
+	status := sendAsync(http.MethodGet, watcher.url+"/v1/status?wait=1s&hash="+url.QueryEscape(hash))
+	waitBlocked(t, watcher, 1)
+	l := acquire(t, lead, "k", "h")
+	got := receive(t, status, 5*time.Second)
+	var end client.NodeStatus
+	got.decode(t, &end)
+	if got.header.Get(client.HeaderContentHash) != hash || end.AppliedIndex < l.ModifyIndex {
+		t.Errorf("status at the end of its wait: hash %q (want the one waited on, %q), applied index %d (want the acquire's %d or more: read at the end of the wait, not at its start)",
+			got.header.Get(client.HeaderContentHash), hash, end.AppliedIndex, l.ModifyIndex)
 	}
 
-	status := sendAsync(http.MethodGet, watcher.url+"/v1/status?wait=60s&hash="+url.QueryEscape(hash))
+	status = sendAsync(http.MethodGet, watcher.url+"/v1/status?wait=60s&hash="+url.QueryEscape(hash))
 	waitBlocked(t, watcher, 1)
 	quiet(t, status, 200*time.Millisecond, "before anything changed")
-	l := acquire(t, lead, "k", "h")
-	release(t, lead, "k", "h", l.Token)
-	quiet(t, status, 300*time.Millisecond, "after a lease came and went (only indexes moved)")
 
 	r := do(t, http.MethodPost, lead.url+"/v1/operator/transfer-leader", `{"id":"`+target.id+`"}`)
 	r.wantStatus(t, "transfer-leader", http.StatusOK)
-	// Each answer's hash is the next wait's, until the watcher names the
-	// new leader; no answer may come early with the hash it waited on.
+	// Each answer's hash is the next wait's, until the watcher names
+	// another leader; no answer may come early with the hash it waited on.
 	deadline := time.Now().Add(10 * time.Second)
 	for answers := 1; ; answers++ {
 		got := receive(t, status, time.Until(deadline))
@@ -66,12 +95,32 @@ func TestStatusWaitsForTheLeaderToChange(t *testing.T) {
 		if next == hash {
 			t.Fatalf("blocking status answer %d came before its wait ended, with the hash it waited on (%q): %+v", answers, hash, now)
 		}
-		if now.LeaderID == target.id {
-			t.Logf("answers until %s named the new leader %s: %d", watcher.id, target.id, answers)
+		if now.LeaderID != "" && now.LeaderID != lead.id {
+			t.Logf("answers until %s named the new leader %s: %d", watcher.id, now.LeaderID, answers)
 			return
 		}
 		hash = next
 		status = sendAsync(http.MethodGet, watcher.url+"/v1/status?wait=60s&hash="+url.QueryEscape(hash))
+	}
+}
+
+// A status read with ?hash= keeps waiting while only indexes move (a
+// lease comes and goes), even when the server looks again many times: it
+// answers for the cluster's shape, not for each write.
+func TestStatusWaitIgnoresIndexes(t *testing.T) {
+	old := safetyRecheck
+	safetyRecheck = 20 * time.Millisecond // restored after the cluster stops
+	t.Cleanup(func() { safetyRecheck = old })
+	c := calmCluster(t)
+	lead, watcher := c.follower()
+	hash := settledStatus(t, watcher, lead.id)
+	status := sendAsync(http.MethodGet, watcher.url+"/v1/status?wait=2s&hash="+url.QueryEscape(hash))
+	waitBlocked(t, watcher, 1)
+	l := acquire(t, lead, "k", "h")
+	release(t, lead, "k", "h", l.Token)
+	quiet(t, status, 300*time.Millisecond, "after a lease came and went (only indexes moved)")
+	if got := receive(t, status, 5*time.Second); got.header.Get(client.HeaderContentHash) != hash {
+		t.Errorf("status at the end of its wait: hash %q, want the one waited on, %q", got.header.Get(client.HeaderContentHash), hash)
 	}
 }
 
@@ -96,6 +145,11 @@ func TestMembersWaitForAMemberToLeave(t *testing.T) {
 	got.decode(t, &list)
 	if got.header.Get(client.HeaderContentHash) == hash {
 		t.Errorf("blocking members answered with the hash it waited on (%q): %+v", hash, list.Members)
+	}
+	for _, m := range list.Members {
+		if m.Name == c.nodes[2].id && m.Status == "alive" {
+			t.Errorf("blocking members answered with the stopped %s alive: %+v", m.Name, list.Members)
+		}
 	}
 }
 
@@ -148,7 +202,7 @@ func TestStatusHashQuery(t *testing.T) {
 	}
 	for _, tc := range []struct{ query, field string }{
 		{"hash=XYZ", "hash"},
-		{"hash=" + string(make([]byte, 65)), "hash"},
+		{"hash=" + strings.Repeat("a", 65), "hash"},
 		{"hash=0&wait=soon", "wait"},
 	} {
 		for _, route := range []string{"/v1/status", "/v1/members"} {

@@ -66,10 +66,12 @@ type Node interface {
 	Health() cluster.NodeHealth
 
 	// Cluster and operator. StatusChanged is closed when what Status
-	// (but its indexes and times) or Members reports may have changed.
+	// reports (but its indexes and times) may have changed, and
+	// MembersChanged when Members may have.
 	Status() cluster.Status
 	Members() []cluster.Member
 	StatusChanged() <-chan struct{}
+	MembersChanged() <-chan struct{}
 	RemoveServer(ctx context.Context, id string, force bool) (cluster.RemoveResult, error)
 	ReadmitServer(ctx context.Context, id string) (cluster.Server, error)
 	PromoteServer(ctx context.Context, id string) (int, error)
