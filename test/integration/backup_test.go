@@ -34,12 +34,7 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var boot *client.ACLToken
-	poll.WaitFor(t, startTimeout, func() error {
-		var err error
-		boot, err = tlsClient(t, "ops", tc, c.httpAddrs()...).ACL().Bootstrap(ctx)
-		return err
-	})
+	boot := bootstrapACL(t, tlsClient(t, "ops", tc, c.httpAddrs()...), startTimeout)
 	c.token = boot.SecretID
 	c.leader(t)
 	withToken := func(holder, token string) *client.Client {

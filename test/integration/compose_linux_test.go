@@ -288,12 +288,7 @@ func TestDockerComposeSecure(t *testing.T) {
 		https = append(https, "https://"+a)
 	}
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
-	var boot *client.ACLToken
-	poll.WaitFor(t, time.Minute, func() error {
-		var err error
-		boot, err = tlsClient(t, "admin", tc, https...).ACL().Bootstrap(context.Background())
-		return err
-	})
+	boot := bootstrapACL(t, tlsClient(t, "admin", tc, https...), time.Minute)
 	cfg := client.DefaultConfig()
 	cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS = https, "compose-test", boot.SecretID, tc
 	c, err := client.New(cfg)

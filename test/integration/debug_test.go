@@ -127,12 +127,7 @@ func TestDebugArchiveWithTLSAndACLs(t *testing.T) {
 	d := startDev(t, "-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled")
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 	addr := "https://" + d.httpAddr
-	var boot *client.ACLToken
-	poll.WaitFor(t, startTimeout, func() error {
-		var err error
-		boot, err = tlsClient(t, "admin", tc, addr).ACL().Bootstrap(context.Background())
-		return err
-	})
+	boot := bootstrapACL(t, tlsClient(t, "admin", tc, addr), startTimeout)
 	cfg := client.DefaultConfig()
 	cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS = []string{addr}, "debug-test", boot.SecretID, tc
 	c, err := client.New(cfg)

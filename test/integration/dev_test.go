@@ -112,12 +112,7 @@ func TestDevServerWithTLSAndACLs(t *testing.T) {
 	certFile, keyFile := p.client(t, "app")
 	d := startDev(t, "-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled")
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
-	var boot *client.ACLToken
-	poll.WaitFor(t, startTimeout, func() error {
-		var err error
-		boot, err = tlsClient(t, "admin", tc, "https://"+d.httpAddr).ACL().Bootstrap(context.Background())
-		return err
-	})
+	boot := bootstrapACL(t, tlsClient(t, "admin", tc, "https://"+d.httpAddr), startTimeout)
 	c := tlsClient(t, "dev-test", tc, "https://"+d.httpAddr)
 	if _, _, err := c.Status(context.Background()); err == nil {
 		t.Error("status without a token succeeded with ACLs on")

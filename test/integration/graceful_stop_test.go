@@ -182,12 +182,7 @@ func TestLeaderSIGTERMHandsOverWithTLSAndACLs(t *testing.T) {
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var boot *client.ACLToken
-	poll.WaitFor(t, startTimeout, func() error {
-		var err error
-		boot, err = tlsClient(t, "admin", tc, c.httpAddrs()...).ACL().Bootstrap(ctx)
-		return err
-	})
+	boot := bootstrapACL(t, tlsClient(t, "admin", tc, c.httpAddrs()...), startTimeout)
 	c.token = boot.SecretID
 	l := c.leader(t)
 	seed := c.followers(l)[0]

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -309,6 +310,21 @@ func (c *cluster) startAll(t *testing.T, first int) error {
 }
 
 var errAddrInUse = errors.New("address already in use")
+
+// bootstrapACL bootstraps the ACL system through cl, trying again while
+// the servers start and elect a leader, for up to timeout, and returns
+// the management token.
+func bootstrapACL(t *testing.T, cl *client.Client, timeout time.Duration) *client.ACLToken {
+	t.Helper()
+	ctx := harness.Context(t, timeout)
+	var boot *client.ACLToken
+	poll.WaitFor(t, timeout, func() error {
+		var err error
+		boot, err = cl.ACL().Bootstrap(ctx)
+		return err
+	})
+	return boot
+}
 
 // start runs the node's process with its args, its log appended to
 // logPath. The environment is the test's own minus every TENURE_* variable,

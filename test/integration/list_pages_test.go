@@ -35,12 +35,7 @@ func TestListPagesOverTLSWithACL(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var boot *client.ACLToken
-	poll.WaitFor(t, startTimeout, func() error {
-		var err error
-		boot, err = newClient("").ACL().Bootstrap(ctx)
-		return err
-	})
+	boot := bootstrapACL(t, newClient(""), startTimeout)
 	c.token = boot.SecretID
 	c.leader(t)
 	admin := newClient(boot.SecretID)

@@ -35,15 +35,7 @@ func startPageCluster(t *testing.T) *pageCluster {
 	c.http = httpClient(t, p, "", "")
 	c.nodeArgs = p.serverOnlyArgs("-acl-enabled")
 	c.start(t, 3)
-	ctx := harness.Context(t, startTimeout)
-	poll.WaitFor(t, startTimeout, func() error {
-		tok, err := tlsClient(t, "admin", c.tls, c.httpAddrs()...).ACL().Bootstrap(ctx)
-		if err != nil {
-			return err
-		}
-		c.token = tok.SecretID
-		return nil
-	})
+	c.token = bootstrapACL(t, tlsClient(t, "admin", c.tls, c.httpAddrs()...), startTimeout).SecretID
 	c.leader(t)
 	return c
 }

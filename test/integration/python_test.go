@@ -36,12 +36,7 @@ func TestPythonClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), pythonTestTimeout+time.Minute)
 	defer cancel()
 
-	var boot *client.ACLToken
-	poll.WaitFor(t, startTimeout, func() error {
-		var err error
-		boot, err = tlsClient(t, "admin", tc, c.httpAddrs()...).ACL().Bootstrap(ctx)
-		return err
-	})
+	boot := bootstrapACL(t, tlsClient(t, "admin", tc, c.httpAddrs()...), startTimeout)
 	c.token = boot.SecretID
 	c.leader(t)
 	cfg := client.DefaultConfig()

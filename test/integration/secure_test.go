@@ -43,12 +43,7 @@ func TestSecureClusterClients(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	var boot *client.ACLToken
-	poll.WaitFor(t, startTimeout, func() error {
-		var err error
-		boot, err = newClient("admin", "").ACL().Bootstrap(ctx)
-		return err
-	})
+	boot := bootstrapACL(t, newClient("admin", ""), startTimeout)
 	c.token = boot.SecretID
 	c.leader(t)
 	admin := newClient("admin", boot.SecretID)
