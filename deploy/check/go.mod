@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/prometheus/common v0.72.1
 	github.com/prometheus/prometheus v0.316.0
+	github.com/tenure-io/tenure v0.0.0
 	k8s.io/api v0.37.1
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -48,3 +49,7 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+// The docs package of the main module reads docs/metrics.md for both
+// the integration tests and these checks.
+replace github.com/tenure-io/tenure => ../..

@@ -1,8 +1,6 @@
 package check
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/tenure-io/tenure/docs"
 )
 
 var (
@@ -34,35 +33,18 @@ func documentedMetrics(path string) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
+	rows, err := docs.MetricRows(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	out := make(map[string]bool)
-	inTable := false
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		switch {
-		case strings.HasPrefix(line, "| Name | Type | Labels | Shown | Meaning |"):
-			inTable = true
-			continue
-		case !strings.HasPrefix(line, "|"):
-			inTable = false
-			continue
-		case !inTable || strings.HasPrefix(line, "| ---"):
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		if len(cells) < 5 {
-			return nil, fmt.Errorf("%s: row %q has %d cells, want 5", path, line, len(cells))
-		}
-		name := strings.Trim(strings.TrimSpace(cells[0]), "`")
-		out[name] = true
-		if typ := strings.TrimSpace(cells[1]); typ == "histogram" || typ == "summary" {
+	for _, r := range rows {
+		out[r.Name] = true
+		if r.Type == "histogram" || r.Type == "summary" {
 			for _, s := range []string{"_bucket", "_sum", "_count"} {
-				out[name+s] = true
+				out[r.Name+s] = true
 			}
 		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no metric tables", path)
 	}
 	return out, nil
 }

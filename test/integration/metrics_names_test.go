@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/docs"
 )
 
 // docsMetrics is the reference of every metric, relative to this package.
@@ -33,39 +34,20 @@ type documentedMetric struct {
 	shown string
 }
 
-// readDocumentedMetrics reads the rows of the tables of docs/metrics.md
-// whose header is | Name | Type | Labels | Shown | Meaning |.
+// readDocumentedMetrics reads the rows of the tables of docs/metrics.md.
 func readDocumentedMetrics(t *testing.T) map[string]documentedMetric {
 	t.Helper()
 	text, err := os.ReadFile(docsMetrics)
 	if err != nil {
 		t.Fatalf("read the metrics reference: %v", err)
 	}
-	out := make(map[string]documentedMetric)
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	inTable := false
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		switch {
-		case strings.HasPrefix(line, "| Name | Type | Labels | Shown | Meaning |"):
-			inTable = true
-			continue
-		case !strings.HasPrefix(line, "|"):
-			inTable = false
-			continue
-		case !inTable || strings.HasPrefix(line, "| ---"):
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		if len(cells) < 5 {
-			t.Errorf("docs/metrics.md: row %q has %d cells, want 5 (name, type, labels, shown, meaning)", line, len(cells))
-			continue
-		}
-		name := strings.Trim(strings.TrimSpace(cells[0]), "`")
-		if _, dup := out[name]; dup {
-			t.Errorf("docs/metrics.md: %s documented twice", name)
-		}
-		out[name] = documentedMetric{typ: strings.TrimSpace(cells[1]), shown: strings.TrimSpace(cells[3])}
+	rows, err := docs.MetricRows(text)
+	if err != nil {
+		t.Fatalf("docs/metrics.md: %v", err)
+	}
+	out := make(map[string]documentedMetric, len(rows))
+	for _, r := range rows {
+		out[r.Name] = documentedMetric{typ: r.Type, shown: r.Shown}
 	}
 	return out
 }
