@@ -273,12 +273,22 @@ func snakeCase(s string) string {
 	return b.String()
 }
 
-// lookup returns the metric of key, or nil for a key the sink drops.
+// lookup returns the metric of key, or nil for a key the sink drops. It
+// joins the key's parts on the stack: Raft reports several metrics for
+// each entry it commits.
 func (s *GoMetricsSink) lookup(key []string) *goMetric {
 	if len(key) > 0 && key[0] == "tenure" {
 		key = key[1:]
 	}
-	return s.byKey[strings.Join(key, ".")]
+	var buf [128]byte
+	b := buf[:0]
+	for i, p := range key {
+		if i > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, p...)
+	}
+	return s.byKey[string(b)] // no copy: the compiler looks the bytes up as they are
 }
 
 // labelValues orders the values of labels as m declares its labels; a
@@ -287,10 +297,7 @@ func (s *GoMetricsSink) lookup(key []string) *goMetric {
 func (m *goMetric) labelValues(labels []gometrics.Label) (values []string, peer string) {
 	values = make([]string, len(m.decl.labels))
 	for _, l := range labels {
-		name := snakeCase(l.Name)
-		if name == "peer_id" {
-			name = "peer"
-		}
+		name := labelName(l.Name)
 		for i, want := range m.decl.labels {
 			if want == name {
 				values[i] = l.Value
@@ -301,6 +308,23 @@ func (m *goMetric) labelValues(labels []gometrics.Label) (values []string, peer 
 		}
 	}
 	return values, peer
+}
+
+// labelName is the Prometheus name of a go-metrics label: snake_case, and
+// raft's peer_id as peer. The labels Raft sends on every RPC are named
+// without building a string.
+func labelName(name string) string {
+	switch name {
+	case "peer_id":
+		return "peer"
+	case "rpcType":
+		return "rpc_type"
+	}
+	name = snakeCase(name)
+	if name == "peer_id" {
+		return "peer"
+	}
+	return name
 }
 
 // emit hands f the label values of an emission of m, unless they name a
