@@ -53,13 +53,17 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 		if err != nil && index == 0 {
 			return err
 		}
-		done := min == 0 || index > min
-		if !done {
+		if min > 0 && index <= min {
 			select {
 			case <-changed:
 				continue
 			case <-timeout:
-				done = true
+				// Read again: what has no index of its own (a lease's
+				// time left, renewed meanwhile) is that of the end of
+				// the wait, not of its start.
+				if out, index, err = read(ctx); err != nil && index == 0 {
+					return err
+				}
 			case <-ctx.Done():
 				return ctx.Err()
 			}

@@ -273,3 +273,22 @@ func TestBlockingClientGoesAway(t *testing.T) {
 		})
 	}
 }
+
+// A blocking read that ends with its wait answers with the state of the
+// end of the wait: a held lease's time left has gone down by the wait,
+// though nothing changed its index.
+func TestBlockingReadAnswersTheEndOfItsWait(t *testing.T) {
+	tn := startNode(t)
+	l := acquire(t, tn, "waited", "h1")
+	start := time.Now()
+	r := do(t, http.MethodGet, fmt.Sprintf("%s/v1/leases/waited?index=%d&wait=1500ms", tn.url, l.ModifyIndex), "")
+	r.wantStatus(t, "blocking get", http.StatusOK)
+	took := time.Since(start)
+	got := r.lease(t)
+	if took < 1500*time.Millisecond || got.ModifyIndex != l.ModifyIndex {
+		t.Fatalf("blocking get answered after %v with modify_index %d, want the end of its 1.5s wait, index %d", took, got.ModifyIndex, l.ModifyIndex)
+	}
+	if got.ExpiresIn > l.ExpiresIn-time.Second {
+		t.Errorf("time left at the end of a 1.5s wait: %v, at the acquire %v; want at least a second less: an answer read when the wait began knows nothing of the time since", got.ExpiresIn, l.ExpiresIn)
+	}
+}
