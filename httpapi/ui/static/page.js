@@ -119,7 +119,7 @@
     opts = opts || {};
     const gen = generation;
     (async () => {
-      let index = opts.start ? opts.start() : 0, hash = '', backoff = 0;
+      let index = 0, hash = '', backoff = 0;
       while (gen === generation) {
         const ctrl = new AbortController();
         inflight.add(ctrl);
@@ -143,7 +143,7 @@
           if (gen !== generation || e.name === 'AbortError') return;
           if (opts.onError && opts.onError(e)) { index = 0; continue; }
           backoff = Math.min(backoff ? backoff * 2 : 1000, 30000);
-          if (!(opts.quiet403 && e.status === 403)) showProblem(opts.name, e, backoff);
+          showProblem(opts.name, e, backoff);
           if (!opts.hash) refreshStatus(); // the status's own follow reads it again after the backoff
           index = 0;
           hash = '';
