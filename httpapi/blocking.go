@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/tenure-io/tenure/client"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -12,6 +13,13 @@ import (
 // defaultBlockingWait is the wait of a blocking query that names an index
 // but no wait.
 const defaultBlockingWait = 5 * time.Minute
+
+// blockingWait reads ?wait= of a blocking query: 5m when absent, capped at
+// the server's MaxBlockingWait.
+func (s *Server) blockingWait(q url.Values) (time.Duration, error) {
+	wait, err := parseDuration("wait", q.Get("wait"), defaultBlockingWait)
+	return min(wait, s.cfg.MaxBlockingWait), err
+}
 
 // readFunc reads the state behind a query: the answer, the index to report,
 // and an error (an error with a non-zero index is answered with that index,
@@ -31,12 +39,9 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 		}
 		min = n
 	}
-	wait, err := parseDuration("wait", q.Get("wait"), defaultBlockingWait)
+	wait, err := s.blockingWait(q)
 	if err != nil {
 		return err
-	}
-	if wait > s.cfg.MaxBlockingWait {
-		wait = s.cfg.MaxBlockingWait
 	}
 	ctx := r.Context()
 	var timeout <-chan time.Time

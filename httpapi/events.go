@@ -53,12 +53,9 @@ func (s *Server) parseEventsQuery(r *http.Request) (eventsQuery, error) {
 		}
 		out.limit = n
 	}
-	wait, err := parseDuration("wait", q.Get("wait"), defaultBlockingWait)
-	if err != nil {
-		return out, err
-	}
-	out.wait = min(wait, s.cfg.MaxBlockingWait)
-	return out, nil
+	wait, err := s.blockingWait(q)
+	out.wait = wait
+	return out, err
 }
 
 // events answers GET /v1/events from this node's own history (any node,

@@ -43,11 +43,10 @@ func (s *Server) hashBlocking(w http.ResponseWriter, r *http.Request, changed fu
 	if len(seen) > maxHashLen || !isHex(seen) {
 		return badRequest(client.CodeInvalidQuery, "hash", fmt.Sprintf("hash: %q is not a content hash (up to %d hex digits, as X-Tenure-Content-Hash gives it)", seen, maxHashLen))
 	}
-	wait, err := parseDuration("wait", q.Get("wait"), defaultBlockingWait)
+	wait, err := s.blockingWait(q)
 	if err != nil {
 		return err
 	}
-	wait = min(wait, s.cfg.MaxBlockingWait)
 	var timeout <-chan time.Time
 	if seen != "" {
 		t := time.NewTimer(wait)
