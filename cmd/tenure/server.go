@@ -181,6 +181,9 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 		return nil, err
 	}
 	s.cluster.TLS = s.tls
+	if err := s.cluster.ValidateRaftAuth(); err != nil {
+		return nil, errors.New("-acl-enabled needs Raft over mutual TLS: add -tls-cert-file, -tls-key-file and -tls-ca-file (tenure tls makes them); on plain TCP, one forged Raft request from anyone who reaches -raft-addr writes what it carries, ACL tokens included (-dev needs no TLS for ACLs: its Raft has no port)")
+	}
 	// An answer may wait for a blocking acquire's or a blocking query's
 	// whole wait, plus Raft.
 	s.http.WriteTimeout = max(s.cluster.MaxWait, httpapi.DefaultConfig().MaxBlockingWait) + time.Minute
@@ -388,7 +391,11 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 	} else {
 		go func() { errCh <- srv.Serve(httpapi.Listener(ln)) }()
 	}
-	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir,
+	raftAddr := cfg.RaftAddr
+	if cfg.Transport != nil {
+		raftAddr = devRaftAddr
+	}
+	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", raftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir,
 		"tls", s.tls.Enabled(), "tls_verify_incoming", s.tls.VerifyIncoming)
 	if cfg.ACLEnabled {
 		log.Info("acls enabled", "default_policy", cfg.ACLDefaultPolicy, "metrics_open", s.metricsOpen)
