@@ -50,7 +50,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	c := &s.cluster
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.StringVar(&s.config, "config", "", "JSON config file whose keys are these flags' names")
-	fs.BoolVar(&s.dev, "dev", false, "one server that elects itself at once, its state in memory and gone at exit: for trying tenure and for tests, never for production")
+	fs.BoolVar(&s.dev, "dev", false, "one server that elects itself at once, its state in memory and gone at exit, its Raft in memory (no Raft port): for trying tenure and for tests, never for production")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "unique, stable id of this server (default: hostname)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "directory for the Raft log, stable store and snapshots (required)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP API address (also announced to peers for forwarding)")
@@ -94,7 +94,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.StringVar(&s.tls.KeyFile, "tls-key-file", "", "PEM private key of -tls-cert-file")
 	fs.StringVar(&s.tls.CAFile, "tls-ca-file", "", "PEM CA certificate(s): verify client certificates (-tls-verify-incoming) and the leader when forwarding")
 	fs.BoolVar(&s.tls.VerifyIncoming, "tls-verify-incoming", false, "require client certificates signed by -tls-ca-file (mutual TLS)")
-	fs.BoolVar(&c.ACLEnabled, "acl-enabled", c.ACLEnabled, "require an ACL token with the right for every request (see tenure acl)")
+	fs.BoolVar(&c.ACLEnabled, "acl-enabled", c.ACLEnabled, "require an ACL token with the right for every request (see tenure acl); needs the TLS flags (Raft over mutual TLS), except with -dev")
 	fs.StringVar(&c.ACLDefaultPolicy, "acl-default-policy", c.ACLDefaultPolicy, "what a request without a token may do with ACLs on: deny (nothing) or allow (all but acl)")
 	fs.BoolVar(&s.metricsOpen, "metrics-open", false, "serve /metrics without a token when ACLs are on (otherwise it needs the operator right)")
 	h := &s.http
