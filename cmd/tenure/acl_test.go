@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -184,5 +185,10 @@ func TestServerACLsNeedRaftTLS(t *testing.T) {
 	}
 	if _, ok := s.cluster.Transport.(*raft.InmemTransport); !ok {
 		t.Errorf("-dev: Raft transport %T, want an in-memory one (no port)", s.cluster.Transport)
+	}
+	// Nor does gossip bring another server into its Raft.
+	m := cluster.Member{Name: "n2", Status: "alive", Meta: cluster.MemberMeta{Role: "server", ID: "n2", ClusterName: s.cluster.ClusterName, RaftAddr: "127.0.0.1:7511"}}
+	if err := s.cluster.ProveServer(m); !errors.Is(err, cluster.ErrNotProven) {
+		t.Errorf("-dev admits a server announced over gossip: %v, want ErrNotProven", err)
 	}
 }
