@@ -243,13 +243,16 @@ func (n *Node) openRaft() error {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("raft config: %w", err)
 	}
-	stable := diskStableStore{store, n.disk}
+	if err := checkStableStore(store, store, snaps, cfg.DataDir, cfg.NodeID); err != nil {
+		return err
+	}
+	stable := diskStableStore{sealedStable{store}, n.disk}
 	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return fmt.Errorf("read raft state: %w", err)
 	}
 	n.hadState = existing
-	if ident, err = n.checkLostState(ident, store); err != nil {
+	if ident, err = n.checkLostState(ident, stable); err != nil {
 		return err
 	}
 	if err := checkLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {

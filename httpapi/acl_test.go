@@ -366,7 +366,7 @@ func TestACLTokensSurviveSnapshotAndRestart(t *testing.T) {
 // The default policy allow lets requests without a token do everything
 // but ACLs; tokens still get only their own rights.
 func TestACLDefaultAllow(t *testing.T) {
-	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+	c := startClusterWith(t, 1, inproc.Options{Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
 		cfg.ACLEnabled, cfg.ACLDefaultPolicy = true, cluster.ACLAllow
 	}})
 	url := c.leader().url
@@ -382,7 +382,7 @@ func TestACLMetricsOpen(t *testing.T) {
 		api.Node, api.Gatherer, api.MetricsOpen = n, reg, true
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
 	url := c.leader().url
 	do(t, "GET", url+"/metrics", "").wantStatus(t, "metrics without a token", 200)
 	do(t, "GET", url+"/v1/status", "").wantDenied(t, "status without a token", client.CodePermissionDenied, "no token")
@@ -398,7 +398,7 @@ func TestACLRequestsLogAccessor(t *testing.T) {
 		api.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
 	e := &aclEnv{testCluster: c}
 	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
 	var boot client.ACLToken
