@@ -156,9 +156,13 @@ func Durability(nodes map[string]string, acked []Ack, writes []Write) Result {
 		}
 		maxToken = max(maxToken, a.Token)
 	}
+	byOp := map[WriteOp]int{}
 	for _, w := range writes {
 		at(w.T)
+		byOp[w.Op]++
 	}
+	v.note("%d acknowledged acquisitions, %d releases, %d revokes, %d group creations checked",
+		len(acked), byOp[WriteRelease], byOp[WriteRevoke], byOp[WriteGroup])
 	names := make([]string, 0, len(nodes))
 	for name := range nodes {
 		names = append(names, name)
