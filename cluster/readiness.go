@@ -13,8 +13,9 @@ const (
 
 // NodeHealth is what this node knows of its own ability to serve: how far
 // its applied state trails the leader's commit index, and whether its disk
-// takes writes: of the Raft log and stable stores, and of snapshots. A node with a Problem must not be counted on: it answers
-// stale reads from old state, and as a voter it adds no fault tolerance.
+// takes writes (of the Raft log and stable stores, and of snapshots). A
+// node with a Problem must not be counted on: it answers stale reads from
+// old state, and as a voter it adds no fault tolerance.
 type NodeHealth struct {
 	// Problem says why this node is not ready ("" when it is, as far as
 	// the disk and the lag go; leadership is judged elsewhere).
