@@ -147,10 +147,12 @@ type Readiness struct {
 	Reason   string `json:"reason,omitempty"`
 	// BehindEntries and BehindFor (a duration string) are how far, and
 	// for how long, the node's applied index trails the leader's commit
-	// index; DiskWriteErrors counts its failed Raft store writes.
-	BehindEntries   uint64 `json:"behind_entries"`
-	BehindFor       string `json:"behind_for"`
-	DiskWriteErrors uint64 `json:"disk_write_errors"`
+	// index; DiskWriteErrors counts its failed Raft store writes, and
+	// SnapshotWriteErrors its failed snapshots.
+	BehindEntries       uint64 `json:"behind_entries"`
+	BehindFor           string `json:"behind_for"`
+	DiskWriteErrors     uint64 `json:"disk_write_errors"`
+	SnapshotWriteErrors uint64 `json:"snapshot_write_errors"`
 }
 
 // GroupList is one page of the answer of GET /v1/groups, by name. Next

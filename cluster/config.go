@@ -114,6 +114,9 @@ type Config struct {
 	// wrapLogStore, if set, wraps the Raft log store (tests inject disk
 	// faults through export_test.go).
 	wrapLogStore func(raft.LogStore) raft.LogStore
+	// wrapSnapshotStore, if set, wraps the Raft snapshot store (tests
+	// inject failed snapshot writes through export_test.go).
+	wrapSnapshotStore func(raft.SnapshotStore) raft.SnapshotStore
 
 	// MinTTL and MaxTTL bound the TTL of every acquisition. MinTTL must be
 	// at least twice ElectionTimeout, so a lease outlives a failover.

@@ -72,6 +72,7 @@ type world struct {
 	snapshotInstalls atomic.Int64 // installs the snapshot-install nemesis saw
 	corruptRefusals  atomic.Int64 // damaged logs the corrupt-follower nemesis saw refused
 	disks            disks        // the disk nemeses' mounts and effects
+	groupCreated     int64        // when the placement group's creation was acknowledged
 }
 
 func (w *world) all() []*proc {
