@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -478,4 +480,150 @@ func TestSnapshotRestoreRefusedOnAFollowerBeforeForwarding(t *testing.T) {
 	}
 	body := strings.Repeat("x", 4096)
 	do(t, "PUT", f.url+"/v1/snapshot", body).wantDenied(t, "PUT /v1/snapshot on a follower, without a token and without a leader", client.CodePermissionDenied, "no token")
+}
+
+// runWorkerAs runs a client.Worker of group with id on cluster c until the
+// test ends; its client sends secret, so it registers for the group.
+func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{c.leader().url}
+	cfg.Token = secret
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cl.Worker(group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		client.WithWorkerID(id), client.WithJoin(c.cluster.GossipAddr(0)),
+		client.WithWorkerTTL(2*time.Second), client.WithWorkerLogger(hclog.NewNullLogger()))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// A token that may read a group but not some of its keys is shown none of
+// those keys in any answer about the group: not the key, its target, its
+// holder or its token. Each answer says how many keys it left out
+// (hidden_keys), and the workers' counts cover only the keys shown. Routes
+// that would name every key need read on every name and refuse it.
+func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+		cfg.ACLEnabled = true
+	}})
+	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
+	r.wantStatus(t, "bootstrap", 200)
+	var boot client.ACLToken
+	r.decode(t, &boot)
+	e := &aclEnv{testCluster: c, boot: boot.SecretID}
+	url := c.leader().url
+	doAs(t, e.boot, "PUT", url+"/v1/groups/parts", `{"keys":["app/a1","app/a2","other/g1","other/g2"]}`).wantStatus(t, "put group", 200)
+	// other/g1 is held by someone the token must not learn of.
+	r = doAs(t, e.boot, "PUT", url+"/v1/leases/other/g1", `{"holder":"hidden-holder","ttl":"1m"}`)
+	r.wantStatus(t, "acquire other/g1", 201)
+	hiddenToken := r.lease(t).Token
+	runWorkerAs(t, c, "parts", "w1", e.boot)
+	harness.WaitFor(t, 20*time.Second, func() error {
+		var a client.Assignment
+		doAs(t, e.boot, "GET", url+"/v1/groups/parts/assignment", "").decode(t, &a)
+		var g client.Group
+		doAs(t, e.boot, "GET", url+"/v1/groups/parts", "").decode(t, &g)
+		held := 0
+		for _, k := range g.Keys {
+			if k.Holder != "" {
+				held++
+			}
+		}
+		if len(a.Assignment) != 4 || held != 4 {
+			return fmt.Errorf("assignment %v, group %+v: want 4 keys targeted and held", a.Assignment, g.Keys)
+		}
+		return nil
+	})
+	e.policy(t, "app-reader", rule("parts", client.RightRead), rule("app/", client.RightRead))
+	sec := e.token(t, client.ACLTokenSpec{Policies: []string{"app-reader"}}).SecretID
+
+	tests := []struct {
+		name, path string
+		// shown are the keys the answer must list; hidden how many it
+		// must say it left out; refused: the route needs read on every
+		// name and answers 403.
+		shown   []string
+		hidden  int
+		refused bool
+	}{
+		{"group", "/v1/groups/parts", []string{"app/a1", "app/a2"}, 2, false},
+		{"group stale", "/v1/groups/parts?stale", []string{"app/a1", "app/a2"}, 2, false},
+		{"group blocking", "/v1/groups/parts?index=1&wait=1s", []string{"app/a1", "app/a2"}, 2, false},
+		{"group page", "/v1/groups/parts?limit=1", []string{"app/a1"}, 2, false},
+		{"group next page", "/v1/groups/parts?limit=1&cursor=" + encodeCursor("app/a1"), []string{"app/a2"}, 2, false},
+		{"group page of hidden keys", "/v1/groups/parts?limit=1&cursor=" + encodeCursor("app/a2"), nil, 2, false},
+		{"assignment", "/v1/groups/parts/assignment", []string{"app/a1", "app/a2"}, 2, false},
+		{"assignment stale", "/v1/groups/parts/assignment?stale", []string{"app/a1", "app/a2"}, 2, false},
+		{"assignment blocking", "/v1/groups/parts/assignment?index=1&wait=1s", []string{"app/a1", "app/a2"}, 2, false},
+		{"assignment of w1", "/v1/groups/parts/assignment?worker=w1", []string{"app/a1", "app/a2"}, 2, false},
+		{"events", "/v1/events?prefix=app/", nil, -1, false},
+		{"group list", "/v1/groups", nil, -1, true},
+		{"workers", "/v1/workers?id=w1", nil, -1, true},
+		{"workers stale", "/v1/workers?stale", nil, -1, true},
+		{"placement health", "/v1/health/placement", nil, -1, true},
+		{"leases of the holder", "/v1/leases?holder=hidden-holder", nil, -1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := doAs(t, sec, "GET", url+tt.path, "")
+			if tt.refused {
+				r.wantDenied(t, tt.path, client.CodePermissionDenied, `"read"`)
+				return
+			}
+			r.wantStatus(t, tt.path, 200)
+			for _, leak := range []string{"other/", "hidden-holder"} {
+				if bytes.Contains(r.body, []byte(leak)) {
+					t.Errorf("GET %s names %q, which the token may not read: %s", tt.path, leak, r.body)
+				}
+			}
+			if tt.hidden < 0 {
+				return
+			}
+			var body struct {
+				Keys []struct {
+					Key   string `json:"key"`
+					Token uint64 `json:"token"`
+				} `json:"keys"`
+				Assignment map[string]string `json:"assignment"`
+				Workers    []client.GroupWorker
+				Hidden     *int `json:"hidden_keys"`
+			}
+			if err := json.Unmarshal(r.body, &body); err != nil {
+				t.Fatalf("GET %s: %v: %s", tt.path, err, r.body)
+			}
+			var got []string
+			for _, k := range body.Keys {
+				got = append(got, k.Key)
+				if k.Token == hiddenToken {
+					t.Errorf("GET %s shows key %s with the token %d of other/g1", tt.path, k.Key, k.Token)
+				}
+			}
+			for k := range body.Assignment {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.shown) {
+				t.Errorf("GET %s shows keys %q, want %q", tt.path, got, tt.shown)
+			}
+			if body.Hidden == nil || *body.Hidden != tt.hidden {
+				t.Errorf("GET %s says hidden_keys %v, want %d: %s", tt.path, body.Hidden, tt.hidden, r.body)
+			}
+			for _, w := range body.Workers {
+				if w.Targets > 2 || w.Holds > 2 {
+					t.Errorf("GET %s counts worker %s with %d targets and %d held keys, more than the 2 keys the token may read", tt.path, w.ID, w.Targets, w.Holds)
+				}
+			}
+		})
+	}
 }

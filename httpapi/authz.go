@@ -200,6 +200,16 @@ func (s *Server) local(n need, h handlerFunc) http.Handler {
 	})
 }
 
+// readable is the key filter of the answers that name the keys of a
+// group (its keys, its plan): nil (every key) while ACLs are off, the keys
+// the request may read otherwise. A key left out is counted, never named.
+func readable(a *cluster.Authorizer) func(key string) bool {
+	if !a.Enabled() {
+		return nil
+	}
+	return func(key string) bool { return a.Rights(key)&fsm.RightRead != 0 }
+}
+
 // allowHolder checks the request's holder against its token's binding.
 func allowHolder(r *http.Request, holder string) error {
 	return authz(r).AllowHolder(holder)
