@@ -627,3 +627,118 @@ func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
 		})
 	}
 }
+
+// Refused requests are logged within a bound, whatever their number: 2,000
+// requests with unknown secrets and 200 without a token write at most
+// refusalLines lines per reason per refusalInterval, then one line per
+// reason and interval that counts the refusals left out; the lines and the
+// counts account for every refusal, no secret is logged, and
+// tenure_acl_refusals_total counts each refusal by code.
+func TestACLRefusalsLogIsBoundedAndCounted(t *testing.T) {
+	const refusalLines, refusalInterval = DefaultRefusalLogLines, time.Second
+	logs := &harness.Buffer{}
+	regs := make(chan *prometheus.Registry, 1)
+	serve := func(n *cluster.Node, reg *prometheus.Registry, _ hclog.Logger) (http.Handler, error) {
+		api := testAPIConfig(n, reg, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info}))
+		api.RefusalLogLines, api.RefusalLogInterval = refusalLines, refusalInterval
+		regs <- reg
+		return New(api)
+	}
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	reg := <-regs
+	url := c.leader().url
+	const wrong, anonymous = 2000, 200
+	start := time.Now()
+	jobs := make(chan int)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			var err error
+			for i := range jobs {
+				h := http.Header{}
+				if i < wrong {
+					h.Set(client.HeaderToken, fmt.Sprintf("wrong-secret-%04d", i))
+				}
+				r, e := send("PUT", url+"/v1/leases/k", `{"holder":"h","ttl":"30s"}`, h)
+				if e == nil && r.status != http.StatusForbidden {
+					e = fmt.Errorf("request %d: status %d, want 403: %s", i, r.status, r.body)
+				}
+				if err == nil {
+					err = e
+				}
+			}
+			errs <- err
+		}()
+	}
+	for i := range wrong + anonymous {
+		jobs <- i
+	}
+	close(jobs)
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	// Each reason's windows: those the requests spanned, and one more for
+	// a window already open when they began.
+	windows := int(elapsed/refusalInterval) + 2
+	bound := 2 * windows * (refusalLines + 1)
+	var logged, suppressed int
+	accounted := func() (lines int) {
+		logged, suppressed = 0, 0
+		for _, line := range strings.Split(logs.String(), "\n") {
+			switch {
+			case strings.Contains(line, "acl_request:"):
+				logged++
+			case strings.Contains(line, "acl_requests_suppressed:"):
+				var n int
+				if _, err := fmt.Sscanf(line[strings.Index(line, "suppressed=")+len("suppressed="):], "%d", &n); err != nil {
+					t.Fatalf("summary line %q: %v", line, err)
+				}
+				suppressed += n
+			default:
+				continue
+			}
+			lines++
+		}
+		return lines
+	}
+	if lines := accounted(); lines > bound {
+		t.Errorf("%d refused requests in %v wrote %d log lines, want at most %d (%d per reason per %v, and a summary)",
+			wrong+anonymous, elapsed.Round(time.Millisecond), lines, bound, refusalLines, refusalInterval)
+	}
+	harness.WaitFor(t, 3*refusalInterval, func() error {
+		accounted()
+		if logged+suppressed != wrong+anonymous {
+			return fmt.Errorf("the log shows %d refusals and counts %d left out, want %d in all", logged, suppressed, wrong+anonymous)
+		}
+		return nil
+	})
+	if bytes.Contains([]byte(logs.String()), []byte("wrong-secret-")) {
+		t.Error("the log shows a secret")
+	}
+	want := map[string]float64{client.CodeACLNotFound: wrong, client.CodePermissionDenied: anonymous}
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tenure_acl_refusals_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "code" {
+					got[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	for code, n := range want {
+		if got[code] != n {
+			t.Errorf("tenure_acl_refusals_total{code=%q} = %v, want %v", code, got[code], n)
+		}
+	}
+}
