@@ -574,6 +574,51 @@ func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
 		{"placement health", "/v1/health/placement", nil, -1, true},
 		{"leases of the holder", "/v1/leases?holder=hidden-holder", nil, -1, true},
 	}
+	// Every GET route is either above or answers nothing about a group's
+	// keys that its own check does not cover: a new route must say which.
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		var match mux.RouteMatch
+		req, _ := http.NewRequest("GET", tt.path, nil)
+		if srv := serveFake(t, &fakeNode{}).(*Server); srv.router.Match(req, &match) && match.Route != nil {
+			tpl, _ := match.Route.GetPathTemplate()
+			covered[tpl] = true
+		}
+	}
+	notAboutGroupKeys := map[string]string{
+		"/v1/leases/{key:.+}":        "one key, read on that key",
+		"/v1/controls/{key:.+}":      "one key's controls, read on that key",
+		"/v1/acl/tokens":             "acl right",
+		"/v1/acl/token/self":         "the token itself",
+		"/v1/acl/token/{accessor}":   "acl right",
+		"/v1/acl/policies":           "acl right",
+		"/v1/acl/policy/{name}":      "acl right",
+		"/v1/snapshot":               "operator right: the whole state",
+		"/v1/operator/keyring":       "operator right: gossip keys",
+		"/v1/status":                 "servers and indexes",
+		"/v1/members":                "gossip members and their groups, no keys",
+		"/healthz":                   "no data",
+		"/readyz":                    "no data",
+		"/v1/openapi.yaml":           "no data",
+		"/metrics":                   "operator right (or -metrics-open): group names and counts",
+		"/v1/debug/pprof/{profile}":  "operator right",
+		"/v1/debug/logs":             "operator right: the server's log",
+		"/ui":                        "no data",
+		"/ui/static/{file}":          "no data",
+		"/":                          "no data",
+	}
+	srv := serveFake(t, &fakeNode{}).(*Server)
+	err := srv.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		tpl, _ := route.GetPathTemplate()
+		methods, _ := route.GetMethods()
+		if slices.Contains(methods, http.MethodGet) && !covered[tpl] && notAboutGroupKeys[tpl] == "" {
+			t.Errorf("GET %s is neither in this test nor said to answer nothing about a group's keys", tpl)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := doAs(t, sec, "GET", url+tt.path, "")
