@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
+	"io"
+	"log"
 	"sync"
 	"time"
 
@@ -18,14 +21,15 @@ const (
 	DefaultRefusalLogInterval = 10 * time.Second
 )
 
-// refusalLog limits the acl_request lines of refused requests: per reason
-// (the error code of the answer), the first lines of each interval are
-// logged, the rest only counted, and once the interval ends one
-// acl_requests_suppressed line says how many were left out. Lines of
+// refusalLog limits the log lines of refusals: per reason (for the
+// acl_request lines of refused requests, the error code of the answer),
+// the first lines of each interval are logged, the rest only counted, and
+// once the interval ends summary is called with how many were left out
+// (for acl_request lines, an acl_requests_suppressed line). Lines of
 // requests that succeed are not limited. Its methods are safe for
 // concurrent use.
 type refusalLog struct {
-	log      hclog.Logger
+	summary  func(reason string, suppressed int)
 	lines    int
 	interval time.Duration
 
@@ -43,8 +47,47 @@ type refusalWindow struct {
 	timer *time.Timer
 }
 
-func newRefusalLog(log hclog.Logger, lines int, interval time.Duration) *refusalLog {
-	return &refusalLog{log: log, lines: lines, interval: interval, reasons: map[string]*refusalWindow{}}
+func newRefusalLog(lines int, interval time.Duration, summary func(reason string, suppressed int)) *refusalLog {
+	return &refusalLog{summary: summary, lines: lines, interval: interval, reasons: map[string]*refusalWindow{}}
+}
+
+// aclRefusalLog limits the acl_request lines of log.
+func aclRefusalLog(log hclog.Logger, lines int, interval time.Duration) *refusalLog {
+	return newRefusalLog(lines, interval, func(reason string, n int) {
+		log.Info("acl_requests_suppressed", "reason", reason, "suppressed", n, "interval", interval.String())
+	})
+}
+
+// limitedErrorLog is errorLog (an http.Server's) with its lines limited
+// as refusals: those of failed TLS handshakes (a client without a
+// certificate of the cluster's CA, a scanner) under one reason, any other
+// under another, DefaultRefusalLogLines every DefaultRefusalLogInterval
+// each, and then one line that counts the rest.
+func limitedErrorLog(errorLog *log.Logger) *log.Logger {
+	out := errorLog.Writer()
+	prefix, flags := errorLog.Prefix(), errorLog.Flags()
+	summary := log.New(out, prefix, flags)
+	lim := newRefusalLog(DefaultRefusalLogLines, DefaultRefusalLogInterval, func(reason string, n int) {
+		summary.Printf("http: %d more %s lines left out of the log in %v", n, reason, DefaultRefusalLogInterval)
+	})
+	return log.New(limitedWriter{out: out, lim: lim}, prefix, flags)
+}
+
+// limitedWriter writes the lines of an http.Server's error log within lim.
+type limitedWriter struct {
+	out io.Writer
+	lim *refusalLog
+}
+
+func (w limitedWriter) Write(p []byte) (int, error) {
+	reason := "error log"
+	if bytes.Contains(p, []byte("TLS handshake error")) {
+		reason = "TLS handshake error"
+	}
+	if !w.lim.allow(reason) {
+		return len(p), nil
+	}
+	return w.out.Write(p)
 }
 
 // allow reports whether a refusal for reason may be logged now; if not, it
@@ -92,7 +135,7 @@ func (l *refusalLog) summarize(reason string, w *refusalWindow) {
 	if w.suppressed == 0 {
 		return
 	}
-	l.log.Info("acl_requests_suppressed", "reason", reason, "suppressed", w.suppressed, "interval", l.interval.String())
+	l.summary(reason, w.suppressed)
 	w.suppressed = 0
 }
 

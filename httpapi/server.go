@@ -133,7 +133,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), router: mux.NewRouter(), snapshotSlot: make(chan struct{}, 1),
 		refused: newRefusalCounter()}
-	s.refusals = newRefusalLog(s.log, cfg.RefusalLogLines, cfg.RefusalLogInterval)
+	s.refusals = aclRefusalLog(s.log, cfg.RefusalLogLines, cfg.RefusalLogInterval)
 	r := s.router
 	r.UseEncodedPath()
 	r.SkipClean(true) // keys may contain "//" or "..": never redirect them
