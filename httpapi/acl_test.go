@@ -568,6 +568,7 @@ func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
 		{"assignment blocking", "/v1/groups/parts/assignment?index=1&wait=1s", []string{"app/a1", "app/a2"}, 2, false},
 		{"assignment of w1", "/v1/groups/parts/assignment?worker=w1", []string{"app/a1", "app/a2"}, 2, false},
 		{"events", "/v1/events?prefix=app/", nil, -1, false},
+		{"events of the group", "/v1/events?prefix=parts", nil, -1, false},
 		{"group list", "/v1/groups", nil, -1, true},
 		{"workers", "/v1/workers?id=w1", nil, -1, true},
 		{"workers stale", "/v1/workers?stale", nil, -1, true},
