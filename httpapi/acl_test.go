@@ -512,9 +512,11 @@ func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
 // those keys in any answer about the group: not the key, its target, its
 // holder or its token. Each answer says how many keys it left out
 // (hidden_keys), and the workers' counts cover only the keys shown. Routes
-// that would name every key need read on every name and refuse it.
+// that would name every key need read on every name and refuse it. Every
+// case is asked of the leader and of each follower (which forwards
+// linearizable reads and answers stale ones from its own state).
 func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
-	c := startClusterWith(t, 1, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+	c := startClusterWith(t, 3, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
 		cfg.ACLEnabled = true
 	}})
 	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
@@ -547,6 +549,19 @@ func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
 	})
 	e.policy(t, "app-reader", rule("parts", client.RightRead), rule("app/", client.RightRead))
 	sec := e.token(t, client.ACLTokenSpec{Policies: []string{"app-reader"}}).SecretID
+	for _, n := range c.nodes {
+		// Each node has applied the token and the held keys.
+		harness.WaitFor(t, 10*time.Second, func() error {
+			r := doAs(t, e.boot, "GET", n.url+"/v1/groups/parts?stale", "")
+			if r.status != 200 || bytes.Count(r.body, []byte(`"state":"held"`)) != 4 {
+				return fmt.Errorf("%s: %d %s, want the 4 keys held", n.id, r.status, r.body)
+			}
+			if r := doAs(t, sec, "GET", n.url+"/v1/acl/token/self?stale", ""); r.status != 200 {
+				return fmt.Errorf("%s does not know the token yet: %d", n.id, r.status)
+			}
+			return nil
+		})
+	}
 
 	tests := []struct {
 		name, path string
@@ -620,57 +635,68 @@ func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := doAs(t, sec, "GET", url+tt.path, "")
-			if tt.refused {
-				r.wantDenied(t, tt.path, client.CodePermissionDenied, `"read"`)
-				return
-			}
-			r.wantStatus(t, tt.path, 200)
-			for _, leak := range []string{"other/", "hidden-holder"} {
-				if bytes.Contains(r.body, []byte(leak)) {
-					t.Errorf("GET %s names %q, which the token may not read: %s", tt.path, leak, r.body)
-				}
-			}
-			if tt.hidden < 0 {
-				return
-			}
-			var body struct {
-				Keys []struct {
-					Key   string `json:"key"`
-					Token uint64 `json:"token"`
-				} `json:"keys"`
-				Assignment map[string]string `json:"assignment"`
-				Workers    []client.GroupWorker
-				Hidden     *int `json:"hidden_keys"`
-			}
-			if err := json.Unmarshal(r.body, &body); err != nil {
-				t.Fatalf("GET %s: %v: %s", tt.path, err, r.body)
-			}
-			var got []string
-			for _, k := range body.Keys {
-				got = append(got, k.Key)
-				if k.Token == hiddenToken {
-					t.Errorf("GET %s shows key %s with the token %d of other/g1", tt.path, k.Key, k.Token)
-				}
-			}
-			for k := range body.Assignment {
-				got = append(got, k)
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, tt.shown) {
-				t.Errorf("GET %s shows keys %q, want %q", tt.path, got, tt.shown)
-			}
-			if body.Hidden == nil || *body.Hidden != tt.hidden {
-				t.Errorf("GET %s says hidden_keys %v, want %d: %s", tt.path, body.Hidden, tt.hidden, r.body)
-			}
-			for _, w := range body.Workers {
-				if w.Targets > 2 || w.Holds > 2 {
-					t.Errorf("GET %s counts worker %s with %d targets and %d held keys, more than the 2 keys the token may read", tt.path, w.ID, w.Targets, w.Holds)
-				}
-			}
-		})
+	for _, n := range c.nodes {
+		for _, tt := range tests {
+			t.Run(n.id+"/"+tt.name, func(t *testing.T) {
+				hideKeysCase(t, n.url, sec, tt.path, tt.shown, tt.hidden, tt.refused, hiddenToken)
+			})
+		}
+	}
+}
+
+// hideKeysCase asks path of url with the secret sec and checks the
+// answer (TestACLGroupAnswersHideKeysTheTokenMayNotRead): refused with
+// 403, or naming no key under other/ and not hidden-holder, listing the
+// keys shown and saying hidden_keys is hidden (unless hidden < 0).
+func hideKeysCase(t *testing.T, url, sec, path string, shown []string, hidden int, refused bool, hiddenToken uint64) {
+	t.Helper()
+	r := doAs(t, sec, "GET", url+path, "")
+	if refused {
+		r.wantDenied(t, path, client.CodePermissionDenied, `"read"`)
+		return
+	}
+	r.wantStatus(t, path, 200)
+	for _, leak := range []string{"other/", "hidden-holder"} {
+		if bytes.Contains(r.body, []byte(leak)) {
+			t.Errorf("GET %s names %q, which the token may not read: %s", path, leak, r.body)
+		}
+	}
+	if hidden < 0 {
+		return
+	}
+	var body struct {
+		Keys []struct {
+			Key   string `json:"key"`
+			Token uint64 `json:"token"`
+		} `json:"keys"`
+		Assignment map[string]string `json:"assignment"`
+		Workers    []client.GroupWorker
+		Hidden     *int `json:"hidden_keys"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, r.body)
+	}
+	var got []string
+	for _, k := range body.Keys {
+		got = append(got, k.Key)
+		if k.Token == hiddenToken {
+			t.Errorf("GET %s shows key %s with the token %d of other/g1", path, k.Key, k.Token)
+		}
+	}
+	for k := range body.Assignment {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, shown) {
+		t.Errorf("GET %s shows keys %q, want %q", path, got, shown)
+	}
+	if body.Hidden == nil || *body.Hidden != hidden {
+		t.Errorf("GET %s says hidden_keys %v, want %d: %s", path, body.Hidden, hidden, r.body)
+	}
+	for _, w := range body.Workers {
+		if w.Targets > 2 || w.Holds > 2 {
+			t.Errorf("GET %s counts worker %s with %d targets and %d held keys, more than the 2 keys the token may read", path, w.ID, w.Targets, w.Holds)
+		}
 	}
 }
 
