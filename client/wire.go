@@ -183,6 +183,10 @@ type Assignment struct {
 	// Next is the cursor of the next page of the plan (by key); empty
 	// after the last one.
 	Next string `json:"next"`
+	// HiddenKeys is the number of targets this page left out because the
+	// token may not read their keys (ACLs on); summed over every page,
+	// all of them.
+	HiddenKeys int `json:"hidden_keys"`
 }
 
 // DrainBody is the body of POST /v1/workers/{id}/drain; without a body, or
