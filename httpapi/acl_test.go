@@ -516,7 +516,7 @@ func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
 // case is asked of the leader and of each follower (which forwards
 // linearizable reads and answers stale ones from its own state).
 func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
-	c := startClusterWith(t, 3, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+	c := startClusterWith(t, 3, inproc.Options{Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
 		cfg.ACLEnabled = true
 	}})
 	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
@@ -716,7 +716,7 @@ func TestACLRefusalsLogIsBoundedAndCounted(t *testing.T) {
 		regs <- reg
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
 	reg := <-regs
 	url := c.leader().url
 	const wrong, anonymous = 2000, 200
