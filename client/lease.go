@@ -319,10 +319,11 @@ func (l *Lease) Release(ctx context.Context) error {
 	if k.releasing[id]--; k.releasing[id] == 0 {
 		delete(k.releasing, id)
 	}
-	if err == nil || errors.Is(err, ErrNotHolder) {
+	if err == nil || errors.Is(err, ErrNotHolder) || errors.Is(err, ErrWrongSecret) {
 		// not_holder: the cluster has no lease of ours under that token
-		// (say, after a restore of an older snapshot); a retry would only
-		// be refused again.
+		// (say, after a restore of an older snapshot); wrong_secret: the
+		// lease is not ours (a lease of the holder's name acquired under
+		// another secret). A retry would only be refused again.
 		l.freed = true
 	}
 	k.mu.Unlock()

@@ -26,7 +26,7 @@ type localRenewals struct{}
 func (localRenewals) renew(_ context.Context, n *Node, holder string, refs []LeaseRef) ([]RenewResult, error) {
 	out := make([]RenewResult, len(refs))
 	for i, r := range refs {
-		cur, err := n.heldBy(r.Key, holder, r.Token)
+		cur, err := n.heldBy(r, holder)
 		if err != nil {
 			out[i] = RenewResult{Err: err}
 			continue
