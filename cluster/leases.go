@@ -243,19 +243,27 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 		return nil, err
 	}
 	for i := range out {
-		var lost *LostError
-		var wrong *SecretError
 		switch {
 		case out[i].Err == nil:
 			n.metrics.renewals.WithLabelValues("ok").Inc()
 			out[i].Lease = n.view(out[i].Lease.Lease)
-		case errors.As(out[i].Err, &lost), errors.As(out[i].Err, &wrong):
+		case refused(out[i].Err):
 			n.metrics.renewals.WithLabelValues("lost").Inc()
 		default: // not the primary any more: nothing was decided
 			n.metrics.renewals.WithLabelValues("not_leader").Inc()
 		}
 	}
 	return out, nil
+}
+
+// refused reports whether err, a renewal's error, refuses that lease (a
+// *LostError or a *SecretError) rather than the whole call. It is a
+// function of its own so that its targets are allocated on refusals only,
+// not for every lease of a bulk renewal.
+func refused(err error) bool {
+	var lost *LostError
+	var wrong *SecretError
+	return errors.As(err, &lost) || errors.As(err, &wrong)
 }
 
 // renewPolicy answers the renewals of one RenewMany call once its

@@ -107,3 +107,47 @@ func TestSnapshotKeepsSecretHashOnly(t *testing.T) {
 		t.Error("restored hash is not the secret's")
 	}
 }
+
+// SecretMatches runs on every renewal: it tells equal hashes from
+// different ones, and allocates nothing.
+func TestSecretMatches(t *testing.T) {
+	a, b := HashSecret("a"), HashSecret("b")
+	for _, tt := range []struct {
+		name           string
+		stored, hashed string
+		want           bool
+	}{
+		{"same", a, HashSecret("a"), true},
+		{"other", a, b, false},
+		{"none stored", "", a, false},
+		{"none presented", a, "", false},
+		{"none and none", "", "", true},
+		{"last byte differs", a, a[:len(a)-1] + string(a[len(a)-1]^1), false},
+	} {
+		if got := SecretMatches(tt.stored, tt.hashed); got != tt.want {
+			t.Errorf("%s: SecretMatches = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { SecretMatches(a, b) }); n != 0 {
+		t.Errorf("SecretMatches allocates %v times, want 0", n)
+	}
+}
+
+// BenchmarkHashSecret is what a renewal call adds per distinct secret
+// (one per Client): the SHA-256 of a 32-character secret.
+func BenchmarkHashSecret(b *testing.B) {
+	s := "0123456789abcdef0123456789abcdef"
+	b.ReportAllocs()
+	for b.Loop() {
+		HashSecret(s)
+	}
+}
+
+// BenchmarkSecretMatches is what a renewal adds per lease.
+func BenchmarkSecretMatches(b *testing.B) {
+	a, h := HashSecret("a"), HashSecret("a")
+	b.ReportAllocs()
+	for b.Loop() {
+		SecretMatches(a, h)
+	}
+}

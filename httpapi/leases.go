@@ -208,18 +208,12 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	for i, res := range results {
 		rr := &out.Results[i]
 		*rr = client.RenewResultBody{Key: refs[i].Key, Token: refs[i].Token, OK: res.Err == nil}
-		var lost *cluster.LostError
-		var wrong *cluster.SecretError
 		switch {
 		case res.Err == nil:
 			if !body.Brief {
 				rr.Lease = leaseOut(res.Lease)
 			}
-		case errors.As(res.Err, &lost):
-			rr.Error, rr.Reason = client.CodeLeaseLost, lost.Reason
-		case errors.As(res.Err, &wrong):
-			rr.Error, rr.Message = client.CodeWrongSecret, wrong.Error()
-		default:
+		case !renewRefusal(rr, res.Err):
 			return res.Err // leadership moved mid-call: the whole call fails
 		}
 	}
@@ -230,6 +224,24 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	w.Write(append(out.AppendJSON(make([]byte, 0, 400*len(out.Results))), '\n'))
 	return nil
+}
+
+// renewRefusal fills rr with err when err refuses one lease of a bulk
+// renewal (lease lost, or a wrong secret), and reports whether it did. A
+// function of its own, so that its targets are allocated on refusals
+// only, not for every lease.
+func renewRefusal(rr *client.RenewResultBody, err error) bool {
+	var lost *cluster.LostError
+	var wrong *cluster.SecretError
+	switch {
+	case errors.As(err, &lost):
+		rr.Error, rr.Reason = client.CodeLeaseLost, lost.Reason
+	case errors.As(err, &wrong):
+		rr.Error, rr.Message = client.CodeWrongSecret, wrong.Error()
+	default:
+		return false
+	}
+	return true
 }
 
 func (s *Server) getLease(w http.ResponseWriter, r *http.Request) error {
