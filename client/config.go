@@ -86,9 +86,10 @@ type Config struct {
 	// semaphores of this Client hold leases, unless an acquisition names
 	// another with WithHolder. Empty means a new NewHolderID() for each
 	// Client, so that a restarted process never reuses one. At most 256
-	// bytes. Two processes must never share a holder: the cluster treats
-	// an acquisition by the same holder as a retry and returns the same
-	// lease.
+	// bytes. Two processes should not share a holder: the cluster treats
+	// an acquisition by the same holder under the same lease secret as a
+	// retry and returns the same lease; under another secret (another
+	// Client) it is held off until the lease ends.
 	Holder string
 
 	// LeaseSecret is the lease secret that this Client sends with every

@@ -93,7 +93,8 @@ func WithMetadata(m map[string]string) LeaseOption {
 
 // WithHolder acquires under holder instead of the Client's holder
 // (Client.Holder). Holders must be unique per process: the cluster treats
-// an acquisition by the holder that already holds the key as a retry.
+// an acquisition by the holder that already holds the key, under the same
+// lease secret (Client.LeaseSecret), as a retry.
 func WithHolder(holder string) LeaseOption { return func(c *leaseConfig) { c.holder = holder } }
 
 // WithLogger sends the lease's events (lease_acquired, lease_renew_failed,
