@@ -101,10 +101,11 @@ func TestLeaseSecretNotHolderNameMakesTheHolder(t *testing.T) {
 	rawAs(t, victim, "POST", url+"/v1/renew", fmt.Sprintf(`{"holder":"worker-1","secret":"%s","leases":[{"key":"parts/1","token":%d}]}`, secret, tok)).
 		wantStatus(t, "victim renews", http.StatusOK)
 
-	// No read shows the secret: the lease, the list, the events, a backup.
+	// No read shows the secret: the lease, the list, the events, a backup,
+	// the metrics, the server's recent log lines.
 	for _, read := range []struct{ acl, path string }{
 		{attacker, "/v1/leases/parts/1"}, {attacker, "/v1/leases?prefix=parts/"}, {attacker, "/v1/events?prefix=parts/"}, {e.boot, "/v1/events"},
-		{e.boot, "/v1/snapshot"}, {e.boot, "/v1/leases/parts/1?stale"},
+		{e.boot, "/v1/snapshot"}, {e.boot, "/v1/leases/parts/1?stale"}, {e.boot, "/metrics"}, {e.boot, "/v1/debug/logs"},
 	} {
 		r := rawAs(t, read.acl, "GET", url+read.path, "")
 		r.wantStatus(t, "read "+read.path, http.StatusOK)
