@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -54,5 +55,43 @@ func TestLeaseSecretIsNeededToActAsHolder(t *testing.T) {
 	}
 	if freed, err := n.Release(ctx, "k", "h1", testSecret, l.Token); err != nil || !freed {
 		t.Fatalf("release with the secret = %v, %v; want freed", freed, err)
+	}
+}
+
+// A lease acquired before servers kept secrets (an Acquire of payload
+// version 1, without a hash, as an older leader wrote it) cannot be
+// renewed, released or taken back by its holder's name after the
+// upgrade: it can only end at its deadline, or by an operator.
+func TestLeaseWithoutSecretCannotBeActedOn(t *testing.T) {
+	c := inproc.Start(t, 1, inproc.Options{})
+	ctx := harness.Context(t, 20*time.Second)
+	n := c.Node(c.Leader())
+	old := fsm.Encode(fsm.Acquire{Key: "old", Holder: "h", TTL: time.Minute, Time: time.Now().UnixNano()})
+	if err := cluster.RaftOf(n).Apply(old, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	l := cluster.MachineOf(n).Get("old")
+	if l == nil || !l.Held || l.SecretHash != "" {
+		t.Fatalf("the old-format acquisition left %+v, want a held lease without a secret hash", l)
+	}
+	if _, err := n.Renew(ctx, "old", "h", testSecret, l.Token); !errors.Is(err, cluster.ErrWrongSecret) {
+		t.Errorf("renewal of a lease without a secret = %v, want %v", err, cluster.ErrWrongSecret)
+	}
+	if _, err := n.Release(ctx, "old", "h", testSecret, l.Token); !errors.Is(err, cluster.ErrWrongSecret) {
+		t.Errorf("release of a lease without a secret = %v, want %v", err, cluster.ErrWrongSecret)
+	}
+	_, _, err := n.Acquire(ctx, cluster.AcquireRequest{Key: "old", Holder: "h", TTL: time.Minute, Secret: testSecret})
+	if !errors.Is(err, cluster.ErrHeld) {
+		t.Errorf("acquire by its holder's name = %v, want %v", err, cluster.ErrHeld)
+	}
+	if got := cluster.MachineOf(n).Get("old"); !got.Held || got.Token != l.Token || got.ModifyIndex != l.ModifyIndex {
+		t.Errorf("the lease after the refusals = %+v, want it unchanged", got)
+	}
+	// An operator still ends it.
+	if _, err := n.Revoke(ctx, "old", true); err != nil {
+		t.Fatalf("forced revoke: %v", err)
+	}
+	if got := cluster.MachineOf(n).Get("old"); got.Held {
+		t.Errorf("the lease is still held after a forced revoke")
 	}
 }
