@@ -182,8 +182,18 @@ type LeaseRef struct {
 	Key    string
 	Token  uint64
 	Secret string
-	// secretHash is fsm.HashSecret(Secret), set by RenewMany on its copy.
-	secretHash string
+}
+
+// secretHashes hashes the secrets of one renewal call: each run of equal
+// secrets once, as a batch's leases usually share one (a Client's).
+type secretHashes struct{ last, hash string }
+
+// of returns fsm.HashSecret(secret).
+func (h *secretHashes) of(secret string) string {
+	if h.hash == "" || secret != h.last {
+		h.last, h.hash = secret, fsm.HashSecret(secret)
+	}
+	return h.hash
 }
 
 // RenewResult is the outcome for one lease of RenewMany: Err is nil or a
@@ -218,7 +228,6 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 	if len(refs) == 0 || len(refs) > MaxRenewBatch {
 		return nil, invalid("leases", "%d leases, want 1 to %d", len(refs), MaxRenewBatch)
 	}
-	own := make([]LeaseRef, len(refs))
 	for i, r := range refs {
 		if err := fsm.ValidateKey(r.Key); err != nil {
 			return nil, &InvalidError{Field: "key", Err: err}
@@ -226,19 +235,14 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 		if err := validateToken(r.Token); err != nil {
 			return nil, err
 		}
-		own[i] = r
-		// A batch's leases usually share one secret (a Client's): hash
-		// it once.
 		if i > 0 && r.Secret == refs[i-1].Secret {
-			own[i].secretHash = own[i-1].secretHash
-			continue
+			continue // checked already
 		}
 		if err := ValidateSecret(r.Secret); err != nil {
 			return nil, err
 		}
-		own[i].secretHash = fsm.HashSecret(r.Secret)
 	}
-	out, err := renewals.renew(ctx, n, holder, own)
+	out, err := renewals.renew(ctx, n, holder, refs, &secretHashes{})
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +273,7 @@ func refused(err error) bool {
 // renewPolicy answers the renewals of one RenewMany call once its
 // arguments are valid. RenewMany uses the one in renewals (unsafe_off.go).
 type renewPolicy interface {
-	renew(ctx context.Context, n *Node, holder string, refs []LeaseRef) ([]RenewResult, error)
+	renew(ctx context.Context, n *Node, holder string, refs []LeaseRef, hashes *secretHashes) ([]RenewResult, error)
 }
 
 // quorumRenewals answers renewals on the established leader only: its
@@ -277,13 +281,13 @@ type renewPolicy interface {
 // that confirms it was still the leader when it did.
 type quorumRenewals struct{}
 
-func (quorumRenewals) renew(ctx context.Context, n *Node, holder string, refs []LeaseRef) ([]RenewResult, error) {
+func (quorumRenewals) renew(ctx context.Context, n *Node, holder string, refs []LeaseRef, hashes *secretHashes) ([]RenewResult, error) {
 	if _, err := n.proposer(); err != nil {
 		return nil, err
 	}
 	out := make([]RenewResult, len(refs))
 	for i, r := range refs {
-		out[i] = n.renewOne(r, holder)
+		out[i] = n.renewOne(r, hashes.of(r.Secret), holder)
 	}
 	if _, err := n.verify.Verify(ctx); err != nil {
 		return nil, n.lostLeadership(err)
@@ -292,9 +296,9 @@ func (quorumRenewals) renew(ctx context.Context, n *Node, holder string, refs []
 }
 
 // renewOne renews r on this node's lessor if holder holds it under its
-// token and secret in the FSM.
-func (n *Node) renewOne(r LeaseRef, holder string) RenewResult {
-	cur, err := n.heldBy(r, holder)
+// token and the secret whose hash is secretHash in the FSM.
+func (n *Node) renewOne(r LeaseRef, secretHash, holder string) RenewResult {
+	cur, err := n.heldBy(r, secretHash, holder)
 	if err != nil {
 		return RenewResult{Err: err}
 	}
@@ -302,9 +306,9 @@ func (n *Node) renewOne(r LeaseRef, holder string) RenewResult {
 }
 
 // heldBy returns the FSM's record of r's key if holder holds it under
-// r's token and secret, and otherwise a *LostError that says why not, or
-// a *SecretError.
-func (n *Node) heldBy(r LeaseRef, holder string) (*fsm.Lease, error) {
+// r's token and the secret whose hash is secretHash, and otherwise a
+// *LostError that says why not, or a *SecretError.
+func (n *Node) heldBy(r LeaseRef, secretHash, holder string) (*fsm.Lease, error) {
 	key, token := r.Key, r.Token
 	cur := n.machine.Get(key)
 	switch {
@@ -320,7 +324,7 @@ func (n *Node) heldBy(r LeaseRef, holder string) (*fsm.Lease, error) {
 		return nil, &LostError{Key: key, Reason: cur.Reason.String()}
 	case cur.Ending != fsm.ReasonNone:
 		return nil, &LostError{Key: key, Reason: cur.Ending.String()}
-	case !fsm.SecretMatches(cur.SecretHash, r.secretHash):
+	case !fsm.SecretMatches(cur.SecretHash, secretHash):
 		return nil, &SecretError{Key: key}
 	}
 	return cur, nil
