@@ -102,13 +102,13 @@ func TestRaftOverMutualTLS(t *testing.T) {
 		cfg.TLS = p.server(cfg.NodeID, "prod")
 	}})
 	l := c.Leader()
-	got, _, err := c.Node(l).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Key: "k", Holder: "h", TTL: time.Minute})
+	got, _, err := c.Node(l).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute})
 	if err != nil {
 		t.Fatalf("acquire over Raft on TLS: %v", err)
 	}
 	// The leadership check's channel shares the Raft port and its TLS.
 	before := cluster.RaftOf(c.Node(l)).LastIndex()
-	if _, err := c.Node(l).Renew(harness.Context(t, 10*time.Second), "k", "h", got.Token); err != nil {
+	if _, err := c.Node(l).Renew(harness.Context(t, 10*time.Second), "k", "h", testSecret, got.Token); err != nil {
 		t.Fatalf("renew with the confirmation channel on TLS: %v", err)
 	}
 	if _, err := c.Node(l).Get(harness.Context(t, 10*time.Second), "k", cluster.Linearizable); err != nil {

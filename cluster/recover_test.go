@@ -17,7 +17,7 @@ func TestRecoverAloneLeadsWithEverything(t *testing.T) {
 	c := inproc.Start(t, 3, inproc.Options{})
 	li := c.Leader()
 	ctx := harness.Context(t, 10*time.Second)
-	a, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Key: "a", Holder: "h", TTL: time.Minute})
+	a, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "a", Holder: "h", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestRecoverAloneLeadsWithEverything(t *testing.T) {
 	if err != nil || !v.Held || v.Token != a.Token {
 		t.Fatalf("a after the recovery: %+v, %v; want held with token %d", v, err, a.Token)
 	}
-	b, _, err := c.Node(s).Acquire(ctx, cluster.AcquireRequest{Key: "b", Holder: "h", TTL: time.Minute})
+	b, _, err := c.Node(s).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "b", Holder: "h", TTL: time.Minute})
 	if err != nil || b.Token <= a.Token {
 		t.Fatalf("acquire after the recovery: %+v, %v; want a token above %d", b, err, a.Token)
 	}

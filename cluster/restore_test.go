@@ -23,7 +23,7 @@ func TestRestoreSnapshotThroughRaft(t *testing.T) {
 	const ttl = 30 * time.Second
 	acquire := func(key, holder string) cluster.LeaseView {
 		t.Helper()
-		l, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Key: key, Holder: holder, TTL: ttl})
+		l, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: holder, TTL: ttl})
 		if err != nil {
 			t.Fatalf("acquire %s: %v", key, err)
 		}
@@ -35,11 +35,11 @@ func TestRestoreSnapshotThroughRaft(t *testing.T) {
 		t.Fatalf("backup: %v", err)
 	}
 	acquire("c", "h3")
-	if _, err := leader.Release(ctx, "b", "h2", b.Token); err != nil {
+	if _, err := leader.Release(ctx, "b", "h2", testSecret, b.Token); err != nil {
 		t.Fatalf("release b: %v", err)
 	}
 	d := acquire("d", "h4")
-	if _, err := leader.Release(ctx, "d", "h4", d.Token); err != nil {
+	if _, err := leader.Release(ctx, "d", "h4", testSecret, d.Token); err != nil {
 		t.Fatalf("release d: %v", err)
 	}
 	highest := d.Token
@@ -79,7 +79,7 @@ func TestRestoreSnapshotThroughRaft(t *testing.T) {
 			t.Errorf("server %s: d is held after the restore: %+v", c.Peer(i).ID, v)
 		}
 	}
-	if _, err := leader.Renew(ctx, "a", "h1", a.Token); err != nil {
+	if _, err := leader.Renew(ctx, "a", "h1", testSecret, a.Token); err != nil {
 		t.Errorf("renew a (held in the backup and since) after the restore: %v", err)
 	}
 }
@@ -90,7 +90,7 @@ func TestRestoreRefusesADamagedSnapshot(t *testing.T) {
 	c := inproc.Start(t, 3, inproc.Options{})
 	leader := c.Node(c.Leader())
 	ctx := harness.Context(t, 10*time.Second)
-	if _, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Key: "a", Holder: "h", TTL: time.Minute}); err != nil {
+	if _, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "a", Holder: "h", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	backup, err := leader.Backup(ctx)

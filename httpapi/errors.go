@@ -19,6 +19,7 @@ var fieldCodes = map[string]string{
 	"wait":     client.CodeInvalidWait,
 	"token":    client.CodeInvalidToken,
 	"metadata": client.CodeInvalidMetadata,
+	"secret":   client.CodeInvalidSecret,
 	// Groups, controls and workers.
 	"name":           client.CodeInvalidName,
 	"keys":           client.CodeInvalidKeys,
@@ -68,6 +69,8 @@ var codeStatus = map[string]int{
 	client.CodeInvalidMaxPerWorker: http.StatusBadRequest,
 	client.CodeInvalidProhibited:   http.StatusBadRequest,
 	client.CodeInvalidWorker:       http.StatusBadRequest,
+	client.CodeInvalidSecret:       http.StatusBadRequest,
+	client.CodeWrongSecret:         http.StatusConflict,
 	client.CodeBodyTooLarge:        http.StatusBadRequest,
 	client.CodeDisabled:            http.StatusForbidden,
 	client.CodeProhibited:          http.StatusForbidden,
@@ -167,6 +170,7 @@ func errorBody(err error) (body client.ErrorBody, status int, answer bool) {
 		inv  *cluster.InvalidError
 		nh   *cluster.NotHolderError
 		cas  *cluster.CASError
+		ws   *cluster.SecretError
 	)
 	body = client.ErrorBody{Message: err.Error(), Error: client.CodeInternal}
 	switch {
@@ -174,6 +178,11 @@ func errorBody(err error) (body client.ErrorBody, status int, answer bool) {
 		status, body.Error, body.Field = api.httpStatus(), api.code, api.field
 	case errors.As(err, &held):
 		body.Error, body.Lease = client.CodeHeld, leaseOut(cluster.LeaseView{Lease: held.Lease})
+		if held.WrongSecret {
+			body.Field = "secret"
+		}
+	case errors.As(err, &ws):
+		body.Error, body.Field = client.CodeWrongSecret, "secret"
 	case errors.As(err, &nh):
 		body.Error, body.Lease = client.CodeNotHolder, leaseOut(cluster.LeaseView{Lease: nh.Lease})
 	case errors.As(err, &cas):

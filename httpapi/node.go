@@ -14,10 +14,10 @@ import (
 type Node interface {
 	// Leases.
 	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.LeaseView, bool, error)
-	Release(ctx context.Context, key, holder string, token uint64) (bool, error)
+	Release(ctx context.Context, key, holder, secret string, token uint64) (bool, error)
 	Revoke(ctx context.Context, key string, force bool) ([]cluster.EndedLease, error)
 	RevokeHolder(ctx context.Context, holder string, force bool) ([]cluster.EndedLease, error)
-	Renew(ctx context.Context, key, holder string, token uint64) (cluster.LeaseView, error)
+	Renew(ctx context.Context, key, holder, secret string, token uint64) (cluster.LeaseView, error)
 	RenewMany(ctx context.Context, holder string, refs []cluster.LeaseRef) ([]cluster.RenewResult, error)
 	Get(ctx context.Context, key string, c cluster.Consistency) (cluster.LeaseView, error)
 	ListPage(ctx context.Context, f fsm.Filter, p fsm.Page, c cluster.Consistency) (cluster.LeasePage, error)
