@@ -138,6 +138,7 @@ type raftMembership interface {
 	GetConfiguration() raft.ConfigurationFuture
 	AddVoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
 	AddNonvoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
+	DemoteVoter(raft.ServerID, uint64, time.Duration) raft.IndexFuture
 	RemoveServer(raft.ServerID, uint64, time.Duration) raft.IndexFuture
 }
 

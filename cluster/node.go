@@ -93,6 +93,12 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
 	}
+	if err := checkOwnCertificate(cfg); err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	if !cfg.TLS.Enabled() && cfg.Transport == nil {
+		cfg.Logger.Named("node").Warn("raft and gossip run without tls: anyone who reaches the gossip and raft ports can join the cluster or take a server's raft slot; set -tls-cert-file, -tls-key-file and -tls-ca-file (docs/production.md)")
+	}
 	n := &Node{
 		cfg:            cfg,
 		log:            cfg.Logger.Named("node"),
@@ -211,7 +217,12 @@ func (n *Node) openRaft() error {
 	}
 	n.snaps = snaps
 	n.trans = cfg.Transport
-	dial := confirmDialer(cfg.ConfirmDial)
+	var dial confirmDialer
+	if cfg.ConfirmDial != nil {
+		dial = func(_ raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+			return cfg.ConfirmDial(addr, timeout)
+		}
+	}
 	if n.trans == nil {
 		addr, err := resolveTCP(cfg.RaftAddr)
 		if err != nil {
@@ -226,7 +237,9 @@ func (n *Node) openRaft() error {
 		}
 	}
 	if dial == nil {
-		dial = func(raft.ServerAddress, time.Duration) (net.Conn, error) { return nil, errNoConfirmChannel }
+		dial = func(raft.ServerID, raft.ServerAddress, time.Duration) (net.Conn, error) {
+			return nil, errNoConfirmChannel
+		}
 	}
 	n.confirm = newConfirmer(raft.ServerID(cfg.NodeID), dial, roundTimeout(cfg), cfg.Logger.Named("confirm"))
 	rc := raft.DefaultConfig()
