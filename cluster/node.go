@@ -30,7 +30,10 @@ type Node struct {
 	lessor  *lessor
 	verify  *verifier
 	confirm *confirmer
-	inbound connSet // confirmation connections served (confirm_serve.go)
+	// httpAddrs are the HTTP addresses servers gave over their Raft
+	// ports (leader_addr.go).
+	httpAddrs *httpAddrs
+	inbound   connSet // confirmation connections served (confirm_serve.go)
 	// applied waits for the state machine to reach an index (applied.go).
 	applied appliedIndex
 	metrics *metrics
@@ -242,6 +245,10 @@ func (n *Node) openRaft() error {
 		}
 	}
 	n.confirm = newConfirmer(raft.ServerID(cfg.NodeID), dial, roundTimeout(cfg), cfg.Logger.Named("confirm"))
+	n.httpAddrs = newHTTPAddrs(func(id raft.ServerID, addr raft.ServerAddress) (string, error) {
+		return askHTTPAddr(dial, id, addr, 2*time.Second)
+	})
+	n.httpAddrs.changed = n.statusChanged.fire
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout

@@ -22,7 +22,18 @@ type identityPolicy struct {
 	// movesVoters: a voter that gossip announces at another address is
 	// moved there as a voter (instead of coming back as a non-voter).
 	movesVoters bool
+	// gossipForwarding: a server's HTTP address (where followers forward
+	// and clients follow the leader) is the one the first proven gossip
+	// member announcing its id gives, instead of the server's own answer
+	// over its Raft port (leader_addr.go).
+	gossipForwarding bool
 }
+
+// ServerIDsChecked reports whether this build checks the node id that a
+// server's certificate names wherever a server is dialled (Raft, the
+// leadership rounds, the admission proof, forwarding): true in every build
+// but the negative control of the fault suite (tenure_unsafe_identity).
+func ServerIDsChecked() bool { return peerIdentity.checkIDs }
 
 // checkOwnCertificate refuses a server whose own certificate names another
 // node id than its own, or none: its peers would refuse it (with TLS,

@@ -431,7 +431,8 @@ func (f gossipKeyFlag) Set(s string) error {
 // httpsConfig loads the TLS files: the listener's configuration, and the
 // client that forwards to the leader over https with this server's own
 // certificate, verifying that the leader holds the server role of
-// clusterName (not merely a certificate for the address it announced).
+// clusterName and that its certificate names the leader's node id (not
+// merely a certificate for the address it gave).
 // Both are nil when TLS is off.
 func httpsConfig(f certs.Files, clusterName string) (*tls.Config, *http.Client, error) {
 	if !f.Enabled() {
@@ -445,13 +446,11 @@ func httpsConfig(f certs.Files, clusterName string) (*tls.Config, *http.Client, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("tls: %w", err)
 	}
-	out.InsecureSkipVerify = true // VerifyConnection checks chain, role and usages
-	out.VerifyConnection = certs.VerifyServerConnection(out.RootCAs, clusterName)
-	forward := &http.Client{Transport: &http.Transport{
-		TLSClientConfig:     out,
-		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-	}}
+	forward := httpapi.NewForwardClient(out, func(id string) func(tls.ConnectionState) error {
+		if !cluster.ServerIDsChecked() {
+			return certs.VerifyServerConnection(out.RootCAs, clusterName)
+		}
+		return certs.VerifyServerIDConnection(out.RootCAs, clusterName, id)
+	})
 	return in, forward, nil
 }
