@@ -88,7 +88,10 @@ func slotHeld(t *testing.T, c *inproc.Cluster, id, addr, bad string) error {
 func TestRelayNeverTakesADeadVotersSlotWithTLS(t *testing.T) {
 	p := newPKI(t)
 	files := map[string]certs.Files{}
+	var mu sync.Mutex
 	c := gossipCluster(t, 3, func(cfg *cluster.Config) {
+		mu.Lock()
+		defer mu.Unlock()
 		if _, ok := files[cfg.NodeID]; !ok {
 			files[cfg.NodeID] = p.server(cfg.NodeID, cfg.ClusterName)
 		}
@@ -206,4 +209,38 @@ func TestServerWithoutTLSWarnsAtStart(t *testing.T) {
 	if !strings.Contains(logs.String(), want) {
 		t.Fatalf("the start log lacks %q:\n%s", want, logs.String())
 	}
+}
+
+// Raft's own dials check the id too, not only the admission proof: when
+// a configuration already names a relay to b's Raft port as voter a (as
+// the old leader wrote it), b's dials to "a" meet b's own certificate,
+// which names b, and fail, so b never counts twice. Before, b alone, with
+// the leader stopped, won an election with two votes (its own, and its
+// own again through the relay).
+func TestRaftDialsCheckTheID(t *testing.T) {
+	p := newPKI(t)
+	files := map[string]certs.Files{}
+	var mu sync.Mutex
+	c := inproc.Start(t, 3, inproc.Options{TCP: true, Tweak: func(cfg *cluster.Config) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := files[cfg.NodeID]; !ok {
+			files[cfg.NodeID] = p.server(cfg.NodeID, cfg.ClusterName)
+		}
+		cfg.TLS = files[cfg.NodeID]
+	}})
+	l := c.Leader()
+	a, b := (l+1)%3, (l+2)%3
+	c.Stop(a)
+	relayAddr, _ := relay(t, c.Peer(b).RaftAddr)
+	if err := cluster.RaftOf(c.Node(l)).AddVoter(raft.ServerID(c.Peer(a).ID), raft.ServerAddress(relayAddr), 0, 10*time.Second).Error(); err != nil {
+		t.Fatalf("point voter %s at the relay: %v", c.Peer(a).ID, err)
+	}
+	c.Stop(l)
+	harness.Holds(t, 3*time.Second, func() error {
+		if st := c.Node(b).Status(); st.Role == "leader" {
+			return fmt.Errorf("%s leads alone in term %d: it counted itself twice through the relay", c.Peer(b).ID, st.Term)
+		}
+		return nil
+	})
 }
