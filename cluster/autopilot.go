@@ -257,8 +257,8 @@ func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 			// must stay a majority of the configured size.
 			if keep := g.rules.voters/2 + 1; g.rules.voters == 0 || voters-1 < keep {
 				g.logOnce(m.Name, "server address not changed", fmt.Errorf(
-					"voter %s announces raft address %s, but demoting it would leave %d voters of a configured %d (remove it: tenure operator raft remove-peer)",
-					id, addr, voters-1, g.rules.voters))
+					"voter %s announces raft address %s, but demoting it would leave %d voters of a configured %d (an operator may remove it: tenure operator remove-server %s)",
+					id, addr, voters-1, g.rules.voters, id))
 				continue
 			}
 			if err = g.raft.DemoteVoter(id, 0, 10*time.Second).Error(); err == nil {

@@ -2,15 +2,19 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
@@ -34,7 +38,10 @@ func (f *forgedMeta) MergeRemoteState(buf []byte, _ bool) {}
 // the leader's id, and the forged member got some of the acquisitions,
 // with their tokens.
 func TestForgedMemberNeverReceivesForwardedRequests(t *testing.T) {
-	c := startClusterWith(t, 3, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI})
+	logs := &logBuffer{}
+	c := startClusterWith(t, 3, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: cfg.NodeID, Output: logs, Level: hclog.Info})
+	}})
 	leader, follower := c.follower()
 	var stolen atomic.Int64
 	trap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -93,4 +100,24 @@ func TestForgedMemberNeverReceivesForwardedRequests(t *testing.T) {
 	if got := c.cluster.Node(followerIndex).Status().LeaderHTTPAddr; got != leader.addr {
 		t.Errorf("status names leader address %q, want %q", got, leader.addr)
 	}
+	want := fmt.Sprintf("several gossip members announce one server id: none of them is trusted: server_ids=\"%s (2 members)\"", leader.id)
+	harness.WaitUntil(t, 5*time.Second, "the servers to log the shared id", func() bool { return strings.Contains(logs.String(), want) })
+}
+
+// logBuffer collects the logs of several nodes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
