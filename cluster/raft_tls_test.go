@@ -178,8 +178,10 @@ func TestRaftOverTCPAcceptsAnyPeer(t *testing.T) {
 }
 
 // With TLS, a gossip member is admitted to Raft only when its Raft address
-// proves the server role in a handshake: announcing the cluster's name is
-// not enough.
+// proves the server role, and the id the member announces, in a
+// handshake: announcing the cluster's name is not enough, nor is a
+// server certificate of another id (what a relay to another server's Raft
+// port presents).
 func TestTLSProofOfAServer(t *testing.T) {
 	p := newPKI(t)
 	prove, err := cluster.TLSProof(p.server("n1", "prod"), "prod")
@@ -222,6 +224,7 @@ func TestTLSProofOfAServer(t *testing.T) {
 		ok   bool
 	}{
 		{"a server of the cluster", member("prod", n2), true},
+		{"the right name, a server of the cluster that is another id (a relay)", member("prod", listen(p.server("n3", "prod"))), false},
 		{"the right name, a client certificate", member("prod", listen(clientFiles)), false},
 		{"the right name, a server of another cluster", member("prod", listen(p.server("n2", "staging"))), false},
 		{"the right name, nothing at its Raft address", member("prod", silent.Addr().String()), false},

@@ -87,9 +87,14 @@ func tlsOptions(t *testing.T, pki *testPKI) inproc.Options {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr := &http.Transport{TLSClientConfig: cc}
-			t.Cleanup(tr.CloseIdleConnections)
-			forward[id] = &http.Client{Transport: tr}
+			roots, err := certs.LoadPool(files.CAFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forward[id] = NewForwardClient(cc, func(id string) func(tls.ConnectionState) error {
+				return certs.VerifyServerIDConnection(roots, certs.DefaultClusterName, id)
+			})
+			t.Cleanup(forward[id].CloseIdleConnections)
 			return sc
 		}
 		opts.Serve = func(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {

@@ -62,6 +62,10 @@ type Node interface {
 	IsLeader() bool
 	ID() string
 	LeaderHTTPAddr() string
+	// LeaderHTTP is the leader's id and the HTTP address it gave itself
+	// (never one that gossip announced), waiting until ctx ends for an
+	// answer not yet in.
+	LeaderHTTP(ctx context.Context) (id, addr string)
 	LastContact() time.Duration
 	Health() cluster.NodeHealth
 

@@ -47,14 +47,15 @@ type Config struct {
 	// MaxBlockingWait caps the wait of blocking queries.
 	MaxBlockingWait time.Duration
 	// ForwardClient sends forwarded requests; it must not time out on its
-	// own, since blocking requests may take minutes. With TLS on, its
-	// transport verifies the leader against the cluster's CA and presents
-	// this server's own certificate.
+	// own, since blocking requests may take minutes. With TLS on, make it
+	// with NewForwardClient: it presents this server's own certificate and
+	// accepts only a certificate of the cluster's CA that names the node
+	// id of the server the request is for.
 	ForwardClient *http.Client
 	// ForwardScheme is "http", or "https" when the servers serve the API
-	// over TLS. The leader's address announced over gossip is host:port;
-	// the scheme comes from here, since every server of a cluster runs
-	// TLS or none does.
+	// over TLS. The leader's address (Node.LeaderHTTP) is host:port; the
+	// scheme comes from here, since every server of a cluster runs TLS or
+	// none does.
 	ForwardScheme string
 	// MetricsOpen serves /metrics without a token while ACLs are on
 	// (otherwise it needs the operator right).
