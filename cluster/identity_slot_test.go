@@ -123,7 +123,7 @@ func TestRelayNeverTakesADeadVotersSlotWithTLS(t *testing.T) {
 	// restarted voter and the leader still commit.
 	c.Stop(other)
 	if err := c.OnLeader(20*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "k", Holder: "h", TTL: time.Minute})
+		_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute})
 		return err
 	}); err != nil {
 		t.Fatalf("acquire with the restarted voter and the leader: %v", err)
