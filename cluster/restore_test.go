@@ -44,7 +44,7 @@ func TestRestoreSnapshotThroughRaft(t *testing.T) {
 	}
 	highest := d.Token
 
-	res, err := leader.RestoreSnapshot(ctx, backup, 0)
+	res, err := leader.RestoreSnapshot(ctx, backup, cluster.RestoreOptions{})
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -98,7 +98,7 @@ func TestRestoreRefusesADamagedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	backup[len(backup)/2] ^= 0x40
-	_, err = leader.RestoreSnapshot(ctx, backup, 0)
+	_, err = leader.RestoreSnapshot(ctx, backup, cluster.RestoreOptions{})
 	var inv *cluster.InvalidError
 	if !errors.As(err, &inv) || inv.Field != "snapshot" {
 		t.Fatalf("restore of a damaged snapshot: %v, want an InvalidError on field snapshot", err)

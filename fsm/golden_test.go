@@ -332,8 +332,6 @@ var goldenSnapshots = []struct {
 	{
 		file:    "snapshot-v5.golden",
 		version: 5,
-		current: true,
-		log:     goldenLogV5,
 		want: decodedSnapshot{
 			Index: 58,
 			Term:  3,
@@ -348,6 +346,29 @@ var goldenSnapshots = []struct {
 				drained:         []string{"w-b", "w-d"},
 				acl:             goldenACL(),
 				clusterID:       goldenClusterID,
+			},
+		},
+	},
+	{
+		file:    "snapshot-v6.golden",
+		version: 6,
+		current: true,
+		log:     goldenLogV6,
+		want: decodedSnapshot{
+			Index: 60,
+			Term:  3,
+			State: state{
+				lastToken:       9,
+				establishedTerm: 3,
+				leaseIndex:      56,
+				leases:          goldenLeasesV4(),
+				groupIndex:      53,
+				groups:          goldenGroupsV4(),
+				controls:        goldenControlsV4(),
+				drained:         []string{"w-b", "w-d"},
+				acl:             goldenACL(),
+				clusterID:       goldenClusterID,
+				backupKey:       goldenBackupKey,
 			},
 		},
 	},
@@ -427,6 +448,8 @@ var goldenCommandsV2 = append(slices.Clone(goldenCommandsV1),
 		{Key: "elections/scheduler", Token: 300, ModifyIndex: 41, Left: 7250 * time.Millisecond},
 		{Key: "scene-01", Token: 17, ModifyIndex: 9, Left: 0},
 	}}},
+	// The backup key, added after the lines above were written.
+	namedCommand{"backup-key", BackupKey{Key: goldenBackupKey}},
 )
 
 var goldenCommands = []struct {
@@ -542,6 +565,7 @@ func formatSnapshot(s decodedSnapshot) string {
 	}
 	b.WriteString("\n" + aclString(s.State.acl))
 	fmt.Fprintf(&b, "\ncluster_id %q", s.State.clusterID)
+	fmt.Fprintf(&b, "\nbackup_key %x", s.State.backupKey)
 	return b.String()
 }
 
