@@ -307,3 +307,33 @@ func (st *state) restamp(index uint64) {
 		down(&w.Index)
 	}
 }
+
+// PrepareRecovery rewrites snapshot b (a Raft snapshot of this format,
+// not a backup) for a server recovered alone after its cluster lost a
+// quorum for good, when the lost servers may have handed out tokens up to
+// floor, above the snapshot's counter: the survivor then missed grants,
+// and any lease it holds may have been granted since to another holder.
+// The counter is raised to floor and every held lease is freed (reason
+// revoked), keeping its token, so that no key's token goes backwards and
+// no key has two holders. With floor at or below the counter it returns
+// b unchanged. It returns how many leases it freed.
+func PrepareRecovery(b []byte, floor uint64) ([]byte, int, error) {
+	st, index, term, err := decodeSnapshot(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	if floor <= st.lastToken {
+		return b, 0, nil
+	}
+	st.lastToken = floor
+	freed := 0
+	for i, l := range st.leases {
+		if l.Held {
+			c := *l
+			c.Held, c.Reason, c.Ending = false, ReasonRevoked, ReasonNone
+			st.leases[i] = &c
+			freed++
+		}
+	}
+	return encodeSnapshotSized(st, index, term, len(b)), freed, nil
+}

@@ -275,3 +275,33 @@ func TestRestoreKeepsTheRunningACLState(t *testing.T) {
 		}
 	}
 }
+
+// TestPrepareRecoveryFreesWhatMayHaveChangedHands: a floor above the
+// counter raises it and frees every held lease, keeping its token; a
+// floor at or below it changes nothing.
+func TestPrepareRecoveryFreesWhatMayHaveChangedHands(t *testing.T) {
+	n := newNode(t)
+	n.one(acquire("a", "h1"))
+	n.one(End{Key: "a"})
+	n.one(acquire("b", "h2"))
+	snap := n.m.snapshotBytes()
+	if out, freed, err := PrepareRecovery(snap, 2); err != nil || freed != 0 || !bytes.Equal(out, snap) {
+		t.Fatalf("floor 2 (the counter): freed %d, %v; want the snapshot unchanged", freed, err)
+	}
+	out, freed, err := PrepareRecovery(snap, 9)
+	if err != nil || freed != 2 {
+		t.Fatalf("floor 9: freed %d, %v; want 2", freed, err)
+	}
+	m := New()
+	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
+		t.Fatal(err)
+	}
+	if m.LastToken() != 9 {
+		t.Errorf("counter %d, want 9", m.LastToken())
+	}
+	for key, token := range map[string]uint64{"a": 1, "b": 2} {
+		if l := m.Get(key); l == nil || l.Held || l.Token != token || l.Ending != ReasonNone {
+			t.Errorf("%s after the recovery: %+v, want free with token %d", key, l, token)
+		}
+	}
+}
