@@ -247,3 +247,71 @@ func TestSnapshotRestoreByAnOperatorKeepsACLsAndTokens(t *testing.T) {
 		t.Errorf("-unverified by the management token: stderr %q, want the warning", r.stderr)
 	}
 }
+
+// TestLargeBackupRestoresWithoutAnElection: three server processes with
+// the default Raft timings hold 10,302 leases, 2,300 of them with the
+// largest metadata a lease may carry; `tenure snapshot save` writes a
+// backup of about 39 MB, and `tenure snapshot restore` puts it back
+// without an election.
+func TestLargeBackupRestoresWithoutAnElection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and restores 39 MB")
+	}
+	c := newCluster(t)
+	c.start(t, 3, "-heartbeat-timeout", "100ms", "-election-timeout", "100ms", "-leader-lease-timeout", "100ms")
+	c.leader(t)
+	cfg := client.DefaultConfig()
+	cfg.Addresses, cfg.Timeout = c.httpAddrs(), 30*time.Second
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	meta := map[string]string{}
+	for i := range 16 {
+		meta[fmt.Sprintf("k%02d%s", i, strings.Repeat("k", 61))] = strings.Repeat(string(rune('a'+i)), 1024)
+	}
+	const leases, full, workers = 10302, 2300, 8
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := w; i < leases; i += workers {
+				req := client.AcquireRequest{Holder: fmt.Sprintf("worker-%d", i%50), TTL: 30 * time.Minute}
+				if i < full {
+					req.Metadata = meta
+				}
+				if _, _, err := cl.Leases().Acquire(ctx, fmt.Sprintf("big/%05d", i), req); err != nil {
+					errs <- fmt.Errorf("acquire big/%05d: %w", i, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"TENURE_HTTP_ADDR=" + strings.Join(c.httpAddrs(), ",")}
+	file := filepath.Join(t.TempDir(), "backup.snap")
+	mustRunTenure(t, env, "snapshot", "save", file)
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.leader(t)
+	term := c.mustStatus(t, l).Term
+	start := time.Now()
+	out := mustRunTenure(t, env, "snapshot", "restore", file)
+	t.Logf("restored %d bytes in %v: %s", fi.Size(), time.Since(start).Round(time.Millisecond), out.stdout)
+	if !strings.Contains(out.stdout, "10302 leases") {
+		t.Errorf("restore printed %q, want 10302 leases", out.stdout)
+	}
+	for i := range c.nodes {
+		if st := c.mustStatus(t, i); st.Term != term {
+			t.Errorf("server %s in term %d after the restore, want %d: the restore cost an election", c.nodes[i].id, st.Term, term)
+		}
+	}
+}
