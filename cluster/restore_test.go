@@ -107,3 +107,29 @@ func TestRestoreRefusesADamagedSnapshot(t *testing.T) {
 		t.Fatalf("a after the refused restore: %+v, %v; want held", v, err)
 	}
 }
+
+// TestLeaderDoesNotEstablishDuringARestore: while a restore holds writes
+// back and has halted the leader's proposer, the leader does not try to
+// establish again (each attempt put a barrier in the log, which made a
+// restore that took longer than a heartbeat timeout to prepare give up);
+// once the restore lets writes through, it establishes and serves.
+func TestLeaderDoesNotEstablishDuringARestore(t *testing.T) {
+	c := inproc.Start(t, 3, inproc.Options{})
+	leader := c.Node(c.Leader())
+	r := cluster.RaftOf(leader)
+	release := cluster.HoldWritesAsARestore(leader)
+	before := r.LastIndex()
+	// Ten heartbeat timeouts: the lead loop retried every one of them.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); <-tick.C {
+		if got := r.LastIndex(); got != before {
+			release()
+			t.Fatalf("the log moved from index %d to %d while a restore held writes back", before, got)
+		}
+	}
+	release()
+	harness.WaitUntil(t, 5*time.Second, "the leader serves again after the restore", func() bool {
+		return cluster.Serving(leader)
+	})
+}
