@@ -83,8 +83,8 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRunTenure(t, nil, "snapshot", "inspect", "-json", file).stdout), &info); err != nil {
 		t.Fatalf("inspect -json: %v", err)
 	}
-	if info.Held != 2 || info.LastToken != a.Token()+1 || info.ClusterID == "" {
-		t.Errorf("inspect = %+v, want 2 held, last token %d, a cluster id", info, a.Token()+1)
+	if info.Held != 2 || info.LastToken != a.Token()+1 || info.ClusterID == "" || !info.Signed {
+		t.Errorf("inspect = %+v, want 2 held, last token %d, a cluster id, signed", info, a.Token()+1)
 	}
 
 	// After the backup: a changes hands, c is new, b is released.
