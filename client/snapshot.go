@@ -96,8 +96,8 @@ type RestoreOptions struct {
 	TokenFloor uint64
 	// Unverified restores a backup that the cluster did not sign: one of
 	// another cluster, an edited one, or one written before signed
-	// backups. Without it such a backup is refused (ErrInvalid, code
-	// invalid_body, field snapshot). It needs the acl right.
+	// backups. Without it such a backup is refused (ErrBackupUnverified).
+	// It needs the acl right.
 	Unverified bool
 }
 

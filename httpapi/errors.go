@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 )
 
 // fieldCodes maps the field named by a cluster.InvalidError, or by a JSON
@@ -94,6 +95,7 @@ var codeStatus = map[string]int{
 	client.CodeNotHolder:           http.StatusConflict,
 	client.CodeCASFailed:           http.StatusConflict,
 	client.CodeCompacted:           http.StatusGone,
+	client.CodeBackupUnverified:    http.StatusBadRequest,
 }
 
 // sentinelCodes maps the cluster's sentinel errors to their codes, first
@@ -172,6 +174,8 @@ func writeError(w http.ResponseWriter, err error) {
 		}
 	case errors.As(err, &lost):
 		body.Error, body.Reason = client.CodeLeaseLost, lost.Reason
+	case errors.As(err, &inv) && errors.Is(err, fsm.ErrUnverifiedBackup):
+		body.Error, body.Field = client.CodeBackupUnverified, inv.Field
 	case errors.As(err, &inv):
 		body.Error, body.Field = fieldCode(inv.Field), inv.Field
 	default:

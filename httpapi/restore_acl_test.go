@@ -61,8 +61,8 @@ func TestUnverifiedRestoreNeedsACL(t *testing.T) {
 	for _, secret := range []string{op, e.boot} {
 		r := doAs(t, secret, "PUT", url+"/v1/snapshot", foreign)
 		r.wantStatus(t, "restore of an unsigned backup without unverified=true", http.StatusBadRequest)
-		if a := r.apiErr(t); a.Error != client.CodeInvalidBody || !strings.Contains(a.Message, "unverified") {
-			t.Errorf("refusal %+v: want invalid_body naming unverified", a)
+		if a := r.apiErr(t); a.Error != client.CodeBackupUnverified || a.Field != "snapshot" || !strings.Contains(a.Message, "unverified") {
+			t.Errorf("refusal %+v: want backup_unverified on field snapshot, naming unverified", a)
 		}
 	}
 	doAs(t, op, "PUT", url+"/v1/snapshot?unverified=true", foreign).wantDenied(t, "unverified=true by an operator", client.CodePermissionDenied, `"acl"`)
