@@ -145,6 +145,12 @@ var (
 	// that is higher.
 	ErrCompacted = errors.New("event history compacted")
 
+	// ErrBackupUnverified: a restore of a backup that the cluster's backup
+	// key did not sign (another cluster's, an edited one, one written
+	// before signed backups), without RestoreOptions.Unverified (code
+	// "backup_unverified", HTTP 400). Nothing changed.
+	ErrBackupUnverified = errors.New("backup not signed by this cluster")
+
 	// ErrStaleToken: FenceValidator.Check refused a fencing token because a
 	// newer token exists for the key, or because the token was never
 	// granted for it. The write that carries it comes from a superseded
@@ -200,6 +206,7 @@ const (
 	CodeNotHolder           = "not_holder"
 	CodeCASFailed           = "cas_failed"
 	CodeCompacted           = "compacted"
+	CodeBackupUnverified    = "backup_unverified"
 )
 
 // codeSentinels maps every error code of the API to the sentinel error an
@@ -249,6 +256,7 @@ var codeSentinels = map[string]error{
 	CodeNotHolder:           ErrNotHolder,
 	CodeCASFailed:           ErrCASFailed,
 	CodeCompacted:           ErrCompacted,
+	CodeBackupUnverified:    ErrBackupUnverified,
 }
 
 // ErrorCodes returns every error code of the HTTP API v1, sorted.

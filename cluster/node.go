@@ -430,6 +430,9 @@ func (n *Node) lead(ctx context.Context) {
 // handed over, if nothing has led since (handover.go). Only then are renewals, acquisitions and expiry
 // served, by the returned proposer. It returns nil, nil when ctx ended.
 func (n *Node) establish(ctx context.Context) (*proposer, error) {
+	if !n.awaitRestore(ctx) {
+		return nil, nil
+	}
 	start := time.Now()
 	if err := n.raft.Barrier(0).Error(); err != nil {
 		return nil, fmt.Errorf("barrier: %w", err)
@@ -448,6 +451,9 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 	}
 	committed := time.Since(start)
 	if err := n.nameCluster(); err != nil {
+		return nil, err
+	}
+	if err := n.keyBackups(); err != nil {
 		return nil, err
 	}
 	n.leaderMu.Lock()

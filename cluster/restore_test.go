@@ -44,7 +44,7 @@ func TestRestoreSnapshotThroughRaft(t *testing.T) {
 	}
 	highest := d.Token
 
-	res, err := leader.RestoreSnapshot(ctx, backup, 0)
+	res, err := leader.RestoreSnapshot(ctx, backup, cluster.RestoreOptions{})
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -98,7 +98,7 @@ func TestRestoreRefusesADamagedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	backup[len(backup)/2] ^= 0x40
-	_, err = leader.RestoreSnapshot(ctx, backup, 0)
+	_, err = leader.RestoreSnapshot(ctx, backup, cluster.RestoreOptions{})
 	var inv *cluster.InvalidError
 	if !errors.As(err, &inv) || inv.Field != "snapshot" {
 		t.Fatalf("restore of a damaged snapshot: %v, want an InvalidError on field snapshot", err)
@@ -106,4 +106,30 @@ func TestRestoreRefusesADamagedSnapshot(t *testing.T) {
 	if v, err := leader.Get(ctx, "a", cluster.Linearizable); err != nil || !v.Held {
 		t.Fatalf("a after the refused restore: %+v, %v; want held", v, err)
 	}
+}
+
+// TestLeaderDoesNotEstablishDuringARestore: while a restore holds writes
+// back and has halted the leader's proposer, the leader does not try to
+// establish again (each attempt put a barrier in the log, which made a
+// restore that took longer than a heartbeat timeout to prepare give up);
+// once the restore lets writes through, it establishes and serves.
+func TestLeaderDoesNotEstablishDuringARestore(t *testing.T) {
+	c := inproc.Start(t, 3, inproc.Options{})
+	leader := c.Node(c.Leader())
+	r := cluster.RaftOf(leader)
+	release := cluster.HoldWritesAsARestore(leader)
+	before := r.LastIndex()
+	// Ten heartbeat timeouts: the lead loop retried every one of them.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); <-tick.C {
+		if got := r.LastIndex(); got != before {
+			release()
+			t.Fatalf("the log moved from index %d to %d while a restore held writes back", before, got)
+		}
+	}
+	release()
+	harness.WaitUntil(t, 5*time.Second, "the leader serves again after the restore", func() bool {
+		return cluster.Serving(leader)
+	})
 }

@@ -154,7 +154,7 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
-	return t >= TypeAcquire && t <= TypeClusterID || t == TypeHandover
+	return t >= TypeAcquire && t <= TypeClusterID || t == TypeBackupKey || t == TypeHandover
 }
 
 func (c Acquire) encode(e *encoder) {
@@ -264,6 +264,8 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 		c = by
 	case TypeClusterID:
 		c = ClusterID{ID: d.string()}
+	case TypeBackupKey:
+		c = BackupKey{Key: d.bytes()}
 	case TypeHandover:
 		c = decodeHandover(d)
 	case TypeEnd:

@@ -352,8 +352,6 @@ var goldenSnapshots = []struct {
 	{
 		file:    "snapshot-v6.golden",
 		version: 6,
-		current: true,
-		log:     goldenLogV6,
 		want: decodedSnapshot{
 			Index: 63,
 			Term:  3,
@@ -368,6 +366,29 @@ var goldenSnapshots = []struct {
 				drained:         []string{"w-b", "w-d"},
 				acl:             goldenACL(),
 				clusterID:       goldenClusterID,
+			},
+		},
+	},
+	{
+		file:    "snapshot-v7.golden",
+		version: 7,
+		current: true,
+		log:     goldenLogV7,
+		want: decodedSnapshot{
+			Index: 65,
+			Term:  3,
+			State: state{
+				lastToken:       11,
+				establishedTerm: 3,
+				leaseIndex:      62,
+				leases:          goldenLeasesV6(),
+				groupIndex:      53,
+				groups:          goldenGroupsV4(),
+				controls:        goldenControlsV4(),
+				drained:         []string{"w-b", "w-d"},
+				acl:             goldenACL(),
+				clusterID:       goldenClusterID,
+				backupKey:       goldenBackupKey,
 			},
 		},
 	},
@@ -457,6 +478,8 @@ var goldenCommandsV2 = append(slices.Clone(goldenCommandsV1),
 		Release{Key: "scene-01", Holder: "tracker-0", Token: 17, SecretHash: HashSecret("0f1e2d3c4b5a69788796a5b4c3d2e1f0")},
 		Acquire{Key: "scene-01", Holder: "tracker-1", TTL: ttl, Time: wall, SecretHash: HashSecret("6b1f0c3e9a2d4f5e8c7b6a5d4e3f2a1b")},
 	}}},
+	// The backup key, added after the lines above were written.
+	namedCommand{"backup-key", BackupKey{Key: goldenBackupKey}},
 )
 
 var goldenCommands = []struct {
@@ -572,6 +595,7 @@ func formatSnapshot(s decodedSnapshot) string {
 	}
 	b.WriteString("\n" + aclString(s.State.acl))
 	fmt.Fprintf(&b, "\ncluster_id %q", s.State.clusterID)
+	fmt.Fprintf(&b, "\nbackup_key %x", s.State.backupKey)
 	return b.String()
 }
 

@@ -110,6 +110,8 @@ type Machine struct {
 	acl aclState
 	// clusterID names the cluster (ClusterID); "" until one is applied.
 	clusterID string
+	// backupKey signs backups (BackupKey); nil until one is applied.
+	backupKey []byte
 	// handover holds the leases of the last Handover, by key, while no
 	// leader has established itself after it; nil otherwise. Snapshots
 	// leave it out.
@@ -250,6 +252,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return m.applyACL(index, cmd)
 	case ClusterID:
 		return m.applyClusterID(c)
+	case BackupKey:
+		return m.applyBackupKey(c)
 	}
 	// Decode never yields anything else; a nested Batch is rejected there.
 	panic(fmt.Sprintf("fsm: no handler for command type %d", cmd.Type()))
@@ -384,6 +388,7 @@ func (m *Machine) Snapshot() (raft.FSMSnapshot, error) {
 			controls:        make(map[string]KeyControl, len(m.controls)),
 			acl:             m.acl.snapshot(),
 			clusterID:       m.clusterID,
+			backupKey:       m.backupKey,
 		},
 		index: m.appliedIndex,
 		term:  m.appliedTerm,
@@ -441,6 +446,7 @@ func (m *Machine) Restore(rc io.ReadCloser) error {
 	m.groupIndex = st.groupIndex
 	m.acl = st.acl
 	m.clusterID = st.clusterID
+	m.backupKey = st.backupKey
 	m.lastToken = st.lastToken
 	m.establishedTerm = st.establishedTerm
 	m.leaseIndex = st.leaseIndex

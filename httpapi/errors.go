@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 )
 
 // fieldCodes maps the field named by a cluster.InvalidError, or by a JSON
@@ -97,6 +98,7 @@ var codeStatus = map[string]int{
 	client.CodeNotHolder:           http.StatusConflict,
 	client.CodeCASFailed:           http.StatusConflict,
 	client.CodeCompacted:           http.StatusGone,
+	client.CodeBackupUnverified:    http.StatusBadRequest,
 }
 
 // sentinelCodes maps the cluster's sentinel errors to their codes, first
@@ -193,6 +195,8 @@ func errorBody(err error) (body client.ErrorBody, status int, answer bool) {
 		}
 	case errors.As(err, &lost):
 		body.Error, body.Reason = client.CodeLeaseLost, lost.Reason
+	case errors.As(err, &inv) && errors.Is(err, fsm.ErrUnverifiedBackup):
+		body.Error, body.Field = client.CodeBackupUnverified, inv.Field
 	case errors.As(err, &inv):
 		body.Error, body.Field = fieldCode(inv.Field), inv.Field
 	default:

@@ -82,7 +82,7 @@ type Node interface {
 	TransferLeadership(ctx context.Context, id string) (string, error)
 	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)
 	Backup(ctx context.Context) ([]byte, error)
-	RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64) (cluster.RestoreResult, error)
+	RestoreSnapshot(ctx context.Context, b []byte, opts cluster.RestoreOptions) (cluster.RestoreResult, error)
 	Keyring() ([]cluster.KeyringView, int, error)
 	ChangeKeyring(op cluster.KeyringMessage) error
 	SendKeyringToWorkers(ctx context.Context, op cluster.KeyringMessage) ([]string, error)

@@ -133,7 +133,8 @@ func TestOpenAPIEnumsAreTheClients(t *testing.T) {
 		want   []string
 	}{
 		{"ErrorCode", client.ErrorCodes()},
-		{"Right", []string{client.RightRead, client.RightWrite, client.RightRevoke, client.RightGroups, client.RightOperator, client.RightACL}},
+		{"Right", []string{client.RightRead, client.RightWrite, client.RightRevoke, client.RightGroups, client.RightOperator, client.RightACL,
+			client.RightMetrics, client.RightDebug}},
 	} {
 		ref := doc.Components.Schemas[tc.schema]
 		if ref == nil || ref.Value == nil {

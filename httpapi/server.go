@@ -198,14 +198,14 @@ func New(cfg Config) (*Server, error) {
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
 	r.HandleFunc("/v1/openapi.yaml", serveOpenAPI).Methods(http.MethodGet) // public documentation: no token
-	metrics := onCluster(fsm.RightOperator)
+	metrics := onCluster(fsm.RightMetrics)
 	if cfg.MetricsOpen {
 		metrics = open
 	}
 	prom := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
 	r.Handle("/metrics", s.local(metrics, plain(prom.ServeHTTP))).Methods(http.MethodGet)
-	r.Handle("/v1/debug/pprof/{profile}", s.local(onCluster(fsm.RightOperator), s.profile)).Methods(http.MethodGet)
-	r.Handle("/v1/debug/logs", s.local(onCluster(fsm.RightOperator), s.recentLogs)).Methods(http.MethodGet)
+	r.Handle("/v1/debug/pprof/{profile}", s.local(onCluster(fsm.RightDebug), s.profile)).Methods(http.MethodGet)
+	r.Handle("/v1/debug/logs", s.local(onCluster(fsm.RightDebug), s.recentLogs)).Methods(http.MethodGet)
 	// The page and its static files hold no data: its script reads the API
 	// with the operator's token.
 	r.HandleFunc("/ui", s.page).Methods(http.MethodGet)
