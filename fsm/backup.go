@@ -331,6 +331,7 @@ func PrepareRecovery(b []byte, floor uint64) ([]byte, int, error) {
 		if l.Held {
 			c := *l
 			c.Held, c.Reason, c.Ending = false, ReasonRevoked, ReasonNone
+			c.SecretHash = "" // nobody acts on a free lease as its holder
 			st.leases[i] = &c
 			freed++
 		}
