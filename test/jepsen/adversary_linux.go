@@ -32,6 +32,10 @@ import (
 // checked while it runs and judged by resAdversary.
 var adversaryNemeses = []string{"forged-voter", "forged-forwarder", "forged-append"}
 
+// restoreNemeses step the cluster back in time: a run that uses them
+// checks what a restore keeps (see oldRestore).
+var restoreNemeses = []string{"old-restore"}
+
 // advNode is the adversary's namespace.
 const advNode = "x1"
 
@@ -39,7 +43,7 @@ const advNode = "x1"
 // resAdversaryMet the check that each attack had its chance (the cluster
 // saw it), without which the first proves nothing.
 const (
-	resAdversary    = "adversary: a worker's credentials take no server's place"
+	resAdversary    = "adversary: no attack and no old restore achieves anything"
 	resAdversaryMet = "nemesis: every attack reached the cluster"
 )
 
@@ -318,6 +322,7 @@ func init() {
 	addNemesis(nemesis{name: "forged-voter", minServers: 3, inject: forgedVoter})
 	addNemesis(nemesis{name: "forged-forwarder", minServers: 3, inject: forgedForwarder})
 	addNemesis(nemesis{name: "forged-append", minServers: 3, inject: forgedAppend})
+	addNemesis(nemesis{name: "old-restore", minServers: 1, inject: oldRestore})
 }
 
 // forgedAppend: the adversary dials a follower's Raft port from its own
@@ -414,4 +419,98 @@ func (w *world) forgedLeases(ctx context.Context) []string {
 		}
 	}
 	return out
+}
+
+// oldRestore: an operator's restore of an old backup, in the order of the
+// finding it guards against. The nemesis acquires restoreKey as alice and
+// saves a backup; alice releases, bob acquires (a larger token) and
+// releases; the workloads go on for the hold. Then the nemesis reads
+// every key's token, restores the backup and reads them again. A key's
+// token may never go backwards (README, guarantees): alice's lease of the
+// backup, whose key has since been granted to bob, comes back free with
+// bob's token, and no other key's token falls either. Met when the
+// restore succeeded.
+//
+// A restore is a deliberate step back in time, so runs that use it check
+// what survives one: tokens, fencing and mutual exclusion (a lease held
+// when the restore runs stays with its holder), not linearizability or
+// the durability of what came after the backup.
+func oldRestore(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+	api, err := w.apiClient(w.sec.token)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	a := attack{nemesis: "old-restore"}
+	none := func() error { return nil }
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// Each step may fail under an earlier fault (no leader yet): then
+	// this fault is a no-op, which resAdversaryMet reports.
+	alice, _, err := api.Leases().Acquire(cctx, restoreKey, client.AcquireRequest{Holder: "alice", TTL: 20 * time.Second})
+	if err != nil {
+		return none, fmt.Sprintf("acquire as alice failed: %v", err), time.Second, nil
+	}
+	backup, _, err := api.Operator().SaveSnapshot(cctx)
+	if err != nil {
+		return none, fmt.Sprintf("backup failed: %v", err), time.Second, nil
+	}
+	if _, err := api.Leases().Release(cctx, restoreKey, "alice", alice.Token); err != nil {
+		return none, fmt.Sprintf("release as alice failed: %v", err), time.Second, nil
+	}
+	bob, _, err := api.Leases().Acquire(cctx, restoreKey, client.AcquireRequest{Holder: "bob", TTL: 20 * time.Second})
+	if err != nil {
+		return none, fmt.Sprintf("acquire as bob failed: %v", err), time.Second, nil
+	}
+	if _, err := api.Leases().Release(cctx, restoreKey, "bob", bob.Token); err != nil {
+		return none, fmt.Sprintf("release as bob failed: %v", err), time.Second, nil
+	}
+	hold := between(rng, 3*time.Second, 6*time.Second)
+	a.desc = fmt.Sprintf("backup while alice held %s (token %d); bob took it (token %d) and let it go; restore %v later", restoreKey, alice.Token, bob.Token, hold.Round(time.Second))
+	undo := func() error {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		before, err := w.keyTokens(cctx, api)
+		if err != nil {
+			a.desc += fmt.Sprintf("; tokens not read before: %v", err)
+		} else if _, _, err := api.Operator().RestoreSnapshot(cctx, backup, 0); err != nil {
+			a.desc += fmt.Sprintf("; restore failed: %v", err)
+		} else {
+			a.met = true
+			after, err := w.keyTokens(cctx, api)
+			if err != nil {
+				return fmt.Errorf("old-restore: tokens after the restore: %w", err)
+			}
+			for k, t := range before {
+				if after[k] < t {
+					a.achieved = append(a.achieved, fmt.Sprintf("%s's token went back from %d to %d", k, t, after[k]))
+				}
+			}
+		}
+		w.adv.mu.Lock()
+		w.adv.attacks = append(w.adv.attacks, a)
+		w.adv.mu.Unlock()
+		return nil
+	}
+	return undo, a.desc, hold, nil
+}
+
+// restoreKey is the key of the old-restore nemesis.
+const restoreKey = "adversary/rk"
+
+// keyTokens reads every key's token (held or free: a free key keeps its
+// last one) with a linearizable list, retried until ctx ends.
+func (w *world) keyTokens(ctx context.Context, api *client.Client) (map[string]uint64, error) {
+	for {
+		leases, _, err := api.Leases().List(ctx, nil, nil)
+		if err == nil {
+			out := make(map[string]uint64, len(leases))
+			for _, l := range leases {
+				out[l.Key] = l.Token
+			}
+			return out, nil
+		}
+		if !sleep(ctx, 200*time.Millisecond) {
+			return nil, err
+		}
+	}
 }

@@ -26,6 +26,9 @@ const (
 	// tagUnsafePlainRaft: servers start with ACLs on an unauthenticated
 	// Raft port.
 	tagUnsafePlainRaft = "tenure_unsafe_plainraft"
+	// tagUnsafeRestore: a restore takes the backup's leases and tokens as
+	// they are.
+	tagUnsafeRestore = "tenure_unsafe_restore"
 )
 
 // builder compiles the server and the agent once per set of tags.
