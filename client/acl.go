@@ -294,7 +294,7 @@ func (a *ACLAPI) policy(ctx context.Context, r *request) (*ACLPolicy, error) {
 // RegisterWorker tells a cluster with ACLs enabled that this client's
 // token vouches for worker id serving groups. The balancer then plans keys
 // of those groups to the worker (while gossip shows it alive and the token
-// still allows it: read on each group, write on its keys, and a holder
+// still allows it: read on each group, read and write on its keys, and a holder
 // binding, if any, that the id's holders fit). Worker.Run calls it when
 // the client has a token. ErrACLDisabled from a cluster without ACLs.
 func (g *GroupsAPI) RegisterWorker(ctx context.Context, id string, groups []string) error {

@@ -32,7 +32,7 @@ type NodeStatus struct {
 	Servers   []ServerInfo `json:"servers"`
 	// NotReady says why this node must not be counted on although it may
 	// answer: a failed write of its Raft log or stable store (a full
-	// disk), or an applied index too far behind the leader's commit index
+	// disk), a failed snapshot with none succeeding since, or an applied index too far behind the leader's commit index
 	// (GET /readyz answers 503 with the same reason). Empty when neither.
 	NotReady string `json:"not_ready,omitempty"`
 	// LeaderCommitIndex is the highest commit index this node has heard
@@ -46,6 +46,11 @@ type NodeStatus struct {
 	// and stable stores since it started; LastDiskError is the last one.
 	DiskWriteErrors uint64 `json:"disk_write_errors"`
 	LastDiskError   string `json:"last_disk_error,omitempty"`
+	// SnapshotWriteErrors counts the snapshots the node failed to write
+	// since it started; LastSnapshotError is the last failure. A node
+	// whose last snapshot failed is not ready until one succeeds.
+	SnapshotWriteErrors uint64 `json:"snapshot_write_errors"`
+	LastSnapshotError   string `json:"last_snapshot_error,omitempty"`
 }
 
 // ServerInfo is one server of the Raft configuration.

@@ -91,8 +91,12 @@ type Group struct {
 	Stuck      []string `json:"stuck,omitempty"`
 	// Next, in one page of the group (GetPage), is the cursor of the next
 	// page of Keys; empty after the last one. The workers' counts cover
-	// every key of the group on every page.
+	// every key of the group that the token may read, on every page.
 	Next string `json:"next"`
+	// HiddenKeys is the number of the group's keys (of the whole group,
+	// on every page) that the answer left out, from Keys and from the
+	// workers' counts, because the token may not read them (ACLs on).
+	HiddenKeys int `json:"hidden_keys"`
 }
 
 // KeyControl is an operator's controls of a key. Key names it in answers;

@@ -147,10 +147,12 @@ type Readiness struct {
 	Reason   string `json:"reason,omitempty"`
 	// BehindEntries and BehindFor (a duration string) are how far, and
 	// for how long, the node's applied index trails the leader's commit
-	// index; DiskWriteErrors counts its failed Raft store writes.
-	BehindEntries   uint64 `json:"behind_entries"`
-	BehindFor       string `json:"behind_for"`
-	DiskWriteErrors uint64 `json:"disk_write_errors"`
+	// index; DiskWriteErrors counts its failed Raft store writes, and
+	// SnapshotWriteErrors its failed snapshots.
+	BehindEntries       uint64 `json:"behind_entries"`
+	BehindFor           string `json:"behind_for"`
+	DiskWriteErrors     uint64 `json:"disk_write_errors"`
+	SnapshotWriteErrors uint64 `json:"snapshot_write_errors"`
 }
 
 // GroupList is one page of the answer of GET /v1/groups, by name. Next
@@ -181,6 +183,10 @@ type Assignment struct {
 	// Next is the cursor of the next page of the plan (by key); empty
 	// after the last one.
 	Next string `json:"next"`
+	// HiddenKeys is the number of targets this page left out because the
+	// token may not read their keys (ACLs on); summed over every page,
+	// all of them.
+	HiddenKeys int `json:"hidden_keys"`
 }
 
 // DrainBody is the body of POST /v1/workers/{id}/drain; without a body, or

@@ -494,7 +494,8 @@ func (a ACL) Policy(ctx context.Context, name string, c Consistency) (*fsm.ACLPo
 // WorkerAllowed says whether a worker whose requests carry a's token may
 // serve group: its holders (the id and a '#' suffix) must fit the token's
 // holder binding, it must be able to read the group (to watch its plan),
-// and to acquire every key the group has now.
+// and to read and acquire every key the group has now (the plan leaves
+// out the keys a token may not read).
 func (n *Node) WorkerAllowed(a *Authorizer, worker, group string) error {
 	if err := a.AllowHolder(worker + "#"); err != nil {
 		return err
@@ -504,7 +505,7 @@ func (n *Node) WorkerAllowed(a *Authorizer, worker, group string) error {
 	}
 	if g := n.machine.Group(group); g != nil {
 		for _, k := range g.Keys {
-			if err := a.Allow(fsm.RightWrite, "key", k); err != nil {
+			if err := a.Allow(fsm.RightRead|fsm.RightWrite, "key", k); err != nil {
 				return err
 			}
 		}

@@ -253,7 +253,7 @@ func TestWorkerAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := n.ACL().SetPolicy(ctx, cluster.PolicySpec{Name: "workers", Rules: []fsm.ACLRule{
-		{Prefix: "parts", Rights: fsm.RightRead}, {Prefix: "parts/", Rights: fsm.RightWrite}}}); err != nil {
+		{Prefix: "parts", Rights: fsm.RightRead}, {Prefix: "parts/", Rights: fsm.RightWrite}, {Prefix: "blind/", Rights: fsm.RightWrite}}}); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := n.ACL().CreateToken(ctx, cluster.TokenSpec{Policies: []string{"workers"}, HolderPrefix: "worker-"})
@@ -291,6 +291,20 @@ func TestWorkerAdmission(t *testing.T) {
 		t.Error("worker admitted to a group with a key its token cannot acquire")
 	}
 	if _, err := n.GroupKeys(ctx, "parts", nil, []string{"secret/1"}); err != nil {
+		t.Fatal(err)
+	}
+	// Nor one it may acquire but not read: the group's answers leave such
+	// keys out, so the worker would never see its targets there.
+	if _, err := n.GroupKeys(ctx, "parts", []string{"blind/1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cluster.AdmitWorker(n, "worker-1", "parts") {
+		t.Error("worker admitted to a group with a key its token may acquire but not read")
+	}
+	if err := n.RegisterWorker(ctx, a, "worker-1", []string{"parts"}); !errors.Is(err, cluster.ErrPermissionDenied) || !strings.Contains(err.Error(), `"blind/1"`) {
+		t.Errorf("registering for a group with a key the token cannot read: %v, want permission denied naming blind/1", err)
+	}
+	if _, err := n.GroupKeys(ctx, "parts", nil, []string{"blind/1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.ACL().DeleteToken(ctx, tok.AccessorID); err != nil {

@@ -12,6 +12,10 @@ import (
 	"github.com/tenure-io/tenure/cluster/certs"
 )
 
+// ErrACLsNeedAuthenticatedRaft is wrapped by Validate for a configuration
+// with ACLs on whose Raft would listen on plain TCP.
+var ErrACLsNeedAuthenticatedRaft = errors.New("ACLs need authenticated Raft")
+
 // Peer names a server of a statically bootstrapped cluster.
 type Peer struct {
 	ID       string
@@ -110,6 +114,9 @@ type Config struct {
 	// wrapLogStore, if set, wraps the Raft log store (tests inject disk
 	// faults through export_test.go).
 	wrapLogStore func(raft.LogStore) raft.LogStore
+	// wrapSnapshotStore, if set, wraps the Raft snapshot store (tests
+	// inject failed snapshot writes through export_test.go).
+	wrapSnapshotStore func(raft.SnapshotStore) raft.SnapshotStore
 
 	// MinTTL and MaxTTL bound the TTL of every acquisition. MinTTL must be
 	// at least twice ElectionTimeout, so a lease outlives a failover.
@@ -163,7 +170,8 @@ type Config struct {
 
 	// ACLEnabled makes every request need a token with the right for it
 	// (package httpapi enforces it), and the balancer plan keys only to
-	// workers admitted by a token (RegisterWorker).
+	// workers admitted by a token (RegisterWorker). It needs authenticated
+	// Raft: TLS set, or a Transport of the caller's (ValidateRaftAuth).
 	ACLEnabled bool
 	// ACLDefaultPolicy is what a request without a token may do while
 	// ACLs are enabled: ACLDeny (nothing) or ACLAllow (everything but acl).
@@ -182,7 +190,10 @@ type Config struct {
 	// bounds the Raft handshake (connlimit.go).
 	Conns ConnLimits
 
-	// Transport replaces the TCP transport (tests use raft.InmemTransport).
+	// Transport replaces the TCP transport: Raft then opens no port of its
+	// own (raft.InmemTransport: tests, and `tenure server -dev`). With
+	// ACLEnabled, the caller vouches that only the cluster's servers can
+	// reach it.
 	Transport raft.Transport
 	// ConfirmDial, with Transport, connects to the leadership-confirmation
 	// channel of the server at a Raft address (on TCP it shares the Raft
@@ -379,6 +390,9 @@ func (c Config) Validate() error {
 	if c.StuckCheck < time.Millisecond || c.StuckCheck > time.Minute {
 		bad("stuck-check: %v is outside [1ms, 1m]", c.StuckCheck)
 	}
+	if err := c.ValidateRaftAuth(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.ACLDefaultPolicy != ACLDeny && c.ACLDefaultPolicy != ACLAllow {
 		bad("acl-default-policy: %q is neither %q nor %q", c.ACLDefaultPolicy, ACLDeny, ACLAllow)
 	}
@@ -398,6 +412,21 @@ func (c Config) Validate() error {
 		bad("logger: required")
 	}
 	return errors.Join(errs...)
+}
+
+// ValidateRaftAuth refuses ACLs on a Raft port that authenticates nobody:
+// with ACLEnabled, Raft must run over mutual TLS (TLS set) or over the
+// caller's Transport (no port of Raft's own). A plain Raft port takes one
+// forged AppendEntries of a newer term from anyone who reaches it, and
+// the cluster commits whatever it carries: a lease, or a management token
+// (docs/adr/0027-acls-need-authenticated-raft.md). The error wraps
+// ErrACLsNeedAuthenticatedRaft. Builds with tenure_unsafe_plainraft (a
+// negative control, never a release) skip the check.
+func (c Config) ValidateRaftAuth() error {
+	if !c.ACLEnabled || c.TLS.Enabled() || c.Transport != nil || plainRaftACLs {
+		return nil
+	}
+	return fmt.Errorf("acl-enabled: %w: Raft would listen on plain TCP at %s, where one forged request of anyone who reaches it writes any entry, tokens included; set TLS (a server certificate, its key and the CA: Raft over mutual TLS)", ErrACLsNeedAuthenticatedRaft, c.RaftAddr)
 }
 
 // Voters is the configured size of the cluster: how many voters the

@@ -34,3 +34,9 @@ func SetFreeKeySweep(cfg *Config, d time.Duration) { cfg.freeKeySweep = d }
 
 // WrapLogStore makes the node wrap its Raft log store with f (disk faults).
 func WrapLogStore(cfg *Config, f func(raft.LogStore) raft.LogStore) { cfg.wrapLogStore = f }
+
+// WrapSnapshotStore makes the node wrap its Raft snapshot store with f
+// (failed snapshot writes).
+func WrapSnapshotStore(cfg *Config, f func(raft.SnapshotStore) raft.SnapshotStore) {
+	cfg.wrapSnapshotStore = f
+}

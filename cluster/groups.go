@@ -291,6 +291,9 @@ type GroupView struct {
 	// next page of Keys starts after: GroupPage sets them.
 	Targets, Holds map[string]int
 	Next           string
+	// Hidden is the number of the group's keys that GroupPage left out
+	// because the reader may not see them.
+	Hidden int
 }
 
 // Group reads a group. ErrNotFound if it does not exist.

@@ -60,8 +60,12 @@ func (a ACL) TokensPage(ctx context.Context, after string, limit int, c Consiste
 // after p.After, in key order), as Group does for all of them; Next is
 // the key the next page starts after ("" after the last page). Targets
 // and Holds count every key of the group, so each page carries the
-// workers' whole counts. ErrNotFound if the group does not exist.
-func (n *Node) GroupPage(ctx context.Context, name string, p fsm.Page, c Consistency) (GroupView, error) {
+// workers' whole counts. A key for which visible (nil: every key) is
+// false is left out of the page and of the counts, and counted in Hidden
+// instead (over the whole group, as the counts are): a token sees no key,
+// target, holder or token it may not read. ErrNotFound if the group does
+// not exist.
+func (n *Node) GroupPage(ctx context.Context, name string, p fsm.Page, c Consistency, visible func(key string) bool) (GroupView, error) {
 	if err := n.readBarrier(ctx, c); err != nil {
 		return GroupView{}, err
 	}
@@ -76,6 +80,10 @@ func (n *Node) GroupPage(ctx context.Context, name string, p fsm.Page, c Consist
 		start = sort.SearchStrings(g.Keys, p.After+"\x00")
 	}
 	for i, k := range g.Keys {
+		if visible != nil && !visible(k) {
+			v.Hidden++
+			continue
+		}
 		lease := n.machine.Get(k)
 		v.Targets[g.Assignment[k]]++
 		if lease != nil && lease.Held {
@@ -106,43 +114,64 @@ func HeldBy(l *fsm.Lease) string {
 	return l.Holder
 }
 
+// AssignmentView is one page of a group's plan (Node.AssignmentPage).
+type AssignmentView struct {
+	// Plan maps key to target worker id.
+	Plan map[string]string
+	// Next is the key the next page starts after, "" after the last page.
+	Next string
+	// Hidden counts the targets this page left out because the reader may
+	// not see their keys; summed over every page, all such targets.
+	Hidden int
+	// Index is that of the group's last change, for blocking queries (of
+	// the placement state when the group does not exist).
+	Index uint64
+}
+
 // AssignmentPage returns one page of the target plan of a group — only
 // the keys of worker when it is not empty — by key after p.After: at most
 // p.Limit targets, the key the next page starts after ("" after the last
 // page), and the index of the group's last change, for blocking queries.
-func (n *Node) AssignmentPage(ctx context.Context, name, worker string, p fsm.Page, c Consistency) (map[string]string, string, uint64, error) {
+// Keys for which visible (nil: every key) is false are left out and
+// counted in Hidden.
+func (n *Node) AssignmentPage(ctx context.Context, name, worker string, p fsm.Page, c Consistency, visible func(key string) bool) (AssignmentView, error) {
 	if err := n.readBarrier(ctx, c); err != nil {
-		return nil, "", 0, err
+		return AssignmentView{}, err
 	}
 	g := n.machine.Group(name)
 	if g == nil {
-		return nil, "", n.machine.GroupIndex(), fmt.Errorf("group %q: %w", name, ErrNotFound)
+		return AssignmentView{Index: n.machine.GroupIndex()}, fmt.Errorf("group %q: %w", name, ErrNotFound)
 	}
-	plan, next := assignmentPage(g, worker, p.After, max(p.Limit, 1))
-	return plan, next, g.ModifyIndex, nil
+	plan, next, hidden := assignmentPage(g, worker, p.After, max(p.Limit, 1), visible)
+	return AssignmentView{Plan: plan, Next: next, Hidden: hidden, Index: g.ModifyIndex}, nil
 }
 
 // assignmentPage returns the targets of g's keys after after (of worker
 // only, when it is not empty): at most limit, examining at most
-// fsm.PageScan × limit keys (at least 1024), and the key the next page
-// starts after ("" after the last key).
-func assignmentPage(g *fsm.Group, worker, after string, limit int) (map[string]string, string) {
+// fsm.PageScan × limit keys (at least 1024), the key the next page
+// starts after ("" after the last key), and how many targets it left out
+// because visible (nil: every key) is false for their keys.
+func assignmentPage(g *fsm.Group, worker, after string, limit int, visible func(string) bool) (map[string]string, string, int) {
 	scan := max(limit*fsm.PageScan, 1024)
 	start := 0
 	if after != "" {
 		start = sort.SearchStrings(g.Keys, after+"\x00")
 	}
 	out := make(map[string]string)
-	examined, last := 0, ""
+	examined, last, hidden := 0, "", 0
 	for _, k := range g.Keys[start:] {
 		if len(out) == limit || examined == scan {
-			return out, last
+			return out, last, hidden
 		}
 		examined++
 		last = k
 		if w, ok := g.Assignment[k]; ok && (worker == "" || w == worker) {
+			if visible != nil && !visible(k) {
+				hidden++
+				continue
+			}
 			out[k] = w
 		}
 	}
-	return out, ""
+	return out, "", hidden
 }

@@ -8,22 +8,25 @@ import (
 var (
 	descDiskWriteErrors = prometheus.NewDesc("tenure_disk_write_errors_total",
 		"Failed writes of this node's Raft log and stable stores (raft.db) since it started: a full or failing disk.", nil, nil)
+	descSnapshotWriteErrors = prometheus.NewDesc("tenure_snapshot_write_errors_total",
+		"Snapshots this node failed to write since it started (taken, installed from the leader or restored): a full or failing disk. /readyz answers 503 until a snapshot succeeds.", nil, nil)
 	descReplicationLagEntries = prometheus.NewDesc("tenure_replication_lag_entries",
 		"Entries this node's applied index trails the highest commit index it has heard the leader announce (its own on the leader).", nil, nil)
 	descReplicationLagSeconds = prometheus.NewDesc("tenure_replication_lag_seconds",
 		"Seconds this node's applied index has trailed a commit index the leader announced; 0 when caught up.", nil, nil)
 	descNodeHealthy = prometheus.NewDesc("tenure_node_healthy",
-		"1 while this node's disk takes writes and its lag is within -ready-max-lag-entries and -ready-max-lag-time (what /readyz checks besides leadership).", nil, nil)
+		"1 while this node's disk takes writes (Raft log, stable store and snapshots) and its lag is within -ready-max-lag-entries and -ready-max-lag-time (what /readyz checks besides leadership).", nil, nil)
 )
 
 func describeHealth(ch chan<- *prometheus.Desc) {
 	ch <- descDiskWriteErrors
+	ch <- descSnapshotWriteErrors
 	ch <- descReplicationLagEntries
 	ch <- descReplicationLagSeconds
 	ch <- descNodeHealthy
 }
 
-// collectHealth sends the disk and lag metrics.
+// collectHealth sends the disk, snapshot and lag metrics.
 func (n *Node) collectHealth(ch chan<- prometheus.Metric) {
 	h := n.Health()
 	healthy := 1.0
@@ -31,6 +34,7 @@ func (n *Node) collectHealth(ch chan<- prometheus.Metric) {
 		healthy = 0
 	}
 	ch <- prometheus.MustNewConstMetric(descDiskWriteErrors, prometheus.CounterValue, float64(h.DiskWriteErrors))
+	ch <- prometheus.MustNewConstMetric(descSnapshotWriteErrors, prometheus.CounterValue, float64(h.SnapshotWriteErrors))
 	ch <- prometheus.MustNewConstMetric(descReplicationLagEntries, prometheus.GaugeValue, float64(h.BehindEntries))
 	ch <- prometheus.MustNewConstMetric(descReplicationLagSeconds, prometheus.GaugeValue, h.BehindFor.Seconds())
 	ch <- prometheus.MustNewConstMetric(descNodeHealthy, prometheus.GaugeValue, healthy)

@@ -42,6 +42,10 @@ type Node struct {
 	// far the applied index trails the leader's commit index (Health).
 	disk *diskHealth
 	lag  *lagTracker
+	// snapDisk records the snapshot writes (Create, Write, Close) of the
+	// snapshot store: a failed one makes the node not ready until a
+	// snapshot succeeds (Health).
+	snapDisk *diskHealth
 
 	// leading is the proposer of the current established term; nil while
 	// this node is not an established leader.
@@ -100,6 +104,7 @@ func New(cfg Config) (*Node, error) {
 		lessor:         newLessor(cfg.Clock),
 		contacts:       newContacts(),
 		disk:           newDiskHealth(time.Now),
+		snapDisk:       newDiskHealth(time.Now),
 		lag:            newLagTracker(time.Now),
 		notifyCh:       make(chan bool, 8),
 		failed:         make(chan error, 1),
@@ -210,6 +215,11 @@ func (n *Node) openRaft() error {
 		return fmt.Errorf("snapshot store: %w", err)
 	}
 	n.snaps = snaps
+	var snapStore raft.SnapshotStore = snaps
+	if cfg.wrapSnapshotStore != nil {
+		snapStore = cfg.wrapSnapshotStore(snapStore)
+	}
+	snapStore = diskSnapshotStore{snapStore, n.snapDisk}
 	n.trans = cfg.Transport
 	dial := confirmDialer(cfg.ConfirmDial)
 	if n.trans == nil {
@@ -243,20 +253,23 @@ func (n *Node) openRaft() error {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("raft config: %w", err)
 	}
-	stable := diskStableStore{store, n.disk}
-	existing, err := raft.HasExistingState(logs, stable, snaps)
+	if err := checkStableStore(store, store, snaps, cfg.DataDir, cfg.NodeID); err != nil {
+		return err
+	}
+	stable := diskStableStore{sealedStable{store}, n.disk}
+	existing, err := raft.HasExistingState(logs, stable, snapStore)
 	if err != nil {
 		return fmt.Errorf("read raft state: %w", err)
 	}
 	n.hadState = existing
-	if ident, err = n.checkLostState(ident, store); err != nil {
+	if ident, err = n.checkLostState(ident, stable); err != nil {
 		return err
 	}
 	if err := checkLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
 	trans, openTransport := withLag(n.trans, n.lag)
-	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snaps, withContacts(trans, n.contacts))
+	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snapStore, withContacts(trans, n.contacts))
 	if err != nil {
 		return err
 	}

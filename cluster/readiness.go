@@ -13,8 +13,9 @@ const (
 
 // NodeHealth is what this node knows of its own ability to serve: how far
 // its applied state trails the leader's commit index, and whether its disk
-// takes writes. A node with a Problem must not be counted on: it answers
-// stale reads from old state, and as a voter it adds no fault tolerance.
+// takes writes (of the Raft log and stable stores, and of snapshots). A
+// node with a Problem must not be counted on: it answers stale reads from
+// old state, and as a voter it adds no fault tolerance.
 type NodeHealth struct {
 	// Problem says why this node is not ready ("" when it is, as far as
 	// the disk and the lag go; leadership is judged elsewhere).
@@ -33,32 +34,51 @@ type NodeHealth struct {
 	DiskWriteErrors uint64
 	LastDiskError   string
 	LastDiskErrorAt time.Time
+	// SnapshotWriteErrors counts the snapshots whose writing failed since
+	// the node started (taken by this node, installed from the leader or
+	// restored from a backup); LastSnapshotError is the last failure, at
+	// LastSnapshotErrorAt. SnapshotFailing is set while no snapshot has
+	// succeeded since the last failure.
+	SnapshotWriteErrors uint64
+	LastSnapshotError   string
+	LastSnapshotErrorAt time.Time
+	SnapshotFailing     bool
 }
 
 // Health reports this node's lag and disk health, and whether either
 // makes it not ready (Config.ReadyMaxLagEntries, ReadyMaxLagTime). It
 // contacts no other node.
 func (n *Node) Health() NodeHealth {
-	return healthOf(n.lag.lag(n.raft.AppliedIndex(), n.raft.CommitIndex()), n.disk.state(),
+	return healthOf(n.lag.lag(n.raft.AppliedIndex(), n.raft.CommitIndex()), n.disk.state(), n.snapDisk.state(),
 		time.Now(), n.cfg.ReadyMaxLagEntries, n.cfg.ReadyMaxLagTime)
 }
 
-// healthOf judges lag and disk against the bounds: the disk first (a node
-// that cannot write falls behind for that reason), then the entries, then
-// the time behind.
-func healthOf(lag lagState, disk diskState, now time.Time, maxEntries uint64, maxTime time.Duration) NodeHealth {
+// healthOf judges lag and disk against the bounds: the log and stable
+// stores first (a node that cannot write falls behind for that reason),
+// then the snapshots, then the entries, then the time behind. A failed
+// snapshot counts until a snapshot succeeds, with no hold: snapshots are
+// rare, and Raft retries a failed one at every snapshot interval.
+func healthOf(lag lagState, disk, snap diskState, now time.Time, maxEntries uint64, maxTime time.Duration) NodeHealth {
 	h := NodeHealth{
 		LeaderCommit: lag.LeaderCommit, AppliedIndex: lag.Applied,
 		BehindEntries: lag.Entries, BehindFor: lag.For,
 		DiskWriteErrors: disk.Failures, LastDiskErrorAt: disk.LastErrAt,
+		SnapshotWriteErrors: snap.Failures, LastSnapshotErrorAt: snap.LastErrAt,
+		SnapshotFailing: snap.failing(now, 0),
 	}
 	if disk.LastErr != nil {
 		h.LastDiskError = disk.LastErr.Error()
+	}
+	if snap.LastErr != nil {
+		h.LastSnapshotError = snap.LastErr.Error()
 	}
 	switch {
 	case disk.failing(now, maxTime):
 		h.Problem = fmt.Sprintf("raft log or stable store write failed %v ago (%d failed writes): %v",
 			now.Sub(disk.LastErrAt).Round(time.Millisecond), disk.Failures, disk.LastErr)
+	case h.SnapshotFailing:
+		h.Problem = fmt.Sprintf("snapshot write failed %v ago and none succeeded since (%d failed snapshots): %v",
+			now.Sub(snap.LastErrAt).Round(time.Millisecond), snap.Failures, snap.LastErr)
 	case lag.Entries > maxEntries:
 		h.Problem = fmt.Sprintf("applied index %d is %d entries behind the leader's commit index %d (ready-max-lag-entries %d)",
 			lag.Applied, lag.Entries, lag.LeaderCommit, maxEntries)

@@ -38,7 +38,7 @@ func TestDiskLogStoreFailedAppendMakesNodeNotReady(t *testing.T) {
 	fs := &failingLogStore{InmemStore: raft.NewInmemStore()}
 	ls := diskLogStore{fs, h}
 	hold := 5 * time.Second
-	ready := func() NodeHealth { return healthOf(lagState{}, h.state(), clk.now(), 1000, hold) }
+	ready := func() NodeHealth { return healthOf(lagState{}, h.state(), diskState{}, clk.now(), 1000, hold) }
 
 	if err := ls.StoreLogs([]*raft.Log{{Index: 1}}); err != nil {
 		t.Fatal(err)
@@ -109,7 +109,7 @@ func TestLagBounds(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := healthOf(tc.lag, diskState{}, time.Now(), 1000, 5*time.Second)
+			got := healthOf(tc.lag, diskState{}, diskState{}, time.Now(), 1000, 5*time.Second)
 			if tc.wantProblem == "" && got.Problem != "" || !strings.Contains(got.Problem, tc.wantProblem) {
 				t.Fatalf("problem %q, want %q", got.Problem, tc.wantProblem)
 			}
@@ -154,5 +154,110 @@ func TestLagTrackerTimeBehind(t *testing.T) {
 	// The node's own commit index counts (on the leader no one announces).
 	if got := l.lag(100, 130); got.LeaderCommit != 130 || got.Entries != 30 {
 		t.Fatalf("own commit 130, applied 100: %+v, want 30 entries behind 130", got)
+	}
+}
+
+// fakeSnapshotStore creates sinks that fail as told: at Create, at Write
+// or at Close.
+type fakeSnapshotStore struct {
+	raft.SnapshotStore
+	failCreate, failWrite, failClose bool
+	cancelled                        int
+}
+
+func (s *fakeSnapshotStore) Create(raft.SnapshotVersion, uint64, uint64, raft.Configuration, uint64, raft.Transport) (raft.SnapshotSink, error) {
+	if s.failCreate {
+		return nil, fmt.Errorf("create snapshot: %w", syscall.ENOSPC)
+	}
+	return &fakeSink{s: s}, nil
+}
+
+type fakeSink struct{ s *fakeSnapshotStore }
+
+func (k *fakeSink) ID() string { return "fake" }
+func (k *fakeSink) Write(p []byte) (int, error) {
+	if k.s.failWrite {
+		return 0, fmt.Errorf("write state.bin: %w", syscall.ENOSPC)
+	}
+	return len(p), nil
+}
+func (k *fakeSink) Close() error {
+	if k.s.failClose {
+		return fmt.Errorf("close state.bin: %w", syscall.EIO)
+	}
+	return nil
+}
+func (k *fakeSink) Cancel() error { k.s.cancelled++; return nil }
+
+// A failed Create, Write or Close of a snapshot makes the node not ready,
+// once per snapshot, however long ago; the next snapshot that closes
+// cleanly makes it ready; a snapshot cancelled for another reason (a
+// leader's snapshot cut off) changes nothing.
+func TestDiskSnapshotStoreFailedSnapshotMakesNodeNotReady(t *testing.T) {
+	cases := []struct {
+		name                             string
+		failCreate, failWrite, failClose bool
+		want                             string
+	}{
+		{"create", true, false, false, "create snapshot: no space left on device"},
+		{"write", false, true, false, "write state.bin: no space left on device"},
+		{"close", false, false, true, "close state.bin: input/output error"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newStepClock()
+			h := newDiskHealth(clk.now)
+			fs := &fakeSnapshotStore{}
+			st := diskSnapshotStore{fs, h}
+			health := func() NodeHealth { return healthOf(lagState{}, diskState{}, h.state(), clk.now(), 1000, time.Second) }
+			take := func() error {
+				sink, err := st.Create(1, 1, 1, raft.Configuration{}, 1, nil)
+				if err != nil {
+					return err
+				}
+				for range 2 {
+					if _, err := sink.Write([]byte("state")); err != nil {
+						sink.Cancel()
+						return err
+					}
+				}
+				return sink.Close()
+			}
+			if err := take(); err != nil {
+				t.Fatal(err)
+			}
+			if got := health(); got.Problem != "" || got.SnapshotWriteErrors != 0 {
+				t.Fatalf("after a good snapshot: problem %q, %d errors; want ready, 0", got.Problem, got.SnapshotWriteErrors)
+			}
+			fs.failCreate, fs.failWrite, fs.failClose = tc.failCreate, tc.failWrite, tc.failClose
+			if err := take(); err == nil || err.Error() != tc.want {
+				t.Fatalf("failing snapshot: got %v, want %q unchanged", err, tc.want)
+			}
+			clk.advance(time.Hour)
+			got := health()
+			if !strings.Contains(got.Problem, "snapshot write failed 1h0m0s ago") || !strings.Contains(got.Problem, tc.want) {
+				t.Fatalf("an hour after the failed snapshot: problem %q, want it named with its error", got.Problem)
+			}
+			if got.SnapshotWriteErrors != 1 || got.LastSnapshotError != tc.want || !got.SnapshotFailing {
+				t.Fatalf("errors %d, last %q, failing %v; want 1 (one per snapshot), %q, true",
+					got.SnapshotWriteErrors, got.LastSnapshotError, got.SnapshotFailing, tc.want)
+			}
+			fs.failCreate, fs.failWrite, fs.failClose = false, false, false
+			sink, err := st.Create(1, 2, 1, raft.Configuration{}, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sink.Cancel() // not a disk failure
+			if got := health(); !got.SnapshotFailing || got.SnapshotWriteErrors != 1 {
+				t.Fatalf("after a cancelled snapshot: failing %v, %d errors; want still failing, 1", got.SnapshotFailing, got.SnapshotWriteErrors)
+			}
+			clk.advance(time.Millisecond)
+			if err := take(); err != nil {
+				t.Fatal(err)
+			}
+			if got := health(); got.Problem != "" || got.SnapshotFailing {
+				t.Fatalf("after a good snapshot: problem %q, failing %v; want ready", got.Problem, got.SnapshotFailing)
+			}
+		})
 	}
 }

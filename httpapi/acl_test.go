@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -366,7 +368,7 @@ func TestACLTokensSurviveSnapshotAndRestart(t *testing.T) {
 // The default policy allow lets requests without a token do everything
 // but ACLs; tokens still get only their own rights.
 func TestACLDefaultAllow(t *testing.T) {
-	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+	c := startClusterWith(t, 1, inproc.Options{Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
 		cfg.ACLEnabled, cfg.ACLDefaultPolicy = true, cluster.ACLAllow
 	}})
 	url := c.leader().url
@@ -382,7 +384,7 @@ func TestACLMetricsOpen(t *testing.T) {
 		api.Node, api.Gatherer, api.MetricsOpen = n, reg, true
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
 	url := c.leader().url
 	do(t, "GET", url+"/metrics", "").wantStatus(t, "metrics without a token", 200)
 	do(t, "GET", url+"/v1/status", "").wantDenied(t, "status without a token", client.CodePermissionDenied, "no token")
@@ -398,7 +400,7 @@ func TestACLRequestsLogAccessor(t *testing.T) {
 		api.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
 	e := &aclEnv{testCluster: c}
 	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
 	var boot client.ACLToken
@@ -478,4 +480,337 @@ func TestSnapshotRestoreRefusedOnAFollowerBeforeForwarding(t *testing.T) {
 	}
 	body := strings.Repeat("x", 4096)
 	do(t, "PUT", f.url+"/v1/snapshot", body).wantDenied(t, "PUT /v1/snapshot on a follower, without a token and without a leader", client.CodePermissionDenied, "no token")
+}
+
+// runWorkerAs runs a client.Worker of group with id on cluster c until the
+// test ends; its client sends secret, so it registers for the group.
+func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Addresses = []string{c.leader().url}
+	cfg.Token = secret
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cl.Worker(group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		client.WithWorkerID(id), client.WithJoin(c.cluster.GossipAddr(0)),
+		client.WithWorkerTTL(2*time.Second), client.WithWorkerLogger(hclog.NewNullLogger()))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// A token that may read a group but not some of its keys is shown none of
+// those keys in any answer about the group: not the key, its target, its
+// holder or its token. Each answer says how many keys it left out
+// (hidden_keys), and the workers' counts cover only the keys shown. Routes
+// that would name every key need read on every name and refuse it. Every
+// case is asked of the leader and of each follower (which forwards
+// linearizable reads and answers stale ones from its own state).
+func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
+	c := startClusterWith(t, 3, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+		cfg.ACLEnabled = true
+	}})
+	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
+	r.wantStatus(t, "bootstrap", 200)
+	var boot client.ACLToken
+	r.decode(t, &boot)
+	e := &aclEnv{testCluster: c, boot: boot.SecretID}
+	url := c.leader().url
+	doAs(t, e.boot, "PUT", url+"/v1/groups/parts", `{"keys":["app/a1","app/a2","other/g1","other/g2"]}`).wantStatus(t, "put group", 200)
+	// other/g1 is held by someone the token must not learn of.
+	r = doAs(t, e.boot, "PUT", url+"/v1/leases/other/g1", `{"holder":"hidden-holder","ttl":"1m"}`)
+	r.wantStatus(t, "acquire other/g1", 201)
+	hiddenToken := r.lease(t).Token
+	runWorkerAs(t, c, "parts", "w1", e.boot)
+	harness.WaitFor(t, 20*time.Second, func() error {
+		var a client.Assignment
+		doAs(t, e.boot, "GET", url+"/v1/groups/parts/assignment", "").decode(t, &a)
+		var g client.Group
+		doAs(t, e.boot, "GET", url+"/v1/groups/parts", "").decode(t, &g)
+		held := 0
+		for _, k := range g.Keys {
+			if k.Holder != "" {
+				held++
+			}
+		}
+		if len(a.Assignment) != 4 || held != 4 {
+			return fmt.Errorf("assignment %v, group %+v: want 4 keys targeted and held", a.Assignment, g.Keys)
+		}
+		return nil
+	})
+	e.policy(t, "app-reader", rule("parts", client.RightRead), rule("app/", client.RightRead))
+	sec := e.token(t, client.ACLTokenSpec{Policies: []string{"app-reader"}}).SecretID
+	for _, n := range c.nodes {
+		// Each node has applied the token and the held keys.
+		harness.WaitFor(t, 10*time.Second, func() error {
+			r := doAs(t, e.boot, "GET", n.url+"/v1/groups/parts?stale", "")
+			if r.status != 200 || bytes.Count(r.body, []byte(`"state":"held"`)) != 4 {
+				return fmt.Errorf("%s: %d %s, want the 4 keys held", n.id, r.status, r.body)
+			}
+			if r := doAs(t, sec, "GET", n.url+"/v1/acl/token/self?stale", ""); r.status != 200 {
+				return fmt.Errorf("%s does not know the token yet: %d", n.id, r.status)
+			}
+			return nil
+		})
+	}
+
+	tests := []struct {
+		name, path string
+		// shown are the keys the answer must list; hidden how many it
+		// must say it left out; refused: the route needs read on every
+		// name and answers 403.
+		shown   []string
+		hidden  int
+		refused bool
+	}{
+		{"group", "/v1/groups/parts", []string{"app/a1", "app/a2"}, 2, false},
+		{"group stale", "/v1/groups/parts?stale", []string{"app/a1", "app/a2"}, 2, false},
+		{"group blocking", "/v1/groups/parts?index=1&wait=1s", []string{"app/a1", "app/a2"}, 2, false},
+		{"group page", "/v1/groups/parts?limit=1", []string{"app/a1"}, 2, false},
+		{"group next page", "/v1/groups/parts?limit=1&cursor=" + encodeCursor("app/a1"), []string{"app/a2"}, 2, false},
+		{"group page of hidden keys", "/v1/groups/parts?limit=1&cursor=" + encodeCursor("app/a2"), nil, 2, false},
+		{"assignment", "/v1/groups/parts/assignment", []string{"app/a1", "app/a2"}, 2, false},
+		{"assignment stale", "/v1/groups/parts/assignment?stale", []string{"app/a1", "app/a2"}, 2, false},
+		{"assignment blocking", "/v1/groups/parts/assignment?index=1&wait=1s", []string{"app/a1", "app/a2"}, 2, false},
+		{"assignment of w1", "/v1/groups/parts/assignment?worker=w1", []string{"app/a1", "app/a2"}, 2, false},
+		{"events", "/v1/events?prefix=app/", nil, -1, false},
+		{"events of the group", "/v1/events?prefix=parts", nil, -1, false},
+		{"group list", "/v1/groups", nil, -1, true},
+		{"workers", "/v1/workers?id=w1", nil, -1, true},
+		{"workers stale", "/v1/workers?stale", nil, -1, true},
+		{"placement health", "/v1/health/placement", nil, -1, true},
+		{"leases of the holder", "/v1/leases?holder=hidden-holder", nil, -1, true},
+	}
+	// Every GET route is either above or answers nothing about a group's
+	// keys that its own check does not cover: a new route must say which.
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		var match mux.RouteMatch
+		req, _ := http.NewRequest("GET", tt.path, nil)
+		if srv := serveFake(t, &fakeNode{}).(*Server); srv.router.Match(req, &match) && match.Route != nil {
+			tpl, _ := match.Route.GetPathTemplate()
+			covered[tpl] = true
+		}
+	}
+	notAboutGroupKeys := map[string]string{
+		"/v1/leases/{key:.+}":       "one key, read on that key",
+		"/v1/controls/{key:.+}":     "one key's controls, read on that key",
+		"/v1/acl/tokens":            "acl right",
+		"/v1/acl/token/self":        "the token itself",
+		"/v1/acl/token/{accessor}":  "acl right",
+		"/v1/acl/policies":          "acl right",
+		"/v1/acl/policy/{name}":     "acl right",
+		"/v1/snapshot":              "operator right: the whole state",
+		"/v1/operator/keyring":      "operator right: gossip keys",
+		"/v1/status":                "servers and indexes",
+		"/v1/members":               "gossip members and their groups, no keys",
+		"/healthz":                  "no data",
+		"/readyz":                   "no data",
+		"/v1/openapi.yaml":          "no data",
+		"/metrics":                  "operator right (or -metrics-open): group names and counts",
+		"/v1/debug/pprof/{profile}": "operator right",
+		"/v1/debug/logs":            "operator right: the server's log",
+		"/ui":                       "no data",
+		"/ui/static/{file}":         "no data",
+		"/":                         "no data",
+	}
+	srv := serveFake(t, &fakeNode{}).(*Server)
+	err := srv.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		tpl, _ := route.GetPathTemplate()
+		methods, _ := route.GetMethods()
+		if slices.Contains(methods, http.MethodGet) && !covered[tpl] && notAboutGroupKeys[tpl] == "" {
+			t.Errorf("GET %s is neither in this test nor said to answer nothing about a group's keys", tpl)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.nodes {
+		for _, tt := range tests {
+			t.Run(n.id+"/"+tt.name, func(t *testing.T) {
+				hideKeysCase(t, n.url, sec, tt.path, tt.shown, tt.hidden, tt.refused, hiddenToken)
+			})
+		}
+	}
+}
+
+// hideKeysCase asks path of url with the secret sec and checks the
+// answer (TestACLGroupAnswersHideKeysTheTokenMayNotRead): refused with
+// 403, or naming no key under other/ and not hidden-holder, listing the
+// keys shown and saying hidden_keys is hidden (unless hidden < 0).
+func hideKeysCase(t *testing.T, url, sec, path string, shown []string, hidden int, refused bool, hiddenToken uint64) {
+	t.Helper()
+	r := doAs(t, sec, "GET", url+path, "")
+	if refused {
+		r.wantDenied(t, path, client.CodePermissionDenied, `"read"`)
+		return
+	}
+	r.wantStatus(t, path, 200)
+	for _, leak := range []string{"other/", "hidden-holder"} {
+		if bytes.Contains(r.body, []byte(leak)) {
+			t.Errorf("GET %s names %q, which the token may not read: %s", path, leak, r.body)
+		}
+	}
+	if hidden < 0 {
+		return
+	}
+	var body struct {
+		Keys []struct {
+			Key   string `json:"key"`
+			Token uint64 `json:"token"`
+		} `json:"keys"`
+		Assignment map[string]string `json:"assignment"`
+		Workers    []client.GroupWorker
+		Hidden     *int `json:"hidden_keys"`
+	}
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, r.body)
+	}
+	var got []string
+	for _, k := range body.Keys {
+		got = append(got, k.Key)
+		if k.Token == hiddenToken {
+			t.Errorf("GET %s shows key %s with the token %d of other/g1", path, k.Key, k.Token)
+		}
+	}
+	for k := range body.Assignment {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, shown) {
+		t.Errorf("GET %s shows keys %q, want %q", path, got, shown)
+	}
+	if body.Hidden == nil || *body.Hidden != hidden {
+		t.Errorf("GET %s says hidden_keys %v, want %d: %s", path, body.Hidden, hidden, r.body)
+	}
+	for _, w := range body.Workers {
+		if w.Targets > 2 || w.Holds > 2 {
+			t.Errorf("GET %s counts worker %s with %d targets and %d held keys, more than the 2 keys the token may read", path, w.ID, w.Targets, w.Holds)
+		}
+	}
+}
+
+// Refused requests are logged within a bound, whatever their number: 2,000
+// requests with unknown secrets and 200 without a token write at most
+// refusalLines lines per reason per refusalInterval, then one line per
+// reason and interval that counts the refusals left out; the lines and the
+// counts account for every refusal, no secret is logged, and
+// tenure_acl_refusals_total counts each refusal by code.
+func TestACLRefusalsLogIsBoundedAndCounted(t *testing.T) {
+	const refusalLines, refusalInterval = DefaultRefusalLogLines, time.Second
+	logs := &harness.Buffer{}
+	regs := make(chan *prometheus.Registry, 1)
+	serve := func(n *cluster.Node, reg *prometheus.Registry, _ hclog.Logger) (http.Handler, error) {
+		api := testAPIConfig(n, reg, hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info}))
+		api.RefusalLogLines, api.RefusalLogInterval = refusalLines, refusalInterval
+		regs <- reg
+		return New(api)
+	}
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	reg := <-regs
+	url := c.leader().url
+	const wrong, anonymous = 2000, 200
+	start := time.Now()
+	jobs := make(chan int)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			var err error
+			for i := range jobs {
+				h := http.Header{}
+				if i < wrong {
+					h.Set(client.HeaderToken, fmt.Sprintf("wrong-secret-%04d", i))
+				}
+				r, e := send("PUT", url+"/v1/leases/k", `{"holder":"h","ttl":"30s"}`, h)
+				if e == nil && r.status != http.StatusForbidden {
+					e = fmt.Errorf("request %d: status %d, want 403: %s", i, r.status, r.body)
+				}
+				if err == nil {
+					err = e
+				}
+			}
+			errs <- err
+		}()
+	}
+	for i := range wrong + anonymous {
+		jobs <- i
+	}
+	close(jobs)
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	// Each reason's windows: those the requests spanned, and one more for
+	// a window already open when they began.
+	windows := int(elapsed/refusalInterval) + 2
+	bound := 2 * windows * (refusalLines + 1)
+	var logged, suppressed int
+	accounted := func() (lines int) {
+		logged, suppressed = 0, 0
+		for _, line := range strings.Split(logs.String(), "\n") {
+			switch {
+			case strings.Contains(line, "acl_request:"):
+				logged++
+			case strings.Contains(line, "acl_requests_suppressed:"):
+				var n int
+				if _, err := fmt.Sscanf(line[strings.Index(line, "suppressed=")+len("suppressed="):], "%d", &n); err != nil {
+					t.Fatalf("summary line %q: %v", line, err)
+				}
+				suppressed += n
+			default:
+				continue
+			}
+			lines++
+		}
+		return lines
+	}
+	if lines := accounted(); lines > bound {
+		t.Errorf("%d refused requests in %v wrote %d log lines, want at most %d (%d per reason per %v, and a summary)",
+			wrong+anonymous, elapsed.Round(time.Millisecond), lines, bound, refusalLines, refusalInterval)
+	}
+	harness.WaitFor(t, 3*refusalInterval, func() error {
+		accounted()
+		if logged+suppressed != wrong+anonymous {
+			return fmt.Errorf("the log shows %d refusals and counts %d left out, want %d in all", logged, suppressed, wrong+anonymous)
+		}
+		return nil
+	})
+	if bytes.Contains([]byte(logs.String()), []byte("wrong-secret-")) {
+		t.Error("the log shows a secret")
+	}
+	want := map[string]float64{client.CodeACLNotFound: wrong, client.CodePermissionDenied: anonymous}
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tenure_acl_refusals_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "code" {
+					got[l.GetValue()] = m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	for code, n := range want {
+		if got[code] != n {
+			t.Errorf("tenure_acl_refusals_total{code=%q} = %v, want %v", code, got[code], n)
+		}
+	}
 }

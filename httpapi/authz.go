@@ -171,7 +171,10 @@ func (s *Server) guard(n need, h handlerFunc) handlerFunc {
 }
 
 // logRequest logs a refused request, or one that changes state, with the
-// accessor id of its token ("" for none).
+// accessor id of its token ("" for none). Refusals are counted in
+// tenure_acl_refusals_total (those of the ACL check) and their lines are
+// limited per code (refusalLog): a flood of them writes a bounded log.
+// Secrets are never logged.
 func (s *Server) logRequest(r *http.Request, accessor string, status int, err error) {
 	if r.Method == http.MethodGet && err == nil {
 		return
@@ -179,6 +182,15 @@ func (s *Server) logRequest(r *http.Request, accessor string, status int, err er
 	level := hclog.Info
 	if strings.HasPrefix(r.URL.Path, "/v1/renew") && err == nil {
 		level = hclog.Debug
+	}
+	if err != nil {
+		body, _, _ := errorBody(err)
+		if body.Error == client.CodeACLNotFound || body.Error == client.CodePermissionDenied {
+			s.refused.WithLabelValues(body.Error).Inc()
+		}
+		if !s.refusals.allow(body.Error) {
+			return
+		}
 	}
 	args := []any{"method", r.Method, "path", r.URL.EscapedPath(), "accessor", accessor}
 	if status != 0 {
@@ -198,6 +210,16 @@ func (s *Server) local(n need, h handlerFunc) http.Handler {
 			writeError(w, err)
 		}
 	})
+}
+
+// readable is the key filter of the answers that name the keys of a
+// group (its keys, its plan): nil (every key) while ACLs are off, the keys
+// the request may read otherwise. A key left out is counted, never named.
+func readable(a *cluster.Authorizer) func(key string) bool {
+	if !a.Enabled() {
+		return nil
+	}
+	return func(key string) bool { return a.Rights(key)&fsm.RightRead != 0 }
 }
 
 // allowHolder checks the request's holder against its token's binding.

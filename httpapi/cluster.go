@@ -104,13 +104,15 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 
 // readyz is 200 while this node can serve: a follower that knows a leader,
 // or a leader that has established its leadership and confirms it with a
-// quorum round now; and in either case its disk takes writes and its
+// quorum round now; and in either case its disk takes writes (its last
+// snapshot, if any failed, was followed by one that succeeded) and its
 // applied index is within the configured lag of the leader's commit index
 // (cluster.Node.Health).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	st := s.node.Status()
 	out := client.Readiness{Role: st.Role, LeaderID: st.LeaderID, BehindEntries: st.Health.BehindEntries,
-		BehindFor: st.Health.BehindFor.Round(time.Millisecond).String(), DiskWriteErrors: st.Health.DiskWriteErrors}
+		BehindFor: st.Health.BehindFor.Round(time.Millisecond).String(), DiskWriteErrors: st.Health.DiskWriteErrors,
+		SnapshotWriteErrors: st.Health.SnapshotWriteErrors}
 	var reason string
 	switch {
 	case st.Health.Problem != "":

@@ -76,10 +76,15 @@ func (l ConnLimits) Validate() error {
 	return nil
 }
 
-// NewHTTPServer returns the http.Server that serves h within limits.
+// NewHTTPServer returns the http.Server that serves h within limits. Its
+// error log is errorLog with the lines limited (limitedErrorLog): a flood
+// of failed TLS handshakes writes a bounded log.
 func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*http.Server, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, err
+	}
+	if errorLog != nil {
+		errorLog = limitedErrorLog(errorLog)
 	}
 	c := &connCounter{limits: limits, perClient: make(map[string]int), over: make(map[net.Conn]struct{})}
 	return &http.Server{

@@ -2,13 +2,17 @@ package httpapi
 
 import (
 	"bufio"
+	"crypto/tls"
+	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/certs"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -123,5 +127,52 @@ func TestConnLimitsValidate(t *testing.T) {
 	l.MaxConnsPerClient = l.MaxConns + 1
 	if err := l.Validate(); err == nil || !strings.Contains(err.Error(), "http-max-conns-per-client") {
 		t.Errorf("per-client above the total: %v", err)
+	}
+}
+
+// A flood of failed TLS handshakes (clients without a certificate of the
+// cluster's CA) writes a bounded error log: 300 of them write at most
+// DefaultRefusalLogLines lines of handshake errors per
+// DefaultRefusalLogInterval (and a line that counts the rest), not one
+// each.
+func TestHTTPErrorLogOfFailedHandshakesIsBounded(t *testing.T) {
+	pki := newTestPKI(t)
+	sc, err := certs.ServerConfig(pki.server(t, "n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &harness.Buffer{}
+	srv, err := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}),
+		DefaultConnLimits(time.Minute), log.New(logs, "", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.TLSConfig = sc
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { srv.Close() })
+	const attempts = 300
+	start := time.Now()
+	for range attempts {
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true}) // no client certificate
+		if err != nil {
+			continue // refused during the handshake
+		}
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		io.Copy(io.Discard, c) // until the server has refused it
+		c.Close()
+	}
+	windows := int(time.Since(start)/DefaultRefusalLogInterval) + 1
+	harness.WaitFor(t, 5*time.Second, func() error {
+		if n := strings.Count(logs.String(), "TLS handshake error"); n == 0 {
+			return fmt.Errorf("no handshake error logged yet")
+		}
+		return nil
+	})
+	if n, bound := strings.Count(logs.String(), "TLS handshake error"), windows*(DefaultRefusalLogLines+1); n > bound {
+		t.Errorf("%d failed handshakes wrote %d log lines about them, want at most %d", attempts, n, bound)
 	}
 }

@@ -147,6 +147,19 @@ func badRequest(code, field, msg string) error {
 // writeError answers err with its code and status. A request whose client
 // went away gets no answer.
 func writeError(w http.ResponseWriter, err error) {
+	body, status, answer := errorBody(err)
+	if !answer {
+		return // the client went away: nobody to answer
+	}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, body)
+}
+
+// errorBody is the answer to err: its body (code and message) and status;
+// answer is false for a request whose client went away.
+func errorBody(err error) (body client.ErrorBody, status int, answer bool) {
 	var (
 		api  *apiError
 		held *cluster.HeldError
@@ -155,8 +168,7 @@ func writeError(w http.ResponseWriter, err error) {
 		nh   *cluster.NotHolderError
 		cas  *cluster.CASError
 	)
-	body := client.ErrorBody{Message: err.Error(), Error: client.CodeInternal}
-	status := 0
+	body = client.ErrorBody{Message: err.Error(), Error: client.CodeInternal}
 	switch {
 	case errors.As(err, &api):
 		status, body.Error, body.Field = api.httpStatus(), api.code, api.field
@@ -186,7 +198,7 @@ func writeError(w http.ResponseWriter, err error) {
 		case code != "":
 			body.Error = code
 		case errors.Is(err, context.Canceled):
-			return // the client went away: nobody to answer
+			return body, 0, false
 		}
 	}
 	if status == 0 {
@@ -195,8 +207,5 @@ func writeError(w http.ResponseWriter, err error) {
 	if status == 0 { // a code missing from codeStatus: a bug, said as one
 		status, body.Message = http.StatusInternalServerError, "no status for code "+body.Error+": "+body.Message
 	}
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	writeJSON(w, status, body)
+	return body, status, true
 }

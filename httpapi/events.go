@@ -121,14 +121,20 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 
 // visible reports whether the request may see e: read on the key of a
 // lease or control event; read on the group (or the operator right) for
-// group_changed, assigned and stuck; read on the worker id (or the operator
-// right) for drained.
+// group_changed, assigned and stuck, and for assigned read on its key too
+// (as the group's answers leave out the keys a token may not read); read
+// on the worker id (or the operator right) for drained.
 func visible(a *cluster.Authorizer, e fsm.Event) bool {
 	if !a.Enabled() {
 		return true
 	}
 	switch e.Type {
-	case fsm.EventGroupChanged, fsm.EventAssigned, fsm.EventStuck:
+	case fsm.EventAssigned:
+		if e.Key != "" && a.Allow(fsm.RightRead, "key", e.Key) != nil {
+			return false
+		}
+		return a.Allow(fsm.RightRead, "group", e.Group) == nil || a.AllowCluster(fsm.RightOperator) == nil
+	case fsm.EventGroupChanged, fsm.EventStuck:
 		return a.Allow(fsm.RightRead, "group", e.Group) == nil || a.AllowCluster(fsm.RightOperator) == nil
 	case fsm.EventDrained:
 		return a.Allow(fsm.RightRead, "worker", e.Worker) == nil || a.AllowCluster(fsm.RightOperator) == nil

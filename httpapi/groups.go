@@ -19,7 +19,8 @@ func summary(g *fsm.Group) client.GroupSummary {
 
 func groupOut(v cluster.GroupView) client.Group {
 	out := client.Group{Name: v.Name, MaxPerWorker: v.MaxPerWorker, ModifyIndex: v.ModifyIndex, AssignIndex: v.AssignIndex,
-		Keys: make([]client.GroupKey, len(v.Keys)), Workers: []client.GroupWorker{}, MinWorkers: v.MinWorkers, Stuck: v.Stuck}
+		Keys: make([]client.GroupKey, len(v.Keys)), Workers: []client.GroupWorker{}, MinWorkers: v.MinWorkers, Stuck: v.Stuck,
+		HiddenKeys: v.Hidden}
 	if v.StuckGrace > 0 {
 		out.StuckGrace = v.StuckGrace.String()
 	}
@@ -154,6 +155,8 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
 }
 
 // getGroup answers a group with one page of its keys (see list_page.go).
+// Keys the token may not read are left out, of the page and of the
+// workers' counts, and counted in hidden_keys.
 func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 	p, err := parsePage(r)
 	if err != nil {
@@ -161,7 +164,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		v, err := s.node.GroupPage(ctx, groupName(r), p, c)
+		v, err := s.node.GroupPage(ctx, groupName(r), p, c, readable(authz(r)))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -175,7 +178,8 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 }
 
 // assignment answers one page of a group's plan, by key (see
-// list_page.go).
+// list_page.go). Targets of keys the token may not read are left out and
+// counted in the page's hidden_keys.
 func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
 	p, err := parsePage(r)
 	if err != nil {
@@ -184,14 +188,14 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
 	c := consistency(r)
 	worker := r.URL.Query().Get("worker")
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		plan, next, index, err := s.node.AssignmentPage(ctx, groupName(r), worker, p, c)
+		v, err := s.node.AssignmentPage(ctx, groupName(r), worker, p, c, readable(authz(r)))
 		if errors.Is(err, cluster.ErrNotFound) {
-			return nil, watchIndex(index), err // block until the group appears
+			return nil, watchIndex(v.Index), err // block until the group appears
 		}
 		if err != nil {
 			return nil, 0, err
 		}
-		return client.Assignment{Group: groupName(r), Assignment: plan, Index: index, Next: encodeCursor(next)}, index, nil
+		return client.Assignment{Group: groupName(r), Assignment: v.Plan, Index: v.Index, Next: encodeCursor(v.Next), HiddenKeys: v.Hidden}, v.Index, nil
 	})
 }
 

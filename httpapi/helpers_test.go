@@ -149,11 +149,16 @@ func (p *testPKI) files(t *testing.T, name string, pair certs.Pair, err error) c
 	return f
 }
 
-// server returns the mutual TLS settings of server id.
+// server returns the mutual TLS settings of server id, made on the first
+// call for id (its HTTP front and its Raft share them).
 func (p *testPKI) server(t *testing.T, id string) certs.Files {
 	t.Helper()
+	name := "server-" + id
+	if _, err := os.Stat(filepath.Join(p.dir, name+".pem")); err == nil {
+		return certs.Files{CAFile: p.caFile(), CertFile: filepath.Join(p.dir, name+".pem"), KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
+	}
 	pair, err := p.ca.IssueServer(certs.ServerOptions{NodeID: id})
-	return p.files(t, "server-"+id, pair, err)
+	return p.files(t, name, pair, err)
 }
 
 // client returns an HTTP client that presents a client certificate of the
@@ -170,10 +175,11 @@ func (p *testPKI) client(t *testing.T, name string) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }
 
-// startACLCluster is startCluster with ACLs on (default policy deny).
+// startACLCluster is startCluster with ACLs on (default policy deny), its
+// Raft in memory: ACLs never run on a plain Raft port.
 func startACLCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	return startClusterWith(t, n, inproc.Options{TCP: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+	return startClusterWith(t, n, inproc.Options{Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
 		cfg.ACLEnabled = true
 	}})
 }

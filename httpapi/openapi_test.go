@@ -553,6 +553,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	opts.Gossip = true
 	opts.Tweak = func(cfg *cluster.Config) {
 		cfg.GossipKey = bytes.Repeat([]byte{7}, 32)
+		cfg.TLS = pki.server(t, cfg.NodeID) // Raft too: ACLs need it
 		cfg.ACLEnabled = true
 		cfg.EventHistory = 8 // small, so that an old index is compacted (410)
 	}

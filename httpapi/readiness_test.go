@@ -53,8 +53,8 @@ func newLaggingNode(problem string) *laggingNode {
 }
 
 // Guarantee (readiness tells the truth): a follower that knows its leader
-// but cannot write its log, or is far behind, answers /readyz 503 with
-// the reason, and /v1/status says the same.
+// but cannot write its log or its snapshots, or is far behind, answers
+// /readyz 503 with the reason, and /v1/status says the same.
 func TestReadyzReportsDiskAndLag(t *testing.T) {
 	const problem = "raft log or stable store write failed 1s ago (17 failed writes): write raft.db: no space left on device"
 	f := newLaggingNode(problem)
@@ -80,6 +80,24 @@ func TestReadyzReportsDiskAndLag(t *testing.T) {
 	ok.status.Health = cluster.NodeHealth{LeaderCommit: 10, AppliedIndex: 10}
 	r = ok.call(t, http.MethodGet, "/readyz")
 	r.wantStatus(t, "readyz of a caught-up follower", http.StatusOK)
+
+	const snapProblem = "snapshot write failed 2s ago and none succeeded since (4 failed snapshots): write state.bin: no space left on device"
+	snap := newLaggingNode(snapProblem)
+	snap.status.Health = cluster.NodeHealth{Problem: snapProblem, LeaderCommit: 10, AppliedIndex: 10,
+		SnapshotWriteErrors: 4, LastSnapshotError: "write state.bin: no space left on device", SnapshotFailing: true}
+	r = snap.call(t, http.MethodGet, "/readyz")
+	r.wantStatus(t, "readyz of a follower that cannot snapshot", http.StatusServiceUnavailable)
+	ready = client.Readiness{}
+	r.decode(t, &ready)
+	if ready.Ready || ready.Reason != snapProblem || ready.SnapshotWriteErrors != 4 {
+		t.Errorf("readyz: got %+v, want not ready with the snapshot problem and 4 snapshot errors", ready)
+	}
+	r = snap.call(t, http.MethodGet, "/v1/status")
+	st = client.NodeStatus{}
+	r.decode(t, &st)
+	if st.NotReady != snapProblem || st.SnapshotWriteErrors != 4 || !strings.Contains(st.LastSnapshotError, "no space") {
+		t.Errorf("status: got %+v, want not_ready with the snapshot problem, 4 snapshot errors and the last one", st)
+	}
 }
 
 // Guarantee (stale reads say how stale): a stale read from a follower whose

@@ -62,6 +62,12 @@ type Config struct {
 	// LogTail, if not nil, holds this server's recent log lines for GET
 	// /v1/debug/logs (404 without one).
 	LogTail *LogTail
+	// RefusalLogLines and RefusalLogInterval limit the log of refused
+	// requests: per error code, at most RefusalLogLines acl_request lines
+	// every RefusalLogInterval, then one acl_requests_suppressed line
+	// that counts the rest.
+	RefusalLogLines    int
+	RefusalLogInterval time.Duration
 }
 
 // DefaultConfig returns a Config with defaults; the caller sets Node.
@@ -72,6 +78,9 @@ func DefaultConfig() Config {
 		MaxBlockingWait: 10 * time.Minute,
 		ForwardClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}},
 		ForwardScheme:   "http",
+
+		RefusalLogLines:    DefaultRefusalLogLines,
+		RefusalLogInterval: DefaultRefusalLogInterval,
 	}
 }
 
@@ -90,6 +99,10 @@ func (c Config) Validate() error {
 		return errors.New("forward-client: required")
 	case c.ForwardScheme != "http" && c.ForwardScheme != "https":
 		return fmt.Errorf("forward-scheme: %q must be http or https", c.ForwardScheme)
+	case c.RefusalLogLines < 1:
+		return fmt.Errorf("refusal-log-lines: %d must be at least 1", c.RefusalLogLines)
+	case c.RefusalLogInterval <= 0:
+		return fmt.Errorf("refusal-log-interval: %v must be positive", c.RefusalLogInterval)
 	}
 	return nil
 }
@@ -104,6 +117,10 @@ type Server struct {
 	handler http.Handler
 	// snapshotSlot admits one snapshot body at a time (receivingSnapshot).
 	snapshotSlot chan struct{}
+	// refusals limits the log of refused requests; refused counts those
+	// of the ACL check (tenure_acl_refusals_total).
+	refusals *refusalLog
+	refused  *prometheus.CounterVec
 }
 
 // New validates cfg and builds the routes.
@@ -114,7 +131,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), router: mux.NewRouter(), snapshotSlot: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), router: mux.NewRouter(), snapshotSlot: make(chan struct{}, 1),
+		refused: newRefusalCounter()}
+	s.refusals = aclRefusalLog(s.log, cfg.RefusalLogLines, cfg.RefusalLogInterval)
 	r := s.router
 	r.UseEncodedPath()
 	r.SkipClean(true) // keys may contain "//" or "..": never redirect them
@@ -209,6 +228,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registerer != nil {
 		m, err := newRequestMetrics(cfg.Registerer)
 		if err != nil {
+			return nil, fmt.Errorf("http metrics: %w", err)
+		}
+		if err := cfg.Registerer.Register(s.refused); err != nil {
 			return nil, fmt.Errorf("http metrics: %w", err)
 		}
 		s.handler = m.instrument(r, s.handler)

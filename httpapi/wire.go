@@ -61,6 +61,9 @@ func statusOut(st cluster.Status) client.NodeStatus {
 		BehindFor:         st.Health.BehindFor.Round(time.Millisecond).String(),
 		DiskWriteErrors:   st.Health.DiskWriteErrors,
 		LastDiskError:     st.Health.LastDiskError,
+
+		SnapshotWriteErrors: st.Health.SnapshotWriteErrors,
+		LastSnapshotError:   st.Health.LastSnapshotError,
 	}
 	if st.LastContact < 0 {
 		out.LastContact = -1 // never: Round would make it 0

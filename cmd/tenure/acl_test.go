@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -8,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/certs"
 )
 
 func TestACLCommands(t *testing.T) {
@@ -88,6 +91,8 @@ func TestTokenFlagAndEnv(t *testing.T) {
 	}
 }
 
+// ACL settings come from flags, the environment and the config file (on
+// -dev, which needs no TLS for them: TestServerACLsNeedRaftTLS).
 func TestServerACLSettings(t *testing.T) {
 	none := func(string) string { return "" }
 	s, err := loadServerSettings([]string{"-data-dir", "d"}, none)
@@ -97,18 +102,18 @@ func TestServerACLSettings(t *testing.T) {
 	if s.cluster.ACLEnabled || s.cluster.ACLDefaultPolicy != cluster.ACLDeny || s.metricsOpen {
 		t.Errorf("defaults: enabled %v policy %q metrics-open %v; want off, deny, false", s.cluster.ACLEnabled, s.cluster.ACLDefaultPolicy, s.metricsOpen)
 	}
-	s, err = loadServerSettings([]string{"-data-dir", "d", "-acl-enabled", "-acl-default-policy", "allow", "-metrics-open"}, none)
+	s, err = loadServerSettings([]string{"-dev", "-acl-enabled", "-acl-default-policy", "allow", "-metrics-open"}, none)
 	if err != nil || !s.cluster.ACLEnabled || s.cluster.ACLDefaultPolicy != cluster.ACLAllow || !s.metricsOpen {
 		t.Errorf("flags: %+v %v", s, err)
 	}
 	env := map[string]string{"TENURE_ACL_ENABLED": "true", "TENURE_ACL_DEFAULT_POLICY": "deny"}
-	s, err = loadServerSettings([]string{"-data-dir", "d"}, func(k string) string { return env[k] })
+	s, err = loadServerSettings([]string{"-dev"}, func(k string) string { return env[k] })
 	if err != nil || !s.cluster.ACLEnabled || s.cluster.ACLDefaultPolicy != cluster.ACLDeny {
 		t.Errorf("env: %+v %v", s, err)
 	}
 	path := filepath.Join(t.TempDir(), "c.json")
 	os.WriteFile(path, []byte(`{"acl-enabled": true, "acl-default-policy": "allow", "metrics-open": true}`), 0o600)
-	s, err = loadServerSettings([]string{"-data-dir", "d", "-config", path}, none)
+	s, err = loadServerSettings([]string{"-dev", "-config", path}, none)
 	if err != nil || !s.cluster.ACLEnabled || s.cluster.ACLDefaultPolicy != cluster.ACLAllow || !s.metricsOpen {
 		t.Errorf("config file: %+v %v", s, err)
 	}
@@ -126,5 +131,64 @@ func TestUsageNeverPrintsTheToken(t *testing.T) {
 		if strings.Contains(got.stderr+got.stdout, "s3cr3t-token-value") {
 			t.Errorf("tenure %v printed the token:\n%s", args, got.stderr)
 		}
+	}
+}
+
+// ACLs on a Raft port that authenticates nobody protect nothing (a forged
+// AppendEntries writes any entry): `tenure server -acl-enabled` without
+// the TLS flags is refused, saying which flags to add; with them it
+// starts, and so does -dev, whose Raft has no port (an in-memory
+// transport).
+func TestServerACLsNeedRaftTLS(t *testing.T) {
+	none := func(string) string { return "" }
+	_, err := loadServerSettings([]string{"-data-dir", "d", "-acl-enabled"}, none)
+	if err == nil {
+		t.Fatal("-acl-enabled without TLS: accepted; want it refused, Raft would be on plain TCP")
+	}
+	for _, flag := range []string{"-acl-enabled", "-tls-cert-file", "-tls-key-file", "-tls-ca-file"} {
+		if !strings.Contains(err.Error(), flag) {
+			t.Errorf("error %q does not name %s", err, flag)
+		}
+	}
+	env := map[string]string{"TENURE_ACL_ENABLED": "true"}
+	if _, err := loadServerSettings([]string{"-data-dir", "d"}, func(k string) string { return env[k] }); err == nil {
+		t.Error("TENURE_ACL_ENABLED without TLS: accepted")
+	}
+
+	dir := t.TempDir()
+	ca, err := certs.NewAuthority(certs.CAOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, cert, key := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "n1.pem"), filepath.Join(dir, "n1-key.pem")
+	pair, err := ca.IssueServer(certs.ServerOptions{NodeID: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := certs.WritePair(cert, key, pair); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadServerSettings([]string{"-data-dir", "d", "-acl-enabled", "-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", caFile}, none)
+	if err != nil {
+		t.Fatalf("-acl-enabled with TLS: %v", err)
+	}
+	if err := s.cluster.ValidateRaftAuth(); err != nil {
+		t.Errorf("-acl-enabled with TLS: %v", err)
+	}
+
+	s, err = loadServerSettings([]string{"-dev", "-acl-enabled"}, none)
+	if err != nil {
+		t.Fatalf("-dev -acl-enabled: %v", err)
+	}
+	if _, ok := s.cluster.Transport.(*raft.InmemTransport); !ok {
+		t.Errorf("-dev: Raft transport %T, want an in-memory one (no port)", s.cluster.Transport)
+	}
+	// Nor does gossip bring another server into its Raft.
+	m := cluster.Member{Name: "n2", Status: "alive", Meta: cluster.MemberMeta{Role: "server", ID: "n2", ClusterName: s.cluster.ClusterName, RaftAddr: "127.0.0.1:7511"}}
+	if err := s.cluster.ProveServer(m); !errors.Is(err, cluster.ErrNotProven) {
+		t.Errorf("-dev admits a server announced over gossip: %v, want ErrNotProven", err)
 	}
 }

@@ -107,6 +107,9 @@ func (e *env) groupsGet(ctx context.Context, args []string) int {
 		row(w, k.Key, dash(k.Target), dash(k.Worker), k.Token, k.State, dash(strings.Join(ctl, " ")))
 	}
 	w.Flush()
+	if g.HiddenKeys > 0 {
+		fmt.Fprintf(e.stdout, "%d more keys hidden: the token may not read them\n", g.HiddenKeys)
+	}
 	fmt.Fprintln(e.stdout)
 	w = e.table()
 	row(w, "WORKER", "STATUS", "TARGETS", "HOLDS", "CAPACITY", "DRAINING", "STUCK")

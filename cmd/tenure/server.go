@@ -50,7 +50,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	c := &s.cluster
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.StringVar(&s.config, "config", "", "JSON config file whose keys are these flags' names")
-	fs.BoolVar(&s.dev, "dev", false, "one server that elects itself at once, its state in memory and gone at exit: for trying tenure and for tests, never for production")
+	fs.BoolVar(&s.dev, "dev", false, "one server that elects itself at once, its state in memory and gone at exit, its Raft in memory (no Raft port): for trying tenure and for tests, never for production")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "unique, stable id of this server (default: hostname)")
 	fs.StringVar(&c.DataDir, "data-dir", "", "directory for the Raft log, stable store and snapshots (required)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "HTTP API address (also announced to peers for forwarding)")
@@ -94,7 +94,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.StringVar(&s.tls.KeyFile, "tls-key-file", "", "PEM private key of -tls-cert-file")
 	fs.StringVar(&s.tls.CAFile, "tls-ca-file", "", "PEM CA certificate(s): verify client certificates (-tls-verify-incoming) and the leader when forwarding")
 	fs.BoolVar(&s.tls.VerifyIncoming, "tls-verify-incoming", false, "require client certificates signed by -tls-ca-file (mutual TLS)")
-	fs.BoolVar(&c.ACLEnabled, "acl-enabled", c.ACLEnabled, "require an ACL token with the right for every request (see tenure acl)")
+	fs.BoolVar(&c.ACLEnabled, "acl-enabled", c.ACLEnabled, "require an ACL token with the right for every request (see tenure acl); needs the TLS flags (Raft over mutual TLS), except with -dev")
 	fs.StringVar(&c.ACLDefaultPolicy, "acl-default-policy", c.ACLDefaultPolicy, "what a request without a token may do with ACLs on: deny (nothing) or allow (all but acl)")
 	fs.BoolVar(&s.metricsOpen, "metrics-open", false, "serve /metrics without a token when ACLs are on (otherwise it needs the operator right)")
 	h := &s.http
@@ -181,6 +181,9 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 		return nil, err
 	}
 	s.cluster.TLS = s.tls
+	if err := s.cluster.ValidateRaftAuth(); err != nil {
+		return nil, errors.New("-acl-enabled needs Raft over mutual TLS: add -tls-cert-file, -tls-key-file and -tls-ca-file (tenure tls makes them); on plain TCP, one forged Raft request from anyone who reaches -raft-addr writes what it carries, ACL tokens included (-dev needs no TLS for ACLs: its Raft has no port)")
+	}
 	// An answer may wait for a blocking acquire's or a blocking query's
 	// whole wait, plus Raft.
 	s.http.WriteTimeout = max(s.cluster.MaxWait, httpapi.DefaultConfig().MaxBlockingWait) + time.Minute
@@ -388,7 +391,11 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 	} else {
 		go func() { errCh <- srv.Serve(httpapi.Listener(ln)) }()
 	}
-	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir,
+	raftAddr := cfg.RaftAddr
+	if cfg.Transport != nil {
+		raftAddr = devRaftAddr
+	}
+	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", raftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir,
 		"tls", s.tls.Enabled(), "tls_verify_incoming", s.tls.VerifyIncoming)
 	if cfg.ACLEnabled {
 		log.Info("acls enabled", "default_policy", cfg.ACLDefaultPolicy, "metrics_open", s.metricsOpen)

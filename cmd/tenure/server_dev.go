@@ -4,16 +4,19 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster"
 )
 
 // devSettings makes s the settings of `tenure server -dev`: one voter
-// that bootstraps itself, named "dev" unless -node-id says otherwise, on
-// the addresses of the flags (loopback by default); runServer puts its
-// data in a new directory in memory (devDataDir) and removes it at exit.
-// A -data-dir,
-// -join or -initial-cluster given with -dev is an error: a dev server
-// keeps nothing and joins nobody.
+// that bootstraps itself, named "dev" unless -node-id says otherwise;
+// runServer puts its data in a new directory in memory (devDataDir) and
+// removes it at exit. Its Raft runs on an in-memory transport: it opens no
+// Raft port (-raft-addr is ignored), so no forged Raft request can reach
+// it, and ACLs need no TLS. It listens on -http-addr and, for workers, on
+// -gossip-addr (loopback by default), and admits no other server to Raft.
+// A -data-dir, -join or -initial-cluster given with -dev is an error: a
+// dev server keeps nothing and joins nobody.
 func devSettings(s *serverSettings) error {
 	c := &s.cluster
 	switch {
@@ -25,9 +28,18 @@ func devSettings(s *serverSettings) error {
 	if host, _ := os.Hostname(); c.NodeID == host || c.NodeID == "" {
 		c.NodeID = "dev"
 	}
-	c.InitialCluster = []cluster.Peer{{ID: c.NodeID, RaftAddr: c.RaftAddr, HTTPAddr: c.HTTPAddr}}
+	addr, tr := raft.NewInmemTransport(devRaftAddr)
+	c.Transport = tr
+	c.InitialCluster = []cluster.Peer{{ID: c.NodeID, RaftAddr: string(addr), HTTPAddr: c.HTTPAddr}}
+	c.ProveServer = func(m cluster.Member) error {
+		return fmt.Errorf("%w: a -dev server is one server on its own", cluster.ErrNotProven)
+	}
 	return nil
 }
+
+// devRaftAddr is the Raft address of a dev server: the name of its
+// in-memory transport, not a network address.
+const devRaftAddr = "in-memory"
 
 // devDataDir makes the data dir of a dev server, in memory where the
 // machine has a tmpfs at /dev/shm; the caller removes it at exit.

@@ -43,8 +43,14 @@ func TestStatusShowsNotReady(t *testing.T) {
 		"applied_index": 10, "leader_commit_index": 5010, "behind_entries": 5000, "behind_for": "42s",
 		"disk_write_errors": 3, "last_disk_error": "write raft.db: no space left on device",
 		"not_ready": "raft log or stable store write failed 1s ago (3 failed writes): write raft.db: no space left on device"}
+	noSnap := map[string]any{"node_id": "n2", "role": "follower", "leader_id": "n1", "last_contact": "12ms",
+		"applied_index": 10, "leader_commit_index": 10, "behind_for": "0s",
+		"snapshot_write_errors": 2, "last_snapshot_error": "write state.bin: no space left on device",
+		"not_ready": "snapshot write failed 3s ago and none succeeded since (2 failed snapshots): write state.bin: no space left on device"}
 	runRequestCases(t, []requestCase{
 		{"status of a full follower", []string{"status"}, 200, full, "GET", "/v1/status", "",
 			[]string{"Behind leader:", "5000 entries (commit index 5010) for 42s", "Disk write errors:", "3 (last: write raft.db", "Not ready:", "write failed 1s ago"}},
+		{"status of a follower that cannot snapshot", []string{"status"}, 200, noSnap, "GET", "/v1/status", "",
+			[]string{"Snapshot write errors:", "2 (last: write state.bin: no space left on device)", "Not ready:", "snapshot write failed 3s ago"}},
 	})
 }

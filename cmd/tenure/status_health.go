@@ -13,6 +13,9 @@ func statusHealthRows(st client.NodeStatus, field func(name string, v any)) {
 	if st.DiskWriteErrors > 0 {
 		field("Disk write errors", fmt.Sprintf("%d (last: %s)", st.DiskWriteErrors, dash(st.LastDiskError)))
 	}
+	if st.SnapshotWriteErrors > 0 {
+		field("Snapshot write errors", fmt.Sprintf("%d (last: %s)", st.SnapshotWriteErrors, dash(st.LastSnapshotError)))
+	}
 	if st.NotReady != "" {
 		field("Not ready", st.NotReady)
 	}

@@ -131,6 +131,12 @@ func TestKubernetesManifests(t *testing.T) {
 	wantArg("-bootstrap-expect=3")
 	wantArg("-join=tenure-0.tenure:7502,tenure-1.tenure:7502,tenure-2.tenure:7502")
 	wantArg("-acl-enabled")
+	// ACLs need Raft over mutual TLS: a server refuses them without it.
+	for _, flag := range []string{"-tls-cert-file=", "-tls-key-file=", "-tls-ca-file="} {
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, flag) }) {
+			t.Errorf("server args %q have -acl-enabled but lack %s: ACLs need Raft over mutual TLS", args, flag)
+		}
+	}
 	wantArg("-data-dir=/data")
 
 	// The quorum during voluntary disruptions: one server at a time.

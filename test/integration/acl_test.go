@@ -15,12 +15,15 @@ import (
 )
 
 // tenureCLI runs the tenure binary once with args, TENURE_HTTP_ADDR naming
-// every node and TENURE_HTTP_TOKEN set to token, and returns its output
-// and exit code.
+// every node, TENURE_HTTP_TOKEN set to token and the TLS files of
+// c.clientTLS, and returns its output and exit code.
 func (c *cluster) tenureCLI(t *testing.T, token string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(cleanEnv(), client.EnvHTTPAddr+"="+strings.Join(c.httpAddrs(), ","), client.EnvHTTPToken+"="+token)
+	cmd.Env = append(cleanEnv(), client.EnvHTTPAddr+"="+strings.Join(c.urls(c.httpAddrs()), ","), client.EnvHTTPToken+"="+token)
+	if tc := c.clientTLS; tc != nil {
+		cmd.Env = append(cmd.Env, client.EnvCACert+"="+tc.CAFile, client.EnvClientCert+"="+tc.CertFile, client.EnvClientKey+"="+tc.KeyFile)
+	}
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
@@ -30,12 +33,18 @@ func (c *cluster) tenureCLI(t *testing.T, token string, args ...string) (string,
 }
 
 // TestACLWithProcesses: three servers started with -acl-enabled (default
-// deny). The CLI bootstraps, creates a policy and a token bound to the
+// deny), and so with mutual TLS on Raft and the API. The CLI bootstraps, creates a policy and a token bound to the
 // holder prefix "app-"; with that token the Go client's kept-alive lease,
 // an Election and a Worker do their jobs, while requests without a token,
 // and a token's use outside its binding or its rules, are refused.
 func TestACLWithProcesses(t *testing.T) {
-	c := startServers(t, 3, "-acl-enabled")
+	p := newTestPKI(t)
+	c := newCluster(t)
+	certFile, keyFile := p.client(t, "harness")
+	c.scheme, c.http = "https", httpClient(t, p, certFile, keyFile)
+	c.clientTLS = &client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	c.nodeArgs = p.serverArgs("-acl-enabled")
+	c.start(t, 3)
 
 	// Bootstrap through the CLI, once a leader serves it.
 	var boot client.ACLToken
@@ -56,7 +65,7 @@ func TestACLWithProcesses(t *testing.T) {
 	c.leader(t)
 
 	// A request without a token is refused, naming the missing token.
-	r, err := harness.Send(c.http, "GET", "http://"+c.nodes[0].httpAddr+"/v1/leases/scenes/1", "", nil)
+	r, err := harness.Send(c.http, "GET", c.scheme+"://"+c.nodes[0].httpAddr+"/v1/leases/scenes/1", "", nil)
 	if err != nil || r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), client.CodePermissionDenied) ||
 		!strings.Contains(string(r.Body), "no token") {
 		t.Fatalf("read without a token: %v %d %s; want 403 %s, no token", err, r.Status, r.Body, client.CodePermissionDenied)
@@ -92,7 +101,7 @@ func TestACLWithProcesses(t *testing.T) {
 
 	newAppClient := func(holder string) *client.Client {
 		cfg := client.DefaultConfig()
-		cfg.Addresses, cfg.Holder, cfg.Token, cfg.Timeout = c.httpAddrs(), holder, app.SecretID, 5*time.Second
+		cfg.Addresses, cfg.Holder, cfg.Token, cfg.Timeout, cfg.TLS = c.urls(c.httpAddrs()), holder, app.SecretID, 5*time.Second, *c.clientTLS
 		cl, err := client.New(cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -31,6 +31,22 @@ func (c *cluster) httpAddrs() []string {
 	return addrs
 }
 
+// urls returns addrs with https:// in front on a cluster whose clients use
+// TLS (clientTLS), as they are.
+func (c *cluster) urls(addrs []string) []string {
+	if c.clientTLS == nil {
+		return addrs
+	}
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a
+		if !strings.Contains(a, "://") {
+			out[i] = "https://" + a
+		}
+	}
+	return out
+}
+
 // newClient returns a Go client, as one process of an application would
 // have, with its own holder. It talks to addrs, or to every node.
 func (c *cluster) newClient(t *testing.T, holder string, addrs ...string) *client.Client {
@@ -39,9 +55,12 @@ func (c *cluster) newClient(t *testing.T, holder string, addrs ...string) *clien
 		addrs = c.httpAddrs()
 	}
 	cfg := client.DefaultConfig()
-	cfg.Addresses = addrs
+	cfg.Addresses = c.urls(addrs)
 	cfg.Holder = holder
 	cfg.Timeout = 5 * time.Second
+	if c.clientTLS != nil {
+		cfg.TLS = *c.clientTLS
+	}
 	cl, err := client.New(cfg)
 	if err != nil {
 		t.Fatalf("client.New: %v", err)

@@ -130,3 +130,38 @@ func TestDamagedLogEntryStopsTheServer(t *testing.T) {
 		}
 	}
 }
+
+// TestLoweredTermStopsTheServer: CurrentTerm and LastVoteTerm of a stopped
+// server's raft.db lowered by one (2 to 1 on a fresh server) with a byte
+// edit. Restarted, the server refuses to start with exit 78, naming the
+// file and the remedy: a server that forgets its vote may vote twice.
+func TestLoweredTermStopsTheServer(t *testing.T) {
+	c := startCluster(t, 1)
+	nd := c.nodes[0]
+	c.stop(t, 0)
+	was, path, err := damage.LowerTerm(nd.dataDir, "CurrentTerm", "LastVoteTerm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lowered CurrentTerm and LastVoteTerm of %s from %v by one", path, was)
+	if err := nd.start(); err != nil {
+		t.Fatal(err)
+	}
+	p := nd.running()
+	select {
+	case <-p.done:
+	case <-time.After(startTimeout):
+		t.Fatalf("%s kept running on a lowered term and vote", nd.id)
+	}
+	var exit *exec.ExitError
+	if !errors.As(p.err, &exit) || exit.ExitCode() != 78 {
+		t.Errorf("%s exited with %v, want exit status 78 (a refusal to start)", nd.id, p.err)
+	}
+	out := tail(nd.logPath, 5)
+	t.Logf("%s stopped with:\n%s", nd.id, out)
+	for _, want := range []string{"the term and vote in " + path + " cannot be trusted", "remove-server -force " + nd.id, "readmit-server " + nd.id} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s's last words do not say %q:\n%s", nd.id, want, out)
+		}
+	}
+}

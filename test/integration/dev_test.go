@@ -17,9 +17,11 @@ import (
 // devServer is a running `tenure server -dev`.
 type devServer struct {
 	httpAddr string
-	cmd      *exec.Cmd
-	logs     harness.Buffer
-	exited   chan error
+	// raftAddr and gossipAddr are the -raft-addr and -gossip-addr given.
+	raftAddr, gossipAddr string
+	cmd                  *exec.Cmd
+	logs                 harness.Buffer
+	exited               chan error
 }
 
 // startDev starts `tenure server -dev` on free loopback ports with extra
@@ -30,9 +32,10 @@ func startDev(t *testing.T, extra ...string) *devServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &devServer{httpAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), exited: make(chan error, 1)}
+	d := &devServer{httpAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), raftAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		gossipAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), exited: make(chan error, 1)}
 	args := append([]string{"server", "-dev", "-http-addr", d.httpAddr,
-		"-raft-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]), "-gossip-addr", fmt.Sprintf("127.0.0.1:%d", ports[2])}, extra...)
+		"-raft-addr", d.raftAddr, "-gossip-addr", d.gossipAddr}, extra...)
 	d.cmd = exec.Command(binary, args...)
 	d.cmd.Env = cleanEnv()
 	d.cmd.Stdout, d.cmd.Stderr = &d.logs, &d.logs

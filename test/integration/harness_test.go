@@ -127,6 +127,9 @@ type cluster struct {
 	// token is the ACL token secret the harness's own requests carry, on
 	// clusters started with -acl-enabled.
 	token string
+	// clientTLS, when set, is what the Go clients (newClient) and the CLI
+	// (tenureCLI) of the test trust and present, over https.
+	clientTLS *client.TLSConfig
 }
 
 // startCluster starts n servers on loopback that bootstrap together

@@ -417,6 +417,44 @@ func TestPage(t *testing.T) {
 		b.waitTrue(5*time.Second, "the revoke buttons are back", leaseRow("scenes/guarded")+`?.querySelector('button.revoke')`)
 	})
 
+	t.Run("a token that may read only some keys of a group", func(t *testing.T) {
+		b.t = t
+		admin := c.client(t, "admin", "")
+		if _, err := admin.Groups().Put(ctx, "mixed", client.GroupSpec{Keys: []string{"scenes/m1", "other/m2", "other/m3"}}); err != nil {
+			t.Fatal(err)
+		}
+		hidden, err := c.client(t, "hidden-holder", "").Acquire(ctx, "other/m2", client.WithTTL(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hidden.Release(ctx)
+		if _, err := admin.ACL().SetPolicy(ctx, "mixed-scenes", client.ACLPolicySpec{Rules: []client.ACLRule{
+			{Prefix: "mixed", Rights: []string{client.RightRead}}, {Prefix: "scenes/", Rights: []string{client.RightRead}}}}); err != nil {
+			t.Fatal(err)
+		}
+		narrow, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"mixed-scenes"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.awaitRight(t, pageNode, narrow.SecretID, client.RightRead, "scenes/m1", true)
+		// The token may not list every group: the page says so, and opens
+		// the group by its name.
+		b.open(c.url(pageNode, "/ui#groups"), narrow.SecretID)
+		b.waitTrue(10*time.Second, "the page says the token may not list every group",
+			`!document.getElementById('problem').hidden && document.getElementById('problem').innerText.includes('may not list every group')`)
+		if _, err := eval[bool](b, `(() => { document.getElementById('group-name').value = 'mixed'; document.getElementById('group-filters').requestSubmit(); return true })()`); err != nil {
+			t.Fatal(err)
+		}
+		keys := `[...document.querySelectorAll('#group-keys tbody tr[data-key]')].map(r => r.dataset.key).join(',')`
+		b.waitTrue(10*time.Second, "the group mixed shows scenes/m1 only, and says two keys are hidden",
+			`!document.getElementById('group-detail').hidden && `+keys+` === 'scenes/m1' && document.getElementById('group-note').textContent.includes('2 more hidden')`)
+		if text, _ := eval[string](b, `document.getElementById('view-groups').innerText`); strings.Contains(text, "other/") || strings.Contains(text, "hidden-holder") {
+			t.Errorf("the groups view shows a key or holder the token may not read: %q", text)
+		}
+		b.open(c.url(pageNode, "/ui#leases"), c.token) // back to the management token
+		b.waitTrue(5*time.Second, "the leases view lists the leases again", leaseRow("scenes/guarded"))
+	})
+
 	// Nothing changes from here until the next subtest.
 	t.Run("an idle page sends nothing", func(t *testing.T) {
 		b.t = t

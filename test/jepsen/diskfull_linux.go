@@ -26,7 +26,7 @@ var diskNemeses = []string{"disk-full-follower", "disk-full-leader"}
 const diskSize = "32m"
 
 // resDiskFull names the effect check of the disk nemeses.
-const resDiskFull = "nemesis: a full follower reports not ready, a full leader steps down"
+const resDiskFull = "nemesis: a full server reports not ready or steps down"
 
 // disks are the tmpfs mounts of a run and what the disk nemeses saw.
 type disks struct {
@@ -106,8 +106,10 @@ func init() {
 
 // diskFullNemesis fills the disk of the leader or of a follower and
 // watches it while full: a follower must answer /readyz 503 naming the
-// full disk; a leader must stop leading (step down, or exit when it
-// cannot store a new term). The undo frees the space and restarts the
+// full disk; a leader must stop leading (step down when an append fails,
+// or exit when it cannot store a new term) or, while its appends still
+// find room in raft.db's free pages, answer /readyz 503 naming a failed
+// snapshot and the full disk. The undo frees the space and restarts the
 // server if it exited.
 func diskFullNemesis(name string, leader bool) nemesis {
 	return nemesis{name: name, minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
@@ -153,13 +155,14 @@ func (w *world) watchFull(ctx context.Context, nemesis string, p *proc, leader b
 		case leader:
 			if st, err := w.status(ctx, p); err == nil && st.Role != "leader" {
 				eff.seen, eff.how = true, fmt.Sprintf("stepped down (%s, term %d)", st.Role, st.Term)
+			} else if why, ok := w.notReadyForDisk(ctx, p); ok && why == whySnapshot {
+				// A failed append must step it down: only a failed
+				// snapshot may leave it leading.
+				eff.seen, eff.how = true, "leading, not ready: "+why
 			}
 		default:
-			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			code, err := w.call(cctx, "GET", w.url(p, "/readyz"), nil, nil)
-			cancel()
-			if code == 503 && err != nil && strings.Contains(err.Error(), "no space left on device") {
-				eff.seen, eff.how = true, "not ready: no space left on device"
+			if why, ok := w.notReadyForDisk(ctx, p); ok {
+				eff.seen, eff.how = true, "not ready: "+why
 			}
 		}
 		if eff.seen || !sleep(ctx, 200*time.Millisecond) {
@@ -167,6 +170,25 @@ func (w *world) watchFull(ctx context.Context, nemesis string, p *proc, leader b
 		}
 	}
 }
+
+// notReadyForDisk reports whether p answers /readyz 503 naming a full
+// disk, and which write failed: the Raft log or stable store, or a
+// snapshot.
+func (w *world) notReadyForDisk(ctx context.Context, p *proc) (string, bool) {
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	code, err := w.call(cctx, "GET", w.url(p, "/readyz"), nil, nil)
+	if code != 503 || err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		return "", false
+	}
+	if strings.Contains(err.Error(), "snapshot write failed") {
+		return whySnapshot, true
+	}
+	return "log write failed, no space left on device", true
+}
+
+// whySnapshot is notReadyForDisk's reason for a failed snapshot.
+const whySnapshot = "snapshot write failed, no space left on device"
 
 // diskFullResult checks that every disk fault had its effect.
 func diskFullResult(w *world) []check.Result {
@@ -184,7 +206,7 @@ func diskFullResult(w *world) []check.Result {
 		r.Valid = false
 		want := "report not ready naming the full disk"
 		if e.nemesis == "disk-full-leader" {
-			want = "stop leading"
+			want = "stop leading or report not ready naming the full disk"
 		}
 		r.Violations = append(r.Violations, fmt.Sprintf("%s on %s: did not %s while full", e.nemesis, e.server, want))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tenure-io/tenure/test/jepsen/history"
 	"github.com/tenure-io/tenure/test/jepsen/netns"
 
 	"github.com/tenure-io/tenure/client"
@@ -181,6 +182,7 @@ func (w *world) startAll(ctx context.Context) error {
 		if _, err := w.call(ctx, "PUT", w.url(w.servers[0], "/v1/groups/"+placeGroup), map[string]any{"keys": placeKeys()}, nil); err != nil {
 			return fmt.Errorf("create group: %w", err)
 		}
+		w.groupCreated = history.Now()
 	}
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, 7))
 	api, err := w.apiClient(w.sec.token)

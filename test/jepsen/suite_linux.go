@@ -29,7 +29,8 @@ type outcome struct {
 	Duration time.Duration
 }
 
-// violations lists the names of the checkers that failed.
+// violations lists the names of the checkers that failed, those that
+// could not decide among them.
 func (o *outcome) violations() []string {
 	var out []string
 	for _, r := range o.Results {
@@ -38,6 +39,18 @@ func (o *outcome) violations() []string {
 		}
 	}
 	return out
+}
+
+// caught reports whether the result named name found a violation: it is
+// not valid, and not for want of time (an undecided check is in
+// violations, so that an ordinary run fails on it, but it catches no bug).
+func (o *outcome) caught(name string) bool {
+	for _, r := range o.Results {
+		if r.Name == name && !r.Valid && !r.Unknown {
+			return true
+		}
+	}
+	return false
 }
 
 // undecided reports whether the result named name ran out of time.

@@ -73,6 +73,7 @@ type world struct {
 	corruptRefusals  atomic.Int64 // damaged logs the corrupt-follower nemesis saw refused
 	disks            disks        // the disk nemeses' mounts and effects
 	adv              adversary    // the attacks of the adversary nemeses
+	groupCreated     int64        // when the placement group's creation was acknowledged
 }
 
 func (w *world) all() []*proc {

@@ -165,7 +165,9 @@
   const problems = new Map();
   function showProblem(name, e, retryMs) {
     let msg;
-    if (e.status === 403) {
+    if (e.status === 403 && name === 'groups') {
+      msg = 'groups: the token may not list every group (' + e.code + ': ' + e.message + '). Open a group it may read by its name.';
+    } else if (e.status === 403) {
       msg = (name ? name + ': ' : '') + 'the token may not read this (' + e.code + ': ' + e.message + '). Narrow the view with a prefix the token may read, or type a token with the right above.';
     } else {
       msg = (name ? name + ': ' : '') + e.message + (e.code && e.status ? ' (' + e.code + ')' : '') + '. Retrying in ' + Math.round(retryMs / 1000) + 's.';
@@ -480,6 +482,9 @@
   let selected = '';
   let lastGroup = null; // the chosen group's last answer
   function watchGroups() {
+    // Listing every group needs read on every name; a token that may read
+    // only some groups opens one by name (#group-name) and follows it
+    // alone.
     follow(() => '/v1/groups?limit=1000', (r) => {
       groups = r.body.groups || [];
       if (!groups.some((g) => g.name === selected)) {
@@ -492,7 +497,7 @@
     if (selected) {
       const name = selected;
       follow(() => '/v1/groups/' + encodeURIComponent(name) + '?limit=' + MAX_ROWS + (leaderKnown ? '' : '&stale=true'),
-        (r) => { lastGroup = r.body; renderGroup(r.body); }, { name: 'group ' + name });
+        (r) => { lastGroup = r.body; $('group-detail').hidden = false; renderGroup(r.body); }, { name: 'group ' + name });
     }
   }
 
@@ -516,6 +521,9 @@
     const stuck = new Set(g.stuck || []);
     const live = (g.workers || []).filter((w) => w.status === 'alive' && !w.draining && !w.drained).length;
     const notes = [g.keys.length + ' keys', live + ' live workers taking keys'];
+    // Keys the token may not read are left out of the answer, and of the
+    // workers' counts; only their number is given.
+    if (g.hidden_keys) notes.splice(1, 0, g.hidden_keys + ' more hidden: the token may not read them');
     if (g.max_per_worker) notes.push('at most ' + g.max_per_worker + ' per worker');
     if (g.min_workers) notes.push('minimum ' + g.min_workers + ' workers');
     if (stuck.size) notes.push('stuck: ' + [...stuck].join(', '));
@@ -728,6 +736,15 @@
     for (const id of ['lease-prefix', 'lease-holder', 'event-prefix']) $(id).addEventListener('input', again);
     for (const id of ['lease-state', 'event-type']) $(id).addEventListener('change', restart);
     for (const f of ['lease-filters', 'event-filters']) $(f).addEventListener('submit', (ev) => { ev.preventDefault(); restart(); });
+    $('group-filters').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const name = $('group-name').value.trim();
+      if (!name || name === selected) return;
+      selected = name;
+      lastGroup = null;
+      renderGroups();
+      restart();
+    });
     window.addEventListener('hashchange', showView);
     await refreshStatus();
     showView();

@@ -23,6 +23,29 @@ type Ack struct {
 	T           int64
 }
 
+// WriteOp is the kind of an acknowledged Write.
+type WriteOp string
+
+// The writes other than acquisitions that the workloads make.
+const (
+	// WriteRelease: Holder released Key's lease Token (a 204 answer).
+	WriteRelease WriteOp = "release"
+	// WriteRevoke: an operator revoked Key (not forced) and the answer
+	// named Holder's lease Token among those it ended.
+	WriteRevoke WriteOp = "revoke"
+	// WriteGroup: the group named Key was created or replaced.
+	WriteGroup WriteOp = "group"
+)
+
+// Write is a write other than an acquisition that the cluster
+// acknowledged to a client, at T.
+type Write struct {
+	Op          WriteOp
+	Key, Holder string // Key is the group's name for WriteGroup
+	Token       uint64
+	T           int64
+}
+
 // The data-dir layout that package cluster writes: the bolt log and stable
 // store, and the directory raft.FileSnapshotStore keeps under the data dir.
 const (
@@ -57,10 +80,19 @@ type durNode struct {
 	replayed    int                 // Granted results of the replay
 	snapCovers  map[ackedGrant]bool // acks the snapshot alone accounts for
 	finalToken  uint64
+	// Writes other than acquisitions: those the snapshot accounts for,
+	// the commands of the replayed log, and those whose effect the final
+	// state undoes (their violation).
+	writeCovers map[Write]bool
+	releases    map[ackedGrant]bool // Release commands replayed
+	ends        map[string]bool     // keys of End commands (revoke) replayed
+	groupPuts   map[string]bool     // groups created or replaced by the replay
+	undone      map[Write]string
 }
 
 // Durability reads each stopped server's Raft state and checks that no
-// acknowledged acquisition was lost.
+// acknowledged write was lost: acquisitions (acked) and every other write
+// the workloads make (writes: releases, revokes, group creations).
 //
 // nodes maps a node name to its data dir as package cluster lays it out
 // (raft.db and snapshots/). Every file is opened read-only and nothing is
@@ -82,22 +114,39 @@ type durNode struct {
 //     every index up to it counts as committed;
 //   - a node whose final token counter is below the highest acknowledged
 //     token;
+//   - a Write whose command the node's replayed log does not hold and
+//     whose effect its snapshot does not account for: a release needs a
+//     Release of (key, holder, token); a revoke an End of the key (not of
+//     a holder); a group a GroupPut or GroupPutCAS of its name. The
+//     snapshot accounts for a release when its token counter is at least
+//     the token and its record of the key has a higher token, or this
+//     token and is free, or there is no record (only free keys are
+//     forgotten); for a revoke likewise, or this token still held but
+//     ending; for a group when it has the group;
+//   - a Write that the node's final state undoes: the released lease
+//     (key, token) held, the revoked one held and not ending, the group
+//     absent. No workload deletes a group or gives a released or revoked
+//     lease back, so nothing legal undoes them;
 //   - a node whose state cannot be read, naming the error.
 //
 // Notes give, per node, the snapshot index, the log's first and last
 // index, the grants replayed and the final token counter.
-func Durability(nodes map[string]string, acked []Ack) Result {
+func Durability(nodes map[string]string, acked []Ack, writes []Write) Result {
 	v := newVerdict("durability")
-	v.Ops = len(acked)
+	v.Ops = len(acked) + len(writes)
 	// Distinct acks, each with its first acknowledgement time.
 	first := map[ackedGrant]int64{}
 	var order []ackedGrant
 	var maxToken uint64
 	c := clock{}
-	for i, a := range acked {
-		if i == 0 || a.T < c.t0 {
-			c.t0 = a.T
+	timed := false
+	at := func(t int64) {
+		if !timed || t < c.t0 {
+			c.t0, timed = t, true
 		}
+	}
+	for _, a := range acked {
+		at(a.T)
 		g := ackedGrant{a.Key, a.Holder, a.Token}
 		if t, ok := first[g]; !ok {
 			order = append(order, g)
@@ -107,6 +156,13 @@ func Durability(nodes map[string]string, acked []Ack) Result {
 		}
 		maxToken = max(maxToken, a.Token)
 	}
+	byOp := map[WriteOp]int{}
+	for _, w := range writes {
+		at(w.T)
+		byOp[w.Op]++
+	}
+	v.note("%d acknowledged acquisitions, %d releases, %d revokes, %d group creations checked",
+		len(acked), byOp[WriteRelease], byOp[WriteRevoke], byOp[WriteGroup])
 	names := make([]string, 0, len(nodes))
 	for name := range nodes {
 		names = append(names, name)
@@ -114,7 +170,7 @@ func Durability(nodes map[string]string, acked []Ack) Result {
 	sort.Strings(names)
 	var read []*durNode
 	for _, name := range names {
-		n, err := readDurNode(name, nodes[name], order)
+		n, err := readDurNode(name, nodes[name], order, writes)
 		if err != nil {
 			v.fail("node %s: cannot read its Raft state in %s: %v", name, nodes[name], err)
 			continue
@@ -128,6 +184,14 @@ func Durability(nodes map[string]string, acked []Ack) Result {
 					g.key, g.holder, g.token, name, c.ms(first[g]))
 			}
 		}
+		for _, w := range writes {
+			if why, ok := n.undone[w]; ok {
+				v.fail("acknowledged %s undone on node %s: %s (acked at %s)", w.describe(), name, why, c.ms(w.T))
+			} else if !n.writeCovers[w] && !n.replayedWrite(w) {
+				v.fail("lost acknowledged %s on node %s: neither its log nor its snapshot holds it (acked at %s)",
+					w.describe(), name, c.ms(w.T))
+			}
+		}
 		if n.finalToken < maxToken {
 			v.fail("node %s: final token counter %d is below the highest acknowledged token %d",
 				name, n.finalToken, maxToken)
@@ -139,7 +203,7 @@ func Durability(nodes map[string]string, acked []Ack) Result {
 
 // readDurNode restores and replays one node's state; acks are checked against
 // its snapshot on the way. A panic (a malformed store or entry) is an error.
-func readDurNode(name, dir string, acks []ackedGrant) (n *durNode, err error) {
+func readDurNode(name, dir string, acks []ackedGrant, writes []Write) (n *durNode, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			n, err = nil, fmt.Errorf("panic while reading: %v", r)
@@ -152,7 +216,9 @@ func readDurNode(name, dir string, acks []ackedGrant) (n *durNode, err error) {
 	if err := requireDurPath(dbPath, false); err != nil {
 		return nil, fmt.Errorf("log store: %w", err)
 	}
-	n = &durNode{name: name, grants: map[ackedGrant]bool{}, snapCovers: map[ackedGrant]bool{}}
+	n = &durNode{name: name, grants: map[ackedGrant]bool{}, snapCovers: map[ackedGrant]bool{},
+		writeCovers: map[Write]bool{}, releases: map[ackedGrant]bool{}, ends: map[string]bool{},
+		groupPuts: map[string]bool{}, undone: map[Write]string{}}
 	m := fsm.New()
 	var snapTerm uint64
 	if n.snapIndex, snapTerm, err = restoreNewestSnapshot(dir, m); err != nil {
@@ -164,6 +230,9 @@ func readDurNode(name, dir string, acks []ackedGrant) (n *durNode, err error) {
 			if counter >= g.token && l != nil && (l.Token > g.token || l.Token == g.token && l.Holder == g.holder) {
 				n.snapCovers[g] = true
 			}
+		}
+		for _, w := range writes {
+			n.writeCovers[w] = snapshotCovers(m, counter, w)
 		}
 	}
 	store, err := raftboltdb.New(raftboltdb.Options{
@@ -202,8 +271,16 @@ func readDurNode(name, dir string, acks []ackedGrant) (n *durNode, err error) {
 		if err := n.collect(i, m.Apply(&l)); err != nil {
 			return nil, err
 		}
+		if err := n.collectCommands(i, l.Data); err != nil {
+			return nil, err
+		}
 	}
 	n.finalToken = m.LastToken()
+	for _, w := range writes {
+		if why := undoes(m, w); why != "" {
+			n.undone[w] = why
+		}
+	}
 	n.hideStaleBelowSnapshot(snapTerm)
 	return n, nil
 }

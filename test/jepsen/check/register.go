@@ -21,7 +21,8 @@ type RegisterConfig struct {
 	// history and its (partial) linearizations, valid or not.
 	HTMLPath string
 	// Timeout bounds the search; 0 means none. When it runs out the
-	// result is Unknown, not invalid.
+	// result is Unknown and not valid: a history that was not checked
+	// is no pass.
 	Timeout time.Duration
 }
 
@@ -76,8 +77,9 @@ type RegisterConfig struct {
 //
 // Operator revocations are not modelled: the workload must not revoke its
 // keys nor share them with another workload. If the search runs out of
-// time, the result is Unknown (Valid stays true) and a Note names the keys
-// left undecided.
+// time (porcupine answers Unknown), the result is Unknown and not Valid:
+// a violation says that linearizability was not checked, and a Note names
+// each key left undecided.
 func Register(events []history.Event, cfg RegisterConfig) Result {
 	v := newVerdict("linearizable lease register")
 	if cfg.MinExpiry == nil {
@@ -108,7 +110,7 @@ func Register(events []history.Event, cfg RegisterConfig) Result {
 	timedOut := cfg.Timeout > 0 && elapsed >= cfg.Timeout
 	if res == porcupine.Unknown {
 		v.Unknown = true
-		v.note("porcupine timed out after %s: result unknown", cfg.Timeout)
+		v.fail("porcupine timed out after %s: linearizability not checked (a history not checked is no pass); %s", cfg.Timeout, where)
 	}
 	partials := info.PartialLinearizations()
 	for p, key := range keys {

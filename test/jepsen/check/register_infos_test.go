@@ -1,6 +1,8 @@
 package check
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -95,17 +97,28 @@ func TestRegisterIndeterminateEffects(t *testing.T) {
 	}
 }
 
-func TestRegisterTimeout(t *testing.T) {
+// A linearizability search that runs out of time checked nothing: the
+// result fails (a run that reports it does not pass), says it was not
+// checked, and stays marked Unknown so that a negative control can tell
+// it from a violation found.
+func TestRegisterTimeoutIsNoPass(t *testing.T) {
 	events := simulate(sim{seed: 9, ops: 4000, procs: 10, keys: 1, lostPct: 5, infoPct: 5, refusedPct: 3})
 	r := Register(events, RegisterConfig{Timeout: time.Nanosecond})
-	if !r.Valid || !r.Unknown {
-		t.Fatalf("want an unknown result, got:\n%s", r)
+	if r.Valid || !r.Unknown {
+		t.Fatalf("search timed out: valid %v, unknown %v; want not valid and unknown:\n%s", r.Valid, r.Unknown, r)
 	}
-	if !strings.Contains(strings.Join(r.Notes, "\n"), "result unknown") {
-		t.Fatalf("no note says the result is unknown:\n%s", r)
+	if !strings.Contains(strings.Join(r.Violations, "\n"), "linearizability not checked") {
+		t.Fatalf("no violation says that linearizability was not checked:\n%s", r)
 	}
 	if !strings.HasPrefix(r.String(), "UNKNOWN") {
 		t.Fatalf("String does not say UNKNOWN:\n%s", r)
+	}
+	path := filepath.Join(t.TempDir(), "results.txt")
+	if err := WriteSummary(path, []Result{{Name: "other", Valid: true}, r}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "overall: FAIL") {
+		t.Fatalf("summary of a run whose register check timed out:\n%s\nwant overall: FAIL", b)
 	}
 }
 

@@ -9,11 +9,14 @@ import (
 // Result is the verdict of one checker.
 type Result struct {
 	Name string // e.g. "linearizable lease register"
-	// Valid is false when at least one violation was found. A checker
-	// that could not decide (see Unknown) leaves it true.
+	// Valid is false when at least one violation was found, or when the
+	// checker could not decide (see Unknown): what was not checked is no
+	// pass.
 	Valid bool
 	// Unknown is set when the checker ran out of time before deciding;
-	// Valid is then true and a Note says what was left undecided.
+	// Valid is then false, a violation says that the check was not made
+	// and Notes say what was left undecided. A negative control whose
+	// checker is Unknown has caught nothing.
 	Unknown bool
 	// Ops is the number of operations or events examined.
 	Ops int
@@ -68,10 +71,10 @@ func (r Result) String() string {
 	var b strings.Builder
 	status := "PASS"
 	switch {
-	case !r.Valid:
-		status = "FAIL"
 	case r.Unknown:
 		status = "UNKNOWN"
+	case !r.Valid:
+		status = "FAIL"
 	}
 	fmt.Fprintf(&b, "%-7s %s (%d examined", status, r.Name, r.Ops)
 	if n := len(r.Violations); n > 0 {
@@ -88,18 +91,15 @@ func (r Result) String() string {
 }
 
 // WriteSummary writes every result to path as text, followed by an
-// overall verdict line: FAIL if any result is invalid, else UNKNOWN if any
-// is undecided, else PASS.
+// overall verdict line: FAIL if any result is invalid or undecided (an
+// undecided check is no pass), else PASS.
 func WriteSummary(path string, results []Result) error {
 	var b strings.Builder
 	overall := "PASS"
 	for _, r := range results {
 		b.WriteString(r.String())
-		switch {
-		case !r.Valid:
+		if !r.Valid || r.Unknown {
 			overall = "FAIL"
-		case r.Unknown && overall == "PASS":
-			overall = "UNKNOWN"
 		}
 	}
 	fmt.Fprintf(&b, "\noverall: %s (%d checks)\n", overall, len(results))

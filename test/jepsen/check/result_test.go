@@ -37,7 +37,7 @@ func TestWriteSummary(t *testing.T) {
 		want    string
 	}{
 		{[]Result{{Name: "a", Valid: true}}, "overall: PASS (1 checks)"},
-		{[]Result{{Name: "a", Valid: true}, {Name: "b", Valid: true, Unknown: true}}, "overall: UNKNOWN (2 checks)"},
+		{[]Result{{Name: "a", Valid: true}, {Name: "b", Unknown: true}}, "overall: FAIL (2 checks)"},
 		{[]Result{{Name: "a", Valid: true, Unknown: true}, {Name: "b"}}, "overall: FAIL (2 checks)"},
 	}
 	for _, c := range cases {

@@ -37,6 +37,10 @@ const (
 	Belief   = "belief"   // checked Err()==nil at T, about to act; Deadline as known then
 	Lost     = "lost"     // the lease ended without release: Err
 	Released = "released" // T is when the release was sent
+	// Revoked: an operator's revoke (not forced) of Key was answered and
+	// named this lease (Holder, Token) among those it ended; T is when
+	// the answer arrived. The mutex workload's revoker writes it.
+	Revoked = "revoked"
 
 	// Store events (fenced register).
 	StoreRead  = "store-read"  // Value, Token (highest seen)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/test/jepsen/history"
 )
 
 // mutexRetryPause bounds the random pause before acquiring again after an
@@ -213,7 +214,9 @@ func (m *mutexWorker) revokeLoop(ctx context.Context, every time.Duration, rng *
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn("revoke failed", "key", key, "error", err)
 		case err == nil:
+			t := history.Now()
 			for _, l := range ended {
+				_ = m.rec.Write(history.Event{T: t, Kind: history.Revoked, Proc: m.id, Key: l.Key, Holder: l.Holder, Token: l.Token})
 				m.log.Info("revoked", "key", l.Key, "holder", l.Holder, "token", l.Token, "frees_in", l.FreesIn)
 			}
 		}

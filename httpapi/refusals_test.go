@@ -1,0 +1,49 @@
+package httpapi
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
+)
+
+// The limit is per reason: a flood of one reason leaves the lines of
+// another alone; each interval logs its first lines, and its summary
+// counts the rest, so that nothing is lost.
+func TestRefusalLogLimitsEachReason(t *testing.T) {
+	var mu sync.Mutex
+	summaries := map[string]int{}
+	lim := newRefusalLog(3, time.Second, func(reason string, n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		summaries[reason] += n
+	})
+	logged := map[string]int{}
+	for range 50 {
+		if lim.allow("flood") {
+			logged["flood"]++
+		}
+	}
+	for range 2 {
+		if lim.allow("rare") {
+			logged["rare"]++
+		}
+	}
+	if logged["flood"] != 3 || logged["rare"] != 2 {
+		t.Fatalf("logged %v in one interval, want flood 3 (the limit) and rare 2 (all)", logged)
+	}
+	harness.WaitFor(t, 5*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if summaries["flood"] != 47 || summaries["rare"] != 0 {
+			return fmt.Errorf("summaries %v, want flood 47 and no summary of rare", summaries)
+		}
+		return nil
+	})
+	// A new interval logs its first lines again.
+	if !lim.allow("flood") {
+		t.Error("the first refusal of a new interval was not logged")
+	}
+}
