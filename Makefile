@@ -54,7 +54,7 @@ clean-run: ## Remove the data of `make run` (RUN_DIR)
 # out, live workers were declared dead); the client's races are covered by
 # its own package's tests (it needs root; jepsen-deps installs
 # ip and iptables when they are missing).
-JEPSEN_TAGS := tenure_clockdrift tenure_unsafe_renew tenure_unsafe_keep jepsen_nofence tenure_unsafe_rounds tenure_unsafe_handover tenure_unsafe_plainraft
+JEPSEN_TAGS := tenure_clockdrift tenure_unsafe_renew tenure_unsafe_keep jepsen_nofence tenure_unsafe_rounds tenure_unsafe_handover tenure_unsafe_plainraft tenure_unsafe_identity tenure_unsafe_restore
 .PHONY: test
 test: jepsen-deps python-deps browser-deps ## go vet, then every test with the race detector, then the fault suite (what CI runs)
 	$(GO) vet ./...

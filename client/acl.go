@@ -15,8 +15,10 @@ const (
 	RightWrite    = "write"    // acquire, renew, release
 	RightRevoke   = "revoke"   // force-free a lease
 	RightGroups   = "groups"   // create and change groups, key controls, drain
-	RightOperator = "operator" // servers, leadership transfer, snapshots, metrics
-	RightACL      = "acl"      // tokens and policies
+	RightOperator = "operator" // servers, leadership transfer, backups and restores; implies debug and metrics
+	RightACL      = "acl"      // tokens and policies; restoring ACL state and unverified backups
+	RightMetrics  = "metrics"  // GET /metrics only
+	RightDebug    = "debug"    // the debug routes of tenure debug; implies metrics
 )
 
 // ACLToken is a token as the API shows it. SecretID is set only in the
@@ -119,7 +121,8 @@ func CheckGroup(right, group string) ACLCheck { return ACLCheck{Right: right, Gr
 // CheckWorker asks for right on a worker id.
 func CheckWorker(right, id string) ACLCheck { return ACLCheck{Right: right, Worker: &id} }
 
-// CheckCluster asks for a cluster right (RightOperator, RightACL).
+// CheckCluster asks for a cluster right (RightOperator, RightACL,
+// RightMetrics, RightDebug).
 func CheckCluster(right string) ACLCheck { return ACLCheck{Right: right} }
 
 // ACLAuthorizeBody is the body of POST /v1/acl/authorize: 1 to

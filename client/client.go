@@ -156,6 +156,9 @@ func New(cfg *Config) (*Client, error) {
 	if c.cfg.Holder == "" {
 		c.cfg.Holder = NewHolderID()
 	}
+	if c.cfg.LeaseSecret == "" {
+		c.cfg.LeaseSecret = NewLeaseSecret()
+	}
 	c.keep = newKeeper(c)
 	return c, nil
 }
@@ -163,6 +166,11 @@ func New(cfg *Config) (*Client, error) {
 // Holder returns the holder identity of this Client: Config.Holder, or the
 // NewHolderID() that New chose when it was empty.
 func (c *Client) Holder() string { return c.cfg.Holder }
+
+// LeaseSecret returns the lease secret of this Client: Config.LeaseSecret,
+// or the NewLeaseSecret() that New chose when it was empty. Its leases are
+// held under it; whoever knows it may act as their holder.
+func (c *Client) LeaseSecret() string { return c.cfg.LeaseSecret }
 
 // defaultHTTPClient keeps enough idle connections per server for a busy
 // process, and never follows redirects: the API does not redirect, and
@@ -203,6 +211,11 @@ func NewHolderID() string {
 	}
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4))
 }
+
+// NewLeaseSecret returns a new lease secret: 128 bits from crypto/rand in
+// 32 hex digits. A Client makes one at New (Config.LeaseSecret) and sends
+// it with every acquisition, renewal and release.
+func NewLeaseSecret() string { return randomHex(16) }
 
 // randomHex is n random bytes in hex.
 func randomHex(n int) string {

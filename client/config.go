@@ -86,10 +86,22 @@ type Config struct {
 	// semaphores of this Client hold leases, unless an acquisition names
 	// another with WithHolder. Empty means a new NewHolderID() for each
 	// Client, so that a restarted process never reuses one. At most 256
-	// bytes. Two processes must never share a holder: the cluster treats
-	// an acquisition by the same holder as a retry and returns the same
-	// lease.
+	// bytes. Two processes should not share a holder: the cluster treats
+	// an acquisition by the same holder under the same lease secret as a
+	// retry and returns the same lease; under another secret (another
+	// Client) it is held off until the lease ends.
 	Holder string
+
+	// LeaseSecret is the lease secret that this Client sends with every
+	// acquisition, renewal and release: only a caller that knows a lease's
+	// secret may renew, release, acquire again or change the metadata of
+	// the lease (a holder's name is readable by anyone with read, so it
+	// proves nothing). Empty means a new NewLeaseSecret() for each Client,
+	// which is what almost every program wants. Set it, with Holder, only
+	// for a process that must take its leases back after a restart, and
+	// keep it as secret as an ACL token. 32 to 128 characters of
+	// [A-Za-z0-9_-].
+	LeaseSecret string
 
 	// Token is the secret of the ACL token sent with every request (header
 	// X-Tenure-Token). Empty sends none, which a cluster with ACLs enabled
@@ -160,6 +172,11 @@ func (c *Config) Validate() error {
 	if len(c.Holder) > maxHolderBytes {
 		return fmt.Errorf("config: Holder must be at most %d bytes, got %d", maxHolderBytes, len(c.Holder))
 	}
+	if c.LeaseSecret != "" {
+		if err := validLeaseSecret(c.LeaseSecret); err != nil {
+			return fmt.Errorf("config: LeaseSecret %w", err)
+		}
+	}
 	if c.RetryMax < 0 {
 		return fmt.Errorf("config: RetryMax must not be negative, got %d", c.RetryMax)
 	}
@@ -209,4 +226,19 @@ func normalizeWithScheme(a, scheme string) (string, error) {
 		return "", fmt.Errorf("address %q: only scheme, host and port are allowed", a)
 	}
 	return u.Scheme + "://" + u.Host, nil
+}
+
+// validLeaseSecret checks the servers' rule for a lease secret: 32 to 128
+// characters of [A-Za-z0-9_-].
+func validLeaseSecret(s string) error {
+	if len(s) < 32 || len(s) > 128 {
+		return fmt.Errorf("must be 32 to 128 characters, got %d", len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("character %d is not one of [A-Za-z0-9_-]", i)
+		}
+	}
+	return nil
 }

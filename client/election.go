@@ -36,8 +36,9 @@ func ElectionKey(name string) string {
 // the server it used died with it).
 //
 // Candidates in one process need distinct holders (WithHolder): the
-// cluster treats an acquisition by the holder that leads as a retry, and
-// the Client refuses it with ErrDuplicateLease.
+// cluster treats an acquisition by the holder that leads, under the
+// Client's lease secret, as a retry, and the Client refuses it with
+// ErrDuplicateLease.
 //
 // An Election is safe for concurrent use.
 type Election struct {

@@ -120,6 +120,17 @@ var (
 	// merely ended already succeeds: releases stay idempotent.)
 	ErrNotHolder = errors.New("not the holder of the lease")
 
+	// ErrWrongSecret: a renewal or a release named the key's held lease
+	// (holder and token) but not its secret (code "wrong_secret", HTTP
+	// 409; the APIError's Field is "secret"). Nothing changed. A holder's
+	// name and token are readable by anyone with read: only the secret
+	// that the acquire returned makes a caller the lease's holder. A
+	// lease acquired before servers kept secrets has none and is refused
+	// so too: it ends at its deadline. An acquire under the lease's
+	// holder with another secret is refused as held (ErrHeld, Field
+	// "secret").
+	ErrWrongSecret = errors.New("wrong lease secret")
+
 	// ErrCASFailed: a group put's compare-and-set failed: the group exists
 	// and the put asked to create it only, or its modify index is not the
 	// one given (code "cas_failed", HTTP 409). The APIError's Group is the
@@ -133,6 +144,12 @@ var (
 	// least) and watch again from OldestIndex, or from the list's index if
 	// that is higher.
 	ErrCompacted = errors.New("event history compacted")
+
+	// ErrBackupUnverified: a restore of a backup that the cluster's backup
+	// key did not sign (another cluster's, an edited one, one written
+	// before signed backups), without RestoreOptions.Unverified (code
+	// "backup_unverified", HTTP 400). Nothing changed.
+	ErrBackupUnverified = errors.New("backup not signed by this cluster")
 
 	// ErrStaleToken: FenceValidator.Check refused a fencing token because a
 	// newer token exists for the key, or because the token was never
@@ -161,6 +178,8 @@ const (
 	CodeInvalidMaxPerWorker = "invalid_max_per_worker"
 	CodeInvalidProhibited   = "invalid_prohibited"
 	CodeInvalidWorker       = "invalid_worker"
+	CodeInvalidSecret       = "invalid_secret"
+	CodeWrongSecret         = "wrong_secret"
 	CodeBodyTooLarge        = "body_too_large"
 	CodeNotFound            = "not_found"
 	CodeLeaseLost           = "lease_lost"
@@ -187,6 +206,7 @@ const (
 	CodeNotHolder           = "not_holder"
 	CodeCASFailed           = "cas_failed"
 	CodeCompacted           = "compacted"
+	CodeBackupUnverified    = "backup_unverified"
 )
 
 // codeSentinels maps every error code of the API to the sentinel error an
@@ -208,6 +228,8 @@ var codeSentinels = map[string]error{
 	CodeInvalidMaxPerWorker: ErrInvalid,
 	CodeInvalidProhibited:   ErrInvalid,
 	CodeInvalidWorker:       ErrInvalid,
+	CodeInvalidSecret:       ErrInvalid,
+	CodeWrongSecret:         ErrWrongSecret,
 	CodeBodyTooLarge:        ErrInvalid,
 	CodeNotFound:            ErrNotFound,
 	CodeLeaseLost:           ErrLeaseLost,
@@ -234,6 +256,7 @@ var codeSentinels = map[string]error{
 	CodeNotHolder:           ErrNotHolder,
 	CodeCASFailed:           ErrCASFailed,
 	CodeCompacted:           ErrCompacted,
+	CodeBackupUnverified:    ErrBackupUnverified,
 }
 
 // ErrorCodes returns every error code of the HTTP API v1, sorted.

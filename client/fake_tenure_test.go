@@ -49,6 +49,7 @@ type fakeLease struct {
 	metadata map[string]string
 	index    uint64
 	lostWith string // while held: renewals are refused with this reason
+	secret   string // the acquirer's lease secret
 }
 
 // fakeRenew is one renew request the fake received.
@@ -117,9 +118,14 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 		TTL      string            `json:"ttl"`
 		Wait     string            `json:"wait"`
 		Metadata map[string]string `json:"metadata"`
+		Secret   string            `json:"secret"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		writeError(w, 400, CodeInvalidBody, err.Error())
+		return
+	}
+	if body.Secret == "" {
+		writeError(w, 400, CodeInvalidSecret, "secret: the fake wants one")
 		return
 	}
 	wait, _ := time.ParseDuration(body.Wait)
@@ -129,7 +135,7 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 		// A blocking acquire waits for the key to change (not FIFO: enough
 		// for one waiter).
 		l := f.leases[key]
-		if wait <= 0 || l == nil || !l.held || l.holder == body.Holder {
+		if wait <= 0 || l == nil || !l.held || l.holder == body.Holder && l.secret == body.Secret {
 			break
 		}
 		changed := f.changed
@@ -146,7 +152,7 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 	l := f.leases[key]
 	status := http.StatusOK
 	switch {
-	case l != nil && l.held && l.holder != body.Holder:
+	case l != nil && l.held && (l.holder != body.Holder || l.secret != body.Secret):
 		out := map[string]any{"error": CodeHeld, "message": "held by " + l.holder, "lease": f.wire(key, l)}
 		f.mu.Unlock()
 		writeJSON(w, http.StatusConflict, out)
@@ -157,7 +163,7 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 			f.leases[key] = l
 		}
 		f.token++
-		*l = fakeLease{holder: body.Holder, token: f.token, ttl: body.TTL, held: true, metadata: body.Metadata}
+		*l = fakeLease{holder: body.Holder, token: f.token, ttl: body.TTL, held: true, metadata: body.Metadata, secret: body.Secret}
 		f.changeLocked(l)
 		status = http.StatusCreated
 	case body.Metadata != nil:
@@ -166,6 +172,7 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 		f.changeLocked(l)
 	}
 	out := f.wire(key, l)
+	out["secret"] = body.Secret
 	delay := f.acquireDelay
 	f.mu.Unlock()
 	if delay > 0 {
@@ -177,6 +184,7 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 func (f *fakeTenure) renewMany(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Holder string     `json:"holder"`
+		Secret string     `json:"secret"`
 		Leases []LeaseRef `json:"leases"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
@@ -196,7 +204,10 @@ func (f *fakeTenure) renewMany(w http.ResponseWriter, r *http.Request) {
 	rec.OK = true
 	for i, ref := range body.Leases {
 		res := map[string]any{"key": ref.Key, "token": ref.Token}
-		if reason := f.renewLocked(ref.Key, body.Holder, ref.Token); reason != "" {
+		if reason := f.renewLocked(ref.Key, body.Holder, body.Secret, ref.Token); reason == CodeWrongSecret {
+			res["ok"], res["error"] = false, CodeWrongSecret
+			rec.OK = false
+		} else if reason != "" {
 			res["ok"], res["error"], res["reason"] = false, CodeLeaseLost, reason
 			rec.OK = false
 		} else {
@@ -214,10 +225,7 @@ func (f *fakeTenure) renewMany(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeTenure) renewOne(w http.ResponseWriter, r *http.Request, key string) {
-	var body struct {
-		Holder string `json:"holder"`
-		Token  uint64 `json:"token"`
-	}
+	var body LeaseRefBody
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		writeError(w, 400, CodeInvalidBody, err.Error())
 		return
@@ -227,7 +235,7 @@ func (f *fakeTenure) renewOne(w http.ResponseWriter, r *http.Request, key string
 		return
 	}
 	f.mu.Lock()
-	reason := f.renewLocked(key, body.Holder, body.Token)
+	reason := f.renewLocked(key, body.Holder, body.Secret, body.Token)
 	rec.OK = reason == ""
 	f.renews = append(f.renews, rec)
 	var out map[string]any
@@ -236,6 +244,10 @@ func (f *fakeTenure) renewOne(w http.ResponseWriter, r *http.Request, key string
 	}
 	delay := f.renewDelay
 	f.mu.Unlock()
+	if reason == CodeWrongSecret {
+		writeJSON(w, 409, map[string]any{"error": CodeWrongSecret, "field": "secret", "message": "secret: not the lease's"})
+		return
+	}
 	if reason != "" {
 		writeJSON(w, 404, map[string]any{"error": CodeLeaseLost, "reason": reason, "message": "lease lost"})
 		return
@@ -261,15 +273,18 @@ func (f *fakeTenure) fault(w http.ResponseWriter, r *http.Request, rec fakeRenew
 	return true
 }
 
-// renewLocked returns "" when (key, holder, token) is held, or the reason
-// it is lost; f.mu held.
-func (f *fakeTenure) renewLocked(key, holder string, token uint64) string {
+// renewLocked returns "" when (key, holder, token) is held under secret,
+// CodeWrongSecret when it is held under another, or the reason it is
+// lost; f.mu held.
+func (f *fakeTenure) renewLocked(key, holder, secret string, token uint64) string {
 	l := f.leases[key]
 	switch {
 	case l == nil:
 		return ReasonUnknown
 	case l.held && l.holder == holder && l.token == token && l.lostWith != "":
 		return l.lostWith
+	case l.held && l.holder == holder && l.token == token && l.secret != secret:
+		return CodeWrongSecret
 	case l.held && l.holder == holder && l.token == token:
 		return ""
 	case l.token != token || l.holder != holder:
@@ -279,16 +294,24 @@ func (f *fakeTenure) renewLocked(key, holder string, token uint64) string {
 }
 
 func (f *fakeTenure) release(w http.ResponseWriter, r *http.Request, key string) {
-	q := r.URL.Query()
-	token, _ := strconv.ParseUint(q.Get("token"), 10, 64)
+	var body LeaseRefBody
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, 400, CodeInvalidBody, err.Error())
+		return
+	}
+	token := body.Token
 	f.mu.Lock()
 	l := f.leases[key]
 	outcome := "gone"
 	switch {
-	case l != nil && token >= l.token && (token > l.token || l.holder != q.Get("holder")):
+	case l != nil && token >= l.token && (token > l.token || l.holder != body.Holder):
 		out := map[string]any{"error": CodeNotHolder, "message": "not the holder", "lease": f.wire(key, l)}
 		f.mu.Unlock()
 		writeJSON(w, http.StatusConflict, out)
+		return
+	case l != nil && l.held && l.token == token && l.secret != body.Secret:
+		f.mu.Unlock()
+		writeJSON(w, http.StatusConflict, map[string]any{"error": CodeWrongSecret, "field": "secret", "message": "secret: not the lease's"})
 		return
 	case l != nil && l.held && l.token == token:
 		l.held, l.reason, l.lostWith = false, ReasonReleased, ""

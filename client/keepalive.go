@@ -410,7 +410,8 @@ func (k *keeper) applyLocked(o renewOutcome, now time.Time) []leaseEvent {
 			// Nothing left to release, unless an operator ended the lease:
 			// it stays held on the cluster until its deadline, and the
 			// holder's Release, once it has stopped, frees it at once.
-			l.freed = errors.Is(refusal, ErrLeaseLost) && !endedByOperator(refusal)
+			// Nor when the secret is not the lease's: releasing needs it too.
+			l.freed = errors.Is(refusal, ErrLeaseLost) && !endedByOperator(refusal) || errors.Is(refusal, ErrWrongSecret)
 			evs = append(evs, k.loseLocked(l, lostError(l.key, l.token, refusal)))
 		case err != nil:
 			l.failures++

@@ -93,7 +93,8 @@ func WithMetadata(m map[string]string) LeaseOption {
 
 // WithHolder acquires under holder instead of the Client's holder
 // (Client.Holder). Holders must be unique per process: the cluster treats
-// an acquisition by the holder that already holds the key as a retry.
+// an acquisition by the holder that already holds the key, under the same
+// lease secret (Client.LeaseSecret), as a retry.
 func WithHolder(holder string) LeaseOption { return func(c *leaseConfig) { c.holder = holder } }
 
 // WithLogger sends the lease's events (lease_acquired, lease_renew_failed,
@@ -319,10 +320,11 @@ func (l *Lease) Release(ctx context.Context) error {
 	if k.releasing[id]--; k.releasing[id] == 0 {
 		delete(k.releasing, id)
 	}
-	if err == nil || errors.Is(err, ErrNotHolder) {
+	if err == nil || errors.Is(err, ErrNotHolder) || errors.Is(err, ErrWrongSecret) {
 		// not_holder: the cluster has no lease of ours under that token
-		// (say, after a restore of an older snapshot); a retry would only
-		// be refused again.
+		// (say, after a restore of an older snapshot); wrong_secret: the
+		// lease is not ours (a lease of the holder's name acquired under
+		// another secret). A retry would only be refused again.
 		l.freed = true
 	}
 	k.mu.Unlock()

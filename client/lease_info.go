@@ -50,6 +50,12 @@ type LeaseInfo struct {
 	Ending string
 	// ModifyIndex is the Raft index that last changed the key.
 	ModifyIndex uint64
+	// Secret is the lease secret, in the answer of an acquire only (the
+	// one the request carried, or the one the server made when it carried
+	// none). Renewing, releasing, acquiring again and changing the
+	// metadata need it. No read ever returns it: it is empty in every
+	// other answer.
+	Secret string
 }
 
 // Held reports whether the lease was held when the server answered.
@@ -70,6 +76,7 @@ type leaseJSON struct {
 	Reason      string            `json:"reason,omitempty"`
 	Ending      string            `json:"ending,omitempty"`
 	ModifyIndex uint64            `json:"modify_index"`
+	Secret      string            `json:"secret,omitempty"`
 }
 
 // MarshalJSON encodes the lease in the wire form of the API (AppendJSON).
@@ -96,7 +103,7 @@ func (l *LeaseInfo) UnmarshalJSON(data []byte) error {
 func (w *leaseJSON) info() (LeaseInfo, error) {
 	out := LeaseInfo{
 		Key: w.Key, Holder: w.Holder, Token: w.Token, State: w.State,
-		Metadata: w.Metadata, Reason: w.Reason, Ending: w.Ending, ModifyIndex: w.ModifyIndex,
+		Metadata: w.Metadata, Reason: w.Reason, Ending: w.Ending, ModifyIndex: w.ModifyIndex, Secret: w.Secret,
 	}
 	var err error
 	if out.TTL, err = parseDuration("ttl", w.TTL); err != nil {

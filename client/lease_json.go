@@ -59,6 +59,10 @@ func (l LeaseInfo) AppendJSON(b []byte) []byte {
 	}
 	b = append(b, `,"modify_index":`...)
 	b = strconv.AppendUint(b, l.ModifyIndex, 10)
+	if l.Secret != "" { // an acquire's answer only
+		b = append(b, `,"secret":`...)
+		b = appendJSONString(b, l.Secret)
+	}
 	return append(b, '}')
 }
 

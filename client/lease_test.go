@@ -364,7 +364,7 @@ func TestLeaseRelease(t *testing.T) {
 			deletes = append(deletes, r)
 		}
 	}
-	if len(deletes) != 1 || deletes[0].Query.Get("holder") != "h1" || deletes[0].Query.Get("token") != "1" {
+	if len(deletes) != 1 || deletes[0].Body != `{"holder":"h1","token":1,"secret":"`+c.LeaseSecret()+`"}` {
 		t.Fatalf("release requests = %+v, want one DELETE with holder h1 and token 1", deletes)
 	}
 	if err := l.Release(ctx); err != nil {

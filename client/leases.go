@@ -19,12 +19,24 @@ const MaxRenewBatch = 1024
 // retries). Get it from Client.Leases. Every call but Revoke is idempotent
 // on the server, so it is retried on connection errors, 429, 502, 503 and
 // 504, including when the outcome of an attempt is unknown.
+//
+// Acquisitions, renewals and releases carry a lease secret: the Client's
+// (Client.LeaseSecret) unless WithSecret names another. Only the secret a
+// lease was acquired under renews, releases or keeps it.
 type LeasesAPI struct {
-	c *Client
+	c      *Client
+	secret string
 }
 
-// Leases returns the lease calls of c.
-func (c *Client) Leases() *LeasesAPI { return &LeasesAPI{c: c} }
+// Leases returns the lease calls of c, under c's lease secret.
+func (c *Client) Leases() *LeasesAPI { return &LeasesAPI{c: c, secret: c.cfg.LeaseSecret} }
+
+// WithSecret returns the lease calls of a under secret instead: for a lease
+// that another Client, a raw HTTP caller or a command acquired (the
+// secret in its acquire's answer, LeaseInfo.Secret).
+func (a *LeasesAPI) WithSecret(secret string) *LeasesAPI {
+	return &LeasesAPI{c: a.c, secret: secret}
+}
 
 // AcquireRequest is the body of an acquire.
 type AcquireRequest struct {
@@ -37,12 +49,17 @@ type AcquireRequest struct {
 	Wait time.Duration
 	// Metadata is stored with the lease (at most 16 entries).
 	Metadata map[string]string
+	// Secret is the lease secret; empty means the LeasesAPI's (the
+	// Client's, unless WithSecret). The answer's LeaseInfo.Secret is it.
+	Secret string
 }
 
-// LeaseRef names one lease to renew.
+// LeaseRef names one lease to renew. Secret, when set, is the lease's
+// secret; otherwise the call's (RenewManyBody.Secret) applies.
 type LeaseRef struct {
-	Key   string `json:"key"`
-	Token uint64 `json:"token"`
+	Key    string `json:"key"`
+	Token  uint64 `json:"token"`
+	Secret string `json:"secret,omitempty"`
 }
 
 // RenewResult is the outcome for one lease of RenewMany.
@@ -102,17 +119,21 @@ type ListOptions struct {
 	Holder string
 }
 
-// Acquire acquires key for req.Holder. It returns the lease with
-// Meta.Created true for a new grant, false when req.Holder already held it
-// (the same token, the deadline restarted). When another holder has the key
-// it fails with an *APIError matching ErrHeld whose Lease is the current
-// lease. The lease lasts at least req.TTL from Meta.SentAt.
+// Acquire acquires key for req.Holder under the lease secret. It returns
+// the lease with Meta.Created true for a new grant, false when req.Holder
+// already held it under the same secret (the same token, the deadline
+// restarted). When another holder has the key, or req.Holder under another
+// secret, it fails with an *APIError matching ErrHeld whose Lease is the
+// current lease. The lease lasts at least req.TTL from Meta.SentAt.
 func (a *LeasesAPI) Acquire(ctx context.Context, key string, req AcquireRequest) (*LeaseInfo, *Meta, error) {
 	p, err := leasePath("/v1/leases/", key)
 	if err != nil {
 		return nil, nil, err
 	}
-	body := AcquireBody{Holder: req.Holder, Metadata: req.Metadata}
+	body := AcquireBody{Holder: req.Holder, Metadata: req.Metadata, Secret: req.Secret}
+	if body.Secret == "" {
+		body.Secret = a.secret
+	}
 	if req.TTL > 0 {
 		body.TTL = req.TTL.String()
 	}
@@ -133,18 +154,20 @@ func (a *LeasesAPI) Acquire(ctx context.Context, key string, req AcquireRequest)
 
 // Renew restarts the deadline of the lease (key, holder, token). It fails
 // with an *APIError matching ErrLeaseLost, with a Reason, when that lease is
-// no longer held. The lease lasts at least its TTL from Meta.SentAt.
+// no longer held, and matching ErrWrongSecret when the lease secret is not
+// the lease's. The lease lasts at least its TTL from Meta.SentAt.
 func (a *LeasesAPI) Renew(ctx context.Context, key, holder string, token uint64) (*LeaseInfo, *Meta, error) {
 	p, err := leasePath("/v1/renew/", key)
 	if err != nil {
 		return nil, nil, err
 	}
-	return a.lease(ctx, &request{method: http.MethodPost, path: p, body: LeaseRefBody{Holder: holder, Token: token}})
+	return a.lease(ctx, &request{method: http.MethodPost, path: p, body: LeaseRefBody{Holder: holder, Token: token, Secret: a.secret}})
 }
 
 // RenewMany renews several leases of holder in one request (at most
-// MaxRenewBatch). The results are in the order of leases; each has its own
-// Err. The error is only for the request as a whole. Every renewed lease
+// MaxRenewBatch), each under its LeaseRef.Secret or, when that is empty,
+// the lease secret. The results are in the order of leases; each has its
+// own Err (matching ErrLeaseLost or ErrWrongSecret). The error is only for the request as a whole. Every renewed lease
 // lasts at least its TTL from Meta.SentAt.
 func (a *LeasesAPI) RenewMany(ctx context.Context, holder string, leases []LeaseRef) ([]RenewResult, *Meta, error) {
 	return a.renewMany(ctx, holder, leases, 0, false)
@@ -165,7 +188,7 @@ func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []Lease
 	if len(leases) == 0 || len(leases) > MaxRenewBatch {
 		return nil, nil, fmt.Errorf("%w: renew many needs 1 to %d leases, got %d", ErrInvalid, MaxRenewBatch, len(leases))
 	}
-	body := RenewManyBody{Holder: holder, Leases: leases, Brief: brief}
+	body := RenewManyBody{Holder: holder, Secret: a.secret, Leases: leases, Brief: brief}
 	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: timeout})
 	if err != nil {
 		return nil, nil, err
@@ -196,14 +219,15 @@ func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []Lease
 // when that lease was already gone (Meta.AlreadyGone says so), so a retry
 // is safe. A holder and token that never were the key's lease (another
 // holder's current token, or a token the key never had) fail with an
-// *APIError matching ErrNotHolder whose Lease is the current lease.
+// *APIError matching ErrNotHolder whose Lease is the current lease; the
+// held lease named with another lease secret fails with one matching
+// ErrWrongSecret. The secret travels in the body, never in the URL.
 func (a *LeasesAPI) Release(ctx context.Context, key, holder string, token uint64) (*Meta, error) {
 	p, err := leasePath("/v1/leases/", key)
 	if err != nil {
 		return nil, err
 	}
-	q := map[string]string{"holder": holder, "token": strconv.FormatUint(token, 10)}
-	resp, err := a.c.do(ctx, &request{method: http.MethodDelete, path: p, query: q})
+	resp, err := a.c.do(ctx, &request{method: http.MethodDelete, path: p, body: LeaseRefBody{Holder: holder, Token: token, Secret: a.secret}})
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,8 @@ func TestAcquireSendsContractBody(t *testing.T) {
 			if err := json.Unmarshal([]byte(req.Body), &got); err != nil {
 				t.Fatalf("body %q: %v", req.Body, err)
 			}
+			// Every acquisition carries the Client's lease secret.
+			tt.wantBody["secret"] = c.LeaseSecret()
 			if !reflect.DeepEqual(got, tt.wantBody) {
 				t.Errorf("body = %v, want %v", got, tt.wantBody)
 			}
@@ -162,12 +164,13 @@ func TestRenewAndRelease(t *testing.T) {
 		t.Fatalf("Release: %v", err)
 	}
 	reqs := srv.requests()
-	if r := reqs[0]; r.Method != "POST" || r.Path != "/v1/renew/partitions/17" || r.Body != `{"holder":"h1","token":17}` {
+	if r := reqs[0]; r.Method != "POST" || r.Path != "/v1/renew/partitions/17" || r.Body != `{"holder":"h1","token":17,"secret":"`+c.LeaseSecret()+`"}` {
 		t.Errorf("renew request = %s %s %s", r.Method, r.Path, r.Body)
 	}
-	if r := reqs[1]; r.Method != "DELETE" || r.Path != "/v1/leases/partitions/17" ||
-		r.Query.Get("holder") != "h1" || r.Query.Get("token") != "17" {
-		t.Errorf("release request = %s %s %v", r.Method, r.Path, r.Query)
+	// The secret travels in the body, never in the URL.
+	if r := reqs[1]; r.Method != "DELETE" || r.Path != "/v1/leases/partitions/17" || len(r.Query) != 0 ||
+		r.Body != `{"holder":"h1","token":17,"secret":"`+c.LeaseSecret()+`"}` {
+		t.Errorf("release request = %s %s %v %s", r.Method, r.Path, r.Query, r.Body)
 	}
 }
 
@@ -179,14 +182,14 @@ func TestRenewMany(t *testing.T) {
 		}})
 	})
 	c, _ := newTestClient(t, srv.URL)
-	res, meta, err := c.Leases().RenewMany(context.Background(), "h1", []LeaseRef{{"a", 1}, {"b", 2}})
+	res, meta, err := c.Leases().RenewMany(context.Background(), "h1", []LeaseRef{{Key: "a", Token: 1}, {Key: "b", Token: 2}})
 	if err != nil {
 		t.Fatalf("RenewMany: %v", err)
 	}
 	if meta.SentAt.IsZero() {
 		t.Errorf("SentAt is zero")
 	}
-	if got, want := srv.requests()[0].Body, `{"holder":"h1","leases":[{"key":"a","token":1},{"key":"b","token":2}]}`; got != want {
+	if got, want := srv.requests()[0].Body, `{"holder":"h1","secret":"`+c.LeaseSecret()+`","leases":[{"key":"a","token":1},{"key":"b","token":2}]}`; got != want {
 		t.Errorf("body = %s, want %s", got, want)
 	}
 	if len(res) != 2 {
@@ -211,11 +214,11 @@ func TestRenewManyBrief(t *testing.T) {
 		}})
 	})
 	c, _ := newTestClient(t, srv.URL)
-	res, _, err := c.Leases().RenewManyBrief(context.Background(), "h1", []LeaseRef{{"a", 1}, {"b", 2}})
+	res, _, err := c.Leases().RenewManyBrief(context.Background(), "h1", []LeaseRef{{Key: "a", Token: 1}, {Key: "b", Token: 2}})
 	if err != nil {
 		t.Fatalf("RenewManyBrief: %v", err)
 	}
-	if got, want := srv.requests()[0].Body, `{"holder":"h1","leases":[{"key":"a","token":1},{"key":"b","token":2}],"brief":true}`; got != want {
+	if got, want := srv.requests()[0].Body, `{"holder":"h1","secret":"`+c.LeaseSecret()+`","leases":[{"key":"a","token":1},{"key":"b","token":2}],"brief":true}`; got != want {
 		t.Errorf("body = %s, want %s", got, want)
 	}
 	if len(res) != 2 || res[0].Err != nil || res[0].Lease != nil || !errors.Is(res[1].Err, ErrLeaseLost) {

@@ -31,6 +31,9 @@ type SnapshotContents struct {
 	ACLPolicies int `json:"acl_policies"`
 	// ClusterID is the cluster the state was taken from.
 	ClusterID string `json:"cluster_id"`
+	// Signed: the backup carries its cluster's signature (only that
+	// cluster can check it; RestoreResult.Verified says whether it did).
+	Signed bool `json:"signed"`
 	// Size is the snapshot's length in bytes, CRC32C its checksum.
 	Size   int    `json:"size"`
 	CRC32C uint32 `json:"crc32c"`
@@ -42,6 +45,14 @@ type SnapshotContents struct {
 type RestoreResult struct {
 	Snapshot SnapshotContents `json:"snapshot"`
 	Restored SnapshotContents `json:"restored"`
+	// Verified: the backup is signed by this cluster's backup key. A
+	// backup that is not is restored only when asked for
+	// (RestoreOptions.Unverified).
+	Verified bool `json:"verified"`
+	// ACLRestored: the backup's ACL state (tokens, policies, worker
+	// registrations) replaced the cluster's; only for a token with the
+	// acl right. Otherwise the cluster's ACL state stayed as it was.
+	ACLRestored bool `json:"acl_restored"`
 	// Replicated: a quorum of servers had the restored state and the
 	// leader served again when the answer was sent. When false, the
 	// leader had restored it; the others get it as Raft catches them up.
@@ -76,6 +87,24 @@ func (o *OperatorAPI) SaveSnapshot(ctx context.Context) ([]byte, *Meta, error) {
 // last token, or a bound above it, as tokenFloor (0 for none). It needs
 // the operator right, and is not retried once it may have started.
 func (o *OperatorAPI) RestoreSnapshot(ctx context.Context, snapshot []byte, tokenFloor uint64) (*RestoreResult, *Meta, error) {
+	return o.RestoreSnapshotWith(ctx, snapshot, RestoreOptions{TokenFloor: tokenFloor})
+}
+
+// RestoreOptions say how RestoreSnapshotWith treats a backup.
+type RestoreOptions struct {
+	// TokenFloor: see RestoreSnapshot (0 for none).
+	TokenFloor uint64
+	// Unverified restores a backup that the cluster did not sign: one of
+	// another cluster, an edited one, or one written before signed
+	// backups. Without it such a backup is refused (ErrBackupUnverified).
+	// It needs the acl right.
+	Unverified bool
+}
+
+// RestoreSnapshotWith is RestoreSnapshot with options. Without the acl
+// right the cluster keeps its own ACL state (RestoreResult.ACLRestored
+// is false).
+func (o *OperatorAPI) RestoreSnapshotWith(ctx context.Context, snapshot []byte, opts RestoreOptions) (*RestoreResult, *Meta, error) {
 	if len(snapshot) == 0 {
 		return nil, nil, fmt.Errorf("snapshot: empty")
 	}
@@ -83,8 +112,12 @@ func (o *OperatorAPI) RestoreSnapshot(ctx context.Context, snapshot []byte, toke
 		return nil, nil, fmt.Errorf("snapshot: %d bytes is more than %d", len(snapshot), MaxSnapshotBytes)
 	}
 	r := &request{method: http.MethodPut, path: "/v1/snapshot", raw: snapshot, timeout: snapshotTimeout, unsafeRetry: true}
-	if tokenFloor > 0 {
-		r.query = map[string]string{"token-floor": strconv.FormatUint(tokenFloor, 10)}
+	r.query = map[string]string{}
+	if opts.TokenFloor > 0 {
+		r.query["token-floor"] = strconv.FormatUint(opts.TokenFloor, 10)
+	}
+	if opts.Unverified {
+		r.query["unverified"] = "true"
 	}
 	resp, err := o.c.do(ctx, r)
 	if err != nil {

@@ -7,25 +7,32 @@ package client
 // build and read them. Durations are Go duration strings ("10s") on the
 // wire; the Go types of the calls (AcquireRequest, LeaseInfo, …) convert.
 
-// AcquireBody is the body of PUT /v1/leases/{key}.
+// AcquireBody is the body of PUT /v1/leases/{key}. Secret is the lease
+// secret the caller chose (32 to 128 characters of [A-Za-z0-9_-]; the Go
+// client sends 32 hex digits of crypto/rand); without one the server makes
+// one. Either way the answer carries it, and only the caller knows it.
 type AcquireBody struct {
 	Holder   string            `json:"holder"`
 	TTL      string            `json:"ttl,omitempty"`
 	Wait     string            `json:"wait,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	Secret   string            `json:"secret,omitempty"`
 }
 
 // LeaseRefBody is the body of POST /v1/renew/{key} and of DELETE
-// /v1/leases/{key} (which also takes holder and token in the query): the
-// lease of Holder under Token.
+// /v1/leases/{key} (which also takes holder, token and secret in the
+// query): the lease of Holder under Token, and its Secret.
 type LeaseRefBody struct {
 	Holder string `json:"holder"`
 	Token  uint64 `json:"token"`
+	Secret string `json:"secret"`
 }
 
-// RenewManyBody is the body of POST /v1/renew.
+// RenewManyBody is the body of POST /v1/renew. Secret is the secret of
+// every lease that names none of its own (LeaseRef.Secret).
 type RenewManyBody struct {
 	Holder string     `json:"holder"`
+	Secret string     `json:"secret,omitempty"`
 	Leases []LeaseRef `json:"leases"`
 	// Brief asks for an answer without each renewed lease: key, token and
 	// ok only (RenewManyBrief, and the keep-alive, which needs no more).

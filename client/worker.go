@@ -138,9 +138,9 @@ func (c *Client) Worker(group string, handler Handler, opts ...WorkerOption) *Wo
 		o(&cfg)
 	}
 	// The holder is unique to this Worker, even when two processes are
-	// (wrongly) given one id: the cluster treats an acquisition by the
-	// holder of a lease as a retry, so a shared holder would let both
-	// work on a key under one token.
+	// (wrongly) given one id: events, lists and the balancer tell the two
+	// apart by it. (Their lease secrets differ too, so neither could take
+	// the other's lease.)
 	cfg.holder = cfg.id + "#" + randomHex(4)
 	log := cfg.logger
 	if log == nil {

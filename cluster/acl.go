@@ -175,7 +175,7 @@ func (a *Authorizer) Rights(name string) Right {
 		}
 		r |= rights
 	}
-	return r
+	return r.Implied()
 }
 
 // Allow returns nil if the request has right on the name of the given

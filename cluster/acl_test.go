@@ -112,7 +112,7 @@ func TestValidatePolicy(t *testing.T) {
 		{"empty name", cluster.PolicySpec{Rules: rule}, "name"},
 		{"slash in name", cluster.PolicySpec{Name: "a/b"}, "name"},
 		{"no rights", cluster.PolicySpec{Name: "p", Rules: []fsm.ACLRule{{Prefix: "a"}}}, "rules"},
-		{"unknown right bit", cluster.PolicySpec{Name: "p", Rules: []fsm.ACLRule{{Rights: 0x80}}}, "rules"},
+		{"metrics on a prefix", cluster.PolicySpec{Name: "p", Rules: []fsm.ACLRule{{Prefix: "a", Rights: fsm.RightMetrics}}}, "rules"},
 		{"long description", cluster.PolicySpec{Name: "p", Description: strings.Repeat("d", 300)}, "description"},
 	}
 	for _, tt := range tests {

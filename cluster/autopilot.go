@@ -27,7 +27,12 @@ import (
 //  4. moves a known server to the address gossip announces only once the
 //     leader has been out of contact with it at its configured address for
 //     a few election timeouts (a rescheduled pod with a new IP), never while
-//     it answers there.
+//     it answers there; and a voter never moves as a voter: it is demoted,
+//     comes back as a non-voter at the new address, and is promoted again
+//     by rule 2 (caught up, proven, stable) or by an operator, so that a
+//     voter's slot never follows gossip's word (docs/adr/0026);
+//  5. trusts no member for an id that several alive members announce:
+//     none of them is admitted, moved or promoted while it lasts.
 //
 // The leader's view of a server's health is its own transport's (contacts),
 // never what the server or gossip says about itself.
@@ -200,11 +205,21 @@ func (g *gossip) silentFor(srv raft.Server, now time.Time) time.Duration {
 // operator removed through this node lately (its announcement may lag).
 func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 	known := make(map[raft.ServerID]raft.Server, len(servers))
+	voters := 0
 	for _, s := range servers {
 		known[s.ID] = s
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
 	}
+	dup := announcedTwice(members)
 	for _, m := range members {
 		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || m.Meta.ID == g.self.ID {
+			continue
+		}
+		if dup[m.Meta.ID] > 1 {
+			g.logOnce(m.Name, "server not admitted to raft", fmt.Errorf(
+				"%d alive gossip members announce server id %s: none of them is trusted", dup[m.Meta.ID], m.Meta.ID))
 			continue
 		}
 		if m.proof != nil {
@@ -231,9 +246,27 @@ func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 			continue // has Raft state but was removed: stays out
 		}
 		var err error
-		if isKnown && srv.Suffrage == raft.Voter {
+		demoted := false
+		switch {
+		case isKnown && srv.Suffrage == raft.Voter && peerIdentity.movesVoters:
 			err = g.raft.AddVoter(id, addr, 0, 10*time.Second).Error() // moves it, as a voter
-		} else {
+		case isKnown && srv.Suffrage == raft.Voter:
+			// Raft's AddNonvoter on a voter would move it and keep it a
+			// voter: demote it first. Demoting a silent voter takes
+			// nothing from the quorum that it gave, but the voters left
+			// must stay a majority of the configured size.
+			if keep := g.rules.voters/2 + 1; g.rules.voters == 0 || voters-1 < keep {
+				g.logOnce(m.Name, "server address not changed", fmt.Errorf(
+					"voter %s announces raft address %s, but demoting it would leave %d voters of a configured %d (an operator may remove it: tenure operator remove-server %s)",
+					id, addr, voters-1, g.rules.voters, id))
+				continue
+			}
+			if err = g.raft.DemoteVoter(id, 0, 10*time.Second).Error(); err == nil {
+				voters--
+				demoted = true
+				err = g.raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
+			}
+		default:
 			err = g.raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
 		}
 		if err != nil {
@@ -241,7 +274,7 @@ func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 			continue
 		}
 		if isKnown {
-			g.log.Info("server address changed", "server_id", id, "raft_addr", addr, "old_raft_addr", srv.Address)
+			g.log.Info("server address changed", "server_id", id, "raft_addr", addr, "old_raft_addr", srv.Address, "demoted", demoted)
 		} else {
 			g.log.Info("server added", "server_id", id, "raft_addr", addr, "voter", false)
 		}
@@ -385,8 +418,12 @@ func (g *gossip) promote(servers []raft.Server, members []Member, now time.Time)
 }
 
 // announces reports whether a proven, alive member announces s at its
-// configured address without asking to stay a non-voter.
+// configured address without asking to stay a non-voter, and is the only
+// alive member announcing s's id.
 func (g *gossip) announces(members []Member, s raft.Server) bool {
+	if announcedTwice(members)[string(s.ID)] > 1 {
+		return false
+	}
 	for _, m := range members {
 		if m.Meta.Role == "server" && m.Status == "alive" && m.Meta.ID == string(s.ID) &&
 			m.Meta.RaftAddr == string(s.Address) && !m.Meta.NonVoter && m.proof == nil {
@@ -394,4 +431,17 @@ func (g *gossip) announces(members []Member, s raft.Server) bool {
 		}
 	}
 	return false
+}
+
+// announcedTwice counts the alive members that announce each server id;
+// an id with a count above one is trusted for nothing that needs an
+// address (a forged member announcing a real server's id, proven or not).
+func announcedTwice(members []Member) map[string]int {
+	n := map[string]int{}
+	for _, m := range members {
+		if m.Meta.Role == "server" && m.Status == "alive" {
+			n[m.Meta.ID]++
+		}
+	}
+	return n
 }

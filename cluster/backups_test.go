@@ -25,7 +25,7 @@ func TestScheduledBackupsKeepTheNewest(t *testing.T) {
 	}})
 	li := c.Leader()
 	ctx := harness.Context(t, 10*time.Second)
-	if _, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Key: "a", Holder: "h", TTL: time.Minute}); err != nil {
+	if _, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "a", Holder: "h", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	dir := dirs[c.Peer(li).ID]

@@ -35,7 +35,7 @@ func benchParallel(b *testing.B, body func(n *cluster.Node, holder string, pb *t
 
 // benchAcquire takes key holder for holder and returns its token.
 func benchAcquire(b *testing.B, n *cluster.Node, holder string) uint64 {
-	l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Key: holder, Holder: holder, TTL: time.Minute})
+	l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Secret: testSecret, Key: holder, Holder: holder, TTL: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	benchParallel(b, func(n *cluster.Node, holder string, pb *testing.PB) {
 		for pb.Next() {
 			token := benchAcquire(b, n, holder)
-			if _, err := n.Release(ctxB(b), holder, holder, token); err != nil {
+			if _, err := n.Release(ctxB(b), holder, holder, testSecret, token); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -63,7 +63,7 @@ func BenchmarkRenew(b *testing.B) {
 	benchParallel(b, func(n *cluster.Node, holder string, pb *testing.PB) {
 		token := benchAcquire(b, n, holder)
 		for pb.Next() {
-			if _, err := n.Renew(ctxB(b), holder, holder, token); err != nil {
+			if _, err := n.Renew(ctxB(b), holder, holder, testSecret, token); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -74,7 +74,7 @@ func BenchmarkRenew(b *testing.B) {
 // blocked acquirer, which the same log entry carries.
 func BenchmarkHandoff(b *testing.B) {
 	n := benchLeader(b)
-	l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Key: "handoff", Holder: "h0", TTL: time.Minute})
+	l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Secret: testSecret, Key: "handoff", Holder: "h0", TTL: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func BenchmarkHandoff(b *testing.B) {
 		next := fmt.Sprintf("h%d", i+1)
 		got := make(chan cluster.LeaseView, 1)
 		go func() {
-			l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Key: "handoff", Holder: next, TTL: time.Minute, Wait: time.Minute})
+			l, _, err := n.Acquire(ctxB(b), cluster.AcquireRequest{Secret: testSecret, Key: "handoff", Holder: next, TTL: time.Minute, Wait: time.Minute})
 			if err != nil {
 				b.Error(err)
 			}
@@ -96,7 +96,7 @@ func BenchmarkHandoff(b *testing.B) {
 		}
 		b.StartTimer()
 		start := time.Now()
-		if _, err := n.Release(ctxB(b), "handoff", l.Holder, l.Token); err != nil {
+		if _, err := n.Release(ctxB(b), "handoff", l.Holder, testSecret, l.Token); err != nil {
 			b.Fatal(err)
 		}
 		l = <-got

@@ -65,7 +65,7 @@ func (m *muxStream) route(c net.Conn) {
 		return
 	}
 	pc := &prefixConn{Conn: c, first: first[0], pending: true}
-	if first[0] == confirmMagic {
+	if first[0] == confirmMagic || first[0] == addrMagic {
 		m.serve(pc)
 		return
 	}

@@ -22,14 +22,15 @@ const redialAfter = 50 * time.Millisecond
 // the confirmer. The connection stays open between rounds (TCP keep-alive).
 type confirmPeer struct {
 	c    *confirmer
+	id   raft.ServerID
 	addr raft.ServerAddress
 	reqs chan confirmRequest
 	stop chan struct{}
 	once sync.Once
 }
 
-func newConfirmPeer(c *confirmer, addr raft.ServerAddress) *confirmPeer {
-	p := &confirmPeer{c: c, addr: addr, reqs: make(chan confirmRequest, confirmQueue), stop: make(chan struct{})}
+func newConfirmPeer(c *confirmer, id raft.ServerID, addr raft.ServerAddress) *confirmPeer {
+	p := &confirmPeer{c: c, id: id, addr: addr, reqs: make(chan confirmRequest, confirmQueue), stop: make(chan struct{})}
 	go p.write()
 	return p
 }
@@ -119,7 +120,7 @@ func (p *confirmPeer) writeBatch(conn net.Conn, w *bufio.Writer, batch []confirm
 }
 
 func (p *confirmPeer) dial() (net.Conn, error) {
-	conn, err := p.c.dial(p.addr, p.c.timeout)
+	conn, err := p.c.dial(p.id, p.addr, p.c.timeout)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ func TestConfirmerDropsPeersThatLeftTheConfiguration(t *testing.T) {
 	var mu sync.Mutex
 	dialled := map[raft.ServerAddress]int{}
 	var ends []net.Conn
-	dial := func(addr raft.ServerAddress, _ time.Duration) (net.Conn, error) {
+	dial := func(_ raft.ServerID, addr raft.ServerAddress, _ time.Duration) (net.Conn, error) {
 		a, b := net.Pipe()
 		mu.Lock()
 		dialled[addr]++

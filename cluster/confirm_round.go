@@ -32,9 +32,10 @@ type confirmer struct {
 	closed  bool
 }
 
-// confirmDialer opens a connection to the confirmation channel of the
-// server at addr; the confirmer writes confirmMagic and confirmVersion.
-type confirmDialer func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error)
+// confirmDialer opens a connection to the confirmation channel of server
+// id at addr (with TLS, only if the certificate that answers names id);
+// the confirmer writes confirmMagic and confirmVersion.
+type confirmDialer func(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error)
 
 func newConfirmer(self raft.ServerID, dial confirmDialer, timeout time.Duration, log hclog.Logger) *confirmer {
 	return &confirmer{self: self, dial: dial, timeout: timeout, log: log,
@@ -115,7 +116,7 @@ func (c *confirmer) confirm(term uint64, conf raft.Configuration) error {
 	c.rounds[id] = rd
 	peers := make([]*confirmPeer, 0, len(others))
 	for _, s := range others {
-		peers = append(peers, c.peerLocked(s.Address))
+		peers = append(peers, c.peerLocked(s.ID, s.Address))
 	}
 	if len(c.peers) > len(others) {
 		// A voter was removed or moved to another address since the
@@ -196,11 +197,17 @@ func (rd *confirmRound) end(err error) {
 	}
 }
 
-// peerLocked returns the connection keeper of addr; the caller holds c.mu.
-func (c *confirmer) peerLocked(addr raft.ServerAddress) *confirmPeer {
+// peerLocked returns the connection keeper of server id at addr; the
+// caller holds c.mu. An address that now stands for another id gets a new
+// connection, dialled as that id.
+func (c *confirmer) peerLocked(id raft.ServerID, addr raft.ServerAddress) *confirmPeer {
 	p := c.peers[addr]
+	if p != nil && p.id != id {
+		p.close()
+		p = nil
+	}
 	if p == nil {
-		p = newConfirmPeer(c, addr)
+		p = newConfirmPeer(c, id, addr)
 		c.peers[addr] = p
 	}
 	return p
@@ -209,12 +216,12 @@ func (c *confirmer) peerLocked(addr raft.ServerAddress) *confirmPeer {
 // forgetLocked closes the connections to every address but those of
 // keep; the caller holds c.mu.
 func (c *confirmer) forgetLocked(keep []raft.Server) {
-	want := make(map[raft.ServerAddress]bool, len(keep))
+	want := make(map[raft.ServerAddress]raft.ServerID, len(keep))
 	for _, s := range keep {
-		want[s.Address] = true
+		want[s.Address] = s.ID
 	}
 	for addr, p := range c.peers {
-		if !want[addr] {
+		if id, ok := want[addr]; !ok || id != p.id {
 			p.close()
 			delete(c.peers, addr)
 		}

@@ -28,6 +28,10 @@ func (n *Node) ServeConfirm(conn net.Conn) {
 	if _, err := io.ReadFull(r, hello[:]); err != nil {
 		return
 	}
+	if hello[0] == addrMagic {
+		n.serveAddr(conn, hello[1])
+		return
+	}
 	if hello[0] != confirmMagic || hello[1] != confirmVersion {
 		n.log.Warn("confirmation channel: unknown protocol", "from", conn.RemoteAddr(), "magic", hello[0], "version", hello[1])
 		return

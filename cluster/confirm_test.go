@@ -28,7 +28,7 @@ func TestRenewalsAndReadsWriteNothingToTheLog(t *testing.T) {
 			leader := c.Node(c.Leader())
 			before := cluster.RaftOf(leader).LastIndex()
 			for i := 0; i < 50; i++ {
-				if _, err := leader.Renew(harness.Context(t, 5*time.Second), l.Key, l.Holder, l.Token); err != nil {
+				if _, err := leader.Renew(harness.Context(t, 5*time.Second), l.Key, l.Holder, testSecret, l.Token); err != nil {
 					t.Fatalf("renew %d: %v", i, err)
 				}
 				if _, err := leader.Get(harness.Context(t, 5*time.Second), l.Key, cluster.Linearizable); err != nil {

@@ -93,7 +93,7 @@ func TestRaftAndGossipPortsBoundConnections(t *testing.T) {
 	// applies it.
 	var index uint64
 	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "during-flood", Holder: "h", TTL: time.Minute})
+		_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "during-flood", Holder: "h", TTL: time.Minute})
 		index = n.Status().CommitIndex
 		return err
 	}); err != nil {
@@ -169,7 +169,7 @@ func TestRaftTLSHandshakeDeadline(t *testing.T) {
 	if got := closedWithin(conns, 10*time.Second); got != len(conns) {
 		t.Errorf("%d of %d connections that never finish a handshake closed, want all", got, len(conns))
 	}
-	if _, _, err := c.Node(c.Leader()).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Key: "k", Holder: "h", TTL: time.Minute}); err != nil {
+	if _, _, err := c.Node(c.Leader()).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute}); err != nil {
 		t.Fatalf("acquire over Raft on TLS: %v", err)
 	}
 }

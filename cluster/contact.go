@@ -57,17 +57,24 @@ func (c *contacts) get(id raft.ServerID, addr raft.ServerAddress) (contact, bool
 }
 
 // contactTransport is the node's Raft transport with every answered
-// AppendEntries and InstallSnapshot recorded in contacts. Everything else
+// AppendEntries and InstallSnapshot recorded in contacts, and its
+// InstallSnapshot calls made one at a time (installs). Everything else
 // passes through unchanged.
 type contactTransport struct {
 	raft.Transport
 	seen *contacts
+	// installs holds one token per snapshot this leader is sending. A
+	// follower installing a large snapshot (a restore of 39 MB) may not
+	// answer heartbeats in time while it decodes it; sent to every
+	// follower at once, the leader then hears from no quorum and steps
+	// down. One at a time, the others keep answering.
+	installs chan struct{}
 }
 
 // withContacts wraps t. Raft looks for the optional WithPreVote interface
 // on its transport, so the wrapper has it exactly when t has it.
 func withContacts(t raft.Transport, seen *contacts) raft.Transport {
-	ct := &contactTransport{Transport: t, seen: seen}
+	ct := &contactTransport{Transport: t, seen: seen, installs: make(chan struct{}, 1)}
 	if _, ok := t.(raft.WithPreVote); ok {
 		return &contactPreVoteTransport{ct}
 	}
@@ -83,7 +90,9 @@ func (t *contactTransport) AppendEntries(id raft.ServerID, target raft.ServerAdd
 }
 
 func (t *contactTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	t.installs <- struct{}{}
 	err := t.Transport.InstallSnapshot(id, target, args, resp, data)
+	<-t.installs
 	if err == nil {
 		t.seen.answered(id, target, 0, false)
 	}

@@ -23,7 +23,7 @@ func TestFreeKeyForgottenAfterRetention(t *testing.T) {
 	once := acquire(t, c, "locks/once", "h1", time.Second)
 	acquire(t, c, "kept", "h2", 5*time.Second)
 	err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-		_, err := n.Release(harness.Context(t, 5*time.Second), "locks/once", "h1", once.Token)
+		_, err := n.Release(harness.Context(t, 5*time.Second), "locks/once", "h1", testSecret, once.Token)
 		return err
 	})
 	if err != nil {
@@ -59,35 +59,35 @@ func TestReleaseOutcomes(t *testing.T) {
 	n := c.Node(c.Leader())
 
 	// Another holder under the current token never held this lease.
-	_, err := n.Release(ctx, "k", "h2", first.Token)
+	_, err := n.Release(ctx, "k", "h2", testSecret, first.Token)
 	var nh *cluster.NotHolderError
 	if !errors.As(err, &nh) || nh.Lease.Holder != "h1" || !errors.Is(err, cluster.ErrNotHolder) {
 		t.Fatalf("release by another holder = %v, want a NotHolderError naming h1", err)
 	}
-	if _, err := n.Release(ctx, "k", "h1", first.Token+5); !errors.As(err, &nh) {
+	if _, err := n.Release(ctx, "k", "h1", testSecret, first.Token+5); !errors.As(err, &nh) {
 		t.Fatalf("release under a token the key never had = %v, want a NotHolderError", err)
 	}
-	if freed, err := n.Release(ctx, "k", "h1", first.Token); err != nil || !freed {
+	if freed, err := n.Release(ctx, "k", "h1", testSecret, first.Token); err != nil || !freed {
 		t.Fatalf("release by the holder = %v, %v; want freed", freed, err)
 	}
-	if freed, err := n.Release(ctx, "k", "h1", first.Token); err != nil || freed {
+	if freed, err := n.Release(ctx, "k", "h1", testSecret, first.Token); err != nil || freed {
 		t.Fatalf("second release = %v, %v; want nothing freed, no error", freed, err)
 	}
 	second := acquire(t, c, "k", "h2", time.Second)
-	if freed, err := n.Release(ctx, "k", "h1", first.Token); err != nil || freed {
+	if freed, err := n.Release(ctx, "k", "h1", testSecret, first.Token); err != nil || freed {
 		t.Fatalf("release of a lease superseded by %d = %v, %v; want nothing freed, no error", second.Token, freed, err)
 	}
-	if freed, err := n.Release(ctx, "never-seen", "h1", 1); err != nil || freed {
+	if freed, err := n.Release(ctx, "never-seen", "h1", testSecret, 1); err != nil || freed {
 		t.Fatalf("release of a key never seen = %v, %v; want nothing freed, no error", freed, err)
 	}
 
 	// Renewals by a holder that does not hold the key say so.
-	_, err = n.Renew(ctx, "k", "h1", second.Token)
+	_, err = n.Renew(ctx, "k", "h1", testSecret, second.Token)
 	var lost *cluster.LostError
 	if !errors.As(err, &lost) || lost.Reason != cluster.ReasonNotHolder {
 		t.Fatalf("renewal by another holder = %v, want lost with reason not_holder", err)
 	}
-	if _, err := n.Renew(ctx, "k", "h1", first.Token); !errors.As(err, &lost) || lost.Reason != cluster.ReasonSuperseded {
+	if _, err := n.Renew(ctx, "k", "h1", testSecret, first.Token); !errors.As(err, &lost) || lost.Reason != cluster.ReasonSuperseded {
 		t.Fatalf("renewal of a superseded lease = %v, want lost with reason superseded", err)
 	}
 }
@@ -163,7 +163,7 @@ func TestReacquireReplacesMetadataAndLogsIt(t *testing.T) {
 	first := acquire(t, c, "k", "h1", time.Second)
 	n := c.Node(c.Leader())
 	ctx := harness.Context(t, 10*time.Second)
-	got, created, err := n.Acquire(ctx, cluster.AcquireRequest{Key: "k", Holder: "h1", TTL: time.Second, Metadata: map[string]string{"addr": "b:2"}})
+	got, created, err := n.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h1", TTL: time.Second, Metadata: map[string]string{"addr": "b:2"}})
 	if err != nil || created || got.Token != first.Token || got.Metadata["addr"] != "b:2" {
 		t.Fatalf("re-acquire with metadata = %+v created %v err %v; want token %d kept with addr b:2", got.Lease, created, err, first.Token)
 	}

@@ -45,7 +45,7 @@ func TestDeposedLeaderNeverAcknowledges(t *testing.T) {
 		}()
 	}
 	hammer("renew", func() error {
-		_, err := oldNode.Renew(harness.Context(t, ttl), l.Key, l.Holder, l.Token)
+		_, err := oldNode.Renew(harness.Context(t, ttl), l.Key, l.Holder, testSecret, l.Token)
 		return err
 	})
 	hammer("read", func() error {
@@ -53,7 +53,7 @@ func TestDeposedLeaderNeverAcknowledges(t *testing.T) {
 		return err
 	})
 	hammer("acquire", func() error {
-		_, _, err := oldNode.Acquire(harness.Context(t, ttl), cluster.AcquireRequest{Key: "other", Holder: "x", TTL: ttl})
+		_, _, err := oldNode.Acquire(harness.Context(t, ttl), cluster.AcquireRequest{Secret: testSecret, Key: "other", Holder: "x", TTL: ttl})
 		return err
 	})
 
@@ -64,7 +64,7 @@ func TestDeposedLeaderNeverAcknowledges(t *testing.T) {
 	stopRenew := make(chan struct{})
 	go func() {
 		for {
-			if _, err := c.Node(now).Renew(harness.Context(t, ttl), l.Key, l.Holder, l.Token); err != nil {
+			if _, err := c.Node(now).Renew(harness.Context(t, ttl), l.Key, l.Holder, testSecret, l.Token); err != nil {
 				renewErr <- err
 				return
 			}
@@ -101,7 +101,7 @@ func TestDeposedLeaderNeverAcknowledges(t *testing.T) {
 			t.Fatalf("node %d after heal: %+v, want held under token %d", j, got, l.Token)
 		}
 	}
-	if _, err := oldNode.Renew(harness.Context(t, ttl), l.Key, l.Holder, l.Token); !errors.Is(err, cluster.ErrNotLeader) {
+	if _, err := oldNode.Renew(harness.Context(t, ttl), l.Key, l.Holder, testSecret, l.Token); !errors.Is(err, cluster.ErrNotLeader) {
 		t.Fatalf("renew on the old leader after heal: %v, want ErrNotLeader", err)
 	}
 }

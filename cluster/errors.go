@@ -78,7 +78,26 @@ var (
 	// group's (index 0: the group exists). Returned wrapped in a
 	// *CASError with the current group.
 	ErrCASFailed = errors.New("compare-and-set failed")
+
+	// ErrWrongSecret: a renewal or a release named the key's held lease
+	// (holder and token) but not its secret, or the lease was acquired
+	// before secrets existed and has none. Nothing changed. Returned
+	// wrapped in a *SecretError.
+	ErrWrongSecret = errors.New("wrong lease secret")
 )
+
+// SecretError is the refusal of a renewal or a release whose secret is
+// not the lease's.
+type SecretError struct {
+	Key string
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("secret: not the secret of the lease on %q (its acquirer's, returned by the acquire); a holder's name and token alone do not make the caller its holder", e.Key)
+}
+
+// Unwrap makes errors.Is(err, ErrWrongSecret) true.
+func (e *SecretError) Unwrap() error { return ErrWrongSecret }
 
 // NotHolderError is returned by Release when the holder and token never
 // were the key's lease. Lease is the key's current record.
@@ -118,12 +137,18 @@ func (e *CASError) Error() string {
 // Unwrap makes errors.Is(err, ErrCASFailed) true.
 func (e *CASError) Unwrap() error { return ErrCASFailed }
 
-// HeldError is returned by Acquire when another holder has the key.
+// HeldError is returned by Acquire when another holder has the key, or
+// the caller's holder under another secret (WrongSecret).
 type HeldError struct {
-	Lease *fsm.Lease
+	Lease       *fsm.Lease
+	WrongSecret bool
 }
 
 func (e *HeldError) Error() string {
+	if e.WrongSecret {
+		return fmt.Sprintf("key %q is held by %q (token %d) under another secret: the request's secret is not the lease's, and a holder's name alone does not make the caller its holder",
+			e.Lease.Key, e.Lease.Holder, e.Lease.Token)
+	}
 	return fmt.Sprintf("key %q is held by %q (token %d)", e.Lease.Key, e.Lease.Holder, e.Lease.Token)
 }
 

@@ -118,7 +118,7 @@ func TestLeaderLogsAcquisitionsAtDebug(t *testing.T) {
 	c := inproc.Start(t, 1, inproc.Options{Tweak: logs.tweak(hclog.Debug)})
 	lease := acquire(t, c, "k", "h1", 10*time.Second)
 	n := c.Node(c.Leader())
-	if _, err := n.Release(harness.Context(t, 5*time.Second), "k", "h1", lease.Token); err != nil {
+	if _, err := n.Release(harness.Context(t, 5*time.Second), "k", "h1", testSecret, lease.Token); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	for _, msg := range []string{"lease_acquired", "lease_released"} {

@@ -24,7 +24,7 @@ func TestOperatorEventsNameTheActor(t *testing.T) {
 	ctx := cluster.WithActor(harness.Context(t, 10*time.Second), "op-accessor")
 	_, from, _ := leader.Events(0, fsm.EventFilter{}, 0)
 
-	lease, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Key: "k/a", Holder: "h1", TTL: time.Minute})
+	lease, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "k/a", Holder: "h1", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestEventsCompactedOnNode(t *testing.T) {
 	c := inproc.Start(t, 1, inproc.Options{Tweak: func(cfg *cluster.Config) { cfg.EventHistory = 2 }})
 	n := c.Node(c.Leader())
 	for _, k := range []string{"a", "b", "c", "d"} {
-		if _, _, err := n.Acquire(context.Background(), cluster.AcquireRequest{Key: k, Holder: "h", TTL: time.Minute}); err != nil {
+		if _, _, err := n.Acquire(context.Background(), cluster.AcquireRequest{Secret: testSecret, Key: k, Holder: "h", TTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -40,3 +40,19 @@ func WrapLogStore(cfg *Config, f func(raft.LogStore) raft.LogStore) { cfg.wrapLo
 func WrapSnapshotStore(cfg *Config, f func(raft.SnapshotStore) raft.SnapshotStore) {
 	cfg.wrapSnapshotStore = f
 }
+
+// HoldWritesAsARestore does to n what a restore does before it prepares
+// its snapshot: writes held back, the leader's proposer halted. release
+// lets writes through again.
+func HoldWritesAsARestore(n *Node) (release func()) {
+	n.restore.on.Store(true)
+	n.restore.mu.Lock() // every entry handed to Raft before is in its log
+	n.restore.mu.Unlock()
+	if p := n.leading.Load(); p != nil {
+		p.halt()
+	}
+	return func() { n.restore.on.Store(false) }
+}
+
+// Serving reports whether n is an established leader that serves.
+func Serving(n *Node) bool { return n.leading.Load() != nil }

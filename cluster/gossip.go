@@ -7,6 +7,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,6 +95,9 @@ type gossip struct {
 	// pilot is the leader's memory for admission, promotion and cleanup;
 	// only the maintain goroutine touches it.
 	pilot pilot
+	// sharedIDs is what warnSharedIDs last logged; only the maintain
+	// goroutine touches it.
+	sharedIDs string
 }
 
 // gossipConfig is what gossip needs from its node, and nothing more.
@@ -138,6 +142,7 @@ type raftMembership interface {
 	GetConfiguration() raft.ConfigurationFuture
 	AddVoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
 	AddNonvoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture
+	DemoteVoter(raft.ServerID, uint64, time.Duration) raft.IndexFuture
 	RemoveServer(raft.ServerID, uint64, time.Duration) raft.IndexFuture
 }
 
@@ -291,6 +296,7 @@ func (g *gossip) maintain() {
 		case <-tick.C:
 		}
 		g.proveMembers()
+		g.warnSharedIDs()
 		g.maybeBootstrap()
 		g.markMember()
 		if g.leading() {
@@ -308,9 +314,16 @@ func (g *gossip) maybeBootstrap() {
 		return
 	}
 	var servers []raft.Server
-	for _, m := range g.Members() {
+	members := g.Members()
+	shared := announcedTwice(members)
+	for _, m := range members {
 		if m.Meta.Role != "server" || m.Status != "alive" {
 			continue
+		}
+		if shared[m.Meta.ID] > 1 {
+			g.logOnce(m.Name, "not bootstrapping with this member", fmt.Errorf(
+				"%d alive gossip members announce server id %s: none of them is trusted", shared[m.Meta.ID], m.Meta.ID))
+			return
 		}
 		if m.proof != nil {
 			if m.proof != errUnchecked {
@@ -443,11 +456,35 @@ func (g *gossip) proveMembers() {
 	}
 }
 
-// httpAddrOf is the HTTP address of server id, as a member that proves it
-// belongs to this cluster announces it (so that a member of another
-// cluster, or a forged one, cannot draw forwarded requests by claiming the
-// id). Every API answer asks for the leader's, so it scans the table in
-// place rather than copying and sorting it as Members does.
+// warnSharedIDs logs, once per change, the server ids that more than one
+// alive gossip member announces: a member announcing a real server's id is
+// forged (or a server runs twice), and none of them is trusted for
+// anything that needs an address (autopilot.go, ReadmitServer). Server
+// addresses never come from gossip anyway (leader_addr.go).
+func (g *gossip) warnSharedIDs() {
+	var shared []string
+	for id, k := range announcedTwice(g.Members()) {
+		if k > 1 {
+			shared = append(shared, fmt.Sprintf("%s (%d members)", id, k))
+		}
+	}
+	sort.Strings(shared)
+	s := strings.Join(shared, ", ")
+	if s == g.sharedIDs {
+		return
+	}
+	g.sharedIDs = s
+	if s != "" {
+		g.log.Warn("several gossip members announce one server id: none of them is trusted", "server_ids", s)
+	} else {
+		g.log.Info("no server id is announced by several gossip members any more")
+	}
+}
+
+// httpAddrOf is the HTTP address of server id, as the first alive member
+// that proves it belongs to this cluster announces it. Only the negative
+// control of the fault suite (tenure_unsafe_identity) forwards there: any
+// member that passes the proof can claim any id (docs/adr/0026).
 func (g *gossip) httpAddrOf(id string) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()

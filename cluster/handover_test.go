@@ -58,7 +58,7 @@ func TestHandoverRefusesWritesAsNotReady(t *testing.T) {
 	harness.WaitUntil(t, 5*time.Second, "the transfer to start", func() bool {
 		return leaderTransferring(leader)
 	})
-	_, _, err := leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "during", Holder: "h", TTL: time.Second})
+	_, _, err := leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "during", Holder: "h", TTL: time.Second})
 	if !errors.Is(err, cluster.ErrNotReady) {
 		t.Errorf("acquire during the hand-over: %v, want ErrNotReady", err)
 	}
@@ -66,7 +66,7 @@ func TestHandoverRefusesWritesAsNotReady(t *testing.T) {
 		t.Errorf("Handover succeeded although the target never campaigned")
 	}
 	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Key: "after", Holder: "h", TTL: time.Second})
+		_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "after", Holder: "h", TTL: time.Second})
 		return err
 	}); err != nil {
 		t.Fatalf("no write after the failed hand-over: %v", err)

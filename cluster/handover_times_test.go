@@ -58,16 +58,16 @@ func TestHandoverCarriesLeaseTimesToTheNextLeader(t *testing.T) {
 	li := c.Leader()
 	ctx := harness.Context(t, 10*time.Second)
 	const ttl = 10 * time.Second
-	old, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Key: "aged", Holder: "h", TTL: ttl})
+	old, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "aged", Holder: "h", TTL: ttl})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
-	renewedLast, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Key: "renewed", Holder: "h", TTL: ttl})
+	renewedLast, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "renewed", Holder: "h", TTL: ttl})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
 	clock.Advance(6 * time.Second)
-	if _, err := c.Node(li).Renew(ctx, "renewed", "h", renewedLast.Token); err != nil {
+	if _, err := c.Node(li).Renew(ctx, "renewed", "h", testSecret, renewedLast.Token); err != nil {
 		t.Fatalf("renew: %v", err)
 	}
 
@@ -126,7 +126,7 @@ func TestFailedHandoverVoidsTheLeaseTimes(t *testing.T) {
 	// A long TTL, so that the lease outlives this test's slowest hand-over
 	// and elections on a loaded machine: the hand-over holds 10 s.
 	const ttl = 30 * time.Second
-	l, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Key: "a", Holder: "h", TTL: ttl})
+	l, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "a", Holder: "h", TTL: ttl})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -136,7 +136,7 @@ func TestFailedHandoverVoidsTheLeaseTimes(t *testing.T) {
 	}
 	// The old leader serves again, and its holder renews: 30 s from here.
 	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-		_, err := n.Renew(harness.Context(t, 2*time.Second), "a", "h", l.Token)
+		_, err := n.Renew(harness.Context(t, 2*time.Second), "a", "h", testSecret, l.Token)
 		return err
 	}); err != nil {
 		t.Fatalf("renew after the failed hand-over: %v", err)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -74,6 +75,25 @@ func (n *Node) nameCluster() error {
 		return fmt.Errorf("apply cluster id: %w", err)
 	}
 	n.log.Info("cluster named", "cluster_id", n.machine.ClusterID())
+	return nil
+}
+
+// keyBackups gives the cluster the key that signs its backups
+// (fsm.BackupKey): an established leader whose state machine has none (a
+// new cluster, or one written by a build without signed backups) draws
+// one. The state machine keeps the first one applied.
+func (n *Node) keyBackups() error {
+	if n.machine.HasBackupKey() {
+		return nil
+	}
+	key := make([]byte, fsm.BackupKeyLen)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("backup key: %w", err)
+	}
+	if _, err := n.applyCommand(fsm.BackupKey{Key: key}); err != nil {
+		return fmt.Errorf("apply backup key: %w", err)
+	}
+	n.log.Info("backup key made")
 	return nil
 }
 

@@ -35,6 +35,9 @@ func (noRaft) AddVoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration)
 func (noRaft) AddNonvoter(raft.ServerID, raft.ServerAddress, uint64, time.Duration) raft.IndexFuture {
 	return nil
 }
+func (noRaft) DemoteVoter(raft.ServerID, uint64, time.Duration) raft.IndexFuture {
+	return nil
+}
 
 func newKey(t *testing.T) []byte {
 	t.Helper()

@@ -17,7 +17,7 @@ func acquire(t *testing.T, c *inproc.Cluster, key, holder string, ttl time.Durat
 	var lease cluster.LeaseView
 	err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
 		var err error
-		lease, _, err = n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: key, Holder: holder, TTL: ttl})
+		lease, _, err = n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: holder, TTL: ttl})
 		return err
 	})
 	if err != nil {
@@ -45,7 +45,7 @@ func TestConcurrentAcquirersOneWins(t *testing.T) {
 				go func(i int) {
 					defer wg.Done()
 					holder := fmt.Sprintf("worker-%d", i)
-					lease, created, err := leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "scene-01", Holder: holder, TTL: time.Minute})
+					lease, created, err := leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "scene-01", Holder: holder, TTL: time.Minute})
 					mu.Lock()
 					defer mu.Unlock()
 					var held *cluster.HeldError
@@ -86,7 +86,7 @@ func TestTokensStrictlyIncrease(t *testing.T) {
 		for _, key := range []string{"a", "b", "a"} {
 			l := acquire(t, c, key, "h", time.Minute)
 			check(l)
-			if _, err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), key, "h", l.Token); err != nil {
+			if _, err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), key, "h", testSecret, l.Token); err != nil {
 				t.Fatalf("release: %v", err)
 			}
 		}
@@ -111,7 +111,7 @@ func TestExpiryNotBeforeTTLAfterLastRenewal(t *testing.T) {
 	var lastSent time.Time
 	for i := 0; i < 5; i++ {
 		sent := time.Now()
-		if _, err := n.Renew(harness.Context(t, 5*time.Second), "job", "w", l.Token); err != nil {
+		if _, err := n.Renew(harness.Context(t, 5*time.Second), "job", "w", testSecret, l.Token); err != nil {
 			t.Fatalf("renew %d: %v", i, err)
 		}
 		lastSent = sent
@@ -141,7 +141,7 @@ func TestExpiryNotBeforeTTLAfterLastRenewal(t *testing.T) {
 		t.Logf("freed %v after TTL since the last renewal was sent", late)
 	}
 	// A renewal after the deadline is refused with the reason.
-	_, err := n.Renew(harness.Context(t, 5*time.Second), "job", "w", l.Token)
+	_, err := n.Renew(harness.Context(t, 5*time.Second), "job", "w", testSecret, l.Token)
 	var lost *cluster.LostError
 	if !errors.As(err, &lost) || lost.Reason != cluster.ReasonExpired {
 		t.Fatalf("renew after expiry: %v, want lease lost (expired)", err)
@@ -172,7 +172,7 @@ func TestRenewingHolderKeepsLeaseThroughFailover(t *testing.T) {
 					}
 					sent := time.Now()
 					err := c.OnLeader(time.Until(deadline), func(n *cluster.Node) error {
-						_, err := n.Renew(harness.Context(t, ttl), l.Key, l.Holder, l.Token)
+						_, err := n.Renew(harness.Context(t, ttl), l.Key, l.Holder, testSecret, l.Token)
 						return err
 					})
 					if err != nil {
@@ -220,7 +220,7 @@ func TestBlockingAcquireHandoffInSameEntry(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		l, _, err := n.Acquire(harness.Context(t, 30*time.Second), cluster.AcquireRequest{Key: "scene-07", Holder: "tracker-1", TTL: time.Minute, Wait: 20 * time.Second})
+		l, _, err := n.Acquire(harness.Context(t, 30*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "scene-07", Holder: "tracker-1", TTL: time.Minute, Wait: 20 * time.Second})
 		got <- result{l, err}
 	}()
 	// The waiter is queued once its first attempt was refused.
@@ -230,7 +230,7 @@ func TestBlockingAcquireHandoffInSameEntry(t *testing.T) {
 		t.Fatalf("waiter answered before the release: %+v %v", r.lease.Lease, r.err)
 	default:
 	}
-	if _, err := n.Release(harness.Context(t, 5*time.Second), "scene-07", "tracker-0", first.Token); err != nil {
+	if _, err := n.Release(harness.Context(t, 5*time.Second), "scene-07", "tracker-0", testSecret, first.Token); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	releasedAt := n.LeaseIndex()

@@ -16,6 +16,10 @@ const (
 	MaxMetadataValue   = 1024
 	MaxHolderLen       = 256
 	MaxRenewBatch      = 1024
+	// MinSecretLen and MaxSecretLen bound a lease secret, made of
+	// [A-Za-z0-9_-] (docs/adr/0030-lease-secrets.md).
+	MinSecretLen = 32
+	MaxSecretLen = 128
 )
 
 // AcquireRequest asks for a lease.
@@ -25,6 +29,10 @@ type AcquireRequest struct {
 	TTL      time.Duration
 	Wait     time.Duration
 	Metadata map[string]string
+	// Secret is the lease secret the acquirer chose (ValidateSecret). A
+	// grant keeps its hash; a lease held by Holder is kept only under the
+	// same secret.
+	Secret string
 }
 
 // LeaseView is a lease as a reader sees it: the replicated record plus, on
@@ -66,7 +74,8 @@ func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (LeaseView, bool
 	if err != nil {
 		return LeaseView{}, false, err
 	}
-	o := &op{cmd: fsm.Acquire{Key: req.Key, Holder: req.Holder, TTL: req.TTL, Metadata: req.Metadata, Time: time.Now().UnixNano()}}
+	o := &op{cmd: fsm.Acquire{Key: req.Key, Holder: req.Holder, TTL: req.TTL, Metadata: req.Metadata, Time: time.Now().UnixNano(),
+		SecretHash: fsm.HashSecret(req.Secret)}}
 	if req.Wait > 0 {
 		o.waitEnd = time.Now().Add(req.Wait)
 	}
@@ -76,7 +85,7 @@ func (n *Node) Acquire(ctx context.Context, req AcquireRequest) (LeaseView, bool
 	}
 	switch r.Code {
 	case fsm.Held:
-		return LeaseView{}, false, &HeldError{Lease: r.Lease}
+		return LeaseView{}, false, &HeldError{Lease: r.Lease, WrongSecret: r.WrongSecret}
 	case fsm.Disabled:
 		return LeaseView{}, false, fmt.Errorf("key %q: %w", req.Key, ErrDisabled)
 	case fsm.Prohibited:
@@ -91,6 +100,9 @@ func (req AcquireRequest) validate(cfg Config) error {
 		return &InvalidError{Field: "key", Err: err}
 	}
 	if err := validateHolder(req.Holder); err != nil {
+		return err
+	}
+	if err := ValidateSecret(req.Secret); err != nil {
 		return err
 	}
 	if req.TTL < cfg.MinTTL || req.TTL > cfg.MaxTTL {
@@ -139,6 +151,25 @@ func validateHolder(holder string) error {
 	return nil
 }
 
+// ValidateSecret checks a lease secret: MinSecretLen to MaxSecretLen
+// bytes of [A-Za-z0-9_-] (hex and unpadded URL-safe base64 fit). Its
+// errors name the field secret and never echo the secret.
+func ValidateSecret(secret string) error {
+	if len(secret) == 0 {
+		return invalid("secret", "required: the lease secret returned by the acquire")
+	}
+	if len(secret) < MinSecretLen || len(secret) > MaxSecretLen {
+		return invalid("secret", "must be %d to %d bytes, got %d", MinSecretLen, MaxSecretLen, len(secret))
+	}
+	for i := 0; i < len(secret); i++ {
+		c := secret[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return invalid("secret", "byte %d is not one of [A-Za-z0-9_-]", i)
+		}
+	}
+	return nil
+}
+
 func validateToken(token uint64) error {
 	if token == 0 {
 		return invalid("token", "required, and tokens start at 1")
@@ -146,10 +177,23 @@ func validateToken(token uint64) error {
 	return nil
 }
 
-// LeaseRef names one lease to renew.
+// LeaseRef names one lease to renew: its key, token and secret.
 type LeaseRef struct {
-	Key   string
-	Token uint64
+	Key    string
+	Token  uint64
+	Secret string
+}
+
+// secretHashes hashes the secrets of one renewal call: each run of equal
+// secrets once, as a batch's leases usually share one (a Client's).
+type secretHashes struct{ last, hash string }
+
+// of returns fsm.HashSecret(secret).
+func (h *secretHashes) of(secret string) string {
+	if h.hash == "" || secret != h.last {
+		h.last, h.hash = secret, fsm.HashSecret(secret)
+	}
+	return h.hash
 }
 
 // RenewResult is the outcome for one lease of RenewMany: Err is nil or a
@@ -160,8 +204,8 @@ type RenewResult struct {
 }
 
 // Renew restarts the deadline of one lease. See RenewMany.
-func (n *Node) Renew(ctx context.Context, key, holder string, token uint64) (LeaseView, error) {
-	out, err := n.RenewMany(ctx, holder, []LeaseRef{{Key: key, Token: token}})
+func (n *Node) Renew(ctx context.Context, key, holder, secret string, token uint64) (LeaseView, error) {
+	out, err := n.RenewMany(ctx, holder, []LeaseRef{{Key: key, Token: token, Secret: secret}})
 	if err != nil {
 		return LeaseView{}, err
 	}
@@ -169,14 +213,14 @@ func (n *Node) Renew(ctx context.Context, key, holder string, token uint64) (Lea
 }
 
 // RenewMany restarts the deadline of every lease that holder still holds
-// under the given token, then confirms leadership with one quorum round
+// under the given token and secret, then confirms leadership with one quorum round
 // that starts after the call, and only then reports success. No lease
 // record is written to the log, but the leadership round commits a Raft
 // barrier entry (Node.confirmLeadership), shared by every renewal and read
 // waiting for that round. A lease whose deadline has passed cannot be
 // renewed, even before its Expire is applied. The error is for the whole
-// call (ErrNotLeader, ErrLeadershipLost …); per-lease losses are in the
-// results.
+// call (ErrNotLeader, ErrLeadershipLost …); per-lease losses (a
+// *LostError) and wrong secrets (a *SecretError) are in the results.
 func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([]RenewResult, error) {
 	if err := validateHolder(holder); err != nil {
 		return nil, err
@@ -184,25 +228,30 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 	if len(refs) == 0 || len(refs) > MaxRenewBatch {
 		return nil, invalid("leases", "%d leases, want 1 to %d", len(refs), MaxRenewBatch)
 	}
-	for _, r := range refs {
+	for i, r := range refs {
 		if err := fsm.ValidateKey(r.Key); err != nil {
 			return nil, &InvalidError{Field: "key", Err: err}
 		}
 		if err := validateToken(r.Token); err != nil {
 			return nil, err
 		}
+		if i > 0 && r.Secret == refs[i-1].Secret {
+			continue // checked already
+		}
+		if err := ValidateSecret(r.Secret); err != nil {
+			return nil, err
+		}
 	}
-	out, err := renewals.renew(ctx, n, holder, refs)
+	out, err := renewals.renew(ctx, n, holder, refs, &secretHashes{})
 	if err != nil {
 		return nil, err
 	}
 	for i := range out {
-		var lost *LostError
 		switch {
 		case out[i].Err == nil:
 			n.metrics.renewals.WithLabelValues("ok").Inc()
 			out[i].Lease = n.view(out[i].Lease.Lease)
-		case errors.As(out[i].Err, &lost):
+		case refused(out[i].Err):
 			n.metrics.renewals.WithLabelValues("lost").Inc()
 		default: // not the primary any more: nothing was decided
 			n.metrics.renewals.WithLabelValues("not_leader").Inc()
@@ -211,10 +260,20 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 	return out, nil
 }
 
+// refused reports whether err, a renewal's error, refuses that lease (a
+// *LostError or a *SecretError) rather than the whole call. It is a
+// function of its own so that its targets are allocated on refusals only,
+// not for every lease of a bulk renewal.
+func refused(err error) bool {
+	var lost *LostError
+	var wrong *SecretError
+	return errors.As(err, &lost) || errors.As(err, &wrong)
+}
+
 // renewPolicy answers the renewals of one RenewMany call once its
 // arguments are valid. RenewMany uses the one in renewals (unsafe_off.go).
 type renewPolicy interface {
-	renew(ctx context.Context, n *Node, holder string, refs []LeaseRef) ([]RenewResult, error)
+	renew(ctx context.Context, n *Node, holder string, refs []LeaseRef, hashes *secretHashes) ([]RenewResult, error)
 }
 
 // quorumRenewals answers renewals on the established leader only: its
@@ -222,13 +281,13 @@ type renewPolicy interface {
 // that confirms it was still the leader when it did.
 type quorumRenewals struct{}
 
-func (quorumRenewals) renew(ctx context.Context, n *Node, holder string, refs []LeaseRef) ([]RenewResult, error) {
+func (quorumRenewals) renew(ctx context.Context, n *Node, holder string, refs []LeaseRef, hashes *secretHashes) ([]RenewResult, error) {
 	if _, err := n.proposer(); err != nil {
 		return nil, err
 	}
 	out := make([]RenewResult, len(refs))
 	for i, r := range refs {
-		out[i] = n.renewOne(r.Key, holder, r.Token)
+		out[i] = n.renewOne(r, hashes.of(r.Secret), holder)
 	}
 	if _, err := n.verify.Verify(ctx); err != nil {
 		return nil, n.lostLeadership(err)
@@ -236,19 +295,21 @@ func (quorumRenewals) renew(ctx context.Context, n *Node, holder string, refs []
 	return out, nil
 }
 
-// renewOne renews key on this node's lessor if holder holds it under token
-// in the FSM.
-func (n *Node) renewOne(key, holder string, token uint64) RenewResult {
-	cur, err := n.heldBy(key, holder, token)
+// renewOne renews r on this node's lessor if holder holds it under its
+// token and the secret whose hash is secretHash in the FSM.
+func (n *Node) renewOne(r LeaseRef, secretHash, holder string) RenewResult {
+	cur, err := n.heldBy(r, secretHash, holder)
 	if err != nil {
 		return RenewResult{Err: err}
 	}
 	return n.renewTracked(cur)
 }
 
-// heldBy returns the FSM's record of key if holder holds it under token,
-// and otherwise a *LostError that says why not.
-func (n *Node) heldBy(key, holder string, token uint64) (*fsm.Lease, error) {
+// heldBy returns the FSM's record of r's key if holder holds it under
+// r's token and the secret whose hash is secretHash, and otherwise a
+// *LostError that says why not, or a *SecretError.
+func (n *Node) heldBy(r LeaseRef, secretHash, holder string) (*fsm.Lease, error) {
+	key, token := r.Key, r.Token
 	cur := n.machine.Get(key)
 	switch {
 	case cur == nil:
@@ -263,6 +324,8 @@ func (n *Node) heldBy(key, holder string, token uint64) (*fsm.Lease, error) {
 		return nil, &LostError{Key: key, Reason: cur.Reason.String()}
 	case cur.Ending != fsm.ReasonNone:
 		return nil, &LostError{Key: key, Reason: cur.Ending.String()}
+	case !fsm.SecretMatches(cur.SecretHash, secretHash):
+		return nil, &SecretError{Key: key}
 	}
 	return cur, nil
 }

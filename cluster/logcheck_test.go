@@ -63,7 +63,7 @@ func TestServerRefusesDamagedLogAtStart(t *testing.T) {
 	c := inproc.Start(t, 1, inproc.Options{Tweak: func(cfg *cluster.Config) { dir = cfg.DataDir }})
 	n := c.Node(c.Leader())
 	harness.WaitUntil(t, 5*time.Second, "the leader to establish", func() bool { return n.Ready() == nil })
-	if _, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "scene-01", Holder: "tracker-0", TTL: time.Minute}); err != nil {
+	if _, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "scene-01", Holder: "tracker-0", TTL: time.Minute}); err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
 	if _, err := n.Snapshot(harness.Context(t, 5*time.Second)); err != nil {

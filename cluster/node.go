@@ -30,7 +30,10 @@ type Node struct {
 	lessor  *lessor
 	verify  *verifier
 	confirm *confirmer
-	inbound connSet // confirmation connections served (confirm_serve.go)
+	// httpAddrs are the HTTP addresses servers gave over their Raft
+	// ports (leader_addr.go).
+	httpAddrs *httpAddrs
+	inbound   connSet // confirmation connections served (confirm_serve.go)
 	// applied waits for the state machine to reach an index (applied.go).
 	applied appliedIndex
 	metrics *metrics
@@ -96,6 +99,12 @@ type Node struct {
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	if err := checkOwnCertificate(cfg); err != nil {
+		return nil, fmt.Errorf("invalid config: %w", err)
+	}
+	if !cfg.TLS.Enabled() && cfg.Transport == nil {
+		cfg.Logger.Named("node").Warn("raft and gossip run without tls: anyone who reaches the gossip and raft ports can join the cluster or take a server's raft slot; set -tls-cert-file, -tls-key-file and -tls-ca-file (docs/production.md)")
 	}
 	n := &Node{
 		cfg:            cfg,
@@ -221,7 +230,12 @@ func (n *Node) openRaft() error {
 	}
 	snapStore = diskSnapshotStore{snapStore, n.snapDisk}
 	n.trans = cfg.Transport
-	dial := confirmDialer(cfg.ConfirmDial)
+	var dial confirmDialer
+	if cfg.ConfirmDial != nil {
+		dial = func(_ raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+			return cfg.ConfirmDial(addr, timeout)
+		}
+	}
 	if n.trans == nil {
 		addr, err := resolveTCP(cfg.RaftAddr)
 		if err != nil {
@@ -236,9 +250,15 @@ func (n *Node) openRaft() error {
 		}
 	}
 	if dial == nil {
-		dial = func(raft.ServerAddress, time.Duration) (net.Conn, error) { return nil, errNoConfirmChannel }
+		dial = func(raft.ServerID, raft.ServerAddress, time.Duration) (net.Conn, error) {
+			return nil, errNoConfirmChannel
+		}
 	}
 	n.confirm = newConfirmer(raft.ServerID(cfg.NodeID), dial, roundTimeout(cfg), cfg.Logger.Named("confirm"))
+	n.httpAddrs = newHTTPAddrs(func(id raft.ServerID, addr raft.ServerAddress) (string, error) {
+		return askHTTPAddr(dial, id, addr, 2*time.Second)
+	})
+	n.httpAddrs.changed = n.statusChanged.fire
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
@@ -410,6 +430,9 @@ func (n *Node) lead(ctx context.Context) {
 // handed over, if nothing has led since (handover.go). Only then are renewals, acquisitions and expiry
 // served, by the returned proposer. It returns nil, nil when ctx ended.
 func (n *Node) establish(ctx context.Context) (*proposer, error) {
+	if !n.awaitRestore(ctx) {
+		return nil, nil
+	}
 	start := time.Now()
 	if err := n.raft.Barrier(0).Error(); err != nil {
 		return nil, fmt.Errorf("barrier: %w", err)
@@ -428,6 +451,9 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 	}
 	committed := time.Since(start)
 	if err := n.nameCluster(); err != nil {
+		return nil, err
+	}
+	if err := n.keyBackups(); err != nil {
 		return nil, err
 	}
 	n.leaderMu.Lock()

@@ -63,14 +63,14 @@ func (n *Node) Status() Status {
 		Health:       n.Health(),
 	}
 	if leaderID != "" {
-		s.LeaderHTTPAddr = n.httpAddrOf(string(leaderID))
+		s.LeaderHTTPAddr = n.httpAddrAt(leaderID, leaderAddr)
 	}
 	if f := n.raft.GetConfiguration(); f.Error() == nil {
 		for _, srv := range f.Configuration().Servers {
 			s.Servers = append(s.Servers, Server{
 				ID:       string(srv.ID),
 				RaftAddr: string(srv.Address),
-				HTTPAddr: n.httpAddrOf(string(srv.ID)),
+				HTTPAddr: n.httpAddrAt(srv.ID, srv.Address),
 				Voter:    srv.Suffrage == raft.Voter,
 				Leader:   srv.Address == leaderAddr,
 			})
@@ -119,26 +119,71 @@ func (n *Node) LastContact() time.Duration {
 }
 
 // LeaderHTTPAddr is the HTTP address of the current leader as this node knows
-// it, or "" when there is no known leader (or its address is unknown).
+// it, or "" when there is no known leader (or its address is unknown). It
+// never blocks: see LeaderHTTP.
 func (n *Node) LeaderHTTPAddr() string {
-	_, id := n.raft.LeaderWithID()
+	addr, id := n.raft.LeaderWithID()
 	if id == "" {
 		return ""
 	}
-	return n.httpAddrOf(string(id))
+	return n.httpAddrAt(id, addr)
 }
 
+// LeaderHTTP is the current leader's id and HTTP address, as the leader
+// itself gave it over its Raft port (leader_addr.go; with TLS, to a dial
+// that checked its certificate names that id), or as -initial-cluster
+// configures it. When the leader has not answered yet, it waits for the
+// question in flight until ctx ends. Both are "" when no leader is known,
+// addr alone when its address is not.
+func (n *Node) LeaderHTTP(ctx context.Context) (id, addr string) {
+	raftAddr, lid := n.raft.LeaderWithID()
+	if lid == "" {
+		return "", ""
+	}
+	if a := n.httpAddrAt(lid, raftAddr); a != "" {
+		return string(lid), a
+	}
+	return string(lid), n.httpAddrs.wait(ctx, lid, raftAddr)
+}
+
+// httpAddrOf is the HTTP address of server id of the Raft configuration
+// (httpAddrAt), "" when unknown.
 func (n *Node) httpAddrOf(id string) string {
 	if id == n.cfg.NodeID {
 		return n.cfg.HTTPAddr
 	}
-	if n.gossip != nil {
-		if addr := n.gossip.httpAddrOf(id); addr != "" {
+	var raftAddr raft.ServerAddress
+	if f := n.raft.GetConfiguration(); f.Error() == nil { // a copy: never waits for Raft's loop
+		for _, s := range f.Configuration().Servers {
+			if s.ID == raft.ServerID(id) {
+				raftAddr = s.Address
+			}
+		}
+	}
+	return n.httpAddrAt(raft.ServerID(id), raftAddr)
+}
+
+// httpAddrAt is the HTTP address of server id at Raft address raftAddr:
+// this node's own; else the one the server gave when asked at raftAddr
+// (httpAddrs, asked now in the background if not yet); else the one
+// -initial-cluster configures. Never what gossip announces, which anyone
+// with the gossip key can claim (only in the negative control of
+// tenure_unsafe_identity).
+func (n *Node) httpAddrAt(id raft.ServerID, raftAddr raft.ServerAddress) string {
+	if string(id) == n.cfg.NodeID {
+		return n.cfg.HTTPAddr
+	}
+	if peerIdentity.gossipForwarding && n.gossip != nil {
+		if addr := n.gossip.httpAddrOf(string(id)); addr != "" {
+			return addr
+		}
+	} else if raftAddr != "" {
+		if addr := n.httpAddrs.get(id, raftAddr); addr != "" {
 			return addr
 		}
 	}
 	for _, p := range n.cfg.InitialCluster {
-		if p.ID == id {
+		if p.ID == string(id) {
 			return p.HTTPAddr
 		}
 	}

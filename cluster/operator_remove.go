@@ -135,7 +135,11 @@ func (n *Node) ReadmitServer(ctx context.Context, id string) (Server, error) {
 		return Server{}, fmt.Errorf("server %q: gossip is off on the leader, so it cannot see the server: %w", id, ErrNotFound)
 	}
 	var addr string
-	for _, m := range n.gossip.Members() {
+	members := n.gossip.Members()
+	if k := announcedTwice(members)[id]; k > 1 {
+		return Server{}, fmt.Errorf("server %q: %d alive gossip members announce it, so none of them is trusted; stop the one that is not the server and try again: %w", id, k, ErrNotFound)
+	}
+	for _, m := range members {
 		if m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" && m.Meta.RaftAddr != "" && m.proof == nil {
 			addr = m.Meta.RaftAddr
 		}

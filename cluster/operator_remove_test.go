@@ -85,7 +85,7 @@ func TestRemovedServerReadmittedWithItsDataDir(t *testing.T) {
 	acquire := func(key string) {
 		t.Helper()
 		if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-			_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: key, Holder: "h", TTL: time.Minute})
+			_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: "h", TTL: time.Minute})
 			return err
 		}); err != nil {
 			t.Fatalf("acquire %s: %v", key, err)

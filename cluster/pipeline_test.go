@@ -60,7 +60,7 @@ func TestFollowerCatchesUpAfterFailedAppends(t *testing.T) {
 					return
 				default:
 				}
-				leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: fmt.Sprintf("w%d-%d", w, i%100), Holder: "h", TTL: time.Minute})
+				leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: fmt.Sprintf("w%d-%d", w, i%100), Holder: "h", TTL: time.Minute})
 			}
 		})
 	}

@@ -27,9 +27,11 @@ func newTCPStream(bind string, advertise net.Addr, limits ConnLimits, trusted fu
 	return &tcpStream{Listener: limited, advertise: advertise}, gate, nil
 }
 
-// Dial implements raft.StreamLayer.
+// Dial implements raft.StreamLayer: address may name the server id
+// (peerAddress), which plain TCP cannot check.
 func (s *tcpStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(address), timeout)
+	_, addr, _ := splitPeerAddress(address)
+	return net.DialTimeout("tcp", string(addr), timeout)
 }
 
 // Addr implements raft.StreamLayer: the address peers dial.
@@ -39,7 +41,9 @@ func (s *tcpStream) Addr() net.Addr { return s.advertise }
 // its listener within cfg.Conns; trusted tells the addresses of the
 // cluster's servers. The same port carries the confirmation channel:
 // serve answers its inbound connections, and the dialer returned opens
-// outbound ones, with TLS when Raft has it.
+// outbound ones, with TLS when Raft has it. Every dial names the server id
+// it is for (idTransport, confirmDialer), and with TLS the certificate
+// that answers must name that id.
 func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn)) (raft.Transport, confirmDialer, *connGate, error) {
 	log := cfg.Logger.Named("transport")
 	var stream raft.StreamLayer
@@ -53,10 +57,10 @@ func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, se
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	dial := func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-		return stream.Dial(addr, timeout)
+	dial := func(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+		return stream.Dial(peerAddress(id, addr), timeout)
 	}
-	return raft.NewNetworkTransportWithLogger(newMuxStream(stream, serve), 3, 10*time.Second, log), dial, gate, nil
+	return idTransport{raft.NewNetworkTransportWithLogger(newMuxStream(stream, serve), 3, 10*time.Second, log)}, dial, gate, nil
 }
 
 // IsServerIP reports whether ip is the host of the Raft address of a server

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -13,44 +15,90 @@ import (
 // tlsStream is Raft's stream layer over mutual TLS. Both ends prove the
 // server role: a connection is accepted only from, and made only to, a
 // certificate signed by the cluster's CA that carries
-// server.<cluster-name>.tenure and may serve and dial (certs.VerifyServer).
-// A client certificate of the same CA, a server of another cluster, or any
-// certificate of another CA is refused in the handshake, before Raft reads
-// a byte.
+// server.<cluster-name>.tenure, may serve and dial, and names exactly one
+// node id (certs.VerifyServer). A dial to server X (Raft's RPCs and
+// pipelines, the confirmation channel, the admission proof) also requires
+// that the id is X (certs.VerifyServerID), so that one server's
+// certificate never answers for another's slot. A client certificate of
+// the same CA, a server of another cluster, or any certificate of another
+// CA is refused in the handshake, before Raft reads a byte.
+//
+// Inbound, the listener requires a server certificate that names an id,
+// any id: it does not bind the id in a Raft RPC's header to the
+// certificate's (every holder of a server certificate is a server of the
+// cluster; docs/adr/0026).
 type tlsStream struct {
 	net.Listener
 	advertise net.Addr
-	dial      *tls.Config
+	dial      raftDialer
+}
+
+// raftDialer makes the TLS configuration of a dial to server id.
+type raftDialer struct {
+	out     *tls.Config
+	roots   *x509.CertPool
+	cluster string
+}
+
+// config returns the configuration of a dial to server id: its
+// certificate must name id (with peerIdentity.checkIDs), and carry the
+// server role in any case.
+func (d raftDialer) config(id raft.ServerID) *tls.Config {
+	c := d.out.Clone()
+	if peerIdentity.checkIDs {
+		c.VerifyConnection = certs.VerifyServerIDConnection(d.roots, d.cluster, string(id))
+	} else {
+		c.VerifyConnection = func(cs tls.ConnectionState) error { return verifyRoleOnly(cs, d.roots, d.cluster) }
+	}
+	return c
+}
+
+// verifyRoleOnly is the check before node ids were bound (the negative
+// control): the server role, whatever id the certificate names, if any.
+func verifyRoleOnly(cs tls.ConnectionState, roots *x509.CertPool, cluster string) error {
+	err := certs.VerifyServer(cs.PeerCertificates, roots, cluster)
+	if errors.Is(err, certs.ErrNoServerID) {
+		return nil
+	}
+	return err
 }
 
 // raftTLS returns the configurations of Raft's TLS listener (in) and of
 // its dials (out): both require the peer to prove the server role of
-// clusterName with a certificate of files.CAFile.
-func raftTLS(files certs.Files, clusterName string) (in, out *tls.Config, err error) {
+// clusterName with a certificate of files.CAFile that names a node id; a
+// dial also requires the id it dials (raftDialer.config).
+func raftTLS(files certs.Files, clusterName string) (in *tls.Config, out raftDialer, err error) {
 	if in, err = certs.ServerConfig(files); err != nil {
-		return nil, nil, err
+		return nil, raftDialer{}, err
 	}
-	if out, err = certs.ClientConfig(files); err != nil {
-		return nil, nil, err
+	if out.out, err = certs.ClientConfig(files); err != nil {
+		return nil, raftDialer{}, err
 	}
 	roots, err := certs.LoadPool(files.CAFile)
 	if err != nil {
-		return nil, nil, err
+		return nil, raftDialer{}, err
 	}
+	out.roots, out.cluster = roots, clusterName
 	verify := certs.VerifyServerConnection(roots, clusterName)
+	if !peerIdentity.checkIDs {
+		verify = func(cs tls.ConnectionState) error { return verifyRoleOnly(cs, roots, clusterName) }
+	}
 	in.ClientCAs, in.ClientAuth, in.VerifyConnection = roots, tls.RequireAndVerifyClientCert, verify
-	// Peers are dialled at their Raft address but verified by their role,
-	// which VerifyConnection checks in full: the chain, the server name of
-	// the cluster, and both key usages.
-	out.InsecureSkipVerify, out.VerifyConnection = true, verify
+	// Peers are dialled at their Raft address but verified by their role
+	// and id, which VerifyConnection checks in full: the chain, the server
+	// name of the cluster, both key usages and the node id.
+	out.out.InsecureSkipVerify = true
 	return in, out, nil
 }
 
 // TLSProof is the admission check of a cluster with TLS: the member
 // announces this cluster's name, and its Raft address answers a TLS
 // handshake with a certificate of the cluster's CA that carries the server
-// role (the check Raft itself makes of every peer). A gossip member with
-// no such certificate is never added to Raft, not even as a non-voter.
+// role and names the node id the member announces (the check Raft itself
+// makes of every peer it dials). A gossip member with no such certificate
+// is never added to Raft, not even as a non-voter: a member announcing n1
+// whose Raft address relays to n3 is answered by n3's certificate, which
+// names n3, and is refused.
 func TLSProof(files certs.Files, clusterName string) (func(Member) error, error) {
 	_, out, err := raftTLS(files, clusterName)
 	if err != nil {
@@ -61,9 +109,9 @@ func TLSProof(files certs.Files, clusterName string) (func(Member) error, error)
 		if err := byName(m); err != nil {
 			return err
 		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", m.Meta.RaftAddr, out)
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", m.Meta.RaftAddr, out.config(raft.ServerID(m.Meta.ID)))
 		if err != nil {
-			return fmt.Errorf("%w: its Raft address %s did not prove the server role: %w", ErrNotProven, m.Meta.RaftAddr, err)
+			return fmt.Errorf("%w: its Raft address %s did not prove to be server %s: %w", ErrNotProven, m.Meta.RaftAddr, m.Meta.ID, err)
 		}
 		return conn.Close()
 	}, nil
@@ -84,13 +132,23 @@ func newTLSStream(bind string, advertise net.Addr, files certs.Files, clusterNam
 	return &tlsStream{Listener: limited, advertise: advertise, dial: out}, gate, nil
 }
 
+// errNoPeerID: the stream layer was asked to dial an address that names
+// no server id (peerAddress): with TLS it would not know whose
+// certificate must answer.
+var errNoPeerID = errors.New("raft dial: the address names no server id")
+
 // Dial implements raft.StreamLayer: a TLS connection whose handshake has
-// verified the peer's role, or an error.
+// verified the peer's role and, address being peerAddress(id, addr), that
+// its certificate names id; or an error.
 func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	id, addr, ok := splitPeerAddress(address)
+	if !ok && peerIdentity.checkIDs {
+		return nil, fmt.Errorf("%w: %s", errNoPeerID, address)
+	}
 	d := &net.Dialer{Timeout: timeout}
-	conn, err := tls.DialWithDialer(d, "tcp", string(address), s.dial)
+	conn, err := tls.DialWithDialer(d, "tcp", string(addr), s.dial.config(id))
 	if err != nil {
-		return nil, fmt.Errorf("raft dial %s: %w", address, err)
+		return nil, fmt.Errorf("raft dial %s at %s: %w", id, addr, err)
 	}
 	return conn, nil
 }

@@ -102,13 +102,13 @@ func TestRaftOverMutualTLS(t *testing.T) {
 		cfg.TLS = p.server(cfg.NodeID, "prod")
 	}})
 	l := c.Leader()
-	got, _, err := c.Node(l).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Key: "k", Holder: "h", TTL: time.Minute})
+	got, _, err := c.Node(l).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute})
 	if err != nil {
 		t.Fatalf("acquire over Raft on TLS: %v", err)
 	}
 	// The leadership check's channel shares the Raft port and its TLS.
 	before := cluster.RaftOf(c.Node(l)).LastIndex()
-	if _, err := c.Node(l).Renew(harness.Context(t, 10*time.Second), "k", "h", got.Token); err != nil {
+	if _, err := c.Node(l).Renew(harness.Context(t, 10*time.Second), "k", "h", testSecret, got.Token); err != nil {
 		t.Fatalf("renew with the confirmation channel on TLS: %v", err)
 	}
 	if _, err := c.Node(l).Get(harness.Context(t, 10*time.Second), "k", cluster.Linearizable); err != nil {
@@ -178,8 +178,10 @@ func TestRaftOverTCPAcceptsAnyPeer(t *testing.T) {
 }
 
 // With TLS, a gossip member is admitted to Raft only when its Raft address
-// proves the server role in a handshake: announcing the cluster's name is
-// not enough.
+// proves the server role, and the id the member announces, in a
+// handshake: announcing the cluster's name is not enough, nor is a
+// server certificate of another id (what a relay to another server's Raft
+// port presents).
 func TestTLSProofOfAServer(t *testing.T) {
 	p := newPKI(t)
 	prove, err := cluster.TLSProof(p.server("n1", "prod"), "prod")
@@ -222,6 +224,7 @@ func TestTLSProofOfAServer(t *testing.T) {
 		ok   bool
 	}{
 		{"a server of the cluster", member("prod", n2), true},
+		{"the right name, a server of the cluster that is another id (a relay)", member("prod", listen(p.server("n3", "prod"))), false},
 		{"the right name, a client certificate", member("prod", listen(clientFiles)), false},
 		{"the right name, a server of another cluster", member("prod", listen(p.server("n2", "staging"))), false},
 		{"the right name, nothing at its Raft address", member("prod", silent.Addr().String()), false},

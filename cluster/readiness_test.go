@@ -53,7 +53,7 @@ func TestFollowerWithFullDiskIsNotReady(t *testing.T) {
 	acquire := func(key string) {
 		t.Helper()
 		err := c.OnLeader(5*time.Second, func(n *cluster.Node) error {
-			_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Key: key, Holder: "h", TTL: time.Minute})
+			_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: "h", TTL: time.Minute})
 			return err
 		})
 		if err != nil {

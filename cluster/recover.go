@@ -1,8 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -18,6 +23,9 @@ type Recovery struct {
 	Leases, Held int
 	LastToken    uint64
 	ClusterID    string
+	// Freed counts the leases freed because tokenFloor was above the
+	// survivor's counter (see RecoverAlone).
+	Freed int
 }
 
 // RecoverAlone rewrites the Raft configuration of the stopped server
@@ -31,7 +39,14 @@ type Recovery struct {
 // lost servers never acknowledged: a write whose client got no answer may
 // have happened. Servers of the old configuration must never run again on
 // their old data dirs: wipe them, and join them as new servers.
-func RecoverAlone(dataDir, nodeID string, log hclog.Logger) (Recovery, error) {
+//
+// tokenFloor is a bound of the tokens the lost servers may have handed
+// out (0 for none). Above the survivor's counter, it says the survivor
+// missed grants, so that any lease it holds may have been granted since
+// to another holder: the counter is raised to it and every held lease is
+// freed, keeping its token (fsm.PrepareRecovery), so a key's tokens never
+// go backwards and no key has two holders.
+func RecoverAlone(dataDir, nodeID string, tokenFloor uint64, log hclog.Logger) (Recovery, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -90,6 +105,67 @@ func RecoverAlone(dataDir, nodeID string, log hclog.Logger) (Recovery, error) {
 	if err := guard(func() error { return raft.RecoverCluster(rc, m, store, store, snaps, trans, after) }); err != nil {
 		return Recovery{}, fmt.Errorf("recover: %w", err)
 	}
+	freed := 0
+	if tokenFloor > m.LastToken() {
+		if freed, err = raiseTokenFloor(snaps, trans, tokenFloor, m); err != nil {
+			return Recovery{}, fmt.Errorf("recovered, but raising the token counter to %d failed (run the recovery again): %w", tokenFloor, err)
+		}
+	}
 	held, free := m.Counts()
-	return Recovery{Before: before, After: after, Leases: held + free, Held: held, LastToken: m.LastToken(), ClusterID: m.ClusterID()}, nil
+	return Recovery{Before: before, After: after, Leases: held + free, Held: held, LastToken: m.LastToken(), ClusterID: m.ClusterID(), Freed: freed}, nil
+}
+
+// raiseTokenFloor rewrites the newest snapshot of snaps (the one
+// RecoverCluster just wrote) with fsm.PrepareRecovery as a newer snapshot
+// of the same index and term, which the server restores at start, and
+// restores m from it.
+func raiseTokenFloor(snaps raft.SnapshotStore, trans raft.Transport, floor uint64, m *fsm.Machine) (int, error) {
+	list, err := snaps.List()
+	if err != nil || len(list) == 0 {
+		return 0, fmt.Errorf("list snapshots: %d, %v", len(list), err)
+	}
+	meta, rc, err := snaps.Open(list[0].ID)
+	if err != nil {
+		return 0, fmt.Errorf("open snapshot %s: %w", list[0].ID, err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return 0, fmt.Errorf("read snapshot %s: %w", meta.ID, err)
+	}
+	out, freed, err := fsm.PrepareRecovery(b, floor)
+	if err != nil {
+		return 0, err
+	}
+	// A file snapshot's id ends with the time in milliseconds: the new one
+	// must sort after the old one.
+	for deadline := time.Now().Add(time.Second); time.Now().UnixMilli() <= snapshotMillis(meta.ID) && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	sink, err := snaps.Create(meta.Version, meta.Index, meta.Term, meta.Configuration, meta.ConfigurationIndex, trans)
+	if err != nil {
+		return 0, fmt.Errorf("create snapshot: %w", err)
+	}
+	if _, err := sink.Write(out); err != nil {
+		sink.Cancel()
+		return 0, fmt.Errorf("write snapshot: %w", err)
+	}
+	if err := sink.Close(); err != nil {
+		return 0, fmt.Errorf("write snapshot: %w", err)
+	}
+	if list, err := snaps.List(); err != nil || len(list) == 0 || list[0].ID != sink.ID() {
+		return 0, fmt.Errorf("the rewritten snapshot %s is not the newest: %v", sink.ID(), err)
+	}
+	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
+		return 0, err
+	}
+	return freed, nil
+}
+
+// snapshotMillis is the time part of a file snapshot id
+// (term-index-milliseconds), or 0.
+func snapshotMillis(id string) int64 {
+	i := strings.LastIndexByte(id, '-')
+	ms, _ := strconv.ParseInt(id[i+1:], 10, 64)
+	return ms
 }

@@ -17,7 +17,7 @@ func TestRecoverAloneLeadsWithEverything(t *testing.T) {
 	c := inproc.Start(t, 3, inproc.Options{})
 	li := c.Leader()
 	ctx := harness.Context(t, 10*time.Second)
-	a, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Key: "a", Holder: "h", TTL: time.Minute})
+	a, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "a", Holder: "h", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,10 +29,10 @@ func TestRecoverAloneLeadsWithEverything(t *testing.T) {
 	for i := range c.Len() {
 		c.Stop(i)
 	}
-	if _, err := cluster.RecoverAlone(c.Dir(s), "n9", nil); err == nil || !strings.Contains(err.Error(), "not n9") {
+	if _, err := cluster.RecoverAlone(c.Dir(s), "n9", 0, nil); err == nil || !strings.Contains(err.Error(), "not n9") {
 		t.Fatalf("recover under another node id: %v, want a refusal naming the data dir's server", err)
 	}
-	r, err := cluster.RecoverAlone(c.Dir(s), c.Peer(s).ID, nil)
+	r, err := cluster.RecoverAlone(c.Dir(s), c.Peer(s).ID, 0, nil)
 	if err != nil {
 		t.Fatalf("recover: %v", err)
 	}
@@ -47,8 +47,73 @@ func TestRecoverAloneLeadsWithEverything(t *testing.T) {
 	if err != nil || !v.Held || v.Token != a.Token {
 		t.Fatalf("a after the recovery: %+v, %v; want held with token %d", v, err, a.Token)
 	}
-	b, _, err := c.Node(s).Acquire(ctx, cluster.AcquireRequest{Key: "b", Holder: "h", TTL: time.Minute})
+	b, _, err := c.Node(s).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "b", Holder: "h", TTL: time.Minute})
 	if err != nil || b.Token <= a.Token {
 		t.Fatalf("acquire after the recovery: %+v, %v; want a token above %d", b, err, a.Token)
+	}
+}
+
+// TestRecoverAloneNeverGivesAKeyAnOlderToken: a survivor cut off while the
+// others granted app/rk to bob (and bob released it) still holds alice's
+// older lease; recovered alone with a token floor of the lost servers'
+// last token, it frees app/rk, alice's renewals are refused, and the next
+// grant is above bob's token.
+func TestRecoverAloneNeverGivesAKeyAnOlderToken(t *testing.T) {
+	c := inproc.Start(t, 3, inproc.Options{})
+	li := c.Leader()
+	ctx := harness.Context(t, 20*time.Second)
+	alice, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "app/rk", Holder: "alice", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := (li + 1) % c.Len()
+	harness.WaitUntil(t, 5*time.Second, "the survivor has alice's grant", func() bool {
+		v, err := c.Node(s).Get(ctx, "app/rk", cluster.Stale)
+		return err == nil && v.Token == alice.Token
+	})
+	c.Isolate(s)
+	var bob cluster.LeaseView
+	err = c.OnLeader(10*time.Second, func(n *cluster.Node) error {
+		if v, err := n.Get(ctx, "app/rk", cluster.Linearizable); err == nil && v.Holder == "alice" && v.Held {
+			if _, err := n.Release(ctx, "app/rk", "alice", testSecret, alice.Token); err != nil {
+				return err
+			}
+		}
+		b, _, err := n.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "app/rk", Holder: "bob", TTL: time.Minute})
+		if err != nil {
+			return err
+		}
+		bob = b
+		_, err = n.Release(ctx, "app/rk", "bob", testSecret, b.Token)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("bob's turn on the majority: %v", err)
+	}
+	for i := range c.Len() {
+		c.Stop(i)
+	}
+	r, err := cluster.RecoverAlone(c.Dir(s), c.Peer(s).ID, bob.Token, nil)
+	if err != nil {
+		t.Fatalf("recover: %v", err)
+	}
+	if r.Freed != 1 || r.LastToken != bob.Token || r.Held != 0 {
+		t.Fatalf("recovery %+v, want alice's lease freed and the counter at bob's token %d", r, bob.Token)
+	}
+	c.Heal(s)
+	c.Restart(s)
+	if got := c.Leader(); got != s {
+		t.Fatalf("leader %d after the recovery, want the survivor %d", got, s)
+	}
+	n := c.Node(s)
+	if v, err := n.Get(ctx, "app/rk", cluster.Linearizable); err != nil || v.Held {
+		t.Fatalf("app/rk after the recovery: %+v, %v; want free (alice's token %d is older than bob's %d)", v.Lease, err, alice.Token, bob.Token)
+	}
+	if _, err := n.Renew(ctx, "app/rk", "alice", testSecret, alice.Token); err == nil {
+		t.Fatalf("alice renewed token %d after the recovery, below bob's %d", alice.Token, bob.Token)
+	}
+	next, _, err := n.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "app/rk", Holder: "carol", TTL: time.Minute})
+	if err != nil || next.Token <= bob.Token {
+		t.Fatalf("next grant of app/rk: %+v, %v; want a token above bob's %d", next.Lease, err, bob.Token)
 	}
 }

@@ -37,7 +37,7 @@ func TestFollowerRestartsAfterSnapshotInstall(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		l := acquire(t, c, "churn", "h", time.Minute)
 		last = l.Token
-		if _, err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), "churn", "h", l.Token); err != nil {
+		if _, err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), "churn", "h", testSecret, l.Token); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -56,7 +56,7 @@ func TestFollowerRestartsAfterSnapshotInstall(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		l := acquire(t, c, "after", "h", time.Minute)
 		last = l.Token
-		if _, err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), "after", "h", l.Token); err != nil {
+		if _, err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), "after", "h", testSecret, l.Token); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -32,7 +32,7 @@ func TestTokensSurviveSnapshotInstallAndFullRestart(t *testing.T) {
 			t.Fatalf("token %d not above %d", l.Token, last)
 		}
 		last = l.Token
-		if _, err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), "churn", "h", l.Token); err != nil {
+		if _, err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), "churn", "h", testSecret, l.Token); err != nil {
 			t.Fatalf("release: %v", err)
 		}
 	}

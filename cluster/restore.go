@@ -47,6 +47,23 @@ func (n *Node) enqueue(data []byte) (raft.ApplyFuture, error) {
 	return n.raft.Apply(data, 0), nil
 }
 
+// awaitRestore waits, before a leader establishes, until no restore holds
+// writes back, and reports false if ctx ended first. A leader that
+// establishes puts a barrier in the log; during a restore that would move
+// the log past the index the restore prepared its snapshot for, and the
+// restore would have to give up (a 39 MB backup takes longer to prepare
+// than the lead loop waits between attempts to establish).
+func (n *Node) awaitRestore(ctx context.Context) bool {
+	for n.restore.on.Load() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return ctx.Err() == nil
+}
+
 // Backup returns a snapshot of the state (fsm format, with its index,
 // term and CRC-32C) as of a linearizable read on the leader: it holds
 // every write acknowledged before the call.
@@ -59,44 +76,69 @@ func (n *Node) Backup(ctx context.Context) ([]byte, error) {
 
 // RestoreResult says what a restore read and what the cluster holds now.
 type RestoreResult struct {
-	// Snapshot is what the snapshot held as it was read.
+	// Snapshot is what the backup held as it was read.
 	Snapshot fsm.SnapshotInfo
-	// Restored is the state the cluster took: the snapshot's leases, with
-	// the cluster's id, its token counter if higher, and the index of the
+	// Restored is the state the cluster took: the backup's leases, with
+	// the cluster's id, its token counter if higher, the keys whose last
+	// token is higher in the running cluster (fsm.RestoreTarget), the
+	// running ACL state unless RestoreOptions.ACL, and the index of the
 	// restore.
 	Restored fsm.SnapshotInfo
+	// Verified: the backup is signed by this cluster's backup key.
+	Verified bool
 	// Replicated: a quorum of servers had installed the restored state
 	// when the call returned. When false, the leader had, and the others
 	// get it as Raft catches them up.
 	Replicated bool
 }
 
-// RestoreSnapshot replaces the state of the whole cluster with snapshot
-// b, through Raft: this leader stops serving, holds every write back,
-// waits until everything in its log is applied, and reads its token
-// counter; the snapshot is then installed with that counter (or the
-// snapshot's, or tokenFloor, the largest), this cluster's id and term,
-// on this node first and on every follower by Raft's snapshot install.
-// The leader then establishes again, with every held lease of the
-// snapshot at a full TTL from now, as after a failover. No token is ever
-// handed out twice: the next grant's token is above every token handed
-// out before the backup and since. No key changes hands either: a lease
-// held when the restore runs stays with its holder
-// (fsm.RestoreTarget.Held).
-//
-// A snapshot from another cluster (one built anew after a disaster) has
-// handed out tokens the new cluster never saw after its backup: pass the
-// old cluster's last token, or a bound of it, as tokenFloor.
-func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64) (RestoreResult, error) {
+// RestoreOptions say how RestoreSnapshot treats a backup.
+type RestoreOptions struct {
+	// TokenFloor raises the token counter to at least this: for a backup
+	// of another cluster (one built anew after a disaster), which has
+	// handed out tokens the new cluster never saw, pass the old cluster's
+	// last token, or a bound of it.
+	TokenFloor uint64
+	// ACL restores the backup's ACL state (tokens, policies, worker
+	// registrations). Without it the running ACL state stays: the API
+	// sets it only for a caller with the acl right.
+	ACL bool
+	// Unverified takes a backup that this cluster's backup key did not
+	// sign: one of another cluster, an edited one, or one written by a
+	// build before signed backups. Without it such a backup is refused
+	// (an *InvalidError wrapping fsm.ErrUnverifiedBackup). The API lets
+	// only a caller with the acl right set it.
+	Unverified bool
+}
+
+// RestoreSnapshot replaces the state of the whole cluster with backup b,
+// through Raft: this leader stops serving, holds every write back, waits
+// until everything in its log is applied, and reads its state; the
+// backup is then installed with what the running state keeps
+// (fsm.RestoreTarget: the larger token counter, this cluster's id, term
+// and backup key, its held leases, each key's higher last token, and its
+// ACL state unless opts.ACL), on this node first and on every follower by
+// Raft's snapshot install. The leader then establishes again, with every
+// held lease of the backup at a full TTL from now, as after a failover.
+// No token is ever handed out twice, and a key's tokens never go
+// backwards: a key whose last token is higher now than in the backup
+// comes back free with that token. No key changes hands either: a lease
+// held when the restore runs stays with its holder.
+func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, opts RestoreOptions) (RestoreResult, error) {
 	if !n.IsLeader() {
 		return RestoreResult{}, ErrNotLeader
 	}
 	if n.leading.Load() == nil {
 		return RestoreResult{}, ErrNotReady
 	}
-	info, err := fsm.InspectSnapshot(b)
+	bk, err := fsm.ReadBackup(b)
 	if err != nil {
 		return RestoreResult{}, &InvalidError{Field: "snapshot", Err: err}
+	}
+	info := bk.Info
+	verr := n.machine.VerifyBackup(bk)
+	if verr != nil && !opts.Unverified {
+		return RestoreResult{}, &InvalidError{Field: "snapshot", Err: fmt.Errorf("%w; to restore it all the same, ask for an unverified restore (tenure snapshot restore -unverified, PUT /v1/snapshot?unverified=true, which need the acl right)", verr)}
 	}
 	if !n.restore.running.TryLock() {
 		return RestoreResult{}, errRestoring
@@ -120,14 +162,18 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64)
 	if old == nil {
 		return RestoreResult{}, ErrNotReady
 	}
-	old.halt() // no renewal or expiry from here on: the leader establishes again after
+	// No renewal or expiry from here on: the leader establishes again
+	// after, and not before the restore lets writes through (awaitRestore).
+	old.halt()
 	if err := n.raft.Barrier(limit).Error(); err != nil {
 		return RestoreResult{}, fmt.Errorf("%w: barrier before the restore: %w", ErrLeadershipLost, err)
 	}
 	term, last := n.raft.CurrentTerm(), n.raft.LastIndex()
-	target := fsm.RestoreTarget{LastToken: max(n.machine.LastToken(), tokenFloor), ClusterID: n.machine.ClusterID(),
-		Index: last + 1, Term: term, Held: n.machine.Held()}
-	data, _, err := fsm.PrepareRestore(b, target)
+	target := n.machine.RestoreTarget(last+1, term)
+	target.LastToken = max(target.LastToken, opts.TokenFloor)
+	target.KeepACL = !opts.ACL
+	target.Leases = restoreKeeps(target.Leases)
+	data, restored, err := bk.Prepare(target)
 	if err != nil {
 		return RestoreResult{}, &InvalidError{Field: "snapshot", Err: err}
 	}
@@ -135,8 +181,9 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64)
 	// reached the log meanwhile (a leader of a newer term, or this one
 	// again after losing leadership, would have granted tokens), or the
 	// state machine would refuse the snapshot, and Raft panic.
-	if !n.IsLeader() || n.raft.CurrentTerm() != term || n.raft.LastIndex() != last {
-		return RestoreResult{}, fmt.Errorf("%w: leadership changed while the snapshot was prepared; nothing restored", ErrLeadershipLost)
+	if nowTerm, nowLast := n.raft.CurrentTerm(), n.raft.LastIndex(); !n.IsLeader() || nowTerm != term || nowLast != last {
+		return RestoreResult{}, fmt.Errorf("%w: leadership changed while the snapshot was prepared (term %d, then %d; last index %d, then %d; leader now: %t); nothing restored",
+			ErrLeadershipLost, term, nowTerm, last, nowLast, n.IsLeader())
 	}
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: last, Term: term, Size: int64(len(data))}
 	done := make(chan error, 1)
@@ -182,12 +229,32 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64)
 	case restoreErr = <-done: // raft's own wait for its no-op, done or not
 	default:
 	}
-	restored, err := fsm.InspectSnapshot(n.machine.Backup())
-	if err != nil {
-		return RestoreResult{}, fmt.Errorf("read the restored state: %w", err)
-	}
 	n.log.Warn("snapshot_restored", "leases", restored.Leases, "held", restored.Held, "last_token", restored.LastToken,
-		"from_index", info.Index, "from_cluster", info.ClusterID, "index", target.Index, "replicated", replicated,
-		"raft_error", restoreErr, "took", time.Since(start).Round(time.Millisecond))
-	return RestoreResult{Snapshot: info, Restored: restored, Replicated: replicated}, nil
+		"from_index", info.Index, "from_cluster", info.ClusterID, "verified", verr == nil, "acl_restored", opts.ACL,
+		"index", target.Index, "replicated", replicated, "raft_error", restoreErr, "took", time.Since(start).Round(time.Millisecond))
+	return RestoreResult{Snapshot: info, Restored: restored, Verified: verr == nil, Replicated: replicated}, nil
+}
+
+// restorePolicy chooses which key records of the running state a restore
+// keeps (fsm.RestoreTarget.Leases).
+type restorePolicy func(running []*fsm.Lease) []*fsm.Lease
+
+// keepEveryRecord keeps every record: held leases stay with their holder,
+// and a free key whose last token is higher than the backup's comes back
+// free with it, so that a key's tokens never go backwards.
+func keepEveryRecord(running []*fsm.Lease) []*fsm.Lease { return running }
+
+// keepHeldOnly keeps only the held leases: a key that was held in the
+// backup and changed hands since, and is free now, goes back to the
+// backup's holder with the backup's (lower) token. The behaviour of
+// builds before keepEveryRecord, and the negative control of the fault
+// suite (unsafe_restore_on.go); never a release.
+func keepHeldOnly(running []*fsm.Lease) []*fsm.Lease {
+	var held []*fsm.Lease
+	for _, l := range running {
+		if l.Held {
+			held = append(held, l)
+		}
+	}
+	return held
 }

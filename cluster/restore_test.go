@@ -23,7 +23,7 @@ func TestRestoreSnapshotThroughRaft(t *testing.T) {
 	const ttl = 30 * time.Second
 	acquire := func(key, holder string) cluster.LeaseView {
 		t.Helper()
-		l, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Key: key, Holder: holder, TTL: ttl})
+		l, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: holder, TTL: ttl})
 		if err != nil {
 			t.Fatalf("acquire %s: %v", key, err)
 		}
@@ -35,16 +35,16 @@ func TestRestoreSnapshotThroughRaft(t *testing.T) {
 		t.Fatalf("backup: %v", err)
 	}
 	acquire("c", "h3")
-	if _, err := leader.Release(ctx, "b", "h2", b.Token); err != nil {
+	if _, err := leader.Release(ctx, "b", "h2", testSecret, b.Token); err != nil {
 		t.Fatalf("release b: %v", err)
 	}
 	d := acquire("d", "h4")
-	if _, err := leader.Release(ctx, "d", "h4", d.Token); err != nil {
+	if _, err := leader.Release(ctx, "d", "h4", testSecret, d.Token); err != nil {
 		t.Fatalf("release d: %v", err)
 	}
 	highest := d.Token
 
-	res, err := leader.RestoreSnapshot(ctx, backup, 0)
+	res, err := leader.RestoreSnapshot(ctx, backup, cluster.RestoreOptions{})
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -79,7 +79,7 @@ func TestRestoreSnapshotThroughRaft(t *testing.T) {
 			t.Errorf("server %s: d is held after the restore: %+v", c.Peer(i).ID, v)
 		}
 	}
-	if _, err := leader.Renew(ctx, "a", "h1", a.Token); err != nil {
+	if _, err := leader.Renew(ctx, "a", "h1", testSecret, a.Token); err != nil {
 		t.Errorf("renew a (held in the backup and since) after the restore: %v", err)
 	}
 }
@@ -90,7 +90,7 @@ func TestRestoreRefusesADamagedSnapshot(t *testing.T) {
 	c := inproc.Start(t, 3, inproc.Options{})
 	leader := c.Node(c.Leader())
 	ctx := harness.Context(t, 10*time.Second)
-	if _, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Key: "a", Holder: "h", TTL: time.Minute}); err != nil {
+	if _, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "a", Holder: "h", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	backup, err := leader.Backup(ctx)
@@ -98,7 +98,7 @@ func TestRestoreRefusesADamagedSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	backup[len(backup)/2] ^= 0x40
-	_, err = leader.RestoreSnapshot(ctx, backup, 0)
+	_, err = leader.RestoreSnapshot(ctx, backup, cluster.RestoreOptions{})
 	var inv *cluster.InvalidError
 	if !errors.As(err, &inv) || inv.Field != "snapshot" {
 		t.Fatalf("restore of a damaged snapshot: %v, want an InvalidError on field snapshot", err)
@@ -106,4 +106,30 @@ func TestRestoreRefusesADamagedSnapshot(t *testing.T) {
 	if v, err := leader.Get(ctx, "a", cluster.Linearizable); err != nil || !v.Held {
 		t.Fatalf("a after the refused restore: %+v, %v; want held", v, err)
 	}
+}
+
+// TestLeaderDoesNotEstablishDuringARestore: while a restore holds writes
+// back and has halted the leader's proposer, the leader does not try to
+// establish again (each attempt put a barrier in the log, which made a
+// restore that took longer than a heartbeat timeout to prepare give up);
+// once the restore lets writes through, it establishes and serves.
+func TestLeaderDoesNotEstablishDuringARestore(t *testing.T) {
+	c := inproc.Start(t, 3, inproc.Options{})
+	leader := c.Node(c.Leader())
+	r := cluster.RaftOf(leader)
+	release := cluster.HoldWritesAsARestore(leader)
+	before := r.LastIndex()
+	// Ten heartbeat timeouts: the lead loop retried every one of them.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); <-tick.C {
+		if got := r.LastIndex(); got != before {
+			release()
+			t.Fatalf("the log moved from index %d to %d while a restore held writes back", before, got)
+		}
+	}
+	release()
+	harness.WaitUntil(t, 5*time.Second, "the leader serves again after the restore", func() bool {
+		return cluster.Serving(leader)
+	})
 }

@@ -53,7 +53,7 @@ func holdAndRenew(t *testing.T, c *inproc.Cluster, l cluster.LeaseView, store *f
 			}
 			sent := time.Now()
 			err := c.OnLeader(time.Until(h.until()), func(n *cluster.Node) error {
-				_, err := n.Renew(harness.Context(t, l.TTL), l.Key, l.Holder, l.Token)
+				_, err := n.Renew(harness.Context(t, l.TTL), l.Key, l.Holder, testSecret, l.Token)
 				return err
 			})
 			h.mu.Lock()
@@ -142,7 +142,7 @@ func TestOperatorEndNeverOverlaps(t *testing.T) {
 					g.err = c.OnLeader(5*time.Second, func(n *cluster.Node) error {
 						var err error
 						g.lease, _, err = n.Acquire(harness.Context(t, 20*time.Second),
-							cluster.AcquireRequest{Key: key, Holder: "new", TTL: ttl, Wait: 15 * time.Second})
+							cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: "new", TTL: ttl, Wait: 15 * time.Second})
 						return err
 					})
 					g.at = time.Now()
@@ -239,7 +239,7 @@ func TestRevokeSurvivesFailover(t *testing.T) {
 			}
 			now := c.Leader(old)
 			harness.WaitUntil(t, 5*time.Second, "the new leader to be ready", func() bool { return c.Node(now).Ready() == nil })
-			_, err = c.Node(now).Renew(harness.Context(t, 5*time.Second), l.Key, l.Holder, l.Token)
+			_, err = c.Node(now).Renew(harness.Context(t, 5*time.Second), l.Key, l.Holder, testSecret, l.Token)
 			var lost *cluster.LostError
 			if !errors.As(err, &lost) || lost.Reason != cluster.ReasonRevoked {
 				t.Fatalf("renewal on the new leader: %v, want lease_lost revoked", err)

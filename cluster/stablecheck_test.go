@@ -32,7 +32,7 @@ func TestServerRefusesLoweredTermAndVote(t *testing.T) {
 			c := inproc.Start(t, 1, inproc.Options{Tweak: func(cfg *cluster.Config) { dir = cfg.DataDir }})
 			n := c.Node(c.Leader())
 			harness.WaitUntil(t, 5*time.Second, "the leader to establish", func() bool { return n.Ready() == nil })
-			if _, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "k", Holder: "h", TTL: time.Minute}); err != nil {
+			if _, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute}); err != nil {
 				t.Fatalf("acquire: %v", err)
 			}
 			c.Stop(0)

@@ -78,7 +78,7 @@ func TestDeposedLeaderIgnoresAnswersToOlderHeartbeats(t *testing.T) {
 	}
 	harness.WaitUntil(t, 10*time.Second, "n1 to establish", func() bool { return c.Node(0).Ready() == nil })
 	n1 := c.Node(0)
-	lease, _, err := n1.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "k", Holder: "h", TTL: 6 * time.Second})
+	lease, _, err := n1.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: 6 * time.Second})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -88,7 +88,7 @@ func TestDeposedLeaderIgnoresAnswersToOlderHeartbeats(t *testing.T) {
 	h.mu.Lock()
 	h.armed = true
 	h.mu.Unlock()
-	if _, err := n1.Renew(harness.Context(t, 5*time.Second), "k", "h", lease.Token); err != nil {
+	if _, err := n1.Renew(harness.Context(t, 5*time.Second), "k", "h", testSecret, lease.Token); err != nil {
 		t.Fatalf("renew before the partition: %v", err)
 	}
 	<-h.held
@@ -100,7 +100,7 @@ func TestDeposedLeaderIgnoresAnswersToOlderHeartbeats(t *testing.T) {
 	// A renewal reaches only n1; then the old answer arrives.
 	res := make(chan error, 1)
 	go func() {
-		_, err := n1.Renew(harness.Context(t, 5*time.Second), "k", "h", lease.Token)
+		_, err := n1.Renew(harness.Context(t, 5*time.Second), "k", "h", testSecret, lease.Token)
 		res <- err
 	}()
 	const stale = "the deposed leader acknowledged a renewal on the strength of an answer to a round that started before it"

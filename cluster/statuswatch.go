@@ -66,7 +66,10 @@ func (n *Node) observeRaft() func() {
 			select {
 			case <-n.shutdownCh:
 				return
-			case <-ch:
+			case o := <-ch:
+				if _, ok := o.Data.(raft.LeaderObservation); ok {
+					n.LeaderHTTPAddr() // asks a new leader for its address at once
+				}
 				n.statusChanged.fire()
 			}
 		}

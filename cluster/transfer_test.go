@@ -27,7 +27,7 @@ func TestLeaderRecoversFromFailedTransfer(t *testing.T) {
 	}})
 	li := c.Leader()
 	leader := c.Node(li)
-	short, _, err := leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "short", Holder: "h", TTL: 300 * time.Millisecond})
+	short, _, err := leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "short", Holder: "h", TTL: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -40,11 +40,11 @@ func TestLeaderRecoversFromFailedTransfer(t *testing.T) {
 		return cluster.RaftOf(leader).Stats()["state"] == "Leader" && leaderTransferring(leader)
 	})
 	// A write during the transfer fails; the proposer stops.
-	leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Key: "during", Holder: "h", TTL: time.Second})
+	leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "during", Holder: "h", TTL: time.Second})
 	<-done
 	// Whoever leads now must write and expire.
 	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Key: "after", Holder: "h", TTL: time.Second})
+		_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "after", Holder: "h", TTL: time.Second})
 		return err
 	}); err != nil {
 		t.Fatalf("no write after the failed transfer: %v", err)

@@ -23,10 +23,10 @@ func init() {
 // build (httpapi/unsafe_on.go), so every node answers them.
 type localRenewals struct{}
 
-func (localRenewals) renew(_ context.Context, n *Node, holder string, refs []LeaseRef) ([]RenewResult, error) {
+func (localRenewals) renew(_ context.Context, n *Node, holder string, refs []LeaseRef, hashes *secretHashes) ([]RenewResult, error) {
 	out := make([]RenewResult, len(refs))
 	for i, r := range refs {
-		cur, err := n.heldBy(r.Key, holder, r.Token)
+		cur, err := n.heldBy(r, hashes.of(r.Secret), holder)
 		if err != nil {
 			out[i] = RenewResult{Err: err}
 			continue

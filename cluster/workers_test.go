@@ -31,7 +31,7 @@ func TestDrainAndControlOfUnknownNames(t *testing.T) {
 	if err := n.RegisterWorker(ctx, a, "registered", []string{"parts"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := n.Acquire(ctx, cluster.AcquireRequest{Key: "loose", Holder: "holder-1#ab", TTL: 30 * time.Second,
+	if _, _, err := n.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "loose", Holder: "holder-1#ab", TTL: 30 * time.Second,
 		Metadata: map[string]string{"worker": "holder-1"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -33,21 +33,44 @@ const (
 	RightRevoke
 	// RightGroups: create, change and delete groups; key controls; drain.
 	RightGroups
-	// RightOperator: servers, leadership transfer, snapshots, metrics.
+	// RightOperator: servers, leadership transfer, backups and restores
+	// (restoring ACL state needs RightACL too), keyring; it implies
+	// RightDebug and RightMetrics (Implied).
 	RightOperator
-	// RightACL: tokens and policies.
+	// RightACL: tokens and policies; restoring a backup's ACL state, and
+	// restoring a backup this cluster did not sign.
 	RightACL
+	// RightMetrics: scrape GET /metrics, and nothing else.
+	RightMetrics
+	// RightDebug: the debug routes (profiles, recent log lines) that
+	// `tenure debug` reads; it implies RightMetrics.
+	RightDebug
 
 	// RightAll is every right; a management token has it everywhere.
-	RightAll = RightRead | RightWrite | RightRevoke | RightGroups | RightOperator | RightACL
+	RightAll = RightRead | RightWrite | RightRevoke | RightGroups | RightOperator | RightACL | RightMetrics | RightDebug
 )
 
 // rightNames are the rights in bit order, as the API spells them.
-var rightNames = [...]string{"read", "write", "revoke", "groups", "operator", "acl"}
+var rightNames = [...]string{"read", "write", "revoke", "groups", "operator", "acl", "metrics", "debug"}
 
 // ClusterRights are granted only by rules with an empty prefix: they are
 // about the cluster, not about keys.
-const ClusterRights = RightOperator | RightACL
+const ClusterRights = RightOperator | RightACL | RightMetrics | RightDebug
+
+// Implied is r with the rights it implies: operator implies debug and
+// metrics (policies written before those rights existed gave operator to
+// scrapers and to `tenure debug`, and an operator, who may take a backup
+// of the whole state, learns nothing more from them); debug implies
+// metrics (a debug archive holds the metrics).
+func (r Right) Implied() Right {
+	if r&RightOperator != 0 {
+		r |= RightDebug
+	}
+	if r&RightDebug != 0 {
+		r |= RightMetrics
+	}
+	return r
+}
 
 // String is the comma-separated names of the rights in r, in bit order.
 func (r Right) String() string {

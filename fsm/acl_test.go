@@ -102,8 +102,18 @@ func TestRightNames(t *testing.T) {
 	if got := (RightRead | RightACL).String(); got != "read,acl" {
 		t.Errorf("String() = %q, want read,acl", got)
 	}
-	if got := RightAll.Names(); len(got) != 6 {
-		t.Errorf("RightAll.Names() = %v, want six names", got)
+	if got := RightAll.Names(); len(got) != 8 {
+		t.Errorf("RightAll.Names() = %v, want eight names", got)
+	}
+	for _, c := range []struct{ r, want Right }{
+		{RightOperator, RightOperator | RightDebug | RightMetrics},
+		{RightDebug, RightDebug | RightMetrics},
+		{RightMetrics, RightMetrics},
+		{RightACL | RightRead, RightACL | RightRead},
+	} {
+		if got := c.r.Implied(); got != c.want {
+			t.Errorf("(%s).Implied() = %s, want %s", c.r, got, c.want)
+		}
 	}
 }
 
@@ -243,7 +253,7 @@ func TestRestoreRefusesBadACLPart(t *testing.T) {
 			e.string("")
 			e.uvarint(1)
 			e.string("")
-			e.uvarint(0x80)
+			e.uvarint(0x100)
 			e.uvarint(1)
 			e.uvarint(1)
 			e.uvarint(0)

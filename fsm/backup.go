@@ -1,9 +1,38 @@
 package fsm
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
+
+// Backup file format, version 1 (what `tenure snapshot save` writes):
+//
+//	magic    [4]byte  "TNRB"
+//	version  uint16   big endian
+//	mac      [32]byte HMAC-SHA256, under the cluster's backup key
+//	                  (BackupKey), of magic, version and snapshot
+//	snapshot          the state in the snapshot format (snapshot.go),
+//	                  with the backup key left out
+//
+// A file that is a bare snapshot (magic "TNRS") is a backup of a build
+// before signed backups, or of a cluster without a backup key yet: it
+// reads as unsigned. The key is in every Raft snapshot and never in a
+// backup, so whoever holds a backup can neither sign an edited copy nor
+// make one that another cluster takes as its own.
+const (
+	backupMagic   = "TNRB"
+	backupVersion = 1
+	backupHeader  = 4 + 2
+	backupMACLen  = sha256.Size
+)
+
+// ErrUnverifiedBackup is wrapped by VerifyBackup's errors: the backup is
+// not signed by this cluster's key (another cluster's backup, an edited
+// one, or one of a build before signed backups).
+var ErrUnverifiedBackup = errors.New("backup not signed by this cluster")
 
 // SnapshotInfo is what a snapshot holds, as `tenure snapshot inspect`
 // shows it.
@@ -24,27 +53,107 @@ type SnapshotInfo struct {
 	ACLPolicies int `json:"acl_policies"`
 	// ClusterID is the id of the cluster the state was taken from.
 	ClusterID string `json:"cluster_id"`
-	// Size is the snapshot's length in bytes, CRC its CRC-32C.
+	// Signed: the file carries a signature (only the cluster whose key
+	// made it can check it: VerifyBackup).
+	Signed bool `json:"signed"`
+	// Size is the file's length in bytes, CRC the CRC-32C of its
+	// snapshot.
 	Size int    `json:"size"`
 	CRC  uint32 `json:"crc32c"`
 }
 
-// Backup encodes the current state as a snapshot (the format of Persist):
-// what `tenure snapshot save` writes.
+// Backup encodes the current state as a backup: what `tenure snapshot
+// save` writes. It is signed with the cluster's backup key, which it does
+// not hold; without a key (none applied yet) it is a bare, unsigned
+// snapshot.
 func (m *Machine) Backup() []byte {
 	s, _ := m.Snapshot()
 	snap := s.(*snapshot)
-	return encodeSnapshot(snap.state, snap.index, snap.term)
+	st := snap.state
+	key := st.backupKey
+	st.backupKey = nil
+	body := encodeSnapshot(st, snap.index, snap.term)
+	if key == nil {
+		return body
+	}
+	out := make([]byte, 0, backupHeader+backupMACLen+len(body))
+	out = append(out, backupMagic...)
+	out = binary.BigEndian.AppendUint16(out, backupVersion)
+	mac := backupMAC(key, out, body)
+	out = append(out, mac...)
+	return append(out, body...)
 }
 
-// InspectSnapshot checks a snapshot (magic, version, checksum, every
-// record) and says what it holds. Its errors wrap ErrBadSnapshot.
+func backupMAC(key, header, body []byte) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write(header)
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+// BackupFile is a backup read and checked (ReadBackup).
+type BackupFile struct {
+	st          state
+	index, term uint64
+	// header and mac are nil for a bare snapshot; body is the snapshot.
+	header, mac, body []byte
+	// Info is what the backup holds.
+	Info SnapshotInfo
+}
+
+// ReadBackup checks a backup (wrapper, magic, version, checksum, every
+// record) and decodes it; a bare snapshot reads as an unsigned backup.
+// Its errors wrap ErrBadSnapshot.
+func ReadBackup(b []byte) (*BackupFile, error) {
+	bk := &BackupFile{body: b}
+	if len(b) >= 4 && string(b[:4]) == backupMagic {
+		if len(b) < backupHeader+backupMACLen {
+			return nil, fmt.Errorf("%w: %d bytes is shorter than a backup header", ErrBadSnapshot, len(b))
+		}
+		if v := binary.BigEndian.Uint16(b[4:6]); v != backupVersion {
+			return nil, fmt.Errorf("%w: backup format version %d, this build reads %d", ErrBadSnapshot, v, backupVersion)
+		}
+		bk.header, bk.mac, bk.body = b[:backupHeader], b[backupHeader:backupHeader+backupMACLen], b[backupHeader+backupMACLen:]
+	}
+	st, index, term, err := decodeSnapshot(bk.body)
+	if err != nil {
+		return nil, err
+	}
+	if len(st.backupKey) > 0 {
+		return nil, fmt.Errorf("%w: a backup never holds a backup key", ErrBadSnapshot)
+	}
+	bk.st, bk.index, bk.term = st, index, term
+	bk.Info = infoOf(st, binary.BigEndian.Uint16(bk.body[4:6]), index, term, bk.body)
+	bk.Info.Size, bk.Info.Signed = len(b), bk.mac != nil
+	return bk, nil
+}
+
+// InspectSnapshot checks a backup or a snapshot (ReadBackup) and says what
+// it holds. Its errors wrap ErrBadSnapshot.
 func InspectSnapshot(b []byte) (SnapshotInfo, error) {
-	st, index, term, err := decodeSnapshot(b)
+	bk, err := ReadBackup(b)
 	if err != nil {
 		return SnapshotInfo{}, err
 	}
-	return infoOf(st, binary.BigEndian.Uint16(b[4:6]), index, term, b), nil
+	return bk.Info, nil
+}
+
+// VerifyBackup returns nil if bk is signed with this cluster's backup
+// key, and an error wrapping ErrUnverifiedBackup that says why not
+// otherwise.
+func (m *Machine) VerifyBackup(bk *BackupFile) error {
+	m.mu.RLock()
+	key := m.backupKey
+	m.mu.RUnlock()
+	switch {
+	case bk.mac == nil:
+		return fmt.Errorf("%w: it carries no signature (a backup of a build before signed backups, or a bare snapshot)", ErrUnverifiedBackup)
+	case key == nil:
+		return fmt.Errorf("%w: this cluster has no backup key yet", ErrUnverifiedBackup)
+	case !hmac.Equal(bk.mac, backupMAC(key, bk.header, bk.body)):
+		return fmt.Errorf("%w: its signature does not match this cluster's key (a backup of another cluster, or an edited one)", ErrUnverifiedBackup)
+	}
+	return nil
 }
 
 func infoOf(st state, version uint16, index, term uint64, b []byte) SnapshotInfo {
@@ -61,66 +170,105 @@ func infoOf(st state, version uint16, index, term uint64, b []byte) SnapshotInfo
 }
 
 // RestoreTarget is what a restore into a running cluster keeps of that
-// cluster rather than of the snapshot.
+// cluster rather than of the backup. Machine.RestoreTarget fills it.
 type RestoreTarget struct {
 	// LastToken is the highest token the cluster has handed out (or an
 	// operator's floor above it): the restored counter is the larger of it
-	// and the snapshot's, so no token is ever handed out twice.
+	// and the backup's, so no token is ever handed out twice.
 	LastToken uint64
-	// ClusterID is the running cluster's id: a snapshot moves state, not
+	// ClusterID is the running cluster's id: a backup moves state, not
 	// identity, so it may come from another cluster (a new one built after
 	// a disaster).
 	ClusterID string
 	// Index and Term are the Raft entry the restored state stands at.
 	Index, Term uint64
-	// Held are the leases held in the running cluster. Each stays as it
-	// is, whatever the snapshot says of its key: a restore never gives a
+	// Leases are key records of the running cluster. A held one stays as
+	// it is, whatever the backup says of its key: a restore never gives a
 	// key that someone holds to another holder, nor frees it, so mutual
-	// exclusion holds across the restore.
-	Held []*Lease
+	// exclusion holds across the restore. A free one replaces the
+	// backup's record of its key when its last token is higher (or the
+	// backup has none): the key comes back free with that token, so a
+	// key's tokens never go backwards, and a holder of the backup's lease
+	// (a zombie renewing an old token) is refused.
+	Leases []*Lease
+	// KeepACL keeps the running ACL state (tokens, policies, worker
+	// registrations) rather than the backup's: a restore by a caller
+	// without the acl right.
+	KeepACL bool
+	// acl and backupKey are the running cluster's: the backup key is
+	// always kept (a backup never holds one).
+	acl       aclState
+	backupKey []byte
 }
 
-// PrepareRestore checks snapshot b and encodes it again for a restore
-// into a running cluster (see RestoreTarget), in the current format. It
-// returns the new snapshot and what the original held.
+// RestoreTarget returns the running state's part of a restore at index
+// and term (see RestoreTarget): its token counter, cluster id, every key
+// record, ACL state and backup key.
+func (m *Machine) RestoreTarget(index, term uint64) RestoreTarget {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	to := RestoreTarget{LastToken: m.lastToken, ClusterID: m.clusterID, Index: index, Term: term,
+		Leases: make([]*Lease, 0, len(m.leases)), acl: m.acl.snapshot(), backupKey: m.backupKey}
+	m.sorted.ascend("", func(l *Lease) bool {
+		to.Leases = append(to.Leases, l)
+		return true
+	})
+	return to
+}
+
+// PrepareRestore checks backup b and encodes it again for a restore
+// into a running cluster (see RestoreTarget), in the current snapshot
+// format. It returns the new snapshot and what the original held.
 func PrepareRestore(b []byte, to RestoreTarget) ([]byte, SnapshotInfo, error) {
-	st, index, term, err := decodeSnapshot(b)
+	bk, err := ReadBackup(b)
 	if err != nil {
 		return nil, SnapshotInfo{}, err
 	}
-	info := infoOf(st, binary.BigEndian.Uint16(b[4:6]), index, term, b)
+	out, _, err := bk.Prepare(to)
+	return out, bk.Info, err
+}
+
+// Prepare encodes the backup again for a restore into a running cluster
+// (see RestoreTarget), in the current snapshot format, and says what the
+// result holds. It may be called once: it changes the decoded state.
+func (bk *BackupFile) Prepare(to RestoreTarget) ([]byte, SnapshotInfo, error) {
+	st := bk.st
 	if to.Index == 0 || to.Term == 0 {
-		return nil, info, fmt.Errorf("restore target: index %d and term %d must be positive", to.Index, to.Term)
+		return nil, SnapshotInfo{}, fmt.Errorf("restore target: index %d and term %d must be positive", to.Index, to.Term)
 	}
 	st.lastToken = max(st.lastToken, to.LastToken)
 	if to.ClusterID != "" {
 		st.clusterID = to.ClusterID
 	}
+	if to.KeepACL {
+		st.acl = to.acl.snapshot()
+	}
+	st.backupKey = to.backupKey
 	// The running cluster's term: a backup of another cluster may carry a
 	// later one, under which every expiry of this cluster's leaders would
 	// be refused as stale.
 	st.establishedTerm = to.Term
-	st.restamp(to.Index)
-	if len(to.Held) > 0 {
+	if len(to.Leases) > 0 {
 		byKey := make(map[string]int, len(st.leases))
 		for i, l := range st.leases {
 			byKey[l.Key] = i
 		}
-		for _, l := range to.Held {
-			if !l.Held {
-				continue
-			}
+		for _, l := range to.Leases {
 			if l.Token > st.lastToken {
-				return nil, info, fmt.Errorf("restore target: held lease %q has token %d above the counter %d", l.Key, l.Token, st.lastToken)
+				return nil, SnapshotInfo{}, fmt.Errorf("restore target: lease %q has token %d above the counter %d", l.Key, l.Token, st.lastToken)
 			}
-			if i, ok := byKey[l.Key]; ok {
-				st.leases[i] = l
-			} else {
+			i, ok := byKey[l.Key]
+			switch {
+			case !ok:
 				st.leases = append(st.leases, l)
+			case l.Held || l.Token > st.leases[i].Token:
+				st.leases[i] = l
 			}
 		}
 	}
-	return encodeSnapshot(st, to.Index, to.Term), info, nil
+	st.restamp(to.Index)
+	out := encodeSnapshotSized(st, to.Index, to.Term, len(bk.body)+len(bk.body)/8+4096)
+	return out, infoOf(st, snapshotVersion, to.Index, to.Term, out), nil
 }
 
 // restamp makes the restore the last change of everything: the state's
@@ -158,4 +306,34 @@ func (st *state) restamp(index uint64) {
 	for _, w := range st.acl.workers {
 		down(&w.Index)
 	}
+}
+
+// PrepareRecovery rewrites snapshot b (a Raft snapshot of this format,
+// not a backup) for a server recovered alone after its cluster lost a
+// quorum for good, when the lost servers may have handed out tokens up to
+// floor, above the snapshot's counter: the survivor then missed grants,
+// and any lease it holds may have been granted since to another holder.
+// The counter is raised to floor and every held lease is freed (reason
+// revoked), keeping its token, so that no key's token goes backwards and
+// no key has two holders. With floor at or below the counter it returns
+// b unchanged. It returns how many leases it freed.
+func PrepareRecovery(b []byte, floor uint64) ([]byte, int, error) {
+	st, index, term, err := decodeSnapshot(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	if floor <= st.lastToken {
+		return b, 0, nil
+	}
+	st.lastToken = floor
+	freed := 0
+	for i, l := range st.leases {
+		if l.Held {
+			c := *l
+			c.Held, c.Reason, c.Ending = false, ReasonRevoked, ReasonNone
+			st.leases[i] = &c
+			freed++
+		}
+	}
+	return encodeSnapshotSized(st, index, term, len(b)), freed, nil
 }

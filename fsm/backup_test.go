@@ -111,7 +111,7 @@ func TestRestoreKeepsWhatIsHeldNow(t *testing.T) {
 	n.one(acquire("c", "h3")) // token 4: c is new
 	n.one(Release{Key: "b", Holder: "h2", Token: 2})
 
-	out, _, err := PrepareRestore(backup, RestoreTarget{LastToken: n.m.LastToken(), Index: 50, Term: 3, Held: n.m.Held()})
+	out, _, err := PrepareRestore(backup, n.m.RestoreTarget(50, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,5 +159,149 @@ func TestRestoreOfAnotherClustersBackupTakesThisClustersTermAndIndexes(t *testin
 	}
 	if _, _, lease := m.Indexes(); lease != 11 {
 		t.Errorf("lease index after the expiry: %d, want 11", lease)
+	}
+}
+
+// TestRestoreNeverTakesAKeysTokenBack: a key held in the backup (alice,
+// token 1) that another holder acquired and released since (bob, token 2)
+// comes back free with bob's token; a key the backup does not know keeps
+// its record.
+func TestRestoreNeverTakesAKeysTokenBack(t *testing.T) {
+	n := newNode(t)
+	n.one(acquire("app/rk", "alice")) // token 1
+	backup := n.m.Backup()
+	n.one(Release{Key: "app/rk", Holder: "alice", Token: 1})
+	n.one(acquire("app/rk", "bob")) // token 2
+	n.one(Release{Key: "app/rk", Holder: "bob", Token: 2})
+	n.one(acquire("new", "carol")) // token 3
+	n.one(Release{Key: "new", Holder: "carol", Token: 3})
+	out, _, err := PrepareRestore(backup, n.m.RestoreTarget(50, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
+		t.Fatal(err)
+	}
+	if l := m.Get("app/rk"); l == nil || l.Held || l.Token != 2 {
+		t.Errorf("app/rk after the restore: %+v, want free with bob's token 2", l)
+	}
+	if l := m.Get("new"); l == nil || l.Held || l.Token != 3 {
+		t.Errorf("new (not in the backup) after the restore: %+v, want free with token 3", l)
+	}
+}
+
+// TestBackupsAreSignedByTheirCluster: a backup verifies on the cluster
+// that wrote it, holds no backup key, and survives a restore with the
+// key kept; an edited backup, another cluster's, and a bare snapshot of a
+// build before signed backups do not verify.
+func TestBackupsAreSignedByTheirCluster(t *testing.T) {
+	key := bytes.Repeat([]byte{7}, BackupKeyLen)
+	n := newNode(t)
+	n.one(BackupKey{Key: key})
+	n.one(acquire("a", "h1"))
+	backup := n.m.Backup()
+	if bytes.Contains(backup, key) {
+		t.Fatal("the backup holds the backup key")
+	}
+	bk, err := ReadBackup(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bk.Info.Signed {
+		t.Errorf("info %+v: want signed", bk.Info)
+	}
+	if err := n.m.VerifyBackup(bk); err != nil {
+		t.Errorf("own backup: %v, want it verified", err)
+	}
+	other := newNode(t)
+	other.one(BackupKey{Key: bytes.Repeat([]byte{8}, BackupKeyLen)})
+	if err := other.m.VerifyBackup(bk); !errors.Is(err, ErrUnverifiedBackup) {
+		t.Errorf("another cluster's backup: %v, want ErrUnverifiedBackup", err)
+	}
+	edited := bytes.Clone(backup)
+	i := bytes.Index(edited, []byte("h1"))
+	edited[i+1] = '2'
+	edited = append(edited[:backupHeader+backupMACLen:backupHeader+backupMACLen], withCRC(edited[backupHeader+backupMACLen:])...)
+	if bk, err := ReadBackup(edited); err != nil {
+		t.Fatalf("edited backup with its CRC made good: %v", err)
+	} else if err := n.m.VerifyBackup(bk); !errors.Is(err, ErrUnverifiedBackup) {
+		t.Errorf("edited backup: %v, want ErrUnverifiedBackup", err)
+	}
+	bare := newNode(t)
+	bare.one(acquire("a", "h1"))
+	if bk, err := ReadBackup(bare.m.Backup()); err != nil || bk.Info.Signed {
+		t.Fatalf("bare snapshot: %+v, %v; want an unsigned backup", bk, err)
+	} else if err := n.m.VerifyBackup(bk); !errors.Is(err, ErrUnverifiedBackup) {
+		t.Errorf("bare snapshot: %v, want ErrUnverifiedBackup", err)
+	}
+	out, _, err := PrepareRestore(backup, n.m.RestoreTarget(50, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
+		t.Fatal(err)
+	}
+	if bk, _ := ReadBackup(m.Backup()); m.VerifyBackup(bk) != nil || n.m.VerifyBackup(bk) != nil {
+		t.Error("a backup after the restore does not verify with the cluster's key: the restore lost it")
+	}
+}
+
+// TestRestoreKeepsTheRunningACLState: with KeepACL the running tokens and
+// policies stay, whatever the backup holds; without it the backup's come
+// back.
+func TestRestoreKeepsTheRunningACLState(t *testing.T) {
+	n := newNode(t)
+	n.one(ACLBootstrap{Token: ACLToken{AccessorID: "boot", SecretHash: "b0", Management: true}})
+	backup := n.m.Backup()
+	n.one(ACLTokenSet{Token: ACLToken{AccessorID: "later", SecretHash: "1a", Policies: []string{"ops"}}})
+	for _, keep := range []bool{true, false} {
+		to := n.m.RestoreTarget(50, 3)
+		to.KeepACL = keep
+		out, _, err := PrepareRestore(backup, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := New()
+		if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.ACLToken("later") != nil; got != keep {
+			t.Errorf("KeepACL %v: token made after the backup present: %v, want %v", keep, got, keep)
+		}
+		if m.ACLToken("boot") == nil {
+			t.Errorf("KeepACL %v: the bootstrap token is gone", keep)
+		}
+	}
+}
+
+// TestPrepareRecoveryFreesWhatMayHaveChangedHands: a floor above the
+// counter raises it and frees every held lease, keeping its token; a
+// floor at or below it changes nothing.
+func TestPrepareRecoveryFreesWhatMayHaveChangedHands(t *testing.T) {
+	n := newNode(t)
+	n.one(acquire("a", "h1"))
+	n.one(End{Key: "a"})
+	n.one(acquire("b", "h2"))
+	snap := n.m.snapshotBytes()
+	if out, freed, err := PrepareRecovery(snap, 2); err != nil || freed != 0 || !bytes.Equal(out, snap) {
+		t.Fatalf("floor 2 (the counter): freed %d, %v; want the snapshot unchanged", freed, err)
+	}
+	out, freed, err := PrepareRecovery(snap, 9)
+	if err != nil || freed != 2 {
+		t.Fatalf("floor 9: freed %d, %v; want 2", freed, err)
+	}
+	m := New()
+	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
+		t.Fatal(err)
+	}
+	if m.LastToken() != 9 {
+		t.Errorf("counter %d, want 9", m.LastToken())
+	}
+	for key, token := range map[string]uint64{"a": 1, "b": 2} {
+		if l := m.Get(key); l == nil || l.Held || l.Token != token || l.Ending != ReasonNone {
+			t.Errorf("%s after the recovery: %+v, want free with token %d", key, l, token)
+		}
 	}
 }

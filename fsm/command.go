@@ -25,9 +25,38 @@ const (
 	TypeBatch             Type = 6
 )
 
-// version1 is the payload version written today for every command type. A
-// decoder keeps accepting every version it ever wrote.
+// version1 is the payload version of every command type but those below.
+// A decoder keeps accepting every version it ever wrote.
 const version1 byte = 1
+
+// version2 is the payload version of an Acquire or a Release that carries
+// a lease secret's hash: version 1's fields, then the hash. Those without
+// one are still written as version 1, byte for byte as before.
+const version2 byte = 2
+
+// payloadVersion is the payload version c is written with.
+func payloadVersion(c Command) byte {
+	switch c := c.(type) {
+	case Acquire:
+		if c.SecretHash != "" {
+			return version2
+		}
+	case Release:
+		if c.SecretHash != "" {
+			return version2
+		}
+	}
+	return version1
+}
+
+// versionKnown reports whether this build reads payload version v of type t.
+func versionKnown(t Type, v byte) bool {
+	switch t {
+	case TypeAcquire, TypeRelease:
+		return v == version1 || v == version2
+	}
+	return v == version1
+}
 
 // maxBatch bounds the number of commands in one Batch.
 const maxBatch = 1 << 16
@@ -53,8 +82,8 @@ type Command interface {
 }
 
 // Acquire asks for key on behalf of holder. It is granted when the key is
-// free; when the same holder already holds it, the lease is kept with its
-// token (the retry of a lost reply must not fail).
+// free; when the same holder already holds it under the same secret, the
+// lease is kept with its token (the retry of a lost reply must not fail).
 type Acquire struct {
 	Key      string
 	Holder   string
@@ -63,13 +92,20 @@ type Acquire struct {
 	// Time is the proposing leader's wall clock in Unix nanoseconds, for
 	// display only: the state machine never compares it with anything.
 	Time int64
+	// SecretHash is HashSecret of the acquirer's lease secret (version 2;
+	// "" in the entries written before secrets existed). A grant stores
+	// it; a kept lease must have it already.
+	SecretHash string
 }
 
-// Release frees key if holder still holds it under token.
+// Release frees key if holder still holds it under token and the lease's
+// secret hashes to SecretHash (version 2; "" in the entries written
+// before secrets existed, which match only the leases acquired by them).
 type Release struct {
-	Key    string
-	Holder string
-	Token  uint64
+	Key        string
+	Holder     string
+	Token      uint64
+	SecretHash string
 }
 
 // Expire frees key if it is still held under token and Term is not older
@@ -118,7 +154,7 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
-	return t >= TypeAcquire && t <= TypeClusterID || t == TypeHandover
+	return t >= TypeAcquire && t <= TypeClusterID || t == TypeBackupKey || t == TypeHandover
 }
 
 func (c Acquire) encode(e *encoder) {
@@ -127,12 +163,28 @@ func (c Acquire) encode(e *encoder) {
 	e.varint(int64(c.TTL))
 	e.stringMap(c.Metadata)
 	e.varint(c.Time)
+	if c.SecretHash != "" { // version 2
+		e.string(c.SecretHash)
+	}
 }
 
 func (c Release) encode(e *encoder) {
 	e.string(c.Key)
 	e.string(c.Holder)
 	e.uvarint(c.Token)
+	if c.SecretHash != "" { // version 2
+		e.string(c.SecretHash)
+	}
+}
+
+// secretHash reads the hash of a version 2 Acquire or Release: present,
+// and of SecretHashLen bytes.
+func (d *decoder) secretHash() string {
+	h := d.string()
+	if d.err == nil && len(h) != SecretHashLen {
+		d.fail(fmt.Errorf("secret hash of %d bytes, want %d", len(h), SecretHashLen))
+	}
+	return h
 }
 
 func (c Expire) encode(e *encoder) {
@@ -152,7 +204,7 @@ func (c Batch) encode(e *encoder) {
 	}
 }
 
-// decode parses one command without an envelope (type, version 1,
+// decode parses one command without an envelope (type, version,
 // payload); allowBatch and allowBy say whether it may be a Batch or a By
 // (a batch holds no batch, a By neither a batch nor a By).
 func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
@@ -166,16 +218,24 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 		}
 		return nil, fmt.Errorf("%w: %d", ErrUnknownType, t)
 	}
-	if version != version1 {
+	if !versionKnown(t, version) {
 		return nil, fmt.Errorf("%w: type %d version %d", ErrUnknownVersion, t, version)
 	}
 	d := &decoder{buf: b[2:]}
 	var c Command
 	switch t {
 	case TypeAcquire:
-		c = Acquire{Key: d.string(), Holder: d.string(), TTL: time.Duration(d.varint()), Metadata: d.stringMap(), Time: d.varint()}
+		a := Acquire{Key: d.string(), Holder: d.string(), TTL: time.Duration(d.varint()), Metadata: d.stringMap(), Time: d.varint()}
+		if version >= version2 {
+			a.SecretHash = d.secretHash()
+		}
+		c = a
 	case TypeRelease:
-		c = Release{Key: d.string(), Holder: d.string(), Token: d.uvarint()}
+		r := Release{Key: d.string(), Holder: d.string(), Token: d.uvarint()}
+		if version >= version2 {
+			r.SecretHash = d.secretHash()
+		}
+		c = r
 	case TypeExpire:
 		c = Expire{Key: d.string(), Token: d.uvarint(), Term: d.uvarint()}
 	case TypeRevoke:
@@ -204,6 +264,8 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 		c = by
 	case TypeClusterID:
 		c = ClusterID{ID: d.string()}
+	case TypeBackupKey:
+		c = BackupKey{Key: d.bytes()}
 	case TypeHandover:
 		c = decodeHandover(d)
 	case TypeEnd:

@@ -119,7 +119,8 @@ func (m *Machine) keep(index uint64, cur *Lease, c Acquire) Result {
 // the key has a newer token, which the caller's may have preceded);
 // NotHolder when the caller's holder and token never were the key's
 // lease: a token above the key's current one was never handed out for
-// it, and the current token belongs to another holder.
+// it, and the current token belongs to another holder; WrongSecret when
+// it names the held lease without its secret.
 func releaseOutcome(cur *Lease, c Release) Code {
 	switch {
 	case cur == nil || c.Token < cur.Token:
@@ -128,6 +129,8 @@ func releaseOutcome(cur *Lease, c Release) Code {
 		return NotHolder
 	case !cur.Held:
 		return NotHeld
+	case !SecretMatches(cur.SecretHash, c.SecretHash):
+		return WrongSecret
 	}
 	return Freed
 }

@@ -55,18 +55,18 @@ func (e *EntryError) Unwrap() error { return e.Err }
 func Encode(c Command) []byte {
 	e := &encoder{buf: make([]byte, 0, 64)}
 	e.byte(byte(c.Type()))
-	e.byte(envelopeFlag | version1)
+	e.byte(envelopeFlag | payloadVersion(c))
 	c.encode(e)
 	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
 }
 
-// encodePlain is the form without an envelope: type, version 1, payload.
+// encodePlain is the form without an envelope: type, version, payload.
 // Commands inside a Batch or a By are written so; whole entries were
 // before checksums.
 func encodePlain(c Command) []byte {
 	e := &encoder{buf: make([]byte, 0, 64)}
 	e.byte(byte(c.Type()))
-	e.byte(version1)
+	e.byte(payloadVersion(c))
 	c.encode(e)
 	return e.buf
 }
@@ -93,12 +93,12 @@ func Decode(b []byte) (Command, error) {
 	if !known(t) && t&IgnorableFlag != 0 {
 		return Ignored{T: t}, nil
 	}
-	if version != version1 {
+	if !versionKnown(t, version) {
 		return nil, fmt.Errorf("%w: type %d version %d", ErrUnknownVersion, t, version)
 	}
 	plain := make([]byte, len(b)-crcLen)
 	copy(plain, b)
-	plain[1] = version1
+	plain[1] = version
 	return decode(plain, true, true)
 }
 

@@ -332,8 +332,6 @@ var goldenSnapshots = []struct {
 	{
 		file:    "snapshot-v5.golden",
 		version: 5,
-		current: true,
-		log:     goldenLogV5,
 		want: decodedSnapshot{
 			Index: 58,
 			Term:  3,
@@ -348,6 +346,49 @@ var goldenSnapshots = []struct {
 				drained:         []string{"w-b", "w-d"},
 				acl:             goldenACL(),
 				clusterID:       goldenClusterID,
+			},
+		},
+	},
+	{
+		file:    "snapshot-v6.golden",
+		version: 6,
+		want: decodedSnapshot{
+			Index: 63,
+			Term:  3,
+			State: state{
+				lastToken:       11,
+				establishedTerm: 3,
+				leaseIndex:      62,
+				leases:          goldenLeasesV6(),
+				groupIndex:      53,
+				groups:          goldenGroupsV4(),
+				controls:        goldenControlsV4(),
+				drained:         []string{"w-b", "w-d"},
+				acl:             goldenACL(),
+				clusterID:       goldenClusterID,
+			},
+		},
+	},
+	{
+		file:    "snapshot-v7.golden",
+		version: 7,
+		current: true,
+		log:     goldenLogV7,
+		want: decodedSnapshot{
+			Index: 65,
+			Term:  3,
+			State: state{
+				lastToken:       11,
+				establishedTerm: 3,
+				leaseIndex:      62,
+				leases:          goldenLeasesV6(),
+				groupIndex:      53,
+				groups:          goldenGroupsV4(),
+				controls:        goldenControlsV4(),
+				drained:         []string{"w-b", "w-d"},
+				acl:             goldenACL(),
+				clusterID:       goldenClusterID,
+				backupKey:       goldenBackupKey,
 			},
 		},
 	},
@@ -427,6 +468,18 @@ var goldenCommandsV2 = append(slices.Clone(goldenCommandsV1),
 		{Key: "elections/scheduler", Token: 300, ModifyIndex: 41, Left: 7250 * time.Millisecond},
 		{Key: "scene-01", Token: 17, ModifyIndex: 9, Left: 0},
 	}}},
+	// Acquire and Release with a lease secret's hash (payload version 2),
+	// added after the lines above were written.
+	namedCommand{"acquire-secret", Acquire{Key: "scene-01", Holder: "tracker-0-4242-1a2b3c4d", TTL: ttl, Time: wall,
+		SecretHash: HashSecret("6b1f0c3e9a2d4f5e8c7b6a5d4e3f2a1b")}},
+	namedCommand{"release-secret", Release{Key: "scene-01", Holder: "tracker-0-4242-1a2b3c4d", Token: 17,
+		SecretHash: HashSecret("6b1f0c3e9a2d4f5e8c7b6a5d4e3f2a1b")}},
+	namedCommand{"batch-secret", Batch{Commands: []Command{
+		Release{Key: "scene-01", Holder: "tracker-0", Token: 17, SecretHash: HashSecret("0f1e2d3c4b5a69788796a5b4c3d2e1f0")},
+		Acquire{Key: "scene-01", Holder: "tracker-1", TTL: ttl, Time: wall, SecretHash: HashSecret("6b1f0c3e9a2d4f5e8c7b6a5d4e3f2a1b")},
+	}}},
+	// The backup key, added after the lines above were written.
+	namedCommand{"backup-key", BackupKey{Key: goldenBackupKey}},
 )
 
 var goldenCommands = []struct {
@@ -542,6 +595,7 @@ func formatSnapshot(s decodedSnapshot) string {
 	}
 	b.WriteString("\n" + aclString(s.State.acl))
 	fmt.Fprintf(&b, "\ncluster_id %q", s.State.clusterID)
+	fmt.Fprintf(&b, "\nbackup_key %x", s.State.backupKey)
 	return b.String()
 }
 

@@ -106,6 +106,12 @@ type Lease struct {
 	// ModifyIndex the one that last changed it.
 	CreateIndex uint64
 	ModifyIndex uint64
+	// SecretHash is HashSecret of the lease secret its acquirer chose
+	// (docs/adr/0030-lease-secrets.md): renewing, releasing, acquiring
+	// again and changing the metadata need the secret. "" on a free key,
+	// and on a lease acquired before secrets existed, which nobody can act
+	// on as its holder any more. Never shown to readers.
+	SecretHash string
 }
 
 func (l *Lease) encode(e *encoder) {

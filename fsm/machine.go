@@ -47,10 +47,14 @@ const (
 	// Ending: an End (not forced) left the lease held but ending; it also
 	// answers an End of a lease that was already ending.
 	Ending
+	// WrongSecret: a Release named the key's held lease (holder and
+	// token) but not its secret. Nothing changed; Lease is the key's
+	// current record.
+	WrongSecret
 )
 
 func (c Code) String() string {
-	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited", "refused", "not_holder", "cas_failed", "ending"}
+	names := [...]string{"", "granted", "kept", "held", "freed", "not_held", "not_found", "done", "disabled", "prohibited", "refused", "not_holder", "cas_failed", "ending", "wrong_secret"}
 	if int(c) < len(names) {
 		return names[c]
 	}
@@ -68,6 +72,9 @@ type Result struct {
 	// MetadataChanged: a Kept acquisition replaced the lease's metadata
 	// with different metadata (see Machine.keep).
 	MetadataChanged bool
+	// WrongSecret: a Held answer to an Acquire by the lease's own holder
+	// whose secret is not the lease's.
+	WrongSecret bool
 	// Ended lists the leases an End or a key control ended (made ending,
 	// or freed when forced).
 	Ended []*Lease
@@ -103,6 +110,8 @@ type Machine struct {
 	acl aclState
 	// clusterID names the cluster (ClusterID); "" until one is applied.
 	clusterID string
+	// backupKey signs backups (BackupKey); nil until one is applied.
+	backupKey []byte
 	// handover holds the leases of the last Handover, by key, while no
 	// leader has established itself after it; nil otherwise. Snapshots
 	// leave it out.
@@ -243,6 +252,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return m.applyACL(index, cmd)
 	case ClusterID:
 		return m.applyClusterID(c)
+	case BackupKey:
+		return m.applyBackupKey(c)
 	}
 	// Decode never yields anything else; a nested Batch is rejected there.
 	panic(fmt.Sprintf("fsm: no handler for command type %d", cmd.Type()))
@@ -263,6 +274,11 @@ func (m *Machine) acquire(index uint64, c Acquire) Result {
 			// An ending lease is never kept, not even by its holder.
 			return Result{Code: Held, Lease: cur}
 		}
+		if !SecretMatches(cur.SecretHash, c.SecretHash) {
+			// The holder's name is no credential: without the lease's
+			// secret the caller is someone else.
+			return Result{Code: Held, Lease: cur, WrongSecret: true}
+		}
 		return m.keep(index, cur, c)
 	}
 	m.lastToken++
@@ -276,6 +292,7 @@ func (m *Machine) acquire(index uint64, c Acquire) Result {
 		AcquiredAt:  c.Time,
 		CreateIndex: index,
 		ModifyIndex: index,
+		SecretHash:  c.SecretHash,
 	}
 	if cur != nil {
 		next.CreateIndex = cur.CreateIndex
@@ -291,6 +308,7 @@ func (m *Machine) free(index uint64, cur *Lease, why Reason) Result {
 	next.Reason = why
 	next.Ending = ReasonNone
 	next.ModifyIndex = index
+	next.SecretHash = "" // nobody acts on a free lease as its holder
 	m.store(&next)
 	e := Event{Type: freeEvents[why], Key: cur.Key, Holder: cur.Holder, Token: cur.Token}
 	if e.Type == EventRevoked {
@@ -370,6 +388,7 @@ func (m *Machine) Snapshot() (raft.FSMSnapshot, error) {
 			controls:        make(map[string]KeyControl, len(m.controls)),
 			acl:             m.acl.snapshot(),
 			clusterID:       m.clusterID,
+			backupKey:       m.backupKey,
 		},
 		index: m.appliedIndex,
 		term:  m.appliedTerm,
@@ -427,6 +446,7 @@ func (m *Machine) Restore(rc io.ReadCloser) error {
 	m.groupIndex = st.groupIndex
 	m.acl = st.acl
 	m.clusterID = st.clusterID
+	m.backupKey = st.backupKey
 	m.lastToken = st.lastToken
 	m.establishedTerm = st.establishedTerm
 	m.leaseIndex = st.leaseIndex

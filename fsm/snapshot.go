@@ -11,9 +11,10 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Snapshot format, version 5 (version 1 lacks the placement part, version 2
+// Snapshot format, version 6 (version 1 lacks the placement part, version 2
 // the ACL part, version 3 the group settings and the ending leases,
-// version 4 the cluster id):
+// version 4 the cluster id, version 5 the lease secrets' hashes, version
+// 6 the backup key):
 //
 //	magic   [4]byte  "TNRS"
 //	version uint16   big endian
@@ -33,13 +34,18 @@ import (
 //	        ending lease count, each ending lease (sorted by key) as key
 //	        and ending reason (encodeEnding)
 //	        v5: cluster id (a string, empty when none was applied)
+//	        v6: the count of leases with a secret hash, each such lease
+//	        (sorted by key) as key and hash (encodeSecrets); leases read
+//	        from versions 1 to 5 have none
+//	        v7: backup key (bytes, empty when none was applied, and
+//	        always empty in a backup: see Machine.Backup)
 //	crc     uint32   big endian: CRC-32C of everything before it
 //
 // Every version ever written stays readable; testdata holds a golden file
 // of each.
 const (
 	snapshotMagic   = "TNRS"
-	snapshotVersion = 5
+	snapshotVersion = 7
 	headerLen       = 4 + 2 + 8 + 8
 	// maxSnapshot bounds what readSnapshot will buffer.
 	maxSnapshot = 1 << 31
@@ -64,6 +70,8 @@ type state struct {
 	acl aclState
 	// clusterID is "" when read from versions 1 to 4.
 	clusterID string
+	// backupKey is nil when read from versions 1 to 6, and from a backup.
+	backupKey []byte
 }
 
 type snapshot struct {
@@ -85,8 +93,15 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 func (s *snapshot) Release() {}
 
 func encodeSnapshot(st state, index, term uint64) []byte {
+	return encodeSnapshotSized(st, index, term, headerLen+64*len(st.leases)+32)
+}
+
+// encodeSnapshotSized is encodeSnapshot into a buffer of capacity size
+// at first: a restore knows its size about, and saves itself the copies
+// (and the garbage) of a growing buffer.
+func encodeSnapshotSized(st state, index, term uint64, size int) []byte {
 	sort.Slice(st.leases, func(i, j int) bool { return st.leases[i].Key < st.leases[j].Key })
-	e := &encoder{buf: make([]byte, 0, headerLen+64*len(st.leases)+32)}
+	e := &encoder{buf: make([]byte, 0, size)}
 	e.buf = append(e.buf, snapshotMagic...)
 	e.buf = binary.BigEndian.AppendUint16(e.buf, snapshotVersion)
 	e.buf = binary.BigEndian.AppendUint64(e.buf, index)
@@ -103,6 +118,8 @@ func encodeSnapshot(st state, index, term uint64) []byte {
 	encodeGroupSettings(e, st)
 	encodeEnding(e, st.leases)
 	e.string(st.clusterID)
+	encodeSecrets(e, st.leases)
+	e.bytes(st.backupKey)
 	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
 }
 
@@ -173,10 +190,69 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 	if version >= 5 && d.err == nil {
 		st.clusterID = d.string()
 	}
+	if version >= 6 && d.err == nil {
+		decodeSecrets(d, &st)
+	}
+	if version >= 7 && d.err == nil {
+		if k := d.bytes(); len(k) > 0 {
+			if len(k) != BackupKeyLen {
+				d.fail(fmt.Errorf("backup key of %d bytes, want %d", len(k), BackupKeyLen))
+			}
+			st.backupKey = append([]byte(nil), k...)
+		}
+	}
 	if err := d.finish(); err != nil {
 		return state{}, 0, 0, fmt.Errorf("%w: %w", ErrBadSnapshot, err)
 	}
 	return st, index, term, nil
+}
+
+// encodeSecrets writes the secret hashes of leases, sorted by key: their
+// count, then key and hash of each lease that has one.
+func encodeSecrets(e *encoder, leases []*Lease) {
+	n := 0
+	for _, l := range leases {
+		if l.SecretHash != "" {
+			n++
+		}
+	}
+	e.uvarint(uint64(n))
+	for _, l := range leases {
+		if l.SecretHash != "" {
+			e.string(l.Key)
+			e.string(l.SecretHash)
+		}
+	}
+}
+
+// decodeSecrets reads what encodeSecrets wrote into the leases of st,
+// which must be held leases of st, in key order, each once.
+func decodeSecrets(d *decoder, st *state) {
+	n := d.uvarint()
+	if d.err == nil && n > uint64(len(st.leases)) {
+		d.fail(fmt.Errorf("%d secret hashes for %d leases", n, len(st.leases)))
+	}
+	j := 0 // st.leases is sorted by key
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		key, hash := d.string(), d.secretHash()
+		if d.err != nil {
+			return
+		}
+		for j < len(st.leases) && st.leases[j].Key < key {
+			j++
+		}
+		if j == len(st.leases) || st.leases[j].Key != key {
+			d.fail(fmt.Errorf("secret hash of %q: no such lease, or out of order", key))
+			return
+		}
+		l := st.leases[j]
+		if !l.Held {
+			d.fail(fmt.Errorf("secret hash of %q: the lease is free", key))
+			return
+		}
+		l.SecretHash = hash
+		j++
+	}
 }
 
 // snapshotBytes encodes the current state as Persist would; for tests.

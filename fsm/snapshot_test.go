@@ -299,9 +299,10 @@ func TestPersistErrors(t *testing.T) {
 // of snap (a count of 0) with section, and fixes the checksum.
 func withSettings(snap []byte, section ...byte) []byte {
 	// The settings section is the one before the ending leases' (an
-	// empty one: 0), the cluster id (an empty one: 0) and the checksum.
-	c := append(bytes.Clone(snap[:len(snap)-7]), section...)
-	return withCRC(append(c, 0, 0, 0, 0, 0, 0))
+	// empty one: 0), the cluster id (an empty one: 0), the secret hashes
+	// (none: 0), the backup key (an empty one: 0) and the checksum.
+	c := append(bytes.Clone(snap[:len(snap)-9]), section...)
+	return withCRC(append(c, 0, 0, 0, 0, 0, 0, 0, 0))
 }
 
 // withCRC returns b with its trailing checksum recomputed, so that a test
@@ -416,7 +417,7 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "header only", data: good[:headerLen], msg: "shorter than a header"},
 		{name: "bad magic", data: withCRC(patch(0, 'T', 'N', 'R', 'X')), msg: "magic"},
 		{name: "a command instead of a snapshot", data: encodePlain(acquire("a", "w1")), msg: "shorter than a header"},
-		{name: "version 6", data: withCRC(patch(4, 0, 6)), msg: "format version 6"},
+		{name: "version 8", data: withCRC(patch(4, 0, 8)), msg: "format version 8"},
 		{name: "version 0xffff", data: withCRC(patch(4, 0xff, 0xff)), msg: "format version 65535"},
 		{name: "a version 2 body under a version 1 header", data: withCRC(patch(4, 0, 1)), msg: "trailing"},
 		{name: "a version 1 body under a version 2 header", data: withCRC(func() []byte { c := bytes.Clone(single); c[5] = 2; return c }()), msg: "unexpected end"},

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -128,13 +129,17 @@ type routeNeed struct {
 func TestACLEveryRouteRight(t *testing.T) {
 	e := startACL(t, 1)
 	url := e.leader().url
-	rights := []string{client.RightRead, client.RightWrite, client.RightRevoke, client.RightGroups, client.RightOperator, client.RightACL}
+	rights := []string{client.RightRead, client.RightWrite, client.RightRevoke, client.RightGroups, client.RightOperator, client.RightACL,
+		client.RightMetrics, client.RightDebug}
 	only, allBut := map[string]string{}, map[string]string{}
 	for _, right := range rights {
 		e.policy(t, "only-"+right, rule("", right))
+		// Every other right, but those that imply this one (operator
+		// implies debug and metrics, debug metrics).
 		var others []string
+		want, _ := fsm.ParseRight(right)
 		for _, o := range rights {
-			if o != right {
+			if r, _ := fsm.ParseRight(o); o != right && r.Implied()&want == 0 {
 				others = append(others, o)
 			}
 		}
@@ -185,11 +190,11 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, client.RightOperator},
 		{"POST /v1/operator/servers/{id}/promote", "POST", "/v1/operator/servers/n1/promote", "", client.RightOperator},
 		{"POST /v1/operator/servers/{id}/readmit", "POST", "/v1/operator/servers/n1/readmit", "", client.RightOperator},
-		{"GET /metrics", "GET", "/metrics", "", client.RightOperator},
+		{"GET /metrics", "GET", "/metrics", "", client.RightMetrics},
 		{"GET /ui", "GET", "/ui", "", "open"}, // the page holds no data: its script reads the API with a token
 		{"GET /ui/static/{file}", "GET", "/ui/static/page.js", "", "open"},
-		{"GET /v1/debug/pprof/{profile}", "GET", "/v1/debug/pprof/goroutine", "", client.RightOperator},
-		{"GET /v1/debug/logs", "GET", "/v1/debug/logs", "", client.RightOperator},
+		{"GET /v1/debug/pprof/{profile}", "GET", "/v1/debug/pprof/goroutine", "", client.RightDebug},
+		{"GET /v1/debug/logs", "GET", "/v1/debug/logs", "", client.RightDebug},
 		{"GET /healthz", "GET", "/healthz", "", "open"},
 		{"GET /readyz", "GET", "/readyz", "", "open"},
 		{"GET /", "GET", "/", "", "open"},
@@ -516,7 +521,7 @@ func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
 // case is asked of the leader and of each follower (which forwards
 // linearizable reads and answers stale ones from its own state).
 func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
-	c := startClusterWith(t, 3, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
+	c := startClusterWith(t, 3, inproc.Options{Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
 		cfg.ACLEnabled = true
 	}})
 	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
@@ -716,7 +721,7 @@ func TestACLRefusalsLogIsBoundedAndCounted(t *testing.T) {
 		regs <- reg
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
 	reg := <-regs
 	url := c.leader().url
 	const wrong, anonymous = 2000, 200

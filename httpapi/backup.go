@@ -37,16 +37,35 @@ func (s *Server) saveSnapshot(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// restoreSnapshot answers PUT /v1/snapshot[?token-floor=N]: the body, a
-// backup, replaces the cluster's state (cluster.Node.RestoreSnapshot).
+// restoreSnapshot answers PUT /v1/snapshot[?token-floor=N][&unverified=true]:
+// the body, a backup, replaces the cluster's state
+// (cluster.Node.RestoreSnapshot). The route needs operator; the backup's
+// ACL state is restored only for a caller with acl too (otherwise the
+// running one stays), and only such a caller may ask for an unverified
+// restore: one of a backup this cluster did not sign.
 func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
-	var floor uint64
-	if v := r.URL.Query().Get("token-floor"); v != "" {
+	var opts cluster.RestoreOptions
+	q := r.URL.Query()
+	if v := q.Get("token-floor"); v != "" {
 		f, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
 			return badRequest(client.CodeInvalidQuery, "token-floor", fmt.Sprintf("token-floor: %q is not a whole number from 0 to %d", v, uint64(1<<64-1)))
 		}
-		floor = f
+		opts.TokenFloor = f
+	}
+	if q.Has("unverified") {
+		v, err := strconv.ParseBool(q.Get("unverified"))
+		if err != nil {
+			return badRequest(client.CodeInvalidQuery, "unverified", fmt.Sprintf("unverified: %q is not true or false", q.Get("unverified")))
+		}
+		opts.Unverified = v
+	}
+	aclErr := authz(r).AllowCluster(fsm.RightACL)
+	opts.ACL = aclErr == nil
+	if opts.Unverified && aclErr != nil {
+		// An unverified backup may hold anything: only a caller who could
+		// make any token anyway may restore one.
+		return fmt.Errorf("unverified=true: %w", aclErr)
 	}
 	b, err := io.ReadAll(r.Body)
 	var tooLarge *http.MaxBytesError
@@ -62,18 +81,19 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 	// installed the snapshot, which takes as long as sending it.
 	ctx, cancel := context.WithTimeout(r.Context(), cluster.RestoreTimeout)
 	defer cancel()
-	res, err := s.node.RestoreSnapshot(ctx, b, floor)
+	res, err := s.node.RestoreSnapshot(ctx, b, opts)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, client.RestoreResult{Snapshot: contents(res.Snapshot), Restored: contents(res.Restored), Replicated: res.Replicated})
+	writeJSON(w, http.StatusOK, client.RestoreResult{Snapshot: contents(res.Snapshot), Restored: contents(res.Restored),
+		Verified: res.Verified, ACLRestored: opts.ACL, Replicated: res.Replicated})
 	return nil
 }
 
 func contents(i fsm.SnapshotInfo) client.SnapshotContents {
 	return client.SnapshotContents{Version: i.Version, Index: i.Index, Term: i.Term, LastToken: i.LastToken,
 		Leases: i.Leases, Held: i.Held, Groups: i.Groups, ACLTokens: i.ACLTokens, ACLPolicies: i.ACLPolicies,
-		ClusterID: i.ClusterID, Size: i.Size, CRC32C: i.CRC}
+		ClusterID: i.ClusterID, Signed: i.Signed, Size: i.Size, CRC32C: i.CRC}
 }
 
 // bodyLimit is the largest request body of r's route.

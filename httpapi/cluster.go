@@ -231,7 +231,7 @@ func (s *Server) spreadKeyring(ctx context.Context, r *http.Request, body client
 		if srv.ID == s.node.ID() {
 			continue
 		}
-		if err := s.sendKeyring(ctx, r, srv.HTTPAddr, b); err != nil {
+		if err := s.sendKeyring(ForServer(ctx, srv.ID), r, srv.HTTPAddr, b); err != nil {
 			s.log.Warn("passing a keyring change to a server failed", "server_id", srv.ID, "error", err)
 			failed = append(failed, srv.ID)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 )
 
 // fieldCodes maps the field named by a cluster.InvalidError, or by a JSON
@@ -19,6 +20,7 @@ var fieldCodes = map[string]string{
 	"wait":     client.CodeInvalidWait,
 	"token":    client.CodeInvalidToken,
 	"metadata": client.CodeInvalidMetadata,
+	"secret":   client.CodeInvalidSecret,
 	// Groups, controls and workers.
 	"name":           client.CodeInvalidName,
 	"keys":           client.CodeInvalidKeys,
@@ -68,6 +70,8 @@ var codeStatus = map[string]int{
 	client.CodeInvalidMaxPerWorker: http.StatusBadRequest,
 	client.CodeInvalidProhibited:   http.StatusBadRequest,
 	client.CodeInvalidWorker:       http.StatusBadRequest,
+	client.CodeInvalidSecret:       http.StatusBadRequest,
+	client.CodeWrongSecret:         http.StatusConflict,
 	client.CodeBodyTooLarge:        http.StatusBadRequest,
 	client.CodeDisabled:            http.StatusForbidden,
 	client.CodeProhibited:          http.StatusForbidden,
@@ -94,6 +98,7 @@ var codeStatus = map[string]int{
 	client.CodeNotHolder:           http.StatusConflict,
 	client.CodeCASFailed:           http.StatusConflict,
 	client.CodeCompacted:           http.StatusGone,
+	client.CodeBackupUnverified:    http.StatusBadRequest,
 }
 
 // sentinelCodes maps the cluster's sentinel errors to their codes, first
@@ -167,6 +172,7 @@ func errorBody(err error) (body client.ErrorBody, status int, answer bool) {
 		inv  *cluster.InvalidError
 		nh   *cluster.NotHolderError
 		cas  *cluster.CASError
+		ws   *cluster.SecretError
 	)
 	body = client.ErrorBody{Message: err.Error(), Error: client.CodeInternal}
 	switch {
@@ -174,6 +180,11 @@ func errorBody(err error) (body client.ErrorBody, status int, answer bool) {
 		status, body.Error, body.Field = api.httpStatus(), api.code, api.field
 	case errors.As(err, &held):
 		body.Error, body.Lease = client.CodeHeld, leaseOut(cluster.LeaseView{Lease: held.Lease})
+		if held.WrongSecret {
+			body.Field = "secret"
+		}
+	case errors.As(err, &ws):
+		body.Error, body.Field = client.CodeWrongSecret, "secret"
 	case errors.As(err, &nh):
 		body.Error, body.Lease = client.CodeNotHolder, leaseOut(cluster.LeaseView{Lease: nh.Lease})
 	case errors.As(err, &cas):
@@ -184,6 +195,8 @@ func errorBody(err error) (body client.ErrorBody, status int, answer bool) {
 		}
 	case errors.As(err, &lost):
 		body.Error, body.Reason = client.CodeLeaseLost, lost.Reason
+	case errors.As(err, &inv) && errors.Is(err, fsm.ErrUnverifiedBackup):
+		body.Error, body.Field = client.CodeBackupUnverified, inv.Field
 	case errors.As(err, &inv):
 		body.Error, body.Field = fieldCode(inv.Field), inv.Field
 	default:

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,8 +22,11 @@ type fakeNode struct {
 func (f *fakeNode) Status() cluster.Status { return f.status }
 func (f *fakeNode) Ready() error           { return cluster.ErrNotLeader }
 func (f *fakeNode) LeaderHTTPAddr() string { return f.status.LeaderHTTPAddr }
-func (f *fakeNode) IsLeader() bool         { return f.status.Role == "leader" }
-func (f *fakeNode) ID() string             { return f.status.NodeID }
+func (f *fakeNode) LeaderHTTP(context.Context) (string, string) {
+	return f.status.LeaderID, f.status.LeaderHTTPAddr
+}
+func (f *fakeNode) IsLeader() bool { return f.status.Role == "leader" }
+func (f *fakeNode) ID() string     { return f.status.NodeID }
 
 // StatusChanged and MembersChanged never fire: the fake does not change.
 func (f *fakeNode) StatusChanged() <-chan struct{}  { return make(chan struct{}) }

@@ -26,7 +26,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("request forwarded by %s, but this node does not lead: %w", by, cluster.ErrNotLeader))
 		return
 	}
-	addr := s.node.LeaderHTTPAddr()
+	lookup, cancelLookup := context.WithTimeout(r.Context(), leaderAddrWait)
+	leaderID, addr := s.node.LeaderHTTP(lookup)
+	cancelLookup()
 	if addr == "" || s.node.IsLeader() {
 		// No known leader, or this node leads but is not established yet.
 		writeError(w, fmt.Errorf("%s: %w", s.noLeaderReason(), cluster.ErrNotLeader))
@@ -47,7 +49,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	stopWatch := s.watchLeader(ctx, addr, cancel)
-	req, err := http.NewRequestWithContext(ctx, r.Method, target, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ForServer(ctx, leaderID), r.Method, target, bytes.NewReader(body))
 	if err != nil {
 		writeError(w, fmt.Errorf("build forwarded request: %w", err))
 		return
@@ -86,6 +88,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 }
 
 func isCanceled(ctx context.Context) bool { return ctx.Err() != nil }
+
+// leaderAddrWait bounds how long a request waits for a new leader to give
+// its HTTP address before it is answered no_leader.
+const leaderAddrWait = 2 * time.Second
 
 // errLeaderMoved ends a forwarded request whose leader this node no longer
 // follows.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -261,6 +262,9 @@ type movingLeaderNode struct {
 }
 
 func (m *movingLeaderNode) LeaderHTTPAddr() string { return m.leader.Load().(string) }
+func (m *movingLeaderNode) LeaderHTTP(context.Context) (string, string) {
+	return "n1", m.leader.Load().(string)
+}
 
 // A follower that forwarded a request to a leader that then stops being
 // the one it follows (cut off, or replaced) answers leadership_lost (the

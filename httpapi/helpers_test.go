@@ -87,9 +87,14 @@ func tlsOptions(t *testing.T, pki *testPKI) inproc.Options {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr := &http.Transport{TLSClientConfig: cc}
-			t.Cleanup(tr.CloseIdleConnections)
-			forward[id] = &http.Client{Transport: tr}
+			roots, err := certs.LoadPool(files.CAFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forward[id] = NewForwardClient(cc, func(id string) func(tls.ConnectionState) error {
+				return certs.VerifyServerIDConnection(roots, certs.DefaultClusterName, id)
+			})
+			t.Cleanup(forward[id].CloseIdleConnections)
 			return sc
 		}
 		opts.Serve = func(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {
@@ -223,10 +228,45 @@ type reply struct {
 	body   []byte
 }
 
-// send makes one request; it is safe to call from any goroutine.
+// testSecret is the lease secret that send adds to the lease calls that
+// name none, as the Go client adds its own: the tests act as one holder
+// process. Tests of the secret itself use sendRaw.
+const testSecret = "7e57c0de7e57c0de7e57c0de7e57c0de"
+
+// send makes one request; it is safe to call from any goroutine. An
+// acquire, renewal or release without a secret gets testSecret.
 func send(method, url, body string, header http.Header) (reply, error) {
+	url, body = withTestSecret(method, url, body)
+	return sendRaw(method, url, body, header)
+}
+
+// sendRaw is send without the secret added.
+func sendRaw(method, url, body string, header http.Header) (reply, error) {
 	r, err := harness.Send(httpClient, method, url, body, header)
 	return reply{status: r.Status, header: r.Header, body: r.Body}, err
+}
+
+// withTestSecret adds testSecret to the body (or, for a release in the
+// query form, the query) of an acquire, renewal or release that has none.
+func withTestSecret(method, url, body string) (string, string) {
+	path, query, _ := strings.Cut(url, "?")
+	lease := method == http.MethodPut && strings.Contains(path, "/v1/leases/") ||
+		method == http.MethodPost && strings.Contains(path, "/v1/renew") ||
+		method == http.MethodDelete && strings.Contains(path, "/v1/leases/")
+	if !lease {
+		return url, body
+	}
+	if method == http.MethodDelete && strings.Contains(query, "holder=") && !strings.Contains(query, "secret=") {
+		return url + "&secret=" + testSecret, body
+	}
+	b := strings.TrimSpace(body)
+	if !strings.HasPrefix(b, "{") || strings.Contains(b, `"secret"`) {
+		return url, body
+	}
+	if strings.TrimSpace(b[1:]) == "}" {
+		return url, `{"secret":"` + testSecret + `"}`
+	}
+	return url, `{"secret":"` + testSecret + `",` + b[1:]
 }
 
 // do makes one request from the test goroutine.

@@ -31,10 +31,16 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 	if err := allowHolder(r, body.Holder); err != nil {
 		return err
 	}
+	// A caller that chose no secret gets one: the answer is the only
+	// place it is ever shown.
+	secret := body.Secret
+	if secret == "" {
+		secret = client.NewLeaseSecret()
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout+wait)
 	defer cancel()
 	lease, created, err := s.node.Acquire(ctx, cluster.AcquireRequest{
-		Key: pathKey(r), Holder: body.Holder, TTL: ttl, Wait: wait, Metadata: body.Metadata,
+		Key: pathKey(r), Holder: body.Holder, TTL: ttl, Wait: wait, Metadata: body.Metadata, Secret: secret,
 	})
 	if err != nil {
 		return err
@@ -43,15 +49,17 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, leaseOut(lease))
+	out := leaseOut(lease)
+	out.Secret = secret
+	writeJSON(w, status, out)
 	return nil
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	var body client.LeaseRefBody
 	q := r.URL.Query()
-	if q.Has("holder") || q.Has("token") {
-		body.Holder = q.Get("holder")
+	if q.Has("holder") || q.Has("token") || q.Has("secret") {
+		body.Holder, body.Secret = q.Get("holder"), q.Get("secret")
 		if q.Has("token") {
 			t, err := parseToken(q.Get("token"))
 			if err != nil {
@@ -67,7 +75,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	freed, err := s.node.Release(ctx, pathKey(r), body.Holder, body.Token)
+	freed, err := s.node.Release(ctx, pathKey(r), body.Holder, body.Secret, body.Token)
 	if err != nil {
 		return err
 	}
@@ -152,7 +160,7 @@ func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	lease, err := s.node.Renew(ctx, pathKey(r), body.Holder, body.Token)
+	lease, err := s.node.Renew(ctx, pathKey(r), body.Holder, body.Secret, body.Token)
 	if err != nil {
 		return err
 	}
@@ -185,7 +193,10 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 		if err := a.Allow(fsm.RightWrite, "key", l.Key); err != nil {
 			return err
 		}
-		refs[i] = cluster.LeaseRef{Key: l.Key, Token: l.Token}
+		refs[i] = cluster.LeaseRef{Key: l.Key, Token: l.Token, Secret: l.Secret}
+		if l.Secret == "" {
+			refs[i].Secret = body.Secret
+		}
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
@@ -197,15 +208,12 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	for i, res := range results {
 		rr := &out.Results[i]
 		*rr = client.RenewResultBody{Key: refs[i].Key, Token: refs[i].Token, OK: res.Err == nil}
-		var lost *cluster.LostError
 		switch {
 		case res.Err == nil:
 			if !body.Brief {
 				rr.Lease = leaseOut(res.Lease)
 			}
-		case errors.As(res.Err, &lost):
-			rr.Error, rr.Reason = client.CodeLeaseLost, lost.Reason
-		default:
+		case !renewRefusal(rr, res.Err):
 			return res.Err // leadership moved mid-call: the whole call fails
 		}
 	}
@@ -216,6 +224,24 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	w.Write(append(out.AppendJSON(make([]byte, 0, 400*len(out.Results))), '\n'))
 	return nil
+}
+
+// renewRefusal fills rr with err when err refuses one lease of a bulk
+// renewal (lease lost, or a wrong secret), and reports whether it did. A
+// function of its own, so that its targets are allocated on refusals
+// only, not for every lease.
+func renewRefusal(rr *client.RenewResultBody, err error) bool {
+	var lost *cluster.LostError
+	var wrong *cluster.SecretError
+	switch {
+	case errors.As(err, &lost):
+		rr.Error, rr.Reason = client.CodeLeaseLost, lost.Reason
+	case errors.As(err, &wrong):
+		rr.Error, rr.Message = client.CodeWrongSecret, wrong.Error()
+	default:
+		return false
+	}
+	return true
 }
 
 func (s *Server) getLease(w http.ResponseWriter, r *http.Request) error {

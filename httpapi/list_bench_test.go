@@ -173,7 +173,7 @@ func loadLeases(b *testing.B, node *cluster.Node, total int) {
 				if i >= int64(total) {
 					return
 				}
-				req := cluster.AcquireRequest{Key: fmt.Sprintf("bench/%07d", i), Holder: fmt.Sprintf("worker-%d", i%64), TTL: time.Hour,
+				req := cluster.AcquireRequest{Key: fmt.Sprintf("bench/%07d", i), Holder: fmt.Sprintf("worker-%d", i%64), TTL: time.Hour, Secret: testSecret,
 					Metadata: map[string]string{"zone": "a"}}
 				if _, _, err := node.Acquire(context.Background(), req); err != nil {
 					select {

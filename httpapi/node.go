@@ -14,10 +14,10 @@ import (
 type Node interface {
 	// Leases.
 	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.LeaseView, bool, error)
-	Release(ctx context.Context, key, holder string, token uint64) (bool, error)
+	Release(ctx context.Context, key, holder, secret string, token uint64) (bool, error)
 	Revoke(ctx context.Context, key string, force bool) ([]cluster.EndedLease, error)
 	RevokeHolder(ctx context.Context, holder string, force bool) ([]cluster.EndedLease, error)
-	Renew(ctx context.Context, key, holder string, token uint64) (cluster.LeaseView, error)
+	Renew(ctx context.Context, key, holder, secret string, token uint64) (cluster.LeaseView, error)
 	RenewMany(ctx context.Context, holder string, refs []cluster.LeaseRef) ([]cluster.RenewResult, error)
 	Get(ctx context.Context, key string, c cluster.Consistency) (cluster.LeaseView, error)
 	ListPage(ctx context.Context, f fsm.Filter, p fsm.Page, c cluster.Consistency) (cluster.LeasePage, error)
@@ -62,6 +62,10 @@ type Node interface {
 	IsLeader() bool
 	ID() string
 	LeaderHTTPAddr() string
+	// LeaderHTTP is the leader's id and the HTTP address it gave itself
+	// (never one that gossip announced), waiting until ctx ends for an
+	// answer not yet in.
+	LeaderHTTP(ctx context.Context) (id, addr string)
 	LastContact() time.Duration
 	Health() cluster.NodeHealth
 
@@ -78,7 +82,7 @@ type Node interface {
 	TransferLeadership(ctx context.Context, id string) (string, error)
 	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)
 	Backup(ctx context.Context) ([]byte, error)
-	RestoreSnapshot(ctx context.Context, b []byte, tokenFloor uint64) (cluster.RestoreResult, error)
+	RestoreSnapshot(ctx context.Context, b []byte, opts cluster.RestoreOptions) (cluster.RestoreResult, error)
 	Keyring() ([]cluster.KeyringView, int, error)
 	ChangeKeyring(op cluster.KeyringMessage) error
 	SendKeyringToWorkers(ctx context.Context, op cluster.KeyringMessage) ([]string, error)

@@ -133,7 +133,8 @@ func TestOpenAPIEnumsAreTheClients(t *testing.T) {
 		want   []string
 	}{
 		{"ErrorCode", client.ErrorCodes()},
-		{"Right", []string{client.RightRead, client.RightWrite, client.RightRevoke, client.RightGroups, client.RightOperator, client.RightACL}},
+		{"Right", []string{client.RightRead, client.RightWrite, client.RightRevoke, client.RightGroups, client.RightOperator, client.RightACL,
+			client.RightMetrics, client.RightDebug}},
 	} {
 		ref := doc.Components.Schemas[tc.schema]
 		if ref == nil || ref.Value == nil {
@@ -196,7 +197,7 @@ func TestOpenAPISchemasAreTheClientTypes(t *testing.T) {
 	extra := map[string][]string{"NodeStatus": {"last_contact"}}
 	fixed := map[string]map[string]bool{
 		"Lease": {"key": true, "holder": true, "token": true, "ttl": true, "state": true, "expires_in": false, "acquired_at": false,
-			"renewed_at": false, "metadata": false, "reason": false, "ending": false, "modify_index": true},
+			"renewed_at": false, "metadata": false, "reason": false, "ending": false, "modify_index": true, "secret": false},
 		"RevokedLease": {"key": true, "holder": true, "token": true, "reason": true, "forced": true, "frees_in": true},
 	}
 	for name, v := range types {
@@ -546,6 +547,12 @@ func specRequest(t *testing.T, cl specCall, url string, body []byte, secrets map
 // cluster of three servers with ACLs on and mutual TLS, each request and
 // each answer (status, headers, body) validated against docs/openapi.yaml.
 // A route without a call here fails, so a new route comes with its check.
+// The lease secrets of TestOpenAPIDescribesRealAnswers' calls.
+const (
+	specSecret      = "5ec7e75ec7e75ec7e75ec7e75ec7e75e"
+	specOtherSecret = "0123456789abcdef0123456789abcdef"
+)
+
 func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	sc := newSpecChecker(t, docs.OpenAPI)
 	pki := newTestPKI(t)
@@ -638,8 +645,10 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "POST", path: "/v1/workers/w1/register", body: `{"groups":[]}`, as: "boot", status: 400, code: client.CodeInvalidGroups, badInput: true},
 
 		// Leases.
-		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s","metadata":{"zone":"a"}}`, as: "boot", status: 201, follower: true},
-		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s"}`, as: "boot", status: 200},
+		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s","metadata":{"zone":"a"},"secret":"` + specSecret + `"}`, as: "boot", status: 201, follower: true},
+		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s","secret":"` + specSecret + `"}`, as: "boot", status: 200},
+		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s"}`, as: "boot", status: 409, code: client.CodeHeld},
+		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s","secret":"short"}`, as: "boot", status: 400, code: client.CodeInvalidSecret, badInput: true},
 		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h2","ttl":"30s","wait":"10ms"}`, as: "boot", status: 409, code: client.CodeHeld},
 		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"bad"}`, as: "boot", status: 400, code: client.CodeInvalidTTL, badInput: true},
 		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"30s","owner":"x"}`, as: "boot", status: 400, code: client.CodeInvalidBody, badInput: true},
@@ -659,14 +668,17 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "GET", path: "/v1/leases?prefix=c/&state=held&holder=h1&limit=1&stale=true", as: "reader", status: 200, follower: true},
 		{method: "GET", path: "/v1/leases?state=bogus", as: "reader", status: 400, code: client.CodeInvalidQuery, badInput: true},
 		{method: "GET", path: "/v1/leases?prefix=c/&cursor=!!", as: "reader", status: 400, code: client.CodeInvalidQuery},
-		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":1}`, as: "boot", status: 200, follower: true},
-		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":99}`, as: "boot", status: 404, code: client.CodeLeaseLost},
-		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":"1"}`, as: "boot", status: 400, code: client.CodeInvalidToken, badInput: true},
-		{method: "POST", path: "/v1/renew", body: `{"holder":"h1","leases":[{"key":"c/a","token":1},{"key":"c/a","token":99}]}`, as: "boot", status: 200},
-		{method: "POST", path: "/v1/renew", body: `{"holder":"h1","leases":[{"key":"c/a","token":1}],"brief":true}`, as: "boot", status: 200},
-		{method: "DELETE", path: "/v1/leases/c/a?holder=h2&token=1", as: "boot", status: 409, code: client.CodeNotHolder},
-		{method: "DELETE", path: "/v1/leases/c/a?holder=h1&token=1", as: "boot", status: 204, follower: true},
-		{method: "DELETE", path: "/v1/leases/c/a", body: `{"holder":"h1","token":1}`, as: "boot", status: 204},
+		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":1,"secret":"` + specSecret + `"}`, as: "boot", status: 200, follower: true},
+		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":99,"secret":"` + specSecret + `"}`, as: "boot", status: 404, code: client.CodeLeaseLost},
+		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":"1","secret":"` + specSecret + `"}`, as: "boot", status: 400, code: client.CodeInvalidToken, badInput: true},
+		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":1}`, as: "boot", status: 400, code: client.CodeInvalidSecret, badInput: true},
+		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":1,"secret":"` + specOtherSecret + `"}`, as: "boot", status: 409, code: client.CodeWrongSecret},
+		{method: "POST", path: "/v1/renew", body: `{"holder":"h1","secret":"` + specSecret + `","leases":[{"key":"c/a","token":1},{"key":"c/a","token":99},{"key":"c/a","token":1,"secret":"` + specOtherSecret + `"}]}`, as: "boot", status: 200},
+		{method: "POST", path: "/v1/renew", body: `{"holder":"h1","secret":"` + specSecret + `","leases":[{"key":"c/a","token":1}],"brief":true}`, as: "boot", status: 200},
+		{method: "DELETE", path: "/v1/leases/c/a?holder=h2&token=1&secret=" + specSecret, as: "boot", status: 409, code: client.CodeNotHolder},
+		{method: "DELETE", path: "/v1/leases/c/a", body: `{"holder":"h1","token":1,"secret":"` + specOtherSecret + `"}`, as: "boot", status: 409, code: client.CodeWrongSecret},
+		{method: "DELETE", path: "/v1/leases/c/a?holder=h1&token=1&secret=" + specSecret, as: "boot", status: 204, follower: true},
+		{method: "DELETE", path: "/v1/leases/c/a", body: `{"holder":"h1","token":1,"secret":"` + specSecret + `"}`, as: "boot", status: 204},
 		{method: "PUT", path: "/v1/leases/c/r", body: `{"holder":"h3","ttl":"30s"}`, as: "boot", status: 201},
 		{method: "POST", path: "/v1/revoke/c/r", as: "boot", status: 200},
 		{method: "POST", path: "/v1/revoke/c/r?force=true", as: "boot", status: 200},

@@ -35,14 +35,14 @@ func BenchmarkRenewMany(b *testing.B) {
 		load.Add(1)
 		go func(h int) {
 			defer load.Done()
-			body := client.RenewManyBody{Holder: fmt.Sprintf("holder-%d", h), Leases: make([]client.LeaseRef, per)}
+			body := client.RenewManyBody{Holder: fmt.Sprintf("holder-%d", h), Secret: testSecret, Leases: make([]client.LeaseRef, per)}
 			var keys sync.WaitGroup
 			for k := 0; k < per; k++ {
 				keys.Add(1)
 				go func(k int) {
 					defer keys.Done()
 					key := fmt.Sprintf("bulk/%d/%d", h, k)
-					l, _, err := node.Acquire(b.Context(), cluster.AcquireRequest{Key: key, Holder: body.Holder, TTL: time.Minute})
+					l, _, err := node.Acquire(b.Context(), cluster.AcquireRequest{Key: key, Holder: body.Holder, TTL: time.Minute, Secret: testSecret})
 					if err != nil {
 						b.Error(err)
 						return

@@ -3,8 +3,9 @@ package httpapi
 import "github.com/tenure-io/tenure/client"
 
 // parseRenewMany reads a bulk renewal's body of the one shape that the
-// Go client sends, {"holder":"…","leases":[{"key":"…","token":N},…]}
-// with an optional "brief":true|false last,
+// Go client sends, {"holder":"…","secret":"…","leases":[{"key":"…",
+// "token":N},…]} with "secret" optional (after holder, and after each
+// token), and an optional "brief":true|false last,
 // with any whitespace between tokens, strings of printable ASCII without
 // escapes, and tokens of decimal digits that fit in 64 bits. ok is false
 // for anything else, valid or not: the caller then decodes raw with
@@ -20,7 +21,18 @@ func parseRenewMany(raw []byte) (body client.RenewManyBody, ok bool) {
 	if body.Holder, ok = p.str(); !ok {
 		return body, false
 	}
-	if !p.lit(',') || !p.name("leases") || !p.lit('[') {
+	if !p.lit(',') {
+		return body, false
+	}
+	if p.peekName("secret") {
+		if !p.name("secret") {
+			return body, false
+		}
+		if body.Secret, ok = p.str(); !ok || !p.lit(',') {
+			return body, false
+		}
+	}
+	if !p.name("leases") || !p.lit('[') {
 		return body, false
 	}
 	body.Leases = []client.LeaseRef{}
@@ -38,7 +50,19 @@ func parseRenewMany(raw []byte) (body client.RenewManyBody, ok bool) {
 			if !p.lit(',') || !p.name("token") {
 				return body, false
 			}
-			if ref.Token, ok = p.uint(); !ok || !p.lit('}') {
+			if ref.Token, ok = p.uint(); !ok {
+				return body, false
+			}
+			if p.peek(',') {
+				p.i++
+				if !p.name("secret") {
+					return body, false
+				}
+				if ref.Secret, ok = p.str(); !ok {
+					return body, false
+				}
+			}
+			if !p.lit('}') {
 				return body, false
 			}
 			body.Leases = append(body.Leases, ref)
@@ -92,6 +116,14 @@ func (p *renewParser) lit(c byte) bool {
 	}
 	p.i++
 	return true
+}
+
+// peekName skips whitespace and reports whether the string "field" is
+// next, without reading it.
+func (p *renewParser) peekName(field string) bool {
+	p.space()
+	rest := p.b[p.i:]
+	return len(rest) >= len(field)+2 && rest[0] == '"' && string(rest[1:1+len(field)]) == field && rest[1+len(field)] == '"'
 }
 
 // name reads "field" followed by a colon.

@@ -24,6 +24,9 @@ func TestParseRenewManyAgreesWithTheDecoder(t *testing.T) {
 		`{"holder":"h","leases":[{"key":"k","token":7}]}`,
 		`{"holder":"h","leases":[{"key":"k","token":7}],"brief":true}`,
 		`{"holder":"h","leases":[],"brief":false}`,
+		`{"holder":"h","secret":"0123456789abcdef0123456789abcdef","leases":[{"key":"k","token":7}],"brief":true}`,
+		`{"holder":"h","leases":[{"key":"k","token":7,"secret":"s-1"},{"key":"j","token":8}]}`,
+		`{"holder":"h","secret":"s","leases":[{"key":"k","token":7,"secret":"t"}]}`,
 	}
 	alphabet := []byte(`{}[]":,0123456789 .e-\ahkxtruefls` + "\x00\x7f\xff\n")
 	accepted, refused := 0, 0
@@ -66,7 +69,7 @@ func TestParseRenewManyAgreesWithTheDecoder(t *testing.T) {
 	}
 	// What the client sends, at the largest batch.
 	var sb strings.Builder
-	sb.WriteString(`{"holder":"h","leases":[`)
+	sb.WriteString(`{"holder":"h","secret":"0123456789abcdef0123456789abcdef","leases":[`)
 	for i := range 1024 {
 		if i > 0 {
 			sb.WriteByte(',')
@@ -96,6 +99,8 @@ func TestParseRenewManyLeavesOtherShapesToTheDecoder(t *testing.T) {
 		`{"holder":"h","leases":[]} {}`,                                      // trailing value
 		`{"holder":"h","leases":[{"token":1,"key":"k"}]}`,                    // other order inside
 		`{"holder":"é","leases":[]}`,                                         // non-ASCII
+		`{"holder":"h","leases":[],"secret":"s"}`,                            // secret after the leases
+		`{"holder":"h","leases":[{"key":"k","secret":"s","token":1}]}`,       // secret before the token
 	} {
 		if _, ok := parseRenewMany([]byte(body)); ok {
 			t.Errorf("parser accepted %s", body)

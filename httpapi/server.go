@@ -47,14 +47,15 @@ type Config struct {
 	// MaxBlockingWait caps the wait of blocking queries.
 	MaxBlockingWait time.Duration
 	// ForwardClient sends forwarded requests; it must not time out on its
-	// own, since blocking requests may take minutes. With TLS on, its
-	// transport verifies the leader against the cluster's CA and presents
-	// this server's own certificate.
+	// own, since blocking requests may take minutes. With TLS on, make it
+	// with NewForwardClient: it presents this server's own certificate and
+	// accepts only a certificate of the cluster's CA that names the node
+	// id of the server the request is for.
 	ForwardClient *http.Client
 	// ForwardScheme is "http", or "https" when the servers serve the API
-	// over TLS. The leader's address announced over gossip is host:port;
-	// the scheme comes from here, since every server of a cluster runs
-	// TLS or none does.
+	// over TLS. The leader's address (Node.LeaderHTTP) is host:port; the
+	// scheme comes from here, since every server of a cluster runs TLS or
+	// none does.
 	ForwardScheme string
 	// MetricsOpen serves /metrics without a token while ACLs are on
 	// (otherwise it needs the operator right).
@@ -197,14 +198,14 @@ func New(cfg Config) (*Server, error) {
 	r.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
 	r.HandleFunc("/v1/openapi.yaml", serveOpenAPI).Methods(http.MethodGet) // public documentation: no token
-	metrics := onCluster(fsm.RightOperator)
+	metrics := onCluster(fsm.RightMetrics)
 	if cfg.MetricsOpen {
 		metrics = open
 	}
 	prom := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
 	r.Handle("/metrics", s.local(metrics, plain(prom.ServeHTTP))).Methods(http.MethodGet)
-	r.Handle("/v1/debug/pprof/{profile}", s.local(onCluster(fsm.RightOperator), s.profile)).Methods(http.MethodGet)
-	r.Handle("/v1/debug/logs", s.local(onCluster(fsm.RightOperator), s.recentLogs)).Methods(http.MethodGet)
+	r.Handle("/v1/debug/pprof/{profile}", s.local(onCluster(fsm.RightDebug), s.profile)).Methods(http.MethodGet)
+	r.Handle("/v1/debug/logs", s.local(onCluster(fsm.RightDebug), s.recentLogs)).Methods(http.MethodGet)
 	// The page and its static files hold no data: its script reads the API
 	// with the operator's token.
 	r.HandleFunc("/ui", s.page).Methods(http.MethodGet)

@@ -127,20 +127,43 @@ func LoadPool(path string) (*x509.CertPool, error) {
 
 // VerifyServer checks that chain (the peer's certificate first, then any
 // intermediates) was issued by a CA of roots, is valid now, carries the
-// server role of clusterName (ServerName(clusterName) among its DNS SANs)
-// and may be used both to serve and to dial (server and client
-// authentication). A server accepts a Raft peer or a forwarded request as
-// a server only when this returns nil. The error wraps ErrNotServer.
+// server role of clusterName (ServerName(clusterName) among its DNS SANs),
+// may be used both to serve and to dial (server and client
+// authentication), and names exactly one node id (ServerID). A server
+// accepts a Raft peer or a forwarded request as a server only when this
+// returns nil. The error wraps ErrNotServer, and also ErrNoServerID when
+// the certificate is a server's that names no single id.
 func VerifyServer(chain []*x509.Certificate, roots *x509.CertPool, clusterName string) error {
+	_, err := verifyServer(chain, roots, clusterName)
+	return err
+}
+
+// VerifyServerID is VerifyServer, and checks that the node id the
+// certificate names is id: the peer dialled for server id, or announcing
+// it, is that server. A certificate of another id fails with an error
+// wrapping ErrNotServer and ErrWrongServerID.
+func VerifyServerID(chain []*x509.Certificate, roots *x509.CertPool, clusterName, id string) error {
+	got, err := verifyServer(chain, roots, clusterName)
+	if err != nil {
+		return err
+	}
+	if got != id {
+		return fmt.Errorf("%w: %w: certificate names node id %q, want %q", ErrNotServer, ErrWrongServerID, got, id)
+	}
+	return nil
+}
+
+// verifyServer is VerifyServer; it returns the node id the certificate names.
+func verifyServer(chain []*x509.Certificate, roots *x509.CertPool, clusterName string) (string, error) {
 	if len(chain) == 0 {
-		return fmt.Errorf("%w: no certificate", ErrNotServer)
+		return "", fmt.Errorf("%w: no certificate", ErrNotServer)
 	}
 	if roots == nil {
-		return fmt.Errorf("%w: no CA to verify against", ErrNotServer)
+		return "", fmt.Errorf("%w: no CA to verify against", ErrNotServer)
 	}
 	name, err := clusterNameOf(clusterName)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNotServer, err)
+		return "", fmt.Errorf("%w: %w", ErrNotServer, err)
 	}
 	inter := x509.NewCertPool()
 	for _, c := range chain[1:] {
@@ -154,10 +177,14 @@ func VerifyServer(chain []*x509.Certificate, roots *x509.CertPool, clusterName s
 			KeyUsages:     []x509.ExtKeyUsage{usage},
 		})
 		if err != nil {
-			return fmt.Errorf("%w: certificate %q: %w", ErrNotServer, chain[0].Subject.CommonName, err)
+			return "", fmt.Errorf("%w: certificate %q: %w", ErrNotServer, chain[0].Subject.CommonName, err)
 		}
 	}
-	return nil
+	id, err := ServerID(chain[0], name)
+	if err != nil {
+		return "", fmt.Errorf("%w: certificate %q: %w", ErrNotServer, chain[0].Subject.CommonName, err)
+	}
+	return id, nil
 }
 
 // VerifyServerConnection returns a tls.Config.VerifyConnection function
@@ -167,6 +194,33 @@ func VerifyServerConnection(roots *x509.CertPool, clusterName string) func(tls.C
 	return func(cs tls.ConnectionState) error {
 		return VerifyServer(cs.PeerCertificates, roots, clusterName)
 	}
+}
+
+// VerifyServerIDConnection is VerifyServerConnection for a peer that must
+// be server id (VerifyServerID).
+func VerifyServerIDConnection(roots *x509.CertPool, clusterName, id string) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		return VerifyServerID(cs.PeerCertificates, roots, clusterName, id)
+	}
+}
+
+// OwnServerID returns the node id that the server certificate of f names
+// for clusterName (without verifying its chain): a server checks at start
+// that it is its own -node-id.
+func OwnServerID(f Files, clusterName string) (string, error) {
+	b, err := os.ReadFile(f.CertFile)
+	if err != nil {
+		return "", err
+	}
+	cert, err := ParseCertificate(b)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", f.CertFile, err)
+	}
+	name, err := clusterNameOf(clusterName)
+	if err != nil {
+		return "", err
+	}
+	return ServerID(cert, name)
 }
 
 // clusterNameOf is clusterName for a name that must be given.

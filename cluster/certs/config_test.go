@@ -100,6 +100,23 @@ func TestVerifyServer(t *testing.T) {
 	}
 }
 
+// TestVerifyServerID: a server certificate stands for the one node id it
+// names, and for no other.
+func TestVerifyServerID(t *testing.T) {
+	ca := newCA(t, "prod")
+	roots := poolOf(ca.Certificate())
+	n1 := chainOf(t, issueServer(t, ca, "prod", "n1").CertPEM)
+	if err := VerifyServerID(n1, roots, "prod", "n1"); err != nil {
+		t.Fatalf("VerifyServerID(n1's certificate, n1): %v", err)
+	}
+	for _, id := range []string{"n3", "n", "n1 ", ""} {
+		err := VerifyServerID(n1, roots, "prod", id)
+		if !errors.Is(err, ErrWrongServerID) || !errors.Is(err, ErrNotServer) {
+			t.Errorf("VerifyServerID(n1's certificate, %q): got %v, want ErrWrongServerID and ErrNotServer", id, err)
+		}
+	}
+}
+
 func TestFilesValidate(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -341,15 +358,19 @@ func TestOpenSSLCertificatesByTheSameRule(t *testing.T) {
 	}
 	write("ca.cnf", "[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = openssl test CA\n"+
 		"[v3_ca]\nbasicConstraints = critical,CA:TRUE\nkeyUsage = critical,keyCertSign,cRLSign\nsubjectKeyIdentifier = hash\n")
-	write("server.ext", "subjectAltName = DNS:server.prod.tenure,DNS:localhost,IP:127.0.0.1\n"+
+	write("server.ext", "subjectAltName = DNS:server.prod.tenure,DNS:localhost,IP:127.0.0.1,URI:tenure://prod/server/n1\n"+
 		"extendedKeyUsage = serverAuth,clientAuth\nkeyUsage = critical,digitalSignature\n")
-	write("serveronly.ext", "subjectAltName = DNS:server.prod.tenure,DNS:localhost,IP:127.0.0.1\n"+
+	write("noid.ext", "subjectAltName = DNS:server.prod.tenure,DNS:localhost,IP:127.0.0.1\n"+
+		"extendedKeyUsage = serverAuth,clientAuth\nkeyUsage = critical,digitalSignature\n")
+	write("twoids.ext", "subjectAltName = DNS:server.prod.tenure,URI:tenure://prod/server/n1,URI:tenure://prod/server/n2\n"+
+		"extendedKeyUsage = serverAuth,clientAuth\nkeyUsage = critical,digitalSignature\n")
+	write("serveronly.ext", "subjectAltName = DNS:server.prod.tenure,DNS:localhost,IP:127.0.0.1,URI:tenure://prod/server/n1\n"+
 		"extendedKeyUsage = serverAuth\nkeyUsage = critical,digitalSignature\n")
 	write("client.ext", "extendedKeyUsage = clientAuth\nkeyUsage = critical,digitalSignature\n")
 
 	runOpenSSL(t, dir, "ecparam", "-name", "prime256v1", "-genkey", "-out", "ca-key.pem")
 	runOpenSSL(t, dir, "req", "-x509", "-new", "-key", "ca-key.pem", "-config", "ca.cnf", "-extensions", "v3_ca", "-days", "30", "-out", "ca.pem")
-	for _, leaf := range []string{"server", "serveronly", "client"} {
+	for _, leaf := range []string{"server", "noid", "twoids", "serveronly", "client"} {
 		runOpenSSL(t, dir, "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", leaf+"-key.pem")
 		runOpenSSL(t, dir, "req", "-new", "-key", leaf+"-key.pem", "-subj", "/CN="+leaf, "-out", leaf+".csr")
 		runOpenSSL(t, dir, "x509", "-req", "-in", leaf+".csr", "-CA", "ca.pem", "-CAkey", "ca-key.pem", "-CAcreateserial",
@@ -376,6 +397,8 @@ func TestOpenSSLCertificatesByTheSameRule(t *testing.T) {
 			wantOK bool
 		}{
 			{name: "server certificate", cert: "server.pem", wantOK: true},
+			{name: "server certificate without a node id", cert: "noid.pem"},
+			{name: "server certificate with two node ids", cert: "twoids.pem"},
 			{name: "server certificate without clientAuth", cert: "serveronly.pem"},
 			{name: "client certificate", cert: "client.pem"},
 		}
@@ -384,6 +407,15 @@ func TestOpenSSLCertificatesByTheSameRule(t *testing.T) {
 				err := VerifyServer(chainOf(t, read(tt.cert)), roots, "prod")
 				if tt.wantOK != (err == nil) {
 					t.Fatalf("VerifyServer: got %v, want ok=%v", err, tt.wantOK)
+				}
+				if !tt.wantOK {
+					return
+				}
+				if err := VerifyServerID(chainOf(t, read(tt.cert)), roots, "prod", "n1"); err != nil {
+					t.Fatalf("VerifyServerID(n1): %v", err)
+				}
+				if err := VerifyServerID(chainOf(t, read(tt.cert)), roots, "prod", "n2"); !errors.Is(err, ErrWrongServerID) {
+					t.Fatalf("VerifyServerID(n2): got %v, want ErrWrongServerID", err)
 				}
 			})
 		}

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -44,6 +46,13 @@ var (
 	// cluster (no DNS SAN server.<cluster-name>.tenure, or a key usage
 	// missing), or was not issued by the cluster's CA.
 	ErrNotServer = errors.New("not a server certificate of this cluster")
+	// ErrNoServerID: a server certificate names no node id (no URI SAN
+	// tenure://<cluster-name>/server/<node-id>), or more than one: it
+	// cannot stand for a server (a certificate never stands for two).
+	ErrNoServerID = errors.New("server certificate names no single node id")
+	// ErrWrongServerID: a server certificate names another node id than
+	// the one announced or configured for the peer.
+	ErrWrongServerID = errors.New("server certificate names another node id")
 	// ErrExists: a file to be written exists already; nothing was written.
 	ErrExists = errors.New("file exists")
 )
@@ -59,6 +68,43 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
 // "server.<clusterName>.tenure".
 func ServerName(clusterName string) string {
 	return "server." + clusterName + ".tenure"
+}
+
+// ServerURIScheme is the scheme of the URI SAN that names a server's node
+// id: tenure://<cluster-name>/server/<node-id> (ServerURI).
+const ServerURIScheme = "tenure"
+
+// ServerURI returns the URI SAN that names server nodeID of clusterName:
+// "tenure://<clusterName>/server/<nodeID>". Node ids are [A-Za-z0-9._-],
+// so the URI needs no escaping.
+func ServerURI(clusterName, nodeID string) *url.URL {
+	return &url.URL{Scheme: ServerURIScheme, Host: clusterName, Path: "/server/" + nodeID}
+}
+
+// ServerID returns the node id that cert names for clusterName: the one
+// URI SAN tenure://<clusterName>/server/<node-id>. A certificate with no
+// such URI, with two (of any cluster), or with a node id that is not 1 to
+// 128 of [A-Za-z0-9._-] names none: the error wraps ErrNoServerID. It does
+// not verify the chain (VerifyServer does).
+func ServerID(cert *x509.Certificate, clusterName string) (string, error) {
+	var ids []string
+	for _, u := range cert.URIs {
+		if u.Scheme != ServerURIScheme {
+			continue
+		}
+		id, ok := strings.CutPrefix(u.Path, "/server/")
+		if !ok || u.Host != clusterName || !nameRE.MatchString(id) || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return "", fmt.Errorf("%w: URI %s is not %s", ErrNoServerID, u, "tenure://"+clusterName+"/server/<node-id>")
+		}
+		ids = append(ids, id)
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("%w: no URI SAN %s (reissue it: tenure tls cert create -server -node-id ID)", ErrNoServerID, "tenure://"+clusterName+"/server/<node-id>")
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("%w: it names %d: %s", ErrNoServerID, len(ids), strings.Join(ids, ", "))
 }
 
 // Authority is a certificate authority that signs the certificates of one
@@ -163,7 +209,8 @@ type ServerOptions struct {
 	// ClusterName makes the server SAN server.<ClusterName>.tenure. Empty
 	// means DefaultClusterName.
 	ClusterName string
-	// NodeID is the server's node id; it goes into the subject. Required.
+	// NodeID is the server's node id; it goes into the URI SAN
+	// ServerURI(ClusterName, NodeID) (and the subject). Required.
 	NodeID string
 	// DNSNames and IPAddresses are SANs on top of the server name,
 	// "localhost" and 127.0.0.1: the names and addresses clients and the
@@ -177,8 +224,9 @@ type ServerOptions struct {
 
 // IssueServer makes a server certificate: usable for server and client
 // authentication (servers dial each other), with the DNS SANs
-// ServerName(ClusterName) and "localhost", the IP SAN 127.0.0.1, and the
-// additional names and addresses.
+// ServerName(ClusterName) and "localhost", the IP SAN 127.0.0.1, the
+// additional names and addresses, and the URI SAN ServerURI(ClusterName,
+// NodeID): its identity, which peers check (ServerID).
 func (a *Authority) IssueServer(opts ServerOptions) (Pair, error) {
 	name, err := clusterName(opts.ClusterName)
 	if err != nil {
@@ -207,6 +255,7 @@ func (a *Authority) IssueServer(opts ServerOptions) (Pair, error) {
 		Subject:     pkix.Name{CommonName: ServerName(name), OrganizationalUnit: []string{opts.NodeID}, Organization: []string{"tenure"}},
 		DNSNames:    dns,
 		IPAddresses: ips,
+		URIs:        []*url.URL{ServerURI(name, opts.NodeID)},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}

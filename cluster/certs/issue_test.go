@@ -171,6 +171,13 @@ func TestIssueServer(t *testing.T) {
 			if c.KeyUsage != x509.KeyUsageDigitalSignature {
 				t.Errorf("KeyUsage: got %b, want DigitalSignature", c.KeyUsage)
 			}
+			wantURI := "tenure://prod/server/" + tt.opts.NodeID
+			if len(c.URIs) != 1 || c.URIs[0].String() != wantURI {
+				t.Errorf("URI SANs: got %v, want [%s] (the node id)", c.URIs, wantURI)
+			}
+			if id, err := ServerID(c, "prod"); err != nil || id != tt.opts.NodeID {
+				t.Errorf("ServerID: got %q, %v, want %q", id, err, tt.opts.NodeID)
+			}
 			if c.IsCA {
 				t.Error("a server certificate is a CA")
 			}

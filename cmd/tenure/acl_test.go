@@ -83,7 +83,7 @@ func TestTokenFlagAndEnv(t *testing.T) {
 	}
 	// On leases renew and release, -token is the fencing token; the ACL
 	// token is -acl-token.
-	if r := runCLI(t, "leases", "release", "k", "-holder", "h", "-token", "3", "-http-addr", srv.URL, "-acl-token", "from-acl-flag"); r.code != exitOK {
+	if r := runCLI(t, "leases", "release", "k", "-holder", "h", "-token", "3", "-secret", strings.Repeat("s", 32), "-http-addr", srv.URL, "-acl-token", "from-acl-flag"); r.code != exitOK {
 		t.Fatalf("leases release: %d %s", r.code, r.stderr)
 	}
 	if want := []string{"from-env", "from-flag", "from-acl-flag"}; !reflect.DeepEqual(got, want) {

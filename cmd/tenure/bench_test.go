@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -73,8 +72,8 @@ func (s *leaseStore) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, s.wire(key, l))
 	case r.Method == "DELETE":
 		key := strings.TrimPrefix(r.URL.Path, "/v1/leases/")
-		tok, _ := strconv.ParseUint(r.URL.Query().Get("token"), 10, 64)
-		if l := s.leases[key]; l != nil && l.held && l.holder == r.URL.Query().Get("holder") && l.token == tok {
+		// The client sends holder, token and secret in the body.
+		if l := s.leases[key]; l != nil && l.held && l.holder == body.Holder && l.token == body.Token {
 			l.held = false
 		}
 		w.WriteHeader(204)

@@ -142,11 +142,14 @@ Subcommands:
     transfer-leader [ID]    Hand leadership to ID, or to the most up-to-date server
     keyring                 List and rotate the gossip encryption keys
     raft promote ID         Make the non-voting server ID a voter
-    recover -data-dir DIR -node-id ID [-confirm ID]
+    recover -data-dir DIR -node-id ID [-token-floor N] [-confirm ID]
                             On a STOPPED server, after a quorum of servers is
                             lost for good: make it the only voter of its Raft
                             configuration, keeping its data; start it again,
-                            then join fresh servers to it
+                            then join fresh servers to it. -token-floor: a
+                            bound of the tokens the lost servers handed out;
+                            above this server's counter, the counter is
+                            raised to it and every held lease is freed
 `
 
 func (e *env) operator(ctx context.Context, args []string) int {

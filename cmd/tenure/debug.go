@@ -68,7 +68,7 @@ func (e *env) debug(ctx context.Context, args []string) int {
 				return e.fail(ctx.Err())
 			}
 			if errors.Is(err, client.ErrPermissionDenied) || errors.Is(err, client.ErrACLNotFound) {
-				return e.fail(fmt.Errorf("%s: %s refused the request: %w; tenure debug needs an ACL token with the operator right (-token, or $%s)",
+				return e.fail(fmt.Errorf("%s: %s refused the request: %w; tenure debug needs an ACL token with the debug right (-token, or $%s)",
 					p.file, d.Address(), err, client.EnvHTTPToken))
 			}
 			if p.file == "status.json" {

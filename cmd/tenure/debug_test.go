@@ -65,7 +65,7 @@ func TestDebugCommand(t *testing.T) {
 	})
 	none := filepath.Join(dir, "none.tar.gz")
 	r = runCLI(t, "debug", "-http-addr", denied.URL, "-output", none)
-	if r.code != exitError || !strings.Contains(r.stderr, "operator right") || !strings.Contains(r.stderr, "no token") {
+	if r.code != exitError || !strings.Contains(r.stderr, "debug right") || !strings.Contains(r.stderr, "no token") {
 		t.Errorf("debug with a refused token: exit %d, stderr %q; want 1 naming the right needed", r.code, r.stderr)
 	}
 	if _, err := os.Stat(none); !os.IsNotExist(err) {

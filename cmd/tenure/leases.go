@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -15,11 +16,15 @@ const leasesUsage = `Usage: tenure leases <subcommand> [args]
 Subcommands:
     list [-prefix P] [-state held|free] [-holder H] [-stale]
     get KEY [-stale]
-    acquire KEY -holder H -ttl D [-wait D] [-meta k=v ...]
-                        (by the holder of KEY: restarts its deadline, and
-                        -meta replaces its metadata)
-    renew KEY -holder H -token N
-    release KEY -holder H -token N
+    acquire KEY -holder H -ttl D [-wait D] [-meta k=v ...] [-secret S]
+                        prints the lease's secret; again by the holder of
+                        KEY with that secret: restarts its deadline, and
+                        -meta replaces its metadata
+    renew KEY -holder H -token N -secret S
+    release KEY -holder H -token N -secret S
+                        -secret defaults to $TENURE_LEASE_SECRET; a lease
+                        acquired elsewhere has a secret only its acquirer
+                        knows: end it with revoke instead
     revoke KEY [-force]       end the lease: the key frees when the holder's
                               deadline passes (-force: at once; fencing only)
     revoke -holder H [-force] end every lease of H
@@ -104,13 +109,20 @@ func (e *env) leasesGet(ctx context.Context, args []string) int {
 	return e.printLease(cf.json, "", l)
 }
 
+// envLeaseSecret names the environment variable that the -secret flag of
+// leases acquire, renew and release defaults to: a secret on the command
+// line is visible to every user of the machine (ps).
+const envLeaseSecret = "TENURE_LEASE_SECRET"
+
 func (e *env) leasesAcquire(ctx context.Context, args []string) int {
 	var cf clusterFlags
 	var req client.AcquireRequest
 	meta := metaFlag{}
-	fs := e.newFlagSet("leases acquire", "leases acquire KEY -holder H -ttl D [-wait D] [-meta k=v ...]")
+	fs := e.newFlagSet("leases acquire", "leases acquire KEY -holder H -ttl D [-wait D] [-meta k=v ...] [-secret S]")
 	cf.register(fs)
 	fs.StringVar(&req.Holder, "holder", "", "holder identity (default: hostname-pid-random, printed)")
+	fs.StringVar(&req.Secret, "secret", os.Getenv(envLeaseSecret),
+		"lease secret, 32 to 128 characters of [A-Za-z0-9_-] (default $"+envLeaseSecret+", else a new one, printed); renew and release need it")
 	fs.DurationVar(&req.TTL, "ttl", 10*time.Second, "lifetime of the lease")
 	fs.DurationVar(&req.Wait, "wait", 0, "queue behind the current holder for up to this long")
 	fs.Var(meta, "meta", "metadata entry key=value (repeatable)")
@@ -147,16 +159,19 @@ type leaseFlags struct {
 	cluster clusterFlags
 	holder  string
 	token   uint64
+	secret  string
 	fs      *flag.FlagSet
 }
 
 func (e *env) newLeaseFlags(name string) *leaseFlags {
-	f := &leaseFlags{fs: e.newFlagSet("leases "+name, "leases "+name+" KEY -holder H -token N")}
+	f := &leaseFlags{fs: e.newFlagSet("leases "+name, "leases "+name+" KEY -holder H -token N -secret S")}
 	// -token is the fencing token here, defined first: the ACL token is
 	// -acl-token (or the environment) on these commands.
 	f.fs.Uint64Var(&f.token, "token", 0, "fencing token of the lease (required)")
 	f.cluster.register(f.fs)
 	f.fs.StringVar(&f.holder, "holder", "", "holder of the lease (required)")
+	f.fs.StringVar(&f.secret, "secret", os.Getenv(envLeaseSecret),
+		"the lease's secret, as its acquire printed it (required; default $"+envLeaseSecret+")")
 	return f
 }
 
@@ -169,6 +184,10 @@ func (f *leaseFlags) connect(e *env, args []string) (key string, c *client.Clien
 	}
 	if f.holder == "" || f.token == 0 {
 		return "", nil, e.usageError(f.fs, "-holder and -token are required"), false
+	}
+	if f.secret == "" {
+		return "", nil, e.usageError(f.fs, "-secret is required: the secret that the lease's acquire printed (or $"+envLeaseSecret+"); "+
+			"a holder's name and token are not enough. To end a lease acquired by someone else, use: tenure leases revoke KEY"), false
 	}
 	c, err := f.cluster.client()
 	if err != nil {
@@ -183,7 +202,7 @@ func (e *env) leasesRenew(ctx context.Context, args []string) int {
 	if !ok {
 		return code
 	}
-	l, _, err := c.Leases().Renew(ctx, key, f.holder, f.token)
+	l, _, err := c.Leases().WithSecret(f.secret).Renew(ctx, key, f.holder, f.token)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -199,7 +218,7 @@ func (e *env) leasesRelease(ctx context.Context, args []string) int {
 	// A holder and token that never were the key's lease fail with
 	// not_holder (and a non-zero exit); a lease that ended already is not
 	// an error, but is not "Released" either.
-	m, err := c.Leases().Release(ctx, key, f.holder, f.token)
+	m, err := c.Leases().WithSecret(f.secret).Release(ctx, key, f.holder, f.token)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -312,6 +331,9 @@ func (e *env) printLease(asJSON bool, title string, l *client.LeaseInfo) int {
 		field("Metadata", pairs(l.Metadata))
 	}
 	field("Modify index", l.ModifyIndex)
+	if l.Secret != "" { // an acquire's answer
+		field("Secret", l.Secret+" (renew and release need it: -secret or $"+envLeaseSecret+")")
+	}
 	w.Flush()
 	return exitOK
 }

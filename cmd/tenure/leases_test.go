@@ -137,15 +137,15 @@ func TestLeasesAcquire(t *testing.T) {
 		{
 			name:      "already held, wait and metadata",
 			status:    200,
-			args:      []string{"-holder", "tracker-0", "-wait", "30s", "-meta", "zone=a", "-meta", "rack=7", "scene-01"},
-			wantBody:  map[string]any{"holder": "tracker-0", "ttl": "10s", "wait": "30s", "metadata": map[string]any{"zone": "a", "rack": "7"}},
+			args:      []string{"-holder", "tracker-0", "-wait", "30s", "-meta", "zone=a", "-meta", "rack=7", "-secret", cliSecret, "scene-01"},
+			wantBody:  map[string]any{"holder": "tracker-0", "ttl": "10s", "wait": "30s", "metadata": map[string]any{"zone": "a", "rack": "7"}, "secret": cliSecret},
 			wantTitle: "Already held by this holder: scene-01 (deadline restarted, metadata replaced)",
 		},
 		{
 			name:      "already held, no metadata",
 			status:    200,
-			args:      []string{"-holder", "tracker-0", "scene-01"},
-			wantBody:  map[string]any{"holder": "tracker-0", "ttl": "10s"},
+			args:      []string{"-holder", "tracker-0", "-secret", cliSecret, "scene-01"},
+			wantBody:  map[string]any{"holder": "tracker-0", "ttl": "10s", "secret": cliSecret},
 			wantTitle: "Already held by this holder: scene-01 (deadline restarted)\n",
 		},
 	}
@@ -164,7 +164,11 @@ func TestLeasesAcquire(t *testing.T) {
 				t.Errorf("request = %s %s, want PUT /v1/leases/scene-01", req.Method, req.Path)
 			}
 			var body map[string]any
-			if err := json.Unmarshal([]byte(req.Body), &body); err != nil || !reflect.DeepEqual(body, tt.wantBody) {
+			err := json.Unmarshal([]byte(req.Body), &body)
+			if s, _ := body["secret"].(string); tt.wantBody["secret"] == nil && len(s) == 32 {
+				delete(body, "secret") // a new secret, made by the command
+			}
+			if err != nil || !reflect.DeepEqual(body, tt.wantBody) {
 				t.Errorf("body = %s, want %v", req.Body, tt.wantBody)
 			}
 			if !strings.HasPrefix(got.stdout, tt.wantTitle) {
@@ -216,12 +220,12 @@ func TestLeasesRenewReleaseRevoke(t *testing.T) {
 		wantQuery  map[string]string
 		wantOut    string
 	}{
-		{"renew", []string{"renew", "scene-01", "-holder", "tracker-0", "-token", "17"}, 200,
-			"POST", "/v1/renew/scene-01", `{"holder":"tracker-0","token":17}`, nil, "Renewed scene-01"},
-		{"release", []string{"release", "scene-01", "-holder", "tracker-0", "-token", "17"}, 204,
-			"DELETE", "/v1/leases/scene-01", "", map[string]string{"holder": "tracker-0", "token": "17"}, "Released scene-01 (token 17)"},
-		{"release json", []string{"release", "scene-01", "-holder", "tracker-0", "-token", "17", "-json"}, 204,
-			"DELETE", "/v1/leases/scene-01", "", nil, `"released": true`},
+		{"renew", []string{"renew", "scene-01", "-holder", "tracker-0", "-token", "17", "-secret", cliSecret}, 200,
+			"POST", "/v1/renew/scene-01", `{"holder":"tracker-0","token":17,"secret":"` + cliSecret + `"}`, nil, "Renewed scene-01"},
+		{"release", []string{"release", "scene-01", "-holder", "tracker-0", "-token", "17", "-secret", cliSecret}, 204,
+			"DELETE", "/v1/leases/scene-01", `{"holder":"tracker-0","token":17,"secret":"` + cliSecret + `"}`, nil, "Released scene-01 (token 17)"},
+		{"release json", []string{"release", "scene-01", "-holder", "tracker-0", "-token", "17", "-json", "-secret", cliSecret}, 204,
+			"DELETE", "/v1/leases/scene-01", `{"holder":"tracker-0","token":17,"secret":"` + cliSecret + `"}`, nil, `"released": true`},
 		{"revoke", []string{"revoke", "scene-01"}, 200, "POST", "/v1/revoke/scene-01", "", nil,
 			"Revoked scene-01 (holder tracker-0, token 17): renewals refused (revoked), frees in 4.2s"},
 		{"revoke forced", []string{"revoke", "scene-01", "-force"}, 200, "POST", "/v1/revoke/scene-01", "", map[string]string{"force": "true"},
@@ -273,11 +277,11 @@ func TestLeasesReleaseSaysWhatHappened(t *testing.T) {
 			w.Header().Set(client.HeaderRelease, "gone")
 			w.WriteHeader(204)
 		})
-		got := runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-http-addr", srv.URL)
+		got := runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-secret", cliSecret, "-http-addr", srv.URL)
 		if got.code != exitOK || strings.Contains(got.stdout, "Released") || !strings.Contains(got.stdout, "Nothing to release") {
 			t.Errorf("exit %d, stdout %q; want 0 and nothing released", got.code, got.stdout)
 		}
-		got = runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-json", "-http-addr", srv.URL)
+		got = runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-json", "-secret", cliSecret, "-http-addr", srv.URL)
 		if !strings.Contains(got.stdout, `"released": false`) || !strings.Contains(got.stdout, `"already_gone": true`) {
 			t.Errorf("json = %q, want released false, already_gone true", got.stdout)
 		}
@@ -286,7 +290,7 @@ func TestLeasesReleaseSaysWhatHappened(t *testing.T) {
 		srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 409, map[string]any{"error": "not_holder", "message": "key \"scene-01\" is held by \"t0\" under token 17", "lease": lease("scene-01")})
 		})
-		got := runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-http-addr", srv.URL)
+		got := runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-secret", cliSecret, "-http-addr", srv.URL)
 		if got.code != exitError || !strings.Contains(got.stderr, "error: not_holder") || strings.Contains(got.stdout, "Released") {
 			t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and the not_holder error", got.code, got.stdout, got.stderr)
 		}
@@ -298,7 +302,7 @@ func TestLeasesRenewLostFails(t *testing.T) {
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 404, map[string]any{"error": "lease_lost", "message": "lease scene-01 token 17 is gone", "reason": "expired"})
 	})
-	got := runCLI(t, "leases", "renew", "scene-01", "-holder", "h", "-token", "17", "-http-addr", srv.URL)
+	got := runCLI(t, "leases", "renew", "scene-01", "-holder", "h", "-token", "17", "-secret", cliSecret, "-http-addr", srv.URL)
 	if got.code != exitError || !strings.Contains(got.stderr, "error: lease_lost (expired)") {
 		t.Errorf("renew of a lost lease = %d, stderr %q; want 1 and the lease_lost reason", got.code, got.stderr)
 	}
@@ -316,5 +320,37 @@ func TestLeasesRevokeEmptyHolder(t *testing.T) {
 	got := runCLI(t, "leases", "revoke", "-holder=", "-http-addr", srv.URL)
 	if got.code != exitUsage || !strings.Contains(got.stderr, "-holder") {
 		t.Errorf("exit code %d, stderr %q; want a usage error naming -holder", got.code, got.stderr)
+	}
+}
+
+// cliSecret is the lease secret of the tests' renewals and releases.
+const cliSecret = "c11c11c11c11c11c11c11c11c11c11c1"
+
+// Renewing or releasing without the lease's secret is refused before any
+// request, and says what to do instead: a holder's name and token do not
+// make the caller its holder.
+func TestLeasesReleaseNeedsTheSecret(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })
+	t.Setenv(envLeaseSecret, "")
+	for _, sub := range []string{"renew", "release"} {
+		got := runCLI(t, "leases", sub, "scene-01", "-holder", "h", "-token", "17", "-http-addr", srv.URL)
+		if got.code != exitUsage || !strings.Contains(got.stderr, "-secret is required") || !strings.Contains(got.stderr, "tenure leases revoke") {
+			t.Errorf("%s without -secret = exit %d, stderr %q; want a usage error naming -secret and revoke", sub, got.code, got.stderr)
+		}
+	}
+	srv.mu.Lock()
+	n := len(srv.reqs)
+	srv.mu.Unlock()
+	if n != 0 {
+		t.Errorf("the server received %d requests, want none", n)
+	}
+	// The environment stands in for the flag.
+	t.Setenv(envLeaseSecret, cliSecret)
+	got := runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-http-addr", srv.URL)
+	if got.code != exitOK {
+		t.Fatalf("release with $%s = exit %d, stderr %q", envLeaseSecret, got.code, got.stderr)
+	}
+	if req := srv.only(t); !strings.Contains(req.Body, `"secret":"`+cliSecret+`"`) {
+		t.Errorf("release body = %s, want the secret of $%s", req.Body, envLeaseSecret)
 	}
 }

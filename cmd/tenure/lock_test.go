@@ -101,7 +101,7 @@ func (f *lockFake) released() bool {
 	f.fakeServer.mu.Lock()
 	defer f.fakeServer.mu.Unlock()
 	for _, r := range f.reqs {
-		if r.Method == http.MethodDelete && r.Query.Get("token") == "7" {
+		if r.Method == http.MethodDelete && strings.Contains(r.Body, `"token":7,`) {
 			return true
 		}
 	}

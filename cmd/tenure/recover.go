@@ -19,10 +19,12 @@ var recoverInput io.Reader = os.Stdin
 // hashicorp/raft, for a cluster that lost a quorum for good.
 func (e *env) operatorRecover(_ context.Context, args []string) int {
 	var dataDir, nodeID, confirm string
-	fs := e.newFlagSet("operator recover", "operator recover -data-dir DIR -node-id ID [-confirm ID]")
+	var floor uint64
+	fs := e.newFlagSet("operator recover", "operator recover -data-dir DIR -node-id ID [-token-floor N] [-confirm ID]")
 	fs.StringVar(&dataDir, "data-dir", "", "the data dir of the stopped server to recover (required)")
 	fs.StringVar(&nodeID, "node-id", "", "its node id (required)")
 	fs.StringVar(&confirm, "confirm", "", "the node id again, instead of typing it when asked")
+	fs.Uint64Var(&floor, "token-floor", 0, "a bound of the tokens the lost servers may have handed out (the newest backup's last token plus a margin); above the survivor's counter, the counter is raised to it and every held lease is freed")
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
 		return code
 	}
@@ -52,7 +54,7 @@ restart with a full TTL when %[1]s starts; tokens never go back.
 		fmt.Fprintf(e.stderr, "error: confirmation %q is not the node id %q: nothing changed\n", confirm, nodeID)
 		return exitError
 	}
-	r, err := cluster.RecoverAlone(dataDir, nodeID, nil)
+	r, err := cluster.RecoverAlone(dataDir, nodeID, floor, nil)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -62,6 +64,9 @@ restart with a full TTL when %[1]s starts; tokens never go back.
 	}
 	fmt.Fprintf(e.stdout, "Recovered %s: it is now the only voter (was: %s).\n", nodeID, strings.Join(old, ", "))
 	fmt.Fprintf(e.stdout, "State: %d leases (%d held), last token %d, cluster %s.\n", r.Leases, r.Held, r.LastToken, r.ClusterID)
+	if r.Freed > 0 {
+		fmt.Fprintf(e.stdout, "-token-floor %d was above the survivor's counter: %d held leases freed (they may have changed hands on the lost servers).\n", floor, r.Freed)
+	}
 	fmt.Fprintf(e.stdout, "Next: start %s as before; then start fresh servers (empty data dirs) that join it, and remove nothing: the lost servers are already out.\n", nodeID)
 	return exitOK
 }

@@ -63,7 +63,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.BoolVar(&c.AllowLostRaftState, "allow-lost-raft-state", false, "DANGER: start although the identity file says this server was a member and its Raft state is gone; remove the server from the cluster first (see README)")
 	fs.Var(gossipKeyFlag{&c.GossipKey}, "gossip-key", "base64 key (32 bytes, tenure keygen) that encrypts gossip; seeds the keyring kept in the data dir")
 	fs.StringVar(&s.initial, "initial-cluster", "", "static bootstrap instead of gossip: id=raft-addr=http-addr,… for every server")
-	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "name of the cluster (one DNS label): the leader admits to Raft only servers of this name; with TLS, Raft peers must hold a certificate for server.<name>.tenure")
+	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "name of the cluster (one DNS label): the leader admits to Raft only servers of this name; with TLS, Raft peers must hold a certificate for server.<name>.tenure that names their node id")
 	fs.DurationVar(&c.ServerStabilization, "server-stabilization-time", c.ServerStabilization, "how long a new server must stay caught up as a non-voter before the leader promotes it")
 	fs.DurationVar(&c.DeadServerCleanup, "dead-server-cleanup", c.DeadServerCleanup, "remove a server dead this long from Raft (voters only while enough remain); 0 never does")
 	fs.Uint64Var(&c.MaxCatchUpLag, "max-catch-up-lag", c.MaxCatchUpLag, "log entries a server may trail the leader's commit index and still be promoted")
@@ -90,7 +90,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often Raft checks whether to snapshot")
 	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", c.SnapshotThreshold, "log entries between snapshots")
 	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", c.TrailingLogs, "log entries kept after a snapshot")
-	fs.StringVar(&s.tls.CertFile, "tls-cert-file", "", "PEM certificate of this server: the HTTP API serves TLS only (needs -tls-key-file)")
+	fs.StringVar(&s.tls.CertFile, "tls-cert-file", "", "PEM certificate of this server, naming its -node-id: the HTTP API serves TLS only (needs -tls-key-file)")
 	fs.StringVar(&s.tls.KeyFile, "tls-key-file", "", "PEM private key of -tls-cert-file")
 	fs.StringVar(&s.tls.CAFile, "tls-ca-file", "", "PEM CA certificate(s): verify client certificates (-tls-verify-incoming) and the leader when forwarding")
 	fs.BoolVar(&s.tls.VerifyIncoming, "tls-verify-incoming", false, "require client certificates signed by -tls-ca-file (mutual TLS)")
@@ -438,7 +438,8 @@ func (f gossipKeyFlag) Set(s string) error {
 // httpsConfig loads the TLS files: the listener's configuration, and the
 // client that forwards to the leader over https with this server's own
 // certificate, verifying that the leader holds the server role of
-// clusterName (not merely a certificate for the address it announced).
+// clusterName and that its certificate names the leader's node id (not
+// merely a certificate for the address it gave).
 // Both are nil when TLS is off.
 func httpsConfig(f certs.Files, clusterName string) (*tls.Config, *http.Client, error) {
 	if !f.Enabled() {
@@ -452,13 +453,11 @@ func httpsConfig(f certs.Files, clusterName string) (*tls.Config, *http.Client, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("tls: %w", err)
 	}
-	out.InsecureSkipVerify = true // VerifyConnection checks chain, role and usages
-	out.VerifyConnection = certs.VerifyServerConnection(out.RootCAs, clusterName)
-	forward := &http.Client{Transport: &http.Transport{
-		TLSClientConfig:     out,
-		ForceAttemptHTTP2:   true,
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-	}}
+	forward := httpapi.NewForwardClient(out, func(id string) func(tls.ConnectionState) error {
+		if !cluster.ServerIDsChecked() {
+			return certs.VerifyServerConnection(out.RootCAs, clusterName)
+		}
+		return certs.VerifyServerIDConnection(out.RootCAs, clusterName, id)
+	})
 	return in, forward, nil
 }

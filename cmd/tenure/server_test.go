@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/httpapi"
 )
 
 func TestServerTLSSettings(t *testing.T) {
@@ -90,7 +92,8 @@ func TestServeRefusesUnreadableTLSFiles(t *testing.T) {
 }
 
 // A follower forwards only to a leader that proves the server role of the
-// cluster: a certificate of the CA for the right address is not enough.
+// cluster and the leader's node id: a certificate of the CA for the right
+// address is not enough, nor is another server's.
 func TestForwardingVerifiesTheServerRole(t *testing.T) {
 	dir := t.TempDir()
 	ca, err := certs.NewAuthority(certs.CAOptions{})
@@ -116,7 +119,9 @@ func TestForwardingVerifiesTheServerRole(t *testing.T) {
 	follower := write("n1", pair, err)
 	pair, err = ca.IssueServer(certs.ServerOptions{NodeID: "n2"})
 	leader := write("n2", pair, err)
-	pair, err = ca.IssueServer(certs.ServerOptions{NodeID: "x", ClusterName: "staging"})
+	pair, err = ca.IssueServer(certs.ServerOptions{NodeID: "n3"})
+	other := write("n3", pair, err)
+	pair, err = ca.IssueServer(certs.ServerOptions{NodeID: "n2", ClusterName: "staging"})
 	staging := write("staging", pair, err)
 
 	_, forward, err := httpsConfig(follower, "tenure")
@@ -128,8 +133,9 @@ func TestForwardingVerifiesTheServerRole(t *testing.T) {
 		leader certs.Files
 		ok     bool
 	}{
-		{"a server of the cluster", leader, true},
-		{"a server of another cluster name, same CA and address", staging, false},
+		{"the leader, a server of the cluster", leader, true},
+		{"another server of the cluster (n3 for n2)", other, false},
+		{"a server of another cluster name, same CA, address and id", staging, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srvCfg, err := certs.ServerConfig(tc.leader)
@@ -140,7 +146,11 @@ func TestForwardingVerifiesTheServerRole(t *testing.T) {
 			srv.TLS = srvCfg
 			srv.StartTLS()
 			defer srv.Close()
-			resp, err := forward.Get(srv.URL)
+			req, err := http.NewRequestWithContext(httpapi.ForServer(context.Background(), "n2"), http.MethodGet, srv.URL, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := forward.Do(req)
 			if err == nil {
 				resp.Body.Close()
 			}

@@ -19,21 +19,29 @@ Subcommands:
                             written
     inspect FILE            Check a backup (format, checksum, every record)
                             and print what it holds; needs no server
-    restore [-token-floor N] FILE
+    restore [-token-floor N] [-unverified] FILE
                             Replace the whole cluster's state with a backup,
                             through Raft (every server takes it). Leases
                             held now keep their holder; the backup's other
                             held leases restart with a full TTL; the next
                             token is above every token handed out before
-                            the backup and since. Restoring into another
-                            cluster: -token-floor is the old cluster's last
-                            token (or more)
+                            the backup and since, and a key whose last
+                            token is higher now than in the backup comes
+                            back free with it. The ACL state is restored
+                            only with the acl right. A backup this cluster
+                            did not sign (another cluster's, an edited one,
+                            one of a build before signed backups) is
+                            refused without -unverified, which needs the
+                            acl right. Restoring into another cluster:
+                            -token-floor is the old cluster's last token
+                            (or more)
     list [-json] DIR        List the backups a server wrote to its -backup-dir
                             DIR, oldest first, each checked
     take                    Make the server that answers take a Raft
                             snapshot of its own now (compacts its log)
 
-save and restore need the operator right when ACLs are on.
+save and restore need the operator right when ACLs are on; restoring the
+backup's ACL state, and -unverified, need the acl right too.
 `
 
 func (e *env) snapshot(ctx context.Context, args []string) int {
@@ -100,6 +108,7 @@ func (e *env) snapshotInspect(_ context.Context, args []string) int {
 	row(w, "Index:", info.Index)
 	row(w, "Term:", info.Term)
 	row(w, "Cluster:", info.ClusterID)
+	row(w, "Signed:", signedText(info.Signed))
 	row(w, "Last token:", info.LastToken)
 	row(w, "Leases:", fmt.Sprintf("%d (%d held)", info.Leases, info.Held))
 	row(w, "Groups:", info.Groups)
@@ -114,10 +123,11 @@ func (e *env) snapshotInspect(_ context.Context, args []string) int {
 // snapshotRestore is `tenure snapshot restore FILE`.
 func (e *env) snapshotRestore(ctx context.Context, args []string) int {
 	var cf clusterFlags
-	var floor uint64
-	fs := e.newFlagSet("snapshot restore", "snapshot restore [-http-addr A] [-token-floor N] [-json] FILE")
+	var opts client.RestoreOptions
+	fs := e.newFlagSet("snapshot restore", "snapshot restore [-http-addr A] [-token-floor N] [-unverified] [-json] FILE")
 	cf.register(fs)
-	fs.Uint64Var(&floor, "token-floor", 0, "the next token is above N (the last token of the cluster the backup came from, when it is another)")
+	fs.Uint64Var(&opts.TokenFloor, "token-floor", 0, "the next token is above N (the last token of the cluster the backup came from, when it is another)")
+	fs.BoolVar(&opts.Unverified, "unverified", false, "restore a backup this cluster did not sign (another cluster's, an edited one, or one of a build before signed backups); needs the acl right")
 	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
 	if !ok {
 		return code
@@ -129,7 +139,7 @@ func (e *env) snapshotRestore(ctx context.Context, args []string) int {
 	if _, err := fsm.InspectSnapshot(b); err != nil {
 		return e.fail(fmt.Errorf("%s: %w; nothing restored", pos[0], err))
 	}
-	res, _, err := c.Operator().RestoreSnapshot(ctx, b, floor)
+	res, _, err := c.Operator().RestoreSnapshotWith(ctx, b, opts)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -138,6 +148,12 @@ func (e *env) snapshotRestore(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(e.stdout, "Restored %s (index %d of cluster %s): %d leases, %d held now, next token above %d\n",
 		pos[0], res.Snapshot.Index, res.Snapshot.ClusterID, res.Restored.Leases, res.Restored.Held, res.Restored.LastToken)
+	if !res.Verified {
+		fmt.Fprintln(e.stderr, "warning: the backup is not signed by this cluster (restored because -unverified was given)")
+	}
+	if !res.ACLRestored {
+		fmt.Fprintln(e.stdout, "ACL state: the cluster's own kept (restoring the backup's needs the acl right)")
+	}
 	if !res.Replicated {
 		fmt.Fprintln(e.stderr, "warning: the leader restored the backup, but a quorum of servers had not taken it when it answered: check tenure status until a leader serves")
 	}
@@ -218,4 +234,11 @@ func (e *env) snapshotList(_ context.Context, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+func signedText(signed bool) string {
+	if signed {
+		return "yes (only the cluster that wrote it can check the signature)"
+	}
+	return "no (a restore needs -unverified)"
 }

@@ -96,9 +96,9 @@ func (e *env) tlsCertCreate(_ context.Context, args []string) int {
 		server, clientCert bool
 		dnsNames, ipAddrs  namesFlag
 	)
-	fs.BoolVar(&server, "server", false, "make a server certificate (server and client auth, SAN server.<cluster-name>.tenure)")
+	fs.BoolVar(&server, "server", false, "make a server certificate (server and client auth, SANs server.<cluster-name>.tenure and tenure://<cluster-name>/server/<node-id>)")
 	fs.BoolVar(&clientCert, "client", false, "make a client certificate (client auth only)")
-	nodeID := fs.String("node-id", "", "node id of the server (-server)")
+	nodeID := fs.String("node-id", "", "node id of the server (-server): its certificate names it, and peers check it")
 	name := fs.String("name", "", "name of the client, its common name (-client; default: the next free number)")
 	clusterName := fs.String("cluster-name", certs.DefaultClusterName, "cluster name: servers get the SAN server.<cluster-name>.tenure")
 	fs.Var(&dnsNames, "additional-dnsname", "extra DNS SAN of a server certificate (repeatable)")

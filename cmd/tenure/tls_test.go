@@ -57,6 +57,9 @@ func TestTLSCreateWritesFiles(t *testing.T) {
 				if len(c.IPAddresses) != 2 || c.IPAddresses[1].String() != "10.0.0.1" {
 					t.Errorf("IP SANs %v, want 127.0.0.1 and 10.0.0.1", c.IPAddresses)
 				}
+				if len(c.URIs) != 1 || c.URIs[0].String() != "tenure://tenure/server/n1" {
+					t.Errorf("URI SANs %v, want [tenure://tenure/server/n1] (the node id)", c.URIs)
+				}
 			},
 		},
 		{
@@ -66,6 +69,9 @@ func TestTLSCreateWritesFiles(t *testing.T) {
 			check: func(t *testing.T, c *x509.Certificate) {
 				if !slices.Contains(c.DNSNames, "server.prod.tenure") {
 					t.Errorf("DNS SANs %v lack server.prod.tenure", c.DNSNames)
+				}
+				if len(c.URIs) != 1 || c.URIs[0].String() != "tenure://prod/server/n2" {
+					t.Errorf("URI SANs %v, want [tenure://prod/server/n2]", c.URIs)
 				}
 			},
 		},

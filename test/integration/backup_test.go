@@ -2,8 +2,10 @@ package integration
 
 import (
 	"context"
+	be "encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,8 +83,8 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRunTenure(t, nil, "snapshot", "inspect", "-json", file).stdout), &info); err != nil {
 		t.Fatalf("inspect -json: %v", err)
 	}
-	if info.Held != 2 || info.LastToken != a.Token()+1 || info.ClusterID == "" {
-		t.Errorf("inspect = %+v, want 2 held, last token %d, a cluster id", info, a.Token()+1)
+	if info.Held != 2 || info.LastToken != a.Token()+1 || info.ClusterID == "" || !info.Signed {
+		t.Errorf("inspect = %+v, want 2 held, last token %d, a cluster id, signed", info, a.Token()+1)
 	}
 
 	// After the backup: a changes hands, c is new, b is released.
@@ -138,5 +140,178 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 	}
 	if r := runTenure(t, opsEnv, "snapshot", "restore", file); r.code == 0 || !strings.Contains(r.stderr, "nothing restored") {
 		t.Fatalf("restore of a file that is not a backup: exit %d, stderr %q; want a refusal saying nothing was restored", r.code, r.stderr)
+	}
+}
+
+// TestSnapshotRestoreByAnOperatorKeepsACLsAndTokens: on real servers with
+// mutual TLS and ACLs on, an operator token (no acl) restores a backup:
+// a token made since the backup still works, and app/rk, held by alice in
+// the backup and taken and released by bob since, comes back free with
+// bob's token. An edited backup is refused, -unverified is refused to the
+// operator, and a management token may restore it with -unverified.
+func TestSnapshotRestoreByAnOperatorKeepsACLsAndTokens(t *testing.T) {
+	p := newTestPKI(t)
+	certFile, keyFile := p.client(t, "ops")
+	c := newCluster(t)
+	c.scheme = "https"
+	c.http = httpClient(t, p, certFile, keyFile)
+	c.nodeArgs = p.serverArgs("-acl-enabled")
+	c.start(t, 3)
+	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	boot := bootstrapACL(t, tlsClient(t, "ops", tc, c.httpAddrs()...), startTimeout)
+	c.token = boot.SecretID
+	c.leader(t)
+	withToken := func(holder, token string) *client.Client {
+		cfg := client.DefaultConfig()
+		cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS, cfg.Timeout = c.httpAddrs(), holder, token, tc, 10*time.Second
+		cl, err := client.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	admin := withToken("ops", boot.SecretID)
+	for name, rights := range map[string][]string{"app": {client.RightRead, client.RightWrite}, "ops": {client.RightOperator}} {
+		if _, err := admin.ACL().SetPolicy(ctx, name, client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "", Rights: rights}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token := func(policy string) string {
+		tok, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{policy}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.SecretID
+	}
+	app, op := token("app"), token("ops")
+	env := []string{"TENURE_HTTP_ADDR=" + strings.Join(c.httpAddrs(), ","), "TENURE_CACERT=" + p.caFile(),
+		"TENURE_CLIENT_CERT=" + certFile, "TENURE_CLIENT_KEY=" + keyFile}
+	opEnv := append(env, "TENURE_HTTP_TOKEN="+op)
+	adminEnv := append(env, "TENURE_HTTP_TOKEN="+boot.SecretID)
+
+	alice, err := withToken("alice", app).Acquire(ctx, "app/rk", client.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "backup.snap")
+	mustRunTenure(t, opEnv, "snapshot", "save", file)
+	if err := alice.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob, err := withToken("bob", app).Acquire(ctx, "app/rk", client.WithTTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	later := token("app")
+
+	out := mustRunTenure(t, opEnv, "snapshot", "restore", file)
+	if !strings.Contains(out.stdout, "the cluster's own kept") {
+		t.Errorf("restore by the operator printed %q, want it to say the ACL state was kept", out.stdout)
+	}
+	if _, err := withToken("x", later).ACL().Self(ctx); err != nil {
+		t.Fatalf("a token made after the backup, after the operator's restore: %v", err)
+	}
+	got, _, err := admin.Leases().Get(ctx, "app/rk", nil)
+	if err != nil || got.State == client.StateHeld || got.Token != bob.Token() {
+		t.Fatalf("app/rk after the restore: %+v, %v; want free with bob's token %d (alice had %d)", got, err, bob.Token(), alice.Token())
+	}
+
+	// An edited backup (its CRC made good again) is refused.
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(b), "alice")
+	if i < 0 {
+		t.Fatal("the backup does not name alice")
+	}
+	b[i] = 'm'     // "mlice"
+	body := b[38:] // after magic, version and MAC: the snapshot
+	be.BigEndian.PutUint32(body[len(body)-4:], crc32.Checksum(body[:len(body)-4], crc32.MakeTable(crc32.Castagnoli)))
+	edited := filepath.Join(t.TempDir(), "edited.snap")
+	if err := os.WriteFile(edited, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := runTenure(t, opEnv, "snapshot", "restore", edited); r.code == 0 || !strings.Contains(r.stderr, "not signed by this cluster") {
+		t.Fatalf("restore of an edited backup: exit %d, stderr %q; want a refusal naming the signature", r.code, r.stderr)
+	}
+	if r := runTenure(t, opEnv, "snapshot", "restore", "-unverified", edited); r.code == 0 || !strings.Contains(r.stderr, "permission_denied") {
+		t.Fatalf("-unverified by the operator: exit %d, stderr %q; want permission_denied", r.code, r.stderr)
+	}
+	if r := mustRunTenure(t, adminEnv, "snapshot", "restore", "-unverified", edited); !strings.Contains(r.stderr, "not signed by this cluster") {
+		t.Errorf("-unverified by the management token: stderr %q, want the warning", r.stderr)
+	}
+}
+
+// TestLargeBackupRestoresWithoutAnElection: three server processes with
+// the default Raft timings hold 10,302 leases, 2,300 of them with the
+// largest metadata a lease may carry; `tenure snapshot save` writes a
+// backup of about 39 MB, and `tenure snapshot restore` puts it back
+// without an election.
+func TestLargeBackupRestoresWithoutAnElection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and restores 39 MB")
+	}
+	c := newCluster(t)
+	c.start(t, 3, "-heartbeat-timeout", "100ms", "-election-timeout", "100ms", "-leader-lease-timeout", "100ms")
+	c.leader(t)
+	cfg := client.DefaultConfig()
+	cfg.Addresses, cfg.Timeout = c.httpAddrs(), 30*time.Second
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	meta := map[string]string{}
+	for i := range 16 {
+		meta[fmt.Sprintf("k%02d%s", i, strings.Repeat("k", 61))] = strings.Repeat(string(rune('a'+i)), 1024)
+	}
+	const leases, full, workers = 10302, 2300, 8
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for i := w; i < leases; i += workers {
+				req := client.AcquireRequest{Holder: fmt.Sprintf("worker-%d", i%50), TTL: 30 * time.Minute}
+				if i < full {
+					req.Metadata = meta
+				}
+				if _, _, err := cl.Leases().Acquire(ctx, fmt.Sprintf("big/%05d", i), req); err != nil {
+					errs <- fmt.Errorf("acquire big/%05d: %w", i, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"TENURE_HTTP_ADDR=" + strings.Join(c.httpAddrs(), ",")}
+	file := filepath.Join(t.TempDir(), "backup.snap")
+	mustRunTenure(t, env, "snapshot", "save", file)
+	fi, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.leader(t)
+	term := c.mustStatus(t, l).Term
+	start := time.Now()
+	out := mustRunTenure(t, env, "snapshot", "restore", file)
+	t.Logf("restored %d bytes in %v: %s", fi.Size(), time.Since(start).Round(time.Millisecond), out.stdout)
+	if !strings.Contains(out.stdout, "10302 leases") {
+		t.Errorf("restore printed %q, want 10302 leases", out.stdout)
+	}
+	for i := range c.nodes {
+		if st := c.mustStatus(t, i); st.Term != term {
+			t.Errorf("server %s in term %d after the restore, want %d: the restore cost an election", c.nodes[i].id, st.Term, term)
+		}
 	}
 }

@@ -115,8 +115,9 @@ func readArchive(t *testing.T, path string) map[string][]byte {
 	return files
 }
 
-// `tenure debug` against a server with mutual TLS and ACLs: with an
-// operator token it writes one archive with every part, non-empty; the
+// `tenure debug` against a server with mutual TLS and ACLs: with a token
+// that has only the debug right it writes one archive with every part,
+// non-empty; the
 // goroutine profile is a gzipped pprof protocol buffer, the logs hold the
 // server's recent lines; without a token it fails saying so, and writes
 // nothing.
@@ -135,11 +136,20 @@ func TestDebugArchiveWithTLSAndACLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.use(t, c) // a recent request, logged as acl_request
+	// A token with only the debug right collects every part.
+	ctx := harness.Context(t, 30*time.Second)
+	if _, err := c.ACL().SetPolicy(ctx, "bugs", client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "", Rights: []string{client.RightDebug}}}}); err != nil {
+		t.Fatal(err)
+	}
+	bugs, err := c.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"bugs"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	tlsArgs := []string{"-http-addr", addr, "-ca-file", p.caFile(), "-client-cert", certFile, "-client-key", keyFile}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "bundle.tar.gz")
-	r := runTenure(t, nil, append([]string{"debug", "-token", boot.SecretID, "-output", out}, tlsArgs...)...)
+	r := runTenure(t, nil, append([]string{"debug", "-token", bugs.SecretID, "-output", out}, tlsArgs...)...)
 	if r.code != 0 {
 		t.Fatalf("tenure debug: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
 	}
@@ -175,7 +185,7 @@ func TestDebugArchiveWithTLSAndACLs(t *testing.T) {
 	// Without a token: a clear failure, and no archive.
 	none := filepath.Join(dir, "none.tar.gz")
 	r = runTenure(t, nil, append([]string{"debug", "-output", none}, tlsArgs...)...)
-	if r.code != 1 || !strings.Contains(r.stderr, "operator right") || !strings.Contains(r.stderr, "no token") {
+	if r.code != 1 || !strings.Contains(r.stderr, "debug right") || !strings.Contains(r.stderr, "no token") {
 		t.Errorf("tenure debug without a token: exit %d, stderr %q; want 1 and a message about the token", r.code, r.stderr)
 	}
 	if _, err := os.Stat(none); !os.IsNotExist(err) {

@@ -431,9 +431,10 @@ func parseMetrics(b []byte) map[string]float64 {
 }
 
 // A server of the configuration that comes back at another Raft address (a
-// rescheduled pod with a new IP) is updated in place by the leader and
-// catches up, instead of staying cut off while the leader dials its old
-// address.
+// rescheduled pod with a new IP) is moved by the leader and catches up,
+// instead of staying cut off while the leader dials its old address; a
+// voter comes back as a non-voter there and is promoted again once it has
+// caught up for -server-stabilization-time.
 func TestServerRejoinsAtNewRaftAddress(t *testing.T) {
 	c := startCluster(t, 3)
 	l := c.leader(t)
@@ -465,6 +466,11 @@ func TestServerRejoinsAtNewRaftAddress(t *testing.T) {
 		for _, s := range ls.Servers {
 			if s.ID == nd.id && s.RaftAddr != newAddr {
 				return fmt.Errorf("leader has %s at %s, want %s", nd.id, s.RaftAddr, newAddr)
+			}
+			// It came back as a non-voter (gossip never moves a voter)
+			// and is promoted once caught up for the stabilization time.
+			if s.ID == nd.id && s.Suffrage != "voter" {
+				return fmt.Errorf("leader has %s as %s at %s, want a voter again", nd.id, s.Suffrage, s.RaftAddr)
 			}
 		}
 		st, err := c.status(f)

@@ -14,7 +14,7 @@ import logging
 
 from .client import (ENV_CACERT, ENV_CLIENT_CERT, ENV_CLIENT_KEY, ENV_HTTP_ADDR,
                      ENV_HTTP_TOKEN, Answer, Client, Router, new_holder_id,
-                     normalize_address)
+                     new_lease_secret, normalize_address)
 from .durations import format_duration, parse_duration
 from .election import Election, election_key
 from .errors import (APIError, BadRequestError, DisabledError, DuplicateLeaseError, HeldError,
@@ -22,7 +22,7 @@ from .errors import (APIError, BadRequestError, DisabledError, DuplicateLeaseErr
                      NoLeaderError, NotFoundError, NotHolderError,
                      OverloadedError, PermissionDeniedError, ProhibitedError,
                      ReleasedError, StaleTokenError, TenureError,
-                     UnavailableError)
+                     UnavailableError, WrongSecretError)
 from .fence import FenceValidator
 from .lease import Lease, default_margin, local_deadline, renew_interval
 
@@ -34,6 +34,6 @@ __all__ = [
     "FenceValidator", "HeldError", "InvalidError", "Lease", "LeaseExpiredLocally",
     "LeaseLostError", "NoLeaderError", "NotFoundError", "NotHolderError", "OverloadedError",
     "PermissionDeniedError", "ProhibitedError", "ReleasedError", "Router", "StaleTokenError",
-    "TenureError", "UnavailableError", "default_margin", "election_key", "format_duration",
-    "local_deadline", "new_holder_id", "normalize_address", "parse_duration", "renew_interval",
+    "TenureError", "UnavailableError", "WrongSecretError", "default_margin", "election_key", "format_duration",
+    "local_deadline", "new_holder_id", "new_lease_secret", "normalize_address", "parse_duration", "renew_interval",
 ]

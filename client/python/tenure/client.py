@@ -18,6 +18,7 @@ import http.client
 import json
 import os
 import random
+import secrets
 import socket
 import ssl
 import threading
@@ -48,6 +49,13 @@ def new_holder_id() -> str:
     """hostname-pid-<8 random hex>: a holder identity never reused by a
     restarted process, as the Go client's NewHolderID."""
     return "%s-%d-%s" % (socket.gethostname(), os.getpid(), uuid.uuid4().hex[:8])
+
+
+def new_lease_secret() -> str:
+    """A new lease secret: 128 bits from the operating system's
+    cryptographic source, in 32 hex digits, as the Go client's
+    NewLeaseSecret."""
+    return secrets.token_hex(16)
 
 
 def normalize_address(addr: str, scheme: str) -> str:
@@ -208,7 +216,10 @@ class Client:
     as X-Tenure-Token. ca_file: the CA that signed the servers'
     certificates; cert_file and key_file: the client certificate for
     servers that verify clients (-tls-verify-incoming). holder: the default
-    holder of acquisitions (default new_holder_id()). timeout: seconds of
+    holder of acquisitions (default new_holder_id()). lease_secret: the
+    lease secret sent with every acquisition, renewal and release (default
+    new_lease_secret(), one per Client): only whoever knows a lease's secret
+    may renew, release or acquire it again; a holder's name proves nothing. timeout: seconds of
     one attempt of a call that does not block, and the budget of the waits
     of the retries spanning a failover. retry_max: retries of other
     retryable failures (0: none). retry_base_delay, retry_max_delay: the
@@ -226,7 +237,8 @@ class Client:
                  timeout: float = 10.0, retry_max: int = 5,
                  retry_base_delay: float = 0.025, retry_max_delay: float = 2.0,
                  trust_leader_hints: bool = False,
-                 ssl_context: Optional[ssl.SSLContext] = None):
+                 ssl_context: Optional[ssl.SSLContext] = None,
+                 lease_secret: Optional[str] = None):
         if addresses is None:
             addresses = [DEFAULT_HTTP_ADDR]
         if isinstance(addresses, str):
@@ -262,6 +274,7 @@ class Client:
         self.router = Router(seeds, trusted)
         self.token = token or ""
         self.holder = holder or new_holder_id()
+        self.lease_secret = lease_secret or new_lease_secret()
         self.timeout = float(timeout)
         self.retry_max = int(retry_max)
         self.retry_base_delay = float(retry_base_delay)
@@ -409,14 +422,18 @@ class Client:
 
     def acquire_once(self, key: str, holder: Optional[str] = None, ttl: float = 10.0,
                      wait: float = 0.0, metadata: Optional[Dict[str, str]] = None,
-                     deadline: Optional[float] = None) -> Tuple[Dict[str, Any], Answer]:
-        """PUT /v1/leases/{key}: one acquisition, without keep-alive. Returns
-        the lease (a dict) and the Answer (answer.status 201: a new grant,
-        200: this holder held it already). Raises HeldError (with .lease)
-        when another holder has it after the wait."""
+                     deadline: Optional[float] = None,
+                     secret: Optional[str] = None) -> Tuple[Dict[str, Any], Answer]:
+        """PUT /v1/leases/{key}: one acquisition, without keep-alive, under
+        the lease secret (secret, or the client's lease_secret). Returns the
+        lease (a dict, with its "secret") and the Answer (answer.status 201:
+        a new grant, 200: this holder held it already under this secret).
+        Raises HeldError (with .lease) when another holder has it after the
+        wait, or this holder under another secret."""
         if not key:
             raise InvalidError("key is empty")
-        body: Dict[str, Any] = {"holder": holder or self.holder, "ttl": format_duration(ttl)}
+        body: Dict[str, Any] = {"holder": holder or self.holder, "ttl": format_duration(ttl),
+                                "secret": secret or self.lease_secret}
         if wait > 0:
             body["wait"] = format_duration(wait)
         if metadata is not None:
@@ -426,21 +443,27 @@ class Client:
 
     def renew_once(self, key: str, token: int, holder: Optional[str] = None,
                    attempt_timeout: Optional[float] = None,
-                   deadline: Optional[float] = None) -> Tuple[Dict[str, Any], Answer]:
-        """POST /v1/renew/{key}: renews one lease. Raises LeaseLostError
-        (with .reason) when the lease is no longer held."""
-        body = {"holder": holder or self.holder, "token": int(token)}
+                   deadline: Optional[float] = None,
+                   secret: Optional[str] = None) -> Tuple[Dict[str, Any], Answer]:
+        """POST /v1/renew/{key}: renews one lease under its secret (secret,
+        or the client's lease_secret). Raises LeaseLostError (with .reason)
+        when the lease is no longer held, WrongSecretError when the secret
+        is not the lease's."""
+        body = {"holder": holder or self.holder, "token": int(token), "secret": secret or self.lease_secret}
         ans = self.request("POST", "/v1/renew/" + _quote_key(key), body,
                            attempt_timeout=attempt_timeout, deadline=deadline)
         return ans.body, ans
 
     def release_once(self, key: str, token: int, holder: Optional[str] = None,
-                     deadline: Optional[float] = None) -> bool:
-        """DELETE /v1/leases/{key}: releases a lease; True when this request
-        freed it, False when it had ended already (safe to retry). Raises
-        NotHolderError when that holder and token never were the key's."""
-        q = {"holder": holder or self.holder, "token": str(int(token))}
-        ans = self.request("DELETE", "/v1/leases/" + _quote_key(key), query=q, deadline=deadline)
+                     deadline: Optional[float] = None, secret: Optional[str] = None) -> bool:
+        """DELETE /v1/leases/{key}: releases a lease under its secret
+        (secret, or the client's lease_secret; sent in the body, never in
+        the URL); True when this request freed it, False when it had ended
+        already (safe to retry). Raises NotHolderError when that holder and
+        token never were the key's, WrongSecretError when the secret is not
+        the lease's."""
+        body = {"holder": holder or self.holder, "token": int(token), "secret": secret or self.lease_secret}
+        ans = self.request("DELETE", "/v1/leases/" + _quote_key(key), body, deadline=deadline)
         return ans.headers.get(HEADER_RELEASE.lower(), "") != "gone"
 
     def get_lease(self, key: str, stale: bool = False) -> Optional[Dict[str, Any]]:

@@ -27,8 +27,8 @@ def election_key(name: str) -> str:
 
 class Election:
     """Campaigns for one election. Candidates in one process need distinct
-    holders: the cluster treats an acquisition by the holder that leads as
-    a retry."""
+    holders: the cluster treats an acquisition by the holder that leads,
+    under the client's lease secret, as a retry."""
 
     def __init__(self, client: "Client", name: str, ttl: float = 10.0, holder: Optional[str] = None,
                  metadata: Optional[Dict[str, str]] = None, margin: Optional[float] = None,

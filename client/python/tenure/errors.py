@@ -85,6 +85,12 @@ class NotHolderError(APIError):
     """409 not_holder: that holder and token never were the key's lease."""
 
 
+class WrongSecretError(APIError):
+    """409 wrong_secret: a renewal or a release named the key's held lease
+    (holder and token) without its secret; nothing changed. Only the
+    secret the lease was acquired under makes a caller its holder."""
+
+
 class PermissionDeniedError(APIError):
     """403 permission_denied or acl_not_found: the ACL token may not do this."""
 
@@ -138,6 +144,7 @@ _BY_CODE = {
     "lease_lost": LeaseLostError,
     "not_found": NotFoundError,
     "not_holder": NotHolderError,
+    "wrong_secret": WrongSecretError,
     "permission_denied": PermissionDeniedError,
     "acl_not_found": PermissionDeniedError,
     "disabled": DisabledError,

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from .durations import parse_duration
 from .errors import (APIError, DuplicateLeaseError, HeldError, InvalidError, LeaseExpiredLocally,
-                     LeaseLostError, ReleasedError, TenureError, UnavailableError)
+                     LeaseLostError, ReleasedError, TenureError, UnavailableError, WrongSecretError)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
@@ -238,7 +238,11 @@ class Lease:
 
     def _refused(self, err: APIError) -> None:
         with self._mu:
-            self._freed = isinstance(err, LeaseLostError) and err.reason not in _OPERATOR_REASONS
+            # Nothing left to release, unless an operator ended the lease
+            # (it stays held until its deadline), and nothing a release
+            # could do when the secret is not the lease's.
+            self._freed = (isinstance(err, LeaseLostError) and err.reason not in _OPERATOR_REASONS
+                           or isinstance(err, WrongSecretError))
         self._end("lost", err)
 
     def renew(self) -> None:

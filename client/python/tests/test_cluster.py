@@ -56,6 +56,31 @@ class Leases(ClusterTest):
             b.acquire_once("outside/the/prefix", ttl=5.0)
         self.assertEqual((cm3.exception.status, cm3.exception.code), (403, "permission_denied"))
 
+    def test_holder_name_is_not_enough(self) -> None:
+        # Another client under the same holder name (and ACL token) has
+        # another lease secret: it learns the holder and the token from a
+        # read, and still cannot take, renew or release the lease.
+        a = self.client()
+        b = self.client(holder=a.holder)
+        self.assertNotEqual(a.lease_secret, b.lease_secret)
+        key = self.key("secret")
+        info, _ = a.acquire_once(key, ttl=5.0, metadata={"addr": "a"})
+        self.assertEqual(info["secret"], a.lease_secret, "the acquire answers the lease secret")
+        seen = b.get_lease(key)
+        self.assertNotIn("secret", seen, "a read never shows the secret")
+        with self.assertRaises(tenure.HeldError) as cm:
+            b.acquire_once(key, ttl=5.0, metadata={"addr": "b"})
+        self.assertEqual(cm.exception.field, "secret")
+        with self.assertRaises(tenure.WrongSecretError):
+            b.renew_once(key, seen["token"])
+        with self.assertRaises(tenure.WrongSecretError):
+            b.release_once(key, seen["token"])
+        cur = a.get_lease(key)
+        self.assertEqual((cur["state"], cur["token"], cur["metadata"]), ("held", info["token"], {"addr": "a"}))
+        again, ans = a.acquire_once(key, ttl=5.0)
+        self.assertEqual((ans.status, again["token"]), (200, info["token"]), "the acquirer's retry: the same lease")
+        self.assertTrue(a.release_once(key, info["token"]))
+
     def test_blocking_acquire_is_granted_on_release(self) -> None:
         a, b = self.client(), self.client()
         key = self.key("wait")

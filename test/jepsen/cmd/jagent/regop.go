@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,13 +63,14 @@ func (op regOp) request(ctx context.Context, base string) (*http.Request, error)
 	switch op.f {
 	case fAcquire:
 		method, path = http.MethodPut, "/v1/leases/"+key
-		body = map[string]string{"holder": op.holder, "ttl": durationString(op.ttl)}
+		body = map[string]string{"holder": op.holder, "ttl": durationString(op.ttl), "secret": leaseSecret(op.holder)}
 	case fRenew:
 		method, path = http.MethodPost, "/v1/renew/"+key
-		body = map[string]any{"holder": op.holder, "token": op.token}
+		body = map[string]any{"holder": op.holder, "token": op.token, "secret": leaseSecret(op.holder)}
 	case fRelease:
 		method, path = http.MethodDelete, "/v1/leases/"+key
-		query = "?holder=" + url.QueryEscape(op.holder) + "&token=" + strconv.FormatUint(op.token, 10)
+		query = "?holder=" + url.QueryEscape(op.holder) + "&token=" + strconv.FormatUint(op.token, 10) +
+			"&secret=" + leaseSecret(op.holder)
 	case fRead:
 		method, path = http.MethodGet, "/v1/leases/"+key
 	default:
@@ -90,6 +93,15 @@ func (op regOp) request(ctx context.Context, base string) (*http.Request, error)
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, nil
+}
+
+// leaseSecret is the lease secret of holder: each holder of the register
+// workload is one client, so its secret is a function of its name (the
+// history and its checkers know holders, not secrets), and its retries
+// and re-acquisitions are answered as the same holder's.
+func leaseSecret(holder string) string {
+	sum := sha256.Sum256([]byte("tenure-jepsen-lease-secret:" + holder))
+	return hex.EncodeToString(sum[:16])
 }
 
 // durationString formats nanoseconds as a Go duration string ("2s").

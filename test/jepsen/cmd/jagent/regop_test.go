@@ -120,13 +120,13 @@ func TestRegOpRequests(t *testing.T) {
 		inv  history.Event
 	}{
 		{regOp{f: fAcquire, key: "a/b c", holder: "r1-0", token: 9, ttl: int64(2 * time.Second)},
-			seen{"PUT", "/v1/leases/a/b%20c", `{"holder":"r1-0","ttl":"2s"}`},
+			seen{"PUT", "/v1/leases/a/b%20c", `{"holder":"r1-0","secret":"` + leaseSecret("r1-0") + `","ttl":"2s"}`},
 			history.Event{Kind: history.Invoke, F: fAcquire, Key: "a/b c", Holder: "r1-0", TTL: int64(2 * time.Second)}},
 		{regOp{f: fRenew, key: "k", holder: "r1-0", token: 9, ttl: 1},
-			seen{"POST", "/v1/renew/k", `{"holder":"r1-0","token":9}`},
+			seen{"POST", "/v1/renew/k", `{"holder":"r1-0","secret":"` + leaseSecret("r1-0") + `","token":9}`},
 			history.Event{Kind: history.Invoke, F: fRenew, Key: "k", Holder: "r1-0", Token: 9}},
 		{regOp{f: fRelease, key: "k", holder: "r1&0", token: 9},
-			seen{"DELETE", "/v1/leases/k?holder=r1%260&token=9", ""},
+			seen{"DELETE", "/v1/leases/k?holder=r1%260&token=9&secret=" + leaseSecret("r1&0"), ""},
 			history.Event{Kind: history.Invoke, F: fRelease, Key: "k", Holder: "r1&0", Token: 9}},
 		{regOp{f: fRead, key: "k", holder: "r1-0", token: 9},
 			seen{"GET", "/v1/leases/k", ""},

@@ -1,0 +1,88 @@
+package cluster
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// answering is a confirmDialer whose other end reads the address question
+// and answers id and http, as a server of that id would.
+func answering(t *testing.T, id, http string) confirmDialer {
+	return func(raft.ServerID, raft.ServerAddress, time.Duration) (net.Conn, error) {
+		a, b := net.Pipe()
+		go func() {
+			defer b.Close()
+			var hello [2]byte
+			if _, err := b.Read(hello[:1]); err != nil {
+				return
+			}
+			if _, err := b.Read(hello[1:]); err != nil {
+				return
+			}
+			if hello != [2]byte{addrMagic, addrVersion} {
+				t.Errorf("hello %x, want %x %x", hello, addrMagic, addrVersion)
+				return
+			}
+			w := bufio.NewWriter(b)
+			writeServerID(w, raft.ServerID(id))
+			writeServerID(w, raft.ServerID(http))
+			w.Flush()
+		}()
+		return a, nil
+	}
+}
+
+// A server's HTTP address is taken only from an answer that names the
+// server asked, and only when it is an address.
+func TestAskHTTPAddr(t *testing.T) {
+	for _, tc := range []struct {
+		name, id, http string
+		ok             bool
+	}{
+		{"the server asked", "n1", "10.0.0.1:7500", true},
+		{"another server answers", "n3", "10.0.0.3:7500", false},
+		{"not an address", "n1", "evil", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := askHTTPAddr(answering(t, tc.id, tc.http), "n1", "10.0.0.1:7501", time.Second)
+			if tc.ok {
+				if err != nil || got != tc.http {
+					t.Fatalf("got %q, %v; want %q", got, err, tc.http)
+				}
+				return
+			}
+			if !errors.Is(err, errAddrAnswer) || got != "" {
+				t.Fatalf("got %q, %v; want errAddrAnswer", got, err)
+			}
+		})
+	}
+}
+
+// The cache forgets what a server said once the id is at another Raft
+// address, and a reader that waits gets the answer of the question in
+// flight.
+func TestHTTPAddrsBoundToTheRaftAddress(t *testing.T) {
+	asked := make(chan raft.ServerAddress, 4)
+	h := newHTTPAddrs(func(id raft.ServerID, addr raft.ServerAddress) (string, error) {
+		asked <- addr
+		if addr == "10.0.0.1:7501" {
+			return "10.0.0.1:7500", nil
+		}
+		return "", errors.New("no answer")
+	})
+	ctx := t.Context()
+	if got := h.wait(ctx, "n1", "10.0.0.1:7501"); got != "10.0.0.1:7500" {
+		t.Fatalf("wait: got %q, want 10.0.0.1:7500", got)
+	}
+	if got := h.get("n1", "10.0.0.9:7501"); got != "" {
+		t.Fatalf("at another Raft address: got %q, want nothing until it answers", got)
+	}
+	if got := h.wait(ctx, "n1", "10.0.0.9:7501"); got != "" {
+		t.Fatalf("at another Raft address that does not answer: got %q, want nothing", got)
+	}
+}

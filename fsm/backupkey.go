@@ -1,0 +1,47 @@
+package fsm
+
+import "bytes"
+
+// TypeBackupKey is the command that gives the cluster its backup key
+// (docs/adr/0029-restores-keep-acls-and-tokens.md).
+const TypeBackupKey Type = 31
+
+// BackupKeyLen is the length of a backup key: an HMAC-SHA256 key.
+const BackupKeyLen = 32
+
+// BackupKey gives the cluster the key that signs its backups, once: the
+// first one applied sets it for good, every later one changes nothing
+// (Refused when it carries another key, Done when it repeats the same).
+// The state machine has no randomness: the leader draws the key and
+// proposes it when it finds the state machine without one. The key is in
+// every Raft snapshot and never in a backup (Machine.Backup), so a backup
+// cannot be signed again by whoever holds it.
+type BackupKey struct {
+	Key []byte
+}
+
+func (BackupKey) Type() Type { return TypeBackupKey }
+
+func (c BackupKey) encode(e *encoder) { e.bytes(c.Key) }
+
+// applyBackupKey runs under m.mu.
+func (m *Machine) applyBackupKey(c BackupKey) Result {
+	switch {
+	case len(c.Key) != BackupKeyLen:
+		return Result{Code: Refused}
+	case m.backupKey == nil:
+		m.backupKey = append([]byte(nil), c.Key...)
+		return Result{Code: Done}
+	case bytes.Equal(m.backupKey, c.Key):
+		return Result{Code: Done}
+	default:
+		return Result{Code: Refused}
+	}
+}
+
+// HasBackupKey reports whether a BackupKey command has been applied.
+func (m *Machine) HasBackupKey() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.backupKey != nil
+}
