@@ -20,6 +20,15 @@ const (
 	// time left.
 	tagUnsafeHandover = "tenure_unsafe_handover"
 	tagNoFence        = "jepsen_nofence"
+	// tagUnsafeIdentity: servers trust gossip's word for who a server is
+	// (no node id in certificates is checked; forwarding follows gossip).
+	tagUnsafeIdentity = "tenure_unsafe_identity"
+	// tagUnsafePlainRaft: servers start with ACLs on an unauthenticated
+	// Raft port.
+	tagUnsafePlainRaft = "tenure_unsafe_plainraft"
+	// tagUnsafeRestore: a restore takes the backup's leases and tokens as
+	// they are.
+	tagUnsafeRestore = "tenure_unsafe_restore"
 )
 
 // builder compiles the server and the agent once per set of tags.

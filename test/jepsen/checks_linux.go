@@ -32,7 +32,7 @@ const (
 func (w *world) runChecks(placement *check.Result) ([]check.Result, int, error) {
 	byRole := map[string][]history.Event{}
 	for _, p := range w.all() {
-		if p.history == "" { // servers keep logs, not histories
+		if p.history == "" || p == w.adv.proc { // servers keep logs; the adversary's is judged by resAdversary
 			continue
 		}
 		evs, err := history.ReadFile(p.history)

@@ -53,7 +53,11 @@ type runConfig struct {
 	// RevokeEvery is the mutex workers' -revoke-every: each revokes a
 	// random key (safely, as an operator would) about this often; 0 never.
 	RevokeEvery time.Duration
-	Dir         string // results directory of this run
+	// PlainRaft runs the servers without TLS (ACLs and the gossip key
+	// stay on): only for the negative control whose servers are built
+	// with tenure_unsafe_plainraft.
+	PlainRaft bool
+	Dir       string // results directory of this run
 }
 
 // agent roles and how many processes of each a run starts.
@@ -99,6 +103,10 @@ func setupWorld(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger
 			nodes = append(nodes, name)
 		}
 	}
+	if w.usesAdversary() {
+		w.adv.proc = newAdversary(cfg, agentBin)
+		nodes = append(nodes, advNode)
+	}
 	for _, d := range []string{"logs", "history"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o755); err != nil {
 			return nil, err
@@ -118,9 +126,12 @@ func setupWorld(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger
 	for _, sv := range w.servers {
 		servers[sv.name] = w.net.Addr(sv.name)
 	}
-	if w.sec, err = newSecure(filepath.Join(cfg.Dir, "secure"), servers); err != nil {
+	if w.sec, err = newSecure(filepath.Join(cfg.Dir, "secure"), servers, cfg.PlainRaft); err != nil {
 		w.close()
 		return nil, fmt.Errorf("security set-up: %w", err)
+	}
+	if w.adv.proc != nil {
+		w.adv.proc.env = w.sec.agentEnv("") // a worker's gossip key and client certificate
 	}
 	w.http = w.net.HTTPClient(3 * time.Second)
 	tc, err := w.sec.clientTLS()
@@ -128,7 +139,9 @@ func setupWorld(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger
 		w.close()
 		return nil, err
 	}
-	w.http.Transport.(*http.Transport).TLSClientConfig = tc
+	if tc != nil {
+		w.http.Transport.(*http.Transport).TLSClientConfig = tc
+	}
 	if err := w.net.CheckConnectivity(ctx); err != nil {
 		w.close()
 		return nil, fmt.Errorf("connectivity check after set-up: %w", err)

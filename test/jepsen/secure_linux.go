@@ -24,6 +24,11 @@ type secure struct {
 	dir       string
 	caFile    string
 	gossipKey string
+	// plain: the servers run without TLS, with ACLs and the gossip key
+	// still on: the configuration of a negative control, which only a
+	// server built with tenure_unsafe_plainraft starts (ACLs need Raft
+	// over mutual TLS).
+	plain bool
 	// The harness's own client certificate, and its management token once
 	// the cluster is bootstrapped.
 	certFile, keyFile string
@@ -33,7 +38,7 @@ type secure struct {
 // newSecure makes a CA, a server certificate for each server (for its
 // name and its address in the run's network), a client certificate, and a
 // gossip key, under dir.
-func newSecure(dir string, servers map[string]string) (*secure, error) {
+func newSecure(dir string, servers map[string]string, plain bool) (*secure, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -41,7 +46,7 @@ func newSecure(dir string, servers map[string]string) (*secure, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &secure{dir: dir, caFile: filepath.Join(dir, certs.CACertFile)}
+	s := &secure{dir: dir, caFile: filepath.Join(dir, certs.CACertFile), plain: plain}
 	if err := os.WriteFile(s.caFile, ca.CertPEM(), 0o644); err != nil {
 		return nil, err
 	}
@@ -77,6 +82,9 @@ func (s *secure) serverFiles(name string) (cert, key string) {
 
 // serverArgs are the security flags of server name.
 func (s *secure) serverArgs(name string) []string {
+	if s.plain {
+		return []string{"-gossip-key", s.gossipKey, "-acl-enabled"}
+	}
 	cert, key := s.serverFiles(name)
 	return []string{"-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", s.caFile, "-tls-verify-incoming",
 		"-gossip-key", s.gossipKey, "-acl-enabled"}
@@ -84,11 +92,17 @@ func (s *secure) serverArgs(name string) []string {
 
 // clientTLS is the TLS configuration of the harness's requests.
 func (s *secure) clientTLS() (*tls.Config, error) {
+	if s.plain {
+		return nil, nil
+	}
 	return client.TLSConfig{CAFile: s.caFile, CertFile: s.certFile, KeyFile: s.keyFile}.Build()
 }
 
 // agentEnv is the environment of an agent that acts with token.
 func (s *secure) agentEnv(token string) []string {
+	if s.plain {
+		return []string{client.EnvGossipKey + "=" + s.gossipKey, client.EnvHTTPToken + "=" + token}
+	}
 	return []string{
 		client.EnvCACert + "=" + s.caFile,
 		client.EnvClientCert + "=" + s.certFile,

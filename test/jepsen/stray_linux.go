@@ -107,8 +107,8 @@ func (w *world) sendTimeoutNow(ctx context.Context, from, to *proc) error {
 	}
 }
 
-// dialStream is a raft.StreamLayer that only dials, with TLS: the
-// nemesis sends one RPC and accepts none.
+// dialStream is a raft.StreamLayer that only dials, with TLS (plain TCP
+// when tls is nil): the nemesis sends one RPC and accepts none.
 type dialStream struct {
 	ctx  context.Context
 	dial func(context.Context, string) (net.Conn, error)
@@ -120,8 +120,8 @@ func (s *dialStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.C
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
 	raw, err := s.dial(ctx, string(addr))
-	if err != nil {
-		return nil, err
+	if err != nil || s.tls == nil {
+		return raw, err
 	}
 	conn := tls.Client(raw, s.tls)
 	if err := conn.HandshakeContext(ctx); err != nil {

@@ -106,6 +106,7 @@ func runOne(ctx context.Context, cfg runConfig, b *builder, log hclog.Logger) (*
 	o.Installs = w.snapshotInstalls.Load()
 	nemesisEffects := append(snapshotInstallResult(o), corruptResult(o, w.corruptRefusals.Load())...)
 	nemesisEffects = append(nemesisEffects, diskFullResult(w)...)
+	nemesisEffects = append(nemesisEffects, adversaryResult(w)...)
 	if err := w.healAll(); err != nil {
 		return nil, fmt.Errorf("heal: %w", err)
 	}

@@ -9,6 +9,19 @@ var (
 	allWorkloads     = []string{"register", "mutex", "elect", "place"}
 )
 
+// adversaryRunTime is the fault phase of the short suite's adversary run:
+// each attack about twice.
+const adversaryRunTime = 40 * time.Second
+
+// adversaryRun attacks the secure configuration (adversaryNemeses) and
+// restores old backups (restoreNemeses) under the mutex workload: a
+// restore steps the leases back in time, which the register workload's
+// linearizability check would rightly reject.
+func adversaryRun(servers int, d time.Duration) runConfig {
+	return runConfig{Name: "adversary", Servers: servers, Duration: d, Nemeses: append(append([]string{}, adversaryNemeses...), restoreNemeses...),
+		Workloads: []string{"mutex"}, Stall: 0.1, RevokeEvery: revokeEvery}
+}
+
 // revokeEvery is how often each mutex worker of the suite's runs revokes a
 // random key as an operator would (safely): about every four holder TTLs.
 const revokeEvery = 4 * holderTTL
@@ -32,11 +45,14 @@ func suite(name string, servers int, limit time.Duration, seed uint64) []runConf
 			all = append(all, "majorities-ring")
 		}
 		all = append(all, diskNemeses...)
+		all = append(all, adversaryNemeses...)
 		add(runConfig{Name: "all-faults", Servers: servers, Duration: limit, Nemeses: all, Workloads: allWorkloads, Stall: 0.1, RevokeEvery: revokeEvery})
+		add(adversaryRun(servers, 2*adversaryRunTime))
 	default:
 		add(runConfig{Name: "partitions", Servers: servers, Duration: limit, Nemeses: partitionNemeses, Workloads: allWorkloads, Stall: 0.1, RevokeEvery: revokeEvery})
 		add(runConfig{Name: "processes", Servers: servers, Duration: limit, Nemeses: processNemeses, Workloads: allWorkloads, Stall: 0.1, RevokeEvery: revokeEvery})
 		add(runConfig{Name: "disk-full", Servers: servers, Duration: diskRunTime, Nemeses: diskNemeses, Workloads: []string{"register", "mutex"}, Stall: 0.1, RevokeEvery: revokeEvery})
+		add(adversaryRun(servers, adversaryRunTime))
 	}
 	for _, c := range controls(servers) {
 		add(c)
@@ -78,5 +94,24 @@ func controls(servers int) []runConfig {
 		{Name: "control-handover-gives-no-time", Servers: servers, Duration: 30 * time.Second,
 			Nemeses: []string{"stop-leader"}, Workloads: []string{"mutex"}, MutexKeys: "mx-0",
 			ServerTags: []string{tagUnsafeHandover}, Expect: resMutex},
+		// Servers that take gossip's word for who a server is
+		// (tenure_unsafe_identity) give a dead voter's slot to the
+		// adversary's relay, and forward requests to its HTTP address.
+		{Name: "control-forged-voter-takes-a-slot", Servers: servers, Duration: 20 * time.Second,
+			Nemeses: []string{"forged-voter"}, Workloads: []string{"register"},
+			ServerTags: []string{tagUnsafeIdentity}, Expect: resAdversary},
+		{Name: "control-forged-leader-gets-forwarded-requests", Servers: servers, Duration: 20 * time.Second,
+			Nemeses: []string{"forged-forwarder"}, Workloads: []string{"register"},
+			ServerTags: []string{tagUnsafeIdentity}, Expect: resAdversary, Attempts: 2},
+		// ACLs on a Raft port without TLS (tenure_unsafe_plainraft): one
+		// forged AppendEntries writes a lease of the adversary's choice.
+		{Name: "control-acls-on-plain-raft", Servers: servers, Duration: 10 * time.Second,
+			Nemeses: []string{"forged-append"}, Workloads: []string{"register"},
+			ServerTags: []string{tagUnsafePlainRaft}, PlainRaft: true, Expect: resAdversary},
+		// A restore that takes the backup's leases as they are
+		// (tenure_unsafe_restore) gives a key back its older token.
+		{Name: "control-restore-lowers-a-token", Servers: servers, Duration: 10 * time.Second,
+			Nemeses: []string{"old-restore"}, Workloads: []string{"mutex"}, MutexKeys: "mx-0",
+			ServerTags: []string{tagUnsafeRestore}, Expect: resAdversary},
 	}
 }

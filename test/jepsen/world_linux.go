@@ -72,6 +72,7 @@ type world struct {
 	snapshotInstalls atomic.Int64 // installs the snapshot-install nemesis saw
 	corruptRefusals  atomic.Int64 // damaged logs the corrupt-follower nemesis saw refused
 	disks            disks        // the disk nemeses' mounts and effects
+	adv              adversary    // the attacks of the adversary nemeses
 	groupCreated     int64        // when the placement group's creation was acknowledged
 }
 
@@ -80,11 +81,18 @@ func (w *world) all() []*proc {
 	if w.store != nil {
 		out = append(out, w.store)
 	}
+	if w.adv.proc != nil {
+		out = append(out, w.adv.proc)
+	}
 	return append(out, w.agents...)
 }
 
 func (w *world) url(p *proc, path string) string {
-	return fmt.Sprintf("https://%s:%d%s", w.net.Addr(p.name), portHTTP, path)
+	scheme := "https"
+	if w.sec.plain {
+		scheme = "http"
+	}
+	return fmt.Sprintf("%s://%s:%d%s", scheme, w.net.Addr(p.name), portHTTP, path)
 }
 
 func (w *world) serverURLs() string {

@@ -45,6 +45,9 @@ const (
 	// Store events (fenced register).
 	StoreRead  = "store-read"  // Value, Token (highest seen)
 	StoreWrite = "store-write" // Token, Base, Value, Accepted, Current (value before)
+	// Forged: the adversary (jagent forge) accepted a connection at an
+	// address it announced as a server's; F says which (raft or http).
+	Forged = "forged"
 )
 
 // Event is one line of a history. Fields unused by a kind are omitted.

@@ -10,6 +10,7 @@
 //	jagent mutex    -servers URLS -store URL -id ID -history FILE [-keys k0,k1] [-ttl 2s] [-work 40ms] [-stall D -stall-prob P]
 //	jagent elect    -servers URLS -id ID -election NAME -history FILE [-ttl 2s]
 //	jagent place    -servers URLS -gossip-addr IP:PORT -group G -id ID -history FILE [-join IP:PORT,...] [-status-addr IP:PORT]
+//	jagent forge    -gossip-addr IP:PORT -join IP:PORT,... -id ID -history FILE [-raft-addr IP:PORT -raft-to IP:PORT] [-http-addr IP:PORT -http-to IP:PORT]
 //
 // Every workload also takes -seed N (the seed of every random choice it
 // makes) and -duration D (0: run until SIGTERM).
@@ -51,6 +52,7 @@ Subcommands:
     mutex     Hold leases with the client package and do fenced writes on the store
     elect     Campaign, lead and resign an election with the client package
     place     Run a placement worker of a group with the client package
+    forge     Announce a forged server on gossip, relaying its ports to a real one
 
 Run "jagent <subcommand> -h" for the flags of a subcommand.
 `
@@ -63,6 +65,7 @@ var subcommands = map[string]func(ctx context.Context, args []string, stderr io.
 	"mutex":    runMutex,
 	"elect":    runElect,
 	"place":    runPlace,
+	"forge":    runForge,
 }
 
 func main() {
