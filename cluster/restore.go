@@ -122,8 +122,11 @@ type RestoreOptions struct {
 // held lease of the backup at a full TTL from now, as after a failover.
 // No token is ever handed out twice, and a key's tokens never go
 // backwards: a key whose last token is higher now than in the backup
-// comes back free with that token. No key changes hands either: a lease
-// held when the restore runs stays with its holder.
+// comes back free with that token, and a held lease of the backup whose
+// key the running state has no record of (forgotten by free-key
+// retention, or a new cluster) comes back free with its token. No key
+// changes hands either: a lease held when the restore runs stays with
+// its holder.
 func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, opts RestoreOptions) (RestoreResult, error) {
 	if !n.IsLeader() {
 		return RestoreResult{}, ErrNotLeader

@@ -122,7 +122,9 @@ func (s sealedStable) GetUint64(key []byte) (uint64, error) {
 }
 
 // checkStableStore runs before Raft starts. It checks the term and vote of
-// raft.db: each matches its checksum; the vote is of a term not after the
+// raft.db: each matches its checksum; none is missing that Raft writes
+// before another that is there (a vote's candidate without its term, log
+// entries without a current term); the vote is of a term not after the
 // current one; and the current term is not before the term of the last
 // log entry or of the newest snapshot, which this server once accepted,
 // so it cannot be older than them (this finds a term taken back whole,
@@ -161,7 +163,24 @@ func checkStableStore(raw raft.StableStore, logs raft.LogStore, snaps raft.Snaps
 		}
 		return binary.BigEndian.Uint64(v), true
 	}
+	// Raft writes LastVoteTerm before LastVoteCand, and CurrentTerm
+	// before any log entry: a key missing against that order was lost
+	// (e.g. a byte of its name edited), not yet to be written.
+	_, hasCand := values["LastVoteCand"]
+	_, hasVote := values["LastVoteTerm"]
+	if hasCand && !hasVote {
+		return refuse(fmt.Errorf("%w: LastVoteCand without LastVoteTerm (Raft writes the vote's term first): the term of the last vote is lost", ErrStableCorrupt))
+	}
 	term, hasTerm := number("CurrentTerm")
+	if !hasTerm {
+		last, err := logs.LastIndex()
+		if err != nil {
+			return damagedStore(path, dataDir, nodeID, err)
+		}
+		if last > 0 {
+			return refuse(fmt.Errorf("%w: no CurrentTerm, but the log has entries up to index %d (Raft writes the term first): the current term is lost", ErrStableCorrupt, last))
+		}
+	}
 	if vote, ok := number("LastVoteTerm"); ok && vote > term {
 		return refuse(fmt.Errorf("%w: LastVoteTerm %d is after CurrentTerm %d", ErrStableCorrupt, vote, term))
 	}

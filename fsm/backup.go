@@ -189,7 +189,11 @@ type RestoreTarget struct {
 	// backup's record of its key when its last token is higher (or the
 	// backup has none): the key comes back free with that token, so a
 	// key's tokens never go backwards, and a holder of the backup's lease
-	// (a zombie renewing an old token) is refused.
+	// (a zombie renewing an old token) is refused. A held lease of the
+	// backup whose key has no record here comes back free, with its token
+	// (the cluster may have forgotten a key granted since: free-key
+	// retention); with no records at all (a new cluster) every lease of
+	// the backup comes back free.
 	Leases []*Lease
 	// KeepACL keeps the running ACL state (tokens, policies, worker
 	// registrations) rather than the backup's: a restore by a caller
@@ -248,22 +252,33 @@ func (bk *BackupFile) Prepare(to RestoreTarget) ([]byte, SnapshotInfo, error) {
 	// later one, under which every expiry of this cluster's leaders would
 	// be refused as stale.
 	st.establishedTerm = to.Term
-	if len(to.Leases) > 0 {
-		byKey := make(map[string]int, len(st.leases))
-		for i, l := range st.leases {
-			byKey[l.Key] = i
+	byKey := make(map[string]int, len(st.leases))
+	for i, l := range st.leases {
+		byKey[l.Key] = i
+	}
+	running := make(map[string]bool, len(to.Leases))
+	for _, l := range to.Leases {
+		if l.Token > st.lastToken {
+			return nil, SnapshotInfo{}, fmt.Errorf("restore target: lease %q has token %d above the counter %d", l.Key, l.Token, st.lastToken)
 		}
-		for _, l := range to.Leases {
-			if l.Token > st.lastToken {
-				return nil, SnapshotInfo{}, fmt.Errorf("restore target: lease %q has token %d above the counter %d", l.Key, l.Token, st.lastToken)
-			}
-			i, ok := byKey[l.Key]
-			switch {
-			case !ok:
-				st.leases = append(st.leases, l)
-			case l.Held || l.Token > st.leases[i].Token:
-				st.leases[i] = l
-			}
+		running[l.Key] = true
+		i, ok := byKey[l.Key]
+		switch {
+		case !ok:
+			st.leases = append(st.leases, l)
+		case l.Held || l.Token > st.leases[i].Token:
+			st.leases[i] = l
+		}
+	}
+	// A held lease of the backup whose key the running state has no
+	// record of comes back free: the cluster may have forgotten the key
+	// (free-key retention) after granting it to others with higher
+	// tokens, so its holder may hold it no more. Into a new, empty
+	// cluster every lease comes back free: a lease may be lost by a
+	// restore, never doubled.
+	for i, l := range st.leases {
+		if l.Held && !running[l.Key] {
+			st.leases[i] = freedLease(l, to.Index)
 		}
 	}
 	st.restamp(to.Index)
@@ -329,12 +344,21 @@ func PrepareRecovery(b []byte, floor uint64) ([]byte, int, error) {
 	freed := 0
 	for i, l := range st.leases {
 		if l.Held {
-			c := *l
-			c.Held, c.Reason, c.Ending = false, ReasonRevoked, ReasonNone
-			c.SecretHash = "" // nobody acts on a free lease as its holder
-			st.leases[i] = &c
+			st.leases[i] = freedLease(l, l.ModifyIndex)
 			freed++
 		}
 	}
 	return encodeSnapshotSized(st, index, term, len(b)), freed, nil
+}
+
+// freedLease is a copy of held lease l freed by a restore or a recovery
+// at index: free with reason revoked, its token kept (a key's tokens
+// never go backwards) and its secret hash dropped (nobody acts on a free
+// lease as its holder).
+func freedLease(l *Lease, index uint64) *Lease {
+	c := *l
+	c.Held, c.Reason, c.Ending = false, ReasonRevoked, ReasonNone
+	c.SecretHash = ""
+	c.ModifyIndex = index
+	return &c
 }

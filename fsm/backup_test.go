@@ -31,12 +31,16 @@ func TestRestoreNeverLowersTheTokenCounter(t *testing.T) {
 		t.Fatalf("inspect = %+v, want last token 2, 2 leases held, cluster old, size %d", info, len(backup))
 	}
 
+	// None of the targets has a record of a key of the backup (a new,
+	// empty cluster, or one that forgot every key since), so the backup's
+	// two held leases come back free: a lease may be lost by a restore,
+	// never doubled (TestPrepareRestoreKeyRecords).
 	for _, tc := range []struct {
 		name      string
 		target    RestoreTarget
 		wantToken uint64
 	}{
-		{"same cluster, after more grants", RestoreTarget{LastToken: since, ClusterID: "old", Index: 100, Term: 7}, since},
+		{"same cluster, after more grants, its keys forgotten", RestoreTarget{LastToken: since, ClusterID: "old", Index: 100, Term: 7}, since},
 		{"a new cluster", RestoreTarget{LastToken: 0, ClusterID: "new", Index: 3, Term: 2}, 2},
 		{"an operator's floor", RestoreTarget{LastToken: 1000, ClusterID: "new", Index: 3, Term: 2}, 1000},
 	} {
@@ -52,8 +56,8 @@ func TestRestoreNeverLowersTheTokenCounter(t *testing.T) {
 			if err != nil {
 				t.Fatalf("inspect the prepared snapshot: %v", err)
 			}
-			if got.LastToken != tc.wantToken || got.ClusterID != tc.target.ClusterID || got.Index != tc.target.Index || got.Term != tc.target.Term || got.Held != 2 {
-				t.Fatalf("prepared = %+v, want last token %d, cluster %s, index %d, term %d, 2 held", got, tc.wantToken, tc.target.ClusterID, tc.target.Index, tc.target.Term)
+			if got.LastToken != tc.wantToken || got.ClusterID != tc.target.ClusterID || got.Index != tc.target.Index || got.Term != tc.target.Term || got.Leases != 2 || got.Held != 0 {
+				t.Fatalf("prepared = %+v, want last token %d, cluster %s, index %d, term %d, 2 leases, none held", got, tc.wantToken, tc.target.ClusterID, tc.target.Index, tc.target.Term)
 			}
 			m := New()
 			if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
@@ -139,6 +143,8 @@ func TestRestoreOfAnotherClustersBackupTakesThisClustersTermAndIndexes(t *testin
 	old.index, old.term = 10_000_000, 50
 	old.one(LeaderEstablished{Term: 50})
 	old.one(acquire("a", "h1"))
+	old.one(acquire("b", "h2"))
+	old.one(Release{Key: "b", Holder: "h2", Token: 2})
 	out, _, err := PrepareRestore(old.m.Backup(), RestoreTarget{Index: 10, Term: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -150,15 +156,23 @@ func TestRestoreOfAnotherClustersBackupTakesThisClustersTermAndIndexes(t *testin
 	if applied, _, lease := m.Indexes(); applied != 10 || lease != 10 {
 		t.Errorf("indexes after the restore: applied %d, lease %d; want 10 and 10", applied, lease)
 	}
-	if l := m.Get("a"); l == nil || l.ModifyIndex > 10 {
-		t.Errorf("a after the restore: %+v, want its modify index at most 10", l)
+	for _, key := range []string{"a", "b"} {
+		if l := m.Get(key); l == nil || l.ModifyIndex > 10 || l.CreateIndex > 10 {
+			t.Errorf("%s after the restore: %+v, want its indexes at most 10", key, l)
+		}
 	}
+	// The young cluster has no record of a, so a comes back free
+	// (TestPrepareRestoreKeyRecords); its leader grants it again in term 3.
 	young := &node{t: t, m: m, index: 10, term: 3}
-	if res := young.one(Expire{Key: "a", Token: 1, Term: 3}); res.Code != Freed {
+	res := young.one(acquire("a", "h3"))
+	if res.Lease == nil || res.Lease.Token != 3 {
+		t.Fatalf("grant of a after the restore: %+v, want token 3", res)
+	}
+	if res := young.one(Expire{Key: "a", Token: 3, Term: 3}); res.Code != Freed {
 		t.Fatalf("expiry by this cluster's leader (term 3) after the restore: %+v, want the key freed", res)
 	}
-	if _, _, lease := m.Indexes(); lease != 11 {
-		t.Errorf("lease index after the expiry: %d, want 11", lease)
+	if _, _, lease := m.Indexes(); lease != 12 {
+		t.Errorf("lease index after the expiry: %d, want 12", lease)
 	}
 }
 
@@ -188,6 +202,93 @@ func TestRestoreNeverTakesAKeysTokenBack(t *testing.T) {
 	}
 	if l := m.Get("new"); l == nil || l.Held || l.Token != 3 {
 		t.Errorf("new (not in the backup) after the restore: %+v, want free with token 3", l)
+	}
+}
+
+// TestPrepareRestoreKeyRecords: what a restore makes of each key, by
+// what the backup and the running state hold of it. A lease held now
+// stays; a key free now under a higher token stays free with it; a key
+// the running state has no record of (forgotten by free-key retention,
+// or a new cluster) comes back free with the backup's token and no
+// secret, so that its holder, who may have lost it since to a holder
+// with a higher token, cannot act on it, and the next grant is above
+// every token handed out.
+func TestPrepareRestoreKeyRecords(t *testing.T) {
+	alice := HashSecret("alice's secret")
+	n := newNode(t)
+	n.one(acquire("kept", "h1"))                                                               // 1
+	n.one(acquire("changed", "h1"))                                                            // 2
+	n.one(acquire("taken", "h1"))                                                              // 3
+	n.one(acquire("released", "h1"))                                                           // 4
+	n.one(Acquire{Key: "forgotten", Holder: "alice", TTL: ttl, Time: wall, SecretHash: alice}) // 5
+	n.one(acquire("forgotten-free", "h1"))                                                     // 6
+	n.one(Release{Key: "forgotten-free", Holder: "h1", Token: 6})                              //
+	backup := n.m.Backup()
+	n.one(Release{Key: "changed", Holder: "h1", Token: 2})
+	n.one(acquire("changed", "h9")) // 7
+	n.one(Release{Key: "taken", Holder: "h1", Token: 3})
+	n.one(acquire("taken", "h9")) // 8
+	n.one(Release{Key: "taken", Holder: "h9", Token: 8})
+	n.one(Release{Key: "released", Holder: "h1", Token: 4})
+	n.one(Release{Key: "forgotten", Holder: "alice", Token: 5, SecretHash: alice})
+	n.one(acquire("forgotten", "bob")) // 9
+	n.one(Release{Key: "forgotten", Holder: "bob", Token: 9})
+	n.one(Forget{Key: "forgotten", Token: 9})
+	n.one(Forget{Key: "forgotten-free", Token: 6})
+	n.one(acquire("new", "h3")) // 10
+	if l := n.m.Get("forgotten"); l != nil {
+		t.Fatalf("forgotten before the restore: %+v, want no record", l)
+	}
+
+	const at = 50
+	bk, err := ReadBackup(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, info, err := bk.Prepare(n.m.RestoreTarget(at, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		key    string
+		held   bool
+		holder string
+		token  uint64
+	}{
+		{"kept", true, "h1", 1},            // held in the backup and now
+		{"changed", true, "h9", 7},         // held now by another: stays
+		{"taken", false, "h9", 8},          // free now under a higher token
+		{"released", true, "h1", 4},        // free now under the backup's token
+		{"forgotten", false, "alice", 5},   // no record now: freed
+		{"forgotten-free", false, "h1", 6}, // free in the backup, no record now
+		{"new", true, "h3", 10},            // not in the backup
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			l := m.Get(tc.key)
+			if l == nil || l.Held != tc.held || l.Holder != tc.holder || l.Token != tc.token {
+				t.Fatalf("after the restore: %+v, want held %v by %s with token %d", l, tc.held, tc.holder, tc.token)
+			}
+			if !l.Held && (l.SecretHash != "" || l.Ending != ReasonNone || l.Reason == ReasonNone) {
+				t.Errorf("free after the restore with secret hash %q, ending %v, reason %v: want no secret, not ending, a reason", l.SecretHash, l.Ending, l.Reason)
+			}
+		})
+	}
+	if l := m.Get("forgotten"); l.Reason != ReasonRevoked || l.ModifyIndex != at {
+		t.Errorf("forgotten after the restore: reason %v, modify index %d; want revoked at the restore's index %d", l.Reason, l.ModifyIndex, at)
+	}
+	if info.Held != 4 || info.LastToken != 10 {
+		t.Errorf("prepared %+v, want 4 held and the counter at 10", info)
+	}
+	r := &node{t: t, m: m, index: at, term: 3}
+	if res := r.one(Release{Key: "forgotten", Holder: "alice", Token: 5, SecretHash: alice}); res.Code == Freed {
+		t.Errorf("alice released forgotten with token 5 after the restore: %+v", res)
+	}
+	if res := r.one(Acquire{Key: "forgotten", Holder: "alice", TTL: ttl, Time: wall, SecretHash: alice}); res.Lease == nil || res.Lease.Token != 11 {
+		t.Errorf("alice acquires forgotten again: %+v, want a new grant with token 11, above bob's 9", res)
 	}
 }
 

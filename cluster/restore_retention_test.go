@@ -10,13 +10,14 @@ import (
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
-// TestReviewRestoreAfterRetentionGivesAKeyAnOlderToken: as
+// TestRestoreOfAForgottenKeyNeverLowersItsToken: as
 // TestRestoreNeverGivesAKeyAnOlderToken, but the running cluster forgot
-// the free record of app/rk (free-key retention) before the restore. The
-// backup's lease (alice, token 35) then comes back held although bob had
-// a higher token on the key since: the key's tokens go backwards.
-func TestReviewRestoreAfterRetentionGivesAKeyAnOlderToken(t *testing.T) {
-	t.Skip("finding: a restore after free-key retention forgot a key gives the backup's holder an older token (fsm.BackupFile.Prepare)")
+// the free record of app/rk (free-key retention) before the restore, so
+// it no longer knows that bob had a higher token on the key since the
+// backup's lease (alice). The key comes back free, not held by alice:
+// alice (a zombie renewing her old token) is refused, and the next grant
+// is above bob's token.
+func TestRestoreOfAForgottenKeyNeverLowersItsToken(t *testing.T) {
 	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
 		cfg.FreeKeyRetention = 200 * time.Millisecond
 	}})
@@ -56,11 +57,18 @@ func TestReviewRestoreAfterRetentionGivesAKeyAnOlderToken(t *testing.T) {
 		t.Fatalf("restore: %v", err)
 	}
 	got, err := leader.Get(ctx, "app/rk", cluster.Linearizable)
-	if err == nil && got.Held && got.Token < bob.Token {
+	if err != nil {
+		t.Fatalf("app/rk after the restore: %v", err)
+	}
+	if got.Held {
 		t.Errorf("app/rk after the restore: held by %s with token %d, below bob's %d: tokens went %d, %d, %d",
 			got.Holder, got.Token, bob.Token, alice.Token, bob.Token, got.Token)
 	}
 	if _, err := leader.Renew(ctx, "app/rk", "alice", testSecret, alice.Token); err == nil {
 		t.Errorf("zombie alice renewed token %d after the restore, below bob's %d", alice.Token, bob.Token)
+	}
+	next, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "app/rk", Holder: "carol", TTL: 30 * time.Second})
+	if err != nil || next.Token <= bob.Token {
+		t.Errorf("next grant of app/rk: %+v, %v; want a token above bob's %d", next.Lease, err, bob.Token)
 	}
 }
