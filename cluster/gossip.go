@@ -131,6 +131,9 @@ type gossipConfig struct {
 	// trusted tells the addresses of the cluster's servers.
 	limits  ConnLimits
 	trusted func(ip string) bool
+	// logSuppressed, if not nil, is called for every memberlist log line
+	// left out (memberlistLogger).
+	logSuppressed func()
 }
 
 // raftMembership is the part of *raft.Raft that gossip drives.
@@ -201,8 +204,9 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 	mc.AdvertiseAddr, mc.AdvertisePort = host, port
 	mc.Delegate = g
 	mc.Events = g
-	// No date prefix, so hclog can read memberlist's [DEBUG]/[WARN] levels.
-	mc.Logger = g.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	// Within a limit per kind of line: a stranger's packets cannot flood
+	// the log.
+	mc.Logger = memberlistLogger(g.log, cfg.logSuppressed)
 	if cfg.limits == (ConnLimits{}) {
 		cfg.limits = DefaultConnLimits()
 	}

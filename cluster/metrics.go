@@ -20,6 +20,9 @@ type metrics struct {
 	leaderChanges prometheus.Counter
 	backups       *prometheus.CounterVec
 	lastBackup    prometheus.Gauge
+	// logSuppressed counts the log lines that a limit left out
+	// (log_limits.go), by source.
+	logSuppressed *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
@@ -60,6 +63,12 @@ func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
 		lastBackup: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tenure_last_backup_timestamp_seconds", Help: "Unix time of this node's last backup written to -backup-dir (0: none yet).",
 		}),
+		logSuppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_log_lines_suppressed_total", Help: "Log lines left out past the limit of 10 per kind every 10 s, by source: memberlist (gossip; mostly packets without the gossip key), raft_transport (connections to the Raft port that sent no Raft RPC).",
+		}, []string{"source"}),
+	}
+	for _, s := range []string{logSourceMemberlist, logSourceRaftTransport} {
+		m.logSuppressed.WithLabelValues(s)
 	}
 	if reg == nil {
 		return m
@@ -69,6 +78,7 @@ func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
 	}, []string{"state"})
 	reg.MustRegister(m.acquisitions, m.releases, m.expiries, m.conflicts, m.renewals,
 		m.applyLatency, m.batchSize, m.verifyLatency, m.leaderChanges, m.backups, m.lastBackup,
+		m.logSuppressed,
 		&stateCollector{n: n, leases: leases}, &connCollector{n: n},
 	)
 	return m

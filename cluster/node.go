@@ -177,16 +177,17 @@ func New(cfg Config) (*Node, error) {
 				Bootstrapped:    n.hadState || len(cfg.InitialCluster) > 0,
 				ClusterName:     cfg.ClusterName,
 			},
-			log:      cfg.Logger.Named("gossip"),
-			raft:     n.raft,
-			leading:  func() bool { return n.Ready() == nil },
-			changed:  n.membersChanged,
-			observed: n.gossipChanged,
-			prove:    prove,
-			contact:  n.contacts.get,
-			rules:    rulesOf(cfg),
-			limits:   cfg.Conns,
-			trusted:  n.IsServerIP,
+			log:           cfg.Logger.Named("gossip"),
+			raft:          n.raft,
+			leading:       func() bool { return n.Ready() == nil },
+			changed:       n.membersChanged,
+			observed:      n.gossipChanged,
+			prove:         prove,
+			contact:       n.contacts.get,
+			rules:         rulesOf(cfg),
+			limits:        cfg.Conns,
+			trusted:       n.IsServerIP,
+			logSuppressed: n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc,
 		})
 		if err != nil {
 			n.Shutdown()
@@ -245,7 +246,7 @@ func (n *Node) openRaft() error {
 		if cfg.RaftAdvertise != "" {
 			advertise = namedAddr(cfg.RaftAdvertise)
 		}
-		if n.trans, dial, n.raftGate, err = raftTransport(cfg, advertise, n.IsServerIP, n.ServeConfirm); err != nil {
+		if n.trans, dial, n.raftGate, err = raftTransport(cfg, advertise, n.IsServerIP, n.ServeConfirm, n.metrics.logSuppressed.WithLabelValues(logSourceRaftTransport).Inc); err != nil {
 			return fmt.Errorf("raft transport: %w", err)
 		}
 	}

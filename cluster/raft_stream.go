@@ -43,9 +43,10 @@ func (s *tcpStream) Addr() net.Addr { return s.advertise }
 // serve answers its inbound connections, and the dialer returned opens
 // outbound ones, with TLS when Raft has it. Every dial names the server id
 // it is for (idTransport, confirmDialer), and with TLS the certificate
-// that answers must name that id.
-func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn)) (raft.Transport, confirmDialer, *connGate, error) {
-	log := cfg.Logger.Named("transport")
+// that answers must name that id. The transport's log lines are limited
+// (limitedLogger); suppressed is called for each one left out.
+func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn), suppressed func()) (raft.Transport, confirmDialer, *connGate, error) {
+	log := newLimitedLogger(cfg.Logger.Named("transport"), logSourceRaftTransport, suppressed)
 	var stream raft.StreamLayer
 	var gate *connGate
 	var err error

@@ -173,7 +173,7 @@ func (s *Server) guard(n need, h handlerFunc) handlerFunc {
 // logRequest logs a refused request, or one that changes state, with the
 // accessor id of its token ("" for none). Refusals are counted in
 // tenure_acl_refusals_total (those of the ACL check) and their lines are
-// limited per code (refusalLog): a flood of them writes a bounded log.
+// limited per code (aclRefusalLog): a flood of them writes a bounded log.
 // Secrets are never logged.
 func (s *Server) logRequest(r *http.Request, accessor string, status int, err error) {
 	if r.Method == http.MethodGet && err == nil {
@@ -188,7 +188,7 @@ func (s *Server) logRequest(r *http.Request, accessor string, status int, err er
 		if body.Error == client.CodeACLNotFound || body.Error == client.CodePermissionDenied {
 			s.refused.WithLabelValues(body.Error).Inc()
 		}
-		if !s.refusals.allow(body.Error) {
+		if !s.refusals.Allow(body.Error) {
 			return
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/loglimit"
 	"github.com/tenure-io/tenure/docs"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -120,7 +121,7 @@ type Server struct {
 	snapshotSlot chan struct{}
 	// refusals limits the log of refused requests; refused counts those
 	// of the ACL check (tenure_acl_refusals_total).
-	refusals *refusalLog
+	refusals *loglimit.Limiter
 	refused  *prometheus.CounterVec
 }
 

@@ -1,0 +1,118 @@
+package cluster_test
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/loglimit"
+	"github.com/tenure-io/tenure/test/harness"
+)
+
+// TestGossipGarbageLogIsBounded: anyone who reaches a server's gossip
+// port, with no key at all, sends it 2,000 UDP packets of garbage; each
+// one makes memberlist log "Decrypt packet failed", and the server writes
+// at most 10 of them (the limit per kind), so that a stranger cannot fill
+// the log or push everything else out of /v1/debug/logs;
+// tenure_log_lines_suppressed_total{source="memberlist"} counts the rest.
+func TestGossipGarbageLogIsBounded(t *testing.T) {
+	logs := &lockedBuffer{}
+	reg := prometheus.NewRegistry()
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(i + 1)
+	}
+	c := gossipCluster(t, 1, func(cfg *cluster.Config) {
+		cfg.GossipKey = key
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
+		cfg.Registerer = reg
+	})
+	addr := c.GossipAddr(0)
+	conn, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const kind = "Decrypt packet failed"
+	before := strings.Count(logs.String(), kind)
+	garbage := []byte("\x01not a gossip packet, and no key either")
+	for range 2000 {
+		conn.Write(garbage)
+	}
+	var lines int
+	harness.Holds(t, 2*time.Second, func() error { lines = strings.Count(logs.String(), kind) - before; return nil })
+	if lines > loglimit.DefaultLines || lines == 0 {
+		sample := logs.String()
+		if i := strings.Index(sample, "memberlist"); i >= 0 {
+			sample = sample[max(0, i-40):min(len(sample), i+200)]
+		}
+		t.Errorf("2000 garbage packets from a stranger wrote %d %q log lines, want 1 to %d, e.g. %q", lines, kind, loglimit.DefaultLines, sample)
+	}
+	if n := suppressedLines(t, reg, "memberlist"); n == 0 {
+		t.Errorf("tenure_log_lines_suppressed_total{source=\"memberlist\"} is 0 after %d of 2000 lines were logged", lines)
+	}
+}
+
+// TestRaftTransportGarbageLogIsBounded: without TLS, anyone who reaches
+// a server's Raft port can open connections that send what is not a Raft
+// RPC; Raft's transport logs "failed to decode incoming command" for each,
+// and the server writes at most 10 of them every 10 s.
+func TestRaftTransportGarbageLogIsBounded(t *testing.T) {
+	logs := &lockedBuffer{}
+	reg := prometheus.NewRegistry()
+	c := gossipCluster(t, 1, func(cfg *cluster.Config) {
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
+		cfg.Registerer = reg
+	})
+	const kind = "failed to decode incoming command"
+	before := strings.Count(logs.String(), kind)
+	const conns = 200
+	for range conns {
+		conn, err := net.Dial("tcp", c.Peer(0).RaftAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An AppendEntries type byte, then what is not msgpack of one.
+		conn.Write([]byte("\x00\xc1 not a raft rpc"))
+		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		conn.Read(make([]byte, 1)) // until the server closes it
+		conn.Close()
+	}
+	harness.WaitFor(t, 5*time.Second, func() error {
+		if n := suppressedLines(t, reg, "raft_transport"); n+float64(strings.Count(logs.String(), kind)-before) < conns {
+			return fmt.Errorf("%v lines suppressed and %d logged of %d connections", n, strings.Count(logs.String(), kind)-before, conns)
+		}
+		return nil
+	})
+	if lines := strings.Count(logs.String(), kind) - before; lines > loglimit.DefaultLines || lines == 0 {
+		t.Errorf("%d connections of garbage to the Raft port wrote %d %q log lines, want 1 to %d", conns, lines, kind, loglimit.DefaultLines)
+	}
+}
+
+// suppressedLines is tenure_log_lines_suppressed_total{source} in reg.
+func suppressedLines(t *testing.T, reg *prometheus.Registry, source string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "tenure_log_lines_suppressed_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" && l.GetValue() == source {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no tenure_log_lines_suppressed_total{source=%q}", source)
+	return 0
+}
