@@ -27,12 +27,20 @@ import (
 //  4. moves a known server to the address gossip announces only once the
 //     leader has been out of contact with it at its configured address for
 //     a few election timeouts (a rescheduled pod with a new IP), never while
-//     it answers there; and a voter never moves as a voter: it is demoted,
+//     it answers there (to Raft, or with TLS to a handshake that proves its
+//     id, which a restarted server does before Raft reaches it again); and
+//     a voter never moves as a voter: it is demoted,
 //     comes back as a non-voter at the new address, and is promoted again
 //     by rule 2 (caught up, proven, stable) or by an operator, so that a
 //     voter's slot never follows gossip's word (docs/adr/0026);
 //  5. trusts no member for an id that several alive members announce:
-//     none of them is admitted, moved or promoted while it lasts.
+//     none of them is admitted or moved while it lasts; a server at its
+//     configured address stays there, and is still promoted by rule 2
+//     (its address is the configuration's, not gossip's);
+//  6. acts on no kept verdict of the admission check: it proves a member
+//     again, at once, right before it admits it, moves or demotes a voter
+//     for it, or promotes it (proveAgain), since a Raft address that
+//     relays to a live server proves only while that server lives.
 //
 // The leader's view of a server's health is its own transport's (contacts),
 // never what the server or gossip says about itself.
@@ -245,22 +253,41 @@ func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 		case m.Meta.Bootstrapped:
 			continue // has Raft state but was removed: stays out
 		}
+		demotes := isKnown && srv.Suffrage == raft.Voter && !peerIdentity.movesVoters
+		if keep := g.rules.voters/2 + 1; demotes && (g.rules.voters == 0 || voters-1 < keep) {
+			// Demoting a silent voter takes nothing from the quorum that
+			// it gave, but the voters left must stay a majority of the
+			// configured size.
+			g.logOnce(m.Name, "server address not changed", fmt.Errorf(
+				"voter %s announces raft address %s, but demoting it would leave %d voters of a configured %d (an operator may remove it: tenure operator remove-server %s)",
+				id, addr, voters-1, g.rules.voters, id))
+			continue
+		}
+		// A server that proves its id at its configured address now
+		// stays there, however long the leader's own Raft messages took
+		// to reach it again (a restart): a member announcing it
+		// elsewhere is at best a relay to it.
+		if isKnown && g.answersAt != nil {
+			if err := g.answersAt(string(id), string(srv.Address)); err == nil {
+				g.logOnce(m.Name, "server address not changed", fmt.Errorf(
+					"server %s announces raft address %s, but proves its id at %s now", id, addr, srv.Address))
+				continue
+			}
+		}
+		// The kept verdict may be stale (a relay to a voter that has
+		// since gone down): prove the member again before acting on it.
+		if err := g.proveAgain(m); err != nil {
+			g.logOnce(m.Name, "server not admitted to raft", err)
+			continue
+		}
 		var err error
 		demoted := false
 		switch {
 		case isKnown && srv.Suffrage == raft.Voter && peerIdentity.movesVoters:
 			err = g.raft.AddVoter(id, addr, 0, 10*time.Second).Error() // moves it, as a voter
-		case isKnown && srv.Suffrage == raft.Voter:
+		case demotes:
 			// Raft's AddNonvoter on a voter would move it and keep it a
-			// voter: demote it first. Demoting a silent voter takes
-			// nothing from the quorum that it gave, but the voters left
-			// must stay a majority of the configured size.
-			if keep := g.rules.voters/2 + 1; g.rules.voters == 0 || voters-1 < keep {
-				g.logOnce(m.Name, "server address not changed", fmt.Errorf(
-					"voter %s announces raft address %s, but demoting it would leave %d voters of a configured %d (an operator may remove it: tenure operator remove-server %s)",
-					id, addr, voters-1, g.rules.voters, id))
-				continue
-			}
+			// voter: demote it first.
 			if err = g.raft.DemoteVoter(id, 0, 10*time.Second).Error(); err == nil {
 				voters--
 				demoted = true
@@ -405,7 +432,15 @@ func (g *gossip) promote(servers []raft.Server, members []Member, now time.Time)
 		if voters >= g.rules.voters {
 			return
 		}
-		if now.Sub(g.pilot.healthySince[s.ID]) < g.rules.stabilization || !g.announces(members, s) {
+		if now.Sub(g.pilot.healthySince[s.ID]) < g.rules.stabilization {
+			continue
+		}
+		m, ok := announcer(members, s)
+		if !ok {
+			continue
+		}
+		if err := g.proveAgain(m); err != nil {
+			g.logOnce(m.Name, "server not promoted", err)
 			continue
 		}
 		if err := g.raft.AddVoter(s.ID, s.Address, 0, 10*time.Second).Error(); err != nil {
@@ -417,20 +452,27 @@ func (g *gossip) promote(servers []raft.Server, members []Member, now time.Time)
 	}
 }
 
-// announces reports whether a proven, alive member announces s at its
-// configured address without asking to stay a non-voter, and is the only
-// alive member announcing s's id.
-func (g *gossip) announces(members []Member, s raft.Server) bool {
-	if announcedTwice(members)[string(s.ID)] > 1 {
-		return false
-	}
+// announcer is a proven, alive member that announces s at its configured
+// address, unless one that does asks to stay a non-voter (-non-voter).
+// Members that announce s's id at another address (a forged one, a relay)
+// do not stand in the way: the address is the configuration's, not
+// gossip's, the leader has heard s there (caughtUp), and it proves the
+// member again before promoting it (proveAgain).
+func announcer(members []Member, s raft.Server) (Member, bool) {
+	var found Member
+	ok := false
 	for _, m := range members {
-		if m.Meta.Role == "server" && m.Status == "alive" && m.Meta.ID == string(s.ID) &&
-			m.Meta.RaftAddr == string(s.Address) && !m.Meta.NonVoter && m.proof == nil {
-			return true
+		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.ID != string(s.ID) || m.Meta.RaftAddr != string(s.Address) {
+			continue
+		}
+		if m.Meta.NonVoter {
+			return Member{}, false
+		}
+		if m.proof == nil && !ok {
+			found, ok = m, true
 		}
 	}
-	return false
+	return found, ok
 }
 
 // announcedTwice counts the alive members that announce each server id;

@@ -81,10 +81,14 @@ type Config struct {
 	ClusterName string
 	// ProveServer decides whether a gossip member that announces itself
 	// as a server may join Raft: nil when it has proven it belongs to
-	// this cluster. Gossip calls it from one goroutine, once for each new
-	// announcement of a server (not on every request), outside its locks,
-	// so it may take a moment, e.g. to dial the member; until it has
-	// answered, the member counts as not proven. Nil means
+	// this cluster. Gossip calls it outside its locks, once for each new
+	// announcement of a server (not on every request), and the leader
+	// again right before it admits, moves, demotes, promotes or readmits
+	// a server on a member's word (an operator's readmit calls it from the
+	// request's goroutine, so it must be safe for concurrent use). It may
+	// take a moment, e.g. to dial the member, but should give up within a
+	// few seconds; until it has answered, the member counts as not
+	// proven. Nil means
 	// ClusterNameProof(ClusterName): anyone who can reach the gossip port
 	// and knows the name passes, and the node warns at start that the
 	// cluster is insecure.

@@ -122,6 +122,10 @@ type gossipConfig struct {
 	// prove is the admission check of a member that announces itself as
 	// a server (Config.ProveServer): nil when it belongs to this cluster.
 	prove func(Member) error
+	// answersAt checks that server id answers at Raft address addr now,
+	// with a certificate that names id; nil without TLS, where nothing
+	// can prove an id.
+	answersAt func(id, addr string) error
 	// contact is this node's last answered Raft message to a server at
 	// an address (contacts.get): the leader's proof that a server lives.
 	contact func(raft.ServerID, raft.ServerAddress) (contact, bool)
@@ -458,6 +462,33 @@ func (g *gossip) proveMembers() {
 	if len(list) > 0 && g.observed != nil {
 		g.observed()
 	}
+}
+
+// proveAgain runs the admission check on m now, on the caller's
+// goroutine, for a step that changes the Raft configuration on m's word:
+// admitting it, moving or demoting a voter for it, readmitting it,
+// promoting it. The verdict that proveMembers keeps (Member.proof) says
+// only that m proved itself once, and a Raft address that relays to a
+// live server proves only while that server lives; so the leader never
+// acts on it, and it serves display and filtering only. A refusal
+// replaces the kept verdict, and proveMembers checks m anew next round.
+// It takes at most the check's own timeout (TLSProof: proofTimeout).
+func (g *gossip) proveAgain(m Member) error {
+	err := g.prove(m)
+	if err == nil {
+		return nil
+	}
+	g.mu.Lock()
+	e := g.members[m.Name]
+	same := e != nil && e.member.Meta.ID == m.Meta.ID && e.member.Meta.RaftAddr == m.Meta.RaftAddr
+	if same {
+		e.member.proof, e.proofGen = err, 0
+	}
+	g.mu.Unlock()
+	if same && g.observed != nil {
+		g.observed()
+	}
+	return err
 }
 
 // warnSharedIDs logs, once per change, the server ids that more than one

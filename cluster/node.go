@@ -151,13 +151,24 @@ func New(cfg Config) (*Node, error) {
 			n.log.Warn("gossip is not encrypted: start every server and worker with -gossip-key (tenure keygen makes one)")
 		}
 		prove := cfg.ProveServer
-		switch {
-		case prove != nil:
-		case cfg.TLS.Enabled():
-			if prove, err = TLSProof(cfg.TLS, cfg.ClusterName); err != nil {
+		// With TLS, answersAt is the same handshake at a server's address
+		// in the configuration (autopilot.go: a server that answers there
+		// is never moved).
+		var byTLS func(Member) error
+		var answersAt func(id, addr string) error
+		if cfg.TLS.Enabled() {
+			if byTLS, err = TLSProof(cfg.TLS, cfg.ClusterName); err != nil {
 				n.Shutdown()
 				return nil, err
 			}
+			answersAt = func(id, addr string) error {
+				return byTLS(Member{Name: id, Status: "alive", Meta: MemberMeta{Role: "server", ID: id, RaftAddr: addr, ClusterName: cfg.ClusterName}})
+			}
+		}
+		switch {
+		case prove != nil:
+		case byTLS != nil:
+			prove = byTLS
 		default:
 			prove = ClusterNameProof(cfg.ClusterName)
 			n.log.Warn("cluster membership is insecure: a server proves it belongs to the cluster by its name alone, so anyone who can reach the gossip port can join as a non-voter", "cluster_name", cfg.ClusterName)
@@ -183,6 +194,7 @@ func New(cfg Config) (*Node, error) {
 			changed:       n.membersChanged,
 			observed:      n.gossipChanged,
 			prove:         prove,
+			answersAt:     answersAt,
 			contact:       n.contacts.get,
 			rules:         rulesOf(cfg),
 			limits:        cfg.Conns,

@@ -113,7 +113,9 @@ func (n *Node) ConfiguredVoters() int {
 
 // ReadmitServer adds back to Raft, as a non-voter, the server id that an
 // operator (or dead-server cleanup) removed and that runs again with its
-// data dir: gossip must list it alive and proven. The leader then promotes
+// data dir: gossip must list it alive and proven, and it must pass the
+// admission check again at the time of the call (ErrNotFound, and
+// ErrNotProven, when it does not). The leader then promotes
 // it like any new server (ServerStabilization, while the cluster has fewer
 // voters than its configured size), or an operator does (PromoteServer).
 // A server already in the configuration is left as it is (safe to retry).
@@ -134,19 +136,25 @@ func (n *Node) ReadmitServer(ctx context.Context, id string) (Server, error) {
 	if n.gossip == nil {
 		return Server{}, fmt.Errorf("server %q: gossip is off on the leader, so it cannot see the server: %w", id, ErrNotFound)
 	}
-	var addr string
+	var found *Member
 	members := n.gossip.Members()
 	if k := announcedTwice(members)[id]; k > 1 {
 		return Server{}, fmt.Errorf("server %q: %d alive gossip members announce it, so none of them is trusted; stop the one that is not the server and try again: %w", id, k, ErrNotFound)
 	}
 	for _, m := range members {
 		if m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" && m.Meta.RaftAddr != "" && m.proof == nil {
-			addr = m.Meta.RaftAddr
+			found = &m
 		}
 	}
-	if addr == "" {
+	if found == nil {
 		return Server{}, fmt.Errorf("server %q: no alive server of this cluster announces it on gossip; start it (with its data dir) and try again: %w", id, ErrNotFound)
 	}
+	// The kept verdict may be stale (a relay to a server that has since
+	// gone down): prove the member again now.
+	if err := n.gossip.proveAgain(*found); err != nil {
+		return Server{}, fmt.Errorf("server %q: its gossip member %s does not prove to be it now (%w); start it (with its data dir) and try again: %w", id, found.Name, err, ErrNotFound)
+	}
+	addr := found.Meta.RaftAddr
 	n.gossip.forgetRemoved(id)
 	if err := n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error(); err != nil {
 		return Server{}, fmt.Errorf("readmit server %q: %w", id, err)

@@ -98,7 +98,10 @@ func raftTLS(files certs.Files, clusterName string) (in *tls.Config, out raftDia
 // makes of every peer it dials). A gossip member with no such certificate
 // is never added to Raft, not even as a non-voter: a member announcing n1
 // whose Raft address relays to n3 is answered by n3's certificate, which
-// names n3, and is refused.
+// names n3, and is refused. A relay to n1 itself passes while n1 lives,
+// which is why the leader runs the check again right before it acts on a
+// member (gossip.proveAgain); the dial and handshake take at most
+// proofTimeout.
 func TLSProof(files certs.Files, clusterName string) (func(Member) error, error) {
 	_, out, err := raftTLS(files, clusterName)
 	if err != nil {
@@ -109,13 +112,18 @@ func TLSProof(files certs.Files, clusterName string) (func(Member) error, error)
 		if err := byName(m); err != nil {
 			return err
 		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", m.Meta.RaftAddr, out.config(raft.ServerID(m.Meta.ID)))
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: proofTimeout}, "tcp", m.Meta.RaftAddr, out.config(raft.ServerID(m.Meta.ID)))
 		if err != nil {
 			return fmt.Errorf("%w: its Raft address %s did not prove to be server %s: %w", ErrNotProven, m.Meta.RaftAddr, m.Meta.ID, err)
 		}
 		return conn.Close()
 	}, nil
 }
+
+// proofTimeout bounds one admission check with TLS, the dial and the
+// handshake together: the leader runs it on its reconciling goroutine, and
+// an operator's readmit waits for it.
+const proofTimeout = 2 * time.Second
 
 // newTLSStream listens on bind for Raft over TLS, within limits (see
 // limitRaftListener), and dials peers with the same certificate.
