@@ -124,15 +124,16 @@ func (f *reviewMember) GetBroadcasts(overhead, limit int) [][]byte { return nil 
 func (f *reviewMember) LocalState(join bool) []byte                { return nil }
 func (f *reviewMember) MergeRemoteState(buf []byte, join bool)     {}
 
-// TestReviewMembersShowEveryWorkerToAnyToken: GET /v1/members needs any
-// valid token and answers every gossip member's metadata: a worker's id,
-// the holder name of its leases and the groups it serves. A token with
-// read on mine/ only is refused GET /v1/workers (read on every name),
-// and the group and assignment answers hide the keys of other/ from it,
-// yet it learns from the members list that worker w-other holds leases
-// of group other as holder other-holder-1.
-func TestReviewMembersShowEveryWorkerToAnyToken(t *testing.T) {
-	t.Skip("finding: GET /v1/members answers every worker's holder and groups to any token (httpapi/cluster.go members)")
+// TestMembersShowAWorkersHolderAndGroupsOnlyToAReaderOfEveryKey: GET
+// /v1/members needs any valid token. A token with read on mine/ only is
+// refused GET /v1/workers (read on every name), and the group and
+// assignment answers hide the keys of other/ from it, so the members list
+// must not tell it that worker w-other holds leases of group other as
+// holder other-holder-1: it still lists the servers in full (workers find
+// them there) and the worker by name, without holder and groups. A token
+// that reads every key sees them. The content hash is of what each token
+// sees, so a blocking read waits on that.
+func TestMembersShowAWorkersHolderAndGroupsOnlyToAReaderOfEveryKey(t *testing.T) {
 	c := startClusterWith(t, 1, inproc.Options{Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
 		cfg.ACLEnabled = true
 	}})
@@ -169,7 +170,29 @@ func TestReviewMembersShowEveryWorkerToAnyToken(t *testing.T) {
 		return strings.Contains(string(rawAs(t, boot.SecretID, "GET", url+"/v1/members", "").body), "w-other")
 	})
 	r = rawAs(t, mine, "GET", url+"/v1/members", "")
-	if r.status == http.StatusOK && strings.Contains(string(r.body), "other-holder-1") {
+	r.wantStatus(t, "members with read on mine/", http.StatusOK)
+	if strings.Contains(string(r.body), "other-holder-1") || strings.Contains(string(r.body), `"other"`) {
 		t.Errorf("a token with read on mine/ only learned another worker's holder and groups: %s", strings.TrimSpace(string(r.body)))
+	}
+	var seen client.MemberList
+	r.decode(t, &seen)
+	var server, worker bool
+	for _, m := range seen.Members {
+		server = server || (m.Role == "server" && m.Meta.HTTPAddr != "" && m.Addr != "")
+		worker = worker || (m.Name == "w-other" && m.Meta.ID == "w-other")
+	}
+	if !server || !worker {
+		t.Errorf("members with read on mine/: %+v, want the server in full and w-other by name", seen.Members)
+	}
+	hash := r.header.Get(client.HeaderContentHash)
+	if want := contentHash(seen); hash != want {
+		t.Errorf("content hash %s, want %s: the hash of the answer this token got", hash, want)
+	}
+	all := rawAs(t, boot.SecretID, "GET", url+"/v1/members", "")
+	if !strings.Contains(string(all.body), "other-holder-1") || !strings.Contains(string(all.body), `"groups":["other"]`) {
+		t.Errorf("a token that reads every key got no holder and groups of w-other: %s", all.body)
+	}
+	if all.header.Get(client.HeaderContentHash) == hash {
+		t.Errorf("the two tokens got the same content hash %s for different answers", hash)
 	}
 }
