@@ -148,7 +148,9 @@ type MemberMeta struct {
 	// servers of its own cluster to Raft.
 	ClusterName string `json:"cluster,omitempty"`
 	// Workers. Holder is the holder of the worker's leases (unique per
-	// process; several processes may share an ID).
+	// process; several processes may share an ID). With ACLs on, GET
+	// /v1/members answers Holder and Groups only to a token with read on
+	// every key.
 	Holder   string   `json:"holder,omitempty"`
 	Groups   []string `json:"groups,omitempty"`
 	Capacity int      `json:"capacity,omitempty"`

@@ -15,8 +15,8 @@ import (
 // callers compare with errors.Is and reach the details with errors.As.
 var (
 	// ErrHeld: the key is held by another holder (code "held", HTTP 409).
-	// The APIError's Lease is the current lease. Acquiring again is only
-	// useful after waiting.
+	// The APIError's Lease is the current lease, nil when the ACL token has
+	// no read on the key. Acquiring again is only useful after waiting.
 	ErrHeld = errors.New("lease held by another holder")
 
 	// ErrLeaseLost: the lease named by a renewal is no longer held under that
@@ -116,7 +116,8 @@ var (
 	// ErrNotHolder: a release named a holder and token that never were the
 	// key's lease: the current token under another holder, or a token the
 	// key never had (code "not_holder", HTTP 409). The APIError's Lease is
-	// the current lease. Nothing was released. (A release of a lease that
+	// the current lease, nil when the ACL token has no read on the key.
+	// Nothing was released. (A release of a lease that
 	// merely ended already succeeds: releases stay idempotent.)
 	ErrNotHolder = errors.New("not the holder of the lease")
 
@@ -305,7 +306,8 @@ type APIError struct {
 	Field string
 	// Reason says why a lease was lost (code lease_lost only).
 	Reason string
-	// Lease is the current lease (codes held and not_holder).
+	// Lease is the current lease (codes held and not_holder); nil when
+	// the ACL token has no read on the key.
 	Lease *LeaseInfo
 	// Group is the current group (code cas_failed, when it exists).
 	Group *GroupSummary

@@ -24,6 +24,8 @@ type RevokeResult struct {
 // passes, the earliest moment the holder is sure to have stopped. No two
 // holders overlap. Forced: the key was freed at once (FreesIn is 0); the
 // old holder may still be working, and exclusion rests on fencing alone.
+// With ACLs on, Holder and Token are empty unless the ACL token has read
+// on the key.
 type RevokedLease struct {
 	Key    string
 	Holder string
@@ -38,8 +40,8 @@ type RevokedLease struct {
 // strings.
 type revokedLeaseJSON struct {
 	Key     string `json:"key"`
-	Holder  string `json:"holder"`
-	Token   uint64 `json:"token"`
+	Holder  string `json:"holder,omitempty"`
+	Token   uint64 `json:"token,omitempty"`
 	Reason  string `json:"reason"`
 	Forced  bool   `json:"forced"`
 	FreesIn string `json:"frees_in"`

@@ -75,7 +75,8 @@ type ErrorBody struct {
 	Field string `json:"field,omitempty"`
 	// Reason says why a lease was lost (lease_lost only).
 	Reason string `json:"reason,omitempty"`
-	// Lease is the current lease (held and not_holder).
+	// Lease is the current lease (held and not_holder), left out unless
+	// the ACL token has read on the key.
 	Lease *LeaseInfo `json:"lease,omitempty"`
 	// Group is the current group (cas_failed, when it exists).
 	Group *GroupSummary `json:"group,omitempty"`

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -166,8 +168,36 @@ func (s *Server) guard(n need, h handlerFunc) handlerFunc {
 		rec := &statusRecorder{ResponseWriter: w}
 		err = h(rec, r)
 		s.logRequest(r, a.AccessorID(), rec.status, err)
-		return err
+		return withoutLease(a, err)
 	}
+}
+
+// withoutLease is err as answered to a token a: a held or not_holder
+// refusal carries the key's current lease, and names its holder and token,
+// only to a token with read on the key (as GET would). Otherwise the code
+// (and field) stay, so that clients still match ErrHeld and ErrNotHolder,
+// but the lease is left out and the message names neither.
+func withoutLease(a *cluster.Authorizer, err error) error {
+	var (
+		held *cluster.HeldError
+		nh   *cluster.NotHolderError
+	)
+	can := readable(a)
+	switch {
+	case err == nil || can == nil:
+		return err
+	case errors.As(err, &held) && held.Lease != nil && !can(held.Lease.Key):
+		if held.WrongSecret {
+			return &apiError{code: client.CodeHeld, field: "secret", msg: fmt.Sprintf(
+				"key %q is held under another secret: the request's secret is not the lease's (the lease is shown only to a token with read on the key)", held.Lease.Key)}
+		}
+		return &apiError{code: client.CodeHeld, msg: fmt.Sprintf(
+			"key %q is held by another holder (the lease is shown only to a token with read on the key)", held.Lease.Key)}
+	case errors.As(err, &nh) && nh.Lease != nil && !can(nh.Lease.Key):
+		return &apiError{code: client.CodeNotHolder, msg: fmt.Sprintf(
+			"key %q: the release names a holder and token that are not its lease (the lease is shown only to a token with read on the key)", nh.Lease.Key)}
+	}
+	return err
 }
 
 // logRequest logs a refused request, or one that changes state, with the

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 )
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
@@ -22,11 +23,22 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
+// members answers the gossip members to any valid token: the servers in
+// full (workers find them here), a worker's holder and groups only to a
+// token with read on "" (every key, as GET /v1/workers needs). The content
+// hash is of the answer the token gets, so a blocking read of it ends only
+// when something it shows changes.
 func (s *Server) members(w http.ResponseWriter, r *http.Request) error {
+	a := authz(r)
+	all := a.Allow(fsm.RightRead, "key", "") == nil
 	return s.hashBlocking(w, r, s.node.MembersChanged, func() (any, string, bool) {
 		out := client.MemberList{Members: []client.Member{}}
 		for _, m := range s.node.Members() {
-			out.Members = append(out.Members, memberOut(m))
+			mo := memberOut(m)
+			if !all {
+				mo.Meta.Holder, mo.Meta.Groups = "", nil
+			}
+			out.Members = append(out.Members, mo)
 		}
 		return out, contentHash(out), false
 	})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/tenure-io/tenure/client"
@@ -70,9 +71,16 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() != nil {
 			return // the client went away
 		}
-		s.log.Debug("forward failed", "leader", addr, "error", err)
+		// A *url.Error names the whole URL, query included (a release may
+		// carry its lease secret there): say the path only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		path := r.URL.EscapedPath()
+		s.log.Debug("forward failed", "leader", addr, "method", r.Method, "path", path, "error", err)
 		// The leader may have received the request: the outcome is unknown.
-		writeError(w, fmt.Errorf("forward to leader %s: %w: %v", addr, cluster.ErrLeadershipLost, err))
+		writeError(w, fmt.Errorf("forward %s %s to leader %s: %w: %v", r.Method, path, addr, cluster.ErrLeadershipLost, err))
 		return
 	}
 	defer resp.Body.Close()

@@ -242,7 +242,7 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeControl(w, pathKey(r), stored, ended)
+	writeControl(w, r, stored, ended)
 	return nil
 }
 
@@ -261,7 +261,7 @@ func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeControl(w, pathKey(r), ctl, ended)
+	writeControl(w, r, ctl, ended)
 	return nil
 }
 
@@ -279,10 +279,12 @@ func controlForce(r *http.Request) (bool, error) {
 }
 
 // writeControl answers a key's controls and the lease they ended, if any.
-func writeControl(w http.ResponseWriter, key string, ctl fsm.KeyControl, ended []cluster.EndedLease) {
-	out := controlOut(key, ctl)
+// A lease of a key the request's token may not read is answered without
+// its holder and token (revokedOut).
+func writeControl(w http.ResponseWriter, r *http.Request, ctl fsm.KeyControl, ended []cluster.EndedLease) {
+	out := controlOut(pathKey(r), ctl)
 	if len(ended) > 0 {
-		out.Ended = revokedOut(ended)
+		out.Ended = revokedOut(ended, readable(authz(r)))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -101,7 +101,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, client.RevokeResult{Revoked: revokedOut(ended)})
+	writeJSON(w, http.StatusOK, client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))})
 	return nil
 }
 
@@ -123,7 +123,7 @@ func (s *Server) revokeHolder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, client.RevokeResult{Revoked: revokedOut(ended)})
+	writeJSON(w, http.StatusOK, client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))})
 	return nil
 }
 
@@ -142,10 +142,16 @@ func parseForce(r *http.Request) (bool, error) {
 	return false, badRequest(client.CodeInvalidQuery, "force", fmt.Sprintf("force: %q is not true or false", strings.Join(v, ",")))
 }
 
-func revokedOut(ended []cluster.EndedLease) []client.RevokedLease {
+// revokedOut answers the leases a revoke or a control ended. can is the
+// request's key filter (readable): a lease of a key it may not read is
+// answered without its holder and token.
+func revokedOut(ended []cluster.EndedLease, can func(key string) bool) []client.RevokedLease {
 	out := make([]client.RevokedLease, len(ended))
 	for i, e := range ended {
 		out[i] = client.RevokedLease{Key: e.Key, Holder: e.Holder, Token: e.Token, Reason: e.Reason, Forced: e.Forced, FreesIn: e.FreesIn}
+		if can != nil && !can(e.Key) {
+			out[i].Holder, out[i].Token = "", 0
+		}
 	}
 	return out
 }

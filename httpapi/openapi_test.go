@@ -198,7 +198,7 @@ func TestOpenAPISchemasAreTheClientTypes(t *testing.T) {
 	fixed := map[string]map[string]bool{
 		"Lease": {"key": true, "holder": true, "token": true, "ttl": true, "state": true, "expires_in": false, "acquired_at": false,
 			"renewed_at": false, "metadata": false, "reason": false, "ending": false, "modify_index": true, "secret": false},
-		"RevokedLease": {"key": true, "holder": true, "token": true, "reason": true, "forced": true, "frees_in": true},
+		"RevokedLease": {"key": true, "holder": false, "token": false, "reason": true, "forced": true, "frees_in": true},
 	}
 	for name, v := range types {
 		fixed[name] = specFields(reflect.TypeOf(v))

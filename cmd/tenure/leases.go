@@ -279,11 +279,15 @@ func (e *env) leasesRevoke(ctx context.Context, args []string) int {
 // printEnded prints the leases a revoke, disable or prohibit ended.
 func (e *env) printEnded(verb string, ended []client.RevokedLease) {
 	for _, l := range ended {
+		who := fmt.Sprintf("holder %s, token %d", l.Holder, l.Token)
+		if l.Holder == "" {
+			who = "holder and token not shown: the token has no read on the key"
+		}
 		if l.Forced {
-			fmt.Fprintf(e.stdout, "%s %s (holder %s, token %d): freed now (forced; only fencing stops the old holder)\n", verb, l.Key, l.Holder, l.Token)
+			fmt.Fprintf(e.stdout, "%s %s (%s): freed now (forced; only fencing stops the old holder)\n", verb, l.Key, who)
 			continue
 		}
-		fmt.Fprintf(e.stdout, "%s %s (holder %s, token %d): renewals refused (%s), frees in %v\n", verb, l.Key, l.Holder, l.Token, l.Reason, l.FreesIn.Round(time.Millisecond))
+		fmt.Fprintf(e.stdout, "%s %s (%s): renewals refused (%s), frees in %v\n", verb, l.Key, who, l.Reason, l.FreesIn.Round(time.Millisecond))
 	}
 }
 
