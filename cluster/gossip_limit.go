@@ -17,9 +17,12 @@ type gatedTransport struct {
 	*memberlist.NetTransport
 	gate    *connGate
 	streams chan net.Conn
-	stop    chan struct{}
-	once    sync.Once
-	wg      sync.WaitGroup
+	// stop: Shutdown has begun; admit closes what it receives from then
+	// on. done: memberlist's transport has stopped accepting, so admit
+	// may stop reading from it.
+	stop, done chan struct{}
+	once       sync.Once
+	wg         sync.WaitGroup
 }
 
 // newGatedTransport listens for gossip on host:port (port 0 picks one).
@@ -35,20 +38,31 @@ func newGatedTransport(host string, port int, limits ConnLimits, trusted func(st
 		gate:         newConnGate(limits.GossipMaxConns, limits.GossipMaxConnsPerClient, trusted),
 		streams:      make(chan net.Conn),
 		stop:         make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 	t.wg.Add(1)
 	go t.admit()
 	return t, nil
 }
 
-// admit hands on the connections within the caps, until Shutdown.
+// admit hands on the connections within the caps until Shutdown, and
+// closes those that arrive during it. It reads memberlist's transport
+// until that has stopped accepting (done): its accept loop blocks on
+// handing over a connection, and its Shutdown waits for that loop, so a
+// connection accepted just as Shutdown began would hang it forever.
 func (t *gatedTransport) admit() {
 	defer t.wg.Done()
 	for {
 		select {
-		case <-t.stop:
+		case <-t.done:
 			return
 		case c := <-t.NetTransport.StreamCh():
+			select {
+			case <-t.stop:
+				c.Close()
+				continue
+			default:
+			}
 			ip := remoteIP(c.RemoteAddr())
 			if !t.gate.enter(ip) {
 				c.Close()
@@ -59,7 +73,6 @@ func (t *gatedTransport) admit() {
 			case t.streams <- gc:
 			case <-t.stop:
 				gc.Close()
-				return
 			}
 		}
 	}
@@ -74,6 +87,7 @@ func (t *gatedTransport) Shutdown() error {
 	t.once.Do(func() {
 		close(t.stop)
 		err = t.NetTransport.Shutdown()
+		close(t.done)
 		t.wg.Wait()
 	})
 	return err
