@@ -39,7 +39,9 @@ Use it only when a quorum of servers is lost for good (their disks are gone) and
 %[1]s is stopped. Every entry in its log will count as committed, also writes
 whose clients never got an answer. The lost servers must never start again on
 their old data dirs: wipe them and join them as new servers. Leases held now
-restart with a full TTL when %[1]s starts; tokens never go back.
+restart with a full TTL when %[1]s starts. The lost servers may have handed
+out tokens %[1]s never saw: without -token-floor above them, a key's token
+can go back; with it, every held lease is freed instead.
 `, nodeID)
 	if confirm == "" {
 		fmt.Fprintf(e.stderr, "Type the node id (%s) to go on: ", nodeID)
