@@ -47,6 +47,7 @@ func WrapSnapshotStore(cfg *Config, f func(raft.SnapshotStore) raft.SnapshotStor
 func HoldWritesAsARestore(n *Node) (release func()) {
 	n.restore.on.Store(true)
 	n.restore.mu.Lock() // every entry handed to Raft before is in its log
+	//lint:ignore SA2001 a barrier: it waits until no entry is being handed to Raft
 	n.restore.mu.Unlock()
 	if p := n.leading.Load(); p != nil {
 		p.halt()

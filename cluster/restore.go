@@ -158,6 +158,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, opts RestoreOption
 	start := time.Now()
 	n.restore.on.Store(true)
 	n.restore.mu.Lock() // every entry handed to Raft before is in its log
+	//lint:ignore SA2001 a barrier: it waits until no entry is being handed to Raft
 	n.restore.mu.Unlock()
 	open := sync.OnceFunc(func() { n.restore.on.Store(false) })
 	defer open()

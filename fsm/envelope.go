@@ -26,7 +26,7 @@ import (
 // docs/adr/0001-command-encoding.md has the whole argument.
 const (
 	envelopeFlag byte = 0x80
-	crcLen            = 4
+	crcLen       int  = 4
 )
 
 // ErrCorrupt is wrapped by Decode and Verify for an entry whose bytes are
