@@ -23,7 +23,7 @@ RACE ?= $(if $(filter 1,$(shell $(GO) env CGO_ENABLED 2>/dev/null)),-race,)
 
 .PHONY: help
 help: ## Show the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-17s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build bin/tenure: static (CGO_ENABLED=0), version from git describe
@@ -41,29 +41,58 @@ demo: build ## The cluster of `make run`, a group of 64 keys and four demo worke
 clean-run: ## Remove the data of `make run` (RUN_DIR)
 	rm -rf -- $(RUN_DIR)
 
-# test is what CI runs (.ci/run): go vet (also of the fault suite's build
-# tags), then every package and the test toolkit (test/harness) with the
-# race detector, then the integration tests (the page in headless Chromium
-# among them), then the packages of the fault
-# suite one at a time, the three-node suite of test/jepsen last and alone,
-# so that no timing-sensitive suite competes with another package for the
-# CPU. The integration tests run
-# without the race detector: their servers are real binaries built without
-# it anyway, and the instrumented in-process workers of the 64-worker
-# placement tests starved their own gossip on two cores (UDP probes timed
-# out, live workers were declared dead); the client's races are covered by
-# its own package's tests (it needs root; jepsen-deps installs
-# ip and iptables when they are missing).
-JEPSEN_TAGS := tenure_clockdrift tenure_unsafe_renew tenure_unsafe_keep jepsen_nofence tenure_unsafe_rounds tenure_unsafe_handover tenure_unsafe_plainraft tenure_unsafe_identity tenure_unsafe_restore
+# The modules of this tree whose packages are tested as units: the root
+# (server, CLI, state machine, test toolkit) and, once it is a module of its
+# own, the Go client (client/go.mod).
+CLIENT_MOD := $(if $(wildcard client/go.mod),client,)
+UNIT_PKGS   = $$($(GO) list ./... | grep -v '/test/') ./test/harness/...
+
+# test is what CI runs (.ci/run): lint (gofmt, go vet also of the fault
+# suite's build tags, staticcheck), then every unit test with the race
+# detector (test-race: what test-unit runs and the slow ones it skips),
+# then test-integration, then test-jepsen. Each part runs alone so that no
+# timing-sensitive suite competes with another for the CPU.
 .PHONY: test
-test: jepsen-deps python-deps browser-deps ## go vet, then every test with the race detector, then the fault suite (what CI runs)
-	$(GO) vet ./...
-	for tag in $(JEPSEN_TAGS); do $(GO) vet -tags $$tag ./cmd/... ./cluster/... ./client/... ./httpapi/... ./test/jepsen/cmd/...; done
+test: ## lint, every test with the race detector, integration, fault suite (what CI runs)
+	$(MAKE) lint
+	$(MAKE) test-race
+	$(MAKE) test-integration
+	$(MAKE) test-jepsen
+
+# test-unit is the quick loop: every package's unit tests in -short mode
+# (tests that start a whole cluster or wait on real timeouts skip), without
+# the race detector; a few minutes at most on two cores.
+.PHONY: test-unit
+test-unit: ## Unit tests only, -short, no race detector (a few minutes)
+	$(GO) test -short -count=1 $(UNIT_PKGS)
+	$(if $(CLIENT_MOD),cd $(CLIENT_MOD) && $(GO) test -short -count=1 ./...)
+
+# test-race is every unit test in full, with the race detector.
+.PHONY: test-race
+test-race:
 	@if [ -z "$(RACE)" ]; then echo "note: cgo is off (no C compiler?), running the tests without -race"; fi
-	$(GO) test $(RACE) -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/test/') ./test/harness/...
+	$(GO) test $(RACE) -count=1 -timeout 25m $(UNIT_PKGS)
+	$(if $(CLIENT_MOD),cd $(CLIENT_MOD) && $(GO) test $(RACE) -count=1 -timeout 10m ./...)
+
+# test-integration: the benchmark harness's check, the deploy manifests'
+# check, then the integration tests (real binaries, the page in headless
+# Chromium, the Python client, Docker Compose). They run without the race
+# detector: their servers are real binaries built without it anyway, and
+# the instrumented in-process workers of the 64-worker placement tests
+# starved their own gossip on two cores (UDP probes timed out, live
+# workers were declared dead).
+.PHONY: test-integration
+test-integration: python-deps browser-deps ## Integration tests: binaries, browser, Python client, Docker
 	$(MAKE) bench-short
 	$(MAKE) deploy-check
 	$(GO) test -count=1 -timeout 25m ./test/integration
+
+# test-jepsen: the packages of the fault suite one at a time, the
+# three-node suite of test/jepsen last and alone (it needs root;
+# jepsen-deps installs ip and iptables when they are missing). `make
+# jepsen` is the long five-node suite.
+.PHONY: test-jepsen
+test-jepsen: jepsen-deps ## The short fault suite (root): network namespaces, partitions, kills
 	$(GO) test $(RACE) -count=1 -timeout 25m -p 1 ./test/jepsen/...
 
 # deploy-check validates the Kubernetes manifests of deploy/ against the
@@ -167,10 +196,19 @@ fuzz: ## Fuzz the command decoder, snapshot restore and every HTTP route, FUZZTI
 docker: build ## Build the image IMAGE=tenure:dev (FROM scratch, with bin/tenure)
 	tar -c bin/tenure deploy/Dockerfile deploy/rootfs | docker build -f deploy/Dockerfile -t $(IMAGE) -
 
+# lint: gofmt, go vet (of every module, and of the fault suite's build
+# tags), staticcheck (run at a pinned version through the module proxy, so
+# nothing needs installing first).
+JEPSEN_TAGS := tenure_clockdrift tenure_unsafe_renew tenure_unsafe_keep jepsen_nofence tenure_unsafe_rounds tenure_unsafe_handover tenure_unsafe_plainraft tenure_unsafe_identity tenure_unsafe_restore
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: lint
-lint: ## gofmt check and go vet
+lint: ## gofmt check, go vet (also with the fault suite's tags), staticcheck
 	@files=$$(gofmt -l .); if [ -n "$$files" ]; then echo "gofmt needed:"; echo "$$files"; exit 1; fi
 	$(GO) vet ./...
+	for tag in $(JEPSEN_TAGS); do $(GO) vet -tags $$tag ./cmd/... ./cluster/... ./httpapi/... ./test/jepsen/cmd/...; done
+	$(STATICCHECK) ./...
+	$(if $(CLIENT_MOD),cd $(CLIENT_MOD) && $(GO) vet ./... && $(GO) vet -tags tenure_unsafe_keep ./... && $(STATICCHECK) ./...)
+	$(if $(CLIENT_MOD),,for tag in $(JEPSEN_TAGS); do $(GO) vet -tags $$tag ./client/...; done)
 
 .PHONY: clean
 clean: ## Remove build output (not RUN_DIR: see clean-run)

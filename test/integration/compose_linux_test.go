@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,23 +17,46 @@ import (
 	"github.com/tenure-io/tenure/test/harness"
 )
 
-// needDocker skips t without Docker and docker-compose, or fails it under
+// composeCLI is the Compose command of this machine: the plugin `docker
+// compose` (Compose v2) when docker has it, else the standalone
+// `docker-compose` (v1, or v2 installed as a binary). works reports
+// whether a command runs (exits 0); it is exec in the tests, a table in
+// TestComposeCLI.
+func composeCLI(works func(argv ...string) bool) ([]string, error) {
+	switch {
+	case works("docker", "compose", "version"):
+		return []string{"docker", "compose"}, nil
+	case works("docker-compose", "version"):
+		return []string{"docker-compose"}, nil
+	}
+	return nil, fmt.Errorf("neither `docker compose` nor `docker-compose` is installed")
+}
+
+// commandWorks runs argv and reports whether it exited 0.
+func commandWorks(argv ...string) bool {
+	return exec.Command(argv[0], argv[1:]...).Run() == nil
+}
+
+// needDocker returns the Compose command to use, after checking that a
+// Docker daemon answers; without both it skips t, or fails it under
 // CI=true, where they must be there.
-func needDocker(t *testing.T) {
+func needDocker(t *testing.T) []string {
 	t.Helper()
+	compose, err := composeCLI(commandWorks)
 	why := ""
-	if _, err := exec.LookPath("docker-compose"); err != nil {
-		why = "docker-compose is not installed"
+	if err != nil {
+		why = err.Error()
 	} else if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
 		why = fmt.Sprintf("no Docker daemon (docker info: %v: %s)", err, strings.TrimSpace(string(out)))
 	}
 	if why == "" {
-		return
+		return compose
 	}
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("%s, and CI=true requires it", why)
 	}
 	t.Skipf("skipping: %s", why)
+	return nil
 }
 
 // dockerImage builds the FROM scratch image of deploy/Dockerfile with a
@@ -61,16 +85,17 @@ func dockerImage(t *testing.T, tag string) {
 // composeRun is one project brought up from a compose file of deploy/.
 type composeRun struct {
 	t       *testing.T
+	compose []string // the Compose command (composeCLI)
 	file    string
 	project string
 	env     []string
 	addrs   []string // the published HTTP addresses of n1, n2, n3
 }
 
-// upCompose builds the image and brings file up under a project of its
-// own, with the published ports on free loopback ports and env added; the
+// upCompose builds the image and brings file up with compose (needDocker)
+// under a project of its own, with the published ports on free loopback ports and env added; the
 // test's end runs down -v.
-func upCompose(t *testing.T, file string, env ...string) *composeRun {
+func upCompose(t *testing.T, compose []string, file string, env ...string) *composeRun {
 	t.Helper()
 	project := fmt.Sprintf("tenuretest%d%s", os.Getpid(), strings.NewReplacer(".", "", "-", "").Replace(strings.TrimSuffix(file, ".yml")))
 	tag := "tenure:" + project
@@ -79,14 +104,14 @@ func upCompose(t *testing.T, file string, env ...string) *composeRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &composeRun{t: t, file: filepath.Join("..", "..", "deploy", file), project: project, env: append(env, "TENURE_IMAGE="+tag)}
+	r := &composeRun{t: t, compose: compose, file: filepath.Join("..", "..", "deploy", file), project: project, env: append(env, "TENURE_IMAGE="+tag)}
 	for i, p := range ports {
 		r.env = append(r.env, fmt.Sprintf("TENURE_N%d_PORT=%d", i+1, p))
 		r.addrs = append(r.addrs, fmt.Sprintf("127.0.0.1:%d", p))
 	}
 	t.Cleanup(func() {
 		if out, err := r.cmd("down", "-v", "--remove-orphans").CombinedOutput(); err != nil {
-			t.Errorf("docker-compose down -v: %v\n%s", err, out)
+			t.Errorf("%s down -v: %v\n%s", strings.Join(r.compose, " "), err, out)
 		}
 	})
 	r.run("up", "-d")
@@ -94,16 +119,17 @@ func upCompose(t *testing.T, file string, env ...string) *composeRun {
 }
 
 func (r *composeRun) cmd(args ...string) *exec.Cmd {
-	cmd := exec.Command("docker-compose", append([]string{"-p", r.project, "-f", r.file}, args...)...)
+	argv := append(append(slices.Clone(r.compose[1:]), "-p", r.project, "-f", r.file), args...)
+	cmd := exec.Command(r.compose[0], argv...)
 	cmd.Env = append(os.Environ(), r.env...)
 	return cmd
 }
 
-// run runs docker-compose with args and fails the test if it fails.
+// run runs the Compose command with args and fails the test if it fails.
 func (r *composeRun) run(args ...string) {
 	r.t.Helper()
 	if out, err := r.cmd(args...).CombinedOutput(); err != nil {
-		r.t.Fatalf("docker-compose %s: %v\n%s", strings.Join(args, " "), err, out)
+		r.t.Fatalf("%s %s: %v\n%s", strings.Join(r.compose, " "), strings.Join(args, " "), err, out)
 	}
 }
 
@@ -242,8 +268,7 @@ func (r *composeRun) statusAt(ctx context.Context, addr string) (*client.NodeSta
 // (composeRun.exercise), recreates each container in turn at a new IP
 // (composeRun.recreateEach); down -v removes it all.
 func TestDockerCompose(t *testing.T) {
-	needDocker(t)
-	r := upCompose(t, "docker-compose.yml")
+	r := upCompose(t, needDocker(t), "docker-compose.yml")
 	cfg := client.DefaultConfig()
 	cfg.Addresses, cfg.Holder = r.addrs, "compose-test"
 	c, err := client.New(cfg)
@@ -268,7 +293,7 @@ func TestDockerCompose(t *testing.T) {
 // `tenure tls` and a key by `tenure keygen`, the ACLs bootstrapped from
 // the host.
 func TestDockerComposeSecure(t *testing.T) {
-	needDocker(t)
+	compose := needDocker(t)
 	p := newTestPKI(t)
 	for _, n := range []string{"n1", "n2", "n3"} {
 		mustRunTenure(t, nil, "tls", "cert", "create", "-server", "-node-id", n, "-additional-dnsname", n, "-additional-ipaddress", "127.0.0.1", "-dir", p.dir, "-days", "2")
@@ -282,7 +307,7 @@ func TestDockerComposeSecure(t *testing.T) {
 		}
 	}
 	key := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
-	r := upCompose(t, "docker-compose.secure.yml", "TENURE_TLS_DIR="+p.dir, "TENURE_GOSSIP_KEY="+key)
+	r := upCompose(t, compose, "docker-compose.secure.yml", "TENURE_TLS_DIR="+p.dir, "TENURE_GOSSIP_KEY="+key)
 	var https []string
 	for _, a := range r.addrs {
 		https = append(https, "https://"+a)
@@ -308,4 +333,33 @@ func TestDockerComposeSecure(t *testing.T) {
 		l, _, err := one.Leases().Get(context.Background(), "compose-k", &client.QueryOptions{Stale: true})
 		return l, err
 	})
+}
+
+// TestComposeCLI checks that the Docker tests take Compose v2's plugin
+// (`docker compose`) as well as the standalone `docker-compose`, the
+// plugin first, and say what is missing when neither runs.
+func TestComposeCLI(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		have    []string // the commands that run, argv joined by spaces
+		want    string
+		wantErr bool
+	}{
+		{name: "plugin only", have: []string{"docker compose version"}, want: "docker compose"},
+		{name: "standalone only", have: []string{"docker-compose version"}, want: "docker-compose"},
+		{name: "both: the plugin", have: []string{"docker-compose version", "docker compose version"}, want: "docker compose"},
+		{name: "neither", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := composeCLI(func(argv ...string) bool {
+				return slices.Contains(tc.have, strings.Join(argv, " "))
+			})
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("composeCLI: err %v, want an error: %t", err, tc.wantErr)
+			}
+			if g := strings.Join(got, " "); g != tc.want {
+				t.Errorf("composeCLI = %q, want %q", g, tc.want)
+			}
+		})
+	}
 }

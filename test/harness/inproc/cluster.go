@@ -136,8 +136,15 @@ func Config(id, dir string) cluster.Config {
 // Start starts n nodes that bootstrap together, each on a data dir of its
 // own that outlives Stop, and shuts them down (then their HTTP servers)
 // when t ends. It does not wait for a leader: see Leader.
+//
+// In -short mode (make test-unit) it skips t unless the cluster is one
+// node on in-memory Raft: several servers, TCP or gossip make a test one
+// of the slow ones that make test runs in full.
 func Start(t testing.TB, n int, opts Options) *Cluster {
 	t.Helper()
+	if testing.Short() && (n > 1 || opts.TCP || opts.Gossip) {
+		t.Skipf("skipping in -short mode: starts %d servers (TCP %t, gossip %t)", n, opts.TCP, opts.Gossip)
+	}
 	c := &Cluster{t: t, opts: opts, nodes: make([]*cluster.Node, n), trans: make([]*raft.InmemTransport, n), cut: map[int]bool{}}
 	for i := 0; i < n; i++ {
 		id := "n" + strconv.Itoa(i+1)
