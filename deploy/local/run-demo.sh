@@ -65,7 +65,12 @@ stop_pids() {
 }
 
 stop_all() {
-	trap - INT TERM HUP EXIT
+	# A second Ctrl-C (or a signal sent to the whole process group) while
+	# stopping must not end this script half-way: the workers and servers
+	# not yet stopped would be left running on the ports of `make run`.
+	# stop_pids ends them within 15s each way.
+	trap - EXIT
+	trap '' INT TERM HUP
 	echo "run-demo: stopping the workers"
 	if ((${#worker_pids[@]})); then
 		stop_pids "${worker_pids[@]}"
