@@ -65,7 +65,12 @@ stop_pids() {
 }
 
 stop_all() {
-	trap - INT TERM HUP EXIT
+	# A second Ctrl-C (or a signal sent to the whole process group) while
+	# stopping must not end this script half-way: the workers and servers
+	# not yet stopped would be left running on the ports of `make run`.
+	# stop_pids ends them within 15s each way.
+	trap - EXIT
+	trap '' INT TERM HUP
 	echo "run-demo: stopping the workers"
 	if ((${#worker_pids[@]})); then
 		stop_pids "${worker_pids[@]}"
@@ -86,14 +91,17 @@ trap 'exit 129' HUP
 BIN=$BIN RUN_DIR=$DATA_DIR deploy/local/run-cluster.sh </dev/null &
 cluster_pid=$!
 
-# Wait for a leader: `tenure status` names it once the servers elected one.
+# Wait for a leader: `tenure status` exits 0 and names it once the servers
+# elected one; before that it prints "Leader: none" and exits 1.
 leader=
 for _ in $(seq 300); do
 	if ! kill -0 "$cluster_pid" 2>/dev/null; then
 		echo "run-demo: the servers did not start; their output is above" >&2
 		exit 1
 	fi
-	leader=$("$BIN" status 2>/dev/null | awk '$1 == "Leader:" && $2 != "-" { print $2 }') || true
+	if status=$("$BIN" status 2>/dev/null); then
+		leader=$(awk '$1 == "Leader:" && $2 != "none" { print $2 }' <<<"$status")
+	fi
 	[[ -n $leader ]] && break
 	sleep 0.1
 done

@@ -7,7 +7,7 @@ Python 3.9+).
         while lease.valid():
             store.write("scenes/01", lease.token, work())
 
-See README.md of the repository, section "From Python".
+See docs/jobs.md of the repository, section "From Python".
 """
 
 import logging

@@ -6,8 +6,8 @@ refuses a token below the highest it has seen for the key is safe against
 a holder that was paused past its lease and wakes up to write. The check
 must be atomic with the write it guards: FenceValidator.accept records the
 token under a lock, so a store serialises its writes through it (or keeps
-the highest token in the same transaction as the data, as the README's
-SQL example does).
+the highest token in the same transaction as the data, as the SQL
+example of docs/jobs.md does).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The README's scheduler example (examples/scheduler.py) against the
+"""The scheduler example of docs/jobs.md (examples/scheduler.py) against the
 cluster: two replicas, one leads and places instances with its fencing
 token; when it stops, the standby takes over, and the leader that stopped
 cannot write any more."""

@@ -1,0 +1,174 @@
+package docs
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// TestRelativeLinksResolve checks every relative link of README.md,
+// docs/*.md and docs/adr/*.md: the file (or folder) it names exists, and
+// a #fragment into a Markdown file names one of its headings, as GitHub
+// makes anchors of them. Text moves between the README and the guides;
+// this is what keeps their links and the screenshots' paths from
+// breaking unseen.
+func TestRelativeLinksResolve(t *testing.T) {
+	files := []string{"../README.md"}
+	for _, pattern := range []string{"*.md", "adr/*.md"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(path string) (map[string]bool, error) {
+		if a, ok := anchors[path]; ok {
+			return a, nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		a := headingAnchors(string(text))
+		anchors[path] = a
+		return a, nil
+	}
+	checked := 0
+	for _, file := range files {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range markdownLinks(string(text)) {
+			target, frag, _ := strings.Cut(l.target, "#")
+			path := file
+			if target != "" {
+				path = filepath.Join(filepath.Dir(file), filepath.FromSlash(target))
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s:%d: link to %s: no such file", file, l.line, l.target)
+					continue
+				}
+			}
+			checked++
+			if frag == "" || !strings.HasSuffix(path, ".md") {
+				continue
+			}
+			a, err := anchorsOf(path)
+			if err != nil {
+				t.Errorf("%s:%d: link to %s: %v", file, l.line, l.target, err)
+				continue
+			}
+			if !a[frag] {
+				t.Errorf("%s:%d: link to %s: %s has no heading with the anchor #%s", file, l.line, l.target, path, frag)
+			}
+		}
+	}
+	if checked < 100 {
+		t.Errorf("checked %d relative links, want at least 100: is the link reader broken?", checked)
+	}
+}
+
+// The link reader and the anchors follow GitHub's rules on cases that
+// the docs use.
+func TestLinkReaderAndAnchors(t *testing.T) {
+	text := "# Title\n\n## The inspection page (`/ui`)\n\n" +
+		"## Scale: how costs grow, and where one cluster ends\n\n## Title\n\n" +
+		"See [a](a.md#x), ![img](img/p.png) and `[not](code.md)`.\n\n" +
+		"```sh\n# not a heading\necho [no](link.md)\n```\n" +
+		"[b](https://example.com) [c](#title-1)\n"
+	a := headingAnchors(text)
+	for _, want := range []string{"title", "title-1", "the-inspection-page-ui", "scale-how-costs-grow-and-where-one-cluster-ends"} {
+		if !a[want] {
+			t.Errorf("anchor %q missing from %v", want, a)
+		}
+	}
+	if a["not-a-heading"] {
+		t.Errorf("a comment in a code block became an anchor")
+	}
+	var got []string
+	for _, l := range markdownLinks(text) {
+		got = append(got, l.target)
+	}
+	if want := "a.md#x img/p.png #title-1"; strings.Join(got, " ") != want {
+		t.Errorf("links: got %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
+type mdLink struct {
+	target string
+	line   int
+}
+
+var (
+	linkRE       = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	codeSpanRE   = regexp.MustCompile("`[^`]*`")
+	schemeLinkRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
+)
+
+// markdownLinks returns the relative targets of the inline links and
+// images of text, outside code blocks and code spans.
+func markdownLinks(text string) []mdLink {
+	var out []mdLink
+	inCode := false
+	for i, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inCode = !inCode
+			continue
+		}
+		if inCode {
+			continue
+		}
+		line = codeSpanRE.ReplaceAllString(line, "")
+		for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
+			if schemeLinkRE.MatchString(m[1]) {
+				continue
+			}
+			out = append(out, mdLink{target: m[1], line: i + 1})
+		}
+	}
+	return out
+}
+
+// headingAnchors returns the anchors GitHub makes of the headings of
+// text: lower case, punctuation dropped, spaces as dashes, and -1, -2 …
+// after an anchor already taken.
+func headingAnchors(text string) map[string]bool {
+	out := map[string]bool{}
+	inCode := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inCode = !inCode
+			continue
+		}
+		if inCode || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteRune('-')
+			}
+		}
+		anchor := b.String()
+		for n := 1; out[anchor]; n++ {
+			anchor = b.String() + "-" + itoa(n)
+		}
+		out[anchor] = true
+	}
+	return out
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
