@@ -239,7 +239,7 @@ func DefaultConfig() Config {
 		DefaultStuckGrace: defaultStuckGrace,
 		StuckCheck:        time.Second,
 		ACLDefaultPolicy:  ACLDeny,
-		// Chosen by measurement (README, "Raft timings"): a leader kill to
+		// Chosen by measurement (docs/performance.md, "Raft timings"): a leader kill to
 		// the first acquisition on a survivor in about 0.3 s, and no
 		// election in 10 minutes of full load on two cores.
 		HeartbeatTimeout:   100 * time.Millisecond,

@@ -346,7 +346,7 @@ func runOpenSSL(t *testing.T, dir string, args ...string) {
 }
 
 // TestOpenSSLCertificatesByTheSameRule makes a CA and server and client
-// certificates with openssl, as the README tells people with their own CA
+// certificates with openssl, as docs/security.md tells people with their own CA
 // to do, and checks that tenure treats them as its own.
 func TestOpenSSLCertificatesByTheSameRule(t *testing.T) {
 	dir := t.TempDir()

@@ -60,7 +60,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", 0, "bootstrap Raft once this many servers started with the same value see each other")
 	fs.StringVar(&s.join, "join", "", "comma-separated gossip addresses of other servers to join")
 	fs.BoolVar(&c.NonVoter, "non-voter", false, "join as a non-voting server")
-	fs.BoolVar(&c.AllowLostRaftState, "allow-lost-raft-state", false, "DANGER: start although the identity file says this server was a member and its Raft state is gone; remove the server from the cluster first (see README)")
+	fs.BoolVar(&c.AllowLostRaftState, "allow-lost-raft-state", false, "DANGER: start although the identity file says this server was a member and its Raft state is gone; remove the server from the cluster first (see docs/operations.md)")
 	fs.Var(gossipKeyFlag{&c.GossipKey}, "gossip-key", "base64 key (32 bytes, tenure keygen) that encrypts gossip; seeds the keyring kept in the data dir")
 	fs.StringVar(&s.initial, "initial-cluster", "", "static bootstrap instead of gossip: id=raft-addr=http-addr,… for every server")
 	fs.StringVar(&c.ClusterName, "cluster-name", c.ClusterName, "name of the cluster (one DNS label): the leader admits to Raft only servers of this name; with TLS, Raft peers must hold a certificate for server.<name>.tenure that names their node id")
@@ -98,7 +98,7 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.StringVar(&c.ACLDefaultPolicy, "acl-default-policy", c.ACLDefaultPolicy, "what a request without a token may do with ACLs on: deny (nothing) or allow (all but acl)")
 	fs.BoolVar(&s.metricsOpen, "metrics-open", false, "serve /metrics without a token when ACLs are on (otherwise it needs the operator right)")
 	h := &s.http
-	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "open HTTP connections; past it a request is answered 429 and its connection closed")
+	fs.IntVar(&h.MaxConns, "http-max-conns", h.MaxConns, "open HTTP connections; past it a request is answered 503 too_many_connections and its connection closed")
 	fs.IntVar(&h.MaxConnsPerClient, "http-max-conns-per-client", h.MaxConnsPerClient, "open HTTP connections of one client IP address")
 	fs.DurationVar(&h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest time to read a request, body included (a slower sender is cut)")
 	fs.DurationVar(&h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "an idle keep-alive connection is closed after this")

@@ -426,7 +426,7 @@ func (w *world) forgedLeases(ctx context.Context) []string {
 // saves a backup; alice releases, bob acquires (a larger token) and
 // releases; the workloads go on for the hold. Then the nemesis reads
 // every key's token, restores the backup and reads them again. A key's
-// token may never go backwards (README, guarantees): alice's lease of the
+// token may never go backwards (docs/guarantees.md): alice's lease of the
 // backup, whose key has since been granted to bob, comes back free with
 // bob's token, and no other key's token falls either. Met when the
 // restore succeeded.

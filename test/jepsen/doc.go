@@ -8,7 +8,7 @@
 // lease register, real-time mutual exclusion, fencing, leader election,
 // placement, durability and recovery.
 //
-// TestJepsen runs it (as root; see README "Fault tests"). Packages:
+// TestJepsen runs it (as root; see docs/fault-suite.md). Packages:
 // netns (namespaces and faults), history (the event record), check (the
 // checkers), cmd/jagent (workers and the fenced store).
 package jepsen

@@ -17,7 +17,7 @@ import (
 
 // secure is the security of a run: every run of the suite has TLS (mutual,
 // on the API and on Raft), gossip encryption and ACLs with default deny on,
-// so the configuration the README tells operators to run is the one
+// so the configuration docs/security.md tells operators to run is the one
 // proven under faults. Each agent gets a token of its own, bound to its
 // name as holder prefix.
 type secure struct {
