@@ -543,7 +543,7 @@ func (n *Node) confirmLeadership() (uint64, error) {
 // applyCommand proposes cmd through Raft and waits for the state machine's
 // answer. Commands of the leader are never forwarded to another node.
 func (n *Node) applyCommand(cmd fsm.Command) (any, error) {
-	f, err := n.enqueue(fsm.Encode(cmd))
+	f, err := n.raftApply(fsm.Encode(cmd))
 	if err != nil {
 		return nil, err
 	}

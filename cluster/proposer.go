@@ -351,7 +351,7 @@ func (p *proposer) settle(o *op, r fsm.Result, ended []EndedLease) {
 					o.done <- opResult{err: ErrOverloaded}
 					return
 				}
-				p.enqueue(o, c.Key)
+				p.queueForKey(o, c.Key)
 				return
 			}
 			p.metrics.conflicts.Inc()
