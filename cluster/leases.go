@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -335,13 +336,13 @@ func (n *Node) heldBy(r LeaseRef, secretHash, holder string) (*fsm.Lease, error)
 func (n *Node) renewTracked(cur *fsm.Lease) RenewResult {
 	outcome, reason := n.lessor.Renew(cur.Key, cur.Token)
 	switch outcome {
-	case renewed:
+	case lessor.Renewed:
 		return RenewResult{Lease: LeaseView{Lease: cur}}
-	case renewEnding:
+	case lessor.RenewEnding:
 		return RenewResult{Err: &LostError{Key: cur.Key, Reason: reason}}
-	case renewExpired:
+	case lessor.RenewExpired:
 		return RenewResult{Err: &LostError{Key: cur.Key, Reason: ReasonExpired}}
-	case renewNotPrimary:
+	case lessor.RenewNotPrimary:
 		return RenewResult{Err: ErrNotLeader}
 	}
 	// Held in the FSM but not tracked: it was just freed or re-granted.

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -27,7 +28,7 @@ type Node struct {
 	trans   raft.Transport
 	store   *raftboltdb.BoltStore
 	snaps   *raft.FileSnapshotStore // read by the metrics (collectDisk)
-	lessor  *lessor
+	lessor  *lessor.Lessor
 	verify  *verifier
 	confirm *confirmer
 	// httpAddrs are the HTTP addresses servers gave over their Raft
@@ -110,7 +111,7 @@ func New(cfg Config) (*Node, error) {
 		cfg:            cfg,
 		log:            cfg.Logger.Named("node"),
 		machine:        fsm.New(fsm.WithEventHistory(cfg.EventHistory)),
-		lessor:         newLessor(cfg.Clock),
+		lessor:         lessor.New(cfg.Clock),
 		contacts:       newContacts(),
 		disk:           newDiskHealth(time.Now),
 		snapDisk:       newDiskHealth(time.Now),
