@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -29,23 +30,23 @@ type Node struct {
 	store   *raftboltdb.BoltStore
 	snaps   *raft.FileSnapshotStore // read by the metrics (collectDisk)
 	lessor  *lessor.Lessor
-	verify  *verifier
-	confirm *confirmer
+	verify  *rounds.Verifier
+	confirm *rounds.Confirmer
 	// httpAddrs are the HTTP addresses servers gave over their Raft
 	// ports (leader_addr.go).
 	httpAddrs *httpAddrs
-	inbound   connSet // confirmation connections served (confirm_serve.go)
+	inbound   rounds.ConnSet // confirmation connections served (confirm_serve.go)
 	// applied waits for the state machine to reach an index (applied.go).
 	applied appliedIndex
 	metrics *metrics
 	gossip  *gossip // nil without gossip
 
 	// contacts is the leader's record of which followers answer Raft.
-	contacts *contacts
+	contacts *rounds.Contacts
 	// disk records the failed writes of the Raft stores; lag follows how
 	// far the applied index trails the leader's commit index (Health).
 	disk *diskHealth
-	lag  *lagTracker
+	lag  *rounds.LagTracker
 	// snapDisk records the snapshot writes (Create, Write, Close) of the
 	// snapshot store: a failed one makes the node not ready until a
 	// snapshot succeeds (Health).
@@ -112,17 +113,17 @@ func New(cfg Config) (*Node, error) {
 		log:            cfg.Logger.Named("node"),
 		machine:        fsm.New(fsm.WithEventHistory(cfg.EventHistory)),
 		lessor:         lessor.New(cfg.Clock),
-		contacts:       newContacts(),
+		contacts:       rounds.NewContacts(),
 		disk:           newDiskHealth(time.Now),
 		snapDisk:       newDiskHealth(time.Now),
-		lag:            newLagTracker(time.Now),
+		lag:            rounds.NewLagTracker(time.Now),
 		notifyCh:       make(chan bool, 8),
 		failed:         make(chan error, 1),
 		membersChanged: make(chan struct{}, 1),
 		shutdownCh:     make(chan struct{}),
 	}
 	n.metrics = newMetrics(cfg.Registerer, n)
-	n.verify = newVerifier(n.confirmLeadership,
+	n.verify = rounds.NewVerifier(n.confirmLeadership,
 		func(d time.Duration) { n.metrics.verifyLatency.Observe(d.Seconds()) })
 	if err := n.openRaft(); err != nil {
 		n.abortOpen()
@@ -196,7 +197,7 @@ func New(cfg Config) (*Node, error) {
 			observed:      n.gossipChanged,
 			prove:         prove,
 			answersAt:     answersAt,
-			contact:       n.contacts.get,
+			contact:       n.contacts.Get,
 			rules:         rulesOf(cfg),
 			limits:        cfg.Conns,
 			trusted:       n.IsServerIP,
@@ -268,7 +269,7 @@ func (n *Node) openRaft() error {
 			return nil, errNoConfirmChannel
 		}
 	}
-	n.confirm = newConfirmer(raft.ServerID(cfg.NodeID), dial, roundTimeout(cfg), cfg.Logger.Named("confirm"))
+	n.confirm = rounds.NewConfirmer(raft.ServerID(cfg.NodeID), dial, rounds.Timeout(cfg.ElectionTimeout), ErrShutdown, cfg.Logger.Named("confirm"))
 	n.httpAddrs = newHTTPAddrs(func(id raft.ServerID, addr raft.ServerAddress) (string, error) {
 		return askHTTPAddr(dial, id, addr, 2*time.Second)
 	})
@@ -302,8 +303,10 @@ func (n *Node) openRaft() error {
 	if err := checkLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
-	trans, openTransport := withLag(n.trans, n.lag)
-	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snapStore, withContacts(trans, n.contacts))
+	trans, openTransport := rounds.WithLag(n.trans, n.lag, func(p raft.AppendPipeline) raft.AppendPipeline {
+		return guardPipeline(p)
+	})
+	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snapStore, rounds.WithContacts(trans, n.contacts))
 	if err != nil {
 		return err
 	}
@@ -340,9 +343,9 @@ func (n *Node) Shutdown() error {
 		n.wg.Wait()
 		n.demote()
 		if n.confirm != nil {
-			n.confirm.close()
+			n.confirm.Close()
 		}
-		n.inbound.closeAll()
+		n.inbound.CloseAll()
 		if c, ok := n.trans.(interface{ Close() error }); ok && n.cfg.Transport == nil {
 			c.Close()
 		}
@@ -532,7 +535,7 @@ func (n *Node) confirmLeadership() (uint64, error) {
 	if err := f.Error(); err != nil {
 		return 0, err
 	}
-	if err := n.confirm.confirm(term, f.Configuration()); err != nil {
+	if err := n.confirm.Confirm(term, f.Configuration()); err != nil {
 		return 0, err
 	}
 	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
