@@ -53,24 +53,12 @@ func (n *Node) ServeConfirm(conn net.Conn) {
 		n.log.Warn("confirmation channel: unknown protocol", "from", conn.RemoteAddr(), "magic", hello[0], "version", hello[1])
 		return
 	}
-	rounds.Serve(conn, r, n.answerConfirm, n.log)
-}
-
-// answerConfirm is this voter's answer to req, read from Raft now: after
-// the request was sent, so after the leader's round began.
-func (n *Node) answerConfirm(req rounds.Request) rounds.Answer {
-	a := rounds.Answer{Round: req.Round, Voter: raft.ServerID(n.cfg.NodeID)}
-	r := n.raftReady.Load() // nil until the cluster-id check has passed
-	if r == nil {
-		return a
+	ready := func() rounds.RaftState {
+		if r := n.raftReady.Load(); r != nil { // nil until the cluster-id check has passed
+			return r
+		}
+		return nil
 	}
-	select {
-	case <-n.shutdownCh:
-		return a
-	default:
-	}
-	_, leader := r.LeaderWithID()
-	a.Term = r.CurrentTerm()
-	a.OK = rounds.Confirms(a.Term, leader, req)
-	return a
+	voter := rounds.Voter{ID: raft.ServerID(n.cfg.NodeID), Raft: ready, Stopped: n.shutdownCh}
+	rounds.Serve(conn, r, voter.Answer, n.log)
 }

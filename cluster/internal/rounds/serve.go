@@ -37,6 +37,42 @@ func Serve(conn net.Conn, r *bufio.Reader, answer func(Request) Answer, log hclo
 	}
 }
 
+// Voter is a server's side of the rounds: it answers each request from
+// its Raft state as read when the request arrives, so after the leader's
+// round began.
+type Voter struct {
+	// ID is the server's node id.
+	ID raft.ServerID
+	// Raft is the server's Raft, or nil while it must not answer yet.
+	Raft func() RaftState
+	// Stopped is closed when the server shuts down: it says no from then.
+	Stopped <-chan struct{}
+}
+
+// RaftState is what a voter reads of its Raft (*raft.Raft has it).
+type RaftState interface {
+	LeaderWithID() (raft.ServerAddress, raft.ServerID)
+	CurrentTerm() uint64
+}
+
+// Answer is the voter's answer to req: yes only by the Confirms rule.
+func (v Voter) Answer(req Request) Answer {
+	a := Answer{Round: req.Round, Voter: v.ID}
+	r := v.Raft()
+	if r == nil {
+		return a
+	}
+	select {
+	case <-v.Stopped:
+		return a
+	default:
+	}
+	_, leader := r.LeaderWithID()
+	a.Term = r.CurrentTerm()
+	a.OK = Confirms(a.Term, leader, req)
+	return a
+}
+
 // Confirms is the voter's rule: yes only if its current term is the
 // request's term (a voter that has voted in a newer term has a newer
 // term: it persists the term before it votes) and it knows of no other
