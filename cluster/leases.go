@@ -215,10 +215,9 @@ func (n *Node) Renew(ctx context.Context, key, holder, secret string, token uint
 
 // RenewMany restarts the deadline of every lease that holder still holds
 // under the given token and secret, then confirms leadership with one quorum round
-// that starts after the call, and only then reports success. No lease
-// record is written to the log, but the leadership round commits a Raft
-// barrier entry (Node.confirmLeadership), shared by every renewal and read
-// waiting for that round. A lease whose deadline has passed cannot be
+// that starts after the call, and only then reports success. Nothing is
+// written to the log: the leadership round (Confirmer.CheckLeadership) is
+// a round of messages, shared by every renewal and read waiting for it. A lease whose deadline has passed cannot be
 // renewed, even before its Expire is applied. The error is for the whole
 // call (ErrNotLeader, ErrLeadershipLost …); per-lease losses (a
 // *LostError) and wrong secrets (a *SecretError) are in the results.

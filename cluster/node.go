@@ -123,7 +123,7 @@ func New(cfg Config) (*Node, error) {
 		shutdownCh:     make(chan struct{}),
 	}
 	n.metrics = newMetrics(cfg.Registerer, n)
-	n.verify = rounds.NewVerifier(n.confirmLeadership,
+	n.verify = rounds.NewVerifier(func() (uint64, error) { return n.confirm.CheckLeadership(n.raft) },
 		func(d time.Duration) { n.metrics.verifyLatency.Observe(d.Seconds()) })
 	if err := n.openRaft(); err != nil {
 		n.abortOpen()
@@ -510,38 +510,6 @@ func (n *Node) demote() {
 	n.leading.Store(nil)
 	n.lessor.Demote()
 	n.statusChanged.fire()
-}
-
-// confirmLeadership proves that this node still led at some moment after
-// the call began, and returns the commit index it read at the start. It
-// asks every other voter of the current configuration, over the
-// confirmation channel, whether it is still in this term with no other
-// leader, and needs yes to this round from a quorum (itself included);
-// then it checks that it is still leader in the same term. Nothing is
-// written to the log.
-//
-// A voter that voted in a newer term has that newer term: it says no. So
-// no newer leader had been elected before the call began
-// (docs/adr/0002-lease-time-on-failover.md). raft.VerifyLeader is not
-// used: it can be satisfied by the answer to a heartbeat sent before the
-// call, which proves nothing about the time after it.
-func (n *Node) confirmLeadership() (uint64, error) {
-	term := n.raft.CurrentTerm()
-	commit := n.raft.CommitIndex()
-	if n.raft.State() != raft.Leader {
-		return 0, raft.ErrNotLeader
-	}
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return 0, err
-	}
-	if err := n.confirm.Confirm(term, f.Configuration()); err != nil {
-		return 0, err
-	}
-	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
-		return 0, raft.ErrLeadershipLost
-	}
-	return commit, nil
 }
 
 // applyCommand proposes cmd through Raft and waits for the state machine's

@@ -72,6 +72,47 @@ type confirmRound struct {
 // errNotConfirmed: no quorum said yes in time.
 var errNotConfirmed = errors.New("leadership not confirmed by a quorum")
 
+// LeaderRaft is what CheckLeadership reads of the leader's Raft
+// (*raft.Raft has it).
+type LeaderRaft interface {
+	CurrentTerm() uint64
+	CommitIndex() uint64
+	State() raft.RaftState
+	GetConfiguration() raft.ConfigurationFuture
+}
+
+// CheckLeadership proves that this node still led at some moment after
+// the call began, and returns the commit index it read at the start. It
+// asks every other voter of the current configuration, over the
+// confirmation channel, whether it is still in this term with no other
+// leader, and needs yes to this round from a quorum (itself included);
+// then it checks that it is still leader in the same term. Nothing is
+// written to the log.
+//
+// A voter that voted in a newer term has that newer term: it says no. So
+// no newer leader had been elected before the call began
+// (docs/adr/0002-lease-time-on-failover.md). raft.VerifyLeader is not
+// used: it can be satisfied by the answer to a heartbeat sent before the
+// call, which proves nothing about the time after it.
+func (c *Confirmer) CheckLeadership(r LeaderRaft) (uint64, error) {
+	term := r.CurrentTerm()
+	commit := r.CommitIndex()
+	if r.State() != raft.Leader {
+		return 0, raft.ErrNotLeader
+	}
+	f := r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return 0, err
+	}
+	if err := c.Confirm(term, f.Configuration()); err != nil {
+		return 0, err
+	}
+	if r.State() != raft.Leader || r.CurrentTerm() != term {
+		return 0, raft.ErrLeadershipLost
+	}
+	return commit, nil
+}
+
 // Confirm runs one round for term over the voters of conf and reports nil
 // once a quorum of them, this server included if it is one, answered yes
 // to this round.

@@ -11,8 +11,8 @@ import (
 // many are running; then it waits for a free place.
 const maxRoundsInFlight = 4
 
-// Verifier batches leadership checks: one round (verify, the hub's
-// Node.confirmLeadership)
+// Verifier batches leadership checks: one round (verify, the hub's call
+// of Confirmer.CheckLeadership)
 // answers every caller that arrived before the round started. A caller
 // that arrives while rounds are running waits for a round that starts
 // after it, so the answer it gets always comes from a round that began
