@@ -3,13 +3,15 @@ package lessor
 import "time"
 
 // Clock is the lessor's time source. Deadlines compare readings of Now with
-// time.Time.Sub, so the real clock's monotonic reading is what counts.
+// time.Time.Sub, so the real clock's monotonic reading is what counts. The
+// lessor reads only Now; NewTimer is for whoever waits for its deadlines
+// (the hub's proposer), so that both run on the same clock.
 type Clock interface {
 	Now() time.Time
 	NewTimer(d time.Duration) Timer
 }
 
-// Timer is the part of *time.Timer that the lessor uses.
+// Timer is the part of *time.Timer that waiting for a deadline uses.
 type Timer interface {
 	C() <-chan time.Time
 	Stop() bool
