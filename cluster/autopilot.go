@@ -92,7 +92,7 @@ func rulesOf(cfg Config) pilotRules {
 // caughtUp reports whether the leader heard from a server within recent,
 // and the log the server reported then was within lag entries of commit.
 func (r pilotRules) caughtUp(ct contact, ok bool, now time.Time, commit uint64) bool {
-	return ok && now.Sub(ct.at) <= r.recent && ct.lastLog+r.catchUpLag >= commit
+	return ok && now.Sub(ct.At) <= r.recent && ct.LastLog+r.catchUpLag >= commit
 }
 
 // removableDeadVoters is how many dead voters the leader may remove from a
@@ -199,8 +199,8 @@ func (g *gossip) configuration() ([]raft.Server, bool) {
 // configured address, counting from this term's leadership at most.
 func (g *gossip) silentFor(srv raft.Server, now time.Time) time.Duration {
 	last := g.pilot.leaderSince
-	if ct, ok := g.contact(srv.ID, srv.Address); ok && ct.at.After(last) {
-		last = ct.at
+	if ct, ok := g.contact(srv.ID, srv.Address); ok && ct.At.After(last) {
+		last = ct.At
 	}
 	return now.Sub(last)
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/hashicorp/raft"
 )
 
 // Dead voters are removed only while the failed ones are a minority of the
@@ -103,35 +102,15 @@ func TestCaughtUp(t *testing.T) {
 		want bool
 	}{
 		{name: "never answered", ok: false, want: false},
-		{name: "answered now, at the commit index", ct: contact{at: now, lastLog: 100}, ok: true, want: true},
-		{name: "answered now, within the lag", ct: contact{at: now, lastLog: 90}, ok: true, want: true},
-		{name: "answered now, behind", ct: contact{at: now, lastLog: 89}, ok: true, want: false},
-		{name: "answered long ago", ct: contact{at: now.Add(-2 * time.Second), lastLog: 100}, ok: true, want: false},
+		{name: "answered now, at the commit index", ct: contact{At: now, LastLog: 100}, ok: true, want: true},
+		{name: "answered now, within the lag", ct: contact{At: now, LastLog: 90}, ok: true, want: true},
+		{name: "answered now, behind", ct: contact{At: now, LastLog: 89}, ok: true, want: false},
+		{name: "answered long ago", ct: contact{At: now.Add(-2 * time.Second), LastLog: 100}, ok: true, want: false},
 	}
 	for _, tt := range tests {
 		if got := r.caughtUp(tt.ct, tt.ok, now, 100); got != tt.want {
 			t.Errorf("%s: caughtUp = %v, want %v", tt.name, got, tt.want)
 		}
-	}
-}
-
-// Contacts are per address: an answer at one address says nothing about
-// another.
-func TestContactsPerAddress(t *testing.T) {
-	c := newContacts()
-	c.answered("n2", "10.0.0.2:7501", 42, true)
-	if ct, ok := c.get("n2", "10.0.0.2:7501"); !ok || ct.lastLog != 42 {
-		t.Errorf("get at the answering address: %+v %v, want last log 42", ct, ok)
-	}
-	if _, ok := c.get("n2", "10.0.0.9:7501"); ok {
-		t.Errorf("get at another address: found, want none")
-	}
-	c.answered("n2", "10.0.0.2:7501", 0, false) // a snapshot install keeps the index
-	if ct, _ := c.get("n2", "10.0.0.2:7501"); ct.lastLog != 42 {
-		t.Errorf("after an answer without index: last log %d, want 42", ct.lastLog)
-	}
-	if _, ok := c.get(raft.ServerID("n3"), "10.0.0.3:7501"); ok {
-		t.Errorf("get of a server never heard: found, want none")
 	}
 }
 

@@ -1,32 +1,14 @@
 package cluster
 
-import "time"
+import "github.com/tenure-io/tenure/cluster/internal/lessor"
 
-// Clock is the lessor's time source. Deadlines compare readings of Now with
+// Clock is the time source of the lessor, the proposer's timers and the
+// stuck tracker (Config.Clock). Deadlines compare readings of Now with
 // time.Time.Sub, so the real clock's monotonic reading is what counts.
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-}
+type Clock = lessor.Clock
 
-// Timer is the part of *time.Timer that the lessor uses.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-	Reset(d time.Duration)
-}
+// Timer is the part of *time.Timer that a Clock's timers offer.
+type Timer = lessor.Timer
 
 // SystemClock is the real monotonic clock.
-type SystemClock struct{}
-
-// Now returns time.Now(), which carries a monotonic reading.
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// NewTimer wraps time.NewTimer.
-func (SystemClock) NewTimer(d time.Duration) Timer { return &sysTimer{time.NewTimer(d)} }
-
-type sysTimer struct{ t *time.Timer }
-
-func (s *sysTimer) C() <-chan time.Time   { return s.t.C }
-func (s *sysTimer) Stop() bool            { return s.t.Stop() }
-func (s *sysTimer) Reset(d time.Duration) { s.t.Reset(d) }
+type SystemClock = lessor.SystemClock

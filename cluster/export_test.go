@@ -21,9 +21,7 @@ func RaftOf(n *Node) *raft.Raft { return n.raft }
 // VerifyRoundRunning reports whether n's leadership check has a quorum
 // round in flight.
 func VerifyRoundRunning(n *Node) bool {
-	n.verify.mu.Lock()
-	defer n.verify.mu.Unlock()
-	return n.verify.inFlight > 0
+	return n.verify.InFlight() > 0
 }
 
 // AdmitWorker is the balancer's admission check of worker for group.

@@ -114,11 +114,11 @@ func (n *Node) PlacementHealth(ctx context.Context, threshold time.Duration) (Pl
 		}
 	}
 	for _, e := range n.lessor.Stale(threshold) {
-		l := n.machine.Get(e.key)
-		if l == nil || !l.Held || l.Token != e.token {
+		l := n.machine.Get(e.Key)
+		if l == nil || !l.Held || l.Token != e.Token {
 			continue
 		}
-		r.Stale = append(r.Stale, StaleLease{Key: e.key, Holder: l.Holder, Token: e.token, TTL: e.ttl, SinceRenewal: e.sinceRenewal})
+		r.Stale = append(r.Stale, StaleLease{Key: e.Key, Holder: l.Holder, Token: e.Token, TTL: e.TTL, SinceRenewal: e.SinceRenewal})
 	}
 	sort.Slice(r.Stale, func(i, j int) bool { return r.Stale[i].Key < r.Stale[j].Key })
 	r.Unowned, r.Truncated = truncate(r.Unowned, r.Truncated)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -215,10 +216,8 @@ func (n *Node) Renew(ctx context.Context, key, holder, secret string, token uint
 // RenewMany restarts the deadline of every lease that holder still holds
 // under the given token and secret, then confirms leadership with one quorum round
 // that starts after the call, and only then reports success. Nothing is
-// written to the log: the leadership round (Node.confirmLeadership) asks
-// the other voters over the confirmation channel and commits no entry; one
-// round serves every renewal and read waiting for it
-// (docs/adr/0002-lease-time-on-failover.md). A lease whose deadline has passed cannot be
+// written to the log: the leadership round (Confirmer.CheckLeadership) is
+// a round of messages, shared by every renewal and read waiting for it. A lease whose deadline has passed cannot be
 // renewed, even before its Expire is applied. The error is for the whole
 // call (ErrNotLeader, ErrLeadershipLost …); per-lease losses (a
 // *LostError) and wrong secrets (a *SecretError) are in the results.
@@ -336,13 +335,13 @@ func (n *Node) heldBy(r LeaseRef, secretHash, holder string) (*fsm.Lease, error)
 func (n *Node) renewTracked(cur *fsm.Lease) RenewResult {
 	outcome, reason := n.lessor.Renew(cur.Key, cur.Token)
 	switch outcome {
-	case renewed:
+	case lessor.Renewed:
 		return RenewResult{Lease: LeaseView{Lease: cur}}
-	case renewEnding:
+	case lessor.RenewEnding:
 		return RenewResult{Err: &LostError{Key: cur.Key, Reason: reason}}
-	case renewExpired:
+	case lessor.RenewExpired:
 		return RenewResult{Err: &LostError{Key: cur.Key, Reason: ReasonExpired}}
-	case renewNotPrimary:
+	case lessor.RenewNotPrimary:
 		return RenewResult{Err: ErrNotLeader}
 	}
 	// Held in the FSM but not tracked: it was just freed or re-granted.

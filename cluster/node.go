@@ -13,6 +13,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/internal/lessor"
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -27,24 +29,24 @@ type Node struct {
 	trans   raft.Transport
 	store   *raftboltdb.BoltStore
 	snaps   *raft.FileSnapshotStore // read by the metrics (collectDisk)
-	lessor  *lessor
-	verify  *verifier
-	confirm *confirmer
+	lessor  *lessor.Lessor
+	verify  *rounds.Verifier
+	confirm *rounds.Confirmer
 	// httpAddrs are the HTTP addresses servers gave over their Raft
 	// ports (leader_addr.go).
 	httpAddrs *httpAddrs
-	inbound   connSet // confirmation connections served (confirm_serve.go)
+	inbound   rounds.ConnSet // confirmation connections served (confirm_serve.go)
 	// applied waits for the state machine to reach an index (applied.go).
 	applied appliedIndex
 	metrics *metrics
 	gossip  *gossip // nil without gossip
 
 	// contacts is the leader's record of which followers answer Raft.
-	contacts *contacts
+	contacts *rounds.Contacts
 	// disk records the failed writes of the Raft stores; lag follows how
 	// far the applied index trails the leader's commit index (Health).
 	disk *diskHealth
-	lag  *lagTracker
+	lag  *rounds.LagTracker
 	// snapDisk records the snapshot writes (Create, Write, Close) of the
 	// snapshot store: a failed one makes the node not ready until a
 	// snapshot succeeds (Health).
@@ -110,18 +112,18 @@ func New(cfg Config) (*Node, error) {
 		cfg:            cfg,
 		log:            cfg.Logger.Named("node"),
 		machine:        fsm.New(fsm.WithEventHistory(cfg.EventHistory)),
-		lessor:         newLessor(cfg.Clock),
-		contacts:       newContacts(),
+		lessor:         lessor.New(cfg.Clock),
+		contacts:       rounds.NewContacts(),
 		disk:           newDiskHealth(time.Now),
 		snapDisk:       newDiskHealth(time.Now),
-		lag:            newLagTracker(time.Now),
+		lag:            rounds.NewLagTracker(time.Now),
 		notifyCh:       make(chan bool, 8),
 		failed:         make(chan error, 1),
 		membersChanged: make(chan struct{}, 1),
 		shutdownCh:     make(chan struct{}),
 	}
 	n.metrics = newMetrics(cfg.Registerer, n)
-	n.verify = newVerifier(n.confirmLeadership,
+	n.verify = rounds.NewVerifier(func() (uint64, error) { return n.confirm.CheckLeadership(n.raft) },
 		func(d time.Duration) { n.metrics.verifyLatency.Observe(d.Seconds()) })
 	if err := n.openRaft(); err != nil {
 		n.abortOpen()
@@ -195,7 +197,7 @@ func New(cfg Config) (*Node, error) {
 			observed:      n.gossipChanged,
 			prove:         prove,
 			answersAt:     answersAt,
-			contact:       n.contacts.get,
+			contact:       n.contacts.Get,
 			rules:         rulesOf(cfg),
 			limits:        cfg.Conns,
 			trusted:       n.IsServerIP,
@@ -267,7 +269,7 @@ func (n *Node) openRaft() error {
 			return nil, errNoConfirmChannel
 		}
 	}
-	n.confirm = newConfirmer(raft.ServerID(cfg.NodeID), dial, roundTimeout(cfg), cfg.Logger.Named("confirm"))
+	n.confirm = rounds.NewConfirmer(raft.ServerID(cfg.NodeID), dial, rounds.Timeout(cfg.ElectionTimeout), ErrShutdown, cfg.Logger.Named("confirm"))
 	n.httpAddrs = newHTTPAddrs(func(id raft.ServerID, addr raft.ServerAddress) (string, error) {
 		return askHTTPAddr(dial, id, addr, 2*time.Second)
 	})
@@ -301,8 +303,10 @@ func (n *Node) openRaft() error {
 	if err := checkLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
-	trans, openTransport := withLag(n.trans, n.lag)
-	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snapStore, withContacts(trans, n.contacts))
+	trans, openTransport := rounds.WithLag(n.trans, n.lag, func(p raft.AppendPipeline) raft.AppendPipeline {
+		return guardPipeline(p)
+	})
+	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snapStore, rounds.WithContacts(trans, n.contacts))
 	if err != nil {
 		return err
 	}
@@ -339,9 +343,9 @@ func (n *Node) Shutdown() error {
 		n.wg.Wait()
 		n.demote()
 		if n.confirm != nil {
-			n.confirm.close()
+			n.confirm.Close()
 		}
-		n.inbound.closeAll()
+		n.inbound.CloseAll()
 		if c, ok := n.trans.(interface{ Close() error }); ok && n.cfg.Transport == nil {
 			c.Close()
 		}
@@ -508,42 +512,10 @@ func (n *Node) demote() {
 	n.statusChanged.fire()
 }
 
-// confirmLeadership proves that this node still led at some moment after
-// the call began, and returns the commit index it read at the start. It
-// asks every other voter of the current configuration, over the
-// confirmation channel, whether it is still in this term with no other
-// leader, and needs yes to this round from a quorum (itself included);
-// then it checks that it is still leader in the same term. Nothing is
-// written to the log.
-//
-// A voter that voted in a newer term has that newer term: it says no. So
-// no newer leader had been elected before the call began
-// (docs/adr/0002-lease-time-on-failover.md). raft.VerifyLeader is not
-// used: it can be satisfied by the answer to a heartbeat sent before the
-// call, which proves nothing about the time after it.
-func (n *Node) confirmLeadership() (uint64, error) {
-	term := n.raft.CurrentTerm()
-	commit := n.raft.CommitIndex()
-	if n.raft.State() != raft.Leader {
-		return 0, raft.ErrNotLeader
-	}
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return 0, err
-	}
-	if err := n.confirm.confirm(term, f.Configuration()); err != nil {
-		return 0, err
-	}
-	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != term {
-		return 0, raft.ErrLeadershipLost
-	}
-	return commit, nil
-}
-
 // applyCommand proposes cmd through Raft and waits for the state machine's
 // answer. Commands of the leader are never forwarded to another node.
 func (n *Node) applyCommand(cmd fsm.Command) (any, error) {
-	f, err := n.enqueue(fsm.Encode(cmd))
+	f, err := n.raftApply(fsm.Encode(cmd))
 	if err != nil {
 		return nil, err
 	}

@@ -211,13 +211,13 @@ func (n *Node) PromoteServer(ctx context.Context, id string) (int, error) {
 	case target.Suffrage == raft.Voter:
 		return voters, nil
 	}
-	ct, ok := n.contacts.get(target.ID, target.Address)
+	ct, ok := n.contacts.Get(target.ID, target.Address)
 	if rules := rulesOf(n.cfg); !rules.caughtUp(ct, ok, time.Now(), n.raft.CommitIndex()) {
 		if !ok {
 			return 0, fmt.Errorf("server %q has not answered the leader at %s: %w", id, target.Address, ErrNotCaughtUp)
 		}
 		return 0, fmt.Errorf("server %q last answered %v ago with log index %d, commit index %d: %w",
-			id, time.Since(ct.at).Round(time.Millisecond), ct.lastLog, n.raft.CommitIndex(), ErrNotCaughtUp)
+			id, time.Since(ct.At).Round(time.Millisecond), ct.LastLog, n.raft.CommitIndex(), ErrNotCaughtUp)
 	}
 	if err := n.raft.AddVoter(target.ID, target.Address, 0, 0).Error(); err != nil {
 		return 0, fmt.Errorf("promote server %q: %w", id, commitError(err))

@@ -54,9 +54,9 @@ func (n *Node) RemoveServer(ctx context.Context, id string, force bool) (RemoveR
 	var broken []string
 	if id == n.cfg.NodeID {
 		broken = append(broken, fmt.Sprintf("server %q is alive: it is the leader that answers this request (transfer leadership first, or stop it)", id))
-	} else if ct, ok := n.contacts.get(target.ID, target.Address); ok && time.Since(ct.at) <= rulesOf(n.cfg).recent {
+	} else if ct, ok := n.contacts.Get(target.ID, target.Address); ok && time.Since(ct.At) <= rulesOf(n.cfg).recent {
 		broken = append(broken, fmt.Sprintf("server %q is alive: the leader heard from it at %s %v ago (stop it first)",
-			id, target.Address, time.Since(ct.at).Round(time.Millisecond)))
+			id, target.Address, time.Since(ct.At).Round(time.Millisecond)))
 	}
 	if size := n.ConfiguredVoters(); target.Suffrage == raft.Voter && after < size {
 		broken = append(broken, fmt.Sprintf("removing voter %q leaves %d voters, fewer than the %d the cluster was bootstrapped with (-bootstrap-expect): one more failure would lose quorum",

@@ -73,13 +73,3 @@ func (g *guardedPipeline) Close() error {
 	g.once.Do(func() { close(g.done) })
 	return g.AppendPipeline.Close()
 }
-
-// AppendEntriesPipeline guards the wrapped transport's pipelines
-// (guardedPipeline).
-func (t *lagTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	p, err := t.Transport.AppendEntriesPipeline(id, target)
-	if err != nil {
-		return nil, err
-	}
-	return guardPipeline(p), nil
-}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -24,7 +25,7 @@ import (
 type proposer struct {
 	apply    func(fsm.Command) (any, error)
 	machine  *fsm.Machine
-	lessor   *lessor
+	lessor   *lessor.Lessor
 	log      hclog.Logger
 	metrics  *metrics
 	term     uint64
@@ -85,8 +86,8 @@ type opResult struct {
 // slot ties one command of a batch to whoever waits for its result.
 type slot struct {
 	op      *op
-	handoff bool    // op is a waiter being granted a freed key
-	exp     *expiry // a lessor expiry
+	handoff bool           // op is a waiter being granted a freed key
+	exp     *lessor.Expiry // a lessor expiry
 }
 
 func newProposer(p *proposer) *proposer {
@@ -175,7 +176,7 @@ func (p *proposer) run(ctx context.Context, clock Clock) {
 			case o := <-p.in:
 				p.pending = append(p.pending, o)
 			case <-timer.C():
-			case <-p.lessor.changed:
+			case <-p.lessor.Changed():
 			case o := <-p.timeouts:
 				p.dropWaiter(o, true)
 			case o := <-p.cancels:
@@ -268,9 +269,9 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 	}
 	for _, e := range p.lessor.Expired(max(p.maxBatch/2, 1)) {
 		e := e
-		cmds = append(cmds, fsm.Expire{Key: e.key, Token: e.token, Term: p.term})
+		cmds = append(cmds, fsm.Expire{Key: e.Key, Token: e.Token, Term: p.term})
 		slots = append(slots, slot{exp: &e})
-		handoff(e.key)
+		handoff(e.Key)
 	}
 	for key := range kicked {
 		if l := p.machine.Get(key); l == nil || !l.Held {
@@ -312,7 +313,7 @@ func (p *proposer) finish(slots []slot, results []fsm.Result) {
 		r := results[i]
 		switch {
 		case s.exp != nil:
-			p.lessor.Remove(s.exp.key, s.exp.token)
+			p.lessor.Remove(s.exp.Key, s.exp.Token)
 			if r.Code == fsm.Freed {
 				p.metrics.expiries.Inc() // logged from the events (eventlog.go)
 			}
@@ -351,7 +352,7 @@ func (p *proposer) settle(o *op, r fsm.Result, ended []EndedLease) {
 					o.done <- opResult{err: ErrOverloaded}
 					return
 				}
-				p.enqueue(o, c.Key)
+				p.queueForKey(o, c.Key)
 				return
 			}
 			p.metrics.conflicts.Inc()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 )
@@ -38,7 +39,7 @@ func newGatedProposerSize(t *testing.T, gated, maxPending int) *gatedProposer {
 		}
 		return g.m.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: fsm.Encode(c)}), nil
 	}
-	l := newLessor(SystemClock{})
+	l := lessor.New(SystemClock{})
 	l.Promote(nil, nil)
 	g.p = newProposer(&proposer{apply: apply, machine: g.m, lessor: l, log: hclog.NewNullLogger(),
 		metrics: newMetrics(nil, nil), term: 1, maxBatch: 64, maxPending: maxPending})
@@ -136,7 +137,7 @@ func TestProposerBatchesStayWithinMaxBatch(t *testing.T) {
 		sizes = append(sizes, len(c.(fsm.Batch).Commands))
 		return m.Apply(&raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: fsm.Encode(c)}), nil
 	}
-	l := newLessor(SystemClock{})
+	l := lessor.New(SystemClock{})
 	l.Promote(nil, nil)
 	p := newProposer(&proposer{apply: apply, machine: m, lessor: l, log: hclog.NewNullLogger(),
 		metrics: newMetrics(nil, nil), term: 1, maxBatch: 4, maxPending: 256})

@@ -11,9 +11,9 @@ import (
 // wait ends, its caller goes away, or the proposer stops. All of it runs on
 // the proposer's run goroutine.
 
-// enqueue puts o, a blocking acquire that found key held, at the end of
+// queueForKey puts o, a blocking acquire that found key held, at the end of
 // the key's queue, and arms the timer that ends its wait.
-func (p *proposer) enqueue(o *op, key string) {
+func (p *proposer) queueForKey(o *op, key string) {
 	o.queued = true
 	p.waiting.Add(1)
 	p.waiters[key] = append(p.waiters[key], o)

@@ -3,6 +3,8 @@ package cluster
 import (
 	"fmt"
 	"time"
+
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
 // Default readiness bounds (Config.ReadyMaxLagEntries, ReadyMaxLagTime).
@@ -49,7 +51,7 @@ type NodeHealth struct {
 // makes it not ready (Config.ReadyMaxLagEntries, ReadyMaxLagTime). It
 // contacts no other node.
 func (n *Node) Health() NodeHealth {
-	return healthOf(n.lag.lag(n.raft.AppliedIndex(), n.raft.CommitIndex()), n.disk.state(), n.snapDisk.state(),
+	return healthOf(n.lag.Lag(n.raft.AppliedIndex(), n.raft.CommitIndex()), n.disk.state(), n.snapDisk.state(),
 		time.Now(), n.cfg.ReadyMaxLagEntries, n.cfg.ReadyMaxLagTime)
 }
 
@@ -58,7 +60,7 @@ func (n *Node) Health() NodeHealth {
 // then the snapshots, then the entries, then the time behind. A failed
 // snapshot counts until a snapshot succeeds, with no hold: snapshots are
 // rare, and Raft retries a failed one at every snapshot interval.
-func healthOf(lag lagState, disk, snap diskState, now time.Time, maxEntries uint64, maxTime time.Duration) NodeHealth {
+func healthOf(lag rounds.Lag, disk, snap diskState, now time.Time, maxEntries uint64, maxTime time.Duration) NodeHealth {
 	h := NodeHealth{
 		LeaderCommit: lag.LeaderCommit, AppliedIndex: lag.Applied,
 		BehindEntries: lag.Entries, BehindFor: lag.For,

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
 // stepClock is a time source that tests move by hand.
@@ -38,7 +40,7 @@ func TestDiskLogStoreFailedAppendMakesNodeNotReady(t *testing.T) {
 	fs := &failingLogStore{InmemStore: raft.NewInmemStore()}
 	ls := diskLogStore{fs, h}
 	hold := 5 * time.Second
-	ready := func() NodeHealth { return healthOf(lagState{}, h.state(), diskState{}, clk.now(), 1000, hold) }
+	ready := func() NodeHealth { return healthOf(rounds.Lag{}, h.state(), diskState{}, clk.now(), 1000, hold) }
 
 	if err := ls.StoreLogs([]*raft.Log{{Index: 1}}); err != nil {
 		t.Fatal(err)
@@ -96,15 +98,15 @@ func (failingStable) SetUint64([]byte, uint64) error { return enospc("set uint64
 func TestLagBounds(t *testing.T) {
 	cases := []struct {
 		name        string
-		lag         lagState
+		lag         rounds.Lag
 		wantProblem string
 	}{
-		{name: "caught up", lag: lagState{LeaderCommit: 50, Applied: 50}},
-		{name: "a few entries for a moment", lag: lagState{LeaderCommit: 60, Applied: 50, Entries: 10, For: 20 * time.Millisecond}},
-		{name: "at the entry bound", lag: lagState{LeaderCommit: 1050, Applied: 50, Entries: 1000, For: time.Second}},
-		{name: "past the entry bound", lag: lagState{LeaderCommit: 1051, Applied: 50, Entries: 1001, For: time.Second},
+		{name: "caught up", lag: rounds.Lag{LeaderCommit: 50, Applied: 50}},
+		{name: "a few entries for a moment", lag: rounds.Lag{LeaderCommit: 60, Applied: 50, Entries: 10, For: 20 * time.Millisecond}},
+		{name: "at the entry bound", lag: rounds.Lag{LeaderCommit: 1050, Applied: 50, Entries: 1000, For: time.Second}},
+		{name: "past the entry bound", lag: rounds.Lag{LeaderCommit: 1051, Applied: 50, Entries: 1001, For: time.Second},
 			wantProblem: "applied index 50 is 1001 entries behind the leader's commit index 1051"},
-		{name: "past the time bound", lag: lagState{LeaderCommit: 51, Applied: 50, Entries: 1, For: 6 * time.Second},
+		{name: "past the time bound", lag: rounds.Lag{LeaderCommit: 51, Applied: 50, Entries: 1, For: 6 * time.Second},
 			wantProblem: "applied index 50 has been behind the leader's commit index 51 for 6s"},
 	}
 	for _, tc := range cases {
@@ -117,43 +119,6 @@ func TestLagBounds(t *testing.T) {
 				t.Fatalf("behind %d entries for %v, want %d for %v", got.BehindEntries, got.BehindFor, tc.lag.Entries, tc.lag.For)
 			}
 		})
-	}
-}
-
-func TestLagTrackerTimeBehind(t *testing.T) {
-	clk := newStepClock()
-	l := newLagTracker(clk.now)
-	if got := l.lag(0, 0); got.Entries != 0 || got.For != 0 {
-		t.Fatalf("nothing announced: %+v, want caught up", got)
-	}
-	l.observeCommit(10)
-	clk.advance(3 * time.Second)
-	if got := l.lag(5, 5); got.Entries != 5 || got.For != 3*time.Second {
-		t.Fatalf("stuck at 5 of 10 for 3s: %d entries for %v, want 5 for 3s", got.Entries, got.For)
-	}
-	// The leader moves on; the node still applies nothing: the time
-	// counts from the first entry it missed, not from the last announce.
-	l.observeCommit(20)
-	clk.advance(3 * time.Second)
-	if got := l.lag(5, 5); got.Entries != 15 || got.For != 6*time.Second {
-		t.Fatalf("stuck at 5 of 20 for 6s: %d entries for %v, want 15 for 6s", got.Entries, got.For)
-	}
-	// Caught up: nothing behind.
-	if got := l.lag(20, 20); got.Entries != 0 || got.For != 0 {
-		t.Fatalf("caught up: %+v, want 0", got)
-	}
-	// Applying steadily while the leader commits: behind by the time it
-	// takes to apply, not by the time since it was last caught up.
-	for i := uint64(1); i <= 10; i++ {
-		l.observeCommit(20 + 10*i)
-		clk.advance(10 * time.Millisecond)
-		if got := l.lag(20+10*i-5, 20+10*i-5); got.For > 20*time.Millisecond {
-			t.Fatalf("step %d, applying steadily: behind for %v, want at most 20ms", i, got.For)
-		}
-	}
-	// The node's own commit index counts (on the leader no one announces).
-	if got := l.lag(100, 130); got.LeaderCommit != 130 || got.Entries != 30 {
-		t.Fatalf("own commit 130, applied 100: %+v, want 30 entries behind 130", got)
 	}
 }
 
@@ -209,7 +174,7 @@ func TestDiskSnapshotStoreFailedSnapshotMakesNodeNotReady(t *testing.T) {
 			h := newDiskHealth(clk.now)
 			fs := &fakeSnapshotStore{}
 			st := diskSnapshotStore{fs, h}
-			health := func() NodeHealth { return healthOf(lagState{}, diskState{}, h.state(), clk.now(), 1000, time.Second) }
+			health := func() NodeHealth { return healthOf(rounds.Lag{}, diskState{}, h.state(), clk.now(), 1000, time.Second) }
 			take := func() error {
 				sink, err := st.Create(1, 1, 1, raft.Configuration{}, 1, nil)
 				if err != nil {

@@ -34,8 +34,8 @@ const RestoreTimeout = 5 * time.Minute
 
 var errRestoring = fmt.Errorf("%w: a snapshot is being restored", ErrNotReady)
 
-// enqueue hands data to Raft unless a restore holds writes back.
-func (n *Node) enqueue(data []byte) (raft.ApplyFuture, error) {
+// raftApply hands data to Raft unless a restore holds writes back.
+func (n *Node) raftApply(data []byte) (raft.ApplyFuture, error) {
 	if n.restore.on.Load() {
 		return nil, errRestoring
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness/sizes"
 )
@@ -78,7 +79,7 @@ func BenchmarkScalePromote(b *testing.B) {
 			base := heapInUse()
 			m := scaleMachine(b, n)
 			machineHeap := heapInUse() - base
-			l := newLessor(SystemClock{})
+			l := lessor.New(SystemClock{})
 			var held, promote time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -1,4 +1,4 @@
-package cluster
+package rounds
 
 import (
 	"errors"
@@ -11,16 +11,17 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// confirmer is the leader's side of the leadership check (docs/adr/0002):
+// Confirmer is the leader's side of the leadership check (docs/adr/0002):
 // a round sends every other voter of the current configuration a request
 // with the leader's term and the round's id, and succeeds once a quorum,
 // the leader included, has answered yes to that round. Rounds may overlap;
 // an answer counts only for the round it names.
-type confirmer struct {
-	self    raft.ServerID
-	dial    confirmDialer
-	timeout time.Duration // a round without a quorum by then fails
-	log     hclog.Logger
+type Confirmer struct {
+	self      raft.ServerID
+	dial      Dialer
+	timeout   time.Duration // a round without a quorum by then fails
+	closedErr error         // what a round returns once Close was called
+	log       hclog.Logger
 
 	mu     sync.Mutex
 	next   uint64
@@ -32,26 +33,30 @@ type confirmer struct {
 	closed  bool
 }
 
-// confirmDialer opens a connection to the confirmation channel of server
+// Dialer opens a connection to the confirmation channel of server
 // id at addr (with TLS, only if the certificate that answers names id);
-// the confirmer writes confirmMagic and confirmVersion.
-type confirmDialer func(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error)
+// the Confirmer writes Magic and Version.
+type Dialer func(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error)
 
-func newConfirmer(self raft.ServerID, dial confirmDialer, timeout time.Duration, log hclog.Logger) *confirmer {
-	return &confirmer{self: self, dial: dial, timeout: timeout, log: log,
+// NewConfirmer returns the confirmer of server self, which dials the
+// other voters with dial. A round without a quorum after timeout fails;
+// once Close was called, a round returns closed (the caller's shutdown
+// error).
+func NewConfirmer(self raft.ServerID, dial Dialer, timeout time.Duration, closed error, log hclog.Logger) *Confirmer {
+	return &Confirmer{self: self, dial: dial, timeout: timeout, closedErr: closed, log: log,
 		rounds: map[uint64]*confirmRound{}, peers: map[raft.ServerAddress]*confirmPeer{}, lastYes: map[raft.ServerID]uint64{}}
 }
 
 // minRoundTimeout is the least time a round waits for a quorum.
 const minRoundTimeout = 500 * time.Millisecond
 
-// roundTimeout is how long a leadership round waits for a quorum of yes
+// Timeout is how long a leadership round waits for a quorum of yes
 // before it fails: twice the election timeout, at least minRoundTimeout,
 // so that a short election timeout does not fail rounds on a loaded
 // machine. Safety does not depend on it: a round that waits longer still
 // counts only answers to itself.
-func roundTimeout(cfg Config) time.Duration {
-	return max(2*cfg.ElectionTimeout, minRoundTimeout)
+func Timeout(electionTimeout time.Duration) time.Duration {
+	return max(2*electionTimeout, minRoundTimeout)
 }
 
 // confirmRound is one round in flight.
@@ -64,17 +69,54 @@ type confirmRound struct {
 	ended  bool
 }
 
-var (
-	// errNotConfirmed: no quorum said yes in time.
-	errNotConfirmed = errors.New("leadership not confirmed by a quorum")
-	// errNoConfirmChannel: a node on a test transport without ConfirmDial.
-	errNoConfirmChannel = errors.New("no confirmation channel (Config.ConfirmDial is not set)")
-)
+// errNotConfirmed: no quorum said yes in time.
+var errNotConfirmed = errors.New("leadership not confirmed by a quorum")
 
-// confirm runs one round for term over the voters of conf and reports nil
+// LeaderRaft is what CheckLeadership reads of the leader's Raft
+// (*raft.Raft has it).
+type LeaderRaft interface {
+	CurrentTerm() uint64
+	CommitIndex() uint64
+	State() raft.RaftState
+	GetConfiguration() raft.ConfigurationFuture
+}
+
+// CheckLeadership proves that this node still led at some moment after
+// the call began, and returns the commit index it read at the start. It
+// asks every other voter of the current configuration, over the
+// confirmation channel, whether it is still in this term with no other
+// leader, and needs yes to this round from a quorum (itself included);
+// then it checks that it is still leader in the same term. Nothing is
+// written to the log.
+//
+// A voter that voted in a newer term has that newer term: it says no. So
+// no newer leader had been elected before the call began
+// (docs/adr/0002-lease-time-on-failover.md). raft.VerifyLeader is not
+// used: it can be satisfied by the answer to a heartbeat sent before the
+// call, which proves nothing about the time after it.
+func (c *Confirmer) CheckLeadership(r LeaderRaft) (uint64, error) {
+	term := r.CurrentTerm()
+	commit := r.CommitIndex()
+	if r.State() != raft.Leader {
+		return 0, raft.ErrNotLeader
+	}
+	f := r.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return 0, err
+	}
+	if err := c.Confirm(term, f.Configuration()); err != nil {
+		return 0, err
+	}
+	if r.State() != raft.Leader || r.CurrentTerm() != term {
+		return 0, raft.ErrLeadershipLost
+	}
+	return commit, nil
+}
+
+// Confirm runs one round for term over the voters of conf and reports nil
 // once a quorum of them, this server included if it is one, answered yes
 // to this round.
-func (c *confirmer) confirm(term uint64, conf raft.Configuration) error {
+func (c *Confirmer) Confirm(term uint64, conf raft.Configuration) error {
 	rd := &confirmRound{term: term, voters: map[raft.ServerID]raft.ServerAddress{}, done: make(chan error, 1)}
 	var others []raft.Server
 	for _, s := range conf.Servers {
@@ -98,7 +140,7 @@ func (c *confirmer) confirm(term uint64, conf raft.Configuration) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return ErrShutdown
+		return c.closedErr
 	}
 	c.next++
 	id := c.next
@@ -125,7 +167,7 @@ func (c *confirmer) confirm(term uint64, conf raft.Configuration) error {
 	}
 	c.mu.Unlock()
 
-	req := confirmRequest{Round: id, Term: term, Leader: c.self}
+	req := Request{Round: id, Term: term, Leader: c.self}
 	for _, p := range peers {
 		p.send(req)
 	}
@@ -143,7 +185,7 @@ func (c *confirmer) confirm(term uint64, conf raft.Configuration) error {
 	return err
 }
 
-func (c *confirmer) isVoter(conf raft.Configuration) bool {
+func (c *Confirmer) isVoter(conf raft.Configuration) bool {
 	for _, s := range conf.Servers {
 		if s.ID == c.self {
 			return s.Suffrage == raft.Voter
@@ -155,7 +197,7 @@ func (c *confirmer) isVoter(conf raft.Configuration) bool {
 // deliver counts an answer that came from addr for the round it names, if
 // that round is still open and the answer is from one of its voters, at
 // that voter's address.
-func (c *confirmer) deliver(addr raft.ServerAddress, a confirmAnswer) {
+func (c *Confirmer) deliver(addr raft.ServerAddress, a Answer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if acceptOlderRounds && a.OK {
@@ -175,7 +217,7 @@ func (c *confirmer) deliver(addr raft.ServerAddress, a confirmAnswer) {
 	rd.count(a.Voter, a.OK && a.Term == rd.term)
 }
 
-// count records voter's answer; the caller holds the confirmer's lock.
+// count records voter's answer; the caller holds the Confirmer's lock.
 func (rd *confirmRound) count(voter raft.ServerID, yes bool) {
 	delete(rd.voters, voter)
 	rd.noMore--
@@ -200,7 +242,7 @@ func (rd *confirmRound) end(err error) {
 // peerLocked returns the connection keeper of server id at addr; the
 // caller holds c.mu. An address that now stands for another id gets a new
 // connection, dialled as that id.
-func (c *confirmer) peerLocked(id raft.ServerID, addr raft.ServerAddress) *confirmPeer {
+func (c *Confirmer) peerLocked(id raft.ServerID, addr raft.ServerAddress) *confirmPeer {
 	p := c.peers[addr]
 	if p != nil && p.id != id {
 		p.close()
@@ -215,7 +257,7 @@ func (c *confirmer) peerLocked(id raft.ServerID, addr raft.ServerAddress) *confi
 
 // forgetLocked closes the connections to every address but those of
 // keep; the caller holds c.mu.
-func (c *confirmer) forgetLocked(keep []raft.Server) {
+func (c *Confirmer) forgetLocked(keep []raft.Server) {
 	want := make(map[raft.ServerAddress]raft.ServerID, len(keep))
 	for _, s := range keep {
 		want[s.Address] = s.ID
@@ -228,8 +270,8 @@ func (c *confirmer) forgetLocked(keep []raft.Server) {
 	}
 }
 
-// close ends every round and connection.
-func (c *confirmer) close() {
+// Close ends every round and connection.
+func (c *Confirmer) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -238,6 +280,6 @@ func (c *confirmer) close() {
 	}
 	c.peers = map[raft.ServerAddress]*confirmPeer{}
 	for _, rd := range c.rounds {
-		rd.end(ErrShutdown)
+		rd.end(c.closedErr)
 	}
 }

@@ -1,6 +1,7 @@
-package cluster
+package rounds
 
 import (
+	"errors"
 	"net"
 	"slices"
 	"sync"
@@ -34,8 +35,8 @@ func TestConfirmerDropsPeersThatLeftTheConfiguration(t *testing.T) {
 		}()
 		return a, nil
 	}
-	c := newConfirmer("self", dial, 20*time.Millisecond, hclog.NewNullLogger())
-	defer c.close()
+	c := NewConfirmer("self", dial, 20*time.Millisecond, errors.New("closed"), hclog.NewNullLogger())
+	defer c.Close()
 	conf := func(addrs ...raft.ServerAddress) raft.Configuration {
 		cf := raft.Configuration{Servers: []raft.Server{{ID: "self", Address: "self:1", Suffrage: raft.Voter}}}
 		for i, a := range addrs {
@@ -53,19 +54,19 @@ func TestConfirmerDropsPeersThatLeftTheConfiguration(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	if err := c.confirm(1, conf("a:1", "b:1")); err == nil {
+	if err := c.Confirm(1, conf("a:1", "b:1")); err == nil {
 		t.Fatal("a round that no voter answered succeeded")
 	}
 	if got := peers(); !slices.Equal(got, []raft.ServerAddress{"a:1", "b:1"}) {
 		t.Fatalf("peers after the first round: %v, want [a:1 b:1]", got)
 	}
 	// b moved to another address.
-	c.confirm(1, conf("a:1", "b:2"))
+	c.Confirm(1, conf("a:1", "b:2"))
 	if got := peers(); !slices.Equal(got, []raft.ServerAddress{"a:1", "b:2"}) {
 		t.Fatalf("peers after b moved: %v, want [a:1 b:2]", got)
 	}
 	// b removed.
-	c.confirm(1, conf("a:1"))
+	c.Confirm(1, conf("a:1"))
 	if got := peers(); !slices.Equal(got, []raft.ServerAddress{"a:1"}) {
 		t.Fatalf("peers after b was removed: %v, want [a:1]", got)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package rounds
 
 import (
 	"io"
@@ -8,61 +8,62 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// contact is the leader's view of one follower: when a Raft RPC that this
-// node sent to it at addr was last answered, and the last log index the
+// Contact is the leader's view of one follower: when a Raft RPC that this
+// node sent to it at Addr was last answered, and the last log index the
 // follower reported in that answer.
-type contact struct {
-	addr    raft.ServerAddress
-	at      time.Time
-	lastLog uint64
+type Contact struct {
+	Addr    raft.ServerAddress
+	At      time.Time
+	LastLog uint64
 }
 
-// contacts records, per server id, the last answered RPC this node sent.
+// Contacts records, per server id, the last answered RPC this node sent.
 // Only a leader sends AppendEntries (its heartbeats go out every tenth of
 // the heartbeat timeout, to voters and non-voters alike), so on a leader it
 // says which followers answer Raft at their configured address and how far
 // their logs are: what gossip cannot prove, since anyone on the gossip
 // network can announce anything.
-type contacts struct {
+type Contacts struct {
 	mu sync.Mutex
-	m  map[raft.ServerID]contact
+	m  map[raft.ServerID]Contact
 }
 
-func newContacts() *contacts {
-	return &contacts{m: make(map[raft.ServerID]contact)}
+// NewContacts returns an empty record.
+func NewContacts() *Contacts {
+	return &Contacts{m: make(map[raft.ServerID]Contact)}
 }
 
 // answered records an answer of id at addr; lastLog is kept from the
 // previous answer when known is false (an RPC whose answer has no index).
-func (c *contacts) answered(id raft.ServerID, addr raft.ServerAddress, lastLog uint64, known bool) {
+func (c *Contacts) answered(id raft.ServerID, addr raft.ServerAddress, lastLog uint64, known bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	prev := c.m[id]
-	if !known && prev.addr == addr {
-		lastLog = prev.lastLog
+	if !known && prev.Addr == addr {
+		lastLog = prev.LastLog
 	}
-	c.m[id] = contact{addr: addr, at: time.Now(), lastLog: lastLog}
+	c.m[id] = Contact{Addr: addr, At: time.Now(), LastLog: lastLog}
 }
 
-// get is the last contact with id at addr; ok is false when this node has
+// Get is the last contact with id at addr; ok is false when this node has
 // never had an answer from id at that address.
-func (c *contacts) get(id raft.ServerID, addr raft.ServerAddress) (contact, bool) {
+func (c *Contacts) Get(id raft.ServerID, addr raft.ServerAddress) (Contact, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ct, ok := c.m[id]
-	if !ok || ct.addr != addr {
-		return contact{}, false
+	if !ok || ct.Addr != addr {
+		return Contact{}, false
 	}
 	return ct, true
 }
 
 // contactTransport is the node's Raft transport with every answered
-// AppendEntries and InstallSnapshot recorded in contacts, and its
+// AppendEntries and InstallSnapshot recorded in Contacts, and its
 // InstallSnapshot calls made one at a time (installs). Everything else
 // passes through unchanged.
 type contactTransport struct {
 	raft.Transport
-	seen *contacts
+	seen *Contacts
 	// installs holds one token per snapshot this leader is sending. A
 	// follower installing a large snapshot (a restore of 39 MB) may not
 	// answer heartbeats in time while it decodes it; sent to every
@@ -71,9 +72,9 @@ type contactTransport struct {
 	installs chan struct{}
 }
 
-// withContacts wraps t. Raft looks for the optional WithPreVote interface
+// WithContacts wraps t, recording its answers in seen. Raft looks for the optional WithPreVote interface
 // on its transport, so the wrapper has it exactly when t has it.
-func withContacts(t raft.Transport, seen *contacts) raft.Transport {
+func WithContacts(t raft.Transport, seen *Contacts) raft.Transport {
 	ct := &contactTransport{Transport: t, seen: seen, installs: make(chan struct{}, 1)}
 	if _, ok := t.(raft.WithPreVote); ok {
 		return &contactPreVoteTransport{ct}

@@ -1,4 +1,4 @@
-package cluster
+package rounds
 
 import (
 	"sync"
@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// lagTracker follows how far this node's applied index trails the
+// LagTracker follows how far this node's applied index trails the
 // leader's commit index. A follower learns the leader's commit index from
 // the AppendEntries requests it receives (heartbeats carry none), whether
 // or not it could store their entries: a follower whose disk is full keeps
@@ -20,7 +20,7 @@ import (
 // node that applies steadily is behind by the time it takes to apply, and
 // one that applies nothing is behind by the time since the first entry it
 // has not applied was announced.
-type lagTracker struct {
+type LagTracker struct {
 	now func() time.Time
 
 	mu           sync.Mutex
@@ -29,13 +29,14 @@ type lagTracker struct {
 	markAt       time.Time
 }
 
-func newLagTracker(now func() time.Time) *lagTracker {
-	return &lagTracker{now: now}
+// NewLagTracker returns a tracker that reads the time from now.
+func NewLagTracker(now func() time.Time) *LagTracker {
+	return &LagTracker{now: now}
 }
 
 // observeCommit records a commit index announced by a leader. Committed
 // entries stay committed whatever the term, so the highest one is kept.
-func (l *lagTracker) observeCommit(commit uint64) {
+func (l *LagTracker) observeCommit(commit uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if commit > l.leaderCommit {
@@ -46,8 +47,8 @@ func (l *lagTracker) observeCommit(commit uint64) {
 	}
 }
 
-// lagState is how far this node is behind the leader.
-type lagState struct {
+// Lag is how far this node is behind the leader.
+type Lag struct {
 	// LeaderCommit is the highest commit index this node knows of: the
 	// leader's as last announced, or its own when it leads.
 	LeaderCommit uint64
@@ -60,16 +61,16 @@ type lagState struct {
 	For time.Duration
 }
 
-// lag reports the lag for the applied index applied; ownCommit is this
+// Lag reports the lag for the applied index applied; ownCommit is this
 // node's own commit index (the leader's when this node leads).
-func (l *lagTracker) lag(applied, ownCommit uint64) lagState {
+func (l *LagTracker) Lag(applied, ownCommit uint64) Lag {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ownCommit > l.leaderCommit {
 		l.leaderCommit = ownCommit
 	}
-	s := lagState{LeaderCommit: l.leaderCommit, Applied: applied}
+	s := Lag{LeaderCommit: l.leaderCommit, Applied: applied}
 	if applied >= l.leaderCommit {
 		l.markIndex, l.markAt = 0, time.Time{}
 		return s
@@ -83,14 +84,17 @@ func (l *lagTracker) lag(applied, ownCommit uint64) lagState {
 }
 
 // lagTransport is a Raft transport that shows every AppendEntries request
-// this node receives to a lagTracker before Raft handles it. Everything
+// this node receives to a LagTracker before Raft handles it. Everything
 // else passes through unchanged. It also holds every inbound RPC back
 // until the node has checked its data dir's identity against the Raft
 // state it started with (open): a data dir that turns out to hold another
 // cluster's state never answers a vote or an append of this cluster.
+// Its outbound pipelines are wrapped by guard (the hub's pipeline guard,
+// docs/adr/0020-guarded-raft-pipelines.md).
 type lagTransport struct {
 	raft.Transport
-	lag      *lagTracker
+	lag      *LagTracker
+	guard    func(raft.AppendPipeline) raft.AppendPipeline
 	once     sync.Once
 	ch       chan raft.RPC
 	done     chan struct{}
@@ -102,11 +106,13 @@ type lagTransport struct {
 // open lets the inbound RPCs through.
 func (t *lagTransport) open() { t.gateOnce.Do(func() { close(t.gate) }) }
 
-// withLag wraps t, with inbound RPCs held back until open is called.
+// WithLag wraps t, showing every AppendEntries request it receives to
+// lag, with inbound RPCs held back until open is called, and every
+// pipeline it opens wrapped by guard (unless guard is nil).
 // Raft looks for the optional WithPreVote interface on its transport, so
 // the wrapper has it exactly when t has it.
-func withLag(t raft.Transport, lag *lagTracker) (raft.Transport, func()) {
-	lt := &lagTransport{Transport: t, lag: lag, ch: make(chan raft.RPC), done: make(chan struct{}), gate: make(chan struct{})}
+func WithLag(t raft.Transport, lag *LagTracker, guard func(raft.AppendPipeline) raft.AppendPipeline) (raft.Transport, func()) {
+	lt := &lagTransport{Transport: t, lag: lag, guard: guard, ch: make(chan raft.RPC), done: make(chan struct{}), gate: make(chan struct{})}
 	if _, ok := t.(raft.WithPreVote); ok {
 		return &lagPreVoteTransport{lt}, lt.open
 	}
@@ -143,6 +149,18 @@ func (t *lagTransport) Consumer() <-chan raft.RPC {
 		}()
 	})
 	return t.ch
+}
+
+// AppendEntriesPipeline guards the wrapped transport's pipelines.
+func (t *lagTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := t.Transport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	if t.guard == nil {
+		return p, nil
+	}
+	return t.guard(p), nil
 }
 
 // Close implements raft.WithClose: it ends the Consumer goroutine and

@@ -1,4 +1,4 @@
-package cluster
+package rounds
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 // many are running; then it waits for a free place.
 const maxRoundsInFlight = 4
 
-// verifier batches leadership checks: one round (Node.confirmLeadership)
+// Verifier batches leadership checks: one round (verify, the hub's call
+// of Confirmer.CheckLeadership)
 // answers every caller that arrived before the round started. A caller
 // that arrives while rounds are running waits for a round that starts
 // after it, so the answer it gets always comes from a round that began
 // after it asked. That is what makes a renewal or a read safe: no newer
 // leader can have acted before it.
-type verifier struct {
+type Verifier struct {
 	// verify runs one round; it returns the commit index read at its start.
 	verify  func() (uint64, error)
 	observe func(time.Duration)
@@ -32,14 +33,16 @@ type roundResult struct {
 	err    error
 }
 
-func newVerifier(verify func() (uint64, error), observe func(time.Duration)) *verifier {
-	return &verifier{verify: verify, observe: observe}
+// NewVerifier returns a verifier whose rounds run verify; observe, if not
+// nil, gets each round's duration.
+func NewVerifier(verify func() (uint64, error), observe func(time.Duration)) *Verifier {
+	return &Verifier{verify: verify, observe: observe}
 }
 
 // Verify blocks until a round that started after the call confirms
 // leadership (and returns the commit index read at that round's start) or
 // denies it, or ctx ends.
-func (v *verifier) Verify(ctx context.Context) (uint64, error) {
+func (v *Verifier) Verify(ctx context.Context) (uint64, error) {
 	ch := make(chan roundResult, 1)
 	v.mu.Lock()
 	v.waiting = append(v.waiting, ch)
@@ -53,8 +56,15 @@ func (v *verifier) Verify(ctx context.Context) (uint64, error) {
 	}
 }
 
+// InFlight is the number of rounds running.
+func (v *Verifier) InFlight() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.inFlight
+}
+
 // startLocked starts a round for everyone waiting, if there is a place.
-func (v *verifier) startLocked() {
+func (v *Verifier) startLocked() {
 	if len(v.waiting) == 0 || v.inFlight >= maxRoundsInFlight {
 		return
 	}
@@ -66,7 +76,7 @@ func (v *verifier) startLocked() {
 
 // round runs one round for batch, whose callers all arrived before it
 // started, then starts the next if anyone waits.
-func (v *verifier) round(batch []chan roundResult) {
+func (v *Verifier) round(batch []chan roundResult) {
 	start := time.Now()
 	commit, err := v.verify()
 	if v.observe != nil {

@@ -1,4 +1,4 @@
-package cluster
+package lessor
 
 import (
 	"fmt"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/fsm"
-	"github.com/tenure-io/tenure/test/harness"
 )
 
 // fakeClock is a manual clock for lessor tests.
@@ -34,19 +33,19 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 func (c *fakeClock) NewTimer(d time.Duration) Timer { return SystemClock{}.NewTimer(d) }
 
-func keys(exp []expiry) []string {
+func keys(exp []Expiry) []string {
 	var out []string
 	for _, e := range exp {
-		out = append(out, e.key)
+		out = append(out, e.Key)
 	}
 	return out
 }
 
 func TestLessorPromoteGivesFullTTL(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
-	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
-		t.Fatalf("renew on a secondary lessor = %v, want renewNotPrimary", got)
+	l := New(clock)
+	if got, _ := l.Renew("a", 1); got != RenewNotPrimary {
+		t.Fatalf("renew on a secondary lessor = %v, want RenewNotPrimary", got)
 	}
 	l.Promote([]*fsm.Lease{
 		{Key: "a", Token: 1, TTL: 10 * time.Second, Held: true},
@@ -69,7 +68,7 @@ func TestLessorPromoteGivesFullTTL(t *testing.T) {
 // and renewals and removals after promotion keep that order.
 func TestLessorPromoteKeepsDeadlineOrder(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
+	l := New(clock)
 	var held []*fsm.Lease
 	for i := 0; i < 200; i++ {
 		// TTLs of 1s to 7s, not in key order.
@@ -78,8 +77,8 @@ func TestLessorPromoteKeepsDeadlineOrder(t *testing.T) {
 	l.Promote(held, nil)
 	// k000 (1s) is renewed to the end; k001 (4s) is removed.
 	clock.Advance(500 * time.Millisecond)
-	if got, _ := l.Renew("k000", 1); got != renewed {
-		t.Fatalf("renew k000 = %v, want renewed", got)
+	if got, _ := l.Renew("k000", 1); got != Renewed {
+		t.Fatalf("renew k000 = %v, want Renewed", got)
 	}
 	l.Remove("k001", 2)
 	want := map[string]time.Duration{}
@@ -116,17 +115,17 @@ func TestLessorRenewal(t *testing.T) {
 		name    string
 		advance time.Duration
 		token   uint64
-		want    renewOutcome
+		want    RenewOutcome
 	}{
-		{"before the deadline", 9 * time.Second, 1, renewed},
-		{"at the deadline", 10 * time.Second, 1, renewExpired},
-		{"after the deadline", 11 * time.Second, 1, renewExpired},
-		{"another token", time.Second, 2, renewUnknown},
+		{"before the deadline", 9 * time.Second, 1, Renewed},
+		{"at the deadline", 10 * time.Second, 1, RenewExpired},
+		{"after the deadline", 11 * time.Second, 1, RenewExpired},
+		{"another token", time.Second, 2, RenewUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := newFakeClock()
-			l := newLessor(clock)
+			l := New(clock)
 			l.Promote(nil, nil)
 			l.Grant("a", 1, 10*time.Second, 0)
 			clock.Advance(tt.advance)
@@ -139,11 +138,11 @@ func TestLessorRenewal(t *testing.T) {
 
 func TestLessorRenewRestartsDeadline(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
+	l := New(clock)
 	l.Promote(nil, nil)
 	l.Grant("a", 1, 10*time.Second, 0)
 	clock.Advance(9 * time.Second)
-	if got, _ := l.Renew("a", 1); got != renewed {
+	if got, _ := l.Renew("a", 1); got != Renewed {
 		t.Fatalf("renew = %v", got)
 	}
 	clock.Advance(9 * time.Second)
@@ -156,8 +155,8 @@ func TestLessorRenewRestartsDeadline(t *testing.T) {
 	}
 	// Once handed out for expiry, the lease cannot be renewed, and it is
 	// not handed out twice.
-	if got, _ := l.Renew("a", 1); got != renewExpired {
-		t.Fatalf("renew of an expiring lease = %v, want renewExpired", got)
+	if got, _ := l.Renew("a", 1); got != RenewExpired {
+		t.Fatalf("renew of an expiring lease = %v, want RenewExpired", got)
 	}
 	if got := l.Expired(10); len(got) != 0 {
 		t.Fatalf("expired again: %v", keys(got))
@@ -166,7 +165,7 @@ func TestLessorRenewRestartsDeadline(t *testing.T) {
 
 func TestLessorExpiredInDeadlineOrderWithLimit(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
+	l := New(clock)
 	l.Promote(nil, nil)
 	l.Grant("c", 3, 3*time.Second, 0)
 	l.Grant("a", 1, 1*time.Second, 0)
@@ -182,7 +181,7 @@ func TestLessorExpiredInDeadlineOrderWithLimit(t *testing.T) {
 
 func TestLessorRemoveKeepsNewerGrant(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
+	l := New(clock)
 	l.Promote(nil, nil)
 	l.Grant("a", 1, time.Second, 0)
 	l.Grant("a", 2, time.Second, 0) // re-granted under a new token
@@ -198,14 +197,14 @@ func TestLessorRemoveKeepsNewerGrant(t *testing.T) {
 
 func TestLessorDemoteForgetsEverything(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
+	l := New(clock)
 	l.Promote([]*fsm.Lease{{Key: "a", Token: 1, TTL: time.Second, Held: true}}, nil)
 	l.Demote()
 	clock.Advance(time.Hour)
 	if got := l.Expired(10); len(got) != 0 {
 		t.Fatalf("a demoted lessor expired %v", keys(got))
 	}
-	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
+	if got, _ := l.Renew("a", 1); got != RenewNotPrimary {
 		t.Fatalf("renew on a demoted lessor = %v", got)
 	}
 	l.Grant("b", 2, time.Second, 0)
@@ -214,92 +213,11 @@ func TestLessorDemoteForgetsEverything(t *testing.T) {
 	}
 }
 
-// A verification round answers only the callers that arrived before it
-// started: a caller arriving during a round is answered by a round that
-// starts after it, which may run alongside the first (rounds pipeline, up
-// to maxRoundsInFlight; past that a caller waits for a place).
-func TestVerifierCallerWaitsForARoundStartedAfterIt(t *testing.T) {
-	var mu sync.Mutex
-	rounds := 0
-	started := make(chan int, 2*maxRoundsInFlight)
-	release := map[int]chan struct{}{}
-	for i := 1; i <= maxRoundsInFlight+1; i++ {
-		release[i] = make(chan struct{})
-	}
-	v := newVerifier(func() (uint64, error) {
-		mu.Lock()
-		rounds++
-		r := rounds
-		mu.Unlock()
-		started <- r
-		<-release[r]
-		return uint64(r), nil
-	}, nil)
-	verify := func() chan uint64 {
-		ch := make(chan uint64, 1)
-		go func() {
-			r, err := v.Verify(harness.Context(t, 5*time.Second))
-			if err != nil {
-				t.Error(err)
-			}
-			ch <- r
-		}()
-		return ch
-	}
-	callers := []chan uint64{verify()}
-	if r := <-started; r != 1 {
-		t.Fatalf("round %d started first", r)
-	}
-	// Each caller that arrives while the earlier rounds run starts a round
-	// of its own at once, up to the bound.
-	for i := 2; i <= maxRoundsInFlight; i++ {
-		callers = append(callers, verify())
-		if r := <-started; r != i {
-			t.Fatalf("round %d started, want %d", r, i)
-		}
-	}
-	last := verify()
-	harness.WaitUntil(t, time.Second, "a caller to queue past the bound", func() bool {
-		v.mu.Lock()
-		defer v.mu.Unlock()
-		return len(v.waiting) == 1
-	})
-	select {
-	case r := <-started:
-		t.Fatalf("round %d started past the bound of %d", r, maxRoundsInFlight)
-	default:
-	}
-	// Rounds end out of order; each caller gets the round it started.
-	close(release[2])
-	if got := <-callers[1]; got != 2 {
-		t.Fatalf("second caller answered by round %d, want 2", got)
-	}
-	if r := <-started; r != maxRoundsInFlight+1 {
-		t.Fatalf("round %d started for the queued caller, want %d", r, maxRoundsInFlight+1)
-	}
-	for i := 1; i <= maxRoundsInFlight+1; i++ {
-		if i != 2 {
-			close(release[i])
-		}
-	}
-	for i, ch := range callers {
-		if i == 1 {
-			continue // read above
-		}
-		if got := <-ch; got != uint64(i+1) {
-			t.Fatalf("caller %d answered by round %d", i+1, got)
-		}
-	}
-	if got := <-last; got != maxRoundsInFlight+1 {
-		t.Fatalf("queued caller answered by round %d, want %d", got, maxRoundsInFlight+1)
-	}
-}
-
 // A late acquire by the holder with a shorter TTL never cuts short a
 // deadline that an acknowledged renewal already set.
 func TestLessorGrantNeverShortensTheSameLease(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
+	l := New(clock)
 	l.Promote(nil, nil)
 	l.Grant("a", 1, time.Minute, 0)
 	l.Grant("a", 1, 5*time.Second, 0) // kept by a delayed acquire with a shorter TTL
@@ -317,7 +235,7 @@ func TestLessorGrantNeverShortensTheSameLease(t *testing.T) {
 // on purpose, and the placement report must not blame its holder.
 func TestLessorStaleSkipsEndedLeases(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
+	l := New(clock)
 	l.Promote(nil, nil)
 	l.Grant("a", 1, 3*time.Second, 0)
 	l.Grant("b", 2, 3*time.Second, 0)
@@ -328,7 +246,7 @@ func TestLessorStaleSkipsEndedLeases(t *testing.T) {
 	if _, ok := l.End("a", 1, "revoked"); !ok {
 		t.Fatal("End(a) did not find the lease")
 	}
-	if got := l.Stale(0); len(got) != 1 || got[0].key != "b" {
+	if got := l.Stale(0); len(got) != 1 || got[0].Key != "b" {
 		t.Fatalf("stale after a was ended = %+v, want b only", got)
 	}
 }
@@ -338,12 +256,12 @@ func TestLessorStaleSkipsEndedLeases(t *testing.T) {
 // Next names the earliest real deadline from then on.
 func TestLessorRenewedLeaseTakesItsPlaceInTheQueueLater(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
+	l := New(clock)
 	l.Promote(nil, nil)
 	l.Grant("a", 1, 10*time.Second, 0)
 	l.Grant("b", 2, 12*time.Second, 0)
 	clock.Advance(5 * time.Second)
-	if got, _ := l.Renew("a", 1); got != renewed { // a's deadline: 15s
+	if got, _ := l.Renew("a", 1); got != Renewed { // a's deadline: 15s
 		t.Fatalf("renew = %v", got)
 	}
 	if d, _ := l.Next(); d > 5*time.Second {
@@ -376,7 +294,7 @@ func TestLessorRenewedLeaseTakesItsPlaceInTheQueueLater(t *testing.T) {
 // it freezes nothing.
 func TestLessorFreezeReadsEveryDeadlineAndRefusesRenewals(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
+	l := New(clock)
 	l.Promote([]*fsm.Lease{{Key: "a", Token: 1, TTL: 10 * time.Second, Held: true, ModifyIndex: 7}}, nil)
 	l.Grant("b", 2, 4*time.Second, 9)
 	l.Grant("c", 3, time.Second, 11)
@@ -384,8 +302,8 @@ func TestLessorFreezeReadsEveryDeadlineAndRefusesRenewals(t *testing.T) {
 	if got, gen := l.Freeze(1); got != nil || gen != 0 {
 		t.Fatalf("Freeze over the limit = %v, %d; want nil, 0", got, gen)
 	}
-	if got, _ := l.Renew("a", 1); got != renewed {
-		t.Fatalf("renewal after a Freeze over the limit = %v, want renewed", got)
+	if got, _ := l.Renew("a", 1); got != Renewed {
+		t.Fatalf("renewal after a Freeze over the limit = %v, want Renewed", got)
 	}
 	clock.Advance(time.Second) // a: 9s left, b: 1s left
 	got, gen := l.Freeze(10)
@@ -394,8 +312,8 @@ func TestLessorFreezeReadsEveryDeadlineAndRefusesRenewals(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Freeze = %+v, want %+v", got, want)
 	}
-	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
-		t.Errorf("renewal of a frozen lessor = %v, want renewNotPrimary", got)
+	if got, _ := l.Renew("a", 1); got != RenewNotPrimary {
+		t.Errorf("renewal of a frozen lessor = %v, want RenewNotPrimary", got)
 	}
 	if left, _, _ := l.Deadline("a", 1); left != 9*time.Second {
 		t.Errorf("a frozen lease has %v left, want the 9s handed over", left)
@@ -408,17 +326,17 @@ func TestLessorFreezeReadsEveryDeadlineAndRefusesRenewals(t *testing.T) {
 	// stays frozen: Demote and Promote leave the freeze alone.
 	l.Demote()
 	l.Promote([]*fsm.Lease{{Key: "a", Token: 1, TTL: 10 * time.Second, Held: true, ModifyIndex: 7}}, nil)
-	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
-		t.Errorf("renewal after Demote and Promote of a frozen lessor = %v, want renewNotPrimary", got)
+	if got, _ := l.Renew("a", 1); got != RenewNotPrimary {
+		t.Errorf("renewal after Demote and Promote of a frozen lessor = %v, want RenewNotPrimary", got)
 	}
 	// Only the end of this freeze unfreezes, not that of an earlier one.
 	l.UnfreezeIf(gen - 1)
-	if got, _ := l.Renew("a", 1); got != renewNotPrimary {
-		t.Errorf("renewal after the end of an earlier freeze = %v, want renewNotPrimary", got)
+	if got, _ := l.Renew("a", 1); got != RenewNotPrimary {
+		t.Errorf("renewal after the end of an earlier freeze = %v, want RenewNotPrimary", got)
 	}
 	l.UnfreezeIf(gen)
-	if got, _ := l.Renew("a", 1); got != renewed {
-		t.Errorf("renewal after UnfreezeIf = %v, want renewed", got)
+	if got, _ := l.Renew("a", 1); got != Renewed {
+		t.Errorf("renewal after UnfreezeIf = %v, want Renewed", got)
 	}
 }
 
@@ -428,7 +346,7 @@ func TestLessorFreezeReadsEveryDeadlineAndRefusesRenewals(t *testing.T) {
 // and only for the very record the hand-over named.
 func TestLessorPromoteCarriesHandedOverTime(t *testing.T) {
 	clock := newFakeClock()
-	l := newLessor(clock)
+	l := New(clock)
 	held := []*fsm.Lease{
 		{Key: "a", Token: 1, TTL: 10 * time.Second, Held: true, ModifyIndex: 7},
 		{Key: "b", Token: 2, TTL: 10 * time.Second, Held: true, ModifyIndex: 8},

@@ -1,6 +1,6 @@
 //go:build !tenure_unsafe_rounds
 
-package cluster
+package rounds
 
 // acceptOlderRounds is false in every real build: an answer counts only
 // for the round it names. Builds with the tag tenure_unsafe_rounds (a

@@ -1,6 +1,6 @@
 //go:build tenure_unsafe_handover
 
-package cluster
+package lessor
 
 import "time"
 

@@ -1,4 +1,4 @@
-package cluster
+package rounds
 
 import (
 	"bufio"
@@ -19,24 +19,24 @@ const redialAfter = 50 * time.Millisecond
 // confirmPeer keeps one connection to a peer's confirmation channel: a
 // writer goroutine that dials when it has no connection and writes the
 // queued requests, and a reader per connection that hands the answers to
-// the confirmer. The connection stays open between rounds (TCP keep-alive).
+// the Confirmer. The connection stays open between rounds (TCP keep-alive).
 type confirmPeer struct {
-	c    *confirmer
+	c    *Confirmer
 	id   raft.ServerID
 	addr raft.ServerAddress
-	reqs chan confirmRequest
+	reqs chan Request
 	stop chan struct{}
 	once sync.Once
 }
 
-func newConfirmPeer(c *confirmer, id raft.ServerID, addr raft.ServerAddress) *confirmPeer {
-	p := &confirmPeer{c: c, id: id, addr: addr, reqs: make(chan confirmRequest, confirmQueue), stop: make(chan struct{})}
+func newConfirmPeer(c *Confirmer, id raft.ServerID, addr raft.ServerAddress) *confirmPeer {
+	p := &confirmPeer{c: c, id: id, addr: addr, reqs: make(chan Request, confirmQueue), stop: make(chan struct{})}
 	go p.write()
 	return p
 }
 
 // send queues req without blocking.
-func (p *confirmPeer) send(req confirmRequest) {
+func (p *confirmPeer) send(req Request) {
 	select {
 	case p.reqs <- req:
 	default:
@@ -57,7 +57,7 @@ func (p *confirmPeer) write() {
 			conn.Close()
 		}
 	}()
-	batch := make([]confirmRequest, 0, 16)
+	batch := make([]Request, 0, 16)
 	for {
 		batch = batch[:0]
 		select {
@@ -107,12 +107,12 @@ func (p *confirmPeer) write() {
 	}
 }
 
-func (p *confirmPeer) writeBatch(conn net.Conn, w *bufio.Writer, batch []confirmRequest) error {
+func (p *confirmPeer) writeBatch(conn net.Conn, w *bufio.Writer, batch []Request) error {
 	if err := conn.SetWriteDeadline(time.Now().Add(p.c.timeout)); err != nil {
 		return err
 	}
 	for _, r := range batch {
-		if err := writeConfirmRequest(w, r); err != nil {
+		if err := writeRequest(w, r); err != nil {
 			return err
 		}
 	}
@@ -125,20 +125,20 @@ func (p *confirmPeer) dial() (net.Conn, error) {
 		return nil, err
 	}
 	conn.SetWriteDeadline(time.Now().Add(p.c.timeout))
-	if _, err := conn.Write([]byte{confirmMagic, confirmVersion}); err != nil {
+	if _, err := conn.Write([]byte{Magic, Version}); err != nil {
 		conn.Close()
 		return nil, err
 	}
 	return conn, nil
 }
 
-// read hands every answer on conn to the confirmer until conn fails; it
+// read hands every answer on conn to the Confirmer until conn fails; it
 // closes conn so that the writer dials again.
 func (p *confirmPeer) read(conn net.Conn) {
 	defer conn.Close()
 	r := bufio.NewReader(conn)
 	for {
-		a, err := readConfirmAnswer(r)
+		a, err := readAnswer(r)
 		if err != nil {
 			return
 		}

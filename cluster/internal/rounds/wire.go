@@ -1,4 +1,4 @@
-package cluster
+package rounds
 
 import (
 	"bufio"
@@ -11,57 +11,57 @@ import (
 )
 
 // The confirmation channel (docs/adr/0002) is a connection to a peer's Raft
-// port that starts with confirmMagic instead of one of Raft's RPC types
-// (0 to 4), then confirmVersion. After that the leader writes requests and
+// port that starts with Magic instead of one of Raft's RPC types
+// (0 to 4), then Version. After that the leader writes requests and
 // the voter writes answers, each a frame of its own, pipelined: answers
 // come back in order, and every answer names the round it answers.
 const (
-	confirmMagic   byte = 0xC7
-	confirmVersion byte = 1
+	Magic   byte = 0xC7 // first byte of a confirmation connection
+	Version byte = 1    // second byte: the protocol's version
 	// maxServerIDLen bounds the node ids a frame carries.
 	maxServerIDLen = 1024
 )
 
-// confirmRequest asks a voter whether it is still in Term, led by Leader.
-type confirmRequest struct {
+// Request asks a voter whether it is still in Term, led by Leader.
+type Request struct {
 	Round  uint64
 	Term   uint64
 	Leader raft.ServerID
 }
 
-// confirmAnswer is a voter's answer to one request: OK only if the voter's
+// Answer is a voter's answer to one request: OK only if the voter's
 // current term is the request's and it knows of no other leader in it.
 // Term is the voter's current term, Voter its node id.
-type confirmAnswer struct {
+type Answer struct {
 	Round uint64
 	Term  uint64
 	OK    bool
 	Voter raft.ServerID
 }
 
-func writeConfirmRequest(w *bufio.Writer, r confirmRequest) error {
+func writeRequest(w *bufio.Writer, r Request) error {
 	var head [16]byte
 	binary.BigEndian.PutUint64(head[0:], r.Round)
 	binary.BigEndian.PutUint64(head[8:], r.Term)
 	if _, err := w.Write(head[:]); err != nil {
 		return err
 	}
-	return writeServerID(w, r.Leader)
+	return WriteServerID(w, r.Leader)
 }
 
-func readConfirmRequest(r *bufio.Reader) (confirmRequest, error) {
+func readRequest(r *bufio.Reader) (Request, error) {
 	var head [16]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return confirmRequest{}, err
+		return Request{}, err
 	}
-	id, err := readServerID(r)
+	id, err := ReadServerID(r)
 	if err != nil {
-		return confirmRequest{}, err
+		return Request{}, err
 	}
-	return confirmRequest{Round: binary.BigEndian.Uint64(head[0:]), Term: binary.BigEndian.Uint64(head[8:]), Leader: id}, nil
+	return Request{Round: binary.BigEndian.Uint64(head[0:]), Term: binary.BigEndian.Uint64(head[8:]), Leader: id}, nil
 }
 
-func writeConfirmAnswer(w *bufio.Writer, a confirmAnswer) error {
+func writeAnswer(w *bufio.Writer, a Answer) error {
 	var head [17]byte
 	binary.BigEndian.PutUint64(head[0:], a.Round)
 	binary.BigEndian.PutUint64(head[8:], a.Term)
@@ -71,25 +71,27 @@ func writeConfirmAnswer(w *bufio.Writer, a confirmAnswer) error {
 	if _, err := w.Write(head[:]); err != nil {
 		return err
 	}
-	return writeServerID(w, a.Voter)
+	return WriteServerID(w, a.Voter)
 }
 
-func readConfirmAnswer(r *bufio.Reader) (confirmAnswer, error) {
+func readAnswer(r *bufio.Reader) (Answer, error) {
 	var head [17]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
-		return confirmAnswer{}, err
+		return Answer{}, err
 	}
 	if head[16] > 1 {
-		return confirmAnswer{}, fmt.Errorf("confirmation answer: bad flag %d", head[16])
+		return Answer{}, fmt.Errorf("confirmation answer: bad flag %d", head[16])
 	}
-	id, err := readServerID(r)
+	id, err := ReadServerID(r)
 	if err != nil {
-		return confirmAnswer{}, err
+		return Answer{}, err
 	}
-	return confirmAnswer{Round: binary.BigEndian.Uint64(head[0:]), Term: binary.BigEndian.Uint64(head[8:]), OK: head[16] == 1, Voter: id}, nil
+	return Answer{Round: binary.BigEndian.Uint64(head[0:]), Term: binary.BigEndian.Uint64(head[8:]), OK: head[16] == 1, Voter: id}, nil
 }
 
-func writeServerID(w *bufio.Writer, id raft.ServerID) error {
+// WriteServerID writes id as a frame: two bytes of length, then the id.
+// The leader-address question on the same port uses it too.
+func WriteServerID(w *bufio.Writer, id raft.ServerID) error {
 	if len(id) > maxServerIDLen {
 		return fmt.Errorf("node id of %d bytes, at most %d", len(id), maxServerIDLen)
 	}
@@ -104,7 +106,8 @@ func writeServerID(w *bufio.Writer, id raft.ServerID) error {
 
 var errLongServerID = errors.New("confirmation frame: node id too long")
 
-func readServerID(r *bufio.Reader) (raft.ServerID, error) {
+// ReadServerID reads a frame that WriteServerID wrote.
+func ReadServerID(r *bufio.Reader) (raft.ServerID, error) {
 	var n [2]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return "", err

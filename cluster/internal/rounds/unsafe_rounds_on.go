@@ -1,6 +1,6 @@
 //go:build tenure_unsafe_rounds
 
-package cluster
+package rounds
 
 // acceptOlderRounds, in this build, is a deliberate bug, the negative
 // control that the fault suite must catch (test/jepsen): a round counts

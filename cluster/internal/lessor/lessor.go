@@ -1,4 +1,4 @@
-package cluster
+package lessor
 
 import (
 	"container/heap"
@@ -8,14 +8,14 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// lessor keeps the deadline of every held lease while this node leads, on
+// Lessor keeps the deadline of every held lease while this node leads, on
 // the monotonic clock: a map from key to entry plus a min-heap of the
 // entries by deadline, so each lease has exactly one expiry entry.
 //
 // A follower's lessor is empty (secondary). Promote fills it when the node
 // has established leadership; Demote empties it at once when leadership is
 // lost. All methods are safe for concurrent use.
-type lessor struct {
+type Lessor struct {
 	clock Clock
 
 	mu      sync.Mutex
@@ -24,7 +24,7 @@ type lessor struct {
 	// next leader (Freeze); no renewal may restart one until Unfreeze.
 	// Promote and Demote leave it as it is: a leader that establishes
 	// again while its Handover entry is on the way must not serve a
-	// renewal that the entry does not know (Node.Handover unfreezes once a
+	// renewal that the entry does not know (cluster's Node.Handover unfreezes once a
 	// LeaderEstablished follows the entry, or once this node is no longer
 	// leader, so that its next establishment writes one).
 	frozen  bool
@@ -66,8 +66,9 @@ type deadlineEntry struct {
 	index  int // in queue; -1 when not queued
 }
 
-func newLessor(clock Clock) *lessor {
-	return &lessor{
+// New returns a secondary lessor whose deadlines are read on clock.
+func New(clock Clock) *Lessor {
+	return &Lessor{
 		clock:   clock,
 		entries: make(map[string]*deadlineEntry),
 		changed: make(chan struct{}, 1),
@@ -86,7 +87,7 @@ func newLessor(clock Clock) *lessor {
 // pass, sized for held, and the heap is ordered once at the end (heap.Init,
 // linear) rather than by one push per lease: a new leader serves nothing
 // until Promote returns. handed may be nil.
-func (l *lessor) Promote(held []*fsm.Lease, handed map[string]fsm.HandedLease) (carried int) {
+func (l *Lessor) Promote(held []*fsm.Lease, handed map[string]fsm.HandedLease) (carried int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.primary = true
@@ -135,7 +136,7 @@ func carriedOver(left time.Duration) time.Duration {
 // answered. It returns nil, and freezes nothing, on a lessor that is not
 // primary or tracks more than limit leases (their successor then restarts
 // them at a full TTL). gen numbers this freeze, for UnfreezeIf.
-func (l *lessor) Freeze(limit int) (leases []fsm.HandedLease, gen uint64) {
+func (l *Lessor) Freeze(limit int) (leases []fsm.HandedLease, gen uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary || len(l.entries) > limit {
@@ -161,7 +162,7 @@ func (l *lessor) Freeze(limit int) (leases []fsm.HandedLease, gen uint64) {
 // the hand-over it froze for can no longer be used: a LeaderEstablished
 // after it is committed, or this node no longer leads (it commits one
 // before it serves again).
-func (l *lessor) UnfreezeIf(gen uint64) {
+func (l *Lessor) UnfreezeIf(gen uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.freezes == gen {
@@ -170,14 +171,14 @@ func (l *lessor) UnfreezeIf(gen uint64) {
 }
 
 // Demote makes the lessor secondary and forgets every deadline.
-func (l *lessor) Demote() {
+func (l *Lessor) Demote() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.primary = false
 	l.reset()
 }
 
-func (l *lessor) reset() {
+func (l *Lessor) reset() {
 	l.entries = make(map[string]*deadlineEntry)
 	l.queue = l.queue[:0]
 }
@@ -187,7 +188,7 @@ func (l *lessor) reset() {
 // record's ModifyIndex. A frozen lessor grants too: the entry is in the
 // log, and the record's new ModifyIndex keeps a hand-over from applying
 // to it.
-func (l *lessor) Grant(key string, token uint64, ttl time.Duration, index uint64) {
+func (l *Lessor) Grant(key string, token uint64, ttl time.Duration, index uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary {
@@ -197,7 +198,7 @@ func (l *lessor) Grant(key string, token uint64, ttl time.Duration, index uint64
 	l.signal()
 }
 
-func (l *lessor) set(key string, token uint64, ttl time.Duration, index uint64, now time.Time) {
+func (l *Lessor) set(key string, token uint64, ttl time.Duration, index uint64, now time.Time) {
 	e := l.entries[key]
 	if e == nil {
 		e = &deadlineEntry{key: key, index: -1}
@@ -220,7 +221,7 @@ func (l *lessor) set(key string, token uint64, ttl time.Duration, index uint64, 
 // not queued is pushed; one whose deadline moves earlier than its place
 // in the queue is moved up; one whose deadline moves later stays where
 // it is (see queued).
-func (l *lessor) setDeadline(e *deadlineEntry, deadline time.Time) {
+func (l *Lessor) setDeadline(e *deadlineEntry, deadline time.Time) {
 	e.deadline = deadline
 	switch {
 	case e.index < 0:
@@ -232,42 +233,42 @@ func (l *lessor) setDeadline(e *deadlineEntry, deadline time.Time) {
 	}
 }
 
-// renewOutcome is what Renew found.
-type renewOutcome uint8
+// RenewOutcome is what Renew found.
+type RenewOutcome uint8
 
 const (
-	renewed renewOutcome = iota
-	renewNotPrimary
-	renewUnknown // no entry under that token: the caller asks the FSM why
-	renewExpired
-	renewEnding // an operator ended the lease: Renew's reason says why
+	Renewed         RenewOutcome = iota // the deadline restarted
+	RenewNotPrimary                     // not leading, or frozen for a hand-over
+	RenewUnknown                        // no entry under that token: the caller asks the FSM why
+	RenewExpired                        // the deadline passed: no renewal saves the lease
+	RenewEnding                         // an operator ended the lease: Renew's reason says why
 )
 
 // Renew restarts the deadline of key under token, unless the deadline has
 // already passed (from that moment the lease is expiring and no renewal can
-// save it) or an operator ended the lease (renewEnding, with End's reason).
-func (l *lessor) Renew(key string, token uint64) (renewOutcome, string) {
+// save it) or an operator ended the lease (RenewEnding, with End's reason).
+func (l *Lessor) Renew(key string, token uint64) (RenewOutcome, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary || l.frozen {
-		return renewNotPrimary, ""
+		return RenewNotPrimary, ""
 	}
 	e := l.entries[key]
 	if e == nil || e.token != token {
-		return renewUnknown, ""
+		return RenewUnknown, ""
 	}
 	if e.ending != "" {
-		return renewEnding, e.ending
+		return RenewEnding, e.ending
 	}
 	now := l.clock.Now()
 	if e.expiring || !now.Before(e.deadline) {
 		// A passed deadline is final; Expired will hand the entry out.
 		l.signal()
-		return renewExpired, ""
+		return RenewExpired, ""
 	}
 	e.renewed = time.Now()
 	l.setDeadline(e, now.Add(e.ttl))
-	return renewed, ""
+	return Renewed, ""
 }
 
 // End marks the lease of key under token as ended by an operator for
@@ -275,7 +276,7 @@ func (l *lessor) Renew(key string, token uint64) (renewOutcome, string) {
 // deadline passes, the earliest moment at which its holder is sure to have
 // stopped. It returns the time left until then; ok is false when the
 // lessor does not track that lease (not primary, or another token).
-func (l *lessor) End(key string, token uint64, reason string) (left time.Duration, ok bool) {
+func (l *Lessor) End(key string, token uint64, reason string) (left time.Duration, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.entries[key]
@@ -293,7 +294,7 @@ func (l *lessor) End(key string, token uint64, reason string) (left time.Duratio
 
 // Remove forgets the lease of key under token once the FSM freed it. An
 // entry under another token (a newer grant) is kept.
-func (l *lessor) Remove(key string, token uint64) {
+func (l *Lessor) Remove(key string, token uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.entries[key]
@@ -306,24 +307,24 @@ func (l *lessor) Remove(key string, token uint64) {
 	delete(l.entries, key)
 }
 
-// expiry names a lease whose deadline passed.
-type expiry struct {
-	key   string
-	token uint64
+// Expiry names a lease whose deadline passed.
+type Expiry struct {
+	Key   string
+	Token uint64
 }
 
 // Expired returns up to limit leases whose deadline has passed, in the
 // queue's order (deadline order, but for leases renewed since they were
 // queued), and marks them expiring. Entries already handed out are not
 // returned again; the caller proposes an Expire for each, then Removes it.
-func (l *lessor) Expired(limit int) []expiry {
+func (l *Lessor) Expired(limit int) []Expiry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary {
 		return nil
 	}
 	now := l.clock.Now()
-	var out []expiry
+	var out []Expiry
 	for len(l.queue) > 0 && len(out) < limit {
 		e := l.queue[0]
 		if now.Before(e.queued) {
@@ -337,7 +338,7 @@ func (l *lessor) Expired(limit int) []expiry {
 		}
 		heap.Pop(&l.queue)
 		e.expiring = true
-		out = append(out, expiry{key: e.key, token: e.token})
+		out = append(out, Expiry{Key: e.key, Token: e.token})
 	}
 	return out
 }
@@ -345,7 +346,7 @@ func (l *lessor) Expired(limit int) []expiry {
 // Next returns how long until the earliest deadline, and false when there is
 // none. It may be earlier than the earliest deadline (a lease renewed since
 // it was queued): Expired then finds nothing due and puts it in its place.
-func (l *lessor) Next() (time.Duration, bool) {
+func (l *Lessor) Next() (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary || len(l.queue) == 0 {
@@ -357,7 +358,7 @@ func (l *lessor) Next() (time.Duration, bool) {
 // Deadline reports, for display, how long the lease of key under token has
 // left and when it was last renewed. ok is false when the lessor does not
 // track it (a follower, or a lease already freed).
-func (l *lessor) Deadline(key string, token uint64) (left time.Duration, renewed time.Time, ok bool) {
+func (l *Lessor) Deadline(key string, token uint64) (left time.Duration, renewed time.Time, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.entries[key]
@@ -372,13 +373,17 @@ func (l *lessor) Deadline(key string, token uint64) (left time.Duration, renewed
 }
 
 // Len is the number of tracked leases.
-func (l *lessor) Len() int {
+func (l *Lessor) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.entries)
 }
 
-func (l *lessor) signal() {
+// Changed gets a signal (never blocking) when the earliest deadline may
+// have moved earlier: the reader re-arms its timer from Next.
+func (l *Lessor) Changed() <-chan struct{} { return l.changed }
+
+func (l *Lessor) signal() {
 	select {
 	case l.changed <- struct{}{}:
 	default:
@@ -408,25 +413,25 @@ func (q *deadlineQueue) Pop() any {
 	return e
 }
 
-// staleEntry is a lease whose holder has not renewed it for a while.
-type staleEntry struct {
-	key          string
-	token        uint64
-	ttl          time.Duration
-	sinceRenewal time.Duration
+// StaleEntry is a lease whose holder has not renewed it for a while.
+type StaleEntry struct {
+	Key          string
+	Token        uint64
+	TTL          time.Duration
+	SinceRenewal time.Duration
 }
 
 // Stale lists the leases not renewed (or granted) for longer than
 // threshold, or, when threshold is 0, for longer than two thirds of their
 // TTL (a client renews every third of it). Promotion counts as a renewal.
-func (l *lessor) Stale(threshold time.Duration) []staleEntry {
+func (l *Lessor) Stale(threshold time.Duration) []StaleEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.primary {
 		return nil
 	}
 	now := l.clock.Now()
-	var out []staleEntry
+	var out []StaleEntry
 	for _, e := range l.entries {
 		if e.expiring || e.ending != "" {
 			continue // an ended lease's renewals are refused: not a stuck holder
@@ -437,7 +442,7 @@ func (l *lessor) Stale(threshold time.Duration) []staleEntry {
 			limit = 2 * e.ttl / 3
 		}
 		if since > limit {
-			out = append(out, staleEntry{key: e.key, token: e.token, ttl: e.ttl, sinceRenewal: since})
+			out = append(out, StaleEntry{Key: e.key, Token: e.token, TTL: e.ttl, SinceRenewal: since})
 		}
 	}
 	return out
