@@ -37,7 +37,7 @@ func policyOut(p *fsm.ACLPolicy) client.ACLPolicy {
 func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	tok, err := s.node.ACL().Bootstrap(ctx)
+	tok, err := s.node.ACLs.Bootstrap(ctx)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (s *Server) aclCreateToken(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	tok, err := s.node.ACL().CreateToken(ctx, cluster.TokenSpec{Description: body.Description, Policies: body.Policies,
+	tok, err := s.node.ACLs.CreateToken(ctx, cluster.TokenSpec{Description: body.Description, Policies: body.Policies,
 		HolderPrefix: body.HolderPrefix, Management: body.Management})
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ func (s *Server) aclListTokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tokens, next, index, err := s.node.ACL().TokensPage(r.Context(), p.After, p.Limit, consistency(r))
+	tokens, next, index, err := s.node.ACLs.TokensPage(r.Context(), p.After, p.Limit, consistency(r))
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Server) aclListTokens(w http.ResponseWriter, r *http.Request) error {
 // index is its create_index; a policy's is its modify_index; the list of
 // policies', the index of the last ACL change.
 func (s *Server) aclReadToken(w http.ResponseWriter, r *http.Request) error {
-	tok, err := s.node.ACL().Token(r.Context(), pathVar(r, "accessor"), consistency(r))
+	tok, err := s.node.ACLs.Token(r.Context(), pathVar(r, "accessor"), consistency(r))
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (s *Server) aclSelf(w http.ResponseWriter, r *http.Request) error {
 	if accessor == "" {
 		return fmt.Errorf("the request carried no token: %w", cluster.ErrNotFound)
 	}
-	tok, err := s.node.ACL().Token(r.Context(), accessor, consistency(r))
+	tok, err := s.node.ACLs.Token(r.Context(), accessor, consistency(r))
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func checkNeed(field string, c client.ACLCheck) (need, string, error) {
 func (s *Server) aclDeleteToken(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	if err := s.node.ACL().DeleteToken(ctx, pathVar(r, "accessor")); err != nil {
+	if err := s.node.ACLs.DeleteToken(ctx, pathVar(r, "accessor")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -242,7 +242,7 @@ func (s *Server) aclSetPolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	p, err := s.node.ACL().SetPolicy(ctx, spec)
+	p, err := s.node.ACLs.SetPolicy(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -251,7 +251,7 @@ func (s *Server) aclSetPolicy(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclListPolicies(w http.ResponseWriter, r *http.Request) error {
-	policies, index, err := s.node.ACL().Policies(r.Context(), consistency(r))
+	policies, index, err := s.node.ACLs.Policies(r.Context(), consistency(r))
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (s *Server) aclListPolicies(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclReadPolicy(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.node.ACL().Policy(r.Context(), pathVar(r, "name"), consistency(r))
+	p, err := s.node.ACLs.Policy(r.Context(), pathVar(r, "name"), consistency(r))
 	if err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ func (s *Server) aclReadPolicy(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) aclDeletePolicy(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	if err := s.node.ACL().DeletePolicy(ctx, pathVar(r, "name")); err != nil {
+	if err := s.node.ACLs.DeletePolicy(ctx, pathVar(r, "name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -294,7 +294,7 @@ func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	if err := s.node.RegisterWorker(ctx, authz(r), pathVar(r, "id"), body.Groups); err != nil {
+	if err := s.node.Workers.RegisterWorker(ctx, authz(r), pathVar(r, "id"), body.Groups); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -88,7 +88,7 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	g, err := s.node.PutGroup(ctx, spec)
+	g, err := s.node.Groups.PutGroup(ctx, spec)
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	if err := s.node.DeleteGroup(ctx, groupName(r)); err != nil {
+	if err := s.node.Groups.DeleteGroup(ctx, groupName(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -113,7 +113,7 @@ func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	g, err := s.node.GroupKeys(ctx, groupName(r), body.Add, body.Remove)
+	g, err := s.node.Groups.GroupKeys(ctx, groupName(r), body.Add, body.Remove)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	g, err := s.node.SetMaxPerWorker(ctx, groupName(r), body.MaxPerWorker)
+	g, err := s.node.Groups.SetMaxPerWorker(ctx, groupName(r), body.MaxPerWorker)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		groups, next, index, err := s.node.GroupsPage(ctx, p.After, p.Limit, c)
+		groups, next, index, err := s.node.Groups.GroupsPage(ctx, p.After, p.Limit, c)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -164,7 +164,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		v, err := s.node.GroupPage(ctx, groupName(r), p, c, readable(authz(r)))
+		v, err := s.node.Groups.GroupPage(ctx, groupName(r), p, c, readable(authz(r)))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -172,7 +172,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 		out.Next = encodeCursor(v.Next)
 		// Owners change with leases; targets, controls and drains with
 		// the placement state.
-		index := max(v.ModifyIndex, s.node.LeaseIndex(), s.node.GroupIndex())
+		index := max(v.ModifyIndex, s.node.Groups.LeaseIndex(), s.node.Groups.GroupIndex())
 		return out, index, nil
 	})
 }
@@ -188,7 +188,7 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
 	c := consistency(r)
 	worker := r.URL.Query().Get("worker")
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		v, err := s.node.AssignmentPage(ctx, groupName(r), worker, p, c, readable(authz(r)))
+		v, err := s.node.Groups.AssignmentPage(ctx, groupName(r), worker, p, c, readable(authz(r)))
 		if errors.Is(err, cluster.ErrNotFound) {
 			return nil, watchIndex(v.Index), err // block until the group appears
 		}
@@ -209,8 +209,8 @@ func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
 		// The index before the controls: a change between the two reads
 		// then ends the next blocking wait at once instead of being missed.
-		index := watchIndex(s.node.GroupIndex())
-		ctl, err := s.node.KeyControl(ctx, key, c)
+		index := watchIndex(s.node.Controls.GroupIndex())
+		ctl, err := s.node.Controls.KeyControl(ctx, key, c)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -233,12 +233,12 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	ctl := fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}
-	ended, err := s.node.SetKeyControl(ctx, pathKey(r), ctl, force)
+	ended, err := s.node.Controls.SetKeyControl(ctx, pathKey(r), ctl, force)
 	if err != nil {
 		return err
 	}
 	// Answer the controls as stored (sorted, unique), as GET and PATCH do.
-	stored, err := s.node.KeyControl(ctx, pathKey(r), cluster.Stale)
+	stored, err := s.node.Controls.KeyControl(ctx, pathKey(r), cluster.Stale)
 	if err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	ctl, ended, err := s.node.EditKeyControl(ctx, pathKey(r), cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
+	ctl, ended, err := s.node.Controls.EditKeyControl(ctx, pathKey(r), cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
 	if err != nil {
 		return err
 	}
@@ -310,7 +310,7 @@ func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
 	id := pathVar(r, "id")
-	warnings, err := s.node.DrainWorker(ctx, id, draining, force)
+	warnings, err := s.node.Workers.DrainWorker(ctx, id, draining, force)
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		views, next, index, err := s.node.Workers(ctx, c, id, page.After, page.Limit)
+		views, next, index, err := s.node.Workers.Workers(ctx, c, id, page.After, page.Limit)
 		if err != nil {
 			return nil, 0, err
 		}

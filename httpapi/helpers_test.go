@@ -49,7 +49,7 @@ func serveAPI(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger)
 // cluster: the server's defaults, its metrics and a log tail.
 func testAPIConfig(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) Config {
 	api := DefaultConfig()
-	api.Node = node
+	api.Node = NodeOf(node)
 	api.Gatherer = reg
 	api.Registerer = reg
 	api.Logger = logger
