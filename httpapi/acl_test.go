@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -29,7 +28,12 @@ type aclEnv struct {
 
 func startACL(t *testing.T, n int) *aclEnv {
 	t.Helper()
-	c := startACLCluster(t, n)
+	return bootstrapACL(t, startACLCluster(t, n))
+}
+
+// bootstrapACL makes the management token of ACL cluster c.
+func bootstrapACL(t *testing.T, c *testCluster) *aclEnv {
+	t.Helper()
 	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
 	r.wantStatus(t, "bootstrap", 200)
 	var tok client.ACLToken
@@ -380,7 +384,7 @@ func TestACLMetricsOpen(t *testing.T) {
 		api.Node, api.Gatherer, api.MetricsOpen = NodeOf(n), reg, true
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startACLClusterWith(t, 1, inproc.Options{Serve: serve})
 	url := c.leader().url
 	do(t, "GET", url+"/metrics", "").wantStatus(t, "metrics without a token", 200)
 	do(t, "GET", url+"/v1/status", "").wantDenied(t, "status without a token", client.CodePermissionDenied, "no token")
@@ -396,7 +400,7 @@ func TestACLRequestsLogAccessor(t *testing.T) {
 		api.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startACLClusterWith(t, 1, inproc.Options{Serve: serve})
 	e := &aclEnv{testCluster: c}
 	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
 	var boot client.ACLToken
@@ -480,32 +484,6 @@ func TestSnapshotRestoreRefusedOnAFollowerBeforeForwarding(t *testing.T) {
 	do(t, "PUT", f.url+"/v1/snapshot", body).wantDenied(t, "PUT /v1/snapshot on a follower, without a token and without a leader", client.CodePermissionDenied, "no token")
 }
 
-// runWorkerAs runs a client.Worker of group with id on cluster c until the
-// test ends; its client sends secret, so it registers for the group.
-func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
-	t.Helper()
-	cfg := client.DefaultConfig()
-	cfg.Addresses = []string{c.leader().url}
-	cfg.Token = secret
-	cl, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := cl.Worker(group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		client.WithWorkerID(id), client.WithJoin(c.cluster.GossipAddr(0)),
-		client.WithWorkerTTL(2*time.Second), client.WithWorkerLogger(hclog.NewNullLogger()))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
-
 // A token that may read a group but not some of its keys is shown none of
 // those keys in any answer about the group: not the key, its target, its
 // holder or its token. Each answer says how many keys it left out
@@ -514,21 +492,15 @@ func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
 // case is asked of the leader and of each follower (which forwards
 // linearizable reads and answers stale ones from its own state).
 func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
-	c := startClusterWith(t, 3, inproc.Options{Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
-		cfg.ACLEnabled = true
-	}})
-	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
-	r.wantStatus(t, "bootstrap", 200)
-	var boot client.ACLToken
-	r.decode(t, &boot)
-	e := &aclEnv{testCluster: c, boot: boot.SecretID}
+	e := bootstrapACL(t, startACLClusterWith(t, 3, inproc.Options{Gossip: true, Serve: serveAPI}))
+	c := e.testCluster
 	url := c.leader().url
 	doAs(t, e.boot, "PUT", url+"/v1/groups/parts", `{"keys":["app/a1","app/a2","other/g1","other/g2"]}`).wantStatus(t, "put group", 200)
 	// other/g1 is held by someone the token must not learn of.
-	r = doAs(t, e.boot, "PUT", url+"/v1/leases/other/g1", `{"holder":"hidden-holder","ttl":"1m"}`)
+	r := doAs(t, e.boot, "PUT", url+"/v1/leases/other/g1", `{"holder":"hidden-holder","ttl":"1m"}`)
 	r.wantStatus(t, "acquire other/g1", 201)
 	hiddenToken := r.lease(t).Token
-	runWorkerAs(t, c, "parts", "w1", e.boot)
+	runWorkerAs(t, c, "parts", e.boot, client.WithWorkerID("w1"))
 	harness.WaitFor(t, 20*time.Second, func() error {
 		var a client.Assignment
 		doAs(t, e.boot, "GET", url+"/v1/groups/parts/assignment", "").decode(t, &a)
@@ -708,7 +680,7 @@ func TestACLRefusalsLogIsBoundedAndCounted(t *testing.T) {
 		regs <- reg
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startACLClusterWith(t, 1, inproc.Options{Serve: serve})
 	reg := <-regs
 	url := c.leader().url
 	const wrong, anonymous = 2000, 200

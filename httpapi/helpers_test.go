@@ -184,9 +184,14 @@ func (p *testPKI) client(t *testing.T, name string) *http.Client {
 // Raft in memory: ACLs never run on a plain Raft port.
 func startACLCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	return startClusterWith(t, n, inproc.Options{Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
-		cfg.ACLEnabled = true
-	}})
+	return startACLClusterWith(t, n, inproc.Options{Serve: serveAPI})
+}
+
+// startACLClusterWith is startClusterWith with ACLs on (opts.Tweak unset).
+func startACLClusterWith(t *testing.T, n int, opts inproc.Options) *testCluster {
+	t.Helper()
+	opts.Tweak = func(cfg *cluster.Config) { cfg.ACLEnabled = true }
+	return startClusterWith(t, n, opts)
 }
 
 // startNode starts a single-node cluster and waits until it leads.
