@@ -222,32 +222,31 @@ func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
 // controls alone (client.KeyControlBody): a key in the body, or an
 // answer's ended, is an unknown field.
 func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
-	var body client.KeyControlBody
-	if err := decodeBody(r, &body); err != nil {
-		return err
-	}
-	force, err := controlForce(r)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	ctl := fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}
-	ended, err := s.node.Controls.SetKeyControl(ctx, pathKey(r), ctl, force)
-	if err != nil {
-		return err
-	}
-	// Answer the controls as stored (sorted, unique), as GET and PATCH do.
-	stored, err := s.node.Controls.KeyControl(ctx, pathKey(r), cluster.Stale)
-	if err != nil {
-		return err
-	}
-	writeControl(w, r, stored, ended)
-	return nil
+	return changeControl(s, w, r, func(ctx context.Context, key string, body client.KeyControlBody, force bool) (fsm.KeyControl, []cluster.EndedLease, error) {
+		ended, err := s.node.Controls.SetKeyControl(ctx, key, fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}, force)
+		if err != nil {
+			return fsm.KeyControl{}, nil, err
+		}
+		// Answer the controls as stored (sorted, unique), as GET and PATCH do.
+		stored, err := s.node.Controls.KeyControl(ctx, key, cluster.Stale)
+		return stored, ended, err
+	})
 }
 
 func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
-	var body client.KeyControlEdit
+	return changeControl(s, w, r, func(ctx context.Context, key string, body client.KeyControlEdit, force bool) (fsm.KeyControl, []cluster.EndedLease, error) {
+		return s.node.Controls.EditKeyControl(ctx, key, cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
+	})
+}
+
+// changeControl decodes the body of a change of the path key's controls,
+// reads its force, makes the change within the write timeout, and answers
+// the controls and the leases they ended, if any. An ended lease of a key
+// the request's token may not read is answered without its holder and
+// token (revokedOut).
+func changeControl[B any](s *Server, w http.ResponseWriter, r *http.Request,
+	change func(ctx context.Context, key string, body B, force bool) (fsm.KeyControl, []cluster.EndedLease, error)) error {
+	var body B
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -257,11 +256,15 @@ func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	ctl, ended, err := s.node.Controls.EditKeyControl(ctx, pathKey(r), cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
+	ctl, ended, err := change(ctx, pathKey(r), body, force)
 	if err != nil {
 		return err
 	}
-	writeControl(w, r, ctl, ended)
+	out := controlOut(pathKey(r), ctl)
+	if len(ended) > 0 {
+		out.Ended = revokedOut(ended, readable(authz(r)))
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -276,17 +279,6 @@ func controlForce(r *http.Request) (bool, error) {
 		return false, err
 	}
 	return true, authz(r).Allow(fsm.RightRevoke, "key", pathKey(r))
-}
-
-// writeControl answers a key's controls and the lease they ended, if any.
-// A lease of a key the request's token may not read is answered without
-// its holder and token (revokedOut).
-func writeControl(w http.ResponseWriter, r *http.Request, ctl fsm.KeyControl, ended []cluster.EndedLease) {
-	out := controlOut(pathKey(r), ctl)
-	if len(ended) > 0 {
-		out.Ended = revokedOut(ended, readable(authz(r)))
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func controlOut(key string, c fsm.KeyControl) client.KeyControl {
