@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -215,13 +216,9 @@ func checkNeed(field string, c client.ACLCheck) (need, string, error) {
 }
 
 func (s *Server) aclDeleteToken(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	if err := s.node.ACLs.DeleteToken(ctx, pathVar(r, "accessor")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		return nil, s.node.ACLs.DeleteToken(ctx, pathVar(r, "accessor"))
+	})
 }
 
 func (s *Server) aclSetPolicy(w http.ResponseWriter, r *http.Request) error {
@@ -240,14 +237,13 @@ func (s *Server) aclSetPolicy(w http.ResponseWriter, r *http.Request) error {
 			spec.Rules[i].Rights |= right
 		}
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	p, err := s.node.ACLs.SetPolicy(ctx, spec)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, policyOut(p))
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		p, err := s.node.ACLs.SetPolicy(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		return policyOut(p), nil
+	})
 }
 
 func (s *Server) aclListPolicies(w http.ResponseWriter, r *http.Request) error {
@@ -275,13 +271,7 @@ func (s *Server) aclReadPolicy(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclDeletePolicy(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	if err := s.node.ACLs.DeletePolicy(ctx, pathVar(r, "name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) { return nil, s.node.ACLs.DeletePolicy(ctx, pathVar(r, "name")) })
 }
 
 // registerWorker: the token must let the worker's holders (id#…) through
@@ -292,11 +282,7 @@ func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	if err := s.node.Workers.RegisterWorker(ctx, authz(r), pathVar(r, "id"), body.Groups); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		return nil, s.node.Workers.RegisterWorker(ctx, authz(r), pathVar(r, "id"), body.Groups)
+	})
 }

@@ -17,6 +17,17 @@ func summary(g *fsm.Group) client.GroupSummary {
 	return client.GroupSummary{Name: g.Name, Keys: len(g.Keys), Assigned: len(g.Assignment), MaxPerWorker: g.MaxPerWorker, ModifyIndex: g.ModifyIndex}
 }
 
+// writeGroup makes a change of a group and answers the group's summary.
+func (s *Server) writeGroup(w http.ResponseWriter, r *http.Request, change func(ctx context.Context) (*fsm.Group, error)) error {
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		g, err := change(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return summary(g), nil
+	})
+}
+
 func groupOut(v cluster.GroupView) client.Group {
 	out := client.Group{Name: v.Name, MaxPerWorker: v.MaxPerWorker, ModifyIndex: v.ModifyIndex, AssignIndex: v.AssignIndex,
 		Keys: make([]client.GroupKey, len(v.Keys)), Workers: []client.GroupWorker{}, MinWorkers: v.MinWorkers, Stuck: v.Stuck,
@@ -86,24 +97,11 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		spec.Replace = v
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	g, err := s.node.Groups.PutGroup(ctx, spec)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, summary(g))
-	return nil
+	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) { return s.node.Groups.PutGroup(ctx, spec) })
 }
 
 func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	if err := s.node.Groups.DeleteGroup(ctx, groupName(r)); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) { return nil, s.node.Groups.DeleteGroup(ctx, groupName(r)) })
 }
 
 func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
@@ -111,14 +109,9 @@ func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	g, err := s.node.Groups.GroupKeys(ctx, groupName(r), body.Add, body.Remove)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, summary(g))
-	return nil
+	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) {
+		return s.node.Groups.GroupKeys(ctx, groupName(r), body.Add, body.Remove)
+	})
 }
 
 func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
@@ -126,14 +119,9 @@ func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	g, err := s.node.Groups.SetMaxPerWorker(ctx, groupName(r), body.MaxPerWorker)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, summary(g))
-	return nil
+	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) {
+		return s.node.Groups.SetMaxPerWorker(ctx, groupName(r), body.MaxPerWorker)
+	})
 }
 
 // listGroups answers one page of the groups' summaries, by name (see

@@ -95,14 +95,10 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	ended, err := s.node.Leases.Revoke(ctx, pathKey(r), force)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		ended, err := s.node.Leases.Revoke(ctx, pathKey(r), force)
+		return client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))}, err
+	})
 }
 
 // revokeHolder ends every lease of ?holder=H. The route needs the revoke
@@ -117,14 +113,10 @@ func (s *Server) revokeHolder(w http.ResponseWriter, r *http.Request) error {
 	if !q.Has("holder") {
 		return badRequest(client.CodeInvalidHolder, "holder", "holder: required, the holder whose leases to revoke")
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	ended, err := s.node.Leases.RevokeHolder(ctx, q.Get("holder"), force)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		ended, err := s.node.Leases.RevokeHolder(ctx, q.Get("holder"), force)
+		return client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))}, err
+	})
 }
 
 // parseForce reads the force query parameter: absent, "true" or "false".

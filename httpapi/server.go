@@ -432,6 +432,23 @@ func (s *Server) writeCtx(r *http.Request) (context.Context, context.CancelFunc)
 	return context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
 }
 
+// write makes a change within the write timeout (writeCtx) and answers
+// what it returns: 200 with it as JSON, or 204 for nil.
+func (s *Server) write(w http.ResponseWriter, r *http.Request, change func(ctx context.Context) (any, error)) error {
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	out, err := change(ctx)
+	switch {
+	case err != nil:
+		return err
+	case out == nil:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		writeJSON(w, http.StatusOK, out)
+	}
+	return nil
+}
+
 // pathVar is a path variable, unescaped (the router matches escaped paths,
 // so that keys keep their slashes). A variable that is not valid escaping is
 // returned as it is, and its validation names the problem.
