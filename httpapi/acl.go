@@ -36,14 +36,13 @@ func policyOut(p *fsm.ACLPolicy) client.ACLPolicy {
 }
 
 func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	tok, err := s.node.ACLs.Bootstrap(ctx)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, tokenOut(tok.ACLToken, tok.SecretID))
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		tok, err := s.node.ACLs.Bootstrap(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return tokenOut(tok.ACLToken, tok.SecretID), nil
+	})
 }
 
 func (s *Server) aclCreateToken(w http.ResponseWriter, r *http.Request) error {

@@ -49,37 +49,24 @@ func (s *Server) removeServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	res, err := s.node.Operator.RemoveServer(ctx, pathVar(r, "id"), force)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.RemoveResult{ID: res.ID, Voters: res.Voters, Forced: res.Forced, Readmit: res.Readmit})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		res, err := s.node.Operator.RemoveServer(ctx, pathVar(r, "id"), force)
+		return client.RemoveResult{ID: res.ID, Voters: res.Voters, Forced: res.Forced, Readmit: res.Readmit}, err
+	})
 }
 
 func (s *Server) readmitServer(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	srv, err := s.node.Operator.ReadmitServer(ctx, pathVar(r, "id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.ReadmitResult{ID: srv.ID, RaftAddr: srv.RaftAddr, Voter: srv.Voter})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		srv, err := s.node.Operator.ReadmitServer(ctx, pathVar(r, "id"))
+		return client.ReadmitResult{ID: srv.ID, RaftAddr: srv.RaftAddr, Voter: srv.Voter}, err
+	})
 }
 
 func (s *Server) promoteServer(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	id := pathVar(r, "id")
-	voters, err := s.node.Operator.PromoteServer(ctx, id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.PromoteResult{ID: id, Voters: voters})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		voters, err := s.node.Operator.PromoteServer(ctx, pathVar(r, "id"))
+		return client.PromoteResult{ID: pathVar(r, "id"), Voters: voters}, err
+	})
 }
 
 func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
@@ -87,14 +74,10 @@ func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeOptionalBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	leader, err := s.node.Operator.TransferLeadership(ctx, body.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.TransferResult{LeaderID: leader})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		leader, err := s.node.Operator.TransferLeadership(ctx, body.ID)
+		return client.TransferResult{LeaderID: leader}, err
+	})
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {

@@ -242,18 +242,14 @@ func changeControl[B any](s *Server, w http.ResponseWriter, r *http.Request,
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	ctl, ended, err := change(ctx, pathKey(r), body, force)
-	if err != nil {
-		return err
-	}
-	out := controlOut(pathKey(r), ctl)
-	if len(ended) > 0 {
-		out.Ended = revokedOut(ended, readable(authz(r)))
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		ctl, ended, err := change(ctx, pathKey(r), body, force)
+		out := controlOut(pathKey(r), ctl)
+		if len(ended) > 0 {
+			out.Ended = revokedOut(ended, readable(authz(r)))
+		}
+		return out, err
+	})
 }
 
 // controlForce reads the force parameter of a key control. A forced
@@ -287,18 +283,13 @@ func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	draining := body.Draining == nil || *body.Draining
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	id := pathVar(r, "id")
-	warnings, err := s.node.Workers.DrainWorker(ctx, id, draining, force)
-	if err != nil {
-		return err
-	}
-	if warnings == nil {
-		warnings = []string{}
-	}
-	writeJSON(w, http.StatusOK, client.DrainResult{Worker: id, Draining: draining, Warnings: warnings})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		warnings, err := s.node.Workers.DrainWorker(ctx, pathVar(r, "id"), draining, force)
+		if warnings == nil {
+			warnings = []string{}
+		}
+		return client.DrainResult{Worker: pathVar(r, "id"), Draining: draining, Warnings: warnings}, err
+	})
 }
 
 // listWorkers answers GET /v1/workers[?id=]: every worker, or the one

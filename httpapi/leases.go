@@ -156,14 +156,13 @@ func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
 	if err := allowHolder(r, body.Holder); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	lease, err := s.node.Leases.Renew(ctx, pathKey(r), body.Holder, body.Secret, body.Token)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, leaseOut(lease))
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		lease, err := s.node.Leases.Renew(ctx, pathKey(r), body.Holder, body.Secret, body.Token)
+		if err != nil {
+			return nil, err
+		}
+		return leaseOut(lease), nil
+	})
 }
 
 func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
