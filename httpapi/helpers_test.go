@@ -83,18 +83,7 @@ func tlsOptions(t *testing.T, pki *testPKI) inproc.Options {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cc, err := certs.ClientConfig(files)
-			if err != nil {
-				t.Fatal(err)
-			}
-			roots, err := certs.LoadPool(files.CAFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			forward[id] = NewForwardClient(cc, func(id string) func(tls.ConnectionState) error {
-				return certs.VerifyServerIDConnection(roots, certs.DefaultClusterName, id)
-			})
-			t.Cleanup(forward[id].CloseIdleConnections)
+			forward[id] = forwardClient(t, files)
 			return sc
 		}
 		opts.Serve = func(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {
@@ -104,6 +93,25 @@ func tlsOptions(t *testing.T, pki *testPKI) inproc.Options {
 		}
 	}
 	return opts
+}
+
+// forwardClient is the forwarding client of a server with the mutual TLS
+// settings files (NewForwardClient).
+func forwardClient(t *testing.T, files certs.Files) *http.Client {
+	t.Helper()
+	cc, err := certs.ClientConfig(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots, err := certs.LoadPool(files.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := NewForwardClient(cc, func(id string) func(tls.ConnectionState) error {
+		return certs.VerifyServerIDConnection(roots, certs.DefaultClusterName, id)
+	})
+	t.Cleanup(hc.CloseIdleConnections)
+	return hc
 }
 
 // startClusterWith is startCluster with other options.
@@ -287,15 +295,8 @@ func do(t *testing.T, method, url, body string) reply {
 // doAs makes one request with the ACL token secret ("" for none).
 func doAs(t *testing.T, secret, method, url, body string) reply {
 	t.Helper()
-	h := http.Header{}
-	if secret != "" {
-		h.Set(client.HeaderToken, secret)
-	}
-	r, err := send(method, url, body, h)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	return r
+	url, body = withTestSecret(method, url, body)
+	return rawAs(t, secret, method, url, body)
 }
 
 // wantStatus fails the test unless r has the status want.
