@@ -2,7 +2,8 @@ package httpapi
 
 import "github.com/tenure-io/tenure/cluster"
 
-// A cluster node serves every concern of the API (NodeOf).
+// A cluster node serves every concern of the API (NodeOf), its ACL calls
+// the ACLs.
 var (
 	_ Replica  = (*cluster.Node)(nil)
 	_ Tokens   = (*cluster.Node)(nil)
@@ -11,7 +12,7 @@ var (
 	_ Groups   = (*cluster.Node)(nil)
 	_ Controls = (*cluster.Node)(nil)
 	_ Workers  = (*cluster.Node)(nil)
-	_ ACLs     = cluster.ACL{}
+	_          = func(n *cluster.Node) ACLs { return n.ACL() }
 	_ Status   = (*cluster.Node)(nil)
 	_ Members  = (*cluster.Node)(nil)
 	_ Operator = (*cluster.Node)(nil)
