@@ -85,13 +85,7 @@ func (s *Server) aclListTokens(w http.ResponseWriter, r *http.Request) error {
 // index is its create_index; a policy's is its modify_index; the list of
 // policies', the index of the last ACL change.
 func (s *Server) aclReadToken(w http.ResponseWriter, r *http.Request) error {
-	tok, err := s.node.ACLs.Token(r.Context(), pathVar(r, "accessor"), consistency(r))
-	if err != nil {
-		return err
-	}
-	s.readHeaders(w, tok.CreateIndex)
-	writeJSON(w, http.StatusOK, tokenOut(tok, ""))
-	return nil
+	return s.readToken(w, r, pathVar(r, "accessor"))
 }
 
 func (s *Server) aclSelf(w http.ResponseWriter, r *http.Request) error {
@@ -99,6 +93,11 @@ func (s *Server) aclSelf(w http.ResponseWriter, r *http.Request) error {
 	if accessor == "" {
 		return fmt.Errorf("the request carried no token: %w", cluster.ErrNotFound)
 	}
+	return s.readToken(w, r, accessor)
+}
+
+// readToken answers the token of accessor without its secret.
+func (s *Server) readToken(w http.ResponseWriter, r *http.Request, accessor string) error {
 	tok, err := s.node.ACLs.Token(r.Context(), accessor, consistency(r))
 	if err != nil {
 		return err
