@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,14 +36,13 @@ func policyOut(p *fsm.ACLPolicy) client.ACLPolicy {
 }
 
 func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	tok, err := s.node.ACL().Bootstrap(ctx)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, tokenOut(tok.ACLToken, tok.SecretID))
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		tok, err := s.node.ACLs.Bootstrap(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return tokenOut(tok.ACLToken, tok.SecretID), nil
+	})
 }
 
 func (s *Server) aclCreateToken(w http.ResponseWriter, r *http.Request) error {
@@ -52,7 +52,7 @@ func (s *Server) aclCreateToken(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	tok, err := s.node.ACL().CreateToken(ctx, cluster.TokenSpec{Description: body.Description, Policies: body.Policies,
+	tok, err := s.node.ACLs.CreateToken(ctx, cluster.TokenSpec{Description: body.Description, Policies: body.Policies,
 		HolderPrefix: body.HolderPrefix, Management: body.Management})
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ func (s *Server) aclListTokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tokens, next, index, err := s.node.ACL().TokensPage(r.Context(), p.After, p.Limit, consistency(r))
+	tokens, next, index, err := s.node.ACLs.TokensPage(r.Context(), p.After, p.Limit, consistency(r))
 	if err != nil {
 		return err
 	}
@@ -85,13 +85,7 @@ func (s *Server) aclListTokens(w http.ResponseWriter, r *http.Request) error {
 // index is its create_index; a policy's is its modify_index; the list of
 // policies', the index of the last ACL change.
 func (s *Server) aclReadToken(w http.ResponseWriter, r *http.Request) error {
-	tok, err := s.node.ACL().Token(r.Context(), pathVar(r, "accessor"), consistency(r))
-	if err != nil {
-		return err
-	}
-	s.readHeaders(w, tok.CreateIndex)
-	writeJSON(w, http.StatusOK, tokenOut(tok, ""))
-	return nil
+	return s.readToken(w, r, pathVar(r, "accessor"))
 }
 
 func (s *Server) aclSelf(w http.ResponseWriter, r *http.Request) error {
@@ -99,7 +93,12 @@ func (s *Server) aclSelf(w http.ResponseWriter, r *http.Request) error {
 	if accessor == "" {
 		return fmt.Errorf("the request carried no token: %w", cluster.ErrNotFound)
 	}
-	tok, err := s.node.ACL().Token(r.Context(), accessor, consistency(r))
+	return s.readToken(w, r, accessor)
+}
+
+// readToken answers the token of accessor without its secret.
+func (s *Server) readToken(w http.ResponseWriter, r *http.Request, accessor string) error {
+	tok, err := s.node.ACLs.Token(r.Context(), accessor, consistency(r))
 	if err != nil {
 		return err
 	}
@@ -215,13 +214,9 @@ func checkNeed(field string, c client.ACLCheck) (need, string, error) {
 }
 
 func (s *Server) aclDeleteToken(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	if err := s.node.ACL().DeleteToken(ctx, pathVar(r, "accessor")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		return nil, s.node.ACLs.DeleteToken(ctx, pathVar(r, "accessor"))
+	})
 }
 
 func (s *Server) aclSetPolicy(w http.ResponseWriter, r *http.Request) error {
@@ -240,18 +235,17 @@ func (s *Server) aclSetPolicy(w http.ResponseWriter, r *http.Request) error {
 			spec.Rules[i].Rights |= right
 		}
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	p, err := s.node.ACL().SetPolicy(ctx, spec)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, policyOut(p))
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		p, err := s.node.ACLs.SetPolicy(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		return policyOut(p), nil
+	})
 }
 
 func (s *Server) aclListPolicies(w http.ResponseWriter, r *http.Request) error {
-	policies, index, err := s.node.ACL().Policies(r.Context(), consistency(r))
+	policies, index, err := s.node.ACLs.Policies(r.Context(), consistency(r))
 	if err != nil {
 		return err
 	}
@@ -265,7 +259,7 @@ func (s *Server) aclListPolicies(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclReadPolicy(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.node.ACL().Policy(r.Context(), pathVar(r, "name"), consistency(r))
+	p, err := s.node.ACLs.Policy(r.Context(), pathVar(r, "name"), consistency(r))
 	if err != nil {
 		return err
 	}
@@ -275,13 +269,7 @@ func (s *Server) aclReadPolicy(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclDeletePolicy(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	if err := s.node.ACL().DeletePolicy(ctx, pathVar(r, "name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) { return nil, s.node.ACLs.DeletePolicy(ctx, pathVar(r, "name")) })
 }
 
 // registerWorker: the token must let the worker's holders (id#…) through
@@ -292,11 +280,7 @@ func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	if err := s.node.RegisterWorker(ctx, authz(r), pathVar(r, "id"), body.Groups); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		return nil, s.node.Workers.RegisterWorker(ctx, authz(r), pathVar(r, "id"), body.Groups)
+	})
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -29,7 +28,12 @@ type aclEnv struct {
 
 func startACL(t *testing.T, n int) *aclEnv {
 	t.Helper()
-	c := startACLCluster(t, n)
+	return bootstrapACL(t, startACLCluster(t, n))
+}
+
+// bootstrapACL makes the management token of ACL cluster c.
+func bootstrapACL(t *testing.T, c *testCluster) *aclEnv {
+	t.Helper()
 	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
 	r.wantStatus(t, "bootstrap", 200)
 	var tok client.ACLToken
@@ -238,19 +242,10 @@ func TestACLEveryRouteRight(t *testing.T) {
 			t.Errorf("%s with only %s: %d %s, want it allowed", what, rt.right, r.status, r.body)
 		}
 	}
-	srv := serveFake(t, &fakeNode{}).(*Server)
-	err := srv.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
-		tpl, _ := route.GetPathTemplate()
-		methods, _ := route.GetMethods()
-		for _, m := range methods {
-			if !covered[m+" "+tpl] {
-				t.Errorf("route %s %s has no entry in this test: say which right it needs", m, tpl)
-			}
+	for _, rt := range routesOf(t) {
+		if !covered[rt.method+" "+rt.template] {
+			t.Errorf("route %s %s has no entry in this test: say which right it needs", rt.method, rt.template)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -386,10 +381,10 @@ func TestACLDefaultAllow(t *testing.T) {
 func TestACLMetricsOpen(t *testing.T) {
 	serve := func(n *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {
 		api := DefaultConfig()
-		api.Node, api.Gatherer, api.MetricsOpen = n, reg, true
+		api.Node, api.Gatherer, api.MetricsOpen = NodeOf(n), reg, true
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startACLClusterWith(t, 1, inproc.Options{Serve: serve})
 	url := c.leader().url
 	do(t, "GET", url+"/metrics", "").wantStatus(t, "metrics without a token", 200)
 	do(t, "GET", url+"/v1/status", "").wantDenied(t, "status without a token", client.CodePermissionDenied, "no token")
@@ -401,11 +396,11 @@ func TestACLRequestsLogAccessor(t *testing.T) {
 	logs := &harness.Buffer{}
 	serve := func(n *cluster.Node, reg *prometheus.Registry, _ hclog.Logger) (http.Handler, error) {
 		api := DefaultConfig()
-		api.Node, api.Gatherer = n, reg
+		api.Node, api.Gatherer = NodeOf(n), reg
 		api.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startACLClusterWith(t, 1, inproc.Options{Serve: serve})
 	e := &aclEnv{testCluster: c}
 	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
 	var boot client.ACLToken
@@ -489,32 +484,6 @@ func TestSnapshotRestoreRefusedOnAFollowerBeforeForwarding(t *testing.T) {
 	do(t, "PUT", f.url+"/v1/snapshot", body).wantDenied(t, "PUT /v1/snapshot on a follower, without a token and without a leader", client.CodePermissionDenied, "no token")
 }
 
-// runWorkerAs runs a client.Worker of group with id on cluster c until the
-// test ends; its client sends secret, so it registers for the group.
-func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
-	t.Helper()
-	cfg := client.DefaultConfig()
-	cfg.Addresses = []string{c.leader().url}
-	cfg.Token = secret
-	cl, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := cl.Worker(group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		client.WithWorkerID(id), client.WithJoin(c.cluster.GossipAddr(0)),
-		client.WithWorkerTTL(2*time.Second), client.WithWorkerLogger(hclog.NewNullLogger()))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
-
 // A token that may read a group but not some of its keys is shown none of
 // those keys in any answer about the group: not the key, its target, its
 // holder or its token. Each answer says how many keys it left out
@@ -523,21 +492,15 @@ func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
 // case is asked of the leader and of each follower (which forwards
 // linearizable reads and answers stale ones from its own state).
 func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
-	c := startClusterWith(t, 3, inproc.Options{Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
-		cfg.ACLEnabled = true
-	}})
-	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
-	r.wantStatus(t, "bootstrap", 200)
-	var boot client.ACLToken
-	r.decode(t, &boot)
-	e := &aclEnv{testCluster: c, boot: boot.SecretID}
+	e := bootstrapACL(t, startACLClusterWith(t, 3, inproc.Options{Gossip: true, Serve: serveAPI}))
+	c := e.testCluster
 	url := c.leader().url
 	doAs(t, e.boot, "PUT", url+"/v1/groups/parts", `{"keys":["app/a1","app/a2","other/g1","other/g2"]}`).wantStatus(t, "put group", 200)
 	// other/g1 is held by someone the token must not learn of.
-	r = doAs(t, e.boot, "PUT", url+"/v1/leases/other/g1", `{"holder":"hidden-holder","ttl":"1m"}`)
+	r := doAs(t, e.boot, "PUT", url+"/v1/leases/other/g1", `{"holder":"hidden-holder","ttl":"1m"}`)
 	r.wantStatus(t, "acquire other/g1", 201)
 	hiddenToken := r.lease(t).Token
-	runWorkerAs(t, c, "parts", "w1", e.boot)
+	runWorkerAs(t, c, "parts", e.boot, client.WithWorkerID("w1"))
 	harness.WaitFor(t, 20*time.Second, func() error {
 		var a client.Assignment
 		doAs(t, e.boot, "GET", url+"/v1/groups/parts/assignment", "").decode(t, &a)
@@ -600,10 +563,11 @@ func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
 	// Every GET route is either above or answers nothing about a group's
 	// keys that its own check does not cover: a new route must say which.
 	covered := map[string]bool{}
+	srv := serveFake(t, (&fakeReplica{}).node()).(*Server)
 	for _, tt := range tests {
 		var match mux.RouteMatch
 		req, _ := http.NewRequest("GET", tt.path, nil)
-		if srv := serveFake(t, &fakeNode{}).(*Server); srv.router.Match(req, &match) && match.Route != nil {
+		if srv.router.Match(req, &match) && match.Route != nil {
 			tpl, _ := match.Route.GetPathTemplate()
 			covered[tpl] = true
 		}
@@ -630,17 +594,10 @@ func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
 		"/ui/static/{file}":         "no data",
 		"/":                         "no data",
 	}
-	srv := serveFake(t, &fakeNode{}).(*Server)
-	err := srv.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
-		tpl, _ := route.GetPathTemplate()
-		methods, _ := route.GetMethods()
-		if slices.Contains(methods, http.MethodGet) && !covered[tpl] && notAboutGroupKeys[tpl] == "" {
-			t.Errorf("GET %s is neither in this test nor said to answer nothing about a group's keys", tpl)
+	for _, rt := range routesOf(t) {
+		if rt.method == http.MethodGet && !covered[rt.template] && notAboutGroupKeys[rt.template] == "" {
+			t.Errorf("GET %s is neither in this test nor said to answer nothing about a group's keys", rt.template)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, n := range c.nodes {
 		for _, tt := range tests {
@@ -723,7 +680,7 @@ func TestACLRefusalsLogIsBoundedAndCounted(t *testing.T) {
 		regs <- reg
 		return New(api)
 	}
-	c := startClusterWith(t, 1, inproc.Options{Serve: serve, Tweak: func(cfg *cluster.Config) { cfg.ACLEnabled = true }})
+	c := startACLClusterWith(t, 1, inproc.Options{Serve: serve})
 	reg := <-regs
 	url := c.leader().url
 	const wrong, anonymous = 2000, 200

@@ -172,7 +172,7 @@ func TestACLAuthorizeWithoutACLs(t *testing.T) {
 // a name missing or given twice, a name given to a cluster right, a name
 // that breaks the rule of its kind.
 func TestACLAuthorizeBadBodies(t *testing.T) {
-	f := &fakeNode{}
+	n := (&fakeReplica{}).node()
 	many := `{"checks":[` + strings.Repeat(`{"right":"read","key":"k"},`, client.MaxACLChecks) + `{"right":"read","key":"k"}]}`
 	for _, tc := range []struct {
 		name, body  string
@@ -199,7 +199,7 @@ func TestACLAuthorizeBadBodies(t *testing.T) {
 		{"a key that is a number", `{"checks":[{"right":"read","key":5}]}`, client.CodeInvalidKey, "checks.key", "want a JSON string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := f.call(t, "POST", "/v1/acl/authorize", tc.body)
+			r := callFake(t, n, "POST", "/v1/acl/authorize", tc.body)
 			r.wantStatus(t, tc.name, http.StatusBadRequest)
 			e := r.apiErr(t)
 			if e.Error != tc.code || e.Field != tc.field || !strings.Contains(e.Message, tc.msg) {

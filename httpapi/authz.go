@@ -143,7 +143,7 @@ func (s *Server) guard(n need, h handlerFunc) handlerFunc {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		a, err := s.node.ResolveToken(secretOf(r))
+		a, err := s.node.Tokens.ResolveToken(secretOf(r))
 		if err != nil {
 			s.logRequest(r, "", 0, err)
 			return err

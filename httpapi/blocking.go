@@ -53,7 +53,7 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 	for {
 		// Take the channel before reading, so no change between the read
 		// and the wait is missed.
-		changed := s.node.Changed()
+		changed := s.node.Replica.Changed()
 		out, index, err := read(ctx)
 		if err != nil && index == 0 {
 			return err
@@ -94,8 +94,8 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 func (s *Server) readHeaders(w http.ResponseWriter, index uint64) {
 	h := w.Header()
 	h.Set(client.HeaderIndex, strconv.FormatUint(index, 10))
-	health := s.node.Health()
-	st := s.node.LastContact()
+	health := s.node.Replica.Health()
+	st := s.node.Replica.LastContact()
 	if st >= 0 && health.BehindFor > st {
 		st = health.BehindFor
 	}
@@ -104,7 +104,7 @@ func (s *Server) readHeaders(w http.ResponseWriter, index uint64) {
 		ms = -1
 	}
 	h.Set(client.HeaderLastContact, strconv.FormatInt(ms, 10))
-	h.Set(client.HeaderKnownLeader, strconv.FormatBool(s.node.LeaderHTTPAddr() != "" || s.node.Ready() == nil))
+	h.Set(client.HeaderKnownLeader, strconv.FormatBool(s.node.Replica.LeaderHTTPAddr() != "" || s.node.Replica.Ready() == nil))
 	h.Set(client.HeaderAppliedIndex, strconv.FormatUint(health.AppliedIndex, 10))
 	h.Set(client.HeaderBehind, strconv.FormatUint(health.BehindEntries, 10))
 	if health.Problem != "" {

@@ -17,8 +17,8 @@ import (
 )
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
-	return s.hashBlocking(w, r, s.node.StatusChanged, func() (any, string, bool) {
-		st := s.node.Status()
+	return s.hashBlocking(w, r, s.node.Status.StatusChanged, func() (any, string, bool) {
+		st := s.node.Status.Status()
 		return statusOut(st), statusHash(st), st.LeaderID == "" || st.ClusterID == ""
 	})
 }
@@ -31,9 +31,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) members(w http.ResponseWriter, r *http.Request) error {
 	a := authz(r)
 	all := a.Allow(fsm.RightRead, "key", "") == nil
-	return s.hashBlocking(w, r, s.node.MembersChanged, func() (any, string, bool) {
+	return s.hashBlocking(w, r, s.node.Members.MembersChanged, func() (any, string, bool) {
 		out := client.MemberList{Members: []client.Member{}}
-		for _, m := range s.node.Members() {
+		for _, m := range s.node.Members.Members() {
 			mo := memberOut(m)
 			if !all {
 				mo.Meta.Holder, mo.Meta.Groups = "", nil
@@ -49,37 +49,24 @@ func (s *Server) removeServer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	res, err := s.node.RemoveServer(ctx, pathVar(r, "id"), force)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.RemoveResult{ID: res.ID, Voters: res.Voters, Forced: res.Forced, Readmit: res.Readmit})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		res, err := s.node.Operator.RemoveServer(ctx, pathVar(r, "id"), force)
+		return client.RemoveResult{ID: res.ID, Voters: res.Voters, Forced: res.Forced, Readmit: res.Readmit}, err
+	})
 }
 
 func (s *Server) readmitServer(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	srv, err := s.node.ReadmitServer(ctx, pathVar(r, "id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.ReadmitResult{ID: srv.ID, RaftAddr: srv.RaftAddr, Voter: srv.Voter})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		srv, err := s.node.Operator.ReadmitServer(ctx, pathVar(r, "id"))
+		return client.ReadmitResult{ID: srv.ID, RaftAddr: srv.RaftAddr, Voter: srv.Voter}, err
+	})
 }
 
 func (s *Server) promoteServer(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	id := pathVar(r, "id")
-	voters, err := s.node.PromoteServer(ctx, id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.PromoteResult{ID: id, Voters: voters})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		voters, err := s.node.Operator.PromoteServer(ctx, pathVar(r, "id"))
+		return client.PromoteResult{ID: pathVar(r, "id"), Voters: voters}, err
+	})
 }
 
 func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
@@ -87,18 +74,14 @@ func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeOptionalBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	leader, err := s.node.TransferLeadership(ctx, body.ID)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.TransferResult{LeaderID: leader})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		leader, err := s.node.Operator.TransferLeadership(ctx, body.ID)
+		return client.TransferResult{LeaderID: leader}, err
+	})
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
-	info, err := s.node.Snapshot(r.Context())
+	info, err := s.node.Backups.Snapshot(r.Context())
 	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
 		writeError(w, &apiError{code: client.CodeNothingNew, msg: "nothing new to snapshot since the last one"})
 		return
@@ -121,7 +104,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // applied index is within the configured lag of the leader's commit index
 // (cluster.Node.Health).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	st := s.node.Status()
+	st := s.node.Status.Status()
 	out := client.Readiness{Role: st.Role, LeaderID: st.LeaderID, BehindEntries: st.Health.BehindEntries,
 		BehindFor: st.Health.BehindFor.Round(time.Millisecond).String(), DiskWriteErrors: st.Health.DiskWriteErrors,
 		SnapshotWriteErrors: st.Health.SnapshotWriteErrors}
@@ -132,7 +115,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	case st.Role == "leader":
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := s.node.Verify(ctx); err != nil {
+		if err := s.node.Status.Verify(ctx); err != nil {
 			reason = "leader cannot confirm its leadership: " + err.Error()
 		}
 	case st.LeaderID == "":
@@ -150,7 +133,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // keyring lists the gossip keys that the members in this node's view hold.
 func (s *Server) keyring(w http.ResponseWriter, r *http.Request) error {
-	views, members, err := s.node.Keyring()
+	views, members, err := s.node.Operator.Keyring()
 	if err != nil {
 		return err
 	}
@@ -180,19 +163,19 @@ func (s *Server) changeKeyring(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	if err := s.node.ChangeKeyring(op); err != nil {
+	if err := s.node.Operator.ChangeKeyring(op); err != nil {
 		return err
 	}
 	var unreached []string
 	if !local {
 		unreached = s.spreadKeyring(ctx, r, body)
-		workers, err := s.node.SendKeyringToWorkers(ctx, op)
+		workers, err := s.node.Operator.SendKeyringToWorkers(ctx, op)
 		if err != nil {
 			return err
 		}
 		unreached = append(unreached, workers...)
 	}
-	views, members, err := s.node.Keyring()
+	views, members, err := s.node.Operator.Keyring()
 	if err != nil {
 		return err
 	}
@@ -210,7 +193,7 @@ func (s *Server) keyringSafe(op cluster.KeyringMessage) error {
 		return nil // the change itself refuses it, naming the field
 	}
 	fp := cluster.KeyFingerprint(key)
-	views, members, err := s.node.Keyring()
+	views, members, err := s.node.Operator.Keyring()
 	if err != nil {
 		return err
 	}
@@ -239,8 +222,8 @@ func (s *Server) spreadKeyring(ctx context.Context, r *http.Request, body client
 		return nil
 	}
 	var failed []string
-	for _, srv := range s.node.Status().Servers {
-		if srv.ID == s.node.ID() {
+	for _, srv := range s.node.Status.Status().Servers {
+		if srv.ID == s.node.Replica.ID() {
 			continue
 		}
 		if err := s.sendKeyring(ForServer(ctx, srv.ID), r, srv.HTTPAddr, b); err != nil {

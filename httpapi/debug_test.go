@@ -57,7 +57,7 @@ func TestDebugRoutes(t *testing.T) {
 	tail, _ := NewLogTail(10, 1<<10)
 	fmt.Fprintf(tail, "first line\nsecond line\n")
 	cfg := DefaultConfig()
-	cfg.Node = &fakeNode{}
+	cfg.Node = (&fakeReplica{}).node()
 	cfg.LogTail = tail
 	srv, err := New(cfg)
 	if err != nil {

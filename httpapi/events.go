@@ -70,14 +70,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	}
 	after := eq.after
 	if !eq.block {
-		after = s.node.EventBase()
+		after = s.node.Events.EventBase()
 	}
 	a := authz(r)
 	timer := time.NewTimer(eq.wait)
 	defer timer.Stop()
 	for {
-		changed := s.node.Changed() // before reading: no change is missed
-		evs, next, err := s.node.Events(after, eq.filter, eq.limit)
+		changed := s.node.Replica.Changed() // before reading: no change is missed
+		evs, next, err := s.node.Events.Events(after, eq.filter, eq.limit)
 		var ce *fsm.CompactedError
 		if errors.As(err, &ce) {
 			w.Header().Set(client.HeaderOldestIndex, strconv.FormatUint(ce.Oldest, 10))

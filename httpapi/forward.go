@@ -28,9 +28,9 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lookup, cancelLookup := context.WithTimeout(r.Context(), leaderAddrWait)
-	leaderID, addr := s.node.LeaderHTTP(lookup)
+	leaderID, addr := s.node.Replica.LeaderHTTP(lookup)
 	cancelLookup()
-	if addr == "" || s.node.IsLeader() {
+	if addr == "" || s.node.Replica.IsLeader() {
 		// No known leader, or this node leads but is not established yet.
 		writeError(w, fmt.Errorf("%s: %w", s.noLeaderReason(), cluster.ErrNotLeader))
 		return
@@ -60,7 +60,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 			req.Header.Set(h, v) // the leader checks the token itself
 		}
 	}
-	req.Header.Set(headerForwardedBy, s.node.ID())
+	req.Header.Set(headerForwardedBy, s.node.Replica.ID())
 	resp, err := s.cfg.ForwardClient.Do(req)
 	stopWatch()
 	if err == nil && errors.Is(context.Cause(ctx), errLeaderMoved) {
@@ -121,7 +121,7 @@ func (s *Server) watchLeader(ctx context.Context, addr string, cancel context.Ca
 	timer := time.AfterFunc(leaderCheckInterval, func() {
 		defer close(exited)
 		check := func() bool {
-			if now := s.node.LeaderHTTPAddr(); now != addr {
+			if now := s.node.Replica.LeaderHTTPAddr(); now != addr {
 				s.log.Debug("leader changed during a forwarded request", "was", addr, "now", now)
 				cancel(errLeaderMoved)
 				return false
@@ -159,7 +159,7 @@ func (s *Server) watchLeader(ctx context.Context, addr string, cancel context.Ca
 // send a request to: its role and term, and how long since it last heard
 // from a leader.
 func (s *Server) noLeaderReason() string {
-	st := s.node.Status()
+	st := s.node.Status.Status()
 	if st.Role == "leader" {
 		return fmt.Sprintf("%s leads in term %d but has not established itself yet (or is handing leadership over)", st.NodeID, st.Term)
 	}

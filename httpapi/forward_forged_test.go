@@ -24,6 +24,28 @@ import (
 // forgedMeta is a memberlist delegate that announces fixed metadata.
 type forgedMeta struct{ meta []byte }
 
+// joinGossip starts a gossip member called name that announces meta and
+// joins it to the member at addr; it leaves when the test ends.
+func joinGossip(t *testing.T, name string, meta []byte, addr string) {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(harness.FreeAddr(t))
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = name
+	mc.BindAddr, mc.AdvertiseAddr = host, host
+	mc.BindPort, _ = strconv.Atoi(port)
+	mc.AdvertisePort = mc.BindPort
+	mc.Delegate = &forgedMeta{meta: meta}
+	mc.LogOutput = io.Discard
+	list, err := memberlist.Create(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { list.Shutdown() })
+	if _, err := list.Join([]string{addr}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *forgedMeta) NodeMeta(int) []byte                 { return f.meta }
 func (f *forgedMeta) NotifyMsg([]byte)                    {}
 func (f *forgedMeta) GetBroadcasts(int, int) [][]byte     { return nil }
@@ -57,28 +79,13 @@ func TestForgedMemberNeverReceivesForwardedRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, port, _ := net.SplitHostPort(harness.FreeAddr(t))
-	mc := memberlist.DefaultLANConfig()
-	mc.Name = "impostor"
-	mc.BindAddr, mc.AdvertiseAddr = host, host
-	mc.BindPort, _ = strconv.Atoi(port)
-	mc.AdvertisePort = mc.BindPort
-	mc.Delegate = &forgedMeta{meta: meta}
-	mc.LogOutput = io.Discard
-	list, err := memberlist.Create(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { list.Shutdown() })
 	followerIndex := 0
 	for i := 0; i < 3; i++ {
 		if c.cluster.Peer(i).ID == follower.id {
 			followerIndex = i
 		}
 	}
-	if _, err := list.Join([]string{c.cluster.GossipAddr(followerIndex)}); err != nil {
-		t.Fatal(err)
-	}
+	joinGossip(t, "impostor", meta, c.cluster.GossipAddr(followerIndex))
 	harness.WaitUntil(t, 10*time.Second, "the follower to see the impostor", func() bool {
 		for _, m := range c.cluster.Node(followerIndex).Members() {
 			if m.Name == "impostor" && m.Status == "alive" {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
-	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -18,8 +17,7 @@ import (
 // the path, never the query and so never the secret.
 func TestFailedForwardNeverShowsTheQuery(t *testing.T) {
 	const secret = "5ec2e75ec2e75ec2e75ec2e75ec2e7aa"
-	n := &movingLeaderNode{fakeNode: fakeNode{status: cluster.Status{NodeID: "n2", Role: "follower"}}}
-	n.leader.Store(harness.FreeAddr(t)) // nothing listens: the forward fails
+	_, n := newMovingLeader(harness.FreeAddr(t)) // nothing listens: the forward fails
 	var logs harness.Buffer
 	cfg := DefaultConfig()
 	cfg.Node = n

@@ -254,16 +254,23 @@ func TestForwardOverMutualTLS(t *testing.T) {
 	}
 }
 
-// movingLeaderNode is a follower whose known leader can change while a
+// movingLeader is a follower whose known leader can change while a
 // request it forwarded is in flight.
-type movingLeaderNode struct {
-	fakeNode
+type movingLeader struct {
+	fakeReplica
 	leader atomic.Value // string
 }
 
-func (m *movingLeaderNode) LeaderHTTPAddr() string { return m.leader.Load().(string) }
-func (m *movingLeaderNode) LeaderHTTP(context.Context) (string, string) {
+func (m *movingLeader) LeaderHTTPAddr() string { return m.leader.Load().(string) }
+func (m *movingLeader) LeaderHTTP(context.Context) (string, string) {
 	return "n1", m.leader.Load().(string)
+}
+
+// newMovingLeader is the follower n2 of the leader at addr.
+func newMovingLeader(addr string) (*movingLeader, Node) {
+	m := &movingLeader{fakeReplica: fakeReplica{status: cluster.Status{NodeID: "n2", Role: "follower"}}}
+	m.leader.Store(addr)
+	return m, Node{Replica: m, Status: m, Tokens: m}
 }
 
 // A follower that forwarded a request to a leader that then stops being
@@ -283,8 +290,7 @@ func TestForwardGivesUpWhenTheLeaderChanges(t *testing.T) {
 	}))
 	t.Cleanup(silent.Close)
 	t.Cleanup(func() { close(release) })
-	n := &movingLeaderNode{fakeNode: fakeNode{status: cluster.Status{NodeID: "n2", Role: "follower"}}}
-	n.leader.Store(strings.TrimPrefix(silent.URL, "http://"))
+	m, n := newMovingLeader(strings.TrimPrefix(silent.URL, "http://"))
 	front := httptest.NewServer(serveFake(t, n))
 	t.Cleanup(front.Close)
 
@@ -319,7 +325,7 @@ func TestForwardGivesUpWhenTheLeaderChanges(t *testing.T) {
 		t.Fatalf("answered while the leader was unchanged: %+v %v", a.r, a.err)
 	case <-time.After(3 * leaderCheckInterval):
 	}
-	n.leader.Store("") // the follower lost its leader
+	m.leader.Store("") // the follower lost its leader
 	a := <-got
 	if a.err != nil {
 		t.Fatal(a.err)

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -27,19 +26,7 @@ func TestForwardClientChecksTheServerID(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 
-	n2 := pki.server(t, "n2")
-	cc, err := certs.ClientConfig(n2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots, err := certs.LoadPool(n2.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hc := NewForwardClient(cc, func(id string) func(tls.ConnectionState) error {
-		return certs.VerifyServerIDConnection(roots, certs.DefaultClusterName, id)
-	})
-	t.Cleanup(hc.CloseIdleConnections)
+	hc := forwardClient(t, pki.server(t, "n2"))
 	send := func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/v1/status", nil)
 		if err != nil {

@@ -8,43 +8,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/mux"
-
 	"github.com/tenure-io/tenure/client"
 )
-
-// fuzzRoute is one route of the router, as FuzzRoutes calls it.
-type fuzzRoute struct{ method, template string }
-
-// routesOf lists every route of the API's router, sorted, so that a new
-// route is fuzzed without anyone adding it here.
-func routesOf(t testing.TB) []fuzzRoute {
-	srv := serveFake(t, &fakeNode{}).(*Server)
-	var out []fuzzRoute
-	err := srv.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
-		tpl, err := route.GetPathTemplate()
-		if err != nil {
-			return err
-		}
-		methods, _ := route.GetMethods()
-		for _, m := range methods {
-			out = append(out, fuzzRoute{m, tpl})
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].method+out[i].template < out[j].method+out[j].template
-	})
-	return out
-}
 
 // notJSON are the routes whose answers are not the API's JSON: the page,
 // the metrics, the probes, a snapshot, an event stream.

@@ -17,6 +17,17 @@ func summary(g *fsm.Group) client.GroupSummary {
 	return client.GroupSummary{Name: g.Name, Keys: len(g.Keys), Assigned: len(g.Assignment), MaxPerWorker: g.MaxPerWorker, ModifyIndex: g.ModifyIndex}
 }
 
+// writeGroup makes a change of a group and answers the group's summary.
+func (s *Server) writeGroup(w http.ResponseWriter, r *http.Request, change func(ctx context.Context) (*fsm.Group, error)) error {
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		g, err := change(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return summary(g), nil
+	})
+}
+
 func groupOut(v cluster.GroupView) client.Group {
 	out := client.Group{Name: v.Name, MaxPerWorker: v.MaxPerWorker, ModifyIndex: v.ModifyIndex, AssignIndex: v.AssignIndex,
 		Keys: make([]client.GroupKey, len(v.Keys)), Workers: []client.GroupWorker{}, MinWorkers: v.MinWorkers, Stuck: v.Stuck,
@@ -86,24 +97,11 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		spec.Replace = v
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	g, err := s.node.PutGroup(ctx, spec)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, summary(g))
-	return nil
+	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) { return s.node.Groups.PutGroup(ctx, spec) })
 }
 
 func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	if err := s.node.DeleteGroup(ctx, groupName(r)); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) { return nil, s.node.Groups.DeleteGroup(ctx, groupName(r)) })
 }
 
 func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
@@ -111,14 +109,9 @@ func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	g, err := s.node.GroupKeys(ctx, groupName(r), body.Add, body.Remove)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, summary(g))
-	return nil
+	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) {
+		return s.node.Groups.GroupKeys(ctx, groupName(r), body.Add, body.Remove)
+	})
 }
 
 func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
@@ -126,14 +119,9 @@ func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	g, err := s.node.SetMaxPerWorker(ctx, groupName(r), body.MaxPerWorker)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, summary(g))
-	return nil
+	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) {
+		return s.node.Groups.SetMaxPerWorker(ctx, groupName(r), body.MaxPerWorker)
+	})
 }
 
 // listGroups answers one page of the groups' summaries, by name (see
@@ -145,7 +133,7 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		groups, next, index, err := s.node.GroupsPage(ctx, p.After, p.Limit, c)
+		groups, next, index, err := s.node.Groups.GroupsPage(ctx, p.After, p.Limit, c)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -164,7 +152,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		v, err := s.node.GroupPage(ctx, groupName(r), p, c, readable(authz(r)))
+		v, err := s.node.Groups.GroupPage(ctx, groupName(r), p, c, readable(authz(r)))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -172,7 +160,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request) error {
 		out.Next = encodeCursor(v.Next)
 		// Owners change with leases; targets, controls and drains with
 		// the placement state.
-		index := max(v.ModifyIndex, s.node.LeaseIndex(), s.node.GroupIndex())
+		index := max(v.ModifyIndex, s.node.Groups.LeaseIndex(), s.node.Groups.GroupIndex())
 		return out, index, nil
 	})
 }
@@ -188,7 +176,7 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
 	c := consistency(r)
 	worker := r.URL.Query().Get("worker")
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		v, err := s.node.AssignmentPage(ctx, groupName(r), worker, p, c, readable(authz(r)))
+		v, err := s.node.Groups.AssignmentPage(ctx, groupName(r), worker, p, c, readable(authz(r)))
 		if errors.Is(err, cluster.ErrNotFound) {
 			return nil, watchIndex(v.Index), err // block until the group appears
 		}
@@ -209,8 +197,8 @@ func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
 		// The index before the controls: a change between the two reads
 		// then ends the next blocking wait at once instead of being missed.
-		index := watchIndex(s.node.GroupIndex())
-		ctl, err := s.node.KeyControl(ctx, key, c)
+		index := watchIndex(s.node.Controls.GroupIndex())
+		ctl, err := s.node.Controls.KeyControl(ctx, key, c)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -222,32 +210,31 @@ func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
 // controls alone (client.KeyControlBody): a key in the body, or an
 // answer's ended, is an unknown field.
 func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
-	var body client.KeyControlBody
-	if err := decodeBody(r, &body); err != nil {
-		return err
-	}
-	force, err := controlForce(r)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	ctl := fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}
-	ended, err := s.node.SetKeyControl(ctx, pathKey(r), ctl, force)
-	if err != nil {
-		return err
-	}
-	// Answer the controls as stored (sorted, unique), as GET and PATCH do.
-	stored, err := s.node.KeyControl(ctx, pathKey(r), cluster.Stale)
-	if err != nil {
-		return err
-	}
-	writeControl(w, r, stored, ended)
-	return nil
+	return changeControl(s, w, r, func(ctx context.Context, key string, body client.KeyControlBody, force bool) (fsm.KeyControl, []cluster.EndedLease, error) {
+		ended, err := s.node.Controls.SetKeyControl(ctx, key, fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}, force)
+		if err != nil {
+			return fsm.KeyControl{}, nil, err
+		}
+		// Answer the controls as stored (sorted, unique), as GET and PATCH do.
+		stored, err := s.node.Controls.KeyControl(ctx, key, cluster.Stale)
+		return stored, ended, err
+	})
 }
 
 func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
-	var body client.KeyControlEdit
+	return changeControl(s, w, r, func(ctx context.Context, key string, body client.KeyControlEdit, force bool) (fsm.KeyControl, []cluster.EndedLease, error) {
+		return s.node.Controls.EditKeyControl(ctx, key, cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
+	})
+}
+
+// changeControl decodes the body of a change of the path key's controls,
+// reads its force, makes the change within the write timeout, and answers
+// the controls and the leases they ended, if any. An ended lease of a key
+// the request's token may not read is answered without its holder and
+// token (revokedOut).
+func changeControl[B any](s *Server, w http.ResponseWriter, r *http.Request,
+	change func(ctx context.Context, key string, body B, force bool) (fsm.KeyControl, []cluster.EndedLease, error)) error {
+	var body B
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -255,14 +242,14 @@ func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	ctl, ended, err := s.node.EditKeyControl(ctx, pathKey(r), cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
-	if err != nil {
-		return err
-	}
-	writeControl(w, r, ctl, ended)
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		ctl, ended, err := change(ctx, pathKey(r), body, force)
+		out := controlOut(pathKey(r), ctl)
+		if len(ended) > 0 {
+			out.Ended = revokedOut(ended, readable(authz(r)))
+		}
+		return out, err
+	})
 }
 
 // controlForce reads the force parameter of a key control. A forced
@@ -276,17 +263,6 @@ func controlForce(r *http.Request) (bool, error) {
 		return false, err
 	}
 	return true, authz(r).Allow(fsm.RightRevoke, "key", pathKey(r))
-}
-
-// writeControl answers a key's controls and the lease they ended, if any.
-// A lease of a key the request's token may not read is answered without
-// its holder and token (revokedOut).
-func writeControl(w http.ResponseWriter, r *http.Request, ctl fsm.KeyControl, ended []cluster.EndedLease) {
-	out := controlOut(pathKey(r), ctl)
-	if len(ended) > 0 {
-		out.Ended = revokedOut(ended, readable(authz(r)))
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func controlOut(key string, c fsm.KeyControl) client.KeyControl {
@@ -307,18 +283,13 @@ func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	draining := body.Draining == nil || *body.Draining
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	id := pathVar(r, "id")
-	warnings, err := s.node.DrainWorker(ctx, id, draining, force)
-	if err != nil {
-		return err
-	}
-	if warnings == nil {
-		warnings = []string{}
-	}
-	writeJSON(w, http.StatusOK, client.DrainResult{Worker: id, Draining: draining, Warnings: warnings})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		warnings, err := s.node.Workers.DrainWorker(ctx, pathVar(r, "id"), draining, force)
+		if warnings == nil {
+			warnings = []string{}
+		}
+		return client.DrainResult{Worker: pathVar(r, "id"), Draining: draining, Warnings: warnings}, err
+	})
 }
 
 // listWorkers answers GET /v1/workers[?id=]: every worker, or the one
@@ -331,7 +302,7 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		views, next, index, err := s.node.Workers(ctx, c, id, page.After, page.Limit)
+		views, next, index, err := s.node.Workers.Workers(ctx, c, id, page.After, page.Limit)
 		if err != nil {
 			return nil, 0, err
 		}

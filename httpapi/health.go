@@ -16,7 +16,7 @@ func (s *Server) placementHealth(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rep, err := s.node.PlacementHealth(r.Context(), threshold)
+	rep, err := s.node.Groups.PlacementHealth(r.Context(), threshold)
 	if err != nil {
 		return err
 	}

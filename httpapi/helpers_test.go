@@ -49,7 +49,7 @@ func serveAPI(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger)
 // cluster: the server's defaults, its metrics and a log tail.
 func testAPIConfig(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) Config {
 	api := DefaultConfig()
-	api.Node = node
+	api.Node = NodeOf(node)
 	api.Gatherer = reg
 	api.Registerer = reg
 	api.Logger = logger
@@ -83,18 +83,7 @@ func tlsOptions(t *testing.T, pki *testPKI) inproc.Options {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cc, err := certs.ClientConfig(files)
-			if err != nil {
-				t.Fatal(err)
-			}
-			roots, err := certs.LoadPool(files.CAFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			forward[id] = NewForwardClient(cc, func(id string) func(tls.ConnectionState) error {
-				return certs.VerifyServerIDConnection(roots, certs.DefaultClusterName, id)
-			})
-			t.Cleanup(forward[id].CloseIdleConnections)
+			forward[id] = forwardClient(t, files)
 			return sc
 		}
 		opts.Serve = func(node *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {
@@ -104,6 +93,25 @@ func tlsOptions(t *testing.T, pki *testPKI) inproc.Options {
 		}
 	}
 	return opts
+}
+
+// forwardClient is the forwarding client of a server with the mutual TLS
+// settings files (NewForwardClient).
+func forwardClient(t *testing.T, files certs.Files) *http.Client {
+	t.Helper()
+	cc, err := certs.ClientConfig(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots, err := certs.LoadPool(files.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := NewForwardClient(cc, func(id string) func(tls.ConnectionState) error {
+		return certs.VerifyServerIDConnection(roots, certs.DefaultClusterName, id)
+	})
+	t.Cleanup(hc.CloseIdleConnections)
+	return hc
 }
 
 // startClusterWith is startCluster with other options.
@@ -184,9 +192,14 @@ func (p *testPKI) client(t *testing.T, name string) *http.Client {
 // Raft in memory: ACLs never run on a plain Raft port.
 func startACLCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	return startClusterWith(t, n, inproc.Options{Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
-		cfg.ACLEnabled = true
-	}})
+	return startACLClusterWith(t, n, inproc.Options{Serve: serveAPI})
+}
+
+// startACLClusterWith is startClusterWith with ACLs on (opts.Tweak unset).
+func startACLClusterWith(t *testing.T, n int, opts inproc.Options) *testCluster {
+	t.Helper()
+	opts.Tweak = func(cfg *cluster.Config) { cfg.ACLEnabled = true }
+	return startClusterWith(t, n, opts)
 }
 
 // startNode starts a single-node cluster and waits until it leads.
@@ -282,15 +295,8 @@ func do(t *testing.T, method, url, body string) reply {
 // doAs makes one request with the ACL token secret ("" for none).
 func doAs(t *testing.T, secret, method, url, body string) reply {
 	t.Helper()
-	h := http.Header{}
-	if secret != "" {
-		h.Set(client.HeaderToken, secret)
-	}
-	r, err := send(method, url, body, h)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	return r
+	url, body = withTestSecret(method, url, body)
+	return rawAs(t, secret, method, url, body)
 }
 
 // wantStatus fails the test unless r has the status want.

@@ -39,7 +39,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout+wait)
 	defer cancel()
-	lease, created, err := s.node.Acquire(ctx, cluster.AcquireRequest{
+	lease, created, err := s.node.Leases.Acquire(ctx, cluster.AcquireRequest{
 		Key: pathKey(r), Holder: body.Holder, TTL: ttl, Wait: wait, Metadata: body.Metadata, Secret: secret,
 	})
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	freed, err := s.node.Release(ctx, pathKey(r), body.Holder, body.Secret, body.Token)
+	freed, err := s.node.Leases.Release(ctx, pathKey(r), body.Holder, body.Secret, body.Token)
 	if err != nil {
 		return err
 	}
@@ -95,14 +95,10 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	ended, err := s.node.Revoke(ctx, pathKey(r), force)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		ended, err := s.node.Leases.Revoke(ctx, pathKey(r), force)
+		return client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))}, err
+	})
 }
 
 // revokeHolder ends every lease of ?holder=H. The route needs the revoke
@@ -117,14 +113,10 @@ func (s *Server) revokeHolder(w http.ResponseWriter, r *http.Request) error {
 	if !q.Has("holder") {
 		return badRequest(client.CodeInvalidHolder, "holder", "holder: required, the holder whose leases to revoke")
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	ended, err := s.node.RevokeHolder(ctx, q.Get("holder"), force)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))})
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		ended, err := s.node.Leases.RevokeHolder(ctx, q.Get("holder"), force)
+		return client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))}, err
+	})
 }
 
 // parseForce reads the force query parameter: absent, "true" or "false".
@@ -164,14 +156,13 @@ func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
 	if err := allowHolder(r, body.Holder); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	lease, err := s.node.Renew(ctx, pathKey(r), body.Holder, body.Secret, body.Token)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, leaseOut(lease))
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		lease, err := s.node.Leases.Renew(ctx, pathKey(r), body.Holder, body.Secret, body.Token)
+		if err != nil {
+			return nil, err
+		}
+		return leaseOut(lease), nil
+	})
 }
 
 func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
@@ -206,7 +197,7 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	results, err := s.node.RenewMany(ctx, body.Holder, refs)
+	results, err := s.node.Leases.RenewMany(ctx, body.Holder, refs)
 	if err != nil {
 		return err
 	}
@@ -257,9 +248,9 @@ func (s *Server) getLease(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		lease, err := s.node.Get(ctx, key, c)
+		lease, err := s.node.Reads.Get(ctx, key, c)
 		if errors.Is(err, cluster.ErrNotFound) {
-			return nil, watchIndex(s.node.LeaseIndex()), err
+			return nil, watchIndex(s.node.Reads.LeaseIndex()), err
 		}
 		if err != nil {
 			return nil, 0, err
@@ -283,7 +274,7 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		page, err := s.node.ListPage(ctx, f, p, c)
+		page, err := s.node.Reads.ListPage(ctx, f, p, c)
 		if err != nil {
 			return nil, 0, err
 		}

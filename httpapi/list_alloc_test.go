@@ -14,20 +14,15 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// machineNode serves the lease list of a bare state machine, as a
-// follower answers a stale read.
-type machineNode struct {
-	fakeNode
-	m *fsm.Machine
-}
+// machineReads serves the lease list of a bare state machine, as a
+// follower answers a stale read; it holds no single lease.
+type machineReads struct{ m *fsm.Machine }
 
-func (n *machineNode) ResolveToken(string) (*cluster.Authorizer, error) {
-	return cluster.AllowAll(), nil
+func (machineReads) LeaseIndex() uint64 { return 0 }
+func (machineReads) Get(context.Context, string, cluster.Consistency) (cluster.LeaseView, error) {
+	return cluster.LeaseView{}, cluster.ErrNotFound
 }
-func (n *machineNode) Changed() <-chan struct{}   { return n.m.Changed() }
-func (n *machineNode) LastContact() time.Duration { return 0 }
-func (n *machineNode) Health() cluster.NodeHealth { return cluster.NodeHealth{} }
-func (n *machineNode) ListPage(_ context.Context, f fsm.Filter, p fsm.Page, _ cluster.Consistency) (cluster.LeasePage, error) {
+func (n machineReads) ListPage(_ context.Context, f fsm.Filter, p fsm.Page, _ cluster.Consistency) (cluster.LeasePage, error) {
 	res := n.m.ListPage(f, p)
 	out := cluster.LeasePage{Leases: make([]cluster.LeaseView, len(res.Leases)), Index: res.Index, Next: res.Next}
 	for i, l := range res.Leases {
@@ -58,7 +53,9 @@ func TestListPageAllocationIndependentOfTotal(t *testing.T) {
 			index++
 			m.Apply(&raft.Log{Index: index, Term: 1, Data: fsm.Encode(fsm.Batch{Commands: cmds})})
 		}
-		h := serveFake(t, &machineNode{fakeNode: fakeNode{status: cluster.Status{Role: "follower"}}, m: m})
+		n := (&fakeReplica{status: cluster.Status{Role: "follower"}}).node()
+		n.Reads = machineReads{m}
+		h := serveFake(t, n)
 		req := httptest.NewRequest(http.MethodGet, "/v1/leases?stale&limit=100&cursor="+encodeCursor("k/0000500"), nil)
 		h.ServeHTTP(&discard{h: http.Header{}}, req) // warm up
 		var before, after runtime.MemStats

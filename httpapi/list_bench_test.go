@@ -138,7 +138,7 @@ func BenchmarkListLeasesMemory(b *testing.B) {
 // serveDefaultAPI is the API of DefaultConfig on node n, for benchmarks.
 func serveDefaultAPI(n *cluster.Node, reg *prometheus.Registry, logger hclog.Logger) (http.Handler, error) {
 	api := DefaultConfig()
-	api.Node, api.Gatherer = n, reg
+	api.Node, api.Gatherer = NodeOf(n), reg
 	if logger != nil {
 		api.Logger = logger
 	}

@@ -17,17 +17,7 @@ import (
 func pageThrough(t *testing.T, base, secret, path string, limit int) ([]string, int) {
 	t.Helper()
 	var keys []string
-	cursor := ""
-	for page := 1; ; page++ {
-		if page > 1000 {
-			t.Fatalf("listing %s did not end", path)
-		}
-		u := fmt.Sprintf("%s%s&limit=%d", base, path, limit)
-		if cursor != "" {
-			u += "&cursor=" + url.QueryEscape(cursor)
-		}
-		r := doAs(t, secret, http.MethodGet, u, "")
-		r.wantStatus(t, "list page", http.StatusOK)
+	pages := eachPage(t, secret, fmt.Sprintf("%s%s&limit=%d", base, path, limit), 1000, func(page int, r reply) string {
 		var out client.LeaseList
 		r.decode(t, &out)
 		if out.Index == 0 || r.index(t) != out.Index {
@@ -39,10 +29,31 @@ func pageThrough(t *testing.T, base, secret, path string, limit int) ([]string, 
 		for _, l := range out.Leases {
 			keys = append(keys, l.Key)
 		}
-		if out.Next == "" {
-			return keys, page
+		return out.Next
+	})
+	return keys, pages
+}
+
+// eachPage gets the list at u (its query holding the limit) page by page
+// as secret ("" for none), following next: page checks each answer (200)
+// and returns its next. It fails past max pages, and returns the number of
+// pages.
+func eachPage(t *testing.T, secret, u string, max int, page func(n int, r reply) (next string)) int {
+	t.Helper()
+	cursor := ""
+	for n := 1; ; n++ {
+		if n > max {
+			t.Fatalf("listing %s took more than %d pages", u, max)
 		}
-		cursor = out.Next
+		pu := u
+		if cursor != "" {
+			pu += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := doAs(t, secret, http.MethodGet, pu, "")
+		r.wantStatus(t, "GET "+pu, http.StatusOK)
+		if cursor = page(n, r); cursor == "" {
+			return n
+		}
 	}
 }
 
@@ -161,30 +172,17 @@ func TestListGroupsPages(t *testing.T) {
 		want = append(want, name)
 	}
 	var got []string
-	cursor := ""
-	for pages := 1; ; pages++ {
-		if pages > 4 {
-			t.Fatalf("7 groups in pages of 3 took more than 3 pages")
-		}
-		u := tn.url + "/v1/groups?limit=3"
-		if cursor != "" {
-			u += "&cursor=" + url.QueryEscape(cursor)
-		}
-		r := do(t, http.MethodGet, u, "")
-		r.wantStatus(t, "list groups", 200)
+	eachPage(t, "", tn.url+"/v1/groups?limit=3", 4, func(page int, r reply) string {
 		var out client.GroupList
 		r.decode(t, &out)
 		if len(out.Groups) > 3 || out.Index == 0 || r.index(t) != out.Index {
-			t.Errorf("page %d: %d groups, index %d (header %d); want at most 3, the same non-zero index", pages, len(out.Groups), out.Index, r.index(t))
+			t.Errorf("page %d: %d groups, index %d (header %d); want at most 3, the same non-zero index", page, len(out.Groups), out.Index, r.index(t))
 		}
 		for _, g := range out.Groups {
 			got = append(got, g.Name)
 		}
-		if out.Next == "" {
-			break
-		}
-		cursor = out.Next
-	}
+		return out.Next
+	})
 	if !slices.Equal(got, want) {
 		t.Errorf("group pages listed %q, want %q", got, want)
 	}
@@ -204,21 +202,11 @@ func TestListACLTokensPages(t *testing.T) {
 		e.token(t, client.ACLTokenSpec{Policies: []string{"r"}})
 	}
 	var got []string
-	cursor := ""
-	for pages := 1; ; pages++ {
-		if pages > 4 {
-			t.Fatal("5 tokens in pages of 2 took more than 3 pages")
-		}
-		u := url + "/v1/acl/tokens?limit=2"
-		if cursor != "" {
-			u += "&cursor=" + cursor
-		}
-		r := doAs(t, e.boot, "GET", u, "")
-		r.wantStatus(t, "list tokens", 200)
+	eachPage(t, e.boot, url+"/v1/acl/tokens?limit=2", 4, func(page int, r reply) string {
 		var out client.ACLTokenList
 		r.decode(t, &out)
 		if len(out.Tokens) > 2 {
-			t.Errorf("page %d holds %d tokens, want at most 2", pages, len(out.Tokens))
+			t.Errorf("page %d holds %d tokens, want at most 2", page, len(out.Tokens))
 		}
 		for _, tk := range out.Tokens {
 			if tk.SecretID != "" {
@@ -226,11 +214,8 @@ func TestListACLTokensPages(t *testing.T) {
 			}
 			got = append(got, tk.AccessorID)
 		}
-		if out.Next == "" {
-			break
-		}
-		cursor = out.Next
-	}
+		return out.Next
+	})
 	if len(got) != 5 || !slices.IsSorted(got) {
 		t.Errorf("token pages listed %q, want 5 accessor ids (the bootstrap token and 4) in order", got)
 	}
@@ -243,30 +228,17 @@ func TestGroupViewPages(t *testing.T) {
 	tn := startNode(t)
 	do(t, http.MethodPut, tn.url+"/v1/groups/g", `{"prefix":"k/","count":25}`).wantStatus(t, "put group", 200)
 	var keys []string
-	cursor := ""
-	for pages := 1; ; pages++ {
-		if pages > 4 {
-			t.Fatal("25 keys in pages of 10 took more than 3 pages")
-		}
-		u := tn.url + "/v1/groups/g?limit=10"
-		if cursor != "" {
-			u += "&cursor=" + url.QueryEscape(cursor)
-		}
-		r := do(t, http.MethodGet, u, "")
-		r.wantStatus(t, "get group", 200)
+	eachPage(t, "", tn.url+"/v1/groups/g?limit=10", 4, func(page int, r reply) string {
 		var g client.Group
 		r.decode(t, &g)
 		if len(g.Keys) > 10 || g.Name != "g" {
-			t.Errorf("page %d: group %q with %d keys; want g, at most 10", pages, g.Name, len(g.Keys))
+			t.Errorf("page %d: group %q with %d keys; want g, at most 10", page, g.Name, len(g.Keys))
 		}
 		for _, k := range g.Keys {
 			keys = append(keys, k.Key)
 		}
-		if g.Next == "" {
-			break
-		}
-		cursor = g.Next
-	}
+		return g.Next
+	})
 	if len(keys) != 25 || !slices.IsSorted(keys) {
 		t.Errorf("group pages listed %d keys %q, want 25 in order", len(keys), keys)
 	}
@@ -290,28 +262,17 @@ func TestListWorkersPages(t *testing.T) {
 		do(t, "POST", tn.url+"/v1/workers/"+id+"/drain?force=true", "").wantStatus(t, "drain "+id, http.StatusOK)
 	}
 	var got []string
-	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages > 5 {
-			t.Fatal("more than 5 pages for 5 workers")
-		}
-		q := "?limit=2"
-		if cursor != "" {
-			q += "&cursor=" + url.QueryEscape(cursor)
-		}
+	eachPage(t, "", tn.url+"/v1/workers?limit=2", 6, func(_ int, r reply) string {
 		var out client.WorkerList
-		do(t, "GET", tn.url+"/v1/workers"+q, "").decode(t, &out)
+		r.decode(t, &out)
 		if len(out.Workers) > 2 {
 			t.Fatalf("page of %d workers, want at most 2", len(out.Workers))
 		}
 		for _, w := range out.Workers {
 			got = append(got, w.ID)
 		}
-		if out.Next == "" {
-			break
-		}
-		cursor = out.Next
-	}
+		return out.Next
+	})
 	if strings.Join(got, ",") != "w1,w2,w3,w4,w5" {
 		t.Errorf("workers over the pages: %v, want w1..w5 once each in order", got)
 	}

@@ -8,57 +8,39 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// Node is what the API needs of the server node it serves: *cluster.Node is
-// the implementation, and tests use a small fake where a whole cluster is
-// not the point. The methods' contracts are cluster.Node's.
-type Node interface {
-	// Leases.
-	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.LeaseView, bool, error)
-	Release(ctx context.Context, key, holder, secret string, token uint64) (bool, error)
-	Revoke(ctx context.Context, key string, force bool) ([]cluster.EndedLease, error)
-	RevokeHolder(ctx context.Context, holder string, force bool) ([]cluster.EndedLease, error)
-	Renew(ctx context.Context, key, holder, secret string, token uint64) (cluster.LeaseView, error)
-	RenewMany(ctx context.Context, holder string, refs []cluster.LeaseRef) ([]cluster.RenewResult, error)
-	Get(ctx context.Context, key string, c cluster.Consistency) (cluster.LeaseView, error)
-	ListPage(ctx context.Context, f fsm.Filter, p fsm.Page, c cluster.Consistency) (cluster.LeasePage, error)
+// Node is what the API needs of the server node it serves, one interface
+// per concern, each named for the handlers that call it. NodeOf fills
+// every one from a *cluster.Node; a test fills only those its requests
+// reach (Replica and Tokens, which every request reaches, are required).
+// The methods' contracts are cluster.Node's.
+type Node struct {
+	Replica  Replica
+	Tokens   Tokens
+	Leases   Leases
+	Reads    Reads
+	Groups   Groups
+	Controls Controls
+	Workers  Workers
+	ACLs     ACLs
+	Status   Status
+	Members  Members
+	Operator Operator
+	Backups  Backups
+	Events   Events
+}
 
-	// Groups, controls and workers.
-	PutGroup(ctx context.Context, spec cluster.GroupSpec) (*fsm.Group, error)
-	DeleteGroup(ctx context.Context, name string) error
-	GroupKeys(ctx context.Context, name string, add, remove []string) (*fsm.Group, error)
-	SetMaxPerWorker(ctx context.Context, name string, max int) (*fsm.Group, error)
-	Groups(ctx context.Context, c cluster.Consistency) ([]*fsm.Group, uint64, error)
-	GroupsPage(ctx context.Context, after string, limit int, c cluster.Consistency) ([]*fsm.Group, string, uint64, error)
-	GroupPage(ctx context.Context, name string, p fsm.Page, c cluster.Consistency, visible func(key string) bool) (cluster.GroupView, error)
-	AssignmentPage(ctx context.Context, name, worker string, p fsm.Page, c cluster.Consistency, visible func(key string) bool) (cluster.AssignmentView, error)
-	KeyControl(ctx context.Context, key string, c cluster.Consistency) (fsm.KeyControl, error)
-	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) ([]cluster.EndedLease, error)
-	EditKeyControl(ctx context.Context, key string, edit cluster.ControlEdit) (fsm.KeyControl, []cluster.EndedLease, error)
-	DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error)
-	Workers(ctx context.Context, c cluster.Consistency, id, after string, limit int) ([]cluster.WorkerView, string, uint64, error)
-	PlacementHealth(ctx context.Context, threshold time.Duration) (cluster.PlacementReport, error)
+// NodeOf is the Node of a cluster node: n serves every concern, its
+// ACL calls (cluster.Node.ACL) serve ACLs.
+func NodeOf(n *cluster.Node) Node {
+	return Node{Replica: n, Tokens: n, Leases: n, Reads: n, Groups: n, Controls: n, Workers: n, ACLs: n.ACL(),
+		Status: n, Members: n, Operator: n, Backups: n, Events: n}
+}
 
-	// ACLs: tokens are resolved against this node's replicated state.
-	ResolveToken(secret string) (*cluster.Authorizer, error)
-	// ACL makes the token and policy calls (cluster.ACL).
-	ACL() cluster.ACL
-	RegisterWorker(ctx context.Context, a *cluster.Authorizer, worker string, groups []string) error
-
-	// Blocking queries: Changed is closed by the next applied change; the
-	// indexes are those of the last change of the leases and of the
-	// placement state.
-	Changed() <-chan struct{}
-	LeaseIndex() uint64
-	GroupIndex() uint64
-
-	// Events: this node's event history (cluster.Node.Events), and the
-	// index after which it holds every event.
-	Events(after uint64, f fsm.EventFilter, limit int) ([]fsm.Event, uint64, error)
-	EventBase() uint64
-
-	// Leadership, forwarding and freshness.
+// Replica is what routing, forwarding and the read headers need: whether
+// this node leads, which node does, and how fresh its state is. Changed
+// is closed by the next applied change (blocking queries wait on it).
+type Replica interface {
 	Ready() error
-	Verify(ctx context.Context) error
 	IsLeader() bool
 	ID() string
 	LeaderHTTPAddr() string
@@ -68,24 +50,115 @@ type Node interface {
 	LeaderHTTP(ctx context.Context) (id, addr string)
 	LastContact() time.Duration
 	Health() cluster.NodeHealth
+	Changed() <-chan struct{}
+}
 
-	// Cluster and operator. StatusChanged is closed when what Status
-	// reports (but its indexes and times) may have changed, and
-	// MembersChanged when Members may have.
+// Tokens resolves a request's ACL token against this node's replicated
+// state (guard).
+type Tokens interface {
+	ResolveToken(secret string) (*cluster.Authorizer, error)
+}
+
+// Leases is what the lease writes need (leases.go).
+type Leases interface {
+	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.LeaseView, bool, error)
+	Release(ctx context.Context, key, holder, secret string, token uint64) (bool, error)
+	Revoke(ctx context.Context, key string, force bool) ([]cluster.EndedLease, error)
+	RevokeHolder(ctx context.Context, holder string, force bool) ([]cluster.EndedLease, error)
+	Renew(ctx context.Context, key, holder, secret string, token uint64) (cluster.LeaseView, error)
+	RenewMany(ctx context.Context, holder string, refs []cluster.LeaseRef) ([]cluster.RenewResult, error)
+}
+
+// Reads is what the lease reads need: a lease, a page of leases, and the
+// index of the last change of any lease.
+type Reads interface {
+	Get(ctx context.Context, key string, c cluster.Consistency) (cluster.LeaseView, error)
+	ListPage(ctx context.Context, f fsm.Filter, p fsm.Page, c cluster.Consistency) (cluster.LeasePage, error)
+	LeaseIndex() uint64
+}
+
+// Groups is what the group and placement routes need (groups.go,
+// health.go). GroupIndex is the index of the last change of the placement
+// state.
+type Groups interface {
+	PutGroup(ctx context.Context, spec cluster.GroupSpec) (*fsm.Group, error)
+	DeleteGroup(ctx context.Context, name string) error
+	GroupKeys(ctx context.Context, name string, add, remove []string) (*fsm.Group, error)
+	SetMaxPerWorker(ctx context.Context, name string, max int) (*fsm.Group, error)
+	GroupsPage(ctx context.Context, after string, limit int, c cluster.Consistency) ([]*fsm.Group, string, uint64, error)
+	GroupPage(ctx context.Context, name string, p fsm.Page, c cluster.Consistency, visible func(key string) bool) (cluster.GroupView, error)
+	AssignmentPage(ctx context.Context, name, worker string, p fsm.Page, c cluster.Consistency, visible func(key string) bool) (cluster.AssignmentView, error)
+	PlacementHealth(ctx context.Context, threshold time.Duration) (cluster.PlacementReport, error)
+	GroupIndex() uint64
+	LeaseIndex() uint64
+}
+
+// Controls is what the key control routes need (groups.go).
+type Controls interface {
+	KeyControl(ctx context.Context, key string, c cluster.Consistency) (fsm.KeyControl, error)
+	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) ([]cluster.EndedLease, error)
+	EditKeyControl(ctx context.Context, key string, edit cluster.ControlEdit) (fsm.KeyControl, []cluster.EndedLease, error)
+	GroupIndex() uint64
+}
+
+// Workers is what the worker routes need.
+type Workers interface {
+	Workers(ctx context.Context, c cluster.Consistency, id, after string, limit int) ([]cluster.WorkerView, string, uint64, error)
+	DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error)
+	RegisterWorker(ctx context.Context, a *cluster.Authorizer, worker string, groups []string) error
+}
+
+// ACLs is what the token and policy routes need (acl.go): cluster.ACL.
+type ACLs interface {
+	Bootstrap(ctx context.Context) (cluster.NewToken, error)
+	CreateToken(ctx context.Context, spec cluster.TokenSpec) (cluster.NewToken, error)
+	DeleteToken(ctx context.Context, accessor string) error
+	TokensPage(ctx context.Context, after string, limit int, c cluster.Consistency) ([]*fsm.ACLToken, string, uint64, error)
+	Token(ctx context.Context, accessor string, c cluster.Consistency) (*fsm.ACLToken, error)
+	SetPolicy(ctx context.Context, spec cluster.PolicySpec) (*fsm.ACLPolicy, error)
+	DeletePolicy(ctx context.Context, name string) error
+	Policies(ctx context.Context, c cluster.Consistency) ([]*fsm.ACLPolicy, uint64, error)
+	Policy(ctx context.Context, name string, c cluster.Consistency) (*fsm.ACLPolicy, error)
+}
+
+// Status is what the status and readiness routes need. StatusChanged is
+// closed when what Status reports (but its indexes and times) may have
+// changed.
+type Status interface {
 	Status() cluster.Status
-	Members() []cluster.Member
 	StatusChanged() <-chan struct{}
+	Verify(ctx context.Context) error
+}
+
+// Members is what the members route needs. MembersChanged is closed when
+// Members may have changed.
+type Members interface {
+	Members() []cluster.Member
 	MembersChanged() <-chan struct{}
+}
+
+// Operator is what the operator routes need: Raft membership, leadership
+// transfer and the gossip keyring.
+type Operator interface {
 	RemoveServer(ctx context.Context, id string, force bool) (cluster.RemoveResult, error)
 	ReadmitServer(ctx context.Context, id string) (cluster.Server, error)
 	PromoteServer(ctx context.Context, id string) (int, error)
 	TransferLeadership(ctx context.Context, id string) (string, error)
-	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)
-	Backup(ctx context.Context) ([]byte, error)
-	RestoreSnapshot(ctx context.Context, b []byte, opts cluster.RestoreOptions) (cluster.RestoreResult, error)
 	Keyring() ([]cluster.KeyringView, int, error)
 	ChangeKeyring(op cluster.KeyringMessage) error
 	SendKeyringToWorkers(ctx context.Context, op cluster.KeyringMessage) ([]string, error)
 }
 
-var _ Node = (*cluster.Node)(nil)
+// Backups is what the snapshot and backup routes need (backup.go).
+type Backups interface {
+	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)
+	Backup(ctx context.Context) ([]byte, error)
+	RestoreSnapshot(ctx context.Context, b []byte, opts cluster.RestoreOptions) (cluster.RestoreResult, error)
+}
+
+// Events is what the events route needs: this node's event history
+// (cluster.Node.Events), and the index after which it holds every event.
+type Events interface {
+	Events(after uint64, f fsm.EventFilter, limit int) ([]fsm.Event, uint64, error)
+	EventBase() uint64
+}

@@ -56,25 +56,11 @@ func specPath(template string) string { return routeVar.ReplaceAllString(templat
 
 // routerOperations lists every "METHOD path" that the router serves, with
 // the path as the spec writes it.
-func routerOperations(t testing.TB, srv *Server) map[string]bool {
+func routerOperations(t testing.TB) map[string]bool {
 	t.Helper()
 	ops := map[string]bool{}
-	err := srv.router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
-		tpl, err := route.GetPathTemplate()
-		if err != nil {
-			return err
-		}
-		methods, err := route.GetMethods()
-		if err != nil {
-			return fmt.Errorf("route %s has no methods: %w", tpl, err)
-		}
-		for _, m := range methods {
-			ops[m+" "+specPath(tpl)] = true
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, rt := range routesOf(t) {
+		ops[rt.method+" "+specPath(rt.template)] = true
 	}
 	return ops
 }
@@ -94,7 +80,7 @@ func specOperations(doc *openapi3.T) map[string]bool {
 // router is in docs/openapi.yaml, and every path and method there is a
 // route. The message names the route to add or remove.
 func TestOpenAPIMatchesRouter(t *testing.T) {
-	missing, extra := specDrift(loadSpec(t, docs.OpenAPI), routerOperations(t, serveFake(t, &fakeNode{}).(*Server)))
+	missing, extra := specDrift(loadSpec(t, docs.OpenAPI), routerOperations(t))
 	for _, op := range missing {
 		method, path, _ := strings.Cut(op, " ")
 		t.Errorf("the router serves %s, which docs/openapi.yaml does not describe: add paths.%q.%s (its parameters, request body, answers and error codes as docs/http-api.md says)",
@@ -299,7 +285,7 @@ type specChecker struct {
 
 func newSpecChecker(t *testing.T, raw []byte) *specChecker {
 	t.Helper()
-	sc := &specChecker{doc: loadSpec(t, raw), router: serveFake(t, &fakeNode{}).(*Server).router, covered: map[string]int{}}
+	sc := &specChecker{doc: loadSpec(t, raw), router: serveFake(t, (&fakeReplica{}).node()).(*Server).router, covered: map[string]int{}}
 	if err := yaml.Unmarshal(raw, &sc.raw); err != nil {
 		t.Fatal(err)
 	}
@@ -795,14 +781,14 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	sc.run(t, c, hc, secrets, calls)
 
 	// A node without a leader: 503 no_leader, and readiness says why.
-	f := &fakeNode{status: cluster.Status{NodeID: "n2", Role: "candidate", Term: 7, LastContact: -1}}
+	n := (&fakeReplica{status: cluster.Status{NodeID: "n2", Role: "candidate", Term: 7, LastContact: -1}}).node()
 	for _, cl := range []specCall{
 		{method: "PUT", path: "/v1/leases/k", body: `{"holder":"h","ttl":"10s"}`, status: 503, code: client.CodeNoLeader},
 		{method: "GET", path: "/v1/groups/g", status: 503, code: client.CodeNoLeader},
 		{method: "GET", path: "/readyz", status: 503},
 		{method: "GET", path: "/v1/status", status: 200},
 	} {
-		r := f.call(t, cl.method, cl.path, cl.body)
+		r := callFake(t, n, cl.method, cl.path, cl.body)
 		what := "node without a leader: " + cl.method + " " + cl.path
 		r.wantStatus(t, what, cl.status)
 		req := httptest.NewRequest(cl.method, cl.path, strings.NewReader(cl.body))
@@ -845,7 +831,7 @@ func TestOpenAPICheckCatchesDrift(t *testing.T) {
 		t.Fatal("/v1/status is not where this test expects it in docs/openapi.yaml")
 	}
 	cut := append(append([]byte{}, docs.OpenAPI[:start]...), docs.OpenAPI[end:]...)
-	missing, extra := specDrift(loadSpec(t, cut), routerOperations(t, serveFake(t, &fakeNode{}).(*Server)))
+	missing, extra := specDrift(loadSpec(t, cut), routerOperations(t))
 	if len(missing) != 1 || missing[0] != "GET /v1/status" || len(extra) != 0 {
 		t.Errorf("a spec without /v1/status: missing %q, extra %q; want missing GET /v1/status only", missing, extra)
 	}

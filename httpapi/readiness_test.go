@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,45 +10,36 @@ import (
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 )
 
-// laggingNode is a follower that hears its leader (a fresh last contact)
-// but whose disk is full: its applied index is stuck, so a stale read of a
-// key created since answers 404.
-type laggingNode struct {
-	fakeNode
-	health      cluster.NodeHealth
-	lastContact time.Duration
-}
+// behind is the lease store of a follower whose disk is full: its applied
+// index is stuck, so a stale read of a key created since answers 404.
+type behind struct{ index uint64 }
 
-func (f *laggingNode) Health() cluster.NodeHealth { return f.health }
-func (f *laggingNode) LastContact() time.Duration { return f.lastContact }
-func (f *laggingNode) Changed() <-chan struct{}   { return make(chan struct{}) }
-func (f *laggingNode) LeaseIndex() uint64         { return f.health.AppliedIndex }
-func (f *laggingNode) ResolveToken(string) (*cluster.Authorizer, error) {
-	return cluster.AllowAll(), nil
-}
-func (f *laggingNode) Get(context.Context, string, cluster.Consistency) (cluster.LeaseView, error) {
+func (b behind) LeaseIndex() uint64 { return b.index }
+func (b behind) Get(context.Context, string, cluster.Consistency) (cluster.LeaseView, error) {
 	return cluster.LeaseView{}, cluster.ErrNotFound
 }
-
-func (f *laggingNode) call(t *testing.T, method, path string) reply {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	serveFake(t, f).ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-	return reply{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
+func (b behind) ListPage(context.Context, fsm.Filter, fsm.Page, cluster.Consistency) (cluster.LeasePage, error) {
+	return cluster.LeasePage{Index: b.index}, nil
 }
 
-func newLaggingNode(problem string) *laggingNode {
-	return &laggingNode{
-		fakeNode: fakeNode{status: cluster.Status{NodeID: "n2", Role: "follower", LeaderID: "n1", LeaderHTTPAddr: "127.0.0.1:1", Term: 3,
-			LastContact: 12 * time.Millisecond,
-			Health: cluster.NodeHealth{Problem: problem, LeaderCommit: 5010, AppliedIndex: 10, BehindEntries: 5000,
-				BehindFor: 42 * time.Second, DiskWriteErrors: 17, LastDiskError: "write raft.db: no space left on device"}}},
-		health: cluster.NodeHealth{Problem: problem, LeaderCommit: 5010, AppliedIndex: 10, BehindEntries: 5000,
-			BehindFor: 42 * time.Second, DiskWriteErrors: 17},
-		lastContact: 12 * time.Millisecond,
-	}
+// laggingNode is a follower that hears its leader (a fresh last contact)
+// but whose disk is full, with problem (or none).
+func laggingNode(problem string) *fakeReplica {
+	return &fakeReplica{status: cluster.Status{NodeID: "n2", Role: "follower", LeaderID: "n1", LeaderHTTPAddr: "127.0.0.1:1", Term: 3,
+		LastContact: 12 * time.Millisecond,
+		Health: cluster.NodeHealth{Problem: problem, LeaderCommit: 5010, AppliedIndex: 10, BehindEntries: 5000,
+			BehindFor: 42 * time.Second, DiskWriteErrors: 17, LastDiskError: "write raft.db: no space left on device"}}}
+}
+
+// callBehind makes one request of a server of f, its leases behind.
+func (f *fakeReplica) callBehind(t *testing.T, method, path string) reply {
+	t.Helper()
+	n := f.node()
+	n.Reads = behind{f.status.Health.AppliedIndex}
+	return callFake(t, n, method, path, "")
 }
 
 // Guarantee (readiness tells the truth): a follower that knows its leader
@@ -57,9 +47,9 @@ func newLaggingNode(problem string) *laggingNode {
 // /readyz 503 with the reason, and /v1/status says the same.
 func TestReadyzReportsDiskAndLag(t *testing.T) {
 	const problem = "raft log or stable store write failed 1s ago (17 failed writes): write raft.db: no space left on device"
-	f := newLaggingNode(problem)
+	f := laggingNode(problem)
 
-	r := f.call(t, http.MethodGet, "/readyz")
+	r := f.callBehind(t, http.MethodGet, "/readyz")
 	r.wantStatus(t, "readyz", http.StatusServiceUnavailable)
 	var ready client.Readiness
 	r.decode(t, &ready)
@@ -67,7 +57,7 @@ func TestReadyzReportsDiskAndLag(t *testing.T) {
 		t.Errorf("readyz: got %+v, want not ready with the disk problem, 5000 entries behind for 42s, 17 disk errors", ready)
 	}
 
-	r = f.call(t, http.MethodGet, "/v1/status")
+	r = f.callBehind(t, http.MethodGet, "/v1/status")
 	r.wantStatus(t, "status", http.StatusOK)
 	var st client.NodeStatus
 	r.decode(t, &st)
@@ -76,23 +66,23 @@ func TestReadyzReportsDiskAndLag(t *testing.T) {
 		t.Errorf("status: got %+v, want not_ready with the problem, commit 5010, 5000 behind for 42s, 17 disk errors", st)
 	}
 
-	ok := newLaggingNode("")
+	ok := laggingNode("")
 	ok.status.Health = cluster.NodeHealth{LeaderCommit: 10, AppliedIndex: 10}
-	r = ok.call(t, http.MethodGet, "/readyz")
+	r = ok.callBehind(t, http.MethodGet, "/readyz")
 	r.wantStatus(t, "readyz of a caught-up follower", http.StatusOK)
 
 	const snapProblem = "snapshot write failed 2s ago and none succeeded since (4 failed snapshots): write state.bin: no space left on device"
-	snap := newLaggingNode(snapProblem)
+	snap := laggingNode(snapProblem)
 	snap.status.Health = cluster.NodeHealth{Problem: snapProblem, LeaderCommit: 10, AppliedIndex: 10,
 		SnapshotWriteErrors: 4, LastSnapshotError: "write state.bin: no space left on device", SnapshotFailing: true}
-	r = snap.call(t, http.MethodGet, "/readyz")
+	r = snap.callBehind(t, http.MethodGet, "/readyz")
 	r.wantStatus(t, "readyz of a follower that cannot snapshot", http.StatusServiceUnavailable)
 	ready = client.Readiness{}
 	r.decode(t, &ready)
 	if ready.Ready || ready.Reason != snapProblem || ready.SnapshotWriteErrors != 4 {
 		t.Errorf("readyz: got %+v, want not ready with the snapshot problem and 4 snapshot errors", ready)
 	}
-	r = snap.call(t, http.MethodGet, "/v1/status")
+	r = snap.callBehind(t, http.MethodGet, "/v1/status")
 	st = client.NodeStatus{}
 	r.decode(t, &st)
 	if st.NotReady != snapProblem || st.SnapshotWriteErrors != 4 || !strings.Contains(st.LastSnapshotError, "no space") {
@@ -107,8 +97,8 @@ func TestReadyzReportsDiskAndLag(t *testing.T) {
 // on a 404.
 func TestStaleReadHeadersCountAppliedLag(t *testing.T) {
 	const problem = "applied index 10 has been behind the leader's commit index 5010 for 42s (ready-max-lag-time 5s)"
-	f := newLaggingNode(problem)
-	r := f.call(t, http.MethodGet, "/v1/leases/exists-on-the-leader?stale=true")
+	f := laggingNode(problem)
+	r := f.callBehind(t, http.MethodGet, "/v1/leases/exists-on-the-leader?stale=true")
 	r.wantStatus(t, "stale read", http.StatusNotFound)
 	for h, want := range map[string]string{
 		client.HeaderLastContact:  strconv.Itoa(42000),
@@ -122,9 +112,9 @@ func TestStaleReadHeadersCountAppliedLag(t *testing.T) {
 	}
 
 	// A fresh follower: the last contact is the heartbeat's, no not-ready.
-	fresh := newLaggingNode("")
-	fresh.health = cluster.NodeHealth{LeaderCommit: 10, AppliedIndex: 10}
-	r = fresh.call(t, http.MethodGet, "/v1/leases/k?stale=true")
+	fresh := laggingNode("")
+	fresh.status.Health = cluster.NodeHealth{LeaderCommit: 10, AppliedIndex: 10}
+	r = fresh.callBehind(t, http.MethodGet, "/v1/leases/k?stale=true")
 	if got := r.header.Get(client.HeaderLastContact); got != "12" {
 		t.Errorf("fresh follower: %s %q, want 12", client.HeaderLastContact, got)
 	}

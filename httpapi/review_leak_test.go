@@ -5,17 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/memberlist"
 	"github.com/tenure-io/tenure/client"
-	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -115,15 +110,6 @@ func TestConflictAnswersShowTheLeaseOnlyToATokenThatReadsTheKey(t *testing.T) {
 	}
 }
 
-// reviewMember is a gossip member announcing the metadata it is given.
-type reviewMember struct{ meta []byte }
-
-func (f *reviewMember) NodeMeta(limit int) []byte                  { return f.meta }
-func (f *reviewMember) NotifyMsg([]byte)                           {}
-func (f *reviewMember) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (f *reviewMember) LocalState(join bool) []byte                { return nil }
-func (f *reviewMember) MergeRemoteState(buf []byte, join bool)     {}
-
 // TestMembersShowAWorkersHolderAndGroupsOnlyToAReaderOfEveryKey: GET
 // /v1/members needs any valid token. A token with read on mine/ only is
 // refused GET /v1/workers (read on every name), and the group and
@@ -134,42 +120,19 @@ func (f *reviewMember) MergeRemoteState(buf []byte, join bool)     {}
 // that reads every key sees them. The content hash is of what each token
 // sees, so a blocking read waits on that.
 func TestMembersShowAWorkersHolderAndGroupsOnlyToAReaderOfEveryKey(t *testing.T) {
-	c := startClusterWith(t, 1, inproc.Options{Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
-		cfg.ACLEnabled = true
-	}})
-	r := do(t, "POST", c.leader().url+"/v1/acl/bootstrap", "")
-	r.wantStatus(t, "bootstrap", 200)
-	var boot client.ACLToken
-	r.decode(t, &boot)
-	e := &aclEnv{testCluster: c, boot: boot.SecretID}
+	e := bootstrapACL(t, startACLClusterWith(t, 1, inproc.Options{Gossip: true, Serve: serveAPI}))
 	url := e.leader().url
 	e.policy(t, "mine", rule("mine/", client.RightRead, client.RightWrite))
 	mine := e.token(t, client.ACLTokenSpec{Policies: []string{"mine"}}).SecretID
 
 	meta, _ := json.Marshal(map[string]any{"role": "worker", "id": "w-other", "holder": "other-holder-1", "groups": []string{"other"}, "capacity": 1})
-	addr := harness.FreeAddr(t)
-	host, port, _ := net.SplitHostPort(addr)
-	mc := memberlist.DefaultLANConfig()
-	mc.Name = "w-other"
-	mc.BindAddr, mc.AdvertiseAddr = host, host
-	mc.BindPort, _ = strconv.Atoi(port)
-	mc.AdvertisePort = mc.BindPort
-	mc.Delegate = &reviewMember{meta: meta}
-	mc.LogOutput = io.Discard
-	ml, err := memberlist.Create(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ml.Shutdown() })
-	if _, err := ml.Join([]string{c.cluster.GossipAddr(0)}); err != nil {
-		t.Fatal(err)
-	}
+	joinGossip(t, "w-other", meta, e.cluster.GossipAddr(0))
 
 	rawAs(t, mine, "GET", url+"/v1/workers", "").wantStatus(t, "workers list with read on mine/", http.StatusForbidden)
 	harness.WaitUntil(t, 10*time.Second, "the server to see w-other", func() bool {
-		return strings.Contains(string(rawAs(t, boot.SecretID, "GET", url+"/v1/members", "").body), "w-other")
+		return strings.Contains(string(rawAs(t, e.boot, "GET", url+"/v1/members", "").body), "w-other")
 	})
-	r = rawAs(t, mine, "GET", url+"/v1/members", "")
+	r := rawAs(t, mine, "GET", url+"/v1/members", "")
 	r.wantStatus(t, "members with read on mine/", http.StatusOK)
 	if strings.Contains(string(r.body), "other-holder-1") || strings.Contains(string(r.body), `"other"`) {
 		t.Errorf("a token with read on mine/ only learned another worker's holder and groups: %s", strings.TrimSpace(string(r.body)))
@@ -188,7 +151,7 @@ func TestMembersShowAWorkersHolderAndGroupsOnlyToAReaderOfEveryKey(t *testing.T)
 	if want := contentHash(seen); hash != want {
 		t.Errorf("content hash %s, want %s: the hash of the answer this token got", hash, want)
 	}
-	all := rawAs(t, boot.SecretID, "GET", url+"/v1/members", "")
+	all := rawAs(t, e.boot, "GET", url+"/v1/members", "")
 	if !strings.Contains(string(all.body), "other-holder-1") || !strings.Contains(string(all.body), `"groups":["other"]`) {
 		t.Errorf("a token that reads every key got no holder and groups of w-other: %s", all.body)
 	}

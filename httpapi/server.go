@@ -54,7 +54,7 @@ type Config struct {
 	// id of the server the request is for.
 	ForwardClient *http.Client
 	// ForwardScheme is "http", or "https" when the servers serve the API
-	// over TLS. The leader's address (Node.LeaderHTTP) is host:port; the
+	// over TLS. The leader's address (Replica.LeaderHTTP) is host:port; the
 	// scheme comes from here, since every server of a cluster runs TLS or
 	// none does.
 	ForwardScheme string
@@ -72,7 +72,8 @@ type Config struct {
 	RefusalLogInterval time.Duration
 }
 
-// DefaultConfig returns a Config with defaults; the caller sets Node.
+// DefaultConfig returns a Config with defaults; the caller sets Node
+// (NodeOf).
 func DefaultConfig() Config {
 	return Config{
 		Logger:          hclog.NewNullLogger(),
@@ -89,8 +90,10 @@ func DefaultConfig() Config {
 // Validate checks the config.
 func (c Config) Validate() error {
 	switch {
-	case c.Node == nil:
-		return errors.New("node: required")
+	case c.Node.Replica == nil:
+		return errors.New("node: replica required")
+	case c.Node.Tokens == nil:
+		return errors.New("node: tokens required")
 	case c.Logger == nil:
 		return errors.New("logger: required")
 	case c.WriteTimeout <= 0:
@@ -242,7 +245,7 @@ func New(cfg Config) (*Server, error) {
 
 // ServeHTTP adds the leader header to every answer and bounds the body.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if addr := s.node.LeaderHTTPAddr(); addr != "" {
+	if addr := s.node.Replica.LeaderHTTPAddr(); addr != "" {
 		w.Header().Set(client.HeaderLeaderAddr, addr)
 	}
 	if limit := bodyLimit(r); limit > MaxBodyBytes {
@@ -285,7 +288,7 @@ func plain(h func(w http.ResponseWriter, r *http.Request)) handlerFunc {
 // and forwards it to the leader otherwise.
 func (s *Server) leader(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.node.Ready() != nil {
+		if s.node.Replica.Ready() != nil {
 			s.forward(w, r)
 			return
 		}
@@ -427,6 +430,23 @@ func parseToken(s string) (uint64, error) {
 // writeCtx bounds a write's wait for Raft by the configured WriteTimeout.
 func (s *Server) writeCtx(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), s.cfg.WriteTimeout)
+}
+
+// write makes a change within the write timeout (writeCtx) and answers
+// what it returns: 200 with it as JSON, or 204 for nil.
+func (s *Server) write(w http.ResponseWriter, r *http.Request, change func(ctx context.Context) (any, error)) error {
+	ctx, cancel := s.writeCtx(r)
+	defer cancel()
+	out, err := change(ctx)
+	switch {
+	case err != nil:
+		return err
+	case out == nil:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		writeJSON(w, http.StatusOK, out)
+	}
+	return nil
 }
 
 // pathVar is a path variable, unescaped (the router matches escaped paths,

@@ -50,9 +50,6 @@ func (s *strictScanner) space() {
 // walk reads one value, checking objects against t. ok is false when the
 // text is not valid JSON at this point: the walk stops there.
 func (s *strictScanner) walk(t reflect.Type, path string) (ok bool, err error) {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
 	s.space()
 	if s.i >= len(s.b) {
 		return false, nil
@@ -65,25 +62,12 @@ func (s *strictScanner) walk(t reflect.Type, path string) (ok bool, err error) {
 	default:
 		return s.scalar(), nil
 	}
-	opaque := t == nil || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType)
+	sh := shapeOf(t)
 	if s.b[s.i] == '[' {
 		s.i++
-		var elem reflect.Type
-		if !opaque && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
-		return s.each(']', func() (bool, error) { return s.walk(elem, path+"[]") })
+		return s.each(']', func() (bool, error) { return s.walk(sh.elem, path+"[]") })
 	}
 	s.i++
-	var fields map[string]reflect.Type
-	var values reflect.Type
-	switch {
-	case opaque:
-	case t.Kind() == reflect.Struct:
-		fields = jsonFields(t)
-	case t.Kind() == reflect.Map:
-		values = t.Elem()
-	}
 	seen := make(map[string]bool)
 	return s.each('}', func() (bool, error) {
 		s.space()
@@ -91,18 +75,9 @@ func (s *strictScanner) walk(t reflect.Type, path string) (ok bool, err error) {
 		if !ok {
 			return false, nil
 		}
-		field := joinPath(path, name)
-		if seen[name] {
-			return false, badRequest(client.CodeInvalidBody, field, fmt.Sprintf("field %q appears twice", field))
-		}
-		seen[name] = true
-		next := values
-		if fields != nil {
-			ft, ok := fields[name]
-			if !ok {
-				return false, unknownField(field, name, fields)
-			}
-			next = ft
+		field, next, err := sh.member(seen, path, name)
+		if err != nil {
+			return false, err
 		}
 		s.space()
 		if s.i >= len(s.b) || s.b[s.i] != ':' {
@@ -111,6 +86,51 @@ func (s *strictScanner) walk(t reflect.Type, path string) (ok bool, err error) {
 		s.i++
 		return s.walk(next, field)
 	})
+}
+
+// jsonShape is what an array or object checked against a type may hold.
+type jsonShape struct {
+	elem   reflect.Type            // an array's elements
+	fields map[string]reflect.Type // a struct's fields (nil: any name)
+	values reflect.Type            // a map's values
+}
+
+// shapeOf is the shape of t, its pointers followed. No type, an interface
+// and a type that decodes itself hold anything, unchecked.
+func shapeOf(t reflect.Type) jsonShape {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return jsonShape{}
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return jsonShape{elem: t.Elem()}
+	case reflect.Struct:
+		return jsonShape{fields: jsonFields(t)}
+	case reflect.Map:
+		return jsonShape{values: t.Elem()}
+	}
+	return jsonShape{}
+}
+
+// member checks the member name of an object at path, seen holding the
+// names before it, and returns its path and the type of its value.
+func (sh jsonShape) member(seen map[string]bool, path, name string) (string, reflect.Type, error) {
+	field := joinPath(path, name)
+	if seen[name] {
+		return "", nil, badRequest(client.CodeInvalidBody, field, fmt.Sprintf("field %q appears twice", field))
+	}
+	seen[name] = true
+	if sh.fields == nil {
+		return field, sh.values, nil
+	}
+	ft, ok := sh.fields[name]
+	if !ok {
+		return "", nil, unknownField(field, name, sh.fields)
+	}
+	return field, ft, nil
 }
 
 // each reads the members of an array or object (after its opening

@@ -19,9 +19,6 @@ import (
 // kept as the oracle of the byte scanner. It reads one JSON value from dec, checking objects against t.
 // Syntax errors end the walk without an error: the decoder reports them.
 func walkStrictTokens(dec *json.Decoder, t reflect.Type, path string) error {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
 	tok, err := dec.Token()
 	if err != nil {
 		return errSyntax
@@ -30,28 +27,15 @@ func walkStrictTokens(dec *json.Decoder, t reflect.Type, path string) error {
 	if !ok {
 		return nil // a scalar
 	}
-	opaque := t == nil || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType)
+	sh := shapeOf(t)
 	switch delim {
 	case '[':
-		var elem reflect.Type
-		if !opaque && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
-		}
 		for dec.More() {
-			if err := walkStrictTokens(dec, elem, path+"[]"); err != nil {
+			if err := walkStrictTokens(dec, sh.elem, path+"[]"); err != nil {
 				return err // as written, a syntax error here looped for ever
 			}
 		}
 	case '{':
-		var fields map[string]reflect.Type
-		var values reflect.Type
-		switch {
-		case opaque:
-		case t.Kind() == reflect.Struct:
-			fields = jsonFields(t)
-		case t.Kind() == reflect.Map:
-			values = t.Elem()
-		}
 		seen := make(map[string]bool)
 		for dec.More() {
 			tok, err := dec.Token()
@@ -59,18 +43,9 @@ func walkStrictTokens(dec *json.Decoder, t reflect.Type, path string) error {
 				return errSyntax
 			}
 			name, _ := tok.(string)
-			field := joinPath(path, name)
-			if seen[name] {
-				return badRequest(client.CodeInvalidBody, field, fmt.Sprintf("field %q appears twice", field))
-			}
-			seen[name] = true
-			next := values
-			if fields != nil {
-				ft, ok := fields[name]
-				if !ok {
-					return unknownField(field, name, fields)
-				}
-				next = ft
+			field, next, err := sh.member(seen, path, name)
+			if err != nil {
+				return err
 			}
 			if err := walkStrictTokens(dec, next, field); err != nil {
 				return err

@@ -79,15 +79,22 @@ func TestUnknownWorkerOrKeyNeedsForce(t *testing.T) {
 // test ends.
 func runWorker(t *testing.T, c *testCluster, id string, capacity int) *client.Worker {
 	t.Helper()
+	return runWorkerAs(t, c, "g", "", client.WithWorkerID(id), client.WithCapacity(capacity))
+}
+
+// runWorkerAs runs a client.Worker of group with the ACL token secret ("" for
+// none) on cluster c until the test ends.
+func runWorkerAs(t *testing.T, c *testCluster, group, secret string, opts ...client.WorkerOption) *client.Worker {
+	t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{c.leader().url}
+	cfg.Token = secret
 	cl, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := cl.Worker("g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		client.WithWorkerID(id), client.WithCapacity(capacity), client.WithJoin(c.cluster.GossipAddr(0)),
-		client.WithWorkerTTL(2*time.Second), client.WithWorkerLogger(hclog.NewNullLogger()))
+	opts = append(opts, client.WithJoin(c.cluster.GossipAddr(0)), client.WithWorkerTTL(2*time.Second), client.WithWorkerLogger(hclog.NewNullLogger()))
+	w := cl.Worker(group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() }, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

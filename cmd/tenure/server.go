@@ -363,7 +363,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 	}
 	defer node.Shutdown()
 	hc := httpapi.DefaultConfig()
-	hc.Node, hc.Logger, hc.Gatherer, hc.Registerer = node, log, reg, reg
+	hc.Node, hc.Logger, hc.Gatherer, hc.Registerer = httpapi.NodeOf(node), log, reg, reg
 	if serverTLS != nil {
 		hc.ForwardClient = forwardClient
 		hc.ForwardScheme = "https"
