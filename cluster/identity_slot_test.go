@@ -74,7 +74,7 @@ func slotHeld(t *testing.T, c *inproc.Cluster, id, addr, bad string) error {
 	return nil
 }
 
-// The relay attack with TLS (issue 24, finding 1): one voter is down, and
+// The relay attack with TLS: one voter is down, and
 // a gossip member that holds only the gossip key announces role=server,
 // the dead voter's id and, as its Raft address, a plain TCP relay to
 // another server's Raft port. The certificate that answers at the relay is

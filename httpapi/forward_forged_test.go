@@ -53,7 +53,7 @@ func (f *forgedMeta) LocalState(bool) []byte              { return nil }
 func (f *forgedMeta) MergeRemoteState(buf []byte, _ bool) {}
 
 // A gossip member that announces the leader's id with its own HTTP
-// address (issue 24, finding 4: anyone with the gossip key can) never
+// address (anyone with the gossip key can) never
 // receives a forwarded request, and no answer names it as the leader:
 // followers forward only to the address the leader gave over its Raft
 // port. Before, followers forwarded to the first alive member announcing
