@@ -3,9 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,26 +11,13 @@ import (
 	"strings"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // EnvGossipKey names the environment variable that a Worker reads its
 // gossip keys from when WithGossipKeys is not given: base64 keys separated
 // by commas, the primary first.
 const EnvGossipKey = "TENURE_GOSSIP_KEY"
-
-// Keyring operations.
-const (
-	KeyringInstall = "install"
-	KeyringUse     = "use"
-	KeyringRemove  = "remove"
-)
-
-// KeyFingerprint names a gossip key without revealing it, as members
-// announce their keys: the first 8 bytes of its SHA-256, in hex.
-func KeyFingerprint(key []byte) string {
-	sum := sha256.Sum256(key)
-	return hex.EncodeToString(sum[:8])
-}
 
 // ParseGossipKeys decodes base64 gossip keys separated by commas, the
 // primary first. Each must be 32 bytes.
@@ -70,7 +55,7 @@ func (o *OperatorAPI) Keyring(ctx context.Context) (*Keyring, *Meta, error) {
 // member still encrypts with, unless force. Each call is idempotent, so it
 // is retried like lease calls.
 func (o *OperatorAPI) ChangeKeyring(ctx context.Context, op string, key []byte, force bool) (*Keyring, *Meta, error) {
-	body := KeyringBody{Op: op, GossipKey: base64.StdEncoding.EncodeToString(key), Force: force}
+	body := wire.KeyringBody{Op: op, GossipKey: base64.StdEncoding.EncodeToString(key), Force: force}
 	return o.keyring(ctx, &request{method: http.MethodPost, path: "/v1/operator/keyring", body: body})
 }
 
@@ -123,7 +108,7 @@ func keyFingerprints(kr *memberlist.Keyring) []string {
 }
 
 // applyKeyringMessage changes kr as a server's message says.
-func applyKeyringMessage(kr *memberlist.Keyring, m KeyringMessage) error {
+func applyKeyringMessage(kr *memberlist.Keyring, m wire.KeyringMessage) error {
 	key, err := base64.StdEncoding.DecodeString(m.Key)
 	if err != nil {
 		return fmt.Errorf("gossip key: not base64: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 const (
@@ -456,7 +457,7 @@ func (c *Client) acquireWaiting(ctx context.Context, key string, cfg leaseConfig
 		held := errors.Is(err, ErrHeld)
 		var ae *APIError
 		switch {
-		case waiting && errors.As(err, &ae) && ae.Code == CodeInvalidWait && wait > time.Second:
+		case waiting && errors.As(err, &ae) && ae.Code == wire.CodeInvalidWait && wait > time.Second:
 			chunk = wait / 2 // the servers' max-wait is below our chunk
 			continue
 		case waiting && held && wait > 0 && time.Since(asked) >= wait/2:
@@ -536,7 +537,7 @@ func outcomeUnknown(err error) bool {
 	if !errors.As(err, &ae) {
 		return true
 	}
-	return ae.StatusCode >= 500 && ae.Code != CodeNoLeader
+	return ae.StatusCode >= 500 && ae.Code != wire.CodeNoLeader
 }
 
 // retryAfter is the Retry-After of err's answer, if any.

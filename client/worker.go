@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Handler does the work of one key. The worker calls it, in a goroutine of
@@ -380,4 +381,18 @@ func (w *Worker) waitKeys(ctx context.Context, n int) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// checkName applies the cluster's rule for group names and worker ids
+// (wire.NameProblem): a worker checks its own before it starts, so that it
+// never announces an id the balancer would ignore.
+func checkName(field, name string) error {
+	p := wire.NameProblem(name)
+	switch {
+	case p == "":
+		return nil
+	case name == "" || len(name) > wire.MaxNameLen:
+		return fmt.Errorf("%w: %s: %s", ErrInvalid, field, p)
+	}
+	return fmt.Errorf("%w: %s %q: %s", ErrInvalid, field, name, p)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // workerPushPull is how often a worker exchanges its full gossip state
@@ -215,7 +216,7 @@ func (g *workerGossip) NotifyMsg(b []byte) {
 	if len(b) == 0 || b[0] != msgKeyring || g.keyring == nil {
 		return
 	}
-	var m KeyringMessage
+	var m wire.KeyringMessage
 	if err := json.Unmarshal(b[1:], &m); err != nil {
 		g.log.Warn("ignoring a malformed keyring message", "error", err)
 		return

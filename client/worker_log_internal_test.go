@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
-	"github.com/tenure-io/tenure/test/harness"
 )
 
 // fakePlan serves a group's assignment (blocking on ?index) in front of a
@@ -82,7 +81,7 @@ func TestWorkerLogsKeyOwnershipAtInfo(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	c, _ := newTestClient(t, strings.TrimPrefix(srv.URL, "http://"))
-	var out harness.Buffer
+	var out logBuffer
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &out})
 	w := c.Worker("g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
 		WithWorkerID("w1"), WithJoin(gossipSeed(t)), WithWorkerTTL(time.Second), WithWorkerLogger(logger))
@@ -96,7 +95,7 @@ func TestWorkerLogsKeyOwnershipAtInfo(t *testing.T) {
 	}()
 	logged := func(what string, parts ...string) {
 		t.Helper()
-		harness.WaitUntil(t, 10*time.Second, what+" logged", func() bool {
+		waitUntil(t, 10*time.Second, what+" logged", func() bool {
 			for _, line := range strings.Split(out.String(), "\n") {
 				ok := strings.Contains(line, "[INFO]")
 				for _, p := range parts {
@@ -124,7 +123,7 @@ func TestWorkerDefaultLoggerIsNotSilent(t *testing.T) {
 	if w := c.Worker("g", func(context.Context, string, uint64) {}); !w.log.IsInfo() {
 		t.Error("a worker without a logger does not log at Info")
 	}
-	var out harness.Buffer
+	var out logBuffer
 	cfg := DefaultConfig()
 	cfg.Addresses = []string{"127.0.0.1:1"}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &out})

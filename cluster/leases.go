@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -15,7 +16,7 @@ const (
 	MaxMetadataKey     = 64
 	MaxMetadataValue   = 1024
 	MaxHolderLen       = 256
-	MaxRenewBatch      = 1024
+	MaxRenewBatch      = wire.MaxRenewBatch
 	// MinSecretLen and MaxSecretLen bound a lease secret, made of
 	// [A-Za-z0-9_-] (docs/adr/0030-lease-secrets.md).
 	MinSecretLen = 32

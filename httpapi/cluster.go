@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -32,7 +33,7 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) error {
 	a := authz(r)
 	all := a.Allow(fsm.RightRead, "key", "") == nil
 	return s.hashBlocking(w, r, s.node.MembersChanged, func() (any, string, bool) {
-		out := client.MemberList{Members: []client.Member{}}
+		out := wire.MemberList{Members: []client.Member{}}
 		for _, m := range s.node.Members() {
 			mo := memberOut(m)
 			if !all {
@@ -83,7 +84,7 @@ func (s *Server) promoteServer(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
-	var body client.TransferBody
+	var body wire.TransferBody
 	if err := decodeOptionalBody(r, &body); err != nil {
 		return err
 	}
@@ -93,14 +94,14 @@ func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, client.TransferResult{LeaderID: leader})
+	writeJSON(w, http.StatusOK, wire.TransferResult{LeaderID: leader})
 	return nil
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 	info, err := s.node.Snapshot(r.Context())
 	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
-		writeError(w, &apiError{code: client.CodeNothingNew, msg: "nothing new to snapshot since the last one"})
+		writeError(w, &apiError{code: wire.CodeNothingNew, msg: "nothing new to snapshot since the last one"})
 		return
 	}
 	if err != nil {
@@ -167,7 +168,7 @@ func (s *Server) keyring(w http.ResponseWriter, r *http.Request) error {
 // member lacks, and a remove of a key that an alive member encrypts with:
 // either would cut that member off.
 func (s *Server) changeKeyring(w http.ResponseWriter, r *http.Request) error {
-	var body client.KeyringBody
+	var body wire.KeyringBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -209,7 +210,7 @@ func (s *Server) keyringSafe(op cluster.KeyringMessage) error {
 	if err != nil {
 		return nil // the change itself refuses it, naming the field
 	}
-	fp := cluster.KeyFingerprint(key)
+	fp := wire.KeyFingerprint(key)
 	views, members, err := s.node.Keyring()
 	if err != nil {
 		return err
@@ -222,10 +223,10 @@ func (s *Server) keyringSafe(op cluster.KeyringMessage) error {
 	}
 	switch {
 	case op.Op == cluster.KeyringUse && held < members:
-		return badRequest(client.CodeInvalidBody, "gossip_key", fmt.Sprintf(
+		return badRequest(wire.CodeInvalidBody, "gossip_key", fmt.Sprintf(
 			"gossip_key: %d of %d alive members hold key %s: install it everywhere first (or force)", held, members, fp))
 	case op.Op == cluster.KeyringRemove && primary > 0:
-		return badRequest(client.CodeInvalidBody, "gossip_key", fmt.Sprintf(
+		return badRequest(wire.CodeInvalidBody, "gossip_key", fmt.Sprintf(
 			"gossip_key: %d alive members still encrypt with key %s: use another key everywhere first (or force)", primary, fp))
 	}
 	return nil
@@ -233,7 +234,7 @@ func (s *Server) keyringSafe(op cluster.KeyringMessage) error {
 
 // spreadKeyring passes a keyring change to every other server of the Raft
 // configuration and returns the ids of those that did not take it.
-func (s *Server) spreadKeyring(ctx context.Context, r *http.Request, body client.KeyringBody) []string {
+func (s *Server) spreadKeyring(ctx context.Context, r *http.Request, body wire.KeyringBody) []string {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 )
 
@@ -67,7 +68,7 @@ func TestNodeWithoutLeader(t *testing.T) {
 
 	r = f.call(t, http.MethodPut, "/v1/leases/k", `{"holder":"h","ttl":"10s"}`)
 	r.wantStatus(t, "acquire", http.StatusServiceUnavailable)
-	if e := r.apiErr(t); e.Error != client.CodeNoLeader || r.header.Get("Retry-After") == "" {
+	if e := r.apiErr(t); e.Error != wire.CodeNoLeader || r.header.Get("Retry-After") == "" {
 		t.Errorf("acquire: got code %q with Retry-After %q, want no_leader with Retry-After", e.Error, r.header.Get("Retry-After"))
 	}
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // walkStrictTokens is the strict walk as it was written on json.Decoder.Token,
@@ -61,7 +61,7 @@ func walkStrictTokens(dec *json.Decoder, t reflect.Type, path string) error {
 			name, _ := tok.(string)
 			field := joinPath(path, name)
 			if seen[name] {
-				return badRequest(client.CodeInvalidBody, field, fmt.Sprintf("field %q appears twice", field))
+				return badRequest(wire.CodeInvalidBody, field, fmt.Sprintf("field %q appears twice", field))
 			}
 			seen[name] = true
 			next := values
@@ -132,7 +132,7 @@ func randomBody(rng *rand.Rand, t reflect.Type, depth int) string {
 // the same error, on every body and every prefix of it.
 func TestStrictScannerMatchesTokenWalk(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	types := []reflect.Type{reflect.TypeOf(client.RenewManyBody{}), reflect.TypeOf(client.AcquireBody{}), reflect.TypeOf(map[string]any{})}
+	types := []reflect.Type{reflect.TypeOf(wire.RenewManyBody{}), reflect.TypeOf(wire.AcquireBody{}), reflect.TypeOf(map[string]any{})}
 	for i := 0; i < 3000; i++ {
 		typ := types[rng.IntN(len(types))]
 		body := randomBody(rng, typ, 0)
@@ -158,7 +158,7 @@ func TestStrictCheckEndsOnBrokenArrays(t *testing.T) {
 	for _, raw := range []string{`{"holder":"h","leases":[1 x]}`, `{"leases":[{"key":"k"} {"key":"j"}]}`, `[1 2]`, `{"a":[[}`} {
 		done := make(chan error, 1)
 		go func() {
-			done <- decodeBody(httptest.NewRequest("POST", "/v1/renew", strings.NewReader(raw)), &client.RenewManyBody{})
+			done <- decodeBody(httptest.NewRequest("POST", "/v1/renew", strings.NewReader(raw)), &wire.RenewManyBody{})
 		}()
 		select {
 		case err := <-done:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -20,8 +21,8 @@ func (r reply) wantNotFound(t *testing.T, what string, want ...string) {
 	t.Helper()
 	r.wantStatus(t, what, http.StatusNotFound)
 	e := r.apiErr(t)
-	if e.Error != client.CodeNotFound {
-		t.Fatalf("%s: code %q, want %q (%s)", what, e.Error, client.CodeNotFound, e.Message)
+	if e.Error != wire.CodeNotFound {
+		t.Fatalf("%s: code %q, want %q (%s)", what, e.Error, wire.CodeNotFound, e.Message)
 	}
 	for _, w := range want {
 		if !strings.Contains(e.Message, w) {
@@ -70,7 +71,7 @@ func TestUnknownWorkerOrKeyNeedsForce(t *testing.T) {
 
 	r = do(t, "POST", url+"/v1/workers/ghost/drain?force=maybe", "")
 	r.wantStatus(t, "force=maybe", 400)
-	if e := r.apiErr(t); e.Error != client.CodeInvalidQuery || !strings.Contains(e.Message, "force") {
+	if e := r.apiErr(t); e.Error != wire.CodeInvalidQuery || !strings.Contains(e.Message, "force") {
 		t.Errorf("force=maybe: %+v, want invalid_query naming force", e)
 	}
 }
@@ -104,7 +105,7 @@ func runWorker(t *testing.T, c *testCluster, id string, capacity int) *client.Wo
 // workers reads GET /v1/workers.
 func workers(t *testing.T, url string) map[string]client.WorkerInfo {
 	t.Helper()
-	var list client.WorkerList
+	var list wire.WorkerList
 	do(t, "GET", url+"/v1/workers", "").decode(t, &list)
 	out := map[string]client.WorkerInfo{}
 	for _, w := range list.Workers {
@@ -166,7 +167,7 @@ func TestWorkersListAndLastWorkerWarning(t *testing.T) {
 		t.Error("the drain that warned did not happen")
 	}
 	// Only one worker: ?id= filters.
-	var one client.WorkerList
+	var one wire.WorkerList
 	do(t, "GET", url+"/v1/workers?id=w2", "").decode(t, &one)
 	if len(one.Workers) != 1 || one.Workers[0].ID != "w2" {
 		t.Errorf("GET /v1/workers?id=w2 listed %+v", one.Workers)

@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"encoding/json"
