@@ -548,3 +548,11 @@ func retryAfter(err error) time.Duration {
 	}
 	return 0
 }
+
+// AcquireNew is Acquire, except that a key this Client already keeps for
+// the holder fails with ErrDuplicateLease even when the options carry
+// metadata: for callers that must never hand out one lease twice, as an
+// Election, a semaphore and a placement worker (package client/worker).
+func (c *Client) AcquireNew(ctx context.Context, key string, opts ...LeaseOption) (*Lease, error) {
+	return c.acquire(ctx, key, false, opts)
+}

@@ -164,7 +164,7 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 	// compressor's tables allocated per packet), more than halving it
 	// let 500 members converge on two cores (test/bench/results/
 	// 2026-11-24-scale.md). Compressed packets of older members are still
-	// read. Workers do the same (client/worker_gossip.go).
+	// read. Workers do the same (client/worker/gossip.go).
 	mc.EnableCompression = false
 	// A server that comes back under its id at another address (a
 	// recreated pod or container) takes its name over at once when it

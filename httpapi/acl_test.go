@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
@@ -490,7 +491,7 @@ func TestSnapshotRestoreRefusedOnAFollowerBeforeForwarding(t *testing.T) {
 	do(t, "PUT", f.url+"/v1/snapshot", body).wantDenied(t, "PUT /v1/snapshot on a follower, without a token and without a leader", wire.CodePermissionDenied, "no token")
 }
 
-// runWorkerAs runs a client.Worker of group with id on cluster c until the
+// runWorkerAs runs a worker.Worker of group with id on cluster c until the
 // test ends; its client sends secret, so it registers for the group.
 func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
 	t.Helper()
@@ -501,9 +502,9 @@ func runWorkerAs(t *testing.T, c *testCluster, group, id, secret string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := cl.Worker(group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		client.WithWorkerID(id), client.WithJoin(c.cluster.GossipAddr(0)),
-		client.WithWorkerTTL(2*time.Second), client.WithWorkerLogger(hclog.NewNullLogger()))
+	w := worker.New(cl, group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		worker.WithWorkerID(id), worker.WithJoin(c.cluster.GossipAddr(0)),
+		worker.WithWorkerTTL(2*time.Second), worker.WithWorkerLogger(hclog.NewNullLogger()))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

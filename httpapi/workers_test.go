@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -76,9 +77,9 @@ func TestUnknownWorkerOrKeyNeedsForce(t *testing.T) {
 	}
 }
 
-// runWorker runs a client.Worker of group g with id on cluster c until the
+// runWorker runs a worker.Worker of group g with id on cluster c until the
 // test ends.
-func runWorker(t *testing.T, c *testCluster, id string, capacity int) *client.Worker {
+func runWorker(t *testing.T, c *testCluster, id string, capacity int) *worker.Worker {
 	t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{c.leader().url}
@@ -86,9 +87,9 @@ func runWorker(t *testing.T, c *testCluster, id string, capacity int) *client.Wo
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := cl.Worker("g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		client.WithWorkerID(id), client.WithCapacity(capacity), client.WithJoin(c.cluster.GossipAddr(0)),
-		client.WithWorkerTTL(2*time.Second), client.WithWorkerLogger(hclog.NewNullLogger()))
+	w := worker.New(cl, "g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		worker.WithWorkerID(id), worker.WithCapacity(capacity), worker.WithJoin(c.cluster.GossipAddr(0)),
+		worker.WithWorkerTTL(2*time.Second), worker.WithWorkerLogger(hclog.NewNullLogger()))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

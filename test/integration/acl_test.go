@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -158,11 +159,11 @@ func TestACLWithProcesses(t *testing.T) {
 
 	// A worker: it registers with the token and is given every key.
 	w := runWorker(t, ctx, newAppClient("app-w1"), "parts",
-		client.WithWorkerID("app-w1"), client.WithWorkerTTL(2*time.Second), client.WithJoin(c.nodes[0].gossipAddr))
+		worker.WithWorkerID("app-w1"), worker.WithWorkerTTL(2*time.Second), worker.WithJoin(c.nodes[0].gossipAddr))
 	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(4) })
 	// A worker whose id the token's binding does not admit cannot join.
-	bad := newAppClient("app-x").Worker("parts", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		client.WithWorkerID("intruder"), client.WithJoin(c.nodes[0].gossipAddr))
+	bad := worker.New(newAppClient("app-x"), "parts", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		worker.WithWorkerID("intruder"), worker.WithJoin(c.nodes[0].gossipAddr))
 	if err := bad.Run(ctx); !errors.Is(err, client.ErrPermissionDenied) {
 		t.Errorf("worker outside the binding: Run = %v, want ErrPermissionDenied", err)
 	}
