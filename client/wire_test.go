@@ -68,7 +68,7 @@ func TestHTTPAPIDocNamesEveryCodeAndField(t *testing.T) {
 		jsonNames(reflect.TypeOf(v), fields, seen)
 	}
 	jsonNames(reflect.TypeOf(Member{}), fields, seen)
-	// A lease encodes itself (wire.LeaseInfo.AppendJSON): its names are
+	// A lease encodes itself (its MarshalJSON): its names are
 	// those of a lease with every field set.
 	now := time.Now()
 	full, err := json.Marshal(LeaseInfo{Key: "k", Holder: "h", Token: 1, TTL: time.Second, State: StateHeld, ExpiresIn: time.Second, HasExpiresIn: true,

@@ -79,9 +79,9 @@ type leaseJSON struct {
 	Secret      string            `json:"secret,omitempty"`
 }
 
-// MarshalJSON encodes the lease in the wire form of the API (AppendJSON).
+// MarshalJSON encodes the lease in the wire form of the API (appendJSON).
 func (l LeaseInfo) MarshalJSON() ([]byte, error) {
-	return l.AppendJSON(nil), nil
+	return l.appendJSON(nil), nil
 }
 
 // UnmarshalJSON decodes the wire form of the API. Unknown fields are
