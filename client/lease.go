@@ -23,7 +23,7 @@ const (
 	WaitForever time.Duration = math.MaxInt64
 
 	// maxHolderBytes is the longest holder the API accepts.
-	maxHolderBytes = 256
+	maxHolderBytes = wire.MaxHolderLen
 
 	// waitChunk bounds the wait of one blocking acquire request: a longer
 	// wait is made of several requests, so that it never exceeds the

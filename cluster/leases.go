@@ -12,15 +12,15 @@ import (
 
 // Limits on metadata, as docs/http-api.md states them.
 const (
-	MaxMetadataEntries = 16
-	MaxMetadataKey     = 64
-	MaxMetadataValue   = 1024
-	MaxHolderLen       = 256
+	MaxMetadataEntries = wire.MaxMetadataEntries
+	MaxMetadataKey     = wire.MaxMetadataKey
+	MaxMetadataValue   = wire.MaxMetadataValue
+	MaxHolderLen       = wire.MaxHolderLen
 	MaxRenewBatch      = wire.MaxRenewBatch
 	// MinSecretLen and MaxSecretLen bound a lease secret, made of
 	// [A-Za-z0-9_-] (docs/adr/0030-lease-secrets.md).
-	MinSecretLen = 32
-	MaxSecretLen = 128
+	MinSecretLen = wire.MinSecretLen
+	MaxSecretLen = wire.MaxSecretLen
 )
 
 // AcquireRequest asks for a lease.
@@ -159,14 +159,8 @@ func ValidateSecret(secret string) error {
 	if len(secret) == 0 {
 		return invalid("secret", "required: the lease secret returned by the acquire")
 	}
-	if len(secret) < MinSecretLen || len(secret) > MaxSecretLen {
-		return invalid("secret", "must be %d to %d bytes, got %d", MinSecretLen, MaxSecretLen, len(secret))
-	}
-	for i := 0; i < len(secret); i++ {
-		c := secret[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return invalid("secret", "byte %d is not one of [A-Za-z0-9_-]", i)
-		}
+	if p := wire.SecretProblem(secret); p != "" {
+		return invalid("secret", "%s", p)
 	}
 	return nil
 }

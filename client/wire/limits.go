@@ -11,3 +11,11 @@ const MaxSnapshotBytes = 512 << 20
 // MaxACLChecks is the largest number of checks one Authorize call may
 // carry.
 const MaxACLChecks = 100
+
+// Limits of a lease's holder and metadata (docs/http-api.md).
+const (
+	MaxHolderLen       = 256
+	MaxMetadataEntries = 16
+	MaxMetadataKey     = 64
+	MaxMetadataValue   = 1024
+)

@@ -23,3 +23,27 @@ func NameProblem(name string) string {
 	}
 	return ""
 }
+
+// MinSecretLen and MaxSecretLen bound a lease secret, made of
+// [A-Za-z0-9_-] (docs/adr/0030-lease-secrets.md): hex and unpadded
+// URL-safe base64 fit.
+const (
+	MinSecretLen = 32
+	MaxSecretLen = 128
+)
+
+// SecretProblem applies the rule of lease secrets: MinSecretLen to
+// MaxSecretLen bytes of [A-Za-z0-9_-]. It returns what is wrong with
+// secret, never echoing it, or "" when it follows the rule.
+func SecretProblem(secret string) string {
+	if len(secret) < MinSecretLen || len(secret) > MaxSecretLen {
+		return fmt.Sprintf("must be %d to %d bytes, got %d", MinSecretLen, MaxSecretLen, len(secret))
+	}
+	for i := 0; i < len(secret); i++ {
+		c := secret[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Sprintf("byte %d is not one of [A-Za-z0-9_-]", i)
+		}
+	}
+	return ""
+}
