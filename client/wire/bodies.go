@@ -32,7 +32,8 @@ type RenewManyBody struct {
 	Secret string     `json:"secret,omitempty"`
 	Leases []LeaseRef `json:"leases"`
 	// Brief asks for an answer without each renewed lease: key, token and
-	// ok only (RenewManyBrief, and the keep-alive, which needs no more).
+	// ok only (client.LeasesAPI.RenewManyBrief, and the keep-alive, which
+	// needs no more).
 	Brief bool `json:"brief,omitempty"`
 }
 
@@ -278,7 +279,7 @@ type EventList struct {
 	Index  uint64  `json:"index"`
 }
 
-// Event is one applied change (see EventAcquired …). Index is the Raft
+// Event is one applied change (see client.EventAcquired …). Index is the Raft
 // index of the log entry that made it, Term that entry's term; the events
 // of one entry share its index and keep their order.
 type Event struct {
@@ -341,7 +342,7 @@ type GroupSummary struct {
 // which routes check which name): revoke on a Key is POST
 // /v1/revoke/{key}, groups on a Worker is its drain, groups on a Key its
 // key controls, read on a Prefix the list of leases under it. Build
-// checks with CheckKey, CheckPrefix, CheckGroup, CheckWorker and
+// checks with client.CheckKey, CheckPrefix, CheckGroup, CheckWorker and
 // CheckCluster.
 type ACLCheck struct {
 	Right  string  `json:"right"`
@@ -388,7 +389,7 @@ type SnapshotContents struct {
 	// ClusterID is the cluster the state was taken from.
 	ClusterID string `json:"cluster_id"`
 	// Signed: the backup carries its cluster's signature (only that
-	// cluster can check it; RestoreResult.Verified says whether it did).
+	// cluster can check it; client.RestoreResult.Verified says whether it did).
 	Signed bool `json:"signed"`
 	// Size is the snapshot's length in bytes, CRC32C its checksum.
 	Size   int    `json:"size"`
