@@ -14,6 +14,7 @@ require (
 	github.com/hashicorp/raft v1.7.3
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
 	github.com/prometheus/client_golang v1.25.0
+	github.com/tenure-io/tenure/client v0.0.0
 	go.etcd.io/bbolt v1.3.5
 	go.yaml.in/yaml/v4 v4.0.0
 	golang.org/x/sys v0.48.0
@@ -51,3 +52,5 @@ require (
 	golang.org/x/tools v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/tenure-io/tenure/client => ./client

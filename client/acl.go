@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // ACL rights, as policies name them (see ACLRule).
@@ -47,7 +49,7 @@ type ACLTokenSpec struct {
 
 // ACLTokenList is one page of the answer of GET /v1/acl/tokens, by
 // accessor id. Next is the cursor of the next page, empty after the last
-// one (as LeaseList).
+// one (as wire.LeaseList).
 type ACLTokenList struct {
 	Tokens []ACLToken `json:"tokens"`
 	Index  uint64     `json:"index"`
@@ -85,29 +87,6 @@ type ACLPolicyList struct {
 	Index    uint64      `json:"index"`
 }
 
-// MaxACLChecks is the largest number of checks one Authorize call may
-// carry.
-const MaxACLChecks = 100
-
-// ACLCheck is one question of POST /v1/acl/authorize: may the request's
-// token use Right on a name? The name is given by exactly one of Key,
-// Prefix, Group or Worker for read, write, revoke and groups, and by none
-// for the cluster rights operator and acl; a pointer, so that an empty
-// prefix ("every name") differs from no prefix. The answer is the one the
-// guard of the routes that need Right on that name gives (see ACLRule for
-// which routes check which name): revoke on a Key is POST
-// /v1/revoke/{key}, groups on a Worker is its drain, groups on a Key its
-// key controls, read on a Prefix the list of leases under it. Build
-// checks with CheckKey, CheckPrefix, CheckGroup, CheckWorker and
-// CheckCluster.
-type ACLCheck struct {
-	Right  string  `json:"right"`
-	Key    *string `json:"key,omitempty"`
-	Prefix *string `json:"prefix,omitempty"`
-	Group  *string `json:"group,omitempty"`
-	Worker *string `json:"worker,omitempty"`
-}
-
 // CheckKey asks for right on a lease key.
 func CheckKey(right, key string) ACLCheck { return ACLCheck{Right: right, Key: &key} }
 
@@ -124,24 +103,6 @@ func CheckWorker(right, id string) ACLCheck { return ACLCheck{Right: right, Work
 // CheckCluster asks for a cluster right (RightOperator, RightACL,
 // RightMetrics, RightDebug).
 func CheckCluster(right string) ACLCheck { return ACLCheck{Right: right} }
-
-// ACLAuthorizeBody is the body of POST /v1/acl/authorize: 1 to
-// MaxACLChecks checks.
-type ACLAuthorizeBody struct {
-	Checks []ACLCheck `json:"checks"`
-}
-
-// ACLCheckResult is a check with its answer.
-type ACLCheckResult struct {
-	ACLCheck
-	Allowed bool `json:"allowed"`
-}
-
-// ACLAuthorizeResults is the answer of POST /v1/acl/authorize: one result
-// per check, in the order of the checks.
-type ACLAuthorizeResults struct {
-	Checks []ACLCheckResult `json:"checks"`
-}
 
 // WorkerRegistration is the body of POST /v1/workers/{id}/register.
 type WorkerRegistration struct {
@@ -205,11 +166,11 @@ func (a *ACLAPI) Authorize(ctx context.Context, checks []ACLCheck) ([]ACLCheckRe
 	if len(checks) == 0 || len(checks) > MaxACLChecks {
 		return nil, fmt.Errorf("%w: %d checks, want 1 to %d", ErrInvalid, len(checks), MaxACLChecks)
 	}
-	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/acl/authorize", body: ACLAuthorizeBody{Checks: checks}})
+	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/acl/authorize", body: wire.ACLAuthorizeBody{Checks: checks}})
 	if err != nil {
 		return nil, err
 	}
-	var out ACLAuthorizeResults
+	var out wire.ACLAuthorizeResults
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return nil, fmt.Errorf("decode authorize results: %w", err)
 	}

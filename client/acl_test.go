@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // The token goes with every request: from Config.Token, and by default
@@ -52,7 +54,7 @@ func TestACLCalls(t *testing.T) {
 		switch r.Method + " " + r.URL.Path {
 		case "POST /v1/acl/bootstrap":
 			if n > 1 {
-				writeError(w, 403, CodeACLBootstrapped, "already")
+				writeError(w, 403, wire.CodeACLBootstrapped, "already")
 				return
 			}
 			writeJSON(w, 200, map[string]any{"accessor_id": "acc", "secret_id": "sec", "management": true, "policies": []string{}})
@@ -63,17 +65,17 @@ func TestACLCalls(t *testing.T) {
 		case "PUT /v1/acl/policy/p":
 			writeJSON(w, 200, map[string]any{"name": "p", "rules": []map[string]any{{"prefix": "a/", "rights": []string{"read"}}}})
 		case "DELETE /v1/acl/token/gone":
-			writeError(w, 404, CodeNotFound, "no token")
+			writeError(w, 404, wire.CodeNotFound, "no token")
 		case "GET /v1/acl/token/self":
-			writeError(w, 403, CodePermissionDenied, `permission denied: no token (anonymous requests are denied) lacks "acl"`)
+			writeError(w, 403, wire.CodePermissionDenied, `permission denied: no token (anonymous requests are denied) lacks "acl"`)
 		case "POST /v1/acl/authorize":
 			// Read is allowed, the rest denied; the checks come back in order.
-			var body ACLAuthorizeBody
+			var body wire.ACLAuthorizeBody
 			if err := json.Unmarshal([]byte(srv.requests()[n-1].Body), &body); err != nil {
-				writeError(w, 400, CodeInvalidBody, err.Error())
+				writeError(w, 400, wire.CodeInvalidBody, err.Error())
 				return
 			}
-			out := ACLAuthorizeResults{Checks: []ACLCheckResult{}}
+			out := wire.ACLAuthorizeResults{Checks: []ACLCheckResult{}}
 			for _, c := range body.Checks {
 				out.Checks = append(out.Checks, ACLCheckResult{ACLCheck: c, Allowed: c.Right == RightRead})
 			}

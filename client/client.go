@@ -167,6 +167,9 @@ func New(cfg *Config) (*Client, error) {
 // NewHolderID() that New chose when it was empty.
 func (c *Client) Holder() string { return c.cfg.Holder }
 
+// Config returns the client's configuration as New completed it (a copy).
+func (c *Client) Config() Config { return c.cfg }
+
 // LeaseSecret returns the lease secret of this Client: Config.LeaseSecret,
 // or the NewLeaseSecret() that New chose when it was empty. Its leases are
 // held under it; whoever knows it may act as their holder.

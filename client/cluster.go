@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // NodeStatus is one server's view of the cluster.
@@ -117,49 +119,6 @@ func flexDuration(raw json.RawMessage) (time.Duration, error) {
 	return lastContact(ms), nil
 }
 
-// Member is one gossip member: a server or a worker.
-type Member struct {
-	Name string `json:"name"`
-	Addr string `json:"addr"`
-	// Status is alive, suspect, dead or left.
-	Status string `json:"status"`
-	// Role is server or worker.
-	Role string     `json:"role"`
-	Meta MemberMeta `json:"meta"`
-}
-
-// MemberMeta is what a member announces over gossip, servers and workers
-// alike: the servers read it to find each other and to plan a group's keys
-// over its workers. Its JSON is a contract between the Worker of this
-// package and the servers, whose own declaration must keep the same fields
-// (the server converts one into the other, which compiles only while they
-// agree).
-type MemberMeta struct {
-	Role string `json:"role"` // "server" or "worker"
-	ID   string `json:"id"`
-	// Servers.
-	RaftAddr        string `json:"raft,omitempty"`
-	HTTPAddr        string `json:"http,omitempty"`
-	BootstrapExpect int    `json:"expect,omitempty"`
-	NonVoter        bool   `json:"nonvoter,omitempty"`
-	// Bootstrapped: the server has Raft state (it must not bootstrap again).
-	Bootstrapped bool `json:"bootstrapped,omitempty"`
-	// ClusterName is the server's -cluster-name: the leader admits only
-	// servers of its own cluster to Raft.
-	ClusterName string `json:"cluster,omitempty"`
-	// Workers. Holder is the holder of the worker's leases (unique per
-	// process; several processes may share an ID). With ACLs on, GET
-	// /v1/members answers Holder and Groups only to a token with read on
-	// every key.
-	Holder   string   `json:"holder,omitempty"`
-	Groups   []string `json:"groups,omitempty"`
-	Capacity int      `json:"capacity,omitempty"`
-	Draining bool     `json:"draining,omitempty"`
-	// Keys are the fingerprints of the member's gossip keys, primary
-	// first; empty without gossip encryption.
-	Keys []string `json:"keys,omitempty"`
-}
-
 // Status returns the view of the node that the client is talking to (the
 // leader once the client has learned it).
 func (c *Client) Status(ctx context.Context) (*NodeStatus, *Meta, error) {
@@ -192,7 +151,7 @@ func (c *Client) Members(ctx context.Context) ([]Member, *Meta, error) {
 // it answers once the members differ from those of the answer whose
 // Meta.ContentHash is hash, or when wait ends.
 func (c *Client) WaitMembers(ctx context.Context, hash string, wait time.Duration) ([]Member, *Meta, error) {
-	var out MemberList
+	var out wire.MemberList
 	meta, err := c.hashRead(ctx, "/v1/members", hash, wait, &out)
 	if err != nil {
 		return nil, nil, err
@@ -316,13 +275,13 @@ func (o *OperatorAPI) PromoteServer(ctx context.Context, id string) (*PromoteRes
 // TransferLeader hands leadership to the server id, or, when id is empty,
 // to the most up-to-date server. It returns the id of the new leader.
 func (o *OperatorAPI) TransferLeader(ctx context.Context, id string) (string, *Meta, error) {
-	body := TransferBody{ID: id}
+	body := wire.TransferBody{ID: id}
 	resp, err := o.c.do(ctx, &request{method: http.MethodPost,
 		path: "/v1/operator/transfer-leader", body: body, unsafeRetry: true})
 	if err != nil {
 		return "", nil, err
 	}
-	var out TransferResult
+	var out wire.TransferResult
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return "", nil, fmt.Errorf("decode transfer answer: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 func TestStatusAndMembers(t *testing.T) {
@@ -67,11 +69,11 @@ func TestOperatorCalls(t *testing.T) {
 		case "/v1/operator/servers/n3":
 			writeJSON(w, 200, map[string]any{"id": "n3", "voters": 2, "forced": []string{"rule"}, "readmit": "to bring n3 back, …"})
 		case "/v1/operator/servers/n2":
-			writeError(w, 409, CodeUnsafeRemoval, "server n2 is alive")
+			writeError(w, 409, wire.CodeUnsafeRemoval, "server n2 is alive")
 		case "/v1/operator/servers/n6/readmit":
 			writeJSON(w, 200, map[string]any{"id": "n6", "raft_addr": "10.0.0.6:7501", "voter": false})
 		case "/v1/operator/servers/nope":
-			writeError(w, 404, CodeNotFound, "no server nope")
+			writeError(w, 404, wire.CodeNotFound, "no server nope")
 		case "/v1/operator/transfer-leader":
 			writeJSON(w, 200, map[string]string{"leader_id": "n2"})
 		case "/v1/operator/snapshot":
@@ -79,7 +81,7 @@ func TestOperatorCalls(t *testing.T) {
 		case "/v1/operator/servers/n4/promote":
 			writeJSON(w, 200, map[string]any{"id": "n4", "voters": 4})
 		case "/v1/operator/servers/n5/promote":
-			writeError(w, 409, CodeNotCaughtUp, "server n5 has not answered the leader")
+			writeError(w, 409, wire.CodeNotCaughtUp, "server n5 has not answered the leader")
 		}
 	})
 	c, _ := newTestClient(t, srv.URL)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 const (
@@ -173,8 +174,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: Holder must be at most %d bytes, got %d", maxHolderBytes, len(c.Holder))
 	}
 	if c.LeaseSecret != "" {
-		if err := validLeaseSecret(c.LeaseSecret); err != nil {
-			return fmt.Errorf("config: LeaseSecret %w", err)
+		if p := wire.SecretProblem(c.LeaseSecret); p != "" {
+			return fmt.Errorf("config: LeaseSecret %s", p)
 		}
 	}
 	if c.RetryMax < 0 {
@@ -226,19 +227,4 @@ func normalizeWithScheme(a, scheme string) (string, error) {
 		return "", fmt.Errorf("address %q: only scheme, host and port are allowed", a)
 	}
 	return u.Scheme + "://" + u.Host, nil
-}
-
-// validLeaseSecret checks the servers' rule for a lease secret: 32 to 128
-// characters of [A-Za-z0-9_-].
-func validLeaseSecret(s string) error {
-	if len(s) < 32 || len(s) > 128 {
-		return fmt.Errorf("must be 32 to 128 characters, got %d", len(s))
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("character %d is not one of [A-Za-z0-9_-]", i)
-		}
-	}
-	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // SetMetadata re-acquires the kept lease with new metadata: same lease,
@@ -109,7 +111,7 @@ func TestReleaseOutcomes(t *testing.T) {
 func TestGroupPutCASAndReplace(t *testing.T) {
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if r.URL.Query().Get("cas") == "0" {
-			writeJSON(w, 409, map[string]any{"error": CodeCASFailed, "message": "exists",
+			writeJSON(w, 409, map[string]any{"error": wire.CodeCASFailed, "message": "exists",
 				"group": map[string]any{"name": "g", "keys": 2, "assigned": 0, "max_per_worker": 0, "modify_index": 7}})
 			return
 		}

@@ -55,7 +55,7 @@ func (d *NodeDebugAPI) Status(ctx context.Context) ([]byte, error) {
 }
 
 // Members returns the server's GET /v1/members answer as it came (JSON,
-// MemberList).
+// wire.MemberList).
 func (d *NodeDebugAPI) Members(ctx context.Context) ([]byte, error) {
 	return d.get(ctx, "/v1/members", nil)
 }

@@ -31,6 +31,12 @@
 // request that acquired or renewed it, so SentAt is the only local time a
 // holder may count from.
 //
+// Two packages go with it, in the same module: client/wire declares the
+// contract of the HTTP API (bodies, error codes, limits) that this package
+// and the servers share, and client/worker runs a placement worker over
+// gossip. A program that only takes leases compiles neither memberlist nor
+// anything of the servers.
+//
 // A Client is safe for concurrent use by many goroutines. The low-level
 // calls start no goroutines; while the Client keeps at least one Lease
 // alive it runs one renewer goroutine, which ends with its last lease.

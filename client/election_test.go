@@ -8,8 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/tenure-io/tenure/test/harness"
 )
 
 // newCandidate returns a client of f with its own holder, as another
@@ -155,9 +153,9 @@ func TestObserveFollowsWithBlockingQueries(t *testing.T) {
 	// Its next read is sent right after the report; count from a renewal
 	// later.
 	renewals := len(f.renewRequests())
-	harness.WaitUntil(t, 3*time.Second, "a renewal", func() bool { return len(f.renewRequests()) >= renewals+1 })
+	waitUntil(t, 3*time.Second, "a renewal", func() bool { return len(f.renewRequests()) >= renewals+1 })
 	before := len(gets())
-	harness.WaitUntil(t, 3*time.Second, "three more renewals", func() bool { return len(f.renewRequests()) >= renewals+4 })
+	waitUntil(t, 3*time.Second, "three more renewals", func() bool { return len(f.renewRequests()) >= renewals+4 })
 	if n := len(gets()) - before; n != 0 {
 		t.Errorf("Observe sent %d requests while nothing changed, want none", n)
 	}
@@ -346,7 +344,7 @@ func TestRunReportsEachTermOfTheSameLeader(t *testing.T) {
 		defer mu.Unlock()
 		return len(tokens)
 	}
-	harness.WaitUntil(t, 5*time.Second, "the second term of sm-01 to start and be reported", func() bool { return reported() >= 2 && started() >= 2 })
+	waitUntil(t, 5*time.Second, "the second term of sm-01 to start and be reported", func() bool { return reported() >= 2 && started() >= 2 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)

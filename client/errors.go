@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Sentinel errors. Every error that the API answers with a code is an
@@ -159,115 +160,54 @@ var (
 	ErrStaleToken = errors.New("stale fencing token")
 )
 
-// Error codes of the HTTP API v1. They are stable: a code never changes
-// meaning. The server answers with these constants and no others
-// (ErrorCodes lists them).
-const (
-	CodeInvalidKey          = "invalid_key"
-	CodeInvalidHolder       = "invalid_holder"
-	CodeInvalidTTL          = "invalid_ttl"
-	CodeInvalidWait         = "invalid_wait"
-	CodeInvalidToken        = "invalid_token"
-	CodeInvalidMetadata     = "invalid_metadata"
-	CodeInvalidIndex        = "invalid_index"
-	CodeInvalidQuery        = "invalid_query"
-	CodeInvalidBody         = "invalid_body"
-	CodeInvalidName         = "invalid_name"
-	CodeInvalidKeys         = "invalid_keys"
-	CodeInvalidCount        = "invalid_count"
-	CodeInvalidPrefix       = "invalid_prefix"
-	CodeInvalidMaxPerWorker = "invalid_max_per_worker"
-	CodeInvalidProhibited   = "invalid_prohibited"
-	CodeInvalidWorker       = "invalid_worker"
-	CodeInvalidSecret       = "invalid_secret"
-	CodeWrongSecret         = "wrong_secret"
-	CodeBodyTooLarge        = "body_too_large"
-	CodeNotFound            = "not_found"
-	CodeLeaseLost           = "lease_lost"
-	CodeHeld                = "held"
-	CodeNothingNew          = "nothing_new"
-	CodeNotCaughtUp         = "not_caught_up"
-	CodeUnsafeRemoval       = "unsafe_removal"
-	CodeOverloaded          = "overloaded"
-	CodeTooManyConnections  = "too_many_connections"
-	CodeNoLeader            = "no_leader"
-	CodeLeadershipLost      = "leadership_lost"
-	CodeTimeout             = "timeout"
-	CodeInternal            = "internal"
-	CodeDisabled            = "disabled"
-	CodeProhibited          = "prohibited"
-	CodeGossipPlaintext     = "gossip_plaintext"
-	CodeInvalidRules        = "invalid_rules"
-	CodeInvalidPolicies     = "invalid_policies"
-	CodeInvalidGroups       = "invalid_groups"
-	CodePermissionDenied    = "permission_denied"
-	CodeACLNotFound         = "acl_not_found"
-	CodeACLBootstrapped     = "acl_bootstrapped"
-	CodeACLDisabled         = "acl_disabled"
-	CodeNotHolder           = "not_holder"
-	CodeCASFailed           = "cas_failed"
-	CodeCompacted           = "compacted"
-	CodeBackupUnverified    = "backup_unverified"
-)
-
 // codeSentinels maps every error code of the API to the sentinel error an
 // APIError of that code matches; nil where no sentinel applies.
 var codeSentinels = map[string]error{
-	CodeInvalidKey:          ErrInvalid,
-	CodeInvalidHolder:       ErrInvalid,
-	CodeInvalidTTL:          ErrInvalid,
-	CodeInvalidWait:         ErrInvalid,
-	CodeInvalidToken:        ErrInvalid,
-	CodeInvalidMetadata:     ErrInvalid,
-	CodeInvalidIndex:        ErrInvalid,
-	CodeInvalidQuery:        ErrInvalid,
-	CodeInvalidBody:         ErrInvalid,
-	CodeInvalidName:         ErrInvalid,
-	CodeInvalidKeys:         ErrInvalid,
-	CodeInvalidCount:        ErrInvalid,
-	CodeInvalidPrefix:       ErrInvalid,
-	CodeInvalidMaxPerWorker: ErrInvalid,
-	CodeInvalidProhibited:   ErrInvalid,
-	CodeInvalidWorker:       ErrInvalid,
-	CodeInvalidSecret:       ErrInvalid,
-	CodeWrongSecret:         ErrWrongSecret,
-	CodeBodyTooLarge:        ErrInvalid,
-	CodeNotFound:            ErrNotFound,
-	CodeLeaseLost:           ErrLeaseLost,
-	CodeHeld:                ErrHeld,
-	CodeNothingNew:          nil,
-	CodeNotCaughtUp:         ErrNotCaughtUp,
-	CodeUnsafeRemoval:       ErrUnsafeRemoval,
-	CodeOverloaded:          ErrOverloaded,
-	CodeTooManyConnections:  ErrOverloaded,
-	CodeNoLeader:            ErrNoLeader,
-	CodeLeadershipLost:      ErrLeadershipLost,
-	CodeTimeout:             ErrTimeout,
-	CodeInternal:            nil,
-	CodeDisabled:            ErrDisabled,
-	CodeProhibited:          ErrProhibited,
-	CodeGossipPlaintext:     nil,
-	CodeInvalidRules:        ErrInvalid,
-	CodeInvalidPolicies:     ErrInvalid,
-	CodeInvalidGroups:       ErrInvalid,
-	CodePermissionDenied:    ErrPermissionDenied,
-	CodeACLNotFound:         ErrACLNotFound,
-	CodeACLBootstrapped:     ErrACLBootstrapped,
-	CodeACLDisabled:         ErrACLDisabled,
-	CodeNotHolder:           ErrNotHolder,
-	CodeCASFailed:           ErrCASFailed,
-	CodeCompacted:           ErrCompacted,
-	CodeBackupUnverified:    ErrBackupUnverified,
-}
-
-// ErrorCodes returns every error code of the HTTP API v1, sorted.
-func ErrorCodes() []string {
-	codes := make([]string, 0, len(codeSentinels))
-	for c := range codeSentinels {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
-	return codes
+	wire.CodeInvalidKey:          ErrInvalid,
+	wire.CodeInvalidHolder:       ErrInvalid,
+	wire.CodeInvalidTTL:          ErrInvalid,
+	wire.CodeInvalidWait:         ErrInvalid,
+	wire.CodeInvalidToken:        ErrInvalid,
+	wire.CodeInvalidMetadata:     ErrInvalid,
+	wire.CodeInvalidIndex:        ErrInvalid,
+	wire.CodeInvalidQuery:        ErrInvalid,
+	wire.CodeInvalidBody:         ErrInvalid,
+	wire.CodeInvalidName:         ErrInvalid,
+	wire.CodeInvalidKeys:         ErrInvalid,
+	wire.CodeInvalidCount:        ErrInvalid,
+	wire.CodeInvalidPrefix:       ErrInvalid,
+	wire.CodeInvalidMaxPerWorker: ErrInvalid,
+	wire.CodeInvalidProhibited:   ErrInvalid,
+	wire.CodeInvalidWorker:       ErrInvalid,
+	wire.CodeInvalidSecret:       ErrInvalid,
+	wire.CodeWrongSecret:         ErrWrongSecret,
+	wire.CodeBodyTooLarge:        ErrInvalid,
+	wire.CodeNotFound:            ErrNotFound,
+	wire.CodeLeaseLost:           ErrLeaseLost,
+	wire.CodeHeld:                ErrHeld,
+	wire.CodeNothingNew:          nil,
+	wire.CodeNotCaughtUp:         ErrNotCaughtUp,
+	wire.CodeUnsafeRemoval:       ErrUnsafeRemoval,
+	wire.CodeOverloaded:          ErrOverloaded,
+	wire.CodeTooManyConnections:  ErrOverloaded,
+	wire.CodeNoLeader:            ErrNoLeader,
+	wire.CodeLeadershipLost:      ErrLeadershipLost,
+	wire.CodeTimeout:             ErrTimeout,
+	wire.CodeInternal:            nil,
+	wire.CodeDisabled:            ErrDisabled,
+	wire.CodeProhibited:          ErrProhibited,
+	wire.CodeGossipPlaintext:     nil,
+	wire.CodeInvalidRules:        ErrInvalid,
+	wire.CodeInvalidPolicies:     ErrInvalid,
+	wire.CodeInvalidGroups:       ErrInvalid,
+	wire.CodePermissionDenied:    ErrPermissionDenied,
+	wire.CodeACLNotFound:         ErrACLNotFound,
+	wire.CodeACLBootstrapped:     ErrACLBootstrapped,
+	wire.CodeACLDisabled:         ErrACLDisabled,
+	wire.CodeNotHolder:           ErrNotHolder,
+	wire.CodeCASFailed:           ErrCASFailed,
+	wire.CodeCompacted:           ErrCompacted,
+	wire.CodeBackupUnverified:    ErrBackupUnverified,
 }
 
 // Reasons carried by a lease_lost error, and by a free lease to say why it

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 var allSentinels = []error{ErrHeld, ErrLeaseLost, ErrNotFound, ErrInvalid, ErrNoLeader, ErrLeadershipLost, ErrOverloaded, ErrTimeout,
@@ -19,36 +23,36 @@ func TestAPIErrorIsMapsCodesToSentinels(t *testing.T) {
 		code   string
 		want   error // nil: no sentinel matches
 	}{
-		{"held", 409, CodeHeld, ErrHeld},
-		{"lease lost", 404, CodeLeaseLost, ErrLeaseLost},
-		{"not found", 404, CodeNotFound, ErrNotFound},
-		{"invalid key", 400, CodeInvalidKey, ErrInvalid},
-		{"invalid holder", 400, CodeInvalidHolder, ErrInvalid},
-		{"invalid ttl", 400, CodeInvalidTTL, ErrInvalid},
-		{"invalid wait", 400, CodeInvalidWait, ErrInvalid},
-		{"invalid token", 400, CodeInvalidToken, ErrInvalid},
-		{"invalid metadata", 400, CodeInvalidMetadata, ErrInvalid},
-		{"invalid index", 400, CodeInvalidIndex, ErrInvalid},
-		{"invalid query", 400, CodeInvalidQuery, ErrInvalid},
-		{"invalid body", 400, CodeInvalidBody, ErrInvalid},
-		{"body too large", 400, CodeBodyTooLarge, ErrInvalid},
+		{"held", 409, wire.CodeHeld, ErrHeld},
+		{"lease lost", 404, wire.CodeLeaseLost, ErrLeaseLost},
+		{"not found", 404, wire.CodeNotFound, ErrNotFound},
+		{"invalid key", 400, wire.CodeInvalidKey, ErrInvalid},
+		{"invalid holder", 400, wire.CodeInvalidHolder, ErrInvalid},
+		{"invalid ttl", 400, wire.CodeInvalidTTL, ErrInvalid},
+		{"invalid wait", 400, wire.CodeInvalidWait, ErrInvalid},
+		{"invalid token", 400, wire.CodeInvalidToken, ErrInvalid},
+		{"invalid metadata", 400, wire.CodeInvalidMetadata, ErrInvalid},
+		{"invalid index", 400, wire.CodeInvalidIndex, ErrInvalid},
+		{"invalid query", 400, wire.CodeInvalidQuery, ErrInvalid},
+		{"invalid body", 400, wire.CodeInvalidBody, ErrInvalid},
+		{"body too large", 400, wire.CodeBodyTooLarge, ErrInvalid},
 		{"future 400 code", 400, "invalid_something_new", ErrInvalid},
-		{"no leader", 503, CodeNoLeader, ErrNoLeader},
-		{"leadership lost", 503, CodeLeadershipLost, ErrLeadershipLost},
-		{"overloaded", 429, CodeOverloaded, ErrOverloaded},
-		{"timeout", 504, CodeTimeout, ErrTimeout},
-		{"internal", 500, CodeInternal, nil},
-		{"permission denied", 403, CodePermissionDenied, ErrPermissionDenied},
-		{"acl token not found", 403, CodeACLNotFound, ErrACLNotFound},
-		{"acl bootstrapped", 403, CodeACLBootstrapped, ErrACLBootstrapped},
-		{"acl disabled", 400, CodeACLDisabled, ErrACLDisabled},
-		{"invalid rules", 400, CodeInvalidRules, ErrInvalid},
+		{"no leader", 503, wire.CodeNoLeader, ErrNoLeader},
+		{"leadership lost", 503, wire.CodeLeadershipLost, ErrLeadershipLost},
+		{"overloaded", 429, wire.CodeOverloaded, ErrOverloaded},
+		{"timeout", 504, wire.CodeTimeout, ErrTimeout},
+		{"internal", 500, wire.CodeInternal, nil},
+		{"permission denied", 403, wire.CodePermissionDenied, ErrPermissionDenied},
+		{"acl token not found", 403, wire.CodeACLNotFound, ErrACLNotFound},
+		{"acl bootstrapped", 403, wire.CodeACLBootstrapped, ErrACLBootstrapped},
+		{"acl disabled", 400, wire.CodeACLDisabled, ErrACLDisabled},
+		{"invalid rules", 400, wire.CodeInvalidRules, ErrInvalid},
 		{"unknown code", 418, "teapot", nil},
 		{"bare 503 from a proxy", 503, "", ErrNoLeader},
 		{"bare 429", 429, "", ErrOverloaded},
 		{"bare 504", 504, "", ErrTimeout},
 		{"bare 404 is not a missing key", 404, "", nil},
-		{"renew-many entry", 0, CodeLeaseLost, ErrLeaseLost},
+		{"renew-many entry", 0, wire.CodeLeaseLost, ErrLeaseLost},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,7 +97,7 @@ func TestAPIErrorDetailsThroughErrorsAs(t *testing.T) {
 	}
 
 	_, _, err = c.Leases().Acquire(ctx, "bad", AcquireRequest{Holder: "h1", TTL: time.Millisecond})
-	if !errors.Is(err, ErrInvalid) || !errors.As(err, &ae) || ae.Field != "ttl" || ae.Code != CodeInvalidTTL {
+	if !errors.Is(err, ErrInvalid) || !errors.As(err, &ae) || ae.Field != "ttl" || ae.Code != wire.CodeInvalidTTL {
 		t.Errorf("acquire with a bad ttl: err = %v, want ErrInvalid with field ttl", err)
 	}
 }
@@ -139,5 +143,18 @@ func TestParseRetryAfter(t *testing.T) {
 				t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+// Every code of the API is turned back into its sentinel (or none, on
+// purpose): the map names each code of wire.ErrorCodes, and no other.
+func TestEveryCodeHasItsSentinelEntry(t *testing.T) {
+	var mapped []string
+	for code := range codeSentinels {
+		mapped = append(mapped, code)
+	}
+	slices.Sort(mapped)
+	if got, want := strings.Join(mapped, " "), strings.Join(wire.ErrorCodes(), " "); got != want {
+		t.Errorf("codes with a sentinel entry:\n  %s\nwire.ErrorCodes():\n  %s", got, want)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Event types (Event.Type): every applied change of a lease, a group, a
@@ -95,7 +97,7 @@ func (e *EventsAPI) get(ctx context.Context, q map[string]string, wait time.Dura
 	if err != nil {
 		return nil, 0, err
 	}
-	var out EventList
+	var out wire.EventList
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return nil, 0, fmt.Errorf("decode events: %w", err)
 	}

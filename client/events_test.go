@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 func ev(index uint64, typ, key string) map[string]any {
@@ -21,21 +23,21 @@ func TestWatchResumesWithoutRepeats(t *testing.T) {
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		q := r.URL.Query()
 		if q.Get("prefix") != "jobs/" || q.Get("type") != "acquired,released" || q.Get("wait") != "2s" {
-			writeError(w, 400, CodeInvalidQuery, "bad query "+r.URL.RawQuery)
+			writeError(w, 400, wire.CodeInvalidQuery, "bad query "+r.URL.RawQuery)
 			return
 		}
 		switch n {
 		case 1: // index=10
 			writeJSON(w, 200, map[string]any{"events": []any{ev(11, "acquired", "jobs/a"), ev(12, "released", "jobs/a")}, "index": 12})
 		case 2: // the server fails: retried
-			writeError(w, 503, CodeNoLeader, "no leader")
+			writeError(w, 503, wire.CodeNoLeader, "no leader")
 		case 3: // a server behind, repeating 12: dropped
 			writeJSON(w, 200, map[string]any{"events": []any{ev(12, "released", "jobs/a"), ev(14, "acquired", "jobs/b")}, "index": 15})
 		case 4: // nothing new, the wait ended
 			writeJSON(w, 200, map[string]any{"events": []any{}, "index": 15})
 		default:
 			w.Header().Set(HeaderIndex, "40")
-			writeJSON(w, 410, map[string]any{"error": CodeCompacted, "message": "gone", "field": "index", "oldest_index": 40})
+			writeJSON(w, 410, map[string]any{"error": wire.CodeCompacted, "message": "gone", "field": "index", "oldest_index": 40})
 		}
 	})
 	c, _ := newTestClient(t, srv.URL)
@@ -91,7 +93,7 @@ func TestEventsSinceAndList(t *testing.T) {
 		q := r.URL.Query()
 		idx, _ := strconv.ParseUint(q.Get("index"), 10, 64)
 		if q.Has("index") && q.Get("wait") != "0s" {
-			writeError(w, 400, CodeInvalidQuery, "Since must not wait")
+			writeError(w, 400, wire.CodeInvalidQuery, "Since must not wait")
 			return
 		}
 		writeJSON(w, 200, map[string]any{"events": []any{ev(idx+1, "expired", "k")}, "index": idx + 1})

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // A failover (the leader stopped or crashed, the others elect a new one)
@@ -55,7 +57,7 @@ func (c *Client) mayRetry(r *request, attempt int, failover bool, waited time.Du
 // seconds there, while a hand-over takes milliseconds, so the backoff of a
 // failover starts at RetryBaseDelay instead.
 func serverRetryAfter(ae *APIError) time.Duration {
-	if ae.StatusCode == http.StatusServiceUnavailable && (ae.Code == CodeNoLeader || ae.Code == CodeLeadershipLost) {
+	if ae.StatusCode == http.StatusServiceUnavailable && (ae.Code == wire.CodeNoLeader || ae.Code == wire.CodeLeadershipLost) {
 		return 0
 	}
 	return ae.RetryAfter

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // With the default configuration the first retry of a failover comes
@@ -23,11 +25,11 @@ func TestFailoverFirstRetryIsQuickThenBacksOff(t *testing.T) {
 	}{
 		{"503 no leader", func(w http.ResponseWriter) {
 			w.Header().Set("Retry-After", "1")
-			writeError(w, 503, CodeNoLeader, "no leader")
+			writeError(w, 503, wire.CodeNoLeader, "no leader")
 		}},
 		{"503 leadership lost", func(w http.ResponseWriter) {
 			w.Header().Set("Retry-After", "1")
-			writeError(w, 503, CodeLeadershipLost, "lost")
+			writeError(w, 503, wire.CodeLeadershipLost, "lost")
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,7 +73,7 @@ func TestFailoverFirstRetryIsQuickThenBacksOff(t *testing.T) {
 // it earlier.
 func TestFailoverRetriesSpanTheClientTimeout(t *testing.T) {
 	noLeader := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, 503, CodeNoLeader, "no leader")
+		writeError(w, 503, wire.CodeNoLeader, "no leader")
 	})
 	// Timeout 5s, RetryMax 3, backoff 100ms doubling up to 1s, jitter at
 	// its ceiling: 100+200+400+800+1000+1000+1000 = 4.5s; one more second
@@ -144,7 +146,7 @@ func TestUnconfiguredLeaderIsFollowedOnlyWhenTrusted(t *testing.T) {
 		follower := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 			w.Header().Set(HeaderLeaderAddr, leader.hostPort())
 			if n == 1 {
-				writeError(w, 503, CodeNoLeader, "electing")
+				writeError(w, 503, wire.CodeNoLeader, "electing")
 				return
 			}
 			writeJSON(w, 200, testLease("k"))

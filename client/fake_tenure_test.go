@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // fakeTenure is a small stateful tenure server for the tests of the
@@ -88,7 +88,7 @@ func (f *fakeTenure) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodGet && strings.HasPrefix(p, "/v1/leases/"):
 		f.get(w, r, strings.TrimPrefix(p, "/v1/leases/"))
 	default:
-		writeError(w, 404, CodeNotFound, "no route "+r.Method+" "+p)
+		writeError(w, 404, wire.CodeNotFound, "no route "+r.Method+" "+p)
 	}
 }
 
@@ -121,11 +121,11 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 		Secret   string            `json:"secret"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		writeError(w, 400, CodeInvalidBody, err.Error())
+		writeError(w, 400, wire.CodeInvalidBody, err.Error())
 		return
 	}
 	if body.Secret == "" {
-		writeError(w, 400, CodeInvalidSecret, "secret: the fake wants one")
+		writeError(w, 400, wire.CodeInvalidSecret, "secret: the fake wants one")
 		return
 	}
 	wait, _ := time.ParseDuration(body.Wait)
@@ -153,7 +153,7 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 	status := http.StatusOK
 	switch {
 	case l != nil && l.held && (l.holder != body.Holder || l.secret != body.Secret):
-		out := map[string]any{"error": CodeHeld, "message": "held by " + l.holder, "lease": f.wire(key, l)}
+		out := map[string]any{"error": wire.CodeHeld, "message": "held by " + l.holder, "lease": f.wire(key, l)}
 		f.mu.Unlock()
 		writeJSON(w, http.StatusConflict, out)
 		return
@@ -188,7 +188,7 @@ func (f *fakeTenure) renewMany(w http.ResponseWriter, r *http.Request) {
 		Leases []LeaseRef `json:"leases"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		writeError(w, 400, CodeInvalidBody, err.Error())
+		writeError(w, 400, wire.CodeInvalidBody, err.Error())
 		return
 	}
 	keys := make([]string, len(body.Leases))
@@ -204,11 +204,11 @@ func (f *fakeTenure) renewMany(w http.ResponseWriter, r *http.Request) {
 	rec.OK = true
 	for i, ref := range body.Leases {
 		res := map[string]any{"key": ref.Key, "token": ref.Token}
-		if reason := f.renewLocked(ref.Key, body.Holder, body.Secret, ref.Token); reason == CodeWrongSecret {
-			res["ok"], res["error"] = false, CodeWrongSecret
+		if reason := f.renewLocked(ref.Key, body.Holder, body.Secret, ref.Token); reason == wire.CodeWrongSecret {
+			res["ok"], res["error"] = false, wire.CodeWrongSecret
 			rec.OK = false
 		} else if reason != "" {
-			res["ok"], res["error"], res["reason"] = false, CodeLeaseLost, reason
+			res["ok"], res["error"], res["reason"] = false, wire.CodeLeaseLost, reason
 			rec.OK = false
 		} else {
 			res["ok"], res["lease"] = true, f.wire(ref.Key, f.leases[ref.Key])
@@ -225,9 +225,9 @@ func (f *fakeTenure) renewMany(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeTenure) renewOne(w http.ResponseWriter, r *http.Request, key string) {
-	var body LeaseRefBody
+	var body wire.LeaseRefBody
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		writeError(w, 400, CodeInvalidBody, err.Error())
+		writeError(w, 400, wire.CodeInvalidBody, err.Error())
 		return
 	}
 	rec := fakeRenew{At: time.Now(), Holder: body.Holder, Keys: []string{key}}
@@ -244,12 +244,12 @@ func (f *fakeTenure) renewOne(w http.ResponseWriter, r *http.Request, key string
 	}
 	delay := f.renewDelay
 	f.mu.Unlock()
-	if reason == CodeWrongSecret {
-		writeJSON(w, 409, map[string]any{"error": CodeWrongSecret, "field": "secret", "message": "secret: not the lease's"})
+	if reason == wire.CodeWrongSecret {
+		writeJSON(w, 409, map[string]any{"error": wire.CodeWrongSecret, "field": "secret", "message": "secret: not the lease's"})
 		return
 	}
 	if reason != "" {
-		writeJSON(w, 404, map[string]any{"error": CodeLeaseLost, "reason": reason, "message": "lease lost"})
+		writeJSON(w, 404, map[string]any{"error": wire.CodeLeaseLost, "reason": reason, "message": "lease lost"})
 		return
 	}
 	if delay > 0 {
@@ -274,7 +274,7 @@ func (f *fakeTenure) fault(w http.ResponseWriter, r *http.Request, rec fakeRenew
 }
 
 // renewLocked returns "" when (key, holder, token) is held under secret,
-// CodeWrongSecret when it is held under another, or the reason it is
+// wire.CodeWrongSecret when it is held under another, or the reason it is
 // lost; f.mu held.
 func (f *fakeTenure) renewLocked(key, holder, secret string, token uint64) string {
 	l := f.leases[key]
@@ -284,7 +284,7 @@ func (f *fakeTenure) renewLocked(key, holder, secret string, token uint64) strin
 	case l.held && l.holder == holder && l.token == token && l.lostWith != "":
 		return l.lostWith
 	case l.held && l.holder == holder && l.token == token && l.secret != secret:
-		return CodeWrongSecret
+		return wire.CodeWrongSecret
 	case l.held && l.holder == holder && l.token == token:
 		return ""
 	case l.token != token || l.holder != holder:
@@ -294,9 +294,9 @@ func (f *fakeTenure) renewLocked(key, holder, secret string, token uint64) strin
 }
 
 func (f *fakeTenure) release(w http.ResponseWriter, r *http.Request, key string) {
-	var body LeaseRefBody
+	var body wire.LeaseRefBody
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-		writeError(w, 400, CodeInvalidBody, err.Error())
+		writeError(w, 400, wire.CodeInvalidBody, err.Error())
 		return
 	}
 	token := body.Token
@@ -305,13 +305,13 @@ func (f *fakeTenure) release(w http.ResponseWriter, r *http.Request, key string)
 	outcome := "gone"
 	switch {
 	case l != nil && token >= l.token && (token > l.token || l.holder != body.Holder):
-		out := map[string]any{"error": CodeNotHolder, "message": "not the holder", "lease": f.wire(key, l)}
+		out := map[string]any{"error": wire.CodeNotHolder, "message": "not the holder", "lease": f.wire(key, l)}
 		f.mu.Unlock()
 		writeJSON(w, http.StatusConflict, out)
 		return
 	case l != nil && l.held && l.token == token && l.secret != body.Secret:
 		f.mu.Unlock()
-		writeJSON(w, http.StatusConflict, map[string]any{"error": CodeWrongSecret, "field": "secret", "message": "secret: not the lease's"})
+		writeJSON(w, http.StatusConflict, map[string]any{"error": wire.CodeWrongSecret, "field": "secret", "message": "secret: not the lease's"})
 		return
 	case l != nil && l.held && l.token == token:
 		l.held, l.reason, l.lostWith = false, ReasonReleased, ""
@@ -344,7 +344,7 @@ func (f *fakeTenure) get(w http.ResponseWriter, r *http.Request, key string) {
 		if min == 0 || idx > min {
 			w.Header().Set(HeaderIndex, strconv.FormatUint(idx, 10))
 			if l == nil {
-				writeError(w, 404, CodeNotFound, "never seen")
+				writeError(w, 404, wire.CodeNotFound, "never seen")
 				return
 			}
 			writeJSON(w, 200, out)
@@ -433,7 +433,7 @@ func newLeaseClient(t *testing.T, addr string) *Client {
 	c.keep.scale = func() float64 { return 1 }
 	t.Cleanup(func() {
 		// Every test releases or loses its leases; the renewer must be gone.
-		harness.WaitUntil(t, 5*time.Second, "the renewer goroutine to end", func() bool { return !c.keep.isRunning() })
+		waitUntil(t, 5*time.Second, "the renewer goroutine to end", func() bool { return !c.keep.isRunning() })
 	})
 	return c
 }
@@ -445,7 +445,7 @@ func hang(w http.ResponseWriter, r *http.Request) {
 
 // unavailable is a renewFault that answers 503 no_leader.
 func unavailable(w http.ResponseWriter, r *http.Request) {
-	writeError(w, 503, CodeNoLeader, "no leader")
+	writeError(w, 503, wire.CodeNoLeader, "no leader")
 }
 
 // resetConn is a renewFault that closes the connection without answering.

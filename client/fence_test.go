@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/tenure-io/tenure/test/harness"
 )
 
 func TestFenceValidatorCheck(t *testing.T) {
@@ -81,7 +79,7 @@ func TestFenceValidatorSharesConcurrentReads(t *testing.T) {
 	for range 8 {
 		go func() { errs <- v.Check(context.Background(), "scene-01", 5) }()
 	}
-	harness.WaitUntil(t, 2*time.Second, "the first read", func() bool { return slow.count() == 1 })
+	waitUntil(t, 2*time.Second, "the first read", func() bool { return slow.count() == 1 })
 	close(release)
 	for range 8 {
 		if err := <-errs; err != nil {

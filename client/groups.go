@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // GroupsAPI makes the group, key-control and worker calls of the HTTP API.
@@ -34,15 +36,6 @@ type GroupSpec struct {
 	MaxPerWorker int      `json:"max_per_worker,omitempty"`
 	StuckGrace   string   `json:"stuck_grace,omitempty"`
 	MinWorkers   int      `json:"min_workers,omitempty"`
-}
-
-// GroupSummary is a group in a list.
-type GroupSummary struct {
-	Name         string `json:"name"`
-	Keys         int    `json:"keys"`
-	Assigned     int    `json:"assigned"`
-	MaxPerWorker int    `json:"max_per_worker"`
-	ModifyIndex  uint64 `json:"modify_index"`
 }
 
 // GroupKey is one key of a group: the balancer's target and the actual
@@ -100,7 +93,7 @@ type Group struct {
 }
 
 // KeyControl is an operator's controls of a key. Key names it in answers;
-// SetControl ignores it, and Ended, and sends a KeyControlBody.
+// SetControl ignores it, and Ended, and sends a wire.KeyControlBody.
 type KeyControl struct {
 	Key        string   `json:"key,omitempty"`
 	Disabled   bool     `json:"disabled"`
@@ -152,7 +145,7 @@ func (g *GroupsAPI) AddRemoveKeys(ctx context.Context, name string, add, remove 
 	if err != nil {
 		return nil, err
 	}
-	return g.summary(ctx, http.MethodPost, p, GroupKeysBody{Add: add, Remove: remove})
+	return g.summary(ctx, http.MethodPost, p, wire.GroupKeysBody{Add: add, Remove: remove})
 }
 
 // SetMaxPerWorker changes the per-worker maximum of a group.
@@ -161,7 +154,7 @@ func (g *GroupsAPI) SetMaxPerWorker(ctx context.Context, name string, max int) (
 	if err != nil {
 		return nil, err
 	}
-	return g.summary(ctx, http.MethodPut, p, MaxPerWorkerBody{MaxPerWorker: max})
+	return g.summary(ctx, http.MethodPut, p, wire.MaxPerWorkerBody{MaxPerWorker: max})
 }
 
 func (g *GroupsAPI) summary(ctx context.Context, method, path string, body any) (*GroupSummary, error) {
@@ -226,7 +219,7 @@ func (g *GroupsAPI) SetControlWith(ctx context.Context, key string, ctl KeyContr
 	if err != nil {
 		return nil, err
 	}
-	body := KeyControlBody{Disabled: ctl.Disabled, Prohibited: ctl.Prohibited}
+	body := wire.KeyControlBody{Disabled: ctl.Disabled, Prohibited: ctl.Prohibited}
 	if body.Prohibited == nil {
 		body.Prohibited = []string{}
 	}

@@ -132,3 +132,34 @@ func newTestClient(t *testing.T, addrs ...string) (*Client, *sleepRecorder) {
 	c.jitter = func(d time.Duration) time.Duration { return d }
 	return c, rec
 }
+
+// waitUntil polls cond every 5ms until it returns true, and fails t,
+// naming what it waited for, when timeout passes first. (This module
+// cannot import the root module's test/harness.)
+func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+	}
+}
+
+// logBuffer is an io.Writer for loggers that tests read while goroutines
+// write.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 const (
@@ -22,7 +23,7 @@ const (
 	WaitForever time.Duration = math.MaxInt64
 
 	// maxHolderBytes is the longest holder the API accepts.
-	maxHolderBytes = 256
+	maxHolderBytes = wire.MaxHolderLen
 
 	// waitChunk bounds the wait of one blocking acquire request: a longer
 	// wait is made of several requests, so that it never exceeds the
@@ -456,7 +457,7 @@ func (c *Client) acquireWaiting(ctx context.Context, key string, cfg leaseConfig
 		held := errors.Is(err, ErrHeld)
 		var ae *APIError
 		switch {
-		case waiting && errors.As(err, &ae) && ae.Code == CodeInvalidWait && wait > time.Second:
+		case waiting && errors.As(err, &ae) && ae.Code == wire.CodeInvalidWait && wait > time.Second:
 			chunk = wait / 2 // the servers' max-wait is below our chunk
 			continue
 		case waiting && held && wait > 0 && time.Since(asked) >= wait/2:
@@ -536,7 +537,7 @@ func outcomeUnknown(err error) bool {
 	if !errors.As(err, &ae) {
 		return true
 	}
-	return ae.StatusCode >= 500 && ae.Code != CodeNoLeader
+	return ae.StatusCode >= 500 && ae.Code != wire.CodeNoLeader
 }
 
 // retryAfter is the Retry-After of err's answer, if any.
@@ -546,4 +547,12 @@ func retryAfter(err error) time.Duration {
 		return serverRetryAfter(ae)
 	}
 	return 0
+}
+
+// AcquireNew is Acquire, except that a key this Client already keeps for
+// the holder fails with ErrDuplicateLease even when the options carry
+// metadata: for callers that must never hand out one lease twice, as an
+// Election, a semaphore and a placement worker (package client/worker).
+func (c *Client) AcquireNew(ctx context.Context, key string, opts ...LeaseOption) (*Lease, error) {
+	return c.acquire(ctx, key, false, opts)
 }

@@ -22,7 +22,7 @@ func TestLeaseContextErrChecksTheDeadline(t *testing.T) {
 	lc := l.Context()
 	hctx, stop := context.WithCancel(lc)
 	defer stop()
-	hc := leaseContext{hctx, l} // as Worker.own makes it
+	hc := leaseContext{hctx, l} // as package worker wraps a handler's (handlerContext)
 	if err := lc.Err(); err != nil {
 		t.Fatalf("before the deadline: Err = %v, want nil", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // doneAt returns a function that reports when l's context ended, as seen
@@ -62,7 +62,7 @@ func TestLeaseDeadlineCountsFromSentAtOfRenewal(t *testing.T) {
 	}
 	ended := doneAt(t, l)
 	first := l.Deadline()
-	harness.WaitUntil(t, 3*time.Second, "a renewal to move the deadline", func() bool { return l.Deadline().After(first) })
+	waitUntil(t, 3*time.Second, "a renewal to move the deadline", func() bool { return l.Deadline().After(first) })
 
 	// The renewal's answer took 120ms; the deadline must count from when
 	// the request was sent, which is no later than when the server got it.
@@ -80,7 +80,7 @@ func TestLeaseDeadlineCountsFromSentAtOfRenewal(t *testing.T) {
 	// Renewals now hang: the lease must end at its local deadline, before
 	// the server could expire it.
 	f.set(func(f *fakeTenure) { f.renewFault = hang })
-	harness.WaitUntil(t, 3*time.Second, "the lease to end", func() bool { return !ended().IsZero() })
+	waitUntil(t, 3*time.Second, "the lease to end", func() bool { return !ended().IsZero() })
 	okAt := lastOK(f.renewRequests())
 	lost := ended()
 	if serverExpiry := okAt.Add(ttl); !lost.Before(serverExpiry) {
@@ -139,7 +139,7 @@ func TestLeaseLostAtOnceOnLeaseLost(t *testing.T) {
 
 			lostAt := time.Now()
 			tt.lose(f, "scene-01")
-			harness.WaitUntil(t, 3*time.Second, "the lease to end", func() bool { return !ended().IsZero() })
+			waitUntil(t, 3*time.Second, "the lease to end", func() bool { return !ended().IsZero() })
 			if took, bound := ended().Sub(lostAt), ttl/3*11/10+300*time.Millisecond; took > bound {
 				t.Errorf("lease ended %v after the server refused it, want within the next renewal (%v)", took, bound)
 			}
@@ -174,7 +174,7 @@ func TestLeaseLostAtOnceOnLeaseLost(t *testing.T) {
 			// The lost key is not renewed again: the next two bulk calls carry
 			// only the other lease.
 			n := len(f.renewRequests())
-			harness.WaitUntil(t, 5*time.Second, "two more renewals", func() bool { return len(f.renewRequests()) >= n+2 })
+			waitUntil(t, 5*time.Second, "two more renewals", func() bool { return len(f.renewRequests()) >= n+2 })
 			for _, r := range f.renewRequests()[n:] {
 				if slices.Contains(r.Keys, "scene-01") {
 					t.Errorf("the lost lease was renewed again: %v", r.Keys)
@@ -211,7 +211,7 @@ func TestLeaseTransientFailuresRetriedUntilDeadline(t *testing.T) {
 			}
 			acquired := f.requests()[0].At
 			ended := doneAt(t, l)
-			harness.WaitUntil(t, 3*time.Second, "the lease to end", func() bool { return !ended().IsZero() })
+			waitUntil(t, 3*time.Second, "the lease to end", func() bool { return !ended().IsZero() })
 
 			if lost := ended(); lost.Before(acquired.Add(ttl-margin-50*time.Millisecond)) || !lost.Before(acquired.Add(ttl)) {
 				t.Errorf("lease ended %v after the acquire arrived, want about TTL - margin = %v and before TTL", lost.Sub(acquired), ttl-margin)
@@ -268,7 +268,7 @@ func TestLeaseRenewalsOfOneClientShareOneCall(t *testing.T) {
 		}
 	})
 
-	harness.WaitUntil(t, 5*time.Second, "8 renew calls", func() bool { return len(f.renewRequests()) >= 8 })
+	waitUntil(t, 5*time.Second, "8 renew calls", func() bool { return len(f.renewRequests()) >= 8 })
 	reqs := f.renewRequests()
 	for _, r := range reqs {
 		if !r.Bulk {
@@ -327,7 +327,7 @@ func TestLeaseFailedBulkCallKeepsEachUntilItsOwnDeadline(t *testing.T) {
 		t.Fatalf("the long lease ended with the short one, %v before its own deadline: %v", time.Until(longDeadline), err)
 	}
 	f.set(func(f *fakeTenure) { f.renewFault = nil })
-	harness.WaitUntil(t, 3*time.Second, "a renewal of the long lease", func() bool { return long.Deadline().After(longDeadline) })
+	waitUntil(t, 3*time.Second, "a renewal of the long lease", func() bool { return long.Deadline().After(longDeadline) })
 	if err := long.Err(); err != nil {
 		t.Errorf("long lease: Err = %v after the server came back", err)
 	}
@@ -342,7 +342,7 @@ func TestLeaseRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	harness.WaitUntil(t, 3*time.Second, "a renewal", func() bool { return len(f.renewRequests()) >= 1 })
+	waitUntil(t, 3*time.Second, "a renewal", func() bool { return len(f.renewRequests()) >= 1 })
 
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
@@ -371,7 +371,7 @@ func TestLeaseRelease(t *testing.T) {
 		t.Errorf("second Release: %v, want nil (idempotent)", err)
 	}
 	// The renewer stops with the last lease, and renews nothing more.
-	harness.WaitUntil(t, 3*time.Second, "the renewer to stop", func() bool { return !c.keep.isRunning() })
+	waitUntil(t, 3*time.Second, "the renewer to stop", func() bool { return !c.keep.isRunning() })
 	n := len(f.renewRequests())
 	if got := f.count(); got != 1+n+1 {
 		t.Errorf("server saw %d requests, want acquire + %d renewals + one release", got, n)
@@ -441,7 +441,7 @@ func TestReleaseOfAnOldLeaseKeepsTheNewOneOfTheSameHolder(t *testing.T) {
 				}
 				return n
 			}
-			harness.WaitUntil(t, 3*time.Second, "the second acquire to reach the server", func() bool { return puts() == 2 })
+			waitUntil(t, 3*time.Second, "the second acquire to reach the server", func() bool { return puts() == 2 })
 			releaseOld()
 			r := <-got
 			if r.err != nil {
@@ -460,7 +460,7 @@ func TestReleaseOfAnOldLeaseKeepsTheNewOneOfTheSameHolder(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Acquire: %v", err)
 			}
-			harness.WaitUntil(t, 3*time.Second, "the lease to expire locally", func() bool { return old.Err() != nil })
+			waitUntil(t, 3*time.Second, "the lease to expire locally", func() bool { return old.Err() != nil })
 			if !errors.Is(old.Err(), ErrLeaseExpiredLocally) || !f.lease("scene-01").held {
 				t.Fatalf("old lease: Err %v, held by the fake %v; want expired locally and still held", old.Err(), f.lease("scene-01").held)
 			}
@@ -694,9 +694,9 @@ func TestWaitingAcquireFitsTheServersMaxWait(t *testing.T) {
 		d, _ := time.ParseDuration(body.Wait)
 		switch {
 		case d > 20*time.Second:
-			writeJSON(w, 400, map[string]any{"error": CodeInvalidWait, "field": "wait", "message": "wait above max-wait 20s"})
+			writeJSON(w, 400, map[string]any{"error": wire.CodeInvalidWait, "field": "wait", "message": "wait above max-wait 20s"})
 		case i < 3:
-			writeJSON(w, 409, map[string]any{"error": CodeHeld, "message": "held"})
+			writeJSON(w, 409, map[string]any{"error": wire.CodeHeld, "message": "held"})
 		default:
 			writeJSON(w, 201, testLease("k"))
 		}

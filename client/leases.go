@@ -9,11 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// MaxRenewBatch is the largest number of leases one RenewMany call may
-// carry.
-const MaxRenewBatch = 1024
+	"github.com/tenure-io/tenure/client/wire"
+)
 
 // LeasesAPI makes the lease calls of the HTTP API, one request each (with
 // retries). Get it from Client.Leases. Every call but Revoke is idempotent
@@ -52,14 +50,6 @@ type AcquireRequest struct {
 	// Secret is the lease secret; empty means the LeasesAPI's (the
 	// Client's, unless WithSecret). The answer's LeaseInfo.Secret is it.
 	Secret string
-}
-
-// LeaseRef names one lease to renew. Secret, when set, is the lease's
-// secret; otherwise the call's (RenewManyBody.Secret) applies.
-type LeaseRef struct {
-	Key    string `json:"key"`
-	Token  uint64 `json:"token"`
-	Secret string `json:"secret,omitempty"`
 }
 
 // RenewResult is the outcome for one lease of RenewMany.
@@ -130,7 +120,7 @@ func (a *LeasesAPI) Acquire(ctx context.Context, key string, req AcquireRequest)
 	if err != nil {
 		return nil, nil, err
 	}
-	body := AcquireBody{Holder: req.Holder, Metadata: req.Metadata, Secret: req.Secret}
+	body := wire.AcquireBody{Holder: req.Holder, Metadata: req.Metadata, Secret: req.Secret}
 	if body.Secret == "" {
 		body.Secret = a.secret
 	}
@@ -161,7 +151,7 @@ func (a *LeasesAPI) Renew(ctx context.Context, key, holder string, token uint64)
 	if err != nil {
 		return nil, nil, err
 	}
-	return a.lease(ctx, &request{method: http.MethodPost, path: p, body: LeaseRefBody{Holder: holder, Token: token, Secret: a.secret}})
+	return a.lease(ctx, &request{method: http.MethodPost, path: p, body: wire.LeaseRefBody{Holder: holder, Token: token, Secret: a.secret}})
 }
 
 // RenewMany renews several leases of holder in one request (at most
@@ -188,12 +178,12 @@ func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []Lease
 	if len(leases) == 0 || len(leases) > MaxRenewBatch {
 		return nil, nil, fmt.Errorf("%w: renew many needs 1 to %d leases, got %d", ErrInvalid, MaxRenewBatch, len(leases))
 	}
-	body := RenewManyBody{Holder: holder, Secret: a.secret, Leases: leases, Brief: brief}
+	body := wire.RenewManyBody{Holder: holder, Secret: a.secret, Leases: leases, Brief: brief}
 	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: timeout})
 	if err != nil {
 		return nil, nil, err
 	}
-	var out RenewManyResults
+	var out wire.RenewManyResults
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return nil, nil, fmt.Errorf("decode renew answer: %w", err)
 	}
@@ -206,7 +196,7 @@ func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []Lease
 		if !r.OK {
 			code := r.Error
 			if code == "" {
-				code = CodeLeaseLost
+				code = wire.CodeLeaseLost
 			}
 			results[i].Lease = nil
 			results[i].Err = &APIError{Code: code, Message: r.Message, Reason: r.Reason}
@@ -227,7 +217,7 @@ func (a *LeasesAPI) Release(ctx context.Context, key, holder string, token uint6
 	if err != nil {
 		return nil, err
 	}
-	resp, err := a.c.do(ctx, &request{method: http.MethodDelete, path: p, body: LeaseRefBody{Holder: holder, Token: token, Secret: a.secret}})
+	resp, err := a.c.do(ctx, &request{method: http.MethodDelete, path: p, body: wire.LeaseRefBody{Holder: holder, Token: token, Secret: a.secret}})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 func TestAcquireSendsContractBody(t *testing.T) {
@@ -366,7 +368,7 @@ func TestRevokeAndKeyPaths(t *testing.T) {
 // free a lease granted to someone else after the first one.
 func TestRevokeIsNotRetriedAfterUnknownOutcome(t *testing.T) {
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, http.StatusServiceUnavailable, CodeLeadershipLost, "outcome unknown")
+		writeError(w, http.StatusServiceUnavailable, wire.CodeLeadershipLost, "outcome unknown")
 	})
 	c, _ := newTestClient(t, srv.URL)
 	_, err := c.Leases().Revoke(context.Background(), "scene-01")
@@ -382,7 +384,7 @@ func TestRevokeIsNotRetriedAfterUnknownOutcome(t *testing.T) {
 func TestNotFoundCarriesIndex(t *testing.T) {
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		w.Header().Set(HeaderIndex, "42")
-		writeError(w, http.StatusNotFound, CodeNotFound, "never seen")
+		writeError(w, http.StatusNotFound, wire.CodeNotFound, "never seen")
 	})
 	c, _ := newTestClient(t, srv.URL)
 	_, _, err := c.Leases().Get(context.Background(), "later", nil)

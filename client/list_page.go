@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // PageOptions select one page of a list (ListPage).
@@ -82,7 +84,7 @@ func eachPage(what string, q *QueryOptions, read func(cursor string, q *QueryOpt
 // leases than the limit, even none, and still have a Next (the server
 // bounds the records it examines per page): continue until Next is empty.
 // With q.WaitIndex it blocks until any lease changes past that index.
-func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOptions, q *QueryOptions) (*LeaseList, *Meta, error) {
+func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOptions, q *QueryOptions) (*wire.LeaseList, *Meta, error) {
 	params, err := page.params()
 	if err != nil {
 		return nil, nil, err
@@ -97,7 +99,7 @@ func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOp
 	if err != nil {
 		return nil, nil, err
 	}
-	var out LeaseList
+	var out wire.LeaseList
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return nil, nil, fmt.Errorf("decode lease list: %w", err)
 	}
@@ -130,7 +132,7 @@ func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, 
 // ListPage reads one page of the groups' summaries, ordered by name: at
 // most page.Limit, after page.Cursor. The answer's Next is the Cursor of
 // the next page, empty after the last one.
-func (g *GroupsAPI) ListPage(ctx context.Context, page PageOptions, q *QueryOptions) (*GroupList, *Meta, error) {
+func (g *GroupsAPI) ListPage(ctx context.Context, page PageOptions, q *QueryOptions) (*wire.GroupList, *Meta, error) {
 	params, err := page.params()
 	if err != nil {
 		return nil, nil, err
@@ -140,7 +142,7 @@ func (g *GroupsAPI) ListPage(ctx context.Context, page PageOptions, q *QueryOpti
 	if err != nil {
 		return nil, nil, err
 	}
-	var out GroupList
+	var out wire.GroupList
 	if err := json.Unmarshal(resp.body, &out); err != nil {
 		return nil, nil, fmt.Errorf("decode groups: %w", err)
 	}

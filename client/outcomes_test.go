@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // TestGivingUpReportsTheMostTellingAnswer: with two of three servers down,
@@ -14,7 +16,7 @@ import (
 // and still matches ErrNoLeader.
 func TestGivingUpReportsTheMostTellingAnswer(t *testing.T) {
 	survivor := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, http.StatusServiceUnavailable, CodeNoLeader, "n1 has no leader: it is candidate in term 7 and cannot reach a quorum")
+		writeError(w, http.StatusServiceUnavailable, wire.CodeNoLeader, "n1 has no leader: it is candidate in term 7 and cannot reach a quorum")
 	})
 	down1, down2 := downAddress(t), downAddress(t)
 	c, _ := newTestClient(t, survivor.URL, down1, down2)

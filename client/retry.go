@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // transportError is an attempt that got no HTTP answer: the server could not
@@ -53,7 +55,7 @@ func classify(err error, unsafe bool) (retry, connErr bool, retryAfter time.Dura
 	case http.StatusTooManyRequests:
 		return true, false, ae.RetryAfter
 	case http.StatusServiceUnavailable:
-		return !unsafe || ae.Code == CodeNoLeader, false, serverRetryAfter(ae)
+		return !unsafe || ae.Code == wire.CodeNoLeader, false, serverRetryAfter(ae)
 	case http.StatusBadGateway:
 		return !unsafe, true, ae.RetryAfter
 	case http.StatusGatewayTimeout:
@@ -73,7 +75,7 @@ func decodeAPIError(hr *http.Response, data []byte) *APIError {
 		ae.Index, _ = strconv.ParseUint(v, 10, 64)
 	}
 	ae.NotReady = hr.Header.Get(HeaderNotReady)
-	var eb CompactedBody
+	var eb wire.CompactedBody
 	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != "" {
 		ae.Code, ae.Message, ae.Field, ae.Reason, ae.Lease, ae.Group = eb.Error, eb.Message, eb.Field, eb.Reason, eb.Lease, eb.Group
 		ae.OldestIndex = eb.OldestIndex

@@ -8,12 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 func TestRetryOn503ThenSuccessUsesSuccessfulSendTime(t *testing.T) {
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if n == 1 {
-			writeError(w, 503, CodeNoLeader, "no leader")
+			writeError(w, 503, wire.CodeNoLeader, "no leader")
 			return
 		}
 		writeJSON(w, 200, testLease("k"))
@@ -52,16 +54,16 @@ func TestRetryDependsOnStatus(t *testing.T) {
 		wantCalls int
 		wantErr   error // when the second call would also fail; nil: it succeeds
 	}{
-		{"429 overloaded", 429, CodeOverloaded, 2, nil},
-		{"503 no leader", 503, CodeNoLeader, 2, nil},
-		{"503 leadership lost", 503, CodeLeadershipLost, 2, nil},
-		{"504 timeout", 504, CodeTimeout, 2, nil},
+		{"429 overloaded", 429, wire.CodeOverloaded, 2, nil},
+		{"503 no leader", 503, wire.CodeNoLeader, 2, nil},
+		{"503 leadership lost", 503, wire.CodeLeadershipLost, 2, nil},
+		{"504 timeout", 504, wire.CodeTimeout, 2, nil},
 		{"502 from a proxy", 502, "", 2, nil},
-		{"400 invalid", 400, CodeInvalidTTL, 1, ErrInvalid},
-		{"409 held", 409, CodeHeld, 1, ErrHeld},
-		{"404 lease lost", 404, CodeLeaseLost, 1, ErrLeaseLost},
-		{"404 not found", 404, CodeNotFound, 1, ErrNotFound},
-		{"500 internal", 500, CodeInternal, 1, nil},
+		{"400 invalid", 400, wire.CodeInvalidTTL, 1, ErrInvalid},
+		{"409 held", 409, wire.CodeHeld, 1, ErrHeld},
+		{"404 lease lost", 404, wire.CodeLeaseLost, 1, ErrLeaseLost},
+		{"404 not found", 404, wire.CodeNotFound, 1, ErrNotFound},
+		{"500 internal", 500, wire.CodeInternal, 1, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,9 +140,9 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		retryAfter string
 		wantMin    time.Duration
 	}{
-		{"429 overloaded", 429, CodeOverloaded, "7", 7 * time.Second},
-		{"503 too many connections", 503, CodeTooManyConnections, "2", 2 * time.Second},
-		{"below the backoff: backoff wins", 503, CodeNoLeader, "0", 100 * time.Millisecond},
+		{"429 overloaded", 429, wire.CodeOverloaded, "7", 7 * time.Second},
+		{"503 too many connections", 503, wire.CodeTooManyConnections, "2", 2 * time.Second},
+		{"below the backoff: backoff wins", 503, wire.CodeNoLeader, "0", 100 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -170,7 +172,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 func TestRetryAfterBeyondDeadlineGivesUpAtOnce(t *testing.T) {
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		w.Header().Set("Retry-After", "7200")
-		writeError(w, 429, CodeOverloaded, "busy")
+		writeError(w, 429, wire.CodeOverloaded, "busy")
 	})
 	c, rec := newTestClient(t, srv.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
@@ -188,7 +190,7 @@ func TestRetryStopsAtRetryMax(t *testing.T) {
 	// A timeout is no failover: RetryMax bounds it (failover_test.go has
 	// the failover schedule).
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, 504, CodeTimeout, "timeout")
+		writeError(w, 504, wire.CodeTimeout, "timeout")
 	})
 	c, rec := newTestClient(t, srv.URL) // RetryMax 3
 	_, _, err := c.Leases().Get(context.Background(), "k", nil)
@@ -227,7 +229,7 @@ func TestContextCancelStopsRetries(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, 503, CodeNoLeader, "no leader")
+		writeError(w, 503, wire.CodeNoLeader, "no leader")
 	})
 	c, _ := newTestClient(t, srv.URL)
 	c.cfg.RetryBaseDelay = time.Hour
@@ -274,10 +276,10 @@ func TestUnsafeCallsRetryOnlyWhenNotCarriedOut(t *testing.T) {
 		code      string
 		wantCalls int
 	}{
-		{"no leader: not carried out", 503, CodeNoLeader, 2},
-		{"overloaded: not carried out", 429, CodeOverloaded, 2},
-		{"leadership lost: unknown outcome", 503, CodeLeadershipLost, 1},
-		{"timeout: unknown outcome", 504, CodeTimeout, 1},
+		{"no leader: not carried out", 503, wire.CodeNoLeader, 2},
+		{"overloaded: not carried out", 429, wire.CodeOverloaded, 2},
+		{"leadership lost: unknown outcome", 503, wire.CodeLeadershipLost, 1},
+		{"timeout: unknown outcome", 504, wire.CodeTimeout, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -349,7 +351,7 @@ func TestFailedAnswerNamingLeaderIsFollowed(t *testing.T) {
 	})
 	follower := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		w.Header().Set(HeaderLeaderAddr, leader.hostPort())
-		writeError(w, 503, CodeLeadershipLost, "lost")
+		writeError(w, 503, wire.CodeLeadershipLost, "lost")
 	})
 	other := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		writeJSON(w, 200, testLease("k"))
@@ -366,7 +368,7 @@ func TestFailedAnswerNamingLeaderIsFollowed(t *testing.T) {
 func TestConcurrentCallsWithFailover(t *testing.T) {
 	flaky := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if n%2 == 0 {
-			writeError(w, 503, CodeNoLeader, "no leader")
+			writeError(w, 503, wire.CodeNoLeader, "no leader")
 			return
 		}
 		writeJSON(w, 200, testLease("k"))

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/tenure-io/tenure/test/harness"
 )
 
 func TestSemaphoreTakesOneSlotEach(t *testing.T) {
@@ -63,7 +61,7 @@ func TestSemaphoreTakesOneSlotEach(t *testing.T) {
 		t.Errorf("c got %s, want the slot b released", r.l.Key())
 	}
 	// c queued on both slots; it must hold only the one it got.
-	harness.WaitUntil(t, 2*time.Second, "c to hold exactly one slot", func() bool {
+	waitUntil(t, 2*time.Second, "c to hold exactly one slot", func() bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		n := 0

@@ -9,36 +9,6 @@ import (
 	"time"
 )
 
-// MaxSnapshotBytes bounds a backup the client reads and a restore the
-// server accepts. A million held leases make a snapshot of about 63 MB.
-const MaxSnapshotBytes = 512 << 20
-
-// SnapshotContents is what a backup holds (tenure snapshot inspect).
-type SnapshotContents struct {
-	// Version is the snapshot format's version.
-	Version uint16 `json:"version"`
-	// Index and Term are the last Raft entry the state includes.
-	Index uint64 `json:"index"`
-	Term  uint64 `json:"term"`
-	// LastToken is the last fencing token handed out.
-	LastToken uint64 `json:"last_token"`
-	// Leases counts the key records, Held those held.
-	Leases int `json:"leases"`
-	Held   int `json:"held"`
-	// Groups, ACLTokens and ACLPolicies count the rest of the state.
-	Groups      int `json:"groups"`
-	ACLTokens   int `json:"acl_tokens"`
-	ACLPolicies int `json:"acl_policies"`
-	// ClusterID is the cluster the state was taken from.
-	ClusterID string `json:"cluster_id"`
-	// Signed: the backup carries its cluster's signature (only that
-	// cluster can check it; RestoreResult.Verified says whether it did).
-	Signed bool `json:"signed"`
-	// Size is the snapshot's length in bytes, CRC32C its checksum.
-	Size   int    `json:"size"`
-	CRC32C uint32 `json:"crc32c"`
-}
-
 // RestoreResult is the answer to a restore: what the snapshot held, and
 // what the cluster holds after it (the cluster's id, a token counter never
 // below the one it had, and the leases held at the restore kept).

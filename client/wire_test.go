@@ -1,24 +1,28 @@
 package client
 
 import (
+	"encoding/json"
 	"os"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // wireTypes are the JSON bodies of the API, as this package declares them.
 var wireTypes = []any{
-	AcquireBody{}, LeaseRefBody{}, RenewManyBody{}, RenewManyResults{}, LeaseList{}, ErrorBody{},
-	leaseJSON{}, MemberList{}, MemberMeta{}, TransferBody{}, TransferResult{}, Health{}, Readiness{},
-	NodeStatus{}, SnapshotInfo{}, GroupSpec{}, GroupSummary{}, Group{}, GroupList{}, GroupKeysBody{},
-	MaxPerWorkerBody{}, Assignment{}, KeyControl{}, DrainBody{}, KeyringBody{}, KeyringMessage{}, Keyring{},
+	wire.AcquireBody{}, wire.LeaseRefBody{}, wire.RenewManyBody{}, wire.RenewManyResults{}, wire.LeaseList{}, wire.ErrorBody{},
+	wire.MemberList{}, MemberMeta{}, wire.TransferBody{}, wire.TransferResult{}, Health{}, Readiness{},
+	NodeStatus{}, SnapshotInfo{}, GroupSpec{}, GroupSummary{}, Group{}, wire.GroupList{}, wire.GroupKeysBody{},
+	wire.MaxPerWorkerBody{}, Assignment{}, KeyControl{}, wire.DrainBody{}, wire.KeyringBody{}, wire.KeyringMessage{}, Keyring{},
 	ACLToken{}, ACLTokenSpec{}, ACLTokenList{}, ACLRule{}, ACLPolicy{}, ACLPolicySpec{}, ACLPolicyList{}, WorkerRegistration{},
-	ACLAuthorizeBody{}, ACLAuthorizeResults{},
-	PromoteResult{}, DrainResult{}, WorkerList{},
-	KeyControlBody{}, KeyControlEdit{},
-	PromoteResult{}, EventList{}, CompactedBody{},
+	wire.ACLAuthorizeBody{}, wire.ACLAuthorizeResults{},
+	PromoteResult{}, DrainResult{}, wire.WorkerList{},
+	wire.KeyControlBody{}, KeyControlEdit{},
+	PromoteResult{}, wire.EventList{}, wire.CompactedBody{},
 	RevokeResult{}, revokedLeaseJSON{}, RestoreResult{},
 }
 
@@ -53,7 +57,7 @@ func TestHTTPAPIDocNamesEveryCodeAndField(t *testing.T) {
 	named := func(name string) bool {
 		return regexp.MustCompile("(`|\")" + regexp.QuoteMeta(name) + "(`|\")").MatchString(text)
 	}
-	for _, code := range ErrorCodes() {
+	for _, code := range wire.ErrorCodes() {
 		if !named(code) {
 			t.Errorf("error code %q is not in docs/http-api.md", code)
 		}
@@ -64,6 +68,21 @@ func TestHTTPAPIDocNamesEveryCodeAndField(t *testing.T) {
 		jsonNames(reflect.TypeOf(v), fields, seen)
 	}
 	jsonNames(reflect.TypeOf(Member{}), fields, seen)
+	// A lease encodes itself (its MarshalJSON): its names are
+	// those of a lease with every field set.
+	now := time.Now()
+	full, err := json.Marshal(LeaseInfo{Key: "k", Holder: "h", Token: 1, TTL: time.Second, State: StateHeld, ExpiresIn: time.Second, HasExpiresIn: true,
+		AcquiredAt: now, RenewedAt: now, Metadata: map[string]string{"m": "v"}, Reason: "r", Ending: "e", ModifyIndex: 1, Secret: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lease map[string]any
+	if err := json.Unmarshal(full, &lease); err != nil {
+		t.Fatal(err)
+	}
+	for name := range lease {
+		fields[name] = "LeaseInfo"
+	}
 	for name, where := range fields {
 		if !named(name) {
 			t.Errorf("JSON field %q (%s) is not in docs/http-api.md", name, where)

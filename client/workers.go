@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // OperatorOption changes an operator's call (a revoke, a drain, a key
@@ -47,7 +49,7 @@ func (g *GroupsAPI) Drain(ctx context.Context, worker string, draining bool, opt
 		return nil, fmt.Errorf("%w: empty worker id", ErrInvalid)
 	}
 	resp, err := g.c.do(ctx, &request{method: http.MethodPost, path: "/v1/workers/" + url.PathEscape(worker) + "/drain",
-		body: DrainBody{Draining: &draining}, query: operatorQuery(opts)})
+		body: wire.DrainBody{Draining: &draining}, query: operatorQuery(opts)})
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +106,7 @@ func (g *GroupsAPI) workers(ctx context.Context, id string, q *QueryOptions) ([]
 		if err != nil {
 			return "", nil, err
 		}
-		var out WorkerList
+		var out wire.WorkerList
 		if err := json.Unmarshal(resp.body, &out); err != nil {
 			return "", nil, fmt.Errorf("decode workers: %w", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Drain and SetControl send force only when asked, and Drain returns the
@@ -15,7 +17,7 @@ func TestDrainAndControlForce(t *testing.T) {
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		switch {
 		case r.URL.Path == "/v1/workers/ghost/drain" && r.URL.Query().Get("force") == "":
-			writeError(w, 404, CodeNotFound, `worker "ghost" is unknown; force=true drains it anyway`)
+			writeError(w, 404, wire.CodeNotFound, `worker "ghost" is unknown; force=true drains it anyway`)
 		case r.URL.Path == "/v1/workers/ghost/drain":
 			writeJSON(w, 200, DrainResult{Worker: "ghost", Draining: true, Warnings: []string{"last worker of g"}})
 		default:
@@ -56,7 +58,7 @@ func TestWorkersList(t *testing.T) {
 	w1 := WorkerInfo{ID: "w1", Status: "alive", Groups: []string{"g"}, Capacity: 4, Drained: true,
 		Keys: []WorkerGroupKeys{{Group: "g", Targets: []string{}, Holds: []string{"g-1"}}}}
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		list := WorkerList{Workers: []WorkerInfo{}, Index: 7}
+		list := wire.WorkerList{Workers: []WorkerInfo{}, Index: 7}
 		if id := r.URL.Query().Get("id"); id == "" || id == "w1" {
 			list.Workers = append(list.Workers, w1)
 		}

@@ -14,37 +14,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // MemberMeta is what a member announces over gossip (JSON, at most
-// memberlist.MetaMaxSize bytes). Servers fill the server fields; workers,
-// through package client, the worker ones. The contract is client's
-// MemberMeta: this copy exists only because cluster must not import client,
-// and httpapi converts one into the other, which stops compiling the day
-// the two declare different fields.
-type MemberMeta struct {
-	Role string `json:"role"` // "server" or "worker"
-	ID   string `json:"id"`
-	// Servers.
-	RaftAddr        string `json:"raft,omitempty"`
-	HTTPAddr        string `json:"http,omitempty"`
-	BootstrapExpect int    `json:"expect,omitempty"`
-	NonVoter        bool   `json:"nonvoter,omitempty"`
-	// Bootstrapped: the server has Raft state (it must not bootstrap again).
-	Bootstrapped bool `json:"bootstrapped,omitempty"`
-	// ClusterName is the server's -cluster-name: the leader admits only
-	// servers of its own cluster to Raft (Config.ProveServer).
-	ClusterName string `json:"cluster,omitempty"`
-	// Workers. Holder is the holder of the worker's leases (unique per
-	// process; several processes may share an ID).
-	Holder   string   `json:"holder,omitempty"`
-	Groups   []string `json:"groups,omitempty"`
-	Capacity int      `json:"capacity,omitempty"`
-	Draining bool     `json:"draining,omitempty"`
-	// Keys are the fingerprints of the member's gossip keys, primary
-	// first; empty without gossip encryption.
-	Keys []string `json:"keys,omitempty"`
-}
+// memberlist.MetaMaxSize bytes). Servers fill the server fields; workers
+// (package client/worker) the worker ones.
+type MemberMeta = wire.MemberMeta
 
 // Member is one gossip member as this node sees it.
 type Member struct {
@@ -188,7 +164,7 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 	// compressor's tables allocated per packet), more than halving it
 	// let 500 members converge on two cores (test/bench/results/
 	// 2026-11-24-scale.md). Compressed packets of older members are still
-	// read. Workers do the same (client/worker_gossip.go).
+	// read. Workers do the same (client/worker/gossip.go).
 	mc.EnableCompression = false
 	// A server that comes back under its id at another address (a
 	// recreated pod or container) takes its name over at once when it

@@ -3,9 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Gossip encryption. memberlist encrypts every gossip packet with the
@@ -30,9 +29,9 @@ const keyringFileName = "gossip-keyring.json"
 
 // Keyring operations, as the API and the gossip message name them.
 const (
-	KeyringInstall = "install"
-	KeyringUse     = "use"
-	KeyringRemove  = "remove"
+	KeyringInstall = wire.KeyringInstall
+	KeyringUse     = wire.KeyringUse
+	KeyringRemove  = wire.KeyringRemove
 )
 
 // msgKeyring is the type byte of a keyring operation sent over gossip to a
@@ -40,12 +39,8 @@ const (
 const msgKeyring byte = 'K'
 
 // KeyringMessage is a keyring operation as it travels over gossip, after
-// the type byte msgKeyring. Workers decode the same JSON (package client's
-// KeyringMessage; httpapi's tests keep the two identical).
-type KeyringMessage struct {
-	Op  string `json:"op"`
-	Key string `json:"key"` // base64, 32 bytes
-}
+// the type byte msgKeyring; workers decode it too.
+type KeyringMessage = wire.KeyringMessage
 
 // KeyringView is one key as the members announce it.
 type KeyringView struct {
@@ -70,13 +65,6 @@ func ParseGossipKey(s string) ([]byte, error) {
 		return nil, fmt.Errorf("%d bytes, want 32 (make one with tenure keygen)", len(key))
 	}
 	return key, nil
-}
-
-// KeyFingerprint names a key without revealing it: the first 8 bytes of its
-// SHA-256, in hex.
-func KeyFingerprint(key []byte) string {
-	sum := sha256.Sum256(key)
-	return hex.EncodeToString(sum[:8])
 }
 
 // keyringFile is the keyring on disk: every key, base64, primary first.
@@ -169,10 +157,10 @@ func writeSynced(path string, b []byte) error {
 // member announces, so that operators see how far a rotation has spread.
 func keyFingerprints(kr *memberlist.Keyring) []string {
 	primary := kr.GetPrimaryKey()
-	out := []string{KeyFingerprint(primary)}
+	out := []string{wire.KeyFingerprint(primary)}
 	for _, k := range kr.GetKeys() {
 		if !bytes.Equal(k, primary) {
-			out = append(out, KeyFingerprint(k))
+			out = append(out, wire.KeyFingerprint(k))
 		}
 	}
 	return out
@@ -193,10 +181,10 @@ func applyKeyringOp(kr *memberlist.Keyring, op KeyringMessage) error {
 				return kr.UseKey(key)
 			}
 		}
-		return invalid("gossip_key", "key %s is not installed here: install it first", KeyFingerprint(key))
+		return invalid("gossip_key", "key %s is not installed here: install it first", wire.KeyFingerprint(key))
 	case KeyringRemove:
 		if bytes.Equal(kr.GetPrimaryKey(), key) {
-			return invalid("gossip_key", "key %s is the primary key: use another key first", KeyFingerprint(key))
+			return invalid("gossip_key", "key %s is the primary key: use another key first", wire.KeyFingerprint(key))
 		}
 		return kr.RemoveKey(key)
 	}
@@ -273,7 +261,7 @@ func (n *Node) Keyring() ([]KeyringView, int, error) {
 func (g *gossip) keyringViews() ([]KeyringView, int) {
 	mine := map[string]string{}
 	for _, k := range g.keyring.GetKeys() {
-		mine[KeyFingerprint(k)] = base64.StdEncoding.EncodeToString(k)
+		mine[wire.KeyFingerprint(k)] = base64.StdEncoding.EncodeToString(k)
 	}
 	views := map[string]*KeyringView{}
 	total := 0
@@ -307,7 +295,7 @@ func keyFingerprintOf(b64 string) string {
 	if err != nil {
 		return "invalid"
 	}
-	return KeyFingerprint(key)
+	return wire.KeyFingerprint(key)
 }
 
 // applyKeyring changes this server's keyring, saves it, and announces the

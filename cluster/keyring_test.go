@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -105,7 +106,7 @@ func TestGossipEncryptionKeepsStrangersOut(t *testing.T) {
 	key, other := newKey(t), newKey(t)
 	a := startGossip(t, "a", t.TempDir(), key)
 	b := startGossip(t, "b", t.TempDir(), key, a.addr())
-	harness.WaitFor(t, 10*time.Second, func() error { return a.sees("b", []string{KeyFingerprint(key)}) })
+	harness.WaitFor(t, 10*time.Second, func() error { return a.sees("b", []string{wire.KeyFingerprint(key)}) })
 
 	for _, tc := range []struct {
 		name string
@@ -145,7 +146,7 @@ func TestGossipKeyRotation(t *testing.T) {
 	dirB := t.TempDir()
 	a := startGossip(t, "a", t.TempDir(), oldKey)
 	b := startGossip(t, "b", dirB, oldKey, a.addr())
-	oldFP, newFP := KeyFingerprint(oldKey), KeyFingerprint(newK)
+	oldFP, newFP := wire.KeyFingerprint(oldKey), wire.KeyFingerprint(newK)
 	harness.WaitFor(t, 10*time.Second, func() error { return a.sees("b", []string{oldFP}) })
 
 	for _, step := range []struct {
@@ -195,7 +196,7 @@ func TestServerIgnoresKeyringMessagesOverGossip(t *testing.T) {
 		a.NotifyMsg(append([]byte{msgKeyring}, msg...))
 	}
 	harness.Holds(t, time.Second, func() error {
-		if got := keyFingerprints(a.keyring); fmt.Sprint(got) != fmt.Sprint([]string{KeyFingerprint(key)}) {
+		if got := keyFingerprints(a.keyring); fmt.Sprint(got) != fmt.Sprint([]string{wire.KeyFingerprint(key)}) {
 			return fmt.Errorf("keyring now %v: a gossip message changed it", got)
 		}
 		return nil
@@ -223,7 +224,7 @@ func TestKeyringOpRefusals(t *testing.T) {
 			if err := applyKeyringOp(kr, tc.op); err == nil {
 				t.Fatal("applied, want a refusal")
 			}
-			if got := keyFingerprints(kr); fmt.Sprint(got) != fmt.Sprint([]string{KeyFingerprint(key)}) {
+			if got := keyFingerprints(kr); fmt.Sprint(got) != fmt.Sprint([]string{wire.KeyFingerprint(key)}) {
 				t.Errorf("keyring now %v, want it unchanged", got)
 			}
 		})

@@ -1,6 +1,6 @@
 package cluster
 
-import "github.com/tenure-io/tenure/fsm"
+import "github.com/tenure-io/tenure/client/wire"
 
 // validateName checks a group name or a worker id: the rule of keys
 // without "/" (1 to 256 bytes of [A-Za-z0-9._:-]). A slash would make the
@@ -8,13 +8,8 @@ import "github.com/tenure-io/tenure/fsm"
 // "<id>#<suffix>", so an id with any other byte could be mistaken for
 // another's.
 func validateName(field, name string) error {
-	if name == "" || len(name) > fsm.MaxKeyLen {
-		return invalid(field, "must be 1 to %d bytes, got %d", fsm.MaxKeyLen, len(name))
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c == '/' || fsm.ValidateKey(string(c)) != nil {
-			return invalid(field, "byte %d (%q) is not one of [A-Za-z0-9._:-]", i, c)
-		}
+	if p := wire.NameProblem(name); p != "" {
+		return invalid(field, "%s", p)
 	}
 	return nil
 }

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/fsm"
 )
 
 // MaxRestoreSize bounds the snapshot a restore reads (the HTTP body).
-// A million held leases make a snapshot of about 63 MB.
-const MaxRestoreSize = 512 << 20
+const MaxRestoreSize = wire.MaxSnapshotBytes
 
 // restoreGate holds writes back while a snapshot is restored: no entry
 // may reach the log between the moment the restore reads the token

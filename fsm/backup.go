@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Backup file format, version 1 (what `tenure snapshot save` writes):
@@ -35,32 +37,8 @@ const (
 var ErrUnverifiedBackup = errors.New("backup not signed by this cluster")
 
 // SnapshotInfo is what a snapshot holds, as `tenure snapshot inspect`
-// shows it.
-type SnapshotInfo struct {
-	// Version is the snapshot format's version.
-	Version uint16 `json:"version"`
-	// Index and Term are the last Raft entry the state includes.
-	Index uint64 `json:"index"`
-	Term  uint64 `json:"term"`
-	// LastToken is the last fencing token handed out.
-	LastToken uint64 `json:"last_token"`
-	// Leases counts the key records, Held those held.
-	Leases int `json:"leases"`
-	Held   int `json:"held"`
-	// Groups, ACLTokens, ACLPolicies count the rest of the state.
-	Groups      int `json:"groups"`
-	ACLTokens   int `json:"acl_tokens"`
-	ACLPolicies int `json:"acl_policies"`
-	// ClusterID is the id of the cluster the state was taken from.
-	ClusterID string `json:"cluster_id"`
-	// Signed: the file carries a signature (only the cluster whose key
-	// made it can check it: VerifyBackup).
-	Signed bool `json:"signed"`
-	// Size is the file's length in bytes, CRC the CRC-32C of its
-	// snapshot.
-	Size int    `json:"size"`
-	CRC  uint32 `json:"crc32c"`
-}
+// and the answer of a restore show it (the contract's SnapshotContents).
+type SnapshotInfo = wire.SnapshotContents
 
 // Backup encodes the current state as a backup: what `tenure snapshot
 // save` writes. It is signed with the cluster's backup key, which it does
@@ -160,7 +138,7 @@ func infoOf(st state, version uint16, index, term uint64, b []byte) SnapshotInfo
 	info := SnapshotInfo{Version: version, Index: index, Term: term, LastToken: st.lastToken,
 		Leases: len(st.leases), Groups: len(st.groups), ACLTokens: len(st.acl.tokens),
 		ACLPolicies: len(st.acl.policies), ClusterID: st.clusterID, Size: len(b),
-		CRC: binary.BigEndian.Uint32(b[len(b)-4:])}
+		CRC32C: binary.BigEndian.Uint32(b[len(b)-4:])}
 	for _, l := range st.leases {
 		if l.Held {
 			info.Held++

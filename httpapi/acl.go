@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -118,12 +119,12 @@ func (s *Server) readToken(w http.ResponseWriter, r *http.Request, accessor stri
 // not part of a route's guard: acquire, renew and release check it against
 // the holder they name.
 func (s *Server) aclAuthorize(w http.ResponseWriter, r *http.Request) error {
-	var body client.ACLAuthorizeBody
+	var body wire.ACLAuthorizeBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
 	if n := len(body.Checks); n == 0 || n > client.MaxACLChecks {
-		return badRequest(client.CodeInvalidBody, "checks", fmt.Sprintf("checks: %d checks, want 1 to %d", n, client.MaxACLChecks))
+		return badRequest(wire.CodeInvalidBody, "checks", fmt.Sprintf("checks: %d checks, want 1 to %d", n, client.MaxACLChecks))
 	}
 	// Every check is read before any is answered: a bad one refuses the
 	// whole call.
@@ -136,7 +137,7 @@ func (s *Server) aclAuthorize(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	a := authz(r)
-	out := client.ACLAuthorizeResults{Checks: make([]client.ACLCheckResult, len(body.Checks))}
+	out := wire.ACLAuthorizeResults{Checks: make([]client.ACLCheckResult, len(body.Checks))}
 	for i, c := range body.Checks {
 		out.Checks[i] = client.ACLCheckResult{ACLCheck: c, Allowed: needs[i].allows(a, names[i]) == nil}
 	}
@@ -156,15 +157,15 @@ type checkKind struct {
 }
 
 var checkKinds = []checkKind{
-	{"key", onKey, client.CodeInvalidKey, func(c *client.ACLCheck) *string { return c.Key }, fsm.ValidateKey},
-	{"prefix", onPrefix, client.CodeInvalidPrefix, func(c *client.ACLCheck) *string { return c.Prefix }, func(p string) error {
+	{"key", onKey, wire.CodeInvalidKey, func(c *client.ACLCheck) *string { return c.Key }, fsm.ValidateKey},
+	{"prefix", onPrefix, wire.CodeInvalidPrefix, func(c *client.ACLCheck) *string { return c.Prefix }, func(p string) error {
 		if len(p) > fsm.MaxKeyLen {
 			return fmt.Errorf("%d bytes, the limit is %d", len(p), fsm.MaxKeyLen)
 		}
 		return nil
 	}},
-	{"group", onGroup, client.CodeInvalidName, func(c *client.ACLCheck) *string { return c.Group }, func(g string) error { return cluster.ValidateName("group", g) }},
-	{"worker", onWorker, client.CodeInvalidWorker, func(c *client.ACLCheck) *string { return c.Worker }, func(id string) error { return cluster.ValidateName("worker", id) }},
+	{"group", onGroup, wire.CodeInvalidName, func(c *client.ACLCheck) *string { return c.Group }, func(g string) error { return cluster.ValidateName("group", g) }},
+	{"worker", onWorker, wire.CodeInvalidWorker, func(c *client.ACLCheck) *string { return c.Worker }, func(id string) error { return cluster.ValidateName("worker", id) }},
 }
 
 // checkNeed reads one check of an authorize body: the need it asks about
@@ -173,11 +174,11 @@ var checkKinds = []checkKind{
 // the field and the rule it breaks.
 func checkNeed(field string, c client.ACLCheck) (need, string, error) {
 	if c.Right == "" {
-		return need{}, "", badRequest(client.CodeInvalidBody, field+".right", field+".right: required, one of read, write, revoke, groups, operator, acl")
+		return need{}, "", badRequest(wire.CodeInvalidBody, field+".right", field+".right: required, one of read, write, revoke, groups, operator, acl")
 	}
 	right, err := fsm.ParseRight(c.Right)
 	if err != nil {
-		return need{}, "", badRequest(client.CodeInvalidBody, field+".right", fmt.Sprintf("%s.right: %v", field, err))
+		return need{}, "", badRequest(wire.CodeInvalidBody, field+".right", fmt.Sprintf("%s.right: %v", field, err))
 	}
 	clusterRight := right&fsm.ClusterRights != 0
 	var given *checkKind
@@ -191,9 +192,9 @@ func checkNeed(field string, c client.ACLCheck) (need, string, error) {
 		f := field + "." + k.kind
 		switch {
 		case clusterRight:
-			return need{}, "", badRequest(client.CodeInvalidBody, f, fmt.Sprintf("%s: %s is a cluster right, checked on no name: give no key, prefix, group or worker", f, c.Right))
+			return need{}, "", badRequest(wire.CodeInvalidBody, f, fmt.Sprintf("%s: %s is a cluster right, checked on no name: give no key, prefix, group or worker", f, c.Right))
 		case given != nil:
-			return need{}, "", badRequest(client.CodeInvalidBody, f, fmt.Sprintf("%s: give one of key, prefix, group or worker, not both %s and %s", f, given.kind, k.kind))
+			return need{}, "", badRequest(wire.CodeInvalidBody, f, fmt.Sprintf("%s: give one of key, prefix, group or worker, not both %s and %s", f, given.kind, k.kind))
 		}
 		if err := k.valid(*v); err != nil {
 			var inv *cluster.InvalidError
@@ -208,7 +209,7 @@ func checkNeed(field string, c client.ACLCheck) (need, string, error) {
 	case clusterRight:
 		return onCluster(right), "", nil
 	case given == nil:
-		return need{}, "", badRequest(client.CodeInvalidBody, field, fmt.Sprintf("%s: %s needs the name it is asked on: one of key, prefix, group or worker", field, c.Right))
+		return need{}, "", badRequest(wire.CodeInvalidBody, field, fmt.Sprintf("%s: %s needs the name it is asked on: one of key, prefix, group or worker", field, c.Right))
 	}
 	return given.need(right), name, nil
 }
@@ -230,7 +231,7 @@ func (s *Server) aclSetPolicy(w http.ResponseWriter, r *http.Request) error {
 		for _, name := range rule.Rights {
 			right, err := fsm.ParseRight(name)
 			if err != nil {
-				return badRequest(client.CodeInvalidRules, "rules", fmt.Sprintf("rules[%d]: %v", i, err))
+				return badRequest(wire.CodeInvalidRules, "rules", fmt.Sprintf("rules[%d]: %v", i, err))
 			}
 			spec.Rules[i].Rights |= right
 		}

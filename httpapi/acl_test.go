@@ -14,6 +14,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
@@ -102,7 +104,7 @@ func TestACLBootstrapOnce(t *testing.T) {
 		t.Fatalf("bootstrap answered %+v, want a management token with accessor and secret", boot)
 	}
 	for _, n := range c.nodes {
-		do(t, "POST", n.url+"/v1/acl/bootstrap", "").wantDenied(t, "second bootstrap on "+n.id, client.CodeACLBootstrapped)
+		do(t, "POST", n.url+"/v1/acl/bootstrap", "").wantDenied(t, "second bootstrap on "+n.id, wire.CodeACLBootstrapped)
 	}
 	// The secret is shown once: lists and reads never show it, nor its hash.
 	r = doAs(t, boot.SecretID, "GET", leader.url+"/v1/acl/tokens", "")
@@ -221,12 +223,12 @@ func TestACLEveryRouteRight(t *testing.T) {
 		what := rt.method + " " + rt.path
 		switch rt.right {
 		case "open":
-			if r := do(t, rt.method, url+rt.path, rt.body); r.status == http.StatusForbidden && r.apiErr(t).Error != client.CodeACLBootstrapped {
+			if r := do(t, rt.method, url+rt.path, rt.body); r.status == http.StatusForbidden && r.apiErr(t).Error != wire.CodeACLBootstrapped {
 				t.Errorf("%s without a token: %d %s, want it open", what, r.status, r.body)
 			}
 			continue
 		case "":
-			do(t, rt.method, url+rt.path, rt.body).wantDenied(t, what+" without a token", client.CodePermissionDenied, "no token")
+			do(t, rt.method, url+rt.path, rt.body).wantDenied(t, what+" without a token", wire.CodePermissionDenied, "no token")
 			// (Registration also checks the worker's groups and keys; this
 			// token has every key right.)
 			if r := doAs(t, allBut[client.RightACL], rt.method, url+rt.path, rt.body); r.status == http.StatusForbidden {
@@ -235,9 +237,9 @@ func TestACLEveryRouteRight(t *testing.T) {
 			continue
 		}
 		doAs(t, allBut[rt.right], rt.method, url+rt.path, rt.body).wantDenied(t, what+" without "+rt.right,
-			client.CodePermissionDenied, `"`+rt.right+`"`)
-		do(t, rt.method, url+rt.path, rt.body).wantDenied(t, what+" without a token", client.CodePermissionDenied, "no token")
-		doAs(t, "no-such-secret", rt.method, url+rt.path, rt.body).wantDenied(t, what+" with an unknown secret", client.CodeACLNotFound)
+			wire.CodePermissionDenied, `"`+rt.right+`"`)
+		do(t, rt.method, url+rt.path, rt.body).wantDenied(t, what+" without a token", wire.CodePermissionDenied, "no token")
+		doAs(t, "no-such-secret", rt.method, url+rt.path, rt.body).wantDenied(t, what+" with an unknown secret", wire.CodeACLNotFound)
 		if r := doAs(t, only[rt.right], rt.method, url+rt.path, rt.body); r.status == http.StatusForbidden {
 			t.Errorf("%s with only %s: %d %s, want it allowed", what, rt.right, r.status, r.body)
 		}
@@ -258,11 +260,11 @@ func TestACLPrefixRules(t *testing.T) {
 	sec := e.token(t, client.ACLTokenSpec{Policies: []string{"scenes"}}).SecretID
 	doAs(t, sec, "PUT", url+"/v1/leases/scenes/1", `{"holder":"t","ttl":"30s"}`).wantStatus(t, "acquire scenes/1", 201)
 	doAs(t, sec, "PUT", url+"/v1/leases/jobs/1", `{"holder":"t","ttl":"30s"}`).wantDenied(t, "acquire jobs/1",
-		client.CodePermissionDenied, `"write"`, `key "jobs/1"`)
+		wire.CodePermissionDenied, `"write"`, `key "jobs/1"`)
 	doAs(t, sec, "GET", url+"/v1/leases?prefix=scenes/", "").wantStatus(t, "list scenes/", 200)
-	doAs(t, sec, "GET", url+"/v1/leases", "").wantDenied(t, "list everything", client.CodePermissionDenied, `"read"`, `prefix ""`)
+	doAs(t, sec, "GET", url+"/v1/leases", "").wantDenied(t, "list everything", wire.CodePermissionDenied, `"read"`, `prefix ""`)
 	doAs(t, sec, "POST", url+"/v1/renew", `{"holder":"t","leases":[{"key":"scenes/1","token":1},{"key":"jobs/1","token":1}]}`).
-		wantDenied(t, "bulk renew with a key outside the rule", client.CodePermissionDenied, `key "jobs/1"`)
+		wantDenied(t, "bulk renew with a key outside the rule", wire.CodePermissionDenied, `key "jobs/1"`)
 	// The inspection page still opens with ?token= (its script moves the
 	// token into the browser's session storage).
 	if r := do(t, "GET", url+"/ui?prefix=scenes/&token="+sec, ""); r.status != 200 {
@@ -298,7 +300,7 @@ func TestACLHolderBinding(t *testing.T) {
 		{"release b's lease (body)", "DELETE", "/v1/leases/parts/1", fmt.Sprintf(`{"holder":"worker-b#1","token":%d}`, tok)},
 	}
 	for _, rf := range refused {
-		doAs(t, a, rf.method, url+rf.path, rf.body).wantDenied(t, "a: "+rf.what, client.CodePermissionDenied, `"worker-a"`, "worker-b")
+		doAs(t, a, rf.method, url+rf.path, rf.body).wantDenied(t, "a: "+rf.what, wire.CodePermissionDenied, `"worker-a"`, "worker-b")
 	}
 	// b's lease is untouched; a works under its own prefix.
 	doAs(t, b, "POST", url+"/v1/renew/parts/1", fmt.Sprintf(`{"holder":"worker-b#1","token":%d}`, tok)).wantStatus(t, "b renews", 200)
@@ -326,8 +328,8 @@ func TestACLTokenDeletedOnEveryNode(t *testing.T) {
 	}
 	doAs(t, e.boot, "DELETE", leader.url+"/v1/acl/token/"+tok.AccessorID, "").wantStatus(t, "delete token", 204)
 	for _, n := range e.nodes {
-		doAs(t, tok.SecretID, "PUT", n.url+"/v1/leases/k/x", `{"holder":"h","ttl":"30s"}`).wantDenied(t, "acquire through "+n.id, client.CodeACLNotFound)
-		doAs(t, tok.SecretID, "GET", n.url+"/v1/leases/k/0", "").wantDenied(t, "read through "+n.id, client.CodeACLNotFound)
+		doAs(t, tok.SecretID, "PUT", n.url+"/v1/leases/k/x", `{"holder":"h","ttl":"30s"}`).wantDenied(t, "acquire through "+n.id, wire.CodeACLNotFound)
+		doAs(t, tok.SecretID, "GET", n.url+"/v1/leases/k/0", "").wantDenied(t, "read through "+n.id, wire.CodeACLNotFound)
 		harness.WaitUntil(t, 2*time.Second, "stale read refused on "+n.id, func() bool {
 			return doAs(t, tok.SecretID, "GET", n.url+"/v1/leases/k/0?stale", "").status == http.StatusForbidden
 		})
@@ -356,8 +358,8 @@ func TestACLTokensSurviveSnapshotAndRestart(t *testing.T) {
 	}
 	l := e.leader()
 	doAs(t, tok.SecretID, "PUT", l.url+"/v1/leases/after", `{"holder":"h1","ttl":"30s"}`).wantStatus(t, "acquire after restart", 201)
-	doAs(t, tok.SecretID, "PUT", l.url+"/v1/leases/after2", `{"holder":"x1","ttl":"30s"}`).wantDenied(t, "binding after restart", client.CodePermissionDenied)
-	do(t, "POST", l.url+"/v1/acl/bootstrap", "").wantDenied(t, "bootstrap after restart", client.CodeACLBootstrapped)
+	doAs(t, tok.SecretID, "PUT", l.url+"/v1/leases/after2", `{"holder":"x1","ttl":"30s"}`).wantDenied(t, "binding after restart", wire.CodePermissionDenied)
+	do(t, "POST", l.url+"/v1/acl/bootstrap", "").wantDenied(t, "bootstrap after restart", wire.CodeACLBootstrapped)
 	for _, n := range e.nodes {
 		harness.WaitUntil(t, 5*time.Second, n.id+" knows the token after restart", func() bool {
 			return doAs(t, tok.SecretID, "GET", n.url+"/v1/leases/after?stale", "").status == 200
@@ -374,7 +376,7 @@ func TestACLDefaultAllow(t *testing.T) {
 	url := c.leader().url
 	do(t, "PUT", url+"/v1/leases/k", `{"holder":"h","ttl":"30s"}`).wantStatus(t, "anonymous acquire", 201)
 	do(t, "GET", url+"/metrics", "").wantStatus(t, "anonymous metrics", 200)
-	do(t, "GET", url+"/v1/acl/tokens", "").wantDenied(t, "anonymous token list", client.CodePermissionDenied, `"acl"`)
+	do(t, "GET", url+"/v1/acl/tokens", "").wantDenied(t, "anonymous token list", wire.CodePermissionDenied, `"acl"`)
 }
 
 // /metrics needs operator, unless -metrics-open.
@@ -387,7 +389,7 @@ func TestACLMetricsOpen(t *testing.T) {
 	c := startACLClusterWith(t, 1, inproc.Options{Serve: serve})
 	url := c.leader().url
 	do(t, "GET", url+"/metrics", "").wantStatus(t, "metrics without a token", 200)
-	do(t, "GET", url+"/v1/status", "").wantDenied(t, "status without a token", client.CodePermissionDenied, "no token")
+	do(t, "GET", url+"/v1/status", "").wantDenied(t, "status without a token", wire.CodePermissionDenied, "no token")
 }
 
 // Every request that changes state is logged with its token's accessor id
@@ -431,7 +433,7 @@ func TestACLRevokeHolderNeedsEveryKey(t *testing.T) {
 		t.Errorf("revoke of k/x with revoke on k/: %d %s, want it allowed", r.status, r.body)
 	}
 	doAs(t, secret, "POST", url+"/v1/revoke?holder=h1", "").wantDenied(t, "revoke by holder with revoke on k/ only",
-		client.CodePermissionDenied, `"revoke"`)
+		wire.CodePermissionDenied, `"revoke"`)
 }
 
 // A forced disable or prohibit frees the holder's lease at once, as a
@@ -448,9 +450,9 @@ func TestACLForcedControlNeedsRevoke(t *testing.T) {
 	doAs(t, e.boot, "PUT", url+"/v1/leases/k/a", `{"holder":"h1","ttl":"30s"}`).wantStatus(t, "acquire", http.StatusCreated)
 
 	doAs(t, groups, "PATCH", url+"/v1/controls/k/a?force=true", `{"disabled":true}`).wantDenied(t, "forced edit with groups only",
-		client.CodePermissionDenied, `"revoke"`)
+		wire.CodePermissionDenied, `"revoke"`)
 	doAs(t, groups, "PUT", url+"/v1/controls/k/a?force=true", `{"disabled":true,"prohibited":[]}`).wantDenied(t, "forced put with groups only",
-		client.CodePermissionDenied, `"revoke"`)
+		wire.CodePermissionDenied, `"revoke"`)
 	r := doAs(t, e.boot, "GET", url+"/v1/leases/k/a", "")
 	r.wantStatus(t, "get", http.StatusOK)
 	if l := r.lease(t); l.State != "held" || l.Ending != "" {
@@ -481,7 +483,7 @@ func TestSnapshotRestoreRefusedOnAFollowerBeforeForwarding(t *testing.T) {
 		}
 	}
 	body := strings.Repeat("x", 4096)
-	do(t, "PUT", f.url+"/v1/snapshot", body).wantDenied(t, "PUT /v1/snapshot on a follower, without a token and without a leader", client.CodePermissionDenied, "no token")
+	do(t, "PUT", f.url+"/v1/snapshot", body).wantDenied(t, "PUT /v1/snapshot on a follower, without a token and without a leader", wire.CodePermissionDenied, "no token")
 }
 
 // A token that may read a group but not some of its keys is shown none of
@@ -500,7 +502,7 @@ func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
 	r := doAs(t, e.boot, "PUT", url+"/v1/leases/other/g1", `{"holder":"hidden-holder","ttl":"1m"}`)
 	r.wantStatus(t, "acquire other/g1", 201)
 	hiddenToken := r.lease(t).Token
-	runWorkerAs(t, c, "parts", e.boot, client.WithWorkerID("w1"))
+	runWorkerAs(t, c, "parts", e.boot, worker.WithWorkerID("w1"))
 	harness.WaitFor(t, 20*time.Second, func() error {
 		var a client.Assignment
 		doAs(t, e.boot, "GET", url+"/v1/groups/parts/assignment", "").decode(t, &a)
@@ -616,7 +618,7 @@ func hideKeysCase(t *testing.T, url, sec, path string, shown []string, hidden in
 	t.Helper()
 	r := doAs(t, sec, "GET", url+path, "")
 	if refused {
-		r.wantDenied(t, path, client.CodePermissionDenied, `"read"`)
+		r.wantDenied(t, path, wire.CodePermissionDenied, `"read"`)
 		return
 	}
 	r.wantStatus(t, path, 200)
@@ -754,7 +756,7 @@ func TestACLRefusalsLogIsBoundedAndCounted(t *testing.T) {
 	if bytes.Contains([]byte(logs.String()), []byte("wrong-secret-")) {
 		t.Error("the log shows a secret")
 	}
-	want := map[string]float64{client.CodeACLNotFound: wrong, client.CodePermissionDenied: anonymous}
+	want := map[string]float64{wire.CodeACLNotFound: wrong, wire.CodePermissionDenied: anonymous}
 	got := map[string]float64{}
 	mfs, err := reg.Gather()
 	if err != nil {

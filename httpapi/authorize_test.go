@@ -7,15 +7,16 @@ import (
 	"testing"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // authorizeAs asks POST /v1/acl/authorize as secret ("" for none) and
 // returns the answers, failing unless they echo the checks in order.
 func authorizeAs(t *testing.T, url, secret string, checks []client.ACLCheck) []bool {
 	t.Helper()
-	r := doAs(t, secret, "POST", url+"/v1/acl/authorize", mustJSON(t, client.ACLAuthorizeBody{Checks: checks}))
+	r := doAs(t, secret, "POST", url+"/v1/acl/authorize", mustJSON(t, wire.ACLAuthorizeBody{Checks: checks}))
 	r.wantStatus(t, "authorize", http.StatusOK)
-	var out client.ACLAuthorizeResults
+	var out wire.ACLAuthorizeResults
 	r.decode(t, &out)
 	if len(out.Checks) != len(checks) {
 		t.Fatalf("authorize answered %d results for %d checks: %s", len(out.Checks), len(checks), r.body)
@@ -99,7 +100,7 @@ func TestACLAuthorizeIsTheGuard(t *testing.T) {
 		answers[who] = allowed
 		for i, p := range probes {
 			r := doAs(t, secrets[who], p.method, url+p.path, p.body)
-			refused := r.status == http.StatusForbidden && r.apiErr(t).Error == client.CodePermissionDenied
+			refused := r.status == http.StatusForbidden && r.apiErr(t).Error == wire.CodePermissionDenied
 			if allowed[i] == refused {
 				t.Errorf("%s: authorize says %s is allowed=%v, but %s %s answered %d %s", who, checkName(p.check), allowed[i], p.method, p.path, r.status, r.body)
 			}
@@ -141,13 +142,13 @@ func TestACLAuthorizeIsTheGuard(t *testing.T) {
 	// the guard: write on parts/ is allowed, acquiring as another holder is
 	// not.
 	doAs(t, secrets["bound"], "PUT", url+"/v1/leases/parts/2", `{"holder":"worker-b#1","ttl":"30s"}`).wantDenied(t, "bound token acquires as another holder",
-		client.CodePermissionDenied, `"worker-a"`)
+		wire.CodePermissionDenied, `"worker-a"`)
 
 	// Any token may ask, about itself only; no token under the deny
 	// default policy, or an unknown secret, may not.
-	one := mustJSON(t, client.ACLAuthorizeBody{Checks: []client.ACLCheck{client.CheckKey(client.RightRead, "k")}})
-	do(t, "POST", url+"/v1/acl/authorize", one).wantDenied(t, "authorize without a token", client.CodePermissionDenied, "no token")
-	doAs(t, "no-such-secret", "POST", url+"/v1/acl/authorize", one).wantDenied(t, "authorize with an unknown secret", client.CodeACLNotFound)
+	one := mustJSON(t, wire.ACLAuthorizeBody{Checks: []client.ACLCheck{client.CheckKey(client.RightRead, "k")}})
+	do(t, "POST", url+"/v1/acl/authorize", one).wantDenied(t, "authorize without a token", wire.CodePermissionDenied, "no token")
+	doAs(t, "no-such-secret", "POST", url+"/v1/acl/authorize", one).wantDenied(t, "authorize with an unknown secret", wire.CodeACLNotFound)
 }
 
 // With ACLs off every check is allowed, with a token or without one.
@@ -179,24 +180,24 @@ func TestACLAuthorizeBadBodies(t *testing.T) {
 		code, field string
 		msg         string // a part of the message
 	}{
-		{"empty body", ``, client.CodeInvalidBody, "body", "empty"},
-		{"no checks", `{}`, client.CodeInvalidBody, "checks", "1 to 100"},
-		{"zero checks", `{"checks":[]}`, client.CodeInvalidBody, "checks", "1 to 100"},
-		{"too many checks", many, client.CodeInvalidBody, "checks", "101"},
-		{"no right", `{"checks":[{"key":"k"}]}`, client.CodeInvalidBody, "checks[0].right", "required"},
-		{"unknown right", `{"checks":[{"right":"read","key":"k"},{"right":"admin","key":"k"}]}`, client.CodeInvalidBody, "checks[1].right", `unknown right "admin"`},
-		{"two rights in one", `{"checks":[{"right":"read,write","key":"k"}]}`, client.CodeInvalidBody, "checks[0].right", "unknown right"},
-		{"no name", `{"checks":[{"right":"read","key":"k"},{"right":"read","prefix":"p/"},{"right":"revoke"}]}`, client.CodeInvalidBody, "checks[2]", "one of key, prefix, group or worker"},
-		{"two names", `{"checks":[{"right":"groups","key":"k","group":"g"}]}`, client.CodeInvalidBody, "checks[0].group", "not both key and group"},
-		{"a name for a cluster right", `{"checks":[{"right":"operator","key":"k"}]}`, client.CodeInvalidBody, "checks[0].key", "cluster right"},
-		{"an empty prefix for a cluster right", `{"checks":[{"right":"acl","prefix":""}]}`, client.CodeInvalidBody, "checks[0].prefix", "cluster right"},
-		{"a bad key", `{"checks":[{"right":"read","key":"a b"}]}`, client.CodeInvalidKey, "checks[0].key", "byte 1"},
-		{"an empty key", `{"checks":[{"right":"read","key":""}]}`, client.CodeInvalidKey, "checks[0].key", "empty"},
-		{"a long prefix", `{"checks":[{"right":"read","prefix":"` + strings.Repeat("p", 257) + `"}]}`, client.CodeInvalidPrefix, "checks[0].prefix", "257 bytes"},
-		{"a group with a slash", `{"checks":[{"right":"groups","group":"a/b"}]}`, client.CodeInvalidName, "checks[0].group", "byte 1"},
-		{"an empty worker", `{"checks":[{"right":"groups","worker":""}]}`, client.CodeInvalidWorker, "checks[0].worker", "1 to 256 bytes"},
-		{"an answer field", `{"checks":[{"right":"read","key":"k","allowed":true}]}`, client.CodeInvalidBody, "checks[].allowed", "unknown field"},
-		{"a key that is a number", `{"checks":[{"right":"read","key":5}]}`, client.CodeInvalidKey, "checks.key", "want a JSON string"},
+		{"empty body", ``, wire.CodeInvalidBody, "body", "empty"},
+		{"no checks", `{}`, wire.CodeInvalidBody, "checks", "1 to 100"},
+		{"zero checks", `{"checks":[]}`, wire.CodeInvalidBody, "checks", "1 to 100"},
+		{"too many checks", many, wire.CodeInvalidBody, "checks", "101"},
+		{"no right", `{"checks":[{"key":"k"}]}`, wire.CodeInvalidBody, "checks[0].right", "required"},
+		{"unknown right", `{"checks":[{"right":"read","key":"k"},{"right":"admin","key":"k"}]}`, wire.CodeInvalidBody, "checks[1].right", `unknown right "admin"`},
+		{"two rights in one", `{"checks":[{"right":"read,write","key":"k"}]}`, wire.CodeInvalidBody, "checks[0].right", "unknown right"},
+		{"no name", `{"checks":[{"right":"read","key":"k"},{"right":"read","prefix":"p/"},{"right":"revoke"}]}`, wire.CodeInvalidBody, "checks[2]", "one of key, prefix, group or worker"},
+		{"two names", `{"checks":[{"right":"groups","key":"k","group":"g"}]}`, wire.CodeInvalidBody, "checks[0].group", "not both key and group"},
+		{"a name for a cluster right", `{"checks":[{"right":"operator","key":"k"}]}`, wire.CodeInvalidBody, "checks[0].key", "cluster right"},
+		{"an empty prefix for a cluster right", `{"checks":[{"right":"acl","prefix":""}]}`, wire.CodeInvalidBody, "checks[0].prefix", "cluster right"},
+		{"a bad key", `{"checks":[{"right":"read","key":"a b"}]}`, wire.CodeInvalidKey, "checks[0].key", "byte 1"},
+		{"an empty key", `{"checks":[{"right":"read","key":""}]}`, wire.CodeInvalidKey, "checks[0].key", "empty"},
+		{"a long prefix", `{"checks":[{"right":"read","prefix":"` + strings.Repeat("p", 257) + `"}]}`, wire.CodeInvalidPrefix, "checks[0].prefix", "257 bytes"},
+		{"a group with a slash", `{"checks":[{"right":"groups","group":"a/b"}]}`, wire.CodeInvalidName, "checks[0].group", "byte 1"},
+		{"an empty worker", `{"checks":[{"right":"groups","worker":""}]}`, wire.CodeInvalidWorker, "checks[0].worker", "1 to 256 bytes"},
+		{"an answer field", `{"checks":[{"right":"read","key":"k","allowed":true}]}`, wire.CodeInvalidBody, "checks[].allowed", "unknown field"},
+		{"a key that is a number", `{"checks":[{"right":"read","key":5}]}`, wire.CodeInvalidKey, "checks.key", "want a JSON string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := callFake(t, n, "POST", "/v1/acl/authorize", tc.body)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -188,13 +189,13 @@ func withoutLease(a *cluster.Authorizer, err error) error {
 		return err
 	case errors.As(err, &held) && held.Lease != nil && !can(held.Lease.Key):
 		if held.WrongSecret {
-			return &apiError{code: client.CodeHeld, field: "secret", msg: fmt.Sprintf(
+			return &apiError{code: wire.CodeHeld, field: "secret", msg: fmt.Sprintf(
 				"key %q is held under another secret: the request's secret is not the lease's (the lease is shown only to a token with read on the key)", held.Lease.Key)}
 		}
-		return &apiError{code: client.CodeHeld, msg: fmt.Sprintf(
+		return &apiError{code: wire.CodeHeld, msg: fmt.Sprintf(
 			"key %q is held by another holder (the lease is shown only to a token with read on the key)", held.Lease.Key)}
 	case errors.As(err, &nh) && nh.Lease != nil && !can(nh.Lease.Key):
-		return &apiError{code: client.CodeNotHolder, msg: fmt.Sprintf(
+		return &apiError{code: wire.CodeNotHolder, msg: fmt.Sprintf(
 			"key %q: the release names a holder and token that are not its lease (the lease is shown only to a token with read on the key)", nh.Lease.Key)}
 	}
 	return err
@@ -215,7 +216,7 @@ func (s *Server) logRequest(r *http.Request, accessor string, status int, err er
 	}
 	if err != nil {
 		body, _, _ := errorBody(err)
-		if body.Error == client.CodeACLNotFound || body.Error == client.CodePermissionDenied {
+		if body.Error == wire.CodeACLNotFound || body.Error == wire.CodePermissionDenied {
 			s.refused.WithLabelValues(body.Error).Inc()
 		}
 		if !s.refusals.Allow(body.Error) {

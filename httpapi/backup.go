@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -49,14 +50,14 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("token-floor"); v != "" {
 		f, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return badRequest(client.CodeInvalidQuery, "token-floor", fmt.Sprintf("token-floor: %q is not a whole number from 0 to %d", v, uint64(1<<64-1)))
+			return badRequest(wire.CodeInvalidQuery, "token-floor", fmt.Sprintf("token-floor: %q is not a whole number from 0 to %d", v, uint64(1<<64-1)))
 		}
 		opts.TokenFloor = f
 	}
 	if q.Has("unverified") {
 		v, err := strconv.ParseBool(q.Get("unverified"))
 		if err != nil {
-			return badRequest(client.CodeInvalidQuery, "unverified", fmt.Sprintf("unverified: %q is not true or false", q.Get("unverified")))
+			return badRequest(wire.CodeInvalidQuery, "unverified", fmt.Sprintf("unverified: %q is not true or false", q.Get("unverified")))
 		}
 		opts.Unverified = v
 	}
@@ -71,11 +72,11 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body: a snapshot of more than %d bytes", client.MaxSnapshotBytes))
+		return badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body: a snapshot of more than %d bytes", client.MaxSnapshotBytes))
 	case err != nil:
-		return badRequest(client.CodeInvalidBody, "body", fmt.Sprintf("body: %v", err))
+		return badRequest(wire.CodeInvalidBody, "body", fmt.Sprintf("body: %v", err))
 	case len(b) == 0:
-		return badRequest(client.CodeInvalidBody, "body", "body: empty; send the bytes of a backup (tenure snapshot save)")
+		return badRequest(wire.CodeInvalidBody, "body", "body: empty; send the bytes of a backup (tenure snapshot save)")
 	}
 	// Not the write timeout: the restore waits until a quorum has
 	// installed the snapshot, which takes as long as sending it.
@@ -85,15 +86,9 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, client.RestoreResult{Snapshot: contents(res.Snapshot), Restored: contents(res.Restored),
+	writeJSON(w, http.StatusOK, client.RestoreResult{Snapshot: res.Snapshot, Restored: res.Restored,
 		Verified: res.Verified, ACLRestored: opts.ACL, Replicated: res.Replicated})
 	return nil
-}
-
-func contents(i fsm.SnapshotInfo) client.SnapshotContents {
-	return client.SnapshotContents{Version: i.Version, Index: i.Index, Term: i.Term, LastToken: i.LastToken,
-		Leases: i.Leases, Held: i.Held, Groups: i.Groups, ACLTokens: i.ACLTokens, ACLPolicies: i.ACLPolicies,
-		ClusterID: i.ClusterID, Signed: i.Signed, Size: i.Size, CRC32C: i.CRC}
 }
 
 // bodyLimit is the largest request body of r's route.

@@ -3,11 +3,13 @@ package httpapi
 import (
 	"context"
 	"fmt"
-	"github.com/tenure-io/tenure/client"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // defaultBlockingWait is the wait of a blocking query that names an index
@@ -35,7 +37,7 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 	if v := q.Get("index"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return badRequest(client.CodeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
+			return badRequest(wire.CodeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
 		}
 		min = n
 	}

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tenure-io/tenure/client"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // A blocking read of one key answers only once that key changes past the
@@ -92,7 +93,7 @@ func TestBlockingList(t *testing.T) {
 	r := do(t, http.MethodGet, tn.url+"/v1/leases?prefix=jobs/", "")
 	r.wantStatus(t, "list", http.StatusOK)
 	idx := r.index(t)
-	var first client.LeaseList
+	var first wire.LeaseList
 	r.decode(t, &first)
 	if first.Index != idx {
 		t.Fatalf("got body index %d, want X-Tenure-Index %d", first.Index, idx)
@@ -104,7 +105,7 @@ func TestBlockingList(t *testing.T) {
 		if got := r.index(t); got != idx {
 			t.Errorf("got X-Tenure-Index %d, want the unchanged %d", got, idx)
 		}
-		var l client.LeaseList
+		var l wire.LeaseList
 		r.decode(t, &l)
 		if len(l.Leases) != 1 || l.Leases[0].Key != "jobs/1" {
 			t.Errorf("got leases %+v, want only jobs/1", l.Leases)
@@ -121,7 +122,7 @@ func TestBlockingList(t *testing.T) {
 		if got := r.index(t); got <= idx || got != added.ModifyIndex {
 			t.Errorf("got X-Tenure-Index %d, want %d (the new lease's modify_index, past %d)", got, added.ModifyIndex, idx)
 		}
-		var l client.LeaseList
+		var l wire.LeaseList
 		r.decode(t, &l)
 		var keys []string
 		for _, x := range l.Leases {
@@ -215,7 +216,7 @@ func TestBlockingListOnEmptyCluster(t *testing.T) {
 	tn := startNode(t)
 	r := do(t, http.MethodGet, tn.url+"/v1/leases", "")
 	r.wantStatus(t, "list", http.StatusOK)
-	var empty client.LeaseList
+	var empty wire.LeaseList
 	r.decode(t, &empty)
 	idx := r.index(t)
 	if len(empty.Leases) != 0 || idx == 0 || empty.Index != idx {
@@ -228,7 +229,7 @@ func TestBlockingListOnEmptyCluster(t *testing.T) {
 	l := acquire(t, tn, "first", "h1")
 	r = receive(t, ch, 5*time.Second)
 	r.wantStatus(t, "blocking list", http.StatusOK)
-	var got client.LeaseList
+	var got wire.LeaseList
 	r.decode(t, &got)
 	if len(got.Leases) != 1 || got.Leases[0].Key != "first" || got.Index != l.ModifyIndex {
 		t.Errorf("got %+v, want the lease on first at index %d", got, l.ModifyIndex)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -32,7 +33,7 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) error {
 	a := authz(r)
 	all := a.Allow(fsm.RightRead, "key", "") == nil
 	return s.hashBlocking(w, r, s.node.Members.MembersChanged, func() (any, string, bool) {
-		out := client.MemberList{Members: []client.Member{}}
+		out := wire.MemberList{Members: []client.Member{}}
 		for _, m := range s.node.Members.Members() {
 			mo := memberOut(m)
 			if !all {
@@ -70,20 +71,20 @@ func (s *Server) promoteServer(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
-	var body client.TransferBody
+	var body wire.TransferBody
 	if err := decodeOptionalBody(r, &body); err != nil {
 		return err
 	}
 	return s.write(w, r, func(ctx context.Context) (any, error) {
 		leader, err := s.node.Operator.TransferLeadership(ctx, body.ID)
-		return client.TransferResult{LeaderID: leader}, err
+		return wire.TransferResult{LeaderID: leader}, err
 	})
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 	info, err := s.node.Backups.Snapshot(r.Context())
 	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
-		writeError(w, &apiError{code: client.CodeNothingNew, msg: "nothing new to snapshot since the last one"})
+		writeError(w, &apiError{code: wire.CodeNothingNew, msg: "nothing new to snapshot since the last one"})
 		return
 	}
 	if err != nil {
@@ -150,7 +151,7 @@ func (s *Server) keyring(w http.ResponseWriter, r *http.Request) error {
 // member lacks, and a remove of a key that an alive member encrypts with:
 // either would cut that member off.
 func (s *Server) changeKeyring(w http.ResponseWriter, r *http.Request) error {
-	var body client.KeyringBody
+	var body wire.KeyringBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -192,7 +193,7 @@ func (s *Server) keyringSafe(op cluster.KeyringMessage) error {
 	if err != nil {
 		return nil // the change itself refuses it, naming the field
 	}
-	fp := cluster.KeyFingerprint(key)
+	fp := wire.KeyFingerprint(key)
 	views, members, err := s.node.Operator.Keyring()
 	if err != nil {
 		return err
@@ -205,10 +206,10 @@ func (s *Server) keyringSafe(op cluster.KeyringMessage) error {
 	}
 	switch {
 	case op.Op == cluster.KeyringUse && held < members:
-		return badRequest(client.CodeInvalidBody, "gossip_key", fmt.Sprintf(
+		return badRequest(wire.CodeInvalidBody, "gossip_key", fmt.Sprintf(
 			"gossip_key: %d of %d alive members hold key %s: install it everywhere first (or force)", held, members, fp))
 	case op.Op == cluster.KeyringRemove && primary > 0:
-		return badRequest(client.CodeInvalidBody, "gossip_key", fmt.Sprintf(
+		return badRequest(wire.CodeInvalidBody, "gossip_key", fmt.Sprintf(
 			"gossip_key: %d alive members still encrypt with key %s: use another key everywhere first (or force)", primary, fp))
 	}
 	return nil
@@ -216,7 +217,7 @@ func (s *Server) keyringSafe(op cluster.KeyringMessage) error {
 
 // spreadKeyring passes a keyring change to every other server of the Raft
 // configuration and returns the ids of those that did not take it.
-func (s *Server) spreadKeyring(ctx context.Context, r *http.Request, body client.KeyringBody) []string {
+func (s *Server) spreadKeyring(ctx context.Context, r *http.Request, body wire.KeyringBody) []string {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // ConnLimits bound what HTTP clients can hold open on one server: the
@@ -163,7 +163,7 @@ func (c *connCounter) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if over, _ := r.Context().Value(overKey{}).(bool); over {
 			w.Header().Set("Connection", "close")
-			writeError(w, &apiError{code: client.CodeTooManyConnections, msg: fmt.Sprintf(
+			writeError(w, &apiError{code: wire.CodeTooManyConnections, msg: fmt.Sprintf(
 				"too many open connections to this server (at most %d, %d per client address): this connection is closed; retry after Retry-After or on another server",
 				c.limits.MaxConns, c.limits.MaxConnsPerClient)})
 			return

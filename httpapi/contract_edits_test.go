@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 func listKeys(t *testing.T, r reply) []string {
 	t.Helper()
-	var l client.LeaseList
+	var l wire.LeaseList
 	r.decode(t, &l)
 	var out []string
 	for _, x := range l.Leases {
@@ -79,12 +80,12 @@ func TestPutGroupCompareAndSet(t *testing.T) {
 		status      int
 		code        string
 	}{
-		{"without cas", "", 409, client.CodeCASFailed},
-		{"cas=0 on an existing group", "?cas=0", 409, client.CodeCASFailed},
-		{"a stale cas", fmt.Sprintf("?cas=%d", g.ModifyIndex+1), 409, client.CodeCASFailed},
-		{"a bad cas", "?cas=x", 400, client.CodeInvalidQuery},
-		{"cas and replace", "?cas=1&replace=true", 400, client.CodeInvalidQuery},
-		{"a bad replace", "?replace=maybe", 400, client.CodeInvalidQuery},
+		{"without cas", "", 409, wire.CodeCASFailed},
+		{"cas=0 on an existing group", "?cas=0", 409, wire.CodeCASFailed},
+		{"a stale cas", fmt.Sprintf("?cas=%d", g.ModifyIndex+1), 409, wire.CodeCASFailed},
+		{"a bad cas", "?cas=x", 400, wire.CodeInvalidQuery},
+		{"cas and replace", "?cas=1&replace=true", 400, wire.CodeInvalidQuery},
+		{"a bad replace", "?replace=maybe", 400, wire.CodeInvalidQuery},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, "PUT", tn.url+"/v1/groups/g"+tc.query, `{"keys":["b"]}`)
@@ -93,7 +94,7 @@ func TestPutGroupCompareAndSet(t *testing.T) {
 			if e.Error != tc.code {
 				t.Errorf("code = %q, want %q", e.Error, tc.code)
 			}
-			if tc.code == client.CodeCASFailed && (e.Group == nil || e.Group.ModifyIndex != g.ModifyIndex || e.Group.Keys != 1) {
+			if tc.code == wire.CodeCASFailed && (e.Group == nil || e.Group.ModifyIndex != g.ModifyIndex || e.Group.Keys != 1) {
 				t.Errorf("group in the error = %+v, want the current one (modify index %d)", e.Group, g.ModifyIndex)
 			}
 		})
@@ -132,7 +133,7 @@ func TestEditControl(t *testing.T) {
 	}
 	r := do(t, "PATCH", tn.url+"/v1/controls/k", `{"prohibit":[""]}`)
 	r.wantStatus(t, "an empty holder", 400)
-	if e := r.apiErr(t); e.Error != client.CodeInvalidProhibited || e.Field != "prohibit" {
+	if e := r.apiErr(t); e.Error != wire.CodeInvalidProhibited || e.Field != "prohibit" {
 		t.Errorf("error = %+v, want invalid_prohibited on field prohibit", e)
 	}
 }

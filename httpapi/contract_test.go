@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tenure-io/tenure/client"
-	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -21,35 +21,12 @@ func TestErrorCodesAreTheClients(t *testing.T) {
 		server = append(server, code)
 	}
 	sort.Strings(server)
-	if got, want := strings.Join(server, " "), strings.Join(client.ErrorCodes(), " "); got != want {
+	if got, want := strings.Join(server, " "), strings.Join(wire.ErrorCodes(), " "); got != want {
 		t.Errorf("codes the server answers with:\n  %s\nclient.ErrorCodes():\n  %s", got, want)
 	}
 	for field, code := range fieldCodes {
 		if _, ok := codeStatus[code]; !ok {
 			t.Errorf("field %q maps to code %q, which has no status", field, code)
-		}
-	}
-}
-
-// What servers (cluster) and workers (client) send each other over gossip
-// is one contract: the same fields with the same JSON names, in both
-// declarations.
-func TestGossipContractIsTheClients(t *testing.T) {
-	for _, pair := range [][2]any{
-		{cluster.MemberMeta{}, client.MemberMeta{}},
-		{cluster.KeyringMessage{}, client.KeyringMessage{}},
-	} {
-		s, c := reflect.TypeOf(pair[0]), reflect.TypeOf(pair[1])
-		if s.NumField() != c.NumField() {
-			t.Errorf("%s has %d fields, %s %d", s, s.NumField(), c, c.NumField())
-			continue
-		}
-		for i := 0; i < s.NumField(); i++ {
-			sf, cf := s.Field(i), c.Field(i)
-			if sf.Name != cf.Name || sf.Type != cf.Type || sf.Tag.Get("json") != cf.Tag.Get("json") {
-				t.Errorf("%s field %d: cluster has %s %s `%s`, client has %s %s `%s`",
-					s.Name(), i, sf.Name, sf.Type, sf.Tag, cf.Name, cf.Type, cf.Tag)
-			}
 		}
 	}
 }
@@ -69,17 +46,17 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		into        func() any // nil: no JSON answer to check
 	}
 	lease := func() any { return new(client.LeaseInfo) }
-	errBody := func() any { return new(client.ErrorBody) }
+	errBody := func() any { return new(wire.ErrorBody) }
 	calls := []call{
 		{"PUT /v1/leases/{key:.+}", "PUT", "/v1/leases/c/a", `{"holder":"h1","ttl":"30s","metadata":{"zone":"a"}}`, 201, lease},
 		{"PUT /v1/leases/{key:.+}", "PUT", "/v1/leases/c/a", `{"holder":"h2","ttl":"30s"}`, 409, errBody},
 		{"GET /v1/leases/{key:.+}", "GET", "/v1/leases/c/a", "", 200, lease},
 		{"GET /v1/leases/{key:.+}", "GET", "/v1/leases/c/never", "", 404, errBody},
-		{"GET /v1/leases", "GET", "/v1/leases?prefix=c/", "", 200, func() any { return new(client.LeaseList) }},
+		{"GET /v1/leases", "GET", "/v1/leases?prefix=c/", "", 200, func() any { return new(wire.LeaseList) }},
 		{"POST /v1/renew/{key:.+}", "POST", "/v1/renew/c/a", `{"holder":"h1","token":1}`, 200, lease},
 		{"POST /v1/renew/{key:.+}", "POST", "/v1/renew/c/a", `{"holder":"h1","token":99}`, 404, errBody},
 		{"POST /v1/renew", "POST", "/v1/renew", `{"holder":"h1","leases":[{"key":"c/a","token":1},{"key":"c/a","token":99}]}`, 200,
-			func() any { return new(client.RenewManyResults) }},
+			func() any { return new(wire.RenewManyResults) }},
 		{"PUT /v1/leases/{key:.+}", "PUT", "/v1/leases/c/b", `{"holder":"h1","ttl":"bad"}`, 400, errBody},
 		{"DELETE /v1/leases/{key:.+}", "DELETE", "/v1/leases/c/a?holder=h2&token=1", "", 409, errBody},
 		{"DELETE /v1/leases/{key:.+}", "DELETE", "/v1/leases/c/a?holder=h1&token=1", "", 204, nil},
@@ -92,10 +69,10 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"POST /v1/revoke", "POST", "/v1/revoke", "", 400, errBody},
 		{"PUT /v1/groups/{name:.+?}", "PUT", "/v1/groups/g", `{"prefix":"g-","count":4,"max_per_worker":3,"stuck_grace":"30s","min_workers":1}`, 200, func() any { return new(client.GroupSummary) }},
 		{"PUT /v1/groups/{name:.+?}", "PUT", "/v1/groups/g", `{"prefix":"g-","count":5}`, 409, errBody},
-		{"GET /v1/leases", "GET", "/v1/leases?state=free&prefix=g-", "", 200, func() any { return new(client.LeaseList) }},
+		{"GET /v1/leases", "GET", "/v1/leases?state=free&prefix=g-", "", 200, func() any { return new(wire.LeaseList) }},
 		{"POST /v1/groups/{name:.+?}/keys", "POST", "/v1/groups/g/keys", `{"add":["g-9"],"remove":["g-0"]}`, 200, func() any { return new(client.GroupSummary) }},
 		{"PUT /v1/groups/{name:.+?}/max-per-worker", "PUT", "/v1/groups/g/max-per-worker", `{"max_per_worker":2}`, 200, func() any { return new(client.GroupSummary) }},
-		{"GET /v1/groups", "GET", "/v1/groups", "", 200, func() any { return new(client.GroupList) }},
+		{"GET /v1/groups", "GET", "/v1/groups", "", 200, func() any { return new(wire.GroupList) }},
 		{"GET /v1/groups/{name:.+?}", "GET", "/v1/groups/g", "", 200, func() any { return new(client.Group) }},
 		{"GET /v1/groups/{name:.+?}/assignment", "GET", "/v1/groups/g/assignment", "", 200, func() any { return new(client.Assignment) }},
 		{"PUT /v1/controls/{key:.+}", "PUT", "/v1/controls/g-1", `{"disabled":true,"prohibited":["w9"]}`, 200, func() any { return new(client.KeyControl) }},
@@ -107,20 +84,20 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"PUT /v1/controls/{key:.+}", "PUT", "/v1/controls/never-seen", `{"disabled":true}`, 404, errBody},
 		{"POST /v1/workers/{id}/drain", "POST", "/v1/workers/w1/drain", `{"draining":true}`, 404, errBody},
 		{"POST /v1/workers/{id}/drain", "POST", "/v1/workers/w1/drain?force=true", `{"draining":true}`, 200, func() any { return new(client.DrainResult) }},
-		{"GET /v1/workers", "GET", "/v1/workers", "", 200, func() any { return new(client.WorkerList) }},
+		{"GET /v1/workers", "GET", "/v1/workers", "", 200, func() any { return new(wire.WorkerList) }},
 		{"POST /v1/workers/{id}/drain", "POST", "/v1/workers/w1/drain", `{"draining":false}`, 200, func() any { return new(client.DrainResult) }},
 		{"DELETE /v1/groups/{name:.+?}", "DELETE", "/v1/groups/g", "", 204, nil},
 		{"GET /v1/health/placement", "GET", "/v1/health/placement?threshold=1m", "", 200, func() any { return new(client.PlacementHealth) }},
 		{"GET /v1/health/placement", "GET", "/v1/health/placement?threshold=soon", "", 400, errBody},
 		{"PUT /v1/groups/{name:.+?}", "PUT", "/v1/groups/g3", `{"keys":["x"],"stuck_grace":"1ms"}`, 400, errBody},
 		{"PUT /v1/groups/{name:.+?}", "PUT", "/v1/groups/g3", `{"keys":["x"],"min_workers":-1}`, 400, errBody},
-		{"GET /v1/events", "GET", "/v1/events?index=0&wait=1s", "", 200, func() any { return new(client.EventList) }},
-		{"GET /v1/events", "GET", "/v1/events?type=control_changed", "", 200, func() any { return new(client.EventList) }},
+		{"GET /v1/events", "GET", "/v1/events?index=0&wait=1s", "", 200, func() any { return new(wire.EventList) }},
+		{"GET /v1/events", "GET", "/v1/events?type=control_changed", "", 200, func() any { return new(wire.EventList) }},
 		{"GET /v1/events", "GET", "/v1/events?type=bogus", "", 400, errBody},
 		{"GET /v1/status", "GET", "/v1/status", "", 200, func() any { return new(client.NodeStatus) }},
 		{"POST /v1/acl/authorize", "POST", "/v1/acl/authorize", `{"checks":[{"right":"revoke","key":"c/a"},{"right":"read","prefix":""},{"right":"operator"}]}`, 200,
-			func() any { return new(client.ACLAuthorizeResults) }},
-		{"GET /v1/members", "GET", "/v1/members", "", 200, func() any { return new(client.MemberList) }},
+			func() any { return new(wire.ACLAuthorizeResults) }},
+		{"GET /v1/members", "GET", "/v1/members", "", 200, func() any { return new(wire.MemberList) }},
 		{"GET /healthz", "GET", "/healthz", "", 200, func() any { return new(client.Health) }},
 		{"GET /readyz", "GET", "/readyz", "", 200, func() any { return new(client.Readiness) }},
 		{"GET /metrics", "GET", "/metrics", "", 200, nil},
@@ -146,7 +123,7 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"POST /v1/operator/keyring", "POST", "/v1/operator/keyring", `{"op":"install","gossip_key":"AAAA"}`, 409, errBody},
 		{"POST /v1/operator/servers/{id}/promote", "POST", "/v1/operator/servers/n1/promote", "", 200, func() any { return new(client.PromoteResult) }},
 		{"POST /v1/operator/servers/{id}/promote", "POST", "/v1/operator/servers/n9/promote", "", 404, errBody},
-		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, 200, func() any { return new(client.TransferResult) }},
+		{"POST /v1/operator/transfer-leader", "POST", "/v1/operator/transfer-leader", `{}`, 200, func() any { return new(wire.TransferResult) }},
 	}
 	token := func() any { return new(client.ACLToken) }
 	policy := func() any { return new(client.ACLPolicy) }
@@ -164,7 +141,7 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"GET /v1/acl/tokens", "GET", "/v1/acl/tokens", "", 200, func() any { return new(client.ACLTokenList) }},
 		{"GET /v1/acl/token/self", "GET", "/v1/acl/token/self", "", 200, token},
 		{"POST /v1/acl/authorize", "POST", "/v1/acl/authorize", `{"checks":[{"right":"revoke","key":"scenes/01"},{"right":"groups","group":"g"},{"right":"groups","worker":"w1"},{"right":"write","prefix":"p/"},{"right":"acl"}]}`, 200,
-			func() any { return new(client.ACLAuthorizeResults) }},
+			func() any { return new(wire.ACLAuthorizeResults) }},
 		{"POST /v1/acl/authorize", "POST", "/v1/acl/authorize", `{"checks":[{"right":"revoke"}]}`, 400, errBody},
 		{"GET /v1/acl/token/{accessor}", "GET", "/v1/acl/token/nope", "", 404, errBody},
 		{"DELETE /v1/acl/token/{accessor}", "DELETE", "/v1/acl/token/nope", "", 404, errBody},
@@ -197,8 +174,8 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 	}
 	// The token and policy routes of a server without ACLs say so.
 	r := do(t, "GET", l.url+"/v1/acl/tokens", "")
-	if r.wantStatus(t, "GET /v1/acl/tokens without ACLs", 400); r.apiErr(t).Error != client.CodeACLDisabled {
-		t.Errorf("GET /v1/acl/tokens without ACLs: %s, want %s", r.body, client.CodeACLDisabled)
+	if r.wantStatus(t, "GET /v1/acl/tokens without ACLs", 400); r.apiErr(t).Error != wire.CodeACLDisabled {
+		t.Errorf("GET /v1/acl/tokens without ACLs: %s, want %s", r.body, wire.CodeACLDisabled)
 	}
 	for _, rt := range routesOf(t) {
 		if !covered[rt.method+" "+rt.template] {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Bounds of a LogTail.
@@ -127,14 +128,14 @@ func (s *Server) profile(w http.ResponseWriter, r *http.Request) error {
 		known = known || n == name
 	}
 	if !known || p == nil {
-		return &apiError{code: client.CodeNotFound, field: "profile",
+		return &apiError{code: wire.CodeNotFound, field: "profile",
 			msg: fmt.Sprintf("profile: %q is not served, want one of %v", name, client.DebugProfiles)}
 	}
 	debug := 0
 	if v := r.URL.Query().Get("debug"); v != "" {
 		d, err := strconv.Atoi(v)
 		if err != nil || d < 0 || d > 2 {
-			return badRequest(client.CodeInvalidQuery, "debug", fmt.Sprintf("debug: %q must be 0 (runtime/pprof format), 1 or 2 (text)", v))
+			return badRequest(wire.CodeInvalidQuery, "debug", fmt.Sprintf("debug: %q must be 0 (runtime/pprof format), 1 or 2 (text)", v))
 		}
 		debug = d
 	}
@@ -161,7 +162,7 @@ func (s *Server) profile(w http.ResponseWriter, r *http.Request) error {
 // oldest first, as they were written.
 func (s *Server) recentLogs(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.LogTail == nil {
-		return &apiError{code: client.CodeNotFound, msg: "this server keeps no log lines"}
+		return &apiError{code: wire.CodeNotFound, msg: "this server keeps no log lines"}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -3,43 +3,42 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"net/http"
-
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
+	"net/http"
 )
 
 // fieldCodes maps the field named by a cluster.InvalidError, or by a JSON
 // type error, to its code. The codes are package client's: it owns the
 // contract.
 var fieldCodes = map[string]string{
-	"key":      client.CodeInvalidKey,
-	"holder":   client.CodeInvalidHolder,
-	"ttl":      client.CodeInvalidTTL,
-	"wait":     client.CodeInvalidWait,
-	"token":    client.CodeInvalidToken,
-	"metadata": client.CodeInvalidMetadata,
-	"secret":   client.CodeInvalidSecret,
+	"key":      wire.CodeInvalidKey,
+	"holder":   wire.CodeInvalidHolder,
+	"ttl":      wire.CodeInvalidTTL,
+	"wait":     wire.CodeInvalidWait,
+	"token":    wire.CodeInvalidToken,
+	"metadata": wire.CodeInvalidMetadata,
+	"secret":   wire.CodeInvalidSecret,
 	// Groups, controls and workers.
-	"name":           client.CodeInvalidName,
-	"keys":           client.CodeInvalidKeys,
-	"count":          client.CodeInvalidCount,
-	"prefix":         client.CodeInvalidPrefix,
-	"add":            client.CodeInvalidKeys,
-	"max_per_worker": client.CodeInvalidMaxPerWorker,
-	"prohibited":     client.CodeInvalidProhibited,
-	"prohibit":       client.CodeInvalidProhibited,
-	"allow":          client.CodeInvalidProhibited,
-	"worker":         client.CodeInvalidWorker,
-	"stuck_grace":    client.CodeInvalidBody,
-	"min_workers":    client.CodeInvalidBody,
-	"threshold":      client.CodeInvalidQuery,
+	"name":           wire.CodeInvalidName,
+	"keys":           wire.CodeInvalidKeys,
+	"count":          wire.CodeInvalidCount,
+	"prefix":         wire.CodeInvalidPrefix,
+	"add":            wire.CodeInvalidKeys,
+	"max_per_worker": wire.CodeInvalidMaxPerWorker,
+	"prohibited":     wire.CodeInvalidProhibited,
+	"prohibit":       wire.CodeInvalidProhibited,
+	"allow":          wire.CodeInvalidProhibited,
+	"worker":         wire.CodeInvalidWorker,
+	"stuck_grace":    wire.CodeInvalidBody,
+	"min_workers":    wire.CodeInvalidBody,
+	"threshold":      wire.CodeInvalidQuery,
 	// ACLs.
-	"rules":         client.CodeInvalidRules,
-	"policies":      client.CodeInvalidPolicies,
-	"groups":        client.CodeInvalidGroups,
-	"holder_prefix": client.CodeInvalidHolder,
+	"rules":         wire.CodeInvalidRules,
+	"policies":      wire.CodeInvalidPolicies,
+	"groups":        wire.CodeInvalidGroups,
+	"holder_prefix": wire.CodeInvalidHolder,
 }
 
 // fieldCode is the code of a bad field: its own, or invalid_body.
@@ -47,58 +46,58 @@ func fieldCode(field string) string {
 	if c := fieldCodes[field]; c != "" {
 		return c
 	}
-	return client.CodeInvalidBody
+	return wire.CodeInvalidBody
 }
 
 // codeStatus is the HTTP status of every error code this package answers
 // with: the codes are package client's, and a test checks that the two
 // lists are the same.
 var codeStatus = map[string]int{
-	client.CodeInvalidKey:          http.StatusBadRequest,
-	client.CodeInvalidHolder:       http.StatusBadRequest,
-	client.CodeInvalidTTL:          http.StatusBadRequest,
-	client.CodeInvalidWait:         http.StatusBadRequest,
-	client.CodeInvalidToken:        http.StatusBadRequest,
-	client.CodeInvalidMetadata:     http.StatusBadRequest,
-	client.CodeInvalidIndex:        http.StatusBadRequest,
-	client.CodeInvalidQuery:        http.StatusBadRequest,
-	client.CodeInvalidBody:         http.StatusBadRequest,
-	client.CodeInvalidName:         http.StatusBadRequest,
-	client.CodeInvalidKeys:         http.StatusBadRequest,
-	client.CodeInvalidCount:        http.StatusBadRequest,
-	client.CodeInvalidPrefix:       http.StatusBadRequest,
-	client.CodeInvalidMaxPerWorker: http.StatusBadRequest,
-	client.CodeInvalidProhibited:   http.StatusBadRequest,
-	client.CodeInvalidWorker:       http.StatusBadRequest,
-	client.CodeInvalidSecret:       http.StatusBadRequest,
-	client.CodeWrongSecret:         http.StatusConflict,
-	client.CodeBodyTooLarge:        http.StatusBadRequest,
-	client.CodeDisabled:            http.StatusForbidden,
-	client.CodeProhibited:          http.StatusForbidden,
-	client.CodeNotFound:            http.StatusNotFound,
-	client.CodeLeaseLost:           http.StatusNotFound,
-	client.CodeHeld:                http.StatusConflict,
-	client.CodeNothingNew:          http.StatusConflict,
-	client.CodeNotCaughtUp:         http.StatusConflict,
-	client.CodeUnsafeRemoval:       http.StatusConflict,
-	client.CodeOverloaded:          http.StatusTooManyRequests,
-	client.CodeTooManyConnections:  http.StatusServiceUnavailable,
-	client.CodeInternal:            http.StatusInternalServerError,
-	client.CodeNoLeader:            http.StatusServiceUnavailable,
-	client.CodeLeadershipLost:      http.StatusServiceUnavailable,
-	client.CodeTimeout:             http.StatusGatewayTimeout,
-	client.CodeGossipPlaintext:     http.StatusConflict,
-	client.CodeInvalidRules:        http.StatusBadRequest,
-	client.CodeInvalidPolicies:     http.StatusBadRequest,
-	client.CodeInvalidGroups:       http.StatusBadRequest,
-	client.CodePermissionDenied:    http.StatusForbidden,
-	client.CodeACLNotFound:         http.StatusForbidden,
-	client.CodeACLBootstrapped:     http.StatusForbidden,
-	client.CodeACLDisabled:         http.StatusBadRequest,
-	client.CodeNotHolder:           http.StatusConflict,
-	client.CodeCASFailed:           http.StatusConflict,
-	client.CodeCompacted:           http.StatusGone,
-	client.CodeBackupUnverified:    http.StatusBadRequest,
+	wire.CodeInvalidKey:          http.StatusBadRequest,
+	wire.CodeInvalidHolder:       http.StatusBadRequest,
+	wire.CodeInvalidTTL:          http.StatusBadRequest,
+	wire.CodeInvalidWait:         http.StatusBadRequest,
+	wire.CodeInvalidToken:        http.StatusBadRequest,
+	wire.CodeInvalidMetadata:     http.StatusBadRequest,
+	wire.CodeInvalidIndex:        http.StatusBadRequest,
+	wire.CodeInvalidQuery:        http.StatusBadRequest,
+	wire.CodeInvalidBody:         http.StatusBadRequest,
+	wire.CodeInvalidName:         http.StatusBadRequest,
+	wire.CodeInvalidKeys:         http.StatusBadRequest,
+	wire.CodeInvalidCount:        http.StatusBadRequest,
+	wire.CodeInvalidPrefix:       http.StatusBadRequest,
+	wire.CodeInvalidMaxPerWorker: http.StatusBadRequest,
+	wire.CodeInvalidProhibited:   http.StatusBadRequest,
+	wire.CodeInvalidWorker:       http.StatusBadRequest,
+	wire.CodeInvalidSecret:       http.StatusBadRequest,
+	wire.CodeWrongSecret:         http.StatusConflict,
+	wire.CodeBodyTooLarge:        http.StatusBadRequest,
+	wire.CodeDisabled:            http.StatusForbidden,
+	wire.CodeProhibited:          http.StatusForbidden,
+	wire.CodeNotFound:            http.StatusNotFound,
+	wire.CodeLeaseLost:           http.StatusNotFound,
+	wire.CodeHeld:                http.StatusConflict,
+	wire.CodeNothingNew:          http.StatusConflict,
+	wire.CodeNotCaughtUp:         http.StatusConflict,
+	wire.CodeUnsafeRemoval:       http.StatusConflict,
+	wire.CodeOverloaded:          http.StatusTooManyRequests,
+	wire.CodeTooManyConnections:  http.StatusServiceUnavailable,
+	wire.CodeInternal:            http.StatusInternalServerError,
+	wire.CodeNoLeader:            http.StatusServiceUnavailable,
+	wire.CodeLeadershipLost:      http.StatusServiceUnavailable,
+	wire.CodeTimeout:             http.StatusGatewayTimeout,
+	wire.CodeGossipPlaintext:     http.StatusConflict,
+	wire.CodeInvalidRules:        http.StatusBadRequest,
+	wire.CodeInvalidPolicies:     http.StatusBadRequest,
+	wire.CodeInvalidGroups:       http.StatusBadRequest,
+	wire.CodePermissionDenied:    http.StatusForbidden,
+	wire.CodeACLNotFound:         http.StatusForbidden,
+	wire.CodeACLBootstrapped:     http.StatusForbidden,
+	wire.CodeACLDisabled:         http.StatusBadRequest,
+	wire.CodeNotHolder:           http.StatusConflict,
+	wire.CodeCASFailed:           http.StatusConflict,
+	wire.CodeCompacted:           http.StatusGone,
+	wire.CodeBackupUnverified:    http.StatusBadRequest,
 }
 
 // sentinelCodes maps the cluster's sentinel errors to their codes, first
@@ -107,23 +106,23 @@ var sentinelCodes = []struct {
 	err  error
 	code string
 }{
-	{cluster.ErrPermissionDenied, client.CodePermissionDenied},
-	{cluster.ErrACLNotFound, client.CodeACLNotFound},
-	{cluster.ErrACLBootstrapped, client.CodeACLBootstrapped},
-	{cluster.ErrACLDisabled, client.CodeACLDisabled},
-	{cluster.ErrDisabled, client.CodeDisabled},
-	{cluster.ErrProhibited, client.CodeProhibited},
-	{cluster.ErrNotFound, client.CodeNotFound},
-	{cluster.ErrNotCaughtUp, client.CodeNotCaughtUp},
-	{cluster.ErrUnsafeRemoval, client.CodeUnsafeRemoval},
-	{cluster.ErrOverloaded, client.CodeOverloaded},
-	{cluster.ErrGossipPlaintext, client.CodeGossipPlaintext},
-	{cluster.ErrLeadershipLost, client.CodeLeadershipLost},
-	{cluster.ErrNotLeader, client.CodeNoLeader},
-	{cluster.ErrNotReady, client.CodeNoLeader},
-	{cluster.ErrShutdown, client.CodeNoLeader},
-	{cluster.ErrTimeout, client.CodeTimeout},
-	{context.DeadlineExceeded, client.CodeTimeout},
+	{cluster.ErrPermissionDenied, wire.CodePermissionDenied},
+	{cluster.ErrACLNotFound, wire.CodeACLNotFound},
+	{cluster.ErrACLBootstrapped, wire.CodeACLBootstrapped},
+	{cluster.ErrACLDisabled, wire.CodeACLDisabled},
+	{cluster.ErrDisabled, wire.CodeDisabled},
+	{cluster.ErrProhibited, wire.CodeProhibited},
+	{cluster.ErrNotFound, wire.CodeNotFound},
+	{cluster.ErrNotCaughtUp, wire.CodeNotCaughtUp},
+	{cluster.ErrUnsafeRemoval, wire.CodeUnsafeRemoval},
+	{cluster.ErrOverloaded, wire.CodeOverloaded},
+	{cluster.ErrGossipPlaintext, wire.CodeGossipPlaintext},
+	{cluster.ErrLeadershipLost, wire.CodeLeadershipLost},
+	{cluster.ErrNotLeader, wire.CodeNoLeader},
+	{cluster.ErrNotReady, wire.CodeNoLeader},
+	{cluster.ErrShutdown, wire.CodeNoLeader},
+	{cluster.ErrTimeout, wire.CodeTimeout},
+	{context.DeadlineExceeded, wire.CodeTimeout},
 }
 
 // apiError is an error this package answers with a given code, and with
@@ -164,7 +163,7 @@ func writeError(w http.ResponseWriter, err error) {
 
 // errorBody is the answer to err: its body (code and message) and status;
 // answer is false for a request whose client went away.
-func errorBody(err error) (body client.ErrorBody, status int, answer bool) {
+func errorBody(err error) (body wire.ErrorBody, status int, answer bool) {
 	var (
 		api  *apiError
 		held *cluster.HeldError
@@ -174,29 +173,29 @@ func errorBody(err error) (body client.ErrorBody, status int, answer bool) {
 		cas  *cluster.CASError
 		ws   *cluster.SecretError
 	)
-	body = client.ErrorBody{Message: err.Error(), Error: client.CodeInternal}
+	body = wire.ErrorBody{Message: err.Error(), Error: wire.CodeInternal}
 	switch {
 	case errors.As(err, &api):
 		status, body.Error, body.Field = api.httpStatus(), api.code, api.field
 	case errors.As(err, &held):
-		body.Error, body.Lease = client.CodeHeld, leaseOut(cluster.LeaseView{Lease: held.Lease})
+		body.Error, body.Lease = wire.CodeHeld, leaseOut(cluster.LeaseView{Lease: held.Lease})
 		if held.WrongSecret {
 			body.Field = "secret"
 		}
 	case errors.As(err, &ws):
-		body.Error, body.Field = client.CodeWrongSecret, "secret"
+		body.Error, body.Field = wire.CodeWrongSecret, "secret"
 	case errors.As(err, &nh):
-		body.Error, body.Lease = client.CodeNotHolder, leaseOut(cluster.LeaseView{Lease: nh.Lease})
+		body.Error, body.Lease = wire.CodeNotHolder, leaseOut(cluster.LeaseView{Lease: nh.Lease})
 	case errors.As(err, &cas):
-		body.Error = client.CodeCASFailed
+		body.Error = wire.CodeCASFailed
 		if cas.Group != nil {
 			g := summary(cas.Group)
 			body.Group = &g
 		}
 	case errors.As(err, &lost):
-		body.Error, body.Reason = client.CodeLeaseLost, lost.Reason
+		body.Error, body.Reason = wire.CodeLeaseLost, lost.Reason
 	case errors.As(err, &inv) && errors.Is(err, fsm.ErrUnverifiedBackup):
-		body.Error, body.Field = client.CodeBackupUnverified, inv.Field
+		body.Error, body.Field = wire.CodeBackupUnverified, inv.Field
 	case errors.As(err, &inv):
 		body.Error, body.Field = fieldCode(inv.Field), inv.Field
 	default:

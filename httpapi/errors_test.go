@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -106,13 +107,13 @@ func TestDecodeBody(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		body      string
-		want      client.AcquireBody
+		want      wire.AcquireBody
 		wantCode  string // "" for success
 		wantField string
 	}{
 		{name: "ok", body: `{"holder":"h","ttl":"10s","wait":"1s","metadata":{"zone":"a"}}`,
-			want: client.AcquireBody{Holder: "h", TTL: "10s", Wait: "1s", Metadata: map[string]string{"zone": "a"}}},
-		{name: "ok with trailing whitespace", body: "{\"holder\":\"h\",\"ttl\":\"10s\"}\n\t ", want: client.AcquireBody{Holder: "h", TTL: "10s"}},
+			want: wire.AcquireBody{Holder: "h", TTL: "10s", Wait: "1s", Metadata: map[string]string{"zone": "a"}}},
+		{name: "ok with trailing whitespace", body: "{\"holder\":\"h\",\"ttl\":\"10s\"}\n\t ", want: wire.AcquireBody{Holder: "h", TTL: "10s"}},
 		{name: "unknown field", body: `{"holder":"h","ttl":"10s","lease_time":"5s"}`, wantCode: "invalid_body", wantField: "lease_time"},
 		{name: "trailing object", body: `{"holder":"h","ttl":"10s"} {"holder":"x"}`, wantCode: "invalid_body", wantField: "body"},
 		{name: "trailing brace", body: `{"holder":"h","ttl":"10s"}}`, wantCode: "invalid_body", wantField: "body"},
@@ -131,7 +132,7 @@ func TestDecodeBody(t *testing.T) {
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest(http.MethodPut, "/v1/leases/k", strings.NewReader(tc.body))
 			req.Body = http.MaxBytesReader(rec, req.Body, MaxBodyBytes)
-			var got client.AcquireBody
+			var got wire.AcquireBody
 			err := decodeBody(req, &got)
 			if tc.wantCode == "" {
 				if err != nil {
@@ -156,7 +157,7 @@ func TestDecodeBody(t *testing.T) {
 // The renew body's token is a number: a string names the token.
 func TestDecodeBodyRenewToken(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/v1/renew/k", strings.NewReader(`{"holder":"h","token":"5"}`))
-	var body client.LeaseRefBody
+	var body wire.LeaseRefBody
 	var api *apiError
 	if err := decodeBody(req, &body); !errors.As(err, &api) || api.code != "invalid_token" || api.field != "token" {
 		t.Fatalf("got %v, want invalid_token on field token", err)

@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // checkQuery refuses a query string that is not valid percent-escaping.
@@ -25,17 +25,17 @@ func checkQuery(raw string) error {
 	for _, part := range strings.Split(raw, "&") {
 		name, value, _ := strings.Cut(part, "=")
 		if strings.Contains(name, ";") || strings.Contains(value, ";") {
-			return badRequest(client.CodeInvalidQuery, "query", "query: a semicolon is not a parameter separator; escape it as %3B")
+			return badRequest(wire.CodeInvalidQuery, "query", "query: a semicolon is not a parameter separator; escape it as %3B")
 		}
 		uname, err := url.QueryUnescape(name)
 		if err != nil {
-			return badRequest(client.CodeInvalidQuery, "query", fmt.Sprintf("query: parameter name %q is not valid percent-escaping", name))
+			return badRequest(wire.CodeInvalidQuery, "query", fmt.Sprintf("query: parameter name %q is not valid percent-escaping", name))
 		}
 		if _, err := url.QueryUnescape(value); err != nil {
-			return badRequest(client.CodeInvalidQuery, uname, fmt.Sprintf("%s: %q is not valid percent-escaping (%%XX with two hex digits)", uname, value))
+			return badRequest(wire.CodeInvalidQuery, uname, fmt.Sprintf("%s: %q is not valid percent-escaping (%%XX with two hex digits)", uname, value))
 		}
 	}
-	return badRequest(client.CodeInvalidQuery, "query", "query: not valid percent-escaping")
+	return badRequest(wire.CodeInvalidQuery, "query", "query: not valid percent-escaping")
 }
 
 // A request that net/http cannot parse (a bad percent-escape in the path, a
@@ -71,18 +71,18 @@ func (c jsonErrorConn) Write(p []byte) (int, error) {
 // "400 Bad Request" or "400 Bad Request: missing required Host header".
 func cannedAsJSON(status string) []byte {
 	code, detail, _ := strings.Cut(status, ": ")
-	var body client.ErrorBody
+	var body wire.ErrorBody
 	switch {
 	case strings.HasPrefix(code, "431"):
-		body = client.ErrorBody{Error: client.CodeInvalidQuery, Field: "headers", Message: "headers: the request's headers are too large"}
+		body = wire.ErrorBody{Error: wire.CodeInvalidQuery, Field: "headers", Message: "headers: the request's headers are too large"}
 	case strings.HasPrefix(code, "501"):
-		body = client.ErrorBody{Error: client.CodeInvalidQuery, Field: "headers", Message: "headers: unsupported transfer encoding"}
+		body = wire.ErrorBody{Error: wire.CodeInvalidQuery, Field: "headers", Message: "headers: unsupported transfer encoding"}
 	default:
 		msg := "the request could not be parsed: a bad percent-escape in the path (%XX needs two hex digits; escape % itself as %25), or a malformed request line or header"
 		if detail != "" {
 			msg = "the request could not be parsed: " + detail
 		}
-		body = client.ErrorBody{Error: client.CodeInvalidQuery, Field: "path", Message: msg}
+		body = wire.ErrorBody{Error: wire.CodeInvalidQuery, Field: "path", Message: msg}
 	}
 	b, _ := json.Marshal(body)
 	b = append(b, '\n')

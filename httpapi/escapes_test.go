@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // rawRequest sends one request as the bytes given (a Go client refuses to
@@ -79,12 +79,12 @@ func TestBadPercentEscapes(t *testing.T) {
 			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 				t.Errorf("Content-Type %q, want JSON", ct)
 			}
-			var e client.ErrorBody
+			var e wire.ErrorBody
 			if err := json.Unmarshal(b, &e); err != nil {
 				t.Fatalf("answer %q is not the JSON error shape: %v", b, err)
 			}
-			if e.Error != client.CodeInvalidQuery || e.Field != tt.field || e.Message == "" {
-				t.Errorf("got %+v, want code %s field %s", e, client.CodeInvalidQuery, tt.field)
+			if e.Error != wire.CodeInvalidQuery || e.Field != tt.field || e.Message == "" {
+				t.Errorf("got %+v, want code %s field %s", e, wire.CodeInvalidQuery, tt.field)
 			}
 		})
 	}
@@ -95,7 +95,7 @@ func TestBadPercentEscapes(t *testing.T) {
 		t.Errorf("a valid request through the listener: %d %s", resp.StatusCode, b)
 	}
 	resp, b = rawRequest(t, tn.addr, "GET", "/v1/leases/a%20b", "")
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), client.CodeInvalidKey) {
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), wire.CodeInvalidKey) {
 		t.Errorf("a well-escaped bad key: %d %s, want 400 invalid_key", resp.StatusCode, b)
 	}
 }

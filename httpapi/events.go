@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -31,7 +32,7 @@ func (s *Server) parseEventsQuery(r *http.Request) (eventsQuery, error) {
 		v := q.Get("index")
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return out, badRequest(client.CodeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
+			return out, badRequest(wire.CodeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
 		}
 		out.after, out.block = n, true
 	}
@@ -39,7 +40,7 @@ func (s *Server) parseEventsQuery(r *http.Request) (eventsQuery, error) {
 		for _, name := range strings.Split(list, ",") {
 			t, err := fsm.ParseEventType(strings.TrimSpace(name))
 			if err != nil {
-				return out, badRequest(client.CodeInvalidQuery, "type", "type: "+err.Error())
+				return out, badRequest(wire.CodeInvalidQuery, "type", "type: "+err.Error())
 			}
 			if !slices.Contains(out.filter.Types, t) { // at most one of each
 				out.filter.Types = append(out.filter.Types, t)
@@ -49,7 +50,7 @@ func (s *Server) parseEventsQuery(r *http.Request) (eventsQuery, error) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > cluster.MaxEventsAnswer {
-			return out, badRequest(client.CodeInvalidQuery, "limit", fmt.Sprintf("limit: %q must be an integer from 1 to %d", v, cluster.MaxEventsAnswer))
+			return out, badRequest(wire.CodeInvalidQuery, "limit", fmt.Sprintf("limit: %q must be an integer from 1 to %d", v, cluster.MaxEventsAnswer))
 		}
 		out.limit = n
 	}
@@ -82,8 +83,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		if errors.As(err, &ce) {
 			w.Header().Set(client.HeaderOldestIndex, strconv.FormatUint(ce.Oldest, 10))
 			s.readHeaders(w, ce.Oldest)
-			writeJSON(w, http.StatusGone, client.CompactedBody{
-				ErrorBody:   client.ErrorBody{Error: client.CodeCompacted, Message: ce.Error(), Field: "index"},
+			writeJSON(w, http.StatusGone, wire.CompactedBody{
+				ErrorBody:   wire.ErrorBody{Error: wire.CodeCompacted, Message: ce.Error(), Field: "index"},
 				OldestIndex: ce.Oldest,
 			})
 			return nil
@@ -91,7 +92,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		out := client.EventList{Events: make([]client.Event, 0, len(evs)), Index: next}
+		out := wire.EventList{Events: make([]client.Event, 0, len(evs)), Index: next}
 		for _, e := range evs {
 			if visible(a, e) {
 				out.Events = append(out.Events, eventOut(e))
@@ -114,7 +115,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 			return r.Context().Err()
 		}
 		s.readHeaders(w, after)
-		writeJSON(w, http.StatusOK, client.EventList{Events: []client.Event{}, Index: after})
+		writeJSON(w, http.StatusOK, wire.EventList{Events: []client.Event{}, Index: after})
 		return nil
 	}
 }

@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
-func (r reply) events(t *testing.T) client.EventList {
+func (r reply) events(t *testing.T) wire.EventList {
 	t.Helper()
-	var out client.EventList
+	var out wire.EventList
 	r.decode(t, &out)
 	return out
 }
@@ -120,12 +121,12 @@ func TestEventsRoute(t *testing.T) {
 func TestEventsBadQuery(t *testing.T) {
 	n := startNode(t)
 	for _, tt := range []struct{ query, code, field string }{
-		{"index=x", client.CodeInvalidIndex, "index"},
-		{"type=acquired,nope", client.CodeInvalidQuery, "type"},
-		{"limit=0", client.CodeInvalidQuery, "limit"},
-		{"limit=1001", client.CodeInvalidQuery, "limit"},
-		{"wait=forever", client.CodeInvalidWait, "wait"},
-		{"prefix=" + strings.Repeat("p", 300), client.CodeInvalidPrefix, "prefix"},
+		{"index=x", wire.CodeInvalidIndex, "index"},
+		{"type=acquired,nope", wire.CodeInvalidQuery, "type"},
+		{"limit=0", wire.CodeInvalidQuery, "limit"},
+		{"limit=1001", wire.CodeInvalidQuery, "limit"},
+		{"wait=forever", wire.CodeInvalidWait, "wait"},
+		{"prefix=" + strings.Repeat("p", 300), wire.CodeInvalidPrefix, "prefix"},
 	} {
 		r := do(t, "GET", n.url+"/v1/events?"+tt.query, "")
 		r.wantStatus(t, tt.query, 400)
@@ -147,9 +148,9 @@ func TestEventsCompacted(t *testing.T) {
 	}
 	r := do(t, "GET", n.url+"/v1/events?index=1", "")
 	r.wantStatus(t, "old index", http.StatusGone)
-	var body client.CompactedBody
+	var body wire.CompactedBody
 	sameJSON(t, "410 compacted", r.body, &body) // the answer is the client's type, field for field
-	if body.Error != client.CodeCompacted || body.OldestIndex <= 1 || r.header.Get(client.HeaderOldestIndex) != strconv.FormatUint(body.OldestIndex, 10) {
+	if body.Error != wire.CodeCompacted || body.OldestIndex <= 1 || r.header.Get(client.HeaderOldestIndex) != strconv.FormatUint(body.OldestIndex, 10) {
 		t.Fatalf("410 answer %s, headers %v; want code compacted with the oldest index in body and header", r.body, r.header)
 	}
 	r = do(t, "GET", n.url+"/v1/events?index="+strconv.FormatUint(body.OldestIndex, 10), "")
@@ -195,7 +196,7 @@ func TestEventsACL(t *testing.T) {
 	}
 	// The reader sees jobs/ only; events of other keys, groups it cannot
 	// read and workers are left out. It must name a prefix it may read.
-	doAs(t, reader.SecretID, "GET", leader.url+"/v1/events?index="+start, "").wantDenied(t, "events without a prefix", client.CodePermissionDenied)
+	doAs(t, reader.SecretID, "GET", leader.url+"/v1/events?index="+start, "").wantDenied(t, "events without a prefix", wire.CodePermissionDenied)
 	r = doAs(t, reader.SecretID, "GET", follower.url+"/v1/events?prefix=jobs/&index="+start, "")
 	r.wantStatus(t, "reader's events", 200)
 	if got := eventTypes(r.events(t).Events); got != "acquired jobs/a, ending jobs/a" {

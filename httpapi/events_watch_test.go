@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
@@ -129,7 +130,7 @@ func TestWatchAcrossFailoverAndRestart(t *testing.T) {
 			if err != nil || r.status != 200 {
 				return false
 			}
-			var list client.EventList
+			var list wire.EventList
 			r.decode(t, &list)
 			evs = list.Events
 			return len(evs) == len(got)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 )
 
@@ -108,7 +109,7 @@ func TestNodeWithoutLeader(t *testing.T) {
 
 	r = callFake(t, n, http.MethodPut, "/v1/leases/k", `{"holder":"h","ttl":"10s"}`)
 	r.wantStatus(t, "acquire", http.StatusServiceUnavailable)
-	if e := r.apiErr(t); e.Error != client.CodeNoLeader || r.header.Get("Retry-After") == "" {
+	if e := r.apiErr(t); e.Error != wire.CodeNoLeader || r.header.Get("Retry-After") == "" {
 		t.Errorf("acquire: got code %q with Retry-After %q, want no_leader with Retry-After", e.Error, r.header.Get("Retry-After"))
 	}
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 )
 
@@ -37,7 +38,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		writeError(w, badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", bodyLimit(r))))
+		writeError(w, badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", bodyLimit(r))))
 		return
 	}
 	target := s.cfg.ForwardScheme + "://" + addr + r.URL.EscapedPath()

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -31,8 +31,8 @@ func TestFailedForwardNeverShowsTheQuery(t *testing.T) {
 
 	r := do(t, http.MethodDelete, front.URL+"/v1/leases/k/a?holder=h&token=1&secret="+secret, "")
 	r.wantStatus(t, "a release through a follower that cannot reach the leader", http.StatusServiceUnavailable)
-	if e := r.apiErr(t); e.Error != client.CodeLeadershipLost || !strings.Contains(e.Message, "/v1/leases/k/a") {
-		t.Errorf("answered %q %q, want %s naming the path", e.Error, e.Message, client.CodeLeadershipLost)
+	if e := r.apiErr(t); e.Error != wire.CodeLeadershipLost || !strings.Contains(e.Message, "/v1/leases/k/a") {
+		t.Errorf("answered %q %q, want %s naming the path", e.Error, e.Message, wire.CodeLeadershipLost)
 	}
 	if strings.Contains(string(r.body), secret) {
 		t.Errorf("the answer shows the lease secret: %s", r.body)

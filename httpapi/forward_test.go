@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 )
@@ -75,7 +76,7 @@ func TestForwardToLeader(t *testing.T) {
 		r := do(t, http.MethodPost, follower.url+"/v1/renew", body)
 		r.wantStatus(t, "renew many through a follower", http.StatusOK)
 		var out struct {
-			Results []client.RenewResultBody `json:"results"`
+			Results []wire.RenewResultBody `json:"results"`
 		}
 		r.decode(t, &out)
 		if len(out.Results) != 2 || !out.Results[0].OK || !out.Results[1].OK ||
@@ -331,7 +332,7 @@ func TestForwardGivesUpWhenTheLeaderChanges(t *testing.T) {
 		t.Fatal(a.err)
 	}
 	a.r.wantStatus(t, "a forwarded acquire after the leader changed", http.StatusServiceUnavailable)
-	if e := a.r.apiErr(t); e.Error != client.CodeLeadershipLost {
-		t.Errorf("got code %q, want %s (outcome unknown)", e.Error, client.CodeLeadershipLost)
+	if e := a.r.apiErr(t); e.Error != wire.CodeLeadershipLost {
+		t.Errorf("got code %q, want %s (outcome unknown)", e.Error, wire.CodeLeadershipLost)
 	}
 }

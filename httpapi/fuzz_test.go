@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // notJSON are the routes whose answers are not the API's JSON: the page,
@@ -78,7 +78,7 @@ func FuzzRoutes(f *testing.F) {
 	tn := startNode(f)
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	codes := map[string]bool{}
-	for _, c := range client.ErrorCodes() {
+	for _, c := range wire.ErrorCodes() {
 		codes[c] = true
 	}
 	f.Fuzz(func(t *testing.T, route int, arg, query string, body []byte) {
@@ -120,11 +120,11 @@ func FuzzRoutes(f *testing.F) {
 		if notJSON(rt.template) || resp.StatusCode < 400 || ctx.Err() != nil {
 			return
 		}
-		var e client.ErrorBody
+		var e wire.ErrorBody
 		if err := json.Unmarshal(b, &e); err != nil {
 			t.Fatalf("%s %s: %d answer is not the JSON error shape: %v: %q", rt.method, target, resp.StatusCode, err, b)
 		}
-		if !codes[e.Error] || e.Error == client.CodeInternal || e.Message == "" {
+		if !codes[e.Error] || e.Error == wire.CodeInternal || e.Message == "" {
 			t.Fatalf("%s %s (body %q): %d with code %q message %q: want a documented code and a message", rt.method, target, body, resp.StatusCode, e.Error, e.Message)
 		}
 		if (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) && resp.Header.Get("Retry-After") == "" {

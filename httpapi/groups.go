@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -83,17 +84,17 @@ func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
 	if q.Has("cas") {
 		n, err := strconv.ParseUint(q.Get("cas"), 10, 64)
 		if err != nil {
-			return badRequest(client.CodeInvalidQuery, "cas", fmt.Sprintf("cas: %q is not a modify index (an unsigned integer)", q.Get("cas")))
+			return badRequest(wire.CodeInvalidQuery, "cas", fmt.Sprintf("cas: %q is not a modify index (an unsigned integer)", q.Get("cas")))
 		}
 		spec.CAS = n
 	}
 	if q.Has("replace") {
 		v, err := strconv.ParseBool(q.Get("replace"))
 		if err != nil {
-			return badRequest(client.CodeInvalidQuery, "replace", fmt.Sprintf("replace: %q is not true or false", q.Get("replace")))
+			return badRequest(wire.CodeInvalidQuery, "replace", fmt.Sprintf("replace: %q is not true or false", q.Get("replace")))
 		}
 		if v && q.Has("cas") {
-			return badRequest(client.CodeInvalidQuery, "replace", "replace: give either cas or replace=true, not both")
+			return badRequest(wire.CodeInvalidQuery, "replace", "replace: give either cas or replace=true, not both")
 		}
 		spec.Replace = v
 	}
@@ -105,7 +106,7 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
-	var body client.GroupKeysBody
+	var body wire.GroupKeysBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
-	var body client.MaxPerWorkerBody
+	var body wire.MaxPerWorkerBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -207,10 +208,10 @@ func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
 }
 
 // putControl replaces the controls of the path's key. Its body holds the
-// controls alone (client.KeyControlBody): a key in the body, or an
+// controls alone (wire.KeyControlBody): a key in the body, or an
 // answer's ended, is an unknown field.
 func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
-	return changeControl(s, w, r, func(ctx context.Context, key string, body client.KeyControlBody, force bool) (fsm.KeyControl, []cluster.EndedLease, error) {
+	return changeControl(s, w, r, func(ctx context.Context, key string, body wire.KeyControlBody, force bool) (fsm.KeyControl, []cluster.EndedLease, error) {
 		ended, err := s.node.Controls.SetKeyControl(ctx, key, fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}, force)
 		if err != nil {
 			return fsm.KeyControl{}, nil, err
@@ -274,7 +275,7 @@ func controlOut(key string, c fsm.KeyControl) client.KeyControl {
 }
 
 func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
-	body := client.DrainBody{}
+	body := wire.DrainBody{}
 	if err := decodeOptionalBody(r, &body); err != nil {
 		return err
 	}
@@ -306,7 +307,7 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, 0, err
 		}
-		out := client.WorkerList{Workers: []client.WorkerInfo{}, Index: watchIndex(index), Next: encodeCursor(next)}
+		out := wire.WorkerList{Workers: []client.WorkerInfo{}, Index: watchIndex(index), Next: encodeCursor(next)}
 		for _, v := range views {
 			wi := client.WorkerInfo{ID: v.ID, Status: v.Status, Addr: v.Addr, Groups: v.Groups, Capacity: v.Capacity,
 				Draining: v.Draining, Drained: v.Drained, Keys: []client.WorkerGroupKeys{}}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 )
 
@@ -41,7 +42,7 @@ func (s *Server) hashBlocking(w http.ResponseWriter, r *http.Request, changed fu
 	q := r.URL.Query()
 	seen := q.Get("hash")
 	if len(seen) > maxHashLen || !isHex(seen) {
-		return badRequest(client.CodeInvalidQuery, "hash", fmt.Sprintf("hash: %q is not a content hash (up to %d hex digits, as X-Tenure-Content-Hash gives it)", seen, maxHashLen))
+		return badRequest(wire.CodeInvalidQuery, "hash", fmt.Sprintf("hash: %q is not a content hash (up to %d hex digits, as X-Tenure-Content-Hash gives it)", seen, maxHashLen))
 	}
 	wait, err := s.blockingWait(q)
 	if err != nil {

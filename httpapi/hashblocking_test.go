@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
@@ -128,7 +129,7 @@ func TestStatusWaitIgnoresIndexes(t *testing.T) {
 func TestMembersWaitForAMemberToLeave(t *testing.T) {
 	c := startClusterWith(t, 3, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI})
 	watcher := c.nodes[0]
-	var list client.MemberList
+	var list wire.MemberList
 	var hash string
 	harness.WaitUntil(t, 10*time.Second, "the watcher sees three gossip members", func() bool {
 		r := do(t, http.MethodGet, watcher.url+"/v1/members", "")

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/cluster/certs"
 	"github.com/tenure-io/tenure/test/harness"
@@ -338,12 +339,12 @@ func (r reply) lease(t *testing.T) client.LeaseInfo {
 	return l
 }
 
-func (r reply) apiErr(t *testing.T) client.ErrorBody {
+func (r reply) apiErr(t *testing.T) wire.ErrorBody {
 	t.Helper()
 	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 		t.Fatalf("error answer has Content-Type %q, want application/json; body %s", ct, r.body)
 	}
-	var e client.ErrorBody
+	var e wire.ErrorBody
 	r.decode(t, &e)
 	return e
 }

@@ -8,17 +8,18 @@ import (
 	"strings"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
 
 func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
-	var body client.AcquireBody
+	var body wire.AcquireBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
 	if body.TTL == "" {
-		return badRequest(client.CodeInvalidTTL, "ttl", "ttl: required, a duration like \"10s\"")
+		return badRequest(wire.CodeInvalidTTL, "ttl", "ttl: required, a duration like \"10s\"")
 	}
 	ttl, err := parseDuration("ttl", body.TTL, 0)
 	if err != nil {
@@ -56,7 +57,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
-	var body client.LeaseRefBody
+	var body wire.LeaseRefBody
 	q := r.URL.Query()
 	if q.Has("holder") || q.Has("token") || q.Has("secret") {
 		body.Holder, body.Secret = q.Get("holder"), q.Get("secret")
@@ -111,7 +112,7 @@ func (s *Server) revokeHolder(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	if !q.Has("holder") {
-		return badRequest(client.CodeInvalidHolder, "holder", "holder: required, the holder whose leases to revoke")
+		return badRequest(wire.CodeInvalidHolder, "holder", "holder: required, the holder whose leases to revoke")
 	}
 	return s.write(w, r, func(ctx context.Context) (any, error) {
 		ended, err := s.node.Leases.RevokeHolder(ctx, q.Get("holder"), force)
@@ -131,7 +132,7 @@ func parseForce(r *http.Request) (bool, error) {
 	case len(v) == 1 && (v[0] == "false" || v[0] == "0"):
 		return false, nil
 	}
-	return false, badRequest(client.CodeInvalidQuery, "force", fmt.Sprintf("force: %q is not true or false", strings.Join(v, ",")))
+	return false, badRequest(wire.CodeInvalidQuery, "force", fmt.Sprintf("force: %q is not true or false", strings.Join(v, ",")))
 }
 
 // revokedOut answers the leases a revoke or a control ended. can is the
@@ -149,7 +150,7 @@ func revokedOut(ended []cluster.EndedLease, can func(key string) bool) []client.
 }
 
 func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
-	var body client.LeaseRefBody
+	var body wire.LeaseRefBody
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	// other shape (and every error) goes through the strict decoder.
 	body, ok := parseRenewMany(raw)
 	if !ok {
-		body = client.RenewManyBody{} // nothing of a partial parse
+		body = wire.RenewManyBody{} // nothing of a partial parse
 		if err := decodeRaw(raw, &body); err != nil {
 			return err
 		}
@@ -201,10 +202,10 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := client.RenewManyResults{Results: make([]client.RenewResultBody, len(results))}
+	out := wire.RenewManyResults{Results: make([]wire.RenewResultBody, len(results))}
 	for i, res := range results {
 		rr := &out.Results[i]
-		*rr = client.RenewResultBody{Key: refs[i].Key, Token: refs[i].Token, OK: res.Err == nil}
+		*rr = wire.RenewResultBody{Key: refs[i].Key, Token: refs[i].Token, OK: res.Err == nil}
 		switch {
 		case res.Err == nil:
 			if !body.Brief {
@@ -214,7 +215,7 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 			return res.Err // leadership moved mid-call: the whole call fails
 		}
 	}
-	// Written by hand (client.RenewManyResults.AppendJSON): a bulk
+	// Written by hand (wire.RenewManyResults.AppendJSON): a bulk
 	// renewal answers up to MaxRenewBatch leases, and reflection was a
 	// third of its cost.
 	w.Header().Set("Content-Type", "application/json")
@@ -227,14 +228,14 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 // renewal (lease lost, or a wrong secret), and reports whether it did. A
 // function of its own, so that its targets are allocated on refusals
 // only, not for every lease.
-func renewRefusal(rr *client.RenewResultBody, err error) bool {
+func renewRefusal(rr *wire.RenewResultBody, err error) bool {
 	var lost *cluster.LostError
 	var wrong *cluster.SecretError
 	switch {
 	case errors.As(err, &lost):
-		rr.Error, rr.Reason = client.CodeLeaseLost, lost.Reason
+		rr.Error, rr.Reason = wire.CodeLeaseLost, lost.Reason
 	case errors.As(err, &wrong):
-		rr.Error, rr.Message = client.CodeWrongSecret, wrong.Error()
+		rr.Error, rr.Message = wire.CodeWrongSecret, wrong.Error()
 	default:
 		return false
 	}
@@ -266,7 +267,7 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 	// A free list also names the keys of groups that were never acquired.
 	f := fsm.Filter{Prefix: q.Get("prefix"), State: q.Get("state"), Holder: q.Get("holder"), NeverAcquired: true}
 	if f.State != "" && f.State != "held" && f.State != "free" {
-		return badRequest(client.CodeInvalidQuery, "state", fmt.Sprintf("state: %q is not held or free", f.State))
+		return badRequest(wire.CodeInvalidQuery, "state", fmt.Sprintf("state: %q is not held or free", f.State))
 	}
 	p, err := parsePage(r)
 	if err != nil {

@@ -2,11 +2,13 @@ package httpapi
 
 import (
 	"fmt"
-	"github.com/tenure-io/tenure/client"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Release takes holder and token from the query or from a JSON body, frees
@@ -68,7 +70,7 @@ func TestReleaseByOtherHolderKeepsLease(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, http.MethodDelete, fmt.Sprintf("%s/v1/leases/kept?holder=%s&token=%d", tn.url, tc.holder, tc.token), "")
 			r.wantStatus(t, "release", http.StatusConflict)
-			if e := r.apiErr(t); e.Error != client.CodeNotHolder || e.Lease == nil || e.Lease.Holder != "h1" || e.Lease.Token != l.Token {
+			if e := r.apiErr(t); e.Error != wire.CodeNotHolder || e.Lease == nil || e.Lease.Holder != "h1" || e.Lease.Token != l.Token {
 				t.Errorf("error body = %+v, want not_holder with the lease of h1", e)
 			}
 			got := do(t, http.MethodGet, tn.url+"/v1/leases/kept", "").lease(t)
@@ -233,7 +235,7 @@ func TestRenewMany(t *testing.T) {
 	r := do(t, http.MethodPost, tn.url+"/v1/renew", body)
 	r.wantStatus(t, "renew many", http.StatusOK)
 	var out struct {
-		Results []client.RenewResultBody `json:"results"`
+		Results []wire.RenewResultBody `json:"results"`
 	}
 	r.decode(t, &out)
 	want := []struct {
@@ -356,7 +358,7 @@ func TestKeysWithSlashesAndDots(t *testing.T) {
 			}
 			r = do(t, http.MethodGet, tn.url+"/v1/leases?prefix="+key, "")
 			r.wantStatus(t, "list", http.StatusOK)
-			var list client.LeaseList
+			var list wire.LeaseList
 			r.decode(t, &list)
 			if len(list.Leases) == 0 || list.Leases[0].Key != key {
 				t.Errorf("list with prefix %q: got %+v, want %q first", key, list.Leases, key)

@@ -5,14 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
-
-	"github.com/tenure-io/tenure/client"
-	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/fsm"
 )
 
 // Lists in pages (GET /v1/leases, /v1/groups, a group's keys and plan,
@@ -33,24 +32,24 @@ func parsePage(r *http.Request) (fsm.Page, error) {
 	p := fsm.Page{Limit: DefaultListLimit}
 	if v, ok := q["limit"]; ok {
 		if len(v) != 1 {
-			return p, badRequest(client.CodeInvalidQuery, "limit", "limit: give it once")
+			return p, badRequest(wire.CodeInvalidQuery, "limit", "limit: give it once")
 		}
 		n, err := strconv.Atoi(v[0])
 		switch {
 		case err != nil || n < 1:
-			return p, badRequest(client.CodeInvalidQuery, "limit", fmt.Sprintf("limit: %q is not an integer from 1 to %d", v[0], MaxListLimit))
+			return p, badRequest(wire.CodeInvalidQuery, "limit", fmt.Sprintf("limit: %q is not an integer from 1 to %d", v[0], MaxListLimit))
 		case n > MaxListLimit:
-			return p, badRequest(client.CodeInvalidQuery, "limit", fmt.Sprintf("limit: %d is over the maximum; the maximum is %d", n, MaxListLimit))
+			return p, badRequest(wire.CodeInvalidQuery, "limit", fmt.Sprintf("limit: %d is over the maximum; the maximum is %d", n, MaxListLimit))
 		}
 		p.Limit = n
 	}
 	if v, ok := q["cursor"]; ok {
 		if len(v) != 1 {
-			return p, badRequest(client.CodeInvalidQuery, "cursor", "cursor: give it once, the next of the previous page")
+			return p, badRequest(wire.CodeInvalidQuery, "cursor", "cursor: give it once, the next of the previous page")
 		}
 		after, err := decodeCursor(v[0])
 		if err != nil {
-			return p, badRequest(client.CodeInvalidQuery, "cursor", fmt.Sprintf("cursor: %q is not the next of a previous page", v[0]))
+			return p, badRequest(wire.CodeInvalidQuery, "cursor", fmt.Sprintf("cursor: %q is not the next of a previous page", v[0]))
 		}
 		p.After = after
 	}
@@ -145,7 +144,7 @@ func (a listAnswer) stream(w io.Writer) error {
 	return err
 }
 
-// leasePage is one page of GET /v1/leases (client.LeaseList).
+// leasePage is one page of GET /v1/leases (wire.LeaseList).
 func leasePage(page cluster.LeasePage, index uint64) listAnswer {
 	return listAnswer{field: "leases", n: len(page.Leases), item: func(i int) any { return leaseOut(page.Leases[i]) },
 		index: index, after: page.Next}

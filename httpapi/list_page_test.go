@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // pageThrough lists path page by page with limit, following next, as
@@ -18,7 +19,7 @@ func pageThrough(t *testing.T, base, secret, path string, limit int) ([]string, 
 	t.Helper()
 	var keys []string
 	pages := eachPage(t, secret, fmt.Sprintf("%s%s&limit=%d", base, path, limit), 1000, func(page int, r reply) string {
-		var out client.LeaseList
+		var out wire.LeaseList
 		r.decode(t, &out)
 		if out.Index == 0 || r.index(t) != out.Index {
 			t.Errorf("page %d: body index %d, header index %d: want the same, non-zero", page, out.Index, r.index(t))
@@ -84,7 +85,7 @@ func TestListLeasesPages(t *testing.T) {
 	// Without a limit: one page of up to DefaultListLimit, and no next.
 	r := do(t, http.MethodGet, tn.url+"/v1/leases", "")
 	r.wantStatus(t, "list without limit", http.StatusOK)
-	var all client.LeaseList
+	var all wire.LeaseList
 	r.decode(t, &all)
 	if len(all.Leases) != 26 || all.Next != "" {
 		t.Errorf("list without limit: %d leases, next %q; want 26 and no next", len(all.Leases), all.Next)
@@ -111,8 +112,8 @@ func TestListLeasesPageBadInput(t *testing.T) {
 			r := do(t, http.MethodGet, tn.url+"/v1/leases?"+tc.query, "")
 			r.wantStatus(t, tc.query, http.StatusBadRequest)
 			e := r.apiErr(t)
-			if e.Error != client.CodeInvalidQuery || e.Field != tc.field || !strings.Contains(e.Message, tc.rule) {
-				t.Errorf("got %q field %q: %q; want %q field %q naming %q", e.Error, e.Field, e.Message, client.CodeInvalidQuery, tc.field, tc.rule)
+			if e.Error != wire.CodeInvalidQuery || e.Field != tc.field || !strings.Contains(e.Message, tc.rule) {
+				t.Errorf("got %q field %q: %q; want %q field %q naming %q", e.Error, e.Field, e.Message, wire.CodeInvalidQuery, tc.field, tc.rule)
 			}
 		})
 	}
@@ -143,14 +144,14 @@ func TestListLeasesPagesWithACL(t *testing.T) {
 	// scenes/ only; without the prefix the token is refused.
 	r := doAs(t, admin, "GET", url+"/v1/leases?limit=5", "")
 	r.wantStatus(t, "admin first page", 200)
-	var first client.LeaseList
+	var first wire.LeaseList
 	r.decode(t, &first)
 	if first.Next == "" {
 		t.Fatalf("admin's first page of 5 of 15 has no next")
 	}
 	r = doAs(t, sec, "GET", url+"/v1/leases?prefix=scenes/&limit=100&cursor="+first.Next, "")
 	r.wantStatus(t, "scenes token with the admin's cursor", 200)
-	var out client.LeaseList
+	var out wire.LeaseList
 	r.decode(t, &out)
 	for _, l := range out.Leases {
 		if !strings.HasPrefix(l.Key, "scenes/") {
@@ -158,7 +159,7 @@ func TestListLeasesPagesWithACL(t *testing.T) {
 		}
 	}
 	doAs(t, sec, "GET", url+"/v1/leases?limit=5&cursor="+first.Next, "").wantDenied(t, "list everything by cursor",
-		client.CodePermissionDenied, `"read"`, `prefix ""`)
+		wire.CodePermissionDenied, `"read"`, `prefix ""`)
 }
 
 // GET /v1/groups answers in pages of at most limit groups, ordered by
@@ -173,7 +174,7 @@ func TestListGroupsPages(t *testing.T) {
 	}
 	var got []string
 	eachPage(t, "", tn.url+"/v1/groups?limit=3", 4, func(page int, r reply) string {
-		var out client.GroupList
+		var out wire.GroupList
 		r.decode(t, &out)
 		if len(out.Groups) > 3 || out.Index == 0 || r.index(t) != out.Index {
 			t.Errorf("page %d: %d groups, index %d (header %d); want at most 3, the same non-zero index", page, len(out.Groups), out.Index, r.index(t))
@@ -263,7 +264,7 @@ func TestListWorkersPages(t *testing.T) {
 	}
 	var got []string
 	eachPage(t, "", tn.url+"/v1/workers?limit=2", 6, func(_ int, r reply) string {
-		var out client.WorkerList
+		var out wire.WorkerList
 		r.decode(t, &out)
 		if len(out.Workers) > 2 {
 			t.Fatalf("page of %d workers, want at most 2", len(out.Workers))
@@ -276,7 +277,7 @@ func TestListWorkersPages(t *testing.T) {
 	if strings.Join(got, ",") != "w1,w2,w3,w4,w5" {
 		t.Errorf("workers over the pages: %v, want w1..w5 once each in order", got)
 	}
-	var one client.WorkerList
+	var one wire.WorkerList
 	do(t, "GET", tn.url+"/v1/workers?id=w3&limit=1", "").decode(t, &one)
 	if len(one.Workers) != 1 || one.Workers[0].ID != "w3" || !one.Workers[0].Drained || one.Next != "" {
 		t.Errorf("id=w3: %+v, want w3 (drained) alone", one)

@@ -24,6 +24,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/gorilla/mux"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/docs"
 	"go.yaml.in/yaml/v4"
@@ -118,7 +119,7 @@ func TestOpenAPIEnumsAreTheClients(t *testing.T) {
 		schema string
 		want   []string
 	}{
-		{"ErrorCode", client.ErrorCodes()},
+		{"ErrorCode", wire.ErrorCodes()},
 		{"Right", []string{client.RightRead, client.RightWrite, client.RightRevoke, client.RightGroups, client.RightOperator, client.RightACL,
 			client.RightMetrics, client.RightDebug}},
 	} {
@@ -152,30 +153,30 @@ func TestOpenAPIEnumsAreTheClients(t *testing.T) {
 func TestOpenAPISchemasAreTheClientTypes(t *testing.T) {
 	doc := loadSpec(t, docs.OpenAPI)
 	types := map[string]any{
-		"AcquireBody": client.AcquireBody{}, "LeaseRefBody": client.LeaseRefBody{}, "LeaseRef": client.LeaseRef{},
-		"RenewManyBody": client.RenewManyBody{}, "RenewManyResults": client.RenewManyResults{}, "RenewResult": client.RenewResultBody{},
-		"LeaseList": client.LeaseList{}, "Error": client.ErrorBody{}, "CompactedError": client.CompactedBody{},
+		"AcquireBody": wire.AcquireBody{}, "LeaseRefBody": wire.LeaseRefBody{}, "LeaseRef": client.LeaseRef{},
+		"RenewManyBody": wire.RenewManyBody{}, "RenewManyResults": wire.RenewManyResults{}, "RenewResult": wire.RenewResultBody{},
+		"LeaseList": wire.LeaseList{}, "Error": wire.ErrorBody{}, "CompactedError": wire.CompactedBody{},
 		"RevokeResult": client.RevokeResult{},
-		"GroupSpec":    client.GroupSpec{}, "GroupSummary": client.GroupSummary{}, "GroupList": client.GroupList{},
+		"GroupSpec":    client.GroupSpec{}, "GroupSummary": client.GroupSummary{}, "GroupList": wire.GroupList{},
 		"GroupKey": client.GroupKey{}, "GroupWorker": client.GroupWorker{}, "Group": client.Group{},
-		"GroupKeysBody": client.GroupKeysBody{}, "MaxPerWorkerBody": client.MaxPerWorkerBody{}, "Assignment": client.Assignment{},
-		"KeyControlBody": client.KeyControlBody{}, "KeyControlEdit": client.KeyControlEdit{}, "KeyControl": client.KeyControl{},
-		"DrainBody": client.DrainBody{}, "DrainResult": client.DrainResult{},
-		"WorkerGroupKeys": client.WorkerGroupKeys{}, "WorkerInfo": client.WorkerInfo{}, "WorkerList": client.WorkerList{},
+		"GroupKeysBody": wire.GroupKeysBody{}, "MaxPerWorkerBody": wire.MaxPerWorkerBody{}, "Assignment": client.Assignment{},
+		"KeyControlBody": wire.KeyControlBody{}, "KeyControlEdit": client.KeyControlEdit{}, "KeyControl": client.KeyControl{},
+		"DrainBody": wire.DrainBody{}, "DrainResult": client.DrainResult{},
+		"WorkerGroupKeys": client.WorkerGroupKeys{}, "WorkerInfo": client.WorkerInfo{}, "WorkerList": wire.WorkerList{},
 		"WorkerRegistration": client.WorkerRegistration{},
 		"PlacementHealth":    client.PlacementHealth{}, "UnownedKey": client.UnownedKey{}, "StuckWorker": client.StuckWorker{},
 		"GroupBelowMin": client.GroupBelowMin{}, "StaleLease": client.StaleLease{},
-		"Event": client.Event{}, "EventList": client.EventList{},
+		"Event": client.Event{}, "EventList": wire.EventList{},
 		"NodeStatus": client.NodeStatus{}, "ServerInfo": client.ServerInfo{},
-		"Member": client.Member{}, "MemberMeta": client.MemberMeta{}, "MemberList": client.MemberList{},
+		"Member": client.Member{}, "MemberMeta": client.MemberMeta{}, "MemberList": wire.MemberList{},
 		"RemoveResult": client.RemoveResult{}, "ReadmitResult": client.ReadmitResult{}, "PromoteResult": client.PromoteResult{},
-		"TransferBody": client.TransferBody{}, "TransferResult": client.TransferResult{},
+		"TransferBody": wire.TransferBody{}, "TransferResult": wire.TransferResult{},
 		"SnapshotInfo": client.SnapshotInfo{}, "SnapshotContents": client.SnapshotContents{}, "RestoreResult": client.RestoreResult{},
-		"KeyringBody": client.KeyringBody{}, "KeyringKey": client.KeyringKey{}, "Keyring": client.Keyring{},
+		"KeyringBody": wire.KeyringBody{}, "KeyringKey": client.KeyringKey{}, "Keyring": client.Keyring{},
 		"ACLRule": client.ACLRule{}, "ACLPolicySpec": client.ACLPolicySpec{}, "ACLPolicy": client.ACLPolicy{},
 		"ACLPolicyList": client.ACLPolicyList{}, "ACLTokenSpec": client.ACLTokenSpec{}, "ACLToken": client.ACLToken{},
 		"ACLTokenList": client.ACLTokenList{}, "ACLCheck": client.ACLCheck{}, "ACLCheckResult": client.ACLCheckResult{},
-		"ACLAuthorizeBody": client.ACLAuthorizeBody{}, "ACLAuthorizeResults": client.ACLAuthorizeResults{},
+		"ACLAuthorizeBody": wire.ACLAuthorizeBody{}, "ACLAuthorizeResults": wire.ACLAuthorizeResults{},
 		"Health": client.Health{}, "Readiness": client.Readiness{},
 	}
 	// Types whose JSON is written by hand: their fields as the wire has
@@ -350,7 +351,7 @@ func (sc *specChecker) validate(req *http.Request, reqBody []byte, badInput bool
 		return fmt.Errorf("the answer %d does not follow docs/openapi.yaml (%s %s): %s", status, req.Method, path, brief(err))
 	}
 	if codes := sc.listedCodes(req.Method, path, status); len(codes) > 0 {
-		var e client.ErrorBody
+		var e wire.ErrorBody
 		if json.Unmarshal(body, &e) == nil && e.Error != "" && !slices.Contains(codes, e.Error) {
 			return fmt.Errorf("the answer %d has code %s, which docs/openapi.yaml does not list for %s %s (it lists %s)", status, e.Error, req.Method, path, strings.Join(codes, ", "))
 		}
@@ -374,7 +375,7 @@ func (sc *specChecker) listedCodes(method, path string, status int) []string {
 	}
 	var codes []string
 	for _, m := range codeInText.FindAllStringSubmatch(desc, -1) {
-		if slices.Contains(client.ErrorCodes(), m[1]) {
+		if slices.Contains(wire.ErrorCodes(), m[1]) {
 			codes = append(codes, m[1])
 		}
 	}
@@ -476,10 +477,10 @@ func (sc *specChecker) run(t *testing.T, c *testCluster, hc *http.Client, secret
 			// Repeat a call marked until, and one that met an election
 			// (503 no_leader or leadership_lost: a client retries), checking
 			// each answer all the same.
-			var e client.ErrorBody
+			var e wire.ErrorBody
 			json.Unmarshal(body, &e)
 			election := resp.StatusCode == http.StatusServiceUnavailable && cl.status != http.StatusServiceUnavailable &&
-				(e.Error == client.CodeNoLeader || e.Error == client.CodeLeadershipLost)
+				(e.Error == wire.CodeNoLeader || e.Error == wire.CodeLeadershipLost)
 			if (election || cl.until && resp.StatusCode != cl.status) && time.Now().Before(deadline) {
 				sc.check(t, what, req, reqBody, cl.badInput, resp.StatusCode, resp.Header, body)
 				time.Sleep(50 * time.Millisecond)
@@ -569,7 +570,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	}
 	var lastIndex string
 	keepIndex := func(t *testing.T, body []byte) {
-		var ev client.EventList
+		var ev wire.EventList
 		if err := json.Unmarshal(body, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -580,7 +581,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	authorizeBody := `{"checks":[{"right":"read","key":"c/a"},{"right":"revoke","key":"c/a"},{"right":"read","prefix":""},{"right":"operator"},{"right":"groups","worker":"w1"}]}`
 	wantAllowed := func(want ...bool) func(t *testing.T, body []byte) {
 		return func(t *testing.T, body []byte) {
-			var out client.ACLAuthorizeResults
+			var out wire.ACLAuthorizeResults
 			if err := json.Unmarshal(body, &out); err != nil {
 				t.Fatal(err)
 			}
@@ -596,22 +597,22 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	calls := []specCall{
 		// ACLs: the bootstrap, policies and tokens.
 		{method: "POST", path: "/v1/acl/bootstrap", as: "none", status: 200, keep: keepToken("boot")},
-		{method: "POST", path: "/v1/acl/bootstrap", as: "none", status: 403, code: client.CodeACLBootstrapped, follower: true},
+		{method: "POST", path: "/v1/acl/bootstrap", as: "none", status: 403, code: wire.CodeACLBootstrapped, follower: true},
 		{method: "PUT", path: "/v1/acl/policy/reader", body: `{"description":"reads everything","rules":[{"prefix":"","rights":["read"]}]}`, as: "boot", status: 200},
-		{method: "PUT", path: "/v1/acl/policy/bad", body: `{"rules":[{"prefix":"a","rights":["admin"]}]}`, as: "boot", status: 400, code: client.CodeInvalidRules, badInput: true},
+		{method: "PUT", path: "/v1/acl/policy/bad", body: `{"rules":[{"prefix":"a","rights":["admin"]}]}`, as: "boot", status: 400, code: wire.CodeInvalidRules, badInput: true},
 		{method: "GET", path: "/v1/acl/policy/reader", as: "boot", status: 200},
-		{method: "GET", path: "/v1/acl/policy/nope", as: "boot", status: 404, code: client.CodeNotFound},
+		{method: "GET", path: "/v1/acl/policy/nope", as: "boot", status: 404, code: wire.CodeNotFound},
 		{method: "GET", path: "/v1/acl/policies", as: "boot", status: 200},
 		{method: "GET", path: "/v1/acl/policies?stale", as: "boot", status: 200, follower: true},
 		{method: "GET", path: "/v1/acl/policy/reader?stale", as: "boot", status: 200, follower: true, until: true},
 		{method: "PUT", path: "/v1/acl/policy/spare", body: `{"rules":[{"prefix":"spare/","rights":["read","write"]}]}`, as: "boot", status: 200, follower: true},
 		{method: "DELETE", path: "/v1/acl/policy/spare", as: "boot", status: 204},
-		{method: "DELETE", path: "/v1/acl/policy/spare", as: "boot", status: 404, code: client.CodeNotFound},
+		{method: "DELETE", path: "/v1/acl/policy/spare", as: "boot", status: 404, code: wire.CodeNotFound},
 		{method: "PUT", path: "/v1/acl/token", body: `{"description":"readers","policies":["reader"],"holder_prefix":"r-"}`, as: "boot", status: 200, keep: keepToken("reader")},
-		{method: "PUT", path: "/v1/acl/token", body: `{"policies":["missing"]}`, as: "boot", status: 400, code: client.CodeInvalidPolicies},
+		{method: "PUT", path: "/v1/acl/token", body: `{"policies":["missing"]}`, as: "boot", status: 400, code: wire.CodeInvalidPolicies},
 		{method: "GET", path: "/v1/acl/tokens", as: "boot", status: 200},
 		{method: "GET", path: "/v1/acl/tokens?limit=1&stale", as: "boot", status: 200, follower: true},
-		{method: "GET", path: "/v1/acl/tokens", as: "reader", status: 403, code: client.CodePermissionDenied},
+		{method: "GET", path: "/v1/acl/tokens", as: "reader", status: 403, code: wire.CodePermissionDenied},
 		{method: "GET", path: "/v1/acl/token/self", as: "reader", status: 200},
 		{method: "GET", path: "/v1/acl/token/self", as: "bearer", status: 200, follower: true},
 		// What the read-only token may do: read, not revoke, not operator,
@@ -620,137 +621,137 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "POST", path: "/v1/acl/authorize", body: authorizeBody, as: "reader", status: 200, keep: wantAllowed(true, false, true, false, false)},
 		{method: "POST", path: "/v1/acl/authorize", body: authorizeBody, as: "reader", status: 200, follower: true, until: true, keep: wantAllowed(true, false, true, false, false)},
 		{method: "POST", path: "/v1/acl/authorize", body: authorizeBody, as: "boot", status: 200, keep: wantAllowed(true, true, true, true, true)},
-		{method: "POST", path: "/v1/acl/authorize", body: `{"checks":[{"right":"read","key":"c/a"},{"right":"admin","key":"c/a"}]}`, as: "reader", status: 400, code: client.CodeInvalidBody, badInput: true},
-		{method: "POST", path: "/v1/acl/authorize", body: `{"checks":[{"right":"read","key":"c/a","group":"g"}]}`, as: "reader", status: 400, code: client.CodeInvalidBody, badInput: true},
-		{method: "POST", path: "/v1/acl/authorize", body: `{"checks":[]}`, as: "reader", status: 400, code: client.CodeInvalidBody, badInput: true},
-		{method: "POST", path: "/v1/acl/authorize", body: authorizeBody, as: "none", status: 403, code: client.CodePermissionDenied},
+		{method: "POST", path: "/v1/acl/authorize", body: `{"checks":[{"right":"read","key":"c/a"},{"right":"admin","key":"c/a"}]}`, as: "reader", status: 400, code: wire.CodeInvalidBody, badInput: true},
+		{method: "POST", path: "/v1/acl/authorize", body: `{"checks":[{"right":"read","key":"c/a","group":"g"}]}`, as: "reader", status: 400, code: wire.CodeInvalidBody, badInput: true},
+		{method: "POST", path: "/v1/acl/authorize", body: `{"checks":[]}`, as: "reader", status: 400, code: wire.CodeInvalidBody, badInput: true},
+		{method: "POST", path: "/v1/acl/authorize", body: authorizeBody, as: "none", status: 403, code: wire.CodePermissionDenied},
 		{method: "GET", path: "/v1/acl/token/{reader.accessor}", as: "boot", status: 200},
 		{method: "GET", path: "/v1/acl/token/{reader.accessor}?stale", as: "boot", status: 200, follower: true, until: true},
-		{method: "GET", path: "/v1/acl/token/nope", as: "boot", status: 404, code: client.CodeNotFound},
-		{method: "DELETE", path: "/v1/acl/token/nope", as: "boot", status: 404, code: client.CodeNotFound},
-		{method: "POST", path: "/v1/workers/w1/register", body: `{"groups":[]}`, as: "boot", status: 400, code: client.CodeInvalidGroups, badInput: true},
+		{method: "GET", path: "/v1/acl/token/nope", as: "boot", status: 404, code: wire.CodeNotFound},
+		{method: "DELETE", path: "/v1/acl/token/nope", as: "boot", status: 404, code: wire.CodeNotFound},
+		{method: "POST", path: "/v1/workers/w1/register", body: `{"groups":[]}`, as: "boot", status: 400, code: wire.CodeInvalidGroups, badInput: true},
 
 		// Leases.
 		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s","metadata":{"zone":"a"},"secret":"` + specSecret + `"}`, as: "boot", status: 201, follower: true},
 		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s","secret":"` + specSecret + `"}`, as: "boot", status: 200},
-		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s"}`, as: "boot", status: 409, code: client.CodeHeld},
-		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s","secret":"short"}`, as: "boot", status: 400, code: client.CodeInvalidSecret, badInput: true},
-		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h2","ttl":"30s","wait":"10ms"}`, as: "boot", status: 409, code: client.CodeHeld},
-		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"bad"}`, as: "boot", status: 400, code: client.CodeInvalidTTL, badInput: true},
-		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"30s","owner":"x"}`, as: "boot", status: 400, code: client.CodeInvalidBody, badInput: true},
+		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s"}`, as: "boot", status: 409, code: wire.CodeHeld},
+		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h1","ttl":"30s","secret":"short"}`, as: "boot", status: 400, code: wire.CodeInvalidSecret, badInput: true},
+		{method: "PUT", path: "/v1/leases/c/a", body: `{"holder":"h2","ttl":"30s","wait":"10ms"}`, as: "boot", status: 409, code: wire.CodeHeld},
+		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"bad"}`, as: "boot", status: 400, code: wire.CodeInvalidTTL, badInput: true},
+		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"30s","owner":"x"}`, as: "boot", status: 400, code: wire.CodeInvalidBody, badInput: true},
 		// A key's "/" travels as it is: an escaped one is not decoded, and
 		// "%" is not a byte of keys.
-		{method: "PUT", path: "/v1/leases/c%2Fb", body: `{"holder":"h1","ttl":"30s"}`, as: "boot", status: 400, code: client.CodeInvalidKey, badInput: true},
-		{method: "PUT", path: "/v1/leases/c/b", body: big, as: "boot", status: 400, code: client.CodeBodyTooLarge, badInput: true},
-		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"r-1","ttl":"30s"}`, as: "reader", status: 403, code: client.CodePermissionDenied},
-		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"30s"}`, as: "none", status: 403, code: client.CodePermissionDenied},
-		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"30s"}`, as: "unknown", status: 403, code: client.CodeACLNotFound},
+		{method: "PUT", path: "/v1/leases/c%2Fb", body: `{"holder":"h1","ttl":"30s"}`, as: "boot", status: 400, code: wire.CodeInvalidKey, badInput: true},
+		{method: "PUT", path: "/v1/leases/c/b", body: big, as: "boot", status: 400, code: wire.CodeBodyTooLarge, badInput: true},
+		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"r-1","ttl":"30s"}`, as: "reader", status: 403, code: wire.CodePermissionDenied},
+		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"30s"}`, as: "none", status: 403, code: wire.CodePermissionDenied},
+		{method: "PUT", path: "/v1/leases/c/b", body: `{"holder":"h1","ttl":"30s"}`, as: "unknown", status: 403, code: wire.CodeACLNotFound},
 		{method: "GET", path: "/v1/leases/c/a", as: "reader", status: 200},
 		{method: "GET", path: "/v1/leases/c/a?stale", as: "reader", status: 200, follower: true, until: true},
 		{method: "GET", path: "/v1/leases/c/a?index=1&wait=10ms", as: "reader", status: 200},
-		{method: "GET", path: "/v1/leases/c/a?index=x", as: "reader", status: 400, code: client.CodeInvalidIndex, badInput: true},
-		{method: "GET", path: "/v1/leases/c/never", as: "reader", status: 404, code: client.CodeNotFound},
+		{method: "GET", path: "/v1/leases/c/a?index=x", as: "reader", status: 400, code: wire.CodeInvalidIndex, badInput: true},
+		{method: "GET", path: "/v1/leases/c/never", as: "reader", status: 404, code: wire.CodeNotFound},
 		{method: "GET", path: "/v1/leases?prefix=c/", as: "reader", status: 200},
 		{method: "GET", path: "/v1/leases?prefix=c/&state=held&holder=h1&limit=1&stale=true", as: "reader", status: 200, follower: true},
-		{method: "GET", path: "/v1/leases?state=bogus", as: "reader", status: 400, code: client.CodeInvalidQuery, badInput: true},
-		{method: "GET", path: "/v1/leases?prefix=c/&cursor=!!", as: "reader", status: 400, code: client.CodeInvalidQuery},
+		{method: "GET", path: "/v1/leases?state=bogus", as: "reader", status: 400, code: wire.CodeInvalidQuery, badInput: true},
+		{method: "GET", path: "/v1/leases?prefix=c/&cursor=!!", as: "reader", status: 400, code: wire.CodeInvalidQuery},
 		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":1,"secret":"` + specSecret + `"}`, as: "boot", status: 200, follower: true},
-		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":99,"secret":"` + specSecret + `"}`, as: "boot", status: 404, code: client.CodeLeaseLost},
-		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":"1","secret":"` + specSecret + `"}`, as: "boot", status: 400, code: client.CodeInvalidToken, badInput: true},
-		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":1}`, as: "boot", status: 400, code: client.CodeInvalidSecret, badInput: true},
-		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":1,"secret":"` + specOtherSecret + `"}`, as: "boot", status: 409, code: client.CodeWrongSecret},
+		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":99,"secret":"` + specSecret + `"}`, as: "boot", status: 404, code: wire.CodeLeaseLost},
+		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":"1","secret":"` + specSecret + `"}`, as: "boot", status: 400, code: wire.CodeInvalidToken, badInput: true},
+		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":1}`, as: "boot", status: 400, code: wire.CodeInvalidSecret, badInput: true},
+		{method: "POST", path: "/v1/renew/c/a", body: `{"holder":"h1","token":1,"secret":"` + specOtherSecret + `"}`, as: "boot", status: 409, code: wire.CodeWrongSecret},
 		{method: "POST", path: "/v1/renew", body: `{"holder":"h1","secret":"` + specSecret + `","leases":[{"key":"c/a","token":1},{"key":"c/a","token":99},{"key":"c/a","token":1,"secret":"` + specOtherSecret + `"}]}`, as: "boot", status: 200},
 		{method: "POST", path: "/v1/renew", body: `{"holder":"h1","secret":"` + specSecret + `","leases":[{"key":"c/a","token":1}],"brief":true}`, as: "boot", status: 200},
-		{method: "DELETE", path: "/v1/leases/c/a?holder=h2&token=1&secret=" + specSecret, as: "boot", status: 409, code: client.CodeNotHolder},
-		{method: "DELETE", path: "/v1/leases/c/a", body: `{"holder":"h1","token":1,"secret":"` + specOtherSecret + `"}`, as: "boot", status: 409, code: client.CodeWrongSecret},
+		{method: "DELETE", path: "/v1/leases/c/a?holder=h2&token=1&secret=" + specSecret, as: "boot", status: 409, code: wire.CodeNotHolder},
+		{method: "DELETE", path: "/v1/leases/c/a", body: `{"holder":"h1","token":1,"secret":"` + specOtherSecret + `"}`, as: "boot", status: 409, code: wire.CodeWrongSecret},
 		{method: "DELETE", path: "/v1/leases/c/a?holder=h1&token=1&secret=" + specSecret, as: "boot", status: 204, follower: true},
 		{method: "DELETE", path: "/v1/leases/c/a", body: `{"holder":"h1","token":1,"secret":"` + specSecret + `"}`, as: "boot", status: 204},
 		{method: "PUT", path: "/v1/leases/c/r", body: `{"holder":"h3","ttl":"30s"}`, as: "boot", status: 201},
 		{method: "POST", path: "/v1/revoke/c/r", as: "boot", status: 200},
 		{method: "POST", path: "/v1/revoke/c/r?force=true", as: "boot", status: 200},
-		{method: "POST", path: "/v1/revoke/c/never", as: "boot", status: 404, code: client.CodeNotFound},
-		{method: "POST", path: "/v1/revoke/c/r", as: "reader", status: 403, code: client.CodePermissionDenied},
+		{method: "POST", path: "/v1/revoke/c/never", as: "boot", status: 404, code: wire.CodeNotFound},
+		{method: "POST", path: "/v1/revoke/c/r", as: "reader", status: 403, code: wire.CodePermissionDenied},
 		{method: "PUT", path: "/v1/leases/c/s", body: `{"holder":"h3","ttl":"30s"}`, as: "boot", status: 201},
 		{method: "POST", path: "/v1/revoke?holder=h3", as: "boot", status: 200},
-		{method: "POST", path: "/v1/revoke", as: "boot", status: 400, code: client.CodeInvalidHolder, badInput: true},
+		{method: "POST", path: "/v1/revoke", as: "boot", status: 400, code: wire.CodeInvalidHolder, badInput: true},
 
 		// Groups, key controls and workers.
 		{method: "PUT", path: "/v1/groups/g", body: `{"prefix":"g-","count":4,"max_per_worker":3,"stuck_grace":"30s","min_workers":1}`, as: "boot", status: 200},
-		{method: "PUT", path: "/v1/groups/g", body: `{"prefix":"g-","count":5}`, as: "boot", status: 409, code: client.CodeCASFailed},
-		{method: "PUT", path: "/v1/groups/g?cas=x", body: `{"prefix":"g-","count":5}`, as: "boot", status: 400, code: client.CodeInvalidQuery, badInput: true},
-		{method: "PUT", path: "/v1/groups/g3", body: `{"keys":["x"],"stuck_grace":"1ms"}`, as: "boot", status: 400, code: client.CodeInvalidBody},
+		{method: "PUT", path: "/v1/groups/g", body: `{"prefix":"g-","count":5}`, as: "boot", status: 409, code: wire.CodeCASFailed},
+		{method: "PUT", path: "/v1/groups/g?cas=x", body: `{"prefix":"g-","count":5}`, as: "boot", status: 400, code: wire.CodeInvalidQuery, badInput: true},
+		{method: "PUT", path: "/v1/groups/g3", body: `{"keys":["x"],"stuck_grace":"1ms"}`, as: "boot", status: 400, code: wire.CodeInvalidBody},
 		{method: "GET", path: "/v1/leases?state=free&prefix=g-", as: "reader", status: 200},
 		{method: "POST", path: "/v1/groups/g/keys", body: `{"add":["g-9"],"remove":["g-0"]}`, as: "boot", status: 200},
-		{method: "POST", path: "/v1/groups/nope/keys", body: `{"add":["x"]}`, as: "boot", status: 404, code: client.CodeNotFound},
+		{method: "POST", path: "/v1/groups/nope/keys", body: `{"add":["x"]}`, as: "boot", status: 404, code: wire.CodeNotFound},
 		{method: "PUT", path: "/v1/groups/g/max-per-worker", body: `{"max_per_worker":2}`, as: "boot", status: 200},
 		{method: "GET", path: "/v1/groups", as: "reader", status: 200},
 		{method: "GET", path: "/v1/groups?limit=1&stale", as: "reader", status: 200, follower: true},
 		{method: "GET", path: "/v1/groups/g", as: "reader", status: 200},
 		{method: "GET", path: "/v1/groups/g?limit=2", as: "reader", status: 200},
-		{method: "GET", path: "/v1/groups/nope", as: "reader", status: 404, code: client.CodeNotFound},
+		{method: "GET", path: "/v1/groups/nope", as: "reader", status: 404, code: wire.CodeNotFound},
 		{method: "GET", path: "/v1/groups/g/assignment", as: "reader", status: 200},
 		{method: "GET", path: "/v1/groups/g/assignment?stale&worker=w1", as: "reader", status: 200, follower: true, until: true},
-		{method: "GET", path: "/v1/groups/nope/assignment", as: "reader", status: 404, code: client.CodeNotFound},
+		{method: "GET", path: "/v1/groups/nope/assignment", as: "reader", status: 404, code: wire.CodeNotFound},
 		{method: "PUT", path: "/v1/controls/g-1", body: `{"disabled":true,"prohibited":["w9"]}`, as: "boot", status: 200},
 		{method: "PATCH", path: "/v1/controls/g-1", body: `{"disabled":false,"prohibit":["w8"],"allow":["w9"]}`, as: "boot", status: 200},
-		{method: "PUT", path: "/v1/leases/g-1", body: `{"holder":"w8","ttl":"30s"}`, as: "boot", status: 403, code: client.CodeProhibited},
-		{method: "PATCH", path: "/v1/controls/g-1", body: `{}`, as: "boot", status: 400, code: client.CodeInvalidBody, badInput: true},
+		{method: "PUT", path: "/v1/leases/g-1", body: `{"holder":"w8","ttl":"30s"}`, as: "boot", status: 403, code: wire.CodeProhibited},
+		{method: "PATCH", path: "/v1/controls/g-1", body: `{}`, as: "boot", status: 400, code: wire.CodeInvalidBody, badInput: true},
 		{method: "GET", path: "/v1/controls/g-1", as: "reader", status: 200},
 		{method: "GET", path: "/v1/controls/g-1?stale", as: "reader", status: 200, follower: true, until: true},
 		{method: "GET", path: "/v1/controls/g-1?index=1&wait=10ms", as: "reader", status: 200},
-		{method: "GET", path: "/v1/controls/g-1?index=x", as: "reader", status: 400, code: client.CodeInvalidIndex, badInput: true},
+		{method: "GET", path: "/v1/controls/g-1?index=x", as: "reader", status: 400, code: wire.CodeInvalidIndex, badInput: true},
 		{method: "PUT", path: "/v1/leases/c/t", body: `{"holder":"h4","ttl":"30s"}`, as: "boot", status: 201},
 		{method: "PUT", path: "/v1/controls/c/t", body: `{"disabled":false,"prohibited":["h4"]}`, as: "boot", status: 200},
 		{method: "PUT", path: "/v1/controls/c/t?force=true", body: `{"disabled":true,"prohibited":[]}`, as: "boot", status: 200},
-		{method: "PUT", path: "/v1/leases/c/t", body: `{"holder":"h5","ttl":"30s"}`, as: "boot", status: 403, code: client.CodeDisabled},
-		{method: "PUT", path: "/v1/controls/never-seen", body: `{"disabled":true}`, as: "boot", status: 404, code: client.CodeNotFound},
-		{method: "POST", path: "/v1/workers/w1/drain", body: `{"draining":true}`, as: "boot", status: 404, code: client.CodeNotFound},
+		{method: "PUT", path: "/v1/leases/c/t", body: `{"holder":"h5","ttl":"30s"}`, as: "boot", status: 403, code: wire.CodeDisabled},
+		{method: "PUT", path: "/v1/controls/never-seen", body: `{"disabled":true}`, as: "boot", status: 404, code: wire.CodeNotFound},
+		{method: "POST", path: "/v1/workers/w1/drain", body: `{"draining":true}`, as: "boot", status: 404, code: wire.CodeNotFound},
 		{method: "POST", path: "/v1/workers/w1/drain?force=true", body: `{"draining":true}`, as: "boot", status: 200},
 		{method: "GET", path: "/v1/workers", as: "reader", status: 200},
 		{method: "GET", path: "/v1/workers?id=w1&stale", as: "reader", status: 200, follower: true, until: true},
 		{method: "POST", path: "/v1/workers/w1/drain", body: `{"draining":false}`, as: "boot", status: 200},
 		{method: "POST", path: "/v1/workers/w1/register", body: `{"groups":["g"]}`, as: "boot", status: 204},
-		{method: "POST", path: "/v1/workers/w1/register", body: `{"groups":["g"]}`, as: "none", status: 403, code: client.CodePermissionDenied},
+		{method: "POST", path: "/v1/workers/w1/register", body: `{"groups":["g"]}`, as: "none", status: 403, code: wire.CodePermissionDenied},
 		{method: "GET", path: "/v1/health/placement?threshold=1m", as: "reader", status: 200},
-		{method: "GET", path: "/v1/health/placement?threshold=soon", as: "reader", status: 400, code: client.CodeInvalidQuery, badInput: true},
+		{method: "GET", path: "/v1/health/placement?threshold=soon", as: "reader", status: 400, code: wire.CodeInvalidQuery, badInput: true},
 		{method: "DELETE", path: "/v1/groups/g", as: "boot", status: 204},
-		{method: "DELETE", path: "/v1/groups/g", as: "boot", status: 404, code: client.CodeNotFound},
+		{method: "DELETE", path: "/v1/groups/g", as: "boot", status: 404, code: wire.CodeNotFound},
 
 		// Events.
 		{method: "GET", path: "/v1/events", as: "reader", status: 200, keep: keepIndex},
 		{method: "GET", path: "/v1/events?index={events.index}&wait=10ms&type=control_changed,acquired&prefix=c/", as: "reader", status: 200, follower: true},
-		{method: "GET", path: "/v1/events?index=1", as: "reader", status: 410, code: client.CodeCompacted},
-		{method: "GET", path: "/v1/events?type=bogus", as: "reader", status: 400, code: client.CodeInvalidQuery},
-		{method: "GET", path: "/v1/events", as: "none", status: 403, code: client.CodePermissionDenied},
+		{method: "GET", path: "/v1/events?index=1", as: "reader", status: 410, code: wire.CodeCompacted},
+		{method: "GET", path: "/v1/events?type=bogus", as: "reader", status: 400, code: wire.CodeInvalidQuery},
+		{method: "GET", path: "/v1/events", as: "none", status: 403, code: wire.CodePermissionDenied},
 
 		// The cluster.
 		{method: "GET", path: "/v1/status", as: "reader", status: 200},
 		{method: "GET", path: "/v1/status", as: "reader", status: 200, follower: true},
-		{method: "GET", path: "/v1/status", as: "unknown", status: 403, code: client.CodeACLNotFound},
+		{method: "GET", path: "/v1/status", as: "unknown", status: 403, code: wire.CodeACLNotFound},
 		{method: "GET", path: "/v1/status?hash=0&wait=1s", as: "reader", status: 200, follower: true},
-		{method: "GET", path: "/v1/status?hash=XYZ", as: "reader", status: 400, code: client.CodeInvalidQuery, badInput: true},
+		{method: "GET", path: "/v1/status?hash=XYZ", as: "reader", status: 400, code: wire.CodeInvalidQuery, badInput: true},
 		{method: "GET", path: "/v1/members?hash=0&wait=1s", as: "reader", status: 200},
-		{method: "GET", path: "/v1/members?hash=0&wait=soon", as: "reader", status: 400, code: client.CodeInvalidWait, badInput: true},
+		{method: "GET", path: "/v1/members?hash=0&wait=soon", as: "reader", status: 400, code: wire.CodeInvalidWait, badInput: true},
 		// A forwarded request that reaches a server that is not the leader
 		// is not forwarded again.
-		{method: "PUT", path: "/v1/leases/c/f", body: `{"holder":"h1","ttl":"30s"}`, as: "boot", status: 503, code: client.CodeNoLeader, follower: true,
+		{method: "PUT", path: "/v1/leases/c/f", body: `{"holder":"h1","ttl":"30s"}`, as: "boot", status: 503, code: wire.CodeNoLeader, follower: true,
 			header: map[string]string{headerForwardedBy: "n9"}},
 		{method: "GET", path: "/v1/members", as: "reader", status: 200},
 		{method: "POST", path: "/v1/operator/snapshot", as: "boot", status: 200},
-		{method: "POST", path: "/v1/operator/snapshot", as: "reader", status: 403, code: client.CodePermissionDenied},
+		{method: "POST", path: "/v1/operator/snapshot", as: "reader", status: 403, code: wire.CodePermissionDenied},
 		{method: "GET", path: "/v1/snapshot", as: "boot", status: 200, keep: func(t *testing.T, body []byte) { secrets["backup"] = string(body) }},
 		{method: "PUT", path: "/v1/snapshot", body: "{backup}", as: "boot", status: 200},
-		{method: "PUT", path: "/v1/snapshot", body: "not a snapshot", as: "boot", status: 400, code: client.CodeInvalidBody},
-		{method: "PUT", path: "/v1/snapshot?token-floor=x", as: "boot", status: 400, code: client.CodeInvalidQuery, badInput: true},
+		{method: "PUT", path: "/v1/snapshot", body: "not a snapshot", as: "boot", status: 400, code: wire.CodeInvalidBody},
+		{method: "PUT", path: "/v1/snapshot?token-floor=x", as: "boot", status: 400, code: wire.CodeInvalidQuery, badInput: true},
 		{method: "GET", path: "/v1/operator/keyring", as: "boot", status: 200},
 		{method: "POST", path: "/v1/operator/keyring", body: `{"op":"install","gossip_key":"` + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{8}, 32)) + `"}`, as: "boot", status: 200},
-		{method: "POST", path: "/v1/operator/keyring", body: `{"op":"install","gossip_key":"AAAA"}`, as: "boot", status: 400, code: client.CodeInvalidBody},
-		{method: "DELETE", path: "/v1/operator/servers/n9", as: "boot", status: 404, code: client.CodeNotFound},
-		{method: "DELETE", path: "/v1/operator/servers/{follower}", as: "boot", status: 409, code: client.CodeUnsafeRemoval},
+		{method: "POST", path: "/v1/operator/keyring", body: `{"op":"install","gossip_key":"AAAA"}`, as: "boot", status: 400, code: wire.CodeInvalidBody},
+		{method: "DELETE", path: "/v1/operator/servers/n9", as: "boot", status: 404, code: wire.CodeNotFound},
+		{method: "DELETE", path: "/v1/operator/servers/{follower}", as: "boot", status: 409, code: wire.CodeUnsafeRemoval},
 		{method: "POST", path: "/v1/operator/servers/{follower}/readmit", as: "boot", status: 200},
-		{method: "POST", path: "/v1/operator/servers/n9/readmit", as: "boot", status: 404, code: client.CodeNotFound},
+		{method: "POST", path: "/v1/operator/servers/n9/readmit", as: "boot", status: 404, code: wire.CodeNotFound},
 		{method: "POST", path: "/v1/operator/servers/{follower}/promote", as: "boot", status: 200},
-		{method: "POST", path: "/v1/operator/servers/n9/promote", as: "boot", status: 404, code: client.CodeNotFound},
+		{method: "POST", path: "/v1/operator/servers/n9/promote", as: "boot", status: 404, code: wire.CodeNotFound},
 		// (A removal that succeeds is left out: removing a server of this
 		// small cluster, and bringing it back, takes elections that a
 		// loaded machine makes slow and flaky. TestOpenAPISchemasAreTheClientTypes
@@ -760,16 +761,16 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "GET", path: "/healthz", as: "none", status: 200},
 		{method: "GET", path: "/readyz", as: "none", status: 200, follower: true},
 		{method: "GET", path: "/metrics", as: "boot", status: 200},
-		{method: "GET", path: "/metrics", as: "reader", status: 403, code: client.CodePermissionDenied},
+		{method: "GET", path: "/metrics", as: "reader", status: 403, code: wire.CodePermissionDenied},
 		{method: "GET", path: "/ui", as: "none", status: 200},
 		{method: "GET", path: "/ui/static/page.js", as: "none", status: 200},
-		{method: "GET", path: "/ui/static/nothing.js", as: "none", status: 404, code: client.CodeNotFound},
+		{method: "GET", path: "/ui/static/nothing.js", as: "none", status: 404, code: wire.CodeNotFound},
 		{method: "GET", path: "/v1/debug/pprof/goroutine", as: "boot", status: 200},
 		{method: "GET", path: "/v1/debug/pprof/heap?debug=1", as: "boot", status: 200},
-		{method: "GET", path: "/v1/debug/pprof/goroutine?debug=7", as: "boot", status: 400, code: client.CodeInvalidQuery, badInput: true},
-		{method: "GET", path: "/v1/debug/pprof/goroutine", as: "reader", status: 403, code: client.CodePermissionDenied},
+		{method: "GET", path: "/v1/debug/pprof/goroutine?debug=7", as: "boot", status: 400, code: wire.CodeInvalidQuery, badInput: true},
+		{method: "GET", path: "/v1/debug/pprof/goroutine", as: "reader", status: 403, code: wire.CodePermissionDenied},
 		{method: "GET", path: "/v1/debug/logs", as: "boot", status: 200},
-		{method: "GET", path: "/v1/debug/logs", as: "reader", status: 403, code: client.CodePermissionDenied},
+		{method: "GET", path: "/v1/debug/logs", as: "reader", status: 403, code: wire.CodePermissionDenied},
 		{method: "GET", path: "/", as: "none", status: 302},
 		{method: "GET", path: "/v1/openapi.yaml", as: "none", status: 200},
 
@@ -783,8 +784,8 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	// A node without a leader: 503 no_leader, and readiness says why.
 	n := (&fakeReplica{status: cluster.Status{NodeID: "n2", Role: "candidate", Term: 7, LastContact: -1}}).node()
 	for _, cl := range []specCall{
-		{method: "PUT", path: "/v1/leases/k", body: `{"holder":"h","ttl":"10s"}`, status: 503, code: client.CodeNoLeader},
-		{method: "GET", path: "/v1/groups/g", status: 503, code: client.CodeNoLeader},
+		{method: "PUT", path: "/v1/leases/k", body: `{"holder":"h","ttl":"10s"}`, status: 503, code: wire.CodeNoLeader},
+		{method: "GET", path: "/v1/groups/g", status: 503, code: wire.CodeNoLeader},
 		{method: "GET", path: "/readyz", status: 503},
 		{method: "GET", path: "/v1/status", status: 200},
 	} {

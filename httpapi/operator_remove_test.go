@@ -1,13 +1,12 @@
 package httpapi
 
 import (
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness/inproc"
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/tenure-io/tenure/client"
-	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
 // A forced removal whose configuration change cannot commit, because the
@@ -35,11 +34,11 @@ func TestForcedRemovalLosingLeadership(t *testing.T) {
 
 	r := do(t, http.MethodDelete, leader.url+"/v1/operator/servers/"+c.nodes[victim].id+"?force=true", "")
 	e := r.apiErr(t)
-	if r.status == http.StatusServiceUnavailable && e.Error == client.CodeNoLeader {
+	if r.status == http.StatusServiceUnavailable && e.Error == wire.CodeNoLeader {
 		t.Skipf("the leader stepped down before the removal reached Raft (%s); nothing to check", e.Message)
 	}
-	if r.status != http.StatusServiceUnavailable || e.Error != client.CodeLeadershipLost {
-		t.Fatalf("forced removal that loses leadership: got %d %q (%s), want 503 %q", r.status, e.Error, e.Message, client.CodeLeadershipLost)
+	if r.status != http.StatusServiceUnavailable || e.Error != wire.CodeLeadershipLost {
+		t.Fatalf("forced removal that loses leadership: got %d %q (%s), want 503 %q", r.status, e.Error, e.Message, wire.CodeLeadershipLost)
 	}
 	if r.header.Get("Retry-After") == "" {
 		t.Errorf("503 leadership_lost without Retry-After")

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // A leadership transfer that Raft gives up on (here: to a stopped server,
@@ -30,8 +30,8 @@ func TestTransferLeaderTimeoutIsTimeout(t *testing.T) {
 
 	r := do(t, http.MethodPost, leader.url+"/v1/operator/transfer-leader", `{"id":"`+c.nodes[target].id+`"}`)
 	e := r.apiErr(t)
-	if r.status != http.StatusGatewayTimeout || e.Error != client.CodeTimeout {
-		t.Fatalf("transfer to a stopped server: got %d %q (%s), want 504 %q", r.status, e.Error, e.Message, client.CodeTimeout)
+	if r.status != http.StatusGatewayTimeout || e.Error != wire.CodeTimeout {
+		t.Fatalf("transfer to a stopped server: got %d %q (%s), want 504 %q", r.status, e.Error, e.Message, wire.CodeTimeout)
 	}
 	if !strings.Contains(e.Message, "outcome unknown") {
 		t.Errorf("message %q does not say that the outcome is unknown", e.Message)

@@ -8,6 +8,7 @@ import (
 	"path"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // The inspection page (/ui) is a shell that holds no data: its script
@@ -62,7 +63,7 @@ func (s *Server) uiAsset(w http.ResponseWriter, r *http.Request) {
 	name := pathVar(r, "file")
 	b, err := fs.ReadFile(uiStatic, name)
 	if err != nil || !fs.ValidPath(name) {
-		writeError(w, &apiError{code: client.CodeNotFound, msg: "no file " + name + " under /ui/static/"})
+		writeError(w, &apiError{code: wire.CodeNotFound, msg: "no file " + name + " under /ui/static/"})
 		return
 	}
 	switch path.Ext(name) {

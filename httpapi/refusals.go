@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster/loglimit"
 )
 
@@ -66,7 +66,7 @@ func (w limitedWriter) Write(p []byte) (int, error) {
 
 // refusalCodes are the codes of the requests that the ACL check refuses:
 // an unknown secret, or a token (or none) without the right.
-var refusalCodes = []string{client.CodeACLNotFound, client.CodePermissionDenied}
+var refusalCodes = []string{wire.CodeACLNotFound, wire.CodePermissionDenied}
 
 // newRefusalCounter is tenure_acl_refusals_total, with every code at zero
 // so that the series exist from the start.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -35,7 +36,7 @@ func BenchmarkRenewMany(b *testing.B) {
 		load.Add(1)
 		go func(h int) {
 			defer load.Done()
-			body := client.RenewManyBody{Holder: fmt.Sprintf("holder-%d", h), Secret: testSecret, Leases: make([]client.LeaseRef, per)}
+			body := wire.RenewManyBody{Holder: fmt.Sprintf("holder-%d", h), Secret: testSecret, Leases: make([]client.LeaseRef, per)}
 			var keys sync.WaitGroup
 			for k := 0; k < per; k++ {
 				keys.Add(1)

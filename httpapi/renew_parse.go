@@ -1,6 +1,9 @@
 package httpapi
 
-import "github.com/tenure-io/tenure/client"
+import (
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
+)
 
 // parseRenewMany reads a bulk renewal's body of the one shape that the
 // Go client sends, {"holder":"…","secret":"…","leases":[{"key":"…",
@@ -13,7 +16,7 @@ import "github.com/tenure-io/tenure/client"
 // the others. On the bodies it accepts, the result is what decodeRaw
 // gives (TestParseRenewManyAgreesWithTheDecoder); reflection was a third
 // of a bulk renewal's cost.
-func parseRenewMany(raw []byte) (body client.RenewManyBody, ok bool) {
+func parseRenewMany(raw []byte) (body wire.RenewManyBody, ok bool) {
 	p := renewParser{b: raw}
 	if !p.lit('{') || !p.name("holder") {
 		return body, false

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // The bulk renewal's parser without reflection gives exactly what the
@@ -33,7 +33,7 @@ func TestParseRenewManyAgreesWithTheDecoder(t *testing.T) {
 	check := func(body string) {
 		t.Helper()
 		got, ok := parseRenewMany([]byte(body))
-		var want client.RenewManyBody
+		var want wire.RenewManyBody
 		err := decodeRaw([]byte(body), &want)
 		if !ok {
 			refused++

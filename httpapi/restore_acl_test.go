@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -61,11 +62,11 @@ func TestUnverifiedRestoreNeedsACL(t *testing.T) {
 	for _, secret := range []string{op, e.boot} {
 		r := doAs(t, secret, "PUT", url+"/v1/snapshot", foreign)
 		r.wantStatus(t, "restore of an unsigned backup without unverified=true", http.StatusBadRequest)
-		if a := r.apiErr(t); a.Error != client.CodeBackupUnverified || a.Field != "snapshot" || !strings.Contains(a.Message, "unverified") {
+		if a := r.apiErr(t); a.Error != wire.CodeBackupUnverified || a.Field != "snapshot" || !strings.Contains(a.Message, "unverified") {
 			t.Errorf("refusal %+v: want backup_unverified on field snapshot, naming unverified", a)
 		}
 	}
-	doAs(t, op, "PUT", url+"/v1/snapshot?unverified=true", foreign).wantDenied(t, "unverified=true by an operator", client.CodePermissionDenied, `"acl"`)
+	doAs(t, op, "PUT", url+"/v1/snapshot?unverified=true", foreign).wantDenied(t, "unverified=true by an operator", wire.CodePermissionDenied, `"acl"`)
 	doAs(t, op, "PUT", url+"/v1/snapshot?unverified=maybe", foreign).wantStatus(t, "unverified=maybe", http.StatusBadRequest)
 
 	r := doAs(t, e.boot, "PUT", url+"/v1/snapshot?unverified=true", foreign)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -50,10 +51,10 @@ func TestConflictAnswersShowTheLeaseOnlyToATokenThatReadsTheKey(t *testing.T) {
 		}
 	}
 	for _, a := range []struct{ what, method, path, body, code, field string }{
-		{"acquire of the held key", "PUT", "/v1/leases/parts/1", `{"holder":"me","ttl":"30s","secret":"` + mine + `"}`, client.CodeHeld, ""},
-		{"acquire under the holder's name", "PUT", "/v1/leases/parts/1", `{"holder":"worker-1","ttl":"30s","secret":"` + mine + `"}`, client.CodeHeld, "secret"},
-		{"release under another name", "DELETE", "/v1/leases/parts/1", fmt.Sprintf(`{"holder":"me","token":%d,"secret":"%s"}`, tok, mine), client.CodeNotHolder, ""},
-		{"release with a guessed token", "DELETE", "/v1/leases/parts/1", fmt.Sprintf(`{"holder":"me","token":%d,"secret":"%s"}`, tok+100, mine), client.CodeNotHolder, ""},
+		{"acquire of the held key", "PUT", "/v1/leases/parts/1", `{"holder":"me","ttl":"30s","secret":"` + mine + `"}`, wire.CodeHeld, ""},
+		{"acquire under the holder's name", "PUT", "/v1/leases/parts/1", `{"holder":"worker-1","ttl":"30s","secret":"` + mine + `"}`, wire.CodeHeld, "secret"},
+		{"release under another name", "DELETE", "/v1/leases/parts/1", fmt.Sprintf(`{"holder":"me","token":%d,"secret":"%s"}`, tok, mine), wire.CodeNotHolder, ""},
+		{"release with a guessed token", "DELETE", "/v1/leases/parts/1", fmt.Sprintf(`{"holder":"me","token":%d,"secret":"%s"}`, tok+100, mine), wire.CodeNotHolder, ""},
 	} {
 		r := rawAs(t, attacker, a.method, url+a.path, a.body)
 		r.wantCode(t, a.what, http.StatusConflict, a.code, a.field)
@@ -79,7 +80,7 @@ func TestConflictAnswersShowTheLeaseOnlyToATokenThatReadsTheKey(t *testing.T) {
 
 	// A token that reads the key gets the lease in the same answer.
 	r := rawAs(t, victim, "PUT", url+"/v1/leases/parts/1", `{"holder":"me","ttl":"30s","secret":"`+mine+`"}`)
-	r.wantCode(t, "acquire of the held key by a reader", http.StatusConflict, client.CodeHeld, "")
+	r.wantCode(t, "acquire of the held key by a reader", http.StatusConflict, wire.CodeHeld, "")
 	if l := r.apiErr(t).Lease; l == nil || l.Holder != "worker-1" || l.Token != tok {
 		t.Errorf("acquire of the held key by a reader: lease %+v, want worker-1's token %d", l, tok)
 	}
@@ -137,7 +138,7 @@ func TestMembersShowAWorkersHolderAndGroupsOnlyToAReaderOfEveryKey(t *testing.T)
 	if strings.Contains(string(r.body), "other-holder-1") || strings.Contains(string(r.body), `"other"`) {
 		t.Errorf("a token with read on mine/ only learned another worker's holder and groups: %s", strings.TrimSpace(string(r.body)))
 	}
-	var seen client.MemberList
+	var seen wire.MemberList
 	r.decode(t, &seen)
 	var server, worker bool
 	for _, m := range seen.Members {

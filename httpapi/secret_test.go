@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // rawAs makes one request with the ACL token secret acl and the body as
@@ -68,24 +69,24 @@ func TestLeaseSecretNotHolderNameMakesTheHolder(t *testing.T) {
 		status                   int
 		code                     string
 	}{
-		{"acquire under the holder's name", "PUT", "/v1/leases/parts/1", `{"holder":"worker-1","ttl":"30s"}`, 409, client.CodeHeld},
-		{"acquire with a guessed secret", "PUT", "/v1/leases/parts/1", `{"holder":"worker-1","ttl":"30s","secret":"` + guess + `"}`, 409, client.CodeHeld},
-		{"replace the metadata", "PUT", "/v1/leases/parts/1", `{"holder":"worker-1","ttl":"30s","metadata":{"addr":"6.6.6.6:80"}}`, 409, client.CodeHeld},
-		{"renew", "POST", "/v1/renew/parts/1", fmt.Sprintf(`{"holder":"worker-1","token":%d}`, tok), 400, client.CodeInvalidSecret},
-		{"renew with a guessed secret", "POST", "/v1/renew/parts/1", fmt.Sprintf(`{"holder":"worker-1","token":%d,"secret":"%s"}`, tok, guess), 409, client.CodeWrongSecret},
-		{"bulk renew", "POST", "/v1/renew", fmt.Sprintf(`{"holder":"worker-1","leases":[{"key":"parts/1","token":%d}]}`, tok), 400, client.CodeInvalidSecret},
-		{"release", "DELETE", fmt.Sprintf("/v1/leases/parts/1?holder=worker-1&token=%d", tok), "", 400, client.CodeInvalidSecret},
-		{"release with a guessed secret", "DELETE", "/v1/leases/parts/1", fmt.Sprintf(`{"holder":"worker-1","token":%d,"secret":"%s"}`, tok, guess), 409, client.CodeWrongSecret},
+		{"acquire under the holder's name", "PUT", "/v1/leases/parts/1", `{"holder":"worker-1","ttl":"30s"}`, 409, wire.CodeHeld},
+		{"acquire with a guessed secret", "PUT", "/v1/leases/parts/1", `{"holder":"worker-1","ttl":"30s","secret":"` + guess + `"}`, 409, wire.CodeHeld},
+		{"replace the metadata", "PUT", "/v1/leases/parts/1", `{"holder":"worker-1","ttl":"30s","metadata":{"addr":"6.6.6.6:80"}}`, 409, wire.CodeHeld},
+		{"renew", "POST", "/v1/renew/parts/1", fmt.Sprintf(`{"holder":"worker-1","token":%d}`, tok), 400, wire.CodeInvalidSecret},
+		{"renew with a guessed secret", "POST", "/v1/renew/parts/1", fmt.Sprintf(`{"holder":"worker-1","token":%d,"secret":"%s"}`, tok, guess), 409, wire.CodeWrongSecret},
+		{"bulk renew", "POST", "/v1/renew", fmt.Sprintf(`{"holder":"worker-1","leases":[{"key":"parts/1","token":%d}]}`, tok), 400, wire.CodeInvalidSecret},
+		{"release", "DELETE", fmt.Sprintf("/v1/leases/parts/1?holder=worker-1&token=%d", tok), "", 400, wire.CodeInvalidSecret},
+		{"release with a guessed secret", "DELETE", "/v1/leases/parts/1", fmt.Sprintf(`{"holder":"worker-1","token":%d,"secret":"%s"}`, tok, guess), 409, wire.CodeWrongSecret},
 	}
 	for _, a := range attacks {
 		rawAs(t, attacker, a.method, url+a.path, a.body).wantCode(t, "attacker: "+a.what, a.status, a.code, "secret")
 	}
 	r = rawAs(t, attacker, "POST", url+"/v1/renew", fmt.Sprintf(`{"holder":"worker-1","secret":"%s","leases":[{"key":"parts/1","token":%d}]}`, guess, tok))
 	r.wantStatus(t, "attacker bulk renews with a guessed secret", http.StatusOK)
-	var bulk client.RenewManyResults
+	var bulk wire.RenewManyResults
 	r.decode(t, &bulk)
-	if len(bulk.Results) != 1 || bulk.Results[0].OK || bulk.Results[0].Error != client.CodeWrongSecret {
-		t.Fatalf("attacker's bulk renewal = %s, want one result refused with %s", r.body, client.CodeWrongSecret)
+	if len(bulk.Results) != 1 || bulk.Results[0].OK || bulk.Results[0].Error != wire.CodeWrongSecret {
+		t.Fatalf("attacker's bulk renewal = %s, want one result refused with %s", r.body, wire.CodeWrongSecret)
 	}
 	after := rawAs(t, attacker, "GET", url+"/v1/leases/parts/1", "").lease(t)
 	if !after.Held() || after.Token != tok || after.ModifyIndex != seen.ModifyIndex || after.Metadata["addr"] != "10.0.0.1:80" {
@@ -130,6 +131,6 @@ func TestLeaseSecretMadeByTheServer(t *testing.T) {
 	}
 	rawAs(t, "", "POST", url+"/v1/renew/k", fmt.Sprintf(`{"holder":"h","token":%d,"secret":"%s"}`, l.Token, l.Secret)).wantStatus(t, "renew", http.StatusOK)
 	// Asking again without a secret is another caller's acquisition.
-	rawAs(t, "", "PUT", url+"/v1/leases/k", `{"holder":"h","ttl":"30s"}`).wantCode(t, "acquire again without the secret", 409, client.CodeHeld, "secret")
+	rawAs(t, "", "PUT", url+"/v1/leases/k", `{"holder":"h","ttl":"30s"}`).wantCode(t, "acquire again without the secret", 409, wire.CodeHeld, "secret")
 	rawAs(t, "", "DELETE", fmt.Sprintf("%s/v1/leases/k?holder=h&token=%d&secret=%s", url, l.Token, l.Secret), "").wantStatus(t, "release", http.StatusNoContent)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/cluster/loglimit"
 	"github.com/tenure-io/tenure/docs"
@@ -221,13 +222,13 @@ func New(cfg Config) (*Server, error) {
 		switch r.URL.Path {
 		case "/v1/leases/", "/v1/renew/", "/v1/revoke/", "/v1/controls/":
 			// A route of one key, with the key left out.
-			writeError(w, badRequest(client.CodeInvalidKey, "key", "key is empty"))
+			writeError(w, badRequest(wire.CodeInvalidKey, "key", "key is empty"))
 			return
 		}
-		writeError(w, &apiError{code: client.CodeNotFound, msg: "no route " + r.Method + " " + r.URL.Path})
+		writeError(w, &apiError{code: wire.CodeNotFound, msg: "no route " + r.Method + " " + r.URL.Path})
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: client.CodeInvalidQuery, msg: "method " + r.Method + " not allowed on " + r.URL.Path})
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: wire.CodeInvalidQuery, msg: "method " + r.Method + " not allowed on " + r.URL.Path})
 	})
 	s.handler = http.HandlerFunc(s.route)
 	if cfg.Registerer != nil {
@@ -355,9 +356,9 @@ func readBody(r *http.Request) ([]byte, error) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+			return nil, badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
 		}
-		return nil, badRequest(client.CodeInvalidBody, "body", "reading the body: "+err.Error())
+		return nil, badRequest(wire.CodeInvalidBody, "body", "reading the body: "+err.Error())
 	}
 	return raw, nil
 }
@@ -375,9 +376,9 @@ func decodeRaw(raw []byte, v any) error {
 		var typeErr *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &tooBig):
-			return badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+			return badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
 		case errors.Is(err, io.EOF):
-			return badRequest(client.CodeInvalidBody, "body", "body is empty, want a JSON object")
+			return badRequest(wire.CodeInvalidBody, "body", "body is empty, want a JSON object")
 		case errors.As(err, &typeErr):
 			// The code is the innermost field's: a string token inside a
 			// bulk renewal ("leases.token") is invalid_token.
@@ -385,9 +386,9 @@ func decodeRaw(raw []byte, v any) error {
 			return badRequest(fieldCode(field[strings.LastIndexByte(field, '.')+1:]), field, fmt.Sprintf("%s: want a JSON %s, got %s", field, typeErr.Type, typeErr.Value))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return badRequest(client.CodeInvalidBody, field, fmt.Sprintf("unknown field %q", field))
+			return badRequest(wire.CodeInvalidBody, field, fmt.Sprintf("unknown field %q", field))
 		}
-		return badRequest(client.CodeInvalidBody, "body", "body is not valid JSON: "+err.Error())
+		return badRequest(wire.CodeInvalidBody, "body", "body is not valid JSON: "+err.Error())
 	}
 	// Only whitespace may follow the object. (Decoder.More cannot tell:
 	// it reports false before a stray '}' or ']'.)
@@ -398,9 +399,9 @@ func decodeRaw(raw []byte, v any) error {
 	case errors.Is(err, io.EOF):
 		return nil
 	case errors.As(err, &tooBig):
-		return badRequest(client.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+		return badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
 	}
-	return badRequest(client.CodeInvalidBody, "body", "trailing data after the JSON object")
+	return badRequest(wire.CodeInvalidBody, "body", "trailing data after the JSON object")
 }
 
 // parseDuration reads a Go duration string of field; empty gives def.

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // checkStrict refuses a request body that encoding/json would accept but
@@ -19,7 +19,7 @@ import (
 // the wrong JSON kind is left to the decoder, which names it.
 func checkStrict(raw []byte, t reflect.Type) error {
 	if !utf8.Valid(raw) {
-		return badRequest(client.CodeInvalidBody, "body", "body is not valid UTF-8")
+		return badRequest(wire.CodeInvalidBody, "body", "body is not valid UTF-8")
 	}
 	sc := strictScanner{b: raw}
 	_, err := sc.walk(t, "")
@@ -120,7 +120,7 @@ func shapeOf(t reflect.Type) jsonShape {
 func (sh jsonShape) member(seen map[string]bool, path, name string) (string, reflect.Type, error) {
 	field := joinPath(path, name)
 	if seen[name] {
-		return "", nil, badRequest(client.CodeInvalidBody, field, fmt.Sprintf("field %q appears twice", field))
+		return "", nil, badRequest(wire.CodeInvalidBody, field, fmt.Sprintf("field %q appears twice", field))
 	}
 	seen[name] = true
 	if sh.fields == nil {
@@ -217,7 +217,7 @@ func unknownField(field, name string, fields map[string]reflect.Type) error {
 			break
 		}
 	}
-	return badRequest(client.CodeInvalidBody, field, msg)
+	return badRequest(wire.CodeInvalidBody, field, msg)
 }
 
 func joinPath(path, name string) string {

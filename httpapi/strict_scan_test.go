@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // walkStrictTokens is the strict walk as it was written on json.Decoder.Token,
@@ -107,7 +107,7 @@ func randomBody(rng *rand.Rand, t reflect.Type, depth int) string {
 // the same error, on every body and every prefix of it.
 func TestStrictScannerMatchesTokenWalk(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	types := []reflect.Type{reflect.TypeOf(client.RenewManyBody{}), reflect.TypeOf(client.AcquireBody{}), reflect.TypeOf(map[string]any{})}
+	types := []reflect.Type{reflect.TypeOf(wire.RenewManyBody{}), reflect.TypeOf(wire.AcquireBody{}), reflect.TypeOf(map[string]any{})}
 	for i := 0; i < 3000; i++ {
 		typ := types[rng.IntN(len(types))]
 		body := randomBody(rng, typ, 0)
@@ -133,7 +133,7 @@ func TestStrictCheckEndsOnBrokenArrays(t *testing.T) {
 	for _, raw := range []string{`{"holder":"h","leases":[1 x]}`, `{"leases":[{"key":"k"} {"key":"j"}]}`, `[1 2]`, `{"a":[[}`} {
 		done := make(chan error, 1)
 		go func() {
-			done <- decodeBody(httptest.NewRequest("POST", "/v1/renew", strings.NewReader(raw)), &client.RenewManyBody{})
+			done <- decodeBody(httptest.NewRequest("POST", "/v1/renew", strings.NewReader(raw)), &wire.RenewManyBody{})
 		}()
 		select {
 		case err := <-done:

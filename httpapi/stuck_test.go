@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
@@ -48,8 +49,8 @@ func TestWorkerCutFromTheAPILosesItsTargets(t *testing.T) {
 		if err != nil {
 			t.Fatalf("client.New: %v", err)
 		}
-		w := cl.Worker("parts", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-			client.WithWorkerID(id), client.WithWorkerTTL(time.Second), client.WithJoin(gossip...))
+		w := worker.New(cl, "parts", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+			worker.WithWorkerID(id), worker.WithWorkerTTL(time.Second), worker.WithJoin(gossip...))
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

@@ -82,7 +82,7 @@ func statusOut(st cluster.Status) client.NodeStatus {
 // the metadata compiles only while the server's gossip metadata and the
 // client's declare the same fields.
 func memberOut(m cluster.Member) client.Member {
-	return client.Member{Name: m.Name, Addr: m.Addr, Status: m.Status, Role: m.Meta.Role, Meta: client.MemberMeta(m.Meta)}
+	return client.Member{Name: m.Name, Addr: m.Addr, Status: m.Status, Role: m.Meta.Role, Meta: m.Meta}
 }
 
 // keyringOut is the gossip keyring as the API answers it.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -20,8 +22,8 @@ func (r reply) wantNotFound(t *testing.T, what string, want ...string) {
 	t.Helper()
 	r.wantStatus(t, what, http.StatusNotFound)
 	e := r.apiErr(t)
-	if e.Error != client.CodeNotFound {
-		t.Fatalf("%s: code %q, want %q (%s)", what, e.Error, client.CodeNotFound, e.Message)
+	if e.Error != wire.CodeNotFound {
+		t.Fatalf("%s: code %q, want %q (%s)", what, e.Error, wire.CodeNotFound, e.Message)
 	}
 	for _, w := range want {
 		if !strings.Contains(e.Message, w) {
@@ -70,21 +72,21 @@ func TestUnknownWorkerOrKeyNeedsForce(t *testing.T) {
 
 	r = do(t, "POST", url+"/v1/workers/ghost/drain?force=maybe", "")
 	r.wantStatus(t, "force=maybe", 400)
-	if e := r.apiErr(t); e.Error != client.CodeInvalidQuery || !strings.Contains(e.Message, "force") {
+	if e := r.apiErr(t); e.Error != wire.CodeInvalidQuery || !strings.Contains(e.Message, "force") {
 		t.Errorf("force=maybe: %+v, want invalid_query naming force", e)
 	}
 }
 
-// runWorker runs a client.Worker of group g with id on cluster c until the
+// runWorker runs a worker.Worker of group g with id on cluster c until the
 // test ends.
-func runWorker(t *testing.T, c *testCluster, id string, capacity int) *client.Worker {
+func runWorker(t *testing.T, c *testCluster, id string, capacity int) *worker.Worker {
 	t.Helper()
-	return runWorkerAs(t, c, "g", "", client.WithWorkerID(id), client.WithCapacity(capacity))
+	return runWorkerAs(t, c, "g", "", worker.WithWorkerID(id), worker.WithCapacity(capacity))
 }
 
-// runWorkerAs runs a client.Worker of group with the ACL token secret ("" for
+// runWorkerAs runs a worker.Worker of group with the ACL token secret ("" for
 // none) on cluster c until the test ends.
-func runWorkerAs(t *testing.T, c *testCluster, group, secret string, opts ...client.WorkerOption) *client.Worker {
+func runWorkerAs(t *testing.T, c *testCluster, group, secret string, opts ...worker.WorkerOption) *worker.Worker {
 	t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{c.leader().url}
@@ -93,8 +95,8 @@ func runWorkerAs(t *testing.T, c *testCluster, group, secret string, opts ...cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts = append(opts, client.WithJoin(c.cluster.GossipAddr(0)), client.WithWorkerTTL(2*time.Second), client.WithWorkerLogger(hclog.NewNullLogger()))
-	w := cl.Worker(group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() }, opts...)
+	opts = append(opts, worker.WithJoin(c.cluster.GossipAddr(0)), worker.WithWorkerTTL(2*time.Second), worker.WithWorkerLogger(hclog.NewNullLogger()))
+	w := worker.New(cl, group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() }, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -111,7 +113,7 @@ func runWorkerAs(t *testing.T, c *testCluster, group, secret string, opts ...cli
 // workers reads GET /v1/workers.
 func workers(t *testing.T, url string) map[string]client.WorkerInfo {
 	t.Helper()
-	var list client.WorkerList
+	var list wire.WorkerList
 	do(t, "GET", url+"/v1/workers", "").decode(t, &list)
 	out := map[string]client.WorkerInfo{}
 	for _, w := range list.Workers {
@@ -173,7 +175,7 @@ func TestWorkersListAndLastWorkerWarning(t *testing.T) {
 		t.Error("the drain that warned did not happen")
 	}
 	// Only one worker: ?id= filters.
-	var one client.WorkerList
+	var one wire.WorkerList
 	do(t, "GET", url+"/v1/workers?id=w2", "").decode(t, &one)
 	if len(one.Workers) != 1 || one.Workers[0].ID != "w2" {
 		t.Errorf("GET /v1/workers?id=w2 listed %+v", one.Workers)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 func (e *env) status(ctx context.Context, args []string) int {
@@ -93,7 +94,7 @@ func (e *env) members(ctx context.Context, args []string) int {
 		if ms == nil {
 			ms = []client.Member{}
 		}
-		return e.printJSON(client.MemberList{Members: ms})
+		return e.printJSON(wire.MemberList{Members: ms})
 	}
 	w := e.table()
 	row(w, "NAME", "ADDRESS", "STATUS", "ROLE", "META")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -21,11 +22,11 @@ func TestDebugCommand(t *testing.T) {
 		case "/v1/status":
 			writeJSON(w, 200, client.NodeStatus{NodeID: "n/1", Role: "follower"})
 		case "/v1/members":
-			writeJSON(w, 200, client.MemberList{})
+			writeJSON(w, 200, wire.MemberList{})
 		case "/metrics":
 			w.Write([]byte("tenure_is_leader 0\n"))
 		default:
-			writeJSON(w, 404, client.ErrorBody{Error: client.CodeNotFound, Message: "no route GET " + r.URL.Path})
+			writeJSON(w, 404, wire.ErrorBody{Error: wire.CodeNotFound, Message: "no route GET " + r.URL.Path})
 		}
 	})
 	dir := t.TempDir()
@@ -61,7 +62,7 @@ func TestDebugCommand(t *testing.T) {
 	}
 
 	denied := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 403, client.ErrorBody{Error: client.CodePermissionDenied, Message: "no token"})
+		writeJSON(w, 403, wire.ErrorBody{Error: wire.CodePermissionDenied, Message: "no token"})
 	})
 	none := filepath.Join(dir, "none.tar.gz")
 	r = runCLI(t, "debug", "-http-addr", denied.URL, "-output", none)

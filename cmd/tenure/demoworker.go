@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 )
 
-// demoWorker runs a client.Worker whose handler "works" on each key it
+// demoWorker runs a worker.Worker whose handler "works" on each key it
 // owns: a line per key every -work interval, with the fencing token, until
 // the key moves or the lease is lost. It is the runnable example of a
 // partitioned worker, and what `make demo` starts.
@@ -77,14 +78,14 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 	if id == "" {
 		id = c.Holder()
 	}
-	opts := []client.WorkerOption{client.WithWorkerID(id), client.WithWorkerTTL(ttl), client.WithCapacity(capacity), client.WithWorkerLogger(log)}
+	opts := []worker.WorkerOption{worker.WithWorkerID(id), worker.WithWorkerTTL(ttl), worker.WithCapacity(capacity), worker.WithWorkerLogger(log)}
 	if gossip != "" {
-		opts = append(opts, client.WithGossipAddr(gossip))
+		opts = append(opts, worker.WithGossipAddr(gossip))
 	}
 	if advertise != "" {
-		opts = append(opts, client.WithGossipAdvertise(advertise))
+		opts = append(opts, worker.WithGossipAdvertise(advertise))
 	}
-	w := c.Worker(group, handler, opts...)
+	w := worker.New(c, group, handler, opts...)
 	fmt.Fprintf(e.stdout, "%s: worker of group %s (pid %d)\n", w.ID(), group, os.Getpid())
 	if err := w.Run(ctx); err != nil && ctx.Err() == nil {
 		return e.fail(err)

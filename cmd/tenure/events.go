@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // eventsUsage is the usage line of tenure events.
@@ -63,7 +64,7 @@ func (e *env) events(ctx context.Context, args []string) int {
 			if evs == nil {
 				evs = []client.Event{}
 			}
-			return e.printJSON(client.EventList{Events: evs, Index: next})
+			return e.printJSON(wire.EventList{Events: evs, Index: next})
 		}
 		if len(evs) == 0 {
 			fmt.Fprintln(e.stdout, "no events")

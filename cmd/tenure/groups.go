@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 const groupsUsage = `Usage: tenure groups <subcommand> [args]
@@ -169,7 +170,7 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 		g, err = c.Groups().Put(ctx, pos[0], spec)
 	}
 	var ae *client.APIError
-	if errors.As(err, &ae) && ae.Code == client.CodeCASFailed && ae.Group != nil && !cas.set {
+	if errors.As(err, &ae) && ae.Code == wire.CodeCASFailed && ae.Group != nil && !cas.set {
 		return e.fail(fmt.Errorf("%w\n(group %s exists with modify index %d: add -replace to replace it, or -cas %d to replace it only if nobody changed it since)",
 			err, pos[0], ae.Group.ModifyIndex, ae.Group.ModifyIndex))
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 )
 
 // keygen prints a new random gossip key.
@@ -71,7 +72,7 @@ func (e *env) keyringChange(ctx context.Context, op string, args []string) int {
 	if !ok {
 		return code
 	}
-	keys, err := client.ParseGossipKeys(pos[0])
+	keys, err := worker.ParseGossipKeys(pos[0])
 	if err != nil || len(keys) != 1 {
 		return e.usageError(fs, fmt.Sprintf("KEY: want one base64 key of 32 bytes (tenure keygen makes one): %v", err))
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 const leasesUsage = `Usage: tenure leases <subcommand> [args]
@@ -77,7 +78,7 @@ func (e *env) leasesList(ctx context.Context, args []string) int {
 		if leases == nil {
 			leases = []client.LeaseInfo{}
 		}
-		return e.printJSON(client.LeaseList{Leases: leases, Index: meta.Index})
+		return e.printJSON(wire.LeaseList{Leases: leases, Index: meta.Index})
 	}
 	if len(leases) == 0 {
 		fmt.Fprintln(e.stdout, "no leases")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // tenure leases list lists every lease when the server answers in pages:
@@ -35,7 +35,7 @@ func TestLeasesListFollowsPages(t *testing.T) {
 		t.Errorf("listed %q, want a, b and c:\n%s", keys, got.stdout)
 	}
 	got = runCLI(t, "leases", "list", "-json", "-http-addr", srv.URL)
-	var out client.LeaseList
+	var out wire.LeaseList
 	if err := json.Unmarshal([]byte(got.stdout), &out); err != nil || len(out.Leases) != 3 || out.Next != "" || out.Index != 42 {
 		t.Errorf("-json: %v, %d leases, next %q, index %d; want 3, no next, index 42 (the first page's)", err, len(out.Leases), out.Next, out.Index)
 	}

@@ -115,7 +115,7 @@ func (e *env) snapshotInspect(_ context.Context, args []string) int {
 	row(w, "ACL tokens:", info.ACLTokens)
 	row(w, "ACL policies:", info.ACLPolicies)
 	row(w, "Size:", fmt.Sprintf("%d bytes", info.Size))
-	row(w, "CRC-32C:", fmt.Sprintf("%08x (checked)", info.CRC))
+	row(w, "CRC-32C:", fmt.Sprintf("%08x (checked)", info.CRC32C))
 	w.Flush()
 	return exitOK
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // leases stale prints the report and says by its exit code whether
@@ -33,7 +34,7 @@ func TestLeasesStale(t *testing.T) {
 		{"problems", []string{"-threshold", "10s"}, 200, bad, exitError, "10s",
 			[]string{"partitions/3", "w2", "41s", "STUCK WORKER", "21s", "GROUP BELOW MIN", "elections/scheduler", "sched-1", "12s", "problems found"}},
 		{"problems json", []string{"-json"}, 200, bad, exitError, "", []string{`"below_min_workers"`}},
-		{"denied", nil, 403, client.ErrorBody{Error: client.CodePermissionDenied, Message: "token lacks read on groups"}, exitUsage, "", nil},
+		{"denied", nil, 403, wire.ErrorBody{Error: wire.CodePermissionDenied, Message: "token lacks read on groups"}, exitUsage, "", nil},
 		{"bad threshold", []string{"-threshold", "-1s"}, 200, good, exitUsage, "", nil},
 	}
 	for _, tt := range tests {

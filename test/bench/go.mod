@@ -3,7 +3,7 @@ module github.com/tenure-io/tenure/test/bench
 go 1.26.8
 
 require (
-	github.com/tenure-io/tenure v0.0.0
+	github.com/tenure-io/tenure/client v0.0.0
 	go.etcd.io/etcd/api/v3 v3.5.35
 	go.etcd.io/etcd/client/v3 v3.5.35
 	go.uber.org/zap v1.17.0
@@ -54,3 +54,5 @@ require (
 )
 
 replace github.com/tenure-io/tenure => ../..
+
+replace github.com/tenure-io/tenure/client => ../../client

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -58,17 +60,17 @@ func TestACLWithProcesses(t *testing.T) {
 	if boot.SecretID == "" || !boot.Management {
 		t.Fatalf("bootstrap printed %+v, want a management token with its secret", boot)
 	}
-	if out, code := c.tenureCLI(t, "", "acl", "bootstrap"); code == 0 || !strings.Contains(out, client.CodeACLBootstrapped) {
-		t.Fatalf("second bootstrap: exit %d, %s; want refused with %s", code, out, client.CodeACLBootstrapped)
+	if out, code := c.tenureCLI(t, "", "acl", "bootstrap"); code == 0 || !strings.Contains(out, wire.CodeACLBootstrapped) {
+		t.Fatalf("second bootstrap: exit %d, %s; want refused with %s", code, out, wire.CodeACLBootstrapped)
 	}
 	c.token = boot.SecretID // the harness's own status polls
 	c.leader(t)
 
 	// A request without a token is refused, naming the missing token.
 	r, err := harness.Send(c.http, "GET", c.scheme+"://"+c.nodes[0].httpAddr+"/v1/leases/scenes/1", "", nil)
-	if err != nil || r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), client.CodePermissionDenied) ||
+	if err != nil || r.Status != http.StatusForbidden || !strings.Contains(string(r.Body), wire.CodePermissionDenied) ||
 		!strings.Contains(string(r.Body), "no token") {
-		t.Fatalf("read without a token: %v %d %s; want 403 %s, no token", err, r.Status, r.Body, client.CodePermissionDenied)
+		t.Fatalf("read without a token: %v %d %s; want 403 %s, no token", err, r.Status, r.Body, wire.CodePermissionDenied)
 	}
 	anon := c.newClient(t, "app-anon")
 	if _, _, err := anon.Leases().Get(context.Background(), "scenes/1", nil); !errors.Is(err, client.ErrPermissionDenied) {
@@ -157,11 +159,11 @@ func TestACLWithProcesses(t *testing.T) {
 
 	// A worker: it registers with the token and is given every key.
 	w := runWorker(t, ctx, newAppClient("app-w1"), "parts",
-		client.WithWorkerID("app-w1"), client.WithWorkerTTL(2*time.Second), client.WithJoin(c.nodes[0].gossipAddr))
+		worker.WithWorkerID("app-w1"), worker.WithWorkerTTL(2*time.Second), worker.WithJoin(c.nodes[0].gossipAddr))
 	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(4) })
 	// A worker whose id the token's binding does not admit cannot join.
-	bad := newAppClient("app-x").Worker("parts", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		client.WithWorkerID("intruder"), client.WithJoin(c.nodes[0].gossipAddr))
+	bad := worker.New(newAppClient("app-x"), "parts", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		worker.WithWorkerID("intruder"), worker.WithJoin(c.nodes[0].gossipAddr))
 	if err := bad.Run(ctx); !errors.Is(err, client.ErrPermissionDenied) {
 		t.Errorf("worker outside the binding: Run = %v, want ErrPermissionDenied", err)
 	}

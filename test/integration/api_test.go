@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -116,8 +117,8 @@ func withLeaseSecret(method, path, body string) (string, string) {
 // with the same declarations that every client uses.
 type (
 	lease      = client.LeaseInfo
-	apiError   = client.ErrorBody
-	leaseList  = client.LeaseList
+	apiError   = wire.ErrorBody
+	leaseList  = wire.LeaseList
 	status     = client.NodeStatus
 	serverInfo = client.ServerInfo
 )
@@ -173,7 +174,7 @@ func (c *cluster) mustStatus(t *testing.T, i int) status {
 // status want; it returns the lease of a 200 or 201.
 func (c *cluster) acquire(t *testing.T, i int, key, holder, ttl string, want int) lease {
 	t.Helper()
-	r := c.call(t, i, http.MethodPut, "/v1/leases/"+key, client.AcquireBody{Holder: holder, TTL: ttl})
+	r := c.call(t, i, http.MethodPut, "/v1/leases/"+key, wire.AcquireBody{Holder: holder, TTL: ttl})
 	if r.Status != want {
 		t.Fatalf("acquire %s for %s via %s: got %v, want status %d", key, holder, c.nodes[i].id, r, want)
 	}

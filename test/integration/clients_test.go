@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 )
 
 // httpAddrs returns the HTTP addresses of every node.
@@ -221,7 +222,7 @@ func lines(path string) []string {
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
 
-// workerRun is a client.Worker running in the background of a test, with
+// workerRun is a worker.Worker running in the background of a test, with
 // the keys its handler holds now.
 type workerRun struct {
 	mu    sync.Mutex
@@ -233,10 +234,10 @@ type workerRun struct {
 
 // runWorker runs a Worker of cl for group, whose handler holds each key
 // until it is taken back; it stops when stop is called or the test ends.
-func runWorker(t *testing.T, ctx context.Context, cl *client.Client, group string, opts ...client.WorkerOption) *workerRun {
+func runWorker(t *testing.T, ctx context.Context, cl *client.Client, group string, opts ...worker.WorkerOption) *workerRun {
 	t.Helper()
 	r := &workerRun{owned: map[string]bool{}, done: make(chan struct{})}
-	w := cl.Worker(group, func(ctx context.Context, key string, token uint64) {
+	w := worker.New(cl, group, func(ctx context.Context, key string, token uint64) {
 		r.mu.Lock()
 		r.owned[key] = true
 		r.mu.Unlock()

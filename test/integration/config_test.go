@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/test/harness"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,9 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tenure-io/tenure/client"
-	"github.com/tenure-io/tenure/test/harness"
 )
 
 // TestServerConfigSources: `tenure server` reads its settings from a JSON
@@ -211,7 +210,7 @@ func testBadConfigRefused(t *testing.T) {
 // the error code of the answer, "" for a grant.
 func acquireError(t *testing.T, c *cluster, i int, key, ttl string) string {
 	t.Helper()
-	r := c.call(t, i, http.MethodPut, "/v1/leases/"+key, client.AcquireBody{Holder: "config-test", TTL: ttl})
+	r := c.call(t, i, http.MethodPut, "/v1/leases/"+key, wire.AcquireBody{Holder: "config-test", TTL: ttl})
 	if r.Status == http.StatusCreated {
 		return ""
 	}

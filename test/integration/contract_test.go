@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -21,7 +22,7 @@ func TestReleaseSaysWhatItDidAndFreeKeysAreForgotten(t *testing.T) {
 	l := c.leader(t)
 	f := c.followers(l)[0]
 
-	r := c.call(t, f, http.MethodPut, "/v1/leases/once", client.AcquireBody{Holder: "h1", TTL: "30s"})
+	r := c.call(t, f, http.MethodPut, "/v1/leases/once", wire.AcquireBody{Holder: "h1", TTL: "30s"})
 	if r.Status != http.StatusCreated {
 		t.Fatalf("acquire: %v", r)
 	}
@@ -29,7 +30,7 @@ func TestReleaseSaysWhatItDidAndFreeKeysAreForgotten(t *testing.T) {
 	r.decode(t, &granted)
 
 	r = c.call(t, f, http.MethodDelete, fmt.Sprintf("/v1/leases/once?holder=h2&token=%d", granted.Token), nil)
-	if r.Status != http.StatusConflict || !strings.Contains(string(r.Body), client.CodeNotHolder) {
+	if r.Status != http.StatusConflict || !strings.Contains(string(r.Body), wire.CodeNotHolder) {
 		t.Fatalf("release by another holder: %v, want 409 not_holder", r)
 	}
 	path := fmt.Sprintf("/v1/leases/once?holder=h1&token=%d", granted.Token)
@@ -43,7 +44,7 @@ func TestReleaseSaysWhatItDidAndFreeKeysAreForgotten(t *testing.T) {
 	harness.WaitUntil(t, 20*time.Second, "once forgotten", func() bool {
 		return c.call(t, l, http.MethodGet, "/v1/leases/once", nil).Status == http.StatusNotFound
 	})
-	r = c.call(t, f, http.MethodPut, "/v1/leases/once", client.AcquireBody{Holder: "h3", TTL: "30s"})
+	r = c.call(t, f, http.MethodPut, "/v1/leases/once", wire.AcquireBody{Holder: "h3", TTL: "30s"})
 	var again lease
 	r.decode(t, &again)
 	if r.Status != http.StatusCreated || again.Token <= granted.Token {

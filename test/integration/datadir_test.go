@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"github.com/tenure-io/tenure/client/wire"
+	tcluster "github.com/tenure-io/tenure/cluster"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,9 +14,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tenure-io/tenure/client"
-	tcluster "github.com/tenure-io/tenure/cluster"
 )
 
 // refusedTimeout bounds how long a server that must refuse to start may
@@ -103,7 +102,7 @@ func (c *cluster) fillLog(t *testing.T, i, n int) {
 	t.Helper()
 	meta := map[string]string{"pad": strings.Repeat("x", 900)}
 	for k := 0; k < n; k++ {
-		r := c.call(t, i, http.MethodPut, fmt.Sprintf("/v1/leases/fill/%d", k), client.AcquireBody{Holder: "filler", TTL: "1m", Metadata: meta})
+		r := c.call(t, i, http.MethodPut, fmt.Sprintf("/v1/leases/fill/%d", k), wire.AcquireBody{Holder: "filler", TTL: "1m", Metadata: meta})
 		if r.Status != http.StatusCreated {
 			t.Fatalf("acquire fill/%d: %v", k, r)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 )
 
 const (
@@ -55,10 +56,10 @@ type workerFleet struct {
 	workers []*fleetWorker
 }
 
-// fleetWorker is one running client.Worker.
+// fleetWorker is one running worker.Worker.
 type fleetWorker struct {
 	id     string
-	w      *client.Worker
+	w      *worker.Worker
 	http   *http.Client
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Run has returned
@@ -97,7 +98,7 @@ func newWorkerFleet(t *testing.T, c *cluster, group string, ttl time.Duration, r
 
 // start runs one more worker with id and opts (on top of the fleet's TTL
 // and a gossip port of its own on loopback).
-func (f *workerFleet) start(t *testing.T, id string, opts ...client.WorkerOption) *fleetWorker {
+func (f *workerFleet) start(t *testing.T, id string, opts ...worker.WorkerOption) *fleetWorker {
 	t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.Addresses = placementAddrs(f.c)
@@ -110,15 +111,15 @@ func (f *workerFleet) start(t *testing.T, id string, opts ...client.WorkerOption
 	if err != nil {
 		t.Fatalf("client.New: %v", err)
 	}
-	opts = append([]client.WorkerOption{
-		client.WithWorkerID(id),
-		client.WithWorkerTTL(f.ttl),
-		client.WithGossipAddr("127.0.0.1:0"),
-		client.WithWorkerLogger(f.logger),
+	opts = append([]worker.WorkerOption{
+		worker.WithWorkerID(id),
+		worker.WithWorkerTTL(f.ttl),
+		worker.WithGossipAddr("127.0.0.1:0"),
+		worker.WithWorkerLogger(f.logger),
 	}, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	fw := &fleetWorker{id: id, http: cfg.HTTPClient, cancel: cancel, done: make(chan struct{})}
-	fw.w = cl.Worker(f.group, f.runs.handler(id, f.linger), opts...)
+	fw.w = worker.New(cl, f.group, f.runs.handler(id, f.linger), opts...)
 	go func() {
 		fw.err = fw.w.Run(ctx)
 		close(fw.done)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -27,7 +28,7 @@ func TestGossipKeyRotation(t *testing.T) {
 	c := newCluster(t)
 	c.nodeArgs = func(*testing.T, *node) []string { return []string{"-gossip-key", oldKey} }
 	c.boot(t, 3)
-	startDemoWorkerEnv(t, c, "scenes", "w1", 2*time.Second, []string{client.EnvGossipKey + "=" + oldKey})
+	startDemoWorkerEnv(t, c, "scenes", "w1", 2*time.Second, []string{worker.EnvGossipKey + "=" + oldKey})
 	cli := []string{client.EnvHTTPAddr + "=" + c.nodes[0].httpAddr}
 
 	// Everyone is a member under the old key, the worker included.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // TestEveryNodeAnswersAndForwards: a user may send any request to any node.
@@ -45,7 +45,7 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 			defer func() { c.checkLeaderHeaders(t, l, term, headers) }()
 
 			key := "forward/" + c.nodes[tt.first].id
-			body := client.AcquireBody{Holder: "worker-a", TTL: "30s"}
+			body := wire.AcquireBody{Holder: "worker-a", TTL: "30s"}
 
 			r := c.call(t, tt.first, http.MethodPut, "/v1/leases/"+key, body)
 			if r.Status != http.StatusCreated {
@@ -73,7 +73,7 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 				t.Errorf("repeat acquire: got token %d holder %q state %q, want the same lease (token %d)", repeated.Token, repeated.Holder, repeated.State, granted.Token)
 			}
 
-			r = c.call(t, tt.other, http.MethodPut, "/v1/leases/"+key, client.AcquireBody{Holder: "worker-b", TTL: "30s"})
+			r = c.call(t, tt.other, http.MethodPut, "/v1/leases/"+key, wire.AcquireBody{Holder: "worker-b", TTL: "30s"})
 			if r.Status != http.StatusConflict {
 				t.Fatalf("acquire by another holder via %s: got %v, want 409", c.nodes[tt.other].id, r)
 			}

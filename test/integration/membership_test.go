@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -341,7 +342,7 @@ func TestOperatorRoutes(t *testing.T) {
 			if r.Status != http.StatusOK {
 				t.Fatalf("%s: got %v, want 200", tt.name, r)
 			}
-			var out client.TransferResult
+			var out wire.TransferResult
 			r.decode(t, &out)
 			now := c.leader(t)
 			t.Logf("%s: %s to %s in %v", tt.name, c.nodes[cur].id, c.nodes[now].id, time.Since(started).Round(time.Millisecond))
@@ -396,7 +397,7 @@ func (c *cluster) memberStatus(t *testing.T, i int, name string) (string, bool) 
 	if r.Status != http.StatusOK {
 		t.Fatalf("GET /v1/members on %s: got %v", c.nodes[i].id, r)
 	}
-	var out client.MemberList
+	var out wire.MemberList
 	r.decode(t, &out)
 	for _, m := range out.Members {
 		if m.Name == name {

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/docs"
 	"net"
 	"net/http"
 	"os"
@@ -13,9 +15,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tenure-io/tenure/client"
-	"github.com/tenure-io/tenure/docs"
 )
 
 // docsMetrics is the reference of every metric, relative to this package.
@@ -78,7 +77,7 @@ func TestMetricsFollowConventionsAndAreDocumented(t *testing.T) {
 	// Some traffic: grants, renewals, a conflict, a release, a 404.
 	for i := range 5 {
 		key := fmt.Sprintf("metrics/%d", i)
-		r := c.call(t, l, http.MethodPut, "/v1/leases/"+key, client.AcquireBody{Holder: "worker-a", TTL: "30s"})
+		r := c.call(t, l, http.MethodPut, "/v1/leases/"+key, wire.AcquireBody{Holder: "worker-a", TTL: "30s"})
 		if r.Status != http.StatusOK && r.Status != http.StatusCreated {
 			t.Fatalf("acquire %s: status %d: %s", key, r.Status, r.Body)
 		}
@@ -88,7 +87,7 @@ func TestMetricsFollowConventionsAndAreDocumented(t *testing.T) {
 			t.Fatalf("renew %s: status %d: %s", key, r.Status, r.Body)
 		}
 	}
-	c.call(t, l, http.MethodPut, "/v1/leases/metrics/0", client.AcquireBody{Holder: "worker-b", TTL: "30s"})
+	c.call(t, l, http.MethodPut, "/v1/leases/metrics/0", wire.AcquireBody{Holder: "worker-b", TTL: "30s"})
 	c.call(t, l, http.MethodGet, "/no/such/route", nil)
 	if r := c.call(t, l, http.MethodPut, "/v1/groups/metrics", map[string]any{"keys": []string{"metrics/0", "metrics/a", "metrics/b"}}); r.Status != http.StatusOK && r.Status != http.StatusCreated {
 		t.Fatalf("define a group: status %d: %s", r.Status, r.Body)

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -288,8 +289,8 @@ func TestPage(t *testing.T) {
 		}
 		for _, id := range []string{"worker-a", "worker-b"} {
 			// Each holds the keys it is given until they are taken from it.
-			runWorker(t, ctx, c.client(t, id, ""), "partitions", client.WithWorkerID(id), client.WithWorkerTTL(2*time.Second),
-				client.WithCapacity(8), client.WithGossipAddr("127.0.0.1:0"), client.WithJoin(joins...), client.WithWorkerLogger(hclog.NewNullLogger()))
+			runWorker(t, ctx, c.client(t, id, ""), "partitions", worker.WithWorkerID(id), worker.WithWorkerTTL(2*time.Second),
+				worker.WithCapacity(8), worker.WithGossipAddr("127.0.0.1:0"), worker.WithJoin(joins...), worker.WithWorkerLogger(hclog.NewNullLogger()))
 		}
 		b.waitTrue(30*time.Second, "every key of partitions is owned, by both workers",
 			owned+`.length === 6 && `+owned+`.every(r => r.dataset.owner) && `+owned+`.some(r => r.dataset.owner === 'worker-a') && `+owned+`.some(r => r.dataset.owner === 'worker-b')`)
@@ -520,8 +521,8 @@ func runCutWorker(t *testing.T, ctx context.Context, group, id string, c *pageCl
 	for _, nd := range c.nodes {
 		joins = append(joins, nd.gossipAddr)
 	}
-	runWorker(t, ctx, cl, group, client.WithWorkerID(id), client.WithWorkerTTL(2*time.Second),
-		client.WithGossipAddr("127.0.0.1:0"), client.WithJoin(joins...), client.WithWorkerLogger(hclog.NewNullLogger()))
+	runWorker(t, ctx, cl, group, worker.WithWorkerID(id), worker.WithWorkerTTL(2*time.Second),
+		worker.WithGossipAddr("127.0.0.1:0"), worker.WithJoin(joins...), worker.WithWorkerLogger(hclog.NewNullLogger()))
 }
 
 // groupLoad is the JavaScript expression of the load of worker in the

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 )
 
 // The placement of a group's keys over its workers (docs/http-api.md,
 // "Groups and placement"), tested against three real servers with
-// client.Worker as an application runs it: each worker in-process with a
+// worker.Worker as an application runs it: each worker in-process with a
 // client of its own, except the one that is SIGKILLed, which is a
 // `tenure demo-worker` process. What users rely on:
 //
@@ -71,7 +72,7 @@ func TestPlacementSpreadsEvenly(t *testing.T) {
 			id := fmt.Sprintf("bounded-%d", i)
 			limit[id] = maxPerWorker
 			if i < 2 {
-				f.start(t, id, client.WithCapacity(4))
+				f.start(t, id, worker.WithCapacity(4))
 				limit[id] = 4
 			} else {
 				f.start(t, id)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // TestRemoveServerSafeguardsAndReadmission: with the real binary, an
@@ -98,14 +99,14 @@ func removeAndReadmit(t *testing.T, c *cluster, cli func(args ...string) (string
 	}
 
 	// A live follower: refused, naming the rule.
-	if r, e := del(false); r.Status != http.StatusConflict || e.Error != client.CodeUnsafeRemoval || !strings.Contains(e.Message, "is alive") {
+	if r, e := del(false); r.Status != http.StatusConflict || e.Error != wire.CodeUnsafeRemoval || !strings.Contains(e.Message, "is alive") {
 		t.Fatalf("remove live server %s without force: %v, want 409 unsafe_removal naming the rule that it is alive", id, r)
 	}
 	c.stop(t, v)
 	// Stopped, but two voters would be fewer than -bootstrap-expect 3.
 	poll.WaitFor(t, 10*time.Second, func() error {
 		r, e := del(false)
-		if r.Status != http.StatusConflict || e.Error != client.CodeUnsafeRemoval || !strings.Contains(e.Message, "fewer than the 3") || strings.Contains(e.Message, "is alive") {
+		if r.Status != http.StatusConflict || e.Error != wire.CodeUnsafeRemoval || !strings.Contains(e.Message, "fewer than the 3") || strings.Contains(e.Message, "is alive") {
 			return fmt.Errorf("remove stopped server %s without force: %v, want 409 unsafe_removal naming -bootstrap-expect only", id, r)
 		}
 		return nil

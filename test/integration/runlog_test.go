@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 )
 
 // handlerRun is one run of a handler for a key: from the moment the
@@ -41,7 +41,7 @@ func (l *runLog) now() time.Duration { return time.Since(l.origin) }
 
 // handler returns the handler of worker: it records its start, works until
 // ctx ends, finishes its work for linger more, and records its return.
-func (l *runLog) handler(worker string, linger time.Duration) client.Handler {
+func (l *runLog) handler(worker string, linger time.Duration) worker.Handler {
 	return func(ctx context.Context, key string, token uint64) {
 		l.mu.Lock()
 		r := &handlerRun{worker: worker, token: token, start: l.now(), running: true}

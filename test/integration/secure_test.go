@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 )
 
 // TestSecureClusterClients: three servers with everything on: mutual TLS
@@ -98,12 +99,12 @@ func TestSecureClusterClients(t *testing.T) {
 
 	// A worker with the gossip key registers, joins gossip and owns every
 	// key of the group.
-	keys, err := client.ParseGossipKeys(gossipKey)
+	keys, err := worker.ParseGossipKeys(gossipKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := runWorker(t, ctx, newClient("app-w1", app.SecretID), "parts", client.WithWorkerID("app-w1"),
-		client.WithWorkerTTL(2*time.Second), client.WithGossipKeys(keys...), client.WithJoin(c.nodes[0].gossipAddr))
+	w := runWorker(t, ctx, newClient("app-w1", app.SecretID), "parts", worker.WithWorkerID("app-w1"),
+		worker.WithWorkerTTL(2*time.Second), worker.WithGossipKeys(keys...), worker.WithJoin(c.nodes[0].gossipAddr))
 	poll.WaitFor(t, 30*time.Second, func() error { return w.owns(3) })
 
 	// The event history, through the Go client and the CLI, over mutual

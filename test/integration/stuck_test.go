@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 )
 
 // TestStuckWorkerCutFromTheAPI: against three real servers, a worker whose
@@ -51,9 +52,9 @@ func TestStuckWorkerCutFromTheAPI(t *testing.T) {
 	}
 	wctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	w := cut.Worker("stuck", func(ctx context.Context, key string, token uint64) {
+	w := worker.New(cut, "stuck", func(ctx context.Context, key string, token uint64) {
 		t.Errorf("the cut worker ran a handler for %s", key)
-	}, client.WithWorkerID("cut"), client.WithWorkerTTL(placementTTL), client.WithJoin(gossip...), client.WithWorkerLogger(f.logger))
+	}, worker.WithWorkerID("cut"), worker.WithWorkerTTL(placementTTL), worker.WithJoin(gossip...), worker.WithWorkerLogger(f.logger))
 	go func() {
 		defer close(done)
 		_ = w.Run(wctx)

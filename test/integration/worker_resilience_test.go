@@ -13,7 +13,7 @@ import (
 	"github.com/tenure-io/tenure/client"
 )
 
-// Two ways a deployment goes wrong that client.Worker must survive, tested
+// Two ways a deployment goes wrong that worker.Worker must survive, tested
 // against three real servers:
 //
 //  1. two processes are given one worker id by mistake: they share the
@@ -25,7 +25,7 @@ import (
 //     so the balancer sees them and every key is owned again:
 //     TestWorkersRejoinAfterEveryServerRestarts
 
-// instance is one client.Worker in a fleet of its own, whose handler runs
+// instance is one worker.Worker in a fleet of its own, whose handler runs
 // go to a run log of its own. Two Workers given one id record under the
 // same name in a shared run log; with a log each, every run is told apart
 // by the holder of the Worker that made it.
@@ -164,7 +164,7 @@ func mergedRuns(origin time.Time, ins []*instance, keys []string) *runLog {
 // was waiting for them, takes them over under larger tokens.
 //
 // When every Worker of one id held its leases under that id (holder ==
-// id in client.Worker), the cluster took the second Worker's acquire for
+// id in worker.Worker), the cluster took the second Worker's acquire for
 // a retry of the first's: both handlers ran on each of "dup"'s keys with
 // one token, and this test fails at once on the first such key (checked
 // by making the holder the bare id in client/worker.go).

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/test/jepsen/history"
 	"github.com/tenure-io/tenure/test/jepsen/netns"
-
-	"github.com/tenure-io/tenure/client"
 )
 
 // A nemesis injects one fault and returns how to undo it. hold is how
@@ -222,7 +221,7 @@ func init() {
 	addNemesis(killNemesis("kill-all", func(_ context.Context, w *world, _ *rand.Rand) []*proc { return w.servers }))
 	addNemesis(nemesis{name: "transfer", minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 		l, _ := w.pickLeader(ctx, rng)
-		var out client.TransferResult
+		var out wire.TransferResult
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		_, err := w.call(cctx, "POST", w.url(l, "/v1/operator/transfer-leader"), map[string]any{}, &out)
@@ -358,7 +357,7 @@ func (w *world) holdingWorker(ctx context.Context, rng *rand.Rand) *proc {
 	if len(cands) == 0 {
 		return nil
 	}
-	var list client.LeaseList
+	var list wire.LeaseList
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if _, err := w.call(cctx, "GET", w.url(w.servers[rng.IntN(len(w.servers))], "/v1/leases?state=held&stale=true"), nil, &list); err == nil {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/cluster/certs"
 )
 
@@ -101,13 +102,13 @@ func (s *secure) clientTLS() (*tls.Config, error) {
 // agentEnv is the environment of an agent that acts with token.
 func (s *secure) agentEnv(token string) []string {
 	if s.plain {
-		return []string{client.EnvGossipKey + "=" + s.gossipKey, client.EnvHTTPToken + "=" + token}
+		return []string{worker.EnvGossipKey + "=" + s.gossipKey, client.EnvHTTPToken + "=" + token}
 	}
 	return []string{
 		client.EnvCACert + "=" + s.caFile,
 		client.EnvClientCert + "=" + s.certFile,
 		client.EnvClientKey + "=" + s.keyFile,
-		client.EnvGossipKey + "=" + s.gossipKey,
+		worker.EnvGossipKey + "=" + s.gossipKey,
 		client.EnvHTTPToken + "=" + token,
 	}
 }

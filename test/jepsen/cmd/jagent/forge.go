@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/test/jepsen/history"
 )
 
@@ -148,10 +149,10 @@ func (f *forgeFlags) joinGossip(log hclog.Logger) (*memberlist.Memberlist, error
 	mc.BindAddr, mc.BindPort = host, p
 	mc.AdvertiseAddr, mc.AdvertisePort = host, p
 	mc.LogOutput = log.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true})
-	if s := os.Getenv(client.EnvGossipKey); s != "" {
-		keys, err := client.ParseGossipKeys(s)
+	if s := os.Getenv(worker.EnvGossipKey); s != "" {
+		keys, err := worker.ParseGossipKeys(s)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", client.EnvGossipKey, err)
+			return nil, fmt.Errorf("%s: %w", worker.EnvGossipKey, err)
 		}
 		kr, err := memberlist.NewKeyring(keys, keys[0])
 		if err != nil {

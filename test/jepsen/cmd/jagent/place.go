@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/test/jepsen/history"
 )
 
@@ -23,7 +24,7 @@ const (
 	placeStopTimeout = 5 * time.Second
 )
 
-// runPlace is `jagent place`: a client.Worker of a group whose handler
+// runPlace is `jagent place`: a worker.Worker of a group whose handler
 // records the ownership of each key.
 func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 	var (
@@ -73,14 +74,14 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 	defer rec.Close()
 	ctx, cancel := hf.runContext(ctx)
 	defer cancel()
-	var w *client.Worker
+	var w *worker.Worker
 	h := &placeHandler{proc: hf.id, rec: rec, log: log, stop: ctx, holder: func() string { return w.Holder() }}
-	opts := []client.WorkerOption{client.WithWorkerID(hf.id), client.WithWorkerTTL(hf.ttl), client.WithGossipAddr(gossip),
-		client.WithCapacity(capacity), client.WithWorkerLogger(log)}
+	opts := []worker.WorkerOption{worker.WithWorkerID(hf.id), worker.WithWorkerTTL(hf.ttl), worker.WithGossipAddr(gossip),
+		worker.WithCapacity(capacity), worker.WithWorkerLogger(log)}
 	if peers := splitList(join); len(peers) > 0 {
-		opts = append(opts, client.WithJoin(peers...))
+		opts = append(opts, worker.WithJoin(peers...))
 	}
-	w = c.Worker(group, h.handle, opts...)
+	w = worker.New(c, group, h.handle, opts...)
 	if statusA != "" {
 		stopStatus, err := serveStatus(statusA, hf.id, w, log)
 		if err != nil {
@@ -163,7 +164,7 @@ func (h *placeHandler) handle(ctx context.Context, key string, token uint64) {
 
 // serveStatus serves GET /keys on addr: {"id":ID,"keys":[...]}, the keys
 // whose handler runs (Worker.Keys). It returns a function that stops it.
-func serveStatus(addr, id string, w *client.Worker, log hclog.Logger) (func(), error) {
+func serveStatus(addr, id string, w *worker.Worker, log hclog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-status-addr: %w", err)

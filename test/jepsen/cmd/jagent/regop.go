@@ -15,9 +15,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tenure-io/tenure/test/jepsen/history"
-
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/test/jepsen/history"
 )
 
 // Operations of the lease register.
@@ -125,7 +125,7 @@ func classify(f string, status int, body []byte) history.Event {
 	if status >= 200 && status <= 299 {
 		return classifySuccess(f, status, body)
 	}
-	var e client.ErrorBody
+	var e wire.ErrorBody
 	_ = json.Unmarshal(body, &e) // an answer without our error body leaves e empty
 	code := e.Error
 	if code == "" {

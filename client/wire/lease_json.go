@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"encoding/json"
@@ -7,9 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// AppendJSON appends the wire form of the lease (the JSON that MarshalJSON
-// returns) to b. Servers use it to write many leases without reflection.
-func (l LeaseInfo) AppendJSON(b []byte) []byte {
+// appendJSON appends the wire form of the lease (the JSON that MarshalJSON
+// returns) to b, without reflection: RenewManyResults.AppendJSON writes
+// up to MaxRenewBatch leases with it.
+func (l LeaseInfo) appendJSON(b []byte) []byte {
 	b = append(b, `{"key":`...)
 	b = appendJSONString(b, l.Key)
 	b = append(b, `,"holder":`...)
@@ -82,7 +83,7 @@ func (r RenewManyResults) AppendJSON(b []byte) []byte {
 		b = strconv.AppendBool(b, res.OK)
 		if res.Lease != nil {
 			b = append(b, `,"lease":`...)
-			b = res.Lease.AppendJSON(b)
+			b = res.Lease.appendJSON(b)
 		}
 		for _, f := range [...]struct{ name, v string }{{"error", res.Error}, {"message", res.Message}, {"reason", res.Reason}} {
 			if f.v != "" {

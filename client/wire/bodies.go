@@ -1,11 +1,8 @@
-package client
+package wire
 
-// The JSON bodies of the HTTP API v1 (docs/http-api.md). This package owns
-// them: the server (package httpapi) encodes and decodes the very same
-// types, as Consul's agent uses its api package, so a field cannot exist on
-// one side only. Most programs never touch them: the calls of this package
-// build and read them. Durations are Go duration strings ("10s") on the
-// wire; the Go types of the calls (AcquireRequest, LeaseInfo, …) convert.
+// The JSON bodies of the HTTP API v1 (docs/http-api.md). Durations are Go
+// duration strings ("10s") on the wire; the Go types of the client's calls
+// (client.AcquireRequest, LeaseInfo, …) convert.
 
 // AcquireBody is the body of PUT /v1/leases/{key}. Secret is the lease
 // secret the caller chose (32 to 128 characters of [A-Za-z0-9_-]; the Go
@@ -35,7 +32,8 @@ type RenewManyBody struct {
 	Secret string     `json:"secret,omitempty"`
 	Leases []LeaseRef `json:"leases"`
 	// Brief asks for an answer without each renewed lease: key, token and
-	// ok only (RenewManyBrief, and the keep-alive, which needs no more).
+	// ok only (client.LeasesAPI.RenewManyBrief, and the keep-alive, which
+	// needs no more).
 	Brief bool `json:"brief,omitempty"`
 }
 
@@ -254,14 +252,6 @@ type KeyringBody struct {
 	Force     bool   `json:"force,omitempty"`
 }
 
-// KeyringMessage is a keyring change as a server sends it over gossip to
-// every member (servers and workers), after the type byte 'K'. The servers
-// declare the same fields (a test keeps the two identical).
-type KeyringMessage struct {
-	Op  string `json:"op"`
-	Key string `json:"key"`
-}
-
 // Keyring is the answer of GET and POST /v1/operator/keyring: every gossip
 // key that a member alive in the answering server's view announces, and
 // Members, the number of those members. After a change, Unreached names the
@@ -289,7 +279,7 @@ type EventList struct {
 	Index  uint64  `json:"index"`
 }
 
-// Event is one applied change (see EventAcquired …). Index is the Raft
+// Event is one applied change (see client.EventAcquired …). Index is the Raft
 // index of the log entry that made it, Term that entry's term; the events
 // of one entry share its index and keep their order.
 type Event struct {
@@ -324,4 +314,84 @@ type Event struct {
 type CompactedBody struct {
 	ErrorBody
 	OldestIndex uint64 `json:"oldest_index"`
+}
+
+// LeaseRef names one lease to renew. Secret, when set, is the lease's
+// secret; otherwise the call's (RenewManyBody.Secret) applies.
+type LeaseRef struct {
+	Key    string `json:"key"`
+	Token  uint64 `json:"token"`
+	Secret string `json:"secret,omitempty"`
+}
+
+// GroupSummary is a group in a list.
+type GroupSummary struct {
+	Name         string `json:"name"`
+	Keys         int    `json:"keys"`
+	Assigned     int    `json:"assigned"`
+	MaxPerWorker int    `json:"max_per_worker"`
+	ModifyIndex  uint64 `json:"modify_index"`
+}
+
+// ACLCheck is one question of POST /v1/acl/authorize: may the request's
+// token use Right on a name? The name is given by exactly one of Key,
+// Prefix, Group or Worker for read, write, revoke and groups, and by none
+// for the cluster rights operator and acl; a pointer, so that an empty
+// prefix ("every name") differs from no prefix. The answer is the one the
+// guard of the routes that need Right on that name gives (see ACLRule for
+// which routes check which name): revoke on a Key is POST
+// /v1/revoke/{key}, groups on a Worker is its drain, groups on a Key its
+// key controls, read on a Prefix the list of leases under it. Build
+// checks with client.CheckKey, CheckPrefix, CheckGroup, CheckWorker and
+// CheckCluster.
+type ACLCheck struct {
+	Right  string  `json:"right"`
+	Key    *string `json:"key,omitempty"`
+	Prefix *string `json:"prefix,omitempty"`
+	Group  *string `json:"group,omitempty"`
+	Worker *string `json:"worker,omitempty"`
+}
+
+// ACLAuthorizeBody is the body of POST /v1/acl/authorize: 1 to
+// MaxACLChecks checks.
+type ACLAuthorizeBody struct {
+	Checks []ACLCheck `json:"checks"`
+}
+
+// ACLCheckResult is a check with its answer.
+type ACLCheckResult struct {
+	ACLCheck
+	Allowed bool `json:"allowed"`
+}
+
+// ACLAuthorizeResults is the answer of POST /v1/acl/authorize: one result
+// per check, in the order of the checks.
+type ACLAuthorizeResults struct {
+	Checks []ACLCheckResult `json:"checks"`
+}
+
+// SnapshotContents is what a backup holds (tenure snapshot inspect).
+type SnapshotContents struct {
+	// Version is the snapshot format's version.
+	Version uint16 `json:"version"`
+	// Index and Term are the last Raft entry the state includes.
+	Index uint64 `json:"index"`
+	Term  uint64 `json:"term"`
+	// LastToken is the last fencing token handed out.
+	LastToken uint64 `json:"last_token"`
+	// Leases counts the key records, Held those held.
+	Leases int `json:"leases"`
+	Held   int `json:"held"`
+	// Groups, ACLTokens and ACLPolicies count the rest of the state.
+	Groups      int `json:"groups"`
+	ACLTokens   int `json:"acl_tokens"`
+	ACLPolicies int `json:"acl_policies"`
+	// ClusterID is the cluster the state was taken from.
+	ClusterID string `json:"cluster_id"`
+	// Signed: the backup carries its cluster's signature (only that
+	// cluster can check it; client.RestoreResult.Verified says whether it did).
+	Signed bool `json:"signed"`
+	// Size is the snapshot's length in bytes, CRC32C its checksum.
+	Size   int    `json:"size"`
+	CRC32C uint32 `json:"crc32c"`
 }

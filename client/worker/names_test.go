@@ -1,4 +1,4 @@
-package client
+package worker
 
 import (
 	"context"
@@ -6,14 +6,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // A worker refuses to start under a group name or an id that the cluster
 // would refuse or ignore, naming the field, before it touches the network.
 func TestWorkerRefusesBadNames(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{"127.0.0.1:1"}
-	c, err := New(cfg)
+	c, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,9 +30,9 @@ func TestWorkerRefusesBadNames(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			err := c.Worker(tt.group, h, WithWorkerID(tt.id), WithGossipAddr("127.0.0.1:0")).Run(ctx)
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("got %v, want ErrInvalid naming %q", err, tt.want)
+			err := New(c, tt.group, h, WithWorkerID(tt.id), WithGossipAddr("127.0.0.1:0")).Run(ctx)
+			if !errors.Is(err, client.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want client.ErrInvalid naming %q", err, tt.want)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"encoding/json"
@@ -21,7 +21,7 @@ const (
 // LeaseInfo is a snapshot taken by the server; nothing in it is a promise
 // about the future. In particular ExpiresIn is measured on the leader and
 // must not be used to decide whether the caller still holds the lease:
-// count from Meta.SentAt instead.
+// count from client.Meta.SentAt instead.
 type LeaseInfo struct {
 	Key    string
 	Holder string
@@ -79,9 +79,9 @@ type leaseJSON struct {
 	Secret      string            `json:"secret,omitempty"`
 }
 
-// MarshalJSON encodes the lease in the wire form of the API (AppendJSON).
+// MarshalJSON encodes the lease in the wire form of the API (appendJSON).
 func (l LeaseInfo) MarshalJSON() ([]byte, error) {
-	return l.AppendJSON(nil), nil
+	return l.appendJSON(nil), nil
 }
 
 // UnmarshalJSON decodes the wire form of the API. Unknown fields are

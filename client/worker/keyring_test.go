@@ -1,10 +1,13 @@
-package client
+package worker
 
 import (
 	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 func TestParseGossipKeys(t *testing.T) {
@@ -27,8 +30,8 @@ func TestParseGossipKeys(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			keys, err := ParseGossipKeys(tc.in)
 			if tc.wantErr {
-				if !errors.Is(err, ErrInvalid) {
-					t.Fatalf("got %v, want an ErrInvalid", err)
+				if !errors.Is(err, client.ErrInvalid) {
+					t.Fatalf("got %v, want an client.ErrInvalid", err)
 				}
 				return
 			}
@@ -46,11 +49,11 @@ func TestWorkerKeyring(t *testing.T) {
 	env := base64.StdEncoding.EncodeToString(k2) + "," + base64.StdEncoding.EncodeToString(k1)
 	t.Setenv(EnvGossipKey, env)
 	kr, err := workerKeyring(workerConfig{})
-	if err != nil || kr == nil || KeyFingerprint(kr.GetPrimaryKey()) != KeyFingerprint(k2) || len(kr.GetKeys()) != 2 {
+	if err != nil || kr == nil || wire.KeyFingerprint(kr.GetPrimaryKey()) != wire.KeyFingerprint(k2) || len(kr.GetKeys()) != 2 {
 		t.Fatalf("from the environment: got %v, %v; want k2 primary of two keys", kr, err)
 	}
 	kr, err = workerKeyring(workerConfig{gossipKeys: [][]byte{k1}, gossipKeysSet: true})
-	if err != nil || KeyFingerprint(kr.GetPrimaryKey()) != KeyFingerprint(k1) || len(kr.GetKeys()) != 1 {
+	if err != nil || wire.KeyFingerprint(kr.GetPrimaryKey()) != wire.KeyFingerprint(k1) || len(kr.GetKeys()) != 1 {
 		t.Fatalf("from the option: got %v, %v; want k1 alone", kr, err)
 	}
 	t.Setenv(EnvGossipKey, "")

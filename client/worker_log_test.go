@@ -1,4 +1,4 @@
-package client
+package client_test
 
 import (
 	"context"
@@ -12,7 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
-	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/worker"
 )
 
 // fakePlan serves a group's assignment (blocking on ?index) in front of a
@@ -39,13 +40,13 @@ func (p *fakePlan) serve(w http.ResponseWriter, r *http.Request) {
 		plan, index, changed := p.plan, p.index, p.changed
 		p.mu.Unlock()
 		if index > min {
-			writeJSON(w, 200, Assignment{Group: "g", Assignment: plan, Index: index})
+			client.WriteJSON(w, 200, client.Assignment{Group: "g", Assignment: plan, Index: index})
 			return
 		}
 		select {
 		case <-changed:
 		case <-time.After(2 * time.Second):
-			writeJSON(w, 200, Assignment{Group: "g", Assignment: plan, Index: index})
+			client.WriteJSON(w, 200, client.Assignment{Group: "g", Assignment: plan, Index: index})
 			return
 		case <-r.Context().Done():
 			return
@@ -68,25 +69,27 @@ func gossipSeed(t *testing.T) string {
 	return seed.LocalNode().Address()
 }
 
+// (This test of package worker lives here, in package client_test, to
+// serve leases with the fake tenure of client's tests.)
+//
 // A worker tells the application's logger, at Info, each key it acquires,
 // loses and hands back, with the key, group and token.
 func TestWorkerLogsKeyOwnershipAtInfo(t *testing.T) {
-	f := newFakeTenure(t)
+	f := client.NewFakeTenure(t)
 	plan := &fakePlan{plan: map[string]string{"k1": "w1"}, index: 1, changed: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/assignment") {
 			plan.serve(w, r)
 			return
 		}
-		f.serve(w, r)
+		f.Serve(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	c, _ := newTestClient(t, strings.TrimPrefix(srv.URL, "http://"))
-	var out harness.Buffer
+	c := client.NewTestClient(t, strings.TrimPrefix(srv.URL, "http://"))
+	var out client.LogBuffer
 	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &out})
-	w := c.Worker("g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		WithWorkerID("w1"), WithJoin(gossipSeed(t)), WithWorkerTTL(time.Second), WithWorkerLogger(logger))
-	w.cfg.retry = 10 * time.Millisecond
+	w := worker.New(c, "g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		worker.WithWorkerID("w1"), worker.WithJoin(gossipSeed(t)), worker.WithWorkerTTL(time.Second), worker.WithWorkerLogger(logger))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -96,7 +99,7 @@ func TestWorkerLogsKeyOwnershipAtInfo(t *testing.T) {
 	}()
 	logged := func(what string, parts ...string) {
 		t.Helper()
-		harness.WaitUntil(t, 10*time.Second, what+" logged", func() bool {
+		client.WaitUntil(t, 10*time.Second, what+" logged", func() bool {
 			for _, line := range strings.Split(out.String(), "\n") {
 				ok := strings.Contains(line, "[INFO]")
 				for _, p := range parts {
@@ -110,30 +113,9 @@ func TestWorkerLogsKeyOwnershipAtInfo(t *testing.T) {
 		})
 	}
 	logged("the first acquisition", "key_acquired", "key=k1", "group=g", "token=1")
-	f.revoke("k1")
+	f.Revoke("k1")
 	logged("the loss", "key_lost", "key=k1", "group=g", "token=1")
 	logged("the acquisition again", "key_acquired", "key=k1", "token=2")
 	plan.set(map[string]string{})
 	logged("the hand-back", "key_released", "key=k1", "group=g", "token=2")
-}
-
-// Without a logger option the worker logs through the client's logger, or,
-// when the application gave none, at Info (to stderr): never silently.
-func TestWorkerDefaultLoggerIsNotSilent(t *testing.T) {
-	c, _ := newTestClient(t, "127.0.0.1:1")
-	if w := c.Worker("g", func(context.Context, string, uint64) {}); !w.log.IsInfo() {
-		t.Error("a worker without a logger does not log at Info")
-	}
-	var out harness.Buffer
-	cfg := DefaultConfig()
-	cfg.Addresses = []string{"127.0.0.1:1"}
-	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &out})
-	c2, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c2.Worker("g", func(context.Context, string, uint64) {}).log.Info("probe")
-	if !strings.Contains(out.String(), "probe") {
-		t.Errorf("the worker did not log through the client's Config.Logger: %q", out.String())
-	}
 }

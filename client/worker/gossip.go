@@ -1,4 +1,4 @@
-package client
+package worker
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // workerPushPull is how often a worker exchanges its full gossip state
@@ -25,7 +26,7 @@ type workerGossip struct {
 	keyring *memberlist.Keyring
 
 	mu   sync.Mutex
-	meta MemberMeta
+	meta wire.MemberMeta
 	// servers are the names of the servers alive in this worker's view,
 	// kept from memberlist's events (never read from its nodes, which
 	// would race with its updates).
@@ -37,7 +38,7 @@ type workerGossip struct {
 func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 	servers := w.cfg.join
 	if len(servers) == 0 {
-		servers = w.c.cfg.Addresses
+		servers = w.c.Config().Addresses
 	}
 	place, err := chooseGossipPlace(w.cfg.gossipAddr, w.cfg.gossipAddrSet, w.cfg.advertise, servers, routedIP)
 	if err != nil {
@@ -50,7 +51,7 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 	g := &workerGossip{
 		log:     w.log.Named("gossip"),
 		servers: make(map[string]bool),
-		meta:    MemberMeta{Role: "worker", ID: w.cfg.id, Holder: w.cfg.holder, Groups: []string{w.group}, Capacity: w.cfg.capacity},
+		meta:    wire.MemberMeta{Role: "worker", ID: w.cfg.id, Holder: w.cfg.holder, Groups: []string{w.group}, Capacity: w.cfg.capacity},
 		keyring: kr,
 	}
 	mc := memberlist.DefaultLANConfig()
@@ -155,7 +156,7 @@ func (g *workerGossip) seesServer() bool {
 // record follows servers joining and leaving. memberlist calls the event
 // delegate with its node lock held, so node's fields are stable here.
 func (g *workerGossip) record(node *memberlist.Node, alive bool) {
-	var meta MemberMeta
+	var meta wire.MemberMeta
 	if json.Unmarshal(node.Meta, &meta) != nil || meta.Role != "server" {
 		return
 	}
@@ -215,7 +216,7 @@ func (g *workerGossip) NotifyMsg(b []byte) {
 	if len(b) == 0 || b[0] != msgKeyring || g.keyring == nil {
 		return
 	}
-	var m KeyringMessage
+	var m wire.KeyringMessage
 	if err := json.Unmarshal(b[1:], &m); err != nil {
 		g.log.Warn("ignoring a malformed keyring message", "error", err)
 		return

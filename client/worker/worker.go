@@ -1,7 +1,9 @@
-package client
+package worker
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Handler does the work of one key. The worker calls it, in a goroutine of
@@ -96,7 +100,7 @@ func WithWorkerLogger(l hclog.Logger) WorkerOption { return func(c *workerConfig
 //
 // Exclusivity comes from the leases alone: the assignment is intent.
 type Worker struct {
-	c       *Client
+	c       *client.Client
 	group   string
 	handler Handler
 	cfg     workerConfig
@@ -130,9 +134,9 @@ func (k *ownedKey) holds() bool {
 	return false
 }
 
-// Worker returns a worker of group that runs handler for each key it owns.
-// Start it with Run.
-func (c *Client) Worker(group string, handler Handler, opts ...WorkerOption) *Worker {
+// New returns a worker of group that runs handler for each key it owns,
+// through c. Start it with Run.
+func New(c *client.Client, group string, handler Handler, opts ...WorkerOption) *Worker {
 	cfg := workerConfig{id: c.Holder(), ttl: 10 * time.Second, gossipAddr: defaultGossipAddr, retry: time.Second}
 	for _, o := range opts {
 		o(&cfg)
@@ -144,7 +148,7 @@ func (c *Client) Worker(group string, handler Handler, opts ...WorkerOption) *Wo
 	cfg.holder = cfg.id + "#" + randomHex(4)
 	log := cfg.logger
 	if log == nil {
-		log = c.cfg.Logger
+		log = c.Config().Logger
 	}
 	if log == nil {
 		log = hclog.New(&hclog.LoggerOptions{Name: "tenure", Level: hclog.Info, Output: os.Stderr})
@@ -169,7 +173,7 @@ func (w *Worker) Holder() string { return w.cfg.holder }
 // earlier with an error if it cannot join gossip.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.group == "" || w.handler == nil {
-		return fmt.Errorf("%w: a worker needs a group and a handler", ErrInvalid)
+		return fmt.Errorf("%w: a worker needs a group and a handler", client.ErrInvalid)
 	}
 	if err := checkName("group", w.group); err != nil {
 		return err
@@ -177,11 +181,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := checkName("worker id", w.cfg.id); err != nil {
 		return fmt.Errorf("%w (the id is the client's holder unless WithWorkerID sets one)", err)
 	}
-	if w.c.cfg.Token != "" {
+	if w.c.Config().Token != "" {
 		// With ACLs on, the balancer plans keys only to workers that a
 		// token registered.
 		err := w.c.Groups().RegisterWorker(ctx, w.cfg.id, []string{w.group})
-		if err != nil && !errors.Is(err, ErrACLDisabled) {
+		if err != nil && !errors.Is(err, client.ErrACLDisabled) {
 			return fmt.Errorf("register worker %s: %w", w.cfg.id, err)
 		}
 	}
@@ -202,14 +206,14 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	var index uint64
 	for ctx.Err() == nil {
-		plan, meta, err := w.c.Groups().Assignment(ctx, w.group, w.cfg.id, &QueryOptions{Stale: true, WaitIndex: index, WaitTime: time.Minute})
-		var ae *APIError
+		plan, meta, err := w.c.Groups().Assignment(ctx, w.group, w.cfg.id, &client.QueryOptions{Stale: true, WaitIndex: index, WaitTime: time.Minute})
+		var ae *client.APIError
 		switch {
 		case err == nil && meta.Index < index:
 			continue // a server behind the one that answered before: ignore
 		case err == nil:
 			index = meta.Index
-		case errors.As(err, &ae) && errors.Is(err, ErrNotFound):
+		case errors.As(err, &ae) && errors.Is(err, client.ErrNotFound):
 			plan, index = nil, ae.Index // no such group (yet): own nothing
 		default:
 			if ctx.Err() == nil {
@@ -281,10 +285,10 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 		close(k.done)
 	}()
 	for ctx.Err() == nil {
-		lease, err := w.c.acquire(ctx, key, false, []LeaseOption{WithTTL(w.cfg.ttl), WithWait(time.Minute), WithHolder(w.cfg.holder),
-			WithMetadata(map[string]string{"worker": w.cfg.id}), WithLogger(w.log)})
+		lease, err := w.c.AcquireNew(ctx, key, client.WithTTL(w.cfg.ttl), client.WithWait(time.Minute), client.WithHolder(w.cfg.holder),
+			client.WithMetadata(map[string]string{"worker": w.cfg.id}), client.WithLogger(w.log))
 		if err != nil {
-			if ctx.Err() == nil && !errors.Is(err, ErrHeld) {
+			if ctx.Err() == nil && !errors.Is(err, client.ErrHeld) {
 				// Disabled, prohibited or unavailable: the balancer will move
 				// the key, or the cluster will come back.
 				w.log.Debug("acquire failed", "key", key, "error", err)
@@ -302,7 +306,7 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 			stop()
 		}()
 		w.log.Info("key_acquired", "key", key, "token", lease.Token())
-		w.handler(leaseContext{hctx, lease}, key, lease.Token())
+		w.handler(handlerContext{hctx, lease}, key, lease.Token())
 		<-hctx.Done() // a handler that returned early keeps the key until it moves
 		stop()
 		if ctx.Err() == nil {
@@ -356,7 +360,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 	g := w.members
 	w.mu.Unlock()
 	if g == nil {
-		return fmt.Errorf("%w: the worker is not running", ErrInvalid)
+		return fmt.Errorf("%w: the worker is not running", client.ErrInvalid)
 	}
 	if err := g.setDraining(true, 5*time.Second); err != nil {
 		return err
@@ -380,4 +384,52 @@ func (w *Worker) waitKeys(ctx context.Context, n int) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// checkName applies the cluster's rule for group names and worker ids
+// (wire.NameProblem): a worker checks its own before it starts, so that it
+// never announces an id the balancer would ignore.
+func checkName(field, name string) error {
+	p := wire.NameProblem(name)
+	switch {
+	case p == "":
+		return nil
+	case name == "" || len(name) > wire.MaxNameLen:
+		return fmt.Errorf("%w: %s: %s", client.ErrInvalid, field, p)
+	}
+	return fmt.Errorf("%w: %s %q: %s", client.ErrInvalid, field, name, p)
+}
+
+// handlerContext is the context of a handler: it ends with the lease or
+// when the key moves, and its Err checks the lease's local deadline at the
+// call, as Lease.Context does.
+type handlerContext struct {
+	context.Context
+	lease *client.Lease
+}
+
+// Err is the context's error, after ending the lease if its deadline has
+// passed (which cancels the context before Err reads it).
+func (c handlerContext) Err() error {
+	c.lease.Err()
+	return c.Context.Err()
+}
+
+// sleepCtx waits d, or returns ctx's error when it ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = crand.Read(b) // never fails on supported platforms
+	return hex.EncodeToString(b)
 }

@@ -1,4 +1,4 @@
-package client
+package worker
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // defaultGossipAddr is where a worker's gossip binds unless
@@ -41,7 +43,7 @@ type gossipPlace struct {
 func chooseGossipPlace(bind string, bindSet bool, advertise string, servers []string, route func(string) (net.IP, error)) (gossipPlace, error) {
 	host, port, err := splitPort(bind)
 	if err != nil {
-		return gossipPlace{}, fmt.Errorf("%w: gossip address %q: %v", ErrInvalid, bind, err)
+		return gossipPlace{}, fmt.Errorf("%w: gossip address %q: %v", client.ErrInvalid, bind, err)
 	}
 	p := gossipPlace{bindHost: host, bindPort: port}
 	unspecified := host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified()
@@ -49,7 +51,7 @@ func chooseGossipPlace(bind string, bindSet bool, advertise string, servers []st
 		ah, ap := advertise, 0
 		if strings.Contains(advertise, ":") && net.ParseIP(advertise) == nil {
 			if ah, ap, err = splitPort(advertise); err != nil {
-				return gossipPlace{}, fmt.Errorf("%w: gossip advertise address %q: %v", ErrInvalid, advertise, err)
+				return gossipPlace{}, fmt.Errorf("%w: gossip advertise address %q: %v", client.ErrInvalid, advertise, err)
 			}
 		}
 		p.advHost, p.advPort = ah, ap

@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"encoding/json"
@@ -77,7 +77,7 @@ func TestLeaseAppendJSONMatchesEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 2000; i++ {
 		l := randomLease(rng)
-		got := decodeAny(t, l.AppendJSON(nil))
+		got := decodeAny(t, l.appendJSON(nil))
 		if want := reflected(t, l); !reflect.DeepEqual(got, want) {
 			t.Fatalf("lease %d:\n got %v\nwant %v", i, got, want)
 		}

@@ -1,9 +1,11 @@
-package client
+package worker
 
 import (
 	"errors"
 	"net"
 	"testing"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // The worker announces a gossip address the servers can reach: loopback
@@ -61,8 +63,8 @@ func TestChooseGossipPlace(t *testing.T) {
 			}
 		})
 	}
-	if _, err := chooseGossipPlace("no-port", true, "", nil, route); !errors.Is(err, ErrInvalid) {
-		t.Errorf("a bind address without a port: %v, want ErrInvalid", err)
+	if _, err := chooseGossipPlace("no-port", true, "", nil, route); !errors.Is(err, client.ErrInvalid) {
+		t.Errorf("a bind address without a port: %v, want client.ErrInvalid", err)
 	}
 }
 

@@ -1,0 +1,111 @@
+package wire
+
+import "sort"
+
+// Error codes of the HTTP API v1. They are stable: a code never changes
+// meaning. The server answers with these constants and no others
+// (ErrorCodes lists them).
+const (
+	CodeInvalidKey          = "invalid_key"
+	CodeInvalidHolder       = "invalid_holder"
+	CodeInvalidTTL          = "invalid_ttl"
+	CodeInvalidWait         = "invalid_wait"
+	CodeInvalidToken        = "invalid_token"
+	CodeInvalidMetadata     = "invalid_metadata"
+	CodeInvalidIndex        = "invalid_index"
+	CodeInvalidQuery        = "invalid_query"
+	CodeInvalidBody         = "invalid_body"
+	CodeInvalidName         = "invalid_name"
+	CodeInvalidKeys         = "invalid_keys"
+	CodeInvalidCount        = "invalid_count"
+	CodeInvalidPrefix       = "invalid_prefix"
+	CodeInvalidMaxPerWorker = "invalid_max_per_worker"
+	CodeInvalidProhibited   = "invalid_prohibited"
+	CodeInvalidWorker       = "invalid_worker"
+	CodeInvalidSecret       = "invalid_secret"
+	CodeWrongSecret         = "wrong_secret"
+	CodeBodyTooLarge        = "body_too_large"
+	CodeNotFound            = "not_found"
+	CodeLeaseLost           = "lease_lost"
+	CodeHeld                = "held"
+	CodeNothingNew          = "nothing_new"
+	CodeNotCaughtUp         = "not_caught_up"
+	CodeUnsafeRemoval       = "unsafe_removal"
+	CodeOverloaded          = "overloaded"
+	CodeTooManyConnections  = "too_many_connections"
+	CodeNoLeader            = "no_leader"
+	CodeLeadershipLost      = "leadership_lost"
+	CodeTimeout             = "timeout"
+	CodeInternal            = "internal"
+	CodeDisabled            = "disabled"
+	CodeProhibited          = "prohibited"
+	CodeGossipPlaintext     = "gossip_plaintext"
+	CodeInvalidRules        = "invalid_rules"
+	CodeInvalidPolicies     = "invalid_policies"
+	CodeInvalidGroups       = "invalid_groups"
+	CodePermissionDenied    = "permission_denied"
+	CodeACLNotFound         = "acl_not_found"
+	CodeACLBootstrapped     = "acl_bootstrapped"
+	CodeACLDisabled         = "acl_disabled"
+	CodeNotHolder           = "not_holder"
+	CodeCASFailed           = "cas_failed"
+	CodeCompacted           = "compacted"
+	CodeBackupUnverified    = "backup_unverified"
+)
+
+// codes lists every constant above (a test checks that the client maps
+// each one to its sentinel, and the server answers with these only).
+var codes = []string{
+	CodeInvalidKey,
+	CodeInvalidHolder,
+	CodeInvalidTTL,
+	CodeInvalidWait,
+	CodeInvalidToken,
+	CodeInvalidMetadata,
+	CodeInvalidIndex,
+	CodeInvalidQuery,
+	CodeInvalidBody,
+	CodeInvalidName,
+	CodeInvalidKeys,
+	CodeInvalidCount,
+	CodeInvalidPrefix,
+	CodeInvalidMaxPerWorker,
+	CodeInvalidProhibited,
+	CodeInvalidWorker,
+	CodeInvalidSecret,
+	CodeWrongSecret,
+	CodeBodyTooLarge,
+	CodeNotFound,
+	CodeLeaseLost,
+	CodeHeld,
+	CodeNothingNew,
+	CodeNotCaughtUp,
+	CodeUnsafeRemoval,
+	CodeOverloaded,
+	CodeTooManyConnections,
+	CodeNoLeader,
+	CodeLeadershipLost,
+	CodeTimeout,
+	CodeInternal,
+	CodeDisabled,
+	CodeProhibited,
+	CodeGossipPlaintext,
+	CodeInvalidRules,
+	CodeInvalidPolicies,
+	CodeInvalidGroups,
+	CodePermissionDenied,
+	CodeACLNotFound,
+	CodeACLBootstrapped,
+	CodeACLDisabled,
+	CodeNotHolder,
+	CodeCASFailed,
+	CodeCompacted,
+	CodeBackupUnverified,
+}
+
+// ErrorCodes returns every error code of the HTTP API v1, sorted.
+func ErrorCodes() []string {
+	out := append([]string(nil), codes...)
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,68 @@
+package wire
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// Member is one gossip member: a server or a worker.
+type Member struct {
+	Name string `json:"name"`
+	Addr string `json:"addr"`
+	// Status is alive, suspect, dead or left.
+	Status string `json:"status"`
+	// Role is server or worker.
+	Role string     `json:"role"`
+	Meta MemberMeta `json:"meta"`
+}
+
+// MemberMeta is what a member announces over gossip, servers and workers
+// alike: the servers read it to find each other and to plan a group's keys
+// over its workers. Servers and workers (package client/worker) both
+// encode and decode this one declaration.
+type MemberMeta struct {
+	Role string `json:"role"` // "server" or "worker"
+	ID   string `json:"id"`
+	// Servers.
+	RaftAddr        string `json:"raft,omitempty"`
+	HTTPAddr        string `json:"http,omitempty"`
+	BootstrapExpect int    `json:"expect,omitempty"`
+	NonVoter        bool   `json:"nonvoter,omitempty"`
+	// Bootstrapped: the server has Raft state (it must not bootstrap again).
+	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// ClusterName is the server's -cluster-name: the leader admits only
+	// servers of its own cluster to Raft.
+	ClusterName string `json:"cluster,omitempty"`
+	// Workers. Holder is the holder of the worker's leases (unique per
+	// process; several processes may share an ID). With ACLs on, GET
+	// /v1/members answers Holder and Groups only to a token with read on
+	// every key.
+	Holder   string   `json:"holder,omitempty"`
+	Groups   []string `json:"groups,omitempty"`
+	Capacity int      `json:"capacity,omitempty"`
+	Draining bool     `json:"draining,omitempty"`
+	// Keys are the fingerprints of the member's gossip keys, primary
+	// first; empty without gossip encryption.
+	Keys []string `json:"keys,omitempty"`
+}
+
+// KeyFingerprint names a gossip key without revealing it, as members
+// announce their keys: the first 8 bytes of its SHA-256, in hex.
+func KeyFingerprint(key []byte) string {
+	sum := sha256.Sum256(key)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Keyring operations: KeyringBody.Op and KeyringMessage.Op.
+const (
+	KeyringInstall = "install"
+	KeyringUse     = "use"
+	KeyringRemove  = "remove"
+)
+
+// KeyringMessage is a keyring change as a server sends it over gossip to
+// every member (servers and workers), after the type byte 'K'.
+type KeyringMessage struct {
+	Op  string `json:"op"`
+	Key string `json:"key"`
+}

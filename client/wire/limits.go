@@ -1,0 +1,21 @@
+package wire
+
+// MaxRenewBatch is the largest number of leases one RenewMany call may
+// carry.
+const MaxRenewBatch = 1024
+
+// MaxSnapshotBytes bounds a backup the client reads and a restore the
+// server accepts. A million held leases make a snapshot of about 63 MB.
+const MaxSnapshotBytes = 512 << 20
+
+// MaxACLChecks is the largest number of checks one Authorize call may
+// carry.
+const MaxACLChecks = 100
+
+// Limits of a lease's holder and metadata (docs/http-api.md).
+const (
+	MaxHolderLen       = 256
+	MaxMetadataEntries = 16
+	MaxMetadataKey     = 64
+	MaxMetadataValue   = 1024
+)

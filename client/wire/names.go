@@ -1,0 +1,49 @@
+package wire
+
+import "fmt"
+
+// MaxNameLen is the longest group name or worker id, in bytes: the
+// longest key.
+const MaxNameLen = 256
+
+// NameProblem applies the cluster's rule for group names and worker ids: 1
+// to MaxNameLen bytes of [A-Za-z0-9._:-] (the rule of keys without "/").
+// It returns what is wrong with name, or "" when it follows the rule. The
+// servers refuse other names; a worker checks its own before it starts, so
+// that it never announces an id the balancer would ignore.
+func NameProblem(name string) string {
+	if name == "" || len(name) > MaxNameLen {
+		return fmt.Sprintf("must be 1 to %d bytes, got %d", MaxNameLen, len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return fmt.Sprintf("byte %d (%q) is not one of [A-Za-z0-9._:-]", i, c)
+		}
+	}
+	return ""
+}
+
+// MinSecretLen and MaxSecretLen bound a lease secret, made of
+// [A-Za-z0-9_-] (docs/adr/0030-lease-secrets.md): hex and unpadded
+// URL-safe base64 fit.
+const (
+	MinSecretLen = 32
+	MaxSecretLen = 128
+)
+
+// SecretProblem applies the rule of lease secrets: MinSecretLen to
+// MaxSecretLen bytes of [A-Za-z0-9_-]. It returns what is wrong with
+// secret, never echoing it, or "" when it follows the rule.
+func SecretProblem(secret string) string {
+	if len(secret) < MinSecretLen || len(secret) > MaxSecretLen {
+		return fmt.Sprintf("must be %d to %d bytes, got %d", MinSecretLen, MaxSecretLen, len(secret))
+	}
+	for i := 0; i < len(secret); i++ {
+		c := secret[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Sprintf("byte %d is not one of [A-Za-z0-9_-]", i)
+		}
+	}
+	return ""
+}
