@@ -44,7 +44,7 @@ func (n *Node) collectGroups(ch chan<- prometheus.Metric) {
 	workers := liveWorkers(n.Members())
 	var oldest map[string]float64
 	if p := n.leading.Load(); p != nil {
-		free, _, _ := p.stuck.report()
+		free, _, _ := p.stuck.Report()
 		oldest = make(map[string]float64)
 		for _, k := range free {
 			oldest[k.Group] = max(oldest[k.Group], k.For.Seconds())

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -35,7 +36,7 @@ type proposer struct {
 	maxWaiters int
 	// stuck is this term's tracking of stuck workers; the balancer updates
 	// it, the placement health report reads it.
-	stuck *stuckTracker
+	stuck *placement.Tracker
 
 	in       chan *op
 	timeouts chan *op
