@@ -27,7 +27,7 @@ type Node struct {
 	raft    *raft.Raft
 	trans   raft.Transport
 	store   *raftboltdb.BoltStore
-	snaps   *raft.FileSnapshotStore // read by the metrics (collectDisk)
+	snaps   *raft.FileSnapshotStore // read by the metrics (metricsSource.Disk)
 	lessor  *lessor
 	verify  *verifier
 	confirm *confirmer
