@@ -65,7 +65,3 @@ func (c placementClock) NewTimer(d time.Duration) placement.Timer { return c.Clo
 
 // serves reports whether the worker announced group g.
 func (m Member) serves(g string) bool { return placement.Serves(m.Meta.Groups, g) }
-
-// holds reports whether a lease holder is worker (its id, or the id and a
-// '#' suffix).
-func holds(holder, worker string) bool { return placement.Holds(holder, worker) }

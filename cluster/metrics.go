@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	metricset "github.com/tenure-io/tenure/cluster/internal/metrics"
+	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -102,7 +103,7 @@ func (s metricsSource) Groups() ([]*fsm.Group, uint64)    { return s.n.machine.G
 func (s metricsSource) Get(key string) *fsm.Lease         { return s.n.machine.Get(key) }
 func (s metricsSource) Control(key string) fsm.KeyControl { return s.n.machine.Control(key) }
 func (s metricsSource) Drained(worker string) bool        { return s.n.machine.Drained(worker) }
-func (s metricsSource) Holds(holder, worker string) bool  { return holds(holder, worker) }
+func (s metricsSource) Holds(holder, worker string) bool  { return placement.Holds(holder, worker) }
 
 func (s metricsSource) Workers() []metricset.Worker {
 	members := liveWorkers(s.n.Members())
