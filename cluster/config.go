@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/internal/placement"
 )
 
 // ErrACLsNeedAuthenticatedRaft is wrapped by Validate for a configuration
@@ -236,7 +237,7 @@ func DefaultConfig() Config {
 		FreeKeyRetention:  24 * time.Hour,
 		BackupInterval:    time.Hour,
 		BackupKeep:        24,
-		DefaultStuckGrace: defaultStuckGrace,
+		DefaultStuckGrace: placement.DefaultStuckGrace,
 		StuckCheck:        time.Second,
 		ACLDefaultPolicy:  ACLDeny,
 		// Chosen by measurement (docs/performance.md, "Raft timings"): a leader kill to

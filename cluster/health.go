@@ -76,9 +76,9 @@ func (n *Node) PlacementHealth(ctx context.Context, threshold time.Duration) (Pl
 	byName := make(map[string]*fsm.Group, len(groups))
 	for _, g := range groups {
 		byName[g.Name] = g
-		p.stuck.observe(g, n.machine.Get, n.machine.Control)
+		p.stuck.Observe(g, n.machine.Get, n.machine.Control)
 	}
-	free, stuck, graces := p.stuck.report()
+	free, stuck, graces := p.stuck.Report()
 	for _, k := range free {
 		g := byName[k.Group]
 		if g == nil {

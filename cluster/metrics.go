@@ -4,18 +4,34 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metricset "github.com/tenure-io/tenure/cluster/internal/metrics"
+	"github.com/tenure-io/tenure/cluster/internal/placement"
+	"github.com/tenure-io/tenure/fsm"
 )
 
-// metrics are the node's Prometheus collectors. A nil Registerer leaves
-// them unregistered but usable.
+// The node's Prometheus metrics live in internal/metrics; this file wires
+// them to the node.
+
+// GoMetricsSink is the go-metrics sink that turns the keys of Raft, its
+// store and memberlist into Prometheus metrics (see internal/metrics).
+type GoMetricsSink = metricset.GoMetricsSink
+
+// NewGoMetricsSink registers the metrics of the go-metrics keys the sink
+// knows with reg and returns the sink that feeds them; give it to
+// go-metrics (NewGlobal), whose TimerGranularity must stay at its
+// default, a millisecond.
+func NewGoMetricsSink(reg prometheus.Registerer) (*GoMetricsSink, error) {
+	return metricset.NewGoMetricsSink(reg)
+}
+
+// metrics are the node's Prometheus collectors. A nil Registerer
+// leaves them unregistered but usable.
 type metrics struct {
 	acquisitions  prometheus.Counter
 	releases      prometheus.Counter
 	expiries      prometheus.Counter
 	conflicts     prometheus.Counter
 	renewals      *prometheus.CounterVec
-	applyLatency  prometheus.Histogram
-	batchSize     prometheus.Histogram
 	verifyLatency prometheus.Histogram
 	leaderChanges prometheus.Counter
 	backups       *prometheus.CounterVec
@@ -23,119 +39,90 @@ type metrics struct {
 	// logSuppressed counts the log lines that a limit left out
 	// (log_limits.go), by source.
 	logSuppressed *prometheus.CounterVec
+	set           *metricset.Set
 }
 
 func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
-	m := &metrics{
-		acquisitions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_acquisitions_total", Help: "Leases granted under a new token by this node as leader.",
-		}),
-		releases: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_releases_total", Help: "Leases freed by release or revoke on this node as leader.",
-		}),
-		expiries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_expiries_total", Help: "Leases freed because their deadline passed.",
-		}),
-		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_conflicts_total", Help: "Acquires refused because another holder had the key.",
-		}),
-		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tenure_renewals_total", Help: "Renewals answered by this node as leader, by result.",
-		}, []string{"result"}),
-		applyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "tenure_apply_duration_seconds", Help: "Time to commit and apply one batch of lease commands.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}),
-		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "tenure_apply_batch_commands", Help: "Commands carried by one log entry.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
-		}),
-		verifyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "tenure_verify_leader_duration_seconds", Help: "Time of one batched leadership check (renewals, reads).",
-			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14),
-		}),
-		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_leader_changes_total", Help: "Times this node gained or lost leadership.",
-		}),
-		backups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tenure_backups_total", Help: "Scheduled backups (-backup-dir) this node tried as leader, by result.",
-		}, []string{"result"}),
-		lastBackup: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "tenure_last_backup_timestamp_seconds", Help: "Unix time of this node's last backup written to -backup-dir (0: none yet).",
-		}),
-		logSuppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tenure_log_lines_suppressed_total", Help: "Log lines left out past the limit of 10 per kind every 10 s, by source: memberlist (gossip; mostly packets without the gossip key), raft_transport (connections to the Raft port that sent no Raft RPC).",
-		}, []string{"source"}),
-	}
-	for _, s := range []string{logSourceMemberlist, logSourceRaftTransport} {
-		m.logSuppressed.WithLabelValues(s)
-	}
-	if reg == nil {
-		return m
-	}
-	leases := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "tenure_leases", Help: "Keys in the local state machine, by state.",
-	}, []string{"state"})
-	reg.MustRegister(m.acquisitions, m.releases, m.expiries, m.conflicts, m.renewals,
-		m.applyLatency, m.batchSize, m.verifyLatency, m.leaderChanges, m.backups, m.lastBackup,
-		m.logSuppressed,
-		&stateCollector{n: n, leases: leases}, &connCollector{n: n},
-	)
-	return m
+	src := metricsSource{n: n}
+	s := metricset.New(metricset.Config{Registerer: reg, Source: src, Placement: src,
+		LogSources: []string{logSourceMemberlist, logSourceRaftTransport}})
+	return &metrics{acquisitions: s.Acquisitions, releases: s.Releases, expiries: s.Expiries,
+		conflicts: s.Conflicts, renewals: s.Renewals, verifyLatency: s.VerifyLatency,
+		leaderChanges: s.LeaderChanges, backups: s.Backups, lastBackup: s.LastBackup,
+		logSuppressed: s.LogSuppressed, set: s}
 }
 
-func (m *metrics) observeApply(d time.Duration, commands int) {
-	m.applyLatency.Observe(d.Seconds())
-	m.batchSize.Observe(float64(commands))
+func (m *metrics) observeApply(d time.Duration, commands int) { m.set.ObserveApply(d, commands) }
+
+// metricsSource is what the collectors read of n at scrape time.
+type metricsSource struct{ n *Node }
+
+func (s metricsSource) Node() metricset.Node {
+	n := s.n
+	held, free := n.machine.Counts()
+	r := n.raft
+	return metricset.Node{Held: held, Free: free, Leader: n.Ready() == nil,
+		LastIndex: r.LastIndex(), Commit: r.CommitIndex(), Applied: r.AppliedIndex(), Term: r.CurrentTerm(),
+		Deadlines: n.lessor.Len(), LastToken: n.machine.LastToken(), Waiting: n.Waiting()}
 }
 
-// stateCollector reads lease counts and Raft state at scrape time.
-type stateCollector struct {
-	n      *Node
-	leases *prometheus.GaugeVec
+func (s metricsSource) Health() metricset.Health {
+	h := s.n.Health()
+	return metricset.Health{Healthy: h.Problem == "", DiskWriteErrors: h.DiskWriteErrors,
+		SnapshotWriteErrors: h.SnapshotWriteErrors, BehindEntries: h.BehindEntries, BehindFor: h.BehindFor}
 }
 
-var (
-	descIsLeader = prometheus.NewDesc("tenure_is_leader", "1 while this node is the established leader.", nil, nil)
-	descRaft     = prometheus.NewDesc("tenure_raft_index", "Raft indexes of this node, by kind.", []string{"kind"}, nil)
-	descTerm     = prometheus.NewDesc("tenure_raft_term", "Current Raft term.", nil, nil)
-	descTracked  = prometheus.NewDesc("tenure_lessor_deadlines", "Lease deadlines the leader's lessor tracks.", nil, nil)
-	descToken    = prometheus.NewDesc("tenure_last_token", "Last fencing token handed out.", nil, nil)
-	descWaiting  = prometheus.NewDesc("tenure_acquire_waiters", "Blocking acquirers queued on this leader.", nil, nil)
-)
-
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	c.leases.Describe(ch)
-	ch <- descIsLeader
-	ch <- descRaft
-	ch <- descTerm
-	ch <- descTracked
-	ch <- descToken
-	ch <- descWaiting
-	describeGroups(ch)
-	describeHealth(ch)
-	describeDisk(ch)
-}
-
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	held, free := c.n.machine.Counts()
-	c.leases.WithLabelValues("held").Set(float64(held))
-	c.leases.WithLabelValues("free").Set(float64(free))
-	c.leases.Collect(ch)
-	leader := 0.0
-	if c.n.Ready() == nil {
-		leader = 1
+func (s metricsSource) Disk() metricset.Disk {
+	d := metricset.Disk{DataDir: s.n.cfg.DataDir}
+	if s.n.snaps == nil {
+		return d
 	}
-	ch <- prometheus.MustNewConstMetric(descIsLeader, prometheus.GaugeValue, leader)
-	r := c.n.raft
-	ch <- prometheus.MustNewConstMetric(descRaft, prometheus.GaugeValue, float64(r.LastIndex()), "last_log")
-	ch <- prometheus.MustNewConstMetric(descRaft, prometheus.GaugeValue, float64(r.CommitIndex()), "commit")
-	ch <- prometheus.MustNewConstMetric(descRaft, prometheus.GaugeValue, float64(r.AppliedIndex()), "applied")
-	ch <- prometheus.MustNewConstMetric(descTerm, prometheus.GaugeValue, float64(r.CurrentTerm()))
-	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(c.n.lessor.Len()))
-	ch <- prometheus.MustNewConstMetric(descToken, prometheus.GaugeValue, float64(c.n.machine.LastToken()))
-	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(c.n.Waiting()))
-	c.n.collectGroups(ch)
-	c.n.collectHealth(ch)
-	c.n.collectDisk(ch)
+	if metas, err := s.n.snaps.List(); err == nil && len(metas) > 0 {
+		newest := metas[0] // List sorts newest first
+		d.Snapshot, d.SnapshotIndex, d.SnapshotID = true, newest.Index, newest.ID
+	}
+	return d
+}
+
+func (s metricsSource) Conns() []metricset.Conns {
+	var out []metricset.Conns
+	for _, p := range []struct {
+		port string
+		gate *connGate
+	}{{"raft", s.n.raftGate}, {"gossip", s.n.gossipGate}} {
+		if p.gate == nil {
+			continue
+		}
+		open, refused := p.gate.counts()
+		out = append(out, metricset.Conns{Port: p.port, Open: open, Refused: refused})
+	}
+	return out
+}
+
+func (s metricsSource) Groups() ([]*fsm.Group, uint64)    { return s.n.machine.Groups() }
+func (s metricsSource) Get(key string) *fsm.Lease         { return s.n.machine.Get(key) }
+func (s metricsSource) Control(key string) fsm.KeyControl { return s.n.machine.Control(key) }
+func (s metricsSource) Drained(worker string) bool        { return s.n.machine.Drained(worker) }
+func (s metricsSource) Holds(holder, worker string) bool  { return placement.Holds(holder, worker) }
+
+func (s metricsSource) Workers() []metricset.Worker {
+	members := liveWorkers(s.n.Members())
+	out := make([]metricset.Worker, len(members))
+	for i, m := range members {
+		out[i] = metricset.Worker{ID: m.Meta.ID, Draining: m.Meta.Draining, Groups: m.Meta.Groups}
+	}
+	return out
+}
+
+func (s metricsSource) OldestUnowned() map[string]time.Duration {
+	p := s.n.leading.Load()
+	if p == nil {
+		return nil
+	}
+	free, _, _ := p.stuck.Report()
+	oldest := make(map[string]time.Duration)
+	for _, k := range free {
+		oldest[k.Group] = max(oldest[k.Group], k.For)
+	}
+	return oldest
 }

@@ -15,6 +15,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
+	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -28,7 +29,7 @@ type Node struct {
 	raft    *raft.Raft
 	trans   raft.Transport
 	store   *raftboltdb.BoltStore
-	snaps   *raft.FileSnapshotStore // read by the metrics (collectDisk)
+	snaps   *raft.FileSnapshotStore // read by the metrics (metricsSource.Disk)
 	lessor  *lessor.Lessor
 	verify  *rounds.Verifier
 	confirm *rounds.Confirmer
@@ -409,16 +410,11 @@ func (n *Node) lead(ctx context.Context) {
 			return // demoted meanwhile
 		}
 		bctx, stopBalancer := context.WithCancel(ctx)
-		b := &balancer{p: p, machine: n.machine, members: n.Members, membersChanged: n.membersChanged,
-			log: n.cfg.Logger.Named("balancer"), debounce: n.cfg.BalanceDebounce, settle: n.cfg.BalanceSettle,
-			stuck: p.stuck, check: n.cfg.StuckCheck}
-		if n.cfg.ACLEnabled {
-			b.admit = n.admitWorker
-		}
+		b := n.newBalancer(p)
 		balanced := make(chan struct{})
 		go func() {
 			defer close(balanced)
-			b.run(bctx)
+			b.Run(bctx)
 		}()
 		swept := make(chan struct{})
 		go func() {
@@ -491,7 +487,7 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 		maxBatch:   n.cfg.MaxBatch,
 		maxPending: n.cfg.MaxPending,
 		maxWaiters: n.cfg.MaxWaiters,
-		stuck:      newStuckTracker(n.cfg.Clock, n.cfg.DefaultStuckGrace),
+		stuck:      placement.NewTracker(placementClock{n.cfg.Clock}, n.cfg.DefaultStuckGrace),
 	})
 	n.leading.Store(p)
 	n.statusChanged.fire()

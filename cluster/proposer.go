@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
+	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -36,7 +37,7 @@ type proposer struct {
 	maxWaiters int
 	// stuck is this term's tracking of stuck workers; the balancer updates
 	// it, the placement health report reads it.
-	stuck *stuckTracker
+	stuck *placement.Tracker
 
 	in       chan *op
 	timeouts chan *op

@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"context"
@@ -10,46 +10,108 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// balancer runs on the established leader: it computes the target owner of
+// State is the part of the replicated state (*fsm.Machine) that the
+// balancer reads. Its methods are safe for concurrent use.
+type State interface {
+	Groups() ([]*fsm.Group, uint64)
+	Get(key string) *fsm.Lease
+	Control(key string) fsm.KeyControl
+	Drained(worker string) bool
+	GroupIndex() uint64
+	ACLIndex() uint64
+	// Changed returns a channel that is closed at the next change.
+	Changed() <-chan struct{}
+}
+
+// Worker is a live worker as the gossip view announces it.
+type Worker struct {
+	ID string
+	// Capacity is the most keys it accepts; 0 means no limit.
+	Capacity int
+	// Draining: it announced that it is shutting down.
+	Draining bool
+	// Groups are the groups it serves.
+	Groups []string
+}
+
+// Serves reports whether the worker announced group g.
+func (w Worker) Serves(g string) bool { return Serves(w.Groups, g) }
+
+// Serves reports whether groups, the groups a worker announced, name g.
+func Serves(groups []string, g string) bool {
+	for _, name := range groups {
+		if name == g {
+			return true
+		}
+	}
+	return false
+}
+
+// BalancerConfig is what a Balancer works with. Every field but Admit is
+// required.
+type BalancerConfig struct {
+	State State
+	// Submit proposes cmd through the leader's proposer and returns when
+	// it is applied (nil) or failed.
+	Submit func(ctx context.Context, cmd fsm.Command) error
+	// Workers lists the live workers; WorkersChanged is signalled when
+	// the gossip membership changes.
+	Workers        func() []Worker
+	WorkersChanged <-chan struct{}
+	Logger         hclog.Logger
+	Clock          Clock
+	Debounce       time.Duration
+	Settle         time.Duration
+	// Admit, when not nil (ACLs on), says whether a live worker may be
+	// given keys of a group.
+	Admit func(worker, group string) bool
+	// Stuck tracks the workers that do not take their targets (see
+	// Tracker); Check is how often the balancer looks at the leases.
+	Stuck *Tracker
+	Check time.Duration
+}
+
+// Balancer runs on the established leader: it computes the target owner of
 // every key of every group over the live workers (bounded-load rendezvous
 // hashing, see place) and writes the plan through Raft when it changes, so
 // every node shows it and a new leader starts from it. It reacts to gossip
 // membership changes and group changes, debounced, and re-checks
 // periodically. It never touches a lease: the plan is intent only, and a
 // worker that gossip declares dead may be alive and holding its leases.
-//
-// run returns when ctx ends (leadership lost or the proposer stopped).
-type balancer struct {
-	p       *proposer
-	machine *fsm.Machine
-	// members lists the gossip members; membersChanged is signalled when
-	// they change.
-	members        func() []Member
+type Balancer struct {
+	machine        State
+	submit         func(ctx context.Context, cmd fsm.Command) error
+	members        func() []Worker
 	membersChanged <-chan struct{}
 	log            hclog.Logger
+	clock          Clock
 	debounce       time.Duration
 	settle         time.Duration
-	// admit, when not nil (ACLs on), says whether a live worker may be
-	// given keys of a group; see Node.admitWorker.
-	admit func(worker, group string) bool
-	// stuck tracks the workers that do not take their targets (see
-	// stuckTracker); check is how often it looks at the leases.
-	stuck *stuckTracker
-	check time.Duration
+	admit          func(worker, group string) bool
+	stuck          *Tracker
+	check          time.Duration
 }
 
-func (b *balancer) run(ctx context.Context) {
+// NewBalancer returns the balancer of one leadership.
+func NewBalancer(cfg BalancerConfig) *Balancer {
+	return &Balancer{machine: cfg.State, submit: cfg.Submit, members: cfg.Workers, membersChanged: cfg.WorkersChanged,
+		log: cfg.Logger, clock: cfg.Clock, debounce: cfg.Debounce, settle: cfg.Settle, admit: cfg.Admit,
+		stuck: cfg.Stuck, check: cfg.Check}
+}
+
+// Run plans until ctx ends (leadership lost or the proposer stopped), on
+// the caller's goroutine.
+func (b *Balancer) Run(ctx context.Context) {
 	// A new leader's view of the workers may be partial (its gossip may
 	// have just started, or rejoined): let it settle before the first plan,
 	// or it would move keys away from workers it has not heard of yet.
-	select {
-	case <-ctx.Done():
+	if !b.sleep(ctx, b.settle) {
 		return
-	case <-time.After(b.settle):
 	}
-	tick := time.NewTicker(5 * time.Second)
+	const tickEvery = 5 * time.Second
+	tick := b.clock.NewTimer(tickEvery)
 	defer tick.Stop()
-	check := time.NewTicker(b.check)
+	check := b.clock.NewTimer(b.check)
 	defer check.Stop()
 	var lastIndex, lastACL uint64
 	for {
@@ -64,9 +126,11 @@ func (b *balancer) run(ctx context.Context) {
 				return
 			case <-b.membersChanged:
 				break wait
-			case <-tick.C:
+			case <-tick.C():
+				tick.Reset(tickEvery)
 				break wait
-			case <-check.C:
+			case <-check.C():
+				check.Reset(b.check)
 				if b.stuckChanged() {
 					break wait
 				}
@@ -77,26 +141,36 @@ func (b *balancer) run(ctx context.Context) {
 			}
 		}
 		// Debounce: let a burst of joins or edits settle into one plan.
-		select {
-		case <-ctx.Done():
+		if !b.sleep(ctx, b.debounce) {
 			return
-		case <-time.After(b.debounce):
 		}
 	}
 }
 
+// sleep waits d on the clock and reports whether ctx is still live.
+func (b *Balancer) sleep(ctx context.Context, d time.Duration) bool {
+	t := b.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
 // rebalance writes the new plan of every group whose plan changed.
-func (b *balancer) rebalance(ctx context.Context) {
+func (b *Balancer) rebalance(ctx context.Context) {
 	groups, _ := b.machine.Groups()
 	b.stuck.forget(groups) // also when the last group is gone
 	if len(groups) == 0 {
 		return
 	}
-	workers := liveWorkers(b.members())
+	workers := b.members()
 	for _, g := range groups {
 		stuck, plan, ncands := b.planGroup(g, workers)
 		if !slices.Equal(stuck, g.Stuck) {
-			if _, err := b.p.submit(ctx, &op{cmd: fsm.MarkStuck{Group: g.Name, Workers: stuck}}); err != nil {
+			if err := b.submit(ctx, fsm.MarkStuck{Group: g.Name, Workers: stuck}); err != nil {
 				b.log.Warn("writing stuck workers failed", "group", g.Name, "error", err)
 				continue
 			}
@@ -105,7 +179,7 @@ func (b *balancer) rebalance(ctx context.Context) {
 		if maps.Equal(plan, g.Assignment) {
 			continue
 		}
-		_, err := b.p.submit(ctx, &op{cmd: fsm.Assign{Group: g.Name, Assignment: plan}})
+		err := b.submit(ctx, fsm.Assign{Group: g.Name, Assignment: plan})
 		if err != nil {
 			b.log.Warn("writing placement failed", "group", g.Name, "error", err)
 			continue
@@ -123,19 +197,19 @@ func (b *balancer) rebalance(ctx context.Context) {
 // the servers, more likely than every worker being wedged), moving keys
 // helps nobody, and the plan stays as if none were stuck, so the workers
 // take their keys the moment they can.
-func (b *balancer) planGroup(g *fsm.Group, workers []Member) (stuck []string, plan map[string]string, ncands int) {
-	stuck = b.stuck.observe(g, b.machine.Get, b.machine.Control)
+func (b *Balancer) planGroup(g *fsm.Group, workers []Worker) (stuck []string, plan map[string]string, ncands int) {
+	stuck = b.stuck.Observe(g, b.machine.Get, b.machine.Control)
 	var cands []candidate
 	seen := make(map[string]bool)
 	healthy := false
 	for _, w := range workers {
 		// Two processes announcing one id count once: they share the
 		// id's keys, and their leases decide which of them works.
-		if w.serves(g.Name) && !w.Meta.Draining && !b.machine.Drained(w.Meta.ID) && !seen[w.Meta.ID] &&
-			(b.admit == nil || b.admit(w.Meta.ID, g.Name)) {
-			seen[w.Meta.ID] = true
-			cands = append(cands, candidate{id: w.Meta.ID, capacity: w.Meta.Capacity})
-			healthy = healthy || !slices.Contains(stuck, w.Meta.ID)
+		if w.Serves(g.Name) && !w.Draining && !b.machine.Drained(w.ID) && !seen[w.ID] &&
+			(b.admit == nil || b.admit(w.ID, g.Name)) {
+			seen[w.ID] = true
+			cands = append(cands, candidate{id: w.ID, capacity: w.Capacity})
+			healthy = healthy || !slices.Contains(stuck, w.ID)
 		}
 	}
 	if !healthy {
@@ -164,7 +238,7 @@ func (b *balancer) planGroup(g *fsm.Group, workers []Member) (stuck []string, pl
 // stuck worker that it does not hold (they go to the next workers in
 // rendezvous order), and how many keys each stuck worker holds among those
 // targeted at it.
-func (b *balancer) keepHeld(g *fsm.Group, stuck []string) (map[string]string, map[string]int) {
+func (b *Balancer) keepHeld(g *fsm.Group, stuck []string) (map[string]string, map[string]int) {
 	if len(stuck) == 0 {
 		return g.Assignment, nil
 	}
@@ -173,7 +247,7 @@ func (b *balancer) keepHeld(g *fsm.Group, stuck []string) (map[string]string, ma
 	for k, w := range g.Assignment {
 		if slices.Contains(stuck, w) {
 			l := b.machine.Get(k)
-			if l == nil || !l.Held || !holds(l.Holder, w) {
+			if l == nil || !l.Held || !Holds(l.Holder, w) {
 				continue
 			}
 			held[w]++
@@ -185,11 +259,11 @@ func (b *balancer) keepHeld(g *fsm.Group, stuck []string) (map[string]string, ma
 
 // stuckChanged looks at the leases of every group and reports whether the
 // set of stuck workers of one of them changed (the plan must follow).
-func (b *balancer) stuckChanged() bool {
+func (b *Balancer) stuckChanged() bool {
 	groups, _ := b.machine.Groups()
 	changed := false
 	for _, g := range groups {
-		if !slices.Equal(b.stuck.observe(g, b.machine.Get, b.machine.Control), g.Stuck) {
+		if !slices.Equal(b.stuck.Observe(g, b.machine.Get, b.machine.Control), g.Stuck) {
 			changed = true
 		}
 	}
@@ -209,14 +283,4 @@ func movedKeys(a, b map[string]string) int {
 		}
 	}
 	return n
-}
-
-// serves reports whether the worker announced group g.
-func (m Member) serves(g string) bool {
-	for _, name := range m.Meta.Groups {
-		if name == g {
-			return true
-		}
-	}
-	return false
 }

@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"sort"
@@ -12,7 +12,7 @@ import (
 // Stuck workers: alive on gossip, but not taking the keys the plan targets
 // at them (cut off from the API, or wedged).
 //
-// The leader's stuckTracker watches, on its monotonic clock, every key of
+// The leader's Tracker watches, on its monotonic clock, every key of
 // every group: since when it has been free, and since when it has been free
 // while targeted at its current target. A key that is held by someone
 // else (a previous owner handing it back) does not count against its
@@ -42,13 +42,14 @@ const (
 	// forgetAfter: a worker's strikes are forgotten after this many of its
 	// last quarantines without being stuck again.
 	forgetAfter = 4
-	// defaultStuckGrace is Config.DefaultStuckGrace's default: twice the
-	// Go client Worker's default TTL.
-	defaultStuckGrace = 20 * time.Second
 )
 
-// MinStuckGrace and MaxStuckGrace bound a group's stuck grace (and
-// Config.DefaultStuckGrace): a grace shorter than a lease renewal would
+// DefaultStuckGrace is the default grace of a group that sets none and
+// whose keys never had a lease: twice the Go client Worker's default TTL.
+const DefaultStuckGrace = 20 * time.Second
+
+// MinStuckGrace and MaxStuckGrace bound a group's stuck grace (and the
+// default grace): a grace shorter than a lease renewal would
 // mark healthy workers stuck; one longer than a day leaves keys unowned
 // for longer than anyone waits.
 const (
@@ -56,7 +57,9 @@ const (
 	MaxStuckGrace = 24 * time.Hour
 )
 
-type stuckTracker struct {
+// Tracker is the leader's tracking of stuck workers for one leadership.
+// Its methods are safe for concurrent use.
+type Tracker struct {
 	clock Clock
 	// defaultGrace is the grace of a group that sets none and whose keys
 	// never had a lease.
@@ -91,13 +94,16 @@ type workerTrack struct {
 	strikes    int
 }
 
-func newStuckTracker(clock Clock, defaultGrace time.Duration) *stuckTracker {
-	return &stuckTracker{clock: clock, defaultGrace: defaultGrace, groups: make(map[string]*groupTrack)}
+// NewTracker returns a tracker that reads clock (monotonic readings) and
+// gives defaultGrace to a group that sets none and whose keys never had a
+// lease.
+func NewTracker(clock Clock, defaultGrace time.Duration) *Tracker {
+	return &Tracker{clock: clock, defaultGrace: defaultGrace, groups: make(map[string]*groupTrack)}
 }
 
-// holds reports whether a lease holder is worker: the worker's id itself,
+// Holds reports whether a lease holder is worker: the worker's id itself,
 // or "<id>#<suffix>" (the client Worker's holders).
-func holds(holder, worker string) bool {
+func Holds(holder, worker string) bool {
 	return holder == worker || strings.HasPrefix(holder, worker+"#") && strings.LastIndexByte(holder, '#') == len(worker)
 }
 
@@ -119,9 +125,9 @@ func groupGrace(g *fsm.Group, lease func(string) *fsm.Lease, def time.Duration) 
 	return 2 * ttl
 }
 
-// observe updates the tracking of group g from its plan and the leases of
+// Observe updates the tracking of group g from its plan and the leases of
 // its keys, and returns the workers that are stuck now (sorted).
-func (t *stuckTracker) observe(g *fsm.Group, lease func(string) *fsm.Lease, control func(string) fsm.KeyControl) []string {
+func (t *Tracker) Observe(g *fsm.Group, lease func(string) *fsm.Lease, control func(string) fsm.KeyControl) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.Now()
@@ -160,7 +166,7 @@ func (t *stuckTracker) observe(g *fsm.Group, lease func(string) *fsm.Lease, cont
 			continue
 		}
 		targets[target]++
-		if held && holds(l.Holder, target) {
+		if held && Holds(l.Holder, target) {
 			delete(gt.waits, k)
 			continue
 		}
@@ -215,7 +221,7 @@ func (t *stuckTracker) observe(g *fsm.Group, lease func(string) *fsm.Lease, cont
 }
 
 // forget drops the tracking of groups that no longer exist.
-func (t *stuckTracker) forget(groups []*fsm.Group) {
+func (t *Tracker) forget(groups []*fsm.Group) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	live := make(map[string]bool, len(groups))
@@ -250,9 +256,9 @@ type StuckWorker struct {
 	For, QuarantineLeft time.Duration
 }
 
-// report returns the free keys and stuck workers of every tracked group,
+// Report returns the free keys and stuck workers of every tracked group,
 // sorted, and the grace of each group.
-func (t *stuckTracker) report() (free []UnownedKey, stuck []StuckWorker, graces map[string]time.Duration) {
+func (t *Tracker) Report() (free []UnownedKey, stuck []StuckWorker, graces map[string]time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.clock.Now()

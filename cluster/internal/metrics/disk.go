@@ -1,4 +1,4 @@
-package cluster
+package metrics
 
 import (
 	"strconv"
@@ -28,22 +28,27 @@ func describeDisk(ch chan<- *prometheus.Desc) {
 	ch <- descLastSnapshotIndex
 }
 
+// Disk is where a node keeps its data, at a scrape.
+type Disk struct {
+	DataDir string
+	// Snapshot: the node has a snapshot; SnapshotIndex and SnapshotID
+	// are those of its newest.
+	Snapshot      bool
+	SnapshotIndex uint64
+	SnapshotID    string
+}
+
 // collectDisk sends the disk and snapshot metrics.
-func (n *Node) collectDisk(ch chan<- prometheus.Metric) {
-	if free, size, ok := fileSystemSpace(n.cfg.DataDir); ok {
+func collectDisk(ch chan<- prometheus.Metric, d Disk) {
+	if free, size, ok := fileSystemSpace(d.DataDir); ok {
 		ch <- prometheus.MustNewConstMetric(descDataDirFree, prometheus.GaugeValue, float64(free))
 		ch <- prometheus.MustNewConstMetric(descDataDirSize, prometheus.GaugeValue, float64(size))
 	}
-	if n.snaps == nil {
+	if !d.Snapshot {
 		return
 	}
-	metas, err := n.snaps.List()
-	if err != nil || len(metas) == 0 {
-		return
-	}
-	newest := metas[0] // List sorts newest first
-	ch <- prometheus.MustNewConstMetric(descLastSnapshotIndex, prometheus.GaugeValue, float64(newest.Index))
-	if at, ok := snapshotTakenAt(newest.ID); ok {
+	ch <- prometheus.MustNewConstMetric(descLastSnapshotIndex, prometheus.GaugeValue, float64(d.SnapshotIndex))
+	if at, ok := snapshotTakenAt(d.SnapshotID); ok {
 		ch <- prometheus.MustNewConstMetric(descLastSnapshotTime, prometheus.GaugeValue, at)
 	}
 }

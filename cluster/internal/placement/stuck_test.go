@@ -1,4 +1,4 @@
-package cluster
+package placement
 
 import (
 	"context"
@@ -17,9 +17,9 @@ type stuckWorld struct {
 	t       *testing.T
 	m       *fsm.Machine
 	clock   *fakeClock
-	b       *balancer
+	b       *Balancer
 	index   uint64
-	workers []Member
+	workers []Worker
 }
 
 const testGrace = 10 * time.Second
@@ -27,10 +27,10 @@ const testGrace = 10 * time.Second
 func newStuckWorld(t *testing.T, keys []string, workers ...string) *stuckWorld {
 	t.Helper()
 	w := &stuckWorld{t: t, m: fsm.New(), clock: newFakeClock()}
-	w.b = &balancer{machine: w.m, stuck: newStuckTracker(w.clock, time.Minute)}
+	w.b = NewBalancer(BalancerConfig{State: w.m, Clock: w.clock, Stuck: NewTracker(w.clock, time.Minute)})
 	w.apply(fsm.GroupDefine{Name: "g", Keys: keys, StuckGrace: testGrace})
 	for _, id := range workers {
-		w.workers = append(w.workers, Member{Name: id, Status: "alive", Meta: MemberMeta{Role: "worker", ID: id, Groups: []string{"g"}}})
+		w.workers = append(w.workers, Worker{ID: id, Groups: []string{"g"}})
 	}
 	return w
 }
@@ -58,7 +58,7 @@ func (w *stuckWorld) step() ([]string, map[string]string) {
 		w.apply(fsm.Assign{Group: "g", Assignment: plan})
 	}
 	// The balancer's next check sees the new plan.
-	w.b.stuck.observe(w.m.Group("g"), w.m.Get, w.m.Control)
+	w.b.stuck.Observe(w.m.Group("g"), w.m.Get, w.m.Control)
 	return stuck, plan
 }
 
@@ -68,7 +68,7 @@ func (w *stuckWorld) handBack() {
 	w.t.Helper()
 	g := w.m.Group("g")
 	for _, k := range g.Keys {
-		if l := w.m.Get(k); l != nil && l.Held && !holds(l.Holder, g.Assignment[k]) {
+		if l := w.m.Get(k); l != nil && l.Held && !Holds(l.Holder, g.Assignment[k]) {
 			w.apply(fsm.Release{Key: k, Holder: l.Holder, Token: l.Token})
 		}
 	}
@@ -133,7 +133,7 @@ func TestStuckWorkerLosesItsTargetsAfterTheGrace(t *testing.T) {
 	}
 	w.take("c")
 	for _, k := range partitionKeys(12) {
-		if l := w.m.Get(k); l == nil || !l.Held || holds(l.Holder, "c") {
+		if l := w.m.Get(k); l == nil || !l.Held || Holds(l.Holder, "c") {
 			t.Errorf("%s is not owned by a live worker: %+v", k, l)
 		}
 	}
@@ -273,8 +273,8 @@ func TestHolds(t *testing.T) {
 		{"w1#x#y", "w1", false},
 		{"other", "w1", false},
 	} {
-		if got := holds(tt.holder, tt.worker); got != tt.want {
-			t.Errorf("holds(%q, %q) = %t, want %t", tt.holder, tt.worker, got, tt.want)
+		if got := Holds(tt.holder, tt.worker); got != tt.want {
+			t.Errorf("Holds(%q, %q) = %t, want %t", tt.holder, tt.worker, got, tt.want)
 		}
 	}
 }
@@ -342,7 +342,7 @@ func TestStuckMarksOfADeletedGroupAreForgotten(t *testing.T) {
 	}
 	w.apply(fsm.GroupDelete{Name: "g"})
 	w.b.rebalance(context.Background())
-	if _, stuck, _ := w.b.stuck.report(); len(stuck) != 0 {
+	if _, stuck, _ := w.b.stuck.Report(); len(stuck) != 0 {
 		t.Errorf("after the only group was deleted: stuck %+v, want none", stuck)
 	}
 }

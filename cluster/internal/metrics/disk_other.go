@@ -1,6 +1,6 @@
 //go:build !(linux || darwin || freebsd)
 
-package cluster
+package metrics
 
 // fileSystemSpace is not measured on this platform: the metrics of the
 // data dir's file system are absent.

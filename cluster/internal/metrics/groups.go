@@ -1,7 +1,10 @@
-package cluster
+package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/fsm"
 )
 
 // Placement metrics, read at scrape time from the local state machine and
@@ -35,36 +38,72 @@ func describeGroups(ch chan<- *prometheus.Desc) {
 	ch <- descGroupBusiestWorker
 }
 
+// Placement is what the group metrics read at scrape time: the groups and
+// leases of the local state machine (*fsm.Machine has the first four
+// methods), the gossip view and the leader's tracking. Its methods must be
+// safe for concurrent use.
+type Placement interface {
+	Groups() ([]*fsm.Group, uint64)
+	Get(key string) *fsm.Lease
+	Control(key string) fsm.KeyControl
+	Drained(worker string) bool
+	// Workers lists the live workers of the node's gossip view.
+	Workers() []Worker
+	// OldestUnowned is, on the leader, how long the oldest free key of
+	// each group has been free (counted from its promotion at most); nil
+	// on any other node.
+	OldestUnowned() map[string]time.Duration
+	// Holds reports whether a lease holder is worker.
+	Holds(holder, worker string) bool
+}
+
+// Worker is a live worker as the gossip view announces it.
+type Worker struct {
+	ID string
+	// Draining: it announced that it is shutting down.
+	Draining bool
+	// Groups are the groups it serves.
+	Groups []string
+}
+
+func (w Worker) serves(g string) bool {
+	for _, name := range w.Groups {
+		if name == g {
+			return true
+		}
+	}
+	return false
+}
+
 // collectGroups sends the placement metrics of every group.
-func (n *Node) collectGroups(ch chan<- prometheus.Metric) {
-	groups, _ := n.machine.Groups()
+func collectGroups(ch chan<- prometheus.Metric, p Placement) {
+	groups, _ := p.Groups()
 	if len(groups) == 0 {
 		return
 	}
-	workers := liveWorkers(n.Members())
+	workers := p.Workers()
 	var oldest map[string]float64
-	if p := n.leading.Load(); p != nil {
-		free, _, _ := p.stuck.report()
-		oldest = make(map[string]float64)
-		for _, k := range free {
-			oldest[k.Group] = max(oldest[k.Group], k.For.Seconds())
+	if free := p.OldestUnowned(); free != nil {
+		oldest = make(map[string]float64, len(free))
+		for g, d := range free {
+			oldest[g] = d.Seconds()
 		}
 	}
 	for _, g := range groups {
 		var byTarget, byOther, unowned int
 		perHolder := make(map[string]int)
 		for _, k := range g.Keys {
-			if n.machine.Control(k).Disabled {
+			if p.Control(k).Disabled {
 				continue
 			}
-			l := n.machine.Get(k)
+			l := p.Get(k)
 			if l != nil && l.Held {
 				perHolder[l.Holder]++
 			}
 			switch {
 			case l == nil || !l.Held:
 				unowned++
-			case g.Assignment[k] != "" && holds(l.Holder, g.Assignment[k]):
+			case g.Assignment[k] != "" && p.Holds(l.Holder, g.Assignment[k]):
 				byTarget++
 			default:
 				byOther++
@@ -80,9 +119,9 @@ func (n *Node) collectGroups(ch chan<- prometheus.Metric) {
 			if !w.serves(g.Name) {
 				continue
 			}
-			serving[w.Meta.ID] = true
-			if w.Meta.Draining || n.machine.Drained(w.Meta.ID) {
-				draining[w.Meta.ID] = true
+			serving[w.ID] = true
+			if w.Draining || p.Drained(w.ID) {
+				draining[w.ID] = true
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(descGroupDraining, prometheus.GaugeValue, float64(len(draining)), g.Name)

@@ -1,10 +1,18 @@
-package cluster
+package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
 // connCollector reads the connection gates of the Raft and gossip ports at
 // scrape time.
-type connCollector struct{ n *Node }
+type connCollector struct{ src Source }
+
+// Conns are the counts of one port's connection gate.
+type Conns struct {
+	// Port is "raft" or "gossip".
+	Port    string
+	Open    int
+	Refused uint64
+}
 
 var (
 	descConnsOpen    = prometheus.NewDesc("tenure_inbound_connections", "Open inbound connections of a port (raft, gossip).", []string{"port"}, nil)
@@ -17,15 +25,8 @@ func (c *connCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *connCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, p := range []struct {
-		port string
-		gate *connGate
-	}{{"raft", c.n.raftGate}, {"gossip", c.n.gossipGate}} {
-		if p.gate == nil {
-			continue
-		}
-		open, refused := p.gate.counts()
-		ch <- prometheus.MustNewConstMetric(descConnsOpen, prometheus.GaugeValue, float64(open), p.port)
-		ch <- prometheus.MustNewConstMetric(descConnsRefused, prometheus.CounterValue, float64(refused), p.port)
+	for _, p := range c.src.Conns() {
+		ch <- prometheus.MustNewConstMetric(descConnsOpen, prometheus.GaugeValue, float64(p.Open), p.Port)
+		ch <- prometheus.MustNewConstMetric(descConnsRefused, prometheus.CounterValue, float64(p.Refused), p.Port)
 	}
 }

@@ -1,10 +1,12 @@
-package cluster
+package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Health metrics, read at scrape time from Node.Health.
+// Health metrics, read at scrape time from the node's health.
 var (
 	descDiskWriteErrors = prometheus.NewDesc("tenure_disk_write_errors_total",
 		"Failed writes of this node's Raft log and stable stores (raft.db) since it started: a full or failing disk.", nil, nil)
@@ -26,11 +28,21 @@ func describeHealth(ch chan<- *prometheus.Desc) {
 	ch <- descNodeHealthy
 }
 
+// Health is a node's health at a scrape (what /readyz checks besides
+// leadership).
+type Health struct {
+	// Healthy: the disk takes writes and the lag is within its limits.
+	Healthy                              bool
+	DiskWriteErrors, SnapshotWriteErrors uint64
+	// BehindEntries and BehindFor are the replication lag.
+	BehindEntries uint64
+	BehindFor     time.Duration
+}
+
 // collectHealth sends the disk, snapshot and lag metrics.
-func (n *Node) collectHealth(ch chan<- prometheus.Metric) {
-	h := n.Health()
+func collectHealth(ch chan<- prometheus.Metric, h Health) {
 	healthy := 1.0
-	if h.Problem != "" {
+	if !h.Healthy {
 		healthy = 0
 	}
 	ch <- prometheus.MustNewConstMetric(descDiskWriteErrors, prometheus.CounterValue, float64(h.DiskWriteErrors))

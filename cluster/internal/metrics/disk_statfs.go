@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd
 
-package cluster
+package metrics
 
 import "golang.org/x/sys/unix"
 

@@ -1,0 +1,125 @@
+package metrics
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// source is a node's state held in fields.
+type source struct {
+	groups  []*fsm.Group
+	leases  map[string]*fsm.Lease
+	workers []Worker
+	oldest  map[string]time.Duration
+}
+
+func (s *source) Node() Node {
+	return Node{Held: 2, Free: 1, Leader: true, LastIndex: 9, Commit: 8, Applied: 7, Term: 3, Deadlines: 2, LastToken: 5, Waiting: 1}
+}
+func (s *source) Health() Health {
+	return Health{DiskWriteErrors: 1, BehindEntries: 4, BehindFor: 2 * time.Second}
+}
+func (s *source) Disk() Disk { return Disk{DataDir: "/no/such/dir"} }
+func (s *source) Conns() []Conns {
+	return []Conns{{Port: "raft", Open: 3, Refused: 1}}
+}
+func (s *source) Groups() ([]*fsm.Group, uint64)    { return s.groups, 1 }
+func (s *source) Get(key string) *fsm.Lease         { return s.leases[key] }
+func (s *source) Control(key string) fsm.KeyControl { return fsm.KeyControl{Disabled: key == "off"} }
+func (s *source) Drained(worker string) bool        { return worker == "w3" }
+func (s *source) Workers() []Worker                 { return s.workers }
+func (s *source) OldestUnowned() map[string]time.Duration {
+	return s.oldest
+}
+func (s *source) Holds(holder, worker string) bool {
+	return holder == worker || strings.HasPrefix(holder, worker+"#")
+}
+
+// The collectors read the node at scrape time and expose what it holds
+// under the documented names.
+func TestCollectorsReadTheSource(t *testing.T) {
+	src := &source{
+		groups: []*fsm.Group{{Name: "g", Keys: []string{"a", "b", "c", "d", "off"}, MaxPerWorker: 3,
+			Assignment: map[string]string{"a": "w1", "b": "w1", "c": "w2", "d": "w2"}}},
+		leases: map[string]*fsm.Lease{
+			"a": {Key: "a", Held: true, Holder: "w1#1"},
+			"b": {Key: "b", Held: true, Holder: "w1#1"},
+			"c": {Key: "c", Held: true, Holder: "old"},
+		},
+		workers: []Worker{{ID: "w1", Groups: []string{"g"}}, {ID: "w2", Groups: []string{"g"}, Draining: true},
+			{ID: "w3", Groups: []string{"g"}}, {ID: "w4", Groups: []string{"other"}}},
+		oldest: map[string]time.Duration{"g": 1500 * time.Millisecond},
+	}
+	reg := prometheus.NewPedanticRegistry()
+	m := New(Config{Registerer: reg, Source: src, Placement: src, LogSources: []string{"memberlist"}})
+	m.Acquisitions.Inc()
+	got := gather(t, reg)
+	for series, want := range map[string]float64{
+		"tenure_acquisitions_total":                              1,
+		`tenure_group_keys{group="g",state="owned_by_other"}`:    1,
+		`tenure_group_keys{group="g",state="owned_by_target"}`:   2,
+		`tenure_group_keys{group="g",state="unowned"}`:           1,
+		`tenure_group_draining_workers{group="g"}`:               2,
+		`tenure_group_workers{group="g"}`:                        3,
+		`tenure_group_max_keys_per_worker{group="g"}`:            3,
+		`tenure_group_busiest_worker_keys{group="g"}`:            2,
+		`tenure_group_oldest_unowned_seconds{group="g"}`:         1.5,
+		"tenure_is_leader":                                       1,
+		`tenure_raft_index{kind="applied"}`:                      7,
+		`tenure_raft_index{kind="last_log"}`:                     9,
+		"tenure_raft_term":                                       3,
+		"tenure_node_healthy":                                    0,
+		"tenure_disk_write_errors_total":                         1,
+		"tenure_replication_lag_seconds":                         2,
+		`tenure_inbound_connections{port="raft"}`:                3,
+		`tenure_inbound_connections_refused_total{port="raft"}`:  1,
+		`tenure_leases{state="free"}`:                            1,
+		`tenure_leases{state="held"}`:                            2,
+		`tenure_log_lines_suppressed_total{source="memberlist"}`: 0,
+	} {
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %t), want %v", series, v, ok, want)
+		}
+	}
+	// No snapshot and no file system: the disk metrics are absent.
+	for _, series := range []string{"tenure_raft_last_snapshot_index", "tenure_data_dir_free_bytes"} {
+		if v, ok := got[series]; ok {
+			t.Errorf("%s = %v, want absent", series, v)
+		}
+	}
+}
+
+// gather returns the value of every series reg collects, by name and
+// labels in the exposition format.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	out := make(map[string]float64)
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			name := f.GetName()
+			if len(m.GetLabel()) > 0 {
+				var labels []string
+				for _, l := range m.GetLabel() {
+					labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+				}
+				name += "{" + strings.Join(labels, ",") + "}"
+			}
+			switch {
+			case m.Gauge != nil:
+				out[name] = m.GetGauge().GetValue()
+			case m.Counter != nil:
+				out[name] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out
+}

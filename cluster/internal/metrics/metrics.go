@@ -1,0 +1,181 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Set is a node's Prometheus collectors that the node counts into. A nil
+// Registerer leaves them unregistered but usable.
+type Set struct {
+	Acquisitions  prometheus.Counter
+	Releases      prometheus.Counter
+	Expiries      prometheus.Counter
+	Conflicts     prometheus.Counter
+	Renewals      *prometheus.CounterVec
+	ApplyLatency  prometheus.Histogram
+	BatchSize     prometheus.Histogram
+	VerifyLatency prometheus.Histogram
+	LeaderChanges prometheus.Counter
+	Backups       *prometheus.CounterVec
+	LastBackup    prometheus.Gauge
+	// LogSuppressed counts the log lines that a limit left out, by
+	// source.
+	LogSuppressed *prometheus.CounterVec
+}
+
+// Config is what New works with.
+type Config struct {
+	// Registerer, when not nil, gets the Set and the collectors that read
+	// Source at scrape time.
+	Registerer prometheus.Registerer
+	Source     Source
+	Placement  Placement
+	// LogSources are the sources of LogSuppressed, shown at 0 from the
+	// start.
+	LogSources []string
+}
+
+// New makes the collectors and registers them with cfg.Registerer.
+func New(cfg Config) *Set {
+	m := &Set{
+		Acquisitions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tenure_acquisitions_total", Help: "Leases granted under a new token by this node as leader.",
+		}),
+		Releases: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tenure_releases_total", Help: "Leases freed by release or revoke on this node as leader.",
+		}),
+		Expiries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tenure_expiries_total", Help: "Leases freed because their deadline passed.",
+		}),
+		Conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tenure_conflicts_total", Help: "Acquires refused because another holder had the key.",
+		}),
+		Renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_renewals_total", Help: "Renewals answered by this node as leader, by result.",
+		}, []string{"result"}),
+		ApplyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tenure_apply_duration_seconds", Help: "Time to commit and apply one batch of lease commands.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tenure_apply_batch_commands", Help: "Commands carried by one log entry.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		}),
+		VerifyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tenure_verify_leader_duration_seconds", Help: "Time of one batched leadership check (renewals, reads).",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14),
+		}),
+		LeaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tenure_leader_changes_total", Help: "Times this node gained or lost leadership.",
+		}),
+		Backups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_backups_total", Help: "Scheduled backups (-backup-dir) this node tried as leader, by result.",
+		}, []string{"result"}),
+		LastBackup: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tenure_last_backup_timestamp_seconds", Help: "Unix time of this node's last backup written to -backup-dir (0: none yet).",
+		}),
+		LogSuppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenure_log_lines_suppressed_total", Help: "Log lines left out past the limit of 10 per kind every 10 s, by source: memberlist (gossip; mostly packets without the gossip key), raft_transport (connections to the Raft port that sent no Raft RPC).",
+		}, []string{"source"}),
+	}
+	for _, s := range cfg.LogSources {
+		m.LogSuppressed.WithLabelValues(s)
+	}
+	reg := cfg.Registerer
+	if reg == nil {
+		return m
+	}
+	leases := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tenure_leases", Help: "Keys in the local state machine, by state.",
+	}, []string{"state"})
+	reg.MustRegister(m.Acquisitions, m.Releases, m.Expiries, m.Conflicts, m.Renewals,
+		m.ApplyLatency, m.BatchSize, m.VerifyLatency, m.LeaderChanges, m.Backups, m.LastBackup,
+		m.LogSuppressed,
+		&stateCollector{src: cfg.Source, placement: cfg.Placement, leases: leases}, &connCollector{src: cfg.Source},
+	)
+	return m
+}
+
+// ObserveApply records one batch of commands committed and applied in d.
+func (m *Set) ObserveApply(d time.Duration, commands int) {
+	m.ApplyLatency.Observe(d.Seconds())
+	m.BatchSize.Observe(float64(commands))
+}
+
+// Source is what the collectors read at scrape time, on the scraping
+// goroutine; its methods must be safe for concurrent use.
+type Source interface {
+	// Node is the node's lease counts and Raft state now.
+	Node() Node
+	Health() Health
+	Disk() Disk
+	// Conns are the connection counts of the ports that have a gate.
+	Conns() []Conns
+}
+
+// Node is the state of a node at a scrape.
+type Node struct {
+	Held, Free int
+	// Leader: the node is the established leader.
+	Leader                     bool
+	LastIndex, Commit, Applied uint64
+	Term                       uint64
+	// Deadlines are the lease deadlines the leader's lessor tracks.
+	Deadlines int
+	LastToken uint64
+	// Waiting are the blocking acquirers queued on this leader.
+	Waiting int
+}
+
+// stateCollector reads lease counts and Raft state at scrape time.
+type stateCollector struct {
+	src       Source
+	placement Placement
+	leases    *prometheus.GaugeVec
+}
+
+var (
+	descIsLeader = prometheus.NewDesc("tenure_is_leader", "1 while this node is the established leader.", nil, nil)
+	descRaft     = prometheus.NewDesc("tenure_raft_index", "Raft indexes of this node, by kind.", []string{"kind"}, nil)
+	descTerm     = prometheus.NewDesc("tenure_raft_term", "Current Raft term.", nil, nil)
+	descTracked  = prometheus.NewDesc("tenure_lessor_deadlines", "Lease deadlines the leader's lessor tracks.", nil, nil)
+	descToken    = prometheus.NewDesc("tenure_last_token", "Last fencing token handed out.", nil, nil)
+	descWaiting  = prometheus.NewDesc("tenure_acquire_waiters", "Blocking acquirers queued on this leader.", nil, nil)
+)
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.leases.Describe(ch)
+	ch <- descIsLeader
+	ch <- descRaft
+	ch <- descTerm
+	ch <- descTracked
+	ch <- descToken
+	ch <- descWaiting
+	describeGroups(ch)
+	describeHealth(ch)
+	describeDisk(ch)
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.src.Node()
+	c.leases.WithLabelValues("held").Set(float64(n.Held))
+	c.leases.WithLabelValues("free").Set(float64(n.Free))
+	c.leases.Collect(ch)
+	leader := 0.0
+	if n.Leader {
+		leader = 1
+	}
+	ch <- prometheus.MustNewConstMetric(descIsLeader, prometheus.GaugeValue, leader)
+	ch <- prometheus.MustNewConstMetric(descRaft, prometheus.GaugeValue, float64(n.LastIndex), "last_log")
+	ch <- prometheus.MustNewConstMetric(descRaft, prometheus.GaugeValue, float64(n.Commit), "commit")
+	ch <- prometheus.MustNewConstMetric(descRaft, prometheus.GaugeValue, float64(n.Applied), "applied")
+	ch <- prometheus.MustNewConstMetric(descTerm, prometheus.GaugeValue, float64(n.Term))
+	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(n.Deadlines))
+	ch <- prometheus.MustNewConstMetric(descToken, prometheus.GaugeValue, float64(n.LastToken))
+	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(n.Waiting))
+	collectGroups(ch, c.placement)
+	collectHealth(ch, c.src.Health())
+	collectDisk(ch, c.src.Disk())
+}
