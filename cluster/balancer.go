@@ -131,7 +131,7 @@ func (b *balancer) planGroup(g *fsm.Group, workers []Member) (stuck []string, pl
 	for _, w := range workers {
 		// Two processes announcing one id count once: they share the
 		// id's keys, and their leases decide which of them works.
-		if w.serves(g.Name) && !w.Meta.Draining && !b.machine.Drained(w.Meta.ID) && !seen[w.Meta.ID] &&
+		if w.Serves(g.Name) && !w.Meta.Draining && !b.machine.Drained(w.Meta.ID) && !seen[w.Meta.ID] &&
 			(b.admit == nil || b.admit(w.Meta.ID, g.Name)) {
 			seen[w.Meta.ID] = true
 			cands = append(cands, candidate{id: w.Meta.ID, capacity: w.Meta.Capacity})
@@ -209,14 +209,4 @@ func movedKeys(a, b map[string]string) int {
 		}
 	}
 	return n
-}
-
-// serves reports whether the worker announced group g.
-func (m Member) serves(g string) bool {
-	for _, name := range m.Meta.Groups {
-		if name == g {
-			return true
-		}
-	}
-	return false
 }

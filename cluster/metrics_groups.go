@@ -77,7 +77,7 @@ func (n *Node) collectGroups(ch chan<- prometheus.Metric) {
 		draining := make(map[string]bool)
 		serving := make(map[string]bool)
 		for _, w := range workers {
-			if !w.serves(g.Name) {
+			if !w.Serves(g.Name) {
 				continue
 			}
 			serving[w.Meta.ID] = true

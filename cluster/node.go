@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -37,7 +38,7 @@ type Node struct {
 	// applied waits for the state machine to reach an index (applied.go).
 	applied appliedIndex
 	metrics *metrics
-	gossip  *gossip // nil without gossip
+	gossip  *membership.Gossip // nil without gossip
 
 	// contacts is the leader's record of which followers answer Raft.
 	contacts *contacts
@@ -142,7 +143,7 @@ func New(cfg Config) (*Node, error) {
 		go n.runBackups()
 	}
 	if cfg.GossipAddr != "" {
-		kr, err := loadKeyring(cfg.DataDir, cfg.GossipKey)
+		kr, err := membership.LoadKeyring(cfg.DataDir, cfg.GossipKey)
 		if err != nil {
 			n.Shutdown()
 			return nil, err
@@ -152,7 +153,7 @@ func New(cfg Config) (*Node, error) {
 		}
 		prove := cfg.ProveServer
 		// With TLS, answersAt is the same handshake at a server's address
-		// in the configuration (autopilot.go: a server that answers there
+		// in the configuration (membership's autopilot.go: a server that answers there
 		// is never moved).
 		var byTLS func(Member) error
 		var answersAt func(id, addr string) error
@@ -173,12 +174,12 @@ func New(cfg Config) (*Node, error) {
 			prove = ClusterNameProof(cfg.ClusterName)
 			n.log.Warn("cluster membership is insecure: a server proves it belongs to the cluster by its name alone, so anyone who can reach the gossip port can join as a non-voter", "cluster_name", cfg.ClusterName)
 		}
-		g, err := newGossip(gossipConfig{
-			keyring: kr,
-			dataDir: cfg.DataDir,
-			addr:    cfg.GossipAddr,
-			join:    cfg.Join,
-			self: MemberMeta{
+		g, err := membership.New(membership.Config{
+			Keyring: kr,
+			DataDir: cfg.DataDir,
+			Addr:    cfg.GossipAddr,
+			Join:    cfg.Join,
+			Self: MemberMeta{
 				Role:            "server",
 				ID:              cfg.NodeID,
 				RaftAddr:        string(n.trans.LocalAddr()),
@@ -188,24 +189,24 @@ func New(cfg Config) (*Node, error) {
 				Bootstrapped:    n.hadState || len(cfg.InitialCluster) > 0,
 				ClusterName:     cfg.ClusterName,
 			},
-			log:           cfg.Logger.Named("gossip"),
-			raft:          n.raft,
-			leading:       func() bool { return n.Ready() == nil },
-			changed:       n.membersChanged,
-			observed:      n.gossipChanged,
-			prove:         prove,
-			answersAt:     answersAt,
-			contact:       n.contacts.get,
-			rules:         rulesOf(cfg),
-			limits:        cfg.Conns,
-			trusted:       n.IsServerIP,
-			logSuppressed: n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc,
+			Log:           cfg.Logger.Named("gossip"),
+			Raft:          n.raft,
+			Leading:       func() bool { return n.Ready() == nil },
+			Changed:       n.membersChanged,
+			Observed:      n.gossipChanged,
+			Prove:         prove,
+			AnswersAt:     answersAt,
+			Contact:       n.contactOf,
+			Rules:         rulesOf(cfg),
+			MovesVoters:   peerIdentity.movesVoters,
+			Transport:     n.gossipTransport(cfg.Conns),
+			MemberlistLog: memberlistLogger(cfg.Logger.Named("gossip"), n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc),
 		})
 		if err != nil {
 			n.Shutdown()
 			return nil, err
 		}
-		n.gossip, n.gossipGate = g, g.gate
+		n.gossip = g
 	}
 	return n, nil
 }
@@ -331,7 +332,7 @@ func (n *Node) Shutdown() error {
 	n.shutdown.Do(func() {
 		close(n.shutdownCh)
 		if n.gossip != nil {
-			n.gossip.shutdown()
+			n.gossip.Shutdown()
 		}
 		if n.raft != nil {
 			err = n.raft.Shutdown().Error()
