@@ -152,7 +152,7 @@ func (g *Gossip) logOnce(name, msg string, err error) {
 // established leader: admit, clean up, promote. Each step reads the
 // configuration afresh; a change that fails is tried again next time.
 func (g *Gossip) reconcile() {
-	now := time.Now()
+	now := g.now()
 	if term := g.raft.CurrentTerm(); term != g.pilot.term {
 		g.pilot = newPilot()
 		g.pilot.term, g.pilot.leaderSince = term, now

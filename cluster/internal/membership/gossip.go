@@ -150,6 +150,10 @@ type Config struct {
 	// MemberlistLog is the logger memberlist writes to (the node's limits
 	// the lines of each kind).
 	MemberlistLog *log.Logger
+	// Now is the clock of the leader's decisions and of the member table
+	// (when a member changed status); nil: time.Now. memberlist keeps its
+	// own time.
+	Now func() time.Time
 }
 
 // Transport is memberlist's transport, as Config.Transport makes it.
@@ -421,7 +425,7 @@ func (g *Gossip) Members() []Member {
 	defer g.mu.Unlock()
 	out := make([]Member, 0, len(g.members))
 	for name, e := range g.members {
-		if e.member.Status != "alive" && time.Since(e.since) > deadMemberTTL {
+		if e.member.Status != "alive" && g.now().Sub(e.since) > deadMemberTTL {
 			delete(g.members, name)
 			continue
 		}
@@ -450,7 +454,7 @@ func (g *Gossip) record(node *memberlist.Node, status string) {
 		m.proof = nil
 	}
 	if e == nil || e.member.Status != m.Status {
-		e = &memberEntry{since: time.Now()}
+		e = &memberEntry{since: g.now()}
 		g.members[node.Name] = e
 	}
 	e.member = m
@@ -592,6 +596,14 @@ func (g *Gossip) kick() {
 	if g.cfg.Observed != nil {
 		g.cfg.Observed()
 	}
+}
+
+// now is the time by Config.Now (time.Now when nil).
+func (g *Gossip) now() time.Time {
+	if g.cfg.Now == nil {
+		return time.Now()
+	}
+	return g.cfg.Now()
 }
 
 // Serves reports whether the member (a worker) announces group g.

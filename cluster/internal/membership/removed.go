@@ -7,7 +7,7 @@ import "time"
 func (g *Gossip) NoteRemoved(id string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.removed[id] = time.Now()
+	g.removed[id] = g.now()
 }
 
 // ForgetRemoved drops the record of NoteRemoved: an operator readmits id.
@@ -24,7 +24,7 @@ func (g *Gossip) removedLately(id string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	at, ok := g.removed[id]
-	if ok && time.Since(at) > time.Minute {
+	if ok && g.now().Sub(at) > time.Minute {
 		delete(g.removed, id)
 		return false
 	}
