@@ -68,25 +68,28 @@ func memberContact(ct contact) membership.Contact {
 }
 
 // gossipTransport makes memberlist's transport with the node's caps on
-// inbound stream connections, and records its gate in n.gossipGate.
-func (n *Node) gossipTransport(limits ConnLimits) func(string, int, *memberlist.Config) (membership.Transport, error) {
+// inbound stream connections (trusted tells the cluster's servers), and
+// records its gate in *gate.
+func gossipTransport(limits ConnLimits, trusted func(ip string) bool, gate **connGate) func(string, int, *memberlist.Config) (membership.Transport, error) {
 	if limits == (ConnLimits{}) {
 		limits = DefaultConnLimits()
 	}
 	return func(host string, port int, mc *memberlist.Config) (membership.Transport, error) {
-		tr, err := newGatedTransport(host, port, limits, n.IsServerIP, mc)
+		tr, err := newGatedTransport(host, port, limits, trusted, mc)
 		if err != nil {
 			return nil, err
 		}
-		n.gossipGate = tr.gate
+		*gate = tr.gate
 		return tr, nil
 	}
 }
 
-// contactOf is n.contacts.get as package membership takes it.
-func (n *Node) contactOf(id raft.ServerID, addr raft.ServerAddress) (membership.Contact, bool) {
-	ct, ok := n.contacts.get(id, addr)
-	return memberContact(ct), ok
+// contactsOf is c.get as package membership takes it.
+func contactsOf(c *contacts) func(raft.ServerID, raft.ServerAddress) (membership.Contact, bool) {
+	return func(id raft.ServerID, addr raft.ServerAddress) (membership.Contact, bool) {
+		ct, ok := c.get(id, addr)
+		return memberContact(ct), ok
+	}
 }
 
 // Members lists the gossip members (servers and workers); nil without

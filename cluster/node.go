@@ -196,10 +196,10 @@ func New(cfg Config) (*Node, error) {
 			Observed:      n.gossipChanged,
 			Prove:         prove,
 			AnswersAt:     answersAt,
-			Contact:       n.contactOf,
+			Contact:       contactsOf(n.contacts),
 			Rules:         rulesOf(cfg),
 			MovesVoters:   peerIdentity.movesVoters,
-			Transport:     n.gossipTransport(cfg.Conns),
+			Transport:     gossipTransport(cfg.Conns, n.IsServerIP, &n.gossipGate),
 			MemberlistLog: memberlistLogger(cfg.Logger.Named("gossip"), n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc),
 		})
 		if err != nil {
