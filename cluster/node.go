@@ -153,8 +153,8 @@ func New(cfg Config) (*Node, error) {
 		}
 		prove := cfg.ProveServer
 		// With TLS, answersAt is the same handshake at a server's address
-		// in the configuration (membership's autopilot.go: a server that answers there
-		// is never moved).
+		// in the configuration (membership's autopilot.go: a server that
+		// answers there is never moved).
 		var byTLS func(Member) error
 		var answersAt func(id, addr string) error
 		if cfg.TLS.Enabled() {
