@@ -62,6 +62,3 @@ func placementWorkers(members []Member) []placement.Worker {
 type placementClock struct{ Clock }
 
 func (c placementClock) NewTimer(d time.Duration) placement.Timer { return c.Clock.NewTimer(d) }
-
-// serves reports whether the worker announced group g.
-func (m Member) serves(g string) bool { return placement.Serves(m.Meta.Groups, g) }

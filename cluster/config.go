@@ -103,7 +103,7 @@ type Config struct {
 	// DeadServerCleanup is how long a server must have been dead (failed
 	// or left on gossip, and no answer to the leader's Raft messages)
 	// before the leader removes it from the Raft configuration; voters only
-	// while enough voters remain (see removableDeadVoters). 0 never
+	// while enough voters remain (see membership.removableDeadVoters). 0 never
 	// removes a server on its own.
 	DeadServerCleanup time.Duration
 	// MaxCatchUpLag is how many entries a server's log may trail the

@@ -310,7 +310,7 @@ func (n *Node) Group(ctx context.Context, name string, c Consistency) (GroupView
 		v.Keys[i] = KeyState{Key: k, Target: g.Assignment[k], Lease: n.machine.Get(k), Control: n.machine.Control(k)}
 	}
 	for _, w := range liveWorkers(n.Members()) {
-		if w.serves(name) {
+		if w.Serves(name) {
 			v.Workers = append(v.Workers, w)
 		}
 	}

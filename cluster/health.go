@@ -104,7 +104,7 @@ func (n *Node) PlacementHealth(ctx context.Context, threshold time.Duration) (Pl
 		ids := make(map[string]bool)
 		for _, w := range workers {
 			id := w.Meta.ID
-			if w.serves(g.Name) && !w.Meta.Draining && !n.machine.Drained(id) && !g.IsStuck(id) &&
+			if w.Serves(g.Name) && !w.Meta.Draining && !n.machine.Drained(id) && !g.IsStuck(id) &&
 				(!n.cfg.ACLEnabled || n.admitWorker(id, g.Name)) {
 				ids[id] = true
 			}

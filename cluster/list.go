@@ -98,7 +98,7 @@ func (n *Node) GroupPage(ctx context.Context, name string, p fsm.Page, c Consist
 		}
 	}
 	for _, w := range liveWorkers(n.Members()) {
-		if w.serves(name) {
+		if w.Serves(name) {
 			v.Workers = append(v.Workers, w)
 		}
 	}

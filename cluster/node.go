@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
+	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/fsm"
@@ -40,7 +41,7 @@ type Node struct {
 	// applied waits for the state machine to reach an index (applied.go).
 	applied appliedIndex
 	metrics *metrics
-	gossip  *gossip // nil without gossip
+	gossip  *membership.Gossip // nil without gossip
 
 	// contacts is the leader's record of which followers answer Raft.
 	contacts *rounds.Contacts
@@ -145,7 +146,7 @@ func New(cfg Config) (*Node, error) {
 		go n.runBackups()
 	}
 	if cfg.GossipAddr != "" {
-		kr, err := loadKeyring(cfg.DataDir, cfg.GossipKey)
+		kr, err := membership.LoadKeyring(cfg.DataDir, cfg.GossipKey)
 		if err != nil {
 			n.Shutdown()
 			return nil, err
@@ -155,8 +156,8 @@ func New(cfg Config) (*Node, error) {
 		}
 		prove := cfg.ProveServer
 		// With TLS, answersAt is the same handshake at a server's address
-		// in the configuration (autopilot.go: a server that answers there
-		// is never moved).
+		// in the configuration (membership's autopilot.go: a server that
+		// answers there is never moved).
 		var byTLS func(Member) error
 		var answersAt func(id, addr string) error
 		if cfg.TLS.Enabled() {
@@ -176,12 +177,12 @@ func New(cfg Config) (*Node, error) {
 			prove = ClusterNameProof(cfg.ClusterName)
 			n.log.Warn("cluster membership is insecure: a server proves it belongs to the cluster by its name alone, so anyone who can reach the gossip port can join as a non-voter", "cluster_name", cfg.ClusterName)
 		}
-		g, err := newGossip(gossipConfig{
-			keyring: kr,
-			dataDir: cfg.DataDir,
-			addr:    cfg.GossipAddr,
-			join:    cfg.Join,
-			self: MemberMeta{
+		g, err := membership.New(membership.Config{
+			Keyring: kr,
+			DataDir: cfg.DataDir,
+			Addr:    cfg.GossipAddr,
+			Join:    cfg.Join,
+			Self: MemberMeta{
 				Role:            "server",
 				ID:              cfg.NodeID,
 				RaftAddr:        string(n.trans.LocalAddr()),
@@ -191,24 +192,24 @@ func New(cfg Config) (*Node, error) {
 				Bootstrapped:    n.hadState || len(cfg.InitialCluster) > 0,
 				ClusterName:     cfg.ClusterName,
 			},
-			log:           cfg.Logger.Named("gossip"),
-			raft:          n.raft,
-			leading:       func() bool { return n.Ready() == nil },
-			changed:       n.membersChanged,
-			observed:      n.gossipChanged,
-			prove:         prove,
-			answersAt:     answersAt,
-			contact:       n.contacts.Get,
-			rules:         rulesOf(cfg),
-			limits:        cfg.Conns,
-			trusted:       n.IsServerIP,
-			logSuppressed: n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc,
+			Log:           cfg.Logger.Named("gossip"),
+			Raft:          n.raft,
+			Leading:       func() bool { return n.Ready() == nil },
+			Changed:       n.membersChanged,
+			Observed:      n.gossipChanged,
+			Prove:         prove,
+			AnswersAt:     answersAt,
+			Contact:       contactsOf(n.contacts),
+			Rules:         rulesOf(cfg),
+			MovesVoters:   peerIdentity.movesVoters,
+			Transport:     gossipTransport(cfg.Conns, n.IsServerIP, &n.gossipGate),
+			MemberlistLog: memberlistLogger(cfg.Logger.Named("gossip"), n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc),
 		})
 		if err != nil {
 			n.Shutdown()
 			return nil, err
 		}
-		n.gossip, n.gossipGate = g, g.gate
+		n.gossip = g
 	}
 	return n, nil
 }
@@ -336,7 +337,7 @@ func (n *Node) Shutdown() error {
 	n.shutdown.Do(func() {
 		close(n.shutdownCh)
 		if n.gossip != nil {
-			n.gossip.shutdown()
+			n.gossip.Shutdown()
 		}
 		if n.raft != nil {
 			err = n.raft.Shutdown().Error()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/membership"
 )
 
 // RemoveResult is what a removal did.
@@ -54,7 +55,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string, force bool) (RemoveR
 	var broken []string
 	if id == n.cfg.NodeID {
 		broken = append(broken, fmt.Sprintf("server %q is alive: it is the leader that answers this request (transfer leadership first, or stop it)", id))
-	} else if ct, ok := n.contacts.Get(target.ID, target.Address); ok && time.Since(ct.At) <= rulesOf(n.cfg).recent {
+	} else if ct, ok := n.contacts.Get(target.ID, target.Address); ok && time.Since(ct.At) <= rulesOf(n.cfg).Recent {
 		broken = append(broken, fmt.Sprintf("server %q is alive: the leader heard from it at %s %v ago (stop it first)",
 			id, target.Address, time.Since(ct.At).Round(time.Millisecond)))
 	}
@@ -66,7 +67,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string, force bool) (RemoveR
 		return RemoveResult{}, fmt.Errorf("%w: %s; remove it with force to go ahead", ErrUnsafeRemoval, joinRules(broken))
 	}
 	if n.gossip != nil {
-		n.gossip.noteRemoved(id)
+		n.gossip.NoteRemoved(id)
 	}
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 0).Error(); err != nil {
 		return RemoveResult{}, fmt.Errorf("remove server %q: %w", id, commitError(err))
@@ -104,7 +105,7 @@ func readmitHint(id string) string {
 func (n *Node) ConfiguredVoters() int {
 	size := n.cfg.Voters()
 	for _, m := range n.Members() {
-		if m.Meta.Role == "server" && m.proof == nil && m.Meta.BootstrapExpect > size {
+		if m.Meta.Role == "server" && m.Proof() == nil && m.Meta.BootstrapExpect > size {
 			size = m.Meta.BootstrapExpect
 		}
 	}
@@ -138,11 +139,11 @@ func (n *Node) ReadmitServer(ctx context.Context, id string) (Server, error) {
 	}
 	var found *Member
 	members := n.gossip.Members()
-	if k := announcedTwice(members)[id]; k > 1 {
+	if k := membership.AnnouncedTwice(members)[id]; k > 1 {
 		return Server{}, fmt.Errorf("server %q: %d alive gossip members announce it, so none of them is trusted; stop the one that is not the server and try again: %w", id, k, ErrNotFound)
 	}
 	for _, m := range members {
-		if m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" && m.Meta.RaftAddr != "" && m.proof == nil {
+		if m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" && m.Meta.RaftAddr != "" && m.Proof() == nil {
 			found = &m
 		}
 	}
@@ -151,42 +152,14 @@ func (n *Node) ReadmitServer(ctx context.Context, id string) (Server, error) {
 	}
 	// The kept verdict may be stale (a relay to a server that has since
 	// gone down): prove the member again now.
-	if err := n.gossip.proveAgain(*found); err != nil {
+	if err := n.gossip.ProveAgain(*found); err != nil {
 		return Server{}, fmt.Errorf("server %q: its gossip member %s does not prove to be it now (%w); start it (with its data dir) and try again: %w", id, found.Name, err, ErrNotFound)
 	}
 	addr := found.Meta.RaftAddr
-	n.gossip.forgetRemoved(id)
+	n.gossip.ForgetRemoved(id)
 	if err := n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 10*time.Second).Error(); err != nil {
 		return Server{}, fmt.Errorf("readmit server %q: %w", id, err)
 	}
 	n.log.Info("server readmitted", "server_id", id, "raft_addr", addr, "voter", false)
 	return Server{ID: id, RaftAddr: addr, HTTPAddr: n.httpAddrOf(id)}, nil
-}
-
-// noteRemoved records that an operator removed server id through this node.
-func (g *gossip) noteRemoved(id string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.removed[id] = time.Now()
-}
-
-// forgetRemoved drops the record of noteRemoved: an operator readmits id.
-func (g *gossip) forgetRemoved(id string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.removed, id)
-}
-
-// removedLately reports whether this node removed server id through the API
-// within the last minute. The leader does not add such a server back even
-// if gossip still announces it as new (its announcement may lag).
-func (g *gossip) removedLately(id string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	at, ok := g.removed[id]
-	if ok && time.Since(at) > time.Minute {
-		delete(g.removed, id)
-		return false
-	}
-	return ok
 }

@@ -100,7 +100,7 @@ func raftTLS(files certs.Files, clusterName string) (in *tls.Config, out raftDia
 // whose Raft address relays to n3 is answered by n3's certificate, which
 // names n3, and is refused. A relay to n1 itself passes while n1 lives,
 // which is why the leader runs the check again right before it acts on a
-// member (gossip.proveAgain); the dial and handshake take at most
+// member (membership.Gossip.ProveAgain); the dial and handshake take at most
 // proofTimeout.
 func TLSProof(files certs.Files, clusterName string) (func(Member) error, error) {
 	_, out, err := raftTLS(files, clusterName)

@@ -257,7 +257,7 @@ func (n *Node) drainWarnings(worker string) []string {
 	for _, g := range sortedUnique(groups) {
 		others := 0
 		for _, m := range members {
-			if m.Meta.ID != worker && m.serves(g) && !m.Meta.Draining && !n.machine.Drained(m.Meta.ID) &&
+			if m.Meta.ID != worker && m.Serves(g) && !m.Meta.Draining && !n.machine.Drained(m.Meta.ID) &&
 				(!n.cfg.ACLEnabled || n.admitWorker(m.Meta.ID, g)) {
 				others++
 			}

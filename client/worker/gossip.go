@@ -55,7 +55,7 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 		keyring: kr,
 	}
 	mc := memberlist.DefaultLANConfig()
-	// As the servers (cluster/gossip.go): compressing every gossip packet
+	// As the servers (cluster/internal/membership/gossip.go): compressing every gossip packet
 	// cost more CPU than all the rest of gossip.
 	mc.EnableCompression = false
 	// As the servers: a member back at a new address under its name (a

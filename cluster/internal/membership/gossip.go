@@ -1,9 +1,10 @@
-package cluster
+package membership
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"sort"
 	"strconv"
@@ -34,17 +35,26 @@ type Member struct {
 	proof error
 }
 
+// Proof is the kept verdict of the admission check on m's latest
+// announcement: nil when m proved that it belongs to this cluster, an
+// error while it has not (or has not been checked yet). It serves display
+// and filtering only: a step that changes the Raft configuration on m's
+// word proves m again (ProveAgain).
+func (m Member) Proof() error { return m.proof }
+
 // errUnchecked: the admission check has not run yet on a member's latest
 // announcement.
 var errUnchecked = errors.New("not checked yet")
 
-// gossip runs memberlist for a server: it announces the server's addresses,
-// joins the configured peers (retrying until one answers), bootstraps Raft
-// once BootstrapExpect servers of its cluster are seen, and, on the leader,
-// admits servers that join as non-voters, promotes them and removes dead
-// servers (autopilot.go).
-type gossip struct {
-	gossipConfig
+// Gossip runs memberlist for a server: it announces the server's
+// addresses, joins the configured peers (retrying until one answers),
+// bootstraps Raft once BootstrapExpect servers of its cluster are seen,
+// and, on the leader, admits servers that join as non-voters, promotes
+// them and removes dead servers (autopilot.go).
+type Gossip struct {
+	cfg    Config
+	log    hclog.Logger
+	raft   Raft
 	list   *memberlist.Memberlist
 	events chan struct{}
 	stop   chan struct{}
@@ -65,9 +75,6 @@ type gossip struct {
 	// gen numbers the announcements recorded (memberEntry.gen).
 	gen uint64
 
-	// gate counts the inbound stream connections.
-	gate *connGate
-
 	// pilot is the leader's memory for admission, promotion and cleanup;
 	// only the maintain goroutine touches it.
 	pilot pilot
@@ -76,48 +83,71 @@ type gossip struct {
 	sharedIDs string
 }
 
-// gossipConfig is what gossip needs from its node, and nothing more.
-type gossipConfig struct {
-	addr string   // host:port to bind and advertise
-	join []string // peers to join
-	self MemberMeta
-	log  hclog.Logger
-	raft raftMembership
-	// leading reports whether this node is the established leader: only
+// Config is what Gossip needs from its node, and nothing more.
+type Config struct {
+	Addr string   // host:port to bind and advertise
+	Join []string // peers to join
+	Self MemberMeta
+	Log  hclog.Logger
+	Raft Raft
+	// Leading reports whether this node is the established leader: only
 	// then does gossip change the Raft configuration.
-	leading func() bool
-	// changed is signalled, without blocking, on every membership change;
-	// observed is called on it and on every verdict of proveMembers (the
+	Leading func() bool
+	// Changed is signalled, without blocking, on every membership change;
+	// Observed is called on it and on every verdict of proveMembers (the
 	// HTTP addresses that Status names follow both).
-	changed  chan<- struct{}
-	observed func()
-	// keyring encrypts gossip; nil runs gossip in plain text. It is saved
-	// in dataDir on every change (keyring.go).
-	keyring *memberlist.Keyring
-	dataDir string
-	// prove is the admission check of a member that announces itself as
-	// a server (Config.ProveServer): nil when it belongs to this cluster.
-	prove func(Member) error
-	// answersAt checks that server id answers at Raft address addr now,
+	Changed  chan<- struct{}
+	Observed func()
+	// Keyring encrypts gossip; nil runs gossip in plain text. It is saved
+	// in DataDir on every change (keyring.go).
+	Keyring *memberlist.Keyring
+	DataDir string
+	// Prove is the admission check of a member that announces itself as
+	// a server (the node's Config.ProveServer): nil when it belongs to
+	// this cluster.
+	Prove func(Member) error
+	// AnswersAt checks that server id answers at Raft address addr now,
 	// with a certificate that names id; nil without TLS, where nothing
 	// can prove an id.
-	answersAt func(id, addr string) error
-	// contact is this node's last answered Raft message to a server at
-	// an address (contacts.get): the leader's proof that a server lives.
-	contact func(raft.ServerID, raft.ServerAddress) (contact, bool)
-	// rules says when to promote, move and remove servers.
-	rules pilotRules
-	// limits caps the inbound stream connections (GossipMaxConns…);
-	// trusted tells the addresses of the cluster's servers.
-	limits  ConnLimits
-	trusted func(ip string) bool
-	// logSuppressed, if not nil, is called for every memberlist log line
-	// left out (memberlistLogger).
-	logSuppressed func()
+	AnswersAt func(id, addr string) error
+	// Contact is this node's last answered Raft message to a server at
+	// an address: the leader's proof that a server lives.
+	Contact func(raft.ServerID, raft.ServerAddress) (Contact, bool)
+	// Rules says when to promote, move and remove servers.
+	Rules Rules
+	// MovesVoters moves a voter to the address gossip announces as a
+	// voter, instead of demoting it first: only the negative control of
+	// the fault suite (tenure_unsafe_identity) sets it (docs/adr/0026).
+	MovesVoters bool
+	// Transport makes memberlist's transport bound to host:port (port 0:
+	// any), for the memberlist configuration mc; the node's caps the
+	// inbound stream connections.
+	Transport func(host string, port int, mc *memberlist.Config) (Transport, error)
+	// MemberlistLog is the logger memberlist writes to (the node's limits
+	// the lines of each kind).
+	MemberlistLog *log.Logger
+	// Now is the clock of the leader's decisions and of the member table
+	// (when a member changed status); nil: time.Now. memberlist keeps its
+	// own time.
+	Now func() time.Time
 }
 
-// raftMembership is the part of *raft.Raft that gossip drives.
-type raftMembership interface {
+// Transport is memberlist's transport, as Config.Transport makes it.
+type Transport interface {
+	memberlist.NodeAwareTransport
+	// GetAutoBindPort is the port bound when the configured one is 0.
+	GetAutoBindPort() int
+}
+
+// Contact is the last answered Raft message of the leader to a server at
+// an address: when, and the last log index the server reported then.
+type Contact struct {
+	At      time.Time
+	LastLog uint64
+}
+
+// Raft is the part of *raft.Raft that gossip drives.
+type Raft interface {
 	BootstrapCluster(raft.Configuration) raft.Future
 	LastIndex() uint64
 	CommitIndex() uint64
@@ -141,8 +171,10 @@ type memberEntry struct {
 // deadMemberTTL is how long a dead or departed member stays listed.
 const deadMemberTTL = 10 * time.Minute
 
-func newGossip(cfg gossipConfig) (*gossip, error) {
-	host, portStr, err := net.SplitHostPort(cfg.addr)
+// New starts gossip on cfg.Addr and the goroutines that join the peers
+// and keep the membership (they end at Shutdown).
+func New(cfg Config) (*Gossip, error) {
+	host, portStr, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("gossip-addr: %w", err)
 	}
@@ -150,14 +182,16 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gossip-addr: port %q: %w", portStr, err)
 	}
-	g := &gossip{
-		gossipConfig: cfg,
-		events:       make(chan struct{}, 1),
-		stop:         make(chan struct{}),
-		members:      make(map[string]*memberEntry),
-		removed:      make(map[string]time.Time),
-		meta:         cfg.self,
-		pilot:        newPilot(),
+	g := &Gossip{
+		cfg:     cfg,
+		log:     cfg.Log,
+		raft:    cfg.Raft,
+		events:  make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		members: make(map[string]*memberEntry),
+		removed: make(map[string]time.Time),
+		meta:    cfg.Self,
+		pilot:   newPilot(),
 	}
 	mc := memberlist.DefaultLANConfig()
 	// No LZW of every gossip packet: it was most of gossip's CPU (a
@@ -174,45 +208,42 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 	// leader's own rules (autopilot.go: proof, and silence at the old
 	// address).
 	mc.DeadNodeReclaimTime = 5 * time.Second
-	if cfg.keyring != nil {
-		mc.Keyring = cfg.keyring
+	if cfg.Keyring != nil {
+		mc.Keyring = cfg.Keyring
 		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
-		g.meta.Keys = keyFingerprints(cfg.keyring)
+		g.meta.Keys = keyFingerprints(cfg.Keyring)
 	}
-	mc.Name = cfg.self.ID
+	mc.Name = cfg.Self.ID
 	mc.BindAddr, mc.BindPort = host, port
 	mc.AdvertiseAddr, mc.AdvertisePort = host, port
 	mc.Delegate = g
 	mc.Events = g
 	// Within a limit per kind of line: a stranger's packets cannot flood
 	// the log.
-	mc.Logger = memberlistLogger(g.log, cfg.logSuppressed)
-	if cfg.limits == (ConnLimits{}) {
-		cfg.limits = DefaultConnLimits()
-	}
-	tr, err := newGatedTransport(host, port, cfg.limits, cfg.trusted, mc)
+	mc.Logger = cfg.MemberlistLog
+	tr, err := cfg.Transport(host, port, mc)
 	if err != nil {
 		return nil, err
 	}
 	if port == 0 {
 		mc.BindPort, mc.AdvertisePort = tr.GetAutoBindPort(), tr.GetAutoBindPort()
 	}
-	mc.Transport, g.gate = tr, tr.gate
+	mc.Transport = tr
 	g.list, err = memberlist.Create(mc)
 	if err != nil {
 		tr.Shutdown()
-		return nil, fmt.Errorf("start gossip on %s: %w", cfg.addr, err)
+		return nil, fmt.Errorf("start gossip on %s: %w", cfg.Addr, err)
 	}
 	g.wg.Add(2)
-	go g.joinLoop(cfg.join)
+	go g.joinLoop(cfg.Join)
 	go g.maintain()
 	return g, nil
 }
 
-// shutdown leaves the gossip pool, so that the others mark this member
+// Shutdown leaves the gossip pool, so that the others mark this member
 // left at once (a recreated server at a new address may take its name
-// over), and stops.
-func (g *gossip) shutdown() {
+// over), and stops; its goroutines have ended when it returns.
+func (g *Gossip) Shutdown() {
 	close(g.stop)
 	g.wg.Wait()
 	if err := g.list.Leave(time.Second); err != nil {
@@ -226,7 +257,7 @@ func (g *gossip) shutdown() {
 // joins again whenever no other server is alive in its view, so that a
 // node cut off long enough for its peers to be declared dead (or whose
 // peers all restarted) finds them again. It ends at shutdown.
-func (g *gossip) joinLoop(peers []string) {
+func (g *Gossip) joinLoop(peers []string) {
 	defer g.wg.Done()
 	if len(peers) == 0 {
 		return
@@ -256,9 +287,9 @@ func (g *gossip) joinLoop(peers []string) {
 
 // seesOtherServers reports whether another server of this cluster is alive
 // in this node's gossip view.
-func (g *gossip) seesOtherServers() bool {
+func (g *Gossip) seesOtherServers() bool {
 	for _, m := range g.Members() {
-		if m.Meta.Role == "server" && m.Meta.ID != g.self.ID && m.Status == "alive" && m.proof == nil {
+		if m.Meta.Role == "server" && m.Meta.ID != g.cfg.Self.ID && m.Status == "alive" && m.proof == nil {
 			return true
 		}
 	}
@@ -268,7 +299,7 @@ func (g *gossip) seesOtherServers() bool {
 // maintain bootstraps when enough servers are seen and, while this node
 // leads, reconciles the Raft configuration with gossip (autopilot.go). It
 // runs on every membership event and every second.
-func (g *gossip) maintain() {
+func (g *Gossip) maintain() {
 	defer g.wg.Done()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -283,23 +314,23 @@ func (g *gossip) maintain() {
 		g.warnSharedIDs()
 		g.maybeBootstrap()
 		g.markMember()
-		if g.leading() {
+		if g.cfg.Leading() {
 			g.reconcile()
 		}
 	}
 }
 
-func (g *gossip) maybeBootstrap() {
+func (g *Gossip) maybeBootstrap() {
 	g.mu.Lock()
 	meta := g.meta
 	g.mu.Unlock()
-	expect := g.self.BootstrapExpect
+	expect := g.cfg.Self.BootstrapExpect
 	if expect == 0 || meta.Bootstrapped {
 		return
 	}
 	var servers []raft.Server
 	members := g.Members()
-	shared := announcedTwice(members)
+	shared := AnnouncedTwice(members)
 	for _, m := range members {
 		if m.Meta.Role != "server" || m.Status != "alive" {
 			continue
@@ -347,7 +378,7 @@ func (g *gossip) maybeBootstrap() {
 
 // markMember announces, once this server has Raft state (it bootstrapped,
 // or a leader added it and replicated to it), that it is no longer new.
-func (g *gossip) markMember() {
+func (g *Gossip) markMember() {
 	g.mu.Lock()
 	done := g.meta.Bootstrapped
 	g.mu.Unlock()
@@ -365,12 +396,12 @@ func (g *gossip) markMember() {
 // Members lists the gossip members with their decoded metadata, sorted by
 // name: the live ones, and the dead or departed ones of the last
 // deadMemberTTL.
-func (g *gossip) Members() []Member {
+func (g *Gossip) Members() []Member {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	out := make([]Member, 0, len(g.members))
 	for name, e := range g.members {
-		if e.member.Status != "alive" && time.Since(e.since) > deadMemberTTL {
+		if e.member.Status != "alive" && g.now().Sub(e.since) > deadMemberTTL {
 			delete(g.members, name)
 			continue
 		}
@@ -384,7 +415,7 @@ func (g *gossip) Members() []Member {
 // event delegate with its node lock held, so node's fields are stable here.
 // The status comes from the event: memberlist does not update the State of
 // the Node it hands out.
-func (g *gossip) record(node *memberlist.Node, status string) {
+func (g *Gossip) record(node *memberlist.Node, status string) {
 	m := Member{Name: node.Name, Addr: node.Address(), Status: status, proof: errUnchecked}
 	if err := json.Unmarshal(node.Meta, &m.Meta); err != nil {
 		m.Meta = MemberMeta{Role: "unknown", ID: node.Name}
@@ -399,7 +430,7 @@ func (g *gossip) record(node *memberlist.Node, status string) {
 		m.proof = nil
 	}
 	if e == nil || e.member.Status != m.Status {
-		e = &memberEntry{since: time.Now()}
+		e = &memberEntry{since: g.now()}
 		g.members[node.Name] = e
 	}
 	e.member = m
@@ -413,7 +444,7 @@ func (g *gossip) record(node *memberlist.Node, status string) {
 // it has not judged yet, outside the lock, so that a check may take time
 // (a certificate check may dial the member); readers see the verdicts in
 // Member.proof. It runs on the maintain goroutine before each round.
-func (g *gossip) proveMembers() {
+func (g *Gossip) proveMembers() {
 	type todo struct {
 		name string
 		gen  uint64
@@ -428,19 +459,19 @@ func (g *gossip) proveMembers() {
 	}
 	g.mu.Unlock()
 	for _, t := range list {
-		err := g.prove(t.m)
+		err := g.cfg.Prove(t.m)
 		g.mu.Lock()
 		if e := g.members[t.name]; e != nil && e.gen == t.gen {
 			e.member.proof, e.proofGen = err, t.gen
 		}
 		g.mu.Unlock()
 	}
-	if len(list) > 0 && g.observed != nil {
-		g.observed()
+	if len(list) > 0 && g.cfg.Observed != nil {
+		g.cfg.Observed()
 	}
 }
 
-// proveAgain runs the admission check on m now, on the caller's
+// ProveAgain runs the admission check on m now, on the caller's
 // goroutine, for a step that changes the Raft configuration on m's word:
 // admitting it, moving or demoting a voter for it, readmitting it,
 // promoting it. The verdict that proveMembers keeps (Member.proof) says
@@ -449,8 +480,8 @@ func (g *gossip) proveMembers() {
 // acts on it, and it serves display and filtering only. A refusal
 // replaces the kept verdict, and proveMembers checks m anew next round.
 // It takes at most the check's own timeout (TLSProof: proofTimeout).
-func (g *gossip) proveAgain(m Member) error {
-	err := g.prove(m)
+func (g *Gossip) ProveAgain(m Member) error {
+	err := g.cfg.Prove(m)
 	if err == nil {
 		return nil
 	}
@@ -461,8 +492,8 @@ func (g *gossip) proveAgain(m Member) error {
 		e.member.proof, e.proofGen = err, 0
 	}
 	g.mu.Unlock()
-	if same && g.observed != nil {
-		g.observed()
+	if same && g.cfg.Observed != nil {
+		g.cfg.Observed()
 	}
 	return err
 }
@@ -472,9 +503,9 @@ func (g *gossip) proveAgain(m Member) error {
 // forged (or a server runs twice), and none of them is trusted for
 // anything that needs an address (autopilot.go, ReadmitServer). Server
 // addresses never come from gossip anyway (leader_addr.go).
-func (g *gossip) warnSharedIDs() {
+func (g *Gossip) warnSharedIDs() {
 	var shared []string
-	for id, k := range announcedTwice(g.Members()) {
+	for id, k := range AnnouncedTwice(g.Members()) {
 		if k > 1 {
 			shared = append(shared, fmt.Sprintf("%s (%d members)", id, k))
 		}
@@ -492,11 +523,11 @@ func (g *gossip) warnSharedIDs() {
 	}
 }
 
-// httpAddrOf is the HTTP address of server id, as the first alive member
+// HTTPAddrOf is the HTTP address of server id, as the first alive member
 // that proves it belongs to this cluster announces it. Only the negative
 // control of the fault suite (tenure_unsafe_identity) forwards there: any
 // member that passes the proof can claim any id (docs/adr/0026).
-func (g *gossip) httpAddrOf(id string) string {
+func (g *Gossip) HTTPAddrOf(id string) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, e := range g.members {
@@ -508,7 +539,7 @@ func (g *gossip) httpAddrOf(id string) string {
 }
 
 // NodeMeta implements memberlist.Delegate.
-func (g *gossip) NodeMeta(limit int) []byte {
+func (g *Gossip) NodeMeta(limit int) []byte {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b, err := json.Marshal(g.meta)
@@ -520,46 +551,43 @@ func (g *gossip) NodeMeta(limit int) []byte {
 }
 
 // The rest of memberlist.Delegate: servers gossip nothing but metadata.
-func (g *gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (g *gossip) LocalState(join bool) []byte                { return nil }
-func (g *gossip) MergeRemoteState(buf []byte, join bool)     {}
+func (g *Gossip) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (g *Gossip) LocalState(join bool) []byte                { return nil }
+func (g *Gossip) MergeRemoteState(buf []byte, join bool)     {}
 
 // memberlist.EventDelegate: keep the table, and wake maintain.
-func (g *gossip) NotifyJoin(n *memberlist.Node)   { g.record(n, "alive") }
-func (g *gossip) NotifyLeave(n *memberlist.Node)  { g.record(n, "dead") }
-func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.record(n, "alive") }
+func (g *Gossip) NotifyJoin(n *memberlist.Node)   { g.record(n, "alive") }
+func (g *Gossip) NotifyLeave(n *memberlist.Node)  { g.record(n, "dead") }
+func (g *Gossip) NotifyUpdate(n *memberlist.Node) { g.record(n, "alive") }
 
-func (g *gossip) kick() {
+func (g *Gossip) kick() {
 	select {
 	case g.events <- struct{}{}:
 	default:
 	}
 	select {
-	case g.changed <- struct{}{}:
+	case g.cfg.Changed <- struct{}{}:
 	default:
 	}
-	if g.observed != nil {
-		g.observed()
+	if g.cfg.Observed != nil {
+		g.cfg.Observed()
 	}
 }
 
-// liveWorkers are the members that are workers and alive (suspect ones
-// count as alive until gossip decides).
-func liveWorkers(members []Member) []Member {
-	var out []Member
-	for _, m := range members {
-		if m.Meta.Role == "worker" && ValidWorkerID(m.Meta.ID) && m.Status == "alive" {
-			out = append(out, m)
+// now is the time by Config.Now (time.Now when nil).
+func (g *Gossip) now() time.Time {
+	if g.cfg.Now == nil {
+		return time.Now()
+	}
+	return g.cfg.Now()
+}
+
+// Serves reports whether the member (a worker) announces group g.
+func (m Member) Serves(g string) bool {
+	for _, name := range m.Meta.Groups {
+		if name == g {
+			return true
 		}
 	}
-	return out
-}
-
-// Members lists the gossip members (servers and workers); nil without
-// gossip.
-func (n *Node) Members() []Member {
-	if n.gossip == nil {
-		return nil
-	}
-	return n.gossip.Members()
+	return false
 }

@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"errors"
@@ -39,7 +39,7 @@ import (
 //     (its address is the configuration's, not gossip's);
 //  6. acts on no kept verdict of the admission check: it proves a member
 //     again, at once, right before it admits it, moves or demotes a voter
-//     for it, or promotes it (proveAgain), since a Raft address that
+//     for it, or promotes it (ProveAgain), since a Raft address that
 //     relays to a live server proves only while that server lives.
 //
 // The leader's view of a server's health is its own transport's (contacts),
@@ -62,37 +62,29 @@ func ClusterNameProof(name string) func(Member) error {
 	}
 }
 
-// pilotRules are the sizes and durations of the leader's decisions.
-type pilotRules struct {
-	// voters is the configured size (Config.Voters); 0: unknown.
-	voters int
-	// stabilization is Config.ServerStabilization; deadAfter is
+// Rules are the sizes and durations of the leader's decisions, from the
+// node's configuration.
+type Rules struct {
+	// Voters is the configured size (Config.Voters); 0: unknown.
+	Voters int
+	// Stabilization is Config.ServerStabilization; DeadAfter is
 	// Config.DeadServerCleanup (0: never remove).
-	stabilization, deadAfter time.Duration
-	// addressGrace is Config.addressGrace.
-	addressGrace time.Duration
-	// recent: a contact at most this old counts as the server being in
+	Stabilization, DeadAfter time.Duration
+	// AddressGrace is how long a known server must be out of touch at its
+	// configured address before it moves to the one gossip announces.
+	AddressGrace time.Duration
+	// Recent: a contact at most this old counts as the server being in
 	// touch now (a few heartbeat intervals).
-	recent time.Duration
-	// catchUpLag is Config.MaxCatchUpLag.
-	catchUpLag uint64
+	Recent time.Duration
+	// CatchUpLag is Config.MaxCatchUpLag.
+	CatchUpLag uint64
 }
 
-func rulesOf(cfg Config) pilotRules {
-	return pilotRules{
-		voters:        cfg.Voters(),
-		stabilization: cfg.ServerStabilization,
-		deadAfter:     cfg.DeadServerCleanup,
-		addressGrace:  cfg.addressGrace(),
-		recent:        2 * cfg.HeartbeatTimeout,
-		catchUpLag:    cfg.MaxCatchUpLag,
-	}
-}
-
-// caughtUp reports whether the leader heard from a server within recent,
-// and the log the server reported then was within lag entries of commit.
-func (r pilotRules) caughtUp(ct contact, ok bool, now time.Time, commit uint64) bool {
-	return ok && now.Sub(ct.At) <= r.recent && ct.LastLog+r.catchUpLag >= commit
+// CaughtUp reports whether the leader heard from a server within Recent,
+// and the log the server reported then was within CatchUpLag entries of
+// commit.
+func (r Rules) CaughtUp(ct Contact, ok bool, now time.Time, commit uint64) bool {
+	return ok && now.Sub(ct.At) <= r.Recent && ct.LastLog+r.CatchUpLag >= commit
 }
 
 // removableDeadVoters is how many dead voters the leader may remove from a
@@ -147,7 +139,7 @@ func newPilot() pilot {
 
 // logOnce logs msg about the member named name (or "raft:" and a server
 // id), unless it is what was last logged about it.
-func (g *gossip) logOnce(name, msg string, err error) {
+func (g *Gossip) logOnce(name, msg string, err error) {
 	line := msg + ": " + err.Error()
 	if g.pilot.logged[name] == line {
 		return
@@ -159,8 +151,8 @@ func (g *gossip) logOnce(name, msg string, err error) {
 // reconcile brings the Raft configuration in line with gossip, on the
 // established leader: admit, clean up, promote. Each step reads the
 // configuration afresh; a change that fails is tried again next time.
-func (g *gossip) reconcile() {
-	now := time.Now()
+func (g *Gossip) reconcile() {
+	now := g.now()
 	if term := g.raft.CurrentTerm(); term != g.pilot.term {
 		g.pilot = newPilot()
 		g.pilot.term, g.pilot.leaderSince = term, now
@@ -178,7 +170,7 @@ func (g *gossip) reconcile() {
 	if servers, ok := g.configuration(); ok {
 		g.admit(servers, members, now)
 	}
-	if servers, ok := g.configuration(); ok && g.rules.deadAfter > 0 {
+	if servers, ok := g.configuration(); ok && g.cfg.Rules.DeadAfter > 0 {
 		g.removeDead(servers, now)
 	}
 	if servers, ok := g.configuration(); ok {
@@ -186,7 +178,7 @@ func (g *gossip) reconcile() {
 	}
 }
 
-func (g *gossip) configuration() ([]raft.Server, bool) {
+func (g *Gossip) configuration() ([]raft.Server, bool) {
 	f := g.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		g.log.Warn("reading the raft configuration failed", "error", err)
@@ -197,9 +189,9 @@ func (g *gossip) configuration() ([]raft.Server, bool) {
 
 // silentFor is how long the leader has had no answer from srv at its
 // configured address, counting from this term's leadership at most.
-func (g *gossip) silentFor(srv raft.Server, now time.Time) time.Duration {
+func (g *Gossip) silentFor(srv raft.Server, now time.Time) time.Duration {
 	last := g.pilot.leaderSince
-	if ct, ok := g.contact(srv.ID, srv.Address); ok && ct.At.After(last) {
+	if ct, ok := g.cfg.Contact(srv.ID, srv.Address); ok && ct.At.After(last) {
 		last = ct.At
 	}
 	return now.Sub(last)
@@ -211,7 +203,7 @@ func (g *gossip) silentFor(srv raft.Server, now time.Time) time.Duration {
 // state, so a server that was removed stays out, alive or not, until it
 // is started again with an empty data dir; and it never adds one an
 // operator removed through this node lately (its announcement may lag).
-func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
+func (g *Gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 	known := make(map[raft.ServerID]raft.Server, len(servers))
 	voters := 0
 	for _, s := range servers {
@@ -220,9 +212,9 @@ func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 			voters++
 		}
 	}
-	dup := announcedTwice(members)
+	dup := AnnouncedTwice(members)
 	for _, m := range members {
-		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || m.Meta.ID == g.self.ID {
+		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || m.Meta.ID == g.cfg.Self.ID {
 			continue
 		}
 		if dup[m.Meta.ID] > 1 {
@@ -245,7 +237,7 @@ func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 		case isKnown && srv.Address == addr:
 			continue // nothing to do
 		case isKnown:
-			if silent := g.silentFor(srv, now); silent < g.rules.addressGrace {
+			if silent := g.silentFor(srv, now); silent < g.cfg.Rules.AddressGrace {
 				g.logOnce(m.Name, "server address not changed", fmt.Errorf(
 					"server %s announces raft address %s, but answered at %s %v ago", id, addr, srv.Address, silent.Round(time.Millisecond)))
 				continue
@@ -253,22 +245,22 @@ func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 		case m.Meta.Bootstrapped:
 			continue // has Raft state but was removed: stays out
 		}
-		demotes := isKnown && srv.Suffrage == raft.Voter && !peerIdentity.movesVoters
-		if keep := g.rules.voters/2 + 1; demotes && (g.rules.voters == 0 || voters-1 < keep) {
+		demotes := isKnown && srv.Suffrage == raft.Voter && !g.cfg.MovesVoters
+		if keep := g.cfg.Rules.Voters/2 + 1; demotes && (g.cfg.Rules.Voters == 0 || voters-1 < keep) {
 			// Demoting a silent voter takes nothing from the quorum that
 			// it gave, but the voters left must stay a majority of the
 			// configured size.
 			g.logOnce(m.Name, "server address not changed", fmt.Errorf(
 				"voter %s announces raft address %s, but demoting it would leave %d voters of a configured %d (an operator may remove it: tenure operator remove-server %s)",
-				id, addr, voters-1, g.rules.voters, id))
+				id, addr, voters-1, g.cfg.Rules.Voters, id))
 			continue
 		}
 		// A server that proves its id at its configured address now
 		// stays there, however long the leader's own Raft messages took
 		// to reach it again (a restart): a member announcing it
 		// elsewhere is at best a relay to it.
-		if isKnown && g.answersAt != nil {
-			if err := g.answersAt(string(id), string(srv.Address)); err == nil {
+		if isKnown && g.cfg.AnswersAt != nil {
+			if err := g.cfg.AnswersAt(string(id), string(srv.Address)); err == nil {
 				g.logOnce(m.Name, "server address not changed", fmt.Errorf(
 					"server %s announces raft address %s, but proves its id at %s now", id, addr, srv.Address))
 				continue
@@ -276,14 +268,14 @@ func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 		}
 		// The kept verdict may be stale (a relay to a voter that has
 		// since gone down): prove the member again before acting on it.
-		if err := g.proveAgain(m); err != nil {
+		if err := g.ProveAgain(m); err != nil {
 			g.logOnce(m.Name, "server not admitted to raft", err)
 			continue
 		}
 		var err error
 		demoted := false
 		switch {
-		case isKnown && srv.Suffrage == raft.Voter && peerIdentity.movesVoters:
+		case isKnown && srv.Suffrage == raft.Voter && g.cfg.MovesVoters:
 			err = g.raft.AddVoter(id, addr, 0, 10*time.Second).Error() // moves it, as a voter
 		case demotes:
 			// Raft's AddNonvoter on a voter would move it and keep it a
@@ -312,7 +304,7 @@ func (g *gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 // (every member announcing that id; one that gossip has forgotten counts
 // from this term's leadership) and silent to this leader. 0 while either
 // says it lives.
-func (g *gossip) deadFor(srv raft.Server, now time.Time) time.Duration {
+func (g *Gossip) deadFor(srv raft.Server, now time.Time) time.Duration {
 	alive, since := g.serverStatus(string(srv.ID))
 	if alive {
 		return 0
@@ -330,7 +322,7 @@ func (g *gossip) deadFor(srv raft.Server, now time.Time) time.Duration {
 // serverStatus reports whether a member announcing server id is alive on
 // gossip and, if none is, since when the last of them has been dead (the
 // zero time when gossip lists none).
-func (g *gossip) serverStatus(id string) (alive bool, deadSince time.Time) {
+func (g *Gossip) serverStatus(id string) (alive bool, deadSince time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, e := range g.members {
@@ -350,39 +342,39 @@ func (g *gossip) serverStatus(id string) (alive bool, deadSince time.Time) {
 // removeDead removes the servers that have been dead for deadAfter: every
 // such non-voter, and as many such voters as removableDeadVoters allows,
 // in id order.
-func (g *gossip) removeDead(servers []raft.Server, now time.Time) {
+func (g *Gossip) removeDead(servers []raft.Server, now time.Time) {
 	voters, failed := 0, 0
 	var deadVoters []raft.Server
 	for _, s := range servers {
 		if s.Suffrage == raft.Voter {
 			voters++
 		}
-		if s.ID == raft.ServerID(g.self.ID) {
+		if s.ID == raft.ServerID(g.cfg.Self.ID) {
 			continue
 		}
 		dead := g.deadFor(s, now)
 		switch {
-		case dead >= g.rules.deadAfter && s.Suffrage != raft.Voter:
+		case dead >= g.cfg.Rules.DeadAfter && s.Suffrage != raft.Voter:
 			g.remove(s, dead, "dead non-voter")
 		case s.Suffrage != raft.Voter:
-		case dead >= g.rules.deadAfter:
+		case dead >= g.cfg.Rules.DeadAfter:
 			deadVoters = append(deadVoters, s)
 			failed++
-		case dead > 0 || g.silentFor(s, now) >= g.rules.addressGrace:
+		case dead > 0 || g.silentFor(s, now) >= g.cfg.Rules.AddressGrace:
 			failed++ // out of touch, not yet for long enough
 		}
 	}
-	n := removableDeadVoters(voters, failed, g.rules.voters)
+	n := removableDeadVoters(voters, failed, g.cfg.Rules.Voters)
 	if n < len(deadVoters) {
 		g.logOnce("raft:"+string(deadVoters[n].ID), "dead voter kept", fmt.Errorf(
-			"%d of %d voters are failed and the configured size is %d: removing more would leave too few", failed, voters, g.rules.voters))
+			"%d of %d voters are failed and the configured size is %d: removing more would leave too few", failed, voters, g.cfg.Rules.Voters))
 	}
 	for _, s := range deadVoters[:min(n, len(deadVoters))] {
 		g.remove(s, g.deadFor(s, now), "dead voter")
 	}
 }
 
-func (g *gossip) remove(s raft.Server, dead time.Duration, what string) {
+func (g *Gossip) remove(s raft.Server, dead time.Duration, what string) {
 	if err := g.raft.RemoveServer(s.ID, 0, 10*time.Second).Error(); err != nil {
 		g.log.Warn("removing "+what+" failed", "server_id", s.ID, "error", err)
 		return
@@ -395,7 +387,7 @@ func (g *gossip) remove(s raft.Server, dead time.Duration, what string) {
 // must be announced alive on gossip by a proven member at its configured
 // address, not have asked to stay a non-voter (-non-voter), and have been
 // healthy (caughtUp) for stabilization.
-func (g *gossip) promote(servers []raft.Server, members []Member, now time.Time) {
+func (g *Gossip) promote(servers []raft.Server, members []Member, now time.Time) {
 	commit := g.raft.CommitIndex()
 	voters := 0
 	inConfig := map[raft.ServerID]bool{}
@@ -406,8 +398,8 @@ func (g *gossip) promote(servers []raft.Server, members []Member, now time.Time)
 			voters++
 			continue
 		}
-		ct, ok := g.contact(s.ID, s.Address)
-		if !g.rules.caughtUp(ct, ok, now, commit) {
+		ct, ok := g.cfg.Contact(s.ID, s.Address)
+		if !g.cfg.Rules.CaughtUp(ct, ok, now, commit) {
 			delete(g.pilot.healthySince, s.ID)
 			continue
 		}
@@ -429,17 +421,17 @@ func (g *gossip) promote(servers []raft.Server, members []Member, now time.Time)
 		return candidates[i].ID < candidates[j].ID
 	})
 	for _, s := range candidates {
-		if voters >= g.rules.voters {
+		if voters >= g.cfg.Rules.Voters {
 			return
 		}
-		if now.Sub(g.pilot.healthySince[s.ID]) < g.rules.stabilization {
+		if now.Sub(g.pilot.healthySince[s.ID]) < g.cfg.Rules.Stabilization {
 			continue
 		}
 		m, ok := announcer(members, s)
 		if !ok {
 			continue
 		}
-		if err := g.proveAgain(m); err != nil {
+		if err := g.ProveAgain(m); err != nil {
 			g.logOnce(m.Name, "server not promoted", err)
 			continue
 		}
@@ -448,7 +440,7 @@ func (g *gossip) promote(servers []raft.Server, members []Member, now time.Time)
 			continue
 		}
 		voters++
-		g.log.Info("server promoted", "server_id", s.ID, "raft_addr", s.Address, "voters", voters, "configured_voters", g.rules.voters)
+		g.log.Info("server promoted", "server_id", s.ID, "raft_addr", s.Address, "voters", voters, "configured_voters", g.cfg.Rules.Voters)
 	}
 }
 
@@ -457,7 +449,7 @@ func (g *gossip) promote(servers []raft.Server, members []Member, now time.Time)
 // Members that announce s's id at another address (a forged one, a relay)
 // do not stand in the way: the address is the configuration's, not
 // gossip's, the leader has heard s there (caughtUp), and it proves the
-// member again before promoting it (proveAgain).
+// member again before promoting it (ProveAgain).
 func announcer(members []Member, s raft.Server) (Member, bool) {
 	var found Member
 	ok := false
@@ -475,10 +467,10 @@ func announcer(members []Member, s raft.Server) (Member, bool) {
 	return found, ok
 }
 
-// announcedTwice counts the alive members that announce each server id;
+// AnnouncedTwice counts the alive members that announce each server id;
 // an id with a count above one is trusted for nothing that needs an
 // address (a forged member announcing a real server's id, proven or not).
-func announcedTwice(members []Member) map[string]int {
+func AnnouncedTwice(members []Member) map[string]int {
 	n := map[string]int{}
 	for _, m := range members {
 		if m.Meta.Role == "server" && m.Status == "alive" {

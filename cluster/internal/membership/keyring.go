@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"bytes"
@@ -67,15 +67,28 @@ func ParseGossipKey(s string) ([]byte, error) {
 	return key, nil
 }
 
+// ErrPlaintext: gossip runs without encryption, so there is no keyring.
+var ErrPlaintext = errors.New("gossip runs without encryption")
+
+// FieldError: a keyring change breaks a rule of the field Field.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %v", e.Field, e.Err) }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
 // keyringFile is the keyring on disk: every key, base64, primary first.
 type keyringFile struct {
 	Keys []string `json:"keys"`
 }
 
-// loadKeyring returns the keyring of dataDir, seeding it with seed when the
+// LoadKeyring returns the keyring of dataDir, seeding it with seed when the
 // data dir has none. It returns nil, nil when there is neither: gossip then
 // runs without encryption.
-func loadKeyring(dataDir string, seed []byte) (*memberlist.Keyring, error) {
+func LoadKeyring(dataDir string, seed []byte) (*memberlist.Keyring, error) {
 	path := filepath.Join(dataDir, keyringFileName)
 	b, err := os.ReadFile(path)
 	switch {
@@ -170,7 +183,7 @@ func keyFingerprints(kr *memberlist.Keyring) []string {
 func applyKeyringOp(kr *memberlist.Keyring, op KeyringMessage) error {
 	key, err := ParseGossipKey(op.Key)
 	if err != nil {
-		return invalid("gossip_key", "%v", err)
+		return &FieldError{Field: "gossip_key", Err: err}
 	}
 	switch op.Op {
 	case KeyringInstall:
@@ -181,43 +194,42 @@ func applyKeyringOp(kr *memberlist.Keyring, op KeyringMessage) error {
 				return kr.UseKey(key)
 			}
 		}
-		return invalid("gossip_key", "key %s is not installed here: install it first", wire.KeyFingerprint(key))
+		return &FieldError{Field: "gossip_key", Err: fmt.Errorf("key %s is not installed here: install it first", wire.KeyFingerprint(key))}
 	case KeyringRemove:
 		if bytes.Equal(kr.GetPrimaryKey(), key) {
-			return invalid("gossip_key", "key %s is the primary key: use another key first", wire.KeyFingerprint(key))
+			return &FieldError{Field: "gossip_key", Err: fmt.Errorf("key %s is the primary key: use another key first", wire.KeyFingerprint(key))}
 		}
 		return kr.RemoveKey(key)
 	}
-	return invalid("op", "%q is not install, use or remove", op.Op)
+	return &FieldError{Field: "op", Err: fmt.Errorf("%q is not install, use or remove", op.Op)}
 }
 
 // ChangeKeyring applies op to this server's keyring, saves it and
-// announces the new fingerprints. It changes nothing else: the API sends
-// the change to the other servers itself, over its own authenticated path
-// (TLS and ACLs), and to the workers with SendKeyringToWorkers. Servers
-// never take keyring changes from gossip, where any member (a worker
-// holding the key) could send one.
-func (n *Node) ChangeKeyring(op KeyringMessage) error {
-	if n.gossip == nil || n.gossip.keyring == nil {
-		return ErrGossipPlaintext
+// announces the new fingerprints (applyKeyring), and logs the change.
+// ErrPlaintext: gossip runs without encryption. A *FieldError: op is not
+// a valid change of this keyring.
+func (g *Gossip) ChangeKeyring(op KeyringMessage) error {
+	if g.cfg.Keyring == nil {
+		return ErrPlaintext
 	}
-	if err := n.gossip.applyKeyring(op); err != nil {
+	if err := g.applyKeyring(op); err != nil {
 		return err
 	}
-	n.gossip.log.Info("gossip_keyring_changed", "op", op.Op, "fingerprint", keyFingerprintOf(op.Key))
+	g.log.Info("gossip_keyring_changed", "op", op.Op, "fingerprint", keyFingerprintOf(op.Key))
 	return nil
 }
 
-// SendKeyringToWorkers sends op over gossip to every worker alive in this
+// SendToWorkers sends op over gossip to every worker alive in this
 // server's view and returns the names of those it could not reach.
-func (n *Node) SendKeyringToWorkers(ctx context.Context, op KeyringMessage) ([]string, error) {
-	if n.gossip == nil || n.gossip.keyring == nil {
-		return nil, ErrGossipPlaintext
+// ErrPlaintext: gossip runs without encryption.
+func (g *Gossip) SendToWorkers(ctx context.Context, op KeyringMessage) ([]string, error) {
+	if g.cfg.Keyring == nil {
+		return nil, ErrPlaintext
 	}
-	return n.gossip.sendToWorkers(ctx, op)
+	return g.sendToWorkers(ctx, op)
 }
 
-func (g *gossip) sendToWorkers(ctx context.Context, op KeyringMessage) ([]string, error) {
+func (g *Gossip) sendToWorkers(ctx context.Context, op KeyringMessage) ([]string, error) {
 	msg, err := json.Marshal(op)
 	if err != nil {
 		return nil, err
@@ -247,20 +259,21 @@ func (g *gossip) sendToWorkers(ctx context.Context, op KeyringMessage) ([]string
 	return failed, nil
 }
 
-// Keyring lists every key that a member alive in this server's view
-// announces, with how many members hold it and use it as primary, and the
-// number of those members.
-func (n *Node) Keyring() ([]KeyringView, int, error) {
-	if n.gossip == nil || n.gossip.keyring == nil {
-		return nil, 0, ErrGossipPlaintext
+// KeyringViews lists every key that a member alive in this server's
+// view announces, with how many members hold it and use it as primary,
+// and the number of those members. ErrPlaintext: gossip runs without
+// encryption.
+func (g *Gossip) KeyringViews() ([]KeyringView, int, error) {
+	if g.cfg.Keyring == nil {
+		return nil, 0, ErrPlaintext
 	}
-	views, total := n.gossip.keyringViews()
+	views, total := g.keyringViews()
 	return views, total, nil
 }
 
-func (g *gossip) keyringViews() ([]KeyringView, int) {
+func (g *Gossip) keyringViews() ([]KeyringView, int) {
 	mine := map[string]string{}
-	for _, k := range g.keyring.GetKeys() {
+	for _, k := range g.cfg.Keyring.GetKeys() {
 		mine[wire.KeyFingerprint(k)] = base64.StdEncoding.EncodeToString(k)
 	}
 	views := map[string]*KeyringView{}
@@ -301,24 +314,24 @@ func keyFingerprintOf(b64 string) string {
 // applyKeyring changes this server's keyring, saves it, and announces the
 // new fingerprints. The change is made to a copy and saved first, so the
 // keyring in memory never differs from the one a restart would load.
-func (g *gossip) applyKeyring(op KeyringMessage) error {
+func (g *Gossip) applyKeyring(op KeyringMessage) error {
 	g.keyringMu.Lock()
 	defer g.keyringMu.Unlock()
-	next, err := memberlist.NewKeyring(g.keyring.GetKeys(), g.keyring.GetPrimaryKey())
+	next, err := memberlist.NewKeyring(g.cfg.Keyring.GetKeys(), g.cfg.Keyring.GetPrimaryKey())
 	if err != nil {
 		return err
 	}
 	if err := applyKeyringOp(next, op); err != nil {
 		return err
 	}
-	if err := saveKeyring(g.dataDir, next); err != nil {
+	if err := saveKeyring(g.cfg.DataDir, next); err != nil {
 		return err
 	}
-	if err := applyKeyringOp(g.keyring, op); err != nil {
+	if err := applyKeyringOp(g.cfg.Keyring, op); err != nil {
 		return err // cannot happen: the copy took it
 	}
 	g.mu.Lock()
-	g.meta.Keys = keyFingerprints(g.keyring)
+	g.meta.Keys = keyFingerprints(g.cfg.Keyring)
 	g.mu.Unlock()
 	if err := g.list.UpdateNode(5 * time.Second); err != nil {
 		g.log.Warn("announcing keyring failed", "error", err)
@@ -328,4 +341,4 @@ func (g *gossip) applyKeyring(op KeyringMessage) error {
 
 // NotifyMsg implements memberlist.Delegate. Servers take nothing from
 // gossip messages: a keyring change reaches a server only through the API.
-func (g *gossip) NotifyMsg([]byte) {}
+func (g *Gossip) NotifyMsg([]byte) {}

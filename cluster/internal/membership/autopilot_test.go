@@ -1,10 +1,9 @@
-package cluster
+package membership
 
 import (
 	"encoding/json"
 	"errors"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,26 +41,6 @@ func TestRemovableDeadVoters(t *testing.T) {
 	}
 }
 
-// The configured size is -bootstrap-expect, or the servers of
-// -initial-cluster, or unknown (0).
-func TestConfiguredVoters(t *testing.T) {
-	tests := []struct {
-		name string
-		cfg  Config
-		want int
-	}{
-		{name: "bootstrap-expect 3", cfg: Config{BootstrapExpect: 3}, want: 3},
-		{name: "single dev node", cfg: Config{BootstrapExpect: 1}, want: 1},
-		{name: "initial cluster of five", cfg: Config{InitialCluster: make([]Peer, 5)}, want: 5},
-		{name: "a server that joins", cfg: Config{Join: []string{"10.0.0.1:7502"}}, want: 0},
-	}
-	for _, tt := range tests {
-		if got := tt.cfg.Voters(); got != tt.want {
-			t.Errorf("%s: Voters() = %d, want %d", tt.name, got, tt.want)
-		}
-	}
-}
-
 func TestClusterNameProof(t *testing.T) {
 	prove := ClusterNameProof("prod")
 	if err := prove(Member{Meta: MemberMeta{Role: "server", ClusterName: "prod"}}); err != nil {
@@ -74,41 +53,25 @@ func TestClusterNameProof(t *testing.T) {
 	}
 }
 
-func TestClusterNameValidation(t *testing.T) {
-	for name, ok := range map[string]bool{
-		"tenure": true, "prod-eu-1": true, "a1": true, "A1": false,
-		"": false, "-a": false, "a-": false, "a.b": false, "a_b": false, "x y": false,
-		"a23456789012345678901234567890123456789012345678901234567890123":  true,
-		"a234567890123456789012345678901234567890123456789012345678901234": false,
-	} {
-		cfg := DefaultConfig()
-		cfg.ClusterName = name
-		err := cfg.Validate()
-		if refused := err != nil && strings.Contains(err.Error(), "cluster-name"); refused == ok {
-			t.Errorf("cluster-name %q: got %v, want ok=%v", name, err, ok)
-		}
-	}
-}
-
 // A server is caught up while the leader heard from it recently and its
 // log is within the lag of the commit index.
 func TestCaughtUp(t *testing.T) {
-	r := pilotRules{recent: time.Second, catchUpLag: 10}
+	r := Rules{Recent: time.Second, CatchUpLag: 10}
 	now := time.Now()
 	tests := []struct {
 		name string
-		ct   contact
+		ct   Contact
 		ok   bool
 		want bool
 	}{
 		{name: "never answered", ok: false, want: false},
-		{name: "answered now, at the commit index", ct: contact{At: now, LastLog: 100}, ok: true, want: true},
-		{name: "answered now, within the lag", ct: contact{At: now, LastLog: 90}, ok: true, want: true},
-		{name: "answered now, behind", ct: contact{At: now, LastLog: 89}, ok: true, want: false},
-		{name: "answered long ago", ct: contact{At: now.Add(-2 * time.Second), LastLog: 100}, ok: true, want: false},
+		{name: "answered now, at the commit index", ct: Contact{At: now, LastLog: 100}, ok: true, want: true},
+		{name: "answered now, within the lag", ct: Contact{At: now, LastLog: 90}, ok: true, want: true},
+		{name: "answered now, behind", ct: Contact{At: now, LastLog: 89}, ok: true, want: false},
+		{name: "answered long ago", ct: Contact{At: now.Add(-2 * time.Second), LastLog: 100}, ok: true, want: false},
 	}
 	for _, tt := range tests {
-		if got := r.caughtUp(tt.ct, tt.ok, now, 100); got != tt.want {
+		if got := r.CaughtUp(tt.ct, tt.ok, now, 100); got != tt.want {
 			t.Errorf("%s: caughtUp = %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -119,8 +82,8 @@ func TestCaughtUp(t *testing.T) {
 // its HTTP address is not used for forwarding.
 func TestProveMembersOncePerAnnouncement(t *testing.T) {
 	calls := 0
-	g := &gossip{
-		gossipConfig: gossipConfig{prove: func(m Member) error {
+	g := &Gossip{
+		cfg: Config{Prove: func(m Member) error {
 			calls++
 			return ClusterNameProof("prod")(m)
 		}},
@@ -132,23 +95,23 @@ func TestProveMembersOncePerAnnouncement(t *testing.T) {
 	}
 	announce("n1", "prod")
 	announce("x1", "staging")
-	if got := g.httpAddrOf("n1"); got != "" {
-		t.Errorf("before the check: httpAddrOf(n1) = %q, want none", got)
+	if got := g.HTTPAddrOf("n1"); got != "" {
+		t.Errorf("before the check: HTTPAddrOf(n1) = %q, want none", got)
 	}
 	g.proveMembers()
 	g.proveMembers()
 	if calls != 2 {
 		t.Errorf("after two rounds: %d checks, want 2 (one per announcement)", calls)
 	}
-	if got := g.httpAddrOf("n1"); got != "n1:7500" {
-		t.Errorf("httpAddrOf(n1) = %q, want n1:7500", got)
+	if got := g.HTTPAddrOf("n1"); got != "n1:7500" {
+		t.Errorf("HTTPAddrOf(n1) = %q, want n1:7500", got)
 	}
-	if got := g.httpAddrOf("x1"); got != "" {
-		t.Errorf("httpAddrOf(x1) of another cluster = %q, want none", got)
+	if got := g.HTTPAddrOf("x1"); got != "" {
+		t.Errorf("HTTPAddrOf(x1) of another cluster = %q, want none", got)
 	}
 	announce("x1", "prod") // it announces again, now with this cluster's name
 	g.proveMembers()
-	if calls != 3 || g.httpAddrOf("x1") != "x1:7500" {
-		t.Errorf("after a new announcement: %d checks, httpAddrOf(x1) = %q; want 3, x1:7500", calls, g.httpAddrOf("x1"))
+	if calls != 3 || g.HTTPAddrOf("x1") != "x1:7500" {
+		t.Errorf("after a new announcement: %d checks, HTTPAddrOf(x1) = %q; want 3, x1:7500", calls, g.HTTPAddrOf("x1"))
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package membership
 
 import (
 	"crypto/rand"
@@ -52,52 +52,58 @@ func newKey(t *testing.T) []byte {
 // startGossip starts a server's gossip with the keyring of dir (seeded with
 // key when dir has none; no encryption when both are absent), joined to
 // join.
-func startGossip(t *testing.T, id, dir string, key []byte, join ...string) *gossip {
+func startGossip(t *testing.T, id, dir string, key []byte, join ...string) *Gossip {
 	t.Helper()
-	kr, err := loadKeyring(dir, key)
+	kr, err := LoadKeyring(dir, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := newGossip(gossipConfig{
-		addr:    harness.FreeAddr(t),
-		join:    join,
-		self:    MemberMeta{Role: "server", ID: id, Bootstrapped: true, ClusterName: "tenure"},
-		log:     hclog.NewNullLogger(),
-		raft:    noRaft{},
-		leading: func() bool { return false },
-		changed: make(chan struct{}, 1),
-		keyring: kr,
-		dataDir: dir,
-		prove:   ClusterNameProof("tenure"),
-		rules:   rulesOf(DefaultConfig()),
+	g, err := New(Config{
+		Addr:          harness.FreeAddr(t),
+		Join:          join,
+		Self:          MemberMeta{Role: "server", ID: id, Bootstrapped: true, ClusterName: "tenure"},
+		Log:           hclog.NewNullLogger(),
+		Raft:          noRaft{},
+		Leading:       func() bool { return false },
+		Changed:       make(chan struct{}, 1),
+		Keyring:       kr,
+		DataDir:       dir,
+		Prove:         ClusterNameProof("tenure"),
+		Transport:     netTransport,
+		MemberlistLog: hclog.NewNullLogger().StandardLogger(nil),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.shutdown)
+	t.Cleanup(g.Shutdown)
 	return g
 }
 
-func (g *gossip) addr() string {
+// netTransport is memberlist's own transport, without the node's caps.
+func netTransport(host string, port int, mc *memberlist.Config) (Transport, error) {
+	return memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger})
+}
+
+func (g *Gossip) addr() string {
 	return fmt.Sprintf("%s:%d", g.list.LocalNode().Addr, g.list.LocalNode().Port)
 }
 
 // sees reports whether g lists member id as alive with the key
 // fingerprints want, primary first (any keys when want is nil).
-func (g *gossip) sees(id string, want []string) error {
+func (g *Gossip) sees(id string, want []string) error {
 	for _, m := range g.Members() {
 		if m.Name != id {
 			continue
 		}
 		if m.Status != "alive" {
-			return fmt.Errorf("%s sees %s %s", g.self.ID, id, m.Status)
+			return fmt.Errorf("%s sees %s %s", g.cfg.Self.ID, id, m.Status)
 		}
 		if want != nil && fmt.Sprint(m.Meta.Keys) != fmt.Sprint(want) {
-			return fmt.Errorf("%s sees %s with keys %v, want %v", g.self.ID, id, m.Meta.Keys, want)
+			return fmt.Errorf("%s sees %s with keys %v, want %v", g.cfg.Self.ID, id, m.Meta.Keys, want)
 		}
 		return nil
 	}
-	return fmt.Errorf("%s does not see %s", g.self.ID, id)
+	return fmt.Errorf("%s does not see %s", g.cfg.Self.ID, id)
 }
 
 // Members with the cluster's gossip key see each other; a member with
@@ -113,7 +119,7 @@ func TestGossipEncryptionKeepsStrangersOut(t *testing.T) {
 		key  []byte
 	}{{"another key", other}, {"no key", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
-			kr, _ := loadKeyring(t.TempDir(), tc.key)
+			kr, _ := LoadKeyring(t.TempDir(), tc.key)
 			mc := memberlist.DefaultLANConfig()
 			mc.Name, mc.BindAddr, mc.BindPort = "stranger", "127.0.0.1", 0
 			mc.Logger = hclog.NewNullLogger().StandardLogger(nil)
@@ -162,9 +168,9 @@ func TestGossipKeyRotation(t *testing.T) {
 			key, step.want = oldKey, []string{newFP}
 		}
 		// Each server applies the step, as the API makes each do.
-		for _, g := range []*gossip{a, b} {
+		for _, g := range []*Gossip{a, b} {
 			if err := g.applyKeyring(KeyringMessage{Op: step.op, Key: base64.StdEncoding.EncodeToString(key)}); err != nil {
-				t.Fatalf("%s on %s: %v", step.op, g.self.ID, err)
+				t.Fatalf("%s on %s: %v", step.op, g.cfg.Self.ID, err)
 			}
 		}
 		harness.WaitFor(t, 10*time.Second, func() error {
@@ -175,7 +181,7 @@ func TestGossipKeyRotation(t *testing.T) {
 		})
 	}
 
-	saved, err := loadKeyring(dirB, oldKey) // the saved keyring wins over the seed
+	saved, err := LoadKeyring(dirB, oldKey) // the saved keyring wins over the seed
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +202,7 @@ func TestServerIgnoresKeyringMessagesOverGossip(t *testing.T) {
 		a.NotifyMsg(append([]byte{msgKeyring}, msg...))
 	}
 	harness.Holds(t, time.Second, func() error {
-		if got := keyFingerprints(a.keyring); fmt.Sprint(got) != fmt.Sprint([]string{wire.KeyFingerprint(key)}) {
+		if got := keyFingerprints(a.cfg.Keyring); fmt.Sprint(got) != fmt.Sprint([]string{wire.KeyFingerprint(key)}) {
 			return fmt.Errorf("keyring now %v: a gossip message changed it", got)
 		}
 		return nil
@@ -235,13 +241,13 @@ func TestKeyringOpRefusals(t *testing.T) {
 // do, rather than starting it in plain text.
 func TestDamagedKeyringFile(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := loadKeyring(dir, newKey(t)); err != nil {
+	if _, err := LoadKeyring(dir, newKey(t)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, keyringFileName), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := loadKeyring(dir, nil)
+	_, err := LoadKeyring(dir, nil)
 	if err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("got %v, want the damaged keyring named", err)
 	}

@@ -1,0 +1,159 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/membership"
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
+)
+
+// The node's gossip membership, its keyring, and the leader's admission,
+// promotion and cleanup of Raft servers live in package membership; this
+// file wires them to the node.
+
+// MemberMeta is what a member announces over gossip (membership.MemberMeta).
+type MemberMeta = membership.MemberMeta
+
+// Member is one gossip member as this node sees it (membership.Member).
+type Member = membership.Member
+
+// KeyringMessage is a keyring operation as it travels over gossip
+// (membership.KeyringMessage).
+type KeyringMessage = membership.KeyringMessage
+
+// KeyringView is one key as the members announce it
+// (membership.KeyringView).
+type KeyringView = membership.KeyringView
+
+// Keyring operations, as the API and the gossip message name them.
+const (
+	KeyringInstall = membership.KeyringInstall
+	KeyringUse     = membership.KeyringUse
+	KeyringRemove  = membership.KeyringRemove
+)
+
+// ErrNotProven: a member that announces itself as a server has not proven
+// that it belongs to this cluster. The leader does not admit it to Raft.
+var ErrNotProven = membership.ErrNotProven
+
+// ClusterNameProof is the default admission check: a server belongs to the
+// cluster named name when it announces that name
+// (membership.ClusterNameProof).
+func ClusterNameProof(name string) func(Member) error { return membership.ClusterNameProof(name) }
+
+// ParseGossipKey decodes a base64 gossip key and checks its length.
+func ParseGossipKey(s string) ([]byte, error) { return membership.ParseGossipKey(s) }
+
+// rulesOf are the leader's rules for admission, promotion and cleanup
+// under cfg.
+func rulesOf(cfg Config) membership.Rules {
+	return membership.Rules{
+		Voters:        cfg.Voters(),
+		Stabilization: cfg.ServerStabilization,
+		DeadAfter:     cfg.DeadServerCleanup,
+		AddressGrace:  cfg.addressGrace(),
+		Recent:        2 * cfg.HeartbeatTimeout,
+		CatchUpLag:    cfg.MaxCatchUpLag,
+	}
+}
+
+// memberContact is ct as package membership takes it.
+func memberContact(ct rounds.Contact) membership.Contact {
+	return membership.Contact{At: ct.At, LastLog: ct.LastLog}
+}
+
+// gossipTransport makes memberlist's transport with the node's caps on
+// inbound stream connections (trusted tells the cluster's servers), and
+// records its gate in *gate.
+func gossipTransport(limits ConnLimits, trusted func(ip string) bool, gate **connGate) func(string, int, *memberlist.Config) (membership.Transport, error) {
+	if limits == (ConnLimits{}) {
+		limits = DefaultConnLimits()
+	}
+	return func(host string, port int, mc *memberlist.Config) (membership.Transport, error) {
+		tr, err := newGatedTransport(host, port, limits, trusted, mc)
+		if err != nil {
+			return nil, err
+		}
+		*gate = tr.gate
+		return tr, nil
+	}
+}
+
+// contactsOf is c.Get as package membership takes it.
+func contactsOf(c *rounds.Contacts) func(raft.ServerID, raft.ServerAddress) (membership.Contact, bool) {
+	return func(id raft.ServerID, addr raft.ServerAddress) (membership.Contact, bool) {
+		ct, ok := c.Get(id, addr)
+		return memberContact(ct), ok
+	}
+}
+
+// Members lists the gossip members (servers and workers); nil without
+// gossip.
+func (n *Node) Members() []Member {
+	if n.gossip == nil {
+		return nil
+	}
+	return n.gossip.Members()
+}
+
+// liveWorkers are the members that are workers and alive (suspect ones
+// count as alive until gossip decides).
+func liveWorkers(members []Member) []Member {
+	var out []Member
+	for _, m := range members {
+		if m.Meta.Role == "worker" && ValidWorkerID(m.Meta.ID) && m.Status == "alive" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// ChangeKeyring applies op to this server's keyring, saves it and
+// announces the new fingerprints. It changes nothing else: the API sends
+// the change to the other servers itself, over its own authenticated path
+// (TLS and ACLs), and to the workers with SendKeyringToWorkers. Servers
+// never take keyring changes from gossip, where any member (a worker
+// holding the key) could send one.
+func (n *Node) ChangeKeyring(op KeyringMessage) error {
+	if n.gossip == nil {
+		return ErrGossipPlaintext
+	}
+	return keyringError(n.gossip.ChangeKeyring(op))
+}
+
+// SendKeyringToWorkers sends op over gossip to every worker alive in this
+// server's view and returns the names of those it could not reach.
+func (n *Node) SendKeyringToWorkers(ctx context.Context, op KeyringMessage) ([]string, error) {
+	if n.gossip == nil {
+		return nil, ErrGossipPlaintext
+	}
+	failed, err := n.gossip.SendToWorkers(ctx, op)
+	return failed, keyringError(err)
+}
+
+// Keyring lists every key that a member alive in this server's view
+// announces, with how many members hold it and use it as primary, and the
+// number of those members.
+func (n *Node) Keyring() ([]KeyringView, int, error) {
+	if n.gossip == nil {
+		return nil, 0, ErrGossipPlaintext
+	}
+	views, total, err := n.gossip.KeyringViews()
+	return views, total, keyringError(err)
+}
+
+// keyringError is err of a keyring change with the node's sentinels:
+// ErrGossipPlaintext, and an *InvalidError for a refused change.
+func keyringError(err error) error {
+	var fe *membership.FieldError
+	switch {
+	case errors.Is(err, membership.ErrPlaintext):
+		return ErrGossipPlaintext
+	case errors.As(err, &fe):
+		return &InvalidError{Field: fe.Field, Err: fe.Err}
+	}
+	return err
+}
