@@ -13,7 +13,7 @@ import (
 // ServeConfirm answers a leader's confirmation requests on conn (the voter's
 // side of the leadership check, docs/adr/0002) until conn fails, then
 // closes it. conn starts with confirmMagic and confirmVersion. The Raft
-// port hands such connections here (confirm_mux.go); tests that connect
+// port hands such connections here (transport.New); tests that connect
 // nodes in memory call it with one end of a pipe.
 func (n *Node) ServeConfirm(conn net.Conn) {
 	if !n.inbound.add(conn) {

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
 // MemberMeta is what a member announces over gossip (JSON, at most
@@ -90,7 +91,7 @@ type gossip struct {
 	gen uint64
 
 	// gate counts the inbound stream connections.
-	gate *connGate
+	gate *transport.Gate
 
 	// pilot is the leader's memory for admission, promotion and cleanup;
 	// only the maintain goroutine touches it.
@@ -214,14 +215,15 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 	if cfg.limits == (ConnLimits{}) {
 		cfg.limits = DefaultConnLimits()
 	}
-	tr, err := newGatedTransport(host, port, cfg.limits, cfg.trusted, mc)
+	gate := transport.NewGate(cfg.limits.GossipMaxConns, cfg.limits.GossipMaxConnsPerClient, cfg.trusted)
+	tr, err := transport.NewGossipTransport(host, port, gate, mc)
 	if err != nil {
 		return nil, err
 	}
 	if port == 0 {
 		mc.BindPort, mc.AdvertisePort = tr.GetAutoBindPort(), tr.GetAutoBindPort()
 	}
-	mc.Transport, g.gate = tr, tr.gate
+	mc.Transport, g.gate = tr, gate
 	g.list, err = memberlist.Create(mc)
 	if err != nil {
 		tr.Shutdown()

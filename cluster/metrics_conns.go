@@ -1,6 +1,9 @@
 package cluster
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/cluster/internal/transport"
+)
 
 // connCollector reads the connection gates of the Raft and gossip ports at
 // scrape time.
@@ -19,12 +22,12 @@ func (c *connCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *connCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range []struct {
 		port string
-		gate *connGate
+		gate *transport.Gate
 	}{{"raft", c.n.raftGate}, {"gossip", c.n.gossipGate}} {
 		if p.gate == nil {
 			continue
 		}
-		open, refused := p.gate.counts()
+		open, refused := p.gate.Counts()
 		ch <- prometheus.MustNewConstMetric(descConnsOpen, prometheus.GaugeValue, float64(open), p.port)
 		ch <- prometheus.MustNewConstMetric(descConnsRefused, prometheus.CounterValue, float64(refused), p.port)
 	}

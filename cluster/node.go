@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/internal/transport"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -32,7 +33,7 @@ type Node struct {
 	confirm *confirmer
 	// httpAddrs are the HTTP addresses servers gave over their Raft
 	// ports (leader_addr.go).
-	httpAddrs *httpAddrs
+	httpAddrs *transport.HTTPAddrs
 	inbound   connSet // confirmation connections served (confirm_serve.go)
 	// applied waits for the state machine to reach an index (applied.go).
 	applied appliedIndex
@@ -72,7 +73,7 @@ type Node struct {
 	// raftReady is raft once started, for the listeners' goroutines;
 	// raftGate and gossipGate count their connections (connlimit.go).
 	raftReady            atomic.Pointer[raft.Raft]
-	raftGate, gossipGate *connGate
+	raftGate, gossipGate *transport.Gate
 
 	// membersChanged is signalled on every gossip membership change.
 	membersChanged chan struct{}
@@ -81,7 +82,7 @@ type Node struct {
 	statusChanged, membersSeen broadcast
 
 	// resolver resolves the host names of Raft addresses (IsServerIP).
-	resolver hostCache
+	resolver transport.HostCache
 
 	// restore holds writes back while a snapshot is restored (restore.go).
 	restore restoreGate
@@ -256,7 +257,7 @@ func (n *Node) openRaft() error {
 		}
 		var advertise net.Addr = addr
 		if cfg.RaftAdvertise != "" {
-			advertise = namedAddr(cfg.RaftAdvertise)
+			advertise = transport.NamedAddr(cfg.RaftAdvertise)
 		}
 		if n.trans, dial, n.raftGate, err = raftTransport(cfg, advertise, n.IsServerIP, n.ServeConfirm, n.metrics.logSuppressed.WithLabelValues(logSourceRaftTransport).Inc); err != nil {
 			return fmt.Errorf("raft transport: %w", err)
@@ -268,10 +269,9 @@ func (n *Node) openRaft() error {
 		}
 	}
 	n.confirm = newConfirmer(raft.ServerID(cfg.NodeID), dial, roundTimeout(cfg), cfg.Logger.Named("confirm"))
-	n.httpAddrs = newHTTPAddrs(func(id raft.ServerID, addr raft.ServerAddress) (string, error) {
+	n.httpAddrs = transport.NewHTTPAddrs(func(id raft.ServerID, addr raft.ServerAddress) (string, error) {
 		return askHTTPAddr(dial, id, addr, 2*time.Second)
-	})
-	n.httpAddrs.changed = n.statusChanged.fire
+	}, n.statusChanged.fire)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout

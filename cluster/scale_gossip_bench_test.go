@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
 // How long gossip takes to tell everyone about every worker:
@@ -56,7 +57,8 @@ func startBenchMember(b *testing.B, meta MemberMeta, ip string, server bool) *me
 	mc.Delegate = d
 	mc.LogOutput = io.Discard
 	if server {
-		tr, err := newGatedTransport(ip, 0, DefaultConnLimits(), nil, mc)
+		l := DefaultConnLimits()
+		tr, err := transport.NewGossipTransport(ip, 0, transport.NewGate(l.GossipMaxConns, l.GossipMaxConnsPerClient, nil), mc)
 		if err != nil {
 			b.Fatal(err)
 		}

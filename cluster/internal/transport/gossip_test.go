@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ func TestGossipTransportStopsWhileConnectionsArrive(t *testing.T) {
 	for round := range 20 {
 		mc := memberlist.DefaultLANConfig()
 		mc.Logger = log.New(io.Discard, "", 0)
-		tr, err := newGatedTransport("127.0.0.1", 0, DefaultConnLimits(), nil, mc)
+		tr, err := NewGossipTransport("127.0.0.1", 0, NewGate(256, 32, nil), mc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"sync"
@@ -32,7 +32,10 @@ type guardedPipeline struct {
 	once sync.Once
 }
 
-func guardPipeline(p raft.AppendPipeline) *guardedPipeline {
+// GuardPipeline returns p with its answers read at all times
+// (guardedPipeline): a transport's AppendEntriesPipeline wraps what it
+// returns with it.
+func GuardPipeline(p raft.AppendPipeline) raft.AppendPipeline {
 	g := &guardedPipeline{AppendPipeline: p, out: make(chan raft.AppendFuture), done: make(chan struct{})}
 	go g.forward(p.Consumer())
 	return g
@@ -72,14 +75,4 @@ func (g *guardedPipeline) Consumer() <-chan raft.AppendFuture { return g.out }
 func (g *guardedPipeline) Close() error {
 	g.once.Do(func() { close(g.done) })
 	return g.AppendPipeline.Close()
-}
-
-// AppendEntriesPipeline guards the wrapped transport's pipelines
-// (guardedPipeline).
-func (t *lagTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	p, err := t.Transport.AppendEntriesPipeline(id, target)
-	if err != nil {
-		return nil, err
-	}
-	return guardPipeline(p), nil
 }
