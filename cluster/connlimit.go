@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tenure-io/tenure/cluster/connlimit"
 )
 
 // ConnLimits bound what remote hosts can hold open on a server's Raft and
@@ -48,6 +50,12 @@ func DefaultConnLimits() ConnLimits {
 // per address only, room for five servers at the cap per address.
 func (l ConnLimits) FileDescriptors() int {
 	return l.RaftMaxConns + 5*l.RaftMaxConnsPerClient + l.GossipMaxConns + 5*l.GossipMaxConnsPerClient
+}
+
+// gossip is the caps of the gossip port: the servers (trusted) count
+// against the cap per address only.
+func (l ConnLimits) gossip(trusted func(string) bool) connlimit.Limits {
+	return connlimit.Limits{Max: l.GossipMaxConns, PerClient: l.GossipMaxConnsPerClient, Trusted: trusted, TrustedPastMax: true}
 }
 
 // Validate checks the limits, naming the flag of a bad one.

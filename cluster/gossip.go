@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
@@ -91,7 +92,7 @@ type gossip struct {
 	gen uint64
 
 	// gate counts the inbound stream connections.
-	gate *transport.Gate
+	gate *connlimit.Gate
 
 	// pilot is the leader's memory for admission, promotion and cleanup;
 	// only the maintain goroutine touches it.
@@ -215,7 +216,7 @@ func newGossip(cfg gossipConfig) (*gossip, error) {
 	if cfg.limits == (ConnLimits{}) {
 		cfg.limits = DefaultConnLimits()
 	}
-	gate := transport.NewGate(cfg.limits.GossipMaxConns, cfg.limits.GossipMaxConnsPerClient, cfg.trusted)
+	gate := connlimit.New(cfg.limits.gossip(cfg.trusted))
 	tr, err := transport.NewGossipTransport(host, port, gate, mc)
 	if err != nil {
 		return nil, err

@@ -2,7 +2,7 @@ package cluster
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/tenure-io/tenure/cluster/internal/transport"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 )
 
 // connCollector reads the connection gates of the Raft and gossip ports at
@@ -22,7 +22,7 @@ func (c *connCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *connCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range []struct {
 		port string
-		gate *transport.Gate
+		gate *connlimit.Gate
 	}{{"raft", c.n.raftGate}, {"gossip", c.n.gossipGate}} {
 		if p.gate == nil {
 			continue

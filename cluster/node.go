@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -73,7 +74,7 @@ type Node struct {
 	// raftReady is raft once started, for the listeners' goroutines;
 	// raftGate and gossipGate count their connections (connlimit.go).
 	raftReady            atomic.Pointer[raft.Raft]
-	raftGate, gossipGate *transport.Gate
+	raftGate, gossipGate *connlimit.Gate
 
 	// membersChanged is signalled on every gossip membership change.
 	membersChanged chan struct{}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
@@ -18,7 +19,7 @@ import (
 // dialer returned opens outbound ones (transport.New). The transport's
 // log lines are limited (limitedLogger); suppressed is called for each one
 // left out.
-func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn), suppressed func()) (raft.Transport, confirmDialer, *transport.Gate, error) {
+func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn), suppressed func()) (raft.Transport, confirmDialer, *connlimit.Gate, error) {
 	trans, dial, gate, err := transport.New(transport.Config{
 		Bind:              cfg.RaftAddr,
 		Advertise:         advertise,

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
@@ -57,8 +58,7 @@ func startBenchMember(b *testing.B, meta MemberMeta, ip string, server bool) *me
 	mc.Delegate = d
 	mc.LogOutput = io.Discard
 	if server {
-		l := DefaultConnLimits()
-		tr, err := transport.NewGossipTransport(ip, 0, transport.NewGate(l.GossipMaxConns, l.GossipMaxConnsPerClient, nil), mc)
+		tr, err := transport.NewGossipTransport(ip, 0, connlimit.New(DefaultConnLimits().gossip(nil)), mc)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,16 +6,17 @@ import (
 	"sync"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 )
 
 // GossipTransport is memberlist's network transport with its inbound
-// stream (TCP) connections within a Gate: one past the caps is closed
+// stream (TCP) connections within a connlimit.Gate: one past the caps is closed
 // as soon as it is accepted. Memberlist closes every stream after its
 // TCPTimeout, so an idle one holds its file descriptor for that long at
 // most; the caps bound how many a flood can hold meanwhile.
 type GossipTransport struct {
 	*memberlist.NetTransport
-	gate    *Gate
+	gate    *connlimit.Gate
 	streams chan net.Conn
 	// stop: Shutdown has begun; admit closes what it receives from then
 	// on. done: memberlist's transport has stopped accepting, so admit
@@ -27,7 +28,7 @@ type GossipTransport struct {
 
 // NewGossipTransport listens for gossip on host:port (port 0 picks one),
 // its inbound streams within gate.
-func NewGossipTransport(host string, port int, gate *Gate, mc *memberlist.Config) (*GossipTransport, error) {
+func NewGossipTransport(host string, port int, gate *connlimit.Gate, mc *memberlist.Config) (*GossipTransport, error) {
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
 		BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger,
 	})
@@ -64,12 +65,11 @@ func (t *GossipTransport) admit() {
 				continue
 			default:
 			}
-			ip := remoteIP(c.RemoteAddr())
-			if !t.gate.enter(ip) {
+			gc, ok := t.gate.Admit(c)
+			if !ok {
 				c.Close()
 				continue
 			}
-			gc := &gatedConn{Conn: c, gate: t.gate, ip: ip}
 			select {
 			case t.streams <- gc:
 			case <-t.stop:

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 )
 
 // tcpStream is Raft's stream layer over plain TCP, its listener within
@@ -19,12 +20,24 @@ type tcpStream struct {
 	advertise net.Addr
 }
 
-func newTCPStream(cfg Config, gate *Gate) (*tcpStream, error) {
+func newTCPStream(cfg Config, gate *connlimit.Gate) (*tcpStream, error) {
 	ln, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {
 		return nil, fmt.Errorf("raft listen on %s: %w", cfg.Bind, err)
 	}
 	return &tcpStream{Listener: limitRaftListener(ln, gate, cfg.HandshakeTimeout, nil), advertise: cfg.Advertise}, nil
+}
+
+// limitRaftListener applies the caps of gate to Raft's listener ln: the
+// caps on the raw connections first, so that a refused one costs no
+// handshake; wrap adds TLS (or nothing); then the handshake deadline
+// (handshake).
+func limitRaftListener(ln net.Listener, gate *connlimit.Gate, handshake time.Duration, wrap func(net.Listener) net.Listener) net.Listener {
+	out := connlimit.Listener(ln, gate)
+	if wrap != nil {
+		out = wrap(out)
+	}
+	return connlimit.HandshakeDeadline(out, handshake)
 }
 
 // Dial implements raft.StreamLayer: address may name the server id
@@ -49,8 +62,9 @@ type Config struct {
 	TLS         certs.Files
 	ClusterName string
 	CheckIDs    bool
-	// MaxConns and MaxConnsPerClient cap the inbound connections (Gate;
-	// Trusted tells the addresses of the cluster's servers);
+	// MaxConns and MaxConnsPerClient cap the inbound connections
+	// (connlimit.Gate; Trusted tells the addresses of the cluster's
+	// servers, which count against the cap per address only);
 	// HandshakeTimeout bounds the time from accepting one to its first
 	// bytes of Raft (with TLS: to the end of the handshake).
 	MaxConns, MaxConnsPerClient int
@@ -74,8 +88,8 @@ type Dialer func(id raft.ServerID, addr raft.ServerAddress, timeout time.Duratio
 // Dialer returned opens outbound ones, with TLS when Raft has it. Every
 // dial names the server id it is for (idTransport, Dialer), and with TLS
 // (and cfg.CheckIDs) the certificate that answers must name that id.
-func New(cfg Config) (raft.Transport, Dialer, *Gate, error) {
-	gate := NewGate(cfg.MaxConns, cfg.MaxConnsPerClient, cfg.Trusted)
+func New(cfg Config) (raft.Transport, Dialer, *connlimit.Gate, error) {
+	gate := connlimit.New(connlimit.Limits{Max: cfg.MaxConns, PerClient: cfg.MaxConnsPerClient, Trusted: cfg.Trusted, TrustedPastMax: true})
 	var stream raft.StreamLayer
 	var err error
 	if cfg.TLS.Enabled() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 )
 
 // tlsStream is Raft's stream layer over mutual TLS. Both ends prove the
@@ -116,7 +117,7 @@ func ProveServer(files certs.Files, clusterName string, checkIDs bool) (func(id,
 // newTLSStream listens on cfg.Bind for Raft over TLS, within gate and the
 // handshake deadline (see limitRaftListener), and dials peers with the
 // same certificate.
-func newTLSStream(cfg Config, gate *Gate) (*tlsStream, error) {
+func newTLSStream(cfg Config, gate *connlimit.Gate) (*tlsStream, error) {
 	in, out, err := raftTLS(cfg.TLS, cfg.ClusterName, cfg.CheckIDs)
 	if err != nil {
 		return nil, err
