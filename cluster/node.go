@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -217,7 +218,7 @@ func (n *Node) openRaft() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	ident, err := claimIdentity(cfg.DataDir, cfg.NodeID)
+	ident, err := identity.Claim(cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}
