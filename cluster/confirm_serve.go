@@ -31,7 +31,7 @@ var errNoConfirmChannel = errors.New("no confirmation channel (Config.ConfirmDia
 // ServeConfirm answers a leader's confirmation requests on conn (the voter's
 // side of the leadership check, docs/adr/0002) until conn fails, then
 // closes it. conn starts with rounds.Magic and rounds.Version. The Raft
-// port hands such connections here (confirm_mux.go); tests that connect
+// port hands such connections here (transport.New); tests that connect
 // nodes in memory call it with one end of a pipe.
 func (n *Node) ServeConfirm(conn net.Conn) {
 	if !n.inbound.Add(conn) {

@@ -4,12 +4,42 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/fsm"
 )
+
+// IdentityFile is the name, in the data dir, of the file that says whose
+// the data dir is (ADR 0015).
+const IdentityFile = identity.File
+
+// ErrRefusedStart is wrapped by every error that makes a server refuse to
+// start on its data dir: a data dir of another server or cluster, a
+// damaged store, lost Raft state. Each error says what to do.
+var ErrRefusedStart = identity.ErrRefusedStart
+
+// Identity is what the identity file holds (identity.Identity).
+type Identity = identity.Identity
+
+// ReadIdentity reads the identity file of dataDir. found is false, with no
+// error, when the file does not exist.
+func ReadIdentity(dataDir string) (id Identity, found bool, err error) { return identity.Read(dataDir) }
+
+// WriteIdentity replaces the identity file of dataDir atomically
+// (identity.Write).
+func WriteIdentity(dataDir string, id Identity) error { return identity.Write(dataDir, id) }
+
+// WriteFileDurably writes b to path through a temporary file of the same
+// directory, synced, renamed over path, and the directory synced: path is
+// the old file or the whole new one, also after a crash.
+func WriteFileDurably(path string, b []byte, perm os.FileMode) error {
+	return identity.WriteFileDurably(path, b, perm)
+}
 
 // checkLostState refuses a data dir whose identity file says this server
 // has been a member of a cluster but whose stable store holds no term:
@@ -100,3 +130,59 @@ func (n *Node) keyBackups() error {
 // ClusterID is the id of the cluster as this server's replicated state
 // knows it; "" until the first leader has named the cluster.
 func (n *Node) ClusterID() string { return n.machine.ClusterID() }
+
+// checkClusterID compares the cluster id of the replicated state in the
+// data dir (replicated; "" when it names none yet) with the identity file.
+func checkClusterID(dataDir string, id Identity, replicated string) error {
+	if id.ClusterID == "" || replicated == "" || id.ClusterID == replicated {
+		return nil
+	}
+	return fmt.Errorf("%w: the Raft state in %s belongs to cluster %s, but %s says this server is a member of cluster %s: raft.db or the snapshots were copied from another cluster's server. Put this server's own files back, or %s",
+		ErrRefusedStart, dataDir, replicated, identity.File, id.ClusterID, resyncRemedy(id.NodeID, dataDir))
+}
+
+// lostRaftState is the error of a data dir whose identity file says the
+// server has been a member of a cluster but whose Raft state is gone.
+func lostRaftState(dataDir string, id Identity) error {
+	return fmt.Errorf("%w: %s says server %s has been a member of cluster %s, but %s holds no Raft state (raft.db was deleted, emptied or recreated: no term, no vote): "+
+		"it has lost its term and its vote, and starting it could let it vote twice in one term. %s "+
+		"(instead of an empty data dir, starting this one once with -allow-lost-raft-state, after the removal, does the same)",
+		ErrRefusedStart, identity.File, id.NodeID, id.ClusterID, dataDir, resyncRemedy(id.NodeID, dataDir))
+}
+
+// recordClusterID writes the cluster id into the identity file as soon as
+// the state machine knows it, checking every interval until it does, and
+// logs an error if the replicated state names another cluster than the
+// file. It ends at shutdown or once the id is recorded.
+func (n *Node) recordClusterID(id Identity, interval time.Duration) {
+	defer n.wg.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if got := n.machine.ClusterID(); got != "" {
+			switch {
+			case id.ClusterID == got:
+			case id.ClusterID != "":
+				n.log.Error("the replicated state names another cluster than the identity file", "file", identity.File,
+					"identity_cluster_id", id.ClusterID, "replicated_cluster_id", got)
+			default:
+				next := id
+				next.ClusterID = got
+				if err := WriteIdentity(n.cfg.DataDir, next); err != nil {
+					n.log.Error("cannot record the cluster id in the data dir", "error", err)
+					break // retried at the next tick
+				}
+				id = next
+				n.log.Info("cluster id recorded", "cluster_id", got, "file", identity.File)
+			}
+			if id.ClusterID != "" {
+				return
+			}
+		}
+		select {
+		case <-n.shutdownCh:
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,67 +14,6 @@ import (
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
-
-func TestIdentityWriteRead(t *testing.T) {
-	dir := t.TempDir()
-	if _, found, err := cluster.ReadIdentity(dir); found || err != nil {
-		t.Fatalf("ReadIdentity of an empty dir = found %v, %v; want not found, no error", found, err)
-	}
-	want := cluster.Identity{NodeID: "s1", ClusterID: "c-1"}
-	if err := cluster.WriteIdentity(dir, want); err != nil {
-		t.Fatal(err)
-	}
-	got, found, err := cluster.ReadIdentity(dir)
-	if err != nil || !found || got != want {
-		t.Fatalf("ReadIdentity = %+v, %v, %v; want %+v", got, found, err, want)
-	}
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 || entries[0].Name() != cluster.IdentityFile {
-		t.Errorf("data dir holds %v, want only %s (no temp file left)", entries, cluster.IdentityFile)
-	}
-}
-
-// A reader never sees a torn identity file: every read while the file is
-// rewritten finds the old identity or the new one.
-func TestIdentityWriteIsAtomic(t *testing.T) {
-	dir := t.TempDir()
-	ids := []cluster.Identity{{NodeID: "s1"}, {NodeID: "s1", ClusterID: strings.Repeat("c", 4096)}}
-	if err := cluster.WriteIdentity(dir, ids[0]); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var torn error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			got, found, err := cluster.ReadIdentity(dir)
-			if err != nil || !found || (got != ids[0] && got != ids[1]) {
-				torn = errors.New("read a torn identity file")
-				if err != nil {
-					torn = err
-				}
-				return
-			}
-		}
-	}()
-	for i := 0; i < 200 && torn == nil; i++ {
-		if err := cluster.WriteIdentity(dir, ids[i%2]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	close(stop)
-	wg.Wait()
-	if torn != nil {
-		t.Fatalf("concurrent read: %v", torn)
-	}
-}
 
 func TestIdentityUnreadableRefused(t *testing.T) {
 	for name, content := range map[string]string{"garbage": "{not json", "no node id": `{"cluster_id":"c-1"}`} {

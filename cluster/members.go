@@ -6,8 +6,10 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
+	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
 // The node's gossip membership, its keyring, and the leader's admission,
@@ -68,16 +70,17 @@ func memberContact(ct rounds.Contact) membership.Contact {
 // gossipTransport makes memberlist's transport with the node's caps on
 // inbound stream connections (trusted tells the cluster's servers), and
 // records its gate in *gate.
-func gossipTransport(limits ConnLimits, trusted func(ip string) bool, gate **connGate) func(string, int, *memberlist.Config) (membership.Transport, error) {
+func gossipTransport(limits ConnLimits, trusted func(ip string) bool, gate **connlimit.Gate) func(string, int, *memberlist.Config) (membership.Transport, error) {
 	if limits == (ConnLimits{}) {
 		limits = DefaultConnLimits()
 	}
 	return func(host string, port int, mc *memberlist.Config) (membership.Transport, error) {
-		tr, err := newGatedTransport(host, port, limits, trusted, mc)
+		g := connlimit.New(limits.gossip(trusted))
+		tr, err := transport.NewGossipTransport(host, port, g, mc)
 		if err != nil {
 			return nil, err
 		}
-		*gate = tr.gate
+		*gate = g
 		return tr, nil
 	}
 }

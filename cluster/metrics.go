@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 	metricset "github.com/tenure-io/tenure/cluster/internal/metrics"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
@@ -88,12 +89,12 @@ func (s metricsSource) Conns() []metricset.Conns {
 	var out []metricset.Conns
 	for _, p := range []struct {
 		port string
-		gate *connGate
+		gate *connlimit.Gate
 	}{{"raft", s.n.raftGate}, {"gossip", s.n.gossipGate}} {
 		if p.gate == nil {
 			continue
 		}
-		open, refused := p.gate.counts()
+		open, refused := p.gate.Counts()
 		out = append(out, metricset.Conns{Port: p.port, Open: open, Refused: refused})
 	}
 	return out

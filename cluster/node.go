@@ -13,10 +13,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
+	"github.com/tenure-io/tenure/cluster/internal/transport"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -36,7 +39,7 @@ type Node struct {
 	confirm *rounds.Confirmer
 	// httpAddrs are the HTTP addresses servers gave over their Raft
 	// ports (leader_addr.go).
-	httpAddrs *httpAddrs
+	httpAddrs *transport.HTTPAddrs
 	inbound   rounds.ConnSet // confirmation connections served (confirm_serve.go)
 	// applied waits for the state machine to reach an index (applied.go).
 	applied appliedIndex
@@ -76,7 +79,7 @@ type Node struct {
 	// raftReady is raft once started, for the listeners' goroutines;
 	// raftGate and gossipGate count their connections (connlimit.go).
 	raftReady            atomic.Pointer[raft.Raft]
-	raftGate, gossipGate *connGate
+	raftGate, gossipGate *connlimit.Gate
 
 	// membersChanged is signalled on every gossip membership change.
 	membersChanged chan struct{}
@@ -85,7 +88,7 @@ type Node struct {
 	statusChanged, membersSeen broadcast
 
 	// resolver resolves the host names of Raft addresses (IsServerIP).
-	resolver hostCache
+	resolver transport.HostCache
 
 	// restore holds writes back while a snapshot is restored (restore.go).
 	restore restoreGate
@@ -219,7 +222,7 @@ func (n *Node) openRaft() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	ident, err := claimIdentity(cfg.DataDir, cfg.NodeID)
+	ident, err := identity.Claim(cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}
@@ -260,7 +263,7 @@ func (n *Node) openRaft() error {
 		}
 		var advertise net.Addr = addr
 		if cfg.RaftAdvertise != "" {
-			advertise = namedAddr(cfg.RaftAdvertise)
+			advertise = transport.NamedAddr(cfg.RaftAdvertise)
 		}
 		if n.trans, dial, n.raftGate, err = raftTransport(cfg, advertise, n.IsServerIP, n.ServeConfirm, n.metrics.logSuppressed.WithLabelValues(logSourceRaftTransport).Inc); err != nil {
 			return fmt.Errorf("raft transport: %w", err)
@@ -272,10 +275,9 @@ func (n *Node) openRaft() error {
 		}
 	}
 	n.confirm = rounds.NewConfirmer(raft.ServerID(cfg.NodeID), dial, rounds.Timeout(cfg.ElectionTimeout), ErrShutdown, cfg.Logger.Named("confirm"))
-	n.httpAddrs = newHTTPAddrs(func(id raft.ServerID, addr raft.ServerAddress) (string, error) {
+	n.httpAddrs = transport.NewHTTPAddrs(func(id raft.ServerID, addr raft.ServerAddress) (string, error) {
 		return askHTTPAddr(dial, id, addr, 2*time.Second)
-	})
-	n.httpAddrs.changed = n.statusChanged.fire
+	}, n.statusChanged.fire)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
@@ -305,9 +307,7 @@ func (n *Node) openRaft() error {
 	if err := checkLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
-	trans, openTransport := rounds.WithLag(n.trans, n.lag, func(p raft.AppendPipeline) raft.AppendPipeline {
-		return guardPipeline(p)
-	})
+	trans, openTransport := rounds.WithLag(n.trans, n.lag, transport.GuardPipeline)
 	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snapStore, rounds.WithContacts(trans, n.contacts))
 	if err != nil {
 		return err

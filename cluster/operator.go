@@ -143,7 +143,7 @@ func (n *Node) LeaderHTTP(ctx context.Context) (id, addr string) {
 	if a := n.httpAddrAt(lid, raftAddr); a != "" {
 		return string(lid), a
 	}
-	return string(lid), n.httpAddrs.wait(ctx, lid, raftAddr)
+	return string(lid), n.httpAddrs.Wait(ctx, lid, raftAddr)
 }
 
 // httpAddrOf is the HTTP address of server id of the Raft configuration
@@ -178,7 +178,7 @@ func (n *Node) httpAddrAt(id raft.ServerID, raftAddr raft.ServerAddress) string 
 			return addr
 		}
 	} else if raftAddr != "" {
-		if addr := n.httpAddrs.get(id, raftAddr); addr != "" {
+		if addr := n.httpAddrs.Get(id, raftAddr); addr != "" {
 			return addr
 		}
 	}

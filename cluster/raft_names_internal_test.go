@@ -1,6 +1,10 @@
 package cluster
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/tenure-io/tenure/cluster/internal/transport"
+)
 
 // TestServerIPOfANamedRaftAddress: a server whose Raft address is a host
 // name is recognised by the IPs the name resolves to.
@@ -11,7 +15,7 @@ func TestServerIPOfANamedRaftAddress(t *testing.T) {
 			t.Errorf("IsServerIP(%s) = %v, want %v", ip, got, want)
 		}
 	}
-	if addr := namedAddr("tenure-0.tenure:7501"); addr.String() != "tenure-0.tenure:7501" || addr.Network() != "tcp" {
-		t.Errorf("namedAddr = %s/%s, want tcp/tenure-0.tenure:7501", addr.Network(), addr.String())
+	if addr := transport.NamedAddr("tenure-0.tenure:7501"); addr.String() != "tenure-0.tenure:7501" || addr.Network() != "tcp" {
+		t.Errorf("NamedAddr = %s/%s, want tcp/tenure-0.tenure:7501", addr.Network(), addr.String())
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
 // How long gossip takes to tell everyone about every worker:
@@ -56,7 +58,7 @@ func startBenchMember(b *testing.B, meta MemberMeta, ip string, server bool) *me
 	mc.Delegate = d
 	mc.LogOutput = io.Discard
 	if server {
-		tr, err := newGatedTransport(ip, 0, DefaultConnLimits(), nil, mc)
+		tr, err := transport.NewGossipTransport(ip, 0, connlimit.New(DefaultConnLimits().gossip(nil)), mc)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 )
 
 // ConnLimits bound what HTTP clients can hold open on one server: the
@@ -86,7 +87,7 @@ func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*ht
 	if errorLog != nil {
 		errorLog = limitedErrorLog(errorLog)
 	}
-	c := &connCounter{limits: limits, perClient: make(map[string]int), over: make(map[net.Conn]struct{})}
+	c := &connCounter{limits: limits, gate: connlimit.New(limits.conns()), over: make(map[net.Conn]struct{})}
 	return &http.Server{
 		Handler:           c.wrap(h),
 		ReadHeaderTimeout: limits.ReadHeaderTimeout,
@@ -99,46 +100,37 @@ func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*ht
 	}, nil
 }
 
-// connCounter counts the open connections. A connection opened past a
-// limit is marked: its requests are answered 503 and it is closed. Marked
-// connections do not count against the limits: they hold no place that a
-// server of the cluster (Trusted) could need.
+// conns is the caps of the connections the server answers: MaxConns in
+// all, the last PeerReserve of them for Trusted addresses only, and
+// MaxConnsPerClient per client address.
+func (l ConnLimits) conns() connlimit.Limits {
+	return connlimit.Limits{Max: l.MaxConns, PerClient: l.MaxConnsPerClient, Trusted: l.Trusted, Reserve: l.PeerReserve()}
+}
+
+// connCounter counts the open connections in gate. A connection opened
+// past a limit is marked: its requests are answered 503 and it is closed.
+// Marked connections do not count against the limits: they hold no place
+// that a server of the cluster (Trusted) could need.
 type connCounter struct {
 	limits ConnLimits
+	gate   *connlimit.Gate
 
-	mu        sync.Mutex
-	open      int
-	perClient map[string]int
-	over      map[net.Conn]struct{}
+	mu   sync.Mutex
+	over map[net.Conn]struct{}
 }
 
 type overKey struct{}
 
-func clientIP(c net.Conn) string {
-	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
-	if err != nil {
-		return c.RemoteAddr().String()
-	}
-	return host
-}
-
 // context counts a new connection (net/http calls ConnContext once for
 // each, before any of its states) or, past a limit, marks it.
 func (c *connCounter) context(ctx context.Context, conn net.Conn) context.Context {
-	ip := clientIP(conn)
-	max := c.limits.MaxConns
-	if c.limits.Trusted == nil || !c.limits.Trusted(ip) {
-		max -= c.limits.PeerReserve()
+	if c.gate.Enter(connlimit.RemoteIP(conn.RemoteAddr())) {
+		return ctx
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.open >= max || c.perClient[ip] >= c.limits.MaxConnsPerClient {
-		c.over[conn] = struct{}{}
-		return context.WithValue(ctx, overKey{}, true)
-	}
-	c.open++
-	c.perClient[ip]++
-	return ctx
+	c.over[conn] = struct{}{}
+	return context.WithValue(ctx, overKey{}, true)
 }
 
 // state uncounts a connection at its end.
@@ -147,15 +139,11 @@ func (c *connCounter) state(conn net.Conn, s http.ConnState) {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.over[conn]; ok {
-		delete(c.over, conn)
-		return
-	}
-	ip := clientIP(conn)
-	c.open--
-	if c.perClient[ip]--; c.perClient[ip] <= 0 {
-		delete(c.perClient, ip)
+	_, over := c.over[conn]
+	delete(c.over, conn)
+	c.mu.Unlock()
+	if !over {
+		c.gate.Leave(connlimit.RemoteIP(conn.RemoteAddr()))
 	}
 }
 

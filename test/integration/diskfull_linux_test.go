@@ -202,7 +202,7 @@ func TestFullDiskFollowerNotReadyAndFullLeaderStepsDown(t *testing.T) {
 	// Raft's replication backs off for at most about 10 s after failed
 	// appends. (Runs that waited here for ever, and the follower above for
 	// 20 s, were raft's pipelined replication stopping for good after a
-	// refused append: cluster/pipeline.go.)
+	// refused append: cluster/internal/transport/pipeline.go.)
 	poll.WaitFor(t, 30*time.Second, func() error {
 		if rd, code := c.readyz(l); code != http.StatusOK {
 			return fmt.Errorf("old leader: readyz %d %+v after space was freed, want 200", code, rd)

@@ -83,7 +83,7 @@ func (w *world) sendTimeoutNow(ctx context.Context, from, to *proc) error {
 	if err != nil {
 		return err
 	}
-	// Servers are verified by role, not by address (cluster/raft_tls.go);
+	// Servers are verified by role, not by address (cluster/internal/transport/tls.go);
 	// the nemesis need not check whom it reaches at a server's address.
 	cfg.InsecureSkipVerify = true
 	dial := func(ctx context.Context, addr string) (net.Conn, error) {

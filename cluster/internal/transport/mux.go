@@ -1,22 +1,25 @@
-package cluster
+package transport
 
 import (
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 )
 
-// muxStream is Raft's stream layer with the confirmation channel on the
-// same port: an accepted connection whose first byte is confirmMagic goes
-// to serve, any other to Raft with that byte read again. Both go through
+// muxStream is Raft's stream layer with the server's side channels (the
+// confirmation channel, the address channel) on the same port: an
+// accepted connection whose first byte is one of channels goes to serve,
+// any other to Raft with that byte read again. Both go through
 // the port's connection caps, handshake deadline and, with TLS, mutual
 // authentication as servers of the cluster: the layer below did that.
 type muxStream struct {
 	raft.StreamLayer
-	serve func(net.Conn)
+	serve    func(net.Conn)
+	channels []byte
 
 	conns  chan net.Conn
 	done   chan struct{}
@@ -26,8 +29,8 @@ type muxStream struct {
 
 var errStreamClosed = errors.New("raft stream closed")
 
-func newMuxStream(inner raft.StreamLayer, serve func(net.Conn)) *muxStream {
-	m := &muxStream{StreamLayer: inner, serve: serve, conns: make(chan net.Conn), done: make(chan struct{})}
+func newMuxStream(inner raft.StreamLayer, serve func(net.Conn), channels []byte) *muxStream {
+	m := &muxStream{StreamLayer: inner, serve: serve, channels: channels, conns: make(chan net.Conn), done: make(chan struct{})}
 	go m.accept()
 	return m
 }
@@ -65,7 +68,7 @@ func (m *muxStream) route(c net.Conn) {
 		return
 	}
 	pc := &prefixConn{Conn: c, first: first[0], pending: true}
-	if first[0] == confirmMagic || first[0] == addrMagic {
+	if slices.Contains(m.channels, first[0]) {
 		m.serve(pc)
 		return
 	}

@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"crypto/tls"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 )
 
 // tlsStream is Raft's stream layer over mutual TLS. Both ends prove the
@@ -31,21 +32,23 @@ type tlsStream struct {
 	net.Listener
 	advertise net.Addr
 	dial      raftDialer
+	checkIDs  bool
 }
 
 // raftDialer makes the TLS configuration of a dial to server id.
 type raftDialer struct {
-	out     *tls.Config
-	roots   *x509.CertPool
-	cluster string
+	out      *tls.Config
+	roots    *x509.CertPool
+	cluster  string
+	checkIDs bool
 }
 
 // config returns the configuration of a dial to server id: its
-// certificate must name id (with peerIdentity.checkIDs), and carry the
-// server role in any case.
+// certificate must name id (with checkIDs), and carry the server role in
+// any case.
 func (d raftDialer) config(id raft.ServerID) *tls.Config {
 	c := d.out.Clone()
-	if peerIdentity.checkIDs {
+	if d.checkIDs {
 		c.VerifyConnection = certs.VerifyServerIDConnection(d.roots, d.cluster, string(id))
 	} else {
 		c.VerifyConnection = func(cs tls.ConnectionState) error { return verifyRoleOnly(cs, d.roots, d.cluster) }
@@ -66,8 +69,9 @@ func verifyRoleOnly(cs tls.ConnectionState, roots *x509.CertPool, cluster string
 // raftTLS returns the configurations of Raft's TLS listener (in) and of
 // its dials (out): both require the peer to prove the server role of
 // clusterName with a certificate of files.CAFile that names a node id; a
-// dial also requires the id it dials (raftDialer.config).
-func raftTLS(files certs.Files, clusterName string) (in *tls.Config, out raftDialer, err error) {
+// dial also requires the id it dials (raftDialer.config). Without
+// checkIDs, neither checks the id.
+func raftTLS(files certs.Files, clusterName string, checkIDs bool) (in *tls.Config, out raftDialer, err error) {
 	if in, err = certs.ServerConfig(files); err != nil {
 		return nil, raftDialer{}, err
 	}
@@ -78,9 +82,9 @@ func raftTLS(files certs.Files, clusterName string) (in *tls.Config, out raftDia
 	if err != nil {
 		return nil, raftDialer{}, err
 	}
-	out.roots, out.cluster = roots, clusterName
+	out.roots, out.cluster, out.checkIDs = roots, clusterName, checkIDs
 	verify := certs.VerifyServerConnection(roots, clusterName)
-	if !peerIdentity.checkIDs {
+	if !checkIDs {
 		verify = func(cs tls.ConnectionState) error { return verifyRoleOnly(cs, roots, clusterName) }
 	}
 	in.ClientCAs, in.ClientAuth, in.VerifyConnection = roots, tls.RequireAndVerifyClientCert, verify
@@ -91,53 +95,39 @@ func raftTLS(files certs.Files, clusterName string) (in *tls.Config, out raftDia
 	return in, out, nil
 }
 
-// TLSProof is the admission check of a cluster with TLS: the member
-// announces this cluster's name, and its Raft address answers a TLS
-// handshake with a certificate of the cluster's CA that carries the server
-// role and names the node id the member announces (the check Raft itself
-// makes of every peer it dials). A gossip member with no such certificate
-// is never added to Raft, not even as a non-voter: a member announcing n1
-// whose Raft address relays to n3 is answered by n3's certificate, which
-// names n3, and is refused. A relay to n1 itself passes while n1 lives,
-// which is why the leader runs the check again right before it acts on a
-// member (membership.Gossip.ProveAgain); the dial and handshake take at most
-// proofTimeout.
-func TLSProof(files certs.Files, clusterName string) (func(Member) error, error) {
-	_, out, err := raftTLS(files, clusterName)
+// ProveServer returns the check that the Raft port at addr answers a TLS
+// handshake with a certificate of files.CAFile that carries the server
+// role of clusterName and names node id (without checkIDs: any id), the
+// check Raft itself makes of every peer it dials. One check, the dial and
+// the handshake, takes at most timeout.
+func ProveServer(files certs.Files, clusterName string, checkIDs bool) (func(id, addr string, timeout time.Duration) error, error) {
+	_, out, err := raftTLS(files, clusterName, checkIDs)
 	if err != nil {
 		return nil, err
 	}
-	byName := ClusterNameProof(clusterName)
-	return func(m Member) error {
-		if err := byName(m); err != nil {
-			return err
-		}
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: proofTimeout}, "tcp", m.Meta.RaftAddr, out.config(raft.ServerID(m.Meta.ID)))
+	return func(id, addr string, timeout time.Duration) error {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", addr, out.config(raft.ServerID(id)))
 		if err != nil {
-			return fmt.Errorf("%w: its Raft address %s did not prove to be server %s: %w", ErrNotProven, m.Meta.RaftAddr, m.Meta.ID, err)
+			return err
 		}
 		return conn.Close()
 	}, nil
 }
 
-// proofTimeout bounds one admission check with TLS, the dial and the
-// handshake together: the leader runs it on its reconciling goroutine, and
-// an operator's readmit waits for it.
-const proofTimeout = 2 * time.Second
-
-// newTLSStream listens on bind for Raft over TLS, within limits (see
-// limitRaftListener), and dials peers with the same certificate.
-func newTLSStream(bind string, advertise net.Addr, files certs.Files, clusterName string, limits ConnLimits, trusted func(string) bool) (*tlsStream, *connGate, error) {
-	in, out, err := raftTLS(files, clusterName)
+// newTLSStream listens on cfg.Bind for Raft over TLS, within gate and the
+// handshake deadline (see limitRaftListener), and dials peers with the
+// same certificate.
+func newTLSStream(cfg Config, gate *connlimit.Gate) (*tlsStream, error) {
+	in, out, err := raftTLS(cfg.TLS, cfg.ClusterName, cfg.CheckIDs)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	ln, err := net.Listen("tcp", bind)
+	ln, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {
-		return nil, nil, fmt.Errorf("raft listen on %s: %w", bind, err)
+		return nil, fmt.Errorf("raft listen on %s: %w", cfg.Bind, err)
 	}
-	limited, gate := limitRaftListener(ln, limits, trusted, func(l net.Listener) net.Listener { return tls.NewListener(l, in) })
-	return &tlsStream{Listener: limited, advertise: advertise, dial: out}, gate, nil
+	limited := limitRaftListener(ln, gate, cfg.HandshakeTimeout, func(l net.Listener) net.Listener { return tls.NewListener(l, in) })
+	return &tlsStream{Listener: limited, advertise: cfg.Advertise, dial: out, checkIDs: cfg.CheckIDs}, nil
 }
 
 // errNoPeerID: the stream layer was asked to dial an address that names
@@ -150,7 +140,7 @@ var errNoPeerID = errors.New("raft dial: the address names no server id")
 // its certificate names id; or an error.
 func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	id, addr, ok := splitPeerAddress(address)
-	if !ok && peerIdentity.checkIDs {
+	if !ok && s.checkIDs {
 		return nil, fmt.Errorf("%w: %s", errNoPeerID, address)
 	}
 	d := &net.Dialer{Timeout: timeout}

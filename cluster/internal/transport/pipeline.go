@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"sync"
@@ -32,7 +32,10 @@ type guardedPipeline struct {
 	once sync.Once
 }
 
-func guardPipeline(p raft.AppendPipeline) *guardedPipeline {
+// GuardPipeline returns p with its answers read at all times
+// (guardedPipeline): a transport's AppendEntriesPipeline wraps what it
+// returns with it.
+func GuardPipeline(p raft.AppendPipeline) raft.AppendPipeline {
 	g := &guardedPipeline{AppendPipeline: p, out: make(chan raft.AppendFuture), done: make(chan struct{})}
 	go g.forward(p.Consumer())
 	return g

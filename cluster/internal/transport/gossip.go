@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"fmt"
@@ -6,16 +6,17 @@ import (
 	"sync"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 )
 
-// gatedTransport is memberlist's network transport with its inbound
-// stream (TCP) connections within a connGate: one past the caps is closed
+// GossipTransport is memberlist's network transport with its inbound
+// stream (TCP) connections within a connlimit.Gate: one past the caps is closed
 // as soon as it is accepted. Memberlist closes every stream after its
 // TCPTimeout, so an idle one holds its file descriptor for that long at
 // most; the caps bound how many a flood can hold meanwhile.
-type gatedTransport struct {
+type GossipTransport struct {
 	*memberlist.NetTransport
-	gate    *connGate
+	gate    *connlimit.Gate
 	streams chan net.Conn
 	// stop: Shutdown has begun; admit closes what it receives from then
 	// on. done: memberlist's transport has stopped accepting, so admit
@@ -25,17 +26,18 @@ type gatedTransport struct {
 	wg         sync.WaitGroup
 }
 
-// newGatedTransport listens for gossip on host:port (port 0 picks one).
-func newGatedTransport(host string, port int, limits ConnLimits, trusted func(string) bool, mc *memberlist.Config) (*gatedTransport, error) {
+// NewGossipTransport listens for gossip on host:port (port 0 picks one),
+// its inbound streams within gate.
+func NewGossipTransport(host string, port int, gate *connlimit.Gate, mc *memberlist.Config) (*GossipTransport, error) {
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
 		BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gossip listen on %s: %w", net.JoinHostPort(host, fmt.Sprint(port)), err)
 	}
-	t := &gatedTransport{
+	t := &GossipTransport{
 		NetTransport: nt,
-		gate:         newConnGate(limits.GossipMaxConns, limits.GossipMaxConnsPerClient, trusted),
+		gate:         gate,
 		streams:      make(chan net.Conn),
 		stop:         make(chan struct{}),
 		done:         make(chan struct{}),
@@ -50,7 +52,7 @@ func newGatedTransport(host string, port int, limits ConnLimits, trusted func(st
 // until that has stopped accepting (done): its accept loop blocks on
 // handing over a connection, and its Shutdown waits for that loop, so a
 // connection accepted just as Shutdown began would hang it forever.
-func (t *gatedTransport) admit() {
+func (t *GossipTransport) admit() {
 	defer t.wg.Done()
 	for {
 		select {
@@ -63,12 +65,11 @@ func (t *gatedTransport) admit() {
 				continue
 			default:
 			}
-			ip := remoteIP(c.RemoteAddr())
-			if !t.gate.enter(ip) {
+			gc, ok := t.gate.Admit(c)
+			if !ok {
 				c.Close()
 				continue
 			}
-			gc := &gatedConn{Conn: c, gate: t.gate, ip: ip}
 			select {
 			case t.streams <- gc:
 			case <-t.stop:
@@ -79,10 +80,10 @@ func (t *gatedTransport) admit() {
 }
 
 // StreamCh implements memberlist.Transport: the admitted connections.
-func (t *gatedTransport) StreamCh() <-chan net.Conn { return t.streams }
+func (t *GossipTransport) StreamCh() <-chan net.Conn { return t.streams }
 
 // Shutdown implements memberlist.Transport.
-func (t *gatedTransport) Shutdown() error {
+func (t *GossipTransport) Shutdown() error {
 	var err error
 	t.once.Do(func() {
 		close(t.stop)

@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/cluster/connlimit"
 )
 
 // A gossip transport stops even while strangers keep connecting to it:
@@ -20,7 +21,7 @@ func TestGossipTransportStopsWhileConnectionsArrive(t *testing.T) {
 	for round := range 20 {
 		mc := memberlist.DefaultLANConfig()
 		mc.Logger = log.New(io.Discard, "", 0)
-		tr, err := newGatedTransport("127.0.0.1", 0, DefaultConnLimits(), nil, mc)
+		tr, err := NewGossipTransport("127.0.0.1", 0, connlimit.New(connlimit.Limits{Max: 256, PerClient: 32}), mc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package cluster
+package identity
 
 import (
 	"encoding/json"
@@ -7,12 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 )
 
-// IdentityFile is the name, in the data dir, of the file that says whose
-// the data dir is (ADR 0015).
-const IdentityFile = "node-identity.json"
+// File is the name, in the data dir, of the file that says whose the
+// data dir is (ADR 0015).
+const File = "node-identity.json"
 
 // ErrRefusedStart is wrapped by every error that makes a server refuse to
 // start on its data dir: a data dir of another server or cluster, a
@@ -28,10 +27,10 @@ type Identity struct {
 	ClusterID string `json:"cluster_id,omitempty"`
 }
 
-// ReadIdentity reads the identity file of dataDir. found is false, with no
+// Read reads the identity file of dataDir. found is false, with no
 // error, when the file does not exist.
-func ReadIdentity(dataDir string) (id Identity, found bool, err error) {
-	path := filepath.Join(dataDir, IdentityFile)
+func Read(dataDir string) (id Identity, found bool, err error) {
+	path := filepath.Join(dataDir, File)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Identity{}, false, nil
@@ -48,17 +47,17 @@ func ReadIdentity(dataDir string) (id Identity, found bool, err error) {
 	return id, true, nil
 }
 
-// WriteIdentity replaces the identity file of dataDir atomically: a temp
+// Write replaces the identity file of dataDir atomically: a temp
 // file in the same dir, fsynced, renamed over the file, then the dir
 // fsynced, so that a crash leaves the old file or the new one, never a
 // torn one.
-func WriteIdentity(dataDir string, id Identity) error {
+func Write(dataDir string, id Identity) error {
 	b, err := json.MarshalIndent(id, "", "  ")
 	if err != nil {
 		return err
 	}
 	b = append(b, '\n')
-	return WriteFileDurably(filepath.Join(dataDir, IdentityFile), b, 0o600)
+	return WriteFileDurably(filepath.Join(dataDir, File), b, 0o600)
 }
 
 // WriteFileDurably writes b to path through a temporary file of the same
@@ -104,77 +103,21 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// claimIdentity reads the identity file at start and checks that the data
+// Claim reads the identity file at start and checks that the data
 // dir is nodeID's; a data dir without one (a new one, or one of a build
 // that wrote none) is claimed for nodeID.
-func claimIdentity(dataDir, nodeID string) (Identity, error) {
-	id, found, err := ReadIdentity(dataDir)
+func Claim(dataDir, nodeID string) (Identity, error) {
+	id, found, err := Read(dataDir)
 	if err != nil {
 		return Identity{}, err
 	}
 	if !found {
 		id = Identity{NodeID: nodeID}
-		return id, WriteIdentity(dataDir, id)
+		return id, Write(dataDir, id)
 	}
 	if id.NodeID != nodeID {
 		return Identity{}, fmt.Errorf("%w: data dir %s belongs to server %s (%s), not to %s: a server started on another server's data dir would take over its place in Raft. Start this server with -node-id %s, or give %s a data dir of its own (an empty one for a new server)",
-			ErrRefusedStart, dataDir, id.NodeID, IdentityFile, nodeID, id.NodeID, nodeID)
+			ErrRefusedStart, dataDir, id.NodeID, File, nodeID, id.NodeID, nodeID)
 	}
 	return id, nil
-}
-
-// checkClusterID compares the cluster id of the replicated state in the
-// data dir (replicated; "" when it names none yet) with the identity file.
-func checkClusterID(dataDir string, id Identity, replicated string) error {
-	if id.ClusterID == "" || replicated == "" || id.ClusterID == replicated {
-		return nil
-	}
-	return fmt.Errorf("%w: the Raft state in %s belongs to cluster %s, but %s says this server is a member of cluster %s: raft.db or the snapshots were copied from another cluster's server. Put this server's own files back, or %s",
-		ErrRefusedStart, dataDir, replicated, IdentityFile, id.ClusterID, resyncRemedy(id.NodeID, dataDir))
-}
-
-// lostRaftState is the error of a data dir whose identity file says the
-// server has been a member of a cluster but whose Raft state is gone.
-func lostRaftState(dataDir string, id Identity) error {
-	return fmt.Errorf("%w: %s says server %s has been a member of cluster %s, but %s holds no Raft state (raft.db was deleted, emptied or recreated: no term, no vote): "+
-		"it has lost its term and its vote, and starting it could let it vote twice in one term. %s "+
-		"(instead of an empty data dir, starting this one once with -allow-lost-raft-state, after the removal, does the same)",
-		ErrRefusedStart, IdentityFile, id.NodeID, id.ClusterID, dataDir, resyncRemedy(id.NodeID, dataDir))
-}
-
-// recordClusterID writes the cluster id into the identity file as soon as
-// the state machine knows it, checking every interval until it does, and
-// logs an error if the replicated state names another cluster than the
-// file. It ends at shutdown or once the id is recorded.
-func (n *Node) recordClusterID(id Identity, interval time.Duration) {
-	defer n.wg.Done()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if got := n.machine.ClusterID(); got != "" {
-			switch {
-			case id.ClusterID == got:
-			case id.ClusterID != "":
-				n.log.Error("the replicated state names another cluster than the identity file", "file", IdentityFile,
-					"identity_cluster_id", id.ClusterID, "replicated_cluster_id", got)
-			default:
-				next := id
-				next.ClusterID = got
-				if err := WriteIdentity(n.cfg.DataDir, next); err != nil {
-					n.log.Error("cannot record the cluster id in the data dir", "error", err)
-					break // retried at the next tick
-				}
-				id = next
-				n.log.Info("cluster id recorded", "cluster_id", got, "file", IdentityFile)
-			}
-			if id.ClusterID != "" {
-				return
-			}
-		}
-		select {
-		case <-n.shutdownCh:
-			return
-		case <-t.C:
-		}
-	}
 }

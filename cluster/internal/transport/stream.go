@@ -1,0 +1,162 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/connlimit"
+)
+
+// tcpStream is Raft's stream layer over plain TCP, its listener within
+// the Raft connection limits (limitRaftListener).
+type tcpStream struct {
+	net.Listener
+	advertise net.Addr
+}
+
+func newTCPStream(cfg Config, gate *connlimit.Gate) (*tcpStream, error) {
+	ln, err := net.Listen("tcp", cfg.Bind)
+	if err != nil {
+		return nil, fmt.Errorf("raft listen on %s: %w", cfg.Bind, err)
+	}
+	return &tcpStream{Listener: limitRaftListener(ln, gate, cfg.HandshakeTimeout, nil), advertise: cfg.Advertise}, nil
+}
+
+// limitRaftListener applies the caps of gate to Raft's listener ln: the
+// caps on the raw connections first, so that a refused one costs no
+// handshake; wrap adds TLS (or nothing); then the handshake deadline
+// (handshake).
+func limitRaftListener(ln net.Listener, gate *connlimit.Gate, handshake time.Duration, wrap func(net.Listener) net.Listener) net.Listener {
+	out := connlimit.Listener(ln, gate)
+	if wrap != nil {
+		out = wrap(out)
+	}
+	return connlimit.HandshakeDeadline(out, handshake)
+}
+
+// Dial implements raft.StreamLayer: address may name the server id
+// (peerAddress), which plain TCP cannot check.
+func (s *tcpStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	_, addr, _ := splitPeerAddress(address)
+	return net.DialTimeout("tcp", string(addr), timeout)
+}
+
+// Addr implements raft.StreamLayer: the address peers dial.
+func (s *tcpStream) Addr() net.Addr { return s.advertise }
+
+// Config is what New needs.
+type Config struct {
+	// Bind is the address to listen on; Advertise the one peers dial.
+	Bind      string
+	Advertise net.Addr
+	// TLS, when enabled, makes Raft mutual TLS between servers of
+	// ClusterName (tlsStream); CheckIDs binds each dial to the node id
+	// that the answering certificate names (off only in the negative
+	// control tenure_unsafe_identity).
+	TLS         certs.Files
+	ClusterName string
+	CheckIDs    bool
+	// MaxConns and MaxConnsPerClient cap the inbound connections
+	// (connlimit.Gate; Trusted tells the addresses of the cluster's
+	// servers, which count against the cap per address only);
+	// HandshakeTimeout bounds the time from accepting one to its first
+	// bytes of Raft (with TLS: to the end of the handshake).
+	MaxConns, MaxConnsPerClient int
+	Trusted                     func(ip string) bool
+	HandshakeTimeout            time.Duration
+	// Serve answers the inbound connections whose first byte is one of
+	// Channels (muxStream).
+	Serve    func(net.Conn)
+	Channels []byte
+	// Logger takes the network transport's log lines.
+	Logger hclog.Logger
+}
+
+// Dialer opens a connection to the Raft port of server id at addr, to
+// one of the side channels of Config.Channels.
+type Dialer func(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error)
+
+// New returns Raft over TCP, or over mutual TLS when cfg.TLS is on, its
+// listener within the caps of the Gate returned. The same port carries
+// the side channels: cfg.Serve answers their inbound connections, and the
+// Dialer returned opens outbound ones, with TLS when Raft has it. Every
+// dial names the server id it is for (idTransport, Dialer), and with TLS
+// (and cfg.CheckIDs) the certificate that answers must name that id.
+func New(cfg Config) (raft.Transport, Dialer, *connlimit.Gate, error) {
+	gate := connlimit.New(connlimit.Limits{Max: cfg.MaxConns, PerClient: cfg.MaxConnsPerClient, Trusted: cfg.Trusted, TrustedPastMax: true})
+	var stream raft.StreamLayer
+	var err error
+	if cfg.TLS.Enabled() {
+		stream, err = newTLSStream(cfg, gate)
+	} else {
+		stream, err = newTCPStream(cfg, gate)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	dial := func(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+		return stream.Dial(peerAddress(id, addr), timeout)
+	}
+	return idTransport{raft.NewNetworkTransportWithLogger(newMuxStream(stream, cfg.Serve, cfg.Channels), 3, 10*time.Second, cfg.Logger)}, dial, gate, nil
+}
+
+// NamedAddr is a Raft address as given (a host name kept as it is), for
+// the stream layer to announce.
+type NamedAddr string
+
+// Network implements net.Addr.
+func (a NamedAddr) Network() string { return "tcp" }
+
+// String implements net.Addr.
+func (a NamedAddr) String() string { return string(a) }
+
+// HostCache resolves host names for a few seconds at a time: an inbound
+// connection asks for every server's, and a name's IPs change only when a
+// server moves.
+// Its zero value is ready; its methods are safe for concurrent use.
+type HostCache struct {
+	mu      sync.Mutex
+	entries map[string]hostEntry
+}
+
+type hostEntry struct {
+	ips []string
+	at  time.Time
+}
+
+// HostCacheTTL is how long a resolution is used; hostLookupTimeout bounds
+// one.
+const (
+	HostCacheTTL      = 5 * time.Second
+	hostLookupTimeout = time.Second
+)
+
+// Lookup returns the IPs of host, resolved at most HostCacheTTL ago (none
+// when it does not resolve).
+func (c *HostCache) Lookup(host string) []string {
+	c.mu.Lock()
+	e, ok := c.entries[host]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < HostCacheTTL {
+		return e.ips
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), hostLookupTimeout)
+	defer cancel()
+	ips, _ := net.DefaultResolver.LookupHost(ctx, host)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = make(map[string]hostEntry)
+	}
+	if len(c.entries) > 1024 { // bounded: names come from the configuration
+		clear(c.entries)
+	}
+	c.entries[host] = hostEntry{ips: ips, at: time.Now()}
+	return ips
+}

@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/transport"
+)
+
+// raftTransport is Raft over TCP, or over mutual TLS when cfg.TLS is on,
+// its listener within cfg.Conns; trusted tells the addresses of the
+// cluster's servers. The same port carries the confirmation channel and
+// the address channel: serve answers their inbound connections, and the
+// dialer returned opens outbound ones (transport.New). The transport's
+// log lines are limited (limitedLogger); suppressed is called for each one
+// left out.
+func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn), suppressed func()) (raft.Transport, confirmDialer, *connlimit.Gate, error) {
+	trans, dial, gate, err := transport.New(transport.Config{
+		Bind:              cfg.RaftAddr,
+		Advertise:         advertise,
+		TLS:               cfg.TLS,
+		ClusterName:       cfg.ClusterName,
+		CheckIDs:          peerIdentity.checkIDs,
+		MaxConns:          cfg.Conns.RaftMaxConns,
+		MaxConnsPerClient: cfg.Conns.RaftMaxConnsPerClient,
+		Trusted:           trusted,
+		HandshakeTimeout:  cfg.Conns.HandshakeTimeout,
+		Serve:             serve,
+		Channels:          []byte{confirmMagic, addrMagic},
+		Logger:            newLimitedLogger(cfg.Logger.Named("transport"), logSourceRaftTransport, suppressed),
+	})
+	return trans, confirmDialer(dial), gate, err
+}
+
+// IsServerIP reports whether ip is the host of the Raft address of a server
+// of the current configuration (or of the initial cluster, before Raft
+// runs), a host name resolved to ip included: such connections count only
+// against the cap per address.
+func (n *Node) IsServerIP(ip string) bool {
+	var hosts []string
+	if r := n.raftReady.Load(); r != nil {
+		if f := r.GetConfiguration(); f.Error() == nil {
+			for _, s := range f.Configuration().Servers {
+				if host, _, err := net.SplitHostPort(string(s.Address)); err == nil {
+					hosts = append(hosts, host)
+				}
+			}
+		}
+	}
+	for _, p := range n.cfg.InitialCluster {
+		if host, _, err := net.SplitHostPort(p.RaftAddr); err == nil {
+			hosts = append(hosts, host)
+		}
+	}
+	for _, h := range hosts {
+		if h == ip {
+			return true
+		}
+	}
+	for _, h := range hosts {
+		if net.ParseIP(h) == nil && slices.Contains(n.resolver.Lookup(h), ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// TLSProof is the admission check of a cluster with TLS: the member
+// announces this cluster's name, and its Raft address answers a TLS
+// handshake with a certificate of the cluster's CA that carries the server
+// role and names the node id the member announces (the check Raft itself
+// makes of every peer it dials). A gossip member with no such certificate
+// is never added to Raft, not even as a non-voter: a member announcing n1
+// whose Raft address relays to n3 is answered by n3's certificate, which
+// names n3, and is refused. A relay to n1 itself passes while n1 lives,
+// which is why the leader runs the check again right before it acts on a
+// member (gossip.proveAgain); the dial and handshake take at most
+// proofTimeout.
+func TLSProof(files certs.Files, clusterName string) (func(Member) error, error) {
+	prove, err := transport.ProveServer(files, clusterName, peerIdentity.checkIDs)
+	if err != nil {
+		return nil, err
+	}
+	byName := ClusterNameProof(clusterName)
+	return func(m Member) error {
+		if err := byName(m); err != nil {
+			return err
+		}
+		if err := prove(m.Meta.ID, m.Meta.RaftAddr, proofTimeout); err != nil {
+			return fmt.Errorf("%w: its Raft address %s did not prove to be server %s: %w", ErrNotProven, m.Meta.RaftAddr, m.Meta.ID, err)
+		}
+		return nil
+	}, nil
+}
+
+// proofTimeout bounds one admission check with TLS, the dial and the
+// handshake together: the leader runs it on its reconciling goroutine, and
+// an operator's readmit waits for it.
+const proofTimeout = 2 * time.Second
