@@ -75,7 +75,9 @@ test-race:
 	$(if $(CLIENT_MOD),cd $(CLIENT_MOD) && $(GO) test $(RACE) -count=1 -timeout 10m ./...)
 
 # test-integration: the benchmark harness's check, the deploy manifests'
-# check, then the integration tests (real binaries, the page in headless
+# check, a scratch module that depends on the Go client alone
+# (test/clientmodule: what a lease-only program compiles), then the
+# integration tests (real binaries, the page in headless
 # Chromium, the Python client, Docker Compose). They run without the race
 # detector: their servers are real binaries built without it anyway, and
 # the instrumented in-process workers of the 64-worker placement tests
@@ -85,6 +87,7 @@ test-race:
 test-integration: python-deps browser-deps ## Integration tests: binaries, browser, Python client, Docker
 	$(MAKE) bench-short
 	$(MAKE) deploy-check
+	$(GO) test -count=1 -timeout 5m ./test/clientmodule
 	$(GO) test -count=1 -timeout 25m ./test/integration
 
 # test-jepsen: the packages of the fault suite one at a time, the
