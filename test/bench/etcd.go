@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -128,44 +127,21 @@ func (e *Etcd) WaitReady(timeout time.Duration) error {
 	})
 }
 
-func (e *Etcd) leader() (*etcdMember, error) {
-	for _, m := range e.members {
-		if !m.p.running() {
-			continue
-		}
-		if id, l, err := e.memberStatus(m); err == nil && id == l {
-			return m, nil
-		}
-	}
-	return nil, errors.New("etcd: no leader")
+// leads says whether m is the leader, as its own status says.
+func (e *Etcd) leads(m *etcdMember) bool {
+	id, l, err := e.memberStatus(m)
+	return err == nil && id == l
 }
 
 // KillLeader kills the leader with SIGKILL and returns a function that
 // restarts it on its data dir.
 func (e *Etcd) KillLeader() (restart func() error, err error) {
-	m, err := e.leader()
-	if err != nil {
-		return nil, err
-	}
-	m.p.kill()
-	return func() error {
-		if err := m.p.start(); err != nil {
-			return err
-		}
-		return e.WaitReady(60 * time.Second)
-	}, nil
+	return killLeader("etcd", e.members, e.leads, e.WaitReady)
 }
 
 // FollowerPID is the process id of a running follower.
 func (e *Etcd) FollowerPID() (int, error) {
-	l, err := e.leader()
-	if err != nil {
-		return 0, err
-	}
-	for _, m := range e.members {
-		if m != l && m.p.running() {
-			return m.p.pid(), nil
-		}
-	}
-	return 0, errors.New("etcd: no follower")
+	return followerPID("etcd", e.members, e.leads)
 }
+
+func (m *etcdMember) process() *proc { return m.p }
