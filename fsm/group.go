@@ -342,12 +342,7 @@ func (m *Machine) Group(name string) *Group {
 func (m *Machine) Groups() ([]*Group, uint64) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]*Group, 0, len(m.groups))
-	for _, g := range m.groups {
-		out = append(out, g)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, m.groupIndex
+	return valuesByKey(m.groups), m.groupIndex
 }
 
 // Control returns the controls of key (zero when it has none).

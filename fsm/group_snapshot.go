@@ -10,13 +10,7 @@ func encodePlacement(e *encoder, st state) {
 	e.uvarint(st.groupIndex)
 	e.uvarint(uint64(len(st.groups)))
 	for _, g := range st.groups {
-		e.string(g.Name)
-		e.strings(g.Keys)
-		e.varint(int64(g.MaxPerWorker))
-		e.stringMap(g.Assignment)
-		e.uvarint(g.CreateIndex)
-		e.uvarint(g.ModifyIndex)
-		e.uvarint(g.AssignIndex)
+		g.encode(e)
 	}
 	keys := make([]string, 0, len(st.controls))
 	for k := range st.controls {
@@ -32,6 +26,18 @@ func encodePlacement(e *encoder, st state) {
 	drained := append([]string(nil), st.drained...)
 	sort.Strings(drained)
 	e.strings(drained)
+}
+
+// encode writes the group as the placement part of a snapshot keeps it
+// (format version 2 on).
+func (g *Group) encode(e *encoder) {
+	e.string(g.Name)
+	e.strings(g.Keys)
+	e.varint(int64(g.MaxPerWorker))
+	e.stringMap(g.Assignment)
+	e.uvarint(g.CreateIndex)
+	e.uvarint(g.ModifyIndex)
+	e.uvarint(g.AssignIndex)
 }
 
 func decodePlacement(d *decoder, st *state) {

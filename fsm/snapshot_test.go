@@ -361,13 +361,7 @@ func (p rawPlacement) encode(e *encoder) {
 	e.uvarint(p.index)
 	e.uvarint(uint64(len(p.groups)))
 	for _, g := range p.groups {
-		e.string(g.Name)
-		e.strings(g.Keys)
-		e.varint(int64(g.MaxPerWorker))
-		e.stringMap(g.Assignment)
-		e.uvarint(g.CreateIndex)
-		e.uvarint(g.ModifyIndex)
-		e.uvarint(g.AssignIndex)
+		g.encode(e)
 	}
 	e.uvarint(uint64(len(p.controls)))
 	for _, c := range p.controls {
