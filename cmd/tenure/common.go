@@ -28,13 +28,19 @@ type clusterFlags struct {
 	token    string // ACL token secret
 }
 
-func (f *clusterFlags) register(fs *flag.FlagSet) {
+// registerHTTPAddr registers -http-addr in fs, its default from the
+// environment.
+func registerHTTPAddr(fs *flag.FlagSet, p *string) {
 	def := os.Getenv(client.EnvHTTPAddr)
 	if def == "" {
 		def = client.DefaultHTTPAddr
 	}
-	fs.StringVar(&f.httpAddr, "http-addr", def,
+	fs.StringVar(p, "http-addr", def,
 		"HTTP addresses of the servers, comma-separated; https://host:port for TLS (env "+client.EnvHTTPAddr+")")
+}
+
+func (f *clusterFlags) register(fs *flag.FlagSet) {
+	registerHTTPAddr(fs, &f.httpAddr)
 	f.tls.register(fs)
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	// The ACL token: -token, except where a command already has a -token
@@ -165,6 +171,17 @@ func (e *env) printJSON(v any) int {
 // table returns a tabwriter for aligned columns; call Flush when done.
 func (e *env) table() *tabwriter.Writer {
 	return tabwriter.NewWriter(e.stdout, 0, 8, 2, ' ', 0)
+}
+
+// printTable writes an aligned table: the header, then a row of cells(i)
+// for each i below n.
+func (e *env) printTable(header []any, n int, cells func(i int) []any) {
+	w := e.table()
+	row(w, header...)
+	for i := 0; i < n; i++ {
+		row(w, cells(i)...)
+	}
+	w.Flush()
 }
 
 // row writes cells as one tab-separated row.
