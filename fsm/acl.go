@@ -3,7 +3,6 @@ package fsm
 import (
 	"fmt"
 	"maps"
-	"sort"
 	"strings"
 )
 
@@ -428,25 +427,6 @@ func (a *aclState) snapshot() aclState {
 	maps.Copy(out.byHash, a.byHash)
 	maps.Copy(out.policies, a.policies)
 	maps.Copy(out.workers, a.workers)
-	return out
-}
-
-func sortedKeysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// valuesByKey returns the values of m in the order of their keys (the
-// tokens by accessor id, the policies and groups by name).
-func valuesByKey[V any](m map[string]V) []V {
-	out := make([]V, 0, len(m))
-	for _, k := range sortedKeysOf(m) {
-		out = append(out, m[k])
-	}
 	return out
 }
 

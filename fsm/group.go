@@ -363,12 +363,7 @@ func (m *Machine) Drained(worker string) bool {
 func (m *Machine) DrainedWorkers() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.drained))
-	for w := range m.drained {
-		out = append(out, w)
-	}
-	sort.Strings(out)
-	return out
+	return sortedKeysOf(m.drained)
 }
 
 // GroupIndex is the highest Raft index that changed a group, a key control

@@ -12,11 +12,7 @@ func encodePlacement(e *encoder, st state) {
 	for _, g := range st.groups {
 		g.encode(e)
 	}
-	keys := make([]string, 0, len(st.controls))
-	for k := range st.controls {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeysOf(st.controls)
 	e.uvarint(uint64(len(keys)))
 	for _, k := range keys {
 		e.string(k)
