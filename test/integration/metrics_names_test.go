@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -154,12 +155,7 @@ func TestMetricsFollowConventionsAndAreDocumented(t *testing.T) {
 		}
 	}
 
-	names := make([]string, 0, len(exposed))
-	for name := range exposed {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(exposed)) {
 		typ := exposed[name]
 		if !metricName.MatchString(name) {
 			t.Errorf("%s: not a Prometheus name (want %s)", name, metricName)
