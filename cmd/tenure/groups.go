@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -260,14 +262,9 @@ func (e *env) groupsAssignment(ctx context.Context, args []string) int {
 	if cf.json {
 		return e.printJSON(map[string]any{"group": pos[0], "assignment": plan})
 	}
-	keys := make([]string, 0, len(plan))
-	for k := range plan {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	w := e.table()
 	row(w, "KEY", "TARGET")
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(plan)) {
 		row(w, k, plan[k])
 	}
 	w.Flush()
