@@ -235,6 +235,32 @@ func (e *env) connect(fs *flag.FlagSet, cf *clusterFlags, args []string, min, ma
 	return c, pos, exitOK, true
 }
 
+// connectArgs is connect for a command whose only flags are the cluster
+// flags: it makes the flag set of name with usage, parses args (min to
+// max positional arguments) and connects. cf holds the parsed flags.
+func (e *env) connectArgs(name, usage string, args []string, min, max int) (c *client.Client, cf *clusterFlags, pos []string, code int, ok bool) {
+	cf = &clusterFlags{}
+	fs := e.newFlagSet(name, usage)
+	cf.register(fs)
+	c, pos, code, ok = e.connect(fs, cf, args, min, max)
+	return c, cf, pos, code, ok
+}
+
+// deleteOne runs a command whose only flags are the cluster flags and
+// whose one argument names what to delete: del deletes it, and done (a
+// format of the name) says so.
+func (e *env) deleteOne(ctx context.Context, name, usage string, args []string, done string, del func(c *client.Client, name string) error) int {
+	c, _, pos, code, ok := e.connectArgs(name, usage, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if err := del(c, pos[0]); err != nil {
+		return e.fail(err)
+	}
+	fmt.Fprintf(e.stdout, done, pos[0])
+	return exitOK
+}
+
 // subcommands dispatches args[0] to one of cmds, printing usage otherwise.
 func (e *env) subcommands(ctx context.Context, args []string, usage string, cmds map[string]func(context.Context, []string) int) int {
 	name := commandPath(usage)

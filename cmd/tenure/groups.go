@@ -58,10 +58,7 @@ func (e *env) groups(ctx context.Context, args []string) int {
 }
 
 func (e *env) groupsList(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("groups list", "groups list")
-	cf.register(fs)
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, cf, _, code, ok := e.connectArgs("groups list", "groups list", args, 0, 0)
 	if !ok {
 		return code
 	}
@@ -82,10 +79,7 @@ func (e *env) groupsList(ctx context.Context, args []string) int {
 }
 
 func (e *env) groupsGet(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("groups get", "groups get NAME")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, cf, pos, code, ok := e.connectArgs("groups get", "groups get NAME", args, 1, 1)
 	if !ok {
 		return code
 	}
@@ -190,18 +184,9 @@ func (e *env) printSummary(asJSON bool, g *client.GroupSummary) int {
 }
 
 func (e *env) groupsDelete(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("groups delete", "groups delete NAME")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
-	if !ok {
-		return code
-	}
-	if err := c.Groups().Delete(ctx, pos[0]); err != nil {
-		return e.fail(err)
-	}
-	fmt.Fprintf(e.stdout, "Deleted group %s\n", pos[0])
-	return exitOK
+	return e.deleteOne(ctx, "groups delete", "groups delete NAME", args, "Deleted group %s\n", func(c *client.Client, name string) error {
+		return c.Groups().Delete(ctx, name)
+	})
 }
 
 func (e *env) groupsKeys(ctx context.Context, args []string, add bool) int {
