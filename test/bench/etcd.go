@@ -57,9 +57,7 @@ func (e *Etcd) Start(ps *procs) error {
 			"--log-level", "warn",
 			"--logger", "zap",
 		}
-		m.p = &proc{name: "etcd " + name, bin: e.Bin, args: args, log: filepath.Join(e.Dir, name+".log")}
-		ps.add(m.p)
-		if err := m.p.start(); err != nil {
+		if m.p, err = startServer(ps, "etcd "+name, e.Bin, args, filepath.Join(e.Dir, name+".log")); err != nil {
 			return err
 		}
 		e.members = append(e.members, m)
@@ -69,13 +67,7 @@ func (e *Etcd) Start(ps *procs) error {
 
 // Endpoints are the client URLs of the running members.
 func (e *Etcd) Endpoints() []string {
-	var a []string
-	for _, m := range e.members {
-		if m.p.running() {
-			a = append(a, m.client)
-		}
-	}
-	return a
+	return runningAddrs(e.members, func(m *etcdMember) string { return m.client })
 }
 
 // Client returns a client of every running member.

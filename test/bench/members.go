@@ -11,6 +11,25 @@ type member interface {
 	process() *proc
 }
 
+// startServer starts the server process called name (bin with args, its
+// output appended to log), tracked by ps so that it is killed at the end.
+func startServer(ps *procs, name, bin string, args []string, log string) (*proc, error) {
+	p := &proc{name: name, bin: bin, args: args, log: log}
+	ps.add(p)
+	return p, p.start()
+}
+
+// runningAddrs returns addr of each member of ms whose process runs.
+func runningAddrs[M member](ms []M, addr func(M) string) []string {
+	var a []string
+	for _, m := range ms {
+		if m.process().running() {
+			a = append(a, addr(m))
+		}
+	}
+	return a
+}
+
 // leaderOf returns the first running member of ms that leads, as leads
 // (asked of running members only) says. system names the cluster in the
 // error.

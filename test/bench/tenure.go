@@ -59,9 +59,7 @@ func (t *Tenure) Start(ps *procs) error {
 			"-join", strings.Join(join, ","),
 			"-log-level", "warn",
 		}, t.Extra...)
-		n.p = &proc{name: "tenure " + id, bin: t.Bin, args: args, log: filepath.Join(t.Dir, id+".log")}
-		ps.add(n.p)
-		if err := n.p.start(); err != nil {
+		if n.p, err = startServer(ps, "tenure "+id, t.Bin, args, filepath.Join(t.Dir, id+".log")); err != nil {
 			return err
 		}
 		t.nodes = append(t.nodes, n)
@@ -71,13 +69,7 @@ func (t *Tenure) Start(ps *procs) error {
 
 // Addrs are the HTTP addresses of the running servers.
 func (t *Tenure) Addrs() []string {
-	var a []string
-	for _, n := range t.nodes {
-		if n.p.running() {
-			a = append(a, n.http)
-		}
-	}
-	return a
+	return runningAddrs(t.nodes, func(n *tenureNode) string { return n.http })
 }
 
 // Client returns a client of every running server, without retries
