@@ -2,7 +2,7 @@ package fsm
 
 import (
 	"fmt"
-	"sort"
+	"maps"
 	"strings"
 )
 
@@ -394,12 +394,7 @@ func (m *Machine) ACLToken(accessor string) *ACLToken {
 func (m *Machine) ACLTokens() ([]*ACLToken, uint64) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]*ACLToken, 0, len(m.acl.tokens))
-	for _, t := range m.acl.tokens {
-		out = append(out, t)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].AccessorID < out[j].AccessorID })
-	return out, m.acl.index
+	return valuesByKey(m.acl.tokens), m.acl.index
 }
 
 // ACLPolicy returns the policy called name, or nil.
@@ -413,12 +408,7 @@ func (m *Machine) ACLPolicy(name string) *ACLPolicy {
 func (m *Machine) ACLPolicies() ([]*ACLPolicy, uint64) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]*ACLPolicy, 0, len(m.acl.policies))
-	for _, p := range m.acl.policies {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, m.acl.index
+	return valuesByKey(m.acl.policies), m.acl.index
 }
 
 // WorkerRegistration returns the registration of worker, or nil.
@@ -433,28 +423,11 @@ func (m *Machine) WorkerRegistration(worker string) *WorkerRegistration {
 func (a *aclState) snapshot() aclState {
 	out := newACLState()
 	out.bootstrapped, out.index = a.bootstrapped, a.index
-	for k, v := range a.tokens {
-		out.tokens[k] = v
-	}
-	for k, v := range a.byHash {
-		out.byHash[k] = v
-	}
-	for k, v := range a.policies {
-		out.policies[k] = v
-	}
-	for k, v := range a.workers {
-		out.workers[k] = v
-	}
+	maps.Copy(out.tokens, a.tokens)
+	maps.Copy(out.byHash, a.byHash)
+	maps.Copy(out.policies, a.policies)
+	maps.Copy(out.workers, a.workers)
 	return out
-}
-
-func sortedKeysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // encodeACL writes the ACL part of a snapshot (format version 3).

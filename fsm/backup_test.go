@@ -115,14 +115,7 @@ func TestRestoreKeepsWhatIsHeldNow(t *testing.T) {
 	n.one(acquire("c", "h3")) // token 4: c is new
 	n.one(Release{Key: "b", Holder: "h2", Token: 2})
 
-	out, _, err := PrepareRestore(backup, n.m.RestoreTarget(50, 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New()
-	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
-		t.Fatal(err)
-	}
+	m := restoredBackup(t, backup, n.m.RestoreTarget(50, 3))
 	for key, want := range map[string]struct {
 		holder string
 		token  uint64
@@ -145,14 +138,7 @@ func TestRestoreOfAnotherClustersBackupTakesThisClustersTermAndIndexes(t *testin
 	old.one(acquire("a", "h1"))
 	old.one(acquire("b", "h2"))
 	old.one(Release{Key: "b", Holder: "h2", Token: 2})
-	out, _, err := PrepareRestore(old.m.Backup(), RestoreTarget{Index: 10, Term: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New()
-	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
-		t.Fatal(err)
-	}
+	m := restoredBackup(t, old.m.Backup(), RestoreTarget{Index: 10, Term: 3})
 	if applied, _, lease := m.Indexes(); applied != 10 || lease != 10 {
 		t.Errorf("indexes after the restore: applied %d, lease %d; want 10 and 10", applied, lease)
 	}
@@ -189,14 +175,7 @@ func TestRestoreNeverTakesAKeysTokenBack(t *testing.T) {
 	n.one(Release{Key: "app/rk", Holder: "bob", Token: 2})
 	n.one(acquire("new", "carol")) // token 3
 	n.one(Release{Key: "new", Holder: "carol", Token: 3})
-	out, _, err := PrepareRestore(backup, n.m.RestoreTarget(50, 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New()
-	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
-		t.Fatal(err)
-	}
+	m := restoredBackup(t, backup, n.m.RestoreTarget(50, 3))
 	if l := m.Get("app/rk"); l == nil || l.Held || l.Token != 2 {
 		t.Errorf("app/rk after the restore: %+v, want free with bob's token 2", l)
 	}
@@ -249,10 +228,7 @@ func TestPrepareRestoreKeyRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := New()
-	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
-		t.Fatal(err)
-	}
+	m := restoredFrom(t, out)
 	for _, tc := range []struct {
 		key    string
 		held   bool
@@ -336,14 +312,7 @@ func TestBackupsAreSignedByTheirCluster(t *testing.T) {
 	} else if err := n.m.VerifyBackup(bk); !errors.Is(err, ErrUnverifiedBackup) {
 		t.Errorf("bare snapshot: %v, want ErrUnverifiedBackup", err)
 	}
-	out, _, err := PrepareRestore(backup, n.m.RestoreTarget(50, 3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New()
-	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
-		t.Fatal(err)
-	}
+	m := restoredBackup(t, backup, n.m.RestoreTarget(50, 3))
 	if bk, _ := ReadBackup(m.Backup()); m.VerifyBackup(bk) != nil || n.m.VerifyBackup(bk) != nil {
 		t.Error("a backup after the restore does not verify with the cluster's key: the restore lost it")
 	}
@@ -360,14 +329,7 @@ func TestRestoreKeepsTheRunningACLState(t *testing.T) {
 	for _, keep := range []bool{true, false} {
 		to := n.m.RestoreTarget(50, 3)
 		to.KeepACL = keep
-		out, _, err := PrepareRestore(backup, to)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := New()
-		if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
-			t.Fatal(err)
-		}
+		m := restoredBackup(t, backup, to)
 		if got := m.ACLToken("later") != nil; got != keep {
 			t.Errorf("KeepACL %v: token made after the backup present: %v, want %v", keep, got, keep)
 		}
@@ -393,10 +355,7 @@ func TestPrepareRecoveryFreesWhatMayHaveChangedHands(t *testing.T) {
 	if err != nil || freed != 2 {
 		t.Fatalf("floor 9: freed %d, %v; want 2", freed, err)
 	}
-	m := New()
-	if err := m.Restore(io.NopCloser(bytes.NewReader(out))); err != nil {
-		t.Fatal(err)
-	}
+	m := restoredFrom(t, out)
 	if m.LastToken() != 9 {
 		t.Errorf("counter %d, want 9", m.LastToken())
 	}

@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"bytes"
-	"io"
 	"testing"
 )
 
@@ -31,10 +29,7 @@ func TestClusterIDFirstWins(t *testing.T) {
 	if got := m.ClusterID(); got != "c-1" {
 		t.Fatalf("ClusterID = %q, want c-1 (the first applied)", got)
 	}
-	restored := New()
-	if err := restored.Restore(io.NopCloser(bytes.NewReader(m.snapshotBytes()))); err != nil {
-		t.Fatal(err)
-	}
+	restored := restoredFrom(t, m.snapshotBytes())
 	if got := restored.ClusterID(); got != "c-1" {
 		t.Errorf("ClusterID after restore = %q, want c-1", got)
 	}

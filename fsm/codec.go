@@ -47,14 +47,30 @@ func (e *encoder) strings(s []string) {
 	}
 }
 
-// stringMap writes a map with its keys in sorted order, so that equal maps
-// always encode to equal bytes.
-func (e *encoder) stringMap(m map[string]string) {
+// sortedKeysOf returns the keys of m in sorted order, never nil.
+func sortedKeysOf[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	return keys
+}
+
+// valuesByKey returns the values of m in the order of their keys (the
+// tokens by accessor id, the policies and groups by name).
+func valuesByKey[V any](m map[string]V) []V {
+	out := make([]V, 0, len(m))
+	for _, k := range sortedKeysOf(m) {
+		out = append(out, m[k])
+	}
+	return out
+}
+
+// stringMap writes a map with its keys in sorted order, so that equal maps
+// always encode to equal bytes.
+func (e *encoder) stringMap(m map[string]string) {
+	keys := sortedKeysOf(m)
 	e.uvarint(uint64(len(keys)))
 	for _, k := range keys {
 		e.string(k)

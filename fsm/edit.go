@@ -3,7 +3,6 @@ package fsm
 import (
 	"fmt"
 	"maps"
-	"time"
 )
 
 // Commands that make the lease contract tighter: a compare-and-set group
@@ -80,8 +79,7 @@ func (c Forget) encode(e *encoder) {
 func decodeEditCommand(t Type, d *decoder) Command {
 	switch t {
 	case TypeGroupPutCAS:
-		def := GroupDefine{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint()),
-			StuckGrace: time.Duration(d.varint()), MinWorkers: int(d.varint())}
+		def := decodeGroupDefine(d)
 		return GroupPutCAS{Define: def, Index: d.uvarint()}
 	case TypeEditKeyControl:
 		return EditKeyControl{Key: d.string(), SetDisabled: d.bool(), Disabled: d.bool(), Prohibit: d.strings(), Allow: d.strings(), Force: d.bool()}

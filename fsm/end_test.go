@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"io"
 	"testing"
 )
 
@@ -100,10 +99,7 @@ func TestEndResults(t *testing.T) {
 func TestEndingSurvivesSnapshot(t *testing.T) {
 	n := newNode(t)
 	n.all(acquire("a", "w1"), acquire("b", "w2"), End{Key: "a"}, SetKeyControl{Key: "b", Control: KeyControl{Disabled: true}})
-	m := New()
-	if err := m.Restore(io.NopCloser(bytes.NewReader(n.m.snapshotBytes()))); err != nil {
-		t.Fatal(err)
-	}
+	m := restoredFrom(t, n.m.snapshotBytes())
 	for key, want := range map[string]Reason{"a": ReasonRevoked, "b": ReasonDisabled} {
 		if l := m.Get(key); !l.Held || l.Ending != want {
 			t.Errorf("%s after restore = held %v ending %v, want held, %v", key, l.Held, l.Ending, want)

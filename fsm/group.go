@@ -342,12 +342,7 @@ func (m *Machine) Group(name string) *Group {
 func (m *Machine) Groups() ([]*Group, uint64) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]*Group, 0, len(m.groups))
-	for _, g := range m.groups {
-		out = append(out, g)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, m.groupIndex
+	return valuesByKey(m.groups), m.groupIndex
 }
 
 // Control returns the controls of key (zero when it has none).
@@ -368,12 +363,7 @@ func (m *Machine) Drained(worker string) bool {
 func (m *Machine) DrainedWorkers() []string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make([]string, 0, len(m.drained))
-	for w := range m.drained {
-		out = append(out, w)
-	}
-	sort.Strings(out)
-	return out
+	return sortedKeysOf(m.drained)
 }
 
 // GroupIndex is the highest Raft index that changed a group, a key control

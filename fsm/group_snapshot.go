@@ -10,19 +10,9 @@ func encodePlacement(e *encoder, st state) {
 	e.uvarint(st.groupIndex)
 	e.uvarint(uint64(len(st.groups)))
 	for _, g := range st.groups {
-		e.string(g.Name)
-		e.strings(g.Keys)
-		e.varint(int64(g.MaxPerWorker))
-		e.stringMap(g.Assignment)
-		e.uvarint(g.CreateIndex)
-		e.uvarint(g.ModifyIndex)
-		e.uvarint(g.AssignIndex)
+		g.encode(e)
 	}
-	keys := make([]string, 0, len(st.controls))
-	for k := range st.controls {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeysOf(st.controls)
 	e.uvarint(uint64(len(keys)))
 	for _, k := range keys {
 		e.string(k)
@@ -32,6 +22,18 @@ func encodePlacement(e *encoder, st state) {
 	drained := append([]string(nil), st.drained...)
 	sort.Strings(drained)
 	e.strings(drained)
+}
+
+// encode writes the group as the placement part of a snapshot keeps it
+// (format version 2 on).
+func (g *Group) encode(e *encoder) {
+	e.string(g.Name)
+	e.strings(g.Keys)
+	e.varint(int64(g.MaxPerWorker))
+	e.stringMap(g.Assignment)
+	e.uvarint(g.CreateIndex)
+	e.uvarint(g.ModifyIndex)
+	e.uvarint(g.AssignIndex)
 }
 
 func decodePlacement(d *decoder, st *state) {

@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"bytes"
-	"io"
 	"testing"
 	"time"
 )
@@ -56,10 +54,7 @@ func TestHandedOverHoldsUntilALeaderEstablishes(t *testing.T) {
 
 	// A snapshot leaves it out: a follower that restores one restarts
 	// every lease at a full TTL.
-	restored := New()
-	if err := restored.Restore(io.NopCloser(bytes.NewReader(persist(t, n.m)))); err != nil {
-		t.Fatalf("Restore: %v", err)
-	}
+	restored := restoredFrom(t, persist(t, n.m))
 	if p := restored.PendingHandover(); p != nil {
 		t.Errorf("a restored state has a pending hand-over of %d leases", len(p))
 	}

@@ -27,6 +27,27 @@ func acquire(key, holder string) Acquire {
 	return Acquire{Key: key, Holder: holder, TTL: ttl, Time: wall}
 }
 
+// restoredFrom returns a new Machine restored from the snapshot data.
+func restoredFrom(t testing.TB, data []byte) *Machine {
+	t.Helper()
+	m := New()
+	if err := m.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	return m
+}
+
+// restoredBackup prepares backup for a restore at to, as a restore does,
+// and returns a new Machine restored from the result.
+func restoredBackup(t testing.TB, backup []byte, to RestoreTarget) *Machine {
+	t.Helper()
+	out, _, err := PrepareRestore(backup, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return restoredFrom(t, out)
+}
+
 // node feeds a Machine the way Raft does: one committed entry per call,
 // with indexes that grow by one from 1, in the node's current term.
 type node struct {

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -20,16 +19,7 @@ import (
 //
 // The default sizes keep `go test -bench .` quick; the results file
 // (test/bench/results/2026-11-24-scale.md) names the command of each figure.
-var scaleSizes = flag.String("scale", "10000,100000", "comma-separated lease counts for the Scale benchmarks")
-
-func parseScaleSizes(b *testing.B) []int {
-	b.Helper()
-	out, err := sizes.Parse("scale", *scaleSizes)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return out
-}
+var scaleSizes = sizes.Scale("10000,100000")
 
 // scaleMachine holds n held leases, applied in entries of 1000 acquires as
 // a follower applies the log: keys scale/0000000…, a thousand holders, no
@@ -76,7 +66,7 @@ func (s *countingSink) Cancel() error               { return nil }
 // held lease, built by applying the log, and built by restoring its
 // snapshot (as a restarted or caught-up follower is).
 func BenchmarkScaleFollowerHeap(b *testing.B) {
-	for _, n := range parseScaleSizes(b) {
+	for _, n := range scaleSizes(b) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				base := heapInUse()
@@ -105,7 +95,7 @@ func BenchmarkScaleFollowerHeap(b *testing.B) {
 // the snapshot's size, and the restore (decoding and rebuilding the
 // tables).
 func BenchmarkScaleSnapshot(b *testing.B) {
-	for _, n := range parseScaleSizes(b) {
+	for _, n := range scaleSizes(b) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			m := scaleMachine(b, n)
 			var capture, persistT, restore time.Duration
@@ -150,7 +140,7 @@ func BenchmarkScaleSnapshot(b *testing.B) {
 // BenchmarkScaleHeld: Machine.Held, the listing the new leader's lessor
 // promotes, over n held leases.
 func BenchmarkScaleHeld(b *testing.B) {
-	for _, n := range parseScaleSizes(b) {
+	for _, n := range scaleSizes(b) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			m := scaleMachine(b, n)
 			b.ResetTimer()

@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"io"
 	"testing"
 )
 
@@ -94,10 +93,7 @@ func TestSnapshotKeepsSecretHashOnly(t *testing.T) {
 	if bytes.Contains(snap, []byte(secret)) {
 		t.Fatal("the snapshot contains the secret")
 	}
-	m := New()
-	if err := m.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
-		t.Fatal(err)
-	}
+	m := restoredFrom(t, snap)
 	for _, key := range []string{"a", "b", "c"} {
 		if got, want := m.Get(key).SecretHash, n.m.Get(key).SecretHash; got != want {
 			t.Errorf("hash of %q after restore = %x, want %x", key, got, want)

@@ -94,10 +94,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 // deposed leader.
 func TestSnapshotKeepsDeposedLeaderProtection(t *testing.T) {
 	orig := replay(t, goldenLog()) // established term 3; partitions/2 held under token 6
-	restored := New()
-	if err := restored.Restore(io.NopCloser(bytes.NewReader(persist(t, orig)))); err != nil {
-		t.Fatalf("Restore: %v", err)
-	}
+	restored := restoredFrom(t, persist(t, orig))
 	r := restored.Apply(logEntry(15, 3, Expire{Key: "partitions/2", Token: 6, Term: 2})).(Result)
 	if r.Code != NotHeld || !restored.Get("partitions/2").Held {
 		t.Errorf("Expire from term 2 after Restore = %v, held %t; want %v and still held", r.Code, restored.Get("partitions/2").Held, NotHeld)
@@ -361,13 +358,7 @@ func (p rawPlacement) encode(e *encoder) {
 	e.uvarint(p.index)
 	e.uvarint(uint64(len(p.groups)))
 	for _, g := range p.groups {
-		e.string(g.Name)
-		e.strings(g.Keys)
-		e.varint(int64(g.MaxPerWorker))
-		e.stringMap(g.Assignment)
-		e.uvarint(g.CreateIndex)
-		e.uvarint(g.ModifyIndex)
-		e.uvarint(g.AssignIndex)
+		g.encode(e)
 	}
 	e.uvarint(uint64(len(p.controls)))
 	for _, c := range p.controls {

@@ -53,12 +53,18 @@ func (c MarkStuck) encode(e *encoder) {
 	e.strings(c.Workers)
 }
 
+// decodeGroupDefine reads what GroupDefine.encode wrote, alone or inside
+// a GroupPutCAS.
+func decodeGroupDefine(d *decoder) GroupDefine {
+	return GroupDefine{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint()),
+		StuckGrace: time.Duration(d.varint()), MinWorkers: int(d.varint())}
+}
+
 // decodeStuckCommand reads the payload of a command of type 23 or 24.
 func decodeStuckCommand(t Type, d *decoder) Command {
 	switch t {
 	case TypeGroupDefine:
-		return GroupDefine{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint()),
-			StuckGrace: time.Duration(d.varint()), MinWorkers: int(d.varint())}
+		return decodeGroupDefine(d)
 	case TypeMarkStuck:
 		return MarkStuck{Group: d.string(), Workers: d.strings()}
 	}

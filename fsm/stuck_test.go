@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"bytes"
-	"io"
 	"reflect"
 	"testing"
 	"time"
@@ -32,10 +30,7 @@ func TestGroupSettingsAndStuckMarks(t *testing.T) {
 	}
 
 	// A snapshot restores the same group.
-	restored := New()
-	if err := restored.Restore(io.NopCloser(bytes.NewReader(n.m.snapshotBytes()))); err != nil {
-		t.Fatalf("Restore: %v", err)
-	}
+	restored := restoredFrom(t, n.m.snapshotBytes())
 	if got := restored.Group("g"); !reflect.DeepEqual(got, g) {
 		t.Errorf("restored group = %s, want %s", groupString(got), groupString(g))
 	}

@@ -105,10 +105,7 @@ func (e *env) printToken(t *client.ACLToken, asJSON bool) int {
 }
 
 func (e *env) aclBootstrap(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("acl bootstrap", "acl bootstrap")
-	cf.register(fs)
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, cf, _, code, ok := e.connectArgs("acl bootstrap", "acl bootstrap", args, 0, 0)
 	if !ok {
 		return code
 	}
@@ -147,10 +144,7 @@ func (e *env) aclTokenCreate(ctx context.Context, args []string) int {
 }
 
 func (e *env) aclTokenList(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("acl token list", "acl token list")
-	cf.register(fs)
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, cf, _, code, ok := e.connectArgs("acl token list", "acl token list", args, 0, 0)
 	if !ok {
 		return code
 	}
@@ -196,18 +190,9 @@ func (e *env) aclTokenRead(ctx context.Context, args []string, self bool) int {
 }
 
 func (e *env) aclTokenDelete(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("acl token delete", "acl token delete ACCESSOR")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
-	if !ok {
-		return code
-	}
-	if err := c.ACL().DeleteToken(ctx, pos[0]); err != nil {
-		return e.fail(err)
-	}
-	fmt.Fprintf(e.stdout, "deleted token %s\n", pos[0])
-	return exitOK
+	return e.deleteOne(ctx, "acl token delete", "acl token delete ACCESSOR", args, "deleted token %s\n", func(c *client.Client, name string) error {
+		return c.ACL().DeleteToken(ctx, name)
+	})
 }
 
 func (e *env) aclPolicyCreate(ctx context.Context, args []string) int {
@@ -260,10 +245,7 @@ func (e *env) printPolicy(p *client.ACLPolicy, asJSON bool) int {
 }
 
 func (e *env) aclPolicyList(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("acl policy list", "acl policy list")
-	cf.register(fs)
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, cf, _, code, ok := e.connectArgs("acl policy list", "acl policy list", args, 0, 0)
 	if !ok {
 		return code
 	}
@@ -288,10 +270,7 @@ func (e *env) aclPolicyList(ctx context.Context, args []string) int {
 }
 
 func (e *env) aclPolicyRead(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("acl policy read", "acl policy read NAME")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, cf, pos, code, ok := e.connectArgs("acl policy read", "acl policy read NAME", args, 1, 1)
 	if !ok {
 		return code
 	}
@@ -303,16 +282,7 @@ func (e *env) aclPolicyRead(ctx context.Context, args []string) int {
 }
 
 func (e *env) aclPolicyDelete(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("acl policy delete", "acl policy delete NAME")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
-	if !ok {
-		return code
-	}
-	if err := c.ACL().DeletePolicy(ctx, pos[0]); err != nil {
-		return e.fail(err)
-	}
-	fmt.Fprintf(e.stdout, "deleted policy %s\n", pos[0])
-	return exitOK
+	return e.deleteOne(ctx, "acl policy delete", "acl policy delete NAME", args, "deleted policy %s\n", func(c *client.Client, name string) error {
+		return c.ACL().DeletePolicy(ctx, name)
+	})
 }

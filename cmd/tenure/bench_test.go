@@ -113,10 +113,7 @@ func TestBenchAgainstFakeCluster(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store, srv := newLeaseStore(t)
 			args := append([]string{"bench", "-json", "-http-addr", srv.URL, "-clients", "4", "-keys", "3", "-requests", "400"}, tt.args...)
-			got := runCLI(t, args...)
-			if got.code != exitOK {
-				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-			}
+			got := mustRunCLI(t, args...)
 			var rep benchReport
 			if err := json.Unmarshal([]byte(got.stdout), &rep); err != nil {
 				t.Fatalf("output is not the JSON report: %v\n%s", err, got.stdout)
@@ -167,10 +164,7 @@ func TestBenchAgainstFakeCluster(t *testing.T) {
 
 func TestBenchTextReport(t *testing.T) {
 	_, srv := newLeaseStore(t)
-	got := runCLI(t, "bench", "-http-addr", srv.URL, "-clients", "2", "-requests", "50", "-op", "renew")
-	if got.code != exitOK {
-		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-	}
+	got := mustRunCLI(t, "bench", "-http-addr", srv.URL, "-clients", "2", "-requests", "50", "-op", "renew")
 	for _, want := range []string{"bench run ", "OP", "P99.9", "renew", "total"} {
 		if !strings.Contains(got.stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, got.stdout)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -87,7 +89,7 @@ func (rep *benchReport) print(e *env) {
 			continue
 		}
 		fmt.Fprintf(e.stdout, "%s errors:", o.Op)
-		for _, k := range sortedKeys(o.ErrorKinds) {
+		for _, k := range slices.Sorted(maps.Keys(o.ErrorKinds)) {
 			fmt.Fprintf(e.stdout, " %s=%d", k, o.ErrorKinds[k])
 		}
 		fmt.Fprintln(e.stdout)

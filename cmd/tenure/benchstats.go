@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"net"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -132,14 +131,4 @@ func errorKind(err error) string {
 		return "connection"
 	}
 	return "other"
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys(m map[string]uint64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

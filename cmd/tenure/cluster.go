@@ -11,10 +11,7 @@ import (
 )
 
 func (e *env) status(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("status", "status [-http-addr A] [-json]")
-	cf.register(fs)
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, cf, _, code, ok := e.connectArgs("status", "status [-http-addr A] [-json]", args, 0, 0)
 	if !ok {
 		return code
 	}
@@ -79,10 +76,7 @@ func (e *env) noLeader(st *client.NodeStatus) int {
 }
 
 func (e *env) members(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("members", "members [-http-addr A] [-json]")
-	cf.register(fs)
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, cf, _, code, ok := e.connectArgs("members", "members [-http-addr A] [-json]", args, 0, 0)
 	if !ok {
 		return code
 	}
@@ -108,10 +102,7 @@ func (e *env) members(ctx context.Context, args []string) int {
 // snapshotTake is `tenure snapshot take`: the server it reaches (or the
 // leader) writes a Raft snapshot of its own now, which compacts its log.
 func (e *env) snapshotTake(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("snapshot take", "snapshot take [-http-addr A] [-json]")
-	cf.register(fs)
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, cf, _, code, ok := e.connectArgs("snapshot take", "snapshot take [-http-addr A] [-json]", args, 0, 0)
 	if !ok {
 		return code
 	}
@@ -179,10 +170,7 @@ func (e *env) operatorRaft(ctx context.Context, args []string) int {
 }
 
 func (e *env) promoteServer(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("operator raft promote", "operator raft promote ID")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, cf, pos, code, ok := e.connectArgs("operator raft promote", "operator raft promote ID", args, 1, 1)
 	if !ok {
 		return code
 	}
@@ -222,10 +210,7 @@ func (e *env) removeServer(ctx context.Context, args []string) int {
 }
 
 func (e *env) readmitServer(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("operator readmit-server", "operator readmit-server ID")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, cf, pos, code, ok := e.connectArgs("operator readmit-server", "operator readmit-server ID", args, 1, 1)
 	if !ok {
 		return code
 	}

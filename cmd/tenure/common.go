@@ -7,8 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -28,13 +29,19 @@ type clusterFlags struct {
 	token    string // ACL token secret
 }
 
-func (f *clusterFlags) register(fs *flag.FlagSet) {
+// registerHTTPAddr registers -http-addr in fs, its default from the
+// environment.
+func registerHTTPAddr(fs *flag.FlagSet, p *string) {
 	def := os.Getenv(client.EnvHTTPAddr)
 	if def == "" {
 		def = client.DefaultHTTPAddr
 	}
-	fs.StringVar(&f.httpAddr, "http-addr", def,
+	fs.StringVar(p, "http-addr", def,
 		"HTTP addresses of the servers, comma-separated; https://host:port for TLS (env "+client.EnvHTTPAddr+")")
+}
+
+func (f *clusterFlags) register(fs *flag.FlagSet) {
+	registerHTTPAddr(fs, &f.httpAddr)
 	f.tls.register(fs)
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	// The ACL token: -token, except where a command already has a -token
@@ -167,6 +174,17 @@ func (e *env) table() *tabwriter.Writer {
 	return tabwriter.NewWriter(e.stdout, 0, 8, 2, ' ', 0)
 }
 
+// printTable writes an aligned table: the header, then a row of cells(i)
+// for each i below n.
+func (e *env) printTable(header []any, n int, cells func(i int) []any) {
+	w := e.table()
+	row(w, header...)
+	for i := 0; i < n; i++ {
+		row(w, cells(i)...)
+	}
+	w.Flush()
+}
+
 // row writes cells as one tab-separated row.
 func row(w io.Writer, cells ...any) {
 	for i, c := range cells {
@@ -180,11 +198,7 @@ func row(w io.Writer, cells ...any) {
 
 // pairs renders a map as "k=v" pairs in key order.
 func pairs[V any](m map[string]V) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
@@ -219,6 +233,32 @@ func (e *env) connect(fs *flag.FlagSet, cf *clusterFlags, args []string, min, ma
 		return nil, nil, e.fail(err), false
 	}
 	return c, pos, exitOK, true
+}
+
+// connectArgs is connect for a command whose only flags are the cluster
+// flags: it makes the flag set of name with usage, parses args (min to
+// max positional arguments) and connects. cf holds the parsed flags.
+func (e *env) connectArgs(name, usage string, args []string, min, max int) (c *client.Client, cf *clusterFlags, pos []string, code int, ok bool) {
+	cf = &clusterFlags{}
+	fs := e.newFlagSet(name, usage)
+	cf.register(fs)
+	c, pos, code, ok = e.connect(fs, cf, args, min, max)
+	return c, cf, pos, code, ok
+}
+
+// deleteOne runs a command whose only flags are the cluster flags and
+// whose one argument names what to delete: del deletes it, and done (a
+// format of the name) says so.
+func (e *env) deleteOne(ctx context.Context, name, usage string, args []string, done string, del func(c *client.Client, name string) error) int {
+	c, _, pos, code, ok := e.connectArgs(name, usage, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if err := del(c, pos[0]); err != nil {
+		return e.fail(err)
+	}
+	fmt.Fprintf(e.stdout, done, pos[0])
+	return exitOK
 }
 
 // subcommands dispatches args[0] to one of cmds, printing usage otherwise.

@@ -15,10 +15,7 @@ func TestEventsCommand(t *testing.T) {
 			map[string]any{"index": 13, "term": 2, "type": "drained", "worker": "w1", "reason": "drained"},
 		}, "index": 13})
 	})
-	got := runCLI(t, "events", "-http-addr", srv.URL, "-index", "11", "-prefix", "jobs/", "-type", "revoked, drained")
-	if got.code != exitOK {
-		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-	}
+	got := mustRunCLI(t, "events", "-http-addr", srv.URL, "-index", "11", "-prefix", "jobs/", "-type", "revoked, drained")
 	req := srv.only(t)
 	if req.Path != "/v1/events" || req.Query.Get("index") != "11" || req.Query.Get("prefix") != "jobs/" || req.Query.Get("type") != "revoked,drained" {
 		t.Errorf("request %s ? %v", req.Path, req.Query)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,10 +59,7 @@ func (e *env) groups(ctx context.Context, args []string) int {
 }
 
 func (e *env) groupsList(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("groups list", "groups list")
-	cf.register(fs)
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, cf, _, code, ok := e.connectArgs("groups list", "groups list", args, 0, 0)
 	if !ok {
 		return code
 	}
@@ -81,10 +80,7 @@ func (e *env) groupsList(ctx context.Context, args []string) int {
 }
 
 func (e *env) groupsGet(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("groups get", "groups get NAME")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, cf, pos, code, ok := e.connectArgs("groups get", "groups get NAME", args, 1, 1)
 	if !ok {
 		return code
 	}
@@ -189,18 +185,9 @@ func (e *env) printSummary(asJSON bool, g *client.GroupSummary) int {
 }
 
 func (e *env) groupsDelete(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("groups delete", "groups delete NAME")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
-	if !ok {
-		return code
-	}
-	if err := c.Groups().Delete(ctx, pos[0]); err != nil {
-		return e.fail(err)
-	}
-	fmt.Fprintf(e.stdout, "Deleted group %s\n", pos[0])
-	return exitOK
+	return e.deleteOne(ctx, "groups delete", "groups delete NAME", args, "Deleted group %s\n", func(c *client.Client, name string) error {
+		return c.Groups().Delete(ctx, name)
+	})
 }
 
 func (e *env) groupsKeys(ctx context.Context, args []string, add bool) int {
@@ -261,14 +248,9 @@ func (e *env) groupsAssignment(ctx context.Context, args []string) int {
 	if cf.json {
 		return e.printJSON(map[string]any{"group": pos[0], "assignment": plan})
 	}
-	keys := make([]string, 0, len(plan))
-	for k := range plan {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	w := e.table()
 	row(w, "KEY", "TARGET")
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(plan)) {
 		row(w, k, plan[k])
 	}
 	w.Flush()

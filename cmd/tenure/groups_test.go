@@ -57,10 +57,7 @@ func TestKeysEditsAreAtomic(t *testing.T) {
 			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
 				writeJSON(w, 200, map[string]any{"key": "scene-01", "disabled": true, "prohibited": []string{"t8"}})
 			})
-			got := runCLI(t, append(append([]string{"keys"}, tc.args...), "-http-addr", srv.URL)...)
-			if got.code != exitOK {
-				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-			}
+			got := mustRunCLI(t, append(append([]string{"keys"}, tc.args...), "-http-addr", srv.URL)...)
 			req := srv.only(t)
 			if req.Method != http.MethodPatch || req.Path != "/v1/controls/scene-01" || req.Body != tc.body {
 				t.Errorf("request = %s %s %q, want PATCH /v1/controls/scene-01 %q", req.Method, req.Path, req.Body, tc.body)
@@ -86,10 +83,7 @@ func TestGroupsCreateReplaceAndCAS(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, summary) })
 			args := append([]string{"groups", "create", "g", "-keys", "a"}, tc.args...)
-			got := runCLI(t, append(args, "-http-addr", srv.URL)...)
-			if got.code != exitOK {
-				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-			}
+			mustRunCLI(t, append(args, "-http-addr", srv.URL)...)
 			if req := srv.only(t); req.Method != "PUT" || req.Query.Encode() != tc.query {
 				t.Errorf("request = %s ?%s, want PUT ?%s", req.Method, req.Query.Encode(), tc.query)
 			}
@@ -124,10 +118,7 @@ func TestKeysDisableForcePrintsEnded(t *testing.T) {
 		writeJSON(w, 200, map[string]any{"key": "scene-01", "disabled": true, "prohibited": []string{},
 			"ended": []map[string]any{{"key": "scene-01", "holder": "t1", "token": 7, "reason": "disabled", "forced": true, "frees_in": "0s"}}})
 	})
-	got := runCLI(t, "keys", "disable", "scene-01", "-force", "-http-addr", srv.URL)
-	if got.code != exitOK {
-		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-	}
+	got := mustRunCLI(t, "keys", "disable", "scene-01", "-force", "-http-addr", srv.URL)
 	srv.mu.Lock()
 	var query string
 	for _, r := range srv.reqs {

@@ -48,10 +48,7 @@ func (e *env) keyring(ctx context.Context, args []string) int {
 }
 
 func (e *env) keyringList(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("operator keyring list", "operator keyring list")
-	cf.register(fs)
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, cf, _, code, ok := e.connectArgs("operator keyring list", "operator keyring list", args, 0, 0)
 	if !ok {
 		return code
 	}

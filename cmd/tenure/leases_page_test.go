@@ -23,10 +23,7 @@ func TestLeasesListFollowsPages(t *testing.T) {
 			writeJSON(w, 400, map[string]any{"error": "invalid_query", "message": "cursor"})
 		}
 	})
-	got := runCLI(t, "leases", "list", "-http-addr", srv.URL)
-	if got.code != exitOK {
-		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-	}
+	got := mustRunCLI(t, "leases", "list", "-http-addr", srv.URL)
 	var keys []string
 	for _, line := range strings.Split(strings.TrimSpace(got.stdout), "\n")[1:] {
 		keys = append(keys, strings.Fields(line)[0])

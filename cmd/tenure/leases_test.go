@@ -25,10 +25,7 @@ func TestLeasesList(t *testing.T) {
 		writeJSON(w, 200, map[string]any{"leases": []any{lease("scene-01"), free}, "index": 42})
 	})
 
-	got := runCLI(t, "leases", "list", "-http-addr", srv.URL, "-prefix", "scene-", "-state", "held", "-holder", "tracker-0", "-stale")
-	if got.code != exitOK {
-		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-	}
+	got := mustRunCLI(t, "leases", "list", "-http-addr", srv.URL, "-prefix", "scene-", "-state", "held", "-holder", "tracker-0", "-stale")
 	req := srv.only(t)
 	wantQuery := map[string]string{"prefix": "scene-", "state": "held", "holder": "tracker-0", "stale": "true"}
 	if req.Method != "GET" || req.Path != "/v1/leases" {
@@ -63,10 +60,7 @@ func TestLeasesListJSON(t *testing.T) {
 		w.Header().Set("X-Tenure-Index", "42")
 		writeJSON(w, 200, map[string]any{"leases": []any{lease("scene-01")}, "index": 42})
 	})
-	got := runCLI(t, "leases", "list", "-json", "-http-addr", srv.URL)
-	if got.code != exitOK {
-		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-	}
+	got := mustRunCLI(t, "leases", "list", "-json", "-http-addr", srv.URL)
 	var out struct {
 		Leases []map[string]any `json:"leases"`
 		Index  uint64           `json:"index"`
@@ -93,10 +87,7 @@ func TestLeasesGet(t *testing.T) {
 		writeJSON(w, 200, lease("partitions/17"))
 	})
 	// Flags may follow the key.
-	got := runCLI(t, "leases", "get", "partitions/17", "-stale", "-http-addr", srv.URL)
-	if got.code != exitOK {
-		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-	}
+	got := mustRunCLI(t, "leases", "get", "partitions/17", "-stale", "-http-addr", srv.URL)
 	req := srv.only(t)
 	if req.Path != "/v1/leases/partitions/17" || req.Query.Get("stale") != "true" {
 		t.Errorf("request = %s ?%v, want /v1/leases/partitions/17 ?stale=true", req.Path, req.Query)
@@ -155,10 +146,7 @@ func TestLeasesAcquire(t *testing.T) {
 				writeJSON(w, tt.status, lease("scene-01"))
 			})
 			args := append([]string{"leases", "acquire", "-http-addr", srv.URL}, tt.args...)
-			got := runCLI(t, args...)
-			if got.code != exitOK {
-				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-			}
+			got := mustRunCLI(t, args...)
 			req := srv.only(t)
 			if req.Method != "PUT" || req.Path != "/v1/leases/scene-01" {
 				t.Errorf("request = %s %s, want PUT /v1/leases/scene-01", req.Method, req.Path)
@@ -249,14 +237,9 @@ func TestLeasesRenewReleaseRevoke(t *testing.T) {
 				writeJSON(w, tt.status, lease("scene-01"))
 			})
 			args := append([]string{"leases"}, tt.args...)
-			got := runCLI(t, append(args, "-http-addr", srv.URL)...)
-			if got.code != exitOK {
-				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-			}
+			got := mustRunCLI(t, append(args, "-http-addr", srv.URL)...)
 			req := srv.only(t)
-			if req.Method != tt.wantMethod || req.Path != tt.wantPath || req.Body != tt.wantBody {
-				t.Errorf("request = %s %s %q, want %s %s %q", req.Method, req.Path, req.Body, tt.wantMethod, tt.wantPath, tt.wantBody)
-			}
+			req.want(t, tt.wantMethod, tt.wantPath, tt.wantBody)
 			for k, v := range tt.wantQuery {
 				if req.Query.Get(k) != v {
 					t.Errorf("query %s = %q, want %q", k, req.Query.Get(k), v)

@@ -51,6 +51,14 @@ func (f *fakeServer) only(t *testing.T) seenRequest {
 	return f.reqs[0]
 }
 
+// want fails t unless the request is method on path with body.
+func (r seenRequest) want(t *testing.T, method, path, body string) {
+	t.Helper()
+	if r.Method != method || r.Path != path || r.Body != body {
+		t.Errorf("request = %s %s %q, want %s %s %q", r.Method, r.Path, r.Body, method, path, body)
+	}
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -69,6 +77,16 @@ func runCLI(t *testing.T, args ...string) cliResult {
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), args, &out, &errOut)
 	return cliResult{code, out.String(), errOut.String()}
+}
+
+// mustRunCLI is runCLI that fails t unless the command line exits 0.
+func mustRunCLI(t *testing.T, args ...string) cliResult {
+	t.Helper()
+	got := runCLI(t, args...)
+	if got.code != exitOK {
+		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
+	}
+	return got
 }
 
 func TestUsageAndVersion(t *testing.T) {
@@ -158,14 +176,9 @@ func runRequestCases(t *testing.T, tests []requestCase) {
 				}
 				writeJSON(w, tt.status, tt.answer)
 			})
-			got := runCLI(t, append(tt.args, "-http-addr", srv.URL)...)
-			if got.code != exitOK {
-				t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
-			}
+			got := mustRunCLI(t, append(tt.args, "-http-addr", srv.URL)...)
 			req := srv.only(t)
-			if req.Method != tt.wantMethod || req.Path != tt.wantPath || req.Body != tt.wantBody {
-				t.Errorf("request = %s %s %q, want %s %s %q", req.Method, req.Path, req.Body, tt.wantMethod, tt.wantPath, tt.wantBody)
-			}
+			req.want(t, tt.wantMethod, tt.wantPath, tt.wantBody)
 			for _, want := range tt.wantOut {
 				if !strings.Contains(got.stdout, want) {
 					t.Errorf("output lacks %q:\n%s", want, got.stdout)

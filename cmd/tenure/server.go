@@ -9,11 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -225,12 +226,7 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if k == "config" || fs.Lookup(k) == nil {
 			return fmt.Errorf("config file %s: unknown key %q", path, k)
 		}

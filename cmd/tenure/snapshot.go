@@ -56,10 +56,7 @@ func (e *env) snapshot(ctx context.Context, args []string) int {
 
 // snapshotSave is `tenure snapshot save FILE`.
 func (e *env) snapshotSave(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("snapshot save", "snapshot save [-http-addr A] [-json] FILE")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, cf, pos, code, ok := e.connectArgs("snapshot save", "snapshot save [-http-addr A] [-json] FILE", args, 1, 1)
 	if !ok {
 		return code
 	}

@@ -41,40 +41,33 @@ func (e *env) leasesStale(ctx context.Context, args []string) int {
 		fmt.Fprintln(e.stdout, "ok: every key is owned, no worker is stuck, every group has its workers, every lease is renewed")
 		return status
 	}
+	// A blank line comes before every table but the first kind.
 	if len(h.Unowned) > 0 {
-		w := e.table()
-		row(w, "UNOWNED KEY", "GROUP", "TARGET", "UNOWNED FOR", "OVERDUE")
-		for _, k := range h.Unowned {
-			row(w, k.Key, k.Group, dash(k.Target), k.UnownedFor, k.Overdue)
-		}
-		w.Flush()
+		e.printTable([]any{"UNOWNED KEY", "GROUP", "TARGET", "UNOWNED FOR", "OVERDUE"}, len(h.Unowned), func(i int) []any {
+			k := h.Unowned[i]
+			return []any{k.Key, k.Group, dash(k.Target), k.UnownedFor, k.Overdue}
+		})
 	}
 	if len(h.Stuck) > 0 {
 		fmt.Fprintln(e.stdout)
-		w := e.table()
-		row(w, "STUCK WORKER", "GROUP", "SINCE", "STUCK FOR", "QUARANTINE LEFT")
-		for _, s := range h.Stuck {
-			row(w, s.Worker, s.Group, s.Since, s.StuckFor, s.QuarantineLeft)
-		}
-		w.Flush()
+		e.printTable([]any{"STUCK WORKER", "GROUP", "SINCE", "STUCK FOR", "QUARANTINE LEFT"}, len(h.Stuck), func(i int) []any {
+			s := h.Stuck[i]
+			return []any{s.Worker, s.Group, s.Since, s.StuckFor, s.QuarantineLeft}
+		})
 	}
 	if len(h.BelowMin) > 0 {
 		fmt.Fprintln(e.stdout)
-		w := e.table()
-		row(w, "GROUP BELOW MIN", "WORKERS", "MIN WORKERS")
-		for _, g := range h.BelowMin {
-			row(w, g.Group, g.Workers, g.MinWorkers)
-		}
-		w.Flush()
+		e.printTable([]any{"GROUP BELOW MIN", "WORKERS", "MIN WORKERS"}, len(h.BelowMin), func(i int) []any {
+			g := h.BelowMin[i]
+			return []any{g.Group, g.Workers, g.MinWorkers}
+		})
 	}
 	if len(h.Stale) > 0 {
 		fmt.Fprintln(e.stdout)
-		w := e.table()
-		row(w, "STALE LEASE", "HOLDER", "TOKEN", "TTL", "SINCE RENEWAL")
-		for _, l := range h.Stale {
-			row(w, l.Key, l.Holder, l.Token, l.TTL, l.SinceRenewal)
-		}
-		w.Flush()
+		e.printTable([]any{"STALE LEASE", "HOLDER", "TOKEN", "TTL", "SINCE RENEWAL"}, len(h.Stale), func(i int) []any {
+			l := h.Stale[i]
+			return []any{l.Key, l.Holder, l.Token, l.TTL, l.SinceRenewal}
+		})
 	}
 	if h.Truncated {
 		fmt.Fprintln(e.stdout, "(lists cut at 1000 entries)")

@@ -107,12 +107,8 @@ type supervisorFlags struct {
 }
 
 func (f *supervisorFlags) register(fs *flag.FlagSet) {
-	def := os.Getenv(client.EnvHTTPAddr)
-	if def == "" {
-		def = client.DefaultHTTPAddr
-	}
 	f.meta = metaFlag{}
-	fs.StringVar(&f.httpAddr, "http-addr", def, "HTTP addresses of the servers, comma-separated; https://host:port for TLS (env "+client.EnvHTTPAddr+")")
+	registerHTTPAddr(fs, &f.httpAddr)
 	f.tls.register(fs)
 	fs.DurationVar(&f.ttl, "ttl", client.DefaultLeaseTTL, "lifetime of the lease: the key frees at most this long after tenure dies")
 	fs.StringVar(&f.holder, "holder", "", "holder identity (default: hostname-pid-random)")

@@ -29,10 +29,7 @@ func (e *env) workers(ctx context.Context, args []string) int {
 }
 
 func (e *env) workersList(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("workers list", "workers list")
-	cf.register(fs)
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, cf, _, code, ok := e.connectArgs("workers list", "workers list", args, 0, 0)
 	if !ok {
 		return code
 	}

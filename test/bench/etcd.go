@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -58,9 +57,7 @@ func (e *Etcd) Start(ps *procs) error {
 			"--log-level", "warn",
 			"--logger", "zap",
 		}
-		m.p = &proc{name: "etcd " + name, bin: e.Bin, args: args, log: filepath.Join(e.Dir, name+".log")}
-		ps.add(m.p)
-		if err := m.p.start(); err != nil {
+		if m.p, err = startServer(ps, "etcd "+name, e.Bin, args, filepath.Join(e.Dir, name+".log")); err != nil {
 			return err
 		}
 		e.members = append(e.members, m)
@@ -70,13 +67,7 @@ func (e *Etcd) Start(ps *procs) error {
 
 // Endpoints are the client URLs of the running members.
 func (e *Etcd) Endpoints() []string {
-	var a []string
-	for _, m := range e.members {
-		if m.p.running() {
-			a = append(a, m.client)
-		}
-	}
-	return a
+	return runningAddrs(e.members, func(m *etcdMember) string { return m.client })
 }
 
 // Client returns a client of every running member.
@@ -128,44 +119,21 @@ func (e *Etcd) WaitReady(timeout time.Duration) error {
 	})
 }
 
-func (e *Etcd) leader() (*etcdMember, error) {
-	for _, m := range e.members {
-		if !m.p.running() {
-			continue
-		}
-		if id, l, err := e.memberStatus(m); err == nil && id == l {
-			return m, nil
-		}
-	}
-	return nil, errors.New("etcd: no leader")
+// leads says whether m is the leader, as its own status says.
+func (e *Etcd) leads(m *etcdMember) bool {
+	id, l, err := e.memberStatus(m)
+	return err == nil && id == l
 }
 
 // KillLeader kills the leader with SIGKILL and returns a function that
 // restarts it on its data dir.
 func (e *Etcd) KillLeader() (restart func() error, err error) {
-	m, err := e.leader()
-	if err != nil {
-		return nil, err
-	}
-	m.p.kill()
-	return func() error {
-		if err := m.p.start(); err != nil {
-			return err
-		}
-		return e.WaitReady(60 * time.Second)
-	}, nil
+	return killLeader("etcd", e.members, e.leads, e.WaitReady)
 }
 
 // FollowerPID is the process id of a running follower.
 func (e *Etcd) FollowerPID() (int, error) {
-	l, err := e.leader()
-	if err != nil {
-		return 0, err
-	}
-	for _, m := range e.members {
-		if m != l && m.p.running() {
-			return m.p.pid(), nil
-		}
-	}
-	return 0, errors.New("etcd: no follower")
+	return followerPID("etcd", e.members, e.leads)
 }
+
+func (m *etcdMember) process() *proc { return m.p }

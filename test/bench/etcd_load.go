@@ -41,6 +41,16 @@ func etcdClient(ctx context.Context, e *Etcd) (*clientv3.Client, error) {
 	return c, nil
 }
 
+// etcdSession returns a concurrency session of etcdTTL on a client of its
+// own that is closed when ctx ends.
+func etcdSession(ctx context.Context, e *Etcd) (*concurrency.Session, error) {
+	c, err := etcdClient(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	return concurrency.NewSession(c, concurrency.WithTTL(int(etcdTTL)))
+}
+
 func etcdAcquire(ctx context.Context, env *Env, e *Etcd, clients int) (Result, error) {
 	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
 		c, err := etcdClient(env.runCtx, e)
@@ -172,11 +182,7 @@ func etcdRead(ctx context.Context, env *Env, e *Etcd, clients int, stale bool) (
 func etcdHandoff(ctx context.Context, env *Env, e *Etcd, clients int) (Result, error) {
 	prefix := env.key("handoff", 0)
 	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := etcdClient(env.runCtx, e)
-		if err != nil {
-			return nil, err
-		}
-		s, err := concurrency.NewSession(c, concurrency.WithTTL(int(etcdTTL)))
+		s, err := etcdSession(env.runCtx, e)
 		if err != nil {
 			return nil, err
 		}
@@ -195,11 +201,7 @@ func etcdHandoff(ctx context.Context, env *Env, e *Etcd, clients int) (Result, e
 func etcdElection(ctx context.Context, env *Env, e *Etcd, clients int) (Result, error) {
 	prefix := env.key("election", 0)
 	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := etcdClient(env.runCtx, e)
-		if err != nil {
-			return nil, err
-		}
-		s, err := concurrency.NewSession(c, concurrency.WithTTL(int(etcdTTL)))
+		s, err := etcdSession(env.runCtx, e)
 		if err != nil {
 			return nil, err
 		}

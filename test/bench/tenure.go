@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -60,9 +59,7 @@ func (t *Tenure) Start(ps *procs) error {
 			"-join", strings.Join(join, ","),
 			"-log-level", "warn",
 		}, t.Extra...)
-		n.p = &proc{name: "tenure " + id, bin: t.Bin, args: args, log: filepath.Join(t.Dir, id+".log")}
-		ps.add(n.p)
-		if err := n.p.start(); err != nil {
+		if n.p, err = startServer(ps, "tenure "+id, t.Bin, args, filepath.Join(t.Dir, id+".log")); err != nil {
 			return err
 		}
 		t.nodes = append(t.nodes, n)
@@ -72,13 +69,7 @@ func (t *Tenure) Start(ps *procs) error {
 
 // Addrs are the HTTP addresses of the running servers.
 func (t *Tenure) Addrs() []string {
-	var a []string
-	for _, n := range t.nodes {
-		if n.p.running() {
-			a = append(a, n.http)
-		}
-	}
-	return a
+	return runningAddrs(t.nodes, func(n *tenureNode) string { return n.http })
 }
 
 // Client returns a client of every running server, without retries
@@ -136,45 +127,21 @@ func (t *Tenure) WaitReady(timeout time.Duration) error {
 	})
 }
 
-// leader returns the node that is leader, as its own status says.
-func (t *Tenure) leader() (*tenureNode, error) {
-	for _, n := range t.nodes {
-		if !n.p.running() {
-			continue
-		}
-		if st, err := t.status(n); err == nil && st.Role == "leader" {
-			return n, nil
-		}
-	}
-	return nil, errors.New("tenure: no leader")
+// leads says whether n is the leader, as its own status says.
+func (t *Tenure) leads(n *tenureNode) bool {
+	st, err := t.status(n)
+	return err == nil && st.Role == "leader"
 }
 
 // KillLeader kills the leader with SIGKILL and returns a function that
 // restarts it on its data dir.
 func (t *Tenure) KillLeader() (restart func() error, err error) {
-	n, err := t.leader()
-	if err != nil {
-		return nil, err
-	}
-	n.p.kill()
-	return func() error {
-		if err := n.p.start(); err != nil {
-			return err
-		}
-		return t.WaitReady(60 * time.Second)
-	}, nil
+	return killLeader("tenure", t.nodes, t.leads, t.WaitReady)
 }
 
 // FollowerPID is the process id of a running follower.
 func (t *Tenure) FollowerPID() (int, error) {
-	l, err := t.leader()
-	if err != nil {
-		return 0, err
-	}
-	for _, n := range t.nodes {
-		if n != l && n.p.running() {
-			return n.p.pid(), nil
-		}
-	}
-	return 0, errors.New("tenure: no follower")
+	return followerPID("tenure", t.nodes, t.leads)
 }
+
+func (n *tenureNode) process() *proc { return n.p }

@@ -36,17 +36,9 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	boot := bootstrapACL(t, tlsClient(t, "ops", tc, c.httpAddrs()...), startTimeout)
-	c.token = boot.SecretID
-	c.leader(t)
+	boot, _ := c.bootstrapTLS(t, "ops", tc)
 	withToken := func(holder, token string) *client.Client {
-		cfg := client.DefaultConfig()
-		cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS, cfg.Timeout = c.httpAddrs(), holder, token, tc, 10*time.Second
-		cl, err := client.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl
+		return tokenClient(t, holder, token, tc, 10*time.Second, c.httpAddrs()...)
 	}
 	admin := withToken("ops", boot.SecretID)
 	if _, err := admin.ACL().SetPolicy(ctx, "app", client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "", Rights: []string{client.RightRead, client.RightWrite}}}}); err != nil {
@@ -64,8 +56,7 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 		}
 		return l
 	}
-	env := []string{"TENURE_HTTP_ADDR=" + strings.Join(c.httpAddrs(), ","), "TENURE_CACERT=" + p.caFile(),
-		"TENURE_CLIENT_CERT=" + certFile, "TENURE_CLIENT_KEY=" + keyFile}
+	env := tlsEnv(tc, "", c.httpAddrs()...)
 	opsEnv := append(env, "TENURE_HTTP_TOKEN="+boot.SecretID)
 	appEnv := append(env, "TENURE_HTTP_TOKEN="+app.SecretID)
 
@@ -150,27 +141,12 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 // bob's token. An edited backup is refused, -unverified is refused to the
 // operator, and a management token may restore it with -unverified.
 func TestSnapshotRestoreByAnOperatorKeepsACLsAndTokens(t *testing.T) {
-	p := newTestPKI(t)
-	certFile, keyFile := p.client(t, "ops")
-	c := newCluster(t)
-	c.scheme = "https"
-	c.http = httpClient(t, p, certFile, keyFile)
-	c.nodeArgs = p.serverArgs("-acl-enabled")
-	c.start(t, 3)
-	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	c, tc := startSecureCluster(t, 3, "ops")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	boot := bootstrapACL(t, tlsClient(t, "ops", tc, c.httpAddrs()...), startTimeout)
-	c.token = boot.SecretID
-	c.leader(t)
+	boot, _ := c.bootstrapTLS(t, "ops", tc)
 	withToken := func(holder, token string) *client.Client {
-		cfg := client.DefaultConfig()
-		cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS, cfg.Timeout = c.httpAddrs(), holder, token, tc, 10*time.Second
-		cl, err := client.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl
+		return tokenClient(t, holder, token, tc, 10*time.Second, c.httpAddrs()...)
 	}
 	admin := withToken("ops", boot.SecretID)
 	for name, rights := range map[string][]string{"app": {client.RightRead, client.RightWrite}, "ops": {client.RightOperator}} {
@@ -186,8 +162,7 @@ func TestSnapshotRestoreByAnOperatorKeepsACLsAndTokens(t *testing.T) {
 		return tok.SecretID
 	}
 	app, op := token("app"), token("ops")
-	env := []string{"TENURE_HTTP_ADDR=" + strings.Join(c.httpAddrs(), ","), "TENURE_CACERT=" + p.caFile(),
-		"TENURE_CLIENT_CERT=" + certFile, "TENURE_CLIENT_KEY=" + keyFile}
+	env := tlsEnv(tc, "", c.httpAddrs()...)
 	opEnv := append(env, "TENURE_HTTP_TOKEN="+op)
 	adminEnv := append(env, "TENURE_HTTP_TOKEN="+boot.SecretID)
 

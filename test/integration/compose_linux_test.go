@@ -314,12 +314,7 @@ func TestDockerComposeSecure(t *testing.T) {
 	}
 	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 	boot := bootstrapACL(t, tlsClient(t, "admin", tc, https...), time.Minute)
-	cfg := client.DefaultConfig()
-	cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS = https, "compose-test", boot.SecretID, tc
-	c, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := tokenClient(t, "compose-test", boot.SecretID, tc, 0, https...)
 	if _, _, err := tlsClient(t, "no-token", tc, https...).Status(context.Background()); err == nil {
 		t.Error("status without an ACL token succeeded")
 	}

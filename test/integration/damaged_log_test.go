@@ -44,27 +44,8 @@ func TestDamagedLogEntryStopsTheServer(t *testing.T) {
 	}
 	t.Logf("flipped a byte of scene-01 in entry %d of %s", index, path)
 
-	if err := nd.start(); err != nil {
-		t.Fatal(err)
-	}
-	p := nd.running()
-	select {
-	case <-p.done:
-	case <-time.After(startTimeout):
-		t.Fatalf("%s kept running on a damaged log", nd.id)
-	}
-	var exit *exec.ExitError
-	if !errors.As(p.err, &exit) || exit.ExitCode() != 78 {
-		t.Errorf("%s exited with %v, want exit status 78 (a refusal to start)", nd.id, p.err)
-	}
-	out := tail(nd.logPath, 5)
-	t.Logf("%s stopped with:\n%s", nd.id, out)
-	for _, want := range []string{"the log is damaged", fmt.Sprintf("entry %d of %s", index, path),
-		"remove-server -force " + nd.id, "move the data dir " + nd.dataDir + " aside", "readmit-server " + nd.id} {
-		if !strings.Contains(out, want) {
-			t.Errorf("%s's last words do not say %q:\n%s", nd.id, want, out)
-		}
-	}
+	refusesToStart(t, nd, "a damaged log", "the log is damaged", fmt.Sprintf("entry %d of %s", index, path),
+		"remove-server -force "+nd.id, "move the data dir "+nd.dataDir+" aside", "readmit-server "+nd.id)
 
 	// The other two serve every lease as it was and refuse an intruder.
 	l = c.leader(t)
@@ -144,6 +125,15 @@ func TestLoweredTermStopsTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("lowered CurrentTerm and LastVoteTerm of %s from %v by one", path, was)
+	refusesToStart(t, nd, "a lowered term and vote",
+		"the term and vote in "+path+" cannot be trusted", "remove-server -force "+nd.id, "readmit-server "+nd.id)
+}
+
+// refusesToStart starts the stopped server nd and checks that it refuses:
+// it exits, with status 78, and its last log lines say each of wants. what
+// names what it was started on, for the failure message.
+func refusesToStart(t *testing.T, nd *node, what string, wants ...string) {
+	t.Helper()
 	if err := nd.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +141,7 @@ func TestLoweredTermStopsTheServer(t *testing.T) {
 	select {
 	case <-p.done:
 	case <-time.After(startTimeout):
-		t.Fatalf("%s kept running on a lowered term and vote", nd.id)
+		t.Fatalf("%s kept running on %s", nd.id, what)
 	}
 	var exit *exec.ExitError
 	if !errors.As(p.err, &exit) || exit.ExitCode() != 78 {
@@ -159,7 +149,7 @@ func TestLoweredTermStopsTheServer(t *testing.T) {
 	}
 	out := tail(nd.logPath, 5)
 	t.Logf("%s stopped with:\n%s", nd.id, out)
-	for _, want := range []string{"the term and vote in " + path + " cannot be trusted", "remove-server -force " + nd.id, "readmit-server " + nd.id} {
+	for _, want := range wants {
 		if !strings.Contains(out, want) {
 			t.Errorf("%s's last words do not say %q:\n%s", nd.id, want, out)
 		}

@@ -74,14 +74,8 @@ func (c *cluster) clusterID(t *testing.T) string {
 	var id string
 	poll.WaitFor(t, electionTimeout, func() error {
 		id = ""
-		for i, nd := range c.nodes {
-			if nd.running() == nil {
-				continue
-			}
-			st, err := c.status(i)
-			if err != nil {
-				return err
-			}
+		return c.eachStatus(func(i int, st status) error {
+			nd := c.nodes[i]
 			if st.ClusterID == "" || (id != "" && st.ClusterID != id) {
 				return fmt.Errorf("%s reports cluster id %q (others %q)", nd.id, st.ClusterID, id)
 			}
@@ -90,8 +84,8 @@ func (c *cluster) clusterID(t *testing.T) string {
 			if err != nil || file.NodeID != nd.id || file.ClusterID != id {
 				return fmt.Errorf("%s's identity file: %+v, %v; want node %s cluster %s", nd.id, file, err, nd.id, id)
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 	return id
 }

@@ -122,19 +122,9 @@ func readArchive(t *testing.T, path string) map[string][]byte {
 // server's recent lines; without a token it fails saying so, and writes
 // nothing.
 func TestDebugArchiveWithTLSAndACLs(t *testing.T) {
-	p := newTestPKI(t)
-	cert, key := p.server(t, "dev")
-	certFile, keyFile := p.client(t, "admin")
-	d := startDev(t, "-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled")
-	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	d, tc, boot := startSecureDev(t, "admin")
 	addr := "https://" + d.httpAddr
-	boot := bootstrapACL(t, tlsClient(t, "admin", tc, addr), startTimeout)
-	cfg := client.DefaultConfig()
-	cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS = []string{addr}, "debug-test", boot.SecretID, tc
-	c, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := tokenClient(t, "debug-test", boot.SecretID, tc, 0, addr)
 	d.use(t, c) // a recent request, logged as acl_request
 	// A token with only the debug right collects every part.
 	ctx := harness.Context(t, 30*time.Second)
@@ -146,7 +136,7 @@ func TestDebugArchiveWithTLSAndACLs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tlsArgs := []string{"-http-addr", addr, "-ca-file", p.caFile(), "-client-cert", certFile, "-client-key", keyFile}
+	tlsArgs := []string{"-http-addr", addr, "-ca-file", tc.CAFile, "-client-cert", tc.CertFile, "-client-key", tc.KeyFile}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "bundle.tar.gz")
 	r := runTenure(t, nil, append([]string{"debug", "-token", bugs.SecretID, "-output", out}, tlsArgs...)...)

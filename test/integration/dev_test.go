@@ -107,26 +107,29 @@ func TestDevServer(t *testing.T) {
 	d.stop(t)
 }
 
+// startSecureDev starts `tenure server -dev` with mutual TLS and ACLs on
+// and bootstraps its ACLs. tc holds the client certificate called name;
+// boot is the management token.
+func startSecureDev(t *testing.T, name string) (d *devServer, tc client.TLSConfig, boot *client.ACLToken) {
+	t.Helper()
+	p := newTestPKI(t)
+	cert, key := p.server(t, "dev")
+	certFile, keyFile := p.client(t, name)
+	d = startDev(t, "-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled")
+	tc = client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	boot = bootstrapACL(t, tlsClient(t, "admin", tc, "https://"+d.httpAddr), startTimeout)
+	return d, tc, boot
+}
+
 // The same with mutual TLS and ACLs on: bootstrap, then a lease with the
 // token, over https.
 func TestDevServerWithTLSAndACLs(t *testing.T) {
-	p := newTestPKI(t)
-	cert, key := p.server(t, "dev")
-	certFile, keyFile := p.client(t, "app")
-	d := startDev(t, "-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", p.caFile(), "-tls-verify-incoming", "-acl-enabled")
-	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
-	boot := bootstrapACL(t, tlsClient(t, "admin", tc, "https://"+d.httpAddr), startTimeout)
+	d, tc, boot := startSecureDev(t, "app")
 	c := tlsClient(t, "dev-test", tc, "https://"+d.httpAddr)
 	if _, _, err := c.Status(context.Background()); err == nil {
 		t.Error("status without a token succeeded with ACLs on")
 	}
-	cfg := client.DefaultConfig()
-	cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS = []string{"https://" + d.httpAddr}, "dev-test", boot.SecretID, tc
-	c, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.use(t, c)
+	d.use(t, tokenClient(t, "dev-test", boot.SecretID, tc, 0, "https://"+d.httpAddr))
 	d.stop(t)
 }
 

@@ -172,26 +172,12 @@ func TestSingleServerSIGTERMExits(t *testing.T) {
 // follower's address and the cluster's CA follows the new leader it is
 // told about, over https with its token.
 func TestLeaderSIGTERMHandsOverWithTLSAndACLs(t *testing.T) {
-	p := newTestPKI(t)
-	certFile, keyFile := p.client(t, "app")
-	c := newCluster(t)
-	c.scheme = "https"
-	c.http = httpClient(t, p, certFile, keyFile)
-	c.nodeArgs = p.serverArgs("-acl-enabled")
-	c.start(t, 3)
-	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	c, tc := startSecureCluster(t, 3, "app")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	boot := bootstrapACL(t, tlsClient(t, "admin", tc, c.httpAddrs()...), startTimeout)
-	c.token = boot.SecretID
-	l := c.leader(t)
+	boot, l := c.bootstrapTLS(t, "admin", tc)
 	seed := c.followers(l)[0]
-	cfg := client.DefaultConfig()
-	cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS, cfg.Timeout = []string{c.nodes[seed].httpAddr}, "app-1", boot.SecretID, tc, 5*time.Second
-	cl, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := tokenClient(t, "app-1", boot.SecretID, tc, 5*time.Second, c.nodes[seed].httpAddr)
 	if _, _, err := cl.Leases().Acquire(ctx, "tls/before", client.AcquireRequest{Holder: "app-1", TTL: 5 * time.Second}); err != nil {
 		t.Fatalf("acquire before the stop: %v", err)
 	}

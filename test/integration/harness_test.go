@@ -480,18 +480,15 @@ func (c *cluster) leader(t *testing.T) int {
 		found = -1
 		statuses := map[int]status{}
 		views := map[string]string{}
-		for i, nd := range c.nodes {
-			if nd.running() == nil {
-				continue
-			}
-			st, err := c.status(i)
-			if err != nil {
-				return err
-			}
-			statuses[i], views[nd.id] = st, st.LeaderID
+		err := c.eachStatus(func(i int, st status) error {
+			statuses[i], views[c.nodes[i].id] = st, st.LeaderID
 			if st.Role == "leader" && st.Ready {
 				found = i
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if found < 0 {
 			return fmt.Errorf("no established leader; leader ids seen: %v", views)
@@ -505,6 +502,24 @@ func (c *cluster) leader(t *testing.T) int {
 		return nil
 	})
 	return found
+}
+
+// eachStatus calls f with the status of each running node, in order, and
+// returns the first error of a status request or of f.
+func (c *cluster) eachStatus(f func(i int, st status) error) error {
+	for i, nd := range c.nodes {
+		if nd.running() == nil {
+			continue
+		}
+		st, err := c.status(i)
+		if err != nil {
+			return err
+		}
+		if err := f(i, st); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // followers lists the running nodes other than leader.

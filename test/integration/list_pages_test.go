@@ -16,22 +16,9 @@ import (
 // list all of them; a token that may read one prefix pages through that
 // prefix only.
 func TestListPagesOverTLSWithACL(t *testing.T) {
-	p := newTestPKI(t)
-	certFile, keyFile := p.client(t, "app")
-	c := newCluster(t)
-	c.scheme = "https"
-	c.http = httpClient(t, p, certFile, keyFile)
-	c.nodeArgs = p.serverArgs("-acl-enabled")
-	c.start(t, 1)
-	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	c, tc := startSecureCluster(t, 1, "app")
 	newClient := func(token string) *client.Client {
-		cfg := client.DefaultConfig()
-		cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS, cfg.Timeout = c.httpAddrs(), "lister", token, tc, 10*time.Second
-		cl, err := client.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl
+		return tokenClient(t, "lister", token, tc, 10*time.Second, c.httpAddrs()...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -69,8 +56,7 @@ func TestListPagesOverTLSWithACL(t *testing.T) {
 		t.Fatalf("Go client List: %d leases, %v; want %d, the last pg/1004", len(leases), err, total)
 	}
 
-	env := []string{client.EnvHTTPAddr + "=" + strings.Join(c.httpAddrs(), ","), client.EnvHTTPToken + "=" + boot.SecretID,
-		client.EnvCACert + "=" + p.caFile(), client.EnvClientCert + "=" + certFile, client.EnvClientKey + "=" + keyFile}
+	env := tlsEnv(tc, boot.SecretID, c.httpAddrs()...)
 	out := mustRunTenure(t, env, "leases", "list", "-prefix", "pg/")
 	if rows := strings.Count(strings.TrimSpace(out.stdout), "\n"); rows != total { // a header and one line per lease
 		t.Errorf("tenure leases list printed %d rows, want %d", rows, total)

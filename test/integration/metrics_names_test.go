@@ -4,8 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"github.com/tenure-io/tenure/client/wire"
-	"github.com/tenure-io/tenure/docs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/docs"
 )
 
 // docsMetrics is the reference of every metric, relative to this package.
@@ -153,12 +155,7 @@ func TestMetricsFollowConventionsAndAreDocumented(t *testing.T) {
 		}
 	}
 
-	names := make([]string, 0, len(exposed))
-	for name := range exposed {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(exposed)) {
 		typ := exposed[name]
 		if !metricName.MatchString(name) {
 			t.Errorf("%s: not a Prometheus name (want %s)", name, metricName)

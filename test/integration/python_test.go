@@ -25,26 +25,12 @@ const pythonTestTimeout = 3 * time.Minute
 // skips without python3 >= 3.9, and fails then under CI=true.
 func TestPythonClient(t *testing.T) {
 	python, version := findPython(t)
-	p := newTestPKI(t)
-	certFile, keyFile := p.client(t, "python")
-	c := newCluster(t)
-	c.scheme = "https"
-	c.http = httpClient(t, p, certFile, keyFile)
-	c.nodeArgs = p.serverArgs("-acl-enabled")
-	c.start(t, 3)
-	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	c, tc := startSecureCluster(t, 3, "python")
 	ctx, cancel := context.WithTimeout(context.Background(), pythonTestTimeout+time.Minute)
 	defer cancel()
 
-	boot := bootstrapACL(t, tlsClient(t, "admin", tc, c.httpAddrs()...), startTimeout)
-	c.token = boot.SecretID
-	c.leader(t)
-	cfg := client.DefaultConfig()
-	cfg.Addresses, cfg.Token, cfg.TLS, cfg.Timeout = c.httpAddrs(), boot.SecretID, tc, 5*time.Second
-	admin, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	boot, _ := c.bootstrapTLS(t, "admin", tc)
+	admin := tokenClient(t, "", boot.SecretID, tc, 5*time.Second, c.httpAddrs()...)
 	if _, err := admin.ACL().SetPolicy(ctx, "python", client.ACLPolicySpec{Rules: []client.ACLRule{
 		{Prefix: "", Rights: []string{client.RightRead}},
 		{Prefix: "py/", Rights: []string{client.RightWrite}},
@@ -60,12 +46,7 @@ func TestPythonClient(t *testing.T) {
 	for _, nd := range c.nodes {
 		pids = append(pids, fmt.Sprintf("%s=%d", nd.httpAddr, nd.running().cmd.Process.Pid))
 	}
-	env := append(cleanEnv(),
-		client.EnvHTTPAddr+"="+strings.Join(c.httpAddrs(), ","),
-		client.EnvHTTPToken+"="+app.SecretID,
-		client.EnvCACert+"="+p.caFile(),
-		client.EnvClientCert+"="+certFile,
-		client.EnvClientKey+"="+keyFile,
+	env := append(append(cleanEnv(), tlsEnv(tc, app.SecretID, c.httpAddrs()...)...),
 		"TENURE_TEST_ADMIN_TOKEN="+boot.SecretID,
 		"TENURE_TEST_SERVER_PIDS="+strings.Join(pids, ","),
 		"PYTHONDONTWRITEBYTECODE=1",

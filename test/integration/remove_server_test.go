@@ -35,13 +35,7 @@ func TestRemoveServerSafeguardsAndReadmission(t *testing.T) {
 		removeAndReadmit(t, c, cli)
 	})
 	t.Run("mutual TLS and ACLs, over the API", func(t *testing.T) {
-		p := newTestPKI(t)
-		certFile, keyFile := p.client(t, "operator")
-		c := newCluster(t)
-		c.scheme = "https"
-		c.http = httpClient(t, p, certFile, keyFile)
-		c.nodeArgs = p.serverArgs("-acl-enabled")
-		c.start(t, 3)
+		c, _ := startSecureCluster(t, 3, "operator")
 		poll.WaitFor(t, startTimeout, func() error {
 			r, err := c.try(c.nodes[0].httpAddr, http.MethodPost, "/v1/acl/bootstrap", nil)
 			if err != nil || r.Status != http.StatusOK {

@@ -18,28 +18,15 @@ import (
 // client certificate, a bound token and the gossip key, the Go client's
 // kept-alive lease, an Election and a Worker do their jobs unchanged.
 func TestSecureClusterClients(t *testing.T) {
-	p := newTestPKI(t)
 	gossipKey := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
-	certFile, keyFile := p.client(t, "app")
-	c := newCluster(t)
-	c.scheme = "https"
-	c.http = httpClient(t, p, certFile, keyFile)
-	c.nodeArgs = p.serverArgs("-gossip-key", gossipKey, "-acl-enabled")
-	c.start(t, 3)
-	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	c, tc := startSecureCluster(t, 3, "app", "-gossip-key", gossipKey)
 	newClient := func(holder, token string) *client.Client {
 		t.Helper()
 		cl := tlsClient(t, holder, tc, c.httpAddrs()...)
 		if token == "" {
 			return cl
 		}
-		cfg := client.DefaultConfig()
-		cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS, cfg.Timeout = c.httpAddrs(), holder, token, tc, 5*time.Second
-		cl, err := client.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cl
+		return tokenClient(t, holder, token, tc, 5*time.Second, c.httpAddrs()...)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -121,9 +108,7 @@ func TestSecureClusterClients(t *testing.T) {
 	if err != nil || len(groupEvents) != 1 || groupEvents[0].By != boot.AccessorID {
 		t.Fatalf("group events %+v, %v: want one, by the admin token's accessor %s", groupEvents, err, boot.AccessorID)
 	}
-	r := mustRunTenure(t, []string{client.EnvHTTPAddr + "=" + strings.Join(c.httpAddrs(), ","), client.EnvHTTPToken + "=" + app.SecretID,
-		client.EnvCACert + "=" + p.caFile(), client.EnvClientCert + "=" + certFile, client.EnvClientKey + "=" + keyFile},
-		"events", "-prefix", "scenes/", "-type", "released")
+	r := mustRunTenure(t, tlsEnv(tc, app.SecretID, c.httpAddrs()...), "events", "-prefix", "scenes/", "-type", "released")
 	if !strings.Contains(r.stdout, "released key=scenes/1 holder=app-tracker") {
 		t.Errorf("tenure events over TLS with ACLs printed %q, want the release of scenes/1", r.stdout)
 	}

@@ -176,6 +176,58 @@ func tlsClient(t *testing.T, holder string, tc client.TLSConfig, addrs ...string
 	return cl
 }
 
+// tokenClient is a Go client for the nodes at addrs over https that sends
+// token, with the given request timeout (0 keeps the default).
+func tokenClient(t *testing.T, holder, token string, tc client.TLSConfig, timeout time.Duration, addrs ...string) *client.Client {
+	t.Helper()
+	cfg := client.DefaultConfig()
+	cfg.Addresses, cfg.Holder, cfg.Token, cfg.TLS = addrs, holder, token, tc
+	if timeout != 0 {
+		cfg.Timeout = timeout
+	}
+	cl, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// bootstrapTLS bootstraps the ACL system of c through an https client
+// with tc called holder, makes the management token the one the harness
+// sends, and waits for a leader. It returns the token and the leader.
+func (c *cluster) bootstrapTLS(t *testing.T, holder string, tc client.TLSConfig) (*client.ACLToken, int) {
+	t.Helper()
+	boot := bootstrapACL(t, tlsClient(t, holder, tc, c.httpAddrs()...), startTimeout)
+	c.token = boot.SecretID
+	return boot, c.leader(t)
+}
+
+// tlsEnv is the environment that points the CLI at addrs over https with
+// tc's CA and client certificate, sending token when it is not empty.
+func tlsEnv(tc client.TLSConfig, token string, addrs ...string) []string {
+	env := []string{client.EnvHTTPAddr + "=" + strings.Join(addrs, ","),
+		client.EnvCACert + "=" + tc.CAFile, client.EnvClientCert + "=" + tc.CertFile, client.EnvClientKey + "=" + tc.KeyFile}
+	if token != "" {
+		env = append(env, client.EnvHTTPToken+"="+token)
+	}
+	return env
+}
+
+// startSecureCluster starts n servers with mutual TLS and ACLs on, plus
+// the extra server flags. The harness's HTTP client presents the client
+// certificate called name; tc holds the same certificate for Go clients.
+func startSecureCluster(t *testing.T, n int, name string, extra ...string) (c *cluster, tc client.TLSConfig) {
+	t.Helper()
+	p := newTestPKI(t)
+	certFile, keyFile := p.client(t, name)
+	c = newCluster(t)
+	c.scheme = "https"
+	c.http = httpClient(t, p, certFile, keyFile)
+	c.nodeArgs = p.serverArgs(append(extra, "-acl-enabled")...)
+	c.start(t, n)
+	return c, client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+}
+
 // TestTLSMutualCluster: three servers with -tls-verify-incoming. Plain
 // HTTP, https without a client certificate, and a client certificate of
 // another CA are refused; a client with the CA and a client certificate

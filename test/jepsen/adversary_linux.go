@@ -120,14 +120,7 @@ func (w *world) watchConfigurations(ctx context.Context, found func(string)) {
 	adv := w.net.Addr(advNode) + ":"
 	seen := map[string]bool{}
 	for {
-		for _, s := range w.servers {
-			if !s.running() {
-				continue
-			}
-			st, err := w.status(ctx, s)
-			if err != nil {
-				continue
-			}
+		w.eachStatus(ctx, func(s *proc, st status) {
 			for _, sv := range st.Servers {
 				if strings.HasPrefix(sv.RaftAddr, adv) {
 					what := fmt.Sprintf("%s's configuration (term %d) has %s as a %s at the adversary's %s", s.name, st.Term, sv.ID, sv.Suffrage, sv.RaftAddr)
@@ -137,7 +130,7 @@ func (w *world) watchConfigurations(ctx context.Context, found func(string)) {
 					}
 				}
 			}
-		}
+		})
 		select {
 		case <-ctx.Done():
 			return
@@ -157,12 +150,7 @@ func (w *world) watchConfigurations(ctx context.Context, found func(string)) {
 func forgedVoter(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 	l, rest := w.pickLeader(ctx, rng)
 	victim := rest[rng.IntN(len(rest))]
-	var others []string
-	for _, s := range w.servers {
-		if s != victim {
-			others = append(others, s.name)
-		}
-	}
+	others := w.namesExcept(victim)
 	// Relay to a server other than the leader when there is one: the
 	// relayed server would then vote twice.
 	target := l.name

@@ -110,23 +110,8 @@ func refusedDamage(p *proc, path string, index uint64, d time.Duration) error {
 // ended in a refusal: a damaged log that a server accepts, or a nemesis
 // that damaged nothing, fails the run.
 func corruptResult(o *outcome, refused int64) []check.Result {
-	n := 0
-	for _, e := range o.Schedule {
-		if e.Nemesis == "corrupt-follower" {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	r := check.Result{Name: resCorrupt, Valid: refused == int64(n), Ops: n}
-	msg := fmt.Sprintf("%d of %d corrupt-follower faults ended in the server refusing its damaged log", refused, n)
-	if r.Valid {
-		r.Notes = []string{msg}
-	} else {
-		r.Violations = []string{msg}
-	}
-	return []check.Result{r}
+	return effectResult(o, "corrupt-follower", resCorrupt, refused,
+		"%d of %d corrupt-follower faults ended in the server refusing its damaged log")
 }
 
 // resync is the remedy the damaged server's message gives: remove it from

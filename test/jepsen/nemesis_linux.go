@@ -274,6 +274,23 @@ const (
 	lagStep  = 40 * time.Millisecond
 )
 
+// delayInto delays the links from rest into l by up to top, climbing in
+// steps lagStep apart so that TCP follows the round trip as it grows. It
+// returns the first error, or ctx's when ctx ends first.
+func delayInto(ctx context.Context, w *world, l *proc, rest []*proc, top time.Duration, steps int) error {
+	for i := 1; i <= steps; i++ {
+		for _, f := range rest {
+			if err := w.net.DelayLink(f.name, l.name, top*time.Duration(i)/time.Duration(steps)); err != nil {
+				return err
+			}
+		}
+		if !sleep(ctx, lagStep) {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // laggingLeader congests the leader's links as a failing network path
 // would: the other servers' packets to it arrive later and later, up to
 // lagDelay, then its packets to them are dropped. Workers reach it as
@@ -294,15 +311,8 @@ func laggingLeader(ctx context.Context, w *world, rng *rand.Rand) (func() error,
 		}
 		return errors.Join(errs...)
 	}
-	for i := 1; i <= lagSteps; i++ {
-		for _, f := range rest {
-			if err := w.net.DelayLink(f.name, l.name, lagDelay*time.Duration(i)/lagSteps); err != nil {
-				return nil, "", 0, errors.Join(err, undo())
-			}
-		}
-		if !sleep(ctx, lagStep) {
-			return nil, "", 0, errors.Join(ctx.Err(), undo())
-		}
+	if err := delayInto(ctx, w, l, rest, lagDelay, lagSteps); err != nil {
+		return nil, "", 0, errors.Join(err, undo())
 	}
 	for _, f := range rest {
 		if err := w.net.Drop(l.name, f.name); err != nil {

@@ -17,12 +17,7 @@ import (
 func snapshotInstall(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
 	l, rest := w.pickLeader(ctx, rng)
 	f := rest[rng.IntN(len(rest))]
-	var others []string
-	for _, s := range w.servers {
-		if s != f {
-			others = append(others, s.name)
-		}
-	}
+	others := w.namesExcept(f)
 	if err := w.net.Partition([]string{f.name}, others); err != nil {
 		return nil, "", 0, err
 	}

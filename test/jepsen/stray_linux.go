@@ -50,16 +50,8 @@ func strayTransfer(ctx context.Context, w *world, rng *rand.Rand) (func() error,
 		}
 		return errors.Join(errs...)
 	}
-	const steps = 10
-	for i := 1; i <= steps; i++ {
-		for _, f := range rest {
-			if err := w.net.DelayLink(f.name, l.name, strayDelay*time.Duration(i)/steps); err != nil {
-				return nil, "", 0, errors.Join(err, undo())
-			}
-		}
-		if !sleep(ctx, lagStep) {
-			return nil, "", 0, errors.Join(ctx.Err(), undo())
-		}
+	if err := delayInto(ctx, w, l, rest, strayDelay, 10); err != nil {
+		return nil, "", 0, errors.Join(err, undo())
 	}
 	// Let the leader settle at the full delay before the transfer.
 	if !sleep(ctx, time.Second) {

@@ -224,17 +224,26 @@ func (w *world) stopAll() error {
 // ended in a follower installing the leader's snapshot: a nemesis that
 // does not do what it says proves nothing.
 func snapshotInstallResult(o *outcome) []check.Result {
+	return effectResult(o, "snapshot-install", resSnapshots, o.Installs,
+		"%d of %d snapshot-install faults ended in an installed snapshot")
+}
+
+// effectResult is the result name of a nemesis whose every fault must
+// have its effect: valid when done (the faults that had it) is the number
+// of the nemesis's faults in the schedule, none when there were none.
+// format says done of how many, in that order.
+func effectResult(o *outcome, nemesis, name string, done int64, format string) []check.Result {
 	n := 0
 	for _, e := range o.Schedule {
-		if e.Nemesis == "snapshot-install" {
+		if e.Nemesis == nemesis {
 			n++
 		}
 	}
 	if n == 0 {
 		return nil
 	}
-	r := check.Result{Name: resSnapshots, Valid: o.Installs == int64(n), Ops: n}
-	msg := fmt.Sprintf("%d of %d snapshot-install faults ended in an installed snapshot", o.Installs, n)
+	r := check.Result{Name: name, Valid: done == int64(n), Ops: n}
+	msg := fmt.Sprintf(format, done, n)
 	if r.Valid {
 		r.Notes = []string{msg}
 	} else {

@@ -188,20 +188,40 @@ func (w *world) status(ctx context.Context, p *proc) (status, error) {
 	return st, err
 }
 
+// eachStatus calls f with the status of each running server that answers,
+// in the order of w.servers.
+func (w *world) eachStatus(ctx context.Context, f func(s *proc, st status)) {
+	for _, s := range w.servers {
+		if !s.running() {
+			continue
+		}
+		if st, err := w.status(ctx, s); err == nil {
+			f(s, st)
+		}
+	}
+}
+
+// namesExcept returns the names of the servers other than p.
+func (w *world) namesExcept(p *proc) []string {
+	var names []string
+	for _, s := range w.servers {
+		if s != p {
+			names = append(names, s.name)
+		}
+	}
+	return names
+}
+
 // leader returns the server that reports itself leader in the highest
 // term, or nil.
 func (w *world) leader(ctx context.Context) *proc {
 	var best *proc
 	var term uint64
-	for _, s := range w.servers {
-		if !s.running() {
-			continue
-		}
-		st, err := w.status(ctx, s)
-		if err == nil && st.Role == "leader" && st.Term >= term {
+	w.eachStatus(ctx, func(s *proc, st status) {
+		if st.Role == "leader" && st.Term >= term {
 			best, term = s, st.Term
 		}
-	}
+	})
 	return best
 }
 
@@ -235,18 +255,11 @@ func (w *world) pollStatus(ctx context.Context) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
-		for _, s := range w.servers {
-			if !s.running() {
-				continue
-			}
-			st, err := w.status(ctx, s)
-			if err != nil {
-				continue
-			}
+		w.eachStatus(ctx, func(s *proc, st status) {
 			w.mu.Lock()
 			w.samples = append(w.samples, check.StatusSample{T: history.Now(), Node: s.name, State: st.Role, Term: st.Term, Leader: st.LeaderID})
 			w.mu.Unlock()
-		}
+		})
 		select {
 		case <-ctx.Done():
 			return

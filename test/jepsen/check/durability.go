@@ -3,9 +3,10 @@ package check
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -163,13 +164,8 @@ func Durability(nodes map[string]string, acked []Ack, writes []Write) Result {
 	}
 	v.note("%d acknowledged acquisitions, %d releases, %d revokes, %d group creations checked",
 		len(acked), byOp[WriteRelease], byOp[WriteRevoke], byOp[WriteGroup])
-	names := make([]string, 0, len(nodes))
-	for name := range nodes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var read []*durNode
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(nodes)) {
 		n, err := readDurNode(name, nodes[name], order, writes)
 		if err != nil {
 			v.fail("node %s: cannot read its Raft state in %s: %v", name, nodes[name], err)

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/tenure-io/tenure/test/jepsen/history"
@@ -133,13 +135,8 @@ func Mutex(events []history.Event, cfg MutexConfig) Result {
 	for _, h := range holds {
 		byKey[h.id.Key] = append(byKey[h.id.Key], h)
 	}
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	dead := 0
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
 		hs := byKey[k]
 		sort.Slice(hs, func(i, j int) bool {
 			if hs[i].start() != hs[j].start() {
@@ -162,7 +159,7 @@ func Mutex(events []history.Event, cfg MutexConfig) Result {
 			prev = h
 		}
 	}
-	v.note("%d holds on %d keys", len(holds), len(keys))
+	v.note("%d holds on %d keys", len(holds), len(byKey))
 	if dead > 0 {
 		v.note("%d holds whose reply arrived after their own deadline", dead)
 	}

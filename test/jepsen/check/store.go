@@ -2,6 +2,8 @@ package check
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/tenure-io/tenure/test/jepsen/history"
@@ -41,12 +43,7 @@ func Fenced(events []history.Event) Result {
 		}
 		last[e.Key] = max(last[e.Key], e.Token)
 	}
-	keys := make([]string, 0, len(refused))
-	for k := range refused {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(refused)) {
 		v.note("%s: %d writes refused for a stale token", k, refused[k])
 	}
 	return v.done()
@@ -88,12 +85,7 @@ func Tokens(events []history.Event) Result {
 		}
 		lastT[e.Proc] = e.T
 	}
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, key := range keys {
+	for _, key := range slices.Sorted(maps.Keys(byKey)) {
 		gs := byKey[key]
 		acked := append([]grant{}, gs...)
 		sort.Slice(acked, func(i, j int) bool { return acked[i].ack < acked[j].ack })

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -124,22 +125,10 @@ func (n *Net) DialFrom(ctx context.Context, node, network, addr string) (net.Con
 }
 
 func (n *Net) dial(ctx context.Context, ns, network, addr string) (net.Conn, error) {
-	addr, err := resolve(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	var c net.Conn
-	err = inNamespace(ns, func() error {
+	return openIn(ctx, ns, network, addr, func(addr string) (net.Conn, error) {
 		var d net.Dialer
-		var err error
-		c, err = d.DialContext(ctx, network, addr)
-		return err
+		return d.DialContext(ctx, network, addr)
 	})
-	if err != nil && c != nil {
-		c.Close()
-		c = nil
-	}
-	return c, err
 }
 
 // ListenIn returns a listener created inside node's namespace.
@@ -148,20 +137,9 @@ func (n *Net) ListenIn(node, network, addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if addr, err = resolve(context.Background(), network, addr); err != nil {
-		return nil, err
-	}
-	var l net.Listener
-	err = inNamespace(nd.ns, func() error {
-		var err error
-		l, err = new(net.ListenConfig).Listen(context.Background(), network, addr)
-		return err
+	return openIn(context.Background(), nd.ns, network, addr, func(addr string) (net.Listener, error) {
+		return new(net.ListenConfig).Listen(context.Background(), network, addr)
 	})
-	if err != nil && l != nil {
-		l.Close()
-		l = nil
-	}
-	return l, err
 }
 
 // ListenPacketIn returns a packet listener (UDP) created inside node's
@@ -171,20 +149,33 @@ func (n *Net) ListenPacketIn(node, network, addr string) (net.PacketConn, error)
 	if err != nil {
 		return nil, err
 	}
-	if addr, err = resolve(context.Background(), network, addr); err != nil {
-		return nil, err
+	return openIn(context.Background(), nd.ns, network, addr, func(addr string) (net.PacketConn, error) {
+		return new(net.ListenConfig).ListenPacket(context.Background(), network, addr)
+	})
+}
+
+// openIn resolves addr outside, then runs open with the result inside the
+// namespace ns, so that the socket open makes belongs to ns. A socket
+// that comes back with an error is closed, and nil is returned.
+func openIn[S io.Closer](ctx context.Context, ns, network, addr string, open func(addr string) (S, error)) (S, error) {
+	var none S
+	addr, err := resolve(ctx, network, addr)
+	if err != nil {
+		return none, err
 	}
-	var pc net.PacketConn
-	err = inNamespace(nd.ns, func() error {
+	var s S
+	err = inNamespace(ns, func() error {
 		var err error
-		pc, err = new(net.ListenConfig).ListenPacket(context.Background(), network, addr)
+		s, err = open(addr)
 		return err
 	})
-	if err != nil && pc != nil {
-		pc.Close()
-		pc = nil
+	if err != nil {
+		if any(s) != nil {
+			s.Close()
+		}
+		return none, err
 	}
-	return pc, err
+	return s, nil
 }
 
 // resolve turns the host of addr into an IP address before a namespace is

@@ -5,7 +5,8 @@ package netns
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -46,16 +47,9 @@ func (n *Net) restore(nd *node, rules []string) error {
 // enforced on to's INPUT with from's address as the source. Dropping what
 // is already dropped is a no-op.
 func (n *Net) Drop(from, to string) error {
-	src, err := n.node(from)
+	_, dst, err := n.link(from, to)
 	if err != nil {
 		return fmt.Errorf("drop: %w", err)
-	}
-	dst, err := n.node(to)
-	if err != nil {
-		return fmt.Errorf("drop: %w", err)
-	}
-	if src == dst {
-		return fmt.Errorf("drop: %s to itself", from)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -186,10 +180,5 @@ func (n *Net) usable() error {
 }
 
 func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(m))
 }

@@ -29,16 +29,9 @@ func linkQueue(src *node) uint16 { return uint16(linkQueueBase + src.index) }
 // whatever DelaySupported says: netem on from's eth0 would delay the
 // packets to every node. DelayLink fails if that delayer cannot start.
 func (n *Net) DelayLink(from, to string, d time.Duration) error {
-	src, err := n.node(from)
+	src, dst, err := n.link(from, to)
 	if err != nil {
 		return fmt.Errorf("delay link: %w", err)
-	}
-	dst, err := n.node(to)
-	if err != nil {
-		return fmt.Errorf("delay link: %w", err)
-	}
-	if src == dst {
-		return fmt.Errorf("delay link: %s to itself", from)
 	}
 	if d < 0 {
 		return fmt.Errorf("delay link %s->%s: negative delay %v", from, to, d)

@@ -3,7 +3,6 @@
 package netns
 
 import (
-	"context"
 	"io"
 	"net"
 	"strings"
@@ -115,13 +114,7 @@ func TestDelayLinkIsOneWay(t *testing.T) {
 		}
 		accepted <- c
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := n.DialFrom(ctx, "n1", "tcp4", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialFrom(t, n, "n1", l.Addr().String())
 	s, ok := <-accepted
 	if !ok {
 		t.Fatal("accept failed")

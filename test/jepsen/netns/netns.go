@@ -234,6 +234,21 @@ func (n *Net) node(name string) (*node, error) {
 	return nd, nil
 }
 
+// link returns the nodes from and to of a one-way fault, which must be
+// two.
+func (n *Net) link(from, to string) (src, dst *node, err error) {
+	if src, err = n.node(from); err != nil {
+		return nil, nil, err
+	}
+	if dst, err = n.node(to); err != nil {
+		return nil, nil, err
+	}
+	if src == dst {
+		return nil, nil, fmt.Errorf("%s to itself", from)
+	}
+	return src, dst, nil
+}
+
 // nodeList returns the nodes in Config order.
 func (n *Net) nodeList() []*node {
 	nds := make([]*node, 0, len(n.order))

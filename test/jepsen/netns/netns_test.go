@@ -76,6 +76,20 @@ func dialable(n *Net, from string, l net.Listener, timeout time.Duration) error 
 	return c.Close()
 }
 
+// dialFrom dials addr over TCP from node within five seconds, failing t
+// when it cannot; the connection is closed when the test ends.
+func dialFrom(t *testing.T, n *Net, node, addr string) net.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := n.DialFrom(ctx, node, "tcp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func listen(t *testing.T, n *Net, node string) net.Listener {
 	t.Helper()
 	l, err := n.ListenIn(node, "tcp4", n.Addr(node)+":0")

@@ -4,7 +4,6 @@ package netns
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"io"
 	"net"
@@ -90,13 +89,7 @@ func TestShapeJitterKeepsStreamsWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := n.DialFrom(ctx, "n1", "tcp4", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialFrom(t, n, "n1", l.Addr().String())
 	// 8MB each way takes well under a second at a 20ms round trip on an
 	// idle machine; with only a few packets of a connection in flight, as
 	// when the sender's own OUTPUT holds them back, it would take half a

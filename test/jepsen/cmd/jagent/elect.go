@@ -64,12 +64,7 @@ func runElect(ctx context.Context, args []string, stderr io.Writer) int {
 	defer cancel()
 	log.Info("starting", "id", hf.id, "election", election, "key", client.ElectionKey(election), "ttl", hf.ttl, "seed", hf.seed, "servers", hf.urls)
 	cd.run(ctx)
-	if err := rec.Close(); err != nil {
-		log.Error("closing the history failed", "error", err)
-		return exitError
-	}
-	log.Info("stopped")
-	return exitOK
+	return stopHolder(log, rec)
 }
 
 // run campaigns until ctx ends. Each campaign is under a new holder: a

@@ -139,6 +139,17 @@ func released(rec *recorder, proc string, l *client.Lease) bool {
 	return true
 }
 
+// stopHolder closes the history and logs the stop; it returns exitError
+// when the history could not be closed, else exitOK.
+func stopHolder(log hclog.Logger, rec *recorder) int {
+	if err := rec.Close(); err != nil {
+		log.Error("closing the history failed", "error", err)
+		return exitError
+	}
+	log.Info("stopped")
+	return exitOK
+}
+
 // startHolder opens what every holder workload needs: its logger, its
 // history and a client of the servers. It logs why it could not; the
 // caller closes the recorder.

@@ -110,12 +110,7 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 	}()
 	m.run(ctx)
 	<-revoked
-	if err := rec.Close(); err != nil {
-		log.Error("closing the history failed", "error", err)
-		return exitError
-	}
-	log.Info("stopped")
-	return exitOK
+	return stopHolder(log, rec)
 }
 
 // run acquires and holds keys until ctx ends.

@@ -106,12 +106,7 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 			log.Warn("the worker did not stop in time; exiting anyway", "timeout", placeStopTimeout)
 		}
 	}
-	if err := rec.Close(); err != nil {
-		log.Error("closing the history failed", "error", err)
-		return exitError
-	}
-	log.Info("stopped")
-	return exitOK
+	return stopHolder(log, rec)
 }
 
 // placeHandler records the ownership of the keys of a Worker. The handler

@@ -121,12 +121,7 @@ func runRegister(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	wg.Wait()
 	t.CloseIdleConnections()
-	if err := rec.Close(); err != nil {
-		log.Error("closing the history failed", "error", err)
-		return exitError
-	}
-	log.Info("stopped")
-	return exitOK
+	return stopHolder(log, rec)
 }
 
 // regProc is one logical process of the register: it issues one

@@ -58,12 +58,7 @@ func runStore(ctx context.Context, args []string, stderr io.Writer) int {
 		log.Error("serving failed", "error", err)
 		return exitError
 	}
-	if err := rec.Close(); err != nil {
-		log.Error("closing the history failed", "error", err)
-		return exitError
-	}
-	log.Info("stopped")
-	return exitOK
+	return stopHolder(log, rec)
 }
 
 // serveStore serves s on ln until ctx ends, then lets the requests in
