@@ -143,3 +143,24 @@ func write(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// The README's install section names the oldest Go the client builds
+// with: the major and minor version of the go line of client/go.mod.
+func TestReadmeNamesTheClientsGoVersion(t *testing.T) {
+	clientGo := goLine(t, filepath.Join("..", "..", "client", "go.mod"))
+	parts := strings.SplitN(clientGo, ".", 3)
+	if len(parts) < 2 {
+		t.Fatalf("client/go.mod: go line %q has no minor version", clientGo)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`<!-- go-version -->(.*?)<!-- /go-version -->`).FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md has no <!-- go-version --> marker in its install section")
+	}
+	if want := "Go " + parts[0] + "." + parts[1] + " or newer"; !strings.HasPrefix(string(m[1]), want) {
+		t.Errorf("README.md says %q, want it to start with %q (client/go.mod: go %s)", m[1], want, clientGo)
+	}
+}
