@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -507,36 +506,4 @@ func (n *Node) demote() {
 	n.leading.Store(nil)
 	n.lessor.Demote()
 	n.statusChanged.fire()
-}
-
-// applyCommand proposes cmd through Raft and waits for the state machine's
-// answer. Commands of the leader are never forwarded to another node.
-func (n *Node) applyCommand(cmd fsm.Command) (any, error) {
-	f, err := n.raftApply(fsm.Encode(cmd))
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Error(); err != nil {
-		return nil, commitError(err)
-	}
-	if err, ok := f.Response().(error); ok {
-		return nil, fmt.Errorf("%w: %w", ErrShutdown, err) // the state machine stopped
-	}
-	return f.Response(), nil
-}
-
-// commitError is the error of a Raft future that waited for an entry this
-// leader proposed to commit (a command, or a change of the configuration)
-// as the cluster's sentinels say it: ErrShutdown; ErrNotReady when Raft
-// refused the entry before appending it because a leadership transfer is
-// under way (nothing happened); otherwise ErrLeadershipLost, wrapping
-// Raft's error: the entry may or may not commit.
-func commitError(err error) error {
-	switch {
-	case errors.Is(err, raft.ErrRaftShutdown):
-		return ErrShutdown
-	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return fmt.Errorf("%w: %w", ErrNotReady, err)
-	}
-	return fmt.Errorf("%w: %w", ErrLeadershipLost, err)
 }

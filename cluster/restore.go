@@ -34,19 +34,6 @@ const RestoreTimeout = 5 * time.Minute
 
 var errRestoring = fmt.Errorf("%w: a snapshot is being restored", ErrNotReady)
 
-// raftApply hands data to Raft unless a restore holds writes back.
-func (n *Node) raftApply(data []byte) (raft.ApplyFuture, error) {
-	if n.restore.on.Load() {
-		return nil, errRestoring
-	}
-	n.restore.mu.RLock()
-	defer n.restore.mu.RUnlock()
-	if n.restore.on.Load() {
-		return nil, errRestoring
-	}
-	return n.raft.Apply(data, 0), nil
-}
-
 // awaitRestore waits, before a leader establishes, until no restore holds
 // writes back, and reports false if ctx ended first. A leader that
 // establishes puts a barrier in the log; during a restore that would move
