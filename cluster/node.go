@@ -17,6 +17,7 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
+	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 	"github.com/tenure-io/tenure/fsm"
@@ -49,12 +50,12 @@ type Node struct {
 	contacts *rounds.Contacts
 	// disk records the failed writes of the Raft stores; lag follows how
 	// far the applied index trails the leader's commit index (Health).
-	disk *diskHealth
+	disk *raftstore.Health
 	lag  *rounds.LagTracker
 	// snapDisk records the snapshot writes (Create, Write, Close) of the
 	// snapshot store: a failed one makes the node not ready until a
 	// snapshot succeeds (Health).
-	snapDisk *diskHealth
+	snapDisk *raftstore.Health
 
 	// leading is the proposer of the current established term; nil while
 	// this node is not an established leader.
@@ -118,8 +119,8 @@ func New(cfg Config) (*Node, error) {
 		machine:        fsm.New(fsm.WithEventHistory(cfg.EventHistory)),
 		lessor:         lessor.New(cfg.Clock),
 		contacts:       rounds.NewContacts(),
-		disk:           newDiskHealth(time.Now),
-		snapDisk:       newDiskHealth(time.Now),
+		disk:           raftstore.NewHealth(time.Now),
+		snapDisk:       raftstore.NewHealth(time.Now),
 		lag:            rounds.NewLagTracker(time.Now),
 		notifyCh:       make(chan bool, 8),
 		failed:         make(chan error, 1),
@@ -225,7 +226,7 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return err
 	}
-	store, err := openLogStore(cfg.DataDir, cfg.NodeID)
+	store, err := raftstore.OpenLogStore(cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}
@@ -234,7 +235,7 @@ func (n *Node) openRaft() error {
 	if cfg.wrapLogStore != nil {
 		logStore = cfg.wrapLogStore(logStore)
 	}
-	logs, err := raft.NewLogCache(512, diskLogStore{logStore, n.disk})
+	logs, err := raft.NewLogCache(512, n.disk.LogStore(logStore))
 	if err != nil {
 		return fmt.Errorf("log cache: %w", err)
 	}
@@ -247,7 +248,7 @@ func (n *Node) openRaft() error {
 	if cfg.wrapSnapshotStore != nil {
 		snapStore = cfg.wrapSnapshotStore(snapStore)
 	}
-	snapStore = diskSnapshotStore{snapStore, n.snapDisk}
+	snapStore = n.snapDisk.SnapshotStore(snapStore)
 	n.trans = cfg.Transport
 	var dial confirmDialer
 	if cfg.ConfirmDial != nil {
@@ -291,10 +292,10 @@ func (n *Node) openRaft() error {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("raft config: %w", err)
 	}
-	if err := checkStableStore(store, store, snaps, cfg.DataDir, cfg.NodeID); err != nil {
+	if err := raftstore.CheckStableStore(store, store, snaps, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
-	stable := diskStableStore{sealedStable{store}, n.disk}
+	stable := n.disk.StableStore(raftstore.SealedStable{StableStore: store})
 	existing, err := raft.HasExistingState(logs, stable, snapStore)
 	if err != nil {
 		return fmt.Errorf("read raft state: %w", err)
@@ -303,11 +304,11 @@ func (n *Node) openRaft() error {
 	if ident, err = n.checkLostState(ident, stable); err != nil {
 		return err
 	}
-	if err := checkLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
+	if err := raftstore.CheckLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
 	trans, openTransport := rounds.WithLag(n.trans, n.lag, transport.GuardPipeline)
-	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snapStore, rounds.WithContacts(trans, n.contacts))
+	n.raft, err = raftstore.NewRaft(rc, n.checkedFSM(), logs, stable, snapStore, rounds.WithContacts(trans, n.contacts), cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}

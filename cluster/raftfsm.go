@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -51,7 +52,7 @@ func (c *checkedFSM) Apply(l *raft.Log) interface{} {
 		return out
 	}
 	c.failed.Store(true)
-	e := &LogEntryError{Path: filepath.Join(c.dataDir, "raft.db"), DataDir: c.dataDir, NodeID: c.nodeID, Index: l.Index, Err: err}
+	e := &raftstore.LogEntryError{Path: filepath.Join(c.dataDir, "raft.db"), DataDir: c.dataDir, NodeID: c.nodeID, Index: l.Index, Err: err}
 	c.log.Error("log entry refused; stopping", "index", l.Index, "path", e.Path, "error", e)
 	c.fail(e)
 	<-c.stop

@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"errors"
@@ -27,7 +27,7 @@ type LogEntryError struct {
 func (e *LogEntryError) Error() string {
 	if errors.Is(e.Err, fsm.ErrCorrupt) {
 		return fmt.Sprintf("the log is damaged: entry %d of %s: %v; this server stops instead of applying it. Keep it stopped and %s "+
-			"(see \"A damaged Raft log\" in the README)", e.Index, e.Path, e.Err, resyncRemedy(e.NodeID, e.DataDir))
+			"(see \"A damaged Raft log\" in the README)", e.Index, e.Path, e.Err, ResyncRemedy(e.NodeID, e.DataDir))
 	}
 	return fmt.Sprintf("cannot apply entry %d of %s: %v; it was written by a newer build: upgrade this server", e.Index, e.Path, e.Err)
 }
@@ -40,13 +40,13 @@ func (e *LogEntryError) Is(target error) bool {
 	return target == ErrRefusedStart && errors.Is(e.Err, fsm.ErrCorrupt)
 }
 
-// checkLogStore reads every entry of the log store and checks the data of
+// CheckLogStore reads every entry of the log store and checks the data of
 // each command entry (fsm.Verify: the checksum, or a full decode for an
 // entry written before checksums). It runs before Raft starts, so that a
 // damaged entry is found even below the last snapshot, where it is never
 // applied again but would still be sent to a follower if this server led.
 // Its cost is in docs/adr/0001-command-encoding.md (BenchmarkCheckLogStore).
-func checkLogStore(store raft.LogStore, dataDir, nodeID string) error {
+func CheckLogStore(store raft.LogStore, dataDir, nodeID string) error {
 	path := filepath.Join(dataDir, "raft.db")
 	first, err := store.FirstIndex()
 	if err != nil {
