@@ -421,9 +421,7 @@ func (n *Node) lead(ctx context.Context) {
 		go func() {
 			defer close(swept)
 			if keep := n.cfg.FreeKeyRetention; keep > 0 {
-				r := &retention{p: p, machine: n.machine, clock: n.cfg.Clock, keep: keep,
-					every: sweepInterval(keep, n.cfg.freeKeySweep), log: n.cfg.Logger.Named("retention")}
-				r.run(bctx)
+				n.sweepFreeKeys(bctx, p, keep)
 			}
 		}()
 		p.run(ctx, n.cfg.Clock)
