@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -16,8 +15,10 @@ import (
 	"github.com/tenure-io/tenure/cluster/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
+	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
+	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 	"github.com/tenure-io/tenure/fsm"
@@ -50,12 +51,12 @@ type Node struct {
 	contacts *rounds.Contacts
 	// disk records the failed writes of the Raft stores; lag follows how
 	// far the applied index trails the leader's commit index (Health).
-	disk *diskHealth
+	disk *raftstore.Health
 	lag  *rounds.LagTracker
 	// snapDisk records the snapshot writes (Create, Write, Close) of the
 	// snapshot store: a failed one makes the node not ready until a
 	// snapshot succeeds (Health).
-	snapDisk *diskHealth
+	snapDisk *raftstore.Health
 
 	// leading is the proposer of the current established term; nil while
 	// this node is not an established leader.
@@ -119,8 +120,8 @@ func New(cfg Config) (*Node, error) {
 		machine:        fsm.New(fsm.WithEventHistory(cfg.EventHistory)),
 		lessor:         lessor.New(cfg.Clock),
 		contacts:       rounds.NewContacts(),
-		disk:           newDiskHealth(time.Now),
-		snapDisk:       newDiskHealth(time.Now),
+		disk:           raftstore.NewHealth(time.Now),
+		snapDisk:       raftstore.NewHealth(time.Now),
 		lag:            rounds.NewLagTracker(time.Now),
 		notifyCh:       make(chan bool, 8),
 		failed:         make(chan error, 1),
@@ -206,7 +207,7 @@ func New(cfg Config) (*Node, error) {
 			Rules:         rulesOf(cfg),
 			MovesVoters:   peerIdentity.movesVoters,
 			Transport:     gossipTransport(cfg.Conns, n.IsServerIP, &n.gossipGate),
-			MemberlistLog: memberlistLogger(cfg.Logger.Named("gossip"), n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc),
+			MemberlistLog: limitedlog.MemberlistLogger(cfg.Logger.Named("gossip"), n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc),
 		})
 		if err != nil {
 			n.Shutdown()
@@ -226,7 +227,7 @@ func (n *Node) openRaft() error {
 	if err != nil {
 		return err
 	}
-	store, err := openLogStore(cfg.DataDir, cfg.NodeID)
+	store, err := raftstore.OpenLogStore(cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}
@@ -235,7 +236,7 @@ func (n *Node) openRaft() error {
 	if cfg.wrapLogStore != nil {
 		logStore = cfg.wrapLogStore(logStore)
 	}
-	logs, err := raft.NewLogCache(512, diskLogStore{logStore, n.disk})
+	logs, err := raft.NewLogCache(512, n.disk.LogStore(logStore))
 	if err != nil {
 		return fmt.Errorf("log cache: %w", err)
 	}
@@ -248,7 +249,7 @@ func (n *Node) openRaft() error {
 	if cfg.wrapSnapshotStore != nil {
 		snapStore = cfg.wrapSnapshotStore(snapStore)
 	}
-	snapStore = diskSnapshotStore{snapStore, n.snapDisk}
+	snapStore = n.snapDisk.SnapshotStore(snapStore)
 	n.trans = cfg.Transport
 	var dial confirmDialer
 	if cfg.ConfirmDial != nil {
@@ -292,10 +293,10 @@ func (n *Node) openRaft() error {
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("raft config: %w", err)
 	}
-	if err := checkStableStore(store, store, snaps, cfg.DataDir, cfg.NodeID); err != nil {
+	if err := raftstore.CheckStableStore(store, store, snaps, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
-	stable := diskStableStore{sealedStable{store}, n.disk}
+	stable := n.disk.StableStore(raftstore.SealedStable{StableStore: store})
 	existing, err := raft.HasExistingState(logs, stable, snapStore)
 	if err != nil {
 		return fmt.Errorf("read raft state: %w", err)
@@ -304,11 +305,11 @@ func (n *Node) openRaft() error {
 	if ident, err = n.checkLostState(ident, stable); err != nil {
 		return err
 	}
-	if err := checkLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
+	if err := raftstore.CheckLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
 	trans, openTransport := rounds.WithLag(n.trans, n.lag, transport.GuardPipeline)
-	n.raft, err = newRaftGuarded(n, rc, n.checkedFSM(), logs, stable, snapStore, rounds.WithContacts(trans, n.contacts))
+	n.raft, err = raftstore.NewRaft(rc, n.checkedFSM(), logs, stable, snapStore, rounds.WithContacts(trans, n.contacts), cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}
@@ -421,9 +422,7 @@ func (n *Node) lead(ctx context.Context) {
 		go func() {
 			defer close(swept)
 			if keep := n.cfg.FreeKeyRetention; keep > 0 {
-				r := &retention{p: p, machine: n.machine, clock: n.cfg.Clock, keep: keep,
-					every: sweepInterval(keep, n.cfg.freeKeySweep), log: n.cfg.Logger.Named("retention")}
-				r.run(bctx)
+				n.sweepFreeKeys(bctx, p, keep)
 			}
 		}()
 		p.run(ctx, n.cfg.Clock)
@@ -507,36 +506,4 @@ func (n *Node) demote() {
 	n.leading.Store(nil)
 	n.lessor.Demote()
 	n.statusChanged.fire()
-}
-
-// applyCommand proposes cmd through Raft and waits for the state machine's
-// answer. Commands of the leader are never forwarded to another node.
-func (n *Node) applyCommand(cmd fsm.Command) (any, error) {
-	f, err := n.raftApply(fsm.Encode(cmd))
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Error(); err != nil {
-		return nil, commitError(err)
-	}
-	if err, ok := f.Response().(error); ok {
-		return nil, fmt.Errorf("%w: %w", ErrShutdown, err) // the state machine stopped
-	}
-	return f.Response(), nil
-}
-
-// commitError is the error of a Raft future that waited for an entry this
-// leader proposed to commit (a command, or a change of the configuration)
-// as the cluster's sentinels say it: ErrShutdown; ErrNotReady when Raft
-// refused the entry before appending it because a leadership transfer is
-// under way (nothing happened); otherwise ErrLeadershipLost, wrapping
-// Raft's error: the entry may or may not commit.
-func commitError(err error) error {
-	switch {
-	case errors.Is(err, raft.ErrRaftShutdown):
-		return ErrShutdown
-	case errors.Is(err, raft.ErrLeadershipTransferInProgress):
-		return fmt.Errorf("%w: %w", ErrNotReady, err)
-	}
-	return fmt.Errorf("%w: %w", ErrLeadershipLost, err)
 }

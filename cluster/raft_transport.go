@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/certs"
 	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
@@ -17,8 +18,8 @@ import (
 // cluster's servers. The same port carries the confirmation channel and
 // the address channel: serve answers their inbound connections, and the
 // dialer returned opens outbound ones (transport.New). The transport's
-// log lines are limited (limitedLogger); suppressed is called for each one
-// left out.
+// log lines are limited (limitedlog.Logger); suppressed is called for
+// each one left out.
 func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn), suppressed func()) (raft.Transport, confirmDialer, *connlimit.Gate, error) {
 	trans, dial, gate, err := transport.New(transport.Config{
 		Bind:              cfg.RaftAddr,
@@ -32,7 +33,7 @@ func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, se
 		HandshakeTimeout:  cfg.Conns.HandshakeTimeout,
 		Serve:             serve,
 		Channels:          []byte{confirmMagic, addrMagic},
-		Logger:            newLimitedLogger(cfg.Logger.Named("transport"), logSourceRaftTransport, suppressed),
+		Logger:            limitedlog.New(cfg.Logger.Named("transport"), logSourceRaftTransport, suppressed),
 	})
 	return trans, confirmDialer(dial), gate, err
 }

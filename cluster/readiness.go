@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
@@ -51,7 +52,7 @@ type NodeHealth struct {
 // makes it not ready (Config.ReadyMaxLagEntries, ReadyMaxLagTime). It
 // contacts no other node.
 func (n *Node) Health() NodeHealth {
-	return healthOf(n.lag.Lag(n.raft.AppliedIndex(), n.raft.CommitIndex()), n.disk.state(), n.snapDisk.state(),
+	return healthOf(n.lag.Lag(n.raft.AppliedIndex(), n.raft.CommitIndex()), n.disk.State(), n.snapDisk.State(),
 		time.Now(), n.cfg.ReadyMaxLagEntries, n.cfg.ReadyMaxLagTime)
 }
 
@@ -60,13 +61,13 @@ func (n *Node) Health() NodeHealth {
 // then the snapshots, then the entries, then the time behind. A failed
 // snapshot counts until a snapshot succeeds, with no hold: snapshots are
 // rare, and Raft retries a failed one at every snapshot interval.
-func healthOf(lag rounds.Lag, disk, snap diskState, now time.Time, maxEntries uint64, maxTime time.Duration) NodeHealth {
+func healthOf(lag rounds.Lag, disk, snap raftstore.State, now time.Time, maxEntries uint64, maxTime time.Duration) NodeHealth {
 	h := NodeHealth{
 		LeaderCommit: lag.LeaderCommit, AppliedIndex: lag.Applied,
 		BehindEntries: lag.Entries, BehindFor: lag.For,
 		DiskWriteErrors: disk.Failures, LastDiskErrorAt: disk.LastErrAt,
 		SnapshotWriteErrors: snap.Failures, LastSnapshotErrorAt: snap.LastErrAt,
-		SnapshotFailing: snap.failing(now, 0),
+		SnapshotFailing: snap.Failing(now, 0),
 	}
 	if disk.LastErr != nil {
 		h.LastDiskError = disk.LastErr.Error()
@@ -75,7 +76,7 @@ func healthOf(lag rounds.Lag, disk, snap diskState, now time.Time, maxEntries ui
 		h.LastSnapshotError = snap.LastErr.Error()
 	}
 	switch {
-	case disk.failing(now, maxTime):
+	case disk.Failing(now, maxTime):
 		h.Problem = fmt.Sprintf("raft log or stable store write failed %v ago (%d failed writes): %v",
 			now.Sub(disk.LastErrAt).Round(time.Millisecond), disk.Failures, disk.LastErr)
 	case h.SnapshotFailing:

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-
+	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
@@ -36,11 +36,11 @@ func (s *failingLogStore) StoreLogs(ls []*raft.Log) error {
 
 func TestDiskLogStoreFailedAppendMakesNodeNotReady(t *testing.T) {
 	clk := newStepClock()
-	h := newDiskHealth(clk.now)
+	h := raftstore.NewHealth(clk.now)
 	fs := &failingLogStore{InmemStore: raft.NewInmemStore()}
-	ls := diskLogStore{fs, h}
+	ls := h.LogStore(fs)
 	hold := 5 * time.Second
-	ready := func() NodeHealth { return healthOf(rounds.Lag{}, h.state(), diskState{}, clk.now(), 1000, hold) }
+	ready := func() NodeHealth { return healthOf(rounds.Lag{}, h.State(), raftstore.State{}, clk.now(), 1000, hold) }
 
 	if err := ls.StoreLogs([]*raft.Log{{Index: 1}}); err != nil {
 		t.Fatal(err)
@@ -76,25 +76,6 @@ func TestDiskLogStoreFailedAppendMakesNodeNotReady(t *testing.T) {
 	}
 }
 
-func TestDiskStableStoreCountsFailures(t *testing.T) {
-	h := newDiskHealth(time.Now)
-	s := diskStableStore{failingStable{}, h}
-	if err := s.SetUint64([]byte("CurrentTerm"), 2); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("SetUint64: got %v, want ENOSPC", err)
-	}
-	if err := s.Set([]byte("LastVoteCand"), []byte("n1")); !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("Set: got %v, want ENOSPC", err)
-	}
-	if got := h.state().Failures; got != 2 {
-		t.Fatalf("failures: got %d, want 2", got)
-	}
-}
-
-type failingStable struct{ raft.StableStore }
-
-func (failingStable) Set([]byte, []byte) error       { return enospc("set") }
-func (failingStable) SetUint64([]byte, uint64) error { return enospc("set uint64") }
-
 func TestLagBounds(t *testing.T) {
 	cases := []struct {
 		name        string
@@ -111,7 +92,7 @@ func TestLagBounds(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := healthOf(tc.lag, diskState{}, diskState{}, time.Now(), 1000, 5*time.Second)
+			got := healthOf(tc.lag, raftstore.State{}, raftstore.State{}, time.Now(), 1000, 5*time.Second)
 			if tc.wantProblem == "" && got.Problem != "" || !strings.Contains(got.Problem, tc.wantProblem) {
 				t.Fatalf("problem %q, want %q", got.Problem, tc.wantProblem)
 			}
@@ -171,10 +152,12 @@ func TestDiskSnapshotStoreFailedSnapshotMakesNodeNotReady(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := newStepClock()
-			h := newDiskHealth(clk.now)
+			h := raftstore.NewHealth(clk.now)
 			fs := &fakeSnapshotStore{}
-			st := diskSnapshotStore{fs, h}
-			health := func() NodeHealth { return healthOf(rounds.Lag{}, diskState{}, h.state(), clk.now(), 1000, time.Second) }
+			st := h.SnapshotStore(fs)
+			health := func() NodeHealth {
+				return healthOf(rounds.Lag{}, raftstore.State{}, h.State(), clk.now(), 1000, time.Second)
+			}
 			take := func() error {
 				sink, err := st.Create(1, 1, 1, raft.Configuration{}, 1, nil)
 				if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/cluster/internal/backup"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -33,19 +34,6 @@ type restoreGate struct {
 const RestoreTimeout = 5 * time.Minute
 
 var errRestoring = fmt.Errorf("%w: a snapshot is being restored", ErrNotReady)
-
-// raftApply hands data to Raft unless a restore holds writes back.
-func (n *Node) raftApply(data []byte) (raft.ApplyFuture, error) {
-	if n.restore.on.Load() {
-		return nil, errRestoring
-	}
-	n.restore.mu.RLock()
-	defer n.restore.mu.RUnlock()
-	if n.restore.on.Load() {
-		return nil, errRestoring
-	}
-	return n.raft.Apply(data, 0), nil
-}
 
 // awaitRestore waits, before a leader establishes, until no restore holds
 // writes back, and reports false if ctx ended first. A leader that
@@ -176,7 +164,7 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, opts RestoreOption
 	target := n.machine.RestoreTarget(last+1, term)
 	target.LastToken = max(target.LastToken, opts.TokenFloor)
 	target.KeepACL = !opts.ACL
-	target.Leases = restoreKeeps(target.Leases)
+	target.Leases = backup.Keeps(target.Leases)
 	data, restored, err := bk.Prepare(target)
 	if err != nil {
 		return RestoreResult{}, &InvalidError{Field: "snapshot", Err: err}
@@ -237,28 +225,4 @@ func (n *Node) RestoreSnapshot(ctx context.Context, b []byte, opts RestoreOption
 		"from_index", info.Index, "from_cluster", info.ClusterID, "verified", verr == nil, "acl_restored", opts.ACL,
 		"index", target.Index, "replicated", replicated, "raft_error", restoreErr, "took", time.Since(start).Round(time.Millisecond))
 	return RestoreResult{Snapshot: info, Restored: restored, Verified: verr == nil, Replicated: replicated}, nil
-}
-
-// restorePolicy chooses which key records of the running state a restore
-// keeps (fsm.RestoreTarget.Leases).
-type restorePolicy func(running []*fsm.Lease) []*fsm.Lease
-
-// keepEveryRecord keeps every record: held leases stay with their holder,
-// and a free key whose last token is higher than the backup's comes back
-// free with it, so that a key's tokens never go backwards.
-func keepEveryRecord(running []*fsm.Lease) []*fsm.Lease { return running }
-
-// keepHeldOnly keeps only the held leases: a key that was held in the
-// backup and changed hands since, and is free now, goes back to the
-// backup's holder with the backup's (lower) token. The behaviour of
-// builds before keepEveryRecord, and the negative control of the fault
-// suite (unsafe_restore_on.go); never a release.
-func keepHeldOnly(running []*fsm.Lease) []*fsm.Lease {
-	var held []*fsm.Lease
-	for _, l := range running {
-		if l.Held {
-			held = append(held, l)
-		}
-	}
-	return held
 }

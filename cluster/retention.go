@@ -2,118 +2,25 @@ package cluster
 
 import (
 	"context"
-	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/cluster/internal/retention"
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// maxForgetBatch bounds the Forget commands of one sweep.
-const maxForgetBatch = 256
-
-// retention is the leader's sweeper of free key records: it remembers, on
-// the leader's monotonic clock, since when it has seen each key free, and
-// proposes fsm.Forget for the keys free for longer than keep. One lives
-// per leadership term, next to the proposer; it forgets everything it
-// knew when leadership ends, and a new leader counts again from its own
-// promotion, so a record is never forgotten before keep has passed on
-// one leader's clock.
-type retention struct {
-	p       *proposer
-	machine *fsm.Machine
-	clock   Clock
-	keep    time.Duration
-	every   time.Duration
-	log     hclog.Logger
-
-	// seen is owned by run: each free key's token and since when this
-	// leader has seen it free under that token.
-	seen map[string]freeSince
+// sweepFreeKeys forgets, through p, the keys free for longer than keep,
+// until ctx ends (retention.Sweeper).
+func (n *Node) sweepFreeKeys(ctx context.Context, p *proposer, keep time.Duration) {
+	retention.New(retention.Config{
+		Submit: func(ctx context.Context, c fsm.Command) (fsm.Result, error) {
+			return p.submit(ctx, &op{cmd: c})
+		},
+		Machine: n.machine, Clock: retentionClock{n.cfg.Clock}, Keep: keep,
+		Every: retention.SweepInterval(keep, n.cfg.freeKeySweep), Log: n.cfg.Logger.Named("retention"),
+	}).Run(ctx)
 }
 
-type freeSince struct {
-	token uint64
-	since time.Time
-}
+// retentionClock is the node's Clock as the sweeper's.
+type retentionClock struct{ Clock }
 
-// sweepInterval is how often a retention of keep sweeps, unless set.
-func sweepInterval(keep, set time.Duration) time.Duration {
-	if set > 0 {
-		return set
-	}
-	return min(max(keep/10, 10*time.Millisecond), time.Minute)
-}
-
-// run sweeps every r.every until ctx ends (leadership lost).
-func (r *retention) run(ctx context.Context) {
-	r.seen = make(map[string]freeSince)
-	r.observe(r.clock.Now()) // keys free at promotion count from now
-	t := r.clock.NewTimer(r.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		r.forget(ctx, r.observe(r.clock.Now()))
-		t.Reset(r.every)
-	}
-}
-
-// observe notes the keys that are free at now and returns up to
-// maxForgetBatch of those free for at least r.keep (keys of groups
-// excepted). A key freed again under a newer token counts from now.
-func (r *retention) observe(now time.Time) []fsm.Forget {
-	free, _ := r.machine.List(fsm.Filter{State: "free"})
-	next := make(map[string]freeSince, len(free))
-	var due []fsm.Forget
-	for _, l := range free {
-		s, ok := r.seen[l.Key]
-		if !ok || s.token != l.Token {
-			s = freeSince{token: l.Token, since: now}
-		}
-		next[l.Key] = s
-		if len(due) < maxForgetBatch && now.Sub(s.since) >= r.keep && !r.machine.InGroup(l.Key) {
-			due = append(due, fsm.Forget{Key: l.Key, Token: l.Token})
-		}
-	}
-	r.seen = next
-	return due
-}
-
-// forget proposes cmds, which the proposer batches, and waits for them.
-func (r *retention) forget(ctx context.Context, cmds []fsm.Forget) {
-	if len(cmds) == 0 {
-		return
-	}
-	var (
-		wg        sync.WaitGroup
-		mu        sync.Mutex
-		forgotten int
-		lastErr   error
-	)
-	for _, c := range cmds {
-		wg.Add(1)
-		go func(c fsm.Forget) {
-			defer wg.Done()
-			res, err := r.p.submit(ctx, &op{cmd: c})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err != nil:
-				lastErr = err
-			case res.Code == fsm.Freed:
-				forgotten++
-			}
-		}(c)
-	}
-	wg.Wait()
-	if lastErr != nil && ctx.Err() == nil {
-		r.log.Warn("forgetting free keys failed", "keys", len(cmds), "error", lastErr)
-	}
-	if forgotten > 0 {
-		r.log.Debug("free keys forgotten", "keys", forgotten, "retention", r.keep)
-	}
-}
+func (c retentionClock) NewTimer(d time.Duration) retention.Timer { return c.Clock.NewTimer(d) }

@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"encoding/binary"
@@ -13,29 +13,36 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/fsm"
 	bolt "go.etcd.io/bbolt"
 )
 
-// raftDBFile is the name of the Raft log and stable store in the data dir.
-const raftDBFile = "raft.db"
+// DBFile is the name of the Raft log and stable store in the data dir.
+const DBFile = "raft.db"
+
+// ErrRefusedStart is wrapped by every error that makes a server refuse to
+// start on its data dir. It is identity.ErrRefusedStart (and
+// cluster.ErrRefusedStart), so that one errors.Is finds a damaged store
+// and a data dir of another server alike.
+var ErrRefusedStart = identity.ErrRefusedStart
 
 // storeLockTimeout bounds the wait for the lock on raft.db, which another
 // process holds while it runs on the same data dir.
 const storeLockTimeout = 2 * time.Second
 
-// openLogStore checks raft.db page by page and opens it. A damaged file
+// OpenLogStore checks raft.db page by page and opens it. A damaged file
 // (bbolt refuses it, reports a bad page, or panics on it) is an
 // ErrRefusedStart error naming the file and what to do, never a panic:
 // bbolt trusts its pages and panics, or faults on memory past the end of a
 // truncated file, when it follows a damaged one.
-func openLogStore(dataDir, nodeID string) (*raftboltdb.BoltStore, error) {
-	path := filepath.Join(dataDir, raftDBFile)
+func OpenLogStore(dataDir, nodeID string) (*raftboltdb.BoltStore, error) {
+	path := filepath.Join(dataDir, DBFile)
 	if err := checkBolt(path); err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s is locked by another process: is another server running on data dir %s?", ErrRefusedStart, path, dataDir)
 		}
-		return nil, damagedStore(path, dataDir, nodeID, err)
+		return nil, DamagedStore(path, dataDir, nodeID, err)
 	}
 	var store *raftboltdb.BoltStore
 	err := guard(func() error {
@@ -51,7 +58,7 @@ func openLogStore(dataDir, nodeID string) (*raftboltdb.BoltStore, error) {
 		return err
 	})
 	if err != nil {
-		return nil, damagedStore(path, dataDir, nodeID, err)
+		return nil, DamagedStore(path, dataDir, nodeID, err)
 	}
 	return store, nil
 }
@@ -133,17 +140,17 @@ func guard(f func() error) error {
 	return <-done
 }
 
-// damagedStore is the error of a store file that cannot be read.
-func damagedStore(path, dataDir, nodeID string, cause error) error {
+// DamagedStore is the error of a store file that cannot be read.
+func DamagedStore(path, dataDir, nodeID string, cause error) error {
 	return fmt.Errorf("%w: %s is damaged (%w). Its copy of the log cannot be trusted; %s",
-		ErrRefusedStart, path, cause, resyncRemedy(nodeID, dataDir))
+		ErrRefusedStart, path, cause, ResyncRemedy(nodeID, dataDir))
 }
 
-// resyncRemedy is what an operator does with a server whose Raft state
+// ResyncRemedy is what an operator does with a server whose Raft state
 // cannot be trusted or is gone: the server leaves the configuration
 // before it comes back empty, so that it never votes twice in a term
 // (ADR 0015), and is readmitted at once (ADR 0016).
-func resyncRemedy(nodeID, dataDir string) string {
+func ResyncRemedy(nodeID, dataDir string) string {
 	return fmt.Sprintf("resync this server from the cluster, while the other servers have a leader: "+
 		"remove it from the cluster (tenure operator remove-server -force %[1]s, against a running server; "+
 		"-force because the removal leaves fewer voters than the cluster was bootstrapped with), "+
@@ -153,10 +160,11 @@ func resyncRemedy(nodeID, dataDir string) string {
 		"If no other server of the cluster holds the data, restore the data dir from a backup instead", nodeID, dataDir)
 }
 
-// newRaftGuarded is raft.NewRaft with a panic in the stores (a damaged page
+// NewRaft is raft.NewRaft with a panic in the stores (a damaged page
 // read while loading the last log entry or the snapshot) turned into an
-// error, and a failed snapshot restore named as such.
-func newRaftGuarded(n *Node, rc *raft.Config, machine raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport) (*raft.Raft, error) {
+// error, and a failed snapshot restore named as such: an ErrRefusedStart
+// error naming the snapshots of dataDir, or its raft.db.
+func NewRaft(rc *raft.Config, machine raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport, dataDir, nodeID string) (*raft.Raft, error) {
 	var r *raft.Raft
 	err := guard(func() error {
 		var err error
@@ -166,23 +174,23 @@ func newRaftGuarded(n *Node, rc *raft.Config, machine raft.FSM, logs raft.LogSto
 	if err == nil {
 		return r, nil
 	}
-	dataDir := n.cfg.DataDir
 	// Raft has no sentinel for a failed snapshot restore ("failed to load
 	// any existing snapshots"): its message is all there is to tell it
 	// from a log store error.
 	if strings.Contains(err.Error(), "snapshot") {
-		return nil, damagedStore(filepath.Join(dataDir, "snapshots"), dataDir, n.cfg.NodeID, err)
+		return nil, DamagedStore(filepath.Join(dataDir, "snapshots"), dataDir, nodeID, err)
 	}
-	return nil, damagedStore(filepath.Join(dataDir, raftDBFile), dataDir, n.cfg.NodeID, err)
+	return nil, DamagedStore(filepath.Join(dataDir, DBFile), dataDir, nodeID, err)
 }
 
-// replicatedClusterID is the cluster id of the Raft state in the data dir
-// at start: the restored snapshot's, else the first ClusterID entry of the
-// log (the log is not replayed yet when Raft has just started). It reads
-// the log only until it finds one.
-func replicatedClusterID(n *Node, logs raft.LogStore) (string, error) {
-	if id := n.machine.ClusterID(); id != "" {
-		return id, nil
+// ReplicatedClusterID is the cluster id of the Raft state in dataDir at
+// start: restored, the id of the snapshot Raft restored (the state
+// machine's), else the first ClusterID entry of logs (the log is not
+// replayed yet when Raft has just started). It reads the log only until
+// it finds one. A log it cannot read is an ErrRefusedStart error.
+func ReplicatedClusterID(restored string, logs raft.LogStore, dataDir, nodeID string) (string, error) {
+	if restored != "" {
+		return restored, nil
 	}
 	var id string
 	err := guard(func() error {
@@ -212,19 +220,7 @@ func replicatedClusterID(n *Node, logs raft.LogStore) (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", damagedStore(filepath.Join(n.cfg.DataDir, raftDBFile), n.cfg.DataDir, n.cfg.NodeID, err)
+		return "", DamagedStore(filepath.Join(dataDir, DBFile), dataDir, nodeID, err)
 	}
 	return id, nil
-}
-
-// abortOpen undoes what a failed openRaft started: Raft, the transport it
-// made, the stores.
-func (n *Node) abortOpen() {
-	if n.raft != nil {
-		n.raft.Shutdown().Error()
-	}
-	if c, ok := n.trans.(interface{ Close() error }); ok && n.cfg.Transport == nil {
-		c.Close()
-	}
-	n.closeStores()
 }

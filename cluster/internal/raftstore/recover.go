@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// Recovery is what RecoverAlone did.
+// Recovery is what Recover (cluster.RecoverAlone) did.
 type Recovery struct {
 	// Before is the Raft configuration the data dir held; After is the
 	// new one: this server, alone, as a voter.
@@ -24,48 +24,24 @@ type Recovery struct {
 	LastToken    uint64
 	ClusterID    string
 	// Freed counts the leases freed because tokenFloor was above the
-	// survivor's counter (see RecoverAlone).
+	// survivor's counter (see cluster.RecoverAlone).
 	Freed int
 }
 
-// RecoverAlone rewrites the Raft configuration of the stopped server
-// nodeID on dataDir so that it is the only voter, keeping everything its
-// log and snapshots hold (hashicorp/raft's RecoverCluster: a snapshot of
-// the state with the new configuration, and the log truncated). It is the
-// way back when a quorum of servers is lost for good: started again, the
-// server elects itself and serves; fresh servers then join it.
-//
-// Every entry in its log counts as committed afterwards, also one the
-// lost servers never acknowledged: a write whose client got no answer may
-// have happened. Servers of the old configuration must never run again on
-// their old data dirs: wipe them, and join them as new servers.
-//
-// tokenFloor is a bound of the tokens the lost servers may have handed
-// out (0 for none). Above the survivor's counter, it says the survivor
-// missed grants, so that any lease it holds may have been granted since
-// to another holder: the counter is raised to it and every held lease is
-// freed, keeping its token (fsm.PrepareRecovery), so a key's tokens never
-// go backwards and no key has two holders.
-func RecoverAlone(dataDir, nodeID string, tokenFloor uint64, log hclog.Logger) (Recovery, error) {
+// Recover rewrites the Raft configuration of the stopped server nodeID
+// on dataDir so that it is the only voter (cluster.RecoverAlone says what
+// that means, and what tokenFloor does). The caller has checked that
+// dataDir is nodeID's.
+func Recover(dataDir, nodeID string, tokenFloor uint64, log hclog.Logger) (Recovery, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	id, found, err := ReadIdentity(dataDir)
-	if err != nil {
-		return Recovery{}, err
-	}
-	if !found {
-		return Recovery{}, fmt.Errorf("%s: no %s: not the data dir of a tenure server", dataDir, IdentityFile)
-	}
-	if id.NodeID != nodeID {
-		return Recovery{}, fmt.Errorf("%s is the data dir of server %s, not %s", dataDir, id.NodeID, nodeID)
-	}
-	store, err := openLogStore(dataDir, nodeID)
+	store, err := OpenLogStore(dataDir, nodeID)
 	if err != nil {
 		return Recovery{}, err
 	}
 	defer store.Close()
-	if err := checkLogStore(store, dataDir, nodeID); err != nil {
+	if err := CheckLogStore(store, dataDir, nodeID); err != nil {
 		return Recovery{}, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(dataDir, 3, log.Named("snapshot"))
@@ -77,7 +53,7 @@ func RecoverAlone(dataDir, nodeID string, tokenFloor uint64, log hclog.Logger) (
 		return Recovery{}, fmt.Errorf("read the raft state of %s: %w", dataDir, err)
 	}
 	if !has {
-		return Recovery{}, fmt.Errorf("%s holds no raft state: nothing to recover", filepath.Join(dataDir, raftDBFile))
+		return Recovery{}, fmt.Errorf("%s holds no raft state: nothing to recover", filepath.Join(dataDir, DBFile))
 	}
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(nodeID)

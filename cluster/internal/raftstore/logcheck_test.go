@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"errors"
@@ -63,13 +63,13 @@ func TestCheckLogStore(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err = checkLogStore(store, dir, "n1")
+			err = CheckLogStore(store, dir, "n1")
 			var le *LogEntryError
 			switch {
 			case tt.damaged == 0 && err != nil:
-				t.Fatalf("checkLogStore = %v, want nil", err)
+				t.Fatalf("CheckLogStore = %v, want nil", err)
 			case tt.damaged != 0 && (!errors.As(err, &le) || le.Index != tt.damaged || !errors.Is(err, fsm.ErrCorrupt)):
-				t.Fatalf("checkLogStore = %v, want a *LogEntryError of entry %d wrapping fsm.ErrCorrupt", err, tt.damaged)
+				t.Fatalf("CheckLogStore = %v, want a *LogEntryError of entry %d wrapping fsm.ErrCorrupt", err, tt.damaged)
 			}
 		})
 	}
@@ -102,12 +102,12 @@ func TestCheckLogStoreMisfiledEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := checkLogStore(misfiled{store, 2}, t.TempDir(), "n1")
+	err := CheckLogStore(misfiled{store, 2}, t.TempDir(), "n1")
 	var le *LogEntryError
 	if !errors.As(err, &le) || le.Index != 2 || !errors.Is(err, fsm.ErrCorrupt) {
-		t.Fatalf("checkLogStore = %v, want a *LogEntryError of entry 2 wrapping fsm.ErrCorrupt", err)
+		t.Fatalf("CheckLogStore = %v, want a *LogEntryError of entry 2 wrapping fsm.ErrCorrupt", err)
 	}
-	if err := checkLogStore(store, t.TempDir(), "n1"); err != nil {
+	if err := CheckLogStore(store, t.TempDir(), "n1"); err != nil {
 		t.Fatalf("the same log, intact: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"io"
@@ -7,7 +7,7 @@ import (
 )
 
 // diskSnapshotStore is a raft.SnapshotStore whose snapshot writes are
-// recorded in a diskHealth: a Create, a Write or a Close that fails is a
+// recorded in a Health: a Create, a Write or a Close that fails is a
 // failed snapshot, a Close that succeeds a good one. Raft only logs a
 // snapshot that failed (and retries at its next -snapshot-interval), so
 // without this record a server whose disk is too full for snapshots, but
@@ -21,7 +21,7 @@ import (
 // goroutine.
 type diskSnapshotStore struct {
 	raft.SnapshotStore
-	h *diskHealth
+	h *Health
 }
 
 func (s diskSnapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
@@ -40,7 +40,7 @@ func (s diskSnapshotStore) Create(version raft.SnapshotVersion, index, term uint
 // machine that gave up) records nothing: the disk did not fail.
 type diskSnapshotSink struct {
 	raft.SnapshotSink
-	h      *diskHealth
+	h      *Health
 	failed bool
 }
 

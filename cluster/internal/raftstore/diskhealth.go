@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"sync"
@@ -7,12 +7,13 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// diskHealth counts the failed writes of this node's Raft log and stable
-// stores and remembers the last one. A full or failing disk shows here
+// Health counts the failed writes of the Raft stores it wraps (a node
+// keeps one for its log and stable stores, one for its snapshots) and
+// remembers the last one. A full or failing disk shows here
 // first: hashicorp/raft logs a failed append and answers the leader with a
 // failure, but still takes heartbeats, so without this record the node
 // would look healthy while it cannot store a single entry.
-type diskHealth struct {
+type Health struct {
 	now func() time.Time
 
 	mu        sync.Mutex
@@ -22,12 +23,13 @@ type diskHealth struct {
 	lastOKAt  time.Time
 }
 
-func newDiskHealth(now func() time.Time) *diskHealth {
-	return &diskHealth{now: now}
+// NewHealth returns a Health that reads the time from now.
+func NewHealth(now func() time.Time) *Health {
+	return &Health{now: now}
 }
 
 // record notes the outcome of one write and returns err unchanged.
-func (h *diskHealth) record(err error) error {
+func (h *Health) record(err error) error {
 	t := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -40,8 +42,8 @@ func (h *diskHealth) record(err error) error {
 	return err
 }
 
-// diskState is a copy of what diskHealth knows.
-type diskState struct {
+// State is a copy of what Health knows.
+type State struct {
 	// Failures counts every failed write since the node started.
 	Failures uint64
 	// LastErr is the error of the last failed write, LastErrAt its time;
@@ -52,28 +54,42 @@ type diskState struct {
 	LastOKAt time.Time
 }
 
-func (h *diskHealth) state() diskState {
+func (h *Health) State() State {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return diskState{Failures: h.failures, LastErr: h.lastErr, LastErrAt: h.lastErrAt, LastOKAt: h.lastOKAt}
+	return State{Failures: h.failures, LastErr: h.lastErr, LastErrAt: h.lastErrAt, LastOKAt: h.lastOKAt}
 }
 
 // failing reports whether the disk counts as failing at now: the last
 // write failed (no write succeeded since), or a write failed less than
 // hold ago. The hold keeps a disk that fails most writes, and lets a few
 // through (a full store reusing freed pages), from flapping to ready.
-func (s diskState) failing(now time.Time, hold time.Duration) bool {
+func (s State) Failing(now time.Time, hold time.Duration) bool {
 	if s.LastErr == nil {
 		return false
 	}
 	return !s.LastOKAt.After(s.LastErrAt) || now.Sub(s.LastErrAt) < hold
 }
 
+// LogStore returns s with its writes recorded in h; reads pass through
+// unchanged, as does every error.
+func (h *Health) LogStore(s raft.LogStore) raft.LogStore { return diskLogStore{s, h} }
+
+// StableStore returns s with its writes recorded in h; reads pass through
+// unchanged, as does every error.
+func (h *Health) StableStore(s raft.StableStore) raft.StableStore { return diskStableStore{s, h} }
+
+// SnapshotStore returns s with its snapshot writes recorded in h
+// (diskSnapshotStore).
+func (h *Health) SnapshotStore(s raft.SnapshotStore) raft.SnapshotStore {
+	return diskSnapshotStore{s, h}
+}
+
 // diskLogStore is a raft.LogStore whose writes are recorded in a
-// diskHealth; reads pass through unchanged.
+// Health; reads pass through unchanged.
 type diskLogStore struct {
 	raft.LogStore
-	h *diskHealth
+	h *Health
 }
 
 func (s diskLogStore) StoreLog(l *raft.Log) error { return s.h.record(s.LogStore.StoreLog(l)) }
@@ -85,10 +101,10 @@ func (s diskLogStore) DeleteRange(min, max uint64) error {
 }
 
 // diskStableStore is a raft.StableStore whose writes are recorded in a
-// diskHealth; reads pass through unchanged.
+// Health; reads pass through unchanged.
 type diskStableStore struct {
 	raft.StableStore
-	h *diskHealth
+	h *Health
 }
 
 func (s diskStableStore) Set(k, v []byte) error { return s.h.record(s.StableStore.Set(k, v)) }

@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 func openTestStore(t *testing.T, logTerm uint64) (*raftboltdb.BoltStore, string) {
 	t.Helper()
 	dir := t.TempDir()
-	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, raftDBFile)})
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, DBFile)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,9 +38,9 @@ func TestCheckStableStore(t *testing.T) {
 		refuse  string // "" when the check passes
 	}{
 		{"sealed, consistent", 2, func(s *raftboltdb.BoltStore) {
-			sealedStable{s}.SetUint64([]byte("CurrentTerm"), 2)
-			sealedStable{s}.SetUint64([]byte("LastVoteTerm"), 2)
-			sealedStable{s}.Set([]byte("LastVoteCand"), []byte("127.0.0.1:7501"))
+			SealedStable{s}.SetUint64([]byte("CurrentTerm"), 2)
+			SealedStable{s}.SetUint64([]byte("LastVoteTerm"), 2)
+			SealedStable{s}.Set([]byte("LastVoteCand"), []byte("127.0.0.1:7501"))
 		}, ""},
 		{"written by an older build", 2, func(s *raftboltdb.BoltStore) {
 			s.SetUint64([]byte("CurrentTerm"), 2)
@@ -48,17 +48,17 @@ func TestCheckStableStore(t *testing.T) {
 			s.Set([]byte("LastVoteCand"), []byte("127.0.0.1:7501"))
 		}, ""},
 		{"sealed term before the log's (an old copy)", 5, func(s *raftboltdb.BoltStore) {
-			sealedStable{s}.SetUint64([]byte("CurrentTerm"), 3)
+			SealedStable{s}.SetUint64([]byte("CurrentTerm"), 3)
 		}, "CurrentTerm 3 is before the term 5"},
 		{"older build's term before the log's", 5, func(s *raftboltdb.BoltStore) {
 			s.SetUint64([]byte("CurrentTerm"), 4)
 		}, "CurrentTerm 4 is before the term 5"},
 		{"vote after the term", 2, func(s *raftboltdb.BoltStore) {
-			sealedStable{s}.SetUint64([]byte("CurrentTerm"), 2)
-			sealedStable{s}.SetUint64([]byte("LastVoteTerm"), 3)
+			SealedStable{s}.SetUint64([]byte("CurrentTerm"), 2)
+			SealedStable{s}.SetUint64([]byte("LastVoteTerm"), 3)
 		}, "LastVoteTerm 3 is after CurrentTerm 2"},
 		{"a damaged vote", 2, func(s *raftboltdb.BoltStore) {
-			sealedStable{s}.SetUint64([]byte("CurrentTerm"), 2)
+			SealedStable{s}.SetUint64([]byte("CurrentTerm"), 2)
 			v := seal([]byte("LastVoteCand"), []byte("127.0.0.1:7501"))
 			v[3] ^= 0x01
 			s.Set([]byte("LastVoteCand"), v)
@@ -70,7 +70,7 @@ func TestCheckStableStore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store, dir := openTestStore(t, tc.logTerm)
 			tc.write(store)
-			err := checkStableStore(store, store, raft.NewInmemSnapshotStore(), dir, "n1")
+			err := CheckStableStore(store, store, raft.NewInmemSnapshotStore(), dir, "n1")
 			if tc.refuse == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -81,7 +81,7 @@ func TestCheckStableStore(t *testing.T) {
 						t.Errorf("%s after the check: %x, %v; want it sealed", k, stored, err)
 					}
 				}
-				if term, err := (sealedStable{store}).GetUint64([]byte("CurrentTerm")); err != nil || term != 2 {
+				if term, err := (SealedStable{store}).GetUint64([]byte("CurrentTerm")); err != nil || term != 2 {
 					t.Errorf("CurrentTerm read through the seal: %d, %v; want 2", term, err)
 				}
 				return
@@ -92,7 +92,7 @@ func TestCheckStableStore(t *testing.T) {
 			if !errors.Is(err, ErrRefusedStart) || !errors.Is(err, ErrStableCorrupt) {
 				t.Errorf("error %v: want ErrRefusedStart and ErrStableCorrupt", err)
 			}
-			for _, want := range []string{tc.refuse, filepath.Join(dir, raftDBFile), "remove-server -force n1"} {
+			for _, want := range []string{tc.refuse, filepath.Join(dir, DBFile), "remove-server -force n1"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not say %q", err, want)
 				}
@@ -105,7 +105,7 @@ func TestCheckStableStore(t *testing.T) {
 // "not found", as Raft expects of the bare store.
 func TestSealedStableRoundTrip(t *testing.T) {
 	store, _ := openTestStore(t, 1)
-	s := sealedStable{store}
+	s := SealedStable{store}
 	if _, err := s.GetUint64([]byte("CurrentTerm")); err == nil || err.Error() != "not found" {
 		t.Errorf("a missing term: %v, want Raft's \"not found\"", err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // One key is one bbolt transaction, so a crash leaves a key with its old
 // value and checksum or with its new ones, never a mix: a torn write never
 // looks like damage. Values written by builds before the seal (no
-// trailer) are read as they are and sealed at start (checkStableStore).
+// trailer) are read as they are and sealed at start (CheckStableStore).
 // docs/adr/0028-raft-stable-store-checksum.md has the argument.
 var sealedKeys = map[string]bool{"CurrentTerm": true, "LastVoteTerm": true, "LastVoteCand": true}
 
@@ -78,20 +78,20 @@ func unseal(key, stored []byte) (value []byte, sealed bool, err error) {
 	return value, true, nil
 }
 
-// sealedStable is Raft's stable store with the keys of sealedKeys sealed:
+// SealedStable is Raft's stable store with the keys of sealedKeys sealed:
 // every Set and SetUint64 of them writes the value with its checksum, in
 // one write; every Get and GetUint64 checks it. Other keys pass through.
 // Raft calls it from its own goroutines; it keeps no state.
-type sealedStable struct{ raft.StableStore }
+type SealedStable struct{ raft.StableStore }
 
-func (s sealedStable) Set(key, value []byte) error {
+func (s SealedStable) Set(key, value []byte) error {
 	if sealedKeys[string(key)] {
 		value = seal(key, value)
 	}
 	return s.StableStore.Set(key, value)
 }
 
-func (s sealedStable) Get(key []byte) ([]byte, error) {
+func (s SealedStable) Get(key []byte) ([]byte, error) {
 	stored, err := s.StableStore.Get(key)
 	if err != nil || !sealedKeys[string(key)] {
 		return stored, err
@@ -100,14 +100,14 @@ func (s sealedStable) Get(key []byte) ([]byte, error) {
 	return value, err
 }
 
-func (s sealedStable) SetUint64(key []byte, value uint64) error {
+func (s SealedStable) SetUint64(key []byte, value uint64) error {
 	if !sealedKeys[string(key)] {
 		return s.StableStore.SetUint64(key, value)
 	}
 	return s.Set(key, binary.BigEndian.AppendUint64(nil, value))
 }
 
-func (s sealedStable) GetUint64(key []byte) (uint64, error) {
+func (s SealedStable) GetUint64(key []byte) (uint64, error) {
 	if !sealedKeys[string(key)] {
 		return s.StableStore.GetUint64(key)
 	}
@@ -121,7 +121,7 @@ func (s sealedStable) GetUint64(key []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(value), nil
 }
 
-// checkStableStore runs before Raft starts. It checks the term and vote of
+// CheckStableStore runs before Raft starts. It checks the term and vote of
 // raft.db: each matches its checksum; none is missing that Raft writes
 // before another that is there (a vote's candidate without its term, log
 // entries without a current term); the vote is of a term not after the
@@ -131,11 +131,11 @@ func (s sealedStable) GetUint64(key []byte) (uint64, error) {
 // e.g. from an old copy of the file, where checksums still match). Then
 // it seals the values written by an older build. A failed check is an
 // ErrRefusedStart error naming the file and the remedy.
-func checkStableStore(raw raft.StableStore, logs raft.LogStore, snaps raft.SnapshotStore, dataDir, nodeID string) error {
-	path := filepath.Join(dataDir, raftDBFile)
+func CheckStableStore(raw raft.StableStore, logs raft.LogStore, snaps raft.SnapshotStore, dataDir, nodeID string) error {
+	path := filepath.Join(dataDir, DBFile)
 	refuse := func(err error) error {
 		return fmt.Errorf("%w: the term and vote in %s cannot be trusted: %w. A server that forgets its term or vote may vote twice in one term; "+
-			"keep it stopped and %s (see \"A damaged Raft log\" in the README)", ErrRefusedStart, path, err, resyncRemedy(nodeID, dataDir))
+			"keep it stopped and %s (see \"A damaged Raft log\" in the README)", ErrRefusedStart, path, err, ResyncRemedy(nodeID, dataDir))
 	}
 	values := map[string][]byte{}
 	var unsealed [][]byte
@@ -145,7 +145,7 @@ func checkStableStore(raw raft.StableStore, logs raft.LogStore, snaps raft.Snaps
 			continue
 		}
 		if err != nil {
-			return damagedStore(path, dataDir, nodeID, err)
+			return DamagedStore(path, dataDir, nodeID, err)
 		}
 		value, sealed, err := unseal([]byte(k), stored)
 		if err != nil {
@@ -175,7 +175,7 @@ func checkStableStore(raw raft.StableStore, logs raft.LogStore, snaps raft.Snaps
 	if !hasTerm {
 		last, err := logs.LastIndex()
 		if err != nil {
-			return damagedStore(path, dataDir, nodeID, err)
+			return DamagedStore(path, dataDir, nodeID, err)
 		}
 		if last > 0 {
 			return refuse(fmt.Errorf("%w: no CurrentTerm, but the log has entries up to index %d (Raft writes the term first): the current term is lost", ErrStableCorrupt, last))
@@ -187,7 +187,7 @@ func checkStableStore(raw raft.StableStore, logs raft.LogStore, snaps raft.Snaps
 	if hasTerm {
 		last, err := lastTerm(logs, snaps)
 		if err != nil {
-			return damagedStore(path, dataDir, nodeID, err)
+			return DamagedStore(path, dataDir, nodeID, err)
 		}
 		if last > term {
 			return refuse(fmt.Errorf("%w: CurrentTerm %d is before the term %d of the last log entry or snapshot", ErrStableCorrupt, term, last))

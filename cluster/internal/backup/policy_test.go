@@ -1,4 +1,4 @@
-package cluster
+package backup
 
 import (
 	"testing"
@@ -11,10 +11,10 @@ import (
 // which is what lets a key's token go backwards.
 func TestRestorePolicies(t *testing.T) {
 	running := []*fsm.Lease{{Key: "a", Token: 3, Held: true}, {Key: "b", Token: 5}}
-	if got := keepEveryRecord(running); len(got) != 2 {
-		t.Errorf("keepEveryRecord kept %d records, want 2", len(got))
+	if got := KeepEveryRecord(running); len(got) != 2 {
+		t.Errorf("KeepEveryRecord kept %d records, want 2", len(got))
 	}
-	if got := keepHeldOnly(running); len(got) != 1 || got[0].Key != "a" {
-		t.Errorf("keepHeldOnly kept %v, want only a", got)
+	if got := KeepHeldOnly(running); len(got) != 1 || got[0].Key != "a" {
+		t.Errorf("KeepHeldOnly kept %v, want only a", got)
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"errors"
@@ -26,16 +26,16 @@ func TestStartRefusesAMissingTermOrVote(t *testing.T) {
 	}{
 		{"CurrentTerm renamed, the log of term 2, last vote in term 1", func(s *raftboltdb.BoltStore) {
 			s.Set([]byte("CurrentTerX"), seal([]byte("CurrentTerm"), []byte{0, 0, 0, 0, 0, 0, 0, 2}))
-			sealedStable{s}.SetUint64([]byte("LastVoteTerm"), 1)
-			sealedStable{s}.Set([]byte("LastVoteCand"), []byte("127.0.0.1:7501"))
+			SealedStable{s}.SetUint64([]byte("LastVoteTerm"), 1)
+			SealedStable{s}.Set([]byte("LastVoteCand"), []byte("127.0.0.1:7501"))
 		}, "no CurrentTerm"},
 		{"CurrentTerm renamed, the log of term 2, no vote", func(s *raftboltdb.BoltStore) {
 			s.Set([]byte("CurrentTerX"), seal([]byte("CurrentTerm"), []byte{0, 0, 0, 0, 0, 0, 0, 2}))
 		}, "no CurrentTerm"},
 		{"LastVoteTerm renamed, the candidate kept", func(s *raftboltdb.BoltStore) {
-			sealedStable{s}.SetUint64([]byte("CurrentTerm"), 2)
+			SealedStable{s}.SetUint64([]byte("CurrentTerm"), 2)
 			s.Set([]byte("LastVoteTerX"), seal([]byte("LastVoteTerm"), []byte{0, 0, 0, 0, 0, 0, 0, 2}))
-			sealedStable{s}.Set([]byte("LastVoteCand"), []byte("127.0.0.1:7501"))
+			SealedStable{s}.Set([]byte("LastVoteCand"), []byte("127.0.0.1:7501"))
 		}, "LastVoteCand without LastVoteTerm"},
 		{"LastVoteTerm renamed, an older build's candidate kept", func(s *raftboltdb.BoltStore) {
 			s.SetUint64([]byte("CurrentTerm"), 2)
@@ -45,16 +45,16 @@ func TestStartRefusesAMissingTermOrVote(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store, dir := openTestStore(t, 2)
 			tc.write(store)
-			err := checkStableStore(store, store, raft.NewInmemSnapshotStore(), dir, "n1")
+			err := CheckStableStore(store, store, raft.NewInmemSnapshotStore(), dir, "n1")
 			if err == nil {
-				term, _ := (sealedStable{store}).GetUint64([]byte("CurrentTerm"))
-				vote, _ := (sealedStable{store}).GetUint64([]byte("LastVoteTerm"))
+				term, _ := (SealedStable{store}).GetUint64([]byte("CurrentTerm"))
+				vote, _ := (SealedStable{store}).GetUint64([]byte("LastVoteTerm"))
 				t.Fatalf("accepted: Raft starts with CurrentTerm %d and LastVoteTerm %d although the log is of term 2", term, vote)
 			}
 			if !errors.Is(err, ErrRefusedStart) || !errors.Is(err, ErrStableCorrupt) {
 				t.Errorf("error %v: want ErrRefusedStart and ErrStableCorrupt", err)
 			}
-			for _, want := range []string{tc.refuse, filepath.Join(dir, raftDBFile), "remove-server -force n1"} {
+			for _, want := range []string{tc.refuse, filepath.Join(dir, DBFile), "remove-server -force n1"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not say %q", err, want)
 				}

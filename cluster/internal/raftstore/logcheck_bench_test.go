@@ -1,4 +1,4 @@
-package cluster
+package raftstore
 
 import (
 	"fmt"
@@ -51,7 +51,7 @@ func BenchmarkCheckLogStore(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := checkLogStore(store, dir, "n1"); err != nil {
+				if err := CheckLogStore(store, dir, "n1"); err != nil {
 					b.Fatal(err)
 				}
 			}

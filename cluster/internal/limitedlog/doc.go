@@ -1,0 +1,10 @@
+// Package limitedlog makes the loggers of the parts of a server that
+// strangers can make log a line at will: memberlist's (a gossip packet
+// without the key) and the Raft transport's (a connection that sends no
+// Raft RPC). Their lines are limited per kind with package loglimit, and
+// one log_lines_suppressed line per kind and interval counts the rest.
+//
+// It only wraps the loggers it is given. Lines below a logger's level are
+// not counted (hclog drops them anyway), and a flood of one kind must
+// never hold back the lines of another.
+package limitedlog

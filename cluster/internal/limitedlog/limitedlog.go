@@ -1,0 +1,163 @@
+package limitedlog
+
+import (
+	"bytes"
+	"io"
+	"log"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/cluster/loglimit"
+)
+
+// Sources of limited log lines (the source label of
+// tenure_log_lines_suppressed_total, the source of log_lines_suppressed).
+const (
+	SourceMemberlist    = "memberlist"
+	SourceRaftTransport = "raft_transport"
+)
+
+// MemberlistLogger is memberlist's logger: its lines go to l (hclog
+// reads their [DEBUG]/[WARN]/[ERR] levels), limited per kind
+// (memberlistKind) to loglimit.DefaultLines every loglimit.DefaultInterval,
+// then one log_lines_suppressed line (source memberlist) per kind and
+// interval counts the rest. Anyone who reaches the gossip port can make
+// memberlist log a line per packet (a packet without the key: "Decrypt
+// packet failed"); the limit keeps such a flood from filling the log and
+// pushing everything else out of /v1/debug/logs. Lines below l's level
+// are not counted: hclog drops them anyway. suppressed, if not nil, is
+// called for every line left out.
+func MemberlistLogger(l hclog.Logger, suppressed func()) *log.Logger {
+	w := &limitedLogWriter{
+		out: l.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
+		log: l,
+		lim: loglimit.New(loglimit.DefaultLines, loglimit.DefaultInterval, func(kind string, n int) {
+			l.Info("log_lines_suppressed", "source", SourceMemberlist, "kind", kind, "suppressed", n, "interval", loglimit.DefaultInterval.String())
+		}),
+		suppressed: suppressed,
+	}
+	// No date prefix, so hclog can read the [DEBUG]/[WARN] levels.
+	return log.New(w, "", 0)
+}
+
+// limitedLogWriter writes memberlist's log lines to out within lim.
+type limitedLogWriter struct {
+	out        io.Writer
+	log        hclog.Logger
+	lim        *loglimit.Limiter
+	suppressed func()
+}
+
+func (w *limitedLogWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 || lineLevel(p) < w.log.GetLevel() {
+		return w.out.Write(p) // below the level: hclog drops it
+	}
+	if !w.lim.Allow(memberlistKind(p)) {
+		if w.suppressed != nil {
+			w.suppressed()
+		}
+		return len(p), nil
+	}
+	return w.out.Write(p)
+}
+
+// lineLevel is the level of a standard log line as hclog infers it from
+// its [TAG] (Info without one).
+func lineLevel(p []byte) hclog.Level {
+	switch {
+	case bytes.HasPrefix(p, []byte("[TRACE]")):
+		return hclog.Trace
+	case bytes.HasPrefix(p, []byte("[DEBUG]")):
+		return hclog.Debug
+	case bytes.HasPrefix(p, []byte("[WARN]")):
+		return hclog.Warn
+	case bytes.HasPrefix(p, []byte("[ERR]")), bytes.HasPrefix(p, []byte("[ERROR]")):
+		return hclog.Error
+	}
+	return hclog.Info
+}
+
+// maxKindWords and maxKindLen bound the kind of a line.
+const (
+	maxKindWords = 5
+	maxKindLen   = 64
+)
+
+// memberlistKind is the kind of a memberlist log line: its message without
+// the level tag and the "memberlist: " prefix, up to the first colon,
+// quote, parenthesis or digit, where the details of one line (an error, a
+// node name, an address, a count) start, and at most its first 5 words
+// (a node name without quotes comes after them): "[ERR] memberlist:
+// Decrypt packet failed: ... from=10.0.0.1:7946" is "Decrypt packet
+// failed".
+func memberlistKind(p []byte) string {
+	if p[0] == '[' {
+		if i := bytes.IndexByte(p, ']'); i >= 0 {
+			p = p[i+1:]
+		}
+	}
+	p = bytes.TrimSpace(p)
+	p = bytes.TrimPrefix(p, []byte("memberlist: "))
+	if i := bytes.IndexFunc(p, func(r rune) bool {
+		return r == ':' || r == '\'' || r == '"' || r == '(' || r == '%' || (r >= '0' && r <= '9')
+	}); i >= 0 {
+		p = p[:i]
+	}
+	words := bytes.Fields(p)
+	if n := len(words); n > 0 && bytes.HasPrefix(words[n-1], []byte("from=")) {
+		words = words[:n-1]
+	}
+	kind := bytes.Join(words[:min(len(words), maxKindWords)], []byte(" "))
+	return string(kind[:min(len(kind), maxKindLen)])
+}
+
+// Logger is an hclog.Logger whose lines are limited per message to
+// loglimit.DefaultLines every loglimit.DefaultInterval, then one
+// log_lines_suppressed line per message and interval counts the rest. It
+// is Raft's network transport's logger: it logs a line for every inbound
+// connection that sends what is not a Raft RPC ("failed to decode
+// incoming command"), which anyone who reaches the Raft port can open
+// when it runs without TLS. Named, With and the standard loggers it
+// returns are not limited.
+type Logger struct {
+	hclog.Logger
+	lim        *loglimit.Limiter
+	suppressed func()
+}
+
+// New returns l limited as Logger says; its summary lines name source.
+func New(l hclog.Logger, source string, suppressed func()) *Logger {
+	return &Logger{
+		Logger: l,
+		lim: loglimit.New(loglimit.DefaultLines, loglimit.DefaultInterval, func(msg string, n int) {
+			l.Info("log_lines_suppressed", "source", source, "kind", msg, "suppressed", n, "interval", loglimit.DefaultInterval.String())
+		}),
+		suppressed: suppressed,
+	}
+}
+
+// allow reports whether a line of msg at level may be logged; lines below
+// the logger's level are not counted (it drops them).
+func (l *Logger) allow(level hclog.Level, msg string) bool {
+	if level < l.Logger.GetLevel() {
+		return true
+	}
+	if l.lim.Allow(msg) {
+		return true
+	}
+	if l.suppressed != nil {
+		l.suppressed()
+	}
+	return false
+}
+
+func (l *Logger) Log(level hclog.Level, msg string, args ...any) {
+	if l.allow(level, msg) {
+		l.Logger.Log(level, msg, args...)
+	}
+}
+
+func (l *Logger) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }
+func (l *Logger) Debug(msg string, args ...any) { l.Log(hclog.Debug, msg, args...) }
+func (l *Logger) Info(msg string, args ...any)  { l.Log(hclog.Info, msg, args...) }
+func (l *Logger) Warn(msg string, args ...any)  { l.Log(hclog.Warn, msg, args...) }
+func (l *Logger) Error(msg string, args ...any) { l.Log(hclog.Error, msg, args...) }
