@@ -18,9 +18,6 @@ const confirmMagic = rounds.Magic
 
 type confirmDialer = rounds.Dialer
 
-// contact is the leader's last answered Raft RPC to a server (Contacts).
-type contact = rounds.Contact
-
 func writeServerID(w *bufio.Writer, id raft.ServerID) error { return rounds.WriteServerID(w, id) }
 
 func readServerID(r *bufio.Reader) (raft.ServerID, error) { return rounds.ReadServerID(r) }

@@ -27,7 +27,7 @@ type LogEntryError struct {
 func (e *LogEntryError) Error() string {
 	if errors.Is(e.Err, fsm.ErrCorrupt) {
 		return fmt.Sprintf("the log is damaged: entry %d of %s: %v; this server stops instead of applying it. Keep it stopped and %s "+
-			"(see \"A damaged Raft log\" in the README)", e.Index, e.Path, e.Err, ResyncRemedy(e.NodeID, e.DataDir))
+			"(see \"A damaged Raft log\" in docs/operations.md)", e.Index, e.Path, e.Err, ResyncRemedy(e.NodeID, e.DataDir))
 	}
 	return fmt.Sprintf("cannot apply entry %d of %s: %v; it was written by a newer build: upgrade this server", e.Index, e.Path, e.Err)
 }

@@ -135,7 +135,7 @@ func CheckStableStore(raw raft.StableStore, logs raft.LogStore, snaps raft.Snaps
 	path := filepath.Join(dataDir, DBFile)
 	refuse := func(err error) error {
 		return fmt.Errorf("%w: the term and vote in %s cannot be trusted: %w. A server that forgets its term or vote may vote twice in one term; "+
-			"keep it stopped and %s (see \"A damaged Raft log\" in the README)", ErrRefusedStart, path, err, ResyncRemedy(nodeID, dataDir))
+			"keep it stopped and %s (see \"A damaged Raft log\" in docs/operations.md)", ErrRefusedStart, path, err, ResyncRemedy(nodeID, dataDir))
 	}
 	values := map[string][]byte{}
 	var unsealed [][]byte
