@@ -172,3 +172,45 @@ func itoa(n int) string {
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
 }
+
+// repoPath is a path of this repository written in a code span:
+// `cluster/internal/lessor/lessor.go`, `client/go.mod`, `test/jepsen`.
+var repoPath = regexp.MustCompile("`((?:cmd|fsm|cluster|httpapi|client|test|deploy|docs)/[A-Za-z0-9_./-]*)`")
+
+// TestNamedPathsExist checks that every path of the repository that
+// README.md, docs/*.md and docs/adr/*.md name in a code span exists: code
+// moves between packages, and a guide that points at a file that is gone
+// sends the reader nowhere. Paths relative to another folder (a package
+// of the fault suite named inside test/jepsen) are written whole.
+func TestNamedPathsExist(t *testing.T) {
+	files := []string{"../README.md"}
+	for _, pattern := range []string{"*.md", "adr/*.md"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	checked := 0
+	for _, file := range files {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(text), "\n") {
+			for _, m := range repoPath.FindAllStringSubmatch(line, -1) {
+				p := strings.TrimSuffix(m[1], "/")
+				if strings.ContainsAny(p, "*") {
+					continue
+				}
+				if _, err := os.Stat(filepath.Join("..", filepath.FromSlash(p))); err != nil {
+					t.Errorf("%s:%d: `%s`: no such file or folder", filepath.Join("docs", file), i+1, m[1])
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("%d paths checked, want at least 50: is the path reader broken?", checked)
+	}
+}
