@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/views"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -272,29 +273,10 @@ func validateGroupName(name string) error { return validateName("name", name) }
 
 // KeyState is one key of a group as an operator sees it: the balancer's
 // target and the lease's actual holder.
-type KeyState struct {
-	Key     string
-	Target  string // worker id, "" when the key has none
-	Lease   *fsm.Lease
-	Control fsm.KeyControl
-}
+type KeyState = views.KeyState
 
 // GroupView is a group with its keys' targets, owners and controls.
-type GroupView struct {
-	*fsm.Group
-	Keys []KeyState
-	// Workers are the live gossip workers of the group.
-	Workers []Member
-	Drained []string
-	// Targets and Holds count, by worker id, the keys of the whole group
-	// that target it and that it holds (HeldBy), and Next is the key the
-	// next page of Keys starts after: GroupPage sets them.
-	Targets, Holds map[string]int
-	Next           string
-	// Hidden is the number of the group's keys that GroupPage left out
-	// because the reader may not see them.
-	Hidden int
-}
+type GroupView = views.GroupView
 
 // Group reads a group. ErrNotFound if it does not exist.
 func (n *Node) Group(ctx context.Context, name string, c Consistency) (GroupView, error) {
@@ -305,16 +287,7 @@ func (n *Node) Group(ctx context.Context, name string, c Consistency) (GroupView
 	if g == nil {
 		return GroupView{}, fmt.Errorf("group %q: %w", name, ErrNotFound)
 	}
-	v := GroupView{Group: g, Keys: make([]KeyState, len(g.Keys)), Drained: n.machine.DrainedWorkers()}
-	for i, k := range g.Keys {
-		v.Keys[i] = KeyState{Key: k, Target: g.Assignment[k], Lease: n.machine.Get(k), Control: n.machine.Control(k)}
-	}
-	for _, w := range liveWorkers(n.Members()) {
-		if w.Serves(name) {
-			v.Workers = append(v.Workers, w)
-		}
-	}
-	return v, nil
+	return views.Group(n.machine, g, liveWorkers(n.Members())), nil
 }
 
 // Groups lists every group and the placement index.
