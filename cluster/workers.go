@@ -40,11 +40,16 @@ func (n *Node) knownKey(key string) bool { return views.KnownKey(n.machine, key)
 // drainWarnings says, for each group of worker, when draining it leaves
 // the group without a live worker to own its keys (views.DrainWarnings).
 func (n *Node) drainWarnings(worker string) []string {
-	var admit func(worker, group string) bool
+	return views.DrainWarnings(n.machine, liveWorkers(n.Members()), worker, n.admission())
+}
+
+// admission is the balancer's admission check of a worker to a group: nil
+// (every worker) with ACLs off, admitWorker with them on.
+func (n *Node) admission() func(worker, group string) bool {
 	if n.cfg.ACLEnabled {
-		admit = n.admitWorker
+		return n.admitWorker
 	}
-	return views.DrainWarnings(n.machine, liveWorkers(n.Members()), worker, admit)
+	return nil
 }
 
 // unknownWorker is the error of a drain of a worker nothing knows.
