@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/cluster/internal/views"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -157,7 +158,7 @@ func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl
 	if err := fsm.ValidateKey(key); err != nil {
 		return nil, &InvalidError{Field: "key", Err: err}
 	}
-	if err := validateProhibited("prohibited", ctl.Prohibited); err != nil {
+	if err := check.Prohibited("prohibited", ctl.Prohibited); err != nil {
 		return nil, err
 	}
 	if !force && (ctl.Disabled || len(ctl.Prohibited) > 0) && !n.knownKey(key) {
@@ -165,21 +166,6 @@ func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl
 	}
 	r, err := n.end(ctx, fsm.SetKeyControl{Key: key, Control: ctl, Force: force})
 	return r.ended, err
-}
-
-func validateProhibited(field string, holders []string) error {
-	if len(holders) > fsm.MaxProhibited {
-		return invalid(field, "%d holders, the limit is %d", len(holders), fsm.MaxProhibited)
-	}
-	for _, h := range holders {
-		if h == "" || len(h) > MaxHolderLen {
-			return invalid(field, "holder %q: must be 1 to %d bytes", h, MaxHolderLen)
-		}
-		if controlByte(h) >= 0 {
-			return invalid(field, "holder %q: has a control character; none is allowed", h)
-		}
-	}
-	return nil
 }
 
 // ControlEdit changes the controls of a key on top of what they are when
@@ -204,10 +190,10 @@ func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit)
 	if err := fsm.ValidateKey(key); err != nil {
 		return fsm.KeyControl{}, nil, &InvalidError{Field: "key", Err: err}
 	}
-	if err := validateProhibited("prohibit", edit.Prohibit); err != nil {
+	if err := check.Prohibited("prohibit", edit.Prohibit); err != nil {
 		return fsm.KeyControl{}, nil, err
 	}
-	if err := validateProhibited("allow", edit.Allow); err != nil {
+	if err := check.Prohibited("allow", edit.Allow); err != nil {
 		return fsm.KeyControl{}, nil, err
 	}
 	if edit.Disabled == nil && len(edit.Prohibit) == 0 && len(edit.Allow) == 0 {
@@ -240,7 +226,7 @@ func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit)
 // name each group of the worker that a drain leaves without a live worker
 // to own its keys; the drain happens anyway.
 func (n *Node) DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error) {
-	if err := validateHolder(worker); err != nil {
+	if err := check.Holder(worker); err != nil {
 		return nil, &InvalidError{Field: "worker", Err: err}
 	}
 	if err := validateName("worker", worker); err != nil && draining {
