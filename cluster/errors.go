@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -58,7 +59,7 @@ var (
 	ErrGossipPlaintext = errors.New("gossip encryption is off on this server: start every server with -gossip-key")
 
 	// ErrInvalid: the request breaks a rule; the error names the field.
-	ErrInvalid = errors.New("invalid request")
+	ErrInvalid = check.ErrInvalid
 
 	// ErrShutdown: the node is shutting down.
 	ErrShutdown = errors.New("node is shutting down")
@@ -183,16 +184,6 @@ func (e *LostError) Error() string {
 func (e *LostError) Unwrap() error { return ErrLeaseLost }
 
 // InvalidError names the field that broke a rule.
-type InvalidError struct {
-	Field string
-	Err   error
-}
+type InvalidError = check.InvalidError
 
-func (e *InvalidError) Error() string { return fmt.Sprintf("%s: %v", e.Field, e.Err) }
-
-// Unwrap makes errors.Is(err, ErrInvalid) true, and keeps the cause.
-func (e *InvalidError) Unwrap() []error { return []error{ErrInvalid, e.Err} }
-
-func invalid(field, format string, args ...any) error {
-	return &InvalidError{Field: field, Err: fmt.Errorf(format, args...)}
-}
+func invalid(field, format string, args ...any) error { return check.Invalid(field, format, args...) }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/tenure-io/tenure/cluster/internal/events"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -13,7 +14,7 @@ const (
 )
 
 // MaxEventsAnswer bounds the events of one Events call.
-const MaxEventsAnswer = 1000
+const MaxEventsAnswer = events.MaxAnswer
 
 // ErrCompacted is matched by the error of Events when the events asked for
 // are no longer in this node's history (an *fsm.CompactedError says from
@@ -80,3 +81,12 @@ func (n *Node) Events(after uint64, f fsm.EventFilter, limit int) ([]fsm.Event, 
 // EventBase is the index after which this node's history holds every
 // event: the oldest index a reader may pass to Events.
 func (n *Node) EventBase() uint64 { return n.machine.EventBase() }
+
+// leadingTerm is the term of the node's established leadership; ok is
+// false while it has none.
+func (n *Node) leadingTerm() (term uint64, ok bool) {
+	if p := n.leading.Load(); p != nil {
+		return p.term, true
+	}
+	return 0, false
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/check"
+	"github.com/tenure-io/tenure/cluster/internal/views"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -156,7 +158,7 @@ func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl
 	if err := fsm.ValidateKey(key); err != nil {
 		return nil, &InvalidError{Field: "key", Err: err}
 	}
-	if err := validateProhibited("prohibited", ctl.Prohibited); err != nil {
+	if err := check.Prohibited("prohibited", ctl.Prohibited); err != nil {
 		return nil, err
 	}
 	if !force && (ctl.Disabled || len(ctl.Prohibited) > 0) && !n.knownKey(key) {
@@ -164,21 +166,6 @@ func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl
 	}
 	r, err := n.end(ctx, fsm.SetKeyControl{Key: key, Control: ctl, Force: force})
 	return r.ended, err
-}
-
-func validateProhibited(field string, holders []string) error {
-	if len(holders) > fsm.MaxProhibited {
-		return invalid(field, "%d holders, the limit is %d", len(holders), fsm.MaxProhibited)
-	}
-	for _, h := range holders {
-		if h == "" || len(h) > MaxHolderLen {
-			return invalid(field, "holder %q: must be 1 to %d bytes", h, MaxHolderLen)
-		}
-		if controlByte(h) >= 0 {
-			return invalid(field, "holder %q: has a control character; none is allowed", h)
-		}
-	}
-	return nil
 }
 
 // ControlEdit changes the controls of a key on top of what they are when
@@ -203,10 +190,10 @@ func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit)
 	if err := fsm.ValidateKey(key); err != nil {
 		return fsm.KeyControl{}, nil, &InvalidError{Field: "key", Err: err}
 	}
-	if err := validateProhibited("prohibit", edit.Prohibit); err != nil {
+	if err := check.Prohibited("prohibit", edit.Prohibit); err != nil {
 		return fsm.KeyControl{}, nil, err
 	}
-	if err := validateProhibited("allow", edit.Allow); err != nil {
+	if err := check.Prohibited("allow", edit.Allow); err != nil {
 		return fsm.KeyControl{}, nil, err
 	}
 	if edit.Disabled == nil && len(edit.Prohibit) == 0 && len(edit.Allow) == 0 {
@@ -239,7 +226,7 @@ func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit)
 // name each group of the worker that a drain leaves without a live worker
 // to own its keys; the drain happens anyway.
 func (n *Node) DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error) {
-	if err := validateHolder(worker); err != nil {
+	if err := check.Holder(worker); err != nil {
 		return nil, &InvalidError{Field: "worker", Err: err}
 	}
 	if err := validateName("worker", worker); err != nil && draining {
@@ -272,29 +259,10 @@ func validateGroupName(name string) error { return validateName("name", name) }
 
 // KeyState is one key of a group as an operator sees it: the balancer's
 // target and the lease's actual holder.
-type KeyState struct {
-	Key     string
-	Target  string // worker id, "" when the key has none
-	Lease   *fsm.Lease
-	Control fsm.KeyControl
-}
+type KeyState = views.KeyState
 
 // GroupView is a group with its keys' targets, owners and controls.
-type GroupView struct {
-	*fsm.Group
-	Keys []KeyState
-	// Workers are the live gossip workers of the group.
-	Workers []Member
-	Drained []string
-	// Targets and Holds count, by worker id, the keys of the whole group
-	// that target it and that it holds (HeldBy), and Next is the key the
-	// next page of Keys starts after: GroupPage sets them.
-	Targets, Holds map[string]int
-	Next           string
-	// Hidden is the number of the group's keys that GroupPage left out
-	// because the reader may not see them.
-	Hidden int
-}
+type GroupView = views.GroupView
 
 // Group reads a group. ErrNotFound if it does not exist.
 func (n *Node) Group(ctx context.Context, name string, c Consistency) (GroupView, error) {
@@ -305,16 +273,7 @@ func (n *Node) Group(ctx context.Context, name string, c Consistency) (GroupView
 	if g == nil {
 		return GroupView{}, fmt.Errorf("group %q: %w", name, ErrNotFound)
 	}
-	v := GroupView{Group: g, Keys: make([]KeyState, len(g.Keys)), Drained: n.machine.DrainedWorkers()}
-	for i, k := range g.Keys {
-		v.Keys[i] = KeyState{Key: k, Target: g.Assignment[k], Lease: n.machine.Get(k), Control: n.machine.Control(k)}
-	}
-	for _, w := range liveWorkers(n.Members()) {
-		if w.Serves(name) {
-			v.Workers = append(v.Workers, w)
-		}
-	}
-	return v, nil
+	return views.Group(n.machine, g, liveWorkers(n.Members())), nil
 }
 
 // Groups lists every group and the placement index.

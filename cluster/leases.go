@@ -6,21 +6,22 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/fsm"
 )
 
 // Limits on metadata, as docs/http-api.md states them.
 const (
-	MaxMetadataEntries = 16
-	MaxMetadataKey     = 64
-	MaxMetadataValue   = 1024
-	MaxHolderLen       = 256
+	MaxMetadataEntries = check.MaxMetadataEntries
+	MaxMetadataKey     = check.MaxMetadataKey
+	MaxMetadataValue   = check.MaxMetadataValue
+	MaxHolderLen       = check.MaxHolderLen
 	MaxRenewBatch      = 1024
 	// MinSecretLen and MaxSecretLen bound a lease secret, made of
 	// [A-Za-z0-9_-] (docs/adr/0030-lease-secrets.md).
-	MinSecretLen = 32
-	MaxSecretLen = 128
+	MinSecretLen = check.MinSecretLen
+	MaxSecretLen = check.MaxSecretLen
 )
 
 // AcquireRequest asks for a lease.
@@ -100,10 +101,10 @@ func (req AcquireRequest) validate(cfg Config) error {
 	if err := fsm.ValidateKey(req.Key); err != nil {
 		return &InvalidError{Field: "key", Err: err}
 	}
-	if err := validateHolder(req.Holder); err != nil {
+	if err := check.Holder(req.Holder); err != nil {
 		return err
 	}
-	if err := ValidateSecret(req.Secret); err != nil {
+	if err := check.Secret(req.Secret); err != nil {
 		return err
 	}
 	if req.TTL < cfg.MinTTL || req.TTL > cfg.MaxTTL {
@@ -112,70 +113,7 @@ func (req AcquireRequest) validate(cfg Config) error {
 	if req.Wait < 0 || req.Wait > cfg.MaxWait {
 		return invalid("wait", "%v is outside [0s, %v]", req.Wait, cfg.MaxWait)
 	}
-	if len(req.Metadata) > MaxMetadataEntries {
-		return invalid("metadata", "%d entries, the limit is %d", len(req.Metadata), MaxMetadataEntries)
-	}
-	for k, v := range req.Metadata {
-		if k == "" || len(k) > MaxMetadataKey {
-			return invalid("metadata", "key %q must be 1 to %d bytes", k, MaxMetadataKey)
-		}
-		if len(v) > MaxMetadataValue {
-			return invalid("metadata", "value of %q is %d bytes, the limit is %d", k, len(v), MaxMetadataValue)
-		}
-		if i := controlByte(k + v); i >= 0 {
-			return invalid("metadata", "entry %q has a control character (byte %#x); none is allowed", k, (k + v)[i])
-		}
-	}
-	return nil
-}
-
-// controlByte is the index of the first ASCII control character of s (a
-// byte below 0x20, or 0x7f), or -1. Holders and metadata are shown in
-// logs, lists and the inspection page: a newline or an escape sequence in
-// them would forge lines there.
-func controlByte(s string) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] == 0x7f {
-			return i
-		}
-	}
-	return -1
-}
-
-func validateHolder(holder string) error {
-	if holder == "" || len(holder) > MaxHolderLen {
-		return invalid("holder", "must be 1 to %d bytes, got %d", MaxHolderLen, len(holder))
-	}
-	if i := controlByte(holder); i >= 0 {
-		return invalid("holder", "byte %d is a control character (%#x); none is allowed", i, holder[i])
-	}
-	return nil
-}
-
-// ValidateSecret checks a lease secret: MinSecretLen to MaxSecretLen
-// bytes of [A-Za-z0-9_-] (hex and unpadded URL-safe base64 fit). Its
-// errors name the field secret and never echo the secret.
-func ValidateSecret(secret string) error {
-	if len(secret) == 0 {
-		return invalid("secret", "required: the lease secret returned by the acquire")
-	}
-	if len(secret) < MinSecretLen || len(secret) > MaxSecretLen {
-		return invalid("secret", "must be %d to %d bytes, got %d", MinSecretLen, MaxSecretLen, len(secret))
-	}
-	for i := 0; i < len(secret); i++ {
-		c := secret[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return invalid("secret", "byte %d is not one of [A-Za-z0-9_-]", i)
-		}
-	}
-	return nil
-}
-
-func validateToken(token uint64) error {
-	if token == 0 {
-		return invalid("token", "required, and tokens start at 1")
-	}
-	return nil
+	return check.Metadata(req.Metadata)
 }
 
 // LeaseRef names one lease to renew: its key, token and secret.
@@ -222,7 +160,7 @@ func (n *Node) Renew(ctx context.Context, key, holder, secret string, token uint
 // call (ErrNotLeader, ErrLeadershipLost …); per-lease losses (a
 // *LostError) and wrong secrets (a *SecretError) are in the results.
 func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([]RenewResult, error) {
-	if err := validateHolder(holder); err != nil {
+	if err := check.Holder(holder); err != nil {
 		return nil, err
 	}
 	if len(refs) == 0 || len(refs) > MaxRenewBatch {
@@ -232,7 +170,7 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 		if err := fsm.ValidateKey(r.Key); err != nil {
 			return nil, &InvalidError{Field: "key", Err: err}
 		}
-		if err := validateToken(r.Token); err != nil {
+		if err := check.Token(r.Token); err != nil {
 			return nil, err
 		}
 		if i > 0 && r.Secret == refs[i-1].Secret {
@@ -453,3 +391,7 @@ func (n *Node) Waiting() int {
 // GroupIndex is the highest Raft index that changed a group, a key control
 // or a drain mark.
 func (n *Node) GroupIndex() uint64 { return n.machine.GroupIndex() }
+
+// ValidateSecret checks a lease secret (check.Secret): its errors name the
+// field secret and never echo the secret.
+func ValidateSecret(secret string) error { return check.Secret(secret) }

@@ -3,8 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"sort"
 
+	"github.com/tenure-io/tenure/cluster/internal/views"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -73,46 +73,12 @@ func (n *Node) GroupPage(ctx context.Context, name string, p fsm.Page, c Consist
 	if g == nil {
 		return GroupView{}, fmt.Errorf("group %q: %w", name, ErrNotFound)
 	}
-	limit := max(p.Limit, 1)
-	v := GroupView{Group: g, Drained: n.machine.DrainedWorkers(), Targets: map[string]int{}, Holds: map[string]int{}}
-	start := 0
-	if p.After != "" {
-		start = sort.SearchStrings(g.Keys, p.After+"\x00")
-	}
-	for i, k := range g.Keys {
-		if visible != nil && !visible(k) {
-			v.Hidden++
-			continue
-		}
-		lease := n.machine.Get(k)
-		v.Targets[g.Assignment[k]]++
-		if lease != nil && lease.Held {
-			v.Holds[HeldBy(lease)]++
-		}
-		switch {
-		case i < start:
-		case len(v.Keys) < limit:
-			v.Keys = append(v.Keys, KeyState{Key: k, Target: g.Assignment[k], Lease: lease, Control: n.machine.Control(k)})
-		case v.Next == "":
-			v.Next = v.Keys[len(v.Keys)-1].Key
-		}
-	}
-	for _, w := range liveWorkers(n.Members()) {
-		if w.Serves(name) {
-			v.Workers = append(v.Workers, w)
-		}
-	}
-	return v, nil
+	return views.GroupPage(n.machine, g, p, visible, liveWorkers(n.Members())), nil
 }
 
 // HeldBy is the worker a held lease belongs to: the worker its metadata
 // names (workers name themselves there), or its holder.
-func HeldBy(l *fsm.Lease) string {
-	if w := l.Metadata["worker"]; w != "" {
-		return w
-	}
-	return l.Holder
-}
+func HeldBy(l *fsm.Lease) string { return views.HeldBy(l) }
 
 // AssignmentView is one page of a group's plan (Node.AssignmentPage).
 type AssignmentView struct {
@@ -142,36 +108,6 @@ func (n *Node) AssignmentPage(ctx context.Context, name, worker string, p fsm.Pa
 	if g == nil {
 		return AssignmentView{Index: n.machine.GroupIndex()}, fmt.Errorf("group %q: %w", name, ErrNotFound)
 	}
-	plan, next, hidden := assignmentPage(g, worker, p.After, max(p.Limit, 1), visible)
+	plan, next, hidden := views.AssignmentPage(g, worker, p.After, max(p.Limit, 1), visible)
 	return AssignmentView{Plan: plan, Next: next, Hidden: hidden, Index: g.ModifyIndex}, nil
-}
-
-// assignmentPage returns the targets of g's keys after after (of worker
-// only, when it is not empty): at most limit, examining at most
-// fsm.PageScan × limit keys (at least 1024), the key the next page
-// starts after ("" after the last key), and how many targets it left out
-// because visible (nil: every key) is false for their keys.
-func assignmentPage(g *fsm.Group, worker, after string, limit int, visible func(string) bool) (map[string]string, string, int) {
-	scan := max(limit*fsm.PageScan, 1024)
-	start := 0
-	if after != "" {
-		start = sort.SearchStrings(g.Keys, after+"\x00")
-	}
-	out := make(map[string]string)
-	examined, last, hidden := 0, "", 0
-	for _, k := range g.Keys[start:] {
-		if len(out) == limit || examined == scan {
-			return out, last, hidden
-		}
-		examined++
-		last = k
-		if w, ok := g.Assignment[k]; ok && (worker == "" || w == worker) {
-			if visible != nil && !visible(k) {
-				hidden++
-				continue
-			}
-			out[k] = w
-		}
-	}
-	return out, "", hidden
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/events"
 	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
@@ -139,11 +140,11 @@ func New(cfg Config) (*Node, error) {
 	go n.recordClusterID(n.identity, time.Second)
 	go n.leaderLoop()
 	go n.observeRaft()() // registered now, followed in the goroutine
-	events := &leaseEventLogger{log: cfg.Logger.Named("leases"), machine: n.machine, leading: n.leadingTerm}
+	leaseLog := events.NewLogger(cfg.Logger.Named("leases"), n.machine, n.leadingTerm)
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		events.run(n.shutdownCh)
+		leaseLog.Run(n.shutdownCh)
 	}()
 	if cfg.BackupDir != "" {
 		n.wg.Add(1)

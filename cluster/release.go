@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -19,10 +20,10 @@ func (n *Node) Release(ctx context.Context, key, holder, secret string, token ui
 	if err := fsm.ValidateKey(key); err != nil {
 		return false, &InvalidError{Field: "key", Err: err}
 	}
-	if err := validateHolder(holder); err != nil {
+	if err := check.Holder(holder); err != nil {
 		return false, err
 	}
-	if err := validateToken(token); err != nil {
+	if err := check.Token(token); err != nil {
 		return false, err
 	}
 	if err := ValidateSecret(secret); err != nil {

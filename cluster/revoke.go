@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -31,7 +32,7 @@ func (n *Node) Revoke(ctx context.Context, key string, force bool) ([]EndedLease
 // RevokeHolder ends every lease that holder holds, as Revoke does for one
 // key, and answers them in key order.
 func (n *Node) RevokeHolder(ctx context.Context, holder string, force bool) ([]EndedLease, error) {
-	if err := validateHolder(holder); err != nil {
+	if err := check.Holder(holder); err != nil {
 		return nil, err
 	}
 	r, err := n.end(ctx, fsm.End{Holder: holder, Force: force})

@@ -1,4 +1,4 @@
-package cluster
+package events
 
 import (
 	"errors"
@@ -48,9 +48,12 @@ var (
 	}()
 )
 
-// leaseEventLogger follows the node's event history and logs its lease
-// events. Its run goroutine ends at Shutdown.
-type leaseEventLogger struct {
+// MaxAnswer bounds the events of one read of the history.
+const MaxAnswer = 1000
+
+// Logger follows the node's event history and logs its lease events. Its
+// Run goroutine ends at the node's Shutdown.
+type Logger struct {
 	log     hclog.Logger
 	machine *fsm.Machine
 	// leading reports the term in which the node is the established
@@ -58,8 +61,14 @@ type leaseEventLogger struct {
 	leading func() (term uint64, ok bool)
 }
 
-// run logs the events applied from now on until stop is closed.
-func (l *leaseEventLogger) run(stop <-chan struct{}) {
+// NewLogger returns a Logger that writes to log the events of machine,
+// as a leader while leading says the node leads a term.
+func NewLogger(log hclog.Logger, machine *fsm.Machine, leading func() (term uint64, ok bool)) *Logger {
+	return &Logger{log: log, machine: machine, leading: leading}
+}
+
+// Run logs the events applied from now on until stop is closed.
+func (l *Logger) Run(stop <-chan struct{}) {
 	after, _, _ := l.machine.Indexes()
 	for {
 		changed := l.machine.Changed()
@@ -74,7 +83,7 @@ func (l *leaseEventLogger) run(stop <-chan struct{}) {
 
 // types returns the event types to log now, nil when nothing is logged,
 // and the term this node leads in (ok false: it is a follower).
-func (l *leaseEventLogger) types() (types []fsm.EventType, term uint64, leader bool) {
+func (l *Logger) types() (types []fsm.EventType, term uint64, leader bool) {
 	term, leader = l.leading()
 	switch {
 	case leader && l.log.IsDebug():
@@ -89,14 +98,14 @@ func (l *leaseEventLogger) types() (types []fsm.EventType, term uint64, leader b
 
 // logAfter logs the lease events after index after that the current role
 // and level call for, and returns the index up to which it has looked.
-func (l *leaseEventLogger) logAfter(after uint64) uint64 {
+func (l *Logger) logAfter(after uint64) uint64 {
 	types, term, leader := l.types()
 	if types == nil {
 		applied, _, _ := l.machine.Indexes()
 		return max(after, applied)
 	}
 	for {
-		events, next, err := l.machine.Events(after, fsm.EventFilter{Types: types}, MaxEventsAnswer)
+		events, next, err := l.machine.Events(after, fsm.EventFilter{Types: types}, MaxAnswer)
 		if err != nil {
 			var compacted *fsm.CompactedError
 			if !errors.As(err, &compacted) {
@@ -117,7 +126,7 @@ func (l *leaseEventLogger) logAfter(after uint64) uint64 {
 			}
 			l.logEvent(&events[i], leader)
 		}
-		if len(events) < MaxEventsAnswer || next <= after {
+		if len(events) < MaxAnswer || next <= after {
 			return max(after, next)
 		}
 		after = next
@@ -125,7 +134,7 @@ func (l *leaseEventLogger) logAfter(after uint64) uint64 {
 }
 
 // logEvent writes one line for e.
-func (l *leaseEventLogger) logEvent(e *fsm.Event, leader bool) {
+func (l *Logger) logEvent(e *fsm.Event, leader bool) {
 	level := hclog.Trace
 	if leader {
 		level = hclog.Debug
@@ -142,13 +151,4 @@ func (l *leaseEventLogger) logEvent(e *fsm.Event, leader bool) {
 		args = append(args, "by", e.By)
 	}
 	l.log.Log(level, leaseEventNames[e.Type], args...)
-}
-
-// leadingTerm is the term of the node's established leadership; ok is
-// false while it has none.
-func (n *Node) leadingTerm() (term uint64, ok bool) {
-	if p := n.leading.Load(); p != nil {
-		return p.term, true
-	}
-	return 0, false
 }

@@ -1,4 +1,4 @@
-package cluster
+package views
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ func TestAssignmentPage(t *testing.T) {
 				if pages > 60 {
 					t.Fatalf("worker %q, limit %d: the listing did not end", tc.worker, limit)
 				}
-				plan, next, _ := assignmentPage(g, tc.worker, after, limit, nil)
+				plan, next, _ := AssignmentPage(g, tc.worker, after, limit, nil)
 				if len(plan) > limit {
 					t.Fatalf("worker %q: a page of %d targets, limit %d", tc.worker, len(plan), limit)
 				}
@@ -84,7 +84,7 @@ func TestAssignmentPageHidesKeys(t *testing.T) {
 			if pages > 50 {
 				t.Fatalf("limit %d: the listing did not end", limit)
 			}
-			plan, next, h := assignmentPage(g, "", after, limit, visible)
+			plan, next, h := AssignmentPage(g, "", after, limit, visible)
 			hidden += h
 			maps.Copy(got, plan)
 			if next == "" {

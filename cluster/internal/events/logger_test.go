@@ -1,4 +1,4 @@
-package cluster
+package events
 
 import (
 	"strings"
@@ -30,7 +30,7 @@ func TestLeaseEventLoggerSkipsLevelsOff(t *testing.T) {
 		}
 	}
 	sink := &allocSink{}
-	l := &leaseEventLogger{log: hclog.New(&hclog.LoggerOptions{Output: sink, Level: hclog.Info}), machine: m, leading: func() (uint64, bool) { return 1, true }}
+	l := &Logger{log: hclog.New(&hclog.LoggerOptions{Output: sink, Level: hclog.Info}), machine: m, leading: func() (uint64, bool) { return 1, true }}
 	allocs := testing.AllocsPerRun(100, func() {
 		if next := l.logAfter(0); next != 100 {
 			t.Fatalf("logAfter(0) = %d, want 100", next)
@@ -65,7 +65,7 @@ func TestLeaseEventLevels(t *testing.T) {
 	for _, tc := range cases {
 		for _, leader := range []bool{true, false} {
 			var out strings.Builder
-			l := &leaseEventLogger{log: hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Trace})}
+			l := &Logger{log: hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Trace})}
 			l.logEvent(&fsm.Event{Index: 9, Term: 3, Type: tc.typ, Key: "k", Holder: "h", Token: 4, Reason: "revoked"}, leader)
 			want := hclog.Trace
 			if leader {
@@ -103,7 +103,7 @@ func TestLeaderLogsOnlyItsOwnTerm(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	l := &leaseEventLogger{log: hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug}), machine: m, leading: func() (uint64, bool) { return 2, true }}
+	l := &Logger{log: hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug}), machine: m, leading: func() (uint64, bool) { return 2, true }}
 	l.logAfter(0)
 	if got := out.String(); strings.Contains(got, "key=old") || !strings.Contains(got, "key=new") || !strings.Contains(got, "term=2") {
 		t.Errorf("the leader of term 2 logged %q; want the acquisition of new (term 2) only", got)

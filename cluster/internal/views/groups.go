@@ -1,0 +1,155 @@
+package views
+
+import (
+	"sort"
+
+	"github.com/tenure-io/tenure/cluster/internal/membership"
+	"github.com/tenure-io/tenure/fsm"
+)
+
+// KeyState is one key of a group as an operator sees it: the balancer's
+// target and the lease's actual holder.
+type KeyState struct {
+	Key     string
+	Target  string // worker id, "" when the key has none
+	Lease   *fsm.Lease
+	Control fsm.KeyControl
+}
+
+// GroupView is a group with its keys' targets, owners and controls.
+type GroupView struct {
+	*fsm.Group
+	Keys []KeyState
+	// Workers are the live gossip workers of the group.
+	Workers []membership.Member
+	Drained []string
+	// Targets and Holds count, by worker id, the keys of the whole group
+	// that target it and that it holds (HeldBy), and Next is the key the
+	// next page of Keys starts after: GroupPage sets them.
+	Targets, Holds map[string]int
+	Next           string
+	// Hidden is the number of the group's keys that GroupPage left out
+	// because the reader may not see them.
+	Hidden int
+}
+
+// Group is g with all its keys, read from m; live are the live workers.
+func Group(m *fsm.Machine, g *fsm.Group, live []membership.Member) GroupView {
+	v := GroupView{Group: g, Keys: make([]KeyState, len(g.Keys)), Drained: m.DrainedWorkers()}
+	for i, k := range g.Keys {
+		v.Keys[i] = KeyState{Key: k, Target: g.Assignment[k], Lease: m.Get(k), Control: m.Control(k)}
+	}
+	v.Workers = serving(live, g.Name)
+	return v
+}
+
+// serving are the members of live that serve group name.
+func serving(live []membership.Member, name string) []membership.Member {
+	var out []membership.Member
+	for _, w := range live {
+		if w.Serves(name) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// GroupPage is g with one page of its keys (at most p.Limit, after
+// p.After, in key order), as Group has all of them; Next is the key the
+// next page starts after ("" after the last page). Targets and Holds count
+// every key of the group, so each page carries the workers' whole counts.
+// A key for which visible (nil: every key) is false is left out of the
+// page and of the counts, and counted in Hidden instead (over the whole
+// group, as the counts are).
+func GroupPage(m *fsm.Machine, g *fsm.Group, p fsm.Page, visible func(key string) bool, live []membership.Member) GroupView {
+	limit := max(p.Limit, 1)
+	v := GroupView{Group: g, Drained: m.DrainedWorkers(), Targets: map[string]int{}, Holds: map[string]int{}}
+	start := 0
+	if p.After != "" {
+		start = sort.SearchStrings(g.Keys, p.After+"\x00")
+	}
+	for i, k := range g.Keys {
+		if visible != nil && !visible(k) {
+			v.Hidden++
+			continue
+		}
+		lease := m.Get(k)
+		v.Targets[g.Assignment[k]]++
+		if lease != nil && lease.Held {
+			v.Holds[HeldBy(lease)]++
+		}
+		switch {
+		case i < start:
+		case len(v.Keys) < limit:
+			v.Keys = append(v.Keys, KeyState{Key: k, Target: g.Assignment[k], Lease: lease, Control: m.Control(k)})
+		case v.Next == "":
+			v.Next = v.Keys[len(v.Keys)-1].Key
+		}
+	}
+	v.Workers = serving(live, g.Name)
+	return v
+}
+
+// HeldBy is the worker a held lease belongs to: the worker its metadata
+// names (workers name themselves there), or its holder.
+func HeldBy(l *fsm.Lease) string {
+	if w := l.Metadata["worker"]; w != "" {
+		return w
+	}
+	return l.Holder
+}
+
+// AssignmentPage returns the targets of g's keys after after (of worker
+// only, when it is not empty): at most limit, examining at most
+// fsm.PageScan × limit keys (at least 1024), the key the next page
+// starts after ("" after the last key), and how many targets it left out
+// because visible (nil: every key) is false for their keys.
+func AssignmentPage(g *fsm.Group, worker, after string, limit int, visible func(string) bool) (map[string]string, string, int) {
+	scan := max(limit*fsm.PageScan, 1024)
+	start := 0
+	if after != "" {
+		start = sort.SearchStrings(g.Keys, after+"\x00")
+	}
+	out := make(map[string]string)
+	examined, last, hidden := 0, "", 0
+	for _, k := range g.Keys[start:] {
+		if len(out) == limit || examined == scan {
+			return out, last, hidden
+		}
+		examined++
+		last = k
+		if w, ok := g.Assignment[k]; ok && (worker == "" || w == worker) {
+			if visible != nil && !visible(k) {
+				hidden++
+				continue
+			}
+			out[k] = w
+		}
+	}
+	return out, "", hidden
+}
+
+// KnownKey reports whether key exists for the cluster: it has a lease
+// record (held or free), it is a key of a group, or it has controls. The
+// routes that disable or prohibit a key refuse an unknown one (a typo
+// would otherwise control nothing, silently) unless forced.
+func KnownKey(m *fsm.Machine, key string) bool {
+	if m.Get(key) != nil {
+		return true
+	}
+	if ctl := m.Control(key); ctl.Disabled || len(ctl.Prohibited) > 0 {
+		return true
+	}
+	groups, _ := m.Groups()
+	for _, g := range groups {
+		if _, ok := g.Assignment[key]; ok {
+			return true
+		}
+		for _, k := range g.Keys {
+			if k == key {
+				return true
+			}
+		}
+	}
+	return false
+}
