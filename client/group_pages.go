@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -46,15 +45,7 @@ func (g *GroupsAPI) GetPage(ctx context.Context, name string, page PageOptions, 
 		return nil, nil, err
 	}
 	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out Group
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode group: %w", err)
-	}
-	return &out, resp.meta, nil
+	return call[Group](ctx, g.c, &request{method: http.MethodGet, path: p, query: params, wait: wait}, "group")
 }
 
 // Assignment reads the target plan of a group: key → worker id, only the
@@ -94,16 +85,12 @@ func (g *GroupsAPI) AssignmentPage(ctx context.Context, name, worker string, pag
 	}
 	params["worker"] = worker
 	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
+	out, meta, err := call[Assignment](ctx, g.c, &request{method: http.MethodGet, path: p, query: params, wait: wait}, "assignment")
 	if err != nil {
 		return nil, nil, err
 	}
-	var out Assignment
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode assignment: %w", err)
+	if meta.Index == 0 {
+		meta.Index = out.Index
 	}
-	if resp.meta.Index == 0 {
-		resp.meta.Index = out.Index
-	}
-	return &out, resp.meta, nil
+	return out, meta, nil
 }

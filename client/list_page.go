@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -95,18 +94,14 @@ func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOp
 		params["holder"] = opts.Holder
 	}
 	wait := q.apply(params)
-	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/leases", query: params, wait: wait})
+	out, meta, err := call[wire.LeaseList](ctx, a.c, &request{method: http.MethodGet, path: "/v1/leases", query: params, wait: wait}, "lease list")
 	if err != nil {
 		return nil, nil, err
 	}
-	var out wire.LeaseList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode lease list: %w", err)
+	if meta.Index == 0 {
+		meta.Index = out.Index
 	}
-	if resp.meta.Index == 0 {
-		resp.meta.Index = out.Index
-	}
-	return &out, resp.meta, nil
+	return out, meta, nil
 }
 
 // List returns every group's summary, ordered by name. The server answers
@@ -138,15 +133,7 @@ func (g *GroupsAPI) ListPage(ctx context.Context, page PageOptions, q *QueryOpti
 		return nil, nil, err
 	}
 	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/groups", query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out wire.GroupList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode groups: %w", err)
-	}
-	return &out, resp.meta, nil
+	return call[wire.GroupList](ctx, g.c, &request{method: http.MethodGet, path: "/v1/groups", query: params, wait: wait}, "groups")
 }
 
 // params are the query parameters of page.
@@ -191,13 +178,9 @@ func (a *ACLAPI) ListTokensPage(ctx context.Context, page PageOptions) (*ACLToke
 	if err != nil {
 		return nil, err
 	}
-	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/acl/tokens", query: params})
+	out, _, err := call[ACLTokenList](ctx, a.c, &request{method: http.MethodGet, path: "/v1/acl/tokens", query: params}, "tokens")
 	if err != nil {
 		return nil, err
 	}
-	var out ACLTokenList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode tokens: %w", err)
-	}
-	return &out, nil
+	return out, nil
 }
