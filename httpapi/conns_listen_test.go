@@ -31,35 +31,12 @@ func TestHTTPFloodPastOverflowClosedAtAccept(t *testing.T) {
 	limits := DefaultConnLimits(time.Minute)
 	limits.MaxConns, limits.MaxConnsPerClient = 16, 16
 	limits.ReadHeaderTimeout = time.Minute
-	srv, err := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), limits, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(LimitListener(ln, limits))
-	t.Cleanup(func() { srv.Close() })
+	addr := serveAtAccept(t, limits)
 	var conns []net.Conn
 	for i := 0; i < 100; i++ { // ten clients, each within its own cap
-		conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.15.%d", 1+i/10), ln.Addr().String()))
+		conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.15.%d", 1+i/10), addr))
 	}
-	closed := 0
-	deadline := time.Now().Add(2 * time.Second)
-	results := make(chan bool, len(conns))
-	for _, c := range conns {
-		go func(c net.Conn) {
-			c.SetReadDeadline(deadline)
-			_, err := io.Copy(io.Discard, c)
-			results <- !errors.Is(err, os.ErrDeadlineExceeded)
-		}(c)
-	}
-	for range conns {
-		if <-results {
-			closed++
-		}
-	}
+	closed := closedAtOnce(conns)
 	// A client that is not a server of the cluster gets all places but
 	// the servers' reserve.
 	if kept := limits.FileDescriptors() - limits.PeerReserve(); closed != 100-kept {
@@ -95,6 +72,24 @@ func TestHTTPOneClientCannotTakeEveryPlace(t *testing.T) {
 	limits := DefaultConnLimits(time.Minute)
 	limits.MaxConns, limits.MaxConnsPerClient = 400, 8
 	limits.ReadHeaderTimeout = time.Minute
+	addr := serveAtAccept(t, limits)
+	var conns []net.Conn
+	for i := 0; i < 300; i++ {
+		conns = append(conns, dialFrom(t, "127.0.14.1", addr))
+	}
+	closed := closedAtOnce(conns)
+	if kept := limits.MaxConnsPerClient + limits.clientOverflow(); closed != 300-kept {
+		t.Errorf("%d of one client's 300 silent connections closed at once, want the %d past %d", closed, 300-kept, kept)
+	}
+	if r := get(t, dialFrom(t, "127.0.14.2", addr)); r.StatusCode != http.StatusOK {
+		t.Errorf("another client during the flood: %d, want 200", r.StatusCode)
+	}
+}
+
+// serveAtAccept serves a handler that answers nothing behind
+// LimitListener with limits, and returns its address.
+func serveAtAccept(t *testing.T, limits ConnLimits) string {
+	t.Helper()
 	srv, err := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), limits, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -105,13 +100,14 @@ func TestHTTPOneClientCannotTakeEveryPlace(t *testing.T) {
 	}
 	go srv.Serve(LimitListener(ln, limits))
 	t.Cleanup(func() { srv.Close() })
-	addr := ln.Addr().String()
-	var conns []net.Conn
-	for i := 0; i < 300; i++ {
-		conns = append(conns, dialFrom(t, "127.0.14.1", addr))
-	}
-	results := make(chan bool, len(conns))
+	return ln.Addr().String()
+}
+
+// closedAtOnce reads every one of conns, unwritten, for two seconds and
+// counts those the server closed meanwhile.
+func closedAtOnce(conns []net.Conn) int {
 	deadline := time.Now().Add(2 * time.Second)
+	results := make(chan bool, len(conns))
 	for _, c := range conns {
 		go func(c net.Conn) {
 			c.SetReadDeadline(deadline)
@@ -125,10 +121,5 @@ func TestHTTPOneClientCannotTakeEveryPlace(t *testing.T) {
 			closed++
 		}
 	}
-	if kept := limits.MaxConnsPerClient + limits.clientOverflow(); closed != 300-kept {
-		t.Errorf("%d of one client's 300 silent connections closed at once, want the %d past %d", closed, 300-kept, kept)
-	}
-	if r := get(t, dialFrom(t, "127.0.14.2", addr)); r.StatusCode != http.StatusOK {
-		t.Errorf("another client during the flood: %d, want 200", r.StatusCode)
-	}
+	return closed
 }
