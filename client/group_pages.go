@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
 )
 
 // Get reads a group with the target and actual owner of every key. The
@@ -40,12 +39,11 @@ func (g *GroupsAPI) GetPage(ctx context.Context, name string, page PageOptions, 
 	if err != nil {
 		return nil, nil, err
 	}
-	params, err := page.params()
+	r, err := pageRequest(p, page, nil, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	wait := q.apply(params)
-	return call[Group](ctx, g.c, &request{method: http.MethodGet, path: p, query: params, wait: wait}, "group")
+	return call[Group](ctx, g.c, r, "group")
 }
 
 // Assignment reads the target plan of a group: key → worker id, only the
@@ -79,13 +77,11 @@ func (g *GroupsAPI) AssignmentPage(ctx context.Context, name, worker string, pag
 	if err != nil {
 		return nil, nil, err
 	}
-	params, err := page.params()
+	r, err := pageRequest(p, page, map[string]string{"worker": worker}, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	params["worker"] = worker
-	wait := q.apply(params)
-	out, meta, err := call[Assignment](ctx, g.c, &request{method: http.MethodGet, path: p, query: params, wait: wait}, "assignment")
+	out, meta, err := call[Assignment](ctx, g.c, r, "assignment")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 
@@ -84,17 +85,15 @@ func eachPage(what string, q *QueryOptions, read func(cursor string, q *QueryOpt
 // bounds the records it examines per page): continue until Next is empty.
 // With q.WaitIndex it blocks until any lease changes past that index.
 func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOptions, q *QueryOptions) (*wire.LeaseList, *Meta, error) {
-	params, err := page.params()
+	var filter map[string]string
+	if opts != nil {
+		filter = map[string]string{"prefix": opts.Prefix, "state": string(opts.State), "holder": opts.Holder}
+	}
+	r, err := pageRequest("/v1/leases", page, filter, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	if opts != nil {
-		params["prefix"] = opts.Prefix
-		params["state"] = string(opts.State)
-		params["holder"] = opts.Holder
-	}
-	wait := q.apply(params)
-	out, meta, err := call[wire.LeaseList](ctx, a.c, &request{method: http.MethodGet, path: "/v1/leases", query: params, wait: wait}, "lease list")
+	out, meta, err := call[wire.LeaseList](ctx, a.c, r, "lease list")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -128,12 +127,23 @@ func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, 
 // most page.Limit, after page.Cursor. The answer's Next is the Cursor of
 // the next page, empty after the last one.
 func (g *GroupsAPI) ListPage(ctx context.Context, page PageOptions, q *QueryOptions) (*wire.GroupList, *Meta, error) {
-	params, err := page.params()
+	r, err := pageRequest("/v1/groups", page, nil, q)
 	if err != nil {
 		return nil, nil, err
 	}
+	return call[wire.GroupList](ctx, g.c, r, "groups")
+}
+
+// pageRequest is the GET of one page of path: page's cursor and limit,
+// the parameters in extra, then q's consistency and wait (q may be nil).
+func pageRequest(path string, page PageOptions, extra map[string]string, q *QueryOptions) (*request, error) {
+	params, err := page.params()
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(params, extra)
 	wait := q.apply(params)
-	return call[wire.GroupList](ctx, g.c, &request{method: http.MethodGet, path: "/v1/groups", query: params, wait: wait}, "groups")
+	return &request{method: http.MethodGet, path: path, query: params, wait: wait}, nil
 }
 
 // params are the query parameters of page.
@@ -174,11 +184,11 @@ func (a *ACLAPI) ListTokens(ctx context.Context) ([]ACLToken, error) {
 // accessor id: at most page.Limit, after page.Cursor. The answer's Next is
 // the Cursor of the next page, empty after the last one.
 func (a *ACLAPI) ListTokensPage(ctx context.Context, page PageOptions) (*ACLTokenList, error) {
-	params, err := page.params()
+	r, err := pageRequest("/v1/acl/tokens", page, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := call[ACLTokenList](ctx, a.c, &request{method: http.MethodGet, path: "/v1/acl/tokens", query: params}, "tokens")
+	out, _, err := call[ACLTokenList](ctx, a.c, r, "tokens")
 	if err != nil {
 		return nil, err
 	}
