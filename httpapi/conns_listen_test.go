@@ -28,15 +28,8 @@ func dialFrom(t *testing.T, src, addr string) net.Conn {
 // FileDescriptors of them, whatever the flood, long before the header
 // timeout would close them.
 func TestHTTPFloodPastOverflowClosedAtAccept(t *testing.T) {
-	limits := DefaultConnLimits(time.Minute)
-	limits.MaxConns, limits.MaxConnsPerClient = 16, 16
-	limits.ReadHeaderTimeout = time.Minute
-	addr := serveAtAccept(t, limits)
-	var conns []net.Conn
-	for i := 0; i < 100; i++ { // ten clients, each within its own cap
-		conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.15.%d", 1+i/10), addr))
-	}
-	closed := closedAtOnce(conns)
+	// 100 connections from ten clients, each within its own cap.
+	limits, _, closed := flood(t, 16, 16, 100, func(i int) string { return fmt.Sprintf("127.0.15.%d", 1+i/10) })
 	// A client that is not a server of the cluster gets all places but
 	// the servers' reserve.
 	if kept := limits.FileDescriptors() - limits.PeerReserve(); closed != 100-kept {
@@ -69,15 +62,7 @@ func TestHTTPConnectionsReservedForServers(t *testing.T) {
 // small overflow answered 503, its new connections are closed at accept,
 // and another client is still served.
 func TestHTTPOneClientCannotTakeEveryPlace(t *testing.T) {
-	limits := DefaultConnLimits(time.Minute)
-	limits.MaxConns, limits.MaxConnsPerClient = 400, 8
-	limits.ReadHeaderTimeout = time.Minute
-	addr := serveAtAccept(t, limits)
-	var conns []net.Conn
-	for i := 0; i < 300; i++ {
-		conns = append(conns, dialFrom(t, "127.0.14.1", addr))
-	}
-	closed := closedAtOnce(conns)
+	limits, addr, closed := flood(t, 400, 8, 300, func(int) string { return "127.0.14.1" })
 	if kept := limits.MaxConnsPerClient + limits.clientOverflow(); closed != 300-kept {
 		t.Errorf("%d of one client's 300 silent connections closed at once, want the %d past %d", closed, 300-kept, kept)
 	}
@@ -86,10 +71,15 @@ func TestHTTPOneClientCannotTakeEveryPlace(t *testing.T) {
 	}
 }
 
-// serveAtAccept serves a handler that answers nothing behind
-// LimitListener with limits, and returns its address.
-func serveAtAccept(t *testing.T, limits ConnLimits) string {
+// flood serves a handler that answers nothing behind LimitListener, with
+// maxConns and perClient and a header timeout of a minute, opens n silent
+// connections to it, the i-th from src(i), and counts those closed at
+// once. It returns the limits, the server's address and the count.
+func flood(t *testing.T, maxConns, perClient, n int, src func(i int) string) (ConnLimits, string, int) {
 	t.Helper()
+	limits := DefaultConnLimits(time.Minute)
+	limits.MaxConns, limits.MaxConnsPerClient = maxConns, perClient
+	limits.ReadHeaderTimeout = time.Minute
 	srv, err := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), limits, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +90,12 @@ func serveAtAccept(t *testing.T, limits ConnLimits) string {
 	}
 	go srv.Serve(LimitListener(ln, limits))
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	addr := ln.Addr().String()
+	var conns []net.Conn
+	for i := 0; i < n; i++ {
+		conns = append(conns, dialFrom(t, src(i), addr))
+	}
+	return limits, addr, closedAtOnce(conns)
 }
 
 // closedAtOnce reads every one of conns, unwritten, for two seconds and
