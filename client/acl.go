@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -166,13 +165,9 @@ func (a *ACLAPI) Authorize(ctx context.Context, checks []ACLCheck) ([]ACLCheckRe
 	if len(checks) == 0 || len(checks) > MaxACLChecks {
 		return nil, fmt.Errorf("%w: %d checks, want 1 to %d", ErrInvalid, len(checks), MaxACLChecks)
 	}
-	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/acl/authorize", body: wire.ACLAuthorizeBody{Checks: checks}})
+	out, _, err := call[wire.ACLAuthorizeResults](ctx, a.c, &request{method: http.MethodPost, path: "/v1/acl/authorize", body: wire.ACLAuthorizeBody{Checks: checks}}, "authorize results")
 	if err != nil {
 		return nil, err
-	}
-	var out wire.ACLAuthorizeResults
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode authorize results: %w", err)
 	}
 	if len(out.Checks) != len(checks) {
 		return nil, fmt.Errorf("authorize answered %d results for %d checks", len(out.Checks), len(checks))
@@ -191,15 +186,11 @@ func (a *ACLAPI) DeleteToken(ctx context.Context, accessor string) error {
 }
 
 func (a *ACLAPI) token(ctx context.Context, r *request) (*ACLToken, error) {
-	resp, err := a.c.do(ctx, r)
+	out, _, err := call[ACLToken](ctx, a.c, r, "token")
 	if err != nil {
 		return nil, err
 	}
-	var out ACLToken
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode token: %w", err)
-	}
-	return &out, nil
+	return out, nil
 }
 
 // SetPolicy creates or replaces the policy called name.
@@ -232,27 +223,19 @@ func (a *ACLAPI) DeletePolicy(ctx context.Context, name string) error {
 
 // ListPolicies lists every policy.
 func (a *ACLAPI) ListPolicies(ctx context.Context) ([]ACLPolicy, error) {
-	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/acl/policies"})
+	out, _, err := call[ACLPolicyList](ctx, a.c, &request{method: http.MethodGet, path: "/v1/acl/policies"}, "policies")
 	if err != nil {
 		return nil, err
-	}
-	var out ACLPolicyList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode policies: %w", err)
 	}
 	return out.Policies, nil
 }
 
 func (a *ACLAPI) policy(ctx context.Context, r *request) (*ACLPolicy, error) {
-	resp, err := a.c.do(ctx, r)
+	out, _, err := call[ACLPolicy](ctx, a.c, r, "policy")
 	if err != nil {
 		return nil, err
 	}
-	var out ACLPolicy
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode policy: %w", err)
-	}
-	return &out, nil
+	return out, nil
 }
 
 // RegisterWorker tells a cluster with ACLs enabled that this client's

@@ -405,3 +405,17 @@ func lastContact(ms float64) time.Duration {
 	}
 	return time.Duration(ms * float64(time.Millisecond))
 }
+
+// call makes the request r and decodes its JSON answer into a new T; what
+// names the answer in the error a bad body gives ("decode what: ...").
+func call[T any](ctx context.Context, c *Client, r *request, what string) (*T, *Meta, error) {
+	resp, err := c.do(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out T
+	if err := json.Unmarshal(resp.body, &out); err != nil {
+		return nil, nil, fmt.Errorf("decode %s: %w", what, err)
+	}
+	return &out, resp.meta, nil
+}

@@ -216,15 +216,7 @@ func (o *OperatorAPI) RemoveServer(ctx context.Context, id string, force bool) (
 	if force {
 		path += "?force=true"
 	}
-	resp, err := o.c.do(ctx, &request{method: http.MethodDelete, path: path, unsafeRetry: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out RemoveResult
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode remove answer: %w", err)
-	}
-	return &out, resp.meta, nil
+	return call[RemoveResult](ctx, o.c, &request{method: http.MethodDelete, path: path, unsafeRetry: true}, "remove answer")
 }
 
 // ReadmitServer adds back, as a non-voter, the server id that was removed
@@ -238,16 +230,8 @@ func (o *OperatorAPI) ReadmitServer(ctx context.Context, id string) (*ReadmitRes
 	if id == "" {
 		return nil, nil, fmt.Errorf("%w: server id is empty", ErrInvalid)
 	}
-	resp, err := o.c.do(ctx, &request{method: http.MethodPost,
-		path: "/v1/operator/servers/" + url.PathEscape(id) + "/readmit"})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out ReadmitResult
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode readmit answer: %w", err)
-	}
-	return &out, resp.meta, nil
+	return call[ReadmitResult](ctx, o.c, &request{method: http.MethodPost,
+		path: "/v1/operator/servers/" + url.PathEscape(id) + "/readmit"}, "readmit answer")
 }
 
 // PromoteServer makes the non-voting server id a voter, also beyond the
@@ -260,45 +244,25 @@ func (o *OperatorAPI) PromoteServer(ctx context.Context, id string) (*PromoteRes
 	if id == "" {
 		return nil, nil, fmt.Errorf("%w: server id is empty", ErrInvalid)
 	}
-	resp, err := o.c.do(ctx, &request{method: http.MethodPost,
-		path: "/v1/operator/servers/" + url.PathEscape(id) + "/promote"})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out PromoteResult
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode promote answer: %w", err)
-	}
-	return &out, resp.meta, nil
+	return call[PromoteResult](ctx, o.c, &request{method: http.MethodPost,
+		path: "/v1/operator/servers/" + url.PathEscape(id) + "/promote"}, "promote answer")
 }
 
 // TransferLeader hands leadership to the server id, or, when id is empty,
 // to the most up-to-date server. It returns the id of the new leader.
 func (o *OperatorAPI) TransferLeader(ctx context.Context, id string) (string, *Meta, error) {
 	body := wire.TransferBody{ID: id}
-	resp, err := o.c.do(ctx, &request{method: http.MethodPost,
-		path: "/v1/operator/transfer-leader", body: body, unsafeRetry: true})
+	out, meta, err := call[wire.TransferResult](ctx, o.c, &request{method: http.MethodPost,
+		path: "/v1/operator/transfer-leader", body: body, unsafeRetry: true}, "transfer answer")
 	if err != nil {
 		return "", nil, err
 	}
-	var out wire.TransferResult
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return "", nil, fmt.Errorf("decode transfer answer: %w", err)
-	}
-	return out.LeaderID, resp.meta, nil
+	return out.LeaderID, meta, nil
 }
 
 // Snapshot makes the answering server (the leader, once the client
 // follows it) take a Raft snapshot now. A retry after an unknown outcome
 // may take a second snapshot, which is harmless.
 func (o *OperatorAPI) Snapshot(ctx context.Context) (*SnapshotInfo, *Meta, error) {
-	resp, err := o.c.do(ctx, &request{method: http.MethodPost, path: "/v1/operator/snapshot"})
-	if err != nil {
-		return nil, nil, err
-	}
-	var s SnapshotInfo
-	if err := json.Unmarshal(resp.body, &s); err != nil {
-		return nil, nil, fmt.Errorf("decode snapshot answer: %w", err)
-	}
-	return &s, resp.meta, nil
+	return call[SnapshotInfo](ctx, o.c, &request{method: http.MethodPost, path: "/v1/operator/snapshot"}, "snapshot answer")
 }

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -93,13 +91,9 @@ func (e *EventsAPI) Since(ctx context.Context, after uint64, f EventFilter) ([]E
 }
 
 func (e *EventsAPI) get(ctx context.Context, q map[string]string, wait time.Duration) ([]Event, uint64, error) {
-	resp, err := e.c.do(ctx, &request{method: http.MethodGet, path: "/v1/events", query: q, wait: wait})
+	out, _, err := call[wire.EventList](ctx, e.c, &request{method: http.MethodGet, path: "/v1/events", query: q, wait: wait}, "events")
 	if err != nil {
 		return nil, 0, err
-	}
-	var out wire.EventList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, 0, fmt.Errorf("decode events: %w", err)
 	}
 	return out.Events, out.Index, nil
 }

@@ -2,10 +2,8 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 )
 
 // Get reads a group with the target and actual owner of every key. The
@@ -41,20 +39,11 @@ func (g *GroupsAPI) GetPage(ctx context.Context, name string, page PageOptions, 
 	if err != nil {
 		return nil, nil, err
 	}
-	params, err := page.params()
+	r, err := pageRequest(p, page, nil, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out Group
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode group: %w", err)
-	}
-	return &out, resp.meta, nil
+	return call[Group](ctx, g.c, r, "group")
 }
 
 // Assignment reads the target plan of a group: key → worker id, only the
@@ -88,22 +77,16 @@ func (g *GroupsAPI) AssignmentPage(ctx context.Context, name, worker string, pag
 	if err != nil {
 		return nil, nil, err
 	}
-	params, err := page.params()
+	r, err := pageRequest(p, page, map[string]string{"worker": worker}, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	params["worker"] = worker
-	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
+	out, meta, err := call[Assignment](ctx, g.c, r, "assignment")
 	if err != nil {
 		return nil, nil, err
 	}
-	var out Assignment
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode assignment: %w", err)
+	if meta.Index == 0 {
+		meta.Index = out.Index
 	}
-	if resp.meta.Index == 0 {
-		resp.meta.Index = out.Index
-	}
-	return &out, resp.meta, nil
+	return out, meta, nil
 }

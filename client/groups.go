@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 
@@ -162,15 +160,11 @@ func (g *GroupsAPI) summary(ctx context.Context, method, path string, body any) 
 }
 
 func (g *GroupsAPI) summaryReq(ctx context.Context, r *request) (*GroupSummary, error) {
-	resp, err := g.c.do(ctx, r)
+	out, _, err := call[GroupSummary](ctx, g.c, r, "group")
 	if err != nil {
 		return nil, err
 	}
-	var out GroupSummary
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode group: %w", err)
-	}
-	return &out, nil
+	return out, nil
 }
 
 // Delete removes a group; its leases are left as they are.
@@ -189,15 +183,7 @@ func (g *GroupsAPI) Control(ctx context.Context, key string) (*KeyControl, error
 	if err != nil {
 		return nil, err
 	}
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: p})
-	if err != nil {
-		return nil, err
-	}
-	var out KeyControl
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode control: %w", err)
-	}
-	return &out, nil
+	return g.control(ctx, &request{method: http.MethodGet, path: p})
 }
 
 // SetControl replaces the controls of a key: Disabled stops anyone from
@@ -229,15 +215,11 @@ func (g *GroupsAPI) SetControlWith(ctx context.Context, key string, ctl KeyContr
 
 // control makes a key-control call and decodes the controls it answers.
 func (g *GroupsAPI) control(ctx context.Context, r *request) (*KeyControl, error) {
-	resp, err := g.c.do(ctx, r)
+	out, _, err := call[KeyControl](ctx, g.c, r, "control")
 	if err != nil {
 		return nil, err
 	}
-	var out KeyControl
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode control: %w", err)
-	}
-	return &out, nil
+	return out, nil
 }
 
 // EditControl changes the controls of a key on top of what they are when

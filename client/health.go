@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 )
@@ -78,13 +76,9 @@ func (c *Client) PlacementHealth(ctx context.Context, threshold time.Duration) (
 	if threshold > 0 {
 		req.query = map[string]string{"threshold": threshold.String()}
 	}
-	resp, err := c.do(ctx, req)
+	out, _, err := call[PlacementHealth](ctx, c, req, "placement health")
 	if err != nil {
 		return nil, err
 	}
-	var out PlacementHealth
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode placement health: %w", err)
-	}
-	return &out, nil
+	return out, nil
 }

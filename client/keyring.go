@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
-	"fmt"
 	"net/http"
 
 	"github.com/tenure-io/tenure/client/wire"
@@ -30,13 +28,5 @@ func (o *OperatorAPI) ChangeKeyring(ctx context.Context, op string, key []byte, 
 }
 
 func (o *OperatorAPI) keyring(ctx context.Context, r *request) (*Keyring, *Meta, error) {
-	resp, err := o.c.do(ctx, r)
-	if err != nil {
-		return nil, nil, err
-	}
-	var out Keyring
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode keyring: %w", err)
-	}
-	return &out, resp.meta, nil
+	return call[Keyring](ctx, o.c, r, "keyring")
 }

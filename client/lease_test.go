@@ -98,26 +98,24 @@ func TestLeaseDeadlineCountsFromSentAtOfRenewal(t *testing.T) {
 }
 
 func TestLeaseLostAtOnceOnLeaseLost(t *testing.T) {
+	// lostWith makes the cluster refuse the lease's renewals with reason.
+	lostWith := func(reason string) func(f *fakeTenure, key string) {
+		return func(f *fakeTenure, key string) {
+			f.set(func(f *fakeTenure) { f.leases[key].lostWith = reason })
+		}
+	}
 	tests := []struct {
 		name       string
 		lose       func(f *fakeTenure, key string)
 		wantReason string
 	}{
 		{"revoked by an operator", func(f *fakeTenure, key string) { f.revoke(key) }, ReasonRevoked},
-		{"expired on the leader", func(f *fakeTenure, key string) {
-			f.set(func(f *fakeTenure) { f.leases[key].lostWith = ReasonExpired })
-		}, ReasonExpired},
+		{"expired on the leader", lostWith(ReasonExpired), ReasonExpired},
 		// An operator's safe revoke, disable or prohibit: the lease is
 		// still held on the cluster, but its renewals are refused.
-		{"ending: revoked", func(f *fakeTenure, key string) {
-			f.set(func(f *fakeTenure) { f.leases[key].lostWith = ReasonRevoked })
-		}, ReasonRevoked},
-		{"ending: disabled", func(f *fakeTenure, key string) {
-			f.set(func(f *fakeTenure) { f.leases[key].lostWith = ReasonDisabled })
-		}, ReasonDisabled},
-		{"ending: prohibited", func(f *fakeTenure, key string) {
-			f.set(func(f *fakeTenure) { f.leases[key].lostWith = ReasonProhibited })
-		}, ReasonProhibited},
+		{"ending: revoked", lostWith(ReasonRevoked), ReasonRevoked},
+		{"ending: disabled", lostWith(ReasonDisabled), ReasonDisabled},
+		{"ending: prohibited", lostWith(ReasonProhibited), ReasonProhibited},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

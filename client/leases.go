@@ -179,13 +179,9 @@ func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []Lease
 		return nil, nil, fmt.Errorf("%w: renew many needs 1 to %d leases, got %d", ErrInvalid, MaxRenewBatch, len(leases))
 	}
 	body := wire.RenewManyBody{Holder: holder, Secret: a.secret, Leases: leases, Brief: brief}
-	resp, err := a.c.do(ctx, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: timeout})
+	out, meta, err := call[wire.RenewManyResults](ctx, a.c, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: timeout}, "renew answer")
 	if err != nil {
 		return nil, nil, err
-	}
-	var out wire.RenewManyResults
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode renew answer: %w", err)
 	}
 	if len(out.Results) != len(leases) {
 		return nil, nil, fmt.Errorf("decode renew answer: %d results for %d leases", len(out.Results), len(leases))
@@ -202,7 +198,7 @@ func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []Lease
 			results[i].Err = &APIError{Code: code, Message: r.Message, Reason: r.Reason}
 		}
 	}
-	return results, resp.meta, nil
+	return results, meta, nil
 }
 
 // Release frees the lease (key, holder, token) at once. It succeeds also

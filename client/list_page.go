@@ -2,8 +2,8 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 
@@ -85,28 +85,22 @@ func eachPage(what string, q *QueryOptions, read func(cursor string, q *QueryOpt
 // bounds the records it examines per page): continue until Next is empty.
 // With q.WaitIndex it blocks until any lease changes past that index.
 func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOptions, q *QueryOptions) (*wire.LeaseList, *Meta, error) {
-	params, err := page.params()
-	if err != nil {
-		return nil, nil, err
-	}
+	var filter map[string]string
 	if opts != nil {
-		params["prefix"] = opts.Prefix
-		params["state"] = string(opts.State)
-		params["holder"] = opts.Holder
+		filter = map[string]string{"prefix": opts.Prefix, "state": string(opts.State), "holder": opts.Holder}
 	}
-	wait := q.apply(params)
-	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/leases", query: params, wait: wait})
+	r, err := pageRequest("/v1/leases", page, filter, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	var out wire.LeaseList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode lease list: %w", err)
+	out, meta, err := call[wire.LeaseList](ctx, a.c, r, "lease list")
+	if err != nil {
+		return nil, nil, err
 	}
-	if resp.meta.Index == 0 {
-		resp.meta.Index = out.Index
+	if meta.Index == 0 {
+		meta.Index = out.Index
 	}
-	return &out, resp.meta, nil
+	return out, meta, nil
 }
 
 // List returns every group's summary, ordered by name. The server answers
@@ -133,20 +127,23 @@ func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, 
 // most page.Limit, after page.Cursor. The answer's Next is the Cursor of
 // the next page, empty after the last one.
 func (g *GroupsAPI) ListPage(ctx context.Context, page PageOptions, q *QueryOptions) (*wire.GroupList, *Meta, error) {
+	r, err := pageRequest("/v1/groups", page, nil, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	return call[wire.GroupList](ctx, g.c, r, "groups")
+}
+
+// pageRequest is the GET of one page of path: page's cursor and limit,
+// the parameters in extra, then q's consistency and wait (q may be nil).
+func pageRequest(path string, page PageOptions, extra map[string]string, q *QueryOptions) (*request, error) {
 	params, err := page.params()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	maps.Copy(params, extra)
 	wait := q.apply(params)
-	resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/groups", query: params, wait: wait})
-	if err != nil {
-		return nil, nil, err
-	}
-	var out wire.GroupList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode groups: %w", err)
-	}
-	return &out, resp.meta, nil
+	return &request{method: http.MethodGet, path: path, query: params, wait: wait}, nil
 }
 
 // params are the query parameters of page.
@@ -187,17 +184,13 @@ func (a *ACLAPI) ListTokens(ctx context.Context) ([]ACLToken, error) {
 // accessor id: at most page.Limit, after page.Cursor. The answer's Next is
 // the Cursor of the next page, empty after the last one.
 func (a *ACLAPI) ListTokensPage(ctx context.Context, page PageOptions) (*ACLTokenList, error) {
-	params, err := page.params()
+	r, err := pageRequest("/v1/acl/tokens", page, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := a.c.do(ctx, &request{method: http.MethodGet, path: "/v1/acl/tokens", query: params})
+	out, _, err := call[ACLTokenList](ctx, a.c, r, "tokens")
 	if err != nil {
 		return nil, err
 	}
-	var out ACLTokenList
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, fmt.Errorf("decode tokens: %w", err)
-	}
-	return &out, nil
+	return out, nil
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -89,13 +88,5 @@ func (o *OperatorAPI) RestoreSnapshotWith(ctx context.Context, snapshot []byte, 
 	if opts.Unverified {
 		r.query["unverified"] = "true"
 	}
-	resp, err := o.c.do(ctx, r)
-	if err != nil {
-		return nil, nil, err
-	}
-	var out RestoreResult
-	if err := json.Unmarshal(resp.body, &out); err != nil {
-		return nil, nil, fmt.Errorf("decode restore answer: %w", err)
-	}
-	return &out, resp.meta, nil
+	return call[RestoreResult](ctx, o.c, r, "restore answer")
 }

@@ -102,19 +102,15 @@ func (g *GroupsAPI) workers(ctx context.Context, id string, q *QueryOptions) ([]
 			params["cursor"] = cursor
 		}
 		wait := q.apply(params)
-		resp, err := g.c.do(ctx, &request{method: http.MethodGet, path: "/v1/workers", query: params, wait: wait})
+		out, meta, err := call[wire.WorkerList](ctx, g.c, &request{method: http.MethodGet, path: "/v1/workers", query: params, wait: wait}, "workers")
 		if err != nil {
 			return "", nil, err
 		}
-		var out wire.WorkerList
-		if err := json.Unmarshal(resp.body, &out); err != nil {
-			return "", nil, fmt.Errorf("decode workers: %w", err)
-		}
-		if resp.meta.Index == 0 {
-			resp.meta.Index = out.Index
+		if meta.Index == 0 {
+			meta.Index = out.Index
 		}
 		all = append(all, out.Workers...)
-		return out.Next, resp.meta, nil
+		return out.Next, meta, nil
 	})
 	if err != nil {
 		return nil, nil, err

@@ -28,38 +28,8 @@ func dialFrom(t *testing.T, src, addr string) net.Conn {
 // FileDescriptors of them, whatever the flood, long before the header
 // timeout would close them.
 func TestHTTPFloodPastOverflowClosedAtAccept(t *testing.T) {
-	limits := DefaultConnLimits(time.Minute)
-	limits.MaxConns, limits.MaxConnsPerClient = 16, 16
-	limits.ReadHeaderTimeout = time.Minute
-	srv, err := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), limits, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(LimitListener(ln, limits))
-	t.Cleanup(func() { srv.Close() })
-	var conns []net.Conn
-	for i := 0; i < 100; i++ { // ten clients, each within its own cap
-		conns = append(conns, dialFrom(t, fmt.Sprintf("127.0.15.%d", 1+i/10), ln.Addr().String()))
-	}
-	closed := 0
-	deadline := time.Now().Add(2 * time.Second)
-	results := make(chan bool, len(conns))
-	for _, c := range conns {
-		go func(c net.Conn) {
-			c.SetReadDeadline(deadline)
-			_, err := io.Copy(io.Discard, c)
-			results <- !errors.Is(err, os.ErrDeadlineExceeded)
-		}(c)
-	}
-	for range conns {
-		if <-results {
-			closed++
-		}
-	}
+	// 100 connections from ten clients, each within its own cap.
+	limits, _, closed := flood(t, 16, 16, 100, func(i int) string { return fmt.Sprintf("127.0.15.%d", 1+i/10) })
 	// A client that is not a server of the cluster gets all places but
 	// the servers' reserve.
 	if kept := limits.FileDescriptors() - limits.PeerReserve(); closed != 100-kept {
@@ -92,8 +62,23 @@ func TestHTTPConnectionsReservedForServers(t *testing.T) {
 // small overflow answered 503, its new connections are closed at accept,
 // and another client is still served.
 func TestHTTPOneClientCannotTakeEveryPlace(t *testing.T) {
+	limits, addr, closed := flood(t, 400, 8, 300, func(int) string { return "127.0.14.1" })
+	if kept := limits.MaxConnsPerClient + limits.clientOverflow(); closed != 300-kept {
+		t.Errorf("%d of one client's 300 silent connections closed at once, want the %d past %d", closed, 300-kept, kept)
+	}
+	if r := get(t, dialFrom(t, "127.0.14.2", addr)); r.StatusCode != http.StatusOK {
+		t.Errorf("another client during the flood: %d, want 200", r.StatusCode)
+	}
+}
+
+// flood serves a handler that answers nothing behind LimitListener, with
+// maxConns and perClient and a header timeout of a minute, opens n silent
+// connections to it, the i-th from src(i), and counts those closed at
+// once. It returns the limits, the server's address and the count.
+func flood(t *testing.T, maxConns, perClient, n int, src func(i int) string) (ConnLimits, string, int) {
+	t.Helper()
 	limits := DefaultConnLimits(time.Minute)
-	limits.MaxConns, limits.MaxConnsPerClient = 400, 8
+	limits.MaxConns, limits.MaxConnsPerClient = maxConns, perClient
 	limits.ReadHeaderTimeout = time.Minute
 	srv, err := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), limits, nil)
 	if err != nil {
@@ -107,11 +92,17 @@ func TestHTTPOneClientCannotTakeEveryPlace(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	addr := ln.Addr().String()
 	var conns []net.Conn
-	for i := 0; i < 300; i++ {
-		conns = append(conns, dialFrom(t, "127.0.14.1", addr))
+	for i := 0; i < n; i++ {
+		conns = append(conns, dialFrom(t, src(i), addr))
 	}
-	results := make(chan bool, len(conns))
+	return limits, addr, closedAtOnce(conns)
+}
+
+// closedAtOnce reads every one of conns, unwritten, for two seconds and
+// counts those the server closed meanwhile.
+func closedAtOnce(conns []net.Conn) int {
 	deadline := time.Now().Add(2 * time.Second)
+	results := make(chan bool, len(conns))
 	for _, c := range conns {
 		go func(c net.Conn) {
 			c.SetReadDeadline(deadline)
@@ -125,10 +116,5 @@ func TestHTTPOneClientCannotTakeEveryPlace(t *testing.T) {
 			closed++
 		}
 	}
-	if kept := limits.MaxConnsPerClient + limits.clientOverflow(); closed != 300-kept {
-		t.Errorf("%d of one client's 300 silent connections closed at once, want the %d past %d", closed, 300-kept, kept)
-	}
-	if r := get(t, dialFrom(t, "127.0.14.2", addr)); r.StatusCode != http.StatusOK {
-		t.Errorf("another client during the flood: %d, want 200", r.StatusCode)
-	}
+	return closed
 }

@@ -13,12 +13,7 @@ import (
 // A worker refuses to start under a group name or an id that the cluster
 // would refuse or ignore, naming the field, before it touches the network.
 func TestWorkerRefusesBadNames(t *testing.T) {
-	cfg := client.DefaultConfig()
-	cfg.Addresses = []string{"127.0.0.1:1"}
-	c, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := offlineClient(t, nil)
 	h := Handler(func(ctx context.Context, key string, token uint64) { <-ctx.Done() })
 	for _, tt := range []struct {
 		name, group, id, want string
