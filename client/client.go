@@ -17,37 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-)
-
-// Headers of the HTTP API v1.
-const (
-	HeaderLeaderAddr  = "X-Tenure-Leader-Addr"
-	HeaderIndex       = "X-Tenure-Index"
-	HeaderLastContact = "X-Tenure-Last-Contact"
-	HeaderKnownLeader = "X-Tenure-Known-Leader"
-	// HeaderRelease says what a release did: "freed" (this request freed
-	// the lease) or "gone" (the lease had ended already).
-	HeaderRelease = "X-Tenure-Release"
-	// HeaderOldestIndex is on a 410 compacted answer of GET /v1/events:
-	// the oldest index the server's event history serves.
-	HeaderOldestIndex = "X-Tenure-Oldest-Index"
-	// HeaderAppliedIndex is the answering node's applied Raft index, and
-	// HeaderBehind how many entries it trails the leader's commit index
-	// as the node knows it.
-	HeaderAppliedIndex = "X-Tenure-Applied-Index"
-	HeaderBehind       = "X-Tenure-Behind"
-	// HeaderNotReady is on answers of a node that is not ready because
-	// its disk fails writes or it is too far behind the leader: its value
-	// says why. A stale read from such a node may miss recent changes (a
-	// 404 for a key that exists).
-	HeaderNotReady = "X-Tenure-Not-Ready"
-	// HeaderContentHash is the hash of what GET /v1/status or GET
-	// /v1/members answered (the status without its indexes and times):
-	// pass it back as ?hash= to wait until that changes.
-	HeaderContentHash = "X-Tenure-Content-Hash"
-	// HeaderToken carries the secret of the request's ACL token. The
-	// servers also accept "Authorization: Bearer <secret>".
-	HeaderToken = "X-Tenure-Token"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // maxResponseBytes bounds the body the client reads from one answer.
@@ -214,11 +184,6 @@ func NewHolderID() string {
 	}
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4))
 }
-
-// NewLeaseSecret returns a new lease secret: 128 bits from crypto/rand in
-// 32 hex digits. A Client makes one at New (Config.LeaseSecret) and sends
-// it with every acquisition, renewal and release.
-func NewLeaseSecret() string { return randomHex(16) }
 
 // randomHex is n random bytes in hex.
 func randomHex(n int) string {
@@ -397,14 +362,9 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	return &response{status: hr.StatusCode, body: data, meta: meta}, leaderHdr, nil
 }
 
-// lastContact converts the milliseconds of X-Tenure-Last-Contact; a
-// negative value (never) becomes -1ns so that it stays negative.
-func lastContact(ms float64) time.Duration {
-	if ms < 0 {
-		return -1
-	}
-	return time.Duration(ms * float64(time.Millisecond))
-}
+// lastContact converts the milliseconds of X-Tenure-Last-Contact (see
+// wire.LastContact).
+func lastContact(ms float64) time.Duration { return wire.LastContact(ms) }
 
 // call makes the request r and decodes its JSON answer into a new T; what
 // names the answer in the error a bad body gives ("decode what: ...").

@@ -80,3 +80,119 @@ type (
 	Health          = wire.Health
 	Readiness       = wire.Readiness
 )
+
+// More answers and bodies of the API; see package wire for each.
+type (
+	NodeStatus         = wire.NodeStatus
+	ServerInfo         = wire.ServerInfo
+	SnapshotInfo       = wire.SnapshotInfo
+	RestoreResult      = wire.RestoreResult
+	ACLToken           = wire.ACLToken
+	ACLTokenSpec       = wire.ACLTokenSpec
+	ACLTokenList       = wire.ACLTokenList
+	ACLRule            = wire.ACLRule
+	ACLPolicy          = wire.ACLPolicy
+	ACLPolicySpec      = wire.ACLPolicySpec
+	ACLPolicyList      = wire.ACLPolicyList
+	WorkerRegistration = wire.WorkerRegistration
+	GroupSpec          = wire.GroupSpec
+	GroupKey           = wire.GroupKey
+	GroupWorker        = wire.GroupWorker
+	Group              = wire.Group
+	KeyControl         = wire.KeyControl
+	RevokeResult       = wire.RevokeResult
+	RevokedLease       = wire.RevokedLease
+	PlacementHealth    = wire.PlacementHealth
+	UnownedKey         = wire.UnownedKey
+	StuckWorker        = wire.StuckWorker
+	GroupBelowMin      = wire.GroupBelowMin
+	StaleLease         = wire.StaleLease
+)
+
+// Headers of the HTTP API v1 (see package wire for each).
+const (
+	HeaderLeaderAddr   = wire.HeaderLeaderAddr
+	HeaderIndex        = wire.HeaderIndex
+	HeaderLastContact  = wire.HeaderLastContact
+	HeaderKnownLeader  = wire.HeaderKnownLeader
+	HeaderRelease      = wire.HeaderRelease
+	HeaderOldestIndex  = wire.HeaderOldestIndex
+	HeaderAppliedIndex = wire.HeaderAppliedIndex
+	HeaderBehind       = wire.HeaderBehind
+	HeaderNotReady     = wire.HeaderNotReady
+	HeaderContentHash  = wire.HeaderContentHash
+	HeaderToken        = wire.HeaderToken
+)
+
+// ACL rights, as policies name them (see ACLRule and package wire).
+const (
+	RightRead     = wire.RightRead
+	RightWrite    = wire.RightWrite
+	RightRevoke   = wire.RightRevoke
+	RightGroups   = wire.RightGroups
+	RightOperator = wire.RightOperator
+	RightACL      = wire.RightACL
+	RightMetrics  = wire.RightMetrics
+	RightDebug    = wire.RightDebug
+)
+
+// CheckKey asks for right on a lease key.
+func CheckKey(right, key string) ACLCheck { return wire.CheckKey(right, key) }
+
+// CheckPrefix asks for right on a prefix, as lists check it ("" is every
+// name).
+func CheckPrefix(right, prefix string) ACLCheck { return wire.CheckPrefix(right, prefix) }
+
+// CheckGroup asks for right on a group name.
+func CheckGroup(right, group string) ACLCheck { return wire.CheckGroup(right, group) }
+
+// CheckWorker asks for right on a worker id.
+func CheckWorker(right, id string) ACLCheck { return wire.CheckWorker(right, id) }
+
+// CheckCluster asks for a cluster right (RightOperator, RightACL,
+// RightMetrics, RightDebug).
+func CheckCluster(right string) ACLCheck { return wire.CheckCluster(right) }
+
+// Event types (Event.Type); see package wire for each.
+const (
+	EventAcquired        = wire.EventAcquired
+	EventReleased        = wire.EventReleased
+	EventExpired         = wire.EventExpired
+	EventRevoked         = wire.EventRevoked
+	EventHandedOff       = wire.EventHandedOff
+	EventGroupChanged    = wire.EventGroupChanged
+	EventAssigned        = wire.EventAssigned
+	EventControlChanged  = wire.EventControlChanged
+	EventDrained         = wire.EventDrained
+	EventMetadataChanged = wire.EventMetadataChanged
+	EventForgotten       = wire.EventForgotten
+	EventStuck           = wire.EventStuck
+	EventEnding          = wire.EventEnding
+)
+
+// EventTypes returns every event type, in the order the API documents
+// them.
+func EventTypes() []string { return wire.EventTypes() }
+
+// Reasons carried by a lease_lost error, and by a free lease to say why it
+// is free; see package wire for each.
+const (
+	ReasonExpired       = wire.ReasonExpired
+	ReasonReleased      = wire.ReasonReleased
+	ReasonRevoked       = wire.ReasonRevoked
+	ReasonDisabled      = wire.ReasonDisabled
+	ReasonProhibited    = wire.ReasonProhibited
+	ReasonSuperseded    = wire.ReasonSuperseded
+	ReasonUnknown       = wire.ReasonUnknown
+	ReasonNotHolder     = wire.ReasonNotHolder
+	ReasonNeverAcquired = wire.ReasonNeverAcquired
+)
+
+// DebugProfiles are the runtime profiles a server serves at
+// /v1/debug/pprof/{profile} (the same slice as wire.DebugProfiles).
+var DebugProfiles = wire.DebugProfiles
+
+// NewLeaseSecret returns a new lease secret: 128 bits from crypto/rand in
+// 32 hex digits. A Client makes one at New (Config.LeaseSecret) and sends
+// it with every acquisition, renewal and release.
+func NewLeaseSecret() string { return wire.NewLeaseSecret() }

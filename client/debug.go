@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// DebugProfiles are the runtime profiles a server serves at
-// /v1/debug/pprof/{profile}.
-var DebugProfiles = []string{"goroutine", "heap"}
-
 // debugTimeout bounds each call of NodeDebugAPI.
 const debugTimeout = 30 * time.Second
 

@@ -1,6 +1,10 @@
 package wire
 
-import "fmt"
+import (
+	crand "crypto/rand"
+	"encoding/hex"
+	"fmt"
+)
 
 // MaxNameLen is the longest group name or worker id, in bytes: the
 // longest key.
@@ -46,4 +50,14 @@ func SecretProblem(secret string) string {
 		}
 	}
 	return ""
+}
+
+// NewLeaseSecret returns a new lease secret: 128 bits from crypto/rand in
+// 32 hex digits. A Client makes one at New (Config.LeaseSecret) and sends
+// it with every acquisition, renewal and release; a server makes one for
+// an acquire that names none.
+func NewLeaseSecret() string {
+	b := make([]byte, 16)
+	_, _ = crand.Read(b) // never fails on supported platforms
+	return hex.EncodeToString(b)
 }

@@ -1,4 +1,4 @@
-package client
+package wire
 
 import (
 	"encoding/json"
@@ -8,21 +8,19 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tenure-io/tenure/client/wire"
 )
 
-// wireTypes are the JSON bodies of the API, as this package declares them.
+// wireTypes are the JSON bodies of the API, as this package declares them (RevokedLease through its wire form).
 var wireTypes = []any{
-	wire.AcquireBody{}, wire.LeaseRefBody{}, wire.RenewManyBody{}, wire.RenewManyResults{}, wire.LeaseList{}, wire.ErrorBody{},
-	wire.MemberList{}, MemberMeta{}, wire.TransferBody{}, wire.TransferResult{}, Health{}, Readiness{},
-	NodeStatus{}, SnapshotInfo{}, GroupSpec{}, GroupSummary{}, Group{}, wire.GroupList{}, wire.GroupKeysBody{},
-	wire.MaxPerWorkerBody{}, Assignment{}, KeyControl{}, wire.DrainBody{}, wire.KeyringBody{}, wire.KeyringMessage{}, Keyring{},
+	AcquireBody{}, LeaseRefBody{}, RenewManyBody{}, RenewManyResults{}, LeaseList{}, ErrorBody{},
+	MemberList{}, MemberMeta{}, TransferBody{}, TransferResult{}, Health{}, Readiness{},
+	NodeStatus{}, SnapshotInfo{}, GroupSpec{}, GroupSummary{}, Group{}, GroupList{}, GroupKeysBody{},
+	MaxPerWorkerBody{}, Assignment{}, KeyControl{}, DrainBody{}, KeyringBody{}, KeyringMessage{}, Keyring{},
 	ACLToken{}, ACLTokenSpec{}, ACLTokenList{}, ACLRule{}, ACLPolicy{}, ACLPolicySpec{}, ACLPolicyList{}, WorkerRegistration{},
-	wire.ACLAuthorizeBody{}, wire.ACLAuthorizeResults{},
-	PromoteResult{}, DrainResult{}, wire.WorkerList{},
-	wire.KeyControlBody{}, KeyControlEdit{},
-	PromoteResult{}, wire.EventList{}, wire.CompactedBody{},
+	ACLAuthorizeBody{}, ACLAuthorizeResults{},
+	PromoteResult{}, DrainResult{}, WorkerList{},
+	KeyControlBody{}, KeyControlEdit{},
+	PromoteResult{}, EventList{}, CompactedBody{},
 	RevokeResult{}, revokedLeaseJSON{}, RestoreResult{},
 }
 
@@ -49,7 +47,7 @@ func jsonNames(t reflect.Type, into map[string]string, seen map[reflect.Type]boo
 // error code and every JSON field of the bodies this package declares is
 // in it, so neither can be added without being documented.
 func TestHTTPAPIDocNamesEveryCodeAndField(t *testing.T) {
-	doc, err := os.ReadFile("../docs/http-api.md")
+	doc, err := os.ReadFile("../../docs/http-api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +55,7 @@ func TestHTTPAPIDocNamesEveryCodeAndField(t *testing.T) {
 	named := func(name string) bool {
 		return regexp.MustCompile("(`|\")" + regexp.QuoteMeta(name) + "(`|\")").MatchString(text)
 	}
-	for _, code := range wire.ErrorCodes() {
+	for _, code := range ErrorCodes() {
 		if !named(code) {
 			t.Errorf("error code %q is not in docs/http-api.md", code)
 		}

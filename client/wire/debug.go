@@ -1,0 +1,5 @@
+package wire
+
+// DebugProfiles are the runtime profiles a server serves at
+// /v1/debug/pprof/{profile}.
+var DebugProfiles = []string{"goroutine", "heap"}

@@ -1,0 +1,83 @@
+package wire
+
+// GroupSpec defines a group: explicit Keys, or Count keys named Prefix0 …
+// Prefix(Count-1). MaxPerWorker bounds the keys of one worker (0: no bound
+// beyond an even spread). StuckGrace is how long a key may stay free while
+// targeted at a live worker before the balancer marks the worker stuck and
+// moves its keys (a duration; "" or "0s": twice the largest TTL of the
+// group's leases). MinWorkers is how many workers able to take keys the
+// group should have; fewer is reported by GET /v1/health/placement.
+type GroupSpec struct {
+	Keys         []string `json:"keys,omitempty"`
+	Prefix       string   `json:"prefix,omitempty"`
+	Count        int      `json:"count,omitempty"`
+	MaxPerWorker int      `json:"max_per_worker,omitempty"`
+	StuckGrace   string   `json:"stuck_grace,omitempty"`
+	MinWorkers   int      `json:"min_workers,omitempty"`
+}
+
+// GroupKey is one key of a group: the balancer's target and the actual
+// holder of its lease.
+type GroupKey struct {
+	Key    string `json:"key"`
+	Target string `json:"target,omitempty"`
+	Holder string `json:"holder,omitempty"`
+	// Worker is the id of the worker that holds the key (from its lease's
+	// "worker" metadata), or the holder when the lease names none.
+	Worker     string   `json:"worker,omitempty"`
+	Token      uint64   `json:"token,omitempty"`
+	State      string   `json:"state"`
+	Disabled   bool     `json:"disabled,omitempty"`
+	Prohibited []string `json:"prohibited,omitempty"`
+}
+
+// GroupWorker is a live worker of a group with its number of target and
+// held keys.
+type GroupWorker struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Capacity int    `json:"capacity,omitempty"`
+	Draining bool   `json:"draining,omitempty"`
+	Drained  bool   `json:"drained,omitempty"`
+	Targets  int    `json:"targets"`
+	Holds    int    `json:"holds"`
+	// Stuck: the balancer found the worker not taking its targets; it
+	// keeps what it holds and gets no new keys for a while.
+	Stuck bool `json:"stuck,omitempty"`
+}
+
+// Group is a group with every key's target and owner.
+type Group struct {
+	Name         string        `json:"name"`
+	MaxPerWorker int           `json:"max_per_worker"`
+	Keys         []GroupKey    `json:"keys"`
+	Workers      []GroupWorker `json:"workers"`
+	ModifyIndex  uint64        `json:"modify_index"`
+	AssignIndex  uint64        `json:"assign_index"`
+	// StuckGrace is the group's own grace ("" when it uses the default),
+	// MinWorkers its minimum (0: none), Stuck the workers the balancer
+	// marked stuck (sorted; they need not be alive).
+	StuckGrace string   `json:"stuck_grace,omitempty"`
+	MinWorkers int      `json:"min_workers,omitempty"`
+	Stuck      []string `json:"stuck,omitempty"`
+	// Next, in one page of the group (GetPage), is the cursor of the next
+	// page of Keys; empty after the last one. The workers' counts cover
+	// every key of the group that the token may read, on every page.
+	Next string `json:"next"`
+	// HiddenKeys is the number of the group's keys (of the whole group,
+	// on every page) that the answer left out, from Keys and from the
+	// workers' counts, because the token may not read them (ACLs on).
+	HiddenKeys int `json:"hidden_keys"`
+}
+
+// KeyControl is an operator's controls of a key. Key names it in answers;
+// SetControl ignores it, and Ended, and sends a wire.KeyControlBody.
+type KeyControl struct {
+	Key        string   `json:"key,omitempty"`
+	Disabled   bool     `json:"disabled"`
+	Prohibited []string `json:"prohibited"`
+	// Ended, in the answer of a change only, is the lease the change
+	// ended: its holder is prohibited, or the key disabled (see
+	// RevokedLease).
+	Ended []RevokedLease `json:"ended,omitempty"`
+}
