@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
@@ -15,8 +14,8 @@ import (
 
 // tokenOut is a token as the API shows it; secret is "" except in the
 // answer that created it.
-func tokenOut(t *fsm.ACLToken, secret string) client.ACLToken {
-	out := client.ACLToken{AccessorID: t.AccessorID, SecretID: secret, Description: t.Description, Policies: t.Policies,
+func tokenOut(t *fsm.ACLToken, secret string) wire.ACLToken {
+	out := wire.ACLToken{AccessorID: t.AccessorID, SecretID: secret, Description: t.Description, Policies: t.Policies,
 		HolderPrefix: t.HolderPrefix, Management: t.Management, CreateIndex: t.CreateIndex}
 	if out.Policies == nil {
 		out.Policies = []string{}
@@ -27,11 +26,11 @@ func tokenOut(t *fsm.ACLToken, secret string) client.ACLToken {
 	return out
 }
 
-func policyOut(p *fsm.ACLPolicy) client.ACLPolicy {
-	out := client.ACLPolicy{Name: p.Name, Description: p.Description, Rules: make([]client.ACLRule, len(p.Rules)),
+func policyOut(p *fsm.ACLPolicy) wire.ACLPolicy {
+	out := wire.ACLPolicy{Name: p.Name, Description: p.Description, Rules: make([]wire.ACLRule, len(p.Rules)),
 		CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
 	for i, r := range p.Rules {
-		out.Rules[i] = client.ACLRule{Prefix: r.Prefix, Rights: r.Rights.Names()}
+		out.Rules[i] = wire.ACLRule{Prefix: r.Prefix, Rights: r.Rights.Names()}
 	}
 	return out
 }
@@ -47,7 +46,7 @@ func (s *Server) aclBootstrap(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclCreateToken(w http.ResponseWriter, r *http.Request) error {
-	var body client.ACLTokenSpec
+	var body wire.ACLTokenSpec
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -123,8 +122,8 @@ func (s *Server) aclAuthorize(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	if n := len(body.Checks); n == 0 || n > client.MaxACLChecks {
-		return badRequest(wire.CodeInvalidBody, "checks", fmt.Sprintf("checks: %d checks, want 1 to %d", n, client.MaxACLChecks))
+	if n := len(body.Checks); n == 0 || n > wire.MaxACLChecks {
+		return badRequest(wire.CodeInvalidBody, "checks", fmt.Sprintf("checks: %d checks, want 1 to %d", n, wire.MaxACLChecks))
 	}
 	// Every check is read before any is answered: a bad one refuses the
 	// whole call.
@@ -137,9 +136,9 @@ func (s *Server) aclAuthorize(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	a := authz(r)
-	out := wire.ACLAuthorizeResults{Checks: make([]client.ACLCheckResult, len(body.Checks))}
+	out := wire.ACLAuthorizeResults{Checks: make([]wire.ACLCheckResult, len(body.Checks))}
 	for i, c := range body.Checks {
-		out.Checks[i] = client.ACLCheckResult{ACLCheck: c, Allowed: needs[i].allows(a, names[i]) == nil}
+		out.Checks[i] = wire.ACLCheckResult{ACLCheck: c, Allowed: needs[i].allows(a, names[i]) == nil}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -152,27 +151,27 @@ type checkKind struct {
 	kind  string
 	need  func(fsm.Right) need
 	code  string
-	name  func(c *client.ACLCheck) *string
+	name  func(c *wire.ACLCheck) *string
 	valid func(name string) error
 }
 
 var checkKinds = []checkKind{
-	{"key", onKey, wire.CodeInvalidKey, func(c *client.ACLCheck) *string { return c.Key }, fsm.ValidateKey},
-	{"prefix", onPrefix, wire.CodeInvalidPrefix, func(c *client.ACLCheck) *string { return c.Prefix }, func(p string) error {
+	{"key", onKey, wire.CodeInvalidKey, func(c *wire.ACLCheck) *string { return c.Key }, fsm.ValidateKey},
+	{"prefix", onPrefix, wire.CodeInvalidPrefix, func(c *wire.ACLCheck) *string { return c.Prefix }, func(p string) error {
 		if len(p) > fsm.MaxKeyLen {
 			return fmt.Errorf("%d bytes, the limit is %d", len(p), fsm.MaxKeyLen)
 		}
 		return nil
 	}},
-	{"group", onGroup, wire.CodeInvalidName, func(c *client.ACLCheck) *string { return c.Group }, func(g string) error { return cluster.ValidateName("group", g) }},
-	{"worker", onWorker, wire.CodeInvalidWorker, func(c *client.ACLCheck) *string { return c.Worker }, func(id string) error { return cluster.ValidateName("worker", id) }},
+	{"group", onGroup, wire.CodeInvalidName, func(c *wire.ACLCheck) *string { return c.Group }, func(g string) error { return cluster.ValidateName("group", g) }},
+	{"worker", onWorker, wire.CodeInvalidWorker, func(c *wire.ACLCheck) *string { return c.Worker }, func(id string) error { return cluster.ValidateName("worker", id) }},
 }
 
 // checkNeed reads one check of an authorize body: the need it asks about
 // (built as the routes build theirs) and the name it asks it on. field is
 // the check's place in the body ("checks[3]"), for the errors: 400 naming
 // the field and the rule it breaks.
-func checkNeed(field string, c client.ACLCheck) (need, string, error) {
+func checkNeed(field string, c wire.ACLCheck) (need, string, error) {
 	if c.Right == "" {
 		return need{}, "", badRequest(wire.CodeInvalidBody, field+".right", field+".right: required, one of read, write, revoke, groups, operator, acl")
 	}
@@ -221,7 +220,7 @@ func (s *Server) aclDeleteToken(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) aclSetPolicy(w http.ResponseWriter, r *http.Request) error {
-	var body client.ACLPolicySpec
+	var body wire.ACLPolicySpec
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -250,7 +249,7 @@ func (s *Server) aclListPolicies(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := client.ACLPolicyList{Policies: make([]client.ACLPolicy, len(policies)), Index: index}
+	out := wire.ACLPolicyList{Policies: make([]wire.ACLPolicy, len(policies)), Index: index}
 	for i, p := range policies {
 		out.Policies[i] = policyOut(p)
 	}
@@ -277,7 +276,7 @@ func (s *Server) aclDeletePolicy(w http.ResponseWriter, r *http.Request) error {
 // its binding, read each group, and acquire each group's keys
 // (cluster.Node.WorkerAllowed).
 func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) error {
-	var body client.WorkerRegistration
+	var body wire.WorkerRegistration
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}

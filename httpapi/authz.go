@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
@@ -99,7 +98,7 @@ func authz(r *http.Request) *cluster.Authorizer {
 // Authorization: Bearer. No route reads one from the query (URLs end up
 // in logs); the inspection page sends the header.
 func secretOf(r *http.Request) string {
-	if v := r.Header.Get(client.HeaderToken); v != "" {
+	if v := r.Header.Get(wire.HeaderToken); v != "" {
 		return v
 	}
 	if v := r.Header.Get("Authorization"); len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
@@ -29,7 +28,7 @@ func (s *Server) saveSnapshot(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.Header().Set(client.HeaderIndex, strconv.FormatUint(info.Index, 10))
+	w.Header().Set(wire.HeaderIndex, strconv.FormatUint(info.Index, 10))
 	w.WriteHeader(http.StatusOK)
 	_, err = w.Write(b)
 	if err != nil {
@@ -72,7 +71,7 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		return badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body: a snapshot of more than %d bytes", client.MaxSnapshotBytes))
+		return badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body: a snapshot of more than %d bytes", wire.MaxSnapshotBytes))
 	case err != nil:
 		return badRequest(wire.CodeInvalidBody, "body", fmt.Sprintf("body: %v", err))
 	case len(b) == 0:
@@ -86,7 +85,7 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, client.RestoreResult{Snapshot: res.Snapshot, Restored: res.Restored,
+	writeJSON(w, http.StatusOK, wire.RestoreResult{Snapshot: res.Snapshot, Restored: res.Restored,
 		Verified: res.Verified, ACLRestored: opts.ACL, Replicated: res.Replicated})
 	return nil
 }
@@ -94,13 +93,13 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 // bodyLimit is the largest request body of r's route.
 func bodyLimit(r *http.Request) int64 {
 	if r.Method == http.MethodPut && r.URL.Path == "/v1/snapshot" {
-		return client.MaxSnapshotBytes
+		return wire.MaxSnapshotBytes
 	}
 	return MaxBodyBytes
 }
 
 // receivingSnapshot serves h, which reads a snapshot of up to
-// client.MaxSnapshotBytes (and a follower buffers it to forward it), only
+// wire.MaxSnapshotBytes (and a follower buffers it to forward it), only
 // for a caller with the right n, checked here before the body is read,
 // and only one at a time on this server: an anonymous caller cannot make
 // a server hold hundreds of megabytes.

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 )
 
@@ -95,7 +94,7 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 // nothing (a full disk) does not claim to be fresh.
 func (s *Server) readHeaders(w http.ResponseWriter, index uint64) {
 	h := w.Header()
-	h.Set(client.HeaderIndex, strconv.FormatUint(index, 10))
+	h.Set(wire.HeaderIndex, strconv.FormatUint(index, 10))
 	health := s.node.Replica.Health()
 	st := s.node.Replica.LastContact()
 	if st >= 0 && health.BehindFor > st {
@@ -105,11 +104,11 @@ func (s *Server) readHeaders(w http.ResponseWriter, index uint64) {
 	if st < 0 {
 		ms = -1
 	}
-	h.Set(client.HeaderLastContact, strconv.FormatInt(ms, 10))
-	h.Set(client.HeaderKnownLeader, strconv.FormatBool(s.node.Replica.LeaderHTTPAddr() != "" || s.node.Replica.Ready() == nil))
-	h.Set(client.HeaderAppliedIndex, strconv.FormatUint(health.AppliedIndex, 10))
-	h.Set(client.HeaderBehind, strconv.FormatUint(health.BehindEntries, 10))
+	h.Set(wire.HeaderLastContact, strconv.FormatInt(ms, 10))
+	h.Set(wire.HeaderKnownLeader, strconv.FormatBool(s.node.Replica.LeaderHTTPAddr() != "" || s.node.Replica.Ready() == nil))
+	h.Set(wire.HeaderAppliedIndex, strconv.FormatUint(health.AppliedIndex, 10))
+	h.Set(wire.HeaderBehind, strconv.FormatUint(health.BehindEntries, 10))
 	if health.Problem != "" {
-		h.Set(client.HeaderNotReady, health.Problem)
+		h.Set(wire.HeaderNotReady, health.Problem)
 	}
 }

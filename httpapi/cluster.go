@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
@@ -33,7 +32,7 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) error {
 	a := authz(r)
 	all := a.Allow(fsm.RightRead, "key", "") == nil
 	return s.hashBlocking(w, r, s.node.Members.MembersChanged, func() (any, string, bool) {
-		out := wire.MemberList{Members: []client.Member{}}
+		out := wire.MemberList{Members: []wire.Member{}}
 		for _, m := range s.node.Members.Members() {
 			mo := memberOut(m)
 			if !all {
@@ -52,21 +51,21 @@ func (s *Server) removeServer(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.write(w, r, func(ctx context.Context) (any, error) {
 		res, err := s.node.Operator.RemoveServer(ctx, pathVar(r, "id"), force)
-		return client.RemoveResult{ID: res.ID, Voters: res.Voters, Forced: res.Forced, Readmit: res.Readmit}, err
+		return wire.RemoveResult{ID: res.ID, Voters: res.Voters, Forced: res.Forced, Readmit: res.Readmit}, err
 	})
 }
 
 func (s *Server) readmitServer(w http.ResponseWriter, r *http.Request) error {
 	return s.write(w, r, func(ctx context.Context) (any, error) {
 		srv, err := s.node.Operator.ReadmitServer(ctx, pathVar(r, "id"))
-		return client.ReadmitResult{ID: srv.ID, RaftAddr: srv.RaftAddr, Voter: srv.Voter}, err
+		return wire.ReadmitResult{ID: srv.ID, RaftAddr: srv.RaftAddr, Voter: srv.Voter}, err
 	})
 }
 
 func (s *Server) promoteServer(w http.ResponseWriter, r *http.Request) error {
 	return s.write(w, r, func(ctx context.Context) (any, error) {
 		voters, err := s.node.Operator.PromoteServer(ctx, pathVar(r, "id"))
-		return client.PromoteResult{ID: pathVar(r, "id"), Voters: voters}, err
+		return wire.PromoteResult{ID: pathVar(r, "id"), Voters: voters}, err
 	})
 }
 
@@ -91,11 +90,11 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, client.SnapshotInfo{ID: info.ID, Index: info.Index, Term: info.Term, Size: info.Size})
+	writeJSON(w, http.StatusOK, wire.SnapshotInfo{ID: info.ID, Index: info.Index, Term: info.Term, Size: info.Size})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, client.Health{Status: "ok"})
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 }
 
 // readyz is 200 while this node can serve: a follower that knows a leader,
@@ -106,7 +105,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // (cluster.Node.Health).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	st := s.node.Status.Status()
-	out := client.Readiness{Role: st.Role, LeaderID: st.LeaderID, BehindEntries: st.Health.BehindEntries,
+	out := wire.Readiness{Role: st.Role, LeaderID: st.LeaderID, BehindEntries: st.Health.BehindEntries,
 		BehindFor: st.Health.BehindFor.Round(time.Millisecond).String(), DiskWriteErrors: st.Health.DiskWriteErrors,
 		SnapshotWriteErrors: st.Health.SnapshotWriteErrors}
 	var reason string
@@ -245,7 +244,7 @@ func (s *Server) sendKeyring(ctx context.Context, r *http.Request, addr string, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(headerKeyringLocal, "1")
-	for _, h := range []string{client.HeaderToken, "Authorization"} {
+	for _, h := range []string{wire.HeaderToken, "Authorization"} {
 		if v := r.Header.Get(h); v != "" {
 			req.Header.Set(h, v)
 		}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 )
 
@@ -118,18 +117,18 @@ func (t *LogTail) Bytes() []byte {
 // buffers), or as text with ?debug=1 (goroutine: ?debug=2 gives every
 // stack in full).
 func (s *Server) profile(w http.ResponseWriter, r *http.Request) error {
-	// client.DebugProfiles: a snapshot each, cheap to take. CPU profiles
+	// wire.DebugProfiles: a snapshot each, cheap to take. CPU profiles
 	// and traces, which run for a while and cost while they do, are left
 	// out on purpose.
 	name := pathVar(r, "profile")
 	p := pprof.Lookup(name)
 	known := false
-	for _, n := range client.DebugProfiles {
+	for _, n := range wire.DebugProfiles {
 		known = known || n == name
 	}
 	if !known || p == nil {
 		return &apiError{code: wire.CodeNotFound, field: "profile",
-			msg: fmt.Sprintf("profile: %q is not served, want one of %v", name, client.DebugProfiles)}
+			msg: fmt.Sprintf("profile: %q is not served, want one of %v", name, wire.DebugProfiles)}
 	}
 	debug := 0
 	if v := r.URL.Query().Get("debug"); v != "" {

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
@@ -81,7 +80,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		evs, next, err := s.node.Events.Events(after, eq.filter, eq.limit)
 		var ce *fsm.CompactedError
 		if errors.As(err, &ce) {
-			w.Header().Set(client.HeaderOldestIndex, strconv.FormatUint(ce.Oldest, 10))
+			w.Header().Set(wire.HeaderOldestIndex, strconv.FormatUint(ce.Oldest, 10))
 			s.readHeaders(w, ce.Oldest)
 			writeJSON(w, http.StatusGone, wire.CompactedBody{
 				ErrorBody:   wire.ErrorBody{Error: wire.CodeCompacted, Message: ce.Error(), Field: "index"},
@@ -92,7 +91,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		out := wire.EventList{Events: make([]client.Event, 0, len(evs)), Index: next}
+		out := wire.EventList{Events: make([]wire.Event, 0, len(evs)), Index: next}
 		for _, e := range evs {
 			if visible(a, e) {
 				out.Events = append(out.Events, eventOut(e))
@@ -115,7 +114,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 			return r.Context().Err()
 		}
 		s.readHeaders(w, after)
-		writeJSON(w, http.StatusOK, wire.EventList{Events: []client.Event{}, Index: after})
+		writeJSON(w, http.StatusOK, wire.EventList{Events: []wire.Event{}, Index: after})
 		return nil
 	}
 }
@@ -144,8 +143,8 @@ func visible(a *cluster.Authorizer, e fsm.Event) bool {
 }
 
 // eventOut is an event as the API answers it.
-func eventOut(e fsm.Event) client.Event {
-	return client.Event{
+func eventOut(e fsm.Event) wire.Event {
+	return wire.Event{
 		Index: e.Index, Term: e.Term, Type: e.Type.String(),
 		Key: e.Key, Holder: e.Holder, Token: e.Token,
 		Group: e.Group, Worker: e.Worker, By: e.By, Reason: e.Reason,

@@ -10,14 +10,13 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 )
 
 // forwardedHeaders are copied from the leader's answer.
-var forwardedHeaders = []string{"Content-Type", "Retry-After", client.HeaderIndex, client.HeaderLastContact, client.HeaderKnownLeader, client.HeaderRelease,
-	client.HeaderAppliedIndex, client.HeaderBehind, client.HeaderNotReady}
+var forwardedHeaders = []string{"Content-Type", "Retry-After", wire.HeaderIndex, wire.HeaderLastContact, wire.HeaderKnownLeader, wire.HeaderRelease,
+	wire.HeaderAppliedIndex, wire.HeaderBehind, wire.HeaderNotReady}
 
 // forward relays a request to the leader and its answer back. A request
 // that was already forwarded once is not forwarded again: the node answers
@@ -56,7 +55,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("build forwarded request: %w", err))
 		return
 	}
-	for _, h := range []string{"Content-Type", client.HeaderToken, "Authorization"} {
+	for _, h := range []string{"Content-Type", wire.HeaderToken, "Authorization"} {
 		if v := r.Header.Get(h); v != "" {
 			req.Header.Set(h, v) // the leader checks the token itself
 		}

@@ -8,14 +8,13 @@ import (
 	"strconv"
 
 	"github.com/gorilla/mux"
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
 
-func summary(g *fsm.Group) client.GroupSummary {
-	return client.GroupSummary{Name: g.Name, Keys: len(g.Keys), Assigned: len(g.Assignment), MaxPerWorker: g.MaxPerWorker, ModifyIndex: g.ModifyIndex}
+func summary(g *fsm.Group) wire.GroupSummary {
+	return wire.GroupSummary{Name: g.Name, Keys: len(g.Keys), Assigned: len(g.Assignment), MaxPerWorker: g.MaxPerWorker, ModifyIndex: g.ModifyIndex}
 }
 
 // writeGroup makes a change of a group and answers the group's summary.
@@ -29,9 +28,9 @@ func (s *Server) writeGroup(w http.ResponseWriter, r *http.Request, change func(
 	})
 }
 
-func groupOut(v cluster.GroupView) client.Group {
-	out := client.Group{Name: v.Name, MaxPerWorker: v.MaxPerWorker, ModifyIndex: v.ModifyIndex, AssignIndex: v.AssignIndex,
-		Keys: make([]client.GroupKey, len(v.Keys)), Workers: []client.GroupWorker{}, MinWorkers: v.MinWorkers, Stuck: v.Stuck,
+func groupOut(v cluster.GroupView) wire.Group {
+	out := wire.Group{Name: v.Name, MaxPerWorker: v.MaxPerWorker, ModifyIndex: v.ModifyIndex, AssignIndex: v.AssignIndex,
+		Keys: make([]wire.GroupKey, len(v.Keys)), Workers: []wire.GroupWorker{}, MinWorkers: v.MinWorkers, Stuck: v.Stuck,
 		HiddenKeys: v.Hidden}
 	if v.StuckGrace > 0 {
 		out.StuckGrace = v.StuckGrace.String()
@@ -42,7 +41,7 @@ func groupOut(v cluster.GroupView) client.Group {
 		targets, holds = map[string]int{}, map[string]int{}
 	}
 	for i, k := range v.Keys {
-		kj := client.GroupKey{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited}
+		kj := wire.GroupKey{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited}
 		if k.Lease != nil && k.Lease.Held {
 			kj.State, kj.Holder, kj.Token = "held", k.Lease.Holder, k.Lease.Token
 			kj.Worker = cluster.HeldBy(k.Lease) // workers name themselves in their leases' metadata
@@ -60,7 +59,7 @@ func groupOut(v cluster.GroupView) client.Group {
 		drained[w] = true
 	}
 	for _, w := range v.Workers {
-		out.Workers = append(out.Workers, client.GroupWorker{ID: w.Meta.ID, Status: w.Status, Capacity: w.Meta.Capacity,
+		out.Workers = append(out.Workers, wire.GroupWorker{ID: w.Meta.ID, Status: w.Status, Capacity: w.Meta.Capacity,
 			Draining: w.Meta.Draining, Drained: drained[w.Meta.ID], Targets: targets[w.Meta.ID], Holds: holds[w.Meta.ID],
 			Stuck: v.IsStuck(w.Meta.ID)})
 	}
@@ -70,7 +69,7 @@ func groupOut(v cluster.GroupView) client.Group {
 func groupName(r *http.Request) string { return mux.Vars(r)["name"] }
 
 func (s *Server) putGroup(w http.ResponseWriter, r *http.Request) error {
-	var body client.GroupSpec
+	var body wire.GroupSpec
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
@@ -184,7 +183,7 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, 0, err
 		}
-		return client.Assignment{Group: groupName(r), Assignment: v.Plan, Index: v.Index, Next: encodeCursor(v.Next), HiddenKeys: v.Hidden}, v.Index, nil
+		return wire.Assignment{Group: groupName(r), Assignment: v.Plan, Index: v.Index, Next: encodeCursor(v.Next), HiddenKeys: v.Hidden}, v.Index, nil
 	})
 }
 
@@ -223,7 +222,7 @@ func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
-	return changeControl(s, w, r, func(ctx context.Context, key string, body client.KeyControlEdit, force bool) (fsm.KeyControl, []cluster.EndedLease, error) {
+	return changeControl(s, w, r, func(ctx context.Context, key string, body wire.KeyControlEdit, force bool) (fsm.KeyControl, []cluster.EndedLease, error) {
 		return s.node.Controls.EditKeyControl(ctx, key, cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
 	})
 }
@@ -266,12 +265,12 @@ func controlForce(r *http.Request) (bool, error) {
 	return true, authz(r).Allow(fsm.RightRevoke, "key", pathKey(r))
 }
 
-func controlOut(key string, c fsm.KeyControl) client.KeyControl {
+func controlOut(key string, c fsm.KeyControl) wire.KeyControl {
 	p := c.Prohibited
 	if p == nil {
 		p = []string{}
 	}
-	return client.KeyControl{Key: key, Disabled: c.Disabled, Prohibited: p}
+	return wire.KeyControl{Key: key, Disabled: c.Disabled, Prohibited: p}
 }
 
 func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
@@ -289,7 +288,7 @@ func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 		if warnings == nil {
 			warnings = []string{}
 		}
-		return client.DrainResult{Worker: pathVar(r, "id"), Draining: draining, Warnings: warnings}, err
+		return wire.DrainResult{Worker: pathVar(r, "id"), Draining: draining, Warnings: warnings}, err
 	})
 }
 
@@ -307,12 +306,12 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, 0, err
 		}
-		out := wire.WorkerList{Workers: []client.WorkerInfo{}, Index: watchIndex(index), Next: encodeCursor(next)}
+		out := wire.WorkerList{Workers: []wire.WorkerInfo{}, Index: watchIndex(index), Next: encodeCursor(next)}
 		for _, v := range views {
-			wi := client.WorkerInfo{ID: v.ID, Status: v.Status, Addr: v.Addr, Groups: v.Groups, Capacity: v.Capacity,
-				Draining: v.Draining, Drained: v.Drained, Keys: []client.WorkerGroupKeys{}}
+			wi := wire.WorkerInfo{ID: v.ID, Status: v.Status, Addr: v.Addr, Groups: v.Groups, Capacity: v.Capacity,
+				Draining: v.Draining, Drained: v.Drained, Keys: []wire.WorkerGroupKeys{}}
 			for _, k := range v.Keys {
-				wi.Keys = append(wi.Keys, client.WorkerGroupKeys{Group: k.Group, Targets: k.Targets, Holds: k.Holds})
+				wi.Keys = append(wi.Keys, wire.WorkerGroupKeys{Group: k.Group, Targets: k.Targets, Holds: k.Holds})
 			}
 			out.Workers = append(out.Workers, wi)
 		}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 )
@@ -85,7 +84,7 @@ func (s *Server) hashBlocking(w http.ResponseWriter, r *http.Request, changed fu
 }
 
 func (s *Server) writeHashed(w http.ResponseWriter, out any, hash string) error {
-	w.Header().Set(client.HeaderContentHash, hash)
+	w.Header().Set(wire.HeaderContentHash, hash)
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -4,7 +4,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
+
 	"github.com/tenure-io/tenure/cluster"
 )
 
@@ -24,26 +25,26 @@ func (s *Server) placementHealth(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func placementHealthOut(rep cluster.PlacementReport, now time.Time) client.PlacementHealth {
-	out := client.PlacementHealth{OK: rep.OK(), Truncated: rep.Truncated,
-		Unowned: []client.UnownedKey{}, Stuck: []client.StuckWorker{}, BelowMin: []client.GroupBelowMin{}, Stale: []client.StaleLease{}}
+func placementHealthOut(rep cluster.PlacementReport, now time.Time) wire.PlacementHealth {
+	out := wire.PlacementHealth{OK: rep.OK(), Truncated: rep.Truncated,
+		Unowned: []wire.UnownedKey{}, Stuck: []wire.StuckWorker{}, BelowMin: []wire.GroupBelowMin{}, Stale: []wire.StaleLease{}}
 	if rep.Threshold > 0 {
 		out.Threshold = rep.Threshold.String()
 	}
 	for _, k := range rep.Unowned {
-		out.Unowned = append(out.Unowned, client.UnownedKey{Group: k.Group, Key: k.Key, Target: k.Target,
+		out.Unowned = append(out.Unowned, wire.UnownedKey{Group: k.Group, Key: k.Key, Target: k.Target,
 			UnownedFor: k.For.Round(time.Millisecond).String(), Overdue: k.Overdue})
 	}
 	for _, st := range rep.Stuck {
-		out.Stuck = append(out.Stuck, client.StuckWorker{Group: st.Group, Worker: st.Worker,
+		out.Stuck = append(out.Stuck, wire.StuckWorker{Group: st.Group, Worker: st.Worker,
 			Since: now.Add(-st.For).UTC().Format(time.RFC3339), StuckFor: st.For.Round(time.Millisecond).String(),
 			QuarantineLeft: st.QuarantineLeft.Round(time.Millisecond).String()})
 	}
 	for _, g := range rep.BelowMin {
-		out.BelowMin = append(out.BelowMin, client.GroupBelowMin{Group: g.Group, Workers: g.Workers, MinWorkers: g.MinWorkers})
+		out.BelowMin = append(out.BelowMin, wire.GroupBelowMin{Group: g.Group, Workers: g.Workers, MinWorkers: g.MinWorkers})
 	}
 	for _, l := range rep.Stale {
-		out.Stale = append(out.Stale, client.StaleLease{Key: l.Key, Holder: l.Holder, Token: l.Token, TTL: l.TTL.String(),
+		out.Stale = append(out.Stale, wire.StaleLease{Key: l.Key, Holder: l.Holder, Token: l.Token, TTL: l.TTL.String(),
 			SinceRenewal: l.SinceRenewal.Round(time.Millisecond).String()})
 	}
 	return out

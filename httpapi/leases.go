@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
@@ -36,7 +35,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 	// place it is ever shown.
 	secret := body.Secret
 	if secret == "" {
-		secret = client.NewLeaseSecret()
+		secret = wire.NewLeaseSecret()
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.WriteTimeout+wait)
 	defer cancel()
@@ -84,7 +83,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	if freed {
 		outcome = "freed"
 	}
-	w.Header().Set(client.HeaderRelease, outcome)
+	w.Header().Set(wire.HeaderRelease, outcome)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -98,7 +97,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.write(w, r, func(ctx context.Context) (any, error) {
 		ended, err := s.node.Leases.Revoke(ctx, pathKey(r), force)
-		return client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))}, err
+		return wire.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))}, err
 	})
 }
 
@@ -116,7 +115,7 @@ func (s *Server) revokeHolder(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.write(w, r, func(ctx context.Context) (any, error) {
 		ended, err := s.node.Leases.RevokeHolder(ctx, q.Get("holder"), force)
-		return client.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))}, err
+		return wire.RevokeResult{Revoked: revokedOut(ended, readable(authz(r)))}, err
 	})
 }
 
@@ -138,10 +137,10 @@ func parseForce(r *http.Request) (bool, error) {
 // revokedOut answers the leases a revoke or a control ended. can is the
 // request's key filter (readable): a lease of a key it may not read is
 // answered without its holder and token.
-func revokedOut(ended []cluster.EndedLease, can func(key string) bool) []client.RevokedLease {
-	out := make([]client.RevokedLease, len(ended))
+func revokedOut(ended []cluster.EndedLease, can func(key string) bool) []wire.RevokedLease {
+	out := make([]wire.RevokedLease, len(ended))
 	for i, e := range ended {
-		out[i] = client.RevokedLease{Key: e.Key, Holder: e.Holder, Token: e.Token, Reason: e.Reason, Forced: e.Forced, FreesIn: e.FreesIn}
+		out[i] = wire.RevokedLease{Key: e.Key, Holder: e.Holder, Token: e.Token, Reason: e.Reason, Forced: e.Forced, FreesIn: e.FreesIn}
 		if can != nil && !can(e.Key) {
 			out[i].Holder, out[i].Token = "", 0
 		}

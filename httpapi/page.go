@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"path"
 
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 )
 
@@ -52,7 +51,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 		Views      any
 		EventTypes []string
 		Static     string
-	}{Views: pageViews, EventTypes: client.EventTypes(), Static: "/ui/static/"}
+	}{Views: pageViews, EventTypes: wire.EventTypes(), Static: "/ui/static/"}
 	if err := pageTemplate.Execute(w, data); err != nil {
 		s.log.Debug("render page failed", "error", err)
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 )
 
@@ -38,12 +37,12 @@ func parseRenewMany(raw []byte) (body wire.RenewManyBody, ok bool) {
 	if !p.name("leases") || !p.lit('[') {
 		return body, false
 	}
-	body.Leases = []client.LeaseRef{}
+	body.Leases = []wire.LeaseRef{}
 	if p.peek(']') {
 		p.i++
 	} else {
 		for {
-			var ref client.LeaseRef
+			var ref wire.LeaseRef
 			if !p.lit('{') || !p.name("key") {
 				return body, false
 			}

@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/cluster/loglimit"
@@ -247,7 +246,7 @@ func New(cfg Config) (*Server, error) {
 // ServeHTTP adds the leader header to every answer and bounds the body.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if addr := s.node.Replica.LeaderHTTPAddr(); addr != "" {
-		w.Header().Set(client.HeaderLeaderAddr, addr)
+		w.Header().Set(wire.HeaderLeaderAddr, addr)
 	}
 	if limit := bodyLimit(r); limit > MaxBodyBytes {
 		// A large body (a restore) may take longer than -http-read-timeout.

@@ -3,7 +3,8 @@ package httpapi
 import (
 	"time"
 
-	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
+
 	"github.com/tenure-io/tenure/cluster"
 )
 
@@ -11,21 +12,21 @@ import (
 // wire.go); this file only converts the cluster's views into them.
 
 // leaseOut is a lease as the API answers it.
-func leaseOut(v cluster.LeaseView) *client.LeaseInfo {
+func leaseOut(v cluster.LeaseView) *wire.LeaseInfo {
 	l := v.Lease
-	out := &client.LeaseInfo{
+	out := &wire.LeaseInfo{
 		Key:         l.Key,
 		Holder:      l.Holder,
 		Token:       l.Token,
 		TTL:         l.TTL,
-		State:       client.StateFree,
+		State:       wire.StateFree,
 		Metadata:    l.Metadata,
 		Reason:      l.Reason.String(),
 		Ending:      l.Ending.String(),
 		ModifyIndex: l.ModifyIndex,
 	}
 	if l.Held {
-		out.State = client.StateHeld
+		out.State = wire.StateHeld
 	}
 	if l.AcquiredAt != 0 {
 		out.AcquiredAt = time.Unix(0, l.AcquiredAt)
@@ -39,8 +40,8 @@ func leaseOut(v cluster.LeaseView) *client.LeaseInfo {
 }
 
 // statusOut is a node's status as the API answers it.
-func statusOut(st cluster.Status) client.NodeStatus {
-	out := client.NodeStatus{
+func statusOut(st cluster.Status) wire.NodeStatus {
+	out := wire.NodeStatus{
 		NodeID:         st.NodeID,
 		ClusterID:      st.ClusterID,
 		Role:           st.Role,
@@ -53,7 +54,7 @@ func statusOut(st cluster.Status) client.NodeStatus {
 		LastToken:      st.LastToken,
 		LastContact:    st.LastContact.Round(time.Millisecond),
 		Ready:          st.Ready,
-		Servers:        []client.ServerInfo{},
+		Servers:        []wire.ServerInfo{},
 
 		NotReady:          st.Health.Problem,
 		LeaderCommitIndex: st.Health.LeaderCommit,
@@ -73,7 +74,7 @@ func statusOut(st cluster.Status) client.NodeStatus {
 		if srv.Voter {
 			suffrage = "voter"
 		}
-		out.Servers = append(out.Servers, client.ServerInfo{ID: srv.ID, RaftAddr: srv.RaftAddr, HTTPAddr: srv.HTTPAddr, Suffrage: suffrage, Leader: srv.Leader})
+		out.Servers = append(out.Servers, wire.ServerInfo{ID: srv.ID, RaftAddr: srv.RaftAddr, HTTPAddr: srv.HTTPAddr, Suffrage: suffrage, Leader: srv.Leader})
 	}
 	return out
 }
@@ -81,15 +82,15 @@ func statusOut(st cluster.Status) client.NodeStatus {
 // memberOut is a gossip member as the API answers it. The conversion of
 // the metadata compiles only while the server's gossip metadata and the
 // client's declare the same fields.
-func memberOut(m cluster.Member) client.Member {
-	return client.Member{Name: m.Name, Addr: m.Addr, Status: m.Status, Role: m.Meta.Role, Meta: m.Meta}
+func memberOut(m cluster.Member) wire.Member {
+	return wire.Member{Name: m.Name, Addr: m.Addr, Status: m.Status, Role: m.Meta.Role, Meta: m.Meta}
 }
 
 // keyringOut is the gossip keyring as the API answers it.
-func keyringOut(views []cluster.KeyringView, members int, unreached []string) client.Keyring {
-	out := client.Keyring{Keys: []client.KeyringKey{}, Members: members, Unreached: unreached}
+func keyringOut(views []cluster.KeyringView, members int, unreached []string) wire.Keyring {
+	out := wire.Keyring{Keys: []wire.KeyringKey{}, Members: members, Unreached: unreached}
 	for _, v := range views {
-		out.Keys = append(out.Keys, client.KeyringKey{Fingerprint: v.Fingerprint, GossipKey: v.Key, Holders: v.Holders, Primary: v.Primary})
+		out.Keys = append(out.Keys, wire.KeyringKey{Fingerprint: v.Fingerprint, GossipKey: v.Key, Holders: v.Holders, Primary: v.Primary})
 	}
 	return out
 }
