@@ -32,8 +32,9 @@
 // holder may count from.
 //
 // Two packages go with it, in the same module: client/wire declares the
-// contract of the HTTP API (bodies, error codes, limits) that this package
-// and the servers share, and client/worker runs a placement worker over
+// contract of the HTTP API (bodies, answers, headers, error codes, limits)
+// that this package and the servers share (this package names the ones
+// its calls use again, as aliases), and client/worker runs a placement worker over
 // gossip. A program that only takes leases compiles neither memberlist nor
 // anything of the servers.
 //

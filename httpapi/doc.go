@@ -9,5 +9,6 @@
 //
 // It owns no state and makes no decision about leases: package cluster does.
 // It is internal to tenure; the stable public API is package client, which
-// speaks this package's wire format.
+// speaks this package's wire format. Both take the bodies, headers and codes
+// from package client/wire; this package must never import package client.
 package httpapi
