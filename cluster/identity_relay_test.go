@@ -57,10 +57,7 @@ func TestRelayToALiveVoterNeverTakesItsSlot(t *testing.T) {
 	l := c.Leader()
 	victim := (l + 1) % 3
 	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
-	relayAddr, relayed := relay(t, addr)
-	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: relayAddr, HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
-	seesMembers(t, c, "impostor")
-	harness.WaitUntil(t, 10*time.Second, "the leader to prove the impostor through the relay", func() bool { return relayed() > 0 })
+	relayAddr := relayImpostor(t, c, l, id, addr)
 	c.Stop(victim)
 	// Well past the 5 election timeouts after which a silent voter moves.
 	harness.Holds(t, 8*time.Second, func() error { return slotHeld(t, c, id, addr, relayAddr) })
@@ -99,10 +96,7 @@ func TestVoterAtItsAddressIsPromotedBackDespiteADuplicate(t *testing.T) {
 	l := c.Leader()
 	victim := (l + 1) % 3
 	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
-	relayAddr, relayed := relay(t, addr)
-	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: relayAddr, HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
-	seesMembers(t, c, "impostor")
-	harness.WaitUntil(t, 10*time.Second, "the leader to prove the impostor through the relay", func() bool { return relayed() > 0 })
+	relayAddr := relayImpostor(t, c, l, id, addr)
 	if err := cluster.RaftOf(c.Node(l)).DemoteVoter(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
 		t.Fatalf("demote %s: %v", id, err)
 	}
@@ -142,10 +136,7 @@ func TestVoterThatAnswersAtItsAddressIsNeverMoved(t *testing.T) {
 			conn.Close()
 		}
 	}()
-	relayAddr, relayed := relay(t, addr)
-	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: relayAddr, HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
-	seesMembers(t, c, "impostor")
-	harness.WaitUntil(t, 10*time.Second, "the leader to prove the impostor through the relay", func() bool { return relayed() > 0 })
+	relayAddr := relayImpostor(t, c, l, id, addr)
 	// Well past the 5 election timeouts after which a silent voter moves.
 	harness.Holds(t, 8*time.Second, func() error { return slotHeld(t, c, id, addr, relayAddr) })
 }
@@ -161,10 +152,7 @@ func TestReadmitProvesTheMemberAgain(t *testing.T) {
 	l := c.Leader()
 	victim := (l + 1) % 3
 	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
-	relayAddr, relayed := relay(t, addr)
-	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: relayAddr, HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
-	seesMembers(t, c, "impostor")
-	harness.WaitUntil(t, 10*time.Second, "the leader to prove the impostor through the relay", func() bool { return relayed() > 0 })
+	relayImpostor(t, c, l, id, addr)
 	c.Stop(victim)
 	leader := c.Node(l)
 	if _, err := leader.RemoveServer(harness.Context(t, 5*time.Second), id, true); err != nil {
@@ -185,4 +173,16 @@ func TestReadmitProvesTheMemberAgain(t *testing.T) {
 	if got, ok := leaderConfiguration(t, c)[id]; ok {
 		t.Errorf("%s is %v at %s in the configuration, want it out", id, got.Suffrage, got.Address)
 	}
+}
+
+// relayImpostor has a forged member, impostor, announce server id with a
+// relay to addr as its Raft address, and waits until the leader l has
+// proved it through the relay. It returns the relay's address.
+func relayImpostor(t *testing.T, c *inproc.Cluster, l int, id, addr string) string {
+	t.Helper()
+	relayAddr, relayed := relay(t, addr)
+	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: relayAddr, HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
+	seesMembers(t, c, "impostor")
+	harness.WaitUntil(t, 10*time.Second, "the leader to prove the impostor through the relay", func() bool { return relayed() > 0 })
+	return relayAddr
 }
