@@ -21,23 +21,72 @@ import (
 // It returns each server's certificate files by id too.
 func tlsGossipCluster(t *testing.T, n int, tweak func(*cluster.Config)) (*inproc.Cluster, map[string]certs.Files) {
 	t.Helper()
-	p := newPKI(t)
-	files := map[string]certs.Files{}
-	var mu sync.Mutex
+	sc := newServerCerts(t)
 	c := gossipCluster(t, n, func(cfg *cluster.Config) {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, ok := files[cfg.NodeID]; !ok {
-			files[cfg.NodeID] = p.server(cfg.NodeID, cfg.ClusterName)
-		}
-		cfg.TLS = files[cfg.NodeID]
+		sc.tweak(cfg)
 		if tweak != nil {
 			tweak(cfg)
 		}
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	return c, maps.Clone(files)
+	return c, sc.byID()
+}
+
+// serverCerts gives each server a certificate of its own id from a PKI of
+// its own, the same one when the server restarts.
+type serverCerts struct {
+	p     *pki
+	mu    sync.Mutex
+	files map[string]certs.Files
+}
+
+func newServerCerts(t *testing.T) *serverCerts {
+	t.Helper()
+	return &serverCerts{p: newPKI(t), files: map[string]certs.Files{}}
+}
+
+// tweak sets cfg.TLS to the certificate of cfg.NodeID: an
+// inproc.Options.Tweak.
+func (s *serverCerts) tweak(cfg *cluster.Config) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.files[cfg.NodeID]; !ok {
+		s.files[cfg.NodeID] = s.p.server(cfg.NodeID, cfg.ClusterName)
+	}
+	cfg.TLS = s.files[cfg.NodeID]
+}
+
+// byID is each server's certificate files by id.
+func (s *serverCerts) byID() map[string]certs.Files {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.files)
+}
+
+// handshakeOnly listens with TLS at addr ("127.0.0.1:0" for any port) as
+// the server of files: it completes each handshake, then hangs up, and
+// speaks no Raft. It returns the address it listens at.
+func handshakeOnly(t *testing.T, addr string, files certs.Files) string {
+	t.Helper()
+	cfg, err := certs.ServerConfig(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", addr, cfg)
+	if err != nil {
+		t.Fatalf("listen at %s: %v", addr, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.(*tls.Conn).Handshake()
+			conn.Close()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // With TLS, a member that holds only the gossip key announces a live
@@ -117,25 +166,7 @@ func TestVoterThatAnswersAtItsAddressIsNeverMoved(t *testing.T) {
 	victim := (l + 1) % 3
 	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
 	c.Stop(victim)
-	cfg, err := certs.ServerConfig(files[id])
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := tls.Listen("tcp", addr, cfg)
-	if err != nil {
-		t.Fatalf("listen at %s's address %s: %v", id, addr, err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.(*tls.Conn).Handshake()
-			conn.Close()
-		}
-	}()
+	handshakeOnly(t, addr, files[id])
 	relayAddr := relayImpostor(t, c, l, id, addr)
 	// Well past the 5 election timeouts after which a silent voter moves.
 	harness.Holds(t, 8*time.Second, func() error { return slotHeld(t, c, id, addr, relayAddr) })
