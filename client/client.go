@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client/internal/wait"
 	"github.com/tenure-io/tenure/client/wire"
 )
 
@@ -116,7 +117,7 @@ func New(cfg *Config) (*Client, error) {
 	if c.log == nil {
 		c.log = hclog.NewNullLogger()
 	}
-	c.sleep = sleepCtx
+	c.sleep = wait.Sleep
 	c.jitter = func(d time.Duration) time.Duration {
 		if d <= 0 {
 			return 0
@@ -161,17 +162,6 @@ func defaultHTTPClient(tc *tls.Config) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

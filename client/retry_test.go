@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/client/internal/wait"
 	"github.com/tenure-io/tenure/client/wire"
 )
 
@@ -238,7 +239,7 @@ func TestContextCancelStopsRetries(t *testing.T) {
 	// the real wait must end at once.
 	c.sleep = func(ctx context.Context, d time.Duration) error {
 		cancel()
-		return sleepCtx(ctx, d)
+		return wait.Sleep(ctx, d)
 	}
 
 	_, _, err := c.Leases().Get(ctx, "k", nil)

@@ -21,23 +21,72 @@ import (
 // It returns each server's certificate files by id too.
 func tlsGossipCluster(t *testing.T, n int, tweak func(*cluster.Config)) (*inproc.Cluster, map[string]certs.Files) {
 	t.Helper()
-	p := newPKI(t)
-	files := map[string]certs.Files{}
-	var mu sync.Mutex
+	sc := newServerCerts(t)
 	c := gossipCluster(t, n, func(cfg *cluster.Config) {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, ok := files[cfg.NodeID]; !ok {
-			files[cfg.NodeID] = p.server(cfg.NodeID, cfg.ClusterName)
-		}
-		cfg.TLS = files[cfg.NodeID]
+		sc.tweak(cfg)
 		if tweak != nil {
 			tweak(cfg)
 		}
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	return c, maps.Clone(files)
+	return c, sc.byID()
+}
+
+// serverCerts gives each server a certificate of its own id from a PKI of
+// its own, the same one when the server restarts.
+type serverCerts struct {
+	p     *pki
+	mu    sync.Mutex
+	files map[string]certs.Files
+}
+
+func newServerCerts(t *testing.T) *serverCerts {
+	t.Helper()
+	return &serverCerts{p: newPKI(t), files: map[string]certs.Files{}}
+}
+
+// tweak sets cfg.TLS to the certificate of cfg.NodeID: an
+// inproc.Options.Tweak.
+func (s *serverCerts) tweak(cfg *cluster.Config) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.files[cfg.NodeID]; !ok {
+		s.files[cfg.NodeID] = s.p.server(cfg.NodeID, cfg.ClusterName)
+	}
+	cfg.TLS = s.files[cfg.NodeID]
+}
+
+// byID is each server's certificate files by id.
+func (s *serverCerts) byID() map[string]certs.Files {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.files)
+}
+
+// handshakeOnly listens with TLS at addr ("127.0.0.1:0" for any port) as
+// the server of files: it completes each handshake, then hangs up, and
+// speaks no Raft. It returns the address it listens at.
+func handshakeOnly(t *testing.T, addr string, files certs.Files) string {
+	t.Helper()
+	cfg, err := certs.ServerConfig(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", addr, cfg)
+	if err != nil {
+		t.Fatalf("listen at %s: %v", addr, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.(*tls.Conn).Handshake()
+			conn.Close()
+		}
+	}()
+	return ln.Addr().String()
 }
 
 // With TLS, a member that holds only the gossip key announces a live
@@ -57,10 +106,7 @@ func TestRelayToALiveVoterNeverTakesItsSlot(t *testing.T) {
 	l := c.Leader()
 	victim := (l + 1) % 3
 	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
-	relayAddr, relayed := relay(t, addr)
-	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: relayAddr, HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
-	seesMembers(t, c, "impostor")
-	harness.WaitUntil(t, 10*time.Second, "the leader to prove the impostor through the relay", func() bool { return relayed() > 0 })
+	relayAddr := relayImpostor(t, c, l, id, addr)
 	c.Stop(victim)
 	// Well past the 5 election timeouts after which a silent voter moves.
 	harness.Holds(t, 8*time.Second, func() error { return slotHeld(t, c, id, addr, relayAddr) })
@@ -99,10 +145,7 @@ func TestVoterAtItsAddressIsPromotedBackDespiteADuplicate(t *testing.T) {
 	l := c.Leader()
 	victim := (l + 1) % 3
 	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
-	relayAddr, relayed := relay(t, addr)
-	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: relayAddr, HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
-	seesMembers(t, c, "impostor")
-	harness.WaitUntil(t, 10*time.Second, "the leader to prove the impostor through the relay", func() bool { return relayed() > 0 })
+	relayAddr := relayImpostor(t, c, l, id, addr)
 	if err := cluster.RaftOf(c.Node(l)).DemoteVoter(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
 		t.Fatalf("demote %s: %v", id, err)
 	}
@@ -123,29 +166,8 @@ func TestVoterThatAnswersAtItsAddressIsNeverMoved(t *testing.T) {
 	victim := (l + 1) % 3
 	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
 	c.Stop(victim)
-	cfg, err := certs.ServerConfig(files[id])
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := tls.Listen("tcp", addr, cfg)
-	if err != nil {
-		t.Fatalf("listen at %s's address %s: %v", id, addr, err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.(*tls.Conn).Handshake()
-			conn.Close()
-		}
-	}()
-	relayAddr, relayed := relay(t, addr)
-	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: relayAddr, HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
-	seesMembers(t, c, "impostor")
-	harness.WaitUntil(t, 10*time.Second, "the leader to prove the impostor through the relay", func() bool { return relayed() > 0 })
+	handshakeOnly(t, addr, files[id])
+	relayAddr := relayImpostor(t, c, l, id, addr)
 	// Well past the 5 election timeouts after which a silent voter moves.
 	harness.Holds(t, 8*time.Second, func() error { return slotHeld(t, c, id, addr, relayAddr) })
 }
@@ -161,10 +183,7 @@ func TestReadmitProvesTheMemberAgain(t *testing.T) {
 	l := c.Leader()
 	victim := (l + 1) % 3
 	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
-	relayAddr, relayed := relay(t, addr)
-	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: relayAddr, HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
-	seesMembers(t, c, "impostor")
-	harness.WaitUntil(t, 10*time.Second, "the leader to prove the impostor through the relay", func() bool { return relayed() > 0 })
+	relayImpostor(t, c, l, id, addr)
 	c.Stop(victim)
 	leader := c.Node(l)
 	if _, err := leader.RemoveServer(harness.Context(t, 5*time.Second), id, true); err != nil {
@@ -185,4 +204,16 @@ func TestReadmitProvesTheMemberAgain(t *testing.T) {
 	if got, ok := leaderConfiguration(t, c)[id]; ok {
 		t.Errorf("%s is %v at %s in the configuration, want it out", id, got.Suffrage, got.Address)
 	}
+}
+
+// relayImpostor has a forged member, impostor, announce server id with a
+// relay to addr as its Raft address, and waits until the leader l has
+// proved it through the relay. It returns the relay's address.
+func relayImpostor(t *testing.T, c *inproc.Cluster, l int, id, addr string) string {
+	t.Helper()
+	relayAddr, relayed := relay(t, addr)
+	forge(t, "impostor", cluster.MemberMeta{Role: "server", ID: id, RaftAddr: relayAddr, HTTPAddr: nowhere(t), ClusterName: "tenure"}, c.GossipAddr(l))
+	seesMembers(t, c, "impostor")
+	harness.WaitUntil(t, 10*time.Second, "the leader to prove the impostor through the relay", func() bool { return relayed() > 0 })
+	return relayAddr
 }

@@ -86,17 +86,7 @@ func slotHeld(t *testing.T, c *inproc.Cluster, id, addr, bad string) error {
 // slot to the relay once the voter had been silent for a few election
 // timeouts.
 func TestRelayNeverTakesADeadVotersSlotWithTLS(t *testing.T) {
-	p := newPKI(t)
-	files := map[string]certs.Files{}
-	var mu sync.Mutex
-	c := gossipCluster(t, 3, func(cfg *cluster.Config) {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, ok := files[cfg.NodeID]; !ok {
-			files[cfg.NodeID] = p.server(cfg.NodeID, cfg.ClusterName)
-		}
-		cfg.TLS = files[cfg.NodeID]
-	})
+	c, _ := tlsGossipCluster(t, 3, nil)
 	l := c.Leader()
 	victim, other := (l+1)%3, (l+2)%3
 	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
@@ -218,17 +208,7 @@ func TestServerWithoutTLSWarnsAtStart(t *testing.T) {
 // the leader stopped, won an election with two votes (its own, and its
 // own again through the relay).
 func TestRaftDialsCheckTheID(t *testing.T) {
-	p := newPKI(t)
-	files := map[string]certs.Files{}
-	var mu sync.Mutex
-	c := inproc.Start(t, 3, inproc.Options{TCP: true, Tweak: func(cfg *cluster.Config) {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, ok := files[cfg.NodeID]; !ok {
-			files[cfg.NodeID] = p.server(cfg.NodeID, cfg.ClusterName)
-		}
-		cfg.TLS = files[cfg.NodeID]
-	}})
+	c := inproc.Start(t, 3, inproc.Options{TCP: true, Tweak: newServerCerts(t).tweak})
 	l := c.Leader()
 	a, b := (l+1)%3, (l+2)%3
 	c.Stop(a)

@@ -188,28 +188,7 @@ func TestTLSProofOfAServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listen := func(files certs.Files) string {
-		cfg, err := certs.ServerConfig(files)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				conn.(*tls.Conn).Handshake()
-				conn.Close()
-			}
-		}()
-		return ln.Addr().String()
-	}
+	listen := func(files certs.Files) string { return handshakeOnly(t, "127.0.0.1:0", files) }
 	clientPair, err := p.ca.IssueClient(certs.ClientOptions{Name: "app"})
 	clientFiles := p.files("client-proof", clientPair, err, nil)
 	silent, _ := net.Listen("tcp", "127.0.0.1:0")

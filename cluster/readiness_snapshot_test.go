@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
-	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
 // fullSnapshots is a Raft snapshot store whose snapshots cannot be
@@ -52,38 +50,15 @@ var _ io.Writer = fullSink{}
 // in Health, /readyz and the metrics; it is ready again once a snapshot
 // succeeds.
 func TestServerThatCannotWriteSnapshotsIsNotReady(t *testing.T) {
-	full := map[string]*atomic.Bool{}
-	regs := map[string]*prometheus.Registry{}
-	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
-		f := &atomic.Bool{}
-		full[cfg.NodeID] = f
-		regs[cfg.NodeID] = prometheus.NewRegistry()
-		cfg.Registerer = regs[cfg.NodeID]
-		cluster.WrapSnapshotStore(cfg, func(s raft.SnapshotStore) raft.SnapshotStore { return fullSnapshots{s, f} })
-	}})
-	li := c.Leader()
-	fi := (li + 1) % c.Len()
-	follower := c.Node(fi)
-	acquire := func(key string) {
-		t.Helper()
-		err := c.OnLeader(5*time.Second, func(n *cluster.Node) error {
-			_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: "h", TTL: time.Minute})
-			return err
-		})
-		if err != nil {
-			t.Fatalf("acquire %s: %v", key, err)
-		}
-	}
-	acquire("before")
-	harness.WaitUntil(t, 5*time.Second, "follower caught up and ready", func() bool {
-		h := follower.Health()
-		return h.Problem == "" && h.AppliedIndex >= c.Node(li).Status().CommitIndex
+	f := startFullFollower(t, func(cfg *cluster.Config, full *atomic.Bool) {
+		cluster.WrapSnapshotStore(cfg, func(s raft.SnapshotStore) raft.SnapshotStore { return fullSnapshots{s, full} })
 	})
+	follower := f.follower
 
-	full[c.Peer(fi).ID].Store(true)
-	acquire("while-full")
+	f.full.Store(true)
+	f.acquire(t, "while-full")
 	harness.WaitUntil(t, 5*time.Second, "follower applied the acquisition", func() bool {
-		return follower.Health().AppliedIndex >= c.Node(li).Status().CommitIndex
+		return follower.Health().AppliedIndex >= f.c.Node(f.li).Status().CommitIndex
 	})
 	if _, err := follower.Snapshot(harness.Context(t, 5*time.Second)); err == nil || !strings.Contains(err.Error(), "no space left on device") {
 		t.Fatalf("snapshot on the full follower: %v, want no space left on device", err)
@@ -99,7 +74,7 @@ func TestServerThatCannotWriteSnapshotsIsNotReady(t *testing.T) {
 	if h.DiskWriteErrors != 0 {
 		t.Errorf("after a failed snapshot: %d log store write errors, want 0 (the log takes writes)", h.DiskWriteErrors)
 	}
-	reg := regs[c.Peer(fi).ID]
+	reg := f.reg
 	if v := gauge(t, reg, "tenure_snapshot_write_errors_total"); v != 1 {
 		t.Errorf("metric tenure_snapshot_write_errors_total: %v, want 1", v)
 	}
@@ -108,7 +83,7 @@ func TestServerThatCannotWriteSnapshotsIsNotReady(t *testing.T) {
 	}
 	// Log appends still succeed: the failed snapshot alone keeps it not
 	// ready, however long ago it failed.
-	acquire("still-full")
+	f.acquire(t, "still-full")
 	harness.Holds(t, 300*time.Millisecond, func() error {
 		if h := follower.Health(); h.Problem == "" {
 			return fmt.Errorf("snapshot failed, none succeeded since: ready, want not ready")
@@ -116,7 +91,7 @@ func TestServerThatCannotWriteSnapshotsIsNotReady(t *testing.T) {
 		return nil
 	})
 
-	full[c.Peer(fi).ID].Store(false)
+	f.full.Store(false)
 	if _, err := follower.Snapshot(harness.Context(t, 5*time.Second)); err != nil {
 		t.Fatalf("snapshot after space was freed: %v", err)
 	}

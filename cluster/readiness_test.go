@@ -37,38 +37,15 @@ func (d fullDisk) StoreLog(l *raft.Log) error { return d.StoreLogs([]*raft.Log{l
 // is; once appends succeed again it catches up and is ready again.
 func TestFollowerWithFullDiskIsNotReady(t *testing.T) {
 	const hold = 500 * time.Millisecond
-	full := map[string]*atomic.Bool{}
-	regs := map[string]*prometheus.Registry{}
-	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
-		f := &atomic.Bool{}
-		full[cfg.NodeID] = f
-		regs[cfg.NodeID] = prometheus.NewRegistry()
-		cfg.Registerer = regs[cfg.NodeID]
+	f := startFullFollower(t, func(cfg *cluster.Config, full *atomic.Bool) {
 		cfg.ReadyMaxLagTime = hold
-		cluster.WrapLogStore(cfg, func(s raft.LogStore) raft.LogStore { return fullDisk{s, f} })
-	}})
-	li := c.Leader()
-	fi := (li + 1) % c.Len()
-	follower := c.Node(fi)
-	acquire := func(key string) {
-		t.Helper()
-		err := c.OnLeader(5*time.Second, func(n *cluster.Node) error {
-			_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: "h", TTL: time.Minute})
-			return err
-		})
-		if err != nil {
-			t.Fatalf("acquire %s: %v", key, err)
-		}
-	}
-	acquire("before")
-	harness.WaitUntil(t, 5*time.Second, "follower caught up and ready", func() bool {
-		h := follower.Health()
-		return h.Problem == "" && h.AppliedIndex >= c.Node(li).Status().CommitIndex
+		cluster.WrapLogStore(cfg, func(s raft.LogStore) raft.LogStore { return fullDisk{s, full} })
 	})
+	follower := f.follower
 
-	full[c.Peer(fi).ID].Store(true)
+	f.full.Store(true)
 	for i := 0; i < 5; i++ {
-		acquire(fmt.Sprintf("while-full-%d", i)) // the other two make a quorum
+		f.acquire(t, fmt.Sprintf("while-full-%d", i)) // the other two make a quorum
 	}
 	harness.WaitFor(t, 5*time.Second, func() error {
 		h := follower.Health()
@@ -80,7 +57,7 @@ func TestFollowerWithFullDiskIsNotReady(t *testing.T) {
 		}
 		return nil
 	})
-	reg := regs[c.Peer(fi).ID]
+	reg := f.reg
 	for _, name := range []string{"tenure_disk_write_errors_total", "tenure_replication_lag_entries", "tenure_replication_lag_seconds"} {
 		if v := gauge(t, reg, name); v <= 0 {
 			t.Errorf("metric %s: %v on the full follower, want above 0", name, v)
@@ -97,7 +74,7 @@ func TestFollowerWithFullDiskIsNotReady(t *testing.T) {
 		return nil
 	})
 
-	full[c.Peer(fi).ID].Store(false)
+	f.full.Store(false)
 	harness.WaitFor(t, 10*time.Second, func() error {
 		h := follower.Health()
 		if h.Problem != "" || h.BehindEntries != 0 {
@@ -105,6 +82,53 @@ func TestFollowerWithFullDiskIsNotReady(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// fullFollower is a three-server cluster, each server with a registry of
+// its own, of which one follower's storage a test fills with full.
+type fullFollower struct {
+	c        *inproc.Cluster
+	li       int // the leader's index in c
+	follower *cluster.Node
+	full     *atomic.Bool         // the follower's switch
+	reg      *prometheus.Registry // the follower's metrics
+}
+
+// startFullFollower starts the cluster, wrap giving each server's config
+// the storage that fails while the server's switch is set. It returns once
+// a first key is acquired and the follower has caught up and is ready.
+func startFullFollower(t *testing.T, wrap func(cfg *cluster.Config, full *atomic.Bool)) *fullFollower {
+	t.Helper()
+	full := map[string]*atomic.Bool{}
+	regs := map[string]*prometheus.Registry{}
+	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
+		f := &atomic.Bool{}
+		full[cfg.NodeID] = f
+		regs[cfg.NodeID] = prometheus.NewRegistry()
+		cfg.Registerer = regs[cfg.NodeID]
+		wrap(cfg, f)
+	}})
+	li := c.Leader()
+	fi := (li + 1) % c.Len()
+	f := &fullFollower{c: c, li: li, follower: c.Node(fi), full: full[c.Peer(fi).ID], reg: regs[c.Peer(fi).ID]}
+	f.acquire(t, "before")
+	harness.WaitUntil(t, 5*time.Second, "follower caught up and ready", func() bool {
+		h := f.follower.Health()
+		return h.Problem == "" && h.AppliedIndex >= c.Node(li).Status().CommitIndex
+	})
+	return f
+}
+
+// acquire acquires key on the leader.
+func (f *fullFollower) acquire(t *testing.T, key string) {
+	t.Helper()
+	err := f.c.OnLeader(5*time.Second, func(n *cluster.Node) error {
+		_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: "h", TTL: time.Minute})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("acquire %s: %v", key, err)
+	}
 }
 
 // gauge is the value of the unlabelled metric name in reg.

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 )
@@ -51,6 +52,19 @@ type MemberMeta struct {
 func KeyFingerprint(key []byte) string {
 	sum := sha256.Sum256(key)
 	return hex.EncodeToString(sum[:8])
+}
+
+// KeyFingerprints are the fingerprints of a keyring's keys as a member
+// announces them in MemberMeta.Keys: primary first, then the other keys in
+// keys (which may hold primary again) in their order.
+func KeyFingerprints(primary []byte, keys [][]byte) []string {
+	out := []string{KeyFingerprint(primary)}
+	for _, k := range keys {
+		if !bytes.Equal(k, primary) {
+			out = append(out, KeyFingerprint(k))
+		}
+	}
+	return out
 }
 
 // Keyring operations: KeyringBody.Op and KeyringMessage.Op.

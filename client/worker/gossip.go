@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/client/internal/wait"
 	"github.com/tenure-io/tenure/client/wire"
 )
 
@@ -99,7 +100,7 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 				g.log.Debug("join failed", "error", err)
 			}
 		}
-		if err := sleepCtx(ctx, w.cfg.retry); err != nil {
+		if err := wait.Sleep(ctx, w.cfg.retry); err != nil {
 			g.list.Shutdown()
 			return nil, err
 		}
@@ -127,7 +128,7 @@ func (w *Worker) serverGossipAddrs(ctx context.Context) []string {
 // for the servers to declare this worker dead and forget it. It returns
 // when ctx ends.
 func (g *workerGossip) keepJoined(ctx context.Context, w *Worker) {
-	for sleepCtx(ctx, 2*time.Second) == nil {
+	for wait.Sleep(ctx, 2*time.Second) == nil {
 		if g.seesServer() {
 			continue
 		}

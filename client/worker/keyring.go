@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -64,14 +63,7 @@ func workerKeyring(cfg workerConfig) (*memberlist.Keyring, error) {
 
 // keyFingerprints are the fingerprints of kr's keys, primary first.
 func keyFingerprints(kr *memberlist.Keyring) []string {
-	primary := kr.GetPrimaryKey()
-	out := []string{wire.KeyFingerprint(primary)}
-	for _, k := range kr.GetKeys() {
-		if !bytes.Equal(k, primary) {
-			out = append(out, wire.KeyFingerprint(k))
-		}
-	}
-	return out
+	return wire.KeyFingerprints(kr.GetPrimaryKey(), kr.GetKeys())
 }
 
 // applyKeyringMessage changes kr as a server's message says.

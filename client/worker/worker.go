@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/internal/wait"
 	"github.com/tenure-io/tenure/client/wire"
 )
 
@@ -218,7 +219,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		default:
 			if ctx.Err() == nil {
 				w.log.Debug("watching targets failed", "error", err)
-				sleepCtx(ctx, w.cfg.retry)
+				wait.Sleep(ctx, w.cfg.retry)
 			}
 			continue
 		}
@@ -292,7 +293,7 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 				// Disabled, prohibited or unavailable: the balancer will move
 				// the key, or the cluster will come back.
 				w.log.Debug("acquire failed", "key", key, "error", err)
-				sleepCtx(ctx, w.cfg.retry)
+				wait.Sleep(ctx, w.cfg.retry)
 			}
 			continue
 		}
@@ -413,18 +414,6 @@ type handlerContext struct {
 func (c handlerContext) Err() error {
 	c.lease.Err()
 	return c.Context.Err()
-}
-
-// sleepCtx waits d, or returns ctx's error when it ends first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // randomHex is n random bytes in hex.

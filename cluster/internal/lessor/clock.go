@@ -1,34 +1,15 @@
 package lessor
 
-import "time"
+import "github.com/tenure-io/tenure/cluster/internal/clock"
 
 // Clock is the lessor's time source. Deadlines compare readings of Now with
 // time.Time.Sub, so the real clock's monotonic reading is what counts. The
 // lessor reads only Now; NewTimer is for whoever waits for its deadlines
 // (the hub's proposer), so that both run on the same clock.
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-}
+type Clock = clock.Clock
 
 // Timer is the part of *time.Timer that waiting for a deadline uses.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-	Reset(d time.Duration)
-}
+type Timer = clock.Timer
 
 // SystemClock is the real monotonic clock.
-type SystemClock struct{}
-
-// Now returns time.Now(), which carries a monotonic reading.
-func (SystemClock) Now() time.Time { return time.Now() }
-
-// NewTimer wraps time.NewTimer.
-func (SystemClock) NewTimer(d time.Duration) Timer { return &sysTimer{time.NewTimer(d)} }
-
-type sysTimer struct{ t *time.Timer }
-
-func (s *sysTimer) C() <-chan time.Time   { return s.t.C }
-func (s *sysTimer) Stop() bool            { return s.t.Stop() }
-func (s *sysTimer) Reset(d time.Duration) { s.t.Reset(d) }
+type SystemClock = clock.System

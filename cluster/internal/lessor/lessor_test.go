@@ -4,34 +4,17 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/clock/clocktest"
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// fakeClock is a manual clock for lessor tests.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is a manual clock that tests move by hand.
+type fakeClock = clocktest.Fake
 
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) Timer { return SystemClock{}.NewTimer(d) }
+func newFakeClock() *fakeClock { return clocktest.NewFake() }
 
 func keys(exp []Expiry) []string {
 	var out []string

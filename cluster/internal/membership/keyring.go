@@ -169,14 +169,7 @@ func writeSynced(path string, b []byte) error {
 // keyFingerprints are the fingerprints of kr's keys, primary first: what a
 // member announces, so that operators see how far a rotation has spread.
 func keyFingerprints(kr *memberlist.Keyring) []string {
-	primary := kr.GetPrimaryKey()
-	out := []string{wire.KeyFingerprint(primary)}
-	for _, k := range kr.GetKeys() {
-		if !bytes.Equal(k, primary) {
-			out = append(out, wire.KeyFingerprint(k))
-		}
-	}
-	return out
+	return wire.KeyFingerprints(kr.GetPrimaryKey(), kr.GetKeys())
 }
 
 // applyKeyringOp changes kr as op says.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/cluster/internal/clock"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -14,17 +15,10 @@ const maxForgetBatch = 256
 
 // Clock is the sweeper's time source: Now is read on the leader's
 // monotonic clock.
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-}
+type Clock = clock.Clock
 
 // Timer is the part of *time.Timer that the sweeper uses.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-	Reset(d time.Duration)
-}
+type Timer = clock.Timer
 
 // Config is what a Sweeper works with.
 type Config struct {

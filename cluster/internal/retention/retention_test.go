@@ -2,11 +2,11 @@ package retention
 
 import (
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/clock/clocktest"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -23,33 +23,10 @@ func (l *machineLog) apply(cmds ...fsm.Command) {
 	}
 }
 
-// fakeClock is a Clock that tests move by hand; its timers are real.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is a manual clock that tests move by hand.
+type fakeClock = clocktest.Fake
 
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) Timer { return timer{time.NewTimer(d)} }
-
-type timer struct{ t *time.Timer }
-
-func (t timer) C() <-chan time.Time   { return t.t.C }
-func (t timer) Stop() bool            { return t.t.Stop() }
-func (t timer) Reset(d time.Duration) { t.t.Reset(d) }
+func newFakeClock() *fakeClock { return clocktest.NewFake() }
 
 func forgetKeys(cmds []fsm.Forget) []string {
 	var out []string

@@ -103,7 +103,12 @@ func (t *contactTransport) InstallSnapshot(id raft.ServerID, target raft.ServerA
 // Close implements raft.WithClose: Raft closes its transport when it shuts
 // down, if the transport can be closed.
 func (t *contactTransport) Close() error {
-	if c, ok := t.Transport.(raft.WithClose); ok {
+	return closeWrapped(t.Transport)
+}
+
+// closeWrapped closes a wrapper's inner transport if it can be closed.
+func closeWrapped(tr raft.Transport) error {
+	if c, ok := tr.(raft.WithClose); ok {
 		return c.Close()
 	}
 	return nil

@@ -167,10 +167,7 @@ func (t *lagTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Serve
 // closes the wrapped transport if it can be closed.
 func (t *lagTransport) Close() error {
 	t.stop.Do(func() { close(t.done) })
-	if c, ok := t.Transport.(raft.WithClose); ok {
-		return c.Close()
-	}
-	return nil
+	return closeWrapped(t.Transport)
 }
 
 type lagPreVoteTransport struct{ *lagTransport }
