@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
 // Default readiness bounds (Config.ReadyMaxLagEntries, ReadyMaxLagTime).
 const (
-	DefaultReadyMaxLagEntries = 1000
-	DefaultReadyMaxLagTime    = 5 * time.Second
+	DefaultReadyMaxLagEntries = nodeconfig.DefaultReadyMaxLagEntries
+	DefaultReadyMaxLagTime    = nodeconfig.DefaultReadyMaxLagTime
 )
 
 // NodeHealth is what this node knows of its own ability to serve: how far
