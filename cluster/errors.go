@@ -36,7 +36,7 @@ var (
 	ErrLeaseLost = errors.New("lease lost")
 
 	// ErrNotFound: the key was never seen, or the server is unknown.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = check.ErrNotFound
 
 	// ErrNotCaughtUp: a server to promote does not answer the leader's
 	// Raft messages at its configured address, or its log trails the
