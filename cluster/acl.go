@@ -2,9 +2,8 @@ package cluster
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/cluster/internal/acl"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -41,10 +40,10 @@ var (
 
 	// ErrACLBootstrapped: the ACL system was bootstrapped already; the
 	// first management token is handed out only once.
-	ErrACLBootstrapped = errors.New("acl system already bootstrapped")
+	ErrACLBootstrapped = acl.ErrBootstrapped
 
 	// ErrACLDisabled: ACLs are not enabled on this server.
-	ErrACLDisabled = errors.New("acls are not enabled on this server")
+	ErrACLDisabled = acl.ErrDisabled
 )
 
 // PermissionError says which right a request lacked, and on what.
@@ -78,12 +77,26 @@ func HashSecret(secret string) string { return acl.HashSecret(secret) }
 // the state machine.
 func newUUID() (string, error) { return acl.NewUUID() }
 
-// ACL is the ACL calls of a node: tokens and policies, read from the
-// node's replicated state and written through its leader's proposer.
-type ACL struct{ n *Node }
+// ACL is the ACL calls of a node (acl.Calls): tokens and policies, read
+// from the node's replicated state and written through its leader's
+// proposer.
+type ACL = acl.Calls[Consistency]
 
 // ACL returns the ACL calls of n.
-func (n *Node) ACL() ACL { return ACL{n: n} }
+func (n *Node) ACL() ACL { return acl.NewCalls[Consistency](aclNode{n}) }
+
+// aclNode is what the ACL calls need of a node (acl.Node).
+type aclNode struct{ n *Node }
+
+func (a aclNode) ACLsOn() bool        { return a.n.cfg.ACLEnabled }
+func (a aclNode) State() *fsm.Machine { return a.n.machine }
+func (a aclNode) Log() hclog.Logger   { return a.n.log }
+func (a aclNode) Write(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	return a.n.write(ctx, cmd)
+}
+func (a aclNode) ReadBarrier(ctx context.Context, c Consistency) error {
+	return a.n.readBarrier(ctx, c)
+}
 
 // ACLEnabled reports whether this node enforces ACLs.
 func (n *Node) ACLEnabled() bool { return n.cfg.ACLEnabled }
@@ -104,178 +117,14 @@ func (n *Node) ResolveToken(secret string) (*Authorizer, error) {
 type TokenSpec = acl.TokenSpec
 
 // NewToken is a token as its creator sees it, once: with its secret.
-type NewToken struct {
-	*fsm.ACLToken
-	SecretID string
-}
-
-// Bootstrap creates the first management token and returns it with its
-// secret. ErrACLBootstrapped once it has been done.
-func (a ACL) Bootstrap(ctx context.Context) (NewToken, error) {
-	if !a.n.cfg.ACLEnabled {
-		return NewToken{}, ErrACLDisabled
-	}
-	tok, secret, err := acl.NewToken(TokenSpec{Description: "bootstrap token (management)", Management: true})
-	if err != nil {
-		return NewToken{}, err
-	}
-	r, err := a.n.write(ctx, fsm.ACLBootstrap{Token: tok})
-	if err != nil {
-		return NewToken{}, err
-	}
-	if r.Code == fsm.Refused {
-		return NewToken{}, ErrACLBootstrapped
-	}
-	a.n.log.Info("acl_bootstrapped", "accessor", tok.AccessorID)
-	return NewToken{ACLToken: a.n.machine.ACLToken(tok.AccessorID), SecretID: secret}, nil
-}
-
-// CreateToken creates a token and returns it with its secret, which the
-// cluster does not keep. Every policy it names must exist.
-func (a ACL) CreateToken(ctx context.Context, spec TokenSpec) (NewToken, error) {
-	if !a.n.cfg.ACLEnabled {
-		return NewToken{}, ErrACLDisabled
-	}
-	if len(spec.Description) > MaxDescriptionLen {
-		return NewToken{}, invalid("description", "%d bytes, the limit is %d", len(spec.Description), MaxDescriptionLen)
-	}
-	if len(spec.Policies) > MaxTokenPolicies {
-		return NewToken{}, invalid("policies", "%d policies, the limit is %d", len(spec.Policies), MaxTokenPolicies)
-	}
-	if len(spec.Policies) == 0 && !spec.Management {
-		return NewToken{}, invalid("policies", "a token needs at least one policy, or management")
-	}
-	for _, p := range spec.Policies {
-		if a.n.machine.ACLPolicy(p) == nil {
-			return NewToken{}, invalid("policies", "no policy %q", p)
-		}
-	}
-	if len(spec.HolderPrefix) > MaxHolderLen {
-		return NewToken{}, invalid("holder_prefix", "%d bytes, the limit is %d", len(spec.HolderPrefix), MaxHolderLen)
-	}
-	tok, secret, err := acl.NewToken(spec)
-	if err != nil {
-		return NewToken{}, err
-	}
-	r, err := a.n.write(ctx, fsm.ACLTokenSet{Token: tok})
-	if err != nil {
-		return NewToken{}, err
-	}
-	if r.Code == fsm.Refused { // two random 122-bit secrets collided
-		return NewToken{}, fmt.Errorf("token secret collided with another token's; try again")
-	}
-	return NewToken{ACLToken: a.n.machine.ACLToken(tok.AccessorID), SecretID: secret}, nil
-}
-
-// DeleteToken deletes a token; it stops working on each node as soon
-// as that node applies the deletion. ErrNotFound if there is no such token.
-func (a ACL) DeleteToken(ctx context.Context, accessor string) error {
-	if !a.n.cfg.ACLEnabled {
-		return ErrACLDisabled
-	}
-	r, err := a.n.write(ctx, fsm.ACLTokenDelete{AccessorID: accessor})
-	if err == nil && r.Code == fsm.NotFound {
-		return fmt.Errorf("token %q: %w", accessor, ErrNotFound)
-	}
-	return err
-}
-
-// Tokens lists every token (never a secret) and the ACL index.
-func (a ACL) Tokens(ctx context.Context, c Consistency) ([]*fsm.ACLToken, uint64, error) {
-	if !a.n.cfg.ACLEnabled {
-		return nil, 0, ErrACLDisabled
-	}
-	if err := a.n.readBarrier(ctx, c); err != nil {
-		return nil, 0, err
-	}
-	tokens, index := a.n.machine.ACLTokens()
-	return tokens, index, nil
-}
-
-// Token reads one token by accessor id. ErrNotFound if there is none.
-func (a ACL) Token(ctx context.Context, accessor string, c Consistency) (*fsm.ACLToken, error) {
-	if !a.n.cfg.ACLEnabled {
-		return nil, ErrACLDisabled
-	}
-	if err := a.n.readBarrier(ctx, c); err != nil {
-		return nil, err
-	}
-	tok := a.n.machine.ACLToken(accessor)
-	if tok == nil {
-		return nil, fmt.Errorf("token %q: %w", accessor, ErrNotFound)
-	}
-	return tok, nil
-}
+type NewToken = acl.TokenWithSecret
 
 // PolicySpec defines a policy.
 type PolicySpec = acl.PolicySpec
 
 // ValidatePolicy checks a policy's name and rules; an *InvalidError
 // names the first field that is invalid.
-func ValidatePolicy(spec PolicySpec) error {
-	if err := acl.ValidatePolicy(spec); err != nil {
-		var fe *acl.FieldError
-		if errors.As(err, &fe) {
-			return &InvalidError{Field: fe.Field, Err: fe.Err}
-		}
-		return err
-	}
-	return nil
-}
-
-// SetPolicy creates or replaces a policy; tokens that name it have its
-// new rules as soon as each node applies it.
-func (a ACL) SetPolicy(ctx context.Context, spec PolicySpec) (*fsm.ACLPolicy, error) {
-	if !a.n.cfg.ACLEnabled {
-		return nil, ErrACLDisabled
-	}
-	if err := ValidatePolicy(spec); err != nil {
-		return nil, err
-	}
-	if _, err := a.n.write(ctx, fsm.ACLPolicySet{Policy: fsm.ACLPolicy{Name: spec.Name, Description: spec.Description, Rules: spec.Rules}}); err != nil {
-		return nil, err
-	}
-	return a.n.machine.ACLPolicy(spec.Name), nil
-}
-
-// DeletePolicy deletes a policy; tokens that name it lose its rules.
-func (a ACL) DeletePolicy(ctx context.Context, name string) error {
-	if !a.n.cfg.ACLEnabled {
-		return ErrACLDisabled
-	}
-	r, err := a.n.write(ctx, fsm.ACLPolicyDelete{Name: name})
-	if err == nil && r.Code == fsm.NotFound {
-		return fmt.Errorf("policy %q: %w", name, ErrNotFound)
-	}
-	return err
-}
-
-// Policies lists every policy and the ACL index.
-func (a ACL) Policies(ctx context.Context, c Consistency) ([]*fsm.ACLPolicy, uint64, error) {
-	if !a.n.cfg.ACLEnabled {
-		return nil, 0, ErrACLDisabled
-	}
-	if err := a.n.readBarrier(ctx, c); err != nil {
-		return nil, 0, err
-	}
-	policies, index := a.n.machine.ACLPolicies()
-	return policies, index, nil
-}
-
-// Policy reads one policy. ErrNotFound if there is none.
-func (a ACL) Policy(ctx context.Context, name string, c Consistency) (*fsm.ACLPolicy, error) {
-	if !a.n.cfg.ACLEnabled {
-		return nil, ErrACLDisabled
-	}
-	if err := a.n.readBarrier(ctx, c); err != nil {
-		return nil, err
-	}
-	p := a.n.machine.ACLPolicy(name)
-	if p == nil {
-		return nil, fmt.Errorf("policy %q: %w", name, ErrNotFound)
-	}
-	return p, nil
-}
+func ValidatePolicy(spec PolicySpec) error { return acl.CheckPolicy(spec) }
 
 // WorkerAllowed says whether a worker whose requests carry a's token may
 // serve group: its holders (the id and a '#' suffix) must fit the token's

@@ -4,13 +4,14 @@ import (
 	"context"
 
 	"github.com/tenure-io/tenure/cluster/internal/events"
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/fsm"
 )
 
 // Bounds of Config.EventHistory.
 const (
-	DefaultEventHistory = 10000
-	MaxEventHistory     = 10_000_000
+	DefaultEventHistory = nodeconfig.DefaultEventHistory
+	MaxEventHistory     = nodeconfig.MaxEventHistory
 )
 
 // MaxEventsAnswer bounds the events of one Events call.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -28,15 +29,17 @@ func VerifyRoundRunning(n *Node) bool {
 func AdmitWorker(n *Node, worker, group string) bool { return n.admitWorker(worker, group) }
 
 // SetFreeKeySweep makes the leader look for free keys to forget every d.
-func SetFreeKeySweep(cfg *Config, d time.Duration) { cfg.freeKeySweep = d }
+func SetFreeKeySweep(cfg *Config, d time.Duration) { nodeconfig.TestHooks(cfg).FreeKeySweep = d }
 
 // WrapLogStore makes the node wrap its Raft log store with f (disk faults).
-func WrapLogStore(cfg *Config, f func(raft.LogStore) raft.LogStore) { cfg.wrapLogStore = f }
+func WrapLogStore(cfg *Config, f func(raft.LogStore) raft.LogStore) {
+	nodeconfig.TestHooks(cfg).WrapLogStore = f
+}
 
 // WrapSnapshotStore makes the node wrap its Raft snapshot store with f
 // (failed snapshot writes).
 func WrapSnapshotStore(cfg *Config, f func(raft.SnapshotStore) raft.SnapshotStore) {
-	cfg.wrapSnapshotStore = f
+	nodeconfig.TestHooks(cfg).WrapSnapshotStore = f
 }
 
 // HoldWritesAsARestore does to n what a restore does before it prepares

@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/cluster/internal/views"
@@ -11,75 +10,24 @@ import (
 )
 
 // MaxGroupKeys bounds the keys of one group.
-const MaxGroupKeys = 16384
+const MaxGroupKeys = check.MaxGroupKeys
 
 // GroupSpec defines a group: explicit keys, or Count keys named Prefix0 …
-// Prefix(Count-1).
-type GroupSpec struct {
-	Name         string
-	Keys         []string
-	Prefix       string
-	Count        int
-	MaxPerWorker int
-	// CAS is the group's expected modify index: 0 creates the group only
-	// if it does not exist; N > 0 replaces it only if its modify index
-	// (which the balancer's plan changes too) is N. Ignored with Replace.
-	CAS uint64
-	// Replace creates the group or replaces whatever is there.
-	Replace bool
-	// StuckGrace is how long a key may stay free while targeted at a live
-	// worker before the balancer marks the worker stuck: 0 (twice the
-	// largest TTL of the group's leases) or within [MinStuckGrace,
-	// MaxStuckGrace].
-	StuckGrace time.Duration
-	// MinWorkers is how many live workers the group should have, for the
-	// placement health report; 0 means no minimum, at most MaxMinWorkers.
-	MinWorkers int
-}
+// Prefix(Count-1) (check.GroupSpec).
+type GroupSpec = check.GroupSpec
 
 // MaxMinWorkers bounds a group's MinWorkers.
-const MaxMinWorkers = 10000
+const MaxMinWorkers = check.MaxMinWorkers
 
 // PutGroup creates a group or replaces its keys and settings, checking
 // spec.CAS atomically unless spec.Replace: a failed check is a *CASError
 // with the current group. The plan of keys that stay is kept; the
 // balancer places the rest.
 func (n *Node) PutGroup(ctx context.Context, spec GroupSpec) (*fsm.Group, error) {
-	if err := validateGroupName(spec.Name); err != nil {
+	put, err := check.Group(spec, MinStuckGrace, MaxStuckGrace)
+	if err != nil {
 		return nil, err
 	}
-	keys := spec.Keys
-	switch {
-	case len(keys) > 0 && spec.Count > 0:
-		return nil, invalid("count", "give either keys or count, not both")
-	case spec.Count < 0 || spec.Count > MaxGroupKeys:
-		return nil, invalid("count", "%d is outside [0, %d]", spec.Count, MaxGroupKeys)
-	case spec.Count > 0:
-		for i := 0; i < spec.Count; i++ {
-			keys = append(keys, fmt.Sprintf("%s%d", spec.Prefix, i))
-		}
-	case spec.Prefix != "":
-		return nil, invalid("prefix", "a prefix needs a count")
-	}
-	if len(keys) > MaxGroupKeys {
-		return nil, invalid("keys", "%d keys, the limit is %d", len(keys), MaxGroupKeys)
-	}
-	for _, k := range keys {
-		if err := fsm.ValidateKey(k); err != nil {
-			return nil, &InvalidError{Field: "keys", Err: err}
-		}
-	}
-	if spec.MaxPerWorker < 0 {
-		return nil, invalid("max_per_worker", "%d is negative", spec.MaxPerWorker)
-	}
-	if g := spec.StuckGrace; g != 0 && (g < MinStuckGrace || g > MaxStuckGrace) {
-		return nil, invalid("stuck_grace", "%v is outside [%v, %v] (0: twice the largest TTL of the group's leases)", g, MinStuckGrace, MaxStuckGrace)
-	}
-	if spec.MinWorkers < 0 || spec.MinWorkers > MaxMinWorkers {
-		return nil, invalid("min_workers", "%d is outside [0, %d]", spec.MinWorkers, MaxMinWorkers)
-	}
-	put := fsm.GroupDefine{Name: spec.Name, Keys: keys, MaxPerWorker: spec.MaxPerWorker,
-		StuckGrace: spec.StuckGrace, MinWorkers: spec.MinWorkers}
 	var cmd fsm.Command = fsm.GroupPutCAS{Define: put, Index: spec.CAS}
 	if spec.Replace {
 		cmd = put

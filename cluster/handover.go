@@ -9,17 +9,6 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// HandoverTimeout is how long Handover waits for a new leader by default:
-// a few election timeouts, enough for the target to catch up and win its
-// election, short enough that a stopping server does not hang.
-func (c Config) HandoverTimeout() time.Duration {
-	d := 3 * c.ElectionTimeout
-	if d < time.Second {
-		d = time.Second
-	}
-	return d
-}
-
 // Bounds of the remaining times a stopping leader hands over: with more
 // leases, or longer keys, than these it hands none over and its successor
 // restarts every lease at a full TTL, rather than write tens of megabytes

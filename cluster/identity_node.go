@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/tenure-io/tenure/cluster/internal/identity"
+	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -60,7 +61,7 @@ func (n *Node) checkLostState(id Identity, stable raft.StableStore) (Identity, e
 		return id, nil
 	}
 	if !n.cfg.AllowLostRaftState {
-		return id, lostRaftState(n.cfg.DataDir, id)
+		return id, raftstore.LostRaftState(n.cfg.DataDir, id)
 	}
 	n.log.Warn("starting without the Raft state of a former member, as -allow-lost-raft-state says: this server must have been removed from the Raft configuration first",
 		"node_id", id.NodeID, "cluster_id", id.ClusterID, "data_dir", n.cfg.DataDir)
@@ -77,7 +78,7 @@ func (n *Node) checkIdentity(id Identity, logs raft.LogStore) (Identity, error) 
 	if err != nil {
 		return id, err
 	}
-	if err := checkClusterID(n.cfg.DataDir, id, replicated); err != nil {
+	if err := raftstore.CheckClusterID(n.cfg.DataDir, id, replicated); err != nil {
 		return id, err
 	}
 	if id.ClusterID == "" && replicated != "" {
@@ -130,25 +131,6 @@ func (n *Node) keyBackups() error {
 // ClusterID is the id of the cluster as this server's replicated state
 // knows it; "" until the first leader has named the cluster.
 func (n *Node) ClusterID() string { return n.machine.ClusterID() }
-
-// checkClusterID compares the cluster id of the replicated state in the
-// data dir (replicated; "" when it names none yet) with the identity file.
-func checkClusterID(dataDir string, id Identity, replicated string) error {
-	if id.ClusterID == "" || replicated == "" || id.ClusterID == replicated {
-		return nil
-	}
-	return fmt.Errorf("%w: the Raft state in %s belongs to cluster %s, but %s says this server is a member of cluster %s: raft.db or the snapshots were copied from another cluster's server. Put this server's own files back, or %s",
-		ErrRefusedStart, dataDir, replicated, identity.File, id.ClusterID, resyncRemedy(id.NodeID, dataDir))
-}
-
-// lostRaftState is the error of a data dir whose identity file says the
-// server has been a member of a cluster but whose Raft state is gone.
-func lostRaftState(dataDir string, id Identity) error {
-	return fmt.Errorf("%w: %s says server %s has been a member of cluster %s, but %s holds no Raft state (raft.db was deleted, emptied or recreated: no term, no vote): "+
-		"it has lost its term and its vote, and starting it could let it vote twice in one term. %s "+
-		"(instead of an empty data dir, starting this one once with -allow-lost-raft-state, after the removal, does the same)",
-		ErrRefusedStart, identity.File, id.NodeID, id.ClusterID, dataDir, resyncRemedy(id.NodeID, dataDir))
-}
 
 // recordClusterID writes the cluster id into the identity file as soon as
 // the state machine knows it, checking every interval until it does, and

@@ -42,20 +42,6 @@ func (n *Node) GroupsPage(ctx context.Context, after string, limit int, c Consis
 	return groups, next, index, nil
 }
 
-// TokensPage lists one page of the tokens (never a secret) by accessor id
-// after after (fsm.Machine.ACLTokensPage): at most limit, the id the next
-// page starts after ("" after the last page), and the ACL index.
-func (a ACL) TokensPage(ctx context.Context, after string, limit int, c Consistency) ([]*fsm.ACLToken, string, uint64, error) {
-	if !a.n.cfg.ACLEnabled {
-		return nil, "", 0, ErrACLDisabled
-	}
-	if err := a.n.readBarrier(ctx, c); err != nil {
-		return nil, "", 0, err
-	}
-	tokens, next, index := a.n.machine.ACLTokensPage(after, limit)
-	return tokens, next, index, nil
-}
-
 // GroupPage reads a group with one page of its keys (at most p.Limit,
 // after p.After, in key order), as Group does for all of them; Next is
 // the key the next page starts after ("" after the last page). Targets

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
@@ -56,7 +57,7 @@ func rulesOf(cfg Config) membership.Rules {
 		Voters:        cfg.Voters(),
 		Stabilization: cfg.ServerStabilization,
 		DeadAfter:     cfg.DeadServerCleanup,
-		AddressGrace:  cfg.addressGrace(),
+		AddressGrace:  nodeconfig.AddressGrace(cfg),
 		Recent:        2 * cfg.HeartbeatTimeout,
 		CatchUpLag:    cfg.MaxCatchUpLag,
 	}
@@ -75,7 +76,7 @@ func gossipTransport(limits ConnLimits, trusted func(ip string) bool, gate **con
 		limits = DefaultConnLimits()
 	}
 	return func(host string, port int, mc *memberlist.Config) (membership.Transport, error) {
-		g := connlimit.New(limits.gossip(trusted))
+		g := connlimit.New(nodeconfig.GossipLimits(limits, trusted))
 		tr, err := transport.NewGossipTransport(host, port, g, mc)
 		if err != nil {
 			return nil, err

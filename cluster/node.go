@@ -18,6 +18,7 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
@@ -79,7 +80,7 @@ type Node struct {
 	identity Identity
 
 	// raftReady is raft once started, for the listeners' goroutines;
-	// raftGate and gossipGate count their connections (connlimit.go).
+	// raftGate and gossipGate count their connections (nodeconfig/connlimit.go).
 	raftReady            atomic.Pointer[raft.Raft]
 	raftGate, gossipGate *connlimit.Gate
 
@@ -234,8 +235,8 @@ func (n *Node) openRaft() error {
 	}
 	n.store = store
 	var logStore raft.LogStore = store
-	if cfg.wrapLogStore != nil {
-		logStore = cfg.wrapLogStore(logStore)
+	if wrap := nodeconfig.TestHooks(&cfg).WrapLogStore; wrap != nil {
+		logStore = wrap(logStore)
 	}
 	logs, err := raft.NewLogCache(512, n.disk.LogStore(logStore))
 	if err != nil {
@@ -247,8 +248,8 @@ func (n *Node) openRaft() error {
 	}
 	n.snaps = snaps
 	var snapStore raft.SnapshotStore = snaps
-	if cfg.wrapSnapshotStore != nil {
-		snapStore = cfg.wrapSnapshotStore(snapStore)
+	if wrap := nodeconfig.TestHooks(&cfg).WrapSnapshotStore; wrap != nil {
+		snapStore = wrap(snapStore)
 	}
 	snapStore = n.snapDisk.SnapshotStore(snapStore)
 	n.trans = cfg.Transport

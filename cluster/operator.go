@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/views"
 )
 
 // IsLeader reports whether Raft says this node leads (established or not).
@@ -16,33 +17,11 @@ func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 // ID is this node's id.
 func (n *Node) ID() string { return n.cfg.NodeID }
 
-// Server is one member of the Raft configuration.
-type Server struct {
-	ID       string
-	RaftAddr string
-	HTTPAddr string
-	Voter    bool
-	Leader   bool
-}
+// Server is one member of the Raft configuration (views.Server).
+type Server = views.Server
 
-// Status is this node's view of the cluster.
-type Status struct {
-	NodeID         string
-	ClusterID      string // "" until the first leader named the cluster
-	Role           string // leader, follower, candidate, shutdown
-	Ready          bool   // an established leader
-	LeaderID       string
-	LeaderHTTPAddr string
-	Term           uint64
-	LastLogIndex   uint64
-	CommitIndex    uint64
-	AppliedIndex   uint64
-	LastToken      uint64
-	LastContact    time.Duration // since the leader was last heard; 0 on the leader
-	Servers        []Server
-	// Health is this node's lag and disk health (Node.Health).
-	Health NodeHealth
-}
+// Status is this node's view of the cluster (views.Status).
+type Status = views.Status
 
 // Status reports this node's view without contacting other nodes.
 func (n *Node) Status() Status {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/retention"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -16,7 +17,7 @@ func (n *Node) sweepFreeKeys(ctx context.Context, p *proposer, keep time.Duratio
 			return p.submit(ctx, &op{cmd: c})
 		},
 		Machine: n.machine, Clock: retentionClock{n.cfg.Clock}, Keep: keep,
-		Every: retention.SweepInterval(keep, n.cfg.freeKeySweep), Log: n.cfg.Logger.Named("retention"),
+		Every: retention.SweepInterval(keep, nodeconfig.TestHooks(&n.cfg).FreeKeySweep), Log: n.cfg.Logger.Named("retention"),
 	}).Run(ctx)
 }
 

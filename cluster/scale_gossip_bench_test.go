@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
@@ -58,7 +59,7 @@ func startBenchMember(b *testing.B, meta MemberMeta, ip string, server bool) *me
 	mc.Delegate = d
 	mc.LogOutput = io.Discard
 	if server {
-		tr, err := transport.NewGossipTransport(ip, 0, connlimit.New(DefaultConnLimits().gossip(nil)), mc)
+		tr, err := transport.NewGossipTransport(ip, 0, connlimit.New(nodeconfig.GossipLimits(DefaultConnLimits(), nil)), mc)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -24,10 +24,6 @@ func damagedStore(path, dataDir, nodeID string, cause error) error {
 	return raftstore.DamagedStore(path, dataDir, nodeID, cause)
 }
 
-// resyncRemedy is what an operator does with a server whose Raft state
-// cannot be trusted or is gone (raftstore.ResyncRemedy).
-func resyncRemedy(nodeID, dataDir string) string { return raftstore.ResyncRemedy(nodeID, dataDir) }
-
 // replicatedClusterID is the cluster id of the Raft state in the data dir
 // at start (raftstore.ReplicatedClusterID).
 func replicatedClusterID(n *Node, logs raft.LogStore) (string, error) {

@@ -1,6 +1,6 @@
 //go:build !tenure_unsafe_plainraft
 
-package cluster
+package nodeconfig
 
 // plainRaftACLs is false in every real build: ACLs need authenticated Raft
 // (Config.ValidateRaftAuth). Builds with the tag tenure_unsafe_plainraft

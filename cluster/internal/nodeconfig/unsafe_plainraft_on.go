@@ -1,6 +1,6 @@
 //go:build tenure_unsafe_plainraft
 
-package cluster
+package nodeconfig
 
 // plainRaftACLs, in this build, lets ACLs start on a plain Raft port, as
 // builds before the check did: a deliberate hole, the negative control

@@ -1,4 +1,4 @@
-package cluster
+package nodeconfig
 
 import (
 	"errors"
@@ -52,9 +52,9 @@ func (l ConnLimits) FileDescriptors() int {
 	return l.RaftMaxConns + 5*l.RaftMaxConnsPerClient + l.GossipMaxConns + 5*l.GossipMaxConnsPerClient
 }
 
-// gossip is the caps of the gossip port: the servers (trusted) count
+// GossipLimits is the caps of l's gossip port: the servers (trusted) count
 // against the cap per address only.
-func (l ConnLimits) gossip(trusted func(string) bool) connlimit.Limits {
+func GossipLimits(l ConnLimits, trusted func(string) bool) connlimit.Limits {
 	return connlimit.Limits{Max: l.GossipMaxConns, PerClient: l.GossipMaxConnsPerClient, Trusted: trusted, TrustedPastMax: true}
 }
 

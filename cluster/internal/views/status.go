@@ -1,0 +1,65 @@
+package views
+
+import "time"
+
+// Server is one member of the Raft configuration.
+type Server struct {
+	ID       string
+	RaftAddr string
+	HTTPAddr string
+	Voter    bool
+	Leader   bool
+}
+
+// Status is this node's view of the cluster.
+type Status struct {
+	NodeID         string
+	ClusterID      string // "" until the first leader named the cluster
+	Role           string // leader, follower, candidate, shutdown
+	Ready          bool   // an established leader
+	LeaderID       string
+	LeaderHTTPAddr string
+	Term           uint64
+	LastLogIndex   uint64
+	CommitIndex    uint64
+	AppliedIndex   uint64
+	LastToken      uint64
+	LastContact    time.Duration // since the leader was last heard; 0 on the leader
+	Servers        []Server
+	// Health is this node's lag and disk health (Node.Health).
+	Health NodeHealth
+}
+
+// NodeHealth is what this node knows of its own ability to serve: how far
+// its applied state trails the leader's commit index, and whether its disk
+// takes writes (of the Raft log and stable stores, and of snapshots). A
+// node with a Problem must not be counted on: it answers stale reads from
+// old state, and as a voter it adds no fault tolerance.
+type NodeHealth struct {
+	// Problem says why this node is not ready ("" when it is, as far as
+	// the disk and the lag go; leadership is judged elsewhere).
+	Problem string
+	// LeaderCommit is the highest commit index this node knows of (its
+	// own when it leads); AppliedIndex is its applied index.
+	LeaderCommit, AppliedIndex uint64
+	// BehindEntries is LeaderCommit − AppliedIndex (0 when caught up);
+	// BehindFor is how long AppliedIndex has trailed a commit index the
+	// leader announced (0 when caught up).
+	BehindEntries uint64
+	BehindFor     time.Duration
+	// DiskWriteErrors counts the failed writes of the Raft log and stable
+	// stores since the node started; LastDiskError is the last one, at
+	// LastDiskErrorAt.
+	DiskWriteErrors uint64
+	LastDiskError   string
+	LastDiskErrorAt time.Time
+	// SnapshotWriteErrors counts the snapshots whose writing failed since
+	// the node started (taken by this node, installed from the leader or
+	// restored from a backup); LastSnapshotError is the last failure, at
+	// LastSnapshotErrorAt. SnapshotFailing is set while no snapshot has
+	// succeeded since the last failure.
+	SnapshotWriteErrors uint64
+	LastSnapshotError   string
+	LastSnapshotErrorAt time.Time
+	SnapshotFailing     bool
+}
