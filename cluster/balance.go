@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"time"
 
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
@@ -37,7 +36,7 @@ func (n *Node) newBalancer(p *proposer) *placement.Balancer {
 		Workers:        func() []placement.Worker { return placementWorkers(liveWorkers(n.Members())) },
 		WorkersChanged: n.membersChanged,
 		Logger:         n.cfg.Logger.Named("balancer"),
-		Clock:          placementClock{n.cfg.Clock},
+		Clock:          n.cfg.Clock,
 		Debounce:       n.cfg.BalanceDebounce,
 		Settle:         n.cfg.BalanceSettle,
 		Stuck:          p.stuck,
@@ -57,8 +56,3 @@ func placementWorkers(members []Member) []placement.Worker {
 	}
 	return out
 }
-
-// placementClock is the node's Clock as package placement takes it.
-type placementClock struct{ Clock }
-
-func (c placementClock) NewTimer(d time.Duration) placement.Timer { return c.Clock.NewTimer(d) }

@@ -489,7 +489,7 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 		maxBatch:   n.cfg.MaxBatch,
 		maxPending: n.cfg.MaxPending,
 		maxWaiters: n.cfg.MaxWaiters,
-		stuck:      placement.NewTracker(placementClock{n.cfg.Clock}, n.cfg.DefaultStuckGrace),
+		stuck:      placement.NewTracker(n.cfg.Clock, n.cfg.DefaultStuckGrace),
 	})
 	n.leading.Store(p)
 	n.statusChanged.fire()

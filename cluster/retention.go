@@ -16,12 +16,7 @@ func (n *Node) sweepFreeKeys(ctx context.Context, p *proposer, keep time.Duratio
 		Submit: func(ctx context.Context, c fsm.Command) (fsm.Result, error) {
 			return p.submit(ctx, &op{cmd: c})
 		},
-		Machine: n.machine, Clock: retentionClock{n.cfg.Clock}, Keep: keep,
+		Machine: n.machine, Clock: n.cfg.Clock, Keep: keep,
 		Every: retention.SweepInterval(keep, nodeconfig.TestHooks(&n.cfg).FreeKeySweep), Log: n.cfg.Logger.Named("retention"),
 	}).Run(ctx)
 }
-
-// retentionClock is the node's Clock as the sweeper's.
-type retentionClock struct{ Clock }
-
-func (c retentionClock) NewTimer(d time.Duration) retention.Timer { return c.Clock.NewTimer(d) }
