@@ -292,16 +292,26 @@ func leaderAndWaiter(t *testing.T, c *cluster, name string, ttl time.Duration, l
 	next := make(chan term, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	e := c.newClient(t, "standby").Election(name, client.WithTTL(ttl))
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		l, err := e.Campaign(ctx)
 		if err != nil {
 			return
 		}
 		next <- term{holder: l.Holder(), token: l.Token(), start: time.Now()}
 		<-ctx.Done()
-		l.Resign(context.Background())
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer rcancel()
+		l.Resign(rctx)
 	}()
-	t.Cleanup(cancel)
+	// The standby resigns while the cluster still runs, and is gone before
+	// the test ends: a resignation still retrying after it could reach a
+	// later test's server or proxy that reuses one of these ports.
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 	c.waitForWaiters(t, 1)
 	return lead, next
 }
