@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/cluster/internal/outcome"
 )
@@ -102,18 +103,16 @@ type CASError = outcome.CASError
 // (outcome.HeldError).
 type HeldError = outcome.HeldError
 
-// Lost reasons, as the HTTP API spells them.
+// Lost reasons, as the HTTP API spells them (see package wire).
 const (
-	ReasonExpired    = "expired"
-	ReasonReleased   = "released"
-	ReasonRevoked    = "revoked"
-	ReasonDisabled   = "disabled"
-	ReasonProhibited = "prohibited"
-	ReasonSuperseded = "superseded"
-	ReasonUnknown    = "unknown"
-	// ReasonNotHolder: the renewal's holder and token never were the
-	// key's lease (another holder's token, or one the key never had).
-	ReasonNotHolder = "not_holder"
+	ReasonExpired    = wire.ReasonExpired
+	ReasonReleased   = wire.ReasonReleased
+	ReasonRevoked    = wire.ReasonRevoked
+	ReasonDisabled   = wire.ReasonDisabled
+	ReasonProhibited = wire.ReasonProhibited
+	ReasonSuperseded = wire.ReasonSuperseded
+	ReasonUnknown    = wire.ReasonUnknown
+	ReasonNotHolder  = wire.ReasonNotHolder
 )
 
 // LostError is returned by Renew when the lease is gone

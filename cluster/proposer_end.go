@@ -1,26 +1,16 @@
 package cluster
 
 import (
-	"time"
-
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/fsm"
 )
 
 // EndedLease is a lease that an operator's revoke, disable or prohibit
-// ended.
-type EndedLease struct {
-	Key    string
-	Holder string
-	Token  uint64
-	// Reason is ReasonRevoked, ReasonDisabled or ReasonProhibited.
-	Reason string
-	// Forced: the key was freed at once.
-	Forced bool
-	// FreesIn is the time left until the key frees (0 when Forced): the
-	// holder's current deadline on the leader. Its renewals are refused
-	// from the moment the command applied.
-	FreesIn time.Duration
-}
+// ended, as the API answers it (wire.RevokedLease). Its renewals are
+// refused from the moment the command applied; FreesIn is the time left
+// until the key frees (0 when Forced): the holder's current deadline on
+// the leader.
+type EndedLease = wire.RevokedLease
 
 // ended tells the lessor about the leases that r ended: an ending lease's
 // renewals are refused from now on and it frees when its deadline passes;

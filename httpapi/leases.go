@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/tenure-io/tenure/client/wire"
@@ -138,9 +139,8 @@ func parseForce(r *http.Request) (bool, error) {
 // request's key filter (readable): a lease of a key it may not read is
 // answered without its holder and token.
 func revokedOut(ended []cluster.EndedLease, can func(key string) bool) []wire.RevokedLease {
-	out := make([]wire.RevokedLease, len(ended))
-	for i, e := range ended {
-		out[i] = wire.RevokedLease{Key: e.Key, Holder: e.Holder, Token: e.Token, Reason: e.Reason, Forced: e.Forced, FreesIn: e.FreesIn}
+	out := slices.Clone(ended)
+	for i, e := range out {
 		if can != nil && !can(e.Key) {
 			out[i].Holder, out[i].Token = "", 0
 		}
