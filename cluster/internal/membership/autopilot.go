@@ -139,6 +139,21 @@ func newPilot() pilot {
 
 // logOnce logs msg about the member named name (or "raft:" and a server
 // id), unless it is what was last logged about it.
+// distrusts returns why m, an alive server member, cannot be trusted yet,
+// and logs it as msg: its id is announced by several alive members (dup
+// counts them; errAnnouncedTwice), or its identity proof failed, or has
+// not been checked yet (errUnchecked, not logged). nil: m is trusted.
+func (g *Gossip) distrusts(m Member, dup map[string]int, msg string) error {
+	err := m.proof
+	if dup[m.Meta.ID] > 1 {
+		err = fmt.Errorf("%d alive gossip members announce server id %s: %w", dup[m.Meta.ID], m.Meta.ID, errAnnouncedTwice)
+	}
+	if err != nil && err != errUnchecked {
+		g.logOnce(m.Name, msg, err)
+	}
+	return err
+}
+
 func (g *Gossip) logOnce(name, msg string, err error) {
 	line := msg + ": " + err.Error()
 	if g.pilot.logged[name] == line {
@@ -217,15 +232,7 @@ func (g *Gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 		if m.Meta.Role != "server" || m.Status != "alive" || m.Meta.RaftAddr == "" || m.Meta.ID == g.cfg.Self.ID {
 			continue
 		}
-		if dup[m.Meta.ID] > 1 {
-			g.logOnce(m.Name, "server not admitted to raft", fmt.Errorf(
-				"%d alive gossip members announce server id %s: none of them is trusted", dup[m.Meta.ID], m.Meta.ID))
-			continue
-		}
-		if m.proof != nil {
-			if m.proof != errUnchecked {
-				g.logOnce(m.Name, "server not admitted to raft", m.proof)
-			}
+		if g.distrusts(m, dup, "server not admitted to raft") != nil {
 			continue
 		}
 		if g.removedLately(m.Meta.ID) {

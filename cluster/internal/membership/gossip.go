@@ -46,6 +46,10 @@ func (m Member) Proof() error { return m.proof }
 // announcement.
 var errUnchecked = errors.New("not checked yet")
 
+// errAnnouncedTwice: several alive gossip members announce one server id,
+// so none of them is trusted with it.
+var errAnnouncedTwice = errors.New("none of them is trusted")
+
 // Gossip runs memberlist for a server: it announces the server's
 // addresses, joins the configured peers (retrying until one answers),
 // bootstraps Raft once BootstrapExpect servers of its cluster are seen,
@@ -335,15 +339,9 @@ func (g *Gossip) maybeBootstrap() {
 		if m.Meta.Role != "server" || m.Status != "alive" {
 			continue
 		}
-		if shared[m.Meta.ID] > 1 {
-			g.logOnce(m.Name, "not bootstrapping with this member", fmt.Errorf(
-				"%d alive gossip members announce server id %s: none of them is trusted", shared[m.Meta.ID], m.Meta.ID))
+		if err := g.distrusts(m, shared, "not bootstrapping with this member"); errors.Is(err, errAnnouncedTwice) {
 			return
-		}
-		if m.proof != nil {
-			if m.proof != errUnchecked {
-				g.logOnce(m.Name, "not bootstrapping with this member", m.proof)
-			}
+		} else if err != nil {
 			continue
 		}
 		if m.Meta.Bootstrapped {
