@@ -4,11 +4,15 @@
 // sessionStorage and sent as X-Tenure-Token. It follows blocking queries
 // (?index=N&wait=...) and the event stream, so an idle page only waits;
 // the one timer counts lease deadlines down in the browser and sends
-// nothing. Data is put in the page with textContent only.
+// nothing. Renewals write no log entry, so while the leases view shows
+// live deadlines it waits at most half a second (DEADLINE_WAIT) and takes
+// the leader's times left again. Data is put in the page with textContent
+// only.
 'use strict';
 (function () {
   const TOKEN_KEY = 'tenure.token';
   const WAIT = '5m'; // blocking queries' wait
+  const DEADLINE_WAIT = '500ms'; // the leases view's wait while it shows deadlines
   const MAX_ROWS = 1000;
   const MAX_EVENTS = 500;
 
@@ -112,7 +116,8 @@
   // follow reads path once, then again with ?index=N&wait=..., handing
   // each answer to onData, until the generation changes; with opts.hash
   // it waits on the answer's content hash instead (?hash=H&wait=..., for
-  // the local reads that have no index: status and members). Errors back
+  // the local reads that have no index: status and members); opts.wait,
+  // a function, gives each request's wait (WAIT by default). Errors back
   // off from 1s to 30s. A blocking read answers only when something
   // changed (or its wait ended), so this costs nothing while nothing does.
   function follow(pathFn, onData, opts) {
@@ -127,8 +132,9 @@
         try {
           let path = pathFn();
           const sep = path.includes('?') ? '&' : '?';
-          if (opts.hash && hash) path += sep + 'hash=' + encodeURIComponent(hash) + '&wait=' + (opts.wait || WAIT);
-          else if (!opts.hash && index > 0) path += sep + 'index=' + index + '&wait=' + (opts.wait || WAIT);
+          const wait = opts.wait ? opts.wait() : WAIT;
+          if (opts.hash && hash) path += sep + 'hash=' + encodeURIComponent(hash) + '&wait=' + wait;
+          else if (!opts.hash && index > 0) path += sep + 'index=' + index + '&wait=' + wait;
           const r = await api(path, { signal: ctrl.signal });
           if (gen !== generation) return;
           backoff = 0;
@@ -388,14 +394,42 @@
     if (!leaderKnown) q.set('stale', 'true');
     return '/v1/leases?' + q.toString();
   }
+  // A held lease's deadline moves with each renewal, which no index
+  // announces: while the view shows one, each wait lasts half a second.
+  function showsDeadlines() { return leasesLive && leases.some((l) => l.state === 'held' && l.expires_in); }
   function watchLeases() {
+    let drawn = false; // the first answer of a watch is always drawn
     follow(leasePath, (r) => {
+      const was = leases;
       leases = r.body.leases || [];
       leasesAt = performance.now();
-      leasesLive = leaderKnown;
-      leasesMore = !!r.body.next;
+      const live = leaderKnown, more = !!r.body.next;
+      if (drawn && live === leasesLive && more === leasesMore && sameButDeadlines(was, leases)) {
+        updateDeadlines();
+        return;
+      }
+      leasesLive = live;
+      leasesMore = more;
+      drawn = true;
       renderLeases(leasesMore);
-    }, { name: 'leases' });
+    }, { name: 'leases', wait: () => (showsDeadlines() ? DEADLINE_WAIT : WAIT) });
+  }
+  // sameButDeadlines: the two lists differ in times left at most.
+  function sameButDeadlines(a, b) {
+    const strip = (l) => JSON.stringify({ ...l, expires_in: undefined });
+    return a.length === b.length && a.every((l, i) => strip(l) === strip(b[i]));
+  }
+  // updateDeadlines puts the times left just read into the rows shown,
+  // which the timer counts down from.
+  function updateDeadlines() {
+    const cells = new Map([...document.querySelectorAll('#leases tr[data-key]')].map((tr) => [tr.dataset.key, tr.querySelector('td.expires')]));
+    for (const l of leases) {
+      const c = cells.get(l.key), ms = parseDuration(l.expires_in);
+      if (!c || !c.dataset.deadline || isNaN(ms)) continue;
+      c.dataset.deadline = String(leasesAt + ms);
+      c.textContent = fmtMillis(ms);
+      c.classList.toggle('late', ms <= 0);
+    }
   }
 
   function renderLeases(more) {
