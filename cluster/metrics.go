@@ -64,7 +64,8 @@ func (s metricsSource) Node() metricset.Node {
 	r := n.raft
 	return metricset.Node{Held: held, Free: free, Leader: n.Ready() == nil,
 		LastIndex: r.LastIndex(), Commit: r.CommitIndex(), Applied: r.AppliedIndex(), Term: r.CurrentTerm(),
-		Deadlines: n.lessor.Len(), LastToken: n.machine.LastToken(), Waiting: n.Waiting()}
+		Deadlines: n.lessor.Len(), LastToken: n.machine.LastToken(), Waiting: n.Waiting(),
+		FailureTolerance: n.Status().FailureTolerance}
 }
 
 func (s metricsSource) Health() metricset.Health {

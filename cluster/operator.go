@@ -55,6 +55,7 @@ func (n *Node) Status() Status {
 			})
 		}
 	}
+	n.judgeHealth(&s)
 	return s
 }
 

@@ -109,13 +109,15 @@ func contentHash(v any) string {
 }
 
 // statusHash hashes what a status tells of the cluster's shape: the role,
-// the leader, the term, readiness and the servers; not the indexes, the
-// last token or the times, which move with every entry and heartbeat.
+// the leader, the term, readiness, the servers and their health, the
+// failure tolerance; not the indexes, the last token or the times, which
+// move with every entry and heartbeat.
 func statusHash(st cluster.Status) string {
 	return contentHash(struct {
 		NodeID, ClusterID, Role, LeaderID, LeaderHTTPAddr string
 		Term                                              uint64
 		Ready                                             bool
 		Servers                                           []cluster.Server
-	}{st.NodeID, st.ClusterID, st.Role, st.LeaderID, st.LeaderHTTPAddr, st.Term, st.Ready, st.Servers})
+		FailureTolerance                                  int
+	}{st.NodeID, st.ClusterID, st.Role, st.LeaderID, st.LeaderHTTPAddr, st.Term, st.Ready, st.Servers, st.FailureTolerance})
 }

@@ -56,6 +56,8 @@ func statusOut(st cluster.Status) wire.NodeStatus {
 		Ready:          st.Ready,
 		Servers:        []wire.ServerInfo{},
 
+		FailureTolerance: st.FailureTolerance,
+
 		NotReady:          st.Health.Problem,
 		LeaderCommitIndex: st.Health.LeaderCommit,
 		BehindEntries:     st.Health.BehindEntries,
@@ -74,7 +76,7 @@ func statusOut(st cluster.Status) wire.NodeStatus {
 		if srv.Voter {
 			suffrage = "voter"
 		}
-		out.Servers = append(out.Servers, wire.ServerInfo{ID: srv.ID, RaftAddr: srv.RaftAddr, HTTPAddr: srv.HTTPAddr, Suffrage: suffrage, Leader: srv.Leader})
+		out.Servers = append(out.Servers, wire.ServerInfo{ID: srv.ID, RaftAddr: srv.RaftAddr, HTTPAddr: srv.HTTPAddr, Suffrage: suffrage, Leader: srv.Leader, Healthy: srv.Healthy})
 	}
 	return out
 }

@@ -27,6 +27,12 @@ type NodeStatus struct {
 	LastToken uint64       `json:"last_token"`
 	Ready     bool         `json:"ready"`
 	Servers   []ServerInfo `json:"servers"`
+	// FailureTolerance is how many more voters may fail before the
+	// cluster can commit nothing, as this server can tell (the leader by
+	// the Raft answers of each server; a follower by its contact with the
+	// leader and by gossip for the others): the healthy voters less a
+	// quorum of all voters, never below 0. 0 with no leader.
+	FailureTolerance int `json:"failure_tolerance"`
 	// NotReady says why this node must not be counted on although it may
 	// answer: a failed write of its Raft log or stable store (a full
 	// disk), a failed snapshot with none succeeding since, or an applied index too far behind the leader's commit index
@@ -57,6 +63,9 @@ type ServerInfo struct {
 	HTTPAddr string `json:"http_addr,omitempty"`
 	Suffrage string `json:"suffrage"`
 	Leader   bool   `json:"leader"`
+	// Healthy: the server answers, as the server that answered the
+	// status can tell (see NodeStatus.FailureTolerance).
+	Healthy bool `json:"healthy"`
 }
 
 type nodeStatusAlias NodeStatus

@@ -23,7 +23,7 @@ func (e *env) status(ctx context.Context, args []string) int {
 		if code := e.printJSON(st); code != exitOK {
 			return code
 		}
-		return e.noLeader(st)
+		return e.statusExit(st)
 	}
 	w := e.table()
 	field := func(name string, v any) { row(w, name+":", v) }
@@ -47,17 +47,46 @@ func (e *env) status(ctx context.Context, args []string) int {
 		field("Last contact", st.LastContact)
 	}
 	statusHealthRows(*st, field)
+	field("Failure tolerance", st.FailureTolerance)
 	w.Flush()
 	if len(st.Servers) > 0 {
 		fmt.Fprintln(e.stdout)
 		w = e.table()
-		row(w, "ID", "RAFT ADDRESS", "HTTP ADDRESS", "SUFFRAGE", "LEADER")
+		row(w, "ID", "RAFT ADDRESS", "HTTP ADDRESS", "SUFFRAGE", "LEADER", "HEALTHY")
 		for _, s := range st.Servers {
-			row(w, s.ID, s.RaftAddr, s.HTTPAddr, s.Suffrage, s.Leader)
+			row(w, s.ID, s.RaftAddr, s.HTTPAddr, s.Suffrage, s.Leader, s.Healthy)
 		}
 		w.Flush()
 	}
-	return e.noLeader(st)
+	return e.statusExit(st)
+}
+
+// statusExit fails `tenure status` when the cluster cannot take one more
+// failure although it was built to: with no leader (noLeader), or when
+// the server that answered judges that one more voter that fails stops
+// every write, and a voter is not healthy or there are three or more. A
+// cluster of one or two voters tolerates no failure by design (a -dev
+// server): it passes while its voters are healthy.
+func (e *env) statusExit(st *client.NodeStatus) int {
+	if st.LeaderID == "" {
+		return e.noLeader(st)
+	}
+	var down []string
+	voters := 0
+	for _, s := range st.Servers {
+		if s.Suffrage == "voter" {
+			voters++
+		}
+		if !s.Healthy {
+			down = append(down, s.ID)
+		}
+	}
+	if st.FailureTolerance > 0 || voters < 3 && len(down) == 0 {
+		return exitOK
+	}
+	fmt.Fprintf(e.stderr, "error: failure tolerance 0: one more voter that fails stops every write (as %s judges it; not healthy: %s); bring those servers back or add one (docs/operations.md)\n",
+		st.NodeID, dash(strings.Join(down, ", ")))
+	return exitError
 }
 
 // noLeader fails `tenure status` when the server that answered knows no

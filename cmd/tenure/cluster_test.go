@@ -10,10 +10,8 @@ func TestClusterCommands(t *testing.T) {
 	status := map[string]any{
 		"node_id": "n1", "role": "leader", "leader_id": "n1", "leader_http_addr": "10.0.0.1:7500",
 		"term": 4, "last_log_index": 90, "commit_index": 90, "applied_index": 90, "last_contact": "0s", "ready": true,
-		"servers": []any{
-			map[string]any{"id": "n1", "raft_addr": "10.0.0.1:7501", "http_addr": "10.0.0.1:7500", "suffrage": "voter", "leader": true},
-			map[string]any{"id": "n2", "raft_addr": "10.0.0.2:7501", "http_addr": "10.0.0.2:7500", "suffrage": "voter", "leader": false},
-		},
+		"servers":           threeVoters(true),
+		"failure_tolerance": 1,
 	}
 	members := map[string]any{"members": []any{
 		map[string]any{"name": "n1", "addr": "10.0.0.1:7946", "status": "alive", "role": "server"},
@@ -21,7 +19,7 @@ func TestClusterCommands(t *testing.T) {
 	}}
 	tests := []requestCase{
 		{"status", []string{"status"}, 200, status, "GET", "/v1/status", "",
-			[]string{"Node:", "n1", "Term:", "4", "RAFT ADDRESS", "10.0.0.2:7501"}},
+			[]string{"Node:", "n1", "Term:", "4", "RAFT ADDRESS", "10.0.0.2:7501", "HEALTHY", "Failure tolerance:"}},
 		{"status json", []string{"status", "-json"}, 200, status, "GET", "/v1/status", "",
 			[]string{`"node_id": "n1"`, `"last_contact": "0s"`}},
 		{"members", []string{"members"}, 200, members, "GET", "/v1/members", "",
@@ -51,6 +49,62 @@ func TestRemoveUnknownServerFails(t *testing.T) {
 	got := runCLI(t, "operator", "remove-server", "n9", "-http-addr", srv.URL)
 	if got.code != exitError || got.stderr != "error: not_found: no server n9\n" {
 		t.Errorf("remove-server n9 = %d, stderr %q; want 1 and the not_found error", got.code, got.stderr)
+	}
+}
+
+// threeVoters is the servers of a status: n1 (the leader), n2 and n3,
+// n3 healthy or not.
+func threeVoters(n3Healthy bool) []any {
+	return []any{
+		map[string]any{"id": "n1", "raft_addr": "10.0.0.1:7501", "http_addr": "10.0.0.1:7500", "suffrage": "voter", "leader": true, "healthy": true},
+		map[string]any{"id": "n2", "raft_addr": "10.0.0.2:7501", "http_addr": "10.0.0.2:7500", "suffrage": "voter", "leader": false, "healthy": true},
+		map[string]any{"id": "n3", "raft_addr": "10.0.0.3:7501", "http_addr": "10.0.0.3:7500", "suffrage": "voter", "leader": false, "healthy": n3Healthy},
+	}
+}
+
+// When one more voter that fails would stop every write, `tenure status`
+// prints the failure tolerance and each server's health, names the
+// servers that are not healthy on standard error, and exits non-zero,
+// also with -json. A single -dev server tolerates no failure by design:
+// it passes while it is healthy.
+func TestStatusWithoutFailureToleranceFails(t *testing.T) {
+	leader := func(servers []any, tolerance int) map[string]any {
+		return map[string]any{"node_id": "n1", "role": "leader", "leader_id": "n1", "term": 4, "last_contact": "0s", "ready": true,
+			"servers": servers, "failure_tolerance": tolerance}
+	}
+	dev := []any{map[string]any{"id": "dev", "raft_addr": "127.0.0.1:7501", "suffrage": "voter", "leader": true, "healthy": true}}
+	for _, tt := range []struct {
+		name   string
+		answer map[string]any
+		args   []string
+		code   int
+		out    []string
+		errOut string
+	}{
+		{"a voter down", leader(threeVoters(false), 0), []string{"status"}, exitError,
+			[]string{"Failure tolerance:", "0", "HEALTHY", "false"}, "error: failure tolerance 0: one more voter that fails stops every write (as n1 judges it; not healthy: n3)"},
+		{"a voter down json", leader(threeVoters(false), 0), []string{"status", "-json"}, exitError,
+			[]string{`"failure_tolerance": 0`, `"healthy": false`}, "not healthy: n3"},
+		{"every voter healthy", leader(threeVoters(true), 1), []string{"status"}, exitOK,
+			[]string{"Failure tolerance:", "1"}, ""},
+		{"one -dev server", leader(dev, 0), []string{"status"}, exitOK,
+			[]string{"Failure tolerance:", "0"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.answer) })
+			got := runCLI(t, append(tt.args, "-http-addr", srv.URL)...)
+			if got.code != tt.code {
+				t.Errorf("exit code %d, want %d (stderr %q)", got.code, tt.code, got.stderr)
+			}
+			for _, want := range tt.out {
+				if !strings.Contains(got.stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, got.stdout)
+				}
+			}
+			if tt.errOut == "" && got.stderr != "" || !strings.Contains(got.stderr, tt.errOut) {
+				t.Errorf("stderr %q, want %q in it", got.stderr, tt.errOut)
+			}
+		})
 	}
 }
 

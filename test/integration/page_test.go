@@ -108,8 +108,9 @@ func (c *pageCluster) url(i int, path string) string {
 // the page (its confirm dialog accepted) frees the key; a group's keys
 // move off a worker drained from the page, with unowned and disabled keys
 // marked and each worker's load and key count shown; a worker that never
-// takes its keys shows stuck; with no quorum the page says so and shows
-// leases greyed as last known.
+// takes its keys shows stuck; with a voter killed it says that one more
+// failure stops writes and which server is not healthy; with no quorum the
+// page says so and shows leases greyed as last known.
 func TestPage(t *testing.T) {
 	needChromium(t)
 	c := startPageCluster(t)
@@ -464,6 +465,22 @@ func TestPage(t *testing.T) {
 	t.Run("an idle page sends nothing", func(t *testing.T) {
 		b.t = t
 		pageIsIdle(t, b)
+	})
+
+	t.Run("a voter down", func(t *testing.T) {
+		b.t = t
+		b.view("cluster")
+		if ok, _ := eval[bool](b, `document.getElementById('no-tolerance').hidden`); !ok {
+			t.Errorf("the no-tolerance banner shows with every voter up")
+		}
+		lead := c.leader(t)
+		down := 3 - lead - pageNode // neither the leader nor the page's server
+		c.kill(t, down)
+		id := c.nodes[down].id
+		b.waitTrue(20*time.Second, "the page's server, a follower, shows that one more failure stops writes and that "+id+" is not healthy",
+			`!document.getElementById('no-tolerance').hidden && document.getElementById('no-tolerance-text').textContent.includes('not healthy: `+id+`') && `+
+				fmt.Sprintf(`document.querySelector('#servers tr[data-id=%q]')?.dataset.healthy === 'false'`, id))
+		b.screenshot("no-tolerance")
 	})
 
 	t.Run("no leader", func(t *testing.T) {

@@ -526,14 +526,28 @@ func (g *Gossip) warnSharedIDs() {
 // control of the fault suite (tenure_unsafe_identity) forwards there: any
 // member that passes the proof can claim any id (docs/adr/0026).
 func (g *Gossip) HTTPAddrOf(id string) string {
+	m, _ := g.aliveServer(id)
+	return m.Meta.HTTPAddr
+}
+
+// ServerAlive says whether an alive member that proves it belongs to
+// this cluster announces server id.
+func (g *Gossip) ServerAlive(id string) bool {
+	_, ok := g.aliveServer(id)
+	return ok
+}
+
+// aliveServer is the first alive member that announces server id and
+// proves it belongs to this cluster.
+func (g *Gossip) aliveServer(id string) (Member, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, e := range g.members {
 		if m := e.member; m.Meta.Role == "server" && m.Meta.ID == id && m.Status == "alive" && m.proof == nil {
-			return m.Meta.HTTPAddr
+			return m, true
 		}
 	}
-	return ""
+	return Member{}, false
 }
 
 // NodeMeta implements memberlist.Delegate.

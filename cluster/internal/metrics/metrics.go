@@ -127,6 +127,9 @@ type Node struct {
 	LastToken uint64
 	// Waiting are the blocking acquirers queued on this leader.
 	Waiting int
+	// FailureTolerance is how many more voters may fail before writes
+	// stop, as this node judges it (Status.FailureTolerance).
+	FailureTolerance int
 }
 
 // stateCollector reads lease counts and Raft state at scrape time.
@@ -143,6 +146,7 @@ var (
 	descTracked  = prometheus.NewDesc("tenure_lessor_deadlines", "Lease deadlines the leader's lessor tracks.", nil, nil)
 	descToken    = prometheus.NewDesc("tenure_last_token", "Last fencing token handed out.", nil, nil)
 	descWaiting  = prometheus.NewDesc("tenure_acquire_waiters", "Blocking acquirers queued on this leader.", nil, nil)
+	descTolerate = prometheus.NewDesc("tenure_failure_tolerance", "How many more voters may fail before writes stop, as this server judges it (0 with no leader).", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -153,6 +157,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descTracked
 	ch <- descToken
 	ch <- descWaiting
+	ch <- descTolerate
 	describeGroups(ch)
 	describeHealth(ch)
 	describeDisk(ch)
@@ -175,6 +180,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(n.Deadlines))
 	ch <- prometheus.MustNewConstMetric(descToken, prometheus.GaugeValue, float64(n.LastToken))
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(n.Waiting))
+	ch <- prometheus.MustNewConstMetric(descTolerate, prometheus.GaugeValue, float64(n.FailureTolerance))
 	collectGroups(ch, c.placement)
 	collectHealth(ch, c.src.Health())
 	collectDisk(ch, c.src.Disk())

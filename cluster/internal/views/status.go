@@ -9,6 +9,9 @@ type Server struct {
 	HTTPAddr string
 	Voter    bool
 	Leader   bool
+	// Healthy: the server answers, as this node can tell (Status's
+	// FailureTolerance says how).
+	Healthy bool
 }
 
 // Status is this node's view of the cluster.
@@ -26,6 +29,13 @@ type Status struct {
 	LastToken      uint64
 	LastContact    time.Duration // since the leader was last heard; 0 on the leader
 	Servers        []Server
+	// FailureTolerance is how many more voters may fail before the
+	// cluster can commit nothing: the healthy voters less a quorum of all
+	// voters, never below 0; 0 with no leader. The leader judges a server
+	// healthy when it answered Raft lately; a follower judges the leader
+	// by its last contact and the other servers by gossip (alive, and
+	// proved a member of the cluster); a node judges itself by Health.
+	FailureTolerance int
 	// Health is this node's lag and disk health (Node.Health).
 	Health NodeHealth
 }

@@ -244,12 +244,22 @@
         'Nothing is acquired, renewed or expired until one is elected; the leases shown are this server\'s last known state, not what holds now.';
     }
     document.body.classList.toggle('no-leader', !leaderKnown);
+    // With a leader, a cluster built to survive a failure (three or more
+    // voters) that can take no more, or a voter that does not answer.
+    const voters = (s.servers || []).filter((v) => v.suffrage === 'voter');
+    const down = (s.servers || []).filter((v) => !v.healthy).map((v) => v.id);
+    const exposed = leaderKnown && s.failure_tolerance === 0 && (voters.length >= 3 || down.length > 0);
+    $('no-tolerance').hidden = !exposed;
+    if (exposed) {
+      $('no-tolerance-text').textContent = 'One more voter that fails stops every write (' + s.node_id + ' judges the failure tolerance 0' +
+        (down.length ? '; not healthy: ' + down.join(', ') : '') + '). Bring those servers back, or add one.';
+    }
     if (view === 'cluster') renderCluster();
   }
 
   // The heartbeat follows the status by its content hash: the server
-  // answers when the role, the leader, the term, readiness or the servers
-  // change (not on every entry), so the banner and the cluster view are
+  // answers when the role, the leader, the term, readiness, the servers or
+  // their health change (not on every entry), so the banner and the cluster view are
   // current and an idle page sends nothing. The indexes, last contact and
   // last token shown are as of that answer.
   function heartbeat() {
@@ -352,6 +362,7 @@
       card('this server', s.node_id),
       card('role', s.role, s.role === 'leader' ? 'good' : ''),
       card('leader', s.leader_id || 'none', s.leader_id ? '' : 'bad'),
+      card('failure tolerance', s.failure_tolerance === undefined ? '' : s.failure_tolerance, s.failure_tolerance === 0 ? 'bad' : ''),
       card('term', s.term),
       card('commit index', s.commit_index),
       card('applied index', s.applied_index),
@@ -360,12 +371,15 @@
       card('as of', statusAt ? statusAt.toTimeString().slice(0, 8) : ''),
     );
     const servers = (s.servers || []).map((v) => {
-      const tr = el('tr', '', td(v.id), td(), td(v.suffrage), td(el('code', '', v.raft_addr)), td(el('code', '', v.http_addr || '')));
+      const tr = el('tr', '', td(v.id), td(), td(v.suffrage), td(el('code', '', v.raft_addr)), td(el('code', '', v.http_addr || '')),
+        td(v.healthy ? badge('healthy', 'ok') : badge('not healthy', 'bad')));
+      tr.dataset.id = v.id;
+      tr.dataset.healthy = String(!!v.healthy);
       tr.children[1].append(v.leader ? badge('leader', 'ok') : badge(v.suffrage === 'voter' ? 'follower' : 'non-voter', 'info'));
       if (v.id === s.node_id) tr.children[0].append(' ', badge('this page', 'muted'));
       return tr;
     });
-    fill($('servers').tBodies[0], servers, 'no servers in the configuration', 5);
+    fill($('servers').tBodies[0], servers, 'no servers in the configuration', 6);
     const rows = members.map((m) => {
       const meta = m.meta || {};
       const details = [];
