@@ -16,6 +16,15 @@ type fakeClock = clocktest.Fake
 
 func newFakeClock() *fakeClock { return clocktest.NewFake() }
 
+// newPrimary returns a manual clock and a lessor on it that has been
+// promoted with no leases, ready to grant.
+func newPrimary() (*fakeClock, *Lessor) {
+	clock := newFakeClock()
+	l := New(clock)
+	l.Promote(nil, nil)
+	return clock, l
+}
+
 func keys(exp []Expiry) []string {
 	var out []string
 	for _, e := range exp {
@@ -107,9 +116,7 @@ func TestLessorRenewal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := newFakeClock()
-			l := New(clock)
-			l.Promote(nil, nil)
+			clock, l := newPrimary()
 			l.Grant("a", 1, 10*time.Second, 0)
 			clock.Advance(tt.advance)
 			if got, _ := l.Renew("a", tt.token); got != tt.want {
@@ -120,9 +127,7 @@ func TestLessorRenewal(t *testing.T) {
 }
 
 func TestLessorRenewRestartsDeadline(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
+	clock, l := newPrimary()
 	l.Grant("a", 1, 10*time.Second, 0)
 	clock.Advance(9 * time.Second)
 	if got, _ := l.Renew("a", 1); got != Renewed {
@@ -147,9 +152,7 @@ func TestLessorRenewRestartsDeadline(t *testing.T) {
 }
 
 func TestLessorExpiredInDeadlineOrderWithLimit(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
+	clock, l := newPrimary()
 	l.Grant("c", 3, 3*time.Second, 0)
 	l.Grant("a", 1, 1*time.Second, 0)
 	l.Grant("b", 2, 2*time.Second, 0)
@@ -163,9 +166,7 @@ func TestLessorExpiredInDeadlineOrderWithLimit(t *testing.T) {
 }
 
 func TestLessorRemoveKeepsNewerGrant(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
+	_, l := newPrimary()
 	l.Grant("a", 1, time.Second, 0)
 	l.Grant("a", 2, time.Second, 0) // re-granted under a new token
 	l.Remove("a", 1)                // a late removal of the old token
@@ -199,9 +200,7 @@ func TestLessorDemoteForgetsEverything(t *testing.T) {
 // A late acquire by the holder with a shorter TTL never cuts short a
 // deadline that an acknowledged renewal already set.
 func TestLessorGrantNeverShortensTheSameLease(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
+	_, l := newPrimary()
 	l.Grant("a", 1, time.Minute, 0)
 	l.Grant("a", 1, 5*time.Second, 0) // kept by a delayed acquire with a shorter TTL
 	if left, _, _ := l.Deadline("a", 1); left != time.Minute {
@@ -217,9 +216,7 @@ func TestLessorGrantNeverShortensTheSameLease(t *testing.T) {
 // missed renewals), unless an operator ended it: its renewals are refused
 // on purpose, and the placement report must not blame its holder.
 func TestLessorStaleSkipsEndedLeases(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
+	clock, l := newPrimary()
 	l.Grant("a", 1, 3*time.Second, 0)
 	l.Grant("b", 2, 3*time.Second, 0)
 	clock.Advance(2500 * time.Millisecond)
@@ -238,9 +235,7 @@ func TestLessorStaleSkipsEndedLeases(t *testing.T) {
 // Expired puts the lease back at its real one instead of expiring it, and
 // Next names the earliest real deadline from then on.
 func TestLessorRenewedLeaseTakesItsPlaceInTheQueueLater(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
+	clock, l := newPrimary()
 	l.Grant("a", 1, 10*time.Second, 0)
 	l.Grant("b", 2, 12*time.Second, 0)
 	clock.Advance(5 * time.Second)
