@@ -90,17 +90,29 @@ func impostor(t *testing.T, files certs.Files) raft.Transport {
 	return tr
 }
 
+// startProdTLS starts three servers of cluster "prod" over TCP, each with
+// a server certificate of a new CA, and then applies tweak (if not nil) to
+// each config. It returns the CA and the cluster.
+func startProdTLS(t *testing.T, tweak func(*cluster.Config)) (*pki, *inproc.Cluster) {
+	t.Helper()
+	p := newPKI(t)
+	c := inproc.Start(t, 3, inproc.Options{TCP: true, Tweak: func(cfg *cluster.Config) {
+		cfg.ClusterName = "prod"
+		cfg.TLS = p.server(cfg.NodeID, "prod")
+		if tweak != nil {
+			tweak(cfg)
+		}
+	}})
+	return p, c
+}
+
 // Raft runs over mutual TLS when the servers have certificates: the
 // cluster elects a leader and commits; a peer that presents a client
 // certificate of the same CA, a server certificate of another cluster, or
 // a server certificate of another CA cannot make a server take a newer
 // term, which any Raft peer could do in plain TCP.
 func TestRaftOverMutualTLS(t *testing.T) {
-	p := newPKI(t)
-	c := inproc.Start(t, 3, inproc.Options{TCP: true, Tweak: func(cfg *cluster.Config) {
-		cfg.ClusterName = "prod"
-		cfg.TLS = p.server(cfg.NodeID, "prod")
-	}})
+	p, c := startProdTLS(t, nil)
 	l := c.Leader()
 	got, _, err := c.Node(l).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute})
 	if err != nil {
