@@ -58,14 +58,8 @@ func TestHandoverCarriesLeaseTimesToTheNextLeader(t *testing.T) {
 	li := c.Leader()
 	ctx := harness.Context(t, 10*time.Second)
 	const ttl = 10 * time.Second
-	old, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "aged", Holder: "h", TTL: ttl})
-	if err != nil {
-		t.Fatalf("acquire: %v", err)
-	}
-	renewedLast, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "renewed", Holder: "h", TTL: ttl})
-	if err != nil {
-		t.Fatalf("acquire: %v", err)
-	}
+	old := acquireOn(t, ctx, c.Node(li), "aged", "h", ttl)
+	renewedLast := acquireOn(t, ctx, c.Node(li), "renewed", "h", ttl)
 	clock.Advance(6 * time.Second)
 	if _, err := c.Node(li).Renew(ctx, "renewed", "h", testSecret, renewedLast.Token); err != nil {
 		t.Fatalf("renew: %v", err)
@@ -126,10 +120,7 @@ func TestFailedHandoverVoidsTheLeaseTimes(t *testing.T) {
 	// A long TTL, so that the lease outlives this test's slowest hand-over
 	// and elections on a loaded machine: the hand-over holds 10 s.
 	const ttl = 30 * time.Second
-	l, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "a", Holder: "h", TTL: ttl})
-	if err != nil {
-		t.Fatalf("acquire: %v", err)
-	}
+	l := acquireOn(t, ctx, c.Node(li), "a", "h", ttl)
 	clock.Advance(20 * time.Second)
 	if _, err := c.Node(li).Handover(harness.Context(t, time.Second)); err == nil {
 		t.Fatal("Handover succeeded although the target never campaigned")

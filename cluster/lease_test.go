@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -20,6 +21,17 @@ func acquire(t *testing.T, c *inproc.Cluster, key, holder string, ttl time.Durat
 		lease, _, err = n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: holder, TTL: ttl})
 		return err
 	})
+	if err != nil {
+		t.Fatalf("acquire %s by %s: %v", key, holder, err)
+	}
+	return lease
+}
+
+// acquireOn acquires key for holder with ttl and the test's secret on n,
+// failing the test if it is not granted.
+func acquireOn(t *testing.T, ctx context.Context, n *cluster.Node, key, holder string, ttl time.Duration) cluster.LeaseView {
+	t.Helper()
+	lease, _, err := n.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: holder, TTL: ttl})
 	if err != nil {
 		t.Fatalf("acquire %s by %s: %v", key, holder, err)
 	}

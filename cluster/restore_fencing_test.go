@@ -33,10 +33,7 @@ func TestRestoreNeverGivesAKeyAnOlderToken(t *testing.T) {
 			}})
 			leader := c.Node(c.Leader())
 			ctx := harness.Context(t, 20*time.Second)
-			alice, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "app/rk", Holder: "alice", TTL: 30 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
+			alice := acquireOn(t, ctx, leader, "app/rk", "alice", 30*time.Second)
 			backup, err := leader.Backup(ctx)
 			if err != nil {
 				t.Fatal(err)

@@ -27,10 +27,7 @@ func TestLeaderRecoversFromFailedTransfer(t *testing.T) {
 	}})
 	li := c.Leader()
 	leader := c.Node(li)
-	short, _, err := leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "short", Holder: "h", TTL: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatalf("acquire: %v", err)
-	}
+	short := acquireOn(t, harness.Context(t, 5*time.Second), leader, "short", "h", 300*time.Millisecond)
 	done := make(chan error, 1)
 	go func() {
 		_, err := leader.TransferLeadership(harness.Context(t, time.Second), c.Peer((li+1)%3).ID)
