@@ -35,6 +35,19 @@ func gossipCluster(t *testing.T, n int, tweak func(*cluster.Config)) *inproc.Clu
 	return c
 }
 
+// stopAndRemove stops server i of c and has the leader remove it with
+// force, as an operator removes a server that is gone for good.
+func stopAndRemove(t *testing.T, c *inproc.Cluster, i int) {
+	t.Helper()
+	c.Stop(i)
+	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
+		_, err := n.RemoveServer(harness.Context(t, 5*time.Second), c.Peer(i).ID, true)
+		return err
+	}); err != nil {
+		t.Fatalf("remove %s: %v", c.Peer(i).ID, err)
+	}
+}
+
 // configuration is the Raft configuration as node n sees it: id → server.
 func configuration(t *testing.T, n *cluster.Node) map[string]raft.Server {
 	t.Helper()
@@ -176,14 +189,8 @@ func TestForgedServersNeverBecomeVoters(t *testing.T) {
 			// keep a quorum when the leader is killed.
 			c := gossipCluster(t, 4, func(cfg *cluster.Config) { cfg.ServerStabilization = 0 })
 			victim := (c.Leader() + 1) % 4
-			c.Stop(victim)
-			if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-				// Forced: three voters are fewer than the configured four.
-				_, err := n.RemoveServer(harness.Context(t, 5*time.Second), c.Peer(victim).ID, true)
-				return err
-			}); err != nil {
-				t.Fatalf("remove %s: %v", c.Peer(victim).ID, err)
-			}
+			// Forced: three voters are fewer than the configured four.
+			stopAndRemove(t, c, victim)
 			var names []string
 			for k := 1; k <= 3; k++ {
 				name := "forged-" + strconv.Itoa(k)
@@ -298,14 +305,8 @@ func TestNewServerPromotedOnlyUpToTheConfiguredSize(t *testing.T) {
 	const stabilization = 2 * time.Second
 	c := gossipCluster(t, 3, func(cfg *cluster.Config) { cfg.ServerStabilization = stabilization })
 	gone := (c.Leader() + 1) % 3
-	c.Stop(gone)
-	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-		// Forced: two voters are fewer than the configured three.
-		_, err := n.RemoveServer(harness.Context(t, 5*time.Second), c.Peer(gone).ID, true)
-		return err
-	}); err != nil {
-		t.Fatalf("remove %s: %v", c.Peer(gone).ID, err)
-	}
+	// Forced: two voters are fewer than the configured three.
+	stopAndRemove(t, c, gone)
 	join := c.GossipAddr((gone + 1) % 3)
 	forge(t, "forged", cluster.MemberMeta{Role: "server", ID: "forged", RaftAddr: nowhere(t), HTTPAddr: nowhere(t), ClusterName: "tenure"}, join)
 
