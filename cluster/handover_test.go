@@ -116,10 +116,7 @@ func TestHandoverRefusesWritesAsNotReady(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Errorf("Handover succeeded although the target never campaigned")
 	}
-	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "after", Holder: "h", TTL: time.Second})
-		return err
-	}); err != nil {
+	if err := leaderAcquires(t, c, 10*time.Second, 2*time.Second, "after", time.Second); err != nil {
 		t.Fatalf("no write after the failed hand-over: %v", err)
 	}
 }
@@ -230,10 +227,7 @@ func TestLeaderRecoversFromFailedTransfer(t *testing.T) {
 	leader.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "during", Holder: "h", TTL: time.Second})
 	<-done
 	// Whoever leads now must write and expire.
-	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "after", Holder: "h", TTL: time.Second})
-		return err
-	}); err != nil {
+	if err := leaderAcquires(t, c, 10*time.Second, 2*time.Second, "after", time.Second); err != nil {
 		t.Fatalf("no write after the failed transfer: %v", err)
 	}
 	harness.WaitUntil(t, 10*time.Second, "the short lease to expire", func() bool {

@@ -131,10 +131,7 @@ func TestRelayToALiveVoterNeverTakesItsSlot(t *testing.T) {
 	// voter: they commit.
 	other := (l + 2) % 3
 	c.Stop(other)
-	if err := c.OnLeader(15*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute})
-		return err
-	}); err != nil {
+	if err := leaderAcquires(t, c, 15*time.Second, 5*time.Second, "k", time.Minute); err != nil {
 		t.Fatalf("with %s and the leader up, %s stopped: acquire: %v", id, c.Peer(other).ID, err)
 	}
 }

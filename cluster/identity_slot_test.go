@@ -112,10 +112,7 @@ func TestRelayNeverTakesADeadVotersSlotWithTLS(t *testing.T) {
 	// It is a voter that counts: with the other follower down, the
 	// restarted voter and the leader still commit.
 	c.Stop(other)
-	if err := c.OnLeader(20*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute})
-		return err
-	}); err != nil {
+	if err := leaderAcquires(t, c, 20*time.Second, 5*time.Second, "k", time.Minute); err != nil {
 		t.Fatalf("acquire with the restarted voter and the leader: %v", err)
 	}
 }

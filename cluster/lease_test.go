@@ -27,6 +27,17 @@ func acquire(t *testing.T, c *inproc.Cluster, key, holder string, ttl time.Durat
 	return lease
 }
 
+// leaderAcquires acquires key for holder h with ttl on whichever server
+// leads c, trying for within, each try given try; it returns the error of
+// the last try.
+func leaderAcquires(t *testing.T, c *inproc.Cluster, within, try time.Duration, key string, ttl time.Duration) error {
+	t.Helper()
+	return c.OnLeader(within, func(n *cluster.Node) error {
+		_, _, err := n.Acquire(harness.Context(t, try), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: "h", TTL: ttl})
+		return err
+	})
+}
+
 // acquireOn acquires key for holder with ttl and the test's secret on n,
 // failing the test if it is not granted.
 func acquireOn(t *testing.T, ctx context.Context, n *cluster.Node, key, holder string, ttl time.Duration) cluster.LeaseView {

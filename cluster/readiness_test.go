@@ -123,10 +123,7 @@ func startFullFollower(t *testing.T, wrap func(cfg *cluster.Config, full *atomic
 // acquire acquires key on the leader.
 func (f *fullFollower) acquire(t *testing.T, key string) {
 	t.Helper()
-	err := f.c.OnLeader(5*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 2*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: "h", TTL: time.Minute})
-		return err
-	})
+	err := leaderAcquires(t, f.c, 5*time.Second, 2*time.Second, key, time.Minute)
 	if err != nil {
 		t.Fatalf("acquire %s: %v", key, err)
 	}
