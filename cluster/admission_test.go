@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -233,30 +231,12 @@ func TestForgedServersNeverBecomeVoters(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects the logs of several nodes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A server of another cluster that joins this cluster's gossip (a staging
 // server started with a production -join) never changes the Raft
 // configuration, even while it waits to bootstrap a cluster of its own
 // size; the leader says why, once per member.
 func TestServerOfAnotherClusterNeverAdded(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &harness.Buffer{}
 	c := gossipCluster(t, 3, func(cfg *cluster.Config) {
 		cfg.ServerStabilization = 0
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: cfg.NodeID, Output: logs, Level: hclog.Info})

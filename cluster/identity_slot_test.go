@@ -182,7 +182,7 @@ func TestServerRefusesACertificateOfAnotherID(t *testing.T) {
 // Without TLS, the server says at start that anyone who reaches its
 // gossip and Raft ports can join or take a slot.
 func TestServerWithoutTLSWarnsAtStart(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &harness.Buffer{}
 	cfg := inproc.Config("n1", t.TempDir())
 	cfg.RaftAddr = harness.FreeAddr(t)
 	cfg.GossipAddr = harness.FreeAddr(t)
