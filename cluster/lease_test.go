@@ -38,6 +38,17 @@ func leaderAcquires(t *testing.T, c *inproc.Cluster, within, try time.Duration, 
 	})
 }
 
+// depose ends the leadership of server old of c: how "crash" stops it,
+// any other how ("transfer") has it transfer leadership away.
+func depose(t *testing.T, c *inproc.Cluster, old int, how string) {
+	t.Helper()
+	if how == "crash" {
+		c.Stop(old)
+	} else if _, err := c.Node(old).TransferLeadership(harness.Context(t, 5*time.Second), ""); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+}
+
 // acquireOn acquires key for holder with ttl and the test's secret on n,
 // failing the test if it is not granted.
 func acquireOn(t *testing.T, ctx context.Context, n *cluster.Node, key, holder string, ttl time.Duration) cluster.LeaseView {
@@ -207,11 +218,7 @@ func TestRenewingHolderKeepsLeaseThroughFailover(t *testing.T) {
 				}
 			}()
 			old := c.Leader()
-			if how == "crash" {
-				c.Stop(old)
-			} else if _, err := c.Node(old).TransferLeadership(harness.Context(t, 5*time.Second), ""); err != nil {
-				t.Fatalf("transfer: %v", err)
-			}
+			depose(t, c, old, how)
 			now := c.Leader(old)
 			time.Sleep(3 * ttl)
 			close(stop)
