@@ -152,14 +152,13 @@ func TestReappearingVoterComesBackAsNonVoter(t *testing.T) {
 // to start, naming the flag: its peers would refuse it anyway.
 func TestServerRefusesACertificateOfAnotherID(t *testing.T) {
 	p := newPKI(t)
-	clientPair, err := p.ca.IssueClient(certs.ClientOptions{Name: "app"})
 	for _, tc := range []struct {
 		name  string
 		files certs.Files
 		want  string
 	}{
 		{"another id", p.server("n3", "tenure"), `names node id "n3", but -node-id is "n1"`},
-		{"no id", p.files("client-own", clientPair, err, nil), "names no single node id"},
+		{"no id", p.client("client-own"), "names no single node id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := inproc.Config("n1", t.TempDir())
