@@ -35,13 +35,22 @@ func startACLNode(t *testing.T, defaultPolicy string) *cluster.Node {
 	return c.Node(c.Leader())
 }
 
-func TestResolveToken(t *testing.T) {
-	ctx := context.Background()
+// startBootstrappedACLNode starts one node with ACLs on that deny by
+// default and bootstraps them; it returns the node and the bootstrap
+// token.
+func startBootstrappedACLNode(t *testing.T, ctx context.Context) (*cluster.Node, cluster.NewToken) {
+	t.Helper()
 	n := startACLNode(t, cluster.ACLDeny)
 	boot, err := n.ACL().Bootstrap(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n, boot
+}
+
+func TestResolveToken(t *testing.T) {
+	ctx := context.Background()
+	n, boot := startBootstrappedACLNode(t, ctx)
 	if _, err := n.ACL().Bootstrap(ctx); !errors.Is(err, cluster.ErrACLBootstrapped) {
 		t.Fatalf("second bootstrap: %v, want ErrACLBootstrapped", err)
 	}

@@ -1,7 +1,6 @@
 package cluster_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +31,19 @@ func gossipCluster(t *testing.T, n int, tweak func(*cluster.Config)) *inproc.Clu
 	c := inproc.Start(t, n, inproc.Options{TCP: true, Gossip: true, Tweak: tweak})
 	c.Leader()
 	return c
+}
+
+// stopAndRemove stops server i of c and has the leader remove it with
+// force, as an operator removes a server that is gone for good.
+func stopAndRemove(t *testing.T, c *inproc.Cluster, i int) {
+	t.Helper()
+	c.Stop(i)
+	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
+		_, err := n.RemoveServer(harness.Context(t, 5*time.Second), c.Peer(i).ID, true)
+		return err
+	}); err != nil {
+		t.Fatalf("remove %s: %v", c.Peer(i).ID, err)
+	}
 }
 
 // configuration is the Raft configuration as node n sees it: id → server.
@@ -176,14 +187,8 @@ func TestForgedServersNeverBecomeVoters(t *testing.T) {
 			// keep a quorum when the leader is killed.
 			c := gossipCluster(t, 4, func(cfg *cluster.Config) { cfg.ServerStabilization = 0 })
 			victim := (c.Leader() + 1) % 4
-			c.Stop(victim)
-			if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-				// Forced: three voters are fewer than the configured four.
-				_, err := n.RemoveServer(harness.Context(t, 5*time.Second), c.Peer(victim).ID, true)
-				return err
-			}); err != nil {
-				t.Fatalf("remove %s: %v", c.Peer(victim).ID, err)
-			}
+			// Forced: three voters are fewer than the configured four.
+			stopAndRemove(t, c, victim)
 			var names []string
 			for k := 1; k <= 3; k++ {
 				name := "forged-" + strconv.Itoa(k)
@@ -226,30 +231,12 @@ func TestForgedServersNeverBecomeVoters(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects the logs of several nodes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A server of another cluster that joins this cluster's gossip (a staging
 // server started with a production -join) never changes the Raft
 // configuration, even while it waits to bootstrap a cluster of its own
 // size; the leader says why, once per member.
 func TestServerOfAnotherClusterNeverAdded(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &harness.Buffer{}
 	c := gossipCluster(t, 3, func(cfg *cluster.Config) {
 		cfg.ServerStabilization = 0
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: cfg.NodeID, Output: logs, Level: hclog.Info})
@@ -298,14 +285,8 @@ func TestNewServerPromotedOnlyUpToTheConfiguredSize(t *testing.T) {
 	const stabilization = 2 * time.Second
 	c := gossipCluster(t, 3, func(cfg *cluster.Config) { cfg.ServerStabilization = stabilization })
 	gone := (c.Leader() + 1) % 3
-	c.Stop(gone)
-	if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-		// Forced: two voters are fewer than the configured three.
-		_, err := n.RemoveServer(harness.Context(t, 5*time.Second), c.Peer(gone).ID, true)
-		return err
-	}); err != nil {
-		t.Fatalf("remove %s: %v", c.Peer(gone).ID, err)
-	}
+	// Forced: two voters are fewer than the configured three.
+	stopAndRemove(t, c, gone)
 	join := c.GossipAddr((gone + 1) % 3)
 	forge(t, "forged", cluster.MemberMeta{Role: "server", ID: "forged", RaftAddr: nowhere(t), HTTPAddr: nowhere(t), ClusterName: "tenure"}, join)
 

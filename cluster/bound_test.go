@@ -23,11 +23,7 @@ func TestUnrenewedLeaseFreesWithinTTLOfTheNextLeader(t *testing.T) {
 			sent := time.Now()
 			l := acquire(t, c, "orphan", "dead-holder", ttl)
 			old := c.Leader()
-			if how == "crash" {
-				c.Stop(old)
-			} else if _, err := c.Node(old).TransferLeadership(harness.Context(t, 5*time.Second), ""); err != nil {
-				t.Fatalf("transfer: %v", err)
-			}
+			depose(t, c, old, how)
 			// The moment the next leader is seen established is an upper
 			// bound of the moment it established (and restarted the
 			// lease's deadline at a full TTL).

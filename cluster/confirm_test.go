@@ -17,11 +17,7 @@ import (
 // write nothing to the Raft log; their leadership check is a round of
 // messages, not a committed entry.
 func TestRenewalsAndReadsWriteNothingToTheLog(t *testing.T) {
-	for _, tcp := range []bool{false, true} {
-		name := "inmem"
-		if tcp {
-			name = "tcp"
-		}
+	for name, tcp := range map[string]bool{"inmem": false, "tcp": true} {
 		t.Run(name, func(t *testing.T) {
 			c := inproc.Start(t, 3, inproc.Options{TCP: tcp})
 			l := acquire(t, c, "k", "h", time.Second)

@@ -151,12 +151,7 @@ func containsWord(s, w string) bool {
 // it is closed after the handshake timeout, like a silent one; the TLS
 // cluster keeps committing.
 func TestRaftTLSHandshakeDeadline(t *testing.T) {
-	p := newPKI(t)
-	c := inproc.Start(t, 3, inproc.Options{TCP: true, Tweak: func(cfg *cluster.Config) {
-		cfg.ClusterName = "prod"
-		cfg.TLS = p.server(cfg.NodeID, "prod")
-		cfg.Conns.HandshakeTimeout = time.Second
-	}})
+	_, c := startProdTLS(t, func(cfg *cluster.Config) { cfg.Conns.HandshakeTimeout = time.Second })
 	l := c.Leader()
 	target := c.Peer((l + 1) % 3).RaftAddr
 	conns := flood(t, target, 4, 4, 11)

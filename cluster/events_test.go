@@ -24,10 +24,7 @@ func TestOperatorEventsNameTheActor(t *testing.T) {
 	ctx := cluster.WithActor(harness.Context(t, 10*time.Second), "op-accessor")
 	_, from, _ := leader.Events(0, fsm.EventFilter{}, 0)
 
-	lease, _, err := leader.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "k/a", Holder: "h1", TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
+	lease := acquireOn(t, ctx, leader, "k/a", "h1", time.Minute)
 	if _, err := leader.Revoke(ctx, "k/a", false); err != nil {
 		t.Fatal(err)
 	}

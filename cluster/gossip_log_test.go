@@ -21,7 +21,7 @@ import (
 // the log or push everything else out of /v1/debug/logs;
 // tenure_log_lines_suppressed_total{source="memberlist"} counts the rest.
 func TestGossipGarbageLogIsBounded(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &harness.Buffer{}
 	reg := prometheus.NewRegistry()
 	key := make([]byte, 32)
 	for i := range key {
@@ -63,7 +63,7 @@ func TestGossipGarbageLogIsBounded(t *testing.T) {
 // RPC; Raft's transport logs "failed to decode incoming command" for each,
 // and the server writes at most 10 of them every 10 s.
 func TestRaftTransportGarbageLogIsBounded(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &harness.Buffer{}
 	reg := prometheus.NewRegistry()
 	c := gossipCluster(t, 1, func(cfg *cluster.Config) {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})

@@ -28,14 +28,10 @@ func TestProposerHandoffSkipsRefusedWaiter(t *testing.T) {
 			}
 			g := newGatedProposer(t, gated)
 			ctx := harness.Context(t, 10*time.Second)
-			if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}}); r.err != nil || r.res.Code != fsm.Granted {
-				t.Fatalf("A: %v %v", r.res.Code, r.err)
-			}
+			g.grantKToA(t, ctx)
 			wait := time.Now().Add(60 * time.Second) // far beyond the test's context
-			b := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "B", TTL: time.Minute}, waitEnd: wait})
-			harness.WaitUntil(t, 5*time.Second, "B to queue", func() bool { return g.p.waiting.Load() == 1 })
-			c := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "C", TTL: time.Minute}, waitEnd: wait})
-			harness.WaitUntil(t, 5*time.Second, "C to queue", func() bool { return g.p.waiting.Load() == 2 })
+			b := g.queueWaiter(t, ctx, "B", wait, 1)
+			c := g.queueWaiter(t, ctx, "C", wait, 2)
 			prohibit := &op{cmd: fsm.SetKeyControl{Key: "k", Control: fsm.KeyControl{Prohibited: []string{"B"}}}}
 			release := &op{cmd: fsm.Release{Key: "k", Holder: "A", Token: 1}}
 			if tt.sameBatch {
@@ -61,14 +57,7 @@ func TestProposerHandoffSkipsRefusedWaiter(t *testing.T) {
 			if r := <-b; r.err != nil || r.res.Code != fsm.Prohibited {
 				t.Fatalf("B: %v %v, want prohibited", r.res.Code, r.err)
 			}
-			select {
-			case r := <-c:
-				if r.err != nil || r.res.Code != fsm.Granted || r.res.Lease.Holder != "C" {
-					t.Fatalf("C: %v %+v %v, want granted", r.res.Code, r.res.Lease, r.err)
-				}
-			case <-ctx.Done():
-				t.Fatal("C still waits on a free key while its wait has most of a minute left")
-			}
+			wantGrantedTo(t, "C", c, ctx.Done(), "C still waits on a free key while its wait has most of a minute left")
 		})
 	}
 }
@@ -79,14 +68,11 @@ func TestProposerHandoffSkipsRefusedWaiter(t *testing.T) {
 func TestProposerHandoffDisabledKeyAnswersEveryWaiter(t *testing.T) {
 	g := newGatedProposer(t, 0)
 	ctx := harness.Context(t, 10*time.Second)
-	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}}); r.err != nil || r.res.Code != fsm.Granted {
-		t.Fatalf("A: %v %v", r.res.Code, r.err)
-	}
+	g.grantKToA(t, ctx)
 	wait := time.Now().Add(60 * time.Second)
 	var waiters []<-chan submitted
 	for i, h := range []string{"B", "C"} {
-		waiters = append(waiters, g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: h, TTL: time.Minute}, waitEnd: wait}))
-		harness.WaitUntil(t, 5*time.Second, h+" to queue", func() bool { return g.p.waiting.Load() == int64(i+1) })
+		waiters = append(waiters, g.queueWaiter(t, ctx, h, wait, int64(i+1)))
 	}
 	if r := <-g.submit(ctx, &op{cmd: fsm.SetKeyControl{Key: "k", Control: fsm.KeyControl{Disabled: true}}}); r.err != nil {
 		t.Fatal(r.err)

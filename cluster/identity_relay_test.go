@@ -31,6 +31,14 @@ func tlsGossipCluster(t *testing.T, n int, tweak func(*cluster.Config)) (*inproc
 	return c, sc.byID()
 }
 
+// leaderAndVictim names the leader of c and the server after it, the
+// victim of a relay: their indexes, and the victim's id and Raft address.
+func leaderAndVictim(c *inproc.Cluster) (l, victim int, id, addr string) {
+	l = c.Leader()
+	victim = (l + 1) % c.Len()
+	return l, victim, c.Peer(victim).ID, c.Peer(victim).RaftAddr
+}
+
 // serverCerts gives each server a certificate of its own id from a PKI of
 // its own, the same one when the server restarts.
 type serverCerts struct {
@@ -103,9 +111,7 @@ func handshakeOnly(t *testing.T, addr string, files certs.Files) string {
 // the relay.
 func TestRelayToALiveVoterNeverTakesItsSlot(t *testing.T) {
 	c, _ := tlsGossipCluster(t, 3, nil)
-	l := c.Leader()
-	victim := (l + 1) % 3
-	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
+	l, victim, id, addr := leaderAndVictim(c)
 	relayAddr := relayImpostor(t, c, l, id, addr)
 	c.Stop(victim)
 	// Well past the 5 election timeouts after which a silent voter moves.
@@ -125,10 +131,7 @@ func TestRelayToALiveVoterNeverTakesItsSlot(t *testing.T) {
 	// voter: they commit.
 	other := (l + 2) % 3
 	c.Stop(other)
-	if err := c.OnLeader(15*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute})
-		return err
-	}); err != nil {
+	if err := leaderAcquires(t, c, 15*time.Second, 5*time.Second, "k", time.Minute); err != nil {
 		t.Fatalf("with %s and the leader up, %s stopped: acquire: %v", id, c.Peer(other).ID, err)
 	}
 }
@@ -142,9 +145,7 @@ func TestRelayToALiveVoterNeverTakesItsSlot(t *testing.T) {
 // key kept the cluster one voter short for as long as they liked.
 func TestVoterAtItsAddressIsPromotedBackDespiteADuplicate(t *testing.T) {
 	c, _ := tlsGossipCluster(t, 3, func(cfg *cluster.Config) { cfg.ServerStabilization = time.Second })
-	l := c.Leader()
-	victim := (l + 1) % 3
-	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
+	l, _, id, addr := leaderAndVictim(c)
 	relayAddr := relayImpostor(t, c, l, id, addr)
 	if err := cluster.RaftOf(c.Node(l)).DemoteVoter(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
 		t.Fatalf("demote %s: %v", id, err)
@@ -162,9 +163,7 @@ func TestVoterAtItsAddressIsPromotedBackDespiteADuplicate(t *testing.T) {
 // open. Before, the leader demoted the voter and moved it to the relay.
 func TestVoterThatAnswersAtItsAddressIsNeverMoved(t *testing.T) {
 	c, files := tlsGossipCluster(t, 3, nil)
-	l := c.Leader()
-	victim := (l + 1) % 3
-	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
+	l, victim, id, addr := leaderAndVictim(c)
 	c.Stop(victim)
 	handshakeOnly(t, addr, files[id])
 	relayAddr := relayImpostor(t, c, l, id, addr)
@@ -180,9 +179,7 @@ func TestVoterThatAnswersAtItsAddressIsNeverMoved(t *testing.T) {
 // server back as a non-voter at the relay.
 func TestReadmitProvesTheMemberAgain(t *testing.T) {
 	c, _ := tlsGossipCluster(t, 3, nil)
-	l := c.Leader()
-	victim := (l + 1) % 3
-	id, addr := c.Peer(victim).ID, c.Peer(victim).RaftAddr
+	l, victim, id, addr := leaderAndVictim(c)
 	relayImpostor(t, c, l, id, addr)
 	c.Stop(victim)
 	leader := c.Node(l)

@@ -112,10 +112,7 @@ func TestRelayNeverTakesADeadVotersSlotWithTLS(t *testing.T) {
 	// It is a voter that counts: with the other follower down, the
 	// restarted voter and the leader still commit.
 	c.Stop(other)
-	if err := c.OnLeader(20*time.Second, func(n *cluster.Node) error {
-		_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute})
-		return err
-	}); err != nil {
+	if err := leaderAcquires(t, c, 20*time.Second, 5*time.Second, "k", time.Minute); err != nil {
 		t.Fatalf("acquire with the restarted voter and the leader: %v", err)
 	}
 }
@@ -155,14 +152,13 @@ func TestReappearingVoterComesBackAsNonVoter(t *testing.T) {
 // to start, naming the flag: its peers would refuse it anyway.
 func TestServerRefusesACertificateOfAnotherID(t *testing.T) {
 	p := newPKI(t)
-	clientPair, err := p.ca.IssueClient(certs.ClientOptions{Name: "app"})
 	for _, tc := range []struct {
 		name  string
 		files certs.Files
 		want  string
 	}{
 		{"another id", p.server("n3", "tenure"), `names node id "n3", but -node-id is "n1"`},
-		{"no id", p.files("client-own", clientPair, err, nil), "names no single node id"},
+		{"no id", p.client("client-own"), "names no single node id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := inproc.Config("n1", t.TempDir())
@@ -185,7 +181,7 @@ func TestServerRefusesACertificateOfAnotherID(t *testing.T) {
 // Without TLS, the server says at start that anyone who reaches its
 // gossip and Raft ports can join or take a slot.
 func TestServerWithoutTLSWarnsAtStart(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &harness.Buffer{}
 	cfg := inproc.Config("n1", t.TempDir())
 	cfg.RaftAddr = harness.FreeAddr(t)
 	cfg.GossipAddr = harness.FreeAddr(t)

@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -8,10 +9,13 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
+// acquire acquires key for holder with ttl and the test's secret on
+// whichever server leads c, failing the test if it is not granted.
 func acquire(t *testing.T, c *inproc.Cluster, key, holder string, ttl time.Duration) cluster.LeaseView {
 	t.Helper()
 	var lease cluster.LeaseView
@@ -20,6 +24,39 @@ func acquire(t *testing.T, c *inproc.Cluster, key, holder string, ttl time.Durat
 		lease, _, err = n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: holder, TTL: ttl})
 		return err
 	})
+	if err != nil {
+		t.Fatalf("acquire %s by %s: %v", key, holder, err)
+	}
+	return lease
+}
+
+// leaderAcquires acquires key for holder h with ttl on whichever server
+// leads c, trying for within, each try given try; it returns the error of
+// the last try.
+func leaderAcquires(t *testing.T, c *inproc.Cluster, within, try time.Duration, key string, ttl time.Duration) error {
+	t.Helper()
+	return c.OnLeader(within, func(n *cluster.Node) error {
+		_, _, err := n.Acquire(harness.Context(t, try), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: "h", TTL: ttl})
+		return err
+	})
+}
+
+// depose ends the leadership of server old of c: how "crash" stops it,
+// any other how ("transfer") has it transfer leadership away.
+func depose(t *testing.T, c *inproc.Cluster, old int, how string) {
+	t.Helper()
+	if how == "crash" {
+		c.Stop(old)
+	} else if _, err := c.Node(old).TransferLeadership(harness.Context(t, 5*time.Second), ""); err != nil {
+		t.Fatalf("transfer: %v", err)
+	}
+}
+
+// acquireOn acquires key for holder with ttl and the test's secret on n,
+// failing the test if it is not granted.
+func acquireOn(t *testing.T, ctx context.Context, n *cluster.Node, key, holder string, ttl time.Duration) cluster.LeaseView {
+	t.Helper()
+	lease, _, err := n.Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: holder, TTL: ttl})
 	if err != nil {
 		t.Fatalf("acquire %s by %s: %v", key, holder, err)
 	}
@@ -184,11 +221,7 @@ func TestRenewingHolderKeepsLeaseThroughFailover(t *testing.T) {
 				}
 			}()
 			old := c.Leader()
-			if how == "crash" {
-				c.Stop(old)
-			} else if _, err := c.Node(old).TransferLeadership(harness.Context(t, 5*time.Second), ""); err != nil {
-				t.Fatalf("transfer: %v", err)
-			}
+			depose(t, c, old, how)
 			now := c.Leader(old)
 			time.Sleep(3 * ttl)
 			close(stop)
@@ -243,5 +276,90 @@ func TestBlockingAcquireHandoffInSameEntry(t *testing.T) {
 	}
 	if r.lease.ModifyIndex != releasedAt {
 		t.Fatalf("grant at index %d, release at %d: want one log entry", r.lease.ModifyIndex, releasedAt)
+	}
+}
+
+// Guarantee: knowing a lease's holder and token is not enough to act on
+// it. Without its secret an acquisition under the holder's name is held
+// off (the same lease is not handed back), and a renewal or a release is
+// refused; the lease is left as it was.
+func TestLeaseSecretIsNeededToActAsHolder(t *testing.T) {
+	c := inproc.Start(t, 1, inproc.Options{})
+	ctx := harness.Context(t, 20*time.Second)
+	l := acquire(t, c, "k", "h1", time.Minute)
+	n := c.Node(c.Leader())
+	const other = "0123456789abcdef0123456789abcdef"
+
+	_, _, err := n.Acquire(ctx, cluster.AcquireRequest{Key: "k", Holder: "h1", TTL: time.Minute, Secret: other,
+		Metadata: map[string]string{"addr": "evil:1"}})
+	var held *cluster.HeldError
+	if !errors.As(err, &held) || !held.WrongSecret || !errors.Is(err, cluster.ErrHeld) {
+		t.Fatalf("acquire under h1's name with another secret = %v, want held (wrong secret)", err)
+	}
+	if _, err := n.Renew(ctx, "k", "h1", other, l.Token); !errors.Is(err, cluster.ErrWrongSecret) {
+		t.Fatalf("renewal with another secret = %v, want %v", err, cluster.ErrWrongSecret)
+	}
+	if _, err := n.Release(ctx, "k", "h1", other, l.Token); !errors.Is(err, cluster.ErrWrongSecret) {
+		t.Fatalf("release with another secret = %v, want %v", err, cluster.ErrWrongSecret)
+	}
+	if _, err := n.Renew(ctx, "k", "h1", "", l.Token); !errors.Is(err, cluster.ErrInvalid) {
+		t.Fatalf("renewal without a secret = %v, want %v", err, cluster.ErrInvalid)
+	}
+	got, err := n.Get(ctx, "k", cluster.Linearizable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Held || got.Token != l.Token || got.Metadata != nil || got.ModifyIndex != l.ModifyIndex {
+		t.Fatalf("lease after the refusals = %+v, want it unchanged", *got.Lease)
+	}
+
+	// The acquirer, with its secret, retries and keeps its token.
+	again, created, err := n.Acquire(ctx, cluster.AcquireRequest{Key: "k", Holder: "h1", TTL: time.Minute, Secret: testSecret})
+	if err != nil || created || again.Token != l.Token {
+		t.Fatalf("retry with the secret = token %d created %v err %v, want token %d kept", again.Token, created, err, l.Token)
+	}
+	if _, err := n.Renew(ctx, "k", "h1", testSecret, l.Token); err != nil {
+		t.Fatalf("renewal with the secret: %v", err)
+	}
+	if freed, err := n.Release(ctx, "k", "h1", testSecret, l.Token); err != nil || !freed {
+		t.Fatalf("release with the secret = %v, %v; want freed", freed, err)
+	}
+}
+
+// A lease acquired before servers kept secrets (an Acquire of payload
+// version 1, without a hash, as an older leader wrote it) cannot be
+// renewed, released or taken back by its holder's name after the
+// upgrade: it can only end at its deadline, or by an operator.
+func TestLeaseWithoutSecretCannotBeActedOn(t *testing.T) {
+	c := inproc.Start(t, 1, inproc.Options{})
+	ctx := harness.Context(t, 20*time.Second)
+	n := c.Node(c.Leader())
+	old := fsm.Encode(fsm.Acquire{Key: "old", Holder: "h", TTL: time.Minute, Time: time.Now().UnixNano()})
+	if err := cluster.RaftOf(n).Apply(old, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	l := cluster.MachineOf(n).Get("old")
+	if l == nil || !l.Held || l.SecretHash != "" {
+		t.Fatalf("the old-format acquisition left %+v, want a held lease without a secret hash", l)
+	}
+	if _, err := n.Renew(ctx, "old", "h", testSecret, l.Token); !errors.Is(err, cluster.ErrWrongSecret) {
+		t.Errorf("renewal of a lease without a secret = %v, want %v", err, cluster.ErrWrongSecret)
+	}
+	if _, err := n.Release(ctx, "old", "h", testSecret, l.Token); !errors.Is(err, cluster.ErrWrongSecret) {
+		t.Errorf("release of a lease without a secret = %v, want %v", err, cluster.ErrWrongSecret)
+	}
+	_, _, err := n.Acquire(ctx, cluster.AcquireRequest{Key: "old", Holder: "h", TTL: time.Minute, Secret: testSecret})
+	if !errors.Is(err, cluster.ErrHeld) {
+		t.Errorf("acquire by its holder's name = %v, want %v", err, cluster.ErrHeld)
+	}
+	if got := cluster.MachineOf(n).Get("old"); !got.Held || got.Token != l.Token || got.ModifyIndex != l.ModifyIndex {
+		t.Errorf("the lease after the refusals = %+v, want it unchanged", got)
+	}
+	// An operator still ends it.
+	if _, err := n.Revoke(ctx, "old", true); err != nil {
+		t.Fatalf("forced revoke: %v", err)
+	}
+	if got := cluster.MachineOf(n).Get("old"); got.Held {
+		t.Errorf("the lease is still held after a forced revoke")
 	}
 }

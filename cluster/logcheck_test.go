@@ -34,6 +34,17 @@ func soloConfig(dir string) cluster.Config {
 	return cfg
 }
 
+// startSolo starts a cluster of one server and waits until it leads and
+// is ready; it returns the cluster, the server and its data dir.
+func startSolo(t *testing.T) (*inproc.Cluster, *cluster.Node, string) {
+	t.Helper()
+	var dir string
+	c := inproc.Start(t, 1, inproc.Options{Tweak: func(cfg *cluster.Config) { dir = cfg.DataDir }})
+	n := c.Node(c.Leader())
+	harness.WaitUntil(t, 5*time.Second, "the leader to establish", func() bool { return n.Ready() == nil })
+	return c, n, dir
+}
+
 // assertNamesFileIndexRemedy checks the error a server stops with.
 func assertNamesFileIndexRemedy(t *testing.T, err error, dir string, index uint64) {
 	t.Helper()
@@ -59,10 +70,7 @@ func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
 // last snapshot (never applied again, but sent to a follower if this
 // server led).
 func TestServerRefusesDamagedLogAtStart(t *testing.T) {
-	var dir string
-	c := inproc.Start(t, 1, inproc.Options{Tweak: func(cfg *cluster.Config) { dir = cfg.DataDir }})
-	n := c.Node(c.Leader())
-	harness.WaitUntil(t, 5*time.Second, "the leader to establish", func() bool { return n.Ready() == nil })
+	c, n, dir := startSolo(t)
 	if _, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "scene-01", Holder: "tracker-0", TTL: time.Minute}); err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -83,10 +91,7 @@ func TestServerRefusesDamagedLogAtStart(t *testing.T) {
 // A server that meets a damaged entry while applying applies nothing of it
 // or after it, delivers the error on Failed and shuts down.
 func TestServerStopsAtDamagedEntry(t *testing.T) {
-	var dir string
-	c := inproc.Start(t, 1, inproc.Options{Tweak: func(cfg *cluster.Config) { dir = cfg.DataDir }})
-	n := c.Node(c.Leader())
-	harness.WaitUntil(t, 5*time.Second, "the leader to establish", func() bool { return n.Ready() == nil })
+	_, n, dir := startSolo(t)
 
 	bad := fsm.Encode(fsm.Acquire{Key: "scene-01", Holder: "intruder", TTL: time.Minute})
 	bad[len(bad)/2] ^= 0x01

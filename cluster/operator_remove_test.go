@@ -84,10 +84,7 @@ func TestRemovedServerReadmittedWithItsDataDir(t *testing.T) {
 	}
 	acquire := func(key string) {
 		t.Helper()
-		if err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
-			_, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: key, Holder: "h", TTL: time.Minute})
-			return err
-		}); err != nil {
+		if err := leaderAcquires(t, c, 10*time.Second, 5*time.Second, key, time.Minute); err != nil {
 			t.Fatalf("acquire %s: %v", key, err)
 		}
 	}

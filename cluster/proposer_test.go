@@ -76,6 +76,38 @@ func (g *gatedProposer) queuedIn(t *testing.T, n int) {
 	harness.WaitUntil(t, 5*time.Second, "ops to queue", func() bool { return len(g.p.in) == n })
 }
 
+// grantKToA has A acquire key k for a minute and fails the test unless
+// it is granted.
+func (g *gatedProposer) grantKToA(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}}); r.err != nil || r.res.Code != fsm.Granted {
+		t.Fatalf("A: %v %v", r.res.Code, r.err)
+	}
+}
+
+// queueWaiter submits holder's blocking acquire of key k, waiting until
+// wait, and waits until it is queued as the n-th waiter.
+func (g *gatedProposer) queueWaiter(t *testing.T, ctx context.Context, holder string, wait time.Time, n int64) <-chan submitted {
+	t.Helper()
+	ch := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: holder, TTL: time.Minute}, waitEnd: wait})
+	harness.WaitUntil(t, 5*time.Second, holder+" to queue", func() bool { return g.p.waiting.Load() == n })
+	return ch
+}
+
+// wantGrantedTo fails the test unless ch answers with the key granted to
+// holder before giveUp fires; stuck says what went wrong if it fires.
+func wantGrantedTo[T any](t *testing.T, holder string, ch <-chan submitted, giveUp <-chan T, stuck string) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.err != nil || r.res.Code != fsm.Granted || r.res.Lease.Holder != holder {
+			t.Fatalf("%s: code %v lease %+v err %v, want granted to %s", holder, r.res.Code, r.res.Lease, r.err, holder)
+		}
+	case <-giveUp:
+		t.Fatal(stuck)
+	}
+}
+
 // A blocking acquire that is refused in the same batch as the release that
 // frees the key is granted right after, not at the end of its wait.
 func TestProposerWaiterQueuedInReleaseBatchIsGranted(t *testing.T) {
@@ -91,14 +123,7 @@ func TestProposerWaiterQueuedInReleaseBatchIsGranted(t *testing.T) {
 	if r := <-a; r.err != nil || r.res.Code != fsm.Granted {
 		t.Fatalf("A: %v %v", r.res.Code, r.err)
 	}
-	select {
-	case r := <-b:
-		if r.err != nil || r.res.Code != fsm.Granted || r.res.Lease.Holder != "B" {
-			t.Fatalf("B: code %v lease %+v err %v, want granted to B", r.res.Code, r.res.Lease, r.err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("B still waits for a key that is free")
-	}
+	wantGrantedTo(t, "B", b, time.After(5*time.Second), "B still waits for a key that is free")
 }
 
 // A blocking acquirer that goes away before its op is queued is never
@@ -241,11 +266,8 @@ func TestProposerBoundsWaiters(t *testing.T) {
 func TestProposerWaiterGetsKeyFreedBySecondReleaseOfABatch(t *testing.T) {
 	g := newGatedProposer(t, 3)
 	ctx := harness.Context(t, 10*time.Second)
-	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}}); r.err != nil || r.res.Code != fsm.Granted {
-		t.Fatalf("A: %v %v", r.res.Code, r.err)
-	}
-	b := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "B", TTL: time.Minute}, waitEnd: time.Now().Add(time.Minute)})
-	harness.WaitUntil(t, 5*time.Second, "B to queue", func() bool { return g.p.waiting.Load() == 1 })
+	g.grantKToA(t, ctx)
+	b := g.queueWaiter(t, ctx, "B", time.Now().Add(time.Minute), 1)
 	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}}) // entry 3, gated
 	<-g.entered
 	stale := g.submit(ctx, &op{cmd: fsm.Release{Key: "k", Holder: "Z", Token: 1}}) // not the holder
@@ -272,8 +294,7 @@ func TestProposerWaiterAllowedInTheReleaseBatchIsGranted(t *testing.T) {
 	g := newGatedProposer(t, 4)
 	ctx := harness.Context(t, 10*time.Second)
 	<-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}})
-	b := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "B", TTL: time.Minute}, waitEnd: time.Now().Add(time.Minute)})
-	harness.WaitUntil(t, 5*time.Second, "B to queue", func() bool { return g.p.waiting.Load() == 1 })
+	b := g.queueWaiter(t, ctx, "B", time.Now().Add(time.Minute), 1)
 	<-g.submit(ctx, &op{cmd: fsm.SetKeyControl{Key: "k", Control: fsm.KeyControl{Prohibited: []string{"B"}}}})
 	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}}) // entry 4, gated
 	<-g.entered

@@ -55,6 +55,15 @@ func (p *pki) files(name string, pair certs.Pair, err error, caOf *pki) certs.Fi
 	return f
 }
 
+// client writes a client certificate of p's CA, for the client app, as
+// file and returns mutual TLS settings with it.
+func (p *pki) client(file string) certs.Files {
+	pair, err := p.ca.IssueClient(certs.ClientOptions{Name: "app"})
+	return p.files(file, pair, err, nil)
+}
+
+// server writes a server certificate of p's CA for node id of cluster
+// clusterName and returns mutual TLS settings with it.
 func (p *pki) server(id, clusterName string) certs.Files {
 	pair, err := p.ca.IssueServer(certs.ServerOptions{NodeID: id, ClusterName: clusterName})
 	return p.files("server-"+id+"-"+clusterName, pair, err, nil)
@@ -90,17 +99,29 @@ func impostor(t *testing.T, files certs.Files) raft.Transport {
 	return tr
 }
 
+// startProdTLS starts three servers of cluster "prod" over TCP, each with
+// a server certificate of a new CA, and then applies tweak (if not nil) to
+// each config. It returns the CA and the cluster.
+func startProdTLS(t *testing.T, tweak func(*cluster.Config)) (*pki, *inproc.Cluster) {
+	t.Helper()
+	p := newPKI(t)
+	c := inproc.Start(t, 3, inproc.Options{TCP: true, Tweak: func(cfg *cluster.Config) {
+		cfg.ClusterName = "prod"
+		cfg.TLS = p.server(cfg.NodeID, "prod")
+		if tweak != nil {
+			tweak(cfg)
+		}
+	}})
+	return p, c
+}
+
 // Raft runs over mutual TLS when the servers have certificates: the
 // cluster elects a leader and commits; a peer that presents a client
 // certificate of the same CA, a server certificate of another cluster, or
 // a server certificate of another CA cannot make a server take a newer
 // term, which any Raft peer could do in plain TCP.
 func TestRaftOverMutualTLS(t *testing.T) {
-	p := newPKI(t)
-	c := inproc.Start(t, 3, inproc.Options{TCP: true, Tweak: func(cfg *cluster.Config) {
-		cfg.ClusterName = "prod"
-		cfg.TLS = p.server(cfg.NodeID, "prod")
-	}})
+	p, c := startProdTLS(t, nil)
 	l := c.Leader()
 	got, _, err := c.Node(l).Acquire(harness.Context(t, 10*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute})
 	if err != nil {
@@ -120,13 +141,12 @@ func TestRaftOverMutualTLS(t *testing.T) {
 	target := (l + 1) % 3
 	peer := c.Peer(target)
 
-	clientPair, err := p.ca.IssueClient(certs.ClientOptions{Name: "app"})
 	other := newPKI(t)
 	for _, tc := range []struct {
 		name  string
 		files certs.Files
 	}{
-		{"a client certificate of the cluster's CA", p.files("client-app", clientPair, err, nil)},
+		{"a client certificate of the cluster's CA", p.client("client-app")},
 		{"a server certificate of another cluster", p.server("n9", "staging")},
 		{"a server certificate of another CA", other.server("n9", "prod")},
 	} {
@@ -189,8 +209,7 @@ func TestTLSProofOfAServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	listen := func(files certs.Files) string { return handshakeOnly(t, "127.0.0.1:0", files) }
-	clientPair, err := p.ca.IssueClient(certs.ClientOptions{Name: "app"})
-	clientFiles := p.files("client-proof", clientPair, err, nil)
+	clientFiles := p.client("client-proof")
 	silent, _ := net.Listen("tcp", "127.0.0.1:0")
 	silent.Close()
 	member := func(name, raftAddr string) cluster.Member {

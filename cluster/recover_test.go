@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -10,22 +11,28 @@ import (
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
+// grantOnSurvivor acquires key for holder on the leader of c and waits
+// until the server after the leader, the survivor of a recovery, has the
+// grant. It returns the grant and the survivor's index.
+func grantOnSurvivor(t *testing.T, ctx context.Context, c *inproc.Cluster, key, holder string) (cluster.LeaseView, int) {
+	t.Helper()
+	li := c.Leader()
+	lease := acquireOn(t, ctx, c.Node(li), key, holder, time.Minute)
+	s := (li + 1) % c.Len()
+	harness.WaitUntil(t, 5*time.Second, "the survivor has the grant of "+key, func() bool {
+		v, err := c.Node(s).Get(ctx, key, cluster.Stale)
+		return err == nil && v.Token == lease.Token
+	})
+	return lease, s
+}
+
 // TestRecoverAloneLeadsWithEverything: after every server stopped, the
 // one recovered alone elects itself and serves every lease and token it
 // had; its next token is above them.
 func TestRecoverAloneLeadsWithEverything(t *testing.T) {
 	c := inproc.Start(t, 3, inproc.Options{})
-	li := c.Leader()
 	ctx := harness.Context(t, 10*time.Second)
-	a, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "a", Holder: "h", TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := (li + 1) % c.Len()
-	harness.WaitUntil(t, 5*time.Second, "the survivor has the grant", func() bool {
-		v, err := c.Node(s).Get(ctx, "a", cluster.Stale)
-		return err == nil && v.Token == a.Token
-	})
+	a, s := grantOnSurvivor(t, ctx, c, "a", "h")
 	for i := range c.Len() {
 		c.Stop(i)
 	}
@@ -60,20 +67,11 @@ func TestRecoverAloneLeadsWithEverything(t *testing.T) {
 // grant is above bob's token.
 func TestRecoverAloneNeverGivesAKeyAnOlderToken(t *testing.T) {
 	c := inproc.Start(t, 3, inproc.Options{})
-	li := c.Leader()
 	ctx := harness.Context(t, 20*time.Second)
-	alice, _, err := c.Node(li).Acquire(ctx, cluster.AcquireRequest{Secret: testSecret, Key: "app/rk", Holder: "alice", TTL: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := (li + 1) % c.Len()
-	harness.WaitUntil(t, 5*time.Second, "the survivor has alice's grant", func() bool {
-		v, err := c.Node(s).Get(ctx, "app/rk", cluster.Stale)
-		return err == nil && v.Token == alice.Token
-	})
+	alice, s := grantOnSurvivor(t, ctx, c, "app/rk", "alice")
 	c.Isolate(s)
 	var bob cluster.LeaseView
-	err = c.OnLeader(10*time.Second, func(n *cluster.Node) error {
+	err := c.OnLeader(10*time.Second, func(n *cluster.Node) error {
 		if v, err := n.Get(ctx, "app/rk", cluster.Linearizable); err == nil && v.Holder == "alice" && v.Held {
 			if _, err := n.Release(ctx, "app/rk", "alice", testSecret, alice.Token); err != nil {
 				return err

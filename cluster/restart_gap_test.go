@@ -11,7 +11,6 @@ import (
 
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
-	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
 // A follower that installed a snapshot keeps its old log entries above the
@@ -22,36 +21,10 @@ import (
 func TestFollowerRestartsAfterSnapshotInstall(t *testing.T) {
 	var mu sync.Mutex
 	dirs := map[string]string{}
-	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
-		cfg.SnapshotThreshold = 16
-		cfg.TrailingLogs = 4
-		cfg.SnapshotInterval = 50 * time.Millisecond
+	c, held, lagging, last := snapshotInstalledOnLagging(t, func(cfg *cluster.Config) {
 		mu.Lock()
 		dirs[cfg.NodeID] = cfg.DataDir
 		mu.Unlock()
-	}})
-	held := acquire(t, c, "scene-01", "tracker-0", time.Minute)
-	last := held.Token
-	lagging := (c.Leader() + 1) % 3
-	c.Isolate(lagging)
-	for i := 0; i < 60; i++ {
-		l := acquire(t, c, "churn", "h", time.Minute)
-		last = l.Token
-		if _, err := c.Node(c.Leader()).Release(harness.Context(t, 5*time.Second), "churn", "h", testSecret, l.Token); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i := 0; i < 3; i++ {
-		if i != lagging {
-			c.Node(i).Snapshot(harness.Context(t, 5*time.Second))
-		}
-	}
-	c.Heal(lagging)
-	harness.WaitUntil(t, 10*time.Second, "the follower catches up", func() bool {
-		return cluster.MachineOf(c.Node(lagging)).LastToken() == last
-	})
-	harness.WaitUntil(t, 5*time.Second, "the follower installs a snapshot", func() bool {
-		return cluster.RaftOf(c.Node(lagging)).Stats()["last_snapshot_index"] != "0"
 	})
 	for i := 0; i < 5; i++ {
 		l := acquire(t, c, "after", "h", time.Minute)

@@ -9,22 +9,28 @@ import (
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
-// Guarantee (fencing): tokens never go back — not after a follower installs
-// a snapshot instead of the log, and not after every node stops and starts
-// again from its data dir (which restores from the snapshot and replays
-// the log). A lease held across the restart keeps its holder and token.
-func TestTokensSurviveSnapshotInstallAndFullRestart(t *testing.T) {
-	c := inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
+// snapshotInstalledOnLagging starts three servers that snapshot often
+// (tweaked further by tweak if not nil) and acquires scene-01 for
+// tracker-0. It cuts a follower off while the others write and snapshot
+// past the log it would need, heals it, and waits until it caught up by
+// installing a snapshot. It returns the cluster, the held lease, the
+// follower's index and the last token handed out.
+func snapshotInstalledOnLagging(t *testing.T, tweak func(*cluster.Config)) (c *inproc.Cluster, held cluster.LeaseView, lagging int, last uint64) {
+	t.Helper()
+	c = inproc.Start(t, 3, inproc.Options{Tweak: func(cfg *cluster.Config) {
 		cfg.SnapshotThreshold = 16
 		cfg.TrailingLogs = 4
 		cfg.SnapshotInterval = 50 * time.Millisecond
+		if tweak != nil {
+			tweak(cfg)
+		}
 	}})
-	held := acquire(t, c, "scene-01", "tracker-0", time.Minute)
-	last := held.Token
+	held = acquire(t, c, "scene-01", "tracker-0", time.Minute)
+	last = held.Token
 
 	// Cut a follower off while the others write enough to snapshot and
 	// truncate the log it would need.
-	lagging := (c.Leader() + 1) % 3
+	lagging = (c.Leader() + 1) % 3
 	c.Isolate(lagging)
 	for i := 0; i < 60; i++ {
 		l := acquire(t, c, "churn", "h", time.Minute)
@@ -58,6 +64,15 @@ func TestTokensSurviveSnapshotInstallAndFullRestart(t *testing.T) {
 	harness.WaitUntil(t, 5*time.Second, "the lagging follower to record the snapshot it installed", func() bool {
 		return cluster.RaftOf(c.Node(lagging)).Stats()["last_snapshot_index"] != "0"
 	})
+	return c, held, lagging, last
+}
+
+// Guarantee (fencing): tokens never go back — not after a follower installs
+// a snapshot instead of the log, and not after every node stops and starts
+// again from its data dir (which restores from the snapshot and replays
+// the log). A lease held across the restart keeps its holder and token.
+func TestTokensSurviveSnapshotInstallAndFullRestart(t *testing.T) {
+	c, held, lagging, last := snapshotInstalledOnLagging(t, nil)
 	if got := cluster.MachineOf(c.Node(lagging)).Get("churn"); got == nil || got.Token != last || got.Held {
 		t.Fatalf("lagging follower's churn key: %+v, want free with token %d", got, last)
 	}

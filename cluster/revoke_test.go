@@ -232,11 +232,7 @@ func TestRevokeSurvivesFailover(t *testing.T) {
 				t.Fatalf("revoke: %+v %v", ended, err)
 			}
 			gone := time.Now()
-			if how == "crash" {
-				c.Stop(old)
-			} else if _, err := c.Node(old).TransferLeadership(harness.Context(t, 5*time.Second), ""); err != nil {
-				t.Fatalf("transfer: %v", err)
-			}
+			depose(t, c, old, how)
 			now := c.Leader(old)
 			harness.WaitUntil(t, 5*time.Second, "the new leader to be ready", func() bool { return c.Node(now).Ready() == nil })
 			_, err = c.Node(now).Renew(harness.Context(t, 5*time.Second), l.Key, l.Holder, testSecret, l.Token)

@@ -11,7 +11,6 @@ import (
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/damage"
-	"github.com/tenure-io/tenure/test/harness/inproc"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -28,10 +27,7 @@ func TestServerRefusesLoweredTermAndVote(t *testing.T) {
 		{"the vote's term only", []string{"LastVoteTerm"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var dir string
-			c := inproc.Start(t, 1, inproc.Options{Tweak: func(cfg *cluster.Config) { dir = cfg.DataDir }})
-			n := c.Node(c.Leader())
-			harness.WaitUntil(t, 5*time.Second, "the leader to establish", func() bool { return n.Ready() == nil })
+			c, n, dir := startSolo(t)
 			if _, _, err := n.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: time.Minute}); err != nil {
 				t.Fatalf("acquire: %v", err)
 			}
@@ -63,10 +59,7 @@ func TestServerRefusesLoweredTermAndVote(t *testing.T) {
 // A data dir written by a build before the seal on term and vote (each
 // value bare) starts, at the term it had.
 func TestServerStartsOnUnsealedTermAndVote(t *testing.T) {
-	var dir string
-	c := inproc.Start(t, 1, inproc.Options{Tweak: func(cfg *cluster.Config) { dir = cfg.DataDir }})
-	n := c.Node(c.Leader())
-	harness.WaitUntil(t, 5*time.Second, "the leader to establish", func() bool { return n.Ready() == nil })
+	c, n, dir := startSolo(t)
 	term := n.Status().Term
 	c.Stop(0)
 	// As the build before wrote them: the number's 8 bytes, the vote's

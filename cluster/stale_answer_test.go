@@ -78,10 +78,7 @@ func TestDeposedLeaderIgnoresAnswersToOlderHeartbeats(t *testing.T) {
 	}
 	harness.WaitUntil(t, 10*time.Second, "n1 to establish", func() bool { return c.Node(0).Ready() == nil })
 	n1 := c.Node(0)
-	lease, _, err := n1.Acquire(harness.Context(t, 5*time.Second), cluster.AcquireRequest{Secret: testSecret, Key: "k", Holder: "h", TTL: 6 * time.Second})
-	if err != nil {
-		t.Fatalf("acquire: %v", err)
-	}
+	lease := acquireOn(t, harness.Context(t, 5*time.Second), n1, "k", "h", 6*time.Second)
 	// Park n2's yes to one round (the round still ends, on n3's yes),
 	// then cut n1 off; n2 and n3 elect a new leader, which promotes the
 	// lease.

@@ -16,11 +16,7 @@ import (
 // forced change happens.
 func TestDrainAndControlOfUnknownNames(t *testing.T) {
 	ctx := context.Background()
-	n := startACLNode(t, cluster.ACLDeny)
-	boot, err := n.ACL().Bootstrap(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, boot := startBootstrappedACLNode(t, ctx)
 	a, err := n.ResolveToken(boot.SecretID)
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,23 @@ func mustParse(t *testing.T, p Pair) *x509.Certificate {
 	return c
 }
 
+// wantedError checks err of call against wantErr: with wantErr set, err
+// must be about it; else there must be no error. It reports whether the
+// call succeeded, so that the caller checks what it returned.
+func wantedError(t *testing.T, call string, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("%s: got error %v, want one about %q", call, err, wantErr)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", call, err)
+	}
+	return true
+}
+
 func TestNewAuthority(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -47,14 +64,8 @@ func TestNewAuthority(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ca, err := NewAuthority(tt.opts)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("NewAuthority: got error %v, want one about %q", err, tt.wantErr)
-				}
+			if !wantedError(t, "NewAuthority", err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("NewAuthority: %v", err)
 			}
 			c := ca.Certificate()
 			if !c.IsCA || !c.BasicConstraintsValid || !c.MaxPathLenZero {
@@ -144,14 +155,8 @@ func TestIssueServer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := ca.IssueServer(tt.opts)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("IssueServer: got error %v, want one about %q", err, tt.wantErr)
-				}
+			if !wantedError(t, "IssueServer", err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("IssueServer: %v", err)
 			}
 			c := mustParse(t, p)
 			if !slices.Equal(c.DNSNames, tt.wantDNS) {
@@ -211,14 +216,8 @@ func TestIssueClient(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := ca.IssueClient(tt.opts)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("IssueClient: got error %v, want one about %q", err, tt.wantErr)
-				}
+			if !wantedError(t, "IssueClient", err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("IssueClient: %v", err)
 			}
 			c := mustParse(t, p)
 			if c.Subject.CommonName != tt.wantCN {

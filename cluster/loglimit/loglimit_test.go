@@ -9,17 +9,25 @@ import (
 	"github.com/tenure-io/tenure/test/harness"
 )
 
+// summaryRecorder returns a summary function for New that adds each
+// summary's count to a map by reason, the map, and the mutex that guards
+// it.
+func summaryRecorder() (*sync.Mutex, map[string]int, func(reason string, n int)) {
+	mu := &sync.Mutex{}
+	summaries := map[string]int{}
+	return mu, summaries, func(reason string, n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		summaries[reason] += n
+	}
+}
+
 // The limit is per reason: a flood of one reason leaves the lines of
 // another alone; each interval logs its first lines, and its summary
 // counts the rest, so that nothing is lost.
 func TestLimiterLimitsEachReason(t *testing.T) {
-	var mu sync.Mutex
-	summaries := map[string]int{}
-	lim := New(3, time.Second, func(reason string, n int) {
-		mu.Lock()
-		defer mu.Unlock()
-		summaries[reason] += n
-	})
+	mu, summaries, record := summaryRecorder()
+	lim := New(3, time.Second, record)
 	logged := map[string]int{}
 	for range 50 {
 		if lim.Allow("flood") {
@@ -51,13 +59,8 @@ func TestLimiterLimitsEachReason(t *testing.T) {
 // Reasons taken from what a stranger sent cannot grow the limiter without
 // bound: past MaxReasons, new reasons share one limit, Overflow's.
 func TestLimiterBoundsItsReasons(t *testing.T) {
-	var mu sync.Mutex
-	summaries := map[string]int{}
-	lim := New(1, time.Hour, func(reason string, n int) {
-		mu.Lock()
-		defer mu.Unlock()
-		summaries[reason] += n
-	})
+	_, _, record := summaryRecorder()
+	lim := New(1, time.Hour, record)
 	logged := 0
 	for i := range 10 * MaxReasons {
 		if lim.Allow(fmt.Sprint("reason ", i)) {

@@ -16,6 +16,25 @@ type fakeClock = clocktest.Fake
 
 func newFakeClock() *fakeClock { return clocktest.NewFake() }
 
+// grant is a lease that newPrimary grants: key under token for ttl.
+type grant struct {
+	key   string
+	token uint64
+	ttl   time.Duration
+}
+
+// newPrimary returns a manual clock and a lessor on it that has been
+// promoted with no leases and has then granted grants, in order.
+func newPrimary(grants ...grant) (*fakeClock, *Lessor) {
+	clock := newFakeClock()
+	l := New(clock)
+	l.Promote(nil, nil)
+	for _, g := range grants {
+		l.Grant(g.key, g.token, g.ttl, 0)
+	}
+	return clock, l
+}
+
 func keys(exp []Expiry) []string {
 	var out []string
 	for _, e := range exp {
@@ -107,10 +126,7 @@ func TestLessorRenewal(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := newFakeClock()
-			l := New(clock)
-			l.Promote(nil, nil)
-			l.Grant("a", 1, 10*time.Second, 0)
+			clock, l := newPrimary(grant{"a", 1, 10 * time.Second})
 			clock.Advance(tt.advance)
 			if got, _ := l.Renew("a", tt.token); got != tt.want {
 				t.Fatalf("renew = %v, want %v", got, tt.want)
@@ -120,10 +136,7 @@ func TestLessorRenewal(t *testing.T) {
 }
 
 func TestLessorRenewRestartsDeadline(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
-	l.Grant("a", 1, 10*time.Second, 0)
+	clock, l := newPrimary(grant{"a", 1, 10 * time.Second})
 	clock.Advance(9 * time.Second)
 	if got, _ := l.Renew("a", 1); got != Renewed {
 		t.Fatalf("renew = %v", got)
@@ -147,12 +160,7 @@ func TestLessorRenewRestartsDeadline(t *testing.T) {
 }
 
 func TestLessorExpiredInDeadlineOrderWithLimit(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
-	l.Grant("c", 3, 3*time.Second, 0)
-	l.Grant("a", 1, 1*time.Second, 0)
-	l.Grant("b", 2, 2*time.Second, 0)
+	clock, l := newPrimary(grant{"c", 3, 3 * time.Second}, grant{"a", 1, 1 * time.Second}, grant{"b", 2, 2 * time.Second})
 	clock.Advance(5 * time.Second)
 	if got := keys(l.Expired(2)); len(got) != 2 || got[0] != "a" || got[1] != "b" {
 		t.Fatalf("first expired = %v, want [a b]", got)
@@ -163,10 +171,7 @@ func TestLessorExpiredInDeadlineOrderWithLimit(t *testing.T) {
 }
 
 func TestLessorRemoveKeepsNewerGrant(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
-	l.Grant("a", 1, time.Second, 0)
+	_, l := newPrimary(grant{"a", 1, time.Second})
 	l.Grant("a", 2, time.Second, 0) // re-granted under a new token
 	l.Remove("a", 1)                // a late removal of the old token
 	if _, _, ok := l.Deadline("a", 2); !ok {
@@ -199,10 +204,7 @@ func TestLessorDemoteForgetsEverything(t *testing.T) {
 // A late acquire by the holder with a shorter TTL never cuts short a
 // deadline that an acknowledged renewal already set.
 func TestLessorGrantNeverShortensTheSameLease(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
-	l.Grant("a", 1, time.Minute, 0)
+	_, l := newPrimary(grant{"a", 1, time.Minute})
 	l.Grant("a", 1, 5*time.Second, 0) // kept by a delayed acquire with a shorter TTL
 	if left, _, _ := l.Deadline("a", 1); left != time.Minute {
 		t.Fatalf("deadline = %v after a shorter re-grant, want the minute already promised", left)
@@ -217,11 +219,7 @@ func TestLessorGrantNeverShortensTheSameLease(t *testing.T) {
 // missed renewals), unless an operator ended it: its renewals are refused
 // on purpose, and the placement report must not blame its holder.
 func TestLessorStaleSkipsEndedLeases(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
-	l.Grant("a", 1, 3*time.Second, 0)
-	l.Grant("b", 2, 3*time.Second, 0)
+	clock, l := newPrimary(grant{"a", 1, 3 * time.Second}, grant{"b", 2, 3 * time.Second})
 	clock.Advance(2500 * time.Millisecond)
 	if got := l.Stale(0); len(got) != 2 {
 		t.Fatalf("stale = %+v, want a and b", got)
@@ -238,11 +236,7 @@ func TestLessorStaleSkipsEndedLeases(t *testing.T) {
 // Expired puts the lease back at its real one instead of expiring it, and
 // Next names the earliest real deadline from then on.
 func TestLessorRenewedLeaseTakesItsPlaceInTheQueueLater(t *testing.T) {
-	clock := newFakeClock()
-	l := New(clock)
-	l.Promote(nil, nil)
-	l.Grant("a", 1, 10*time.Second, 0)
-	l.Grant("b", 2, 12*time.Second, 0)
+	clock, l := newPrimary(grant{"a", 1, 10 * time.Second}, grant{"b", 2, 12 * time.Second})
 	clock.Advance(5 * time.Second)
 	if got, _ := l.Renew("a", 1); got != Renewed { // a's deadline: 15s
 		t.Fatalf("renew = %v", got)

@@ -34,21 +34,6 @@ func loads(plan map[string]string) map[string]int {
 	return out
 }
 
-func moved(a, b map[string]string) int {
-	n := 0
-	for k, w := range a {
-		if b[k] != w {
-			n++
-		}
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			n++
-		}
-	}
-	return n
-}
-
 // checkEven fails unless every key has an owner among workers and the
 // loads differ by at most one.
 func checkEven(t *testing.T, keys []string, workers []candidate, plan map[string]string) {
@@ -72,7 +57,7 @@ func TestPlacementEvenSpread(t *testing.T) {
 	plan := place(keys, workers, 0, nil, noControl)
 	checkEven(t, keys, workers, plan)
 	again := place(keys, workers, 0, nil, noControl)
-	if moved(plan, again) != 0 {
+	if movedKeys(plan, again) != 0 {
 		t.Fatal("the same inputs gave a different plan")
 	}
 }
@@ -85,7 +70,7 @@ func TestPlacementJoinMovesAboutOneNth(t *testing.T) {
 	after := place(keys, workers, 0, before, noControl)
 	checkEven(t, keys, workers, after)
 	fair := (len(keys) + 64) / 65 // ceil(1024/65) = 16
-	if n := moved(before, after); n > fair {
+	if n := movedKeys(before, after); n > fair {
 		t.Fatalf("%d keys moved when one worker joined 64, want at most %d (1/N)", n, fair)
 	}
 	for k, w := range after {
@@ -233,7 +218,7 @@ func TestPlacementIsAFixedPoint(t *testing.T) {
 		control := func(k string) fsm.KeyControl { return controls[k] }
 		first := place(keys, workers, maxPer, nil, control)
 		second := place(keys, workers, maxPer, first, control)
-		if n := moved(first, second); n != 0 {
+		if n := movedKeys(first, second); n != 0 {
 			t.Fatalf("case %d: placing again moved %d keys (%d keys, workers %v, max %d)", i, n, len(keys), workers, maxPer)
 		}
 		l := loads(second)
