@@ -184,30 +184,16 @@ func TestBlockingGetUntilCreated(t *testing.T) {
 func TestBlockingBadParameters(t *testing.T) {
 	tn := startNode(t)
 	acquire(t, tn, "k", "h1")
-	for _, tc := range []struct {
-		name      string
-		path      string
-		wantCode  string
-		wantField string
-	}{
-		{"index not a number", "/v1/leases/k?index=abc", "invalid_index", "index"},
-		{"index negative", "/v1/leases/k?index=-1", "invalid_index", "index"},
-		{"list index not a number", "/v1/leases?index=abc", "invalid_index", "index"},
-		{"wait negative", "/v1/leases/k?index=1&wait=-1s", "invalid_wait", "wait"},
-		{"wait not a duration", "/v1/leases/k?index=1&wait=soon", "invalid_wait", "wait"},
-		{"list wait negative", "/v1/leases?index=1&wait=-1s", "invalid_wait", "wait"},
-		{"stale index not a number", "/v1/leases/k?stale=true&index=abc", "invalid_index", "index"},
-		{"list state", "/v1/leases?state=gone", "invalid_query", "state"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := do(t, http.MethodGet, tn.url+tc.path, "")
-			r.wantStatus(t, tc.path, http.StatusBadRequest)
-			e := r.apiErr(t)
-			if e.Error != tc.wantCode || e.Field != tc.wantField {
-				t.Errorf("got code %q field %q, want %q %q", e.Error, e.Field, tc.wantCode, tc.wantField)
-			}
-		})
-	}
+	checkRefusals(t, tn.url, []refusal{
+		{"index not a number", http.MethodGet, "/v1/leases/k?index=abc", "", 400, "invalid_index", "index", ""},
+		{"index negative", http.MethodGet, "/v1/leases/k?index=-1", "", 400, "invalid_index", "index", ""},
+		{"list index not a number", http.MethodGet, "/v1/leases?index=abc", "", 400, "invalid_index", "index", ""},
+		{"wait negative", http.MethodGet, "/v1/leases/k?index=1&wait=-1s", "", 400, "invalid_wait", "wait", ""},
+		{"wait not a duration", http.MethodGet, "/v1/leases/k?index=1&wait=soon", "", 400, "invalid_wait", "wait", ""},
+		{"list wait negative", http.MethodGet, "/v1/leases?index=1&wait=-1s", "", 400, "invalid_wait", "wait", ""},
+		{"stale index not a number", http.MethodGet, "/v1/leases/k?stale=true&index=abc", "", 400, "invalid_index", "index", ""},
+		{"list state", http.MethodGet, "/v1/leases?state=gone", "", 400, "invalid_query", "state", ""},
+	})
 }
 
 // On a cluster without any lease, a list still reports an index that a

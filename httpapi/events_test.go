@@ -120,20 +120,14 @@ func TestEventsRoute(t *testing.T) {
 // TestEventsBadQuery: every bad parameter is named.
 func TestEventsBadQuery(t *testing.T) {
 	n := startNode(t)
-	for _, tt := range []struct{ query, code, field string }{
-		{"index=x", wire.CodeInvalidIndex, "index"},
-		{"type=acquired,nope", wire.CodeInvalidQuery, "type"},
-		{"limit=0", wire.CodeInvalidQuery, "limit"},
-		{"limit=1001", wire.CodeInvalidQuery, "limit"},
-		{"wait=forever", wire.CodeInvalidWait, "wait"},
-		{"prefix=" + strings.Repeat("p", 300), wire.CodeInvalidPrefix, "prefix"},
-	} {
-		r := do(t, "GET", n.url+"/v1/events?"+tt.query, "")
-		r.wantStatus(t, tt.query, 400)
-		if e := r.apiErr(t); e.Error != tt.code || e.Field != tt.field {
-			t.Errorf("%s: code %q field %q, want %q %q", tt.query, e.Error, e.Field, tt.code, tt.field)
-		}
-	}
+	checkRefusals(t, n.url, []refusal{
+		{"index=x", "GET", "/v1/events?index=x", "", 400, wire.CodeInvalidIndex, "index", ""},
+		{"type=acquired,nope", "GET", "/v1/events?type=acquired,nope", "", 400, wire.CodeInvalidQuery, "type", ""},
+		{"limit=0", "GET", "/v1/events?limit=0", "", 400, wire.CodeInvalidQuery, "limit", ""},
+		{"limit=1001", "GET", "/v1/events?limit=1001", "", 400, wire.CodeInvalidQuery, "limit", ""},
+		{"wait=forever", "GET", "/v1/events?wait=forever", "", 400, wire.CodeInvalidWait, "wait", ""},
+		{"prefix of 300 bytes", "GET", "/v1/events?prefix=" + strings.Repeat("p", 300), "", 400, wire.CodeInvalidPrefix, "prefix", ""},
+	})
 }
 
 // TestEventsCompacted: a reader older than a node's history gets 410

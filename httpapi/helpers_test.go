@@ -349,6 +349,36 @@ func (r reply) apiErr(t *testing.T) wire.ErrorBody {
 	return e
 }
 
+// wantRefused fails the test unless r has the status and an error body
+// with code, field and a message that contains msg ("" for any).
+func (r reply) wantRefused(t *testing.T, what string, status int, code, field, msg string) {
+	t.Helper()
+	r.wantStatus(t, what, status)
+	e := r.apiErr(t)
+	if e.Error != code || e.Field != field || !strings.Contains(e.Message, msg) {
+		t.Errorf("%s: got code %q field %q message %q; want code %q field %q and a message with %q", what, e.Error, e.Field, e.Message, code, field, msg)
+	}
+}
+
+// refusal is a request the API refuses, and the status, error code, field
+// and a part of the message ("" for any) of its answer.
+type refusal struct {
+	name, method, path, body string
+	status                   int
+	code, field, msg         string
+}
+
+// checkRefusals makes each request of cases, its path after base, in a
+// subtest of its name, and fails the subtest unless it is refused so.
+func checkRefusals(t *testing.T, base string, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			do(t, tc.method, base+tc.path, tc.body).wantRefused(t, tc.path, tc.status, tc.code, tc.field, tc.msg)
+		})
+	}
+}
+
 // acquire takes key for holder with a TTL long enough to outlive the test
 // and returns the lease.
 func acquire(t *testing.T, tn *testNode, key, holder string) client.LeaseInfo {

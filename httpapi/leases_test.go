@@ -84,36 +84,19 @@ func TestReleaseByOtherHolderKeepsLease(t *testing.T) {
 // Release and revoke refuse requests that break the rules.
 func TestReleaseAndRevokeErrors(t *testing.T) {
 	tn := startNode(t)
-	for _, tc := range []struct {
-		name       string
-		method     string
-		path       string
-		body       string
-		wantStatus int
-		wantCode   string
-		wantField  string
-	}{
-		{"release without token", http.MethodDelete, "/v1/leases/k?holder=h1", "", 400, "invalid_token", "token"},
-		{"release token not a number", http.MethodDelete, "/v1/leases/k?holder=h1&token=x", "", 400, "invalid_token", "token"},
-		{"release without holder", http.MethodDelete, "/v1/leases/k?token=3", "", 400, "invalid_holder", "holder"},
-		{"release body unknown field", http.MethodDelete, "/v1/leases/k", `{"holder":"h1","token":1,"force":true}`, 400, "invalid_body", "force"},
-		{"release bad key", http.MethodDelete, "/v1/leases/a%20b?holder=h1&token=1", "", 400, "invalid_key", "key"},
-		{"revoke never seen", http.MethodPost, "/v1/revoke/never-seen", "", 404, "not_found", ""},
-		{"revoke bad key", http.MethodPost, "/v1/revoke/a%20b", "", 400, "invalid_key", "key"},
-		{"revoke bad force", http.MethodPost, "/v1/revoke/k?force=yes", "", 400, "invalid_query", "force"},
-		{"revoke by holder without holder", http.MethodPost, "/v1/revoke", "", 400, "invalid_holder", "holder"},
-		{"revoke by empty holder", http.MethodPost, "/v1/revoke?holder=", "", 400, "invalid_holder", "holder"},
-		{"control bad force", http.MethodPut, "/v1/controls/k?force=2", `{"disabled":true}`, 400, "invalid_query", "force"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := do(t, tc.method, tn.url+tc.path, tc.body)
-			r.wantStatus(t, tc.path, tc.wantStatus)
-			e := r.apiErr(t)
-			if e.Error != tc.wantCode || e.Field != tc.wantField {
-				t.Errorf("got code %q field %q (%s), want %q %q", e.Error, e.Field, e.Message, tc.wantCode, tc.wantField)
-			}
-		})
-	}
+	checkRefusals(t, tn.url, []refusal{
+		{"release without token", http.MethodDelete, "/v1/leases/k?holder=h1", "", 400, "invalid_token", "token", ""},
+		{"release token not a number", http.MethodDelete, "/v1/leases/k?holder=h1&token=x", "", 400, "invalid_token", "token", ""},
+		{"release without holder", http.MethodDelete, "/v1/leases/k?token=3", "", 400, "invalid_holder", "holder", ""},
+		{"release body unknown field", http.MethodDelete, "/v1/leases/k", `{"holder":"h1","token":1,"force":true}`, 400, "invalid_body", "force", ""},
+		{"release bad key", http.MethodDelete, "/v1/leases/a%20b?holder=h1&token=1", "", 400, "invalid_key", "key", ""},
+		{"revoke never seen", http.MethodPost, "/v1/revoke/never-seen", "", 404, "not_found", "", ""},
+		{"revoke bad key", http.MethodPost, "/v1/revoke/a%20b", "", 400, "invalid_key", "key", ""},
+		{"revoke bad force", http.MethodPost, "/v1/revoke/k?force=yes", "", 400, "invalid_query", "force", ""},
+		{"revoke by holder without holder", http.MethodPost, "/v1/revoke", "", 400, "invalid_holder", "holder", ""},
+		{"revoke by empty holder", http.MethodPost, "/v1/revoke?holder=", "", 400, "invalid_holder", "holder", ""},
+		{"control bad force", http.MethodPut, "/v1/controls/k?force=2", `{"disabled":true}`, 400, "invalid_query", "force", ""},
+	})
 }
 
 // Revoke ends a lease whoever holds it: the answer says when the key
