@@ -30,8 +30,7 @@ func TestListFreeNamesNeverAcquiredGroupKeys(t *testing.T) {
 	tn := startNode(t)
 	do(t, "PUT", tn.url+"/v1/groups/scenes", `{"keys":["scene-0","scene-1","scene-2"]}`).wantStatus(t, "put group", 200)
 	acquire(t, tn, "scene-0", "h1")
-	l := acquire(t, tn, "scene-1", "h1")
-	release(t, tn, "scene-1", "h1", l.Token)
+	l := released(t, tn, "scene-1", "h1")
 	acquire(t, tn, "other", "h2")
 
 	for _, tc := range []struct {

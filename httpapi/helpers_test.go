@@ -395,6 +395,15 @@ func release(t *testing.T, tn *testNode, key, holder string, token uint64) {
 	r.wantStatus(t, "release "+key, http.StatusNoContent)
 }
 
+// released acquires key for holder and releases it again, and returns the
+// lease as it was acquired.
+func released(t *testing.T, tn *testNode, key, holder string) client.LeaseInfo {
+	t.Helper()
+	l := acquire(t, tn, key, holder)
+	release(t, tn, key, holder, l.Token)
+	return l
+}
+
 // answer is the outcome of a request made in the background.
 type answer struct {
 	reply

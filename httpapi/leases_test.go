@@ -166,10 +166,8 @@ func TestRevokeHolder(t *testing.T) {
 func TestRenewOne(t *testing.T) {
 	tn := startNode(t)
 	live := acquire(t, tn, "live", "h1")
-	gone := acquire(t, tn, "gone", "h1")
-	release(t, tn, "gone", "h1", gone.Token)
-	taken := acquire(t, tn, "taken", "h1")
-	release(t, tn, "taken", "h1", taken.Token)
+	gone := released(t, tn, "gone", "h1")
+	taken := released(t, tn, "taken", "h1")
 	acquire(t, tn, "taken", "h2")
 
 	for _, tc := range []struct {
@@ -210,8 +208,7 @@ func TestRenewOne(t *testing.T) {
 func TestRenewMany(t *testing.T) {
 	tn := startNode(t)
 	a := acquire(t, tn, "many/a", "h1")
-	b := acquire(t, tn, "many/b", "h1")
-	release(t, tn, "many/b", "h1", b.Token)
+	b := released(t, tn, "many/b", "h1")
 	c := acquire(t, tn, "many/c", "h1")
 
 	body := fmt.Sprintf(`{"holder":"h1","leases":[{"key":"many/a","token":%d},{"key":"many/b","token":%d},{"key":"many/c","token":%d}]}`, a.Token, b.Token, c.Token)
