@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
@@ -51,11 +50,9 @@ func TestListFreeNamesNeverAcquiredGroupKeys(t *testing.T) {
 
 	r := do(t, "GET", tn.url+"/v1/leases?state=free", "")
 	idx := r.index(t)
-	ch := sendAsync(http.MethodGet, fmt.Sprintf("%s/v1/leases?state=free&index=%d&wait=5s", tn.url, idx))
-	waitBlocked(t, tn, 1)
-	quiet(t, ch, 200*time.Millisecond, "before anything changed")
-	do(t, "POST", tn.url+"/v1/groups/scenes/keys", `{"add":["scene-3"]}`).wantStatus(t, "add key", 200)
-	r = receive(t, ch, 5*time.Second)
+	r = blockedGet(t, tn, fmt.Sprintf("%s/v1/leases?state=free&index=%d&wait=5s", tn.url, idx), "before anything changed", func() {
+		do(t, "POST", tn.url+"/v1/groups/scenes/keys", `{"add":["scene-3"]}`).wantStatus(t, "add key", 200)
+	})
 	r.wantStatus(t, "blocking free list", 200)
 	if got := r.index(t); got <= idx {
 		t.Errorf("index after the group change = %d, want past %d", got, idx)

@@ -447,6 +447,18 @@ func receive(t *testing.T, ch <-chan answer, within time.Duration) reply {
 	return reply{}
 }
 
+// blockedGet starts a GET of url in the background, waits until tn holds
+// it and it has gone 200ms unanswered (while says when, for the failure),
+// then runs change and returns the answer, which must come within 5s.
+func blockedGet(t *testing.T, tn *testNode, url, while string, change func()) reply {
+	t.Helper()
+	ch := sendAsync(http.MethodGet, url)
+	waitBlocked(t, tn, 1)
+	quiet(t, ch, 200*time.Millisecond, while)
+	change()
+	return receive(t, ch, 5*time.Second)
+}
+
 // waitBlocked polls until tn has n requests in its handler.
 func waitBlocked(t *testing.T, tn *testNode, n int64) {
 	t.Helper()
