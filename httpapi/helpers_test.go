@@ -356,7 +356,7 @@ func (r reply) wantRefused(t *testing.T, what string, status int, code, field, m
 	r.wantStatus(t, what, status)
 	e := r.apiErr(t)
 	if e.Error != code || e.Field != field || !strings.Contains(e.Message, msg) {
-		t.Errorf("%s: got code %q field %q message %q; want code %q field %q and a message with %q", what, e.Error, e.Field, e.Message, code, field, msg)
+		t.Fatalf("%s: got code %q field %q message %q; want code %q field %q and a message with %q", what, e.Error, e.Field, e.Message, code, field, msg)
 	}
 }
 

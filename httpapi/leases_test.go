@@ -352,9 +352,6 @@ func TestKeysWithSlashesAndDots(t *testing.T) {
 	// Escapes are not decoded: a key outside the alphabet stays outside it.
 	t.Run("escaped byte", func(t *testing.T) {
 		r := do(t, http.MethodPut, tn.url+"/v1/leases/a%20b", `{"holder":"h1","ttl":"30s"}`)
-		r.wantStatus(t, "acquire", http.StatusBadRequest)
-		if e := r.apiErr(t); e.Error != "invalid_key" || e.Field != "key" {
-			t.Errorf("got code %q field %q, want invalid_key key", e.Error, e.Field)
-		}
+		r.wantRefused(t, "acquire", http.StatusBadRequest, "invalid_key", "key", "")
 	})
 }

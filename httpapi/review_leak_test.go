@@ -57,7 +57,7 @@ func TestConflictAnswersShowTheLeaseOnlyToATokenThatReadsTheKey(t *testing.T) {
 		{"release with a guessed token", "DELETE", "/v1/leases/parts/1", fmt.Sprintf(`{"holder":"me","token":%d,"secret":"%s"}`, tok+100, mine), wire.CodeNotHolder, ""},
 	} {
 		r := rawAs(t, attacker, a.method, url+a.path, a.body)
-		r.wantCode(t, a.what, http.StatusConflict, a.code, a.field)
+		r.wantRefused(t, a.what, http.StatusConflict, a.code, a.field, "")
 		if e := r.apiErr(t); e.Lease != nil {
 			t.Errorf("%s: lease %+v answered to a token without read", a.what, e.Lease)
 		}
@@ -80,7 +80,7 @@ func TestConflictAnswersShowTheLeaseOnlyToATokenThatReadsTheKey(t *testing.T) {
 
 	// A token that reads the key gets the lease in the same answer.
 	r := rawAs(t, victim, "PUT", url+"/v1/leases/parts/1", `{"holder":"me","ttl":"30s","secret":"`+mine+`"}`)
-	r.wantCode(t, "acquire of the held key by a reader", http.StatusConflict, wire.CodeHeld, "")
+	r.wantRefused(t, "acquire of the held key by a reader", http.StatusConflict, wire.CodeHeld, "", "")
 	if l := r.apiErr(t).Lease; l == nil || l.Holder != "worker-1" || l.Token != tok {
 		t.Errorf("acquire of the held key by a reader: lease %+v, want worker-1's token %d", l, tok)
 	}
