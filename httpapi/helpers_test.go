@@ -300,6 +300,21 @@ func doAs(t *testing.T, secret, method, url, body string) reply {
 	return rawAs(t, secret, method, url, body)
 }
 
+// rawAs makes one request with the ACL token secret acl and the body as
+// given: no lease secret is added (send adds one).
+func rawAs(t *testing.T, acl, method, url, body string) reply {
+	t.Helper()
+	h := http.Header{}
+	if acl != "" {
+		h.Set(client.HeaderToken, acl)
+	}
+	r, err := sendRaw(method, url, body, h)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return r
+}
+
 // wantStatus fails the test unless r has the status want.
 func (r reply) wantStatus(t *testing.T, what string, want int) {
 	t.Helper()
