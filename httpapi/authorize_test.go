@@ -201,11 +201,7 @@ func TestACLAuthorizeBadBodies(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := callFake(t, n, "POST", "/v1/acl/authorize", tc.body)
-			r.wantStatus(t, tc.name, http.StatusBadRequest)
-			e := r.apiErr(t)
-			if e.Error != tc.code || e.Field != tc.field || !strings.Contains(e.Message, tc.msg) {
-				t.Errorf("got code %q field %q message %q; want code %q field %q and a message with %q", e.Error, e.Field, e.Message, tc.code, tc.field, tc.msg)
-			}
+			r.wantRefused(t, tc.name, http.StatusBadRequest, tc.code, tc.field, tc.msg)
 		})
 	}
 }

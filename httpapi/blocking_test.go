@@ -8,20 +8,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 )
+
+// readMode is one way to read a lease: its subtest name and the query
+// that asks for it.
+type readMode struct{ name, query string }
+
+// readModes are a linearizable read and a stale one, the latter asked for
+// with the query stale.
+func readModes(stale string) []readMode {
+	return []readMode{{"linearizable", ""}, {"stale", stale}}
+}
 
 // A blocking read of one key answers only once that key changes past the
 // index the caller passed; changes to other keys do not end the wait.
 func TestBlockingGetWaitsForTheKey(t *testing.T) {
 	tn := startNode(t)
-	for _, tc := range []struct {
-		name  string
-		query string
-	}{
-		{"linearizable", ""},
-		{"stale", "&stale=true"},
-	} {
+	for _, tc := range readModes("&stale=true") {
 		t.Run(tc.name, func(t *testing.T) {
 			key := "watched-" + tc.name
 			l := acquire(t, tn, key, "h1")
@@ -64,13 +69,7 @@ func TestBlockingGetWaitsForTheKey(t *testing.T) {
 func TestBlockingGetTimesOutUnchanged(t *testing.T) {
 	tn := startNode(t)
 	l := acquire(t, tn, "still", "h1")
-	for _, tc := range []struct {
-		name  string
-		query string
-	}{
-		{"linearizable", ""},
-		{"stale", "&stale"},
-	} {
+	for _, tc := range readModes("&stale") {
 		t.Run(tc.name, func(t *testing.T) {
 			r := do(t, http.MethodGet, fmt.Sprintf("%s/v1/leases/still?index=%d&wait=300ms%s", tn.url, l.ModifyIndex, tc.query), "")
 			r.wantStatus(t, "blocking get", http.StatusOK)
@@ -113,11 +112,9 @@ func TestBlockingList(t *testing.T) {
 	})
 
 	t.Run("answers after a change", func(t *testing.T) {
-		ch := sendAsync(http.MethodGet, fmt.Sprintf("%s/v1/leases?prefix=jobs/&index=%d&wait=5s", tn.url, idx))
-		waitBlocked(t, tn, 1)
-		quiet(t, ch, 200*time.Millisecond, "before anything changed")
-		added := acquire(t, tn, "jobs/2", "h2")
-		r := receive(t, ch, 5*time.Second)
+		var added client.LeaseInfo
+		r := blockedGet(t, tn, fmt.Sprintf("%s/v1/leases?prefix=jobs/&index=%d&wait=5s", tn.url, idx), "before anything changed",
+			func() { added = acquire(t, tn, "jobs/2", "h2") })
 		r.wantStatus(t, "blocking list", http.StatusOK)
 		if got := r.index(t); got <= idx || got != added.ModifyIndex {
 			t.Errorf("got X-Tenure-Index %d, want %d (the new lease's modify_index, past %d)", got, added.ModifyIndex, idx)
@@ -164,11 +161,9 @@ func TestBlockingGetUntilCreated(t *testing.T) {
 				t.Errorf("got X-Tenure-Index %d after the wait, want the unchanged %d", got, idx)
 			}
 
-			ch := sendAsync(http.MethodGet, fmt.Sprintf("%s/v1/leases/later?index=%d&wait=5s", tn.url, idx))
-			waitBlocked(t, tn, 1)
-			quiet(t, ch, 200*time.Millisecond, "before the key was created")
-			l := acquire(t, tn, "later", "h1")
-			r = receive(t, ch, 5*time.Second)
+			var l client.LeaseInfo
+			r = blockedGet(t, tn, fmt.Sprintf("%s/v1/leases/later?index=%d&wait=5s", tn.url, idx), "before the key was created",
+				func() { l = acquire(t, tn, "later", "h1") })
 			r.wantStatus(t, "blocking get after creation", http.StatusOK)
 			if got := r.lease(t); got.Key != "later" || got.Holder != "h1" || got.Token != l.Token {
 				t.Errorf("got %+v, want the new lease %+v", got, l)
@@ -184,30 +179,16 @@ func TestBlockingGetUntilCreated(t *testing.T) {
 func TestBlockingBadParameters(t *testing.T) {
 	tn := startNode(t)
 	acquire(t, tn, "k", "h1")
-	for _, tc := range []struct {
-		name      string
-		path      string
-		wantCode  string
-		wantField string
-	}{
-		{"index not a number", "/v1/leases/k?index=abc", "invalid_index", "index"},
-		{"index negative", "/v1/leases/k?index=-1", "invalid_index", "index"},
-		{"list index not a number", "/v1/leases?index=abc", "invalid_index", "index"},
-		{"wait negative", "/v1/leases/k?index=1&wait=-1s", "invalid_wait", "wait"},
-		{"wait not a duration", "/v1/leases/k?index=1&wait=soon", "invalid_wait", "wait"},
-		{"list wait negative", "/v1/leases?index=1&wait=-1s", "invalid_wait", "wait"},
-		{"stale index not a number", "/v1/leases/k?stale=true&index=abc", "invalid_index", "index"},
-		{"list state", "/v1/leases?state=gone", "invalid_query", "state"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := do(t, http.MethodGet, tn.url+tc.path, "")
-			r.wantStatus(t, tc.path, http.StatusBadRequest)
-			e := r.apiErr(t)
-			if e.Error != tc.wantCode || e.Field != tc.wantField {
-				t.Errorf("got code %q field %q, want %q %q", e.Error, e.Field, tc.wantCode, tc.wantField)
-			}
-		})
-	}
+	checkRefusals(t, tn.url, []refusal{
+		{"index not a number", http.MethodGet, "/v1/leases/k?index=abc", "", 400, "invalid_index", "index", ""},
+		{"index negative", http.MethodGet, "/v1/leases/k?index=-1", "", 400, "invalid_index", "index", ""},
+		{"list index not a number", http.MethodGet, "/v1/leases?index=abc", "", 400, "invalid_index", "index", ""},
+		{"wait negative", http.MethodGet, "/v1/leases/k?index=1&wait=-1s", "", 400, "invalid_wait", "wait", ""},
+		{"wait not a duration", http.MethodGet, "/v1/leases/k?index=1&wait=soon", "", 400, "invalid_wait", "wait", ""},
+		{"list wait negative", http.MethodGet, "/v1/leases?index=1&wait=-1s", "", 400, "invalid_wait", "wait", ""},
+		{"stale index not a number", http.MethodGet, "/v1/leases/k?stale=true&index=abc", "", 400, "invalid_index", "index", ""},
+		{"list state", http.MethodGet, "/v1/leases?state=gone", "", 400, "invalid_query", "state", ""},
+	})
 }
 
 // On a cluster without any lease, a list still reports an index that a
@@ -223,11 +204,9 @@ func TestBlockingListOnEmptyCluster(t *testing.T) {
 		t.Fatalf("got %d leases, X-Tenure-Index %d, body index %d; want none, an index above 0 and the same in both", len(empty.Leases), idx, empty.Index)
 	}
 
-	ch := sendAsync(http.MethodGet, fmt.Sprintf("%s/v1/leases?index=%d&wait=5s", tn.url, idx))
-	waitBlocked(t, tn, 1)
-	quiet(t, ch, 200*time.Millisecond, "before any lease existed")
-	l := acquire(t, tn, "first", "h1")
-	r = receive(t, ch, 5*time.Second)
+	var l client.LeaseInfo
+	r = blockedGet(t, tn, fmt.Sprintf("%s/v1/leases?index=%d&wait=5s", tn.url, idx), "before any lease existed",
+		func() { l = acquire(t, tn, "first", "h1") })
 	r.wantStatus(t, "blocking list", http.StatusOK)
 	var got wire.LeaseList
 	r.decode(t, &got)

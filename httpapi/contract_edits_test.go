@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
@@ -30,8 +29,7 @@ func TestListFreeNamesNeverAcquiredGroupKeys(t *testing.T) {
 	tn := startNode(t)
 	do(t, "PUT", tn.url+"/v1/groups/scenes", `{"keys":["scene-0","scene-1","scene-2"]}`).wantStatus(t, "put group", 200)
 	acquire(t, tn, "scene-0", "h1")
-	l := acquire(t, tn, "scene-1", "h1")
-	release(t, tn, "scene-1", "h1", l.Token)
+	l := released(t, tn, "scene-1", "h1")
 	acquire(t, tn, "other", "h2")
 
 	for _, tc := range []struct {
@@ -52,11 +50,9 @@ func TestListFreeNamesNeverAcquiredGroupKeys(t *testing.T) {
 
 	r := do(t, "GET", tn.url+"/v1/leases?state=free", "")
 	idx := r.index(t)
-	ch := sendAsync(http.MethodGet, fmt.Sprintf("%s/v1/leases?state=free&index=%d&wait=5s", tn.url, idx))
-	waitBlocked(t, tn, 1)
-	quiet(t, ch, 200*time.Millisecond, "before anything changed")
-	do(t, "POST", tn.url+"/v1/groups/scenes/keys", `{"add":["scene-3"]}`).wantStatus(t, "add key", 200)
-	r = receive(t, ch, 5*time.Second)
+	r = blockedGet(t, tn, fmt.Sprintf("%s/v1/leases?state=free&index=%d&wait=5s", tn.url, idx), "before anything changed", func() {
+		do(t, "POST", tn.url+"/v1/groups/scenes/keys", `{"add":["scene-3"]}`).wantStatus(t, "add key", 200)
+	})
 	r.wantStatus(t, "blocking free list", 200)
 	if got := r.index(t); got <= idx {
 		t.Errorf("index after the group change = %d, want past %d", got, idx)
@@ -132,10 +128,7 @@ func TestEditControl(t *testing.T) {
 		}
 	}
 	r := do(t, "PATCH", tn.url+"/v1/controls/k", `{"prohibit":[""]}`)
-	r.wantStatus(t, "an empty holder", 400)
-	if e := r.apiErr(t); e.Error != wire.CodeInvalidProhibited || e.Field != "prohibit" {
-		t.Errorf("error = %+v, want invalid_prohibited on field prohibit", e)
-	}
+	r.wantRefused(t, "an empty holder", 400, wire.CodeInvalidProhibited, "prohibit", "")
 }
 
 // An edit that changes nothing is refused, naming what it lacks: it would

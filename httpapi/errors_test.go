@@ -167,32 +167,19 @@ func TestDecodeBodyRenewToken(t *testing.T) {
 // Through the server, a bad body is answered 400 with the code, and nothing
 // is acquired.
 func TestBadBodyThroughServer(t *testing.T) {
+	const path = "/v1/leases/body-test"
 	tn := startNode(t)
-	for _, tc := range []struct {
-		name      string
-		body      string
-		wantCode  string
-		wantField string
-	}{
-		{"unknown field", `{"holder":"h","ttl":"10s","owner":"x"}`, "invalid_body", "owner"},
-		{"trailing data", `{"holder":"h","ttl":"10s"}}`, "invalid_body", "body"},
-		{"empty", "", "invalid_body", "body"},
-		{"too large", `{"holder":"h","ttl":"10s","metadata":{"x":"` + strings.Repeat("a", MaxBodyBytes) + `"}}`, "body_too_large", "body"},
-		{"ttl as number", `{"holder":"h","ttl":10}`, "invalid_ttl", "ttl"},
-		{"ttl missing", `{"holder":"h"}`, "invalid_ttl", "ttl"},
-		{"ttl below the minimum", `{"holder":"h","ttl":"1ms"}`, "invalid_ttl", "ttl"},
-		{"wait negative", `{"holder":"h","ttl":"10s","wait":"-1s"}`, "invalid_wait", "wait"},
-		{"holder empty", `{"holder":"","ttl":"10s"}`, "invalid_holder", "holder"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := do(t, http.MethodPut, tn.url+"/v1/leases/body-test", tc.body)
-			r.wantStatus(t, "acquire", http.StatusBadRequest)
-			e := r.apiErr(t)
-			if e.Error != tc.wantCode || e.Field != tc.wantField {
-				t.Errorf("got code %q field %q (%s), want %q %q", e.Error, e.Field, e.Message, tc.wantCode, tc.wantField)
-			}
-		})
-	}
-	r := do(t, http.MethodGet, tn.url+"/v1/leases/body-test", "")
+	checkRefusals(t, tn.url, []refusal{
+		{"unknown field", http.MethodPut, path, `{"holder":"h","ttl":"10s","owner":"x"}`, 400, "invalid_body", "owner", ""},
+		{"trailing data", http.MethodPut, path, `{"holder":"h","ttl":"10s"}}`, 400, "invalid_body", "body", ""},
+		{"empty", http.MethodPut, path, "", 400, "invalid_body", "body", ""},
+		{"too large", http.MethodPut, path, `{"holder":"h","ttl":"10s","metadata":{"x":"` + strings.Repeat("a", MaxBodyBytes) + `"}}`, 400, "body_too_large", "body", ""},
+		{"ttl as number", http.MethodPut, path, `{"holder":"h","ttl":10}`, 400, "invalid_ttl", "ttl", ""},
+		{"ttl missing", http.MethodPut, path, `{"holder":"h"}`, 400, "invalid_ttl", "ttl", ""},
+		{"ttl below the minimum", http.MethodPut, path, `{"holder":"h","ttl":"1ms"}`, 400, "invalid_ttl", "ttl", ""},
+		{"wait negative", http.MethodPut, path, `{"holder":"h","ttl":"10s","wait":"-1s"}`, 400, "invalid_wait", "wait", ""},
+		{"holder empty", http.MethodPut, path, `{"holder":"","ttl":"10s"}`, 400, "invalid_holder", "holder", ""},
+	})
+	r := do(t, http.MethodGet, tn.url+path, "")
 	r.wantStatus(t, "get after refused acquires", http.StatusNotFound)
 }

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,7 +59,7 @@ func (f *forgedMeta) MergeRemoteState(buf []byte, _ bool) {}
 // the leader's id, and the forged member got some of the acquisitions,
 // with their tokens.
 func TestForgedMemberNeverReceivesForwardedRequests(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &harness.Buffer{}
 	c := startClusterWith(t, 3, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI, Tweak: func(cfg *cluster.Config) {
 		cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: cfg.NodeID, Output: logs, Level: hclog.Info})
 	}})
@@ -109,22 +108,4 @@ func TestForgedMemberNeverReceivesForwardedRequests(t *testing.T) {
 	}
 	want := fmt.Sprintf("several gossip members announce one server id: none of them is trusted: server_ids=\"%s (2 members)\"", leader.id)
 	harness.WaitUntil(t, 5*time.Second, "the servers to log the shared id", func() bool { return strings.Contains(logs.String(), want) })
-}
-
-// logBuffer collects the logs of several nodes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -104,10 +104,7 @@ func TestForwardToLeader(t *testing.T) {
 	t.Run("body too large", func(t *testing.T) {
 		body := `{"holder":"h1","ttl":"30s","metadata":{"x":"` + strings.Repeat("a", MaxBodyBytes) + `"}}`
 		r := do(t, http.MethodPut, follower.url+"/v1/leases/fwd/big", body)
-		r.wantStatus(t, "acquire through a follower", http.StatusBadRequest)
-		if e := r.apiErr(t); e.Error != "body_too_large" || e.Field != "body" {
-			t.Errorf("got code %q field %q, want body_too_large body", e.Error, e.Field)
-		}
+		r.wantRefused(t, "acquire through a follower", http.StatusBadRequest, "body_too_large", "body", "")
 	})
 
 	t.Run("follower is ready", func(t *testing.T) {

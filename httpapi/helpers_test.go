@@ -300,6 +300,21 @@ func doAs(t *testing.T, secret, method, url, body string) reply {
 	return rawAs(t, secret, method, url, body)
 }
 
+// rawAs makes one request with the ACL token secret acl and the body as
+// given: no lease secret is added (send adds one).
+func rawAs(t *testing.T, acl, method, url, body string) reply {
+	t.Helper()
+	h := http.Header{}
+	if acl != "" {
+		h.Set(client.HeaderToken, acl)
+	}
+	r, err := sendRaw(method, url, body, h)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return r
+}
+
 // wantStatus fails the test unless r has the status want.
 func (r reply) wantStatus(t *testing.T, what string, want int) {
 	t.Helper()
@@ -349,6 +364,36 @@ func (r reply) apiErr(t *testing.T) wire.ErrorBody {
 	return e
 }
 
+// wantRefused fails the test unless r has the status and an error body
+// with code, field and a message that contains msg ("" for any).
+func (r reply) wantRefused(t *testing.T, what string, status int, code, field, msg string) {
+	t.Helper()
+	r.wantStatus(t, what, status)
+	e := r.apiErr(t)
+	if e.Error != code || e.Field != field || !strings.Contains(e.Message, msg) {
+		t.Fatalf("%s: got code %q field %q message %q; want code %q field %q and a message with %q", what, e.Error, e.Field, e.Message, code, field, msg)
+	}
+}
+
+// refusal is a request the API refuses, and the status, error code, field
+// and a part of the message ("" for any) of its answer.
+type refusal struct {
+	name, method, path, body string
+	status                   int
+	code, field, msg         string
+}
+
+// checkRefusals makes each request of cases, its path after base, in a
+// subtest of its name, and fails the subtest unless it is refused so.
+func checkRefusals(t *testing.T, base string, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			do(t, tc.method, base+tc.path, tc.body).wantRefused(t, tc.path, tc.status, tc.code, tc.field, tc.msg)
+		})
+	}
+}
+
 // acquire takes key for holder with a TTL long enough to outlive the test
 // and returns the lease.
 func acquire(t *testing.T, tn *testNode, key, holder string) client.LeaseInfo {
@@ -363,6 +408,15 @@ func release(t *testing.T, tn *testNode, key, holder string, token uint64) {
 	t.Helper()
 	r := do(t, http.MethodDelete, fmt.Sprintf("%s/v1/leases/%s?holder=%s&token=%d", tn.url, key, holder, token), "")
 	r.wantStatus(t, "release "+key, http.StatusNoContent)
+}
+
+// released acquires key for holder and releases it again, and returns the
+// lease as it was acquired.
+func released(t *testing.T, tn *testNode, key, holder string) client.LeaseInfo {
+	t.Helper()
+	l := acquire(t, tn, key, holder)
+	release(t, tn, key, holder, l.Token)
+	return l
 }
 
 // answer is the outcome of a request made in the background.
@@ -406,6 +460,18 @@ func receive(t *testing.T, ch <-chan answer, within time.Duration) reply {
 		t.Fatalf("blocking request did not answer within %v", within)
 	}
 	return reply{}
+}
+
+// blockedGet starts a GET of url in the background, waits until tn holds
+// it and it has gone 200ms unanswered (while says when, for the failure),
+// then runs change and returns the answer, which must come within 5s.
+func blockedGet(t *testing.T, tn *testNode, url, while string, change func()) reply {
+	t.Helper()
+	ch := sendAsync(http.MethodGet, url)
+	waitBlocked(t, tn, 1)
+	quiet(t, ch, 200*time.Millisecond, while)
+	change()
+	return receive(t, ch, 5*time.Second)
 }
 
 // waitBlocked polls until tn has n requests in its handler.

@@ -84,36 +84,19 @@ func TestReleaseByOtherHolderKeepsLease(t *testing.T) {
 // Release and revoke refuse requests that break the rules.
 func TestReleaseAndRevokeErrors(t *testing.T) {
 	tn := startNode(t)
-	for _, tc := range []struct {
-		name       string
-		method     string
-		path       string
-		body       string
-		wantStatus int
-		wantCode   string
-		wantField  string
-	}{
-		{"release without token", http.MethodDelete, "/v1/leases/k?holder=h1", "", 400, "invalid_token", "token"},
-		{"release token not a number", http.MethodDelete, "/v1/leases/k?holder=h1&token=x", "", 400, "invalid_token", "token"},
-		{"release without holder", http.MethodDelete, "/v1/leases/k?token=3", "", 400, "invalid_holder", "holder"},
-		{"release body unknown field", http.MethodDelete, "/v1/leases/k", `{"holder":"h1","token":1,"force":true}`, 400, "invalid_body", "force"},
-		{"release bad key", http.MethodDelete, "/v1/leases/a%20b?holder=h1&token=1", "", 400, "invalid_key", "key"},
-		{"revoke never seen", http.MethodPost, "/v1/revoke/never-seen", "", 404, "not_found", ""},
-		{"revoke bad key", http.MethodPost, "/v1/revoke/a%20b", "", 400, "invalid_key", "key"},
-		{"revoke bad force", http.MethodPost, "/v1/revoke/k?force=yes", "", 400, "invalid_query", "force"},
-		{"revoke by holder without holder", http.MethodPost, "/v1/revoke", "", 400, "invalid_holder", "holder"},
-		{"revoke by empty holder", http.MethodPost, "/v1/revoke?holder=", "", 400, "invalid_holder", "holder"},
-		{"control bad force", http.MethodPut, "/v1/controls/k?force=2", `{"disabled":true}`, 400, "invalid_query", "force"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := do(t, tc.method, tn.url+tc.path, tc.body)
-			r.wantStatus(t, tc.path, tc.wantStatus)
-			e := r.apiErr(t)
-			if e.Error != tc.wantCode || e.Field != tc.wantField {
-				t.Errorf("got code %q field %q (%s), want %q %q", e.Error, e.Field, e.Message, tc.wantCode, tc.wantField)
-			}
-		})
-	}
+	checkRefusals(t, tn.url, []refusal{
+		{"release without token", http.MethodDelete, "/v1/leases/k?holder=h1", "", 400, "invalid_token", "token", ""},
+		{"release token not a number", http.MethodDelete, "/v1/leases/k?holder=h1&token=x", "", 400, "invalid_token", "token", ""},
+		{"release without holder", http.MethodDelete, "/v1/leases/k?token=3", "", 400, "invalid_holder", "holder", ""},
+		{"release body unknown field", http.MethodDelete, "/v1/leases/k", `{"holder":"h1","token":1,"force":true}`, 400, "invalid_body", "force", ""},
+		{"release bad key", http.MethodDelete, "/v1/leases/a%20b?holder=h1&token=1", "", 400, "invalid_key", "key", ""},
+		{"revoke never seen", http.MethodPost, "/v1/revoke/never-seen", "", 404, "not_found", "", ""},
+		{"revoke bad key", http.MethodPost, "/v1/revoke/a%20b", "", 400, "invalid_key", "key", ""},
+		{"revoke bad force", http.MethodPost, "/v1/revoke/k?force=yes", "", 400, "invalid_query", "force", ""},
+		{"revoke by holder without holder", http.MethodPost, "/v1/revoke", "", 400, "invalid_holder", "holder", ""},
+		{"revoke by empty holder", http.MethodPost, "/v1/revoke?holder=", "", 400, "invalid_holder", "holder", ""},
+		{"control bad force", http.MethodPut, "/v1/controls/k?force=2", `{"disabled":true}`, 400, "invalid_query", "force", ""},
+	})
 }
 
 // Revoke ends a lease whoever holds it: the answer says when the key
@@ -183,10 +166,8 @@ func TestRevokeHolder(t *testing.T) {
 func TestRenewOne(t *testing.T) {
 	tn := startNode(t)
 	live := acquire(t, tn, "live", "h1")
-	gone := acquire(t, tn, "gone", "h1")
-	release(t, tn, "gone", "h1", gone.Token)
-	taken := acquire(t, tn, "taken", "h1")
-	release(t, tn, "taken", "h1", taken.Token)
+	gone := released(t, tn, "gone", "h1")
+	taken := released(t, tn, "taken", "h1")
 	acquire(t, tn, "taken", "h2")
 
 	for _, tc := range []struct {
@@ -227,8 +208,7 @@ func TestRenewOne(t *testing.T) {
 func TestRenewMany(t *testing.T) {
 	tn := startNode(t)
 	a := acquire(t, tn, "many/a", "h1")
-	b := acquire(t, tn, "many/b", "h1")
-	release(t, tn, "many/b", "h1", b.Token)
+	b := released(t, tn, "many/b", "h1")
 	c := acquire(t, tn, "many/c", "h1")
 
 	body := fmt.Sprintf(`{"holder":"h1","leases":[{"key":"many/a","token":%d},{"key":"many/b","token":%d},{"key":"many/c","token":%d}]}`, a.Token, b.Token, c.Token)
@@ -372,9 +352,6 @@ func TestKeysWithSlashesAndDots(t *testing.T) {
 	// Escapes are not decoded: a key outside the alphabet stays outside it.
 	t.Run("escaped byte", func(t *testing.T) {
 		r := do(t, http.MethodPut, tn.url+"/v1/leases/a%20b", `{"holder":"h1","ttl":"30s"}`)
-		r.wantStatus(t, "acquire", http.StatusBadRequest)
-		if e := r.apiErr(t); e.Error != "invalid_key" || e.Field != "key" {
-			t.Errorf("got code %q field %q, want invalid_key key", e.Error, e.Field)
-		}
+		r.wantRefused(t, "acquire", http.StatusBadRequest, "invalid_key", "key", "")
 	})
 }

@@ -97,26 +97,15 @@ func TestListLeasesPages(t *testing.T) {
 func TestListLeasesPageBadInput(t *testing.T) {
 	tn := startNode(t)
 	acquire(t, tn, "k", "h")
-	for _, tc := range []struct {
-		name, query, field, rule string
-	}{
-		{"limit zero", "limit=0", "limit", "from 1 to"},
-		{"limit negative", "limit=-3", "limit", "from 1 to"},
-		{"limit not a number", "limit=ten", "limit", "from 1 to"},
-		{"limit over the maximum", fmt.Sprintf("limit=%d", MaxListLimit+1), "limit", fmt.Sprintf("maximum is %d", MaxListLimit)},
-		{"limit twice", "limit=1&limit=2", "limit", "once"},
-		{"cursor not from next", "cursor=" + url.QueryEscape("!!"), "cursor", "next"},
-		{"cursor empty", "cursor=", "cursor", "next"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := do(t, http.MethodGet, tn.url+"/v1/leases?"+tc.query, "")
-			r.wantStatus(t, tc.query, http.StatusBadRequest)
-			e := r.apiErr(t)
-			if e.Error != wire.CodeInvalidQuery || e.Field != tc.field || !strings.Contains(e.Message, tc.rule) {
-				t.Errorf("got %q field %q: %q; want %q field %q naming %q", e.Error, e.Field, e.Message, wire.CodeInvalidQuery, tc.field, tc.rule)
-			}
-		})
-	}
+	checkRefusals(t, tn.url, []refusal{
+		{"limit zero", http.MethodGet, "/v1/leases?limit=0", "", 400, wire.CodeInvalidQuery, "limit", "from 1 to"},
+		{"limit negative", http.MethodGet, "/v1/leases?limit=-3", "", 400, wire.CodeInvalidQuery, "limit", "from 1 to"},
+		{"limit not a number", http.MethodGet, "/v1/leases?limit=ten", "", 400, wire.CodeInvalidQuery, "limit", "from 1 to"},
+		{"limit over the maximum", http.MethodGet, "/v1/leases?" + fmt.Sprintf("limit=%d", MaxListLimit+1), "", 400, wire.CodeInvalidQuery, "limit", fmt.Sprintf("maximum is %d", MaxListLimit)},
+		{"limit twice", http.MethodGet, "/v1/leases?limit=1&limit=2", "", 400, wire.CodeInvalidQuery, "limit", "once"},
+		{"cursor not from next", http.MethodGet, "/v1/leases?cursor=" + url.QueryEscape("!!"), "", 400, wire.CodeInvalidQuery, "cursor", "next"},
+		{"cursor empty", http.MethodGet, "/v1/leases?cursor=", "", 400, wire.CodeInvalidQuery, "cursor", "next"},
+	})
 }
 
 // With ACLs on, a paginated list shows only what the token may read: the

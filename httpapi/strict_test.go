@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 )
 
@@ -13,25 +12,14 @@ import (
 // arrays of objects too. Maps keep their keys as sent.
 func TestStrictBodies(t *testing.T) {
 	tn := startNode(t)
-	for _, tt := range []struct {
-		name, method, path, body, field, msg string
-	}{
-		{"case of a field", "PUT", "/v1/leases/k", `{"Holder":"h","ttl":"10s"}`, "Holder", `did you mean "holder"`},
-		{"a field twice", "PUT", "/v1/leases/k", `{"holder":"a","ttl":"10s","holder":"b"}`, "holder", "appears twice"},
-		{"invalid UTF-8", "PUT", "/v1/leases/k", "{\"holder\":\"h\xff\",\"ttl\":\"10s\"}", "body", "UTF-8"},
-		{"case inside an array", "POST", "/v1/renew", `{"holder":"h","leases":[{"key":"k","Token":1}]}`, "leases[].Token", `did you mean "token"`},
-		{"twice inside an array", "POST", "/v1/renew", `{"holder":"h","leases":[{"key":"k","token":1,"key":"j"}]}`, "leases[].key", "appears twice"},
-		{"a metadata key twice", "PUT", "/v1/leases/k", `{"holder":"h","ttl":"10s","metadata":{"a":"1","a":"2"}}`, "metadata.a", "appears twice"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			r := do(t, tt.method, tn.url+tt.path, tt.body)
-			r.wantStatus(t, tt.name, http.StatusBadRequest)
-			e := r.apiErr(t)
-			if e.Field != tt.field || !strings.Contains(e.Message, tt.msg) {
-				t.Errorf("got field %q message %q, want field %q and %q", e.Field, e.Message, tt.field, tt.msg)
-			}
-		})
-	}
+	checkRefusals(t, tn.url, []refusal{
+		{"case of a field", "PUT", "/v1/leases/k", `{"Holder":"h","ttl":"10s"}`, 400, "invalid_body", "Holder", `did you mean "holder"`},
+		{"a field twice", "PUT", "/v1/leases/k", `{"holder":"a","ttl":"10s","holder":"b"}`, 400, "invalid_body", "holder", "appears twice"},
+		{"invalid UTF-8", "PUT", "/v1/leases/k", "{\"holder\":\"h\xff\",\"ttl\":\"10s\"}", 400, "invalid_body", "body", "UTF-8"},
+		{"case inside an array", "POST", "/v1/renew", `{"holder":"h","leases":[{"key":"k","Token":1}]}`, 400, "invalid_body", "leases[].Token", `did you mean "token"`},
+		{"twice inside an array", "POST", "/v1/renew", `{"holder":"h","leases":[{"key":"k","token":1,"key":"j"}]}`, 400, "invalid_body", "leases[].key", "appears twice"},
+		{"a metadata key twice", "PUT", "/v1/leases/k", `{"holder":"h","ttl":"10s","metadata":{"a":"1","a":"2"}}`, 400, "invalid_body", "metadata.a", "appears twice"},
+	})
 	// Metadata keys are the sender's: any case is kept as it is.
 	r := do(t, "PUT", tn.url+"/v1/leases/k", `{"holder":"h","ttl":"10s","metadata":{"Zone":"a"}}`)
 	r.wantStatus(t, "metadata with a capital", http.StatusCreated)

@@ -263,6 +263,11 @@ func (c *Cluster) start(i int) {
 	// ephemeral port) when it starts again: try again for a while.
 	for deadline := time.Now().Add(5 * time.Second); err != nil && strings.Contains(err.Error(), "address already in use") && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
+		if reg != nil && cfg.Registerer == reg {
+			// The failed start registered the node's metrics already.
+			reg = prometheus.NewRegistry()
+			cfg.Registerer = reg
+		}
 		n, err = cluster.New(cfg)
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package inproc
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -12,6 +13,11 @@ import (
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 )
+
+// serveID serves every request with the node's ID.
+func serveID(n *cluster.Node, _ *prometheus.Registry, _ hclog.Logger) (http.Handler, error) {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, n.ID()) }), nil
+}
 
 // An isolated leader is replaced by one of the others; healed, it follows
 // whoever leads.
@@ -35,10 +41,7 @@ func TestIsolateAndHeal(t *testing.T) {
 // Each node serves Serve's handler at its HTTPAddr; a stopped node's front
 // answers 503 until it runs again.
 func TestServeFrontsEveryNode(t *testing.T) {
-	serve := func(n *cluster.Node, _ *prometheus.Registry, _ hclog.Logger) (http.Handler, error) {
-		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, n.ID()) }), nil
-	}
-	c := Start(t, 3, Options{TCP: true, Serve: serve})
+	c := Start(t, 3, Options{TCP: true, Serve: serveID})
 	l := c.AgreedLeader()
 	if got, want := c.Node(l).LeaderHTTPAddr(), c.Front(l).Addr; got != want {
 		t.Fatalf("got leader HTTP address %q, want its front's %q", got, want)
@@ -68,5 +71,25 @@ func TestServeFrontsEveryNode(t *testing.T) {
 	c.Restart(0)
 	if status, body := get(0); status != http.StatusOK || body != "n1" {
 		t.Errorf("restarted node: got %d %q, want 200 n1", status, body)
+	}
+}
+
+// A node whose Raft port is held for a moment when it starts again is
+// started again once the port is free, with its metrics on a new registry
+// (the failed start registered them on the first one already).
+func TestRestartWaitsForItsPort(t *testing.T) {
+	c := Start(t, 1, Options{TCP: true, Serve: serveID})
+	c.Stop(0)
+	ln, err := net.Listen("tcp", c.Peer(0).RaftAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		ln.Close()
+	}()
+	c.Restart(0)
+	if got := c.Leader(); got != 0 {
+		t.Fatalf("got leader %d after the restart, want 0", got)
 	}
 }
