@@ -94,7 +94,11 @@ const (
 type Event struct {
 	// Index and Term are those of the Raft entry that made the change.
 	Index, Term uint64
-	Type        EventType
+	// At is when the leader appended that entry, by its wall clock, in
+	// Unix nanoseconds (raft.Log.AppendedAt, stored in the entry, so every
+	// server gives the same); 0 when the entry carries no time.
+	At   int64
+	Type EventType
 	// Key, Holder and Token: the lease (for lease events, the holder and
 	// token of the lease after the change, or of the freed lease); Key
 	// also for assigned and control_changed.
@@ -228,10 +232,10 @@ var freeEvents = map[Reason]EventType{ReasonReleased: EventReleased, ReasonExpir
 	ReasonRevoked: EventRevoked, ReasonDisabled: EventRevoked, ReasonProhibited: EventRevoked}
 
 // emit records e as an event of the entry being applied (m.mu held).
-// Index, Term and By are filled in from the entry. A grant (acquired) of a
+// Index, Term, At and By are filled in from the entry. A grant (acquired) of a
 // key that the same entry freed becomes handed_off.
 func (m *Machine) emit(e Event) {
-	e.Index, e.Term, e.By = m.appliedIndex, m.appliedTerm, m.by
+	e.Index, e.Term, e.At, e.By = m.appliedIndex, m.appliedTerm, m.appliedAt, m.by
 	switch e.Type {
 	case EventReleased, EventExpired, EventRevoked:
 		if m.freed == nil {

@@ -373,3 +373,23 @@ func TestEventsWakeChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsCarryTheLeadersTime: every event of an entry carries the time
+// the leader appended it (raft.Log.AppendedAt, stored in the entry), so
+// every server reports the same; an entry without one gives none.
+func TestEventsCarryTheLeadersTime(t *testing.T) {
+	m := New()
+	at := time.Date(2026, 11, 28, 23, 59, 10, 932052618, time.UTC)
+	m.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, AppendedAt: at, Data: Encode(acquire("a", "h1"))})
+	m.Apply(&raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: Encode(acquire("b", "h1"))})
+	got := allEvents(t, m)
+	if len(got) != 2 {
+		t.Fatalf("events %+v, want two acquires", got)
+	}
+	if got[0].At != at.UnixNano() {
+		t.Errorf("event of an entry appended at %v carries %d, want %d", at, got[0].At, at.UnixNano())
+	}
+	if got[1].At != 0 {
+		t.Errorf("event of an entry without a time carries %d, want 0", got[1].At)
+	}
+}

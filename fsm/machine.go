@@ -97,6 +97,10 @@ type Machine struct {
 	establishedTerm uint64
 	// appliedIndex and appliedTerm are those of the last applied entry.
 	appliedIndex, appliedTerm uint64
+	// appliedAt is the entry's AppendedAt (the leader's wall clock when it
+	// appended the entry, part of the entry as every server stores it),
+	// Unix nanoseconds; 0 when the entry carries none.
+	appliedAt int64
 	// leaseIndex is the highest ModifyIndex of any lease.
 	leaseIndex uint64
 	// groups, controls (by key) and drained (by worker id) are the
@@ -167,6 +171,10 @@ func (m *Machine) applyCommand(l *raft.Log, cmd Command) interface{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.appliedIndex, m.appliedTerm = l.Index, l.Term
+	m.appliedAt = 0
+	if !l.AppendedAt.IsZero() {
+		m.appliedAt = l.AppendedAt.UnixNano()
+	}
 	m.pending, m.freed = m.pending[:0], nil
 	before, beforeGroups, beforeACL := m.leaseIndex, m.groupIndex, m.acl.index
 	var out interface{}

@@ -144,10 +144,14 @@ func visible(a *cluster.Authorizer, e fsm.Event) bool {
 
 // eventOut is an event as the API answers it.
 func eventOut(e fsm.Event) wire.Event {
-	return wire.Event{
+	out := wire.Event{
 		Index: e.Index, Term: e.Term, Type: e.Type.String(),
 		Key: e.Key, Holder: e.Holder, Token: e.Token,
 		Group: e.Group, Worker: e.Worker, By: e.By, Reason: e.Reason,
 		Disabled: e.Disabled, Prohibited: e.Prohibited,
 	}
+	if e.At != 0 {
+		out.Time = time.Unix(0, e.At).UTC()
+	}
+	return out
 }

@@ -62,6 +62,10 @@ func TestEventsRoute(t *testing.T) {
 		if e.Term == 0 {
 			t.Errorf("event %d has no term", i)
 		}
+		// The time the leader committed it: a moment ago, in order.
+		if time.Since(e.Time).Abs() > time.Minute || i > 0 && e.Time.Before(all.Events[i-1].Time) {
+			t.Errorf("event %d carries the time %v, want its commit's, a moment ago and not before the last event's", i, e.Time)
+		}
 	}
 	if all.Events[0].Holder != "h1" || all.Events[0].Token != 1 || all.Index < all.Events[4].Index {
 		t.Errorf("first event %+v, answer index %d", all.Events[0], all.Index)

@@ -1,5 +1,7 @@
 package wire
 
+import "time"
+
 // The JSON bodies of the HTTP API v1 (docs/http-api.md). Durations are Go
 // duration strings ("10s") on the wire; the Go types of the client's calls
 // (client.AcquireRequest, LeaseInfo, …) convert.
@@ -285,7 +287,12 @@ type EventList struct {
 type Event struct {
 	Index uint64 `json:"index"`
 	Term  uint64 `json:"term"`
-	Type  string `json:"type"`
+	// Time is when the leader appended the entry that made the change
+	// (RFC 3339 in UTC on the wire), by its wall clock: the time of the
+	// commit to within the commit's latency. Absent for an entry that
+	// carries no time.
+	Time time.Time `json:"time,omitzero"`
+	Type string    `json:"type"`
 	// Key, Holder and Token: the lease (lease events), the key (assigned,
 	// control_changed).
 	Key    string `json:"key,omitempty"`

@@ -87,7 +87,9 @@ func (e *env) events(ctx context.Context, args []string) int {
 	return exitOK // interrupted
 }
 
-// printEvents prints one line per event: JSON, or "INDEX TYPE field=value…".
+// printEvents prints one line per event: JSON, or "INDEX TIME TYPE
+// field=value…", TIME the leader's RFC 3339 time of the entry in UTC to
+// the millisecond ("-" for an entry without one).
 func (e *env) printEvents(asJSON bool, evs []client.Event) {
 	for _, ev := range evs {
 		if asJSON {
@@ -95,7 +97,11 @@ func (e *env) printEvents(asJSON bool, evs []client.Event) {
 			fmt.Fprintf(e.stdout, "%s\n", b)
 			continue
 		}
-		parts := []string{fmt.Sprint(ev.Index), ev.Type}
+		at := "-"
+		if !ev.Time.IsZero() {
+			at = ev.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		}
+		parts := []string{fmt.Sprint(ev.Index), at, ev.Type}
 		add := func(name, v string) {
 			if v != "" {
 				parts = append(parts, name+"="+v)

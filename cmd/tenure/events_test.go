@@ -11,7 +11,7 @@ import (
 func TestEventsCommand(t *testing.T) {
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"events": []any{
-			map[string]any{"index": 12, "term": 2, "type": "revoked", "key": "jobs/a", "holder": "h1", "token": 4, "by": "0b1f"},
+			map[string]any{"index": 12, "term": 2, "time": "2026-11-28T23:59:10.932052618Z", "type": "revoked", "key": "jobs/a", "holder": "h1", "token": 4, "by": "0b1f"},
 			map[string]any{"index": 13, "term": 2, "type": "drained", "worker": "w1", "reason": "drained"},
 		}, "index": 13})
 	})
@@ -20,7 +20,8 @@ func TestEventsCommand(t *testing.T) {
 	if req.Path != "/v1/events" || req.Query.Get("index") != "11" || req.Query.Get("prefix") != "jobs/" || req.Query.Get("type") != "revoked,drained" {
 		t.Errorf("request %s ? %v", req.Path, req.Query)
 	}
-	want := "12 revoked key=jobs/a holder=h1 token=4 by=0b1f\n13 drained worker=w1 reason=drained\n"
+	// Each line carries the leader's time of the entry, "-" when it has none.
+	want := "12 2026-11-28T23:59:10.932Z revoked key=jobs/a holder=h1 token=4 by=0b1f\n13 - drained worker=w1 reason=drained\n"
 	if got.stdout != want {
 		t.Errorf("output:\n%s\nwant:\n%s", got.stdout, want)
 	}

@@ -367,6 +367,14 @@ func TestPage(t *testing.T) {
 		}
 		defer l.Release(ctx)
 		b.waitTrue(5*time.Second, "the new acquire arrives in the feed", `[...document.querySelectorAll('#events tr.ev-acquired')].some(r => r.innerText.includes('scenes/live'))`)
+		// It shows when the leader committed it, in UTC.
+		when, err := eval[string](b, `[...document.querySelectorAll('#events tr.ev-acquired')].find(r => r.innerText.includes('scenes/live')).children[1].textContent`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at, err := time.Parse("2006-01-02 15:04:05Z", when); err != nil || time.Since(at).Abs() > time.Minute {
+			t.Errorf("the acquire of scenes/live shows the time %q (%v), want the leader's time of its commit, a moment ago", when, err)
+		}
 	})
 
 	t.Run("a token that may not revoke", func(t *testing.T) {

@@ -699,7 +699,7 @@
       const evs = r.body.events || [];
       const rows = [];
       for (const e of evs.slice(-MAX_EVENTS)) {
-        const tr = el('tr', 'ev-' + e.type, td(e.index), td(badge(e.type + (e.reason && e.reason !== e.type ? ' (' + e.reason + ')' : ''), eventKind(e.type))),
+        const tr = el('tr', 'ev-' + e.type, td(e.index), td(fmtTime(e.time)), td(badge(e.type + (e.reason && e.reason !== e.type ? ' (' + e.reason + ')' : ''), eventKind(e.type))),
           td(e.key ? el('code', '', e.key) : ''), td(e.holder || ''), td(e.token || ''), td(e.group || ''), td(e.worker || ''), td(e.by || ''));
         rows.unshift(tr);
       }
@@ -707,7 +707,7 @@
       tbody.prepend(...rows);
       shown += rows.length;
       while (tbody.rows.length > MAX_EVENTS) tbody.deleteRow(-1);
-      if (tbody.rows.length === 0) fill(tbody, [], 'no events yet: waiting for the next one', 8);
+      if (tbody.rows.length === 0) fill(tbody, [], 'no events yet: waiting for the next one', 9);
       $('event-count').textContent = 'following from index ' + r.body.index + ' · ' + Math.min(shown, MAX_EVENTS) + ' shown';
     }, {
       name: 'events',
