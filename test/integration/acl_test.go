@@ -40,11 +40,8 @@ func (c *cluster) tenureCLI(t *testing.T, token string, args ...string) (string,
 // an Election and a Worker do their jobs, while requests without a token,
 // and a token's use outside its binding or its rules, are refused.
 func TestACLWithProcesses(t *testing.T) {
-	p := newTestPKI(t)
-	c := newCluster(t)
-	certFile, keyFile := p.client(t, "harness")
-	c.scheme, c.http = "https", httpClient(t, p, certFile, keyFile)
-	c.clientTLS = &client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	c, p, tc := newMutualTLSCluster(t, "harness")
+	c.clientTLS = &tc
 	c.nodeArgs = p.serverArgs("-acl-enabled")
 	c.start(t, 3)
 

@@ -23,17 +23,12 @@ import (
 // keeps its holder, and the next token is above every token handed out
 // before and since. A token without the operator right can do neither.
 func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
-	p := newTestPKI(t)
-	certFile, keyFile := p.client(t, "ops")
-	c := newCluster(t)
-	c.scheme = "https"
-	c.http = httpClient(t, p, certFile, keyFile)
+	c, p, tc := newMutualTLSCluster(t, "ops")
 	tlsArgs := p.serverArgs("-acl-enabled")
 	c.nodeArgs = func(t *testing.T, nd *node) []string {
 		return append(tlsArgs(t, nd), "-backup-dir", nd.dataDir+"-backups", "-backup-interval", "1s", "-backup-keep", "3")
 	}
 	c.start(t, 3)
-	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	boot, _ := c.bootstrapTLS(t, "ops", tc)
