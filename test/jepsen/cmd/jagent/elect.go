@@ -41,10 +41,7 @@ func runElect(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := newFlagSet("elect", "-servers URLS -id ID -election NAME -history FILE [-ttl D] [-seed N] [-duration D]", stderr)
 	hf.register(fs)
 	fs.StringVar(&election, "election", "", "name of the election (its key is client.ElectionKey(NAME)) (required)")
-	code, ok := parseFlags(fs, args, stderr, func() error {
-		if err := hf.check(fs); err != nil {
-			return err
-		}
+	code, ok := parseChecked(fs, args, stderr, &hf, func() error {
 		if election == "" {
 			return errors.New("-election is required")
 		}

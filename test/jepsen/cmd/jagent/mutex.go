@@ -57,10 +57,7 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.DurationVar(&stall, "stall", 0, "pause this long between the last lease check and the store write, with probability -stall-prob (0: never)")
 	fs.Float64Var(&stallProb, "stall-prob", 0, "probability of a -stall before each store write, in [0, 1]")
 	fs.DurationVar(&revokeEvery, "revoke-every", 0, "as an operator, revoke a random key (the safe way, not forced) about this often (0: never)")
-	code, ok := parseFlags(fs, args, stderr, func() error {
-		if err := hf.check(fs); err != nil {
-			return err
-		}
+	code, ok := parseChecked(fs, args, stderr, &hf, func() error {
 		var err error
 		if storeURL == "" {
 			return errors.New("-store is required")

@@ -39,10 +39,7 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&group, "group", "", "group whose keys to own (required)")
 	fs.IntVar(&capacity, "capacity", 0, "most keys this worker takes (0: no bound)")
 	fs.StringVar(&statusA, "status-addr", "", "serve GET /keys on this IP:PORT: the keys whose handler runs")
-	code, ok := parseFlags(fs, args, stderr, func() error {
-		if err := hf.check(fs); err != nil {
-			return err
-		}
+	code, ok := parseChecked(fs, args, stderr, &hf, func() error {
 		if _, _, err := net.SplitHostPort(gossip); err != nil {
 			return fmt.Errorf("-gossip-addr: want IP:PORT, got %q: %w", gossip, err)
 		}
