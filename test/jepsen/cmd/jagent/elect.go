@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
 )
 
@@ -22,14 +20,8 @@ const (
 // candidate campaigns in an election, leads for a while, resigns, and
 // campaigns again.
 type candidate struct {
-	id      string
-	name    string
-	ttl     time.Duration
-	c       *client.Client
-	rec     *recorder
-	log     hclog.Logger
-	rng     *rand.Rand
-	holders *holders
+	holderProc
+	name string
 }
 
 // runElect is `jagent elect`.
@@ -55,8 +47,7 @@ func runElect(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitError
 	}
 	defer rec.Close()
-	cd := &candidate{id: hf.id, name: election, ttl: hf.ttl, c: c, rec: rec, log: log,
-		rng: newRand(hf.seed, 0), holders: newHolders(hf.id)}
+	cd := &candidate{holderProc: newHolderProc(hf, log, rec, c), name: election}
 	ctx, cancel := hf.runContext(ctx)
 	defer cancel()
 	log.Info("starting", "id", hf.id, "election", election, "key", client.ElectionKey(election), "ttl", hf.ttl, "seed", hf.seed, "servers", hf.urls)

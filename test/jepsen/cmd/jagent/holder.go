@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -148,6 +149,26 @@ func stopHolder(log hclog.Logger, rec *recorder) int {
 	}
 	log.Info("stopped")
 	return exitOK
+}
+
+// holderProc is what a lease-holding process of the elect and mutex
+// workloads runs with: its id and TTL, a client of the servers, its
+// history and log, its random source (seeded by -seed) and the holder
+// names it takes.
+type holderProc struct {
+	id      string
+	ttl     time.Duration
+	c       *client.Client
+	rec     *recorder
+	log     hclog.Logger
+	rng     *rand.Rand
+	holders *holders
+}
+
+// newHolderProc returns the holderProc of the flags hf, with what
+// startHolder opened.
+func newHolderProc(hf holderFlags, log hclog.Logger, rec *recorder, c *client.Client) holderProc {
+	return holderProc{id: hf.id, ttl: hf.ttl, c: c, rec: rec, log: log, rng: newRand(hf.seed, 0), holders: newHolders(hf.id)}
 }
 
 // startHolder opens what every holder workload needs: its logger, its

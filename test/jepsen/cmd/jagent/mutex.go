@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/test/jepsen/history"
 )
@@ -20,21 +19,15 @@ const mutexRetryPause = 250 * time.Millisecond
 // mutexWorker holds leases of the keys, one at a time, and increments the
 // key's register on the store under each, fenced by the lease's token.
 type mutexWorker struct {
-	id   string
+	holderProc
 	keys []string
-	ttl  time.Duration
 	work time.Duration
 	wait time.Duration
 	// stall, with probability stallProb, pauses a write between its last
 	// Belief and the request: the pause of a process at the worst moment.
 	stall     time.Duration
 	stallProb float64
-	c         *client.Client
 	store     *storeClient
-	rec       *recorder
-	log       hclog.Logger
-	rng       *rand.Rand
-	holders   *holders
 }
 
 // runMutex is `jagent mutex`.
@@ -90,11 +83,8 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitError
 	}
 	defer rec.Close()
-	m := &mutexWorker{
-		id: hf.id, keys: list, ttl: hf.ttl, work: work, wait: wait, stall: stall, stallProb: stallProb, c: c,
-		store: newStoreClient(storeURLs[0], hf.timeout), rec: rec, log: log,
-		rng: newRand(hf.seed, 0), holders: newHolders(hf.id),
-	}
+	m := &mutexWorker{holderProc: newHolderProc(hf, log, rec, c), keys: list, work: work, wait: wait,
+		stall: stall, stallProb: stallProb, store: newStoreClient(storeURLs[0], hf.timeout)}
 	ctx, cancel := hf.runContext(ctx)
 	defer cancel()
 	log.Info("starting", "id", hf.id, "keys", list, "ttl", hf.ttl, "work", work, "seed", hf.seed, "store", storeURLs[0], "servers", hf.urls, "revoke_every", revokeEvery)
