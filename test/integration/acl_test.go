@@ -175,3 +175,18 @@ func TestACLWithProcesses(t *testing.T) {
 		t.Errorf("read with the deleted token: %v, want ErrACLNotFound", err)
 	}
 }
+
+// policyToken sets the policy called name to rules through admin and
+// returns a new token of that policy alone, bound to the holders that
+// start with holderPrefix (to any holder when it is empty).
+func policyToken(t *testing.T, ctx context.Context, admin *client.Client, name, holderPrefix string, rules []client.ACLRule) *client.ACLToken {
+	t.Helper()
+	if _, err := admin.ACL().SetPolicy(ctx, name, client.ACLPolicySpec{Rules: rules}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{name}, HolderPrefix: holderPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}

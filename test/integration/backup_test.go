@@ -33,13 +33,7 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 	defer cancel()
 	boot, withToken := bootstrapOps(t, c, tc)
 	admin := withToken("ops", boot.SecretID)
-	if _, err := admin.ACL().SetPolicy(ctx, "app", client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "", Rights: []string{client.RightRead, client.RightWrite}}}}); err != nil {
-		t.Fatal(err)
-	}
-	app, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"app"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := policyToken(t, ctx, admin, "app", "", []client.ACLRule{{Prefix: "", Rights: []string{client.RightRead, client.RightWrite}}})
 	acquire := func(key, holder string) *client.Lease {
 		t.Helper()
 		l, err := withToken(holder, app.SecretID).Acquire(ctx, key, client.WithTTL(time.Minute))

@@ -35,18 +35,12 @@ func TestSecureClusterClients(t *testing.T) {
 	c.token = boot.SecretID
 	c.leader(t)
 	admin := newClient("admin", boot.SecretID)
-	if _, err := admin.ACL().SetPolicy(ctx, "app", client.ACLPolicySpec{Rules: []client.ACLRule{
+	app := policyToken(t, ctx, admin, "app", "app-", []client.ACLRule{
 		{Prefix: "", Rights: []string{client.RightRead}},
 		{Prefix: "scenes/", Rights: []string{client.RightWrite}},
 		{Prefix: "elections/", Rights: []string{client.RightWrite}},
 		{Prefix: "parts/", Rights: []string{client.RightWrite}},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	app, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"app"}, HolderPrefix: "app-"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	if _, err := admin.Groups().Put(ctx, "parts", client.GroupSpec{Prefix: "parts/", Count: 3}); err != nil {
 		t.Fatal(err)
 	}
