@@ -133,26 +133,7 @@ func TestACLWithProcesses(t *testing.T) {
 	}
 
 	// An election.
-	led := make(chan uint64, 1)
-	ectx, stopElection := context.WithCancel(ctx)
-	electionDone := make(chan error, 1)
-	go func() {
-		electionDone <- newAppClient("app-sched-1").Election("scheduler", client.WithTTL(2*time.Second)).Run(ectx, client.RunConfig{
-			OnStartedLeading: func(ctx context.Context) {
-				led <- client.LeadershipFromContext(ctx).Token()
-				<-ctx.Done()
-			},
-		})
-	}()
-	select {
-	case <-led:
-	case err := <-electionDone:
-		t.Fatalf("election ended before leading: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the election with the token never led")
-	}
-	stopElection()
-	<-electionDone
+	mustLead(t, ctx, newAppClient("app-sched-1"), "scheduler")
 
 	// A worker: it registers with the token and is given every key.
 	w := runWorker(t, ctx, newAppClient("app-w1"), "parts",
@@ -189,4 +170,31 @@ func policyToken(t *testing.T, ctx context.Context, admin *client.Client, name, 
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// mustLead runs an Election of name (TTL 2s) through cl until it leads,
+// within 20 seconds, with its leadership in the context of
+// OnStartedLeading; then it stops the election and waits for Run to end.
+func mustLead(t *testing.T, ctx context.Context, cl *client.Client, name string) {
+	t.Helper()
+	led := make(chan uint64, 1)
+	ectx, stopElection := context.WithCancel(ctx)
+	electionDone := make(chan error, 1)
+	go func() {
+		electionDone <- cl.Election(name, client.WithTTL(2*time.Second)).Run(ectx, client.RunConfig{
+			OnStartedLeading: func(ctx context.Context) {
+				led <- client.LeadershipFromContext(ctx).Token()
+				<-ctx.Done()
+			},
+		})
+	}()
+	select {
+	case <-led:
+	case err := <-electionDone:
+		t.Fatalf("election ended before leading: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the election of %s never led", name)
+	}
+	stopElection()
+	<-electionDone
 }

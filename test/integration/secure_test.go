@@ -60,23 +60,7 @@ func TestSecureClusterClients(t *testing.T) {
 	}
 
 	// An election leads.
-	led := make(chan struct{}, 1)
-	ectx, stopElection := context.WithCancel(ctx)
-	electionDone := make(chan error, 1)
-	go func() {
-		electionDone <- newClient("app-sched", app.SecretID).Election("elections/scheduler", client.WithTTL(2*time.Second)).Run(ectx, client.RunConfig{
-			OnStartedLeading: func(ctx context.Context) { led <- struct{}{}; <-ctx.Done() },
-		})
-	}()
-	select {
-	case <-led:
-	case err := <-electionDone:
-		t.Fatalf("election ended before leading: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the election never led")
-	}
-	stopElection()
-	<-electionDone
+	mustLead(t, ctx, newClient("app-sched", app.SecretID), "elections/scheduler")
 
 	// A worker with the gossip key registers, joins gossip and owns every
 	// key of the group.
