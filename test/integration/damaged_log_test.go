@@ -69,12 +69,7 @@ func TestDamagedLogEntryStopsTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.restart(t, f)
-	poll.WaitFor(t, 30*time.Second, func() error {
-		if r := c.call(t, l, http.MethodPost, "/v1/operator/servers/"+nd.id+"/readmit", nil); r.Status != http.StatusOK {
-			return fmt.Errorf("readmit %s: %v", nd.id, r)
-		}
-		return nil
-	})
+	c.readmit(t, l, nd)
 	poll.WaitFor(t, 30*time.Second, func() error {
 		st, err := c.status(f)
 		if err != nil {

@@ -248,14 +248,8 @@ func TestServerRejoinsAfterRemovalWithLostState(t *testing.T) {
 	c.restart(t, fs[0])
 	flagged.args = args
 	c.restart(t, fs[1])
-	for _, nd := range []*node{flagged, wiped} {
-		poll.WaitFor(t, 30*time.Second, func() error {
-			if r := c.call(t, l, http.MethodPost, "/v1/operator/servers/"+nd.id+"/readmit", nil); r.Status != http.StatusOK {
-				return fmt.Errorf("readmit %s: %v", nd.id, r)
-			}
-			return nil
-		})
-	}
+	c.readmit(t, l, flagged)
+	c.readmit(t, l, wiped)
 	poll.WaitFor(t, 2*time.Minute, func() error {
 		st, err := c.status(l)
 		if err != nil {

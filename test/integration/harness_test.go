@@ -448,6 +448,18 @@ func (c *cluster) stop(t *testing.T, i int) {
 	}
 }
 
+// readmit asks node via to readmit the removed server nd, until it
+// answers 200 (within 30 seconds).
+func (c *cluster) readmit(t *testing.T, via int, nd *node) {
+	t.Helper()
+	poll.WaitFor(t, 30*time.Second, func() error {
+		if r := c.call(t, via, http.MethodPost, "/v1/operator/servers/"+nd.id+"/readmit", nil); r.Status != http.StatusOK {
+			return fmt.Errorf("readmit %s: %v", nd.id, r)
+		}
+		return nil
+	})
+}
+
 // restart starts node i again with the same flags, environment and data
 // dir, and waits until it serves HTTP. Its ports are its own, so a port
 // that is briefly still taken is retried.
