@@ -12,6 +12,19 @@ import (
 func TestApplyContract(t *testing.T) {
 	zoneA := map[string]string{"zone": "a"}
 	zoneB := map[string]string{"zone": "b", "rack": "7"}
+	// heldA and freedA are key a as acquire("a", "w1") at index 1 and
+	// what came after it leave it, last changed at index modified: still
+	// held, or freed for reason. released is that acquisition and w1's
+	// release of it.
+	heldA := func(modified uint64) *Lease {
+		return &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
+			AcquiredAt: wall, CreateIndex: 1, ModifyIndex: modified}
+	}
+	freedA := func(reason Reason, modified uint64) *Lease {
+		return &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: reason,
+			AcquiredAt: wall, CreateIndex: 1, ModifyIndex: modified}
+	}
+	released := []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}}
 
 	tests := []struct {
 		name  string
@@ -98,15 +111,13 @@ func TestApplyContract(t *testing.T) {
 			name:  "release by another holder under the current token never matched: not holder",
 			setup: []Command{acquire("a", "w1")},
 			cmd:   Release{Key: "a", Holder: "w2", Token: 1},
-			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
+			want:  Result{Code: NotHolder, Lease: heldA(1)},
 		},
 		{
 			name:  "release under a token the key never had: not holder",
 			setup: []Command{acquire("a", "w1")},
 			cmd:   Release{Key: "a", Holder: "w1", Token: 2},
-			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
+			want:  Result{Code: NotHolder, Lease: heldA(1)},
 		},
 		{
 			name: "release under the token of an earlier lease of the same holder changes nothing",
@@ -121,17 +132,15 @@ func TestApplyContract(t *testing.T) {
 		},
 		{
 			name:  "release of a free key under a token it never had: not holder",
-			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
+			setup: released,
 			cmd:   Release{Key: "a", Holder: "w1", Token: 5},
-			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want:  Result{Code: NotHolder, Lease: freedA(ReasonReleased, 2)},
 		},
 		{
 			name:  "release of a free key by another holder under its last token: not holder",
-			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
+			setup: released,
 			cmd:   Release{Key: "a", Holder: "w2", Token: 1},
-			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want:  Result{Code: NotHolder, Lease: freedA(ReasonReleased, 2)},
 		},
 		{
 			name: "release by a holder that lost the key to another under a newer token: already gone",
@@ -146,10 +155,9 @@ func TestApplyContract(t *testing.T) {
 		},
 		{
 			name:  "release again is idempotent",
-			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
+			setup: released,
 			cmd:   Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want:  Result{Code: NotHeld, Lease: freedA(ReasonReleased, 2)},
 		},
 		{
 			name: "release of a key never seen",
@@ -194,8 +202,7 @@ func TestApplyContract(t *testing.T) {
 			name:  "expire of a free key changes nothing",
 			setup: []Command{acquire("a", "w1"), Revoke{Key: "a"}},
 			cmd:   Expire{Key: "a", Token: 1, Term: 1},
-			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonRevoked,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want:  Result{Code: NotHeld, Lease: freedA(ReasonRevoked, 2)},
 		},
 		{
 			name: "expire of a key never seen",
@@ -213,10 +220,9 @@ func TestApplyContract(t *testing.T) {
 		},
 		{
 			name:  "revoke of a free key keeps the reason it was freed for",
-			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
+			setup: released,
 			cmd:   Revoke{Key: "a"},
-			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want:  Result{Code: NotHeld, Lease: freedA(ReasonReleased, 2)},
 		},
 		{
 			name:  "revoke of a key never seen",
@@ -240,9 +246,8 @@ func TestApplyContract(t *testing.T) {
 				Release{Key: "a", Holder: "w1", Token: 1},
 				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
 			},
-			cmd: acquire("a", "w2"),
-			want: Result{Code: Disabled, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			cmd:  acquire("a", "w2"),
+			want: Result{Code: Disabled, Lease: freedA(ReasonReleased, 2)},
 		},
 		{
 			name: "the holder of a key disabled later cannot renew it",
@@ -334,9 +339,8 @@ func TestApplyContract(t *testing.T) {
 				acquire("a", "w1"),
 				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true, Prohibited: []string{"w1"}}},
 			},
-			cmd: Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{Code: Freed, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
+			cmd:  Release{Key: "a", Holder: "w1", Token: 1},
+			want: Result{Code: Freed, Lease: freedA(ReasonReleased, 3)},
 		},
 		{
 			name: "a drained worker still acquires: draining is the balancer's business",
