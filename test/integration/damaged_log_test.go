@@ -21,8 +21,7 @@ import (
 // again with the same flags) it resyncs from the leader, serves the same
 // state, and leads without losing a grant or granting a held key.
 func TestDamagedLogEntryStopsTheServer(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	held := map[string]lease{}
 	for i, key := range []string{"scene-01", "scene-02", "scene-03"} {
 		held[key] = c.acquire(t, l, key, fmt.Sprintf("tracker-%d", i), "10m", http.StatusCreated)

@@ -154,8 +154,7 @@ func zeroed(t *testing.T, path string) {
 // panic. The same data dir, put back intact, starts and rejoins; a server
 // removed from the cluster with its data dir wiped joins again as new.
 func TestServerRefusesBadDataDir(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	id := c.clusterID(t)
 	cmd := exec.Command(binary, "status", "-http-addr", c.nodes[l].httpAddr)
 	cmd.Env = cleanEnv()
@@ -222,8 +221,7 @@ func TestServerRefusesBadDataDir(t *testing.T) {
 // leaves fewer voters than were bootstrapped); both are readmitted as the
 // remedy says (the leader would readmit them on its own after a minute).
 func TestServerRejoinsAfterRemovalWithLostState(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	id := c.clusterID(t)
 	c.acquire(t, l, "rejoin/before", "worker", "5m", http.StatusCreated)
 	fs := c.followers(l)

@@ -141,6 +141,14 @@ func startCluster(t *testing.T, n int) *cluster {
 	return newCluster(t).boot(t, n)
 }
 
+// startLedCluster is startCluster that also returns the index of the
+// leader it waited for.
+func startLedCluster(t *testing.T, n int) (*cluster, int) {
+	t.Helper()
+	c := startCluster(t, n)
+	return c, c.leader(t)
+}
+
 // startServers is startCluster without the wait for a leader, with extra
 // flags for every server.
 func startServers(t *testing.T, n int, extra ...string) *cluster {

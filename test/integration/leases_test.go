@@ -137,8 +137,7 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 // answered 400 with the documented code and the field to blame, whichever
 // node receives it, and none of them changes any lease or uses up a token.
 func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	held := c.acquire(t, l, "bad/held", "owner", "30s", http.StatusCreated)
 	free := c.acquire(t, l, "bad/free", "owner", "30s", http.StatusCreated)
 	c.release(t, l, "bad/free", "owner", free.Token)
