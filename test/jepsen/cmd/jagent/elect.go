@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
 )
 
@@ -33,26 +34,18 @@ func runElect(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := newFlagSet("elect", "-servers URLS -id ID -election NAME -history FILE [-ttl D] [-seed N] [-duration D]", stderr)
 	hf.register(fs)
 	fs.StringVar(&election, "election", "", "name of the election (its key is client.ElectionKey(NAME)) (required)")
-	code, ok := parseChecked(fs, args, stderr, &hf, func() error {
+	check := func() error {
 		if election == "" {
 			return errors.New("-election is required")
 		}
 		return nil
+	}
+	return runHolder(ctx, fs, args, stderr, &hf, check, func(ctx context.Context, log hclog.Logger, rec *recorder, c *client.Client) int {
+		cd := &candidate{holderProc: newHolderProc(hf, log, rec, c), name: election}
+		log.Info("starting", "id", hf.id, "election", election, "key", client.ElectionKey(election), "ttl", hf.ttl, "seed", hf.seed, "servers", hf.urls)
+		cd.run(ctx)
+		return exitOK
 	})
-	if !ok {
-		return code
-	}
-	log, rec, c, ok := startHolder(hf, stderr, "elect")
-	if !ok {
-		return exitError
-	}
-	defer rec.Close()
-	cd := &candidate{holderProc: newHolderProc(hf, log, rec, c), name: election}
-	ctx, cancel := hf.runContext(ctx)
-	defer cancel()
-	log.Info("starting", "id", hf.id, "election", election, "key", client.ElectionKey(election), "ttl", hf.ttl, "seed", hf.seed, "servers", hf.urls)
-	cd.run(ctx)
-	return stopHolder(log, rec)
 }
 
 // run campaigns until ctx ends. Each campaign is under a new holder: a

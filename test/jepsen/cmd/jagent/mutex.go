@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/test/jepsen/history"
 )
@@ -50,7 +51,7 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.DurationVar(&stall, "stall", 0, "pause this long between the last lease check and the store write, with probability -stall-prob (0: never)")
 	fs.Float64Var(&stallProb, "stall-prob", 0, "probability of a -stall before each store write, in [0, 1]")
 	fs.DurationVar(&revokeEvery, "revoke-every", 0, "as an operator, revoke a random key (the safe way, not forced) about this often (0: never)")
-	code, ok := parseChecked(fs, args, stderr, &hf, func() error {
+	check := func() error {
 		var err error
 		if storeURL == "" {
 			return errors.New("-store is required")
@@ -74,30 +75,22 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 			return fmt.Errorf("-revoke-every must not be negative, got %v", revokeEvery)
 		}
 		return positive("wait", wait)
+	}
+	return runHolder(ctx, fs, args, stderr, &hf, check, func(ctx context.Context, log hclog.Logger, rec *recorder, c *client.Client) int {
+		m := &mutexWorker{holderProc: newHolderProc(hf, log, rec, c), keys: list, work: work, wait: wait,
+			stall: stall, stallProb: stallProb, store: newStoreClient(storeURLs[0], hf.timeout)}
+		log.Info("starting", "id", hf.id, "keys", list, "ttl", hf.ttl, "work", work, "seed", hf.seed, "store", storeURLs[0], "servers", hf.urls, "revoke_every", revokeEvery)
+		revoked := make(chan struct{})
+		go func() {
+			defer close(revoked)
+			if revokeEvery > 0 {
+				m.revokeLoop(ctx, revokeEvery, newRand(hf.seed, 1))
+			}
+		}()
+		m.run(ctx)
+		<-revoked
+		return exitOK
 	})
-	if !ok {
-		return code
-	}
-	log, rec, c, ok := startHolder(hf, stderr, "mutex")
-	if !ok {
-		return exitError
-	}
-	defer rec.Close()
-	m := &mutexWorker{holderProc: newHolderProc(hf, log, rec, c), keys: list, work: work, wait: wait,
-		stall: stall, stallProb: stallProb, store: newStoreClient(storeURLs[0], hf.timeout)}
-	ctx, cancel := hf.runContext(ctx)
-	defer cancel()
-	log.Info("starting", "id", hf.id, "keys", list, "ttl", hf.ttl, "work", work, "seed", hf.seed, "store", storeURLs[0], "servers", hf.urls, "revoke_every", revokeEvery)
-	revoked := make(chan struct{})
-	go func() {
-		defer close(revoked)
-		if revokeEvery > 0 {
-			m.revokeLoop(ctx, revokeEvery, newRand(hf.seed, 1))
-		}
-	}()
-	m.run(ctx)
-	<-revoked
-	return stopHolder(log, rec)
 }
 
 // run acquires and holds keys until ctx ends.
