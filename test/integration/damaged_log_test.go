@@ -128,13 +128,8 @@ func TestLoweredTermStopsTheServer(t *testing.T) {
 // names what it was started on, for the failure message.
 func refusesToStart(t *testing.T, nd *node, what string, wants ...string) {
 	t.Helper()
-	if err := nd.start(); err != nil {
-		t.Fatal(err)
-	}
-	p := nd.running()
-	select {
-	case <-p.done:
-	case <-time.After(startTimeout):
+	p, exited := startToExit(t, nd, startTimeout)
+	if !exited {
 		t.Fatalf("%s kept running on %s", nd.id, what)
 	}
 	var exit *exec.ExitError

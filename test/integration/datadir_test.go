@@ -20,6 +20,22 @@ import (
 // run before it exits.
 const refusedTimeout = 30 * time.Second
 
+// startToExit starts nd and waits up to timeout for it to exit. It
+// returns its process, and whether it exited in time.
+func startToExit(t *testing.T, nd *node, timeout time.Duration) (*process, bool) {
+	t.Helper()
+	if err := nd.start(); err != nil {
+		t.Fatal(err)
+	}
+	p := nd.running()
+	select {
+	case <-p.done:
+		return p, true
+	case <-time.After(timeout):
+		return p, false
+	}
+}
+
 // runToExit starts node i's binary with args (its own log file named after
 // name) and waits for it to exit; it fails t if it still runs after
 // refusedTimeout. It returns the exit code and the log.
@@ -27,13 +43,8 @@ func (c *cluster) runToExit(t *testing.T, i int, name string, args []string) (in
 	t.Helper()
 	nd := c.nodes[i]
 	probe := &node{id: nd.id, args: args, logPath: filepath.Join(c.dir, nd.id+"-"+name+".log")}
-	if err := probe.start(); err != nil {
-		t.Fatal(err)
-	}
-	p := probe.running()
-	select {
-	case <-p.done:
-	case <-time.After(refusedTimeout):
+	p, exited := startToExit(t, probe, refusedTimeout)
+	if !exited {
 		p.cmd.Process.Kill()
 		<-p.done
 		t.Fatalf("%s (%s) still ran after %v; log:\n%s", nd.id, name, refusedTimeout, tail(probe.logPath, 30))
