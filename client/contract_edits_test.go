@@ -14,14 +14,8 @@ import (
 // SetMetadata re-acquires the kept lease with new metadata: same lease,
 // same token, the cluster and Metadata show the new values.
 func TestLeaseSetMetadata(t *testing.T) {
-	f := newFakeTenure(t)
-	c := newLeaseClient(t, f.hostPort())
+	f, _, l := heldScene(t, WithMetadata(map[string]string{"addr": "a:1"}))
 	ctx := context.Background()
-	l, err := c.Acquire(ctx, "scene-01", WithTTL(3*time.Second), WithMetadata(map[string]string{"addr": "a:1"}))
-	if err != nil {
-		t.Fatalf("acquire: %v", err)
-	}
-	defer l.Release(ctx)
 	before := l.Deadline()
 	if err := l.SetMetadata(ctx, map[string]string{"addr": "b:2"}); err != nil {
 		t.Fatalf("set metadata: %v", err)
@@ -44,14 +38,8 @@ func TestLeaseSetMetadata(t *testing.T) {
 // updates the metadata and returns the same *Lease; without metadata it is
 // still ErrDuplicateLease.
 func TestAcquireWithMetadataOfAKeptLeaseUpdatesIt(t *testing.T) {
-	f := newFakeTenure(t)
-	c := newLeaseClient(t, f.hostPort())
+	f, c, l := heldScene(t, WithMetadata(map[string]string{"v": "1"}))
 	ctx := context.Background()
-	l, err := c.Acquire(ctx, "scene-01", WithTTL(3*time.Second), WithMetadata(map[string]string{"v": "1"}))
-	if err != nil {
-		t.Fatalf("acquire: %v", err)
-	}
-	defer l.Release(ctx)
 	again, err := c.Acquire(ctx, "scene-01", WithMetadata(map[string]string{"v": "2"}))
 	if err != nil || again != l {
 		t.Fatalf("acquire with new metadata = %p, %v; want the same *Lease %p", again, err, l)
@@ -68,14 +56,8 @@ func TestAcquireWithMetadataOfAKeptLeaseUpdatesIt(t *testing.T) {
 // a new grant) does not keep that grant: it releases it and reports the
 // loss.
 func TestLeaseSetMetadataAfterTheClusterEndedIt(t *testing.T) {
-	f := newFakeTenure(t)
-	c := newLeaseClient(t, f.hostPort())
+	f, _, l := heldScene(t)
 	ctx := context.Background()
-	l, err := c.Acquire(ctx, "scene-01", WithTTL(3*time.Second))
-	if err != nil {
-		t.Fatalf("acquire: %v", err)
-	}
-	defer l.Release(ctx)
 	f.set(func(f *fakeTenure) { f.leases["scene-01"].held = false })
 	if err := l.SetMetadata(ctx, map[string]string{"v": "2"}); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("SetMetadata = %v, want ErrLeaseLost", err)
@@ -164,4 +146,20 @@ func TestCampaignWithMetadataTwiceIsADuplicate(t *testing.T) {
 	if _, err := e.Campaign(context.Background()); !errors.Is(err, ErrDuplicateLease) {
 		t.Errorf("second Campaign = %v, want ErrDuplicateLease", err)
 	}
+}
+
+// heldScene acquires scene-01 for 3s, with opts, through a client of a
+// new fakeTenure, and returns the three; the lease is released when t
+// ends.
+func heldScene(t *testing.T, opts ...LeaseOption) (*fakeTenure, *Client, *Lease) {
+	t.Helper()
+	f := newFakeTenure(t)
+	c := newLeaseClient(t, f.hostPort())
+	ctx := context.Background()
+	l, err := c.Acquire(ctx, "scene-01", append([]LeaseOption{WithTTL(3 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	t.Cleanup(func() { l.Release(ctx) })
+	return f, c, l
 }

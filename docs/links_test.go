@@ -16,14 +16,7 @@ import (
 // this is what keeps their links and the screenshots' paths from
 // breaking unseen.
 func TestRelativeLinksResolve(t *testing.T) {
-	files := []string{"../README.md"}
-	for _, pattern := range []string{"*.md", "adr/*.md"} {
-		m, err := filepath.Glob(pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
-	}
+	files := docFiles(t)
 	anchors := map[string]map[string]bool{}
 	anchorsOf := func(path string) (map[string]bool, error) {
 		if a, ok := anchors[path]; ok {
@@ -89,12 +82,34 @@ func TestLinkReaderAndAnchors(t *testing.T) {
 	if a["not-a-heading"] {
 		t.Errorf("a comment in a code block became an anchor")
 	}
-	var got []string
-	for _, l := range markdownLinks(text) {
-		got = append(got, l.target)
+	wantJoined(t, "links", markdownLinks(text), func(l mdLink) string { return l.target }, "a.md#x img/p.png #title-1")
+}
+
+// docFiles returns the Markdown files the doc tests read: README.md,
+// docs/*.md and docs/adr/*.md.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files := []string{"../README.md"}
+	for _, pattern := range []string{"*.md", "adr/*.md"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
 	}
-	if want := "a.md#x img/p.png #title-1"; strings.Join(got, " ") != want {
-		t.Errorf("links: got %q, want %q", strings.Join(got, " "), want)
+	return files
+}
+
+// wantJoined fails the test unless what's found items, each as name
+// gives it and joined with spaces, are want.
+func wantJoined[T any](t *testing.T, what string, items []T, name func(T) string, want string) {
+	t.Helper()
+	var got []string
+	for _, it := range items {
+		got = append(got, name(it))
+	}
+	if strings.Join(got, " ") != want {
+		t.Errorf("%s: got %q, want %q", what, strings.Join(got, " "), want)
 	}
 }
 
@@ -113,24 +128,32 @@ var (
 // images of text, outside code blocks and code spans.
 func markdownLinks(text string) []mdLink {
 	var out []mdLink
-	inCode := false
-	for i, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inCode = !inCode
-			continue
-		}
+	markdownLines(text, func(n int, line string, inCode bool) {
 		if inCode {
-			continue
+			return
 		}
 		line = codeSpanRE.ReplaceAllString(line, "")
 		for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
 			if schemeLinkRE.MatchString(m[1]) {
 				continue
 			}
-			out = append(out, mdLink{target: m[1], line: i + 1})
+			out = append(out, mdLink{target: m[1], line: n})
 		}
-	}
+	})
 	return out
+}
+
+// markdownLines calls f with each line of text, its number (from 1), and
+// whether it is inside a ``` code block; the fence lines are left out.
+func markdownLines(text string, f func(n int, line string, inCode bool)) {
+	inCode := false
+	for i, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inCode = !inCode
+			continue
+		}
+		f(i+1, line, inCode)
+	}
 }
 
 // headingAnchors returns the anchors GitHub makes of the headings of
@@ -138,14 +161,9 @@ func markdownLinks(text string) []mdLink {
 // after an anchor already taken.
 func headingAnchors(text string) map[string]bool {
 	out := map[string]bool{}
-	inCode := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inCode = !inCode
-			continue
-		}
+	markdownLines(text, func(_ int, line string, inCode bool) {
 		if inCode || !strings.HasPrefix(line, "#") {
-			continue
+			return
 		}
 		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
 		var b strings.Builder
@@ -162,7 +180,7 @@ func headingAnchors(text string) map[string]bool {
 			anchor = b.String() + "-" + itoa(n)
 		}
 		out[anchor] = true
-	}
+	})
 	return out
 }
 
@@ -183,14 +201,7 @@ var repoPath = regexp.MustCompile("`((?:cmd|fsm|cluster|httpapi|client|test|depl
 // sends the reader nowhere. Paths relative to another folder (a package
 // of the fault suite named inside test/jepsen) are written whole.
 func TestNamedPathsExist(t *testing.T) {
-	files := []string{"../README.md"}
-	for _, pattern := range []string{"*.md", "adr/*.md"} {
-		m, err := filepath.Glob(pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, m...)
-	}
+	files := docFiles(t)
 	checked := 0
 	for _, file := range files {
 		text, err := os.ReadFile(file)

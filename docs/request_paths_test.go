@@ -76,13 +76,8 @@ func TestGoNamesAndChecks(t *testing.T) {
 	}
 	text := "`cluster.(*Node).Acquire` and `raft.db`, `fsm.Expire{Key, Token}`, `cluster/node.go`\n" +
 		"```\n  proposer ──► cluster.(*proposer).run ── e.g. fsm.Batch\n```\n"
-	var got []string
-	for _, r := range goNames(text) {
-		got = append(got, r.name)
-	}
-	if want := "cluster.(*Node).Acquire fsm.Expire cluster.(*proposer).run fsm.Batch"; strings.Join(got, " ") != want {
-		t.Errorf("names: got %q, want %q", strings.Join(got, " "), want)
-	}
+	wantJoined(t, "names", goNames(text), func(r goRef) string { return r.name },
+		"cluster.(*Node).Acquire fsm.Expire cluster.(*proposer).run fsm.Batch")
 }
 
 type goRef struct {
@@ -102,12 +97,7 @@ var (
 // in code blocks, those whose first element is lower case (a package).
 func goNames(text string) []goRef {
 	var out []goRef
-	inCode := false
-	for i, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inCode = !inCode
-			continue
-		}
+	markdownLines(text, func(n int, line string, inCode bool) {
 		var spans []string
 		if inCode {
 			spans = []string{line}
@@ -129,10 +119,10 @@ func goNames(text string) []goRef {
 				if inCode && (!isLower(parts[0]) || len(parts[0]) < 2) {
 					continue // prose in a diagram ("e.g.")
 				}
-				out = append(out, goRef{name: name, line: i + 1})
+				out = append(out, goRef{name: name, line: n})
 			}
 		}
-	}
+	})
 	return out
 }
 

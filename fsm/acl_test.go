@@ -214,36 +214,33 @@ func TestRestoreRefusesBadACLPart(t *testing.T) {
 		encodeToken(e, ACLToken{AccessorID: id, SecretHash: hash, Policies: policies})
 		e.uvarint(1)
 	}
+	// tokens is a snapshot whose ACL part (index 1) has no policy, the n
+	// tokens that add writes, and no worker registration.
+	tokens := func(bootstrapped bool, n uint64, add func(e *encoder)) []byte {
+		return frame(func(e *encoder) {
+			e.bool(bootstrapped)
+			e.uvarint(1)
+			e.uvarint(0)
+			e.uvarint(n)
+			add(e)
+			e.uvarint(0)
+		})
+	}
 	tests := []struct {
 		name string
 		data []byte
 		msg  string
 	}{
-		{"tokens out of order", frame(func(e *encoder) {
-			e.bool(true)
-			e.uvarint(1)
-			e.uvarint(0)
-			e.uvarint(2)
+		{"tokens out of order", tokens(true, 2, func(e *encoder) {
 			tok(e, "b", "h1")
 			tok(e, "a", "h2")
-			e.uvarint(0)
 		}), "out of order"},
-		{"two tokens with one hash", frame(func(e *encoder) {
-			e.bool(true)
-			e.uvarint(1)
-			e.uvarint(0)
-			e.uvarint(2)
+		{"two tokens with one hash", tokens(true, 2, func(e *encoder) {
 			tok(e, "a", "h1")
 			tok(e, "b", "h1")
-			e.uvarint(0)
 		}), "secret hash"},
-		{"policies of a token out of order", frame(func(e *encoder) {
-			e.bool(false)
-			e.uvarint(1)
-			e.uvarint(0)
-			e.uvarint(1)
+		{"policies of a token out of order", tokens(false, 1, func(e *encoder) {
 			tok(e, "a", "h1", "q", "p")
-			e.uvarint(0)
 		}), "out of order"},
 		{"unknown right", frame(func(e *encoder) {
 			e.bool(false)

@@ -241,6 +241,42 @@ func goldenLeases() []*Lease {
 	}
 }
 
+// goldenStateV2 is the state of the version 2 and 3 golden snapshots: the
+// leases of goldenLog and the placement state of goldenLogV2, with the
+// given placement index and ACL state.
+func goldenStateV2(groupIndex uint64, acl aclState) state {
+	return state{
+		lastToken:       6,
+		establishedTerm: 3,
+		leaseIndex:      13,
+		leases:          goldenLeases(),
+		groupIndex:      groupIndex,
+		groups:          goldenGroups(),
+		controls:        goldenControls(),
+		drained:         []string{"w-b", "w-d"},
+		acl:             acl,
+	}
+}
+
+// goldenStateV4 is the state of the golden snapshots from version 4 on:
+// the placement and ACL state of goldenLogV4, with the given lease part,
+// cluster id and backup key (empty before the versions that added them).
+func goldenStateV4(lastToken, leaseIndex uint64, leases []*Lease, clusterID string, backupKey []byte) state {
+	return state{
+		lastToken:       lastToken,
+		establishedTerm: 3,
+		leaseIndex:      leaseIndex,
+		leases:          leases,
+		groupIndex:      53,
+		groups:          goldenGroupsV4(),
+		controls:        goldenControlsV4(),
+		drained:         []string{"w-b", "w-d"},
+		acl:             goldenACL(),
+		clusterID:       clusterID,
+		backupKey:       backupKey,
+	}
+}
+
 var goldenSnapshots = []struct {
 	file    string
 	version uint16 // the format version in the file's header
@@ -272,126 +308,16 @@ var goldenSnapshots = []struct {
 			},
 		},
 	},
-	{
-		file:    "snapshot-v2.golden",
-		version: 2,
-		want: decodedSnapshot{
-			Index: 31,
-			Term:  3,
-			State: state{
-				lastToken:       6,
-				establishedTerm: 3,
-				leaseIndex:      13,
-				leases:          goldenLeases(),
-				groupIndex:      29,
-				groups:          goldenGroups(),
-				controls:        goldenControls(),
-				drained:         []string{"w-b", "w-d"},
-				acl:             newACLState(),
-			},
-		},
-	},
-	{
-		file:    "snapshot-v3.golden",
-		version: 3,
-		want: decodedSnapshot{
-			Index: 45,
-			Term:  3,
-			State: state{
-				lastToken:       6,
-				establishedTerm: 3,
-				leaseIndex:      13,
-				leases:          goldenLeases(),
-				groupIndex:      45,
-				groups:          goldenGroups(),
-				controls:        goldenControls(),
-				drained:         []string{"w-b", "w-d"},
-				acl:             goldenACL(),
-			},
-		},
-	},
-	{
-		file:    "snapshot-v4.golden",
-		version: 4,
-		want: decodedSnapshot{
-			Index: 56,
-			Term:  3,
-			State: state{
-				lastToken:       9,
-				establishedTerm: 3,
-				leaseIndex:      56,
-				leases:          goldenLeasesV4(),
-				groupIndex:      53,
-				groups:          goldenGroupsV4(),
-				controls:        goldenControlsV4(),
-				drained:         []string{"w-b", "w-d"},
-				acl:             goldenACL(),
-			},
-		},
-	},
-	{
-		file:    "snapshot-v5.golden",
-		version: 5,
-		want: decodedSnapshot{
-			Index: 58,
-			Term:  3,
-			State: state{
-				lastToken:       9,
-				establishedTerm: 3,
-				leaseIndex:      56,
-				leases:          goldenLeasesV4(),
-				groupIndex:      53,
-				groups:          goldenGroupsV4(),
-				controls:        goldenControlsV4(),
-				drained:         []string{"w-b", "w-d"},
-				acl:             goldenACL(),
-				clusterID:       goldenClusterID,
-			},
-		},
-	},
-	{
-		file:    "snapshot-v6.golden",
-		version: 6,
-		want: decodedSnapshot{
-			Index: 63,
-			Term:  3,
-			State: state{
-				lastToken:       11,
-				establishedTerm: 3,
-				leaseIndex:      62,
-				leases:          goldenLeasesV6(),
-				groupIndex:      53,
-				groups:          goldenGroupsV4(),
-				controls:        goldenControlsV4(),
-				drained:         []string{"w-b", "w-d"},
-				acl:             goldenACL(),
-				clusterID:       goldenClusterID,
-			},
-		},
-	},
-	{
-		file:    "snapshot-v7.golden",
-		version: 7,
-		current: true,
-		log:     goldenLogV7,
-		want: decodedSnapshot{
-			Index: 65,
-			Term:  3,
-			State: state{
-				lastToken:       11,
-				establishedTerm: 3,
-				leaseIndex:      62,
-				leases:          goldenLeasesV6(),
-				groupIndex:      53,
-				groups:          goldenGroupsV4(),
-				controls:        goldenControlsV4(),
-				drained:         []string{"w-b", "w-d"},
-				acl:             goldenACL(),
-				clusterID:       goldenClusterID,
-				backupKey:       goldenBackupKey,
-			},
-		},
-	},
+	{file: "snapshot-v2.golden", version: 2, want: decodedSnapshot{Index: 31, Term: 3, State: goldenStateV2(29, newACLState())}},
+	{file: "snapshot-v3.golden", version: 3, want: decodedSnapshot{Index: 45, Term: 3, State: goldenStateV2(45, goldenACL())}},
+	{file: "snapshot-v4.golden", version: 4, want: decodedSnapshot{Index: 56, Term: 3,
+		State: goldenStateV4(9, 56, goldenLeasesV4(), "", nil)}},
+	{file: "snapshot-v5.golden", version: 5, want: decodedSnapshot{Index: 58, Term: 3,
+		State: goldenStateV4(9, 56, goldenLeasesV4(), goldenClusterID, nil)}},
+	{file: "snapshot-v6.golden", version: 6, want: decodedSnapshot{Index: 63, Term: 3,
+		State: goldenStateV4(11, 62, goldenLeasesV6(), goldenClusterID, nil)}},
+	{file: "snapshot-v7.golden", version: 7, current: true, log: goldenLogV7, want: decodedSnapshot{Index: 65, Term: 3,
+		State: goldenStateV4(11, 62, goldenLeasesV6(), goldenClusterID, goldenBackupKey)}},
 }
 
 type namedCommand struct {

@@ -12,6 +12,23 @@ import (
 func TestApplyContract(t *testing.T) {
 	zoneA := map[string]string{"zone": "a"}
 	zoneB := map[string]string{"zone": "b", "rack": "7"}
+	// heldA and freedA are key a, created at index 1 and last changed at
+	// index modified: held by holder under token, or freed by w1 (token 1)
+	// for reason. released is w1's acquisition of a and its release.
+	heldA := func(holder string, token, modified uint64) *Lease {
+		return &Lease{Key: "a", Holder: holder, Token: token, TTL: ttl, Held: true,
+			AcquiredAt: wall, CreateIndex: 1, ModifyIndex: modified}
+	}
+	freedA := func(reason Reason, modified uint64) *Lease {
+		return &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: reason,
+			AcquiredAt: wall, CreateIndex: 1, ModifyIndex: modified}
+	}
+	released := []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}}
+	// expiredThen is w1's acquisition of a, its expiry, and an acquisition
+	// of a by holder.
+	expiredThen := func(holder string) []Command {
+		return []Command{acquire("a", "w1"), Expire{Key: "a", Token: 1, Term: 1}, acquire("a", holder)}
+	}
 
 	tests := []struct {
 		name  string
@@ -75,15 +92,13 @@ func TestApplyContract(t *testing.T) {
 			name:  "acquire after expiry by the same holder takes a new token",
 			setup: []Command{acquire("a", "w1"), Expire{Key: "a", Token: 1, Term: 1}},
 			cmd:   acquire("a", "w1"),
-			want: Result{Code: Granted, Lease: &Lease{Key: "a", Holder: "w1", Token: 2, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
+			want:  Result{Code: Granted, Lease: heldA("w1", 2, 3)},
 		},
 		{
 			name:  "acquire after revoke takes a new token",
 			setup: []Command{acquire("a", "w1"), acquire("b", "w1"), Revoke{Key: "a"}},
 			cmd:   acquire("a", "w2"),
-			want: Result{Code: Granted, Lease: &Lease{Key: "a", Holder: "w2", Token: 3, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 4}},
+			want:  Result{Code: Granted, Lease: heldA("w2", 3, 4)},
 		},
 
 		// Release.
@@ -98,58 +113,43 @@ func TestApplyContract(t *testing.T) {
 			name:  "release by another holder under the current token never matched: not holder",
 			setup: []Command{acquire("a", "w1")},
 			cmd:   Release{Key: "a", Holder: "w2", Token: 1},
-			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
+			want:  Result{Code: NotHolder, Lease: heldA("w1", 1, 1)},
 		},
 		{
 			name:  "release under a token the key never had: not holder",
 			setup: []Command{acquire("a", "w1")},
 			cmd:   Release{Key: "a", Holder: "w1", Token: 2},
-			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
+			want:  Result{Code: NotHolder, Lease: heldA("w1", 1, 1)},
 		},
 		{
-			name: "release under the token of an earlier lease of the same holder changes nothing",
-			setup: []Command{
-				acquire("a", "w1"),
-				Expire{Key: "a", Token: 1, Term: 1},
-				acquire("a", "w1"),
-			},
-			cmd: Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 2, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
+			name:  "release under the token of an earlier lease of the same holder changes nothing",
+			setup: expiredThen("w1"),
+			cmd:   Release{Key: "a", Holder: "w1", Token: 1},
+			want:  Result{Code: NotHeld, Lease: heldA("w1", 2, 3)},
 		},
 		{
 			name:  "release of a free key under a token it never had: not holder",
-			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
+			setup: released,
 			cmd:   Release{Key: "a", Holder: "w1", Token: 5},
-			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want:  Result{Code: NotHolder, Lease: freedA(ReasonReleased, 2)},
 		},
 		{
 			name:  "release of a free key by another holder under its last token: not holder",
-			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
+			setup: released,
 			cmd:   Release{Key: "a", Holder: "w2", Token: 1},
-			want: Result{Code: NotHolder, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want:  Result{Code: NotHolder, Lease: freedA(ReasonReleased, 2)},
 		},
 		{
-			name: "release by a holder that lost the key to another under a newer token: already gone",
-			setup: []Command{
-				acquire("a", "w1"),
-				Expire{Key: "a", Token: 1, Term: 1},
-				acquire("a", "w2"),
-			},
-			cmd: Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w2", Token: 2, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
+			name:  "release by a holder that lost the key to another under a newer token: already gone",
+			setup: expiredThen("w2"),
+			cmd:   Release{Key: "a", Holder: "w1", Token: 1},
+			want:  Result{Code: NotHeld, Lease: heldA("w2", 2, 3)},
 		},
 		{
 			name:  "release again is idempotent",
-			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
+			setup: released,
 			cmd:   Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want:  Result{Code: NotHeld, Lease: freedA(ReasonReleased, 2)},
 		},
 		{
 			name: "release of a key never seen",
@@ -186,16 +186,14 @@ func TestApplyContract(t *testing.T) {
 				Release{Key: "a", Holder: "w1", Token: 1},
 				acquire("a", "w2"),
 			},
-			cmd: Expire{Key: "a", Token: 1, Term: 1},
-			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w2", Token: 2, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
+			cmd:  Expire{Key: "a", Token: 1, Term: 1},
+			want: Result{Code: NotHeld, Lease: heldA("w2", 2, 3)},
 		},
 		{
 			name:  "expire of a free key changes nothing",
 			setup: []Command{acquire("a", "w1"), Revoke{Key: "a"}},
 			cmd:   Expire{Key: "a", Token: 1, Term: 1},
-			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonRevoked,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want:  Result{Code: NotHeld, Lease: freedA(ReasonRevoked, 2)},
 		},
 		{
 			name: "expire of a key never seen",
@@ -213,10 +211,9 @@ func TestApplyContract(t *testing.T) {
 		},
 		{
 			name:  "revoke of a free key keeps the reason it was freed for",
-			setup: []Command{acquire("a", "w1"), Release{Key: "a", Holder: "w1", Token: 1}},
+			setup: released,
 			cmd:   Revoke{Key: "a"},
-			want: Result{Code: NotHeld, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			want:  Result{Code: NotHeld, Lease: freedA(ReasonReleased, 2)},
 		},
 		{
 			name:  "revoke of a key never seen",
@@ -240,9 +237,8 @@ func TestApplyContract(t *testing.T) {
 				Release{Key: "a", Holder: "w1", Token: 1},
 				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true}},
 			},
-			cmd: acquire("a", "w2"),
-			want: Result{Code: Disabled, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 2}},
+			cmd:  acquire("a", "w2"),
+			want: Result{Code: Disabled, Lease: freedA(ReasonReleased, 2)},
 		},
 		{
 			name: "the holder of a key disabled later cannot renew it",
@@ -291,9 +287,8 @@ func TestApplyContract(t *testing.T) {
 				acquire("a", "w2"),
 				SetKeyControl{Key: "a", Control: KeyControl{Prohibited: []string{"w1"}}},
 			},
-			cmd: acquire("a", "w1"),
-			want: Result{Code: Prohibited, Lease: &Lease{Key: "a", Holder: "w2", Token: 1, TTL: ttl, Held: true,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 1}},
+			cmd:  acquire("a", "w1"),
+			want: Result{Code: Prohibited, Lease: heldA("w2", 1, 1)},
 		},
 		{
 			name: "refused acquisitions take no token",
@@ -334,9 +329,8 @@ func TestApplyContract(t *testing.T) {
 				acquire("a", "w1"),
 				SetKeyControl{Key: "a", Control: KeyControl{Disabled: true, Prohibited: []string{"w1"}}},
 			},
-			cmd: Release{Key: "a", Holder: "w1", Token: 1},
-			want: Result{Code: Freed, Lease: &Lease{Key: "a", Holder: "w1", Token: 1, TTL: ttl, Reason: ReasonReleased,
-				AcquiredAt: wall, CreateIndex: 1, ModifyIndex: 3}},
+			cmd:  Release{Key: "a", Holder: "w1", Token: 1},
+			want: Result{Code: Freed, Lease: freedA(ReasonReleased, 3)},
 		},
 		{
 			name: "a drained worker still acquires: draining is the balancer's business",

@@ -30,14 +30,8 @@ func TestServerConnectionCapsFitOpenFileLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			warning, err := fdBudget(s, tc.limit)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
-				}
+			if wantedErr(t, "fdBudget", err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("err = %v", err)
 			}
 			if tc.wantWarning == "" && warning != "" || !strings.Contains(warning, tc.wantWarning) {
 				t.Errorf("warning = %q, want %q", warning, tc.wantWarning)

@@ -97,15 +97,9 @@ func (e *Etcd) memberStatus(m *etcdMember) (id, leader uint64, err error) {
 
 // WaitReady waits until every running member names the same leader.
 func (e *Etcd) WaitReady(timeout time.Duration) error {
-	return waitFor(timeout, func() error {
+	return waitRunning(timeout, e.members, func() func(m *etcdMember) error {
 		var leader uint64
-		for _, m := range e.members {
-			if !m.p.running() {
-				if m.p.pid() != 0 {
-					return fmt.Errorf("%s exited:\n%s", m.p.name, m.p.tail())
-				}
-				continue
-			}
+		return func(m *etcdMember) error {
 			_, l, err := e.memberStatus(m)
 			if err != nil {
 				return fmt.Errorf("%s: %w", m.name, err)
@@ -114,8 +108,8 @@ func (e *Etcd) WaitReady(timeout time.Duration) error {
 				return fmt.Errorf("%s: no agreed leader", m.name)
 			}
 			leader = l
+			return nil
 		}
-		return nil
 	})
 }
 

@@ -41,22 +41,34 @@ func etcdClient(ctx context.Context, e *Etcd) (*clientv3.Client, error) {
 	return c, nil
 }
 
-// etcdSession returns a concurrency session of etcdTTL on a client of its
-// own that is closed when ctx ends.
-func etcdSession(ctx context.Context, e *Etcd) (*concurrency.Session, error) {
-	c, err := etcdClient(ctx, e)
-	if err != nil {
-		return nil, err
-	}
-	return concurrency.NewSession(c, concurrency.WithTTL(int(etcdTTL)))
-}
-
-func etcdAcquire(ctx context.Context, env *Env, e *Etcd, clients int) (Result, error) {
-	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
+// etcdLoad runs a load of n clients, each a clientv3.Client of its own,
+// closed when the run ends, that mk turns into client i's step.
+func etcdLoad(ctx context.Context, env *Env, e *Etcd, n int,
+	mk func(ctx context.Context, c *clientv3.Client, i int) (step, error)) (Result, error) {
+	return loadRun(ctx, n, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
 		c, err := etcdClient(env.runCtx, e)
 		if err != nil {
 			return nil, err
 		}
+		return mk(ctx, c, i)
+	})
+}
+
+// etcdSessionLoad is etcdLoad with a concurrency session of etcdTTL on
+// each client, that mk turns into client i's step.
+func etcdSessionLoad(ctx context.Context, env *Env, e *Etcd, n int,
+	mk func(s *concurrency.Session, i int) step) (Result, error) {
+	return etcdLoad(ctx, env, e, n, func(ctx context.Context, c *clientv3.Client, i int) (step, error) {
+		s, err := concurrency.NewSession(c, concurrency.WithTTL(int(etcdTTL)))
+		if err != nil {
+			return nil, err
+		}
+		return mk(s, i), nil
+	})
+}
+
+func etcdAcquire(ctx context.Context, env *Env, e *Etcd, clients int) (Result, error) {
+	return etcdLoad(ctx, env, e, clients, func(ctx context.Context, c *clientv3.Client, i int) (step, error) {
 		g, err := c.Grant(ctx, int64(longTTL/time.Second))
 		if err != nil {
 			return nil, err
@@ -77,11 +89,7 @@ func etcdAcquire(ctx context.Context, env *Env, e *Etcd, clients int) (Result, e
 }
 
 func etcdRenew(ctx context.Context, env *Env, e *Etcd, clients int) (Result, error) {
-	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := etcdClient(env.runCtx, e)
-		if err != nil {
-			return nil, err
-		}
+	return etcdLoad(ctx, env, e, clients, func(ctx context.Context, c *clientv3.Client, i int) (step, error) {
 		g, err := c.Grant(ctx, etcdTTL)
 		if err != nil {
 			return nil, err
@@ -99,11 +107,7 @@ func etcdRenew(ctx context.Context, env *Env, e *Etcd, clients int) (Result, err
 // renewed.
 func etcdBulk(ctx context.Context, env *Env, e *Etcd, holders int) (Result, error) {
 	cache := env.cached("etcd-bulk", func() any { return make([][]clientv3.LeaseID, holders) }).([][]clientv3.LeaseID)
-	return loadRun(ctx, holders, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := etcdClient(env.runCtx, e)
-		if err != nil {
-			return nil, err
-		}
+	return etcdLoad(ctx, env, e, holders, func(ctx context.Context, c *clientv3.Client, i int) (step, error) {
 		if cache[i] == nil {
 			var ids []clientv3.LeaseID
 			for range env.BulkLeases {
@@ -153,11 +157,7 @@ func etcdBulk(ctx context.Context, env *Env, e *Etcd, holders int) (Result, erro
 }
 
 func etcdRead(ctx context.Context, env *Env, e *Etcd, clients int, stale bool) (Result, error) {
-	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := etcdClient(env.runCtx, e)
-		if err != nil {
-			return nil, err
-		}
+	return etcdLoad(ctx, env, e, clients, func(ctx context.Context, c *clientv3.Client, i int) (step, error) {
 		g, err := c.Grant(ctx, etcdTTL)
 		if err != nil {
 			return nil, err
@@ -181,18 +181,14 @@ func etcdRead(ctx context.Context, env *Env, e *Etcd, clients int, stale bool) (
 // with a session of its own.
 func etcdHandoff(ctx context.Context, env *Env, e *Etcd, clients int) (Result, error) {
 	prefix := env.key("handoff", 0)
-	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		s, err := etcdSession(env.runCtx, e)
-		if err != nil {
-			return nil, err
-		}
+	return etcdSessionLoad(ctx, env, e, clients, func(s *concurrency.Session, i int) step {
 		m := concurrency.NewMutex(s, prefix)
 		return func(ctx context.Context) (int, time.Duration, error) {
 			if err := m.Lock(ctx); err != nil {
 				return 0, 0, err
 			}
 			return 1, 0, m.Unlock(ctx)
-		}, nil
+		}
 	})
 }
 
@@ -200,11 +196,7 @@ func etcdHandoff(ctx context.Context, env *Env, e *Etcd, clients int) (Result, e
 // soon as elected.
 func etcdElection(ctx context.Context, env *Env, e *Etcd, clients int) (Result, error) {
 	prefix := env.key("election", 0)
-	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		s, err := etcdSession(env.runCtx, e)
-		if err != nil {
-			return nil, err
-		}
+	return etcdSessionLoad(ctx, env, e, clients, func(s *concurrency.Session, i int) step {
 		el := concurrency.NewElection(s, prefix)
 		val := fmt.Sprintf("c%d", i)
 		return func(ctx context.Context) (int, time.Duration, error) {
@@ -214,7 +206,7 @@ func etcdElection(ctx context.Context, env *Env, e *Etcd, clients int) (Result, 
 			}
 			lat := time.Since(t0)
 			return 1, lat, el.Resign(ctx)
-		}, nil
+		}
 	})
 }
 

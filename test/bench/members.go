@@ -19,6 +19,30 @@ func startServer(ps *procs, name, bin string, args []string, log string) (*proc,
 	return p, p.start()
 }
 
+// waitRunning polls the members of ms until timeout: each poll makes a
+// check with newCheck (so that it may compare one member with the ones
+// before) and runs it on every running member in turn; the wait is over
+// when a poll finds no error. A member whose process exited fails the
+// poll with the tail of its log.
+func waitRunning[M member](timeout time.Duration, ms []M, newCheck func() func(M) error) error {
+	return waitFor(timeout, func() error {
+		check := newCheck()
+		for _, m := range ms {
+			p := m.process()
+			if !p.running() {
+				if p.pid() != 0 {
+					return fmt.Errorf("%s exited:\n%s", p.name, p.tail())
+				}
+				continue
+			}
+			if err := check(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // runningAddrs returns addr of each member of ms whose process runs.
 func runningAddrs[M member](ms []M, addr func(M) string) []string {
 	var a []string

@@ -99,15 +99,9 @@ func (t *Tenure) status(n *tenureNode) (*client.NodeStatus, error) {
 // WaitReady waits until every running server names the same leader and
 // the leader is established (serves writes).
 func (t *Tenure) WaitReady(timeout time.Duration) error {
-	return waitFor(timeout, func() error {
+	return waitRunning(timeout, t.nodes, func() func(n *tenureNode) error {
 		leader := ""
-		for _, n := range t.nodes {
-			if !n.p.running() {
-				if n.p.pid() != 0 {
-					return fmt.Errorf("%s exited:\n%s", n.p.name, n.p.tail())
-				}
-				continue
-			}
+		return func(n *tenureNode) error {
 			st, err := t.status(n)
 			if err != nil {
 				return fmt.Errorf("%s: %w", n.id, err)
@@ -122,8 +116,8 @@ func (t *Tenure) WaitReady(timeout time.Duration) error {
 				return fmt.Errorf("%s: leader %s, another says %s", n.id, st.LeaderID, leader)
 			}
 			leader = st.LeaderID
+			return nil
 		}
-		return nil
 	})
 }
 

@@ -18,12 +18,21 @@ const benchTTL = 10 * time.Second
 // bulk holders' leases, the populations): tenure's default maximum.
 const longTTL = time.Hour
 
-func tenureAcquire(ctx context.Context, env *Env, t *Tenure, clients int) (Result, error) {
-	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
+// tenureLoad runs a load of n clients, each a client.Client of its own
+// (not retrying) that mk turns into client i's step.
+func tenureLoad(ctx context.Context, env *Env, t *Tenure, n int,
+	mk func(ctx context.Context, c *client.Client, i int) (step, error)) (Result, error) {
+	return loadRun(ctx, n, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
 		c, err := t.Client(false)
 		if err != nil {
 			return nil, err
 		}
+		return mk(ctx, c, i)
+	})
+}
+
+func tenureAcquire(ctx context.Context, env *Env, t *Tenure, clients int) (Result, error) {
+	return tenureLoad(ctx, env, t, clients, func(ctx context.Context, c *client.Client, i int) (step, error) {
 		key, holder := env.key("acq", i), env.key("h", i)
 		leases := c.Leases()
 		return func(ctx context.Context) (int, time.Duration, error) {
@@ -42,11 +51,7 @@ func tenureAcquire(ctx context.Context, env *Env, t *Tenure, clients int) (Resul
 }
 
 func tenureRenew(ctx context.Context, env *Env, t *Tenure, clients int) (Result, error) {
-	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := t.Client(false)
-		if err != nil {
-			return nil, err
-		}
+	return tenureLoad(ctx, env, t, clients, func(ctx context.Context, c *client.Client, i int) (step, error) {
 		key, holder := env.key("renew", i), env.key("h", i)
 		l, _, err := c.Leases().Acquire(ctx, key, client.AcquireRequest{Holder: holder, TTL: benchTTL})
 		if err != nil {
@@ -69,11 +74,7 @@ func tenureBulk(ctx context.Context, env *Env, t *Tenure, holders int) (Result, 
 		refs   []client.LeaseRef
 	}
 	cache := env.cached("tenure-bulk", func() any { return make([]*holderLeases, holders) }).([]*holderLeases)
-	return loadRun(ctx, holders, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := t.Client(false)
-		if err != nil {
-			return nil, err
-		}
+	return tenureLoad(ctx, env, t, holders, func(ctx context.Context, c *client.Client, i int) (step, error) {
 		if cache[i] == nil {
 			rc, err := t.Client(true)
 			if err != nil {
@@ -114,11 +115,7 @@ func tenureBulk(ctx context.Context, env *Env, t *Tenure, holders int) (Result, 
 }
 
 func tenureRead(ctx context.Context, env *Env, t *Tenure, clients int, stale bool) (Result, error) {
-	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := t.Client(false)
-		if err != nil {
-			return nil, err
-		}
+	return tenureLoad(ctx, env, t, clients, func(ctx context.Context, c *client.Client, i int) (step, error) {
 		key, holder := env.key("read", i), env.key("h", i)
 		if _, _, err := c.Leases().Acquire(ctx, key, client.AcquireRequest{Holder: holder, TTL: benchTTL}); err != nil {
 			return nil, err
@@ -135,11 +132,7 @@ func tenureRead(ctx context.Context, env *Env, t *Tenure, clients int, stale boo
 // and release it at once; the rate is of acquisitions (hand-offs).
 func tenureHandoff(ctx context.Context, env *Env, t *Tenure, clients int) (Result, error) {
 	key := env.key("handoff", 0)
-	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := t.Client(false)
-		if err != nil {
-			return nil, err
-		}
+	return tenureLoad(ctx, env, t, clients, func(ctx context.Context, c *client.Client, i int) (step, error) {
 		holder := env.key("h", i)
 		return func(ctx context.Context) (int, time.Duration, error) {
 			l, _, err := c.Leases().Acquire(ctx, key, client.AcquireRequest{Holder: holder, TTL: benchTTL, Wait: 30 * time.Second})
@@ -156,11 +149,7 @@ func tenureHandoff(ctx context.Context, env *Env, t *Tenure, clients int) (Resul
 // as elected; the rate is of elections, the latency that of Campaign.
 func tenureElection(ctx context.Context, env *Env, t *Tenure, clients int) (Result, error) {
 	name := env.key("election", 0)
-	return loadRun(ctx, clients, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := t.Client(false)
-		if err != nil {
-			return nil, err
-		}
+	return tenureLoad(ctx, env, t, clients, func(ctx context.Context, c *client.Client, i int) (step, error) {
 		e := c.Election(name, client.WithTTL(benchTTL))
 		return func(ctx context.Context) (int, time.Duration, error) {
 			t0 := time.Now()

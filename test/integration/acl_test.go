@@ -40,11 +40,8 @@ func (c *cluster) tenureCLI(t *testing.T, token string, args ...string) (string,
 // an Election and a Worker do their jobs, while requests without a token,
 // and a token's use outside its binding or its rules, are refused.
 func TestACLWithProcesses(t *testing.T) {
-	p := newTestPKI(t)
-	c := newCluster(t)
-	certFile, keyFile := p.client(t, "harness")
-	c.scheme, c.http = "https", httpClient(t, p, certFile, keyFile)
-	c.clientTLS = &client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	c, p, tc := newMutualTLSCluster(t, "harness")
+	c.clientTLS = &tc
 	c.nodeArgs = p.serverArgs("-acl-enabled")
 	c.start(t, 3)
 
@@ -136,26 +133,7 @@ func TestACLWithProcesses(t *testing.T) {
 	}
 
 	// An election.
-	led := make(chan uint64, 1)
-	ectx, stopElection := context.WithCancel(ctx)
-	electionDone := make(chan error, 1)
-	go func() {
-		electionDone <- newAppClient("app-sched-1").Election("scheduler", client.WithTTL(2*time.Second)).Run(ectx, client.RunConfig{
-			OnStartedLeading: func(ctx context.Context) {
-				led <- client.LeadershipFromContext(ctx).Token()
-				<-ctx.Done()
-			},
-		})
-	}()
-	select {
-	case <-led:
-	case err := <-electionDone:
-		t.Fatalf("election ended before leading: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the election with the token never led")
-	}
-	stopElection()
-	<-electionDone
+	mustLead(t, ctx, newAppClient("app-sched-1"), "scheduler")
 
 	// A worker: it registers with the token and is given every key.
 	w := runWorker(t, ctx, newAppClient("app-w1"), "parts",
@@ -177,4 +155,46 @@ func TestACLWithProcesses(t *testing.T) {
 	if _, _, err := cl.Leases().Get(ctx, "scenes/1", nil); !errors.Is(err, client.ErrACLNotFound) {
 		t.Errorf("read with the deleted token: %v, want ErrACLNotFound", err)
 	}
+}
+
+// policyToken sets the policy called name to rules through admin and
+// returns a new token of that policy alone, bound to the holders that
+// start with holderPrefix (to any holder when it is empty).
+func policyToken(t *testing.T, ctx context.Context, admin *client.Client, name, holderPrefix string, rules []client.ACLRule) *client.ACLToken {
+	t.Helper()
+	if _, err := admin.ACL().SetPolicy(ctx, name, client.ACLPolicySpec{Rules: rules}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{name}, HolderPrefix: holderPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// mustLead runs an Election of name (TTL 2s) through cl until it leads,
+// within 20 seconds, with its leadership in the context of
+// OnStartedLeading; then it stops the election and waits for Run to end.
+func mustLead(t *testing.T, ctx context.Context, cl *client.Client, name string) {
+	t.Helper()
+	led := make(chan uint64, 1)
+	ectx, stopElection := context.WithCancel(ctx)
+	electionDone := make(chan error, 1)
+	go func() {
+		electionDone <- cl.Election(name, client.WithTTL(2*time.Second)).Run(ectx, client.RunConfig{
+			OnStartedLeading: func(ctx context.Context) {
+				led <- client.LeadershipFromContext(ctx).Token()
+				<-ctx.Done()
+			},
+		})
+	}()
+	select {
+	case <-led:
+	case err := <-electionDone:
+		t.Fatalf("election ended before leading: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the election of %s never led", name)
+	}
+	stopElection()
+	<-electionDone
 }

@@ -23,31 +23,17 @@ import (
 // keeps its holder, and the next token is above every token handed out
 // before and since. A token without the operator right can do neither.
 func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
-	p := newTestPKI(t)
-	certFile, keyFile := p.client(t, "ops")
-	c := newCluster(t)
-	c.scheme = "https"
-	c.http = httpClient(t, p, certFile, keyFile)
+	c, p, tc := newMutualTLSCluster(t, "ops")
 	tlsArgs := p.serverArgs("-acl-enabled")
 	c.nodeArgs = func(t *testing.T, nd *node) []string {
 		return append(tlsArgs(t, nd), "-backup-dir", nd.dataDir+"-backups", "-backup-interval", "1s", "-backup-keep", "3")
 	}
 	c.start(t, 3)
-	tc := client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	boot, _ := c.bootstrapTLS(t, "ops", tc)
-	withToken := func(holder, token string) *client.Client {
-		return tokenClient(t, holder, token, tc, 10*time.Second, c.httpAddrs()...)
-	}
+	boot, withToken := bootstrapOps(t, c, tc)
 	admin := withToken("ops", boot.SecretID)
-	if _, err := admin.ACL().SetPolicy(ctx, "app", client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "", Rights: []string{client.RightRead, client.RightWrite}}}}); err != nil {
-		t.Fatal(err)
-	}
-	app, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"app"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	app := policyToken(t, ctx, admin, "app", "", []client.ACLRule{{Prefix: "", Rights: []string{client.RightRead, client.RightWrite}}})
 	acquire := func(key, holder string) *client.Lease {
 		t.Helper()
 		l, err := withToken(holder, app.SecretID).Acquire(ctx, key, client.WithTTL(time.Minute))
@@ -144,10 +130,7 @@ func TestSnapshotRestoreByAnOperatorKeepsACLsAndTokens(t *testing.T) {
 	c, tc := startSecureCluster(t, 3, "ops")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	boot, _ := c.bootstrapTLS(t, "ops", tc)
-	withToken := func(holder, token string) *client.Client {
-		return tokenClient(t, holder, token, tc, 10*time.Second, c.httpAddrs()...)
-	}
+	boot, withToken := bootstrapOps(t, c, tc)
 	admin := withToken("ops", boot.SecretID)
 	for name, rights := range map[string][]string{"app": {client.RightRead, client.RightWrite}, "ops": {client.RightOperator}} {
 		if _, err := admin.ACL().SetPolicy(ctx, name, client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "", Rights: rights}}}); err != nil {
@@ -288,5 +271,16 @@ func TestLargeBackupRestoresWithoutAnElection(t *testing.T) {
 		if st := c.mustStatus(t, i); st.Term != term {
 			t.Errorf("server %s in term %d after the restore, want %d: the restore cost an election", c.nodes[i].id, st.Term, term)
 		}
+	}
+}
+
+// bootstrapOps bootstraps the ACLs of the secure cluster c as holder
+// "ops" and returns the management token, and a function that makes a
+// client of c for a holder and a token (10s a request).
+func bootstrapOps(t *testing.T, c *cluster, tc client.TLSConfig) (*client.ACLToken, func(holder, token string) *client.Client) {
+	t.Helper()
+	boot, _ := c.bootstrapTLS(t, "ops", tc)
+	return boot, func(holder, token string) *client.Client {
+		return tokenClient(t, holder, token, tc, 10*time.Second, c.httpAddrs()...)
 	}
 }

@@ -56,6 +56,11 @@ func TestServerConfigSources(t *testing.T) {
 	l := c.leader(t)
 	st := c.mustStatus(t, l)
 
+	// acquireCase acquires key with ttl through the leader: the error code
+	// it gets ("" when granted) is got, wantCode want.
+	acquireCase := func(key, ttl, wantCode string) func() (string, string) {
+		return func() (string, string) { return acquireError(t, c, l, key, ttl), wantCode }
+	}
 	tests := []struct {
 		name  string
 		check func() (got, want string)
@@ -68,30 +73,10 @@ func TestServerConfigSources(t *testing.T) {
 			name:  "environment over file: http-addr",
 			check: func() (string, string) { return st.LeaderHTTPAddr, envHTTP },
 		},
-		{
-			name: "file: min-ttl 3s refuses a 2s TTL",
-			check: func() (string, string) {
-				return acquireError(t, c, l, "config/short", "2s"), "invalid_ttl"
-			},
-		},
-		{
-			name: "file: min-ttl 3s grants a 3s TTL",
-			check: func() (string, string) {
-				return acquireError(t, c, l, "config/min", "3s"), ""
-			},
-		},
-		{
-			name: "environment over file: max-ttl 30s grants a 25s TTL",
-			check: func() (string, string) {
-				return acquireError(t, c, l, "config/long", "25s"), ""
-			},
-		},
-		{
-			name: "environment over file: max-ttl 30s refuses a 31s TTL",
-			check: func() (string, string) {
-				return acquireError(t, c, l, "config/too-long", "31s"), "invalid_ttl"
-			},
-		},
+		{name: "file: min-ttl 3s refuses a 2s TTL", check: acquireCase("config/short", "2s", "invalid_ttl")},
+		{name: "file: min-ttl 3s grants a 3s TTL", check: acquireCase("config/min", "3s", "")},
+		{name: "environment over file: max-ttl 30s grants a 25s TTL", check: acquireCase("config/long", "25s", "")},
+		{name: "environment over file: max-ttl 30s refuses a 31s TTL", check: acquireCase("config/too-long", "31s", "invalid_ttl")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

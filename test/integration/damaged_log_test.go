@@ -21,8 +21,7 @@ import (
 // again with the same flags) it resyncs from the leader, serves the same
 // state, and leads without losing a grant or granting a held key.
 func TestDamagedLogEntryStopsTheServer(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	held := map[string]lease{}
 	for i, key := range []string{"scene-01", "scene-02", "scene-03"} {
 		held[key] = c.acquire(t, l, key, fmt.Sprintf("tracker-%d", i), "10m", http.StatusCreated)
@@ -69,12 +68,7 @@ func TestDamagedLogEntryStopsTheServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.restart(t, f)
-	poll.WaitFor(t, 30*time.Second, func() error {
-		if r := c.call(t, l, http.MethodPost, "/v1/operator/servers/"+nd.id+"/readmit", nil); r.Status != http.StatusOK {
-			return fmt.Errorf("readmit %s: %v", nd.id, r)
-		}
-		return nil
-	})
+	c.readmit(t, l, nd)
 	poll.WaitFor(t, 30*time.Second, func() error {
 		st, err := c.status(f)
 		if err != nil {
@@ -134,13 +128,8 @@ func TestLoweredTermStopsTheServer(t *testing.T) {
 // names what it was started on, for the failure message.
 func refusesToStart(t *testing.T, nd *node, what string, wants ...string) {
 	t.Helper()
-	if err := nd.start(); err != nil {
-		t.Fatal(err)
-	}
-	p := nd.running()
-	select {
-	case <-p.done:
-	case <-time.After(startTimeout):
+	p, exited := startToExit(t, nd, startTimeout)
+	if !exited {
 		t.Fatalf("%s kept running on %s", nd.id, what)
 	}
 	var exit *exec.ExitError

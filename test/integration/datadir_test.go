@@ -20,6 +20,22 @@ import (
 // run before it exits.
 const refusedTimeout = 30 * time.Second
 
+// startToExit starts nd and waits up to timeout for it to exit. It
+// returns its process, and whether it exited in time.
+func startToExit(t *testing.T, nd *node, timeout time.Duration) (*process, bool) {
+	t.Helper()
+	if err := nd.start(); err != nil {
+		t.Fatal(err)
+	}
+	p := nd.running()
+	select {
+	case <-p.done:
+		return p, true
+	case <-time.After(timeout):
+		return p, false
+	}
+}
+
 // runToExit starts node i's binary with args (its own log file named after
 // name) and waits for it to exit; it fails t if it still runs after
 // refusedTimeout. It returns the exit code and the log.
@@ -27,13 +43,8 @@ func (c *cluster) runToExit(t *testing.T, i int, name string, args []string) (in
 	t.Helper()
 	nd := c.nodes[i]
 	probe := &node{id: nd.id, args: args, logPath: filepath.Join(c.dir, nd.id+"-"+name+".log")}
-	if err := probe.start(); err != nil {
-		t.Fatal(err)
-	}
-	p := probe.running()
-	select {
-	case <-p.done:
-	case <-time.After(refusedTimeout):
+	p, exited := startToExit(t, probe, refusedTimeout)
+	if !exited {
 		p.cmd.Process.Kill()
 		<-p.done
 		t.Fatalf("%s (%s) still ran after %v; log:\n%s", nd.id, name, refusedTimeout, tail(probe.logPath, 30))
@@ -154,8 +165,7 @@ func zeroed(t *testing.T, path string) {
 // panic. The same data dir, put back intact, starts and rejoins; a server
 // removed from the cluster with its data dir wiped joins again as new.
 func TestServerRefusesBadDataDir(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	id := c.clusterID(t)
 	cmd := exec.Command(binary, "status", "-http-addr", c.nodes[l].httpAddr)
 	cmd.Env = cleanEnv()
@@ -222,8 +232,7 @@ func TestServerRefusesBadDataDir(t *testing.T) {
 // leaves fewer voters than were bootstrapped); both are readmitted as the
 // remedy says (the leader would readmit them on its own after a minute).
 func TestServerRejoinsAfterRemovalWithLostState(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	id := c.clusterID(t)
 	c.acquire(t, l, "rejoin/before", "worker", "5m", http.StatusCreated)
 	fs := c.followers(l)
@@ -248,14 +257,8 @@ func TestServerRejoinsAfterRemovalWithLostState(t *testing.T) {
 	c.restart(t, fs[0])
 	flagged.args = args
 	c.restart(t, fs[1])
-	for _, nd := range []*node{flagged, wiped} {
-		poll.WaitFor(t, 30*time.Second, func() error {
-			if r := c.call(t, l, http.MethodPost, "/v1/operator/servers/"+nd.id+"/readmit", nil); r.Status != http.StatusOK {
-				return fmt.Errorf("readmit %s: %v", nd.id, r)
-			}
-			return nil
-		})
-	}
+	c.readmit(t, l, flagged)
+	c.readmit(t, l, wiped)
 	poll.WaitFor(t, 2*time.Minute, func() error {
 		st, err := c.status(l)
 		if err != nil {

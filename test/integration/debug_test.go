@@ -128,13 +128,7 @@ func TestDebugArchiveWithTLSAndACLs(t *testing.T) {
 	d.use(t, c) // a recent request, logged as acl_request
 	// A token with only the debug right collects every part.
 	ctx := harness.Context(t, 30*time.Second)
-	if _, err := c.ACL().SetPolicy(ctx, "bugs", client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "", Rights: []string{client.RightDebug}}}}); err != nil {
-		t.Fatal(err)
-	}
-	bugs, err := c.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"bugs"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bugs := policyToken(t, ctx, c, "bugs", "", []client.ACLRule{{Prefix: "", Rights: []string{client.RightDebug}}})
 
 	tlsArgs := []string{"-http-addr", addr, "-ca-file", tc.CAFile, "-client-cert", tc.CertFile, "-client-key", tc.KeyFile}
 	dir := t.TempDir()

@@ -18,8 +18,7 @@ import (
 // handed over (a crash-like exit would leave the others to an election).
 // A SIGTERM on a follower just exits 0.
 func TestLeaderSIGTERMHandsOverLeadership(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	cl := c.newClient(t, "holder-1")
 	const ttl = 3 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

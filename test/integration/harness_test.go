@@ -141,6 +141,14 @@ func startCluster(t *testing.T, n int) *cluster {
 	return newCluster(t).boot(t, n)
 }
 
+// startLedCluster is startCluster that also returns the index of the
+// leader it waited for.
+func startLedCluster(t *testing.T, n int) (*cluster, int) {
+	t.Helper()
+	c := startCluster(t, n)
+	return c, c.leader(t)
+}
+
 // startServers is startCluster without the wait for a leader, with extra
 // flags for every server.
 func startServers(t *testing.T, n int, extra ...string) *cluster {
@@ -446,6 +454,18 @@ func (c *cluster) stop(t *testing.T, i int) {
 	if p.err != nil {
 		t.Errorf("stop %s: exited with %v after SIGTERM, want exit status 0", nd.id, p.err)
 	}
+}
+
+// readmit asks node via to readmit the removed server nd, until it
+// answers 200 (within 30 seconds).
+func (c *cluster) readmit(t *testing.T, via int, nd *node) {
+	t.Helper()
+	poll.WaitFor(t, 30*time.Second, func() error {
+		if r := c.call(t, via, http.MethodPost, "/v1/operator/servers/"+nd.id+"/readmit", nil); r.Status != http.StatusOK {
+			return fmt.Errorf("readmit %s: %v", nd.id, r)
+		}
+		return nil
+	})
 }
 
 // restart starts node i again with the same flags, environment and data

@@ -47,13 +47,21 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 			key := "forward/" + c.nodes[tt.first].id
 			body := wire.AcquireBody{Holder: "worker-a", TTL: "30s"}
 
-			r := c.call(t, tt.first, http.MethodPut, "/v1/leases/"+key, body)
-			if r.Status != http.StatusCreated {
-				t.Fatalf("first acquire via %s: got %v, want 201", c.nodes[tt.first].id, r)
+			// send makes what through node, fails unless it is answered
+			// status, checks its leader header and decodes it into v.
+			send := func(what string, node int, method string, body any, status int, v any) reply {
+				t.Helper()
+				r := c.call(t, node, method, "/v1/leases/"+key, body)
+				if r.Status != status {
+					t.Fatalf("%s via %s: got %v, want %d", what, c.nodes[node].id, r, status)
+				}
+				checkLeaderHeader(what, r)
+				r.decode(t, v)
+				return r
 			}
-			checkLeaderHeader("first acquire", r)
+
 			var granted lease
-			r.decode(t, &granted)
+			send("first acquire", tt.first, http.MethodPut, body, http.StatusCreated, &granted)
 			if granted.Key != key || granted.Holder != "worker-a" || granted.State != "held" || granted.TTL != 30*time.Second {
 				t.Errorf("first acquire: got %+v, want %s held by worker-a for 30s", granted, key)
 			}
@@ -62,24 +70,14 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 			}
 			lastToken = granted.Token
 
-			r = c.call(t, tt.again, http.MethodPut, "/v1/leases/"+key, body)
-			if r.Status != http.StatusOK {
-				t.Fatalf("repeat acquire by the same holder via %s: got %v, want 200", c.nodes[tt.again].id, r)
-			}
-			checkLeaderHeader("repeat acquire", r)
 			var repeated lease
-			r.decode(t, &repeated)
+			send("repeat acquire by the same holder", tt.again, http.MethodPut, body, http.StatusOK, &repeated)
 			if repeated.Token != granted.Token || repeated.Holder != "worker-a" || repeated.State != "held" {
 				t.Errorf("repeat acquire: got token %d holder %q state %q, want the same lease (token %d)", repeated.Token, repeated.Holder, repeated.State, granted.Token)
 			}
 
-			r = c.call(t, tt.other, http.MethodPut, "/v1/leases/"+key, wire.AcquireBody{Holder: "worker-b", TTL: "30s"})
-			if r.Status != http.StatusConflict {
-				t.Fatalf("acquire by another holder via %s: got %v, want 409", c.nodes[tt.other].id, r)
-			}
-			checkLeaderHeader("conflicting acquire", r)
 			var conflict apiError
-			r.decode(t, &conflict)
+			r := send("conflicting acquire", tt.other, http.MethodPut, wire.AcquireBody{Holder: "worker-b", TTL: "30s"}, http.StatusConflict, &conflict)
 			if conflict.Error != "held" {
 				t.Errorf("conflicting acquire: error %q, want held", conflict.Error)
 			}
@@ -90,13 +88,8 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 				t.Errorf("conflicting acquire: current lease %+v, want held by worker-a with token %d", *conflict.Lease, granted.Token)
 			}
 
-			r = c.call(t, tt.read, http.MethodGet, "/v1/leases/"+key, nil)
-			if r.Status != http.StatusOK {
-				t.Fatalf("linearizable GET via follower %s: got %v, want 200", c.nodes[tt.read].id, r)
-			}
-			checkLeaderHeader("linearizable GET", r)
 			var read lease
-			r.decode(t, &read)
+			send("linearizable GET", tt.read, http.MethodGet, nil, http.StatusOK, &read)
 			if read.Holder != "worker-a" || read.Token != granted.Token || read.State != "held" || read.ModifyIndex < repeated.ModifyIndex {
 				t.Errorf("linearizable GET via follower: got %+v, want held by worker-a, token %d, modify_index >= %d", read, granted.Token, repeated.ModifyIndex)
 			}
@@ -144,8 +137,7 @@ func TestEveryNodeAnswersAndForwards(t *testing.T) {
 // answered 400 with the documented code and the field to blame, whichever
 // node receives it, and none of them changes any lease or uses up a token.
 func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	held := c.acquire(t, l, "bad/held", "owner", "30s", http.StatusCreated)
 	free := c.acquire(t, l, "bad/free", "owner", "30s", http.StatusCreated)
 	c.release(t, l, "bad/free", "owner", free.Token)

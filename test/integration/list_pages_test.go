@@ -63,13 +63,7 @@ func TestListPagesOverTLSWithACL(t *testing.T) {
 	}
 
 	// A token that reads pg/00 only pages within it.
-	if _, err := admin.ACL().SetPolicy(ctx, "pg00", client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "pg/00", Rights: []string{client.RightRead}}}}); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"pg00"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := policyToken(t, ctx, admin, "pg00", "", []client.ACLRule{{Prefix: "pg/00", Rights: []string{client.RightRead}}})
 	reader := newClient(tok.SecretID)
 	var got []string
 	page := client.PageOptions{Limit: 30}

@@ -28,8 +28,7 @@ const joinTimeout = 15 * time.Second
 // then removes the failed servers with DELETE /v1/operator/servers/{id},
 // and they stay removed.
 func TestFourthServerJoins(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	written := c.acquire(t, l, "join/before", "worker", "30s", http.StatusCreated)
 
 	tests := []struct {
@@ -183,8 +182,7 @@ func TestFourthServerJoins(t *testing.T) {
 // promoted to a voter that does not answer the moment the cluster has room
 // for one.
 func TestRemovedServerStaysRemoved(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	i := c.addNode(t, "-join", c.nodes[l].gossipAddr)
 	id := c.nodes[i].id
 	poll.WaitFor(t, joinTimeout, func() error {
@@ -222,8 +220,7 @@ func TestRemovedServerStaysRemoved(t *testing.T) {
 // leadership transfer, on-demand snapshots, liveness, readiness with the
 // node's role, and Prometheus metrics that include tenure's own and Raft's.
 func TestOperatorRoutes(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	written := c.acquire(t, c.followers(l)[0], "ops/lease", "worker", "30s", http.StatusCreated)
 
 	t.Run("healthz and readyz", func(t *testing.T) {
@@ -437,8 +434,7 @@ func parseMetrics(b []byte) map[string]float64 {
 // voter comes back as a non-voter there and is promoted again once it has
 // caught up for -server-stabilization-time.
 func TestServerRejoinsAtNewRaftAddress(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	f := c.followers(l)[0]
 	nd := c.nodes[f]
 	c.stop(t, f)
@@ -490,8 +486,7 @@ func TestServerRejoinsAtNewRaftAddress(t *testing.T) {
 // production -join by mistake) never changes the Raft configuration of any
 // server, and the leader says why in its log.
 func TestServerOfAnotherClusterNeverJoins(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	rogue := c.addNode(t, "-join", c.nodes[l].gossipAddr, "-cluster-name", "staging")
 	id := c.nodes[rogue].id
 	poll.WaitFor(t, joinTimeout, func() error {

@@ -74,8 +74,7 @@ func scrapeFamilies(body []byte) map[string]string {
 // type; every documented metric that is always there is exposed by a
 // real three-server cluster that has served some leases.
 func TestMetricsFollowConventionsAndAreDocumented(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	// Some traffic: grants, renewals, a conflict, a release, a 404.
 	for i := range 5 {
 		key := fmt.Sprintf("metrics/%d", i)

@@ -11,8 +11,7 @@ import (
 // refused connection of the last address tried; `tenure status` says there
 // is no leader and exits non-zero (it exited 0 with "Role: candidate").
 func TestTwoServersDownCommandsSayWhy(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	env := []string{"TENURE_HTTP_ADDR=" + strings.Join(c.httpAddrs(), ",")}
 	mustRunTenure(t, env, "leases", "acquire", "-holder", "h", "-ttl", "5s", "k")
 	survivor := c.followers(l)[0]

@@ -380,13 +380,7 @@ func TestPage(t *testing.T) {
 	t.Run("a token that may not revoke", func(t *testing.T) {
 		b.t = t
 		admin := c.client(t, "admin", "")
-		if _, err := admin.ACL().SetPolicy(ctx, "viewer", client.ACLPolicySpec{Rules: []client.ACLRule{{Prefix: "", Rights: []string{client.RightRead}}}}); err != nil {
-			t.Fatal(err)
-		}
-		viewer, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"viewer"}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		viewer := policyToken(t, ctx, admin, "viewer", "", []client.ACLRule{{Prefix: "", Rights: []string{client.RightRead}}})
 		lease, err := app.Acquire(ctx, "scenes/guarded", client.WithTTL(10*time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -442,14 +436,8 @@ func TestPage(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer hidden.Release(ctx)
-		if _, err := admin.ACL().SetPolicy(ctx, "mixed-scenes", client.ACLPolicySpec{Rules: []client.ACLRule{
-			{Prefix: "mixed", Rights: []string{client.RightRead}}, {Prefix: "scenes/", Rights: []string{client.RightRead}}}}); err != nil {
-			t.Fatal(err)
-		}
-		narrow, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"mixed-scenes"}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		narrow := policyToken(t, ctx, admin, "mixed-scenes", "", []client.ACLRule{
+			{Prefix: "mixed", Rights: []string{client.RightRead}}, {Prefix: "scenes/", Rights: []string{client.RightRead}}})
 		c.awaitRight(t, pageNode, narrow.SecretID, client.RightRead, "scenes/m1", true)
 		// The token may not list every group: the page says so, and opens
 		// the group by its name.

@@ -292,62 +292,64 @@ func TestPlacementDrainHandsOffWithoutOverlap(t *testing.T) {
 		return out
 	}
 
-	t.Run("Worker.Drain", func(t *testing.T) {
-		w := workers[0]
+	// drain drains w through drainIt, which returns once the drain is
+	// done as its caller sees it; then every key w owned is owned again
+	// by the others, handed over in order, and the keys are even over
+	// them. It returns who owns each key now.
+	drain := func(t *testing.T, how string, w *fleetWorker, timeout time.Duration, drainIt func(ctx context.Context)) map[string]string {
+		t.Helper()
 		mine := ownedBy(holders, w.id)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		start := time.Now()
-		if err := w.w.Drain(ctx); err != nil {
-			t.Fatalf("Drain: %v", err)
-		}
+		drainIt(ctx)
 		took := time.Since(start)
-		if got := w.w.Keys(); len(got) > 0 {
-			t.Errorf("after Drain, %s still holds %v", w.id, got)
-		}
-		if got := runs.runningOf(w.id); len(got) > 0 {
-			t.Errorf("after Drain, %s's handlers still run for %v", w.id, got)
-		}
 		owners = slices.DeleteFunc(owners, func(id string) bool { return id == w.id })
 		now, settledIn := waitSettled(t, admin, f, owners, keys, 10*time.Second)
 		gap := handedOver(t, w.id, mine, now)
-		t.Logf("Drain of %d keys returned in %v; all owned again %v later; longest hand-off gap %v",
-			len(mine), took.Round(time.Millisecond), settledIn.Round(time.Millisecond), gap.Round(time.Microsecond))
+		t.Logf("%s: %d keys handed back in %v; all owned again %v later; longest hand-off gap %v",
+			how, len(mine), took.Round(time.Millisecond), settledIn.Round(time.Millisecond), gap.Round(time.Microsecond))
 		checkEven(t, now, owners)
-		holders = now
+		return now
+	}
+
+	t.Run("Worker.Drain", func(t *testing.T) {
+		w := workers[0]
+		holders = drain(t, "Drain", w, 30*time.Second, func(ctx context.Context) {
+			if err := w.w.Drain(ctx); err != nil {
+				t.Fatalf("Drain: %v", err)
+			}
+			if got := w.w.Keys(); len(got) > 0 {
+				t.Errorf("after Drain, %s still holds %v", w.id, got)
+			}
+			if got := runs.runningOf(w.id); len(got) > 0 {
+				t.Errorf("after Drain, %s's handlers still run for %v", w.id, got)
+			}
+		})
 	})
 
 	t.Run("operator DrainWorker", func(t *testing.T) {
 		w := workers[1]
-		mine := ownedBy(holders, w.id)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		start := time.Now()
-		if err := admin.Groups().DrainWorker(ctx, w.id, true); err != nil {
-			t.Fatalf("DrainWorker: %v", err)
-		}
-		poll.WaitFor(t, 30*time.Second, func() error {
-			g, err := groupView(admin, f.group)
-			if err != nil {
-				return err
+		drain(t, "DrainWorker", w, 10*time.Second, func(ctx context.Context) {
+			if err := admin.Groups().DrainWorker(ctx, w.id, true); err != nil {
+				t.Fatalf("DrainWorker: %v", err)
 			}
-			for _, k := range g.Keys {
-				if k.Worker == w.id && k.State == "held" {
-					return fmt.Errorf("%s still holds %s", w.id, k.Key)
+			poll.WaitFor(t, 30*time.Second, func() error {
+				g, err := groupView(admin, f.group)
+				if err != nil {
+					return err
 				}
-			}
-			if got := runs.runningOf(w.id); len(got) > 0 {
-				return fmt.Errorf("%s's handlers still run for %v", w.id, got)
-			}
-			return nil
+				for _, k := range g.Keys {
+					if k.Worker == w.id && k.State == "held" {
+						return fmt.Errorf("%s still holds %s", w.id, k.Key)
+					}
+				}
+				if got := runs.runningOf(w.id); len(got) > 0 {
+					return fmt.Errorf("%s's handlers still run for %v", w.id, got)
+				}
+				return nil
+			})
 		})
-		took := time.Since(start)
-		owners = slices.DeleteFunc(owners, func(id string) bool { return id == w.id })
-		now, settledIn := waitSettled(t, admin, f, owners, keys, 10*time.Second)
-		gap := handedOver(t, w.id, mine, now)
-		t.Logf("DrainWorker: %d keys handed back in %v; all owned again %v later; longest hand-off gap %v",
-			len(mine), took.Round(time.Millisecond), settledIn.Round(time.Millisecond), gap.Round(time.Microsecond))
-		checkEven(t, now, owners)
 	})
 	runs.checkExclusive(t)
 }

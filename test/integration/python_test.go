@@ -31,16 +31,10 @@ func TestPythonClient(t *testing.T) {
 
 	boot, _ := c.bootstrapTLS(t, "admin", tc)
 	admin := tokenClient(t, "", boot.SecretID, tc, 5*time.Second, c.httpAddrs()...)
-	if _, err := admin.ACL().SetPolicy(ctx, "python", client.ACLPolicySpec{Rules: []client.ACLRule{
+	app := policyToken(t, ctx, admin, "python", "py-", []client.ACLRule{
 		{Prefix: "", Rights: []string{client.RightRead}},
 		{Prefix: "py/", Rights: []string{client.RightWrite}},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	app, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"python"}, HolderPrefix: "py-"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 
 	var pids []string
 	for _, nd := range c.nodes {

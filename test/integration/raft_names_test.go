@@ -13,11 +13,7 @@ import (
 // with the names in the Raft configuration, elect a leader, replicate, and
 // a restarted follower is reached under its name again.
 func TestRaftAddressesAsNamesWithTLS(t *testing.T) {
-	p := newTestPKI(t)
-	certFile, keyFile := p.client(t, "harness")
-	c := newCluster(t)
-	c.scheme = "https"
-	c.http = httpClient(t, p, certFile, keyFile)
+	c, p, _ := newMutualTLSCluster(t, "harness")
 	tlsArgs := p.serverArgs()
 	named := func(nd *node) string {
 		_, port, err := net.SplitHostPort(nd.raftAddr)

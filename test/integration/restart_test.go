@@ -14,8 +14,7 @@ import (
 // lease held before the restart is still held by the same holder under the
 // same token while its TTL has not passed.
 func TestTokensSurviveFullRestart(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 
 	// Advance the token counter with acquisitions and releases on a few
 	// keys, through every node.

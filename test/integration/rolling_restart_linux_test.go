@@ -13,8 +13,7 @@ import (
 // that renews every TTL/3: no renewal is answered lease_lost, and no gap
 // between successful renewals reaches the TTL. The lease keeps its token.
 func TestRollingRestartLosesNoLease(t *testing.T) {
-	c := startCluster(t, 3)
-	l := c.leader(t)
+	c, l := startLedCluster(t, 3)
 	const ttl = 3 * time.Second
 	const key = "rolling/singleton"
 	const holder = "scheduler-1"

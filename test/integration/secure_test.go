@@ -35,18 +35,12 @@ func TestSecureClusterClients(t *testing.T) {
 	c.token = boot.SecretID
 	c.leader(t)
 	admin := newClient("admin", boot.SecretID)
-	if _, err := admin.ACL().SetPolicy(ctx, "app", client.ACLPolicySpec{Rules: []client.ACLRule{
+	app := policyToken(t, ctx, admin, "app", "app-", []client.ACLRule{
 		{Prefix: "", Rights: []string{client.RightRead}},
 		{Prefix: "scenes/", Rights: []string{client.RightWrite}},
 		{Prefix: "elections/", Rights: []string{client.RightWrite}},
 		{Prefix: "parts/", Rights: []string{client.RightWrite}},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	app, err := admin.ACL().CreateToken(ctx, client.ACLTokenSpec{Policies: []string{"app"}, HolderPrefix: "app-"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	if _, err := admin.Groups().Put(ctx, "parts", client.GroupSpec{Prefix: "parts/", Count: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,23 +60,7 @@ func TestSecureClusterClients(t *testing.T) {
 	}
 
 	// An election leads.
-	led := make(chan struct{}, 1)
-	ectx, stopElection := context.WithCancel(ctx)
-	electionDone := make(chan error, 1)
-	go func() {
-		electionDone <- newClient("app-sched", app.SecretID).Election("elections/scheduler", client.WithTTL(2*time.Second)).Run(ectx, client.RunConfig{
-			OnStartedLeading: func(ctx context.Context) { led <- struct{}{}; <-ctx.Done() },
-		})
-	}()
-	select {
-	case <-led:
-	case err := <-electionDone:
-		t.Fatalf("election ended before leading: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the election never led")
-	}
-	stopElection()
-	<-electionDone
+	mustLead(t, ctx, newClient("app-sched", app.SecretID), "elections/scheduler")
 
 	// A worker with the gossip key registers, joins gossip and owns every
 	// key of the group.

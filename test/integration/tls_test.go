@@ -218,14 +218,24 @@ func tlsEnv(tc client.TLSConfig, token string, addrs ...string) []string {
 // certificate called name; tc holds the same certificate for Go clients.
 func startSecureCluster(t *testing.T, n int, name string, extra ...string) (c *cluster, tc client.TLSConfig) {
 	t.Helper()
-	p := newTestPKI(t)
+	c, p, tc := newMutualTLSCluster(t, name)
+	c.nodeArgs = p.serverArgs(append(extra, "-acl-enabled")...)
+	c.start(t, n)
+	return c, tc
+}
+
+// newMutualTLSCluster returns a cluster, not started, that the harness
+// talks to over https with the client certificate called name of a new
+// CA, p; tc holds the same certificate for Go clients. The caller sets
+// the servers' nodeArgs (p.serverArgs and its own flags).
+func newMutualTLSCluster(t *testing.T, name string) (c *cluster, p *testPKI, tc client.TLSConfig) {
+	t.Helper()
+	p = newTestPKI(t)
 	certFile, keyFile := p.client(t, name)
 	c = newCluster(t)
 	c.scheme = "https"
 	c.http = httpClient(t, p, certFile, keyFile)
-	c.nodeArgs = p.serverArgs(append(extra, "-acl-enabled")...)
-	c.start(t, n)
-	return c, client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
+	return c, p, client.TLSConfig{CAFile: p.caFile(), CertFile: certFile, KeyFile: keyFile}
 }
 
 // TestTLSMutualCluster: three servers with -tls-verify-incoming. Plain

@@ -12,6 +12,31 @@ func check(t *testing.T, h *ops) Result {
 	return Register(h.sorted(), RegisterConfig{})
 }
 
+// historyCase is a history that build makes and whether the register
+// check must find it valid (if not, it must report a violation on key k).
+type historyCase struct {
+	name  string
+	valid bool
+	build func(h *ops)
+}
+
+// checkHistories checks the history of each case in a subtest of its
+// name: valid, or with a violation that names key k.
+func checkHistories(t *testing.T, cases []historyCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var h ops
+			c.build(&h)
+			if r := check(t, &h); c.valid {
+				wantValid(t, r)
+			} else {
+				wantViolation(t, r, `key "k"`)
+			}
+		})
+	}
+}
+
 func TestRegisterValid(t *testing.T) {
 	var h ops
 	h.add("p1", 0, 5, acq("k", "a", 1000), granted(1))
@@ -33,44 +58,36 @@ func TestRegisterValid(t *testing.T) {
 }
 
 func TestRegisterIndeterminate(t *testing.T) {
-	t.Run("token revealed later", func(t *testing.T) {
-		var h ops
-		h.add("p1", 0, noReply, acq("k", "a", 1000), info())
-		h.add("p2", 100, 110, read("k"), shows("held", "a", 5))
-		h.add("p3", 200, 210, renew("k", "a", 5), kept(5))
-		h.add("p2", 1300, 1310, acq("k", "b", 1000), granted(6))
-		wantValid(t, check(t, &h))
-	})
-	t.Run("never took effect", func(t *testing.T) {
-		var h ops
-		h.add("p1", 0, 10, acq("k", "a", 1000), info())
-		h.add("p2", 50, 60, acq("k", "b", 1000), granted(7))
-		h.add("p3", 70, 80, read("k"), shows("held", "b", 7))
-		wantValid(t, check(t, &h))
-	})
-	t.Run("took effect after the last lease expired", func(t *testing.T) {
-		var h ops
-		h.add("p2", 0, 5, acq("k", "b", 100), granted(1))
-		h.add("p1", 10, noReply, acq("k", "a", 100), info())
-		h.add("p3", 300, 310, read("k"), shows("held", "a", 2))
-		wantValid(t, check(t, &h))
-	})
-	t.Run("renew and release of unknown outcome", func(t *testing.T) {
-		var h ops
-		h.add("p1", 0, 5, acq("k", "a", 1000), granted(1))
-		h.add("p1", 900, noReply, renew("k", "a", 1), info())
-		h.add("p2", 950, 960, read("k"), shows("held", "a", 1))
-		h.add("p1", 1000, noReply, rel("k", "a", 1), info())
-		h.add("p2", 1100, 1110, read("k"), shows("free", "a", 1))
-		wantValid(t, check(t, &h))
-	})
-	t.Run("renew saw the deadline pass before the expire", func(t *testing.T) {
-		var h ops
-		h.add("p1", 0, 5, acq("k", "a", 1000), granted(1))
-		h.add("p1", 1001, 1010, renew("k", "a", 1), lost("expired"))
-		h.add("p2", 1011, 1012, read("k"), shows("held", "a", 1))
-		h.add("p2", 1100, 1105, read("k"), shows("free", "a", 1))
-		wantValid(t, check(t, &h))
+	checkHistories(t, []historyCase{
+		{"token revealed later", true, func(h *ops) {
+			h.add("p1", 0, noReply, acq("k", "a", 1000), info())
+			h.add("p2", 100, 110, read("k"), shows("held", "a", 5))
+			h.add("p3", 200, 210, renew("k", "a", 5), kept(5))
+			h.add("p2", 1300, 1310, acq("k", "b", 1000), granted(6))
+		}},
+		{"never took effect", true, func(h *ops) {
+			h.add("p1", 0, 10, acq("k", "a", 1000), info())
+			h.add("p2", 50, 60, acq("k", "b", 1000), granted(7))
+			h.add("p3", 70, 80, read("k"), shows("held", "b", 7))
+		}},
+		{"took effect after the last lease expired", true, func(h *ops) {
+			h.add("p2", 0, 5, acq("k", "b", 100), granted(1))
+			h.add("p1", 10, noReply, acq("k", "a", 100), info())
+			h.add("p3", 300, 310, read("k"), shows("held", "a", 2))
+		}},
+		{"renew and release of unknown outcome", true, func(h *ops) {
+			h.add("p1", 0, 5, acq("k", "a", 1000), granted(1))
+			h.add("p1", 900, noReply, renew("k", "a", 1), info())
+			h.add("p2", 950, 960, read("k"), shows("held", "a", 1))
+			h.add("p1", 1000, noReply, rel("k", "a", 1), info())
+			h.add("p2", 1100, 1110, read("k"), shows("free", "a", 1))
+		}},
+		{"renew saw the deadline pass before the expire", true, func(h *ops) {
+			h.add("p1", 0, 5, acq("k", "a", 1000), granted(1))
+			h.add("p1", 1001, 1010, renew("k", "a", 1), lost("expired"))
+			h.add("p2", 1011, 1012, read("k"), shows("held", "a", 1))
+			h.add("p2", 1100, 1105, read("k"), shows("free", "a", 1))
+		}},
 	})
 }
 

@@ -133,24 +133,28 @@ func (n *Net) dial(ctx context.Context, ns, network, addr string) (net.Conn, err
 
 // ListenIn returns a listener created inside node's namespace.
 func (n *Net) ListenIn(node, network, addr string) (net.Listener, error) {
-	nd, err := n.node(node)
-	if err != nil {
-		return nil, err
-	}
-	return openIn(context.Background(), nd.ns, network, addr, func(addr string) (net.Listener, error) {
-		return new(net.ListenConfig).Listen(context.Background(), network, addr)
+	return listenIn(n, node, network, addr, func(lc *net.ListenConfig, addr string) (net.Listener, error) {
+		return lc.Listen(context.Background(), network, addr)
 	})
 }
 
 // ListenPacketIn returns a packet listener (UDP) created inside node's
 // namespace.
 func (n *Net) ListenPacketIn(node, network, addr string) (net.PacketConn, error) {
+	return listenIn(n, node, network, addr, func(lc *net.ListenConfig, addr string) (net.PacketConn, error) {
+		return lc.ListenPacket(context.Background(), network, addr)
+	})
+}
+
+// listenIn opens a listening socket with listen inside node's namespace.
+func listenIn[S io.Closer](n *Net, node, network, addr string, listen func(lc *net.ListenConfig, addr string) (S, error)) (S, error) {
 	nd, err := n.node(node)
 	if err != nil {
-		return nil, err
+		var none S
+		return none, err
 	}
-	return openIn(context.Background(), nd.ns, network, addr, func(addr string) (net.PacketConn, error) {
-		return new(net.ListenConfig).ListenPacket(context.Background(), network, addr)
+	return openIn(context.Background(), nd.ns, network, addr, func(addr string) (S, error) {
+		return listen(new(net.ListenConfig), addr)
 	})
 }
 

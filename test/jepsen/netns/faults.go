@@ -112,29 +112,26 @@ func (n *Net) Partition(groups ...[]string) error {
 			}
 		}
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if err := n.usable(); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	if err := n.applyDrops(want); err != nil {
-		return fmt.Errorf("partition: %w", err)
-	}
-	n.log.Info("partitioned", "groups", groups)
-	return nil
+	return n.setDrops("partition", want, func() { n.log.Info("partitioned", "groups", groups) })
 }
 
 // Heal removes every drop rule of every node. Shaping stays.
 func (n *Net) Heal() error {
+	return n.setDrops("heal", nil, func() { n.log.Info("healed") })
+}
+
+// setDrops replaces the drop rules of every node with want (none when
+// nil), then calls done, all under n's lock; its errors name op.
+func (n *Net) setDrops(op string, want map[string]map[string]bool, done func()) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.usable(); err != nil {
-		return fmt.Errorf("heal: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
-	if err := n.applyDrops(nil); err != nil {
-		return fmt.Errorf("heal: %w", err)
+	if err := n.applyDrops(want); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
-	n.log.Info("healed")
+	done()
 	return nil
 }
 

@@ -160,14 +160,8 @@ func TestSetupCheckAndClose(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var exit *exec.ExitError
-	if err := sleeper.Wait(); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Errorf("process inside n2 after Close: %v, want killed by SIGKILL", err)
-	}
-	list, err := run("ip", "netns", "list")
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantKilled(t, sleeper, "process inside n2 after Close")
+	list := namespaces(t)
 	if strings.Contains(list, prefix+"-") {
 		t.Errorf("namespaces left after Close:\n%s", list)
 	}
@@ -284,4 +278,24 @@ func TestBlockPartitionHeal(t *testing.T) {
 	if err := n.CheckConnectivity(context.Background()); err != nil {
 		t.Fatalf("after Heal: %v", err)
 	}
+}
+
+// wantKilled waits for cmd and fails t, naming what, unless SIGKILL ended
+// it.
+func wantKilled(t *testing.T, cmd *exec.Cmd, what string) {
+	t.Helper()
+	var exit *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("%s: %v, want killed by SIGKILL", what, err)
+	}
+}
+
+// namespaces returns what `ip netns list` prints.
+func namespaces(t *testing.T) string {
+	t.Helper()
+	list, err := run("ip", "netns", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
 }

@@ -3,13 +3,11 @@
 package netns
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -58,14 +56,8 @@ func TestSweep(t *testing.T) {
 	if removed != 2 {
 		t.Errorf("Sweep removed %d namespaces, want 2", removed)
 	}
-	var exit *exec.ExitError
-	if err := stray.Wait(); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Errorf("process in the swept namespace: %v, want killed by SIGKILL", err)
-	}
-	list, err := run("ip", "netns", "list")
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantKilled(t, stray, "process in the swept namespace")
+	list := namespaces(t)
 	for ns, want := range map[string]bool{prefix + "-dead": false, prefix + "-reused": false, prefix + "-live": true} {
 		if has := strings.Contains(list, ns); has != want {
 			t.Errorf("namespace %s listed: %v, want %v", ns, has, want)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -22,14 +21,8 @@ const (
 // candidate campaigns in an election, leads for a while, resigns, and
 // campaigns again.
 type candidate struct {
-	id      string
-	name    string
-	ttl     time.Duration
-	c       *client.Client
-	rec     *recorder
-	log     hclog.Logger
-	rng     *rand.Rand
-	holders *holders
+	holderProc
+	name string
 }
 
 // runElect is `jagent elect`.
@@ -41,30 +34,18 @@ func runElect(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := newFlagSet("elect", "-servers URLS -id ID -election NAME -history FILE [-ttl D] [-seed N] [-duration D]", stderr)
 	hf.register(fs)
 	fs.StringVar(&election, "election", "", "name of the election (its key is client.ElectionKey(NAME)) (required)")
-	code, ok := parseFlags(fs, args, stderr, func() error {
-		if err := hf.check(fs); err != nil {
-			return err
-		}
+	check := func() error {
 		if election == "" {
 			return errors.New("-election is required")
 		}
 		return nil
+	}
+	return runHolder(ctx, fs, args, stderr, &hf, check, func(ctx context.Context, log hclog.Logger, rec *recorder, c *client.Client) int {
+		cd := &candidate{holderProc: newHolderProc(hf, log, rec, c), name: election}
+		log.Info("starting", "id", hf.id, "election", election, "key", client.ElectionKey(election), "ttl", hf.ttl, "seed", hf.seed, "servers", hf.urls)
+		cd.run(ctx)
+		return exitOK
 	})
-	if !ok {
-		return code
-	}
-	log, rec, c, ok := startHolder(hf, stderr, "elect")
-	if !ok {
-		return exitError
-	}
-	defer rec.Close()
-	cd := &candidate{id: hf.id, name: election, ttl: hf.ttl, c: c, rec: rec, log: log,
-		rng: newRand(hf.seed, 0), holders: newHolders(hf.id)}
-	ctx, cancel := hf.runContext(ctx)
-	defer cancel()
-	log.Info("starting", "id", hf.id, "election", election, "key", client.ElectionKey(election), "ttl", hf.ttl, "seed", hf.seed, "servers", hf.urls)
-	cd.run(ctx)
-	return stopHolder(log, rec)
 }
 
 // run campaigns until ctx ends. Each campaign is under a new holder: a

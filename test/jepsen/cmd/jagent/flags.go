@@ -106,6 +106,17 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, check func() 
 	return exitOK, true
 }
 
+// parseChecked is parseFlags with the check of the workload's flag group
+// f (its common or holder flags) before the subcommand's own check.
+func parseChecked(fs *flag.FlagSet, args []string, stderr io.Writer, f interface{ check(*flag.FlagSet) error }, check func() error) (int, bool) {
+	return parseFlags(fs, args, stderr, func() error {
+		if err := f.check(fs); err != nil {
+			return err
+		}
+		return check()
+	})
+}
+
 // parseServers splits a comma-separated list of server addresses, each
 // "http://host:port", "https://host:port" or "host:port", into base URLs
 // with a scheme and without a trailing slash.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -148,6 +150,51 @@ func stopHolder(log hclog.Logger, rec *recorder) int {
 	}
 	log.Info("stopped")
 	return exitOK
+}
+
+// holderProc is what a lease-holding process of the elect and mutex
+// workloads runs with: its id and TTL, a client of the servers, its
+// history and log, its random source (seeded by -seed) and the holder
+// names it takes.
+type holderProc struct {
+	id      string
+	ttl     time.Duration
+	c       *client.Client
+	rec     *recorder
+	log     hclog.Logger
+	rng     *rand.Rand
+	holders *holders
+}
+
+// newHolderProc returns the holderProc of the flags hf, with what
+// startHolder opened.
+func newHolderProc(hf holderFlags, log hclog.Logger, rec *recorder, c *client.Client) holderProc {
+	return holderProc{id: hf.id, ttl: hf.ttl, c: c, rec: rec, log: log, rng: newRand(hf.seed, 0), holders: newHolders(hf.id)}
+}
+
+// runHolder is the frame of a holder workload's subcommand: it parses
+// args into fs, checking hf and then the subcommand's check, opens the
+// log, the history and the client, and calls run with a context that
+// ends with ctx or after -duration. An exit status of run other than
+// exitOK is returned as it is; else the history is closed, and
+// stopHolder's status returned.
+func runHolder(ctx context.Context, fs *flag.FlagSet, args []string, stderr io.Writer, hf *holderFlags, check func() error,
+	run func(ctx context.Context, log hclog.Logger, rec *recorder, c *client.Client) int) int {
+	code, ok := parseChecked(fs, args, stderr, hf, check)
+	if !ok {
+		return code
+	}
+	log, rec, c, ok := startHolder(*hf, stderr, fs.Name())
+	if !ok {
+		return exitError
+	}
+	defer rec.Close()
+	ctx, cancel := hf.runContext(ctx)
+	defer cancel()
+	if code := run(ctx, log, rec, c); code != exitOK {
+		return code
+	}
+	return stopHolder(log, rec)
 }
 
 // startHolder opens what every holder workload needs: its logger, its

@@ -20,21 +20,15 @@ const mutexRetryPause = 250 * time.Millisecond
 // mutexWorker holds leases of the keys, one at a time, and increments the
 // key's register on the store under each, fenced by the lease's token.
 type mutexWorker struct {
-	id   string
+	holderProc
 	keys []string
-	ttl  time.Duration
 	work time.Duration
 	wait time.Duration
 	// stall, with probability stallProb, pauses a write between its last
 	// Belief and the request: the pause of a process at the worst moment.
 	stall     time.Duration
 	stallProb float64
-	c         *client.Client
 	store     *storeClient
-	rec       *recorder
-	log       hclog.Logger
-	rng       *rand.Rand
-	holders   *holders
 }
 
 // runMutex is `jagent mutex`.
@@ -57,10 +51,7 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.DurationVar(&stall, "stall", 0, "pause this long between the last lease check and the store write, with probability -stall-prob (0: never)")
 	fs.Float64Var(&stallProb, "stall-prob", 0, "probability of a -stall before each store write, in [0, 1]")
 	fs.DurationVar(&revokeEvery, "revoke-every", 0, "as an operator, revoke a random key (the safe way, not forced) about this often (0: never)")
-	code, ok := parseFlags(fs, args, stderr, func() error {
-		if err := hf.check(fs); err != nil {
-			return err
-		}
+	check := func() error {
 		var err error
 		if storeURL == "" {
 			return errors.New("-store is required")
@@ -84,33 +75,22 @@ func runMutex(ctx context.Context, args []string, stderr io.Writer) int {
 			return fmt.Errorf("-revoke-every must not be negative, got %v", revokeEvery)
 		}
 		return positive("wait", wait)
+	}
+	return runHolder(ctx, fs, args, stderr, &hf, check, func(ctx context.Context, log hclog.Logger, rec *recorder, c *client.Client) int {
+		m := &mutexWorker{holderProc: newHolderProc(hf, log, rec, c), keys: list, work: work, wait: wait,
+			stall: stall, stallProb: stallProb, store: newStoreClient(storeURLs[0], hf.timeout)}
+		log.Info("starting", "id", hf.id, "keys", list, "ttl", hf.ttl, "work", work, "seed", hf.seed, "store", storeURLs[0], "servers", hf.urls, "revoke_every", revokeEvery)
+		revoked := make(chan struct{})
+		go func() {
+			defer close(revoked)
+			if revokeEvery > 0 {
+				m.revokeLoop(ctx, revokeEvery, newRand(hf.seed, 1))
+			}
+		}()
+		m.run(ctx)
+		<-revoked
+		return exitOK
 	})
-	if !ok {
-		return code
-	}
-	log, rec, c, ok := startHolder(hf, stderr, "mutex")
-	if !ok {
-		return exitError
-	}
-	defer rec.Close()
-	m := &mutexWorker{
-		id: hf.id, keys: list, ttl: hf.ttl, work: work, wait: wait, stall: stall, stallProb: stallProb, c: c,
-		store: newStoreClient(storeURLs[0], hf.timeout), rec: rec, log: log,
-		rng: newRand(hf.seed, 0), holders: newHolders(hf.id),
-	}
-	ctx, cancel := hf.runContext(ctx)
-	defer cancel()
-	log.Info("starting", "id", hf.id, "keys", list, "ttl", hf.ttl, "work", work, "seed", hf.seed, "store", storeURLs[0], "servers", hf.urls, "revoke_every", revokeEvery)
-	revoked := make(chan struct{})
-	go func() {
-		defer close(revoked)
-		if revokeEvery > 0 {
-			m.revokeLoop(ctx, revokeEvery, newRand(hf.seed, 1))
-		}
-	}()
-	m.run(ctx)
-	<-revoked
-	return stopHolder(log, rec)
 }
 
 // run acquires and holds keys until ctx ends.

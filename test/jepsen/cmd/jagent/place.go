@@ -39,10 +39,7 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&group, "group", "", "group whose keys to own (required)")
 	fs.IntVar(&capacity, "capacity", 0, "most keys this worker takes (0: no bound)")
 	fs.StringVar(&statusA, "status-addr", "", "serve GET /keys on this IP:PORT: the keys whose handler runs")
-	code, ok := parseFlags(fs, args, stderr, func() error {
-		if err := hf.check(fs); err != nil {
-			return err
-		}
+	check := func() error {
 		if _, _, err := net.SplitHostPort(gossip); err != nil {
 			return fmt.Errorf("-gossip-addr: want IP:PORT, got %q: %w", gossip, err)
 		}
@@ -63,50 +60,42 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 			}
 		}
 		return nil
-	})
-	if !ok {
-		return code
 	}
-	log, rec, c, ok := startHolder(hf, stderr, "place")
-	if !ok {
-		return exitError
-	}
-	defer rec.Close()
-	ctx, cancel := hf.runContext(ctx)
-	defer cancel()
-	var w *worker.Worker
-	h := &placeHandler{proc: hf.id, rec: rec, log: log, stop: ctx, holder: func() string { return w.Holder() }}
-	opts := []worker.WorkerOption{worker.WithWorkerID(hf.id), worker.WithWorkerTTL(hf.ttl), worker.WithGossipAddr(gossip),
-		worker.WithCapacity(capacity), worker.WithWorkerLogger(log)}
-	if peers := splitList(join); len(peers) > 0 {
-		opts = append(opts, worker.WithJoin(peers...))
-	}
-	w = worker.New(c, group, h.handle, opts...)
-	if statusA != "" {
-		stopStatus, err := serveStatus(statusA, hf.id, w, log)
-		if err != nil {
-			log.Error("cannot start", "error", err)
-			return exitError
+	return runHolder(ctx, fs, args, stderr, &hf, check, func(ctx context.Context, log hclog.Logger, rec *recorder, c *client.Client) int {
+		var w *worker.Worker
+		h := &placeHandler{proc: hf.id, rec: rec, log: log, stop: ctx, holder: func() string { return w.Holder() }}
+		opts := []worker.WorkerOption{worker.WithWorkerID(hf.id), worker.WithWorkerTTL(hf.ttl), worker.WithGossipAddr(gossip),
+			worker.WithCapacity(capacity), worker.WithWorkerLogger(log)}
+		if peers := splitList(join); len(peers) > 0 {
+			opts = append(opts, worker.WithJoin(peers...))
 		}
-		defer stopStatus()
-	}
-	log.Info("starting", "id", hf.id, "holder", w.Holder(), "group", group, "ttl", hf.ttl, "gossip", gossip, "seed", hf.seed, "servers", hf.urls)
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(ctx) }()
-	select {
-	case err := <-ran:
-		if ctx.Err() == nil {
-			log.Error("the worker stopped", "error", err)
-			return exitError
+		w = worker.New(c, group, h.handle, opts...)
+		if statusA != "" {
+			stopStatus, err := serveStatus(statusA, hf.id, w, log)
+			if err != nil {
+				log.Error("cannot start", "error", err)
+				return exitError
+			}
+			defer stopStatus()
 		}
-	case <-ctx.Done():
+		log.Info("starting", "id", hf.id, "holder", w.Holder(), "group", group, "ttl", hf.ttl, "gossip", gossip, "seed", hf.seed, "servers", hf.urls)
+		ran := make(chan error, 1)
+		go func() { ran <- w.Run(ctx) }()
 		select {
-		case <-ran:
-		case <-time.After(placeStopTimeout):
-			log.Warn("the worker did not stop in time; exiting anyway", "timeout", placeStopTimeout)
+		case err := <-ran:
+			if ctx.Err() == nil {
+				log.Error("the worker stopped", "error", err)
+				return exitError
+			}
+		case <-ctx.Done():
+			select {
+			case <-ran:
+			case <-time.After(placeStopTimeout):
+				log.Warn("the worker did not stop in time; exiting anyway", "timeout", placeStopTimeout)
+			}
 		}
-	}
-	return stopHolder(log, rec)
+		return exitOK
+	})
 }
 
 // placeHandler records the ownership of the keys of a Worker. The handler

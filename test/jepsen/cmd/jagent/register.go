@@ -60,10 +60,7 @@ func runRegister(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&keys, "keys", "k0,k1", "comma-separated lease keys")
 	fs.DurationVar(&cfg.ttl, "ttl", 2*time.Second, "TTL of the acquisitions")
 	fs.DurationVar(&cfg.timeout, "timeout", time.Second, "time limit of each operation")
-	code, ok := parseFlags(fs, args, stderr, func() error {
-		if err := cf.check(fs); err != nil {
-			return err
-		}
+	code, ok := parseChecked(fs, args, stderr, &cf, func() error {
 		if cf.name == "" {
 			return errors.New("-name is required")
 		}
