@@ -31,7 +31,7 @@ func (s *Server) writeGroup(w http.ResponseWriter, r *http.Request, change func(
 func groupOut(v cluster.GroupView) wire.Group {
 	out := wire.Group{Name: v.Name, MaxPerWorker: v.MaxPerWorker, ModifyIndex: v.ModifyIndex, AssignIndex: v.AssignIndex,
 		Keys: make([]wire.GroupKey, len(v.Keys)), Workers: []wire.GroupWorker{}, MinWorkers: v.MinWorkers, Stuck: v.Stuck,
-		HiddenKeys: v.Hidden}
+		HiddenKeys: v.Hidden, KeyCount: len(v.Group.Keys) - v.Hidden}
 	if v.StuckGrace > 0 {
 		out.StuckGrace = v.StuckGrace.String()
 	}

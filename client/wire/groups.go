@@ -48,12 +48,15 @@ type GroupWorker struct {
 
 // Group is a group with every key's target and owner.
 type Group struct {
-	Name         string        `json:"name"`
-	MaxPerWorker int           `json:"max_per_worker"`
-	Keys         []GroupKey    `json:"keys"`
-	Workers      []GroupWorker `json:"workers"`
-	ModifyIndex  uint64        `json:"modify_index"`
-	AssignIndex  uint64        `json:"assign_index"`
+	Name         string `json:"name"`
+	MaxPerWorker int    `json:"max_per_worker"`
+	// KeyCount is the number of the group's keys that the token may read,
+	// over every page (Keys holds one page of them).
+	KeyCount    int           `json:"key_count"`
+	Keys        []GroupKey    `json:"keys"`
+	Workers     []GroupWorker `json:"workers"`
+	ModifyIndex uint64        `json:"modify_index"`
+	AssignIndex uint64        `json:"assign_index"`
 	// StuckGrace is the group's own grace ("" when it uses the default),
 	// MinWorkers its minimum (0: none), Stuck the workers the balancer
 	// marked stuck (sorted; they need not be alive).

@@ -88,6 +88,7 @@ func (e *env) groupsGet(ctx context.Context, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
+	slices.SortFunc(g.Keys, func(a, b client.GroupKey) int { return compareCounting(a.Key, b.Key) })
 	if cf.json {
 		return e.printJSON(g)
 	}

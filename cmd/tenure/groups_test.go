@@ -134,3 +134,20 @@ func TestKeysDisableForcePrintsEnded(t *testing.T) {
 		t.Errorf("stdout %q, want the forced end of t1's lease", got.stdout)
 	}
 }
+
+// `groups get` lists keys the way people count (partitions/2 before
+// partitions/10), although the API answers them in byte order.
+func TestGroupsGetListsKeysInCountingOrder(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"name": "partitions", "key_count": 3, "keys": []any{
+			map[string]any{"key": "partitions/1", "state": "free"},
+			map[string]any{"key": "partitions/10", "state": "free"},
+			map[string]any{"key": "partitions/2", "state": "free"},
+		}, "workers": []any{}})
+	})
+	got := mustRunCLI(t, "groups", "get", "partitions", "-http-addr", srv.URL)
+	one, two, ten := strings.Index(got.stdout, "partitions/1 "), strings.Index(got.stdout, "partitions/2 "), strings.Index(got.stdout, "partitions/10 ")
+	if one < 0 || two < 0 || ten < 0 || !(one < two && two < ten) {
+		t.Errorf("groups get lists the keys out of counting order:\n%s", got.stdout)
+	}
+}

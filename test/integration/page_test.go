@@ -107,7 +107,8 @@ func (c *pageCluster) url(i int, path string) string {
 // filters narrow the list, and it shows free once released; a revoke from
 // the page (its confirm dialog accepted) frees the key; a group's keys
 // move off a worker drained from the page, with unowned and disabled keys
-// marked and each worker's load and key count shown; a worker that never
+// marked and each worker's load and key count shown; a group of 1,500 keys
+// is counted and listed whole, in the order people count; a worker that never
 // takes its keys shows stuck; with a voter killed it says that one more
 // failure stops writes and which server is not healthy; with no quorum the
 // page says so and shows leases greyed as last known.
@@ -325,6 +326,28 @@ func TestPage(t *testing.T) {
 				workerCell("worker-b", "status")+` === 'alive' && `+workerCell("worker-b", "holds")+` === '5 / 5' && `+
 				workerKeys("worker-b")+` === 'partitions/1,partitions/2,partitions/3,partitions/4,partitions/5'`)
 		b.screenshot("workers")
+	})
+
+	t.Run("a group larger than a page", func(t *testing.T) {
+		b.t = t
+		keys := make([]string, 1500)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("partitions/%d", i)
+		}
+		admin := c.client(t, "admin", "")
+		if _, err := admin.Groups().Put(ctx, "big", client.GroupSpec{Keys: keys}); err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Groups().Delete(ctx, "big")
+		b.view("groups")
+		if _, err := eval[bool](b, `(() => { document.getElementById('group-name').value = 'big'; document.getElementById('group-filters').requestSubmit(); return true })()`); err != nil {
+			t.Fatal(err)
+		}
+		// Every key counted and shown (the API answers 1000 a page), in
+		// the order people count.
+		b.waitTrue(10*time.Second, "the group big shows 1500 keys, partitions/0, 1, 2 first and partitions/1499 last",
+			`document.getElementById('group-note').textContent.startsWith('1500 keys ·') && (() => { const k = [...document.querySelectorAll('#group-keys tbody tr[data-key]')].map(r => r.dataset.key); `+
+				`return k.length === 1500 && k[0] === 'partitions/0' && k[1] === 'partitions/1' && k[2] === 'partitions/2' && k[10] === 'partitions/10' && k[1499] === 'partitions/1499' })()`)
 	})
 
 	t.Run("a stuck worker is marked", func(t *testing.T) {

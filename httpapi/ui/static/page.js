@@ -15,6 +15,10 @@
   const DEADLINE_WAIT = '500ms'; // the leases view's wait while it shows deadlines
   const MAX_ROWS = 1000;
   const MAX_EVENTS = 500;
+  const MAX_GROUP_KEYS = 2000; // keys of one group the groups view reads
+  // byCount orders names the way people count: partitions/2 before
+  // partitions/10.
+  const byCount = new Intl.Collator('en', { numeric: true });
 
   const $ = (id) => document.getElementById(id);
 
@@ -143,7 +147,7 @@
           // An index that went backwards (a restore, another server)
           // starts over; 0 still blocks (on 1).
           index = next < index ? 0 : Math.max(next, 1);
-          onData(r);
+          await onData(r);
           clearProblem(opts.name);
         } catch (e) {
           if (gen !== generation || e.name === 'AbortError') return;
@@ -544,8 +548,21 @@
     }, { name: 'groups' });
     if (selected) {
       const name = selected;
-      follow(() => '/v1/groups/' + encodeURIComponent(name) + '?limit=' + MAX_ROWS + (leaderKnown ? '' : '&stale=true'),
-        (r) => { lastGroup = r.body; $('group-detail').hidden = false; renderGroup(r.body); }, { name: 'group ' + name });
+      const path = () => '/v1/groups/' + encodeURIComponent(name) + '?limit=' + MAX_ROWS + (leaderKnown ? '' : '&stale=true');
+      follow(path, async (r) => {
+        // The answer holds the first page of keys: read the others, up to
+        // MAX_GROUP_KEYS, and show them in the order people count.
+        const g = r.body;
+        const gen = generation;
+        while (g.next && g.keys.length < MAX_GROUP_KEYS) {
+          const p = await api(path() + '&cursor=' + encodeURIComponent(g.next));
+          if (gen !== generation) return;
+          g.keys = g.keys.concat(p.body.keys || []);
+          g.next = p.body.next;
+        }
+        g.keys.sort((a, b) => byCount.compare(a.key, b.key));
+        lastGroup = g; $('group-detail').hidden = false; renderGroup(g);
+      }, { name: 'group ' + name });
     }
   }
 
@@ -568,7 +585,8 @@
     $('group-title').textContent = 'Group ' + g.name;
     const stuck = new Set(g.stuck || []);
     const live = (g.workers || []).filter((w) => w.status === 'alive' && !w.draining && !w.drained).length;
-    const notes = [g.keys.length + ' keys', live + ' live workers taking keys'];
+    const total = g.key_count === undefined ? g.keys.length : g.key_count;
+    const notes = [total + ' keys' + (g.keys.length < total ? ' (' + g.keys.length + ' shown)' : ''), live + ' live workers taking keys'];
     // Keys the token may not read are left out of the answer, and of the
     // workers' counts; only their number is given.
     if (g.hidden_keys) notes.splice(1, 0, g.hidden_keys + ' more hidden: the token may not read them');
