@@ -49,6 +49,7 @@ Commands:
     elect       Run a command only while leading an election
     tls         Make a CA and server and client certificates for TLS
     debug       Archive one server's status, metrics, profiles and last logs (bug reports)
+    ui          Serve the page (/ui) on this machine for servers that require client certificates
     version     Print the version
 
 Commands that talk to a cluster take -http-addr (comma-separated list,
@@ -105,6 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"demo-worker": e.demoWorker,
 		"acl":         e.acl,
 		"debug":       e.debug,
+		"ui":          e.ui,
 	}
 	if cmd, ok := commands[name]; ok {
 		return cmd(ctx, rest)
