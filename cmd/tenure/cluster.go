@@ -30,7 +30,13 @@ func (e *env) status(ctx context.Context, args []string) int {
 	field("Node", st.NodeID)
 	field("Cluster id", dash(st.ClusterID))
 	field("Role", st.Role)
-	field("Ready", st.Ready)
+	// Ready as GET /readyz judges it (without its quorum round on the
+	// leader): the API's ready field is true only on the established
+	// leader, which read "Ready: false" on every healthy follower.
+	field("Ready", st.LeaderID != "" && st.NotReady == "" && (st.Role != "leader" || st.Ready))
+	if st.Role == "leader" {
+		field("Leadership established", st.Ready)
+	}
 	if st.LeaderID == "" {
 		field("Leader", "none")
 	} else {

@@ -52,6 +52,39 @@ func TestRemoveUnknownServerFails(t *testing.T) {
 	}
 }
 
+// A healthy follower is ready, as GET /readyz says, although the API's
+// ready field is true only on the established leader; one that is behind
+// or knows no leader is not.
+func TestStatusReadyIsReadyzsAnswer(t *testing.T) {
+	follower := func(leader, notReady string) map[string]any {
+		return map[string]any{"node_id": "n2", "role": "follower", "leader_id": leader, "term": 4, "last_contact": "5ms", "ready": false,
+			"not_ready": notReady, "servers": threeVoters(true), "failure_tolerance": 1}
+	}
+	for _, tt := range []struct {
+		name   string
+		answer map[string]any
+		want   string
+	}{
+		{"healthy follower", follower("n1", ""), "true"},
+		{"follower behind", follower("n1", "applied index 3 is 900 entries behind"), "false"},
+		{"no leader", follower("", ""), "false"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.answer) })
+			got := runCLI(t, "status", "-http-addr", srv.URL)
+			for _, line := range strings.Split(got.stdout, "\n") {
+				if f := strings.Fields(line); len(f) == 2 && f[0] == "Ready:" {
+					if f[1] != tt.want {
+						t.Errorf("Ready: %s, want %s:\n%s", f[1], tt.want, got.stdout)
+					}
+					return
+				}
+			}
+			t.Errorf("no Ready: line:\n%s", got.stdout)
+		})
+	}
+}
+
 // threeVoters is the servers of a status: n1 (the leader), n2 and n3,
 // n3 healthy or not.
 func threeVoters(n3Healthy bool) []any {
