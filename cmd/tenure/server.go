@@ -396,6 +396,9 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 	if cfg.ACLEnabled {
 		log.Info("acls enabled", "default_policy", cfg.ACLDefaultPolicy, "metrics_open", s.metricsOpen)
 	}
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
+	go warnWhileNoLeader(waitCtx, node, cfg, log)
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
