@@ -3,7 +3,9 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxKeyLen is the longest key, in bytes.
@@ -23,10 +25,19 @@ func ValidateKey(key string) error {
 	}
 	for i := 0; i < len(key); i++ {
 		if !keyByte(key[i]) {
-			return fmt.Errorf("%w: byte %d (%q) is not one of [A-Za-z0-9._:/-]", ErrInvalidKey, i, key[i])
+			return fmt.Errorf("%w: byte %d (%s) is not one of [A-Za-z0-9._:/-]", ErrInvalidKey, i, charAt(key, i))
 		}
 	}
 	return nil
+}
+
+// charAt quotes the character that starts at byte i of s, as typed: a
+// whole UTF-8 character ('é'), or the byte alone when it starts none.
+func charAt(s string, i int) string {
+	if r, n := utf8.DecodeRuneInString(s[i:]); r != utf8.RuneError || n > 1 {
+		return strconv.QuoteRune(r)
+	}
+	return strconv.Quote(s[i : i+1])
 }
 
 func keyByte(c byte) bool {

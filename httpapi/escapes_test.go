@@ -98,4 +98,13 @@ func TestBadPercentEscapes(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), wire.CodeInvalidKey) {
 		t.Errorf("a well-escaped bad key: %d %s, want 400 invalid_key", resp.StatusCode, b)
 	}
+	// The refusal names the character as typed, not the byte of its
+	// escaping in the URL.
+	for target, want := range map[string]string{"/v1/leases/a%20b": `byte 1 (' ')`, "/v1/leases/caf%C3%A9": `byte 3 ('é')`} {
+		_, b := rawRequest(t, tn.addr, "GET", target, "")
+		var e wire.ErrorBody
+		if err := json.Unmarshal(b, &e); err != nil || e.Error != wire.CodeInvalidKey || !strings.Contains(e.Message, want) {
+			t.Errorf("GET %s: %s, want invalid_key naming %s", target, b, want)
+		}
+	}
 }

@@ -460,6 +460,14 @@ func pathVar(r *http.Request, name string) string {
 	return v
 }
 
+// pathKey is the key of a lease route, unescaped like every path variable
+// so that a key the rule refuses is reported as typed ("a b", not
+// "a%20b"), except that a key with an escaped slash stays as sent: its
+// "/" travels unescaped, and "%2F" is refused, never read as a second
+// spelling of the same key.
 func pathKey(r *http.Request) string {
-	return mux.Vars(r)["key"]
+	if v := mux.Vars(r)["key"]; strings.Contains(strings.ToUpper(v), "%2F") {
+		return v
+	}
+	return pathVar(r, "key")
 }

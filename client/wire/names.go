@@ -4,6 +4,8 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // MaxNameLen is the longest group name or worker id, in bytes: the
@@ -22,10 +24,19 @@ func NameProblem(name string) string {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-') {
-			return fmt.Sprintf("byte %d (%q) is not one of [A-Za-z0-9._:-]", i, c)
+			return fmt.Sprintf("byte %d (%s) is not one of [A-Za-z0-9._:-]", i, charAt(name, i))
 		}
 	}
 	return ""
+}
+
+// charAt quotes the character that starts at byte i of s, as typed: a
+// whole UTF-8 character ('é'), or the byte alone when it starts none.
+func charAt(s string, i int) string {
+	if r, n := utf8.DecodeRuneInString(s[i:]); r != utf8.RuneError || n > 1 {
+		return strconv.QuoteRune(r)
+	}
+	return strconv.Quote(s[i : i+1])
 }
 
 // MinSecretLen and MaxSecretLen bound a lease secret, made of
