@@ -260,10 +260,10 @@ func (e *env) supervise(ctx context.Context, sigs <-chan os.Signal, log hclog.Lo
 		return outcome{code: exitLost, lost: true}
 	}
 	if err := cmd.Start(); err != nil {
-		log.Error("cannot start the command", "command", strings.Join(command, " "), "error", err)
+		log.Error("cannot start the command", "command", fmtCommand(command), "error", err)
 		return outcome{code: exitCannotRun}
 	}
-	log.Debug("command started", "pid", cmd.Process.Pid, "command", strings.Join(command, " "))
+	log.Debug("command started", "pid", cmd.Process.Pid, "command", fmtCommand(command))
 	exited := make(chan struct{})
 	go func() {
 		waitCommand(cmd)
@@ -335,5 +335,22 @@ func interruptedCode(s os.Signal) int {
 
 // fmtCommand renders command for messages.
 func fmtCommand(command []string) string {
-	return fmt.Sprintf("%q", strings.Join(command, " "))
+	words := make([]string, len(command))
+	for i, w := range command {
+		words[i] = shellWord(w)
+	}
+	return strings.Join(words, " ")
+}
+
+// shellWord is w as a POSIX shell reads it back: as it is when it holds
+// only characters no shell treats specially, else in single quotes (a
+// single quote inside ends them, is escaped, and opens them again). The
+// log's own quoting then adds none of its escapes, as Go's %q did.
+func shellWord(w string) string {
+	if w != "" && strings.IndexFunc(w, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-./=:,@%+", r))
+	}) < 0 {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
