@@ -227,7 +227,10 @@ func (e *env) leasesRelease(ctx context.Context, args []string) int {
 		return e.printJSON(map[string]any{"key": key, "token": f.token, "released": !m.AlreadyGone, "already_gone": m.AlreadyGone})
 	}
 	if m.AlreadyGone {
-		fmt.Fprintf(e.stdout, "Nothing to release: the lease of %s (token %d) had ended already; the key is free or has a newer lease\n", key, f.token)
+		// Tokens are the cluster's, not the key's: an older token than the
+		// key's current one is of a lease that ended, or of another key's
+		// lease; the server keeps no history to tell which.
+		fmt.Fprintf(e.stdout, "Nothing to release: %s has no lease with token %d now (that lease ended already, or the token was never this key's); the key is free or has a newer lease\n", key, f.token)
 		return exitOK
 	}
 	fmt.Fprintf(e.stdout, "Released %s (token %d)\n", key, f.token)

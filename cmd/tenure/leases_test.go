@@ -261,7 +261,8 @@ func TestLeasesReleaseSaysWhatHappened(t *testing.T) {
 			w.WriteHeader(204)
 		})
 		got := runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-secret", cliSecret, "-http-addr", srv.URL)
-		if got.code != exitOK || strings.Contains(got.stdout, "Released") || !strings.Contains(got.stdout, "Nothing to release") {
+		if got.code != exitOK || strings.Contains(got.stdout, "Released") || !strings.Contains(got.stdout, "Nothing to release") ||
+			strings.Contains(got.stdout, "had ended") || !strings.Contains(got.stdout, "or the token was never this key's") {
 			t.Errorf("exit %d, stdout %q; want 0 and nothing released", got.code, got.stdout)
 		}
 		got = runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-json", "-secret", cliSecret, "-http-addr", srv.URL)
