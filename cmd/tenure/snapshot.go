@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
@@ -121,8 +124,10 @@ func (e *env) snapshotInspect(_ context.Context, args []string) int {
 func (e *env) snapshotRestore(ctx context.Context, args []string) int {
 	var cf clusterFlags
 	var opts client.RestoreOptions
-	fs := e.newFlagSet("snapshot restore", "snapshot restore [-http-addr A] [-token-floor N] [-unverified] [-json] FILE")
+	var confirm string
+	fs := e.newFlagSet("snapshot restore", "snapshot restore [-http-addr A] [-token-floor N] [-unverified] [-confirm CLUSTER_ID] [-json] FILE")
 	cf.register(fs)
+	fs.StringVar(&confirm, "confirm", "", "the id of the cluster to restore into (tenure status shows it), instead of typing it when asked")
 	fs.Uint64Var(&opts.TokenFloor, "token-floor", 0, "the next token is above N (the last token of the cluster the backup came from, when it is another)")
 	fs.BoolVar(&opts.Unverified, "unverified", false, "restore a backup this cluster did not sign (another cluster's, an edited one, or one of a build before signed backups); needs the acl right")
 	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
@@ -133,8 +138,12 @@ func (e *env) snapshotRestore(ctx context.Context, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	if _, err := fsm.InspectSnapshot(b); err != nil {
+	info, err := fsm.InspectSnapshot(b)
+	if err != nil {
 		return e.fail(fmt.Errorf("%s: %w; nothing restored", pos[0], err))
+	}
+	if code, ok := e.confirmRestore(ctx, c, pos[0], info, confirm); !ok {
+		return code
 	}
 	res, _, err := c.Operator().RestoreSnapshotWith(ctx, b, opts)
 	if err != nil {
@@ -238,4 +247,45 @@ func signedText(signed bool) string {
 		return "yes (only the cluster that wrote it can check the signature)"
 	}
 	return "no (a restore needs -unverified)"
+}
+
+// restoreInput is where `tenure snapshot restore` reads the typed
+// confirmation; tests replace it.
+var restoreInput io.Reader = os.Stdin
+
+// confirmRestore says what restoring the backup file (info) replaces on
+// the cluster c reaches, and goes on only when the user types that
+// cluster's id (or gave it as -confirm): a restore replaces the state of
+// every key, group and key control, and with the acl right every ACL
+// token and policy, so a mistyped -http-addr must not reach another
+// cluster.
+func (e *env) confirmRestore(ctx context.Context, c *client.Client, file string, info fsm.SnapshotInfo, confirm string) (int, bool) {
+	st, _, err := c.Status(ctx)
+	if err != nil {
+		return e.fail(fmt.Errorf("read the status of the cluster to restore into: %w; nothing restored", err)), false
+	}
+	target := st.ClusterID
+	if target == "" {
+		target = st.NodeID // a cluster with no id yet (no leader ever): its server's id
+	}
+	fmt.Fprintf(e.stderr, `tenure snapshot restore replaces the whole state of cluster %s (server %s answered)
+with %s: index %d of cluster %s, %d leases (%d held), %d groups, last token %d.
+No lease held now changes hands; every other key, group and control takes the
+backup's state, and with the acl right so do the ACL tokens and policies
+(docs/production.md, Backup and restore).
+`, dash(st.ClusterID), st.NodeID, file, info.Index, dash(info.ClusterID), info.Leases, info.Held, info.Groups, info.LastToken)
+	if confirm == "" {
+		fmt.Fprintf(e.stderr, "Type the id of the cluster to restore into (%s) to go on: ", target)
+		line, err := bufio.NewReader(restoreInput).ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(e.stderr, "\nerror: no confirmation: nothing restored (give -confirm "+target+" in scripts)")
+			return exitError, false
+		}
+		confirm = strings.TrimSpace(line)
+	}
+	if confirm != target {
+		fmt.Fprintf(e.stderr, "error: confirmation %q is not the id of the cluster to restore into, %q: nothing restored\n", confirm, target)
+		return exitError, false
+	}
+	return exitOK, true
 }

@@ -72,10 +72,10 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 	acquire("jobs/c", "w3")
 	highest := a2.Token() + 1
 
-	if r := runTenure(t, appEnv, "snapshot", "restore", file); r.code == 0 || !strings.Contains(r.stderr, "permission_denied") {
+	if r := runTenure(t, appEnv, "snapshot", "restore", "-confirm", c.clusterID(t), file); r.code == 0 || !strings.Contains(r.stderr, "permission_denied") {
 		t.Fatalf("snapshot restore with a token without the operator right: exit %d, stderr %q; want permission_denied", r.code, r.stderr)
 	}
-	mustRunTenure(t, opsEnv, "snapshot", "restore", file)
+	mustRunTenure(t, opsEnv, "snapshot", "restore", "-confirm", c.clusterID(t), file)
 	for key, want := range map[string]string{"jobs/a": "w9", "jobs/b": "w2", "jobs/c": "w3"} {
 		for i := range c.nodes {
 			poll.WaitFor(t, 10*time.Second, func() error {
@@ -115,7 +115,7 @@ func TestSnapshotSaveInspectRestoreWithTLSAndACLs(t *testing.T) {
 	if err := os.WriteFile(file, []byte("not a backup"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := runTenure(t, opsEnv, "snapshot", "restore", file); r.code == 0 || !strings.Contains(r.stderr, "nothing restored") {
+	if r := runTenure(t, opsEnv, "snapshot", "restore", "-confirm", c.clusterID(t), file); r.code == 0 || !strings.Contains(r.stderr, "nothing restored") {
 		t.Fatalf("restore of a file that is not a backup: exit %d, stderr %q; want a refusal saying nothing was restored", r.code, r.stderr)
 	}
 }
@@ -167,7 +167,7 @@ func TestSnapshotRestoreByAnOperatorKeepsACLsAndTokens(t *testing.T) {
 	}
 	later := token("app")
 
-	out := mustRunTenure(t, opEnv, "snapshot", "restore", file)
+	out := mustRunTenure(t, opEnv, "snapshot", "restore", "-confirm", c.clusterID(t), file)
 	if !strings.Contains(out.stdout, "the cluster's own kept") {
 		t.Errorf("restore by the operator printed %q, want it to say the ACL state was kept", out.stdout)
 	}
@@ -195,13 +195,13 @@ func TestSnapshotRestoreByAnOperatorKeepsACLsAndTokens(t *testing.T) {
 	if err := os.WriteFile(edited, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if r := runTenure(t, opEnv, "snapshot", "restore", edited); r.code == 0 || !strings.Contains(r.stderr, "not signed by this cluster") {
+	if r := runTenure(t, opEnv, "snapshot", "restore", "-confirm", c.clusterID(t), edited); r.code == 0 || !strings.Contains(r.stderr, "not signed by this cluster") {
 		t.Fatalf("restore of an edited backup: exit %d, stderr %q; want a refusal naming the signature", r.code, r.stderr)
 	}
-	if r := runTenure(t, opEnv, "snapshot", "restore", "-unverified", edited); r.code == 0 || !strings.Contains(r.stderr, "permission_denied") {
+	if r := runTenure(t, opEnv, "snapshot", "restore", "-confirm", c.clusterID(t), "-unverified", edited); r.code == 0 || !strings.Contains(r.stderr, "permission_denied") {
 		t.Fatalf("-unverified by the operator: exit %d, stderr %q; want permission_denied", r.code, r.stderr)
 	}
-	if r := mustRunTenure(t, adminEnv, "snapshot", "restore", "-unverified", edited); !strings.Contains(r.stderr, "not signed by this cluster") {
+	if r := mustRunTenure(t, adminEnv, "snapshot", "restore", "-confirm", c.clusterID(t), "-unverified", edited); !strings.Contains(r.stderr, "not signed by this cluster") {
 		t.Errorf("-unverified by the management token: stderr %q, want the warning", r.stderr)
 	}
 }
@@ -262,7 +262,7 @@ func TestLargeBackupRestoresWithoutAnElection(t *testing.T) {
 	l := c.leader(t)
 	term := c.mustStatus(t, l).Term
 	start := time.Now()
-	out := mustRunTenure(t, env, "snapshot", "restore", file)
+	out := mustRunTenure(t, env, "snapshot", "restore", "-confirm", c.clusterID(t), file)
 	t.Logf("restored %d bytes in %v: %s", fi.Size(), time.Since(start).Round(time.Millisecond), out.stdout)
 	if !strings.Contains(out.stdout, "10302 leases") {
 		t.Errorf("restore printed %q, want 10302 leases", out.stdout)
