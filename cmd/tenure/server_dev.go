@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster"
@@ -42,15 +45,43 @@ func devSettings(s *serverSettings) error {
 const devRaftAddr = "in-memory"
 
 // devDataDir makes the data dir of a dev server, in memory where the
-// machine has a tmpfs at /dev/shm; the caller removes it at exit.
+// machine has a tmpfs at /dev/shm; the caller removes it at exit. A dev
+// server killed hard cannot remove its own: each one's name carries its
+// process id, and the next dev server removes those whose process is gone.
 func devDataDir() (string, error) {
 	base := os.TempDir()
 	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
 		base = "/dev/shm"
 	}
-	dir, err := os.MkdirTemp(base, "tenure-dev-")
+	sweepDevDataDirs(base)
+	dir, err := os.MkdirTemp(base, fmt.Sprintf("%s%d-", devDirPrefix, os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("-dev: %w", err)
 	}
 	return dir, nil
+}
+
+// devDirPrefix begins the name of every dev server's data dir.
+const devDirPrefix = "tenure-dev-"
+
+// sweepDevDataDirs removes the dev data dirs in base whose process (the
+// id in the name) no longer runs. A dir whose name holds no process id,
+// or whose process runs or cannot be told apart, is left alone.
+func sweepDevDataDirs(base string) {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), devDirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, ok := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid <= 0 || pid == os.Getpid() || processRuns(pid) {
+			continue
+		}
+		os.RemoveAll(filepath.Join(base, e.Name()))
+	}
 }

@@ -48,3 +48,9 @@ func signalNumber(s os.Signal) (int, bool) {
 	sig, ok := s.(syscall.Signal)
 	return int(sig), ok
 }
+
+// processRuns says whether a process with id pid exists (one of another
+// user's counts: signal 0 then fails with EPERM, not ESRCH).
+func processRuns(pid int) bool {
+	return syscall.Kill(pid, 0) != syscall.ESRCH
+}
