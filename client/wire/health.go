@@ -79,8 +79,8 @@ type GroupHealth struct {
 	DisabledKeys   int `json:"disabled_keys"`
 	ProhibitedKeys int `json:"prohibited_keys"`
 	// UnownedKeys counts the enabled keys that no lease holds, and
-	// UnplannedKeys the enabled keys that the plan targets at no worker
-	// (no worker may take them, or the workers have no room left).
+	// UnplannedKeys those of them that the plan targets at no worker (no
+	// worker may take them, or the workers have no room left).
 	UnownedKeys   int `json:"unowned_keys"`
 	UnplannedKeys int `json:"unplanned_keys"`
 	// LiveWorkers counts the workers alive on gossip that serve the

@@ -39,7 +39,7 @@ type GroupHealth struct {
 	// ProhibitedKeys those that prohibit at least one holder.
 	Keys, DisabledKeys, ProhibitedKeys int
 	// UnownedKeys counts the enabled keys that no lease holds, and
-	// UnplannedKeys the enabled keys the plan targets at no worker.
+	// UnplannedKeys those of them that the plan targets at no worker.
 	UnownedKeys, UnplannedKeys int
 	// LiveWorkers counts the workers alive on gossip that serve the group;
 	// Workers those that may be given keys (as GroupBelowMin counts them).
@@ -165,9 +165,9 @@ func groupHealth(m *fsm.Machine, g *fsm.Group, workers []membership.Member, admi
 		}
 		if l := m.Get(k); l == nil || !l.Held {
 			h.UnownedKeys++
-		}
-		if g.Assignment[k] == "" {
-			h.UnplannedKeys++
+			if g.Assignment[k] == "" {
+				h.UnplannedKeys++
+			}
 		}
 	}
 	enabled := h.Keys - h.DisabledKeys

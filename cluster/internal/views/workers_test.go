@@ -105,6 +105,7 @@ func TestPlacementReportSumsUpGroups(t *testing.T) {
 		fsm.SetKeyControl{Key: "p/4", Control: fsm.KeyControl{Prohibited: []string{"w2"}}},
 		fsm.WorkerDrain{Worker: "w4", Draining: true},
 		fsm.Acquire{Key: "p/0", Holder: "w1#a", TTL: 10 * time.Second},
+		fsm.Acquire{Key: "p/3", Holder: "someone", TTL: 10 * time.Second}, // owned, though the plan targets nobody
 	)
 	groups, _ := m.Groups()
 	w1, w2 := worker("w1", "alive", "p"), worker("w2", "alive", "p")
@@ -113,7 +114,7 @@ func TestPlacementReportSumsUpGroups(t *testing.T) {
 		worker("w5", "alive", "p"), worker("w6", "alive", "other")}
 	admit := func(worker, group string) bool { return worker != "w5" }
 	r := Placement(m, groups, nil, nil, nil, workers, admit, nil, 0)
-	want := GroupHealth{Group: "p", Keys: 6, DisabledKeys: 1, ProhibitedKeys: 1, UnownedKeys: 4, UnplannedKeys: 2,
+	want := GroupHealth{Group: "p", Keys: 6, DisabledKeys: 1, ProhibitedKeys: 1, UnownedKeys: 3, UnplannedKeys: 1,
 		LiveWorkers: 5, Workers: 2, Draining: 1, Stuck: 1, NotAdmitted: 1, MinWorkers: 3, MaxPerWorker: 2,
 		Room: 3, RoomMin: 1, RoomMax: 2}
 	if len(r.Groups) != 1 || !reflect.DeepEqual(r.Groups[0], want) {
