@@ -107,6 +107,8 @@ type (
 	StuckWorker        = wire.StuckWorker
 	GroupBelowMin      = wire.GroupBelowMin
 	StaleLease         = wire.StaleLease
+	GroupHealth        = wire.GroupHealth
+	ControlledKey      = wire.ControlledKey
 )
 
 // Headers of the HTTP API v1 (see package wire for each).

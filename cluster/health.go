@@ -22,6 +22,14 @@ type GroupBelowMin = views.GroupBelowMin
 // than the report's threshold.
 type StaleLease = views.StaleLease
 
+// GroupHealth sums up one group's keys, controls and workers
+// (views.GroupHealth).
+type GroupHealth = views.GroupHealth
+
+// ControlledKey is a disabled key of a group, or one that prohibits
+// holders.
+type ControlledKey = views.ControlledKey
+
 // PlacementReport is what the leader knows of placement problems
 // (views.PlacementReport).
 type PlacementReport = views.PlacementReport

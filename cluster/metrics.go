@@ -107,6 +107,11 @@ func (s metricsSource) Control(key string) fsm.KeyControl { return s.n.machine.C
 func (s metricsSource) Drained(worker string) bool        { return s.n.machine.Drained(worker) }
 func (s metricsSource) Holds(holder, worker string) bool  { return placement.Holds(holder, worker) }
 
+func (s metricsSource) Admits(worker, group string) bool {
+	admit := s.n.admission()
+	return admit == nil || admit(worker, group)
+}
+
 func (s metricsSource) Workers() []metricset.Worker {
 	members := liveWorkers(s.n.Members())
 	out := make([]metricset.Worker, len(members))

@@ -27,7 +27,8 @@ func (s *Server) placementHealth(w http.ResponseWriter, r *http.Request) error {
 
 func placementHealthOut(rep cluster.PlacementReport, now time.Time) wire.PlacementHealth {
 	out := wire.PlacementHealth{OK: rep.OK(), Truncated: rep.Truncated,
-		Unowned: []wire.UnownedKey{}, Stuck: []wire.StuckWorker{}, BelowMin: []wire.GroupBelowMin{}, Stale: []wire.StaleLease{}}
+		Unowned: []wire.UnownedKey{}, Stuck: []wire.StuckWorker{}, BelowMin: []wire.GroupBelowMin{}, Stale: []wire.StaleLease{},
+		Groups: []wire.GroupHealth{}, Controlled: []wire.ControlledKey{}}
 	if rep.Threshold > 0 {
 		out.Threshold = rep.Threshold.String()
 	}
@@ -46,6 +47,16 @@ func placementHealthOut(rep cluster.PlacementReport, now time.Time) wire.Placeme
 	for _, l := range rep.Stale {
 		out.Stale = append(out.Stale, wire.StaleLease{Key: l.Key, Holder: l.Holder, Token: l.Token, TTL: l.TTL.String(),
 			SinceRenewal: l.SinceRenewal.Round(time.Millisecond).String()})
+	}
+	for _, g := range rep.Groups {
+		out.Groups = append(out.Groups, wire.GroupHealth{Group: g.Group, Keys: g.Keys, DisabledKeys: g.DisabledKeys,
+			ProhibitedKeys: g.ProhibitedKeys, UnownedKeys: g.UnownedKeys, UnplannedKeys: g.UnplannedKeys,
+			LiveWorkers: g.LiveWorkers, Workers: g.Workers, DrainingWorkers: g.Draining, StuckWorkers: g.Stuck,
+			NotAdmittedWorkers: g.NotAdmitted, MinWorkers: g.MinWorkers, MaxPerWorker: g.MaxPerWorker,
+			Room: g.Room, RoomPerWorkerMin: g.RoomMin, RoomPerWorkerMax: g.RoomMax})
+	}
+	for _, k := range rep.Controlled {
+		out.Controlled = append(out.Controlled, wire.ControlledKey{Group: k.Group, Key: k.Key, Disabled: k.Disabled, Prohibited: k.Prohibited})
 	}
 	return out
 }

@@ -166,6 +166,7 @@ func TestOpenAPISchemasAreTheClientTypes(t *testing.T) {
 		"WorkerRegistration": client.WorkerRegistration{},
 		"PlacementHealth":    client.PlacementHealth{}, "UnownedKey": client.UnownedKey{}, "StuckWorker": client.StuckWorker{},
 		"GroupBelowMin": client.GroupBelowMin{}, "StaleLease": client.StaleLease{},
+		"GroupHealth": client.GroupHealth{}, "ControlledKey": client.ControlledKey{},
 		"Event": client.Event{}, "EventList": wire.EventList{},
 		"NodeStatus": client.NodeStatus{}, "ServerInfo": client.ServerInfo{},
 		"Member": client.Member{}, "MemberMeta": client.MemberMeta{}, "MemberList": wire.MemberList{},

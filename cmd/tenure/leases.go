@@ -29,9 +29,12 @@ Subcommands:
     revoke KEY [-force]       end the lease: the key frees when the holder's
                               deadline passes (-force: at once; fencing only)
     revoke -holder H [-force] end every lease of H
-    stale [-threshold D] [-json]   unowned keys, stuck workers, groups below
-                                   min_workers, leases not renewed; exits 1
-                                   when something is wrong, 2 when it cannot ask
+    stale [-threshold D] [-all] [-json]
+                              unowned keys, stuck workers, groups below
+                              min_workers, leases not renewed, disabled and
+                              prohibited keys (20 of each, -all: every one),
+                              then a summary by cause; exits 1 when something
+                              is wrong, 2 when it cannot ask
 `
 
 func (e *env) leases(ctx context.Context, args []string) int {

@@ -16,6 +16,10 @@ type source struct {
 	leases  map[string]*fsm.Lease
 	workers []Worker
 	oldest  map[string]time.Duration
+	// controls, when set, are the keys' controls; else only "off" is
+	// disabled. refused are the workers not admitted.
+	controls map[string]fsm.KeyControl
+	refused  map[string]bool
 }
 
 func (s *source) Node() Node {
@@ -28,11 +32,17 @@ func (s *source) Disk() Disk { return Disk{DataDir: "/no/such/dir"} }
 func (s *source) Conns() []Conns {
 	return []Conns{{Port: "raft", Open: 3, Refused: 1}}
 }
-func (s *source) Groups() ([]*fsm.Group, uint64)    { return s.groups, 1 }
-func (s *source) Get(key string) *fsm.Lease         { return s.leases[key] }
-func (s *source) Control(key string) fsm.KeyControl { return fsm.KeyControl{Disabled: key == "off"} }
-func (s *source) Drained(worker string) bool        { return worker == "w3" }
-func (s *source) Workers() []Worker                 { return s.workers }
+func (s *source) Groups() ([]*fsm.Group, uint64) { return s.groups, 1 }
+func (s *source) Get(key string) *fsm.Lease      { return s.leases[key] }
+func (s *source) Control(key string) fsm.KeyControl {
+	if s.controls != nil {
+		return s.controls[key]
+	}
+	return fsm.KeyControl{Disabled: key == "off"}
+}
+func (s *source) Admits(worker, group string) bool { return !s.refused[worker] }
+func (s *source) Drained(worker string) bool       { return worker == "w3" }
+func (s *source) Workers() []Worker                { return s.workers }
 func (s *source) OldestUnowned() map[string]time.Duration {
 	return s.oldest
 }
@@ -90,6 +100,40 @@ func TestCollectorsReadTheSource(t *testing.T) {
 	for _, series := range []string{"tenure_raft_last_snapshot_index", "tenure_data_dir_free_bytes"} {
 		if v, ok := got[series]; ok {
 			t.Errorf("%s = %v, want absent", series, v)
+		}
+	}
+}
+
+// A group's disabled keys and keys that prohibit holders are counted, and
+// so are the workers that may be given keys against the group's minimum:
+// the controls people forget and a group below its minimum can be alerted
+// on.
+func TestGroupControlsAndMinimumAreCounted(t *testing.T) {
+	src := &source{
+		groups: []*fsm.Group{{Name: "g", Keys: []string{"a", "b", "c", "d"}, MinWorkers: 4, Stuck: []string{"w4"}}},
+		controls: map[string]fsm.KeyControl{
+			"a": {Disabled: true},
+			"b": {Disabled: true, Prohibited: []string{"w1"}},
+			"c": {Prohibited: []string{"w1", "w2"}},
+		},
+		workers: []Worker{{ID: "w1", Groups: []string{"g"}}, {ID: "w1", Groups: []string{"g"}},
+			{ID: "w2", Groups: []string{"g"}, Draining: true}, {ID: "w3", Groups: []string{"g"}},
+			{ID: "w4", Groups: []string{"g"}}, {ID: "w5", Groups: []string{"g"}}, {ID: "w6", Groups: []string{"other"}}},
+		refused: map[string]bool{"w5": true},
+	}
+	reg := prometheus.NewPedanticRegistry()
+	New(Config{Registerer: reg, Source: src, Placement: src})
+	got := gather(t, reg)
+	for series, want := range map[string]float64{
+		`tenure_group_disabled_keys{group="g"}`:   2,
+		`tenure_group_prohibited_keys{group="g"}`: 2,
+		`tenure_group_min_workers{group="g"}`:     4,
+		// w1 (announced twice, counted once); not w2 (draining), w3
+		// (drained), w4 (stuck), w5 (not admitted) or w6 (another group).
+		`tenure_group_eligible_workers{group="g"}`: 1,
+	} {
+		if v, ok := got[series]; !ok || v != want {
+			t.Errorf("%s = %v (present %t), want %v", series, v, ok, want)
 		}
 	}
 }

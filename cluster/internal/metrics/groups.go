@@ -26,6 +26,15 @@ var (
 		"A group's cap on the keys one worker is given (max-per-worker; 0: no cap beyond an even spread).", []string{"group"}, nil)
 	descGroupBusiestWorker = prometheus.NewDesc("tenure_group_busiest_worker_keys",
 		"Most keys of a group that one holder has: with tenure_group_max_keys_per_worker, the load against the capacity without a label per worker.", []string{"group"}, nil)
+	descGroupDisabled = prometheus.NewDesc("tenure_group_disabled_keys",
+		"Keys of a group that an operator disabled: nobody may acquire them, and the plan gives them no owner.", []string{"group"}, nil)
+	descGroupProhibited = prometheus.NewDesc("tenure_group_prohibited_keys",
+		"Keys of a group on which an operator prohibited at least one holder.", []string{"group"}, nil)
+	descGroupMinWorkers = prometheus.NewDesc("tenure_group_min_workers",
+		"A group's minimum of workers that may be given keys (min-workers; 0: no minimum).", []string{"group"}, nil)
+	descGroupEligible = prometheus.NewDesc("tenure_group_eligible_workers",
+		"Live workers (in this server's gossip view) that may be given keys of a group: serving it, not draining or drained, admitted, not stuck; compare with tenure_group_min_workers.",
+		[]string{"group"}, nil)
 )
 
 func describeGroups(ch chan<- *prometheus.Desc) {
@@ -36,6 +45,10 @@ func describeGroups(ch chan<- *prometheus.Desc) {
 	ch <- descGroupWorkers
 	ch <- descGroupMaxPerWorker
 	ch <- descGroupBusiestWorker
+	ch <- descGroupDisabled
+	ch <- descGroupProhibited
+	ch <- descGroupMinWorkers
+	ch <- descGroupEligible
 }
 
 // Placement is what the group metrics read at scrape time: the groups and
@@ -55,6 +68,9 @@ type Placement interface {
 	OldestUnowned() map[string]time.Duration
 	// Holds reports whether a lease holder is worker.
 	Holds(holder, worker string) bool
+	// Admits reports whether worker may be given keys of group (always
+	// true with ACLs off).
+	Admits(worker, group string) bool
 }
 
 // Worker is a live worker as the gossip view announces it.
@@ -90,10 +106,15 @@ func collectGroups(ch chan<- prometheus.Metric, p Placement) {
 		}
 	}
 	for _, g := range groups {
-		var byTarget, byOther, unowned int
+		var byTarget, byOther, unowned, disabled, prohibited int
 		perHolder := make(map[string]int)
 		for _, k := range g.Keys {
-			if p.Control(k).Disabled {
+			c := p.Control(k)
+			if len(c.Prohibited) > 0 {
+				prohibited++
+			}
+			if c.Disabled {
+				disabled++
 				continue
 			}
 			l := p.Get(k)
@@ -115,6 +136,7 @@ func collectGroups(ch chan<- prometheus.Metric, p Placement) {
 		ch <- prometheus.MustNewConstMetric(descGroupStuck, prometheus.GaugeValue, float64(len(g.Stuck)), g.Name)
 		draining := make(map[string]bool)
 		serving := make(map[string]bool)
+		eligible := make(map[string]bool)
 		for _, w := range workers {
 			if !w.serves(g.Name) {
 				continue
@@ -122,8 +144,14 @@ func collectGroups(ch chan<- prometheus.Metric, p Placement) {
 			serving[w.ID] = true
 			if w.Draining || p.Drained(w.ID) {
 				draining[w.ID] = true
+			} else if !g.IsStuck(w.ID) && p.Admits(w.ID, g.Name) {
+				eligible[w.ID] = true
 			}
 		}
+		ch <- prometheus.MustNewConstMetric(descGroupDisabled, prometheus.GaugeValue, float64(disabled), g.Name)
+		ch <- prometheus.MustNewConstMetric(descGroupProhibited, prometheus.GaugeValue, float64(prohibited), g.Name)
+		ch <- prometheus.MustNewConstMetric(descGroupMinWorkers, prometheus.GaugeValue, float64(g.MinWorkers), g.Name)
+		ch <- prometheus.MustNewConstMetric(descGroupEligible, prometheus.GaugeValue, float64(len(eligible)), g.Name)
 		ch <- prometheus.MustNewConstMetric(descGroupDraining, prometheus.GaugeValue, float64(len(draining)), g.Name)
 		ch <- prometheus.MustNewConstMetric(descGroupWorkers, prometheus.GaugeValue, float64(len(serving)), g.Name)
 		ch <- prometheus.MustNewConstMetric(descGroupMaxPerWorker, prometheus.GaugeValue, float64(g.MaxPerWorker), g.Name)

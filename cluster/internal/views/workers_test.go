@@ -1,8 +1,10 @@
 package views
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
@@ -87,5 +89,45 @@ func TestPlacementReport(t *testing.T) {
 	long := make([]int, MaxHealthItems+1)
 	if s, cut := truncate(long, false); len(s) != MaxHealthItems || !cut {
 		t.Errorf("truncate: %d items, cut %v", len(s), cut)
+	}
+}
+
+// The report sums up each group with what names the cause of unowned
+// keys (live workers, the room they have, the keys disabled or that
+// prohibit holders), and lists the keys an operator controls.
+func TestPlacementReportSumsUpGroups(t *testing.T) {
+	keys := []string{"p/0", "p/1", "p/2", "p/3", "p/4", "p/5"}
+	m := machine(t,
+		fsm.GroupDefine{Name: "p", Keys: keys, MaxPerWorker: 2, MinWorkers: 3},
+		fsm.Assign{Group: "p", Assignment: map[string]string{"p/0": "w1", "p/1": "w1", "p/2": "w2"}},
+		fsm.MarkStuck{Group: "p", Workers: []string{"w3"}},
+		fsm.SetKeyControl{Key: "p/5", Control: fsm.KeyControl{Disabled: true}},
+		fsm.SetKeyControl{Key: "p/4", Control: fsm.KeyControl{Prohibited: []string{"w2"}}},
+		fsm.WorkerDrain{Worker: "w4", Draining: true},
+		fsm.Acquire{Key: "p/0", Holder: "w1#a", TTL: 10 * time.Second},
+		fsm.Acquire{Key: "p/3", Holder: "someone", TTL: 10 * time.Second}, // owned, though the plan targets nobody
+	)
+	groups, _ := m.Groups()
+	w1, w2 := worker("w1", "alive", "p"), worker("w2", "alive", "p")
+	w1.Meta.Capacity = 1 // below the group's max per worker: capacity bounds it
+	workers := []membership.Member{w1, w2, w2, worker("w3", "alive", "p"), worker("w4", "alive", "p"),
+		worker("w5", "alive", "p"), worker("w6", "alive", "other")}
+	admit := func(worker, group string) bool { return worker != "w5" }
+	r := Placement(m, groups, nil, nil, nil, workers, admit, nil, 0)
+	want := GroupHealth{Group: "p", Keys: 6, DisabledKeys: 1, ProhibitedKeys: 1, UnownedKeys: 3, UnplannedKeys: 1,
+		LiveWorkers: 5, Workers: 2, Draining: 1, Stuck: 1, NotAdmitted: 1, MinWorkers: 3, MaxPerWorker: 2,
+		Room: 3, RoomMin: 1, RoomMax: 2}
+	if len(r.Groups) != 1 || !reflect.DeepEqual(r.Groups[0], want) {
+		t.Errorf("groups = %+v\nwant [%+v]", r.Groups, want)
+	}
+	wantCtl := []ControlledKey{{Group: "p", Key: "p/4", Prohibited: []string{"w2"}}, {Group: "p", Key: "p/5", Disabled: true}}
+	if !reflect.DeepEqual(r.Controlled, wantCtl) {
+		t.Errorf("controlled = %+v, want %+v", r.Controlled, wantCtl)
+	}
+	if len(r.BelowMin) != 1 || r.BelowMin[0].Workers != 2 {
+		t.Errorf("below min = %+v, want p with 2 workers", r.BelowMin)
+	}
+	if r.OK() {
+		t.Errorf("report OK with a group below its minimum")
 	}
 }
