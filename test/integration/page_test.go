@@ -325,6 +325,14 @@ func TestPage(t *testing.T) {
 			workerCell("worker-a", "status")+` === 'alive drained' && `+workerCell("worker-a", "holds")+` === '0 / 0' && `+workerKeys("worker-a")+` === '' && `+
 				workerCell("worker-b", "status")+` === 'alive' && `+workerCell("worker-b", "holds")+` === '5 / 5' && `+
 				workerKeys("worker-b")+` === 'partitions/1,partitions/2,partitions/3,partitions/4,partitions/5'`)
+		// Each worker's name stays on one line, however narrow the window.
+		if _, err := eval[bool](b, `(() => { document.body.style.width = '420px'; return true })()`); err != nil {
+			t.Fatal(err)
+		}
+		if lines, err := eval[int](b, `Math.max(...[...document.querySelectorAll('#workers tbody tr[data-worker] td:first-child')].map(c => { const r = document.createRange(); r.selectNodeContents(c); return r.getClientRects().length }))`); err != nil || lines != 1 {
+			t.Errorf("a worker's name in the workers view takes %d lines (%v), want 1", lines, err)
+		}
+		eval[bool](b, `(() => { document.body.style.width = ''; return true })()`)
 		b.screenshot("workers")
 	})
 

@@ -691,7 +691,9 @@
         if (held.length > shown.length) list.append(' +' + (held.length - shown.length) + ' more');
         const load = td(holds + ' / ' + targets);
         load.className = 'holds';
-        const tr = el('tr', '', td(w.id), st, td((w.groups || []).join(', ')), td(w.capacity || '—'), load, list);
+        const id = td(w.id);
+        id.className = 'id'; // a worker's name on one line
+        const tr = el('tr', '', id, st, td((w.groups || []).join(', ')), td(w.capacity || '—'), load, list);
         tr.dataset.worker = w.id;
         return tr;
       });
