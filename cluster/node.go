@@ -217,6 +217,9 @@ func New(cfg Config) (*Node, error) {
 		}
 		n.gossip = g
 	}
+	// Health reads gossip: it is watched once the node is whole.
+	n.wg.Add(1)
+	go n.watchHealthLoop()
 	return n, nil
 }
 

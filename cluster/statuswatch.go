@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"sync"
-	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -48,7 +47,7 @@ func (n *Node) MembersChanged() <-chan struct{} { return n.membersSeen.wait() }
 
 // observeRaft registers an observer of Raft's leader, state and peer
 // changes, and returns the loop that fires statusChanged on each until
-// shutdown, and on each change of the servers' health (watchHealth). The observer does not block Raft: an observation that finds
+// shutdown. The observer does not block Raft: an observation that finds
 // the channel full is dropped, and the ones queued fire anyway.
 func (n *Node) observeRaft() func() {
 	ch := make(chan raft.Observation, 16)
@@ -63,15 +62,10 @@ func (n *Node) observeRaft() func() {
 	return func() {
 		defer n.wg.Done()
 		defer n.raft.DeregisterObserver(obs)
-		tick := time.NewTicker(rulesOf(n.cfg).Recent / 2)
-		defer tick.Stop()
-		var health string
 		for {
 			select {
 			case <-n.shutdownCh:
 				return
-			case <-tick.C:
-				n.watchHealth(&health)
 			case o := <-ch:
 				if _, ok := o.Data.(raft.LeaderObservation); ok {
 					n.LeaderHTTPAddr() // asks a new leader for its address at once

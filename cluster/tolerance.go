@@ -54,6 +54,22 @@ func healthShape(s Status) string {
 	return b.String()
 }
 
+// watchHealthLoop runs watchHealth every half of Recent until shutdown.
+func (n *Node) watchHealthLoop() {
+	defer n.wg.Done()
+	tick := time.NewTicker(rulesOf(n.cfg).Recent / 2)
+	defer tick.Stop()
+	var last string
+	for {
+		select {
+		case <-n.shutdownCh:
+			return
+		case <-tick.C:
+			n.watchHealth(&last)
+		}
+	}
+}
+
 // watchHealth looks at the servers' health every tick: health ages with
 // time, which nothing announces. On a change it wakes the status waiters
 // and, on the leader, logs the new failure tolerance, naming the servers
