@@ -233,6 +233,8 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 	}
 	var waited time.Duration // the sum of the backoff waits so far
 	var tried outcomes
+	closes := map[string]int{}  // connections closed without an answer, by address
+	misfit := map[string]bool{} // configured addresses that failed with a *SetupError
 	for attempt := 1; ; attempt++ {
 		addr := c.route.pick()
 		resp, leaderHdr, err := c.attempt(ctx, addr, r, body)
@@ -241,9 +243,31 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			return resp, nil
 		}
 		var te *transportError
-		tried.note(addr, err)
 		if errors.As(err, &te) && ctx.Err() != nil {
+			tried.note(addr, err)
 			return nil, fmt.Errorf("%w (attempt %d: %w)", ctx.Err(), attempt, tried.explain(addr, err))
+		}
+		if closedUnanswered(err) {
+			closes[addr]++
+		}
+		if c.route.isSeed(addr) {
+			if se := c.setupProblem(addr, err, closes[addr]); se != nil {
+				err = se
+			}
+		}
+		tried.note(addr, err)
+		if isSetupError(err) {
+			// No retry cures it; another configured address may answer.
+			again := misfit[addr]
+			misfit[addr] = true
+			if again || len(misfit) == len(c.cfg.Addresses) {
+				if len(tried.order) == 1 {
+					return nil, err
+				}
+				return nil, tried.explain(addr, err)
+			}
+			c.route.failed(addr, "", false)
+			continue
 		}
 		retry, connErr, retryAfter := classify(err, r.unsafeRetry)
 		if !retry {

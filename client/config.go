@@ -59,7 +59,8 @@ type Config struct {
 	// broke, 502 or 503; not an attempt that timed out) is retried beyond
 	// RetryMax for as long as the waits between attempts add up to at
 	// most Timeout, so that a call spans an election; the caller's
-	// context bounds the retries in any case.
+	// context bounds the retries in any case. A mistake in the setup
+	// that no retry can cure (a *SetupError) is not retried.
 	RetryMax int
 
 	// RetryBaseDelay and RetryMaxDelay shape the exponential backoff with

@@ -463,7 +463,7 @@ func (c *Client) acquireWaiting(ctx context.Context, key string, cfg leaseConfig
 		case waiting && held && wait > 0 && time.Since(asked) >= wait/2:
 			failures = 0 // a chunk of the wait ended: queue again
 			continue
-		case waiting && (held || transient(err)):
+		case waiting && (held || transient(err) && !isSetupError(err)):
 			// A transient failure, or a refusal that came back long before
 			// the wait asked for: back off rather than spin.
 			failures++
@@ -533,6 +533,9 @@ func transient(err error) bool {
 // outcomeUnknown reports whether a failed write may have taken effect: the
 // caller gave up, no answer came, or the server said it does not know.
 func outcomeUnknown(err error) bool {
+	if isSetupError(err) {
+		return false // no tenure server got the request
+	}
 	var ae *APIError
 	if !errors.As(err, &ae) {
 		return true

@@ -42,7 +42,12 @@ func (e *transportError) refused() bool {
 // error. Every lease operation is idempotent, so an unknown outcome
 // (leadership_lost, timeout, a broken connection) is retried too, unless
 // unsafe is set: then only failures that prove the server did not act are.
+//
+// A *SetupError is never retried.
 func classify(err error, unsafe bool) (retry, connErr bool, retryAfter time.Duration) {
+	if isSetupError(err) {
+		return false, false, 0
+	}
 	var te *transportError
 	if errors.As(err, &te) {
 		return !unsafe || te.refused(), true, 0

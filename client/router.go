@@ -26,15 +26,16 @@ import (
 // All methods are safe for concurrent use.
 type router struct {
 	mu      sync.Mutex
-	seeds   []string // normalized configured addresses
-	cur     string   // address for the next attempt
-	next    int      // index in seeds to rotate to from a non-seed address
-	avoid   string   // address that failed to connect; not followed as leader
+	seeds   []string        // normalized configured addresses
+	cur     string          // address for the next attempt
+	next    int             // index in seeds to rotate to from a non-seed address
+	avoid   string          // address that failed to connect; not followed as leader
+	proven  map[string]bool // addresses that have answered a call
 	trusted func(leader string) bool
 }
 
 func newRouter(seeds []string, trusted func(leader string) bool) *router {
-	return &router{seeds: seeds, cur: seeds[0], next: 1 % len(seeds), trusted: trusted}
+	return &router{seeds: seeds, cur: seeds[0], next: 1 % len(seeds), trusted: trusted, proven: map[string]bool{}}
 }
 
 // follow returns the normalized leader address named by leaderHdr in an
@@ -50,6 +51,16 @@ func (r *router) follow(addr, leaderHdr string) string {
 	return leader
 }
 
+// isSeed reports whether addr is one of the configured addresses.
+func (r *router) isSeed(addr string) bool { return slices.Contains(r.seeds, addr) }
+
+// hasAnswered reports whether addr has answered a call of this client.
+func (r *router) hasAnswered(addr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.proven[addr]
+}
+
 // pick returns the address for the next attempt.
 func (r *router) pick() string {
 	r.mu.Lock()
@@ -63,6 +74,7 @@ func (r *router) answered(addr, leaderHdr string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cur = addr
+	r.proven[addr] = true
 	if leader := r.follow(addr, leaderHdr); leader != "" {
 		r.cur = leader
 		r.avoid = ""
