@@ -155,7 +155,7 @@ func (e *env) usageError(fs *flag.FlagSet, msg string) int {
 
 // fail prints err and returns exitError.
 func (e *env) fail(err error) int {
-	fmt.Fprintf(e.stderr, "error: %v\n", err)
+	fmt.Fprintf(e.stderr, "error: %s\n", failText(err))
 	return exitError
 }
 

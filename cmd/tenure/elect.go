@@ -66,6 +66,8 @@ func (e *env) elect(ctx context.Context, sigs <-chan os.Signal, args []string) i
 	if err != nil {
 		return e.fail(err)
 	}
+	ctx, stopWatch := watchSupervisor(ctx, log)
+	defer stopWatch()
 	election := c.Election(name, f.leaseOptions(log)...)
 	for {
 		log.Info("campaigning", "election", election.Name(), "key", election.Key(), "holder", c.Holder())

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
+	"slices"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
 )
 
@@ -31,6 +34,10 @@ TENURE_TOKEN. SIGINT, SIGTERM and SIGHUP sent to tenure are passed on to
 COMMAND; tenure releases the lease once COMMAND has exited, after killing
 with SIGKILL whatever COMMAND left running. If the lease was lost before
 COMMAND could start, COMMAND is not started (status 75).
+
+While it waits, tenure says on stderr who holds KEY ("waiting: the key is
+held by another holder", with the holder and its token), or that it
+cannot reach the cluster, and keeps trying.
 
 COMMAND runs in a process group of its own (it should not read the
 terminal), and everything it started is stopped with it. On Linux
@@ -86,18 +93,15 @@ func (e *env) lock(ctx context.Context, sigs <-chan os.Signal, args []string) in
 	if err != nil {
 		return e.fail(err)
 	}
-	opts := append(f.leaseOptions(log), client.WithWait(wait))
+	ctx, stopWatch := watchSupervisor(ctx, log)
+	defer stopWatch()
 
 	var (
 		lease  *client.Lease
 		acqErr error
 	)
 	sig := interruptible(ctx, sigs, func(ctx context.Context) {
-		if slots == 1 {
-			lease, acqErr = c.Acquire(ctx, key, opts...)
-		} else {
-			lease, acqErr = c.AcquireSemaphore(ctx, key, slots, opts...)
-		}
+		lease, acqErr = acquireSaying(ctx, c, log, key, slots, f.leaseOptions(log), wait)
 	})
 	switch {
 	case acqErr == nil && (sig != nil || ctx.Err() != nil):
@@ -120,4 +124,48 @@ func (e *env) lock(ctx context.Context, sigs <-chan os.Signal, args []string) in
 		return exitLost
 	}
 	return o.code
+}
+
+// acquireSaying acquires KEY (or one of its slots) as lock does, waiting
+// up to wait. Before it waits it tries once without waiting, so that it
+// can say, through log, that someone else holds the key and who: a lock
+// held elsewhere must not look like a cluster out of reach (which
+// watchSupervisor reports).
+func acquireSaying(ctx context.Context, c *client.Client, log hclog.Logger, key string, slots int, opts []client.LeaseOption, wait time.Duration) (*client.Lease, error) {
+	acquire := func(wait time.Duration) (*client.Lease, error) {
+		o := append(slices.Clone(opts), client.WithWait(wait))
+		if slots == 1 {
+			return c.Acquire(ctx, key, o...)
+		}
+		return c.AcquireSemaphore(ctx, key, slots, o...)
+	}
+	if wait == 0 {
+		return acquire(0)
+	}
+	lease, err := acquire(0)
+	var ae *client.APIError
+	switch {
+	case err == nil:
+		return lease, nil
+	case errors.Is(err, client.ErrHeld):
+		switch {
+		case slots > 1:
+			log.Info("waiting: every slot is held by another holder", "key", key, "slots", slots)
+		case errors.As(err, &ae) && ae.Lease != nil:
+			l := ae.Lease
+			args := []any{"key", key, "holder", l.Holder, "token", l.Token}
+			if l.HasExpiresIn {
+				args = append(args, "expires_in", l.ExpiresIn)
+			}
+			log.Info("waiting: the key is held by another holder", args...)
+		default:
+			log.Info("waiting: the key is held by another holder (the ACL token may not read whose)", "key", key)
+		}
+	case errors.As(err, new(*client.SetupError)),
+		errors.As(err, &ae) && ae.StatusCode < 500 && ae.StatusCode != http.StatusTooManyRequests:
+		return nil, err // a mistake or a refusal that waiting does not change
+	case ctx.Err() != nil:
+		return nil, err
+	}
+	return acquire(wait)
 }

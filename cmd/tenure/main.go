@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 // version is set at build time: -ldflags "-X main.version=v0.1.0".
@@ -109,6 +111,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"ui":          e.ui,
 	}
 	if cmd, ok := commands[name]; ok {
+		if name != "lock" && name != "elect" && name != "server" {
+			// lock and elect log it themselves.
+			var stop func()
+			ctx, stop = watchCommand(ctx, stderr, client.DefaultConfig().Timeout)
+			defer stop()
+		}
 		return cmd(ctx, rest)
 	}
 	switch name {

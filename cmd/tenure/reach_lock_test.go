@@ -1,0 +1,82 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer that a test reads while a command writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// lockUntilSaid runs lock with args, waiting for ever, until its stderr
+// holds want (or 10s pass), then stops it; it returns the stderr.
+func lockUntilSaid(t *testing.T, want string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, append([]string{"lock"}, args...), &stdout, &stderr) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(stderr.String(), want) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	return stderr.String()
+}
+
+// While tenure lock waits for a key that another holder holds, it says so
+// on stderr and names the holder.
+func TestLockSaysWhoHoldsTheKey(t *testing.T) {
+	f := newLockFake(t)
+	f.mu.Lock()
+	f.held = true
+	f.mu.Unlock()
+	const want = "waiting: the key is held by another holder"
+	got := lockUntilSaid(t, want, "-http-addr", f.URL, "jobs/nightly", "--", "true")
+	if !strings.Contains(got, want) || !strings.Contains(got, "holder=h ") || !strings.Contains(got, "token=7") {
+		t.Errorf("stderr %q: want it to say that the key is held, by holder h with token 7", got)
+	}
+	if strings.Contains(got, "cannot reach") {
+		t.Errorf("stderr %q: says the cluster cannot be reached, but it answered", got)
+	}
+}
+
+// While tenure lock cannot reach the cluster it says so on stderr, and
+// keeps trying.
+func TestLockSaysWhenItCannotReachTheCluster(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	addr := srv.URL
+	srv.Close()
+	const want = "cannot reach the cluster"
+	got := lockUntilSaid(t, want, "-http-addr", addr, "jobs/nightly", "--", "true")
+	if !strings.Contains(got, want) || !strings.Contains(got, "connection refused") || !strings.Contains(got, "-http-addr or TENURE_HTTP_ADDR") {
+		t.Errorf("stderr %q: want it to say that the cluster cannot be reached, why, and which flag sets the addresses", got)
+	}
+	if strings.Contains(got, "held by") {
+		t.Errorf("stderr %q: says the key is held, but nothing answered", got)
+	}
+}
