@@ -143,7 +143,7 @@ func watchSupervisor(ctx context.Context, log hclog.Logger) (context.Context, fu
 		lost: func(err error) {
 			log.Warn("cannot reach the cluster: " + unreachableText(err, "until stopped or -wait ends"))
 		},
-		found: func() { log.Info("reached the cluster again") },
+		found: func() { log.Info("reached the cluster") },
 	}
 	return w.watchReach(ctx)
 }

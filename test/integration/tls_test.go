@@ -334,8 +334,20 @@ func TestTLSMutualCluster(t *testing.T) {
 		if !strings.Contains(get.stdout, `"holder": "cli"`) {
 			t.Errorf("tenure leases get with TENURE_* variables: %q, want the lease held by cli", get.stdout)
 		}
-		if r := runTenure(t, nil, "status", "-http-addr", "https://"+fAddr, "-ca-file", p.caFile()); r.code == 0 {
-			t.Errorf("tenure status without a client certificate: exit 0, want refused")
+		// Each mistake fails at once, naming the flag that fixes it.
+		for _, tt := range []struct {
+			name string
+			args []string
+			want string
+		}{
+			{"without a client certificate", []string{"-http-addr", "https://" + fAddr, "-ca-file", p.caFile()}, "-client-cert and -client-key"},
+			{"without the CA", []string{"-http-addr", "https://" + fAddr, "-client-cert", certFile, "-client-key", keyFile}, "-ca-file or TENURE_CACERT"},
+			{"over plain HTTP", []string{"-http-addr", "http://" + fAddr}, "speaks TLS"},
+		} {
+			r := runTenure(t, nil, append([]string{"status"}, tt.args...)...)
+			if r.code == 0 || !strings.Contains(r.stderr, tt.want) || strings.Contains(r.stderr, "giving up after") {
+				t.Errorf("tenure status %s: exit %d, stderr %q; want refused at once, naming %q", tt.name, r.code, r.stderr, tt.want)
+			}
 		}
 	})
 }
