@@ -5,7 +5,10 @@
 // over the HTTP API v1 (docs/http-api.md): encoding requests, decoding
 // answers, turning the error codes of the API back into the sentinel errors
 // declared here, following the Raft leader, and retrying the answers that
-// the API declares safe to retry.
+// the API declares safe to retry. A mistake in the client's setup that
+// no retry cures (TLS against a plain server or the reverse, a
+// certificate either side refuses, an address that is not tenure's HTTP
+// API) fails at once as a [*SetupError] naming the Config field to fix.
 //
 // The low-level layer is [Client]: [Client.Leases] for acquire, renew,
 // release, read and revoke, [Client.Status] and [Client.Members] for the

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"net/http"
@@ -70,7 +71,14 @@ func TestSetupMistakesFailAtOnceNamingTheSetting(t *testing.T) {
 			wraps: func(err error) bool { return errors.Is(err, http.ErrSchemeMismatch) }},
 		{name: "http against a TLS server", addr: "http://" + strings.TrimPrefix(tlsPlainAnswer.URL, "https://"),
 			problem: "speaks TLS", settings: []string{"Addresses"},
-			wraps: func(err error) bool { var ae *APIError; return errors.As(err, &ae) && ae.StatusCode == 400 }},
+			wraps: func(err error) bool {
+				var ae *APIError
+				return errors.As(err, &ae) && ae.StatusCode == 400 && errors.Is(err, ErrInvalid)
+			}},
+		{name: "a certificate that does not name the host", addr: "https://localhost:" + strings.Split(mutual.Listener.Addr().String(), ":")[1],
+			tls:     TLSConfig{CAFile: caFile, CertFile: certFile, KeyFile: keyFile},
+			problem: "not valid for this host", settings: []string{"Addresses", "TLS.ServerName"},
+			wraps: func(err error) bool { var he x509.HostnameError; return errors.As(err, &he) }},
 		{name: "no CA for the server's certificate", addr: mutual.URL, tls: TLSConfig{CertFile: certFile, KeyFile: keyFile},
 			problem: "certificate", settings: []string{"TLS.CAFile"},
 			wraps: func(err error) bool { var ce *tls.CertificateVerificationError; return errors.As(err, &ce) }},
