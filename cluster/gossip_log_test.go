@@ -2,12 +2,14 @@ package cluster_test
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/cluster/loglimit"
@@ -57,6 +59,64 @@ func TestGossipGarbageLogIsBounded(t *testing.T) {
 		t.Errorf("tenure_log_lines_suppressed_total{source=\"memberlist\"} is 0 after %d of 2000 lines were logged", lines)
 	}
 }
+
+// TestRefusedPlainGossipNamesTheMember: a worker started without the
+// gossip key joins a server whose gossip is encrypted; the server refuses
+// each attempt, and its line about it names the worker (node name, gossip
+// address, role), not only the connection's source port. Those lines stay
+// within the limit per kind.
+func TestRefusedPlainGossipNamesTheMember(t *testing.T) {
+	logs := &harness.Buffer{}
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(i + 1)
+	}
+	c := gossipCluster(t, 1, func(cfg *cluster.Config) {
+		cfg.GossipKey = key
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
+	})
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = "w1#0badc0de"
+	mc.BindAddr, mc.BindPort, mc.AdvertiseAddr = "127.0.0.1", 0, "127.0.0.1"
+	mc.Delegate = metaDelegate(`{"role":"worker","id":"w1"}`)
+	mc.LogOutput = io.Discard
+	keyless, err := memberlist.Create(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { keyless.Shutdown() })
+	const kind = "encryption is configured but remote state is not encrypted"
+	const attempts = 30
+	for range attempts {
+		if n, _ := keyless.Join([]string{c.GossipAddr(0)}); n > 0 {
+			t.Fatal("a member without the key joined encrypted gossip")
+		}
+	}
+	want := fmt.Sprintf("member=w1#0badc0de member_addr=%s role=worker", keyless.LocalNode().Address())
+	var lines []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, kind) {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) == 0 || len(lines) > loglimit.DefaultLines {
+		t.Fatalf("%d refused joins wrote %d %q lines, want 1 to %d", attempts, len(lines), kind, loglimit.DefaultLines)
+	}
+	for _, line := range lines {
+		if !strings.Contains(line, want) {
+			t.Errorf("the server's line %q does not name the member: want %q in it", line, want)
+		}
+	}
+}
+
+// metaDelegate is a memberlist delegate that announces its metadata.
+type metaDelegate string
+
+func (d metaDelegate) NodeMeta(int) []byte           { return []byte(d) }
+func (metaDelegate) NotifyMsg([]byte)                {}
+func (metaDelegate) GetBroadcasts(int, int) [][]byte { return nil }
+func (metaDelegate) LocalState(bool) []byte          { return nil }
+func (metaDelegate) MergeRemoteState([]byte, bool)   {}
 
 // TestRaftTransportGarbageLogIsBounded: without TLS, anyone who reaches
 // a server's Raft port can open connections that send what is not a Raft

@@ -70,14 +70,15 @@ func memberContact(ct rounds.Contact) membership.Contact {
 
 // gossipTransport makes memberlist's transport with the node's caps on
 // inbound stream connections (trusted tells the cluster's servers), and
-// records its gate in *gate.
-func gossipTransport(limits ConnLimits, trusted func(ip string) bool, gate **connlimit.Gate) func(string, int, *memberlist.Config) (membership.Transport, error) {
+// records its gate in *gate; senders learns who sends the plain streams
+// that encrypted gossip refuses.
+func gossipTransport(limits ConnLimits, trusted func(ip string) bool, gate **connlimit.Gate, senders *transport.Senders) func(string, int, *memberlist.Config) (membership.Transport, error) {
 	if limits == (ConnLimits{}) {
 		limits = DefaultConnLimits()
 	}
 	return func(host string, port int, mc *memberlist.Config) (membership.Transport, error) {
 		g := connlimit.New(nodeconfig.GossipLimits(limits, trusted))
-		tr, err := transport.NewGossipTransport(host, port, g, mc)
+		tr, err := transport.NewGossipTransport(host, port, g, mc, senders)
 		if err != nil {
 			return nil, err
 		}

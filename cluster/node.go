@@ -183,6 +183,9 @@ func New(cfg Config) (*Node, error) {
 			prove = ClusterNameProof(cfg.ClusterName)
 			n.log.Warn("cluster membership is insecure: a server proves it belongs to the cluster by its name alone, so anyone who can reach the gossip port can join as a non-voter", "cluster_name", cfg.ClusterName)
 		}
+		// Names the members whose plain gossip the key refuses, in
+		// memberlist's lines about it.
+		senders := transport.NewSenders()
 		g, err := membership.New(membership.Config{
 			Keyring: kr,
 			DataDir: cfg.DataDir,
@@ -208,8 +211,8 @@ func New(cfg Config) (*Node, error) {
 			Contact:       contactsOf(n.contacts),
 			Rules:         rulesOf(cfg),
 			MovesVoters:   peerIdentity.movesVoters,
-			Transport:     gossipTransport(cfg.Conns, n.IsServerIP, &n.gossipGate),
-			MemberlistLog: limitedlog.MemberlistLogger(cfg.Logger.Named("gossip"), n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc),
+			Transport:     gossipTransport(cfg.Conns, n.IsServerIP, &n.gossipGate, senders),
+			MemberlistLog: limitedlog.MemberlistLogger(cfg.Logger.Named("gossip"), n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc, senders.Of),
 		})
 		if err != nil {
 			n.Shutdown()

@@ -25,11 +25,15 @@ const (
 // packet failed"); the limit keeps such a flood from filling the log and
 // pushing everything else out of /v1/debug/logs. Lines below l's level
 // are not counted: hclog drops them anyway. suppressed, if not nil, is
-// called for every line left out.
-func MemberlistLogger(l hclog.Logger, suppressed func()) *log.Logger {
+// called for every line left out. sender, if not nil, names the member
+// behind a line's "from=ADDR" (memberlist names only the address, for a
+// stream the port of the connection, not one the member gossips on); what
+// it returns, unless empty, is added to the line.
+func MemberlistLogger(l hclog.Logger, suppressed func(), sender func(from string) string) *log.Logger {
 	w := &limitedLogWriter{
-		out: l.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
-		log: l,
+		sender: sender,
+		out:    l.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
+		log:    l,
 		lim: loglimit.New(loglimit.DefaultLines, loglimit.DefaultInterval, func(kind string, n int) {
 			l.Info("log_lines_suppressed", "source", SourceMemberlist, "kind", kind, "suppressed", n, "interval", loglimit.DefaultInterval.String())
 		}),
@@ -45,6 +49,7 @@ type limitedLogWriter struct {
 	log        hclog.Logger
 	lim        *loglimit.Limiter
 	suppressed func()
+	sender     func(from string) string
 }
 
 func (w *limitedLogWriter) Write(p []byte) (int, error) {
@@ -57,7 +62,34 @@ func (w *limitedLogWriter) Write(p []byte) (int, error) {
 		}
 		return len(p), nil
 	}
-	return w.out.Write(p)
+	if _, err := w.out.Write(w.withSender(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// withSender is line p with the member behind its "from=ADDR" added, when
+// the sender function knows it.
+func (w *limitedLogWriter) withSender(p []byte) []byte {
+	if w.sender == nil {
+		return p
+	}
+	i := bytes.LastIndex(p, []byte("from="))
+	if i < 0 {
+		return p
+	}
+	from := p[i+len("from="):]
+	if j := bytes.IndexAny(from, " \t\n"); j >= 0 {
+		from = from[:j]
+	}
+	who := w.sender(string(from))
+	if who == "" {
+		return p
+	}
+	line := bytes.TrimRight(p, "\n")
+	out := make([]byte, 0, len(line)+len(who)+2)
+	out = append(append(append(out, line...), ' '), who...)
+	return append(out, '\n')
 }
 
 // lineLevel is the level of a standard log line as hclog infers it from

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/tenure-io/tenure/cluster/connlimit"
@@ -18,6 +19,10 @@ type GossipTransport struct {
 	*memberlist.NetTransport
 	gate    *connlimit.Gate
 	streams chan net.Conn
+	// senders, when the server's gossip refuses plain streams, names
+	// their senders (gossipsender.go); nil otherwise.
+	senders *Senders
+	timeout time.Duration
 	// stop: Shutdown has begun; admit closes what it receives from then
 	// on. done: memberlist's transport has stopped accepting, so admit
 	// may stop reading from it.
@@ -27,8 +32,10 @@ type GossipTransport struct {
 }
 
 // NewGossipTransport listens for gossip on host:port (port 0 picks one),
-// its inbound streams within gate.
-func NewGossipTransport(host string, port int, gate *connlimit.Gate, mc *memberlist.Config) (*GossipTransport, error) {
+// its inbound streams within gate. When mc's gossip is encrypted and
+// refuses plain messages, senders (if not nil) learns who sent each plain
+// stream that memberlist will refuse.
+func NewGossipTransport(host string, port int, gate *connlimit.Gate, mc *memberlist.Config, senders *Senders) (*GossipTransport, error) {
 	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
 		BindAddrs: []string{host}, BindPort: port, Logger: mc.Logger,
 	})
@@ -41,6 +48,10 @@ func NewGossipTransport(host string, port int, gate *connlimit.Gate, mc *memberl
 		streams:      make(chan net.Conn),
 		stop:         make(chan struct{}),
 		done:         make(chan struct{}),
+		timeout:      mc.TCPTimeout,
+	}
+	if mc.Keyring != nil && mc.GossipVerifyIncoming {
+		t.senders = senders
 	}
 	t.wg.Add(1)
 	go t.admit()
@@ -70,12 +81,26 @@ func (t *GossipTransport) admit() {
 				c.Close()
 				continue
 			}
-			select {
-			case t.streams <- gc:
-			case <-t.stop:
-				gc.Close()
+			if t.senders == nil {
+				t.handOn(gc)
+				continue
 			}
+			// Reading ahead waits for the sender: not in this loop.
+			t.wg.Add(1)
+			go func() {
+				defer t.wg.Done()
+				t.handOn(t.senders.peekSender(gc, t.timeout))
+			}()
 		}
+	}
+}
+
+// handOn gives memberlist c, or closes it once Shutdown has begun.
+func (t *GossipTransport) handOn(c net.Conn) {
+	select {
+	case t.streams <- c:
+	case <-t.stop:
+		c.Close()
 	}
 }
 

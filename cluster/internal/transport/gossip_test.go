@@ -21,7 +21,7 @@ func TestGossipTransportStopsWhileConnectionsArrive(t *testing.T) {
 	for round := range 20 {
 		mc := memberlist.DefaultLANConfig()
 		mc.Logger = log.New(io.Discard, "", 0)
-		tr, err := NewGossipTransport("127.0.0.1", 0, connlimit.New(connlimit.Limits{Max: 256, PerClient: 32}), mc)
+		tr, err := NewGossipTransport("127.0.0.1", 0, connlimit.New(connlimit.Limits{Max: 256, PerClient: 32}), mc, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,5 +55,23 @@ func TestGossipTransportStopsWhileConnectionsArrive(t *testing.T) {
 		}
 		close(stop)
 		dialers.Wait()
+	}
+}
+
+// A name from a stranger's gossip goes into a log line as one word: as it
+// is when it looks like a name, else quoted, so it cannot forge a line.
+func TestLogWord(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"worker holder", "w1#0badc0de", "w1#0badc0de"},
+		{"server id", "n1", "n1"},
+		{"empty", "", `""`},
+		{"spaces", "a b", `"a b"`},
+		{"newline", "x\n2026-01-01 [ERROR] forged", `"x\n2026-01-01 [ERROR] forged"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := logWord(tc.in); got != tc.want {
+				t.Errorf("logWord(%q) = %s, want %s", tc.in, got, tc.want)
+			}
+		})
 	}
 }
