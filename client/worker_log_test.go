@@ -119,3 +119,43 @@ func TestWorkerLogsKeyOwnershipAtInfo(t *testing.T) {
 	plan.set(map[string]string{})
 	logged("the hand-back", "key_released", "key=k1", "group=g", "token=2")
 }
+
+// A hand-back that the cluster refuses is logged as a failure, at Warn
+// (key_release_failed, with the error), never as key_released: the key
+// stays held until its lease expires.
+func TestWorkerLogsAFailedReleaseAsAFailure(t *testing.T) {
+	f := client.NewFakeTenure(t)
+	plan := &fakePlan{plan: map[string]string{"k1": "w1"}, index: 1, changed: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/assignment"):
+			plan.serve(w, r)
+		case r.Method == http.MethodDelete:
+			client.WriteJSON(w, http.StatusForbidden, map[string]string{"error": "permission_denied", "message": "the token may not release k1"})
+		default:
+			f.Serve(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c := client.NewTestClient(t, strings.TrimPrefix(srv.URL, "http://"))
+	var out client.LogBuffer
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &out})
+	w := worker.New(c, "g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		worker.WithWorkerID("w1"), worker.WithJoin(gossipSeed(t)), worker.WithWorkerTTL(time.Second), worker.WithWorkerLogger(logger))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	client.WaitUntil(t, 10*time.Second, "key_acquired logged", func() bool { return strings.Contains(out.String(), "key_acquired") })
+	plan.set(map[string]string{})
+	client.WaitUntil(t, 10*time.Second, "the refused hand-back logged", func() bool {
+		return strings.Contains(out.String(), "[WARN]") && strings.Contains(out.String(), "key_release_failed") &&
+			strings.Contains(out.String(), "permission_denied")
+	})
+	if strings.Contains(out.String(), "key_released") {
+		t.Errorf("a refused hand-back was logged as key_released:\n%s", out.String())
+	}
+}

@@ -87,18 +87,11 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 		return nil, fmt.Errorf("start worker gossip on %s: %w", net.JoinHostPort(place.bindHost, fmt.Sprint(place.bindPort)), err)
 	}
 	g.log.Debug("gossip started", "bind", net.JoinHostPort(place.bindHost, fmt.Sprint(place.bindPort)), "advertise", g.list.LocalNode().Address())
+	report := joinReport{log: g.log}
 	for {
-		peers := w.cfg.join
-		if len(peers) == 0 {
-			peers = w.serverGossipAddrs(ctx)
-		}
-		if len(peers) > 0 {
-			if n, err := g.list.Join(peers); n > 0 {
-				g.log.Debug("joined", "peers", n)
-				return g, nil
-			} else if err != nil {
-				g.log.Debug("join failed", "error", err)
-			}
+		if n := g.join(ctx, w, &report); n > 0 {
+			g.log.Debug("joined", "peers", n)
+			return g, nil
 		}
 		if err := wait.Sleep(ctx, w.cfg.retry); err != nil {
 			g.list.Shutdown()
@@ -107,13 +100,34 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 	}
 }
 
-// serverGossipAddrs asks the cluster for its servers' gossip addresses.
-func (w *Worker) serverGossipAddrs(ctx context.Context) []string {
-	members, _, err := w.c.Members(ctx)
-	if err != nil {
-		w.log.Debug("listing members failed", "error", err)
-		return nil
+// join joins the servers (WithJoin's, else those the cluster lists) and
+// returns how many answered; report says why none did.
+func (g *workerGossip) join(ctx context.Context, w *Worker, report *joinReport) int {
+	peers, members := w.cfg.join, []wire.Member(nil)
+	var err error
+	if len(peers) == 0 {
+		if members, _, err = w.c.Members(ctx); err != nil {
+			err = fmt.Errorf("list the servers: %w", err)
+		}
+		peers = serverGossipAddrs(members)
 	}
+	if len(peers) > 0 {
+		var n int
+		if n, err = g.list.Join(peers); n > 0 {
+			report.joined(n)
+			return n
+		}
+	}
+	if ctx.Err() == nil {
+		g.log.Debug("join failed", "error", err)
+		report.failed(peers, err, g.keyFingerprints(), members)
+	}
+	return 0
+}
+
+// serverGossipAddrs are the gossip addresses of the alive servers among
+// members.
+func serverGossipAddrs(members []wire.Member) []string {
 	var out []string
 	for _, m := range members {
 		if m.Role == "server" && m.Status == "alive" {
@@ -123,26 +137,26 @@ func (w *Worker) serverGossipAddrs(ctx context.Context) []string {
 	return out
 }
 
+// keyFingerprints are the fingerprints of the worker's gossip keys, as it
+// announces them; nil without encryption.
+func (g *workerGossip) keyFingerprints() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.meta.Keys...)
+}
+
 // keepJoined joins the servers again whenever none is alive in this
 // worker's view: after every server restarted, or after a cut long enough
 // for the servers to declare this worker dead and forget it. It returns
 // when ctx ends.
 func (g *workerGossip) keepJoined(ctx context.Context, w *Worker) {
+	report := joinReport{log: g.log}
 	for wait.Sleep(ctx, 2*time.Second) == nil {
 		if g.seesServer() {
 			continue
 		}
-		peers := w.cfg.join
-		if len(peers) == 0 {
-			peers = w.serverGossipAddrs(ctx)
-		}
-		if len(peers) == 0 {
-			continue
-		}
-		if n, err := g.list.Join(peers); n > 0 {
+		if n := g.join(ctx, w, &report); n > 0 {
 			g.log.Info("rejoined", "peers", n)
-		} else if err != nil {
-			g.log.Debug("rejoin failed", "error", err)
 		}
 	}
 }

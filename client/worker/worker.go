@@ -88,8 +88,13 @@ func WithJoin(addrs ...string) WorkerOption { return func(c *workerConfig) { c.j
 // WithWorkerLogger sets the worker's logger. The worker logs at Info each
 // key it acquires (key_acquired), hands back (key_released) and loses
 // (key_lost: its lease ended while the key was still its target), with
-// the key, group and token. Without this option the worker logs through
-// the client's Config.Logger, or, when that is nil too, to stderr at Info.
+// the key, group and token; at Warn a hand-back the cluster refused
+// (key_release_failed, with the error: the key stays held until its lease
+// expires); and at Error, within seconds, why its gossip cannot join the
+// servers when a gossip key explains it (none, or not the servers'), at
+// Warn when no server answers, again every 30s while that lasts. Without
+// this option the worker logs through the client's Config.Logger, or,
+// when that is nil too, to stderr at Info.
 func WithWorkerLogger(l hclog.Logger) WorkerOption { return func(c *workerConfig) { c.logger = l } }
 
 // Worker owns the keys of one group that the cluster's balancer assigns to
@@ -171,7 +176,9 @@ func (w *Worker) Holder() string { return w.cfg.holder }
 // with it (GroupsAPI.RegisterWorker) and fails if the cluster refuses. Then it stops every
 // handler, waits for them, releases its leases and leaves gossip, so the
 // balancer moves its keys at once; it returns ctx's error. It returns
-// earlier with an error if it cannot join gossip.
+// earlier with an error if it cannot start gossip (bind its address);
+// while no server admits its gossip join it keeps trying, and logs why
+// (WithWorkerLogger).
 func (w *Worker) Run(ctx context.Context) error {
 	if w.group == "" || w.handler == nil {
 		return fmt.Errorf("%w: a worker needs a group and a handler", client.ErrInvalid)
@@ -316,7 +323,8 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 		}
 		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := lease.Release(rctx); err != nil {
-			w.log.Info("key_released", "key", key, "token", lease.Token(), "error", err, "note", "the release failed; the lease will expire")
+			w.log.Warn("key_release_failed", "key", key, "token", lease.Token(), "error", err,
+				"note", "the key stays held until its lease expires (its TTL), then moves")
 		} else {
 			w.log.Info("key_released", "key", key, "token", lease.Token())
 		}

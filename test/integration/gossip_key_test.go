@@ -104,3 +104,56 @@ func fingerprint(t *testing.T, key string) string {
 	}
 	return client.KeyFingerprint(b)
 }
+
+// TestWorkerWithoutTheGossipKeySaysSo: a worker started without the
+// cluster's gossip key, or with another one, cannot join the servers'
+// gossip. Within seconds it says so at ERROR, and names the option that
+// fixes it; the server's lines about the refused gossip name the worker
+// (its node name and gossip address), not only a connection's source port.
+func TestWorkerWithoutTheGossipKeySaysSo(t *testing.T) {
+	key := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+	other := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+	c := newCluster(t)
+	c.nodeArgs = func(*testing.T, *node) []string { return []string{"-gossip-key", key} }
+	c.boot(t, 1)
+	for _, tc := range []struct {
+		name, id string
+		env      []string
+		want     []string // in the worker's ERROR line
+	}{
+		{"no key", "keyless", nil, []string{"no gossip key", "TENURE_GOSSIP_KEY", "WithGossipKeys"}},
+		{"another key", "wrongkey", []string{worker.EnvGossipKey + "=" + other}, []string{fingerprint(t, other), fingerprint(t, key), "TENURE_GOSSIP_KEY"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := startDemoWorkerEnv(t, c, "scenes", tc.id, 2*time.Second, tc.env)
+			harness.WaitFor(t, 5*time.Second, func() error {
+				for _, line := range strings.Split(tail(w.logPath, 50), "\n") {
+					if !strings.Contains(line, "[ERROR]") || !strings.Contains(line, "gossip") {
+						continue
+					}
+					for _, s := range tc.want {
+						if !strings.Contains(line, s) {
+							return fmt.Errorf("the worker's error %q does not say %q", line, s)
+						}
+					}
+					return nil
+				}
+				return fmt.Errorf("no ERROR line about gossip in the worker's output:\n%s", tail(w.logPath, 10))
+			})
+			if tc.env != nil {
+				return // encrypted under another key: the server cannot read who sent it
+			}
+			harness.WaitFor(t, 5*time.Second, func() error {
+				for _, line := range strings.Split(tail(c.nodes[0].logPath, 200), "\n") {
+					if strings.Contains(line, "memberlist") && strings.Contains(line, "not encrypted") {
+						if !strings.Contains(line, "member="+tc.id+"#") || !strings.Contains(line, "member_addr=127.0.0.1:") {
+							return fmt.Errorf("the server's line %q does not name the worker %s and its gossip address", line, tc.id)
+						}
+						return nil
+					}
+				}
+				return fmt.Errorf("the server logged nothing about the refused gossip")
+			})
+		})
+	}
+}
