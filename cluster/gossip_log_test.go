@@ -109,6 +109,67 @@ func TestRefusedPlainGossipNamesTheMember(t *testing.T) {
 	}
 }
 
+// TestUndecryptableGossipOfAMemberNamesIt: a member that joined under the
+// cluster's key switches to a key the servers do not hold (as a worker
+// left out of a rotation); the server's lines about its packets that no
+// key decrypts name it, from the address it gossips from.
+func TestUndecryptableGossipOfAMemberNamesIt(t *testing.T) {
+	logs := &harness.Buffer{}
+	key, other := make([]byte, 32), make([]byte, 32)
+	for i := range key {
+		key[i], other[i] = byte(i+1), byte(i+101)
+	}
+	c := gossipCluster(t, 1, func(cfg *cluster.Config) {
+		cfg.GossipKey = key
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
+	})
+	kr, err := memberlist.NewKeyring(nil, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = "w2#0badc0de"
+	mc.BindAddr, mc.BindPort, mc.AdvertiseAddr = "127.0.0.1", 0, "127.0.0.1"
+	mc.Delegate = metaDelegate(`{"role":"worker","id":"w2"}`)
+	mc.Keyring, mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = kr, true, true
+	mc.ProbeInterval = 100 * time.Millisecond
+	mc.LogOutput = io.Discard
+	m, err := memberlist.Create(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Shutdown() })
+	if _, err := m.Join([]string{c.GossipAddr(0)}); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, 5*time.Second, func() error {
+		for _, mem := range c.Node(0).Members() {
+			if mem.Name == mc.Name && mem.Status == "alive" {
+				return nil
+			}
+		}
+		return fmt.Errorf("the server does not list %s", mc.Name)
+	})
+	if err := kr.AddKey(other); err != nil {
+		t.Fatal(err)
+	}
+	if err := kr.UseKey(other); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("from=%s member=w2#0badc0de role=worker", m.LocalNode().Address())
+	harness.WaitFor(t, 5*time.Second, func() error {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, "Decrypt packet failed") {
+				if !strings.Contains(line, want) {
+					return fmt.Errorf("the server's line %q does not name the member: want %q in it", line, want)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no Decrypt packet failed line yet")
+	})
+}
+
 // metaDelegate is a memberlist delegate that announces its metadata.
 type metaDelegate string
 

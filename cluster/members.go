@@ -3,10 +3,12 @@ package cluster
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
@@ -84,6 +86,28 @@ func gossipTransport(limits ConnLimits, trusted func(ip string) bool, gate **con
 		}
 		*gate = g
 		return tr, nil
+	}
+}
+
+// refusedGossipSender names the member behind the from= address of
+// memberlist's line about gossip it refused: the sender of a plain stream
+// that senders read, else the member of table that gossips from that
+// address (a packet's source is its sender's gossip address: a member
+// left with a key the cluster no longer holds). table is nil until gossip
+// has started.
+func refusedGossipSender(senders *transport.Senders, table *atomic.Pointer[membership.Gossip]) func(string) (limitedlog.Member, bool) {
+	return func(from string) (limitedlog.Member, bool) {
+		if s, ok := senders.Of(from); ok {
+			return limitedlog.Member{Name: s.Name, Addr: s.Addr, Role: s.Role}, true
+		}
+		if g := table.Load(); g != nil {
+			for _, m := range g.Members() {
+				if m.Addr == from {
+					return limitedlog.Member{Name: m.Name, Role: m.Meta.Role}, true
+				}
+			}
+		}
+		return limitedlog.Member{}, false
 	}
 }
 

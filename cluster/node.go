@@ -183,9 +183,10 @@ func New(cfg Config) (*Node, error) {
 			prove = ClusterNameProof(cfg.ClusterName)
 			n.log.Warn("cluster membership is insecure: a server proves it belongs to the cluster by its name alone, so anyone who can reach the gossip port can join as a non-voter", "cluster_name", cfg.ClusterName)
 		}
-		// Names the members whose plain gossip the key refuses, in
-		// memberlist's lines about it.
+		// Names the members whose gossip memberlist refuses, in its
+		// lines about it.
 		senders := transport.NewSenders()
+		var table atomic.Pointer[membership.Gossip]
 		g, err := membership.New(membership.Config{
 			Keyring: kr,
 			DataDir: cfg.DataDir,
@@ -212,13 +213,14 @@ func New(cfg Config) (*Node, error) {
 			Rules:         rulesOf(cfg),
 			MovesVoters:   peerIdentity.movesVoters,
 			Transport:     gossipTransport(cfg.Conns, n.IsServerIP, &n.gossipGate, senders),
-			MemberlistLog: limitedlog.MemberlistLogger(cfg.Logger.Named("gossip"), n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc, senders.Of),
+			MemberlistLog: limitedlog.MemberlistLogger(cfg.Logger.Named("gossip"), n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc, refusedGossipSender(senders, &table)),
 		})
 		if err != nil {
 			n.Shutdown()
 			return nil, err
 		}
 		n.gossip = g
+		table.Store(g)
 	}
 	// Health reads gossip: it is watched once the node is whole.
 	n.wg.Add(1)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"log"
+	"strconv"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/cluster/loglimit"
@@ -26,10 +28,12 @@ const (
 // pushing everything else out of /v1/debug/logs. Lines below l's level
 // are not counted: hclog drops them anyway. suppressed, if not nil, is
 // called for every line left out. sender, if not nil, names the member
-// behind a line's "from=ADDR" (memberlist names only the address, for a
-// stream the port of the connection, not one the member gossips on); what
-// it returns, unless empty, is added to the line.
-func MemberlistLogger(l hclog.Logger, suppressed func(), sender func(from string) string) *log.Logger {
+// behind the "from=ADDR" of a line about gossip that memberlist refused
+// (refusedKinds; for a stream, memberlist names only the port of the
+// connection, not one the member gossips on); the line gets
+// "member=NAME member_addr=ADDR role=ROLE" (the fields known), each a
+// single word (Word).
+func MemberlistLogger(l hclog.Logger, suppressed func(), sender func(from string) (Member, bool)) *log.Logger {
 	w := &limitedLogWriter{
 		sender: sender,
 		out:    l.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
@@ -49,20 +53,37 @@ type limitedLogWriter struct {
 	log        hclog.Logger
 	lim        *loglimit.Limiter
 	suppressed func()
-	sender     func(from string) string
+	sender     func(from string) (Member, bool)
 }
+
+// Member is the member that sent refused gossip: its node name, the
+// gossip address it announces, its role; "" where unknown.
+type Member struct {
+	Name, Addr, Role string
+}
+
+// refusedKinds are the kinds of memberlist's lines about gossip it
+// refused: a packet it could not decrypt, a stream it could not read (not
+// encrypted while gossip is, or under another key). memberlist writes them
+// holding none of its locks, so a sender function may read the membership
+// table (whose updates run under memberlist's lock).
+var refusedKinds = map[string]bool{"Decrypt packet failed": true, "failed to receive": true}
 
 func (w *limitedLogWriter) Write(p []byte) (int, error) {
 	if len(p) == 0 || lineLevel(p) < w.log.GetLevel() {
 		return w.out.Write(p) // below the level: hclog drops it
 	}
-	if !w.lim.Allow(memberlistKind(p)) {
+	kind := memberlistKind(p)
+	if !w.lim.Allow(kind) {
 		if w.suppressed != nil {
 			w.suppressed()
 		}
 		return len(p), nil
 	}
-	if _, err := w.out.Write(w.withSender(p)); err != nil {
+	if refusedKinds[kind] {
+		p = w.withSender(p)
+	}
+	if _, err := w.out.Write(p); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -82,14 +103,37 @@ func (w *limitedLogWriter) withSender(p []byte) []byte {
 	if j := bytes.IndexAny(from, " \t\n"); j >= 0 {
 		from = from[:j]
 	}
-	who := w.sender(string(from))
-	if who == "" {
+	m, ok := w.sender(string(from))
+	if !ok {
 		return p
 	}
-	line := bytes.TrimRight(p, "\n")
-	out := make([]byte, 0, len(line)+len(who)+2)
-	out = append(append(append(out, line...), ' '), who...)
+	out := append([]byte(nil), bytes.TrimRight(p, "\n")...)
+	out = append(out, " member="+Word(m.Name)...)
+	if m.Addr != "" {
+		out = append(out, " member_addr="+Word(m.Addr)...)
+	}
+	if m.Role != "" {
+		out = append(out, " role="+Word(m.Role)...)
+	}
 	return append(out, '\n')
+}
+
+// Word is s as one word of a log line: as it is when it holds only the
+// characters of names and addresses, else quoted (a stranger may have
+// chosen it), and at most 128 bytes.
+func Word(s string) string {
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	if s == "" {
+		return `""`
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:/#@-[]", r)) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // lineLevel is the level of a standard log line as hclog infers it from

@@ -57,21 +57,3 @@ func TestGossipTransportStopsWhileConnectionsArrive(t *testing.T) {
 		dialers.Wait()
 	}
 }
-
-// A name from a stranger's gossip goes into a log line as one word: as it
-// is when it looks like a name, else quoted, so it cannot forge a line.
-func TestLogWord(t *testing.T) {
-	for _, tc := range []struct{ name, in, want string }{
-		{"worker holder", "w1#0badc0de", "w1#0badc0de"},
-		{"server id", "n1", "n1"},
-		{"empty", "", `""`},
-		{"spaces", "a b", `"a b"`},
-		{"newline", "x\n2026-01-01 [ERROR] forged", `"x\n2026-01-01 [ERROR] forged"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := logWord(tc.in); got != tc.want {
-				t.Errorf("logWord(%q) = %s, want %s", tc.in, got, tc.want)
-			}
-		})
-	}
-}

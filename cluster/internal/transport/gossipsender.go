@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"compress/lzw"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,26 +25,33 @@ import (
 // concurrent use.
 type Senders struct {
 	mu sync.Mutex
-	m  map[string]string // remote address -> member
+	m  map[string]Sender // by remote address
+}
+
+// Sender is the member that sent a gossip stream, as its state says: its
+// node name, the gossip address it announces, and its role (from its
+// metadata; "" when it announces none). A stranger chose every field.
+type Sender struct {
+	Name, Addr, Role string
 }
 
 // NewSenders returns an empty Senders.
-func NewSenders() *Senders { return &Senders{m: map[string]string{}} }
+func NewSenders() *Senders { return &Senders{m: map[string]Sender{}} }
 
-// Of names the member that sent the open stream from addr (its remote
-// address, as memberlist logs it after "from="), as "member=NAME
-// member_addr=HOST:PORT role=ROLE"; "" when unknown (an encrypted stream,
-// or one whose state names no single sender).
-func (s *Senders) Of(addr string) string {
+// Of is the member that sent the open stream from addr (its remote
+// address, as memberlist logs it after "from="); false when unknown (an
+// encrypted stream, or one whose state names no single sender).
+func (s *Senders) Of(addr string) (Sender, bool) {
 	if s == nil {
-		return ""
+		return Sender{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m[addr]
+	who, ok := s.m[addr]
+	return who, ok
 }
 
-func (s *Senders) set(addr, who string) {
+func (s *Senders) set(addr string, who Sender) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[addr] = who
@@ -88,14 +93,15 @@ func (s *Senders) peekSender(c net.Conn, timeout time.Duration) net.Conn {
 	if buf[0] != msgPushPull && buf[0] != msgCompress { // encrypted (or nothing a join sends)
 		return &peekedConn{Conn: c, r: io.MultiReader(bytes.NewReader(buf), c)}
 	}
-	who := ""
-	for tries := 0; who == "" && len(buf) < maxSenderPeek && tries < 4; tries++ {
+	var who Sender
+	ok := false
+	for tries := 0; !ok && len(buf) < maxSenderPeek && tries < 4; tries++ {
 		if tries > 0 {
 			_ = c.SetReadDeadline(time.Now().Add(senderPeekWait))
 		}
 		n, err := c.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		who = plainSender(buf, c.RemoteAddr())
+		who, ok = plainSender(buf, c.RemoteAddr())
 		if err != nil {
 			break
 		}
@@ -104,7 +110,7 @@ func (s *Senders) peekSender(c net.Conn, timeout time.Duration) net.Conn {
 		}
 	}
 	p := &peekedConn{Conn: c, r: io.MultiReader(bytes.NewReader(buf), c)}
-	if who != "" {
+	if ok {
 		p.senders, p.addr = s, c.RemoteAddr().String()
 		s.set(p.addr, who)
 	}
@@ -121,32 +127,32 @@ type pushNodeState struct {
 
 // plainSender names the sender of a plain state exchange b (its type
 // byte first, compressed or not): the one node it lists, or the one of its
-// nodes at from's IP; "" if b is incomplete or names no single sender.
-func plainSender(b []byte, from net.Addr) string {
+// nodes at from's IP; false if b is incomplete or names no single sender.
+func plainSender(b []byte, from net.Addr) (Sender, bool) {
 	if len(b) > 0 && b[0] == msgCompress {
 		var c struct {
 			Algo int
 			Buf  []byte
 		}
 		if codec.NewDecoderBytes(b[1:], &codec.MsgpackHandle{}).Decode(&c) != nil || c.Algo != 0 { // 0: LZW
-			return ""
+			return Sender{}, false
 		}
 		r := lzw.NewReader(bytes.NewReader(c.Buf), lzw.LSB, 8)
 		defer r.Close()
 		var err error
 		if b, err = io.ReadAll(io.LimitReader(r, maxSenderPeek)); err != nil {
-			return ""
+			return Sender{}, false
 		}
 	}
 	if len(b) == 0 || b[0] != msgPushPull {
-		return ""
+		return Sender{}, false
 	}
 	var header struct {
 		Nodes int
 	}
 	dec := codec.NewDecoderBytes(b[1:], &codec.MsgpackHandle{})
 	if dec.Decode(&header) != nil || header.Nodes < 1 || header.Nodes > 1024 {
-		return ""
+		return Sender{}, false
 	}
 	var found *pushNodeState
 	fromIP := ""
@@ -156,44 +162,21 @@ func plainSender(b []byte, from net.Addr) string {
 	for i := 0; i < header.Nodes; i++ {
 		var n pushNodeState
 		if dec.Decode(&n) != nil {
-			return ""
+			return Sender{}, false
 		}
 		if header.Nodes == 1 || net.IP(n.Addr).String() == fromIP {
 			if found != nil {
-				return "" // two at the sender's IP: cannot tell which
+				return Sender{}, false // two at the sender's IP: cannot tell which
 			}
 			found = &n
 		}
 	}
 	if found == nil {
-		return ""
+		return Sender{}, false
 	}
 	var meta wire.MemberMeta
 	_ = json.Unmarshal(found.Meta, &meta)
-	role := meta.Role
-	if role == "" {
-		role = "unknown" // a member that announces no role: not one of tenure's
-	}
-	return fmt.Sprintf("member=%s member_addr=%s role=%s", logWord(found.Name),
-		net.JoinHostPort(net.IP(found.Addr).String(), strconv.Itoa(int(found.Port))), logWord(role))
-}
-
-// logWord is s as one word of a log line: as it is when it holds only
-// the characters of names and addresses, else quoted (a stranger chose
-// it), and at most 128 bytes.
-func logWord(s string) string {
-	if len(s) > 128 {
-		s = s[:128]
-	}
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:/#@-", r)) {
-			return strconv.Quote(s)
-		}
-	}
-	if s == "" {
-		return `""`
-	}
-	return s
+	return Sender{Name: found.Name, Addr: net.JoinHostPort(net.IP(found.Addr).String(), strconv.Itoa(int(found.Port))), Role: meta.Role}, true
 }
 
 // peekedConn is a stream with the bytes read ahead of memberlist put
