@@ -3,6 +3,8 @@
 // without the key) and the Raft transport's (a connection that sends no
 // Raft RPC). Their lines are limited per kind with package loglimit, and
 // one log_lines_suppressed line per kind and interval counts the rest.
+// memberlist's lines about gossip it refused also get the member that
+// sent it, when the server can tell (MemberlistLogger).
 //
 // It only wraps the loggers it is given. Lines below a logger's level are
 // not counted (hclog drops them anyway), and a flood of one kind must
