@@ -11,6 +11,15 @@ import (
 	"github.com/tenure-io/tenure/client/worker"
 )
 
+const demoWorkerUsage = `demo-worker -group NAME [-id ID] [-capacity N] [-ttl D] [-work D] [-gossip-addr A] [-gossip-advertise A]
+
+Run a worker of group NAME that "works" on each key the balancer gives it.
+Where the servers' gossip is encrypted (tenure server -gossip-key), give
+the worker the key in the environment variable ` + worker.EnvGossipKey + `
+(base64, as tenure keygen prints it; several separated by commas, the
+primary first). Without it, or with a key the servers do not hold, the
+worker cannot join their gossip, takes no keys, and logs why at ERROR.`
+
 // demoWorker runs a worker.Worker whose handler "works" on each key it
 // owns: a line per key every -work interval, with the fencing token, until
 // the key moves or the lease is lost. It is the runnable example of a
@@ -25,7 +34,7 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 		quiet             bool
 		logs              logOutput
 	)
-	fs := e.newFlagSet("demo-worker", "demo-worker -group NAME [-id ID] [-capacity N] [-ttl D] [-work D] [-gossip-addr A] [-gossip-advertise A]")
+	fs := e.newFlagSet("demo-worker", demoWorkerUsage)
 	cf.register(fs)
 	fs.StringVar(&group, "group", "", "group whose keys to own (required)")
 	fs.StringVar(&id, "id", "", "worker id, also the lease holder (default: hostname-pid-random)")
