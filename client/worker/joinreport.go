@@ -60,9 +60,9 @@ func (r *joinReport) failed(peers []string, err error, mine []string, servers []
 		args = append(args, "error", strings.Join(strings.Fields(err.Error()), " "))
 	}
 	if d.keys {
-		r.log.Error("gossip with the servers fails: the worker takes no keys", args...)
+		r.log.Error("gossip with the servers fails: the balancer gives this worker no keys", args...)
 	} else {
-		r.log.Warn("gossip with the servers fails: the worker takes no keys", args...)
+		r.log.Warn("gossip with the servers fails: the balancer gives this worker no keys", args...)
 	}
 }
 
