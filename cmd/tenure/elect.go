@@ -43,7 +43,8 @@ TENURE_TOKEN.
 
 Exit status: COMMAND's (128+n if signal n killed it) when it exited on its
 own or after a signal to tenure; 75 if leadership was lost while tenure was
-being stopped; 127 if COMMAND could not be started; 0 when stopped while
+being stopped; 127 if COMMAND cannot be started (checked before
+campaigning, and again when it starts); 0 when stopped while
 campaigning; 1 for other errors, 2 for usage errors.`
 
 // elect is `tenure elect` (see electUsage): it campaigns, runs a command

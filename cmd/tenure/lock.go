@@ -54,7 +54,8 @@ and keeps the first granted (any other granted meanwhile is released).
 
 Exit status: COMMAND's (128+n if signal n killed it); 75 if the lease was
 lost while COMMAND ran or before it started; 76 if the lease was not
-acquired within -wait; 127 if COMMAND could not be started; 128+n if
+acquired within -wait; 127 if COMMAND cannot be started (checked before
+anything is acquired, and again when it starts); 128+n if
 signal n stopped tenure while it waited; 1 for other errors (e.g. the
 cluster cannot be reached), 2 for usage errors.`
 

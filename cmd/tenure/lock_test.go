@@ -125,15 +125,11 @@ func TestLockRunsTheCommandUnderTheLease(t *testing.T) {
 		{"sees the lease and exits 0", `echo "$TENURE_KEY $TENURE_TOKEN $TENURE_HOLDER"`, 0, "jobs/nightly 7 batch-1\n"},
 		{"its exit status is tenure's", `exit 3`, 3, ""},
 		{"killed by a signal", `kill -USR1 $$`, 128 + 10, ""},
-		{"cannot be started", ``, exitCannotRun, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newLockFake(t)
 			command := []string{"sh", "-c", tt.cmd}
-			if tt.cmd == "" {
-				command = []string{"/nonexistent/command"}
-			}
 			args := append([]string{"lock", "-http-addr", f.URL, "-ttl", "2s", "-holder", "batch-1", "jobs/nightly", "--"}, command...)
 			got := runCLI(t, args...)
 			if got.code != tt.wantCode {

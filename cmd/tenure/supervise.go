@@ -183,6 +183,12 @@ func (e *env) parseSupervised(fs *flag.FlagSet, f *supervisorFlags, args []strin
 	if msg := f.check(fs); msg != "" {
 		return "", nil, e.usageError(fs, msg), false
 	}
+	// A command that cannot start fails before anything is acquired: a
+	// lease or a leadership taken for it would only burn a token.
+	if _, err := exec.LookPath(command[0]); err != nil {
+		fmt.Fprintf(e.stderr, "error: cannot run %s: %v; nothing acquired\n", shellWord(command[0]), err)
+		return "", nil, exitCannotRun, false
+	}
 	return pos[0], command, 0, true
 }
 

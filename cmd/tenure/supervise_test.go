@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -19,5 +20,20 @@ func TestCommandInTheLogIsQuotedOnce(t *testing.T) {
 	want := `command="sh -c 'echo '\''hi there'\'' > /tmp/out' '' plain-arg_1.txt"`
 	if !strings.Contains(buf.String(), want) {
 		t.Errorf("log line %q, want %s in it", buf.String(), want)
+	}
+}
+
+// A command that cannot start fails with 127 before anything is acquired:
+// no request reaches the cluster, so no token is burnt for it.
+func TestCommandThatCannotStartAcquiresNothing(t *testing.T) {
+	for _, cmd := range []string{"lock", "elect"} {
+		srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) })
+		got := runCLI(t, cmd, "-http-addr", srv.URL, "jobs/nightly", "--", "/nonexistent/report", "-x")
+		srv.mu.Lock()
+		sent := len(srv.reqs)
+		srv.mu.Unlock()
+		if got.code != exitCannotRun || sent != 0 || !strings.Contains(got.stderr, "cannot run /nonexistent/report") || !strings.Contains(got.stderr, "nothing acquired") {
+			t.Errorf("%s -- /nonexistent/report: exit %d, %d requests, stderr %q; want 127, none, and the reason", cmd, got.code, sent, got.stderr)
+		}
 	}
 }
