@@ -38,6 +38,31 @@ func listAll(t *testing.T, n *node, f Filter, limit int, between func(page int) 
 	}
 }
 
+// collectPages pages through a listing from the start and returns every
+// name it listed, in order. list returns the names of page page (counted
+// from 0) after the cursor after, and the cursor of the next page ("" after
+// the last); between, when not nil, runs after each page but the last. The
+// test fails with stuck when the listing takes more than maxPages pages.
+func collectPages(t *testing.T, stuck string, maxPages int, list func(page int, after string) ([]string, string), between func(page int)) []string {
+	t.Helper()
+	var got []string
+	after := ""
+	for page := 0; ; page++ {
+		if page >= maxPages {
+			t.Fatal(stuck)
+		}
+		names, next := list(page, after)
+		got = append(got, names...)
+		if next == "" {
+			return got
+		}
+		after = next
+		if between != nil {
+			between(page)
+		}
+	}
+}
+
 // A listing by pages returns what one whole List returns, for every filter
 // and page size, including group keys never acquired.
 func TestListPageMatchesList(t *testing.T) {
@@ -163,12 +188,7 @@ func TestGroupsPage(t *testing.T) {
 	for i := range 30 {
 		n.all(GroupPut{Name: fmt.Sprintf("g%02d", 2*i), Keys: []string{"k"}})
 	}
-	var got []string
-	after := ""
-	for page := 0; ; page++ {
-		if page > 100 {
-			t.Fatal("listing of groups did not end")
-		}
+	got := collectPages(t, "listing of groups did not end", 101, func(page int, after string) ([]string, string) {
 		groups, next, index := n.m.GroupsPage(after, 4)
 		if len(groups) > 4 {
 			t.Fatalf("page %d has %d groups, want at most 4", page, len(groups))
@@ -176,17 +196,16 @@ func TestGroupsPage(t *testing.T) {
 		if _, want := n.m.Groups(); index != want {
 			t.Errorf("page %d index = %d, want the placement index %d", page, index, want)
 		}
+		var names []string
 		for _, g := range groups {
-			got = append(got, g.Name)
+			names = append(names, g.Name)
 		}
-		if next == "" {
-			break
-		}
-		after = next
+		return names, next
+	}, func(page int) {
 		// Between pages: a group before the cursor, one after, one gone.
 		n.all(GroupPut{Name: fmt.Sprintf("g%02d", 2*page+1), Keys: []string{"k"}},
 			GroupDelete{Name: fmt.Sprintf("g%02d", 58-2*page)})
-	}
+	})
 	for i, name := range got {
 		if i > 0 && got[i-1] >= name {
 			t.Errorf("groups out of order or twice: %q then %q", got[i-1], name)
@@ -212,24 +231,17 @@ func TestACLTokensPage(t *testing.T) {
 		n.all(ACLTokenSet{Token: token(id, "h"+id)})
 		want = append(want, id)
 	}
-	var got []string
-	after := ""
-	for pages := 1; ; pages++ {
-		if pages > 4 {
-			t.Fatal("11 tokens in pages of 4 took more than 3 pages")
-		}
+	got := collectPages(t, "11 tokens in pages of 4 took more than 3 pages", 4, func(_ int, after string) ([]string, string) {
 		tokens, next, index := n.m.ACLTokensPage(after, 4)
 		if _, want := n.m.ACLTokens(); index != want {
 			t.Errorf("index = %d, want the ACL index %d", index, want)
 		}
+		var ids []string
 		for _, tk := range tokens {
-			got = append(got, tk.AccessorID)
+			ids = append(ids, tk.AccessorID)
 		}
-		if next == "" {
-			break
-		}
-		after = next
-	}
+		return ids, next
+	}, nil)
 	if !slices.Equal(got, want) {
 		t.Errorf("token pages = %q, want %q", got, want)
 	}
