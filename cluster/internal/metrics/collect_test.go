@@ -69,7 +69,7 @@ func TestCollectorsReadTheSource(t *testing.T) {
 	m := New(Config{Registerer: reg, Source: src, Placement: src, LogSources: []string{"memberlist"}})
 	m.Acquisitions.Inc()
 	got := gather(t, reg)
-	for series, want := range map[string]float64{
+	wantSeries(t, got, map[string]float64{
 		"tenure_acquisitions_total":                              1,
 		`tenure_group_keys{group="g",state="owned_by_other"}`:    1,
 		`tenure_group_keys{group="g",state="owned_by_target"}`:   2,
@@ -91,11 +91,7 @@ func TestCollectorsReadTheSource(t *testing.T) {
 		`tenure_leases{state="free"}`:                            1,
 		`tenure_leases{state="held"}`:                            2,
 		`tenure_log_lines_suppressed_total{source="memberlist"}`: 0,
-	} {
-		if v, ok := got[series]; !ok || v != want {
-			t.Errorf("%s = %v (present %t), want %v", series, v, ok, want)
-		}
-	}
+	})
 	// No snapshot and no file system: the disk metrics are absent.
 	for _, series := range []string{"tenure_raft_last_snapshot_index", "tenure_data_dir_free_bytes"} {
 		if v, ok := got[series]; ok {
@@ -124,16 +120,23 @@ func TestGroupControlsAndMinimumAreCounted(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	New(Config{Registerer: reg, Source: src, Placement: src})
 	got := gather(t, reg)
-	for series, want := range map[string]float64{
+	wantSeries(t, got, map[string]float64{
 		`tenure_group_disabled_keys{group="g"}`:   2,
 		`tenure_group_prohibited_keys{group="g"}`: 2,
 		`tenure_group_min_workers{group="g"}`:     4,
 		// w1 (announced twice, counted once); not w2 (draining), w3
 		// (drained), w4 (stuck), w5 (not admitted) or w6 (another group).
 		`tenure_group_eligible_workers{group="g"}`: 1,
-	} {
-		if v, ok := got[series]; !ok || v != want {
-			t.Errorf("%s = %v (present %t), want %v", series, v, ok, want)
+	})
+}
+
+// wantSeries fails t for each series of want that got lacks or holds
+// with another value.
+func wantSeries(t *testing.T, got, want map[string]float64) {
+	t.Helper()
+	for series, w := range want {
+		if v, ok := got[series]; !ok || v != w {
+			t.Errorf("%s = %v (present %t), want %v", series, v, ok, w)
 		}
 	}
 }
