@@ -108,12 +108,23 @@ func (c *Client) setupProblem(addr string, err error, closes int) *SetupError {
 		se.Settings = []string{"TLS.CAFile"}
 	case errors.As(err, &oe) && oe.Op == "remote error":
 		// A TLS alert: the server refused the handshake.
-		if c.cfg.TLS.CertFile == "" && (c.cfg.TLS.Config == nil || len(c.cfg.TLS.Config.Certificates) == 0) {
+		if c.noClientCert() {
 			se.Problem = "the server refused the TLS handshake: it requires a client certificate"
 		} else {
 			se.Problem = "the server refused the TLS handshake: it does not accept the client certificate (is it signed by the cluster's CA?)"
 		}
 		se.Settings = []string{"TLS.CertFile"}
+	case closes >= 2 && !proven && strings.HasPrefix(addr, "https://"):
+		// Under TLS 1.3 the client's handshake ends before the server
+		// checks the client's certificate: a server that refuses it may
+		// reset the connection under the request instead of sending an
+		// alert the client reads (the case above).
+		if c.noClientCert() {
+			se.Problem = fmt.Sprintf("the server closed %d connections after the TLS handshake without an answer: it requires a client certificate (or this is not tenure's HTTP API)", closes)
+		} else {
+			se.Problem = fmt.Sprintf("the server closed %d connections after the TLS handshake without an answer: it does not accept the client certificate (is it signed by the cluster's CA?), or this is not tenure's HTTP API", closes)
+		}
+		se.Settings = []string{"TLS.CertFile", "Addresses"}
 	case closes >= 2 && !proven:
 		se.Problem = fmt.Sprintf("the server closed %d connections without an HTTP answer: this is not tenure's HTTP API (a Raft or gossip port?)", closes)
 		se.Settings = []string{"Addresses"}
@@ -121,6 +132,11 @@ func (c *Client) setupProblem(addr string, err error, closes int) *SetupError {
 		return nil
 	}
 	return se
+}
+
+// noClientCert reports whether the client presents no certificate.
+func (c *Client) noClientCert() bool {
+	return c.cfg.TLS.CertFile == "" && (c.cfg.TLS.Config == nil || len(c.cfg.TLS.Config.Certificates) == 0)
 }
 
 // closedUnanswered reports whether err is a connection that was
