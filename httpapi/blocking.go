@@ -31,6 +31,13 @@ type readFunc func(ctx context.Context) (any, uint64, error)
 // read's index moves past N or the wait ends. Every answer carries the index
 // and, for stale reads, how stale this node may be.
 func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc) error {
+	return s.blockingOr(w, r, nil, read)
+}
+
+// blockingOr is blocking that also answers, at the same index, when the
+// channel that also gives closes: a change that no index counts (a
+// worker's gossip status).
+func (s *Server) blockingOr(w http.ResponseWriter, r *http.Request, also func() <-chan struct{}, read readFunc) error {
 	q := r.URL.Query()
 	var min uint64
 	if v := q.Get("index"); v != "" {
@@ -55,6 +62,10 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 		// Take the channel before reading, so no change between the read
 		// and the wait is missed.
 		changed := s.node.Replica.Changed()
+		var other <-chan struct{}
+		if also != nil {
+			other = also()
+		}
 		out, index, err := read(ctx)
 		if err != nil && index == 0 {
 			return err
@@ -63,6 +74,10 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 			select {
 			case <-changed:
 				continue
+			case <-other:
+				if out, index, err = read(ctx); err != nil && index == 0 {
+					return err
+				}
 			case <-timeout:
 				// Read again: what has no index of its own (a lease's
 				// time left, renewed meanwhile) is that of the end of

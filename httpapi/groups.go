@@ -293,7 +293,9 @@ func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listWorkers answers GET /v1/workers[?id=]: every worker, or the one
-// named by id (an empty list when nothing knows it).
+// named by id (an empty list when nothing knows it). A blocking read ends
+// on a gossip change too: a worker that dies holding nothing changes no
+// index.
 func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 	c := consistency(r)
 	id := r.URL.Query().Get("id")
@@ -301,7 +303,7 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
+	return s.blockingOr(w, r, s.node.Members.MembersChanged, func(ctx context.Context) (any, uint64, error) {
 		views, next, index, err := s.node.Workers.Workers(ctx, c, id, page.After, page.Limit)
 		if err != nil {
 			return nil, 0, err

@@ -109,7 +109,7 @@ func (c *pageCluster) url(i int, path string) string {
 // move off a worker drained from the page, with unowned and disabled keys
 // marked and each worker's load and key count shown; a group of 1,500 keys
 // is counted and listed whole, in the order people count; a worker that never
-// takes its keys shows stuck; with a voter killed it says that one more
+// takes its keys shows stuck, and one killed shows dead and stays listed; with a voter killed it says that one more
 // failure stops writes and which server is not healthy; with no quorum the
 // page says so and shows leases greyed as last known.
 func TestPage(t *testing.T) {
@@ -374,6 +374,45 @@ func TestPage(t *testing.T) {
 			`document.querySelector('#group-workers tr[data-worker="worker-cut"]')?.classList.contains('alert') && `+
 				`document.querySelector('#group-workers tr[data-worker="worker-cut"] td.status').textContent === 'alive stuck' && `+
 				`document.getElementById('group-note').textContent.includes('stuck: worker-cut')`)
+	})
+
+	t.Run("a killed worker shows dead and stays listed", func(t *testing.T) {
+		b.t = t
+		admin := c.client(t, "admin", "")
+		if _, err := admin.Groups().Put(ctx, "doomed", client.GroupSpec{Prefix: "doomed/", Count: 2}); err != nil {
+			t.Fatal(err)
+		}
+		// worker-idle is drained before it starts: it holds nothing, so
+		// its death changes no plan and no lease, only gossip.
+		for _, id := range []string{"worker-doomed", "worker-idle"} {
+			if err := admin.Groups().RegisterWorker(ctx, id, []string{"doomed"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := admin.Groups().DrainWorker(ctx, "worker-idle", true); err != nil {
+			t.Fatal(err)
+		}
+		env := []string{client.EnvCACert + "=" + c.tls.CAFile, client.EnvHTTPToken + "=" + c.token}
+		doomed := startDemoWorkerEnv(t, c.cluster, "doomed", "worker-doomed", 2*time.Second, env)
+		idle := startDemoWorkerEnv(t, c.cluster, "doomed", "worker-idle", 2*time.Second, env)
+		b.view("workers")
+		b.waitTrue(30*time.Second, "the workers view shows worker-doomed alive with both keys of doomed, worker-idle alive and drained with none",
+			workerCell("worker-doomed", "status")+` === 'alive' && `+workerKeys("worker-doomed")+` === 'doomed/0,doomed/1' && `+
+				workerCell("worker-idle", "status")+` === 'alive drained' && `+workerKeys("worker-idle")+` === ''`)
+		idle.kill()
+		took := b.waitTrue(40*time.Second, "after its SIGKILL, worker-idle shows dead, with no reload",
+			workerCell("worker-idle", "status")+` === 'dead drained'`)
+		t.Logf("from the SIGKILL of a worker holding nothing to the page showing it dead: %v", took.Round(time.Millisecond))
+		doomed.kill()
+		took = b.waitTrue(40*time.Second, "after its SIGKILL, worker-doomed shows dead, holding nothing",
+			workerCell("worker-doomed", "status")+` === 'dead' && `+workerKeys("worker-doomed")+` === ''`)
+		t.Logf("from the SIGKILL of a worker holding two keys to the page showing it dead: %v", took.Round(time.Millisecond))
+		// Still there when the view is read afresh: a dead worker is listed
+		// until the servers forget it (10 minutes), not dropped.
+		b.view("leases")
+		b.view("workers")
+		b.waitTrue(10*time.Second, "after switching views, both killed workers are still listed as dead",
+			workerCell("worker-doomed", "status")+` === 'dead' && `+workerCell("worker-idle", "status")+` === 'dead drained'`)
 	})
 
 	t.Run("events", func(t *testing.T) {
