@@ -19,15 +19,6 @@ const (
 	ACLAllow = acl.Allow
 )
 
-// Limits of ACL objects.
-const (
-	MaxPolicyNameLen  = acl.MaxPolicyNameLen
-	MaxDescriptionLen = acl.MaxDescriptionLen
-	MaxPolicyRules    = acl.MaxPolicyRules
-	MaxTokenPolicies  = acl.MaxTokenPolicies
-	MaxRegisterGroups = acl.MaxRegisterGroups
-)
-
 var (
 	// ErrPermissionDenied: the request's token lacks a right, or there is
 	// no token and the default policy is deny. Returned wrapped in a
@@ -147,8 +138,8 @@ func (n *Node) RegisterWorker(ctx context.Context, a *Authorizer, worker string,
 	if err := validateName("worker", worker); err != nil {
 		return err
 	}
-	if len(groups) == 0 || len(groups) > MaxRegisterGroups {
-		return invalid("groups", "give 1 to %d groups, got %d", MaxRegisterGroups, len(groups))
+	if len(groups) == 0 || len(groups) > acl.MaxRegisterGroups {
+		return invalid("groups", "give 1 to %d groups, got %d", acl.MaxRegisterGroups, len(groups))
 	}
 	for _, g := range groups {
 		if err := validateGroupName(g); err != nil {

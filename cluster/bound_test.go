@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
@@ -48,7 +49,7 @@ func TestUnrenewedLeaseFreesWithinTTLOfTheNextLeader(t *testing.T) {
 					return false
 				}
 				freedAt = time.Now()
-				if got.Token != l.Token || got.Reason.String() != cluster.ReasonExpired {
+				if got.Token != l.Token || got.Reason.String() != wire.ReasonExpired {
 					t.Fatalf("freed %+v, want token %d expired", got.Lease, l.Token)
 				}
 				return true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
@@ -84,10 +85,10 @@ func TestReleaseOutcomes(t *testing.T) {
 	// Renewals by a holder that does not hold the key say so.
 	_, err = n.Renew(ctx, "k", "h1", testSecret, second.Token)
 	var lost *cluster.LostError
-	if !errors.As(err, &lost) || lost.Reason != cluster.ReasonNotHolder {
+	if !errors.As(err, &lost) || lost.Reason != wire.ReasonNotHolder {
 		t.Fatalf("renewal by another holder = %v, want lost with reason not_holder", err)
 	}
-	if _, err := n.Renew(ctx, "k", "h1", testSecret, first.Token); !errors.As(err, &lost) || lost.Reason != cluster.ReasonSuperseded {
+	if _, err := n.Renew(ctx, "k", "h1", testSecret, first.Token); !errors.As(err, &lost) || lost.Reason != wire.ReasonSuperseded {
 		t.Fatalf("renewal of a superseded lease = %v, want lost with reason superseded", err)
 	}
 }

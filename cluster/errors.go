@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 
-	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/cluster/internal/outcome"
 )
@@ -102,18 +101,6 @@ type CASError = outcome.CASError
 // HeldError is returned by Acquire when another holder has the key
 // (outcome.HeldError).
 type HeldError = outcome.HeldError
-
-// Lost reasons, as the HTTP API spells them (see package wire).
-const (
-	ReasonExpired    = wire.ReasonExpired
-	ReasonReleased   = wire.ReasonReleased
-	ReasonRevoked    = wire.ReasonRevoked
-	ReasonDisabled   = wire.ReasonDisabled
-	ReasonProhibited = wire.ReasonProhibited
-	ReasonSuperseded = wire.ReasonSuperseded
-	ReasonUnknown    = wire.ReasonUnknown
-	ReasonNotHolder  = wire.ReasonNotHolder
-)
 
 // LostError is returned by Renew when the lease is gone
 // (outcome.LostError).

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
@@ -164,7 +165,7 @@ func TestExpiryNotBeforeTTLAfterLastRenewal(t *testing.T) {
 			return false
 		}
 		freedAt = time.Now()
-		if got.Reason.String() != cluster.ReasonExpired {
+		if got.Reason.String() != wire.ReasonExpired {
 			t.Fatalf("reason %q, want expired", got.Reason)
 		}
 		return true
@@ -180,7 +181,7 @@ func TestExpiryNotBeforeTTLAfterLastRenewal(t *testing.T) {
 	// A renewal after the deadline is refused with the reason.
 	_, err := n.Renew(harness.Context(t, 5*time.Second), "job", "w", testSecret, l.Token)
 	var lost *cluster.LostError
-	if !errors.As(err, &lost) || lost.Reason != cluster.ReasonExpired {
+	if !errors.As(err, &lost) || lost.Reason != wire.ReasonExpired {
 		t.Fatalf("renew after expiry: %v, want lease lost (expired)", err)
 	}
 }

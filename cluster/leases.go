@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/fsm"
@@ -251,13 +252,13 @@ func (n *Node) heldBy(r LeaseRef, secretHash, holder string) (*fsm.Lease, error)
 	cur := n.machine.Get(key)
 	switch {
 	case cur == nil:
-		return nil, &LostError{Key: key, Reason: ReasonUnknown}
+		return nil, &LostError{Key: key, Reason: wire.ReasonUnknown}
 	case cur.Holder != holder || cur.Token != token:
 		if token < cur.Token {
-			return nil, &LostError{Key: key, Reason: ReasonSuperseded}
+			return nil, &LostError{Key: key, Reason: wire.ReasonSuperseded}
 		}
 		// The caller's holder and token never were this key's lease.
-		return nil, &LostError{Key: key, Reason: ReasonNotHolder}
+		return nil, &LostError{Key: key, Reason: wire.ReasonNotHolder}
 	case !cur.Held:
 		return nil, &LostError{Key: key, Reason: cur.Reason.String()}
 	case cur.Ending != fsm.ReasonNone:
@@ -278,12 +279,12 @@ func (n *Node) renewTracked(cur *fsm.Lease) RenewResult {
 	case lessor.RenewEnding:
 		return RenewResult{Err: &LostError{Key: cur.Key, Reason: reason}}
 	case lessor.RenewExpired:
-		return RenewResult{Err: &LostError{Key: cur.Key, Reason: ReasonExpired}}
+		return RenewResult{Err: &LostError{Key: cur.Key, Reason: wire.ReasonExpired}}
 	case lessor.RenewNotPrimary:
 		return RenewResult{Err: ErrNotLeader}
 	}
 	// Held in the FSM but not tracked: it was just freed or re-granted.
-	return RenewResult{Err: &LostError{Key: cur.Key, Reason: ReasonSuperseded}}
+	return RenewResult{Err: &LostError{Key: cur.Key, Reason: wire.ReasonSuperseded}}
 }
 
 // Consistency selects how a read is served.

@@ -33,13 +33,6 @@ type KeyringMessage = membership.KeyringMessage
 // (membership.KeyringView).
 type KeyringView = membership.KeyringView
 
-// Keyring operations, as the API and the gossip message name them.
-const (
-	KeyringInstall = membership.KeyringInstall
-	KeyringUse     = membership.KeyringUse
-	KeyringRemove  = membership.KeyringRemove
-)
-
 // ErrNotProven: a member that announces itself as a server has not proven
 // that it belongs to this cluster. The leader does not admit it to Raft.
 var ErrNotProven = membership.ErrNotProven

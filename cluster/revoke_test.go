@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
@@ -99,15 +100,15 @@ func TestOperatorEndNeverOverlaps(t *testing.T) {
 		reason string
 		end    end
 	}{
-		{"revoke", cluster.ReasonRevoked, func(n *cluster.Node, l cluster.LeaseView, force bool) ([]cluster.EndedLease, error) {
+		{"revoke", wire.ReasonRevoked, func(n *cluster.Node, l cluster.LeaseView, force bool) ([]cluster.EndedLease, error) {
 			return n.Revoke(harness.Context(t, 5*time.Second), l.Key, force)
 		}},
-		{"revoke by holder", cluster.ReasonRevoked, func(n *cluster.Node, l cluster.LeaseView, force bool) ([]cluster.EndedLease, error) {
+		{"revoke by holder", wire.ReasonRevoked, func(n *cluster.Node, l cluster.LeaseView, force bool) ([]cluster.EndedLease, error) {
 			return n.RevokeHolder(harness.Context(t, 5*time.Second), l.Holder, force)
 		}},
 		// Disabled, then enabled again at once (so that the waiter may
 		// have the key): the lease stays ending.
-		{"disable", cluster.ReasonDisabled, func(n *cluster.Node, l cluster.LeaseView, force bool) ([]cluster.EndedLease, error) {
+		{"disable", wire.ReasonDisabled, func(n *cluster.Node, l cluster.LeaseView, force bool) ([]cluster.EndedLease, error) {
 			ended, err := n.SetKeyControl(harness.Context(t, 5*time.Second), l.Key, fsm.KeyControl{Disabled: true}, force)
 			if err != nil || force {
 				return ended, err
@@ -115,7 +116,7 @@ func TestOperatorEndNeverOverlaps(t *testing.T) {
 			_, err = n.SetKeyControl(harness.Context(t, 5*time.Second), l.Key, fsm.KeyControl{}, false)
 			return ended, err
 		}},
-		{"prohibit", cluster.ReasonProhibited, func(n *cluster.Node, l cluster.LeaseView, force bool) ([]cluster.EndedLease, error) {
+		{"prohibit", wire.ReasonProhibited, func(n *cluster.Node, l cluster.LeaseView, force bool) ([]cluster.EndedLease, error) {
 			return n.SetKeyControl(harness.Context(t, 5*time.Second), l.Key, fsm.KeyControl{Prohibited: []string{l.Holder}}, force)
 		}},
 	}
@@ -237,7 +238,7 @@ func TestRevokeSurvivesFailover(t *testing.T) {
 			harness.WaitUntil(t, 5*time.Second, "the new leader to be ready", func() bool { return c.Node(now).Ready() == nil })
 			_, err = c.Node(now).Renew(harness.Context(t, 5*time.Second), l.Key, l.Holder, testSecret, l.Token)
 			var lost *cluster.LostError
-			if !errors.As(err, &lost) || lost.Reason != cluster.ReasonRevoked {
+			if !errors.As(err, &lost) || lost.Reason != wire.ReasonRevoked {
 				t.Fatalf("renewal on the new leader: %v, want lease_lost revoked", err)
 			}
 			var freed time.Time

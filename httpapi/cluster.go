@@ -204,10 +204,10 @@ func (s *Server) keyringSafe(op cluster.KeyringMessage) error {
 		}
 	}
 	switch {
-	case op.Op == cluster.KeyringUse && held < members:
+	case op.Op == wire.KeyringUse && held < members:
 		return badRequest(wire.CodeInvalidBody, "gossip_key", fmt.Sprintf(
 			"gossip_key: %d of %d alive members hold key %s: install it everywhere first (or force)", held, members, fp))
-	case op.Op == cluster.KeyringRemove && primary > 0:
+	case op.Op == wire.KeyringRemove && primary > 0:
 		return badRequest(wire.CodeInvalidBody, "gossip_key", fmt.Sprintf(
 			"gossip_key: %d alive members still encrypt with key %s: use another key everywhere first (or force)", primary, fp))
 	}

@@ -3,10 +3,11 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"net/http"
+
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
-	"net/http"
 )
 
 // fieldCodes maps the field named by a cluster.InvalidError, or by a JSON

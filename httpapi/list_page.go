@@ -5,13 +5,14 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/tenure-io/tenure/client/wire"
-	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/fsm"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
+
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/fsm"
 )
 
 // Lists in pages (GET /v1/leases, /v1/groups, a group's keys and plan,

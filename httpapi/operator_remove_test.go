@@ -1,12 +1,13 @@
 package httpapi
 
 import (
-	"github.com/tenure-io/tenure/client/wire"
-	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/test/harness/inproc"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/test/harness/inproc"
 )
 
 // A forced removal whose configuration change cannot commit, because the
