@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/cluster/loglimit"
+	"github.com/tenure-io/tenure/cluster/internal/loglimit"
 	"github.com/tenure-io/tenure/test/harness"
 )
 

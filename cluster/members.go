@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"

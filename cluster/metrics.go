@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	metricset "github.com/tenure-io/tenure/cluster/internal/metrics"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"

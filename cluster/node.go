@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/events"
 	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/certs"
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/client/wire"
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster"
 )
 
 // ConnLimits bound what HTTP clients can hold open on one server: the
@@ -87,7 +87,7 @@ func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*ht
 	if errorLog != nil {
 		errorLog = limitedErrorLog(errorLog)
 	}
-	c := &connCounter{limits: limits, gate: connlimit.New(limits.conns()), over: make(map[net.Conn]struct{})}
+	c := &connCounter{limits: limits, gate: cluster.NewConnGate(limits.conns()), over: make(map[net.Conn]struct{})}
 	return &http.Server{
 		Handler:           c.wrap(h),
 		ReadHeaderTimeout: limits.ReadHeaderTimeout,
@@ -103,8 +103,8 @@ func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*ht
 // conns is the caps of the connections the server answers: MaxConns in
 // all, the last PeerReserve of them for Trusted addresses only, and
 // MaxConnsPerClient per client address.
-func (l ConnLimits) conns() connlimit.Limits {
-	return connlimit.Limits{Max: l.MaxConns, PerClient: l.MaxConnsPerClient, Trusted: l.Trusted, Reserve: l.PeerReserve()}
+func (l ConnLimits) conns() cluster.GateLimits {
+	return cluster.GateLimits{Max: l.MaxConns, PerClient: l.MaxConnsPerClient, Trusted: l.Trusted, Reserve: l.PeerReserve()}
 }
 
 // connCounter counts the open connections in gate. A connection opened
@@ -113,7 +113,7 @@ func (l ConnLimits) conns() connlimit.Limits {
 // that a server of the cluster (Trusted) could need.
 type connCounter struct {
 	limits ConnLimits
-	gate   *connlimit.Gate
+	gate   *cluster.ConnGate
 
 	mu   sync.Mutex
 	over map[net.Conn]struct{}
@@ -124,7 +124,7 @@ type overKey struct{}
 // context counts a new connection (net/http calls ConnContext once for
 // each, before any of its states) or, past a limit, marks it.
 func (c *connCounter) context(ctx context.Context, conn net.Conn) context.Context {
-	if c.gate.Enter(connlimit.RemoteIP(conn.RemoteAddr())) {
+	if c.gate.Enter(cluster.RemoteIP(conn.RemoteAddr())) {
 		return ctx
 	}
 	c.mu.Lock()
@@ -143,7 +143,7 @@ func (c *connCounter) state(conn net.Conn, s http.ConnState) {
 	delete(c.over, conn)
 	c.mu.Unlock()
 	if !over {
-		c.gate.Leave(connlimit.RemoteIP(conn.RemoteAddr()))
+		c.gate.Leave(cluster.RemoteIP(conn.RemoteAddr()))
 	}
 }
 

@@ -3,7 +3,7 @@ package httpapi
 import (
 	"net"
 
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster"
 )
 
 // LimitListener bounds the connections that ln hands to the HTTP server
@@ -16,7 +16,7 @@ import (
 // gets MaxConnsPerClient places plus an overflow of its own, so that a
 // single flooder cannot take the places of every other client either.
 func LimitListener(ln net.Listener, limits ConnLimits) net.Listener {
-	return connlimit.Listener(ln, connlimit.New(connlimit.Limits{Max: limits.FileDescriptors(), Reserve: limits.PeerReserve(),
+	return cluster.GateListener(ln, cluster.NewConnGate(cluster.GateLimits{Max: limits.FileDescriptors(), Reserve: limits.PeerReserve(),
 		PerClient: limits.MaxConnsPerClient + limits.clientOverflow(), Trusted: limits.Trusted}))
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/client/wire"
-	"github.com/tenure-io/tenure/cluster/loglimit"
+	"github.com/tenure-io/tenure/cluster"
 )
 
 // Defaults of the refusal log's limit (Config.RefusalLogLines and
@@ -17,8 +17,8 @@ import (
 // flood of refused requests (unknown tokens, missing rights) writes at most
 // 11 lines per reason per 10 seconds, whatever its rate.
 const (
-	DefaultRefusalLogLines    = loglimit.DefaultLines
-	DefaultRefusalLogInterval = loglimit.DefaultInterval
+	DefaultRefusalLogLines    = cluster.DefaultLogLines
+	DefaultRefusalLogInterval = cluster.DefaultLogInterval
 )
 
 // aclRefusalLog limits the acl_request lines of log: per reason (the
@@ -26,8 +26,8 @@ const (
 // the rest only counted, and once the interval ends an
 // acl_requests_suppressed line says how many were left out. Lines of
 // requests that succeed are not limited.
-func aclRefusalLog(log hclog.Logger, lines int, interval time.Duration) *loglimit.Limiter {
-	return loglimit.New(lines, interval, func(reason string, n int) {
+func aclRefusalLog(log hclog.Logger, lines int, interval time.Duration) *cluster.LogLimiter {
+	return cluster.NewLogLimiter(lines, interval, func(reason string, n int) {
 		log.Info("acl_requests_suppressed", "reason", reason, "suppressed", n, "interval", interval.String())
 	})
 }
@@ -41,7 +41,7 @@ func limitedErrorLog(errorLog *log.Logger) *log.Logger {
 	out := errorLog.Writer()
 	prefix, flags := errorLog.Prefix(), errorLog.Flags()
 	summary := log.New(out, prefix, flags)
-	lim := loglimit.New(DefaultRefusalLogLines, DefaultRefusalLogInterval, func(reason string, n int) {
+	lim := cluster.NewLogLimiter(DefaultRefusalLogLines, DefaultRefusalLogInterval, func(reason string, n int) {
 		summary.Printf("http: %d more %s lines left out of the log in %v", n, reason, DefaultRefusalLogInterval)
 	})
 	return log.New(limitedWriter{out: out, lim: lim}, prefix, flags)
@@ -50,7 +50,7 @@ func limitedErrorLog(errorLog *log.Logger) *log.Logger {
 // limitedWriter writes the lines of an http.Server's error log within lim.
 type limitedWriter struct {
 	out io.Writer
-	lim *loglimit.Limiter
+	lim *cluster.LogLimiter
 }
 
 func (w limitedWriter) Write(p []byte) (int, error) {

@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/cluster/loglimit"
 	"github.com/tenure-io/tenure/docs"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -124,7 +123,7 @@ type Server struct {
 	snapshotSlot chan struct{}
 	// refusals limits the log of refused requests; refused counts those
 	// of the ACL check (tenure_acl_refusals_total).
-	refusals *loglimit.Limiter
+	refusals *cluster.LogLimiter
 	refused  *prometheus.CounterVec
 }
 

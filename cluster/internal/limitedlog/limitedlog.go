@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/tenure-io/tenure/cluster/loglimit"
+	"github.com/tenure-io/tenure/cluster/internal/loglimit"
 )
 
 // Sources of limited log lines (the source label of

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 )
 
 // ConnLimits bound what remote hosts can hold open on a server's Raft and

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 )
 
 // GossipTransport is memberlist's network transport with its inbound

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 )
 
 // A gossip transport stops even while strangers keep connecting to it:

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/certs"
-	"github.com/tenure-io/tenure/cluster/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 )
 
 // tlsStream is Raft's stream layer over mutual TLS. Both ends prove the
