@@ -9,18 +9,14 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
+	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
-// The hub's names for the confirmation channel (package rounds) that the
-// Raft port's files use: its first byte (confirm_mux.go), its dialer and
-// its node-id frames (raft_stream.go, leader_addr.go).
+// The hub's names for the confirmation channel (package rounds): its first
+// byte, which the Raft port routes here (raft_transport.go), and its dialer.
 const confirmMagic = rounds.Magic
 
 type confirmDialer = rounds.Dialer
-
-func writeServerID(w *bufio.Writer, id raft.ServerID) error { return rounds.WriteServerID(w, id) }
-
-func readServerID(r *bufio.Reader) (raft.ServerID, error) { return rounds.ReadServerID(r) }
 
 // errNoConfirmChannel: a node on a test transport without ConfirmDial.
 var errNoConfirmChannel = errors.New("no confirmation channel (Config.ConfirmDial is not set)")
@@ -42,8 +38,8 @@ func (n *Node) ServeConfirm(conn net.Conn) {
 	if _, err := io.ReadFull(r, hello[:]); err != nil {
 		return
 	}
-	if hello[0] == addrMagic {
-		n.serveAddr(conn, hello[1])
+	if hello[0] == transport.AddrMagic {
+		transport.ServeAddr(conn, hello[1], n.cfg.NodeID, n.cfg.HTTPAddr, n.log)
 		return
 	}
 	if hello[0] != rounds.Magic || hello[1] != rounds.Version {

@@ -41,7 +41,7 @@ type Node struct {
 	verify  *rounds.Verifier
 	confirm *rounds.Confirmer
 	// httpAddrs are the HTTP addresses servers gave over their Raft
-	// ports (leader_addr.go).
+	// ports (transport/addrchannel.go).
 	httpAddrs *transport.HTTPAddrs
 	inbound   rounds.ConnSet // confirmation connections served (confirm_serve.go)
 	// applied waits for the state machine to reach an index (applied.go).
@@ -287,7 +287,7 @@ func (n *Node) openRaft() error {
 	}
 	n.confirm = rounds.NewConfirmer(raft.ServerID(cfg.NodeID), dial, rounds.Timeout(cfg.ElectionTimeout), ErrShutdown, cfg.Logger.Named("confirm"))
 	n.httpAddrs = transport.NewHTTPAddrs(func(id raft.ServerID, addr raft.ServerAddress) (string, error) {
-		return askHTTPAddr(dial, id, addr, 2*time.Second)
+		return transport.AskHTTPAddr(dial, id, addr, 2*time.Second)
 	}, n.statusChanged.fire)
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)

@@ -110,7 +110,7 @@ func (n *Node) LeaderHTTPAddr() string {
 }
 
 // LeaderHTTP is the current leader's id and HTTP address, as the leader
-// itself gave it over its Raft port (leader_addr.go; with TLS, to a dial
+// itself gave it over its Raft port (transport/addrchannel.go; with TLS, to a dial
 // that checked its certificate names that id), or as -initial-cluster
 // configures it. When the leader has not answered yet, it waits for the
 // question in flight until ctx ends. Both are "" when no leader is known,

@@ -22,7 +22,7 @@ type identityPolicy struct {
 	// gossipForwarding: a server's HTTP address (where followers forward
 	// and clients follow the leader) is the one the first proven gossip
 	// member announcing its id gives, instead of the server's own answer
-	// over its Raft port (leader_addr.go).
+	// over its Raft port (transport/addrchannel.go).
 	gossipForwarding bool
 }
 

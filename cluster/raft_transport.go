@@ -32,7 +32,7 @@ func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, se
 		Trusted:           trusted,
 		HandshakeTimeout:  cfg.Conns.HandshakeTimeout,
 		Serve:             serve,
-		Channels:          []byte{confirmMagic, addrMagic},
+		Channels:          []byte{confirmMagic, transport.AddrMagic},
 		Logger:            limitedlog.New(cfg.Logger.Named("transport"), logSourceRaftTransport, suppressed),
 	})
 	return trans, confirmDialer(dial), gate, err

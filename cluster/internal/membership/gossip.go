@@ -500,7 +500,7 @@ func (g *Gossip) ProveAgain(m Member) error {
 // alive gossip member announces: a member announcing a real server's id is
 // forged (or a server runs twice), and none of them is trusted for
 // anything that needs an address (autopilot.go, ReadmitServer). Server
-// addresses never come from gossip anyway (leader_addr.go).
+// addresses never come from gossip anyway (transport/addrchannel.go).
 func (g *Gossip) warnSharedIDs() {
 	var shared []string
 	for id, k := range AnnouncedTwice(g.Members()) {

@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"bufio"
@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
-// answering is a confirmDialer whose other end reads the address question
+// answering is a dialer whose other end reads the address question
 // and answers id and http, as a server of that id would.
-func answering(t *testing.T, id, http string) confirmDialer {
+func answering(t *testing.T, id, http string) rounds.Dialer {
 	return func(raft.ServerID, raft.ServerAddress, time.Duration) (net.Conn, error) {
 		a, b := net.Pipe()
 		go func() {
@@ -24,13 +25,13 @@ func answering(t *testing.T, id, http string) confirmDialer {
 			if _, err := b.Read(hello[1:]); err != nil {
 				return
 			}
-			if hello != [2]byte{addrMagic, addrVersion} {
-				t.Errorf("hello %x, want %x %x", hello, addrMagic, addrVersion)
+			if hello != [2]byte{AddrMagic, addrVersion} {
+				t.Errorf("hello %x, want %x %x", hello, AddrMagic, addrVersion)
 				return
 			}
 			w := bufio.NewWriter(b)
-			writeServerID(w, raft.ServerID(id))
-			writeServerID(w, raft.ServerID(http))
+			rounds.WriteServerID(w, raft.ServerID(id))
+			rounds.WriteServerID(w, raft.ServerID(http))
 			w.Flush()
 		}()
 		return a, nil
@@ -49,15 +50,15 @@ func TestAskHTTPAddr(t *testing.T) {
 		{"not an address", "n1", "evil", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := askHTTPAddr(answering(t, tc.id, tc.http), "n1", "10.0.0.1:7501", time.Second)
+			got, err := AskHTTPAddr(answering(t, tc.id, tc.http), "n1", "10.0.0.1:7501", time.Second)
 			if tc.ok {
 				if err != nil || got != tc.http {
 					t.Fatalf("got %q, %v; want %q", got, err, tc.http)
 				}
 				return
 			}
-			if !errors.Is(err, errAddrAnswer) || got != "" {
-				t.Fatalf("got %q, %v; want errAddrAnswer", got, err)
+			if !errors.Is(err, ErrAddrAnswer) || got != "" {
+				t.Fatalf("got %q, %v; want ErrAddrAnswer", got, err)
 			}
 		})
 	}
