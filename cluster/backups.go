@@ -20,10 +20,10 @@ func (n *Node) runBackups() {
 		Backup:    n.Backup,
 		WriteFile: WriteFileDurably,
 		Written: func() {
-			n.metrics.backups.WithLabelValues("written").Inc()
-			n.metrics.lastBackup.SetToCurrentTime()
+			n.metrics.Backups.WithLabelValues("written").Inc()
+			n.metrics.LastBackup.SetToCurrentTime()
 		},
-		Failed: func() { n.metrics.backups.WithLabelValues("failed").Inc() },
+		Failed: func() { n.metrics.Backups.WithLabelValues("failed").Inc() },
 		Log:    n.log,
 	}
 	s.Run(n.shutdownCh)

@@ -188,12 +188,12 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 	for i := range out {
 		switch {
 		case out[i].Err == nil:
-			n.metrics.renewals.WithLabelValues("ok").Inc()
+			n.metrics.Renewals.WithLabelValues("ok").Inc()
 			out[i].Lease = n.view(out[i].Lease.Lease)
 		case refused(out[i].Err):
-			n.metrics.renewals.WithLabelValues("lost").Inc()
+			n.metrics.Renewals.WithLabelValues("lost").Inc()
 		default: // not the primary any more: nothing was decided
-			n.metrics.renewals.WithLabelValues("not_leader").Inc()
+			n.metrics.Renewals.WithLabelValues("not_leader").Inc()
 		}
 	}
 	return out, nil

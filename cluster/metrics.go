@@ -25,35 +25,15 @@ func NewGoMetricsSink(reg prometheus.Registerer) (*GoMetricsSink, error) {
 	return metricset.NewGoMetricsSink(reg)
 }
 
-// metrics are the node's Prometheus collectors. A nil Registerer
-// leaves them unregistered but usable.
-type metrics struct {
-	acquisitions  prometheus.Counter
-	releases      prometheus.Counter
-	expiries      prometheus.Counter
-	conflicts     prometheus.Counter
-	renewals      *prometheus.CounterVec
-	verifyLatency prometheus.Histogram
-	leaderChanges prometheus.Counter
-	backups       *prometheus.CounterVec
-	lastBackup    prometheus.Gauge
-	// logSuppressed counts the log lines that a limit left out
-	// (log_limits.go), by source.
-	logSuppressed *prometheus.CounterVec
-	set           *metricset.Set
-}
+// metrics are the node's Prometheus collectors (metricset.Set). A nil
+// Registerer leaves them unregistered but usable.
+type metrics struct{ *metricset.Set }
 
 func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
 	src := metricsSource{n: n}
-	s := metricset.New(metricset.Config{Registerer: reg, Source: src, Placement: src,
-		LogSources: []string{logSourceMemberlist, logSourceRaftTransport}})
-	return &metrics{acquisitions: s.Acquisitions, releases: s.Releases, expiries: s.Expiries,
-		conflicts: s.Conflicts, renewals: s.Renewals, verifyLatency: s.VerifyLatency,
-		leaderChanges: s.LeaderChanges, backups: s.Backups, lastBackup: s.LastBackup,
-		logSuppressed: s.LogSuppressed, set: s}
+	return &metrics{metricset.New(metricset.Config{Registerer: reg, Source: src, Placement: src,
+		LogSources: []string{logSourceMemberlist, logSourceRaftTransport}})}
 }
-
-func (m *metrics) observeApply(d time.Duration, commands int) { m.set.ObserveApply(d, commands) }
 
 // metricsSource is what the collectors read of n at scrape time.
 type metricsSource struct{ n *Node }

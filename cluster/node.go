@@ -132,7 +132,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.metrics = newMetrics(cfg.Registerer, n)
 	n.verify = rounds.NewVerifier(func() (uint64, error) { return n.confirm.CheckLeadership(n.raft) },
-		func(d time.Duration) { n.metrics.verifyLatency.Observe(d.Seconds()) })
+		func(d time.Duration) { n.metrics.VerifyLatency.Observe(d.Seconds()) })
 	if err := n.openRaft(); err != nil {
 		n.abortOpen()
 		return nil, err
@@ -213,7 +213,7 @@ func New(cfg Config) (*Node, error) {
 			Rules:         rulesOf(cfg),
 			MovesVoters:   peerIdentity.movesVoters,
 			Transport:     gossipTransport(cfg.Conns, n.IsServerIP, &n.gossipGate, senders),
-			MemberlistLog: limitedlog.MemberlistLogger(cfg.Logger.Named("gossip"), n.metrics.logSuppressed.WithLabelValues(logSourceMemberlist).Inc, refusedGossipSender(senders, &table)),
+			MemberlistLog: limitedlog.MemberlistLogger(cfg.Logger.Named("gossip"), n.metrics.LogSuppressed.WithLabelValues(logSourceMemberlist).Inc, refusedGossipSender(senders, &table)),
 		})
 		if err != nil {
 			n.Shutdown()
@@ -276,7 +276,7 @@ func (n *Node) openRaft() error {
 		if cfg.RaftAdvertise != "" {
 			advertise = transport.NamedAddr(cfg.RaftAdvertise)
 		}
-		if n.trans, dial, n.raftGate, err = raftTransport(cfg, advertise, n.IsServerIP, n.ServeConfirm, n.metrics.logSuppressed.WithLabelValues(logSourceRaftTransport).Inc); err != nil {
+		if n.trans, dial, n.raftGate, err = raftTransport(cfg, advertise, n.IsServerIP, n.ServeConfirm, n.metrics.LogSuppressed.WithLabelValues(logSourceRaftTransport).Inc); err != nil {
 			return fmt.Errorf("raft transport: %w", err)
 		}
 	}
@@ -385,7 +385,7 @@ func (n *Node) leaderLoop() {
 			return
 		case isLeader := <-n.notifyCh:
 			stop()
-			n.metrics.leaderChanges.Inc()
+			n.metrics.LeaderChanges.Inc()
 			if !isLeader {
 				n.demote()
 				n.log.Info("leader_lost", "term", n.raft.CurrentTerm())

@@ -193,7 +193,7 @@ func (p *proposer) run(ctx context.Context, clock Clock) {
 		}
 		start := time.Now()
 		out, err := p.apply(fsm.Batch{Commands: cmds})
-		p.metrics.observeApply(time.Since(start), len(cmds))
+		p.metrics.ObserveApply(time.Since(start), len(cmds))
 		if err != nil {
 			p.log.Warn("batch not applied", "commands", len(cmds), "error", err)
 			for _, s := range slots {
@@ -316,7 +316,7 @@ func (p *proposer) finish(slots []slot, results []fsm.Result) {
 		case s.exp != nil:
 			p.lessor.Remove(s.exp.Key, s.exp.Token)
 			if r.Code == fsm.Freed {
-				p.metrics.expiries.Inc() // logged from the events (eventlog.go)
+				p.metrics.Expiries.Inc() // logged from the events (eventlog.go)
 			}
 		case s.handoff:
 			switch r.Code {
@@ -356,7 +356,7 @@ func (p *proposer) settle(o *op, r fsm.Result, ended []EndedLease) {
 				p.queueForKey(o, c.Key)
 				return
 			}
-			p.metrics.conflicts.Inc()
+			p.metrics.Conflicts.Inc()
 		case fsm.Granted, fsm.Kept:
 			p.granted(o, r)
 			return
@@ -369,7 +369,7 @@ func (p *proposer) settle(o *op, r fsm.Result, ended []EndedLease) {
 				p.kicked[r.Lease.Key] = struct{}{}
 			}
 			p.lessor.Remove(r.Lease.Key, r.Lease.Token)
-			p.metrics.releases.Inc()
+			p.metrics.Releases.Inc()
 		}
 	}
 	o.done <- opResult{res: r, ended: ended}
@@ -378,7 +378,7 @@ func (p *proposer) settle(o *op, r fsm.Result, ended []EndedLease) {
 func (p *proposer) granted(o *op, r fsm.Result) {
 	p.lessor.Grant(r.Lease.Key, r.Lease.Token, r.Lease.TTL, r.Lease.ModifyIndex)
 	if r.Code == fsm.Granted {
-		p.metrics.acquisitions.Inc()
+		p.metrics.Acquisitions.Inc()
 	}
 	o.done <- opResult{res: r}
 }

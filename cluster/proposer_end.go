@@ -36,7 +36,7 @@ func (p *proposer) ended(r fsm.Result) []EndedLease {
 			e.Reason, e.Forced = l.Reason.String(), true
 			p.lessor.Remove(l.Key, l.Token)
 			p.kicked[l.Key] = struct{}{}
-			p.metrics.releases.Inc()
+			p.metrics.Releases.Inc()
 		}
 		out = append(out, e)
 	}

@@ -69,7 +69,7 @@ func (p *proposer) dropWaiter(o *op, timedOut bool) {
 		p.pending = append([]*op{o}, p.pending...)
 		return
 	}
-	p.metrics.conflicts.Inc()
+	p.metrics.Conflicts.Inc()
 	o.done <- opResult{res: fsm.Result{Code: fsm.Held, Lease: p.machine.Get(key)}}
 }
 

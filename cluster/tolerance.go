@@ -1,57 +1,22 @@
 package cluster
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/views"
 )
 
 // judgeHealth marks each server of s healthy or not, as this node can
-// tell, and sets s.FailureTolerance (see Status). The leader judges the
-// others by their answers to Raft within twice the heartbeat timeout; a
-// follower judges the leader by its own last contact, within the same
-// time, and the other servers by gossip. A node judges itself by its
-// disk and lag (Health).
+// tell, and sets s.FailureTolerance (views.JudgeHealth).
 func (n *Node) judgeHealth(s *Status) {
-	recent := rulesOf(n.cfg).Recent
-	voters, healthy := 0, 0
-	for i := range s.Servers {
-		srv := &s.Servers[i]
-		switch {
-		case srv.ID == n.cfg.NodeID:
-			srv.Healthy = s.Health.Problem == ""
-		case s.Role == "leader":
-			ct, ok := n.contacts.Get(raft.ServerID(srv.ID), raft.ServerAddress(srv.RaftAddr))
-			srv.Healthy = ok && time.Since(ct.At) <= recent
-		case srv.Leader:
-			srv.Healthy = s.LastContact >= 0 && s.LastContact <= recent
-		default:
-			srv.Healthy = n.gossip != nil && n.gossip.ServerAlive(srv.ID)
-		}
-		if srv.Voter {
-			voters++
-			if srv.Healthy {
-				healthy++
-			}
-		}
-	}
-	s.FailureTolerance = 0
-	if s.LeaderID != "" {
-		s.FailureTolerance = max(0, healthy-(voters/2+1))
-	}
-}
-
-// healthShape is what of s a change of health shows in: the failure
-// tolerance and each server's health.
-func healthShape(s Status) string {
-	var b strings.Builder
-	fmt.Fprint(&b, s.FailureTolerance)
-	for _, srv := range s.Servers {
-		fmt.Fprintf(&b, " %s=%t", srv.ID, srv.Healthy)
-	}
-	return b.String()
+	views.JudgeHealth(s, views.Judge{Self: n.cfg.NodeID, Recent: rulesOf(n.cfg).Recent,
+		LeaderSaw: func(id, addr string) (time.Time, bool) {
+			ct, ok := n.contacts.Get(raft.ServerID(id), raft.ServerAddress(addr))
+			return ct.At, ok
+		},
+		Alive: func(id string) bool { return n.gossip != nil && n.gossip.ServerAlive(id) },
+	}, time.Now())
 }
 
 // watchHealthLoop runs watchHealth every half of Recent until shutdown.
@@ -76,7 +41,7 @@ func (n *Node) watchHealthLoop() {
 // that do not answer.
 func (n *Node) watchHealth(last *string) {
 	s := n.Status()
-	shape := healthShape(s)
+	shape := views.HealthShape(s)
 	if shape == *last {
 		return
 	}

@@ -1,6 +1,9 @@
 package views
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Server is one member of the Raft configuration.
 type Server struct {
@@ -72,4 +75,58 @@ type NodeHealth struct {
 	LastSnapshotError   string
 	LastSnapshotErrorAt time.Time
 	SnapshotFailing     bool
+}
+
+// Judge is how a node tells whether the other servers answer: Recent is
+// how long ago an answer counts; LeaderSaw (on the leader) says when a
+// server last answered Raft; Alive (on a follower) whether gossip holds a
+// server alive.
+type Judge struct {
+	Self      string
+	Recent    time.Duration
+	LeaderSaw func(id, raftAddr string) (time.Time, bool)
+	Alive     func(id string) bool
+}
+
+// JudgeHealth marks each server of s healthy or not, as this node can
+// tell, and sets s.FailureTolerance. The leader judges the others by
+// their answers to Raft within j.Recent; a follower judges the leader by
+// its own last contact, within the same time, and the other servers by
+// gossip. A node judges itself by its disk and lag (s.Health).
+func JudgeHealth(s *Status, j Judge, now time.Time) {
+	voters, healthy := 0, 0
+	for i := range s.Servers {
+		srv := &s.Servers[i]
+		switch {
+		case srv.ID == j.Self:
+			srv.Healthy = s.Health.Problem == ""
+		case s.Role == "leader":
+			at, ok := j.LeaderSaw(srv.ID, srv.RaftAddr)
+			srv.Healthy = ok && now.Sub(at) <= j.Recent
+		case srv.Leader:
+			srv.Healthy = s.LastContact >= 0 && s.LastContact <= j.Recent
+		default:
+			srv.Healthy = j.Alive(srv.ID)
+		}
+		if srv.Voter {
+			voters++
+			if srv.Healthy {
+				healthy++
+			}
+		}
+	}
+	s.FailureTolerance = 0
+	if s.LeaderID != "" {
+		s.FailureTolerance = max(0, healthy-(voters/2+1))
+	}
+}
+
+// HealthShape is what of s a change of health shows in: the failure
+// tolerance and each server's health.
+func HealthShape(s Status) string {
+	shape := strconv.Itoa(s.FailureTolerance)
+	for _, srv := range s.Servers {
+		shape += " " + srv.ID + "=" + strconv.FormatBool(srv.Healthy)
+	}
+	return shape
 }
