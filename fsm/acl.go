@@ -223,12 +223,8 @@ func encodeRules(e *encoder, rules []ACLRule) {
 }
 
 func decodeRules(d *decoder) []ACLRule {
-	n := d.uvarint()
-	if d.err != nil || n == 0 {
-		return nil
-	}
-	if n > uint64(len(d.buf)) { // every rule takes at least two bytes
-		d.fail(fmt.Errorf("%d rules: %w", n, errShort))
+	n := d.listLen("%d rules") // every rule takes at least two bytes
+	if n == 0 {
 		return nil
 	}
 	rules := make([]ACLRule, 0, n)

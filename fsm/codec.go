@@ -104,26 +104,18 @@ func (d *decoder) byte() byte {
 	return b
 }
 
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.buf)
-	if n <= 0 {
-		d.fail(fmt.Errorf("bad uvarint: %w", errShort))
-		return 0
-	}
-	d.buf = d.buf[n:]
-	return v
-}
+func (d *decoder) uvarint() uint64 { return readVarint(d, binary.Uvarint, "uvarint") }
+func (d *decoder) varint() int64   { return readVarint(d, binary.Varint, "varint") }
 
-func (d *decoder) varint() int64 {
+// readVarint reads one integer with read (binary.Uvarint or binary.Varint);
+// what names it in the error.
+func readVarint[T uint64 | int64](d *decoder, read func([]byte) (T, int), what string) T {
 	if d.err != nil {
 		return 0
 	}
-	v, n := binary.Varint(d.buf)
+	v, n := read(d.buf)
 	if n <= 0 {
-		d.fail(fmt.Errorf("bad varint: %w", errShort))
+		d.fail(fmt.Errorf("bad %s: %w", what, errShort))
 		return 0
 	}
 	d.buf = d.buf[n:]
@@ -150,13 +142,23 @@ func (d *decoder) bytes() []byte {
 
 func (d *decoder) string() string { return string(d.bytes()) }
 
-func (d *decoder) stringMap() map[string]string {
+// listLen reads the length of a list, map or table whose every entry
+// takes at least a byte; format, with %d for the length, names it in the
+// error. It is 0 after an error.
+func (d *decoder) listLen(format string) uint64 {
 	n := d.uvarint()
-	if d.err != nil || n == 0 {
-		return nil
+	if d.err == nil && n > uint64(len(d.buf)) {
+		d.fail(fmt.Errorf(format+": %w", n, errShort))
 	}
-	if n > uint64(len(d.buf)) { // every entry takes at least two bytes
-		d.fail(fmt.Errorf("map of %d entries: %w", n, errShort))
+	if d.err != nil {
+		return 0
+	}
+	return n
+}
+
+func (d *decoder) stringMap() map[string]string {
+	n := d.listLen("map of %d entries") // every entry takes at least two bytes
+	if n == 0 {
 		return nil
 	}
 	m := make(map[string]string, n)
@@ -180,12 +182,8 @@ func (d *decoder) bool() bool {
 }
 
 func (d *decoder) strings() []string {
-	n := d.uvarint()
-	if d.err != nil || n == 0 {
-		return nil
-	}
-	if n > uint64(len(d.buf)) { // every string takes at least a byte
-		d.fail(fmt.Errorf("list of %d strings: %w", n, errShort))
+	n := d.listLen("list of %d strings")
+	if n == 0 {
 		return nil
 	}
 	out := make([]string, 0, n)
