@@ -221,8 +221,12 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 	if !versionKnown(t, version) {
 		return nil, fmt.Errorf("%w: type %d version %d", ErrUnknownVersion, t, version)
 	}
+	if (t == TypeBatch && !allowBatch) || (t == TypeBy && !allowBy) {
+		return nil, fmt.Errorf("%w: nested %s", ErrMalformed, pick(t == TypeBatch, "batch", "by"))
+	}
 	d := &decoder{buf: b[2:]}
 	var c Command
+	var err error // from a Batch or a By, whose entries decode on their own
 	switch t {
 	case TypeAcquire:
 		a := Acquire{Key: d.string(), Holder: d.string(), TTL: time.Duration(d.varint()), Metadata: d.stringMap(), Time: d.varint()}
@@ -243,25 +247,11 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 	case TypeLeaderEstablished:
 		c = LeaderEstablished{Term: d.uvarint()}
 	case TypeBatch:
-		if !allowBatch {
-			return nil, fmt.Errorf("%w: nested batch", ErrMalformed)
-		}
-		batch, err := decodeBatch(d)
-		if err != nil {
-			return nil, err
-		}
-		c = batch
+		c, err = decodeBatch(d)
 	case TypeGroupPutCAS, TypeEditKeyControl, TypeForget:
 		c = decodeEditCommand(t, d)
 	case TypeBy:
-		if !allowBy {
-			return nil, fmt.Errorf("%w: nested by", ErrMalformed)
-		}
-		by, err := decodeBy(d)
-		if err != nil {
-			return nil, err
-		}
-		c = by
+		c, err = decodeBy(d)
 	case TypeClusterID:
 		c = ClusterID{ID: d.string()}
 	case TypeBackupKey:
@@ -276,6 +266,9 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 		c = decodeStuckCommand(t, d)
 	default:
 		c = decodeGroupCommand(t, d)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if err := d.finish(); err != nil {
 		return nil, fmt.Errorf("%w: type %d: %w", ErrMalformed, t, err)
