@@ -26,17 +26,8 @@ func (c BackupKey) encode(e *encoder) { e.bytes(c.Key) }
 
 // applyBackupKey runs under m.mu.
 func (m *Machine) applyBackupKey(c BackupKey) Result {
-	switch {
-	case len(c.Key) != BackupKeyLen:
-		return Result{Code: Refused}
-	case m.backupKey == nil:
-		m.backupKey = append([]byte(nil), c.Key...)
-		return Result{Code: Done}
-	case bytes.Equal(m.backupKey, c.Key):
-		return Result{Code: Done}
-	default:
-		return Result{Code: Refused}
-	}
+	return setOnce(len(c.Key) == BackupKeyLen, m.backupKey == nil, bytes.Equal(m.backupKey, c.Key),
+		func() { m.backupKey = append([]byte(nil), c.Key...) })
 }
 
 // HasBackupKey reports whether a BackupKey command has been applied.

@@ -19,17 +19,21 @@ func (c ClusterID) encode(e *encoder) { e.string(c.ID) }
 
 // applyClusterID runs under m.mu.
 func (m *Machine) applyClusterID(c ClusterID) Result {
-	switch {
-	case c.ID == "":
-		return Result{Code: Refused}
-	case m.clusterID == "":
-		m.clusterID = c.ID
-		return Result{Code: Done}
-	case m.clusterID == c.ID:
-		return Result{Code: Done}
-	default:
+	return setOnce(c.ID != "", m.clusterID == "", m.clusterID == c.ID, func() { m.clusterID = c.ID })
+}
+
+// setOnce applies a command that sets a value for good (ClusterID,
+// BackupKey): Refused when the command's value is not valid, or another
+// value is set already; Done, after calling set, when none is set; Done
+// when the command repeats the value that is set.
+func setOnce(valid, unset, same bool, set func()) Result {
+	if !valid || (!unset && !same) {
 		return Result{Code: Refused}
 	}
+	if unset {
+		set()
+	}
+	return Result{Code: Done}
 }
 
 // ClusterID returns the id of the cluster this state belongs to, or "" as
