@@ -226,26 +226,21 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		m.groupIndex = index
 		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupDeleted})
 	case GroupKeys:
-		cur := m.groups[c.Name]
-		if cur == nil {
-			return Result{Code: NotFound}
-		}
-		next := *cur
-		remove := make(map[string]bool, len(c.Remove))
-		for _, k := range c.Remove {
-			remove[k] = true
-		}
-		keys := make([]string, 0, len(cur.Keys)+len(c.Add))
-		for _, k := range append(append([]string(nil), cur.Keys...), c.Add...) {
-			if !remove[k] {
-				keys = append(keys, k)
+		return m.changeGroup(index, c.Name, func(cur, next *Group) {
+			remove := make(map[string]bool, len(c.Remove))
+			for _, k := range c.Remove {
+				remove[k] = true
 			}
-		}
-		next.Keys = sortedSet(keys)
-		next.Assignment = keepAssigned(cur.Assignment, next.Keys)
-		next.ModifyIndex = index
-		m.storeGroup(&next)
-		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
+			keys := make([]string, 0, len(cur.Keys)+len(c.Add))
+			for _, k := range append(append([]string(nil), cur.Keys...), c.Add...) {
+				if !remove[k] {
+					keys = append(keys, k)
+				}
+			}
+			next.Keys = sortedSet(keys)
+			next.Assignment = keepAssigned(cur.Assignment, next.Keys)
+			m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
+		})
 	case SetKeyControl:
 		m.setControl(index, c.Key, KeyControl{Disabled: c.Control.Disabled, Prohibited: sortedSet(c.Control.Prohibited)})
 		if c.KeepsHolder {
@@ -263,26 +258,32 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		m.groupIndex = index
 		m.emit(Event{Type: EventDrained, Worker: c.Worker, Reason: pick(c.Draining, WorkerDrained, WorkerResumed)})
 	case GroupMax:
-		cur := m.groups[c.Name]
-		if cur == nil {
-			return Result{Code: NotFound}
-		}
-		next := *cur
-		next.MaxPerWorker = c.MaxPerWorker
-		next.ModifyIndex = index
-		m.storeGroup(&next)
-		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupMaxSet})
+		return m.changeGroup(index, c.Name, func(_, next *Group) {
+			next.MaxPerWorker = c.MaxPerWorker
+			m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupMaxSet})
+		})
 	case Assign:
-		cur := m.groups[c.Group]
-		if cur == nil {
-			return Result{Code: NotFound}
-		}
-		next := *cur
-		next.Assignment = keepAssigned(c.Assignment, cur.Keys)
-		next.ModifyIndex, next.AssignIndex = index, index
-		m.storeGroup(&next)
-		m.emitAssigned(c.Group, cur.Assignment, next.Assignment)
+		return m.changeGroup(index, c.Group, func(cur, next *Group) {
+			next.Assignment = keepAssigned(c.Assignment, cur.Keys)
+			next.AssignIndex = index
+			m.emitAssigned(c.Group, cur.Assignment, next.Assignment)
+		})
 	}
+	return Result{Code: Done}
+}
+
+// changeGroup stores next, a copy of the group called name that change
+// edits (and may emit events about), with ModifyIndex index; NotFound when
+// there is no such group. m.mu is held.
+func (m *Machine) changeGroup(index uint64, name string, change func(cur, next *Group)) Result {
+	cur := m.groups[name]
+	if cur == nil {
+		return Result{Code: NotFound}
+	}
+	next := *cur
+	change(cur, &next)
+	next.ModifyIndex = index
+	m.storeGroup(&next)
 	return Result{Code: Done}
 }
 

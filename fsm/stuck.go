@@ -78,11 +78,7 @@ func (m *Machine) applyStuck(index uint64, cmd Command) Result {
 	case GroupDefine:
 		m.defineGroup(index, c)
 	case MarkStuck:
-		cur := m.groups[c.Group]
-		if cur == nil {
-			return Result{Code: NotFound}
-		}
-		m.setStuck(index, cur, sortedSet(c.Workers))
+		return m.changeGroup(index, c.Group, func(cur, next *Group) { m.setStuck(cur, next, sortedSet(c.Workers)) })
 	}
 	return Result{Code: Done}
 }
@@ -103,8 +99,9 @@ func (m *Machine) defineGroup(index uint64, c GroupDefine) {
 
 // setStuck is the one place where the stuck set of a group changes: a
 // producer of change events hooks in here to emit "stuck" and "unstuck".
-// workers is sorted and unique; an empty set is stored as nil.
-func (m *Machine) setStuck(index uint64, cur *Group, workers []string) {
+// workers is sorted and unique; an empty set is stored as nil. It runs
+// inside changeGroup, which stores next.
+func (m *Machine) setStuck(cur, next *Group, workers []string) {
 	for _, w := range workers {
 		if !cur.IsStuck(w) {
 			m.emit(Event{Type: EventStuck, Group: cur.Name, Worker: w, Reason: WorkerStuck})
@@ -115,13 +112,10 @@ func (m *Machine) setStuck(index uint64, cur *Group, workers []string) {
 			m.emit(Event{Type: EventStuck, Group: cur.Name, Worker: w, Reason: WorkerUnstuck})
 		}
 	}
-	next := *cur
 	next.Stuck = nil
 	if len(workers) > 0 {
 		next.Stuck = workers
 	}
-	next.ModifyIndex = index
-	m.storeGroup(&next)
 }
 
 // IsStuck reports whether the balancer marked worker stuck in g.
