@@ -360,58 +360,40 @@ func (m *Machine) storeToken(index uint64, t ACLToken) bool {
 
 // ACLBootstrapped reports whether the ACL system has been bootstrapped.
 func (m *Machine) ACLBootstrapped() bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.acl.bootstrapped
+	return rlocked(m, func() bool { return m.acl.bootstrapped })
 }
 
 // ACLIndex is the last Raft index that changed a token or a policy.
-func (m *Machine) ACLIndex() uint64 {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.acl.index
-}
+func (m *Machine) ACLIndex() uint64 { return rlocked(m, func() uint64 { return m.acl.index }) }
 
 // ACLTokenByHash returns the token whose secret has the given hash, or nil.
 func (m *Machine) ACLTokenByHash(hash string) *ACLToken {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.acl.tokens[m.acl.byHash[hash]]
+	return rlocked(m, func() *ACLToken { return m.acl.tokens[m.acl.byHash[hash]] })
 }
 
 // ACLToken returns the token with the given accessor id, or nil.
 func (m *Machine) ACLToken(accessor string) *ACLToken {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.acl.tokens[accessor]
+	return rlocked(m, func() *ACLToken { return m.acl.tokens[accessor] })
 }
 
 // ACLTokens returns every token, ordered by accessor id, and the ACL index.
 func (m *Machine) ACLTokens() ([]*ACLToken, uint64) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return valuesByKey(m.acl.tokens), m.acl.index
+	return byKeyLocked(m, func() (map[string]*ACLToken, uint64) { return m.acl.tokens, m.acl.index })
 }
 
 // ACLPolicy returns the policy called name, or nil.
 func (m *Machine) ACLPolicy(name string) *ACLPolicy {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.acl.policies[name]
+	return rlocked(m, func() *ACLPolicy { return m.acl.policies[name] })
 }
 
 // ACLPolicies returns every policy, ordered by name, and the ACL index.
 func (m *Machine) ACLPolicies() ([]*ACLPolicy, uint64) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return valuesByKey(m.acl.policies), m.acl.index
+	return byKeyLocked(m, func() (map[string]*ACLPolicy, uint64) { return m.acl.policies, m.acl.index })
 }
 
 // WorkerRegistration returns the registration of worker, or nil.
 func (m *Machine) WorkerRegistration(worker string) *WorkerRegistration {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.acl.workers[worker]
+	return rlocked(m, func() *WorkerRegistration { return m.acl.workers[worker] })
 }
 
 // snapshotACL copies the ACL state for a snapshot; stored values are never

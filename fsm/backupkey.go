@@ -31,8 +31,4 @@ func (m *Machine) applyBackupKey(c BackupKey) Result {
 }
 
 // HasBackupKey reports whether a BackupKey command has been applied.
-func (m *Machine) HasBackupKey() bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.backupKey != nil
-}
+func (m *Machine) HasBackupKey() bool { return rlocked(m, func() bool { return m.backupKey != nil }) }

@@ -38,11 +38,7 @@ func setOnce(valid, unset, same bool, set func()) Result {
 
 // ClusterID returns the id of the cluster this state belongs to, or "" as
 // long as no ClusterID command has been applied.
-func (m *Machine) ClusterID() string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.clusterID
-}
+func (m *Machine) ClusterID() string { return rlocked(m, func() string { return m.clusterID }) }
 
 // IsClusterID reports whether an encoded log entry is a ClusterID command
 // and returns its id. It reads only that type: any other entry, or one

@@ -309,11 +309,7 @@ func (m *Machine) Events(after uint64, f EventFilter, limit int) ([]Event, uint6
 
 // EventBase is the index after which the history holds every event: the
 // oldest index a reader may pass to Events.
-func (m *Machine) EventBase() uint64 {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.history.base
-}
+func (m *Machine) EventBase() uint64 { return rlocked(m, func() uint64 { return m.history.base }) }
 
 // pick is yes if cond holds, no otherwise.
 func pick(cond bool, yes, no string) string {

@@ -334,43 +334,29 @@ func sortedSet(s []string) []string {
 
 // Group returns the group called name, or nil.
 func (m *Machine) Group(name string) *Group {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.groups[name]
+	return rlocked(m, func() *Group { return m.groups[name] })
 }
 
 // Groups returns every group, ordered by name, and the group index.
 func (m *Machine) Groups() ([]*Group, uint64) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return valuesByKey(m.groups), m.groupIndex
+	return byKeyLocked(m, func() (map[string]*Group, uint64) { return m.groups, m.groupIndex })
 }
 
 // Control returns the controls of key (zero when it has none).
 func (m *Machine) Control(key string) KeyControl {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.controls[key]
+	return rlocked(m, func() KeyControl { return m.controls[key] })
 }
 
 // Drained reports whether an operator drained worker.
 func (m *Machine) Drained(worker string) bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.drained[worker]
+	return rlocked(m, func() bool { return m.drained[worker] })
 }
 
 // DrainedWorkers returns the drained workers, sorted.
 func (m *Machine) DrainedWorkers() []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return sortedKeysOf(m.drained)
+	return rlocked(m, func() []string { return sortedKeysOf(m.drained) })
 }
 
 // GroupIndex is the highest Raft index that changed a group, a key control
 // or a drain mark.
-func (m *Machine) GroupIndex() uint64 {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.groupIndex
-}
+func (m *Machine) GroupIndex() uint64 { return rlocked(m, func() uint64 { return m.groupIndex }) }

@@ -92,9 +92,7 @@ func (m *Machine) applyHandover(c Handover) Result {
 // the record that the lease names (HandedLease.Names). The map is shared:
 // callers must not modify it.
 func (m *Machine) PendingHandover() map[string]HandedLease {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.handover
+	return rlocked(m, func() map[string]HandedLease { return m.handover })
 }
 
 // Names reports whether cur is the very record whose deadline h carries:

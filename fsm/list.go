@@ -61,8 +61,4 @@ func (m *Machine) inGroup(key string) bool {
 }
 
 // InGroup reports whether key belongs to a group.
-func (m *Machine) InGroup(key string) bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.inGroup(key)
-}
+func (m *Machine) InGroup(key string) bool { return rlocked(m, func() bool { return m.inGroup(key) }) }

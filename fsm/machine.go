@@ -334,12 +334,25 @@ func (m *Machine) store(l *Lease) {
 	}
 }
 
-// Get returns the record of key, or nil if the key was never seen.
-func (m *Machine) Get(key string) *Lease {
+// rlocked returns what f reads under m's read lock: the body of the read
+// methods that return one part of the state.
+func rlocked[T any](m *Machine, f func() T) T {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.leases[key]
+	return f()
 }
+
+// byKeyLocked returns, read under m's read lock, the values of the map
+// that f picks, in the order of their keys, and the index f picks with it.
+func byKeyLocked[V any](m *Machine, f func() (map[string]V, uint64)) ([]V, uint64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	values, index := f()
+	return valuesByKey(values), index
+}
+
+// Get returns the record of key, or nil if the key was never seen.
+func (m *Machine) Get(key string) *Lease { return rlocked(m, func() *Lease { return m.leases[key] }) }
 
 // Held returns every held lease, ordered by key. The leader's lessor
 // promotes them when it gains leadership.
@@ -357,26 +370,18 @@ func (m *Machine) Indexes() (applied, term, lease uint64) {
 }
 
 // LastToken is the last fencing token handed out.
-func (m *Machine) LastToken() uint64 {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.lastToken
-}
+func (m *Machine) LastToken() uint64 { return rlocked(m, func() uint64 { return m.lastToken }) }
 
 // EstablishedTerm is the term of the last LeaderEstablished applied.
 func (m *Machine) EstablishedTerm() uint64 {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.establishedTerm
+	return rlocked(m, func() uint64 { return m.establishedTerm })
 }
 
 // Changed returns a channel that is closed the next time a lease, the
 // placement state or the ACL state changes, an event is recorded, or the
 // state is restored. Blocking queries and event watchers wait on it.
 func (m *Machine) Changed() <-chan struct{} {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.changed
+	return rlocked(m, func() <-chan struct{} { return m.changed })
 }
 
 // Snapshot captures the state for Raft. It runs on the FSM goroutine; the
