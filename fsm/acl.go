@@ -412,32 +412,23 @@ func (a *aclState) snapshot() aclState {
 func encodeACL(e *encoder, a aclState) {
 	e.bool(a.bootstrapped)
 	e.uvarint(a.index)
-	names := sortedKeysOf(a.policies)
-	e.uvarint(uint64(len(names)))
-	for _, n := range names {
-		p := a.policies[n]
+	encodeSorted(e, a.policies, func(_ string, p *ACLPolicy) {
 		e.string(p.Name)
 		e.string(p.Description)
 		encodeRules(e, p.Rules)
 		e.uvarint(p.CreateIndex)
 		e.uvarint(p.ModifyIndex)
-	}
-	ids := sortedKeysOf(a.tokens)
-	e.uvarint(uint64(len(ids)))
-	for _, id := range ids {
-		t := a.tokens[id]
+	})
+	encodeSorted(e, a.tokens, func(_ string, t *ACLToken) {
 		encodeToken(e, *t)
 		e.uvarint(t.CreateIndex)
-	}
-	workers := sortedKeysOf(a.workers)
-	e.uvarint(uint64(len(workers)))
-	for _, w := range workers {
-		r := a.workers[w]
+	})
+	encodeSorted(e, a.workers, func(_ string, r *WorkerRegistration) {
 		e.string(r.Worker)
 		e.strings(r.Groups)
 		e.string(r.Accessor)
 		e.uvarint(r.Index)
-	}
+	})
 }
 
 // decodeACL reads what encodeACL wrote, checking order and uniqueness.

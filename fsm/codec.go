@@ -70,11 +70,19 @@ func valuesByKey[V any](m map[string]V) []V {
 // stringMap writes a map with its keys in sorted order, so that equal maps
 // always encode to equal bytes.
 func (e *encoder) stringMap(m map[string]string) {
+	encodeSorted(e, m, func(k, v string) {
+		e.string(k)
+		e.string(v)
+	})
+}
+
+// encodeSorted writes the number of entries of m, then each entry with
+// write, in the order of their keys.
+func encodeSorted[V any](e *encoder, m map[string]V, write func(k string, v V)) {
 	keys := sortedKeysOf(m)
 	e.uvarint(uint64(len(keys)))
 	for _, k := range keys {
-		e.string(k)
-		e.string(m[k])
+		write(k, m[k])
 	}
 }
 

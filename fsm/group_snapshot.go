@@ -12,13 +12,11 @@ func encodePlacement(e *encoder, st state) {
 	for _, g := range st.groups {
 		g.encode(e)
 	}
-	keys := sortedKeysOf(st.controls)
-	e.uvarint(uint64(len(keys)))
-	for _, k := range keys {
+	encodeSorted(e, st.controls, func(k string, c KeyControl) {
 		e.string(k)
-		e.bool(st.controls[k].Disabled)
-		e.strings(st.controls[k].Prohibited)
-	}
+		e.bool(c.Disabled)
+		e.strings(c.Prohibited)
+	})
 	drained := append([]string(nil), st.drained...)
 	sort.Strings(drained)
 	e.strings(drained)
