@@ -40,10 +40,9 @@ type MarkStuck struct {
 func (GroupDefine) Type() Type { return TypeGroupDefine }
 func (MarkStuck) Type() Type   { return TypeMarkStuck }
 
+// encode writes GroupPut's payload, then the settings GroupPut predates.
 func (c GroupDefine) encode(e *encoder) {
-	e.string(c.Name)
-	e.strings(c.Keys)
-	e.varint(int64(c.MaxPerWorker))
+	GroupPut{Name: c.Name, Keys: c.Keys, MaxPerWorker: c.MaxPerWorker}.encode(e)
 	e.varint(int64(c.StuckGrace))
 	e.varint(int64(c.MinWorkers))
 }
