@@ -6,19 +6,6 @@ import (
 	"strings"
 )
 
-// ACL commands and the worker registration. Their type values follow the
-// placement commands and, like them, are never reused. None carries
-// IgnorableFlag: a server that skipped one would authorize differently from
-// its peers.
-const (
-	TypeACLBootstrap    Type = 14
-	TypeACLTokenSet     Type = 15
-	TypeACLTokenDelete  Type = 16
-	TypeACLPolicySet    Type = 17
-	TypeACLPolicyDelete Type = 18
-	TypeWorkerRegister  Type = 19
-)
-
 // Right is a set of ACL rights, one bit each. The bit values are part of
 // the command and snapshot encoding: never renumber them.
 type Right uint8

@@ -2,10 +2,6 @@ package fsm
 
 import "bytes"
 
-// TypeBackupKey is the command that gives the cluster its backup key
-// (docs/adr/0029-restores-keep-acls-and-tokens.md).
-const TypeBackupKey Type = 31
-
 // BackupKeyLen is the length of a backup key: an HMAC-SHA256 key.
 const BackupKeyLen = 32
 

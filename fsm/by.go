@@ -2,9 +2,6 @@ package fsm
 
 import "fmt"
 
-// TypeBy is the type of By. Like every type value, it is never reused.
-const TypeBy Type = 22
-
 // MaxAccessorLen bounds By.Accessor.
 const MaxAccessorLen = 128
 

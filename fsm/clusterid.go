@@ -1,8 +1,5 @@
 package fsm
 
-// TypeClusterID is the command that names the cluster (ADR 0015).
-const TypeClusterID Type = 29
-
 // ClusterID names the cluster once: the first one applied sets the
 // cluster id for good, every later one changes nothing (Refused when it
 // names another id, Done when it repeats the same). The leader proposes it

@@ -15,14 +15,70 @@ type Type uint8
 // rather than silently diverge from its peers.
 const IgnorableFlag Type = 0x80
 
-// Command types.
+// Command types, every one in this table so that no value is given twice.
+// Values are never reused: a retired command keeps its number forever.
 const (
+	// Lease commands.
 	TypeAcquire           Type = 1
 	TypeRelease           Type = 2
 	TypeExpire            Type = 3
 	TypeRevoke            Type = 4
 	TypeLeaderEstablished Type = 5
 	TypeBatch             Type = 6
+
+	// Group, key-control and worker commands (group.go).
+	TypeGroupPut    Type = 7
+	TypeGroupDelete Type = 8
+	TypeGroupKeys   Type = 9
+	TypeKeyControl  Type = 10
+	TypeWorkerDrain Type = 11
+	TypeAssign      Type = 12
+	TypeGroupMax    Type = 13
+
+	// ACL commands and the worker registration (acl.go). None carries
+	// IgnorableFlag: a server that skipped one would authorize differently
+	// from its peers.
+	TypeACLBootstrap    Type = 14
+	TypeACLTokenSet     Type = 15
+	TypeACLTokenDelete  Type = 16
+	TypeACLPolicySet    Type = 17
+	TypeACLPolicyDelete Type = 18
+	TypeWorkerRegister  Type = 19
+
+	// Operator commands that end leases without breaking exclusion
+	// (end.go): TypeEnd is End; TypeKeyControlForce is SetKeyControl with
+	// Force set.
+	TypeEnd             Type = 20
+	TypeKeyControlForce Type = 21
+
+	// TypeBy is By (by.go).
+	TypeBy Type = 22
+
+	// Group settings and the balancer's stuck marks (stuck.go).
+	TypeGroupDefine Type = 23
+	TypeMarkStuck   Type = 24
+
+	// Commands that make the lease contract tighter (edit.go): a
+	// compare-and-set group put, an atomic edit of a key's controls, and
+	// the leader's removal of a key record that has been free for longer
+	// than the retention. TypeKeyControlEnd is SetKeyControl as written
+	// since controls end a refused holder's lease (see SetKeyControl).
+	TypeGroupPutCAS    Type = 25
+	TypeEditKeyControl Type = 26
+	TypeForget         Type = 27
+	TypeKeyControlEnd  Type = 28
+
+	// TypeClusterID is the command that names the cluster (ADR 0015).
+	TypeClusterID Type = 29
+
+	// TypeHandover is Handover. It carries IgnorableFlag: a server that
+	// does not know it skips it, and its next leader restarts every lease
+	// at a full TTL, as it always did.
+	TypeHandover Type = IgnorableFlag | 30
+
+	// TypeBackupKey is the command that gives the cluster its backup key
+	// (docs/adr/0029-restores-keep-acls-and-tokens.md).
+	TypeBackupKey Type = 31
 )
 
 // version1 is the payload version of every command type but those below.

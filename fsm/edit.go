@@ -5,18 +5,6 @@ import (
 	"maps"
 )
 
-// Commands that make the lease contract tighter: a compare-and-set group
-// put, an atomic edit of a key's controls, and the leader's removal of a
-// key record that has been free for longer than the retention.
-const (
-	TypeGroupPutCAS    Type = 25
-	TypeEditKeyControl Type = 26
-	TypeForget         Type = 27
-	// TypeKeyControlEnd is SetKeyControl as written since controls end a
-	// refused holder's lease (see SetKeyControl).
-	TypeKeyControlEnd Type = 28
-)
-
 // MaxProhibited bounds the prohibited holders of one key.
 const MaxProhibited = 1024
 

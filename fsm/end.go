@@ -5,14 +5,6 @@ import (
 	"sort"
 )
 
-// Operator commands that end leases without breaking exclusion.
-const (
-	// TypeEnd is End.
-	TypeEnd Type = 20
-	// TypeKeyControlForce is SetKeyControl with Force set.
-	TypeKeyControlForce Type = 21
-)
-
 // End ends leases on an operator's behalf (revoke). With Key set it ends
 // the lease of Key, and with Holder also set only if Holder holds it; with
 // Key empty it ends every lease that Holder holds.

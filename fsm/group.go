@@ -7,18 +7,6 @@ import (
 	"time"
 )
 
-// Group, key-control and worker commands. Their type values follow the
-// lease commands and, like them, are never reused.
-const (
-	TypeGroupPut    Type = 7
-	TypeGroupDelete Type = 8
-	TypeGroupKeys   Type = 9
-	TypeKeyControl  Type = 10
-	TypeWorkerDrain Type = 11
-	TypeAssign      Type = 12
-	TypeGroupMax    Type = 13
-)
-
 // Group is a named set of keys that the leader's balancer spreads over the
 // live workers of the group. Like Lease, a stored Group is never modified:
 // every change stores a new value.

@@ -5,11 +5,6 @@ import (
 	"time"
 )
 
-// TypeHandover is Handover. It carries IgnorableFlag: a server that does
-// not know it skips it, and its next leader restarts every lease at a full
-// TTL, as it always did.
-const TypeHandover Type = IgnorableFlag | 30
-
 // maxHandover bounds the leases of one Handover (a stopping leader with
 // more hands over none: its successor restarts them at a full TTL).
 const maxHandover = 1 << 17

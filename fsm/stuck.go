@@ -6,13 +6,6 @@ import (
 	"time"
 )
 
-// Group settings and the balancer's stuck marks. Types 20 to 22 belong to
-// other commands; these two values are never reused.
-const (
-	TypeGroupDefine Type = 23
-	TypeMarkStuck   Type = 24
-)
-
 // GroupDefine creates a group or replaces its keys and settings, like
 // GroupPut, and also sets the settings that GroupPut predates. The
 // assignment of keys that stay and the group's stuck marks are kept.
