@@ -399,10 +399,9 @@ func (a *aclState) snapshot() aclState {
 func encodeACL(e *encoder, a aclState) {
 	e.bool(a.bootstrapped)
 	e.uvarint(a.index)
+	// Each entry is the command that stores it, then what its apply set.
 	encodeSorted(e, a.policies, func(_ string, p *ACLPolicy) {
-		e.string(p.Name)
-		e.string(p.Description)
-		encodeRules(e, p.Rules)
+		ACLPolicySet{Policy: *p}.encode(e)
 		e.uvarint(p.CreateIndex)
 		e.uvarint(p.ModifyIndex)
 	})
@@ -411,9 +410,7 @@ func encodeACL(e *encoder, a aclState) {
 		e.uvarint(t.CreateIndex)
 	})
 	encodeSorted(e, a.workers, func(_ string, r *WorkerRegistration) {
-		e.string(r.Worker)
-		e.strings(r.Groups)
-		e.string(r.Accessor)
+		WorkerRegister{Worker: r.Worker, Groups: r.Groups, Accessor: r.Accessor}.encode(e)
 		e.uvarint(r.Index)
 	})
 }
