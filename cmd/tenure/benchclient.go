@@ -49,27 +49,23 @@ func (c *benchClient) releaseAll(ctx context.Context) {
 // acquire with everything held), the client does the operation that makes
 // it possible instead, and that is what is measured.
 func (c *benchClient) step(ctx context.Context) {
-	switch c.choose() {
-	case opAcquire:
-		if i := c.pick(false); i >= 0 {
-			c.acquire(ctx, i)
-		} else {
-			c.release(ctx, c.pick(true))
-		}
-	case opRenew:
-		if i := c.pick(true); i >= 0 {
-			c.renew(ctx, i)
-		} else {
-			c.acquire(ctx, c.pick(false))
-		}
-	case opRelease:
-		if i := c.pick(true); i >= 0 {
-			c.release(ctx, i)
-		} else {
-			c.acquire(ctx, c.pick(false))
-		}
-	case opRead:
+	op := c.choose()
+	if op == opRead {
 		c.read(ctx, c.rng.IntN(len(c.keys)))
+		return
+	}
+	i := c.pick(op != opAcquire) // acquire needs a free key, the others a held one
+	switch {
+	case i < 0 && op == opAcquire:
+		c.release(ctx, c.pick(true))
+	case i < 0:
+		c.acquire(ctx, c.pick(false))
+	case op == opAcquire:
+		c.acquire(ctx, i)
+	case op == opRenew:
+		c.renew(ctx, i)
+	default:
+		c.release(ctx, i)
 	}
 }
 
