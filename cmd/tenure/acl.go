@@ -117,18 +117,14 @@ func (e *env) aclBootstrap(ctx context.Context, args []string) int {
 }
 
 func (e *env) aclTokenCreate(ctx context.Context, args []string) int {
-	var (
-		cf       clusterFlags
-		spec     client.ACLTokenSpec
-		policies listFlag
-	)
-	fs := e.newFlagSet("acl token create", "acl token create -policy P [-policy P2] [-holder-prefix X] [-description D] [-management]")
-	cf.register(fs)
+	var spec client.ACLTokenSpec
+	var policies listFlag
+	fs, cf := e.clusterFlagSet("acl token create", "acl token create -policy P [-policy P2] [-holder-prefix X] [-description D] [-management]")
 	fs.Var(&policies, "policy", "policy of the token (repeatable)")
 	fs.StringVar(&spec.HolderPrefix, "holder-prefix", "", "bind the token: it may acquire, renew and release only as holders that start with this")
 	fs.StringVar(&spec.Description, "description", "", "what the token is for")
 	fs.BoolVar(&spec.Management, "management", false, "a management token: every right")
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, _, code, ok := e.connect(fs, cf, args, 0, 0)
 	if !ok {
 		return code
 	}
@@ -165,14 +161,12 @@ func (e *env) aclTokenList(ctx context.Context, args []string) int {
 }
 
 func (e *env) aclTokenRead(ctx context.Context, args []string, self bool) int {
-	var cf clusterFlags
 	usage, n := "acl token read ACCESSOR", 1
 	if self {
 		usage, n = "acl token self", 0
 	}
-	fs := e.newFlagSet(usage, usage)
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, n, n)
+	fs, cf := e.clusterFlagSet(usage, usage)
+	c, pos, code, ok := e.connect(fs, cf, args, n, n)
 	if !ok {
 		return code
 	}
@@ -196,18 +190,13 @@ func (e *env) aclTokenDelete(ctx context.Context, args []string) int {
 }
 
 func (e *env) aclPolicyCreate(ctx context.Context, args []string) int {
-	var (
-		cf    clusterFlags
-		name  string
-		desc  string
-		rules listFlag
-	)
-	fs := e.newFlagSet("acl policy create", "acl policy create -name N -rule 'prefix=P:RIGHT,RIGHT' [-rule ...] [-description D]")
-	cf.register(fs)
+	var name, desc string
+	var rules listFlag
+	fs, cf := e.clusterFlagSet("acl policy create", "acl policy create -name N -rule 'prefix=P:RIGHT,RIGHT' [-rule ...] [-description D]")
 	fs.StringVar(&name, "name", "", "policy name ([A-Za-z0-9._-]); an existing policy is replaced")
 	fs.StringVar(&desc, "description", "", "what the policy is for")
 	fs.Var(&rules, "rule", "rule 'prefix=P:RIGHT,RIGHT' (repeatable); rights: read, write, revoke, groups, operator, acl")
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, _, code, ok := e.connect(fs, cf, args, 0, 0)
 	if !ok {
 		return code
 	}

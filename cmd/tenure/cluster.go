@@ -221,11 +221,9 @@ func (e *env) promoteServer(ctx context.Context, args []string) int {
 }
 
 func (e *env) removeServer(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("operator remove-server", "operator remove-server [-force] ID")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("operator remove-server", "operator remove-server [-force] ID")
 	force := fs.Bool("force", false, "remove even a server that is alive, or one whose removal leaves fewer voters than -bootstrap-expect")
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
 	if !ok {
 		return code
 	}
@@ -265,9 +263,7 @@ func (e *env) readmitServer(ctx context.Context, args []string) int {
 }
 
 func (e *env) transferLeader(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("operator transfer-leader", "operator transfer-leader [ID]")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("operator transfer-leader", "operator transfer-leader [ID]")
 	pos, code, ok := e.parse(fs, args, 0, 1)
 	if !ok {
 		return code

@@ -239,11 +239,18 @@ func (e *env) connect(fs *flag.FlagSet, cf *clusterFlags, args []string, min, ma
 // flags: it makes the flag set of name with usage, parses args (min to
 // max positional arguments) and connects. cf holds the parsed flags.
 func (e *env) connectArgs(name, usage string, args []string, min, max int) (c *client.Client, cf *clusterFlags, pos []string, code int, ok bool) {
-	cf = &clusterFlags{}
-	fs := e.newFlagSet(name, usage)
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet(name, usage)
 	c, pos, code, ok = e.connect(fs, cf, args, min, max)
 	return c, cf, pos, code, ok
+}
+
+// clusterFlagSet returns the flag set of name with usage, and the cluster
+// flags registered in it.
+func (e *env) clusterFlagSet(name, usage string) (*flag.FlagSet, *clusterFlags) {
+	cf := &clusterFlags{}
+	fs := e.newFlagSet(name, usage)
+	cf.register(fs)
+	return fs, cf
 }
 
 // deleteOne runs a command whose only flags are the cluster flags and

@@ -49,12 +49,10 @@ const debugUsage = "debug [-http-addr A] [-output FILE.tar.gz] [-token T] [-ca-f
 // profiles, and its last log lines. A part the server cannot give is an
 // <file>.error in the archive; a refused token ends the command.
 func (e *env) debug(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var output string
-	fs := e.newFlagSet("debug", debugUsage)
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("debug", debugUsage)
 	fs.StringVar(&output, "output", "", "archive to write (default tenure-debug-<node id>-<UTC time>.tar.gz in the current directory); never overwritten")
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, _, code, ok := e.connect(fs, cf, args, 0, 0)
 	if !ok {
 		return code
 	}

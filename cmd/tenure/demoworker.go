@@ -25,7 +25,6 @@ worker cannot join their gossip, takes no keys, and logs why at ERROR.`
 // the key moves or the lease is lost. It is the runnable example of a
 // partitioned worker, and what `make demo` starts.
 func (e *env) demoWorker(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var (
 		group, id, gossip string
 		advertise         string
@@ -34,8 +33,7 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 		quiet             bool
 		logs              logOutput
 	)
-	fs := e.newFlagSet("demo-worker", demoWorkerUsage)
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("demo-worker", demoWorkerUsage)
 	fs.StringVar(&group, "group", "", "group whose keys to own (required)")
 	fs.StringVar(&id, "id", "", "worker id, also the lease holder (default: hostname-pid-random)")
 	fs.IntVar(&capacity, "capacity", 0, "most keys this worker takes (0: no bound)")

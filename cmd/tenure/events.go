@@ -20,13 +20,11 @@ const eventsUsage = "events [-index N] [-prefix P] [-type T[,T…]] [-follow] [-
 // event as it happens, one line each (one JSON object per line with
 // -json), following the leader, until interrupted.
 func (e *env) events(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var f client.EventFilter
 	var index uint64
 	var types string
 	var follow bool
-	fs := e.newFlagSet("events", eventsUsage)
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("events", eventsUsage)
 	fs.Uint64Var(&index, "index", 0, "show the events after this Raft index (default: from the oldest the server holds)")
 	fs.StringVar(&f.Prefix, "prefix", "", "only events whose key, group or worker starts with this prefix")
 	fs.StringVar(&types, "type", "", "only events of these types, comma-separated: "+strings.Join(eventTypes, ", "))

@@ -126,14 +126,12 @@ func (e *env) groupsGet(ctx context.Context, args []string) int {
 }
 
 func (e *env) groupsCreate(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var spec client.GroupSpec
 	var keys string
 	var replace bool
 	cas := optionalUint{}
 	var grace time.Duration
-	fs := e.newFlagSet("groups create", "groups create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N] [-stuck-grace D] [-min-workers N] [-replace | -cas INDEX]")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("groups create", "groups create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N] [-stuck-grace D] [-min-workers N] [-replace | -cas INDEX]")
 	fs.StringVar(&keys, "keys", "", "comma-separated keys of the group")
 	fs.StringVar(&spec.Prefix, "prefix", "", "with -count: keys are PREFIX0 … PREFIX(count-1)")
 	fs.IntVar(&spec.Count, "count", 0, "number of keys named from -prefix")
@@ -142,7 +140,7 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 	fs.Var(&cas, "cas", "replace the group only if its modify index is this (0: create only)")
 	fs.DurationVar(&grace, "stuck-grace", 0, "how long a key may stay free while targeted at a live worker before the worker is marked stuck (0: twice the largest TTL of the group's leases)")
 	fs.IntVar(&spec.MinWorkers, "min-workers", 0, "workers the group should have; fewer is reported by 'tenure leases stale' (0: no minimum)")
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
 	if !ok {
 		return code
 	}
@@ -192,11 +190,9 @@ func (e *env) groupsDelete(ctx context.Context, args []string) int {
 }
 
 func (e *env) groupsKeys(ctx context.Context, args []string, add bool) int {
-	var cf clusterFlags
 	name := map[bool]string{true: "add-keys", false: "remove-keys"}[add]
-	fs := e.newFlagSet("groups "+name, "groups "+name+" NAME KEY...")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 2, -1)
+	fs, cf := e.clusterFlagSet("groups "+name, "groups "+name+" NAME KEY...")
+	c, pos, code, ok := e.connect(fs, cf, args, 2, -1)
 	if !ok {
 		return code
 	}
@@ -214,10 +210,8 @@ func (e *env) groupsKeys(ctx context.Context, args []string, add bool) int {
 }
 
 func (e *env) groupsMax(ctx context.Context, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("groups max-per-worker", "groups max-per-worker NAME N")
-	cf.register(fs)
-	c, pos, code, ok := e.connect(fs, &cf, args, 2, 2)
+	fs, cf := e.clusterFlagSet("groups max-per-worker", "groups max-per-worker NAME N")
+	c, pos, code, ok := e.connect(fs, cf, args, 2, 2)
 	if !ok {
 		return code
 	}
@@ -233,12 +227,10 @@ func (e *env) groupsMax(ctx context.Context, args []string) int {
 }
 
 func (e *env) groupsAssignment(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var worker string
-	fs := e.newFlagSet("groups assignment", "groups assignment NAME [-worker ID]")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("groups assignment", "groups assignment NAME [-worker ID]")
 	fs.StringVar(&worker, "worker", "", "only the keys of this worker")
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
 	if !ok {
 		return code
 	}
@@ -294,7 +286,6 @@ func (o *optionalUint) Set(s string) error {
 // with one atomic edit on the servers (no read-modify-write: operators
 // editing the same key at once all get their change).
 func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
-	var cf clusterFlags
 	n, usage := 1, "keys "+verb+" KEY"
 	if verb == "prohibit" || verb == "allow" {
 		n, usage = 2, usage+" HOLDER"
@@ -302,13 +293,12 @@ func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
 	if verb == "disable" || verb == "prohibit" {
 		usage += " [-force]"
 	}
-	fs := e.newFlagSet("keys "+verb, usage)
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("keys "+verb, usage)
 	var force bool
 	if verb == "disable" || verb == "prohibit" {
 		fs.BoolVar(&force, "force", false, "free the holder's lease at once, for a holder known to be dead (exclusion then rests on fencing alone); also accept a key that the cluster does not know (no lease, group or control)")
 	}
-	c, pos, code, ok := e.connect(fs, &cf, args, n, n)
+	c, pos, code, ok := e.connect(fs, cf, args, n, n)
 	if !ok {
 		return code
 	}

@@ -60,12 +60,10 @@ func (e *env) keyringList(ctx context.Context, args []string) int {
 }
 
 func (e *env) keyringChange(ctx context.Context, op string, args []string) int {
-	var cf clusterFlags
-	fs := e.newFlagSet("operator keyring "+op, "operator keyring "+op+" KEY [-wait D] [-force]")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("operator keyring "+op, "operator keyring "+op+" KEY [-wait D] [-force]")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for every member to follow (0: do not wait)")
 	force := fs.Bool("force", false, "use a key some member lacks, or remove one some member encrypts with (cuts it off)")
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
 	if !ok {
 		return code
 	}

@@ -50,12 +50,10 @@ func (e *env) leases(ctx context.Context, args []string) int {
 }
 
 func (e *env) leasesList(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var opts client.ListOptions
 	var state string
 	var stale bool
-	fs := e.newFlagSet("leases list", "leases list [-prefix P] [-state held|free] [-holder H] [-stale]")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("leases list", "leases list [-prefix P] [-state held|free] [-holder H] [-stale]")
 	fs.StringVar(&opts.Prefix, "prefix", "", "only keys that start with this prefix")
 	fs.StringVar(&state, "state", "", "only leases in this state: held or free")
 	fs.StringVar(&opts.Holder, "holder", "", "only leases of this holder")
@@ -97,12 +95,10 @@ func (e *env) leasesList(ctx context.Context, args []string) int {
 }
 
 func (e *env) leasesGet(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var stale bool
-	fs := e.newFlagSet("leases get", "leases get KEY [-stale]")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("leases get", "leases get KEY [-stale]")
 	fs.BoolVar(&stale, "stale", false, "let any server answer from its local state")
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
 	if !ok {
 		return code
 	}
@@ -119,11 +115,9 @@ func (e *env) leasesGet(ctx context.Context, args []string) int {
 const envLeaseSecret = "TENURE_LEASE_SECRET"
 
 func (e *env) leasesAcquire(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var req client.AcquireRequest
 	meta := metaFlag{}
-	fs := e.newFlagSet("leases acquire", "leases acquire KEY -holder H -ttl D [-wait D] [-meta k=v ...] [-secret S]")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("leases acquire", "leases acquire KEY -holder H -ttl D [-wait D] [-meta k=v ...] [-secret S]")
 	fs.StringVar(&req.Holder, "holder", "", "holder identity (default: hostname-pid-random, printed)")
 	fs.StringVar(&req.Secret, "secret", os.Getenv(envLeaseSecret),
 		"lease secret, 32 to 128 characters of [A-Za-z0-9_-] (default $"+envLeaseSecret+", else a new one, printed); renew and release need it")
@@ -241,18 +235,16 @@ func (e *env) leasesRelease(ctx context.Context, args []string) int {
 }
 
 func (e *env) leasesRevoke(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var holder string
 	var force bool
-	fs := e.newFlagSet("leases revoke", "leases revoke KEY [-force] | leases revoke -holder H [-force]")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("leases revoke", "leases revoke KEY [-force] | leases revoke -holder H [-force]")
 	fs.StringVar(&holder, "holder", "", "end every lease of this holder instead of one key")
 	fs.BoolVar(&force, "force", false, "free at once, for a holder known to be dead: exclusion then rests on fencing alone")
 	n, byHolder := 1, hasFlag(args, "holder")
 	if byHolder {
 		n = 0
 	}
-	c, pos, code, ok := e.connect(fs, &cf, args, n, n)
+	c, pos, code, ok := e.connect(fs, cf, args, n, n)
 	if !ok {
 		return code
 	}

@@ -122,15 +122,13 @@ func (e *env) snapshotInspect(_ context.Context, args []string) int {
 
 // snapshotRestore is `tenure snapshot restore FILE`.
 func (e *env) snapshotRestore(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var opts client.RestoreOptions
 	var confirm string
-	fs := e.newFlagSet("snapshot restore", "snapshot restore [-http-addr A] [-token-floor N] [-unverified] [-confirm CLUSTER_ID] [-json] FILE")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("snapshot restore", "snapshot restore [-http-addr A] [-token-floor N] [-unverified] [-confirm CLUSTER_ID] [-json] FILE")
 	fs.StringVar(&confirm, "confirm", "", "the id of the cluster to restore into (tenure status shows it), instead of typing it when asked")
 	fs.Uint64Var(&opts.TokenFloor, "token-floor", 0, "the next token is above N (the last token of the cluster the backup came from, when it is another)")
 	fs.BoolVar(&opts.Unverified, "unverified", false, "restore a backup this cluster did not sign (another cluster's, an edited one, or one of a build before signed backups); needs the acl right")
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
 	if !ok {
 		return code
 	}

@@ -25,14 +25,12 @@ const serverListMax = 1000
 // (controlled keys alone are not wrong), 1 when something is, and 2 when
 // it could not ask (a bad command line, or no answer).
 func (e *env) leasesStale(ctx context.Context, args []string) int {
-	var cf clusterFlags
 	var threshold time.Duration
 	var all bool
-	fs := e.newFlagSet("leases stale", "leases stale [-threshold D] [-all] [-json]")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("leases stale", "leases stale [-threshold D] [-all] [-json]")
 	fs.DurationVar(&threshold, "threshold", 0, "report leases not renewed for longer than this (0: two thirds of each lease's TTL)")
 	fs.BoolVar(&all, "all", false, fmt.Sprintf("list every entry the server sent (default: %d of each kind)", staleRows))
-	c, _, code, ok := e.connect(fs, &cf, args, 0, 0)
+	c, _, code, ok := e.connect(fs, cf, args, 0, 0)
 	if !ok {
 		return code
 	}

@@ -24,9 +24,7 @@ const defaultUIListen = "127.0.0.1:7600"
 // reach the cluster as this command's user; the ACL token is still the
 // one typed into the page. It runs until interrupted.
 func (e *env) ui(ctx context.Context, args []string) int {
-	cf := &clusterFlags{}
-	fs := e.newFlagSet("ui", "ui [-listen 127.0.0.1:7600] [-http-addr A] [-ca-file F -client-cert F -client-key F]")
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("ui", "ui [-listen 127.0.0.1:7600] [-http-addr A] [-ca-file F -client-cert F -client-key F]")
 	listen := fs.String("listen", defaultUIListen, "loopback address to serve the page on (port 0: any free port)")
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
 		return code

@@ -92,7 +92,6 @@ func heldKeys(w client.WorkerInfo, limit int) string {
 }
 
 func (e *env) workersDrain(ctx context.Context, args []string, draining bool) int {
-	var cf clusterFlags
 	var force, wait bool
 	var timeout time.Duration
 	verb := map[bool]string{true: "drain", false: "undrain"}[draining]
@@ -100,14 +99,13 @@ func (e *env) workersDrain(ctx context.Context, args []string, draining bool) in
 	if draining {
 		usage += " [-force] [-wait [-timeout D]]"
 	}
-	fs := e.newFlagSet("workers "+verb, usage)
-	cf.register(fs)
+	fs, cf := e.clusterFlagSet("workers "+verb, usage)
 	if draining {
 		fs.BoolVar(&force, "force", false, "also a worker that the cluster does not know (to drain it before it starts)")
 		fs.BoolVar(&wait, "wait", false, "return once the worker holds no key of its groups, printing the keys left as they change")
 		fs.DurationVar(&timeout, "timeout", 5*time.Minute, "with -wait: fail (exit 1) if the worker still holds keys after this long")
 	}
-	c, pos, code, ok := e.connect(fs, &cf, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
 	if !ok {
 		return code
 	}
