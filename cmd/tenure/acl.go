@@ -105,15 +105,10 @@ func (e *env) printToken(t *client.ACLToken, asJSON bool) int {
 }
 
 func (e *env) aclBootstrap(ctx context.Context, args []string) int {
-	c, cf, _, code, ok := e.connectArgs("acl bootstrap", "acl bootstrap", args, 0, 0)
-	if !ok {
-		return code
-	}
-	t, err := c.ACL().Bootstrap(ctx)
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printToken(t, cf.json)
+	return e.query("acl bootstrap", "acl bootstrap", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		t, err := c.ACL().Bootstrap(ctx)
+		return t, func() { e.printToken(t, false) }, err
+	})
 }
 
 func (e *env) aclTokenCreate(ctx context.Context, args []string) int {
@@ -140,24 +135,15 @@ func (e *env) aclTokenCreate(ctx context.Context, args []string) int {
 }
 
 func (e *env) aclTokenList(ctx context.Context, args []string) int {
-	c, cf, _, code, ok := e.connectArgs("acl token list", "acl token list", args, 0, 0)
-	if !ok {
-		return code
-	}
-	tokens, err := c.ACL().ListTokens(ctx)
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(map[string]any{"tokens": tokens})
-	}
-	w := e.table()
-	row(w, "ACCESSOR", "POLICIES", "HOLDER PREFIX", "MANAGEMENT", "DESCRIPTION")
-	for _, t := range tokens {
-		row(w, t.AccessorID, dash(strings.Join(t.Policies, ",")), dash(t.HolderPrefix), t.Management, dash(t.Description))
-	}
-	w.Flush()
-	return exitOK
+	return e.query("acl token list", "acl token list", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		tokens, err := c.ACL().ListTokens(ctx)
+		return map[string]any{"tokens": tokens}, func() {
+			e.printTable([]any{"ACCESSOR", "POLICIES", "HOLDER PREFIX", "MANAGEMENT", "DESCRIPTION"}, len(tokens), func(i int) []any {
+				t := tokens[i]
+				return []any{t.AccessorID, dash(strings.Join(t.Policies, ",")), dash(t.HolderPrefix), t.Management, dash(t.Description)}
+			})
+		}, err
+	})
 }
 
 func (e *env) aclTokenRead(ctx context.Context, args []string, self bool) int {
@@ -165,22 +151,16 @@ func (e *env) aclTokenRead(ctx context.Context, args []string, self bool) int {
 	if self {
 		usage, n = "acl token self", 0
 	}
-	fs, cf := e.clusterFlagSet(usage, usage)
-	c, pos, code, ok := e.connect(fs, cf, args, n, n)
-	if !ok {
-		return code
-	}
-	var t *client.ACLToken
-	var err error
-	if self {
-		t, err = c.ACL().Self(ctx)
-	} else {
-		t, err = c.ACL().ReadToken(ctx, pos[0])
-	}
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printToken(t, cf.json)
+	return e.query(usage, usage, args, n, n, func(c *client.Client, pos []string) (any, func(), error) {
+		var t *client.ACLToken
+		var err error
+		if self {
+			t, err = c.ACL().Self(ctx)
+		} else {
+			t, err = c.ACL().ReadToken(ctx, pos[0])
+		}
+		return t, func() { e.printToken(t, false) }, err
+	})
 }
 
 func (e *env) aclTokenDelete(ctx context.Context, args []string) int {
@@ -234,40 +214,25 @@ func (e *env) printPolicy(p *client.ACLPolicy, asJSON bool) int {
 }
 
 func (e *env) aclPolicyList(ctx context.Context, args []string) int {
-	c, cf, _, code, ok := e.connectArgs("acl policy list", "acl policy list", args, 0, 0)
-	if !ok {
-		return code
-	}
-	policies, err := c.ACL().ListPolicies(ctx)
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(map[string]any{"policies": policies})
-	}
-	w := e.table()
-	row(w, "NAME", "RULES", "DESCRIPTION")
-	for _, p := range policies {
-		var rules []string
-		for _, r := range p.Rules {
-			rules = append(rules, fmt.Sprintf("prefix=%s:%s", r.Prefix, strings.Join(r.Rights, ",")))
-		}
-		row(w, p.Name, dash(strings.Join(rules, " ")), dash(p.Description))
-	}
-	w.Flush()
-	return exitOK
+	return e.query("acl policy list", "acl policy list", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		policies, err := c.ACL().ListPolicies(ctx)
+		return map[string]any{"policies": policies}, func() {
+			e.printTable([]any{"NAME", "RULES", "DESCRIPTION"}, len(policies), func(i int) []any {
+				var rules []string
+				for _, r := range policies[i].Rules {
+					rules = append(rules, fmt.Sprintf("prefix=%s:%s", r.Prefix, strings.Join(r.Rights, ",")))
+				}
+				return []any{policies[i].Name, dash(strings.Join(rules, " ")), dash(policies[i].Description)}
+			})
+		}, err
+	})
 }
 
 func (e *env) aclPolicyRead(ctx context.Context, args []string) int {
-	c, cf, pos, code, ok := e.connectArgs("acl policy read", "acl policy read NAME", args, 1, 1)
-	if !ok {
-		return code
-	}
-	p, err := c.ACL().ReadPolicy(ctx, pos[0])
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printPolicy(p, cf.json)
+	return e.query("acl policy read", "acl policy read NAME", args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		p, err := c.ACL().ReadPolicy(ctx, pos[0])
+		return p, func() { e.printPolicy(p, false) }, err
+	})
 }
 
 func (e *env) aclPolicyDelete(ctx context.Context, args []string) int {

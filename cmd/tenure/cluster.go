@@ -111,50 +111,33 @@ func (e *env) noLeader(st *client.NodeStatus) int {
 }
 
 func (e *env) members(ctx context.Context, args []string) int {
-	c, cf, _, code, ok := e.connectArgs("members", "members [-http-addr A] [-json]", args, 0, 0)
-	if !ok {
-		return code
-	}
-	ms, _, err := c.Members(ctx)
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
+	return e.query("members", "members [-http-addr A] [-json]", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		ms, _, err := c.Members(ctx)
 		if ms == nil {
 			ms = []client.Member{}
 		}
-		return e.printJSON(wire.MemberList{Members: ms})
-	}
-	w := e.table()
-	row(w, "NAME", "ADDRESS", "STATUS", "ROLE", "META")
-	for _, m := range ms {
-		row(w, m.Name, m.Addr, m.Status, m.Role, dash(metaPairs(m.Meta)))
-	}
-	w.Flush()
-	return exitOK
+		return wire.MemberList{Members: ms}, func() {
+			e.printTable([]any{"NAME", "ADDRESS", "STATUS", "ROLE", "META"}, len(ms), func(i int) []any {
+				return []any{ms[i].Name, ms[i].Addr, ms[i].Status, ms[i].Role, dash(metaPairs(ms[i].Meta))}
+			})
+		}, err
+	})
 }
 
 // snapshotTake is `tenure snapshot take`: the server it reaches (or the
 // leader) writes a Raft snapshot of its own now, which compacts its log.
 func (e *env) snapshotTake(ctx context.Context, args []string) int {
-	c, cf, _, code, ok := e.connectArgs("snapshot take", "snapshot take [-http-addr A] [-json]", args, 0, 0)
-	if !ok {
-		return code
-	}
-	snap, _, err := c.Operator().Snapshot(ctx)
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(snap)
-	}
-	w := e.table()
-	row(w, "Snapshot:", snap.ID)
-	row(w, "Index:", snap.Index)
-	row(w, "Term:", snap.Term)
-	row(w, "Size:", fmt.Sprintf("%d bytes", snap.Size))
-	w.Flush()
-	return exitOK
+	return e.query("snapshot take", "snapshot take [-http-addr A] [-json]", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		snap, _, err := c.Operator().Snapshot(ctx)
+		return snap, func() {
+			w := e.table()
+			row(w, "Snapshot:", snap.ID)
+			row(w, "Index:", snap.Index)
+			row(w, "Term:", snap.Term)
+			row(w, "Size:", fmt.Sprintf("%d bytes", snap.Size))
+			w.Flush()
+		}, err
+	})
 }
 
 const operatorUsage = `Usage: tenure operator <subcommand> [args]
@@ -205,19 +188,10 @@ func (e *env) operatorRaft(ctx context.Context, args []string) int {
 }
 
 func (e *env) promoteServer(ctx context.Context, args []string) int {
-	c, cf, pos, code, ok := e.connectArgs("operator raft promote", "operator raft promote ID", args, 1, 1)
-	if !ok {
-		return code
-	}
-	res, _, err := c.Operator().PromoteServer(ctx, pos[0])
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(res)
-	}
-	fmt.Fprintf(e.stdout, "Server %s is a voter (%d voters)\n", res.ID, res.Voters)
-	return exitOK
+	return e.query("operator raft promote", "operator raft promote ID", args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		res, _, err := c.Operator().PromoteServer(ctx, pos[0])
+		return res, func() { fmt.Fprintf(e.stdout, "Server %s is a voter (%d voters)\n", res.ID, res.Voters) }, err
+	})
 }
 
 func (e *env) removeServer(ctx context.Context, args []string) int {
@@ -243,23 +217,16 @@ func (e *env) removeServer(ctx context.Context, args []string) int {
 }
 
 func (e *env) readmitServer(ctx context.Context, args []string) int {
-	c, cf, pos, code, ok := e.connectArgs("operator readmit-server", "operator readmit-server ID", args, 1, 1)
-	if !ok {
-		return code
-	}
-	res, _, err := c.Operator().ReadmitServer(ctx, pos[0])
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(res)
-	}
-	role := "a non-voter: the leader promotes it once it has caught up, while the cluster has fewer voters than its configured size (or: tenure operator raft promote " + res.ID + ")"
-	if res.Voter {
-		role = "a voter"
-	}
-	fmt.Fprintf(e.stdout, "Server %s at %s is in the Raft configuration as %s\n", res.ID, res.RaftAddr, role)
-	return exitOK
+	return e.query("operator readmit-server", "operator readmit-server ID", args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		res, _, err := c.Operator().ReadmitServer(ctx, pos[0])
+		return res, func() {
+			role := "a non-voter: the leader promotes it once it has caught up, while the cluster has fewer voters than its configured size (or: tenure operator raft promote " + res.ID + ")"
+			if res.Voter {
+				role = "a voter"
+			}
+			fmt.Fprintf(e.stdout, "Server %s at %s is in the Raft configuration as %s\n", res.ID, res.RaftAddr, role)
+		}, err
+	})
 }
 
 func (e *env) transferLeader(ctx context.Context, args []string) int {

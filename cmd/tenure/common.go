@@ -253,6 +253,26 @@ func (e *env) clusterFlagSet(name, usage string) (*flag.FlagSet, *clusterFlags) 
 	return fs, cf
 }
 
+// query runs a command whose only flags are the cluster flags: it parses
+// args (min to max positional arguments), connects, and calls ask, which
+// returns the answer as -json prints it and a function that prints it as
+// text.
+func (e *env) query(name, usage string, args []string, min, max int, ask func(c *client.Client, pos []string) (v any, text func(), err error)) int {
+	c, cf, pos, code, ok := e.connectArgs(name, usage, args, min, max)
+	if !ok {
+		return code
+	}
+	v, text, err := ask(c, pos)
+	if err != nil {
+		return e.fail(err)
+	}
+	if cf.json {
+		return e.printJSON(v)
+	}
+	text()
+	return exitOK
+}
+
 // deleteOne runs a command whose only flags are the cluster flags and
 // whose one argument names what to delete: del deletes it, and done (a
 // format of the name) says so.

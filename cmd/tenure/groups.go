@@ -59,39 +59,30 @@ func (e *env) groups(ctx context.Context, args []string) int {
 }
 
 func (e *env) groupsList(ctx context.Context, args []string) int {
-	c, cf, _, code, ok := e.connectArgs("groups list", "groups list", args, 0, 0)
-	if !ok {
-		return code
-	}
-	groups, _, err := c.Groups().List(ctx, nil)
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(map[string]any{"groups": groups})
-	}
-	w := e.table()
-	row(w, "NAME", "KEYS", "ASSIGNED", "MAX PER WORKER")
-	for _, g := range groups {
-		row(w, g.Name, g.Keys, g.Assigned, g.MaxPerWorker)
-	}
-	w.Flush()
-	return exitOK
+	return e.query("groups list", "groups list", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		groups, _, err := c.Groups().List(ctx, nil)
+		return map[string]any{"groups": groups}, func() {
+			e.printTable([]any{"NAME", "KEYS", "ASSIGNED", "MAX PER WORKER"}, len(groups), func(i int) []any {
+				g := groups[i]
+				return []any{g.Name, g.Keys, g.Assigned, g.MaxPerWorker}
+			})
+		}, err
+	})
 }
 
 func (e *env) groupsGet(ctx context.Context, args []string) int {
-	c, cf, pos, code, ok := e.connectArgs("groups get", "groups get NAME", args, 1, 1)
-	if !ok {
-		return code
-	}
-	g, _, err := c.Groups().Get(ctx, pos[0], nil)
-	if err != nil {
-		return e.fail(err)
-	}
-	slices.SortFunc(g.Keys, func(a, b client.GroupKey) int { return compareCounting(a.Key, b.Key) })
-	if cf.json {
-		return e.printJSON(g)
-	}
+	return e.query("groups get", "groups get NAME", args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		g, _, err := c.Groups().Get(ctx, pos[0], nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		slices.SortFunc(g.Keys, func(a, b client.GroupKey) int { return compareCounting(a.Key, b.Key) })
+		return g, func() { e.printGroup(g) }, nil
+	})
+}
+
+// printGroup prints the tables of groupsGet.
+func (e *env) printGroup(g *client.Group) {
 	w := e.table()
 	row(w, "KEY", "TARGET", "WORKER", "TOKEN", "STATE", "CONTROLS")
 	for _, k := range g.Keys {
@@ -122,7 +113,6 @@ func (e *env) groupsGet(ctx context.Context, args []string) int {
 	if g.StuckGrace != "" || g.MinWorkers > 0 {
 		fmt.Fprintf(e.stdout, "\nStuck grace: %s; min workers: %d\n", dash(g.StuckGrace), g.MinWorkers)
 	}
-	return exitOK
 }
 
 func (e *env) groupsCreate(ctx context.Context, args []string) int {

@@ -48,15 +48,10 @@ func (e *env) keyring(ctx context.Context, args []string) int {
 }
 
 func (e *env) keyringList(ctx context.Context, args []string) int {
-	c, cf, _, code, ok := e.connectArgs("operator keyring list", "operator keyring list", args, 0, 0)
-	if !ok {
-		return code
-	}
-	kr, _, err := c.Operator().Keyring(ctx)
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printKeyring(cf.json, kr)
+	return e.query("operator keyring list", "operator keyring list", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		kr, _, err := c.Operator().Keyring(ctx)
+		return kr, func() { e.printKeyring(false, kr) }, err
+	})
 }
 
 func (e *env) keyringChange(ctx context.Context, op string, args []string) int {

@@ -59,27 +59,23 @@ func (e *env) snapshot(ctx context.Context, args []string) int {
 
 // snapshotSave is `tenure snapshot save FILE`.
 func (e *env) snapshotSave(ctx context.Context, args []string) int {
-	c, cf, pos, code, ok := e.connectArgs("snapshot save", "snapshot save [-http-addr A] [-json] FILE", args, 1, 1)
-	if !ok {
-		return code
-	}
-	b, _, err := c.Operator().SaveSnapshot(ctx)
-	if err != nil {
-		return e.fail(err)
-	}
-	info, err := fsm.InspectSnapshot(b)
-	if err != nil {
-		return e.fail(fmt.Errorf("the backup read from the cluster is damaged, %s not written: %w", pos[0], err))
-	}
-	if err := cluster.WriteFileDurably(pos[0], b, 0o600); err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(info)
-	}
-	fmt.Fprintf(e.stdout, "Saved %s: %d bytes, index %d, term %d, %d leases (%d held), last token %d\n",
-		pos[0], info.Size, info.Index, info.Term, info.Leases, info.Held, info.LastToken)
-	return exitOK
+	return e.query("snapshot save", "snapshot save [-http-addr A] [-json] FILE", args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		b, _, err := c.Operator().SaveSnapshot(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		info, err := fsm.InspectSnapshot(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the backup read from the cluster is damaged, %s not written: %w", pos[0], err)
+		}
+		if err := cluster.WriteFileDurably(pos[0], b, 0o600); err != nil {
+			return nil, nil, err
+		}
+		return info, func() {
+			fmt.Fprintf(e.stdout, "Saved %s: %d bytes, index %d, term %d, %d leases (%d held), last token %d\n",
+				pos[0], info.Size, info.Index, info.Term, info.Leases, info.Held, info.LastToken)
+		}, nil
+	})
 }
 
 // snapshotInspect is `tenure snapshot inspect FILE`.

@@ -29,17 +29,14 @@ func (e *env) workers(ctx context.Context, args []string) int {
 }
 
 func (e *env) workersList(ctx context.Context, args []string) int {
-	c, cf, _, code, ok := e.connectArgs("workers list", "workers list", args, 0, 0)
-	if !ok {
-		return code
-	}
-	workers, _, err := c.Groups().Workers(ctx, nil)
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(map[string]any{"workers": workers})
-	}
+	return e.query("workers list", "workers list", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		workers, _, err := c.Groups().Workers(ctx, nil)
+		return map[string]any{"workers": workers}, func() { e.printWorkers(workers) }, err
+	})
+}
+
+// printWorkers prints the table of workersList.
+func (e *env) printWorkers(workers []client.WorkerInfo) {
 	w := e.table()
 	row(w, "WORKER", "STATUS", "GROUPS", "CAPACITY", "DRAIN", "TARGETS", "HOLDS")
 	for _, wk := range workers {
@@ -61,7 +58,6 @@ func (e *env) workersList(ctx context.Context, args []string) int {
 		row(w, wk.ID, wk.Status, dash(strings.Join(wk.Groups, ",")), capacity, dash(strings.Join(drain, ",")), targets, dash(heldKeys(wk, 5)))
 	}
 	w.Flush()
-	return exitOK
 }
 
 // heldCount is the number of keys w holds in all its groups.
