@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -286,6 +287,27 @@ func (e *env) deleteOne(ctx context.Context, name, usage string, args []string, 
 	}
 	fmt.Fprintf(e.stdout, done, pos[0])
 	return exitOK
+}
+
+// confirmed reports whether the user confirmed with want: given (a
+// -confirm flag), or else the line typed into in after prompt. When not,
+// it prints why: "error: no confirmation: " and none, or mismatch, a
+// format of what was typed and want.
+func (e *env) confirmed(in io.Reader, given, want, prompt, none, mismatch string) bool {
+	if given == "" {
+		fmt.Fprint(e.stderr, prompt)
+		line, err := bufio.NewReader(in).ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(e.stderr, "\nerror: no confirmation: "+none)
+			return false
+		}
+		given = strings.TrimSpace(line)
+	}
+	if given != want {
+		fmt.Fprintf(e.stderr, mismatch, given, want)
+		return false
+	}
+	return true
 }
 
 // subcommands dispatches args[0] to one of cmds, printing usage otherwise.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -43,17 +42,8 @@ restart with a full TTL when %[1]s starts. The lost servers may have handed
 out tokens %[1]s never saw: without -token-floor above them, a key's token
 can go back; with it, every held lease is freed instead.
 `, nodeID)
-	if confirm == "" {
-		fmt.Fprintf(e.stderr, "Type the node id (%s) to go on: ", nodeID)
-		line, err := bufio.NewReader(recoverInput).ReadString('\n')
-		if err != nil && line == "" {
-			fmt.Fprintln(e.stderr, "\nerror: no confirmation: nothing changed")
-			return exitError
-		}
-		confirm = strings.TrimSpace(line)
-	}
-	if confirm != nodeID {
-		fmt.Fprintf(e.stderr, "error: confirmation %q is not the node id %q: nothing changed\n", confirm, nodeID)
+	if !e.confirmed(recoverInput, confirm, nodeID, "Type the node id ("+nodeID+") to go on: ", "nothing changed",
+		"error: confirmation %q is not the node id %q: nothing changed\n") {
 		return exitError
 	}
 	r, err := cluster.RecoverAlone(dataDir, nodeID, floor, nil)

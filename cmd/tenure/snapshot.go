@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
@@ -80,26 +78,19 @@ func (e *env) snapshotSave(ctx context.Context, args []string) int {
 
 // snapshotInspect is `tenure snapshot inspect FILE`.
 func (e *env) snapshotInspect(_ context.Context, args []string) int {
-	var asJSON bool
-	fs := e.newFlagSet("snapshot inspect", "snapshot inspect [-json] FILE")
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	pos, code, ok := e.parse(fs, args, 1, 1)
+	file, asJSON, code, ok := e.parseFileArg("snapshot inspect", "snapshot inspect [-json] FILE", args)
 	if !ok {
 		return code
 	}
-	b, err := readSnapshotFile(pos[0])
+	_, info, err := readBackup(file, "")
 	if err != nil {
 		return e.fail(err)
-	}
-	info, err := fsm.InspectSnapshot(b)
-	if err != nil {
-		return e.fail(fmt.Errorf("%s: %w", pos[0], err))
 	}
 	if asJSON {
 		return e.printJSON(info)
 	}
 	w := e.table()
-	row(w, "File:", pos[0])
+	row(w, "File:", file)
 	row(w, "Format version:", info.Version)
 	row(w, "Index:", info.Index)
 	row(w, "Term:", info.Term)
@@ -128,13 +119,9 @@ func (e *env) snapshotRestore(ctx context.Context, args []string) int {
 	if !ok {
 		return code
 	}
-	b, err := readSnapshotFile(pos[0])
+	b, info, err := readBackup(pos[0], "; nothing restored")
 	if err != nil {
 		return e.fail(err)
-	}
-	info, err := fsm.InspectSnapshot(b)
-	if err != nil {
-		return e.fail(fmt.Errorf("%s: %w; nothing restored", pos[0], err))
 	}
 	if code, ok := e.confirmRestore(ctx, c, pos[0], info, confirm); !ok {
 		return code
@@ -160,38 +147,52 @@ func (e *env) snapshotRestore(ctx context.Context, args []string) int {
 	return exitOK
 }
 
-// readSnapshotFile reads a backup, refusing one larger than any the
-// cluster would take.
-func readSnapshotFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
+// parseFileArg parses the args of a command that reads the one file (or
+// directory) it names and talks to no server: its only flag is -json.
+func (e *env) parseFileArg(name, usage string, args []string) (file string, asJSON bool, code int, ok bool) {
+	fs := e.newFlagSet(name, usage)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	pos, code, ok := e.parse(fs, args, 1, 1)
+	if !ok {
+		return "", false, code, false
+	}
+	return pos[0], asJSON, exitOK, true
+}
+
+// readBackup reads the backup file, refusing one larger than any the
+// cluster would take, and checks it; the error of a damaged one names the
+// file and ends with suffix.
+func readBackup(file, suffix string) ([]byte, fsm.SnapshotInfo, error) {
+	f, err := os.Open(file)
 	if err != nil {
-		return nil, err
+		return nil, fsm.SnapshotInfo{}, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, fsm.SnapshotInfo{}, err
 	}
 	if st.Size() > client.MaxSnapshotBytes {
-		return nil, fmt.Errorf("%s: %d bytes is more than a snapshot can be (%d)", name, st.Size(), client.MaxSnapshotBytes)
+		return nil, fsm.SnapshotInfo{}, fmt.Errorf("%s: %d bytes is more than a snapshot can be (%d)", file, st.Size(), client.MaxSnapshotBytes)
 	}
 	b := make([]byte, st.Size())
 	if _, err := f.ReadAt(b, 0); err != nil && st.Size() > 0 {
-		return nil, fmt.Errorf("read %s: %w", name, err)
+		return nil, fsm.SnapshotInfo{}, fmt.Errorf("read %s: %w", file, err)
 	}
-	return b, nil
+	info, err := fsm.InspectSnapshot(b)
+	if err != nil {
+		return nil, info, fmt.Errorf("%s: %w%s", file, err, suffix)
+	}
+	return b, info, nil
 }
 
 // snapshotList is `tenure snapshot list DIR`.
 func (e *env) snapshotList(_ context.Context, args []string) int {
-	var asJSON bool
-	fs := e.newFlagSet("snapshot list", "snapshot list [-json] DIR")
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	pos, code, ok := e.parse(fs, args, 1, 1)
+	dir, asJSON, code, ok := e.parseFileArg("snapshot list", "snapshot list [-json] DIR", args)
 	if !ok {
 		return code
 	}
-	files, err := cluster.ListBackups(pos[0])
+	files, err := cluster.ListBackups(dir)
 	if err != nil {
 		return e.fail(err)
 	}
@@ -230,7 +231,7 @@ func (e *env) snapshotList(_ context.Context, args []string) int {
 		w.Flush()
 	}
 	if damaged > 0 {
-		fmt.Fprintf(e.stderr, "error: %d of %d backups in %s do not read back\n", damaged, len(files), pos[0])
+		fmt.Fprintf(e.stderr, "error: %d of %d backups in %s do not read back\n", damaged, len(files), dir)
 		return exitError
 	}
 	return exitOK
@@ -268,17 +269,9 @@ No lease held now changes hands; every other key, group and control takes the
 backup's state, and with the acl right so do the ACL tokens and policies
 (docs/production.md, Backup and restore).
 `, dash(st.ClusterID), st.NodeID, file, info.Index, dash(info.ClusterID), info.Leases, info.Held, info.Groups, info.LastToken)
-	if confirm == "" {
-		fmt.Fprintf(e.stderr, "Type the id of the cluster to restore into (%s) to go on: ", target)
-		line, err := bufio.NewReader(restoreInput).ReadString('\n')
-		if err != nil && line == "" {
-			fmt.Fprintln(e.stderr, "\nerror: no confirmation: nothing restored (give -confirm "+target+" in scripts)")
-			return exitError, false
-		}
-		confirm = strings.TrimSpace(line)
-	}
-	if confirm != target {
-		fmt.Fprintf(e.stderr, "error: confirmation %q is not the id of the cluster to restore into, %q: nothing restored\n", confirm, target)
+	if !e.confirmed(restoreInput, confirm, target, "Type the id of the cluster to restore into ("+target+") to go on: ",
+		"nothing restored (give -confirm "+target+" in scripts)",
+		"error: confirmation %q is not the id of the cluster to restore into, %q: nothing restored\n") {
 		return exitError, false
 	}
 	return exitOK, true
