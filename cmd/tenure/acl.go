@@ -33,29 +33,6 @@ const aclTokenUsage = `Usage: tenure acl token <create|list|read|self|delete> [a
 const aclPolicyUsage = `Usage: tenure acl policy <create|list|read|delete> [args]
 `
 
-func (e *env) acl(ctx context.Context, args []string) int {
-	return e.subcommands(ctx, args, aclUsage, map[string]func(context.Context, []string) int{
-		"bootstrap": e.aclBootstrap,
-		"token": func(ctx context.Context, args []string) int {
-			return e.subcommands(ctx, args, aclTokenUsage, map[string]func(context.Context, []string) int{
-				"create": e.aclTokenCreate,
-				"list":   e.aclTokenList,
-				"read":   func(ctx context.Context, a []string) int { return e.aclTokenRead(ctx, a, false) },
-				"self":   func(ctx context.Context, a []string) int { return e.aclTokenRead(ctx, a, true) },
-				"delete": e.aclTokenDelete,
-			})
-		},
-		"policy": func(ctx context.Context, args []string) int {
-			return e.subcommands(ctx, args, aclPolicyUsage, map[string]func(context.Context, []string) int{
-				"create": e.aclPolicyCreate,
-				"list":   e.aclPolicyList,
-				"read":   e.aclPolicyRead,
-				"delete": e.aclPolicyDelete,
-			})
-		},
-	})
-}
-
 // listFlag collects a repeated string flag.
 type listFlag []string
 

@@ -162,17 +162,6 @@ Subcommands:
                             raised to it and every held lease is freed
 `
 
-func (e *env) operator(ctx context.Context, args []string) int {
-	return e.subcommands(ctx, args, operatorUsage, map[string]func(context.Context, []string) int{
-		"remove-server":   e.removeServer,
-		"readmit-server":  e.readmitServer,
-		"transfer-leader": e.transferLeader,
-		"keyring":         e.keyring,
-		"raft":            e.operatorRaft,
-		"recover":         e.operatorRecover,
-	})
-}
-
 const operatorRaftUsage = `Usage: tenure operator raft <subcommand> [args]
 
 Subcommands:
@@ -180,12 +169,6 @@ Subcommands:
                   configured size; the leader must be in touch with it
                   and its log caught up
 `
-
-func (e *env) operatorRaft(ctx context.Context, args []string) int {
-	return e.subcommands(ctx, args, operatorRaftUsage, map[string]func(context.Context, []string) int{
-		"promote": e.promoteServer,
-	})
-}
 
 func (e *env) promoteServer(ctx context.Context, args []string) int {
 	return e.query("operator raft promote", "operator raft promote ID", args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {

@@ -311,7 +311,7 @@ func (e *env) confirmed(in io.Reader, given, want, prompt, none, mismatch string
 }
 
 // subcommands dispatches args[0] to one of cmds, printing usage otherwise.
-func (e *env) subcommands(ctx context.Context, args []string, usage string, cmds map[string]func(context.Context, []string) int) int {
+func (e *env) subcommands(ctx context.Context, args []string, usage string, cmds map[string]command) int {
 	name := commandPath(usage)
 	if len(args) == 0 {
 		fmt.Fprintf(e.stderr, "error: %s needs a subcommand\nRun 'tenure %s -h' for the list.\n", name, name)

@@ -45,19 +45,6 @@ Subcommands:
     allow KEY HOLDER
 `
 
-func (e *env) groups(ctx context.Context, args []string) int {
-	return e.subcommands(ctx, args, groupsUsage, map[string]func(context.Context, []string) int{
-		"list":           e.groupsList,
-		"get":            e.groupsGet,
-		"create":         e.groupsCreate,
-		"delete":         e.groupsDelete,
-		"add-keys":       func(ctx context.Context, a []string) int { return e.groupsKeys(ctx, a, true) },
-		"remove-keys":    func(ctx context.Context, a []string) int { return e.groupsKeys(ctx, a, false) },
-		"max-per-worker": e.groupsMax,
-		"assignment":     e.groupsAssignment,
-	})
-}
-
 func (e *env) groupsList(ctx context.Context, args []string) int {
 	return e.query("groups list", "groups list", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
 		groups, _, err := c.Groups().List(ctx, nil)
@@ -240,16 +227,6 @@ func (e *env) groupsAssignment(ctx context.Context, args []string) int {
 	return exitOK
 }
 
-func (e *env) keys(ctx context.Context, args []string) int {
-	return e.subcommands(ctx, args, keysUsage, map[string]func(context.Context, []string) int{
-		"show":     func(ctx context.Context, a []string) int { return e.keyControl(ctx, "show", a) },
-		"disable":  func(ctx context.Context, a []string) int { return e.keyControl(ctx, "disable", a) },
-		"enable":   func(ctx context.Context, a []string) int { return e.keyControl(ctx, "enable", a) },
-		"prohibit": func(ctx context.Context, a []string) int { return e.keyControl(ctx, "prohibit", a) },
-		"allow":    func(ctx context.Context, a []string) int { return e.keyControl(ctx, "allow", a) },
-	})
-}
-
 // optionalUint is a flag.Value for an unsigned integer that may be absent.
 type optionalUint struct {
 	v   uint64
@@ -275,7 +252,7 @@ func (o *optionalUint) Set(s string) error {
 // keyControl shows the controls of a key, or changes them as verb says
 // with one atomic edit on the servers (no read-modify-write: operators
 // editing the same key at once all get their change).
-func (e *env) keyControl(ctx context.Context, verb string, args []string) int {
+func (e *env) keyControl(ctx context.Context, args []string, verb string) int {
 	n, usage := 1, "keys "+verb+" KEY"
 	if verb == "prohibit" || verb == "allow" {
 		n, usage = 2, usage+" HOLDER"

@@ -38,15 +38,6 @@ one. Each step waits (-wait, default 30s) until every member alive in the
 answering server's view has followed, and fails if some have not.
 `
 
-func (e *env) keyring(ctx context.Context, args []string) int {
-	return e.subcommands(ctx, args, keyringUsage, map[string]func(context.Context, []string) int{
-		"list":                func(ctx context.Context, a []string) int { return e.keyringList(ctx, a) },
-		client.KeyringInstall: func(ctx context.Context, a []string) int { return e.keyringChange(ctx, client.KeyringInstall, a) },
-		client.KeyringUse:     func(ctx context.Context, a []string) int { return e.keyringChange(ctx, client.KeyringUse, a) },
-		client.KeyringRemove:  func(ctx context.Context, a []string) int { return e.keyringChange(ctx, client.KeyringRemove, a) },
-	})
-}
-
 func (e *env) keyringList(ctx context.Context, args []string) int {
 	return e.query("operator keyring list", "operator keyring list", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
 		kr, _, err := c.Operator().Keyring(ctx)
@@ -54,7 +45,7 @@ func (e *env) keyringList(ctx context.Context, args []string) int {
 	})
 }
 
-func (e *env) keyringChange(ctx context.Context, op string, args []string) int {
+func (e *env) keyringChange(ctx context.Context, args []string, op string) int {
 	fs, cf := e.clusterFlagSet("operator keyring "+op, "operator keyring "+op+" KEY [-wait D] [-force]")
 	wait := fs.Duration("wait", 30*time.Second, "how long to wait for every member to follow (0: do not wait)")
 	force := fs.Bool("force", false, "use a key some member lacks, or remove one some member encrypts with (cuts it off)")

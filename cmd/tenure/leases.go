@@ -37,18 +37,6 @@ Subcommands:
                               is wrong, 2 when it cannot ask
 `
 
-func (e *env) leases(ctx context.Context, args []string) int {
-	return e.subcommands(ctx, args, leasesUsage, map[string]func(context.Context, []string) int{
-		"list":    e.leasesList,
-		"get":     e.leasesGet,
-		"acquire": e.leasesAcquire,
-		"renew":   e.leasesRenew,
-		"release": e.leasesRelease,
-		"revoke":  e.leasesRevoke,
-		"stale":   e.leasesStale,
-	})
-}
-
 func (e *env) leasesList(ctx context.Context, args []string) int {
 	var opts client.ListOptions
 	var state string

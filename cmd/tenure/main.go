@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/tenure-io/tenure/client"
@@ -89,28 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	e := &env{stdout: stdout, stderr: stderr}
 	name, rest := args[0], args[1:]
-	commands := map[string]func(context.Context, []string) int{
-		"server":      func(_ context.Context, a []string) int { return runServer(a) },
-		"status":      e.status,
-		"leases":      e.leases,
-		"members":     e.members,
-		"events":      e.events,
-		"snapshot":    e.snapshot,
-		"operator":    e.operator,
-		"keygen":      e.keygen,
-		"bench":       e.bench,
-		"lock":        func(ctx context.Context, a []string) int { return e.lock(ctx, nil, a) },
-		"elect":       func(ctx context.Context, a []string) int { return e.elect(ctx, nil, a) },
-		"groups":      e.groups,
-		"keys":        e.keys,
-		"workers":     e.workers,
-		"tls":         e.tlsCommand,
-		"demo-worker": e.demoWorker,
-		"acl":         e.acl,
-		"debug":       e.debug,
-		"ui":          e.ui,
-	}
-	if cmd, ok := commands[name]; ok {
+	if cmd, ok := e.commands()[name]; ok && !strings.Contains(name, " ") {
 		if name != "lock" && name != "elect" && name != "server" {
 			// lock and elect log it themselves.
 			var stop func()
@@ -129,4 +109,93 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "error: unknown command %q\nRun 'tenure -h' for the list of commands.\n", name)
 	return exitUsage
+}
+
+// commands returns what runs each command and subcommand, by its path
+// ("leases get"). A command with subcommands runs the ones whose path is
+// its own and one more word.
+func (e *env) commands() map[string]command {
+	cmds := map[string]command{
+		"server":                   func(_ context.Context, a []string) int { return runServer(a) },
+		"status":                   e.status,
+		"members":                  e.members,
+		"events":                   e.events,
+		"keygen":                   e.keygen,
+		"bench":                    e.bench,
+		"lock":                     func(ctx context.Context, a []string) int { return e.lock(ctx, nil, a) },
+		"elect":                    func(ctx context.Context, a []string) int { return e.elect(ctx, nil, a) },
+		"tls":                      e.tlsCommand,
+		"demo-worker":              e.demoWorker,
+		"debug":                    e.debug,
+		"ui":                       e.ui,
+		"leases list":              e.leasesList,
+		"leases get":               e.leasesGet,
+		"leases acquire":           e.leasesAcquire,
+		"leases renew":             e.leasesRenew,
+		"leases release":           e.leasesRelease,
+		"leases revoke":            e.leasesRevoke,
+		"leases stale":             e.leasesStale,
+		"snapshot save":            e.snapshotSave,
+		"snapshot inspect":         e.snapshotInspect,
+		"snapshot restore":         e.snapshotRestore,
+		"snapshot list":            e.snapshotList,
+		"snapshot take":            e.snapshotTake,
+		"operator remove-server":   e.removeServer,
+		"operator readmit-server":  e.readmitServer,
+		"operator transfer-leader": e.transferLeader,
+		"operator recover":         e.operatorRecover,
+		"operator raft promote":    e.promoteServer,
+		"operator keyring list":    e.keyringList,
+		"groups list":              e.groupsList,
+		"groups get":               e.groupsGet,
+		"groups create":            e.groupsCreate,
+		"groups delete":            e.groupsDelete,
+		"groups max-per-worker":    e.groupsMax,
+		"groups assignment":        e.groupsAssignment,
+		"workers list":             e.workersList,
+		"acl bootstrap":            e.aclBootstrap,
+		"acl token create":         e.aclTokenCreate,
+		"acl token list":           e.aclTokenList,
+		"acl token delete":         e.aclTokenDelete,
+		"acl policy create":        e.aclPolicyCreate,
+		"acl policy list":          e.aclPolicyList,
+		"acl policy read":          e.aclPolicyRead,
+		"acl policy delete":        e.aclPolicyDelete,
+	}
+	for _, verb := range []string{"show", "disable", "enable", "prohibit", "allow"} {
+		cmds["keys "+verb] = bind(e.keyControl, verb)
+	}
+	for _, op := range []string{client.KeyringInstall, client.KeyringUse, client.KeyringRemove} {
+		cmds["operator keyring "+op] = bind(e.keyringChange, op)
+	}
+	cmds["groups add-keys"], cmds["groups remove-keys"] = bind(e.groupsKeys, true), bind(e.groupsKeys, false)
+	cmds["workers drain"], cmds["workers undrain"] = bind(e.workersDrain, true), bind(e.workersDrain, false)
+	cmds["acl token read"], cmds["acl token self"] = bind(e.aclTokenRead, false), bind(e.aclTokenRead, true)
+	for _, usage := range []string{leasesUsage, snapshotUsage, operatorUsage, operatorRaftUsage, keyringUsage,
+		groupsUsage, keysUsage, workersUsage, aclUsage, aclTokenUsage, aclPolicyUsage} {
+		cmds[commandPath(usage)] = func(ctx context.Context, args []string) int {
+			return e.subcommands(ctx, args, usage, subcommandsOf(cmds, commandPath(usage)))
+		}
+	}
+	return cmds
+}
+
+// subcommandsOf returns the subcommands of the command path in cmds, by
+// their last word.
+func subcommandsOf(cmds map[string]command, path string) map[string]command {
+	sub := map[string]command{}
+	for p, f := range cmds {
+		if word, ok := strings.CutPrefix(p, path+" "); ok && !strings.Contains(word, " ") {
+			sub[word] = f
+		}
+	}
+	return sub
+}
+
+// command runs a command on its arguments and returns its exit code.
+type command = func(context.Context, []string) int
+
+// bind returns the command that runs f with v as its last argument.
+func bind[V any](f func(context.Context, []string, V) int, v V) command {
+	return func(ctx context.Context, args []string) int { return f(ctx, args, v) }
 }

@@ -45,16 +45,6 @@ save and restore need the operator right when ACLs are on; restoring the
 backup's ACL state, and -unverified, need the acl right too.
 `
 
-func (e *env) snapshot(ctx context.Context, args []string) int {
-	return e.subcommands(ctx, args, snapshotUsage, map[string]func(context.Context, []string) int{
-		"save":    e.snapshotSave,
-		"inspect": e.snapshotInspect,
-		"restore": e.snapshotRestore,
-		"list":    e.snapshotList,
-		"take":    e.snapshotTake,
-	})
-}
-
 // snapshotSave is `tenure snapshot save FILE`.
 func (e *env) snapshotSave(ctx context.Context, args []string) int {
 	return e.query("snapshot save", "snapshot save [-http-addr A] [-json] FILE", args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {

@@ -20,14 +20,6 @@ Subcommands:
     undrain ID
 `
 
-func (e *env) workers(ctx context.Context, args []string) int {
-	return e.subcommands(ctx, args, workersUsage, map[string]func(context.Context, []string) int{
-		"list":    e.workersList,
-		"drain":   func(ctx context.Context, a []string) int { return e.workersDrain(ctx, a, true) },
-		"undrain": func(ctx context.Context, a []string) int { return e.workersDrain(ctx, a, false) },
-	})
-}
-
 func (e *env) workersList(ctx context.Context, args []string) int {
 	return e.query("workers list", "workers list", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
 		workers, _, err := c.Groups().Workers(ctx, nil)
