@@ -10,25 +10,15 @@ import (
 
 // The HTTP API caps its connections and its log lines with the limiters
 // of the Raft and gossip ports.
-type (
-	// ConnGate counts open connections against GateLimits
-	// (connlimit.Gate).
-	ConnGate = connlimit.Gate
-	// GateLimits are the caps of a ConnGate (connlimit.Limits).
-	GateLimits = connlimit.Limits
-	// LogLimiter lets through the first lines of each reason per interval
-	// and counts the rest (loglimit.Limiter).
-	LogLimiter = loglimit.Limiter
-)
 
-// Defaults of a LogLimiter: 10 lines per reason every 10 seconds.
-const (
-	DefaultLogLines    = loglimit.DefaultLines
-	DefaultLogInterval = loglimit.DefaultInterval
-)
+// ConnGate counts open connections against GateLimits (connlimit.Gate).
+type ConnGate = connlimit.Gate
 
 // NewConnGate returns a gate that admits connections within l.
 func NewConnGate(l GateLimits) *ConnGate { return connlimit.New(l) }
+
+// GateLimits are the caps of a ConnGate (connlimit.Limits).
+type GateLimits = connlimit.Limits
 
 // GateListener closes, unread, each connection of ln that gate refuses.
 func GateListener(ln net.Listener, gate *ConnGate) net.Listener { return connlimit.Listener(ln, gate) }
@@ -36,8 +26,18 @@ func GateListener(ln net.Listener, gate *ConnGate) net.Listener { return connlim
 // RemoteIP is the IP of a connection's remote address, as gates count it.
 func RemoteIP(a net.Addr) string { return connlimit.RemoteIP(a) }
 
+// LogLimiter lets through the first lines of each reason per interval and
+// counts the rest (loglimit.Limiter).
+type LogLimiter = loglimit.Limiter
+
 // NewLogLimiter returns a limiter of lines per reason per interval that
 // calls summary with the count of each reason's left-out lines.
 func NewLogLimiter(lines int, interval time.Duration, summary func(reason string, suppressed int)) *LogLimiter {
 	return loglimit.New(lines, interval, summary)
 }
+
+// Defaults of a LogLimiter: 10 lines per reason every 10 seconds.
+const (
+	DefaultLogLines    = loglimit.DefaultLines
+	DefaultLogInterval = loglimit.DefaultInterval
+)

@@ -3,7 +3,7 @@ package cluster
 import (
 	"fmt"
 
-	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/internal/certs"
 )
 
 // identityPolicy says how far a server trusts what a peer says it is

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/internal/certs"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )

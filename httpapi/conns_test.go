@@ -14,7 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster"
+
 	"github.com/tenure-io/tenure/test/harness"
 )
 
@@ -139,7 +140,7 @@ func TestConnLimitsValidate(t *testing.T) {
 // each.
 func TestHTTPErrorLogOfFailedHandshakesIsBounded(t *testing.T) {
 	pki := newTestPKI(t)
-	sc, err := certs.ServerConfig(pki.server(t, "n1"))
+	sc, err := cluster.ServerTLSConfig(pki.server(t, "n1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster"
 )
 
 // A forwarded request over TLS is sent only to a server whose certificate
@@ -17,7 +17,7 @@ import (
 func TestForwardClientChecksTheServerID(t *testing.T) {
 	pki := newTestPKI(t)
 	n3 := pki.server(t, "n3")
-	sc, err := certs.ServerConfig(n3)
+	sc, err := cluster.ServerTLSConfig(n3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestForwardClientChecksTheServerID(t *testing.T) {
 	if err := send(ForServer(context.Background(), "n3")); err != nil {
 		t.Fatalf("request for n3 to n3: %v", err)
 	}
-	if err := send(ForServer(context.Background(), "n1")); !errors.Is(err, certs.ErrWrongServerID) {
+	if err := send(ForServer(context.Background(), "n1")); !errors.Is(err, cluster.ErrWrongServerID) {
 		t.Fatalf("request for n1 to n3: got %v, want ErrWrongServerID", err)
 	}
 	if err := send(context.Background()); !errors.Is(err, errNoServerID) {

@@ -17,7 +17,6 @@ import (
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/cluster/certs"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -80,7 +79,7 @@ func tlsOptions(t *testing.T, pki *testPKI) inproc.Options {
 		forward := map[string]*http.Client{}
 		opts.FrontTLS = func(id string) *tls.Config {
 			files := pki.server(t, id)
-			sc, err := certs.ServerConfig(files)
+			sc, err := cluster.ServerTLSConfig(files)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,18 +97,18 @@ func tlsOptions(t *testing.T, pki *testPKI) inproc.Options {
 
 // forwardClient is the forwarding client of a server with the mutual TLS
 // settings files (NewForwardClient).
-func forwardClient(t *testing.T, files certs.Files) *http.Client {
+func forwardClient(t *testing.T, files cluster.TLSFiles) *http.Client {
 	t.Helper()
-	cc, err := certs.ClientConfig(files)
+	cc, err := cluster.ClientTLSConfig(files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	roots, err := certs.LoadPool(files.CAFile)
+	roots, err := cluster.LoadCertPool(files.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hc := NewForwardClient(cc, func(id string) func(tls.ConnectionState) error {
-		return certs.VerifyServerIDConnection(roots, certs.DefaultClusterName, id)
+		return cluster.VerifyServerIDConnection(roots, cluster.DefaultClusterName, id)
 	})
 	t.Cleanup(hc.CloseIdleConnections)
 	return hc
@@ -131,12 +130,12 @@ func startClusterWith(t testing.TB, n int, opts inproc.Options) *testCluster {
 // clients.
 type testPKI struct {
 	dir string
-	ca  *certs.Authority
+	ca  *cluster.CertAuthority
 }
 
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
-	ca, err := certs.NewAuthority(certs.CAOptions{})
+	ca, err := cluster.NewCertAuthority(cluster.CAOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,17 +146,17 @@ func newTestPKI(t *testing.T) *testPKI {
 	return p
 }
 
-func (p *testPKI) caFile() string { return filepath.Join(p.dir, certs.CACertFile) }
+func (p *testPKI) caFile() string { return filepath.Join(p.dir, cluster.CACertFile) }
 
 // files writes pair under name and returns the settings of mutual TLS with
 // it.
-func (p *testPKI) files(t *testing.T, name string, pair certs.Pair, err error) certs.Files {
+func (p *testPKI) files(t *testing.T, name string, pair cluster.CertPair, err error) cluster.TLSFiles {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := certs.Files{CAFile: p.caFile(), CertFile: filepath.Join(p.dir, name+".pem"), KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
-	if err := certs.WritePair(f.CertFile, f.KeyFile, pair); err != nil {
+	f := cluster.TLSFiles{CAFile: p.caFile(), CertFile: filepath.Join(p.dir, name+".pem"), KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
+	if err := cluster.WriteCertPair(f.CertFile, f.KeyFile, pair); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -165,13 +164,13 @@ func (p *testPKI) files(t *testing.T, name string, pair certs.Pair, err error) c
 
 // server returns the mutual TLS settings of server id, made on the first
 // call for id (its HTTP front and its Raft share them).
-func (p *testPKI) server(t *testing.T, id string) certs.Files {
+func (p *testPKI) server(t *testing.T, id string) cluster.TLSFiles {
 	t.Helper()
 	name := "server-" + id
 	if _, err := os.Stat(filepath.Join(p.dir, name+".pem")); err == nil {
-		return certs.Files{CAFile: p.caFile(), CertFile: filepath.Join(p.dir, name+".pem"), KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
+		return cluster.TLSFiles{CAFile: p.caFile(), CertFile: filepath.Join(p.dir, name+".pem"), KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
 	}
-	pair, err := p.ca.IssueServer(certs.ServerOptions{NodeID: id})
+	pair, err := p.ca.IssueServer(cluster.ServerCertOptions{NodeID: id})
 	return p.files(t, name, pair, err)
 }
 
@@ -179,8 +178,8 @@ func (p *testPKI) server(t *testing.T, id string) certs.Files {
 // CA and trusts it.
 func (p *testPKI) client(t *testing.T, name string) *http.Client {
 	t.Helper()
-	pair, err := p.ca.IssueClient(certs.ClientOptions{Name: name})
-	cfg, err := certs.ClientConfig(p.files(t, "client-"+name, pair, err))
+	pair, err := p.ca.IssueClient(cluster.ClientCertOptions{Name: name})
+	cfg, err := cluster.ClientTLSConfig(p.files(t, "client-"+name, pair, err))
 	if err != nil {
 		t.Fatal(err)
 	}

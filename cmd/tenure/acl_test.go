@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/cluster/certs"
 )
 
 func TestACLCommands(t *testing.T) {
@@ -156,19 +155,19 @@ func TestServerACLsNeedRaftTLS(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	ca, err := certs.NewAuthority(certs.CAOptions{})
+	ca, err := cluster.NewCertAuthority(cluster.CAOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	caFile, cert, key := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "n1.pem"), filepath.Join(dir, "n1-key.pem")
-	pair, err := ca.IssueServer(certs.ServerOptions{NodeID: "n1"})
+	pair, err := ca.IssueServer(cluster.ServerCertOptions{NodeID: "n1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := certs.WritePair(cert, key, pair); err != nil {
+	if err := cluster.WriteCertPair(cert, key, pair); err != nil {
 		t.Fatal(err)
 	}
 	s, err := loadServerSettings([]string{"-data-dir", "d", "-acl-enabled", "-tls-cert-file", cert, "-tls-key-file", key, "-tls-ca-file", caFile}, none)

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenure-io/tenure/cluster"

@@ -24,7 +24,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/cluster/certs"
 	"github.com/tenure-io/tenure/httpapi"
 )
 
@@ -32,7 +31,7 @@ import (
 // then a config file, then TENURE_* environment variables, then flags.
 type serverSettings struct {
 	cluster  cluster.Config
-	tls      certs.Files
+	tls      cluster.TLSFiles
 	join     string
 	initial  string
 	logFlags logOutput
@@ -198,7 +197,7 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 }
 
 // checkTLSFlags checks the relations between the TLS flags, naming them.
-func checkTLSFlags(f certs.Files) error {
+func checkTLSFlags(f cluster.TLSFiles) error {
 	switch {
 	case f.CertFile != "" && f.KeyFile == "":
 		return errors.New("-tls-cert-file needs -tls-key-file")
@@ -440,23 +439,23 @@ func (f gossipKeyFlag) Set(s string) error {
 // clusterName and that its certificate names the leader's node id (not
 // merely a certificate for the address it gave).
 // Both are nil when TLS is off.
-func httpsConfig(f certs.Files, clusterName string) (*tls.Config, *http.Client, error) {
+func httpsConfig(f cluster.TLSFiles, clusterName string) (*tls.Config, *http.Client, error) {
 	if !f.Enabled() {
 		return nil, nil, nil
 	}
-	in, err := certs.ServerConfig(f)
+	in, err := cluster.ServerTLSConfig(f)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tls: %w", err)
 	}
-	out, err := certs.ClientConfig(f)
+	out, err := cluster.ClientTLSConfig(f)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tls: %w", err)
 	}
 	forward := httpapi.NewForwardClient(out, func(id string) func(tls.ConnectionState) error {
 		if !cluster.ServerIDsChecked() {
-			return certs.VerifyServerConnection(out.RootCAs, clusterName)
+			return cluster.VerifyServerConnection(out.RootCAs, clusterName)
 		}
-		return certs.VerifyServerIDConnection(out.RootCAs, clusterName, id)
+		return cluster.VerifyServerIDConnection(out.RootCAs, clusterName, id)
 	})
 	return in, forward, nil
 }

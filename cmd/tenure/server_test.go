@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/cluster/certs"
 	"github.com/tenure-io/tenure/httpapi"
 )
 
@@ -26,31 +25,31 @@ func TestServerTLSSettings(t *testing.T) {
 		name    string
 		args    []string
 		env     map[string]string
-		want    certs.Files
+		want    cluster.TLSFiles
 		wantErr string
 	}{
 		{name: "off by default", args: base},
 		{
 			name: "flags",
 			args: append(base, "-tls-cert-file", "s.pem", "-tls-key-file", "s-key.pem", "-tls-ca-file", "ca.pem", "-tls-verify-incoming"),
-			want: certs.Files{CertFile: "s.pem", KeyFile: "s-key.pem", CAFile: "ca.pem", VerifyIncoming: true},
+			want: cluster.TLSFiles{CertFile: "s.pem", KeyFile: "s-key.pem", CAFile: "ca.pem", VerifyIncoming: true},
 		},
 		{
 			name: "environment",
 			args: base,
 			env:  map[string]string{"TENURE_TLS_CERT_FILE": "e.pem", "TENURE_TLS_KEY_FILE": "e-key.pem", "TENURE_TLS_CA_FILE": "e-ca.pem", "TENURE_TLS_VERIFY_INCOMING": "true"},
-			want: certs.Files{CertFile: "e.pem", KeyFile: "e-key.pem", CAFile: "e-ca.pem", VerifyIncoming: true},
+			want: cluster.TLSFiles{CertFile: "e.pem", KeyFile: "e-key.pem", CAFile: "e-ca.pem", VerifyIncoming: true},
 		},
 		{
 			name: "config file",
 			args: append(base, "-config", config),
-			want: certs.Files{CertFile: "file.pem", KeyFile: "file-key.pem", CAFile: "file-ca.pem", VerifyIncoming: true},
+			want: cluster.TLSFiles{CertFile: "file.pem", KeyFile: "file-key.pem", CAFile: "file-ca.pem", VerifyIncoming: true},
 		},
 		{
 			name: "flag beats environment beats file",
 			args: append(base, "-config", config, "-tls-cert-file", "flag.pem"),
 			env:  map[string]string{"TENURE_TLS_KEY_FILE": "env-key.pem"},
-			want: certs.Files{CertFile: "flag.pem", KeyFile: "env-key.pem", CAFile: "file-ca.pem", VerifyIncoming: true},
+			want: cluster.TLSFiles{CertFile: "flag.pem", KeyFile: "env-key.pem", CAFile: "file-ca.pem", VerifyIncoming: true},
 		},
 		{name: "certificate without key", args: append(base, "-tls-cert-file", "s.pem"), wantErr: "-tls-cert-file needs -tls-key-file"},
 		{name: "key without certificate", args: append(base, "-tls-key-file", "s-key.pem"), wantErr: "-tls-key-file needs -tls-cert-file"},
@@ -96,7 +95,7 @@ func wantedErr(t *testing.T, what string, err error, want string) bool {
 func TestServeRefusesUnreadableTLSFiles(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "missing.pem")
-	_, _, err := httpsConfig(certs.Files{CertFile: missing, KeyFile: missing}, "tenure")
+	_, _, err := httpsConfig(cluster.TLSFiles{CertFile: missing, KeyFile: missing}, "tenure")
 	if err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("httpsConfig with missing files: got %v, want an error naming %s", err, missing)
 	}
@@ -107,7 +106,7 @@ func TestServeRefusesUnreadableTLSFiles(t *testing.T) {
 // address is not enough, nor is another server's.
 func TestForwardingVerifiesTheServerRole(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := certs.NewAuthority(certs.CAOptions{})
+	ca, err := cluster.NewCertAuthority(cluster.CAOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,24 +114,24 @@ func TestForwardingVerifiesTheServerRole(t *testing.T) {
 	if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	write := func(name string, pair certs.Pair, err error) certs.Files {
+	write := func(name string, pair cluster.CertPair, err error) cluster.TLSFiles {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := certs.Files{CAFile: caFile, CertFile: filepath.Join(dir, name+".pem"), KeyFile: filepath.Join(dir, name+"-key.pem")}
-		if err := certs.WritePair(f.CertFile, f.KeyFile, pair); err != nil {
+		f := cluster.TLSFiles{CAFile: caFile, CertFile: filepath.Join(dir, name+".pem"), KeyFile: filepath.Join(dir, name+"-key.pem")}
+		if err := cluster.WriteCertPair(f.CertFile, f.KeyFile, pair); err != nil {
 			t.Fatal(err)
 		}
 		return f
 	}
-	pair, err := ca.IssueServer(certs.ServerOptions{NodeID: "n1"})
+	pair, err := ca.IssueServer(cluster.ServerCertOptions{NodeID: "n1"})
 	follower := write("n1", pair, err)
-	pair, err = ca.IssueServer(certs.ServerOptions{NodeID: "n2"})
+	pair, err = ca.IssueServer(cluster.ServerCertOptions{NodeID: "n2"})
 	leader := write("n2", pair, err)
-	pair, err = ca.IssueServer(certs.ServerOptions{NodeID: "n3"})
+	pair, err = ca.IssueServer(cluster.ServerCertOptions{NodeID: "n3"})
 	other := write("n3", pair, err)
-	pair, err = ca.IssueServer(certs.ServerOptions{NodeID: "n2", ClusterName: "staging"})
+	pair, err = ca.IssueServer(cluster.ServerCertOptions{NodeID: "n2", ClusterName: "staging"})
 	staging := write("staging", pair, err)
 
 	_, forward, err := httpsConfig(follower, "tenure")
@@ -141,7 +140,7 @@ func TestForwardingVerifiesTheServerRole(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		leader certs.Files
+		leader cluster.TLSFiles
 		ok     bool
 	}{
 		{"the leader, a server of the cluster", leader, true},
@@ -149,7 +148,7 @@ func TestForwardingVerifiesTheServerRole(t *testing.T) {
 		{"a server of another cluster name, same CA, address and id", staging, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srvCfg, err := certs.ServerConfig(tc.leader)
+			srvCfg, err := cluster.ServerTLSConfig(tc.leader)
 			if err != nil {
 				t.Fatal(err)
 			}

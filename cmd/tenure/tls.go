@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster"
 )
 
 const tlsUsage = `Usage: tenure tls <subcommand> [flags]
@@ -50,8 +50,8 @@ func days(n int) (time.Duration, error) {
 func (e *env) tlsCACreate(_ context.Context, args []string) int {
 	fs := e.newFlagSet("tls ca create", "tls ca create [-dir D] [-cluster-name NAME] [-days N]")
 	dir := fs.String("dir", ".", "directory to write tenure-ca.pem and tenure-ca-key.pem to")
-	name := fs.String("cluster-name", certs.DefaultClusterName, "cluster name, in the CA's subject")
-	n := fs.Int("days", int(certs.DefaultCAValidity/(24*time.Hour)), "days the CA is valid")
+	name := fs.String("cluster-name", cluster.DefaultClusterName, "cluster name, in the CA's subject")
+	n := fs.Int("days", int(cluster.DefaultCAValidity/(24*time.Hour)), "days the CA is valid")
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
 		return code
 	}
@@ -59,7 +59,7 @@ func (e *env) tlsCACreate(_ context.Context, args []string) int {
 	if err != nil {
 		return e.usageError(fs, err.Error())
 	}
-	ca, err := certs.NewAuthority(certs.CAOptions{ClusterName: *name, Validity: validity})
+	ca, err := cluster.NewCertAuthority(cluster.CAOptions{ClusterName: *name, Validity: validity})
 	if err != nil {
 		return e.usageError(fs, err.Error())
 	}
@@ -67,8 +67,8 @@ func (e *env) tlsCACreate(_ context.Context, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	certPath, keyPath := filepath.Join(*dir, certs.CACertFile), filepath.Join(*dir, certs.CAKeyFile)
-	if err := certs.WritePair(certPath, keyPath, certs.Pair{CertPEM: ca.CertPEM(), KeyPEM: key}); err != nil {
+	certPath, keyPath := filepath.Join(*dir, cluster.CACertFile), filepath.Join(*dir, cluster.CAKeyFile)
+	if err := cluster.WriteCertPair(certPath, keyPath, cluster.CertPair{CertPEM: ca.CertPEM(), KeyPEM: key}); err != nil {
 		return e.fail(err)
 	}
 	fmt.Fprintf(e.stdout, "==> Saved %s\n==> Saved %s\n", certPath, keyPath)
@@ -100,13 +100,13 @@ func (e *env) tlsCertCreate(_ context.Context, args []string) int {
 	fs.BoolVar(&clientCert, "client", false, "make a client certificate (client auth only)")
 	nodeID := fs.String("node-id", "", "node id of the server (-server): its certificate names it, and peers check it")
 	name := fs.String("name", "", "name of the client, its common name (-client; default: the next free number)")
-	clusterName := fs.String("cluster-name", certs.DefaultClusterName, "cluster name: servers get the SAN server.<cluster-name>.tenure")
+	clusterName := fs.String("cluster-name", cluster.DefaultClusterName, "cluster name: servers get the SAN server.<cluster-name>.tenure")
 	fs.Var(&dnsNames, "additional-dnsname", "extra DNS SAN of a server certificate (repeatable)")
 	fs.Var(&ipAddrs, "additional-ipaddress", "extra IP SAN of a server certificate (repeatable)")
 	dir := fs.String("dir", ".", "directory to write the certificate and key to")
-	caFile := fs.String("ca", "", "CA certificate (default: <dir>/"+certs.CACertFile+")")
-	caKey := fs.String("key", "", "CA key (default: <dir>/"+certs.CAKeyFile+")")
-	n := fs.Int("days", int(certs.DefaultCertValidity/(24*time.Hour)), "days the certificate is valid (never past the CA's end)")
+	caFile := fs.String("ca", "", "CA certificate (default: <dir>/"+cluster.CACertFile+")")
+	caKey := fs.String("key", "", "CA key (default: <dir>/"+cluster.CAKeyFile+")")
+	n := fs.Int("days", int(cluster.DefaultCertValidity/(24*time.Hour)), "days the certificate is valid (never past the CA's end)")
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
 		return code
 	}
@@ -133,22 +133,22 @@ func (e *env) tlsCertCreate(_ context.Context, args []string) int {
 		return e.usageError(fs, err.Error())
 	}
 	if *caFile == "" {
-		*caFile = filepath.Join(*dir, certs.CACertFile)
+		*caFile = filepath.Join(*dir, cluster.CACertFile)
 	}
 	if *caKey == "" {
-		*caKey = filepath.Join(*dir, certs.CAKeyFile)
+		*caKey = filepath.Join(*dir, cluster.CAKeyFile)
 	}
-	ca, err := certs.LoadAuthority(*caFile, *caKey)
+	ca, err := cluster.LoadCertAuthority(*caFile, *caKey)
 	if err != nil {
 		return e.fail(fmt.Errorf("%w (make one with: tenure tls ca create)", err))
 	}
 	var (
-		pair              certs.Pair
+		pair              cluster.CertPair
 		certName, keyName string
 	)
 	if server {
-		pair, err = ca.IssueServer(certs.ServerOptions{ClusterName: *clusterName, NodeID: *nodeID, DNSNames: dnsNames, IPAddresses: ips, Validity: validity})
-		certName, keyName = certs.ServerFiles(*clusterName, *nodeID)
+		pair, err = ca.IssueServer(cluster.ServerCertOptions{ClusterName: *clusterName, NodeID: *nodeID, DNSNames: dnsNames, IPAddresses: ips, Validity: validity})
+		certName, keyName = cluster.ServerCertFiles(*clusterName, *nodeID)
 	} else {
 		fileName, cn := *name, *name
 		if fileName == "" {
@@ -157,14 +157,14 @@ func (e *env) tlsCertCreate(_ context.Context, args []string) int {
 			}
 			cn = "client-" + fileName
 		}
-		pair, err = ca.IssueClient(certs.ClientOptions{ClusterName: *clusterName, Name: cn, Validity: validity})
-		certName, keyName = certs.ClientFiles(*clusterName, fileName)
+		pair, err = ca.IssueClient(cluster.ClientCertOptions{ClusterName: *clusterName, Name: cn, Validity: validity})
+		certName, keyName = cluster.ClientCertFiles(*clusterName, fileName)
 	}
 	if err != nil {
 		return e.usageError(fs, err.Error())
 	}
 	certPath, keyPath := filepath.Join(*dir, certName), filepath.Join(*dir, keyName)
-	if err := certs.WritePair(certPath, keyPath, pair); err != nil {
+	if err := cluster.WriteCertPair(certPath, keyPath, pair); err != nil {
 		return e.fail(err)
 	}
 	fmt.Fprintf(e.stdout, "==> Using %s and %s\n==> Saved %s\n==> Saved %s\n", *caFile, *caKey, certPath, keyPath)
@@ -175,7 +175,7 @@ func (e *env) tlsCertCreate(_ context.Context, args []string) int {
 // <cluster>-client-<n>.pem exists in dir.
 func nextClientNumber(dir, clusterName string) (string, error) {
 	for n := 0; ; n++ {
-		certName, _ := certs.ClientFiles(clusterName, strconv.Itoa(n))
+		certName, _ := cluster.ClientCertFiles(clusterName, strconv.Itoa(n))
 		_, err := os.Lstat(filepath.Join(dir, certName))
 		if errors.Is(err, fs.ErrNotExist) {
 			return strconv.Itoa(n), nil

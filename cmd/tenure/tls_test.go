@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster"
 )
 
 // readCert parses the certificate at path and fails t on error.
@@ -20,7 +20,7 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := certs.ParseCertificate(b)
+	c, err := cluster.ParseCertificate(b)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -208,7 +208,7 @@ func TestCommandsOverMutualTLS(t *testing.T) {
 	}
 	caFile := filepath.Join(dir, "tenure-ca.pem")
 	certFile, keyFile := filepath.Join(dir, "tenure-client-0.pem"), filepath.Join(dir, "tenure-client-0-key.pem")
-	sc, err := certs.ServerConfig(certs.Files{CAFile: caFile, CertFile: filepath.Join(dir, "tenure-server-n1.pem"), KeyFile: filepath.Join(dir, "tenure-server-n1-key.pem"), VerifyIncoming: true})
+	sc, err := cluster.ServerTLSConfig(cluster.TLSFiles{CAFile: caFile, CertFile: filepath.Join(dir, "tenure-server-n1.pem"), KeyFile: filepath.Join(dir, "tenure-server-n1-key.pem"), VerifyIncoming: true})
 	if err != nil {
 		t.Fatal(err)
 	}

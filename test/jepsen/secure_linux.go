@@ -11,9 +11,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tenure-io/tenure/cluster"
+
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/worker"
-	"github.com/tenure-io/tenure/cluster/certs"
 )
 
 // secure is the security of a run: every run of the suite has TLS (mutual,
@@ -43,30 +44,30 @@ func newSecure(dir string, servers map[string]string, plain bool) (*secure, erro
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	ca, err := certs.NewAuthority(certs.CAOptions{})
+	ca, err := cluster.NewCertAuthority(cluster.CAOptions{})
 	if err != nil {
 		return nil, err
 	}
-	s := &secure{dir: dir, caFile: filepath.Join(dir, certs.CACertFile), plain: plain}
+	s := &secure{dir: dir, caFile: filepath.Join(dir, cluster.CACertFile), plain: plain}
 	if err := os.WriteFile(s.caFile, ca.CertPEM(), 0o644); err != nil {
 		return nil, err
 	}
 	for name, addr := range servers {
-		pair, err := ca.IssueServer(certs.ServerOptions{NodeID: name, IPAddresses: []net.IP{net.ParseIP(addr)}})
+		pair, err := ca.IssueServer(cluster.ServerCertOptions{NodeID: name, IPAddresses: []net.IP{net.ParseIP(addr)}})
 		if err != nil {
 			return nil, err
 		}
 		cert, key := s.serverFiles(name)
-		if err := certs.WritePair(cert, key, pair); err != nil {
+		if err := cluster.WriteCertPair(cert, key, pair); err != nil {
 			return nil, err
 		}
 	}
-	pair, err := ca.IssueClient(certs.ClientOptions{Name: "jepsen"})
+	pair, err := ca.IssueClient(cluster.ClientCertOptions{Name: "jepsen"})
 	if err != nil {
 		return nil, err
 	}
 	s.certFile, s.keyFile = filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
-	if err := certs.WritePair(s.certFile, s.keyFile, pair); err != nil {
+	if err := cluster.WriteCertPair(s.certFile, s.keyFile, pair); err != nil {
 		return nil, err
 	}
 	key := make([]byte, 32)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/internal/certs"
 )
 
 func valid() Config {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/tenure-io/tenure/cluster/certs"
+	"github.com/tenure-io/tenure/cluster/internal/certs"
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 )
 
