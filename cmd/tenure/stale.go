@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +58,9 @@ func (e *env) leasesStale(ctx context.Context, args []string) int {
 		fmt.Fprintln(e.stdout, "ok: every key is owned, no worker is stuck, every group has its workers, every lease is renewed")
 		return status
 	}
+	slices.SortStableFunc(h.Unowned, func(a, b client.UnownedKey) int {
+		return cmp.Or(strings.Compare(a.Group, b.Group), compareCounting(a.Key, b.Key))
+	})
 	p := stalePrinter{e: e, all: all, truncated: h.Truncated}
 	p.kind("unowned keys", []any{"UNOWNED KEY", "GROUP", "TARGET", "UNOWNED FOR", "OVERDUE"}, len(h.Unowned), func(i int) []any {
 		k := h.Unowned[i]

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -200,5 +201,26 @@ func TestLeasesStaleSummary(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Unowned keys are listed the way people count (partitions/2 before
+// partitions/10), group by group, whatever order the server sent.
+func TestLeasesStaleListsUnownedKeysInCountingOrder(t *testing.T) {
+	var h client.PlacementHealth
+	for _, k := range []string{"b/10", "b/2", "a/100", "a/20", "a/3"} {
+		g, _, _ := strings.Cut(k, "/")
+		h.Unowned = append(h.Unowned, client.UnownedKey{Group: g, Key: k, UnownedFor: "1m0s"})
+	}
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, h) })
+	got := runCLI(t, "leases", "stale", "-http-addr", srv.URL)
+	var keys []string
+	for _, line := range strings.Split(got.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && strings.Contains(f[0], "/") {
+			keys = append(keys, f[0])
+		}
+	}
+	if want := []string{"a/3", "a/20", "a/100", "b/2", "b/10"}; !slices.Equal(keys, want) {
+		t.Errorf("unowned keys listed as %v, want %v:\n%s", keys, want, got.stdout)
 	}
 }
