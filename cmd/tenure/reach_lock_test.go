@@ -3,41 +3,23 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
-
-// syncBuffer is a bytes.Buffer that a test reads while a command writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // lockUntilSaid runs lock with args, waiting for ever, until its stderr
 // holds want (or 10s pass), then stops it; it returns the stderr.
 func lockUntilSaid(t *testing.T, want string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr syncBuffer
+	var stdout, stderr harness.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, append([]string{"lock"}, args...), &stdout, &stderr) }()
 	deadline := time.Now().Add(10 * time.Second)
@@ -72,7 +54,7 @@ func TestLockSaysWhenItCannotReachTheCluster(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	addr := srv.URL
 	srv.Close()
-	var stdout, stderr syncBuffer
+	var stdout, stderr harness.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(context.Background(), []string{"lock", "-http-addr", addr, "-ttl", "2s", "jobs/nightly", "--", "true"}, &stdout, &stderr)
