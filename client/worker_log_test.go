@@ -69,6 +69,26 @@ func gossipSeed(t *testing.T) string {
 	return seed.LocalNode().Address()
 }
 
+// runLoggedWorker runs worker w1 of group g against the server at url,
+// holding each key it gets until the test ends, and returns what it logs
+// at Info.
+func runLoggedWorker(t *testing.T, url string) *client.LogBuffer {
+	t.Helper()
+	c := client.NewTestClient(t, strings.TrimPrefix(url, "http://"))
+	out := new(client.LogBuffer)
+	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: out})
+	w := worker.New(c, "g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
+		worker.WithWorkerID("w1"), worker.WithJoin(gossipSeed(t)), worker.WithWorkerTTL(time.Second), worker.WithWorkerLogger(logger))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return out
+}
+
 // (This test of package worker lives here, in package client_test, to
 // serve leases with the fake tenure of client's tests.)
 //
@@ -85,18 +105,7 @@ func TestWorkerLogsKeyOwnershipAtInfo(t *testing.T) {
 		f.Serve(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	c := client.NewTestClient(t, strings.TrimPrefix(srv.URL, "http://"))
-	var out client.LogBuffer
-	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &out})
-	w := worker.New(c, "g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		worker.WithWorkerID("w1"), worker.WithJoin(gossipSeed(t)), worker.WithWorkerTTL(time.Second), worker.WithWorkerLogger(logger))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	out := runLoggedWorker(t, srv.URL)
 	logged := func(what string, parts ...string) {
 		t.Helper()
 		client.WaitUntil(t, 10*time.Second, what+" logged", func() bool {
@@ -137,18 +146,7 @@ func TestWorkerLogsAFailedReleaseAsAFailure(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c := client.NewTestClient(t, strings.TrimPrefix(srv.URL, "http://"))
-	var out client.LogBuffer
-	logger := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: &out})
-	w := worker.New(c, "g", func(ctx context.Context, key string, token uint64) { <-ctx.Done() },
-		worker.WithWorkerID("w1"), worker.WithJoin(gossipSeed(t)), worker.WithWorkerTTL(time.Second), worker.WithWorkerLogger(logger))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	out := runLoggedWorker(t, srv.URL)
 	client.WaitUntil(t, 10*time.Second, "key_acquired logged", func() bool { return strings.Contains(out.String(), "key_acquired") })
 	plan.set(map[string]string{})
 	client.WaitUntil(t, 10*time.Second, "the refused hand-back logged", func() bool {
