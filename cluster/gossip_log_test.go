@@ -14,7 +14,26 @@ import (
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/cluster/internal/loglimit"
 	"github.com/tenure-io/tenure/test/harness"
+	"github.com/tenure-io/tenure/test/harness/inproc"
 )
+
+// encryptedGossipServer starts one server whose gossip is encrypted with
+// the key of bytes 1 to 32, logging at Info to logs; reg, if not nil,
+// takes its metrics.
+func encryptedGossipServer(t *testing.T, logs *harness.Buffer, reg prometheus.Registerer) *inproc.Cluster {
+	t.Helper()
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(i + 1)
+	}
+	return gossipCluster(t, 1, func(cfg *cluster.Config) {
+		cfg.GossipKey = key
+		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
+		if reg != nil {
+			cfg.Registerer = reg
+		}
+	})
+}
 
 // TestGossipGarbageLogIsBounded: anyone who reaches a server's gossip
 // port, with no key at all, sends it 2,000 UDP packets of garbage; each
@@ -25,15 +44,7 @@ import (
 func TestGossipGarbageLogIsBounded(t *testing.T) {
 	logs := &harness.Buffer{}
 	reg := prometheus.NewRegistry()
-	key := make([]byte, 32)
-	for i := range key {
-		key[i] = byte(i + 1)
-	}
-	c := gossipCluster(t, 1, func(cfg *cluster.Config) {
-		cfg.GossipKey = key
-		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
-		cfg.Registerer = reg
-	})
+	c := encryptedGossipServer(t, logs, reg)
 	addr := c.GossipAddr(0)
 	conn, err := net.Dial("udp", addr)
 	if err != nil {
@@ -67,14 +78,7 @@ func TestGossipGarbageLogIsBounded(t *testing.T) {
 // within the limit per kind.
 func TestRefusedPlainGossipNamesTheMember(t *testing.T) {
 	logs := &harness.Buffer{}
-	key := make([]byte, 32)
-	for i := range key {
-		key[i] = byte(i + 1)
-	}
-	c := gossipCluster(t, 1, func(cfg *cluster.Config) {
-		cfg.GossipKey = key
-		cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
-	})
+	c := encryptedGossipServer(t, logs, nil)
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = "w1#0badc0de"
 	mc.BindAddr, mc.BindPort, mc.AdvertiseAddr = "127.0.0.1", 0, "127.0.0.1"
