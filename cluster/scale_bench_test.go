@@ -60,15 +60,6 @@ func scaleMachine(b *testing.B, n int) *fsm.Machine {
 	return m
 }
 
-// heapInUse is the live heap after a full collection.
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // BenchmarkScalePromote: what a new leader does in establish before it
 // serves anything: list the held leases (Machine.Held) and give each a
 // deadline (lessor.Promote). It also reports the live heap per lease of
@@ -76,9 +67,9 @@ func heapInUse() uint64 {
 func BenchmarkScalePromote(b *testing.B) {
 	for _, n := range ScaleSizes(b) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			base := heapInUse()
+			base := sizes.HeapInUse()
 			m := scaleMachine(b, n)
-			machineHeap := heapInUse() - base
+			machineHeap := sizes.HeapInUse() - base
 			l := lessor.New(SystemClock{})
 			var held, promote time.Duration
 			b.ResetTimer()
@@ -96,9 +87,9 @@ func BenchmarkScalePromote(b *testing.B) {
 				b.Fatalf("lessor tracks %d leases, want %d", l.Len(), n)
 			}
 			// The lessor's heap: what Demote frees.
-			before := heapInUse()
+			before := sizes.HeapInUse()
 			l.Demote()
-			lessorHeap := before - heapInUse()
+			lessorHeap := before - sizes.HeapInUse()
 			runtime.KeepAlive(m)
 			per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 			b.ReportMetric(per(held), "ms-held")

@@ -44,15 +44,6 @@ func scaleMachine(b *testing.B, n int) *Machine {
 	return m
 }
 
-// heapInUse is the live heap after a full collection.
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // countingSink is a raft.SnapshotSink that discards what it is given and
 // counts it.
 type countingSink struct{ n int64 }
@@ -69,18 +60,18 @@ func BenchmarkScaleFollowerHeap(b *testing.B) {
 	for _, n := range scaleSizes(b) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				base := heapInUse()
+				base := sizes.HeapInUse()
 				m := scaleMachine(b, n)
-				applied := heapInUse() - base
+				applied := sizes.HeapInUse() - base
 				data := persist(b, m)
 				m = nil
-				base = heapInUse()
+				base = sizes.HeapInUse()
 				r := New()
 				if err := r.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 					b.Fatal(err)
 				}
 				data = nil
-				restored := heapInUse() - base
+				restored := sizes.HeapInUse() - base
 				runtime.KeepAlive(r)
 				b.ReportMetric(float64(applied)/float64(n), "B/lease-applied")
 				b.ReportMetric(float64(restored)/float64(n), "B/lease-restored")

@@ -1,11 +1,13 @@
 // Package sizes reads the size lists of the Scale benchmarks (-scale
-// 10000,100000 in fsm and cluster). It imports nothing of tenure, so the
-// benchmarks inside package fsm can use it.
+// 10000,100000 in fsm and cluster) and measures the heap they leave. It
+// imports nothing of tenure, so the benchmarks inside package fsm can use
+// it.
 package sizes
 
 import (
 	"flag"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,4 +40,13 @@ func Parse(name, list string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// HeapInUse is the live heap after a full collection.
+func HeapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
