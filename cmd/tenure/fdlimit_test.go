@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // The caps of the HTTP, Raft and gossip ports must fit in the limit of
@@ -30,7 +32,7 @@ func TestServerConnectionCapsFitOpenFileLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			warning, err := fdBudget(s, tc.limit)
-			if wantedErr(t, "fdBudget", err, tc.wantErr) {
+			if harness.WantError(t, "fdBudget", err, tc.wantErr) {
 				return
 			}
 			if tc.wantWarning == "" && warning != "" || !strings.Contains(warning, tc.wantWarning) {

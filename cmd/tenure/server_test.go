@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/httpapi"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 func TestServerTLSSettings(t *testing.T) {
@@ -64,7 +65,7 @@ func TestServerTLSSettings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := loadServerSettings(tt.args, func(k string) string { return tt.env[k] })
-			if wantedErr(t, "loadServerSettings", err, tt.wantErr) {
+			if harness.WantError(t, "loadServerSettings", err, tt.wantErr) {
 				return
 			}
 			if s.tls != tt.want {
@@ -72,23 +73,6 @@ func TestServerTLSSettings(t *testing.T) {
 			}
 		})
 	}
-}
-
-// wantedErr checks the error of what: one that contains want when want
-// is set, else none; either way a mismatch ends t. It reports whether an
-// error was wanted, which ends the case.
-func wantedErr(t *testing.T, what string, err error, want string) bool {
-	t.Helper()
-	if want != "" {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Fatalf("%s: error %v, want one containing %q", what, err, want)
-		}
-		return true
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return false
 }
 
 // A server whose TLS files cannot be read stops before it starts Raft.

@@ -1,8 +1,8 @@
 // Package harness is the test toolkit that tenure's test suites share:
 // polling a condition with a deadline (WaitFor, WaitUntil, Holds), contexts
 // that end with the test (Context), free loopback ports (FreePorts,
-// FreeAddr, Loopback), one HTTP request read whole (Send), and the imports
-// of a package's files (Imports).
+// FreeAddr, Loopback), one HTTP request read whole (Send), the imports of
+// a package's files (Imports), and a case's wanted error (WantError).
 //
 // It is test-only: only _test.go files and other test packages import it,
 // and every helper takes the test's testing.TB and fails it. It imports the

@@ -6,9 +6,10 @@ import (
 	"crypto/x509"
 	"net"
 	"slices"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // newCA makes a CA for cluster and fails t on error.
@@ -31,23 +32,6 @@ func mustParse(t *testing.T, p Pair) *x509.Certificate {
 	return c
 }
 
-// wantedError checks err of call against wantErr: with wantErr set, err
-// must be about it; else there must be no error. It reports whether the
-// call succeeded, so that the caller checks what it returned.
-func wantedError(t *testing.T, call string, err error, wantErr string) bool {
-	t.Helper()
-	if wantErr != "" {
-		if err == nil || !strings.Contains(err.Error(), wantErr) {
-			t.Fatalf("%s: got error %v, want one about %q", call, err, wantErr)
-		}
-		return false
-	}
-	if err != nil {
-		t.Fatalf("%s: %v", call, err)
-	}
-	return true
-}
-
 func TestNewAuthority(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -64,7 +48,7 @@ func TestNewAuthority(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ca, err := NewAuthority(tt.opts)
-			if !wantedError(t, "NewAuthority", err, tt.wantErr) {
+			if harness.WantError(t, "NewAuthority", err, tt.wantErr) {
 				return
 			}
 			c := ca.Certificate()
@@ -155,7 +139,7 @@ func TestIssueServer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := ca.IssueServer(tt.opts)
-			if !wantedError(t, "IssueServer", err, tt.wantErr) {
+			if harness.WantError(t, "IssueServer", err, tt.wantErr) {
 				return
 			}
 			c := mustParse(t, p)
@@ -216,7 +200,7 @@ func TestIssueClient(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := ca.IssueClient(tt.opts)
-			if !wantedError(t, "IssueClient", err, tt.wantErr) {
+			if harness.WantError(t, "IssueClient", err, tt.wantErr) {
 				return
 			}
 			c := mustParse(t, p)
