@@ -4,8 +4,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,58 +13,32 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/certs"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
+	tlspki "github.com/tenure-io/tenure/test/harness/pki"
 )
 
 // pki is a CA in a temp dir that writes certificate files.
 type pki struct {
-	t   *testing.T
-	dir string
-	ca  *certs.Authority
+	t *testing.T
+	*tlspki.PKI
 }
 
 func newPKI(t *testing.T) *pki {
 	t.Helper()
-	ca, err := certs.NewAuthority(certs.CAOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pki{t: t, dir: t.TempDir(), ca: ca}
-	if err := os.WriteFile(filepath.Join(p.dir, "ca.pem"), ca.CertPEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// files writes pair as name and returns mutual TLS settings with the CA of
-// caOf (p's own CA when nil).
-func (p *pki) files(name string, pair certs.Pair, err error, caOf *pki) certs.Files {
-	p.t.Helper()
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	if caOf == nil {
-		caOf = p
-	}
-	f := certs.Files{CAFile: filepath.Join(caOf.dir, "ca.pem"), CertFile: filepath.Join(p.dir, name+".pem"),
-		KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
-	if err := certs.WritePair(f.CertFile, f.KeyFile, pair); err != nil {
-		p.t.Fatal(err)
-	}
-	return f
+	return &pki{t: t, PKI: tlspki.New(t)}
 }
 
 // client writes a client certificate of p's CA, for the client app, as
 // file and returns mutual TLS settings with it.
 func (p *pki) client(file string) certs.Files {
-	pair, err := p.ca.IssueClient(certs.ClientOptions{Name: "app"})
-	return p.files(file, pair, err, nil)
+	pair, err := p.CA.IssueClient(certs.ClientOptions{Name: "app"})
+	return p.Write(p.t, file, pair, err)
 }
 
 // server writes a server certificate of p's CA for node id of cluster
 // clusterName and returns mutual TLS settings with it.
 func (p *pki) server(id, clusterName string) certs.Files {
-	pair, err := p.ca.IssueServer(certs.ServerOptions{NodeID: id, ClusterName: clusterName})
-	return p.files("server-"+id+"-"+clusterName, pair, err, nil)
+	pair, err := p.CA.IssueServer(certs.ServerOptions{NodeID: id, ClusterName: clusterName})
+	return p.Write(p.t, "server-"+id+"-"+clusterName, pair, err)
 }
 
 // peerStream dials Raft peers with a given TLS configuration, as an

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
+	"github.com/tenure-io/tenure/test/harness/pki"
 )
 
 // testNode is one node of an in-process cluster (test/harness/inproc), as
@@ -129,37 +129,12 @@ func startClusterWith(t testing.TB, n int, opts inproc.Options) *testCluster {
 // testPKI is a CA in a temp dir that makes the files of servers and
 // clients.
 type testPKI struct {
-	dir string
-	ca  *cluster.CertAuthority
+	*pki.PKI
 }
 
 func newTestPKI(t *testing.T) *testPKI {
 	t.Helper()
-	ca, err := cluster.NewCertAuthority(cluster.CAOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &testPKI{dir: t.TempDir(), ca: ca}
-	if err := os.WriteFile(p.caFile(), ca.CertPEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func (p *testPKI) caFile() string { return filepath.Join(p.dir, cluster.CACertFile) }
-
-// files writes pair under name and returns the settings of mutual TLS with
-// it.
-func (p *testPKI) files(t *testing.T, name string, pair cluster.CertPair, err error) cluster.TLSFiles {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := cluster.TLSFiles{CAFile: p.caFile(), CertFile: filepath.Join(p.dir, name+".pem"), KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
-	if err := cluster.WriteCertPair(f.CertFile, f.KeyFile, pair); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return &testPKI{pki.New(t)}
 }
 
 // server returns the mutual TLS settings of server id, made on the first
@@ -167,19 +142,20 @@ func (p *testPKI) files(t *testing.T, name string, pair cluster.CertPair, err er
 func (p *testPKI) server(t *testing.T, id string) cluster.TLSFiles {
 	t.Helper()
 	name := "server-" + id
-	if _, err := os.Stat(filepath.Join(p.dir, name+".pem")); err == nil {
-		return cluster.TLSFiles{CAFile: p.caFile(), CertFile: filepath.Join(p.dir, name+".pem"), KeyFile: filepath.Join(p.dir, name+"-key.pem"), VerifyIncoming: true}
+	f := p.FilesOf(name)
+	if _, err := os.Stat(f.CertFile); err == nil {
+		return f
 	}
-	pair, err := p.ca.IssueServer(cluster.ServerCertOptions{NodeID: id})
-	return p.files(t, name, pair, err)
+	pair, err := p.CA.IssueServer(cluster.ServerCertOptions{NodeID: id})
+	return p.Write(t, name, pair, err)
 }
 
 // client returns an HTTP client that presents a client certificate of the
 // CA and trusts it.
 func (p *testPKI) client(t *testing.T, name string) *http.Client {
 	t.Helper()
-	pair, err := p.ca.IssueClient(cluster.ClientCertOptions{Name: name})
-	cfg, err := cluster.ClientTLSConfig(p.files(t, "client-"+name, pair, err))
+	pair, err := p.CA.IssueClient(cluster.ClientCertOptions{Name: name})
+	cfg, err := cluster.ClientTLSConfig(p.Write(t, "client-"+name, pair, err))
 	if err != nil {
 		t.Fatal(err)
 	}
