@@ -225,7 +225,7 @@ const testSecret = "7e57c0de7e57c0de7e57c0de7e57c0de"
 // send makes one request; it is safe to call from any goroutine. An
 // acquire, renewal or release without a secret gets testSecret.
 func send(method, url, body string, header http.Header) (reply, error) {
-	url, body = withTestSecret(method, url, body)
+	url, body = harness.WithLeaseSecret(testSecret, method, url, body)
 	return sendRaw(method, url, body, header)
 }
 
@@ -233,29 +233,6 @@ func send(method, url, body string, header http.Header) (reply, error) {
 func sendRaw(method, url, body string, header http.Header) (reply, error) {
 	r, err := harness.Send(httpClient, method, url, body, header)
 	return reply{status: r.Status, header: r.Header, body: r.Body}, err
-}
-
-// withTestSecret adds testSecret to the body (or, for a release in the
-// query form, the query) of an acquire, renewal or release that has none.
-func withTestSecret(method, url, body string) (string, string) {
-	path, query, _ := strings.Cut(url, "?")
-	lease := method == http.MethodPut && strings.Contains(path, "/v1/leases/") ||
-		method == http.MethodPost && strings.Contains(path, "/v1/renew") ||
-		method == http.MethodDelete && strings.Contains(path, "/v1/leases/")
-	if !lease {
-		return url, body
-	}
-	if method == http.MethodDelete && strings.Contains(query, "holder=") && !strings.Contains(query, "secret=") {
-		return url + "&secret=" + testSecret, body
-	}
-	b := strings.TrimSpace(body)
-	if !strings.HasPrefix(b, "{") || strings.Contains(b, `"secret"`) {
-		return url, body
-	}
-	if strings.TrimSpace(b[1:]) == "}" {
-		return url, `{"secret":"` + testSecret + `"}`
-	}
-	return url, `{"secret":"` + testSecret + `",` + b[1:]
 }
 
 // do makes one request from the test goroutine.
@@ -271,7 +248,7 @@ func do(t *testing.T, method, url, body string) reply {
 // doAs makes one request with the ACL token secret ("" for none).
 func doAs(t *testing.T, secret, method, url, body string) reply {
 	t.Helper()
-	url, body = withTestSecret(method, url, body)
+	url, body = harness.WithLeaseSecret(testSecret, method, url, body)
 	return rawAs(t, secret, method, url, body)
 }
 

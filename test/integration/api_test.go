@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -76,7 +75,7 @@ func (c *cluster) try(addr, method, path string, body any) (reply, error) {
 		}
 		text = string(buf)
 	}
-	path, text = withLeaseSecret(method, path, text)
+	path, text = harness.WithLeaseSecret(suiteSecret, method, path, text)
 	var header http.Header
 	if c.token != "" {
 		header = http.Header{client.HeaderToken: {c.token}}
@@ -90,28 +89,6 @@ func (c *cluster) try(addr, method, path string, body any) (reply, error) {
 // tests' raw calls act as one client. Tests of the secret itself send
 // theirs.
 const suiteSecret = "5u173c0de5u173c0de5u173c0de5u173"
-
-// withLeaseSecret adds suiteSecret to the body (or, for a release in the
-// query form, the query) of an acquire, renewal or release without one.
-func withLeaseSecret(method, path, body string) (string, string) {
-	p, query, _ := strings.Cut(path, "?")
-	if !(method == http.MethodPut && strings.HasPrefix(p, "/v1/leases/") ||
-		method == http.MethodPost && strings.HasPrefix(p, "/v1/renew") ||
-		method == http.MethodDelete && strings.HasPrefix(p, "/v1/leases/")) {
-		return path, body
-	}
-	if method == http.MethodDelete && strings.Contains(query, "holder=") && !strings.Contains(query, "secret=") {
-		return path + "&secret=" + suiteSecret, body
-	}
-	b := strings.TrimSpace(body)
-	if !strings.HasPrefix(b, "{") || strings.Contains(b, `"secret"`) {
-		return path, body
-	}
-	if strings.TrimSpace(b[1:]) == "}" {
-		return path, `{"secret":"` + suiteSecret + `"}`
-	}
-	return path, `{"secret":"` + suiteSecret + `",` + b[1:]
-}
 
 // The API's bodies are package client's types: the tests read answers
 // with the same declarations that every client uses.
