@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
@@ -79,18 +76,6 @@ func leaderConfiguration(t *testing.T, c *inproc.Cluster) map[string]raft.Server
 	return configuration(t, c.Node(c.Leader()))
 }
 
-// forgedMember is a gossip member that announces whatever metadata the test
-// gives it, with no Raft behind it.
-type forgedMember struct {
-	meta []byte
-}
-
-func (f *forgedMember) NodeMeta(limit int) []byte                  { return f.meta }
-func (f *forgedMember) NotifyMsg([]byte)                           {}
-func (f *forgedMember) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (f *forgedMember) LocalState(join bool) []byte                { return nil }
-func (f *forgedMember) MergeRemoteState(buf []byte, join bool)     {}
-
 // forge joins the gossip at join with a member named name that announces
 // meta, and makes it leave when t ends.
 func forge(t *testing.T, name string, meta cluster.MemberMeta, join string) {
@@ -99,23 +84,7 @@ func forge(t *testing.T, name string, meta cluster.MemberMeta, join string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := harness.FreeAddr(t)
-	host, port, _ := net.SplitHostPort(addr)
-	mc := memberlist.DefaultLANConfig()
-	mc.Name = name
-	mc.BindAddr, mc.AdvertiseAddr = host, host
-	mc.BindPort, _ = strconv.Atoi(port)
-	mc.AdvertisePort = mc.BindPort
-	mc.Delegate = &forgedMember{meta: b}
-	mc.LogOutput = io.Discard
-	list, err := memberlist.Create(mc)
-	if err != nil {
-		t.Fatalf("forged member %s: %v", name, err)
-	}
-	t.Cleanup(func() { list.Shutdown() })
-	if _, err := list.Join([]string{join}); err != nil {
-		t.Fatalf("forged member %s joins %s: %v", name, join, err)
-	}
+	inproc.Forge(t, name, b, join)
 }
 
 // nowhere is a loopback address where nothing listens.

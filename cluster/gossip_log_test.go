@@ -82,7 +82,7 @@ func TestRefusedPlainGossipNamesTheMember(t *testing.T) {
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = "w1#0badc0de"
 	mc.BindAddr, mc.BindPort, mc.AdvertiseAddr = "127.0.0.1", 0, "127.0.0.1"
-	mc.Delegate = metaDelegate(`{"role":"worker","id":"w1"}`)
+	mc.Delegate = inproc.MetaDelegate(`{"role":"worker","id":"w1"}`)
 	mc.LogOutput = io.Discard
 	keyless, err := memberlist.Create(mc)
 	if err != nil {
@@ -134,7 +134,7 @@ func TestUndecryptableGossipOfAMemberNamesIt(t *testing.T) {
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = "w2#0badc0de"
 	mc.BindAddr, mc.BindPort, mc.AdvertiseAddr = "127.0.0.1", 0, "127.0.0.1"
-	mc.Delegate = metaDelegate(`{"role":"worker","id":"w2"}`)
+	mc.Delegate = inproc.MetaDelegate(`{"role":"worker","id":"w2"}`)
 	mc.Keyring, mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = kr, true, true
 	mc.ProbeInterval = 100 * time.Millisecond
 	mc.LogOutput = io.Discard
@@ -173,15 +173,6 @@ func TestUndecryptableGossipOfAMemberNamesIt(t *testing.T) {
 		return fmt.Errorf("no Decrypt packet failed line yet")
 	})
 }
-
-// metaDelegate is a memberlist delegate that announces its metadata.
-type metaDelegate string
-
-func (d metaDelegate) NodeMeta(int) []byte           { return []byte(d) }
-func (metaDelegate) NotifyMsg([]byte)                {}
-func (metaDelegate) GetBroadcasts(int, int) [][]byte { return nil }
-func (metaDelegate) LocalState(bool) []byte          { return nil }
-func (metaDelegate) MergeRemoteState([]byte, bool)   {}
 
 // TestRaftTransportGarbageLogIsBounded: without TLS, anyone who reaches
 // a server's Raft port can open connections that send what is not a Raft

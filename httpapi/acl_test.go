@@ -902,7 +902,7 @@ func TestMembersShowAWorkersHolderAndGroupsOnlyToAReaderOfEveryKey(t *testing.T)
 	mine := e.token(t, client.ACLTokenSpec{Policies: []string{"mine"}}).SecretID
 
 	meta, _ := json.Marshal(map[string]any{"role": "worker", "id": "w-other", "holder": "other-holder-1", "groups": []string{"other"}, "capacity": 1})
-	joinGossip(t, "w-other", meta, e.cluster.GossipAddr(0))
+	inproc.Forge(t, "w-other", meta, e.cluster.GossipAddr(0))
 
 	rawAs(t, mine, "GET", url+"/v1/workers", "").wantStatus(t, "workers list with read on mine/", http.StatusForbidden)
 	harness.WaitUntil(t, 10*time.Second, "the server to see w-other", func() bool {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -14,42 +13,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/memberlist"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
-
-// forgedMeta is a memberlist delegate that announces fixed metadata.
-type forgedMeta struct{ meta []byte }
-
-// joinGossip starts a gossip member called name that announces meta and
-// joins it to the member at addr; it leaves when the test ends.
-func joinGossip(t *testing.T, name string, meta []byte, addr string) {
-	t.Helper()
-	host, port, _ := net.SplitHostPort(harness.FreeAddr(t))
-	mc := memberlist.DefaultLANConfig()
-	mc.Name = name
-	mc.BindAddr, mc.AdvertiseAddr = host, host
-	mc.BindPort, _ = strconv.Atoi(port)
-	mc.AdvertisePort = mc.BindPort
-	mc.Delegate = &forgedMeta{meta: meta}
-	mc.LogOutput = io.Discard
-	list, err := memberlist.Create(mc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { list.Shutdown() })
-	if _, err := list.Join([]string{addr}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (f *forgedMeta) NodeMeta(int) []byte                 { return f.meta }
-func (f *forgedMeta) NotifyMsg([]byte)                    {}
-func (f *forgedMeta) GetBroadcasts(int, int) [][]byte     { return nil }
-func (f *forgedMeta) LocalState(bool) []byte              { return nil }
-func (f *forgedMeta) MergeRemoteState(buf []byte, _ bool) {}
 
 // A gossip member that announces the leader's id with its own HTTP
 // address (anyone with the gossip key can) never
@@ -84,7 +51,7 @@ func TestForgedMemberNeverReceivesForwardedRequests(t *testing.T) {
 			followerIndex = i
 		}
 	}
-	joinGossip(t, "impostor", meta, c.cluster.GossipAddr(followerIndex))
+	inproc.Forge(t, "impostor", meta, c.cluster.GossipAddr(followerIndex))
 	harness.WaitUntil(t, 10*time.Second, "the follower to see the impostor", func() bool {
 		for _, m := range c.cluster.Node(followerIndex).Members() {
 			if m.Name == "impostor" && m.Status == "alive" {

@@ -3,7 +3,9 @@
 // raft.InmemTransport (which Isolate and Heal can partition) or by real TCP
 // on free loopback ports, each optionally behind an httptest server that
 // serves the HTTP layer a test hands in. It waits for established leaders
-// and retries a call on whichever node leads, as a client would.
+// and retries a call on whichever node leads, as a client would. Forge
+// adds to a cluster's gossip a member with no server behind it, announcing
+// whatever metadata a test gives it.
 //
 // It is test-only, like its parent package harness. It imports cluster and
 // must never import httpapi: package httpapi's own tests use it, passing
