@@ -213,22 +213,9 @@ func TestRaftTransportGarbageLogIsBounded(t *testing.T) {
 // suppressedLines is tenure_log_lines_suppressed_total{source} in reg.
 func suppressedLines(t *testing.T, reg *prometheus.Registry, source string) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	n, ok := inproc.CounterBy(t, reg, "tenure_log_lines_suppressed_total", "source")[source]
+	if !ok {
+		t.Fatalf("no tenure_log_lines_suppressed_total{source=%q}", source)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != "tenure_log_lines_suppressed_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "source" && l.GetValue() == source {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no tenure_log_lines_suppressed_total{source=%q}", source)
-	return 0
+	return n
 }

@@ -759,23 +759,7 @@ func TestACLRefusalsLogIsBoundedAndCounted(t *testing.T) {
 		t.Error("the log shows a secret")
 	}
 	want := map[string]float64{wire.CodeACLNotFound: wrong, wire.CodePermissionDenied: anonymous}
-	got := map[string]float64{}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "tenure_acl_refusals_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "code" {
-					got[l.GetValue()] = m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
+	got := inproc.CounterBy(t, reg, "tenure_acl_refusals_total", "code")
 	for code, n := range want {
 		if got[code] != n {
 			t.Errorf("tenure_acl_refusals_total{code=%q} = %v, want %v", code, got[code], n)
