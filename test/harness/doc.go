@@ -2,7 +2,8 @@
 // polling a condition with a deadline (WaitFor, WaitUntil, Holds), contexts
 // that end with the test (Context), free loopback ports (FreePorts,
 // FreeAddr, Loopback), one HTTP request read whole (Send), the imports of
-// a package's files (Imports), and a case's wanted error (WantError).
+// a package's files (Imports), a case's wanted error (WantError), and
+// the keys of one owner in a placement (OwnedBy).
 //
 // It is test-only: only _test.go files and other test packages import it,
 // and every helper takes the test's testing.TB and fails it. It imports the

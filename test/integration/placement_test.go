@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/worker"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // The placement of a group's keys over its workers (docs/http-api.md,
@@ -281,16 +281,6 @@ func TestPlacementDrainHandsOffWithoutOverlap(t *testing.T) {
 		}
 		return worst
 	}
-	ownedBy := func(h map[string]string, w string) []string {
-		var out []string
-		for key, owner := range h {
-			if owner == w {
-				out = append(out, key)
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
 
 	// drain drains w through drainIt, which returns once the drain is
 	// done as its caller sees it; then every key w owned is owned again
@@ -298,7 +288,7 @@ func TestPlacementDrainHandsOffWithoutOverlap(t *testing.T) {
 	// them. It returns who owns each key now.
 	drain := func(t *testing.T, how string, w *fleetWorker, timeout time.Duration, drainIt func(ctx context.Context)) map[string]string {
 		t.Helper()
-		mine := ownedBy(holders, w.id)
+		mine := harness.OwnedBy(holders, w.id)
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		start := time.Now()

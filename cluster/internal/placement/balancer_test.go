@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/fsm"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // runWorld runs a Balancer over a state machine on a fake clock.
@@ -91,7 +92,7 @@ func TestBalancerRunsOnItsClock(t *testing.T) {
 	}
 	w.clock.Advance(time.Millisecond)
 	w.eventually("a targeted at all 8 keys after the settle time", func() bool {
-		return len(ownedBy(w.m.Group("g").Assignment, "a")) == 8
+		return len(harness.OwnedBy(w.m.Group("g").Assignment, "a")) == 8
 	})
 	w.waitTimers(2) // the periodic check and the stuck check
 
@@ -102,6 +103,6 @@ func TestBalancerRunsOnItsClock(t *testing.T) {
 	w.waitTimers(3) // debounce
 	w.clock.Advance(time.Second)
 	w.eventually("b targeted at 4 keys after the debounce", func() bool {
-		return len(ownedBy(w.m.Group("g").Assignment, "b")) == 4
+		return len(harness.OwnedBy(w.m.Group("g").Assignment, "b")) == 4
 	})
 }

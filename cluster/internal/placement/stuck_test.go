@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/fsm"
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // stuckWorld is a leader's view for the balancer's planning step: a state
@@ -90,24 +91,13 @@ func (w *stuckWorld) take(skip ...string) {
 	}
 }
 
-func ownedBy(plan map[string]string, id string) []string {
-	var out []string
-	for k, w := range plan {
-		if w == id {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // A worker that never takes its targets is marked stuck once one of them
 // has been free for the grace, not before; its targets go to the others,
 // which take them, so every key ends owned by a live worker.
 func TestStuckWorkerLosesItsTargetsAfterTheGrace(t *testing.T) {
 	w := newStuckWorld(t, partitionKeys(12), "a", "b", "c")
 	_, plan := w.step()
-	mine := ownedBy(plan, "c")
+	mine := harness.OwnedBy(plan, "c")
 	if len(mine) == 0 {
 		t.Fatalf("c was given no key: %v", plan)
 	}
@@ -124,11 +114,11 @@ func TestStuckWorkerLosesItsTargetsAfterTheGrace(t *testing.T) {
 	if got := w.m.Group("g").Stuck; !slices.Equal(got, []string{"c"}) {
 		t.Errorf("group view Stuck = %v, want [c]", got)
 	}
-	if got := ownedBy(plan, "c"); len(got) != 0 {
+	if got := harness.OwnedBy(plan, "c"); len(got) != 0 {
 		t.Errorf("stuck worker c still targeted at %v", got)
 	}
 	// c's keys are spread over the others, evenly.
-	if a, b := len(ownedBy(plan, "a")), len(ownedBy(plan, "b")); a != 6 || b != 6 {
+	if a, b := len(harness.OwnedBy(plan, "a")), len(harness.OwnedBy(plan, "b")); a != 6 || b != 6 {
 		t.Errorf("a and b are targeted at %d and %d keys, want 6 each", a, b)
 	}
 	w.take("c")
@@ -169,7 +159,7 @@ func TestStuckWorkerQuarantineDoublesAndIsForgotten(t *testing.T) {
 	keys := partitionKeys(12)
 	w := newStuckWorld(t, keys, "a", "b")
 	_, plan := w.step()
-	bKeys := ownedBy(plan, "b")
+	bKeys := harness.OwnedBy(plan, "b")
 	// b takes one of its keys only.
 	if r := w.apply(fsm.Acquire{Key: bKeys[0], Holder: "b#1", TTL: time.Second}); r.Code != fsm.Granted {
 		t.Fatalf("acquire = %v", r.Code)
@@ -180,7 +170,7 @@ func TestStuckWorkerQuarantineDoublesAndIsForgotten(t *testing.T) {
 	if !slices.Equal(stuck, []string{"b"}) {
 		t.Fatalf("stuck = %v, want [b]", stuck)
 	}
-	if got := ownedBy(plan, "b"); !slices.Equal(got, bKeys[:1]) {
+	if got := harness.OwnedBy(plan, "b"); !slices.Equal(got, bKeys[:1]) {
 		t.Fatalf("stuck b targeted at %v, want only the key it holds %v", got, bKeys[:1])
 	}
 	w.take("b")
@@ -193,8 +183,8 @@ func TestStuckWorkerQuarantineDoublesAndIsForgotten(t *testing.T) {
 	// Then it is let back and gets keys again.
 	w.clock.Advance(time.Millisecond)
 	stuck, plan = w.step()
-	if len(stuck) != 0 || len(ownedBy(plan, "b")) <= 1 {
-		t.Fatalf("after one grace: stuck = %v, b targeted at %v; want b let back with new keys", stuck, ownedBy(plan, "b"))
+	if len(stuck) != 0 || len(harness.OwnedBy(plan, "b")) <= 1 {
+		t.Fatalf("after one grace: stuck = %v, b targeted at %v; want b let back with new keys", stuck, harness.OwnedBy(plan, "b"))
 	}
 	w.handBack()
 	w.step()
@@ -228,13 +218,13 @@ func TestStuckMarksOfThePreviousLeader(t *testing.T) {
 	w := newStuckWorld(t, partitionKeys(4), "a", "b")
 	w.apply(fsm.MarkStuck{Group: "g", Workers: []string{"b"}})
 	stuck, plan := w.step()
-	if !slices.Equal(stuck, []string{"b"}) || len(ownedBy(plan, "b")) != 0 {
-		t.Fatalf("stuck = %v, b targeted at %v; want the previous leader's mark kept", stuck, ownedBy(plan, "b"))
+	if !slices.Equal(stuck, []string{"b"}) || len(harness.OwnedBy(plan, "b")) != 0 {
+		t.Fatalf("stuck = %v, b targeted at %v; want the previous leader's mark kept", stuck, harness.OwnedBy(plan, "b"))
 	}
 	w.take()
 	w.clock.Advance(testGrace)
-	if stuck, plan := w.step(); len(stuck) != 0 || len(ownedBy(plan, "b")) == 0 {
-		t.Fatalf("after one grace: stuck = %v, b targeted at %v; want b let back", stuck, ownedBy(plan, "b"))
+	if stuck, plan := w.step(); len(stuck) != 0 || len(harness.OwnedBy(plan, "b")) == 0 {
+		t.Fatalf("after one grace: stuck = %v, b targeted at %v; want b let back", stuck, harness.OwnedBy(plan, "b"))
 	}
 }
 
@@ -285,7 +275,7 @@ func TestPlacementKeepOnlyWorker(t *testing.T) {
 	keys := partitionKeys(30)
 	workers := []candidate{{id: "a"}, {id: "b"}, {id: "c"}}
 	prev := place(keys, workers, 0, nil, noControl)
-	cKeys := ownedBy(prev, "c")
+	cKeys := harness.OwnedBy(prev, "c")
 	kept := map[string]string{}
 	for k, w := range prev {
 		if w != "c" || k == cKeys[0] {
@@ -294,7 +284,7 @@ func TestPlacementKeepOnlyWorker(t *testing.T) {
 	}
 	workers[2] = candidate{id: "c", capacity: 1, keepOnly: true}
 	plan := place(keys, workers, 0, kept, noControl)
-	if got := ownedBy(plan, "c"); !slices.Equal(got, cKeys[:1]) {
+	if got := harness.OwnedBy(plan, "c"); !slices.Equal(got, cKeys[:1]) {
 		t.Errorf("keep-only c targeted at %v, want %v", got, cKeys[:1])
 	}
 	if len(plan) != len(keys) {
