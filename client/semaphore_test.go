@@ -15,23 +15,23 @@ func TestSemaphoreTakesOneSlotEach(t *testing.T) {
 	b := newCandidate(t, f, "job-b")
 	c := newCandidate(t, f, "job-c")
 
-	la, err := a.AcquireSemaphore(ctx, "nightly", 2, WithTTL(ttl))
-	if err != nil {
-		t.Fatalf("a: %v", err)
+	// takes acquires a slot for who, which must be the first free one.
+	takes := func(who string, cl *Client, want string) *Lease {
+		t.Helper()
+		l, err := cl.AcquireSemaphore(ctx, "nightly", 2, WithTTL(ttl))
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		if l.Key() != want {
+			t.Errorf("%s got %s, want the first free slot %s", who, l.Key(), want)
+		}
+		return l
 	}
-	if la.Key() != "nightly/slot-0" {
-		t.Errorf("a got %s, want the first free slot nightly/slot-0", la.Key())
-	}
+	la := takes("a", a, "nightly/slot-0")
 	if _, err := a.AcquireSemaphore(ctx, "nightly", 2, WithTTL(ttl)); !errors.Is(err, ErrDuplicateLease) {
 		t.Errorf("a again = %v, want ErrDuplicateLease (one slot per holder)", err)
 	}
-	lb, err := b.AcquireSemaphore(ctx, "nightly", 2, WithTTL(ttl))
-	if err != nil {
-		t.Fatalf("b: %v", err)
-	}
-	if lb.Key() != "nightly/slot-1" {
-		t.Errorf("b got %s, want nightly/slot-1", lb.Key())
-	}
+	lb := takes("b", b, "nightly/slot-1")
 	if _, err := c.AcquireSemaphore(ctx, "nightly", 2, WithTTL(ttl)); !errors.Is(err, ErrHeld) {
 		t.Errorf("c without waiting = %v, want ErrHeld", err)
 	}
