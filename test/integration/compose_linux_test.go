@@ -306,7 +306,7 @@ func TestDockerComposeSecure(t *testing.T) {
 			t.Fatalf("chown %s: %v", f, err)
 		}
 	}
-	key := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+	key := newGossipKey(t)
 	r := upCompose(t, compose, "docker-compose.secure.yml", "TENURE_TLS_DIR="+p.dir, "TENURE_GOSSIP_KEY="+key)
 	var https []string
 	for _, a := range r.addrs {

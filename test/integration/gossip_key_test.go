@@ -14,14 +14,20 @@ import (
 	"github.com/tenure-io/tenure/test/harness"
 )
 
+// newGossipKey is a new gossip key from `tenure keygen`.
+func newGossipKey(t *testing.T) string {
+	t.Helper()
+	return strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+}
+
 // TestGossipKeyRotation: three servers and a worker gossip under a key from
 // `tenure keygen`; a server with another key never joins them; the
 // operator rotates the key with `tenure operator keyring` while everyone
 // stays a member; and a server restarted with its old -gossip-key flag
 // comes back under the rotated key, which its data dir kept.
 func TestGossipKeyRotation(t *testing.T) {
-	oldKey := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
-	newKey := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+	oldKey := newGossipKey(t)
+	newKey := newGossipKey(t)
 	if oldKey == newKey {
 		t.Fatal("keygen made the same key twice")
 	}
@@ -111,8 +117,8 @@ func fingerprint(t *testing.T, key string) string {
 // fixes it; the server's lines about the refused gossip name the worker
 // (its node name and gossip address), not only a connection's source port.
 func TestWorkerWithoutTheGossipKeySaysSo(t *testing.T) {
-	key := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
-	other := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+	key := newGossipKey(t)
+	other := newGossipKey(t)
 	c := newCluster(t)
 	c.nodeArgs = func(*testing.T, *node) []string { return []string{"-gossip-key", key} }
 	c.boot(t, 1)

@@ -18,7 +18,7 @@ import (
 // client certificate, a bound token and the gossip key, the Go client's
 // kept-alive lease, an Election and a Worker do their jobs unchanged.
 func TestSecureClusterClients(t *testing.T) {
-	gossipKey := strings.TrimSpace(mustRunTenure(t, nil, "keygen").stdout)
+	gossipKey := newGossipKey(t)
 	c, tc := startSecureCluster(t, 3, "app", "-gossip-key", gossipKey)
 	newClient := func(holder, token string) *client.Client {
 		t.Helper()
