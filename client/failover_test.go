@@ -42,12 +42,7 @@ func TestFailoverFirstRetryIsQuickThenBacksOff(t *testing.T) {
 			})
 			cfg := DefaultConfig()
 			cfg.Addresses = []string{srv.URL}
-			c, err := New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := &sleepRecorder{}
-			c.sleep = rec.sleep
+			c, rec := newRecordingClient(t, cfg)
 			var ceilings []time.Duration
 			c.jitter = func(d time.Duration) time.Duration {
 				ceilings = append(ceilings, d)

@@ -123,13 +123,21 @@ func newTestClient(t *testing.T, addrs ...string) (*Client, *sleepRecorder) {
 	cfg.RetryMax = 3
 	cfg.RetryBaseDelay = 100 * time.Millisecond
 	cfg.RetryMaxDelay = time.Second
+	c, rec := newRecordingClient(t, cfg)
+	c.jitter = func(d time.Duration) time.Duration { return d }
+	return c, rec
+}
+
+// newRecordingClient returns a client of cfg whose backoff does not wait
+// but records each delay.
+func newRecordingClient(t *testing.T, cfg *Config) (*Client, *sleepRecorder) {
+	t.Helper()
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	rec := &sleepRecorder{}
 	c.sleep = rec.sleep
-	c.jitter = func(d time.Duration) time.Duration { return d }
 	return c, rec
 }
 

@@ -119,13 +119,8 @@ func TestSetupMistakesFailAtOnceNamingTheSetting(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Addresses = []string{tt.addr}
 			cfg.TLS = tt.tls
-			c, err := New(cfg)
-			if err != nil {
-				t.Fatalf("New: %v", err)
-			}
-			rec := &sleepRecorder{}
-			c.sleep = rec.sleep
-			_, _, err = c.Status(context.Background())
+			c, rec := newRecordingClient(t, cfg)
+			_, _, err := c.Status(context.Background())
 			var se *SetupError
 			if !errors.As(err, &se) {
 				t.Fatalf("Status: %v, want a *SetupError", err)
