@@ -37,14 +37,14 @@ func idleWindow(view string) time.Duration {
 func pageIsIdle(t *testing.T, b *browser) {
 	for _, view := range []string{"cluster", "leases", "groups", "workers", "events"} {
 		b.view(view)
-		// Settled: no request for two seconds (the view's first reads,
+		// Settled: no request for a second (the view's first reads,
 		// then the blocking ones that wait).
 		if _, err := eval[bool](b, sentJS); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(20 * time.Second)
 		for seen := -1; ; {
-			time.Sleep(2 * time.Second)
+			time.Sleep(time.Second)
 			n, err := eval[int](b, `window.sentPaths.length`)
 			if err != nil {
 				t.Fatal(err)

@@ -22,7 +22,7 @@ var (
 	flagSeed     = flag.Uint64("seed", 0, "seed of the fault schedules, targets and operation mixes (0: from the clock; printed)")
 	flagSuite    = flag.String("suite", "short", "short: three-node suite of make test; long: every fault in one long run (make jepsen)")
 	flagNodes    = flag.Int("nodes", 3, "servers per run (3 or 5)")
-	flagLimit    = flag.Duration("time-limit", 0, "length of each run's fault phase (default: 100s short, 10m long)")
+	flagLimit    = flag.Duration("time-limit", 0, "length of each run's fault phase (default: 75s short, 10m long)")
 	flagNemesis  = flag.String("nemesis", "", "comma-separated nemeses: run one scenario with just these (see nemesis_linux.go)")
 	flagWorkload = flag.String("workload", "", "comma-separated workloads for the -nemesis scenario: register, mutex, elect, place")
 	flagControls = flag.Bool("controls", true, "also run the negative controls")
@@ -55,7 +55,7 @@ func TestJepsen(t *testing.T) {
 	}
 	limit := *flagLimit
 	if limit == 0 {
-		limit = 100 * time.Second
+		limit = 75 * time.Second
 		if *flagSuite == "long" {
 			limit = 10 * time.Minute
 		}
