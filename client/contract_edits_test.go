@@ -119,9 +119,7 @@ func TestGroupPutCASAndReplace(t *testing.T) {
 }
 
 func TestGroupsEditControl(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, map[string]any{"key": "k", "disabled": true, "prohibited": []string{"w1"}})
-	})
+	srv := answeringServer(t, 200, map[string]any{"key": "k", "disabled": true, "prohibited": []string{"w1"}})
 	c, _ := newTestClient(t, srv.hostPort())
 	on := true
 	ctl, err := c.Groups().EditControl(context.Background(), "k", KeyControlEdit{Disabled: &on, Prohibit: []string{"w1"}})

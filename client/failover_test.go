@@ -67,9 +67,7 @@ func TestFailoverFirstRetryIsQuickThenBacksOff(t *testing.T) {
 // the client's Timeout: a call spans an election. The context still ends
 // it earlier.
 func TestFailoverRetriesSpanTheClientTimeout(t *testing.T) {
-	noLeader := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, 503, wire.CodeNoLeader, "no leader")
-	})
+	noLeader := failingServer(t, 503, wire.CodeNoLeader, "no leader")
 	// Timeout 5s, RetryMax 3, backoff 100ms doubling up to 1s, jitter at
 	// its ceiling: 100+200+400+800+1000+1000+1000 = 4.5s; one more second
 	// would pass 5s.

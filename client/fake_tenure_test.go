@@ -74,19 +74,21 @@ func newFakeTenure(t *testing.T) *fakeTenure {
 
 func (f *fakeTenure) serve(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
+	key, isLease := strings.CutPrefix(p, "/v1/leases/")
+	renewKey, isRenew := strings.CutPrefix(p, "/v1/renew/")
 	switch {
-	case r.Method == http.MethodPut && strings.HasPrefix(p, "/v1/leases/"):
-		f.acquire(w, r, strings.TrimPrefix(p, "/v1/leases/"))
+	case r.Method == http.MethodPut && isLease:
+		f.acquire(w, r, key)
 	case r.Method == http.MethodPost && p == "/v1/renew":
 		f.renewMany(w, r)
-	case r.Method == http.MethodPost && strings.HasPrefix(p, "/v1/renew/"):
-		f.renewOne(w, r, strings.TrimPrefix(p, "/v1/renew/"))
-	case r.Method == http.MethodDelete && strings.HasPrefix(p, "/v1/leases/"):
-		f.release(w, r, strings.TrimPrefix(p, "/v1/leases/"))
+	case r.Method == http.MethodPost && isRenew:
+		f.renewOne(w, r, renewKey)
+	case r.Method == http.MethodDelete && isLease:
+		f.release(w, r, key)
 	case r.Method == http.MethodGet && p == "/v1/leases":
 		f.list(w, r)
-	case r.Method == http.MethodGet && strings.HasPrefix(p, "/v1/leases/"):
-		f.get(w, r, strings.TrimPrefix(p, "/v1/leases/"))
+	case r.Method == http.MethodGet && isLease:
+		f.get(w, r, key)
 	default:
 		writeError(w, 404, wire.CodeNotFound, "no route "+r.Method+" "+p)
 	}

@@ -46,6 +46,20 @@ func newFakeServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Requ
 	return f
 }
 
+// answeringServer returns a fake server that answers every request with
+// status and v as JSON.
+func answeringServer(t *testing.T, status int, v any) *fakeServer {
+	t.Helper()
+	return newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeJSON(w, status, v) })
+}
+
+// failingServer returns a fake server that answers every request with the
+// API error of status, code and msg.
+func failingServer(t *testing.T, status int, code, msg string) *fakeServer {
+	t.Helper()
+	return newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) { writeError(w, status, code, msg) })
+}
+
 // requests returns a copy of the requests received so far.
 func (f *fakeServer) requests() []seenRequest {
 	f.mu.Lock()

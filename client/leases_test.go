@@ -36,9 +36,7 @@ func TestAcquireSendsContractBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-				writeJSON(w, tt.status, testLease("scene-01"))
-			})
+			srv := answeringServer(t, tt.status, testLease("scene-01"))
 			c, _ := newTestClient(t, srv.URL)
 			l, meta, err := c.Leases().Acquire(context.Background(), "scene-01", tt.req)
 			if err != nil {
@@ -367,9 +365,7 @@ func TestRevokeAndKeyPaths(t *testing.T) {
 // A revoke whose outcome is unknown is not retried: a second revoke could
 // free a lease granted to someone else after the first one.
 func TestRevokeIsNotRetriedAfterUnknownOutcome(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, http.StatusServiceUnavailable, wire.CodeLeadershipLost, "outcome unknown")
-	})
+	srv := failingServer(t, http.StatusServiceUnavailable, wire.CodeLeadershipLost, "outcome unknown")
 	c, _ := newTestClient(t, srv.URL)
 	_, err := c.Leases().Revoke(context.Background(), "scene-01")
 	if !errors.Is(err, ErrLeadershipLost) {

@@ -109,9 +109,7 @@ func TestListPage(t *testing.T) {
 // A server that answers the same next twice would make List loop forever:
 // List fails instead.
 func TestListStopsOnRepeatedCursor(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, map[string]any{"leases": []any{testLease("a")}, "index": 1, "next": "same"})
-	})
+	srv := answeringServer(t, 200, map[string]any{"leases": []any{testLease("a")}, "index": 1, "next": "same"})
 	c, _ := newTestClient(t, srv.URL)
 	if _, _, err := c.Leases().List(context.Background(), nil, nil); err == nil {
 		t.Errorf("List with a server that repeats its cursor: no error")

@@ -15,9 +15,7 @@ import (
 // of whichever server was tried last; the error names every server tried
 // and still matches ErrNoLeader.
 func TestGivingUpReportsTheMostTellingAnswer(t *testing.T) {
-	survivor := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, http.StatusServiceUnavailable, wire.CodeNoLeader, "n1 has no leader: it is candidate in term 7 and cannot reach a quorum")
-	})
+	survivor := failingServer(t, http.StatusServiceUnavailable, wire.CodeNoLeader, "n1 has no leader: it is candidate in term 7 and cannot reach a quorum")
 	down1, down2 := downAddress(t), downAddress(t)
 	c, _ := newTestClient(t, survivor.URL, down1, down2)
 	c.cfg.RetryMax = 5

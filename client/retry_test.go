@@ -104,9 +104,7 @@ func TestRetryDependsOnStatus(t *testing.T) {
 }
 
 func TestRetryRotatesPastDownAddress(t *testing.T) {
-	up := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, testLease("k"))
-	})
+	up := answeringServer(t, 200, testLease("k"))
 	c, rec := newTestClient(t, downAddress(t), up.URL)
 	ctx := context.Background()
 
@@ -190,9 +188,7 @@ func TestRetryAfterBeyondDeadlineGivesUpAtOnce(t *testing.T) {
 func TestRetryStopsAtRetryMax(t *testing.T) {
 	// A timeout is no failover: RetryMax bounds it (failover_test.go has
 	// the failover schedule).
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, 504, wire.CodeTimeout, "timeout")
-	})
+	srv := failingServer(t, 504, wire.CodeTimeout, "timeout")
 	c, rec := newTestClient(t, srv.URL) // RetryMax 3
 	_, _, err := c.Leases().Get(context.Background(), "k", nil)
 	if !errors.Is(err, ErrTimeout) {
@@ -229,9 +225,7 @@ func TestBackoffCeiling(t *testing.T) {
 func TestContextCancelStopsRetries(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, 503, wire.CodeNoLeader, "no leader")
-	})
+	srv := failingServer(t, 503, wire.CodeNoLeader, "no leader")
 	c, _ := newTestClient(t, srv.URL)
 	c.cfg.RetryBaseDelay = time.Hour
 	c.cfg.RetryMaxDelay = time.Hour
@@ -255,9 +249,7 @@ func TestContextCancelStopsRetries(t *testing.T) {
 }
 
 func TestCanceledContextSendsNothing(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, testLease("k"))
-	})
+	srv := answeringServer(t, 200, testLease("k"))
 	c, rec := newTestClient(t, srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -347,16 +339,12 @@ func TestUnreachableLeaderIsNotFollowedAgain(t *testing.T) {
 }
 
 func TestFailedAnswerNamingLeaderIsFollowed(t *testing.T) {
-	leader := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, testLease("k"))
-	})
+	leader := answeringServer(t, 200, testLease("k"))
 	follower := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		w.Header().Set(HeaderLeaderAddr, leader.hostPort())
 		writeError(w, 503, wire.CodeLeadershipLost, "lost")
 	})
-	other := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, testLease("k"))
-	})
+	other := answeringServer(t, 200, testLease("k"))
 	c, _ := newTestClient(t, follower.URL, other.URL, leader.URL)
 	if _, _, err := c.Leases().Renew(context.Background(), "k", "h1", 17); err != nil {
 		t.Fatalf("Renew: %v", err)
@@ -374,9 +362,7 @@ func TestConcurrentCallsWithFailover(t *testing.T) {
 		}
 		writeJSON(w, 200, testLease("k"))
 	})
-	good := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, testLease("k"))
-	})
+	good := answeringServer(t, 200, testLease("k"))
 	c, _ := newTestClient(t, flaky.URL, downAddress(t), good.URL)
 	c.cfg.RetryMax = 10
 	var wg sync.WaitGroup

@@ -61,9 +61,7 @@ func TestSetupMistakesFailAtOnceNamingTheSetting(t *testing.T) {
 	certFile, keyFile, clientCert := selfSignedClient(t, dir, "app")
 	mutual := newTLSServer(t, clientCert)
 	caFile := writePEM(t, dir, "ca.pem", "CERTIFICATE", mutual.Certificate().Raw)
-	plain := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, map[string]any{"node_id": "n1"})
-	})
+	plain := answeringServer(t, 200, map[string]any{"node_id": "n1"})
 	tlsPlainAnswer := httptest.NewTLSServer(http.NotFoundHandler())
 	t.Cleanup(tlsPlainAnswer.Close)
 	otherHTTP := httptest.NewServer(http.NotFoundHandler()) // "404 page not found", text/plain
@@ -151,9 +149,7 @@ func TestSetupMistakesFailAtOnceNamingTheSetting(t *testing.T) {
 // A mistake that concerns one configured address only moves the call on
 // to the next: the other servers still answer.
 func TestSetupMistakeOfOneAddressMovesOn(t *testing.T) {
-	good := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, map[string]any{"node_id": "n2"})
-	})
+	good := answeringServer(t, 200, map[string]any{"node_id": "n2"})
 	otherHTTP := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(otherHTTP.Close)
 	c, _ := newTestClient(t, otherHTTP.URL, good.URL)
@@ -183,9 +179,7 @@ func TestUnreachableServerIsStillRetried(t *testing.T) {
 // An acquisition that would wait for ever still fails at once on a
 // mistake in the setup: waiting cannot cure it either.
 func TestSetupMistakeEndsAWaitingAcquire(t *testing.T) {
-	plain := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeError(w, 503, "no_leader", "no leader")
-	})
+	plain := failingServer(t, 503, "no_leader", "no leader")
 	cfg := DefaultConfig()
 	cfg.Addresses = []string{"https://" + plain.hostPort()}
 	c, err := New(cfg)

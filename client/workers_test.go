@@ -85,9 +85,7 @@ func TestWorkersList(t *testing.T) {
 // SetControlWith sends the controls alone: the path names the key, and
 // an answer's Ended is not sent back (the server refuses both fields).
 func TestSetControlSendsOnlyTheControls(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		writeJSON(w, 200, KeyControl{Key: "k", Disabled: true, Prohibited: []string{"h1"}})
-	})
+	srv := answeringServer(t, 200, KeyControl{Key: "k", Disabled: true, Prohibited: []string{"h1"}})
 	c, _ := newTestClient(t, srv.hostPort())
 	read := KeyControl{Key: "k", Disabled: true, Prohibited: []string{"h1"}, Ended: []RevokedLease{{Key: "k", Holder: "h1", Token: 3}}}
 	if _, err := c.Groups().SetControlWith(context.Background(), "k", read); err != nil {
