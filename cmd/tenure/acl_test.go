@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -110,8 +109,7 @@ func TestServerACLSettings(t *testing.T) {
 	if err != nil || !s.cluster.ACLEnabled || s.cluster.ACLDefaultPolicy != cluster.ACLDeny {
 		t.Errorf("env: %+v %v", s, err)
 	}
-	path := filepath.Join(t.TempDir(), "c.json")
-	os.WriteFile(path, []byte(`{"acl-enabled": true, "acl-default-policy": "allow", "metrics-open": true}`), 0o600)
+	path := writeFile(t, filepath.Join(t.TempDir(), "c.json"), `{"acl-enabled": true, "acl-default-policy": "allow", "metrics-open": true}`)
 	s, err = loadServerSettings([]string{"-dev", "-config", path}, none)
 	if err != nil || !s.cluster.ACLEnabled || s.cluster.ACLDefaultPolicy != cluster.ACLAllow || !s.metricsOpen {
 		t.Errorf("config file: %+v %v", s, err)
@@ -164,9 +162,7 @@ func TestServerACLsNeedRaftTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, caFile, string(ca.CertPEM()))
 	if err := cluster.WriteCertPair(cert, key, pair); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,9 +15,7 @@ func TestDriftClock(t *testing.T) {
 	if err := c.load(path); err != nil || c.rate != 1 {
 		t.Fatalf("missing file: rate %v, err %v; want 1, nil", c.rate, err)
 	}
-	if err := os.WriteFile(path, []byte("2\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, "2\n")
 	if err := c.load(path); err != nil || c.rate != 2 {
 		t.Fatalf("rate file 2: rate %v, err %v", c.rate, err)
 	}
@@ -32,7 +29,7 @@ func TestDriftClock(t *testing.T) {
 		t.Fatalf("a 100ms timer at rate 2 waits %v of real time, want 50ms", got)
 	}
 	before := c.Now()
-	os.WriteFile(path, []byte("0.5"), 0o644)
+	writeFile(t, path, "0.5")
 	if err := c.load(path); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +37,7 @@ func TestDriftClock(t *testing.T) {
 		t.Fatalf("a rate change moved the clock from %v to %v: want no jump", before, after)
 	}
 	for _, bad := range []string{"fast", "0", "-1", "11"} {
-		os.WriteFile(path, []byte(bad), 0o644)
+		writeFile(t, path, bad)
 		if err := c.load(path); err == nil || c.rate != 0.5 {
 			t.Fatalf("rate %q: err %v, rate %v; want an error and the rate unchanged", bad, err, c.rate)
 		}

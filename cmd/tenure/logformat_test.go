@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,10 +16,7 @@ import (
 // unknown format, or -log-json with -log-format text, is refused naming
 // the flag and the allowed values.
 func TestServerLogFormat(t *testing.T) {
-	config := filepath.Join(t.TempDir(), "server.json")
-	if err := os.WriteFile(config, []byte(`{"log-json": true}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := writeFile(t, filepath.Join(t.TempDir(), "server.json"), `{"log-json": true}`)
 	cases := []struct {
 		name     string
 		args     []string
@@ -80,10 +76,7 @@ func TestCommandsRefuseUnknownLogFormat(t *testing.T) {
 // or config key, the value and the allowed levels, instead of logging at
 // hclog's default.
 func TestServerLogLevel(t *testing.T) {
-	config := filepath.Join(t.TempDir(), "server.json")
-	if err := os.WriteFile(config, []byte(`{"log-level": "verbose"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := writeFile(t, filepath.Join(t.TempDir(), "server.json"), `{"log-level": "verbose"}`)
 	allowed := "trace, debug, info, warn or error"
 	cases := []struct {
 		name    string

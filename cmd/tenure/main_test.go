@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,16 @@ func newFakeServer(t *testing.T, handle http.HandlerFunc) *fakeServer {
 	}))
 	t.Cleanup(f.Close)
 	return f
+}
+
+// writeFile writes data to the file at path, failing t on error, and
+// returns path.
+func writeFile(t *testing.T, path, data string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // only returns the one request the server received.

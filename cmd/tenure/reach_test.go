@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -38,10 +37,7 @@ func countedTLSServer(t *testing.T, clientAuth tls.ClientAuthType) (*httptest.Se
 func TestSetupMistakesFailAtOnceNamingTheFlag(t *testing.T) {
 	dir := t.TempDir()
 	open, openConns := countedTLSServer(t, tls.NoClientCert)
-	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: open.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	caFile := writeFile(t, filepath.Join(dir, "ca.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: open.Certificate().Raw})))
 	mutual, mutualConns := countedTLSServer(t, tls.RequireAnyClientCert)
 	var plainConns atomic.Int64
 	plain := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,10 +16,7 @@ import (
 
 func TestServerTLSSettings(t *testing.T) {
 	dir := t.TempDir()
-	config := filepath.Join(dir, "server.json")
-	if err := os.WriteFile(config, []byte(`{"tls-cert-file":"file.pem","tls-key-file":"file-key.pem","tls-ca-file":"file-ca.pem","tls-verify-incoming":true}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	config := writeFile(t, filepath.Join(dir, "server.json"), `{"tls-cert-file":"file.pem","tls-key-file":"file-key.pem","tls-ca-file":"file-ca.pem","tls-verify-incoming":true}`)
 	base := []string{"-data-dir", dir}
 	tests := []struct {
 		name    string
@@ -94,10 +90,7 @@ func TestForwardingVerifiesTheServerRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, ca.CertPEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	caFile := writeFile(t, filepath.Join(dir, "ca.pem"), string(ca.CertPEM()))
 	write := func(name string, pair cluster.CertPair, err error) cluster.TLSFiles {
 		t.Helper()
 		if err != nil {

@@ -15,10 +15,7 @@ import (
 // -confirm, the id of the cluster it reaches; anything else restores
 // nothing (no PUT /v1/snapshot).
 func TestSnapshotRestoreAsksForTheClusterID(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "backup.snap")
-	if err := os.WriteFile(file, fsm.New().Backup(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeFile(t, filepath.Join(t.TempDir(), "backup.snap"), string(fsm.New().Backup()))
 	newServer := func(t *testing.T) *fakeServer {
 		return newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodGet {
