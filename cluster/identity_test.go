@@ -228,32 +228,25 @@ func relay(t *testing.T, target string) (addr string, conns func() int) {
 	n := 0
 	var open []net.Conn
 	t.Cleanup(func() {
-		ln.Close()
 		mu.Lock()
 		defer mu.Unlock()
 		for _, c := range open {
 			c.Close()
 		}
 	})
-	go func() {
-		for {
-			in, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			out, err := net.Dial("tcp", target)
-			if err != nil {
-				in.Close()
-				continue
-			}
-			mu.Lock()
-			n++
-			open = append(open, in, out)
-			mu.Unlock()
-			go func() { io.Copy(out, in); out.Close() }()
-			go func() { io.Copy(in, out); in.Close() }()
+	harness.AcceptEach(t, ln, func(in net.Conn) {
+		out, err := net.Dial("tcp", target)
+		if err != nil {
+			in.Close()
+			return
 		}
-	}()
+		mu.Lock()
+		n++
+		open = append(open, in, out)
+		mu.Unlock()
+		go func() { io.Copy(out, in); out.Close() }()
+		go func() { io.Copy(in, out); in.Close() }()
+	})
 	return ln.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 
@@ -488,17 +481,10 @@ func handshakeOnly(t *testing.T, addr string, files certs.Files) string {
 	if err != nil {
 		t.Fatalf("listen at %s: %v", addr, err)
 	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.(*tls.Conn).Handshake()
-			conn.Close()
-		}
-	}()
+	harness.AcceptEach(t, ln, func(conn net.Conn) {
+		conn.(*tls.Conn).Handshake()
+		conn.Close()
+	})
 	return ln.Addr().String()
 }
 

@@ -57,3 +57,14 @@ func FreeAddr(t testing.TB) string {
 func Loopback(port int) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
+
+// AcceptEach hands each connection accepted on ln to handle, on the one
+// accepting goroutine, until ln is closed; t's cleanup closes it.
+func AcceptEach(t testing.TB, ln net.Listener, handle func(net.Conn)) {
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for conn, err := ln.Accept(); err == nil; conn, err = ln.Accept() {
+			handle(conn)
+		}
+	}()
+}

@@ -1,9 +1,11 @@
 package harness
 
 import (
+	"io"
 	"net"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func TestFreePortsAreDistinctLoopbackPorts(t *testing.T) {
@@ -33,5 +35,28 @@ func TestFreeAddrIsOnLoopback(t *testing.T) {
 	}
 	if p, err := strconv.Atoi(port); err != nil || Loopback(p) != net.JoinHostPort(host, port) {
 		t.Errorf("got port %q, want a number that Loopback turns back into the address", port)
+	}
+}
+
+func TestAcceptEachHandsOverEveryConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	AcceptEach(t, ln, func(c net.Conn) {
+		c.Write([]byte("x"))
+		c.Close()
+	})
+	for i := range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		b, err := io.ReadAll(c)
+		c.Close()
+		if err != nil || string(b) != "x" {
+			t.Errorf("connection %d: read %q, %v; want \"x\"", i, b, err)
+		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // connectTime returns the fastest of three TCP connects from node from
@@ -74,16 +76,9 @@ func TestShapeJitterKeepsStreamsWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
+	harness.AcceptEach(t, l, func(c net.Conn) {
+		go func() { io.Copy(c, c); c.Close() }()
+	})
 	for _, node := range []string{"n1", "n2"} {
 		if err := n.Shape(node, Shaping{Delay: 10 * time.Millisecond, Jitter: 10 * time.Millisecond}); err != nil {
 			t.Fatal(err)
