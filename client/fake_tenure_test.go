@@ -20,6 +20,7 @@ import (
 // inject failures through its fields, under mu.
 type fakeTenure struct {
 	*fakeServer
+	routes *http.ServeMux
 
 	mu     sync.Mutex
 	token  uint64
@@ -63,7 +64,16 @@ type fakeRenew struct {
 
 func newFakeTenure(t *testing.T) *fakeTenure {
 	t.Helper()
-	f := &fakeTenure{leases: map[string]*fakeLease{}, index: 1, changed: make(chan struct{})}
+	f := &fakeTenure{leases: map[string]*fakeLease{}, index: 1, changed: make(chan struct{}), routes: http.NewServeMux()}
+	f.routes.HandleFunc("PUT /v1/leases/{key...}", keyed(f.acquire))
+	f.routes.HandleFunc("POST /v1/renew", f.renewMany)
+	f.routes.HandleFunc("POST /v1/renew/{key...}", keyed(f.renewOne))
+	f.routes.HandleFunc("DELETE /v1/leases/{key...}", keyed(f.release))
+	f.routes.HandleFunc("GET /v1/leases", f.list)
+	f.routes.HandleFunc("GET /v1/leases/{key...}", keyed(f.get))
+	f.routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, 404, wire.CodeNotFound, "no route "+r.Method+" "+r.URL.Path)
+	})
 	f.fakeServer = newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		// fakeServer has read the body into its record.
 		r.Body = io.NopCloser(strings.NewReader(f.fakeServer.requests()[n-1].Body))
@@ -72,26 +82,11 @@ func newFakeTenure(t *testing.T) *fakeTenure {
 	return f
 }
 
-func (f *fakeTenure) serve(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Path
-	key, isLease := strings.CutPrefix(p, "/v1/leases/")
-	renewKey, isRenew := strings.CutPrefix(p, "/v1/renew/")
-	switch {
-	case r.Method == http.MethodPut && isLease:
-		f.acquire(w, r, key)
-	case r.Method == http.MethodPost && p == "/v1/renew":
-		f.renewMany(w, r)
-	case r.Method == http.MethodPost && isRenew:
-		f.renewOne(w, r, renewKey)
-	case r.Method == http.MethodDelete && isLease:
-		f.release(w, r, key)
-	case r.Method == http.MethodGet && p == "/v1/leases":
-		f.list(w, r)
-	case r.Method == http.MethodGet && isLease:
-		f.get(w, r, key)
-	default:
-		writeError(w, 404, wire.CodeNotFound, "no route "+r.Method+" "+p)
-	}
+func (f *fakeTenure) serve(w http.ResponseWriter, r *http.Request) { f.routes.ServeHTTP(w, r) }
+
+// keyed serves a route whose path ends in {key...} with h, given the key.
+func keyed(h func(w http.ResponseWriter, r *http.Request, key string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { h(w, r, r.PathValue("key")) }
 }
 
 // wire is the JSON of a lease; f.mu held.
@@ -142,12 +137,11 @@ func (f *fakeTenure) acquire(w http.ResponseWriter, r *http.Request, key string)
 		}
 		changed := f.changed
 		f.mu.Unlock()
-		select {
-		case <-changed:
-		case <-waitEnd:
-			wait = 0
-		case <-r.Context().Done():
+		switch awaitChange(r, changed, waitEnd) {
+		case requestEnded:
 			return
+		case waitEnded:
+			wait = 0
 		}
 		f.mu.Lock()
 	}
@@ -352,12 +346,11 @@ func (f *fakeTenure) get(w http.ResponseWriter, r *http.Request, key string) {
 			writeJSON(w, 200, out)
 			return
 		}
-		select {
-		case <-changed:
-		case <-timeout:
-			min = 0
-		case <-r.Context().Done():
+		switch awaitChange(r, changed, timeout) {
+		case requestEnded:
 			return
+		case waitEnded:
+			min = 0
 		}
 	}
 }
@@ -458,5 +451,26 @@ func resetConn(w http.ResponseWriter, r *http.Request) {
 	}
 	if conn, _, err := hj.Hijack(); err == nil {
 		conn.Close()
+	}
+}
+
+// awaited is what ended an awaitChange.
+type awaited int
+
+const (
+	changeSeen awaited = iota
+	waitEnded
+	requestEnded
+)
+
+// awaitChange waits for changed to be closed, end to fire or r to end.
+func awaitChange(r *http.Request, changed <-chan struct{}, end <-chan time.Time) awaited {
+	select {
+	case <-changed:
+		return changeSeen
+	case <-end:
+		return waitEnded
+	case <-r.Context().Done():
+		return requestEnded
 	}
 }
