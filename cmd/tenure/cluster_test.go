@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -43,9 +42,7 @@ func TestClusterCommands(t *testing.T) {
 }
 
 func TestRemoveUnknownServerFails(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 404, map[string]string{"error": "not_found", "message": "no server n9"})
-	})
+	srv := answering(t, 404, map[string]string{"error": "not_found", "message": "no server n9"})
 	got := runCLI(t, "operator", "remove-server", "n9", "-http-addr", srv.URL)
 	if got.code != exitError || got.stderr != "error: not_found: no server n9\n" {
 		t.Errorf("remove-server n9 = %d, stderr %q; want 1 and the not_found error", got.code, got.stderr)
@@ -70,7 +67,7 @@ func TestStatusReadyIsReadyzsAnswer(t *testing.T) {
 		{"no leader", follower("", ""), "false"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.answer) })
+			srv := answering(t, 200, tt.answer)
 			got := runCLI(t, "status", "-http-addr", srv.URL)
 			for _, line := range strings.Split(got.stdout, "\n") {
 				if f := strings.Fields(line); len(f) == 2 && f[0] == "Ready:" {
@@ -124,7 +121,7 @@ func TestStatusWithoutFailureToleranceFails(t *testing.T) {
 			[]string{"Failure tolerance:", "0"}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.answer) })
+			srv := answering(t, 200, tt.answer)
 			got := runCLI(t, append(tt.args, "-http-addr", srv.URL)...)
 			if got.code != tt.code {
 				t.Errorf("exit code %d, want %d (stderr %q)", got.code, tt.code, got.stderr)
@@ -159,7 +156,7 @@ func TestStatusWithoutLeaderFails(t *testing.T) {
 		{"candidate json", candidate, []string{"status", "-json"}, []string{`"role": "candidate"`}, "no leader: n1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, tt.answer) })
+			srv := answering(t, 200, tt.answer)
 			got := runCLI(t, append(tt.args, "-http-addr", srv.URL)...)
 			if got.code != exitError {
 				t.Errorf("exit code %d, want %d", got.code, exitError)

@@ -61,9 +61,7 @@ func TestDebugCommand(t *testing.T) {
 		t.Errorf("debug onto an existing file: exit %d, stderr %q; want an error about the output", r.code, r.stderr)
 	}
 
-	denied := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 403, wire.ErrorBody{Error: wire.CodePermissionDenied, Message: "no token"})
-	})
+	denied := answering(t, 403, wire.ErrorBody{Error: wire.CodePermissionDenied, Message: "no token"})
 	none := filepath.Join(dir, "none.tar.gz")
 	r = runCLI(t, "debug", "-http-addr", denied.URL, "-output", none)
 	if r.code != exitError || !strings.Contains(r.stderr, "debug right") || !strings.Contains(r.stderr, "no token") {

@@ -3,18 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 )
 
 func TestEventsCommand(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]any{"events": []any{
-			map[string]any{"index": 12, "term": 2, "time": "2026-11-28T23:59:10.932052618Z", "type": "revoked", "key": "jobs/a", "holder": "h1", "token": 4, "by": "0b1f"},
-			map[string]any{"index": 13, "term": 2, "type": "drained", "worker": "w1", "reason": "drained"},
-		}, "index": 13})
-	})
+	srv := answering(t, 200, map[string]any{"events": []any{
+		map[string]any{"index": 12, "term": 2, "time": "2026-11-28T23:59:10.932052618Z", "type": "revoked", "key": "jobs/a", "holder": "h1", "token": 4, "by": "0b1f"},
+		map[string]any{"index": 13, "term": 2, "type": "drained", "worker": "w1", "reason": "drained"},
+	}, "index": 13})
 	got := mustRunCLI(t, "events", "-http-addr", srv.URL, "-index", "11", "-prefix", "jobs/", "-type", "revoked, drained")
 	req := srv.only(t)
 	if req.Path != "/v1/events" || req.Query.Get("index") != "11" || req.Query.Get("prefix") != "jobs/" || req.Query.Get("type") != "revoked,drained" {
@@ -43,9 +40,7 @@ func TestEventsCommandSaysWhereToContinue(t *testing.T) {
 	for i := range page {
 		page[i] = map[string]any{"index": 100 + i, "term": 2, "type": "acquired", "key": "k", "holder": "h", "token": i + 1}
 	}
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]any{"events": page, "index": 100 + eventsPage - 1})
-	})
+	srv := answering(t, 200, map[string]any{"events": page, "index": 100 + eventsPage - 1})
 	got := runCLI(t, "events", "-http-addr", srv.URL)
 	if got.code != exitOK || !strings.Contains(got.stderr, fmt.Sprintf("tenure events -index %d", 100+eventsPage-1)) {
 		t.Errorf("exit %d, stderr %q; want where to continue", got.code, got.stderr)
@@ -57,9 +52,7 @@ func TestEventsCommandErrors(t *testing.T) {
 	if got.code != exitUsage || !strings.Contains(got.stderr, `"nope"`) {
 		t.Errorf("bad -type: exit %d, stderr %q", got.code, got.stderr)
 	}
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 410, map[string]any{"error": "compacted", "message": "gone", "oldest_index": 90})
-	})
+	srv := answering(t, 410, map[string]any{"error": "compacted", "message": "gone", "oldest_index": 90})
 	got = runCLI(t, "events", "-http-addr", srv.URL, "-index", "3", "-follow")
 	if got.code != exitError || !strings.Contains(got.stderr, "-index 90") {
 		t.Errorf("compacted: exit %d, stderr %q; want 1 and a hint to start from 90", got.code, got.stderr)

@@ -54,9 +54,7 @@ func TestKeysEditsAreAtomic(t *testing.T) {
 		{[]string{"allow", "scene-01", "t9"}, `{"allow":["t9"]}`},
 	} {
 		t.Run(tc.args[0], func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-				writeJSON(w, 200, map[string]any{"key": "scene-01", "disabled": true, "prohibited": []string{"t8"}})
-			})
+			srv := answering(t, 200, map[string]any{"key": "scene-01", "disabled": true, "prohibited": []string{"t8"}})
 			got := mustRunCLI(t, append(append([]string{"keys"}, tc.args...), "-http-addr", srv.URL)...)
 			req := srv.only(t)
 			if req.Method != http.MethodPatch || req.Path != "/v1/controls/scene-01" || req.Body != tc.body {
@@ -81,7 +79,7 @@ func TestGroupsCreateReplaceAndCAS(t *testing.T) {
 		{"cas", []string{"-cas", "9"}, "cas=9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, summary) })
+			srv := answering(t, 200, summary)
 			args := append([]string{"groups", "create", "g", "-keys", "a"}, tc.args...)
 			mustRunCLI(t, append(args, "-http-addr", srv.URL)...)
 			if req := srv.only(t); req.Method != "PUT" || req.Query.Encode() != tc.query {
@@ -90,9 +88,7 @@ func TestGroupsCreateReplaceAndCAS(t *testing.T) {
 		})
 	}
 	t.Run("an existing group is not replaced without -replace", func(t *testing.T) {
-		srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, 409, map[string]any{"error": "cas_failed", "message": "group \"g\" exists", "group": summary})
-		})
+		srv := answering(t, 409, map[string]any{"error": "cas_failed", "message": "group \"g\" exists", "group": summary})
 		got := runCLI(t, "groups", "create", "g", "-keys", "a", "-http-addr", srv.URL)
 		if got.code != exitError || !strings.Contains(got.stderr, "cas_failed") || !strings.Contains(got.stderr, "-replace") {
 			t.Errorf("exit %d, stderr %q; want an error that names cas_failed and -replace", got.code, got.stderr)

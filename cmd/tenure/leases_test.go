@@ -83,9 +83,7 @@ func TestLeasesListJSON(t *testing.T) {
 }
 
 func TestLeasesGet(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, lease("partitions/17"))
-	})
+	srv := answering(t, 200, lease("partitions/17"))
 	// Flags may follow the key.
 	got := mustRunCLI(t, "leases", "get", "partitions/17", "-stale", "-http-addr", srv.URL)
 	req := srv.only(t)
@@ -100,9 +98,7 @@ func TestLeasesGet(t *testing.T) {
 }
 
 func TestLeasesGetDefaultAddressFromEnvironment(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, lease("k"))
-	})
+	srv := answering(t, 200, lease("k"))
 	t.Setenv("TENURE_HTTP_ADDR", srv.URL)
 	if got := runCLI(t, "leases", "get", "k"); got.code != exitOK {
 		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
@@ -142,9 +138,7 @@ func TestLeasesAcquire(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-				writeJSON(w, tt.status, lease("scene-01"))
-			})
+			srv := answering(t, tt.status, lease("scene-01"))
 			args := append([]string{"leases", "acquire", "-http-addr", srv.URL}, tt.args...)
 			got := mustRunCLI(t, args...)
 			req := srv.only(t)
@@ -167,9 +161,7 @@ func TestLeasesAcquire(t *testing.T) {
 }
 
 func TestLeasesAcquireGeneratesHolder(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 201, lease("k"))
-	})
+	srv := answering(t, 201, lease("k"))
 	if got := runCLI(t, "leases", "acquire", "k", "-json", "-http-addr", srv.URL); got.code != exitOK {
 		t.Fatalf("exit code %d, stderr %q", got.code, got.stderr)
 	}
@@ -181,9 +173,7 @@ func TestLeasesAcquireGeneratesHolder(t *testing.T) {
 }
 
 func TestLeasesAcquireHeldFails(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 409, map[string]any{"error": "held", "message": "scene-01 is held by tracker-0", "lease": lease("scene-01")})
-	})
+	srv := answering(t, 409, map[string]any{"error": "held", "message": "scene-01 is held by tracker-0", "lease": lease("scene-01")})
 	got := runCLI(t, "leases", "acquire", "scene-01", "-holder", "tracker-1", "-json", "-http-addr", srv.URL)
 	if got.code != exitError {
 		t.Errorf("exit code = %d, want %d", got.code, exitError)
@@ -271,9 +261,7 @@ func TestLeasesReleaseSaysWhatHappened(t *testing.T) {
 		}
 	})
 	t.Run("not the holder", func(t *testing.T) {
-		srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, 409, map[string]any{"error": "not_holder", "message": "key \"scene-01\" is held by \"t0\" under token 17", "lease": lease("scene-01")})
-		})
+		srv := answering(t, 409, map[string]any{"error": "not_holder", "message": "key \"scene-01\" is held by \"t0\" under token 17", "lease": lease("scene-01")})
 		got := runCLI(t, "leases", "release", "scene-01", "-holder", "h", "-token", "17", "-secret", cliSecret, "-http-addr", srv.URL)
 		if got.code != exitError || !strings.Contains(got.stderr, "error: not_holder") || strings.Contains(got.stdout, "Released") {
 			t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and the not_holder error", got.code, got.stdout, got.stderr)
@@ -283,9 +271,7 @@ func TestLeasesReleaseSaysWhatHappened(t *testing.T) {
 }
 
 func TestLeasesRenewLostFails(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 404, map[string]any{"error": "lease_lost", "message": "lease scene-01 token 17 is gone", "reason": "expired"})
-	})
+	srv := answering(t, 404, map[string]any{"error": "lease_lost", "message": "lease scene-01 token 17 is gone", "reason": "expired"})
 	got := runCLI(t, "leases", "renew", "scene-01", "-holder", "h", "-token", "17", "-secret", cliSecret, "-http-addr", srv.URL)
 	if got.code != exitError || !strings.Contains(got.stderr, "error: lease_lost (expired)") {
 		t.Errorf("renew of a lost lease = %d, stderr %q; want 1 and the lease_lost reason", got.code, got.stderr)

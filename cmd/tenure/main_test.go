@@ -41,6 +41,13 @@ func newFakeServer(t *testing.T, handle http.HandlerFunc) *fakeServer {
 	return f
 }
 
+// answering returns a fake server that answers every request with status
+// and v as JSON.
+func answering(t *testing.T, status int, v any) *fakeServer {
+	t.Helper()
+	return newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, status, v) })
+}
+
 // writeFile writes data to the file at path, failing t on error, and
 // returns path.
 func writeFile(t *testing.T, path, data string) string {

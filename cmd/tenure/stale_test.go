@@ -41,9 +41,7 @@ func TestLeasesStale(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-				writeJSON(w, tt.status, tt.answer)
-			})
+			srv := answering(t, tt.status, tt.answer)
 			args := append([]string{"leases", "stale", "-http-addr", srv.URL}, tt.args...)
 			got := runCLI(t, args...)
 			if got.code != tt.wantCode {
@@ -94,7 +92,7 @@ func TestLeasesStaleNamesTheCauseOnAScreenful(t *testing.T) {
 		Groups: []client.GroupHealth{{Group: "partitions", Keys: 1024, UnownedKeys: 992, UnplannedKeys: 992,
 			LiveWorkers: 1, Workers: 1, Room: 32, RoomPerWorkerMin: 32, RoomPerWorkerMax: 32}},
 	}
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, h) })
+	srv := answering(t, 200, h)
 	tests := []struct {
 		name     string
 		args     []string
@@ -190,7 +188,7 @@ func TestLeasesStaleSummary(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := empty()
 			tt.edit(&h)
-			srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, h) })
+			srv := answering(t, 200, h)
 			got := runCLI(t, "leases", "stale", "-http-addr", srv.URL)
 			if got.code != tt.wantCode {
 				t.Fatalf("exit code %d, want %d; stdout %q stderr %q", got.code, tt.wantCode, got.stdout, got.stderr)
@@ -212,7 +210,7 @@ func TestLeasesStaleListsUnownedKeysInCountingOrder(t *testing.T) {
 		g, _, _ := strings.Cut(k, "/")
 		h.Unowned = append(h.Unowned, client.UnownedKey{Group: g, Key: k, UnownedFor: "1m0s"})
 	}
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, h) })
+	srv := answering(t, 200, h)
 	got := runCLI(t, "leases", "stale", "-http-addr", srv.URL)
 	var keys []string
 	for _, line := range strings.Split(got.stdout, "\n") {

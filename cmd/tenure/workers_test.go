@@ -64,9 +64,7 @@ func TestForceFlags(t *testing.T) {
 // A drain that leaves a group without a worker prints the cluster's
 // warning on stderr, and still succeeds.
 func TestDrainPrintsWarnings(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, map[string]any{"worker": "w1", "draining": true, "warnings": []string{`worker "w1" is the last live worker of group "g"`}})
-	})
+	srv := answering(t, 200, map[string]any{"worker": "w1", "draining": true, "warnings": []string{`worker "w1" is the last live worker of group "g"`}})
 	got := runCLI(t, "workers", "drain", "w1", "-http-addr", srv.URL)
 	if got.code != exitOK || !strings.Contains(got.stderr, `warning: worker "w1" is the last live worker of group "g"`) {
 		t.Errorf("exit %d, stderr %q; want 0 and the warning", got.code, got.stderr)
