@@ -193,6 +193,37 @@ func TestAlertRules(t *testing.T) {
 	}
 }
 
+// The shipped alerts cover what operators were promised an alert for: a
+// cluster that cannot lose another voter (tenure_failure_tolerance) and a
+// group with fewer workers able to take keys than its minimum.
+func TestAlertRulesCoverToleranceAndGroupMinimum(t *testing.T) {
+	rgs, errs := rulefmt.ParseFile(alertRules, false, model.LegacyValidation, parser.NewParser(parser.Options{}), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	want := map[string][]string{
+		"TenureNoFailureTolerance":   {"tenure_failure_tolerance"},
+		"TenureGroupBelowMinWorkers": {"tenure_group_eligible_workers", "tenure_group_min_workers"},
+	}
+	for _, g := range rgs.Groups {
+		for _, r := range g.Rules {
+			metrics, ok := want[r.Alert]
+			if !ok {
+				continue
+			}
+			for _, m := range metrics {
+				if !strings.Contains(r.Expr, m) {
+					t.Errorf("alert %s does not read %s: %s", r.Alert, m, r.Expr)
+				}
+			}
+			delete(want, r.Alert)
+		}
+	}
+	for name := range want {
+		t.Errorf("%s has no alert %s", alertRules, name)
+	}
+}
+
 // Every Grafana dashboard is JSON whose queries parse as PromQL and use
 // only documented metrics.
 func TestDashboards(t *testing.T) {
