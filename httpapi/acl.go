@@ -50,17 +50,16 @@ func (s *Server) aclCreateToken(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	ctx, cancel := s.writeCtx(r)
-	defer cancel()
-	tok, err := s.node.ACLs.CreateToken(ctx, cluster.TokenSpec{Description: body.Description, Policies: body.Policies,
-		HolderPrefix: body.HolderPrefix, Management: body.Management})
-	if err != nil {
-		return err
-	}
-	s.log.Info("acl_token_created", "accessor", tok.AccessorID, "by", authz(r).AccessorID(),
-		"policies", tok.Policies, "holder_prefix", tok.HolderPrefix, "management", tok.Management)
-	writeJSON(w, http.StatusOK, tokenOut(tok.ACLToken, tok.SecretID))
-	return nil
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		tok, err := s.node.ACLs.CreateToken(ctx, cluster.TokenSpec{Description: body.Description, Policies: body.Policies,
+			HolderPrefix: body.HolderPrefix, Management: body.Management})
+		if err != nil {
+			return nil, err
+		}
+		s.log.Info("acl_token_created", "accessor", tok.AccessorID, "by", authz(r).AccessorID(),
+			"policies", tok.Policies, "holder_prefix", tok.HolderPrefix, "management", tok.Management)
+		return tokenOut(tok.ACLToken, tok.SecretID), nil
+	})
 }
 
 // aclListTokens answers one page of the tokens, by accessor id (see
@@ -74,9 +73,7 @@ func (s *Server) aclListTokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.readHeaders(w, index)
-	writeStream(w, listAnswer{field: "tokens", n: len(tokens), item: func(i int) any { return tokenOut(tokens[i], "") }, index: index, after: next})
-	return nil
+	return s.writeRead(w, index, listAnswer{field: "tokens", n: len(tokens), item: func(i int) any { return tokenOut(tokens[i], "") }, index: index, after: next})
 }
 
 // aclReadToken answers a token without its secret. The ACL reads answer
@@ -102,9 +99,7 @@ func (s *Server) readToken(w http.ResponseWriter, r *http.Request, accessor stri
 	if err != nil {
 		return err
 	}
-	s.readHeaders(w, tok.CreateIndex)
-	writeJSON(w, http.StatusOK, tokenOut(tok, ""))
-	return nil
+	return s.writeRead(w, tok.CreateIndex, tokenOut(tok, ""))
 }
 
 // aclAuthorize answers POST /v1/acl/authorize: for each check, in order,
@@ -253,9 +248,7 @@ func (s *Server) aclListPolicies(w http.ResponseWriter, r *http.Request) error {
 	for i, p := range policies {
 		out.Policies[i] = policyOut(p)
 	}
-	s.readHeaders(w, index)
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.writeRead(w, index, out)
 }
 
 func (s *Server) aclReadPolicy(w http.ResponseWriter, r *http.Request) error {
@@ -263,9 +256,7 @@ func (s *Server) aclReadPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.readHeaders(w, p.ModifyIndex)
-	writeJSON(w, http.StatusOK, policyOut(p))
-	return nil
+	return s.writeRead(w, p.ModifyIndex, policyOut(p))
 }
 
 func (s *Server) aclDeletePolicy(w http.ResponseWriter, r *http.Request) error {

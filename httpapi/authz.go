@@ -233,14 +233,7 @@ func (s *Server) logRequest(r *http.Request, accessor string, status int, err er
 }
 
 // local runs a guarded handler that answers on this node.
-func (s *Server) local(n need, h handlerFunc) http.Handler {
-	g := s.guard(n, h)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := g(w, r); err != nil {
-			writeError(w, err)
-		}
-	})
-}
+func (s *Server) local(n need, h handlerFunc) http.Handler { return s.guard(n, h) }
 
 // readable is the key filter of the answers that name the keys of a
 // group (its keys, its plan): nil (every key) while ACLs are off, the keys
@@ -250,9 +243,4 @@ func readable(a *cluster.Authorizer) func(key string) bool {
 		return nil
 	}
 	return func(key string) bool { return a.Rights(key)&fsm.RightRead != 0 }
-}
-
-// allowHolder checks the request's holder against its token's binding.
-func allowHolder(r *http.Request, holder string) error {
-	return authz(r).AllowHolder(holder)
 }

@@ -104,7 +104,7 @@ func bodyLimit(r *http.Request) int64 {
 // and only one at a time on this server: an anonymous caller cannot make
 // a server hold hundreds of megabytes.
 func (s *Server) receivingSnapshot(n need, h http.Handler) http.Handler {
-	checked := s.guard(n, func(w http.ResponseWriter, r *http.Request) error {
+	return s.guard(n, func(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case s.snapshotSlot <- struct{}{}:
 			defer func() { <-s.snapshotSlot }()
@@ -113,10 +113,5 @@ func (s *Server) receivingSnapshot(n need, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 		return nil
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := checked(w, r); err != nil {
-			writeError(w, err)
-		}
 	})
 }

@@ -22,6 +22,18 @@ func (s *Server) blockingWait(q url.Values) (time.Duration, error) {
 	return min(wait, s.cfg.MaxBlockingWait), err
 }
 
+// parseIndex reads ?index= of a blocking query; "" is 0.
+func parseIndex(v string) (uint64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, badRequest(wire.CodeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
+	}
+	return n, nil
+}
+
 // readFunc reads the state behind a query: the answer, the index to report,
 // and an error (an error with a non-zero index is answered with that index,
 // e.g. 404 for a key not created yet).
@@ -39,13 +51,9 @@ func (s *Server) blocking(w http.ResponseWriter, r *http.Request, read readFunc)
 // worker's gossip status).
 func (s *Server) blockingOr(w http.ResponseWriter, r *http.Request, also func() <-chan struct{}, read readFunc) error {
 	q := r.URL.Query()
-	var min uint64
-	if v := q.Get("index"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return badRequest(wire.CodeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
-		}
-		min = n
+	min, err := parseIndex(q.Get("index"))
+	if err != nil {
+		return err
 	}
 	wait, err := s.blockingWait(q)
 	if err != nil {
@@ -89,17 +97,24 @@ func (s *Server) blockingOr(w http.ResponseWriter, r *http.Request, also func() 
 				return ctx.Err()
 			}
 		}
-		s.readHeaders(w, index)
 		if err != nil {
+			s.readHeaders(w, index)
 			return err
 		}
-		if st, ok := out.(streamer); ok {
-			writeStream(w, st)
-			return nil
-		}
-		writeJSON(w, http.StatusOK, out)
+		return s.writeRead(w, index, out)
+	}
+}
+
+// writeRead answers 200 with out, a read at index, and the read headers;
+// a streamer streams itself.
+func (s *Server) writeRead(w http.ResponseWriter, index uint64, out any) error {
+	s.readHeaders(w, index)
+	if st, ok := out.(streamer); ok {
+		writeStream(w, st)
 		return nil
 	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // readHeaders says how fresh the answer is: the index, and how stale this

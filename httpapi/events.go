@@ -28,10 +28,9 @@ func (s *Server) parseEventsQuery(r *http.Request) (eventsQuery, error) {
 	q := r.URL.Query()
 	out := eventsQuery{filter: fsm.EventFilter{Prefix: q.Get("prefix")}, limit: cluster.MaxEventsAnswer}
 	if q.Has("index") {
-		v := q.Get("index")
-		n, err := strconv.ParseUint(v, 10, 64)
+		n, err := parseIndex(q.Get("index"))
 		if err != nil {
-			return out, badRequest(wire.CodeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
+			return out, err
 		}
 		out.after, out.block = n, true
 	}
@@ -98,9 +97,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		if len(out.Events) > 0 || !eq.block {
-			s.readHeaders(w, next)
-			writeJSON(w, http.StatusOK, out)
-			return nil
+			return s.writeRead(w, next, out)
 		}
 		after = next // nothing this request may see up to next
 		if len(evs) > 0 {
@@ -113,9 +110,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		case <-r.Context().Done():
 			return r.Context().Err()
 		}
-		s.readHeaders(w, after)
-		writeJSON(w, http.StatusOK, wire.EventList{Events: []wire.Event{}, Index: after})
-		return nil
+		return s.writeRead(w, after, wire.EventList{Events: []wire.Event{}, Index: after})
 	}
 }
 

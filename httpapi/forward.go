@@ -90,12 +90,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
-	if _, err := io.Copy(w, resp.Body); err != nil && !isCanceled(r.Context()) {
+	if _, err := io.Copy(w, resp.Body); err != nil && r.Context().Err() == nil {
 		s.log.Debug("relaying forwarded answer failed", "error", err)
 	}
 }
-
-func isCanceled(ctx context.Context) bool { return ctx.Err() != nil }
 
 // leaderAddrWait bounds how long a request waits for a new leader to give
 // its HTTP address before it is answered no_leader.

@@ -29,7 +29,7 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := allowHolder(r, body.Holder); err != nil {
+	if err := authz(r).AllowHolder(body.Holder); err != nil {
 		return err
 	}
 	// A caller that chose no secret gets one: the answer is the only
@@ -71,7 +71,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	} else if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	if err := allowHolder(r, body.Holder); err != nil {
+	if err := authz(r).AllowHolder(body.Holder); err != nil {
 		return err
 	}
 	ctx, cancel := s.writeCtx(r)
@@ -153,7 +153,7 @@ func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	if err := allowHolder(r, body.Holder); err != nil {
+	if err := authz(r).AllowHolder(body.Holder); err != nil {
 		return err
 	}
 	return s.write(w, r, func(ctx context.Context) (any, error) {

@@ -16,7 +16,7 @@ import (
 // gives (TestParseRenewManyAgreesWithTheDecoder); reflection was a third
 // of a bulk renewal's cost.
 func parseRenewMany(raw []byte) (body wire.RenewManyBody, ok bool) {
-	p := renewParser{b: raw}
+	p := renewParser{strictScanner{b: raw}}
 	if !p.lit('{') || !p.name("holder") {
 		return body, false
 	}
@@ -94,16 +94,8 @@ func parseRenewMany(raw []byte) (body wire.RenewManyBody, ok bool) {
 	return body, p.i == len(p.b)
 }
 
-type renewParser struct {
-	b []byte
-	i int
-}
-
-func (p *renewParser) space() {
-	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
-		p.i++
-	}
-}
+// renewParser reads b from i, skipping whitespace as strictScanner does.
+type renewParser struct{ strictScanner }
 
 // peek skips whitespace and reports whether c is next.
 func (p *renewParser) peek(c byte) bool {

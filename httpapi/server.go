@@ -275,6 +275,13 @@ func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 // handlerFunc is a handler that reports its error for writeError.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// ServeHTTP runs h and answers its error.
+func (h handlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h(w, r); err != nil {
+		writeError(w, err)
+	}
+}
+
 // plain adapts a handler that answers every error itself.
 func plain(h func(w http.ResponseWriter, r *http.Request)) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
@@ -291,9 +298,7 @@ func (s *Server) leader(h handlerFunc) http.Handler {
 			s.forward(w, r)
 			return
 		}
-		if err := h(w, r); err != nil {
-			writeError(w, err)
-		}
+		h.ServeHTTP(w, r)
 	})
 }
 
@@ -302,9 +307,7 @@ func (s *Server) reader(h handlerFunc) http.Handler {
 	lead := s.leader(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if stale(r) {
-			if err := h(w, r); err != nil {
-				writeError(w, err)
-			}
+			h.ServeHTTP(w, r)
 			return
 		}
 		lead.ServeHTTP(w, r)
