@@ -60,15 +60,7 @@ func (r Right) Implied() Right {
 }
 
 // String is the comma-separated names of the rights in r, in bit order.
-func (r Right) String() string {
-	var names []string
-	for i, n := range rightNames {
-		if r&(1<<i) != 0 {
-			names = append(names, n)
-		}
-	}
-	return strings.Join(names, ",")
-}
+func (r Right) String() string { return strings.Join(r.Names(), ",") }
 
 // Names returns the names of the rights in r, in bit order.
 func (r Right) Names() []string {
@@ -345,11 +337,6 @@ func (m *Machine) storeToken(index uint64, t ACLToken) bool {
 	return true
 }
 
-// ACLBootstrapped reports whether the ACL system has been bootstrapped.
-func (m *Machine) ACLBootstrapped() bool {
-	return rlocked(m, func() bool { return m.acl.bootstrapped })
-}
-
 // ACLIndex is the last Raft index that changed a token or a policy.
 func (m *Machine) ACLIndex() uint64 { return rlocked(m, func() uint64 { return m.acl.index }) }
 
@@ -420,14 +407,7 @@ func decodeACL(d *decoder) aclState {
 	a := newACLState()
 	a.bootstrapped = d.bool()
 	a.index = d.uvarint()
-	count := func(what string) uint64 {
-		n := d.uvarint()
-		if d.err == nil && n > uint64(len(d.buf)) {
-			d.fail(fmt.Errorf("%d %s in %d bytes", n, what, len(d.buf)))
-		}
-		return n
-	}
-	n := count("policies")
+	n := d.count("policies")
 	var prev string
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		p := &ACLPolicy{Name: d.string(), Description: d.string(), Rules: decodeRules(d), CreateIndex: d.uvarint(), ModifyIndex: d.uvarint()}
@@ -437,7 +417,7 @@ func decodeACL(d *decoder) aclState {
 		prev = p.Name
 		a.policies[p.Name] = p
 	}
-	n = count("tokens")
+	n = d.count("tokens")
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		t := decodeToken(d)
 		t.CreateIndex = d.uvarint()
@@ -454,7 +434,7 @@ func decodeACL(d *decoder) aclState {
 		a.tokens[t.AccessorID] = &t
 		a.byHash[t.SecretHash] = t.AccessorID
 	}
-	n = count("worker registrations")
+	n = d.count("worker registrations")
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		r := &WorkerRegistration{Worker: d.string(), Groups: d.strings(), Accessor: d.string(), Index: d.uvarint()}
 		if i > 0 && r.Worker <= prev {

@@ -198,18 +198,6 @@ func (m *Machine) RestoreTarget(index, term uint64) RestoreTarget {
 	return to
 }
 
-// PrepareRestore checks backup b and encodes it again for a restore
-// into a running cluster (see RestoreTarget), in the current snapshot
-// format. It returns the new snapshot and what the original held.
-func PrepareRestore(b []byte, to RestoreTarget) ([]byte, SnapshotInfo, error) {
-	bk, err := ReadBackup(b)
-	if err != nil {
-		return nil, SnapshotInfo{}, err
-	}
-	out, _, err := bk.Prepare(to)
-	return out, bk.Info, err
-}
-
 // Prepare encodes the backup again for a restore into a running cluster
 // (see RestoreTarget), in the current snapshot format, and says what the
 // result holds. It may be called once: it changes the decoded state.

@@ -154,9 +154,20 @@ func (d *decoder) string() string { return string(d.bytes()) }
 // takes at least a byte; format, with %d for the length, names it in the
 // error. It is 0 after an error.
 func (d *decoder) listLen(format string) uint64 {
+	return d.bounded(func(n uint64) error { return fmt.Errorf(format+": %w", n, errShort) })
+}
+
+// count is listLen for a section of a snapshot; what names its entries.
+func (d *decoder) count(what string) uint64 {
+	return d.bounded(func(n uint64) error { return fmt.Errorf("%d %s in %d bytes", n, what, len(d.buf)) })
+}
+
+// bounded reads a length that must not exceed the bytes left, failing with
+// tooLong otherwise; it is 0 after an error.
+func (d *decoder) bounded(tooLong func(n uint64) error) uint64 {
 	n := d.uvarint()
 	if d.err == nil && n > uint64(len(d.buf)) {
-		d.fail(fmt.Errorf(format+": %w", n, errShort))
+		d.fail(tooLong(n))
 	}
 	if d.err != nil {
 		return 0

@@ -117,29 +117,14 @@ func (m *Machine) endByControl(index uint64, key string, force bool) *Lease {
 // encodeEnding writes the snapshot section of version 4: the ending
 // leases, as key and reason, in key order (leases is sorted by key).
 func encodeEnding(e *encoder, leases []*Lease) {
-	n := 0
-	for _, l := range leases {
-		if l.Ending != ReasonNone {
-			n++
-		}
-	}
-	e.uvarint(uint64(n))
-	for _, l := range leases {
-		if l.Ending != ReasonNone {
-			e.string(l.Key)
-			e.byte(byte(l.Ending))
-		}
-	}
+	encodeLeasesWith(e, leases, func(l *Lease) bool { return l.Ending != ReasonNone }, func(l *Lease) { e.byte(byte(l.Ending)) })
 }
 
 // decodeEnding reads what encodeEnding wrote and marks those leases of
 // st (read before it, sorted by key) as ending. The leases are replaced,
 // not modified.
 func decodeEnding(d *decoder, st *state) {
-	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.buf)) {
-		d.fail(fmt.Errorf("%d ending leases in %d bytes", n, len(d.buf)))
-	}
+	n := d.count("ending leases")
 	var prev string
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		key, why := d.string(), Reason(d.byte())

@@ -61,9 +61,6 @@ func (t EventType) String() string {
 	return fmt.Sprintf("event(%d)", t)
 }
 
-// EventTypeNames returns the name of every event type, in type order.
-func EventTypeNames() []string { return append([]string(nil), eventNames[1:]...) }
-
 // ParseEventType returns the event type called name ("acquired", …).
 func ParseEventType(name string) (EventType, error) {
 	for i, n := range eventNames {

@@ -182,12 +182,9 @@ func decodeGroupCommand(t Type, d *decoder) Command {
 		return GroupDelete{Name: d.string()}
 	case TypeGroupKeys:
 		return GroupKeys{Name: d.string(), Add: d.strings(), Remove: d.strings()}
-	case TypeKeyControl:
-		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()}, KeepsHolder: true}
-	case TypeKeyControlEnd:
-		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()}}
-	case TypeKeyControlForce:
-		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()}, Force: true}
+	case TypeKeyControl, TypeKeyControlEnd, TypeKeyControlForce:
+		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()},
+			KeepsHolder: t == TypeKeyControl, Force: t == TypeKeyControlForce}
 	case TypeWorkerDrain:
 		return WorkerDrain{Worker: d.string(), Draining: d.bool()}
 	case TypeAssign:

@@ -36,10 +36,7 @@ func (g *Group) encode(e *encoder) {
 
 func decodePlacement(d *decoder, st *state) {
 	st.groupIndex = d.uvarint()
-	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.buf)) {
-		d.fail(fmt.Errorf("%d groups in %d bytes", n, len(d.buf)))
-	}
+	n := d.count("groups")
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		g := &Group{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint()), Assignment: d.stringMap(),
 			CreateIndex: d.uvarint(), ModifyIndex: d.uvarint(), AssignIndex: d.uvarint()}
@@ -51,10 +48,7 @@ func decodePlacement(d *decoder, st *state) {
 		}
 		st.groups = append(st.groups, g)
 	}
-	n = d.uvarint()
-	if d.err == nil && n > uint64(len(d.buf)) {
-		d.fail(fmt.Errorf("%d key controls in %d bytes", n, len(d.buf)))
-	}
+	n = d.count("key controls")
 	st.controls = make(map[string]KeyControl)
 	var prev string
 	for i := uint64(0); i < n && d.err == nil; i++ {

@@ -48,6 +48,36 @@ func restoredBackup(t testing.TB, backup []byte, to RestoreTarget) *Machine {
 	return restoredFrom(t, out)
 }
 
+// PrepareRestore checks backup b and encodes it again for a restore
+// into a running cluster (see RestoreTarget), as a restore does
+// (ReadBackup, BackupFile.Prepare). It returns the new snapshot and what
+// the original held.
+func PrepareRestore(b []byte, to RestoreTarget) ([]byte, SnapshotInfo, error) {
+	bk, err := ReadBackup(b)
+	if err != nil {
+		return nil, SnapshotInfo{}, err
+	}
+	out, _, err := bk.Prepare(to)
+	return out, bk.Info, err
+}
+
+// snapshotBytes encodes the current state as Persist would.
+func (m *Machine) snapshotBytes() []byte {
+	s, _ := m.Snapshot()
+	snap := s.(*snapshot)
+	return encodeSnapshot(snap.state, snap.index, snap.term)
+}
+
+// EstablishedTerm is the term of the last LeaderEstablished applied.
+func (m *Machine) EstablishedTerm() uint64 {
+	return rlocked(m, func() uint64 { return m.establishedTerm })
+}
+
+// ACLBootstrapped reports whether the ACL system has been bootstrapped.
+func (m *Machine) ACLBootstrapped() bool {
+	return rlocked(m, func() bool { return m.acl.bootstrapped })
+}
+
 // node feeds a Machine the way Raft does: one committed entry per call,
 // with indexes that grow by one from 1, in the node's current term.
 type node struct {

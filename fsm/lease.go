@@ -74,19 +74,9 @@ const (
 const maxReason = ReasonProhibited
 
 func (r Reason) String() string {
-	switch r {
-	case ReasonReleased:
-		return "released"
-	case ReasonExpired:
-		return "expired"
-	case ReasonRevoked:
-		return "revoked"
-	case ReasonNeverAcquired:
-		return "never_acquired"
-	case ReasonDisabled:
-		return "disabled"
-	case ReasonProhibited:
-		return "prohibited"
+	names := [...]string{"", "released", "expired", "revoked", "disabled", "prohibited", "never_acquired"}
+	if int(r) < len(names) {
+		return names[r]
 	}
 	return ""
 }
@@ -130,11 +120,7 @@ func (l *Lease) encode(e *encoder) {
 	e.string(l.Holder)
 	e.uvarint(l.Token)
 	e.varint(int64(l.TTL))
-	if l.Held {
-		e.byte(1)
-	} else {
-		e.byte(0)
-	}
+	e.bool(l.Held)
 	e.byte(byte(l.Reason))
 	e.stringMap(l.Metadata)
 	e.varint(l.AcquiredAt)

@@ -372,11 +372,6 @@ func (m *Machine) Indexes() (applied, term, lease uint64) {
 // LastToken is the last fencing token handed out.
 func (m *Machine) LastToken() uint64 { return rlocked(m, func() uint64 { return m.lastToken }) }
 
-// EstablishedTerm is the term of the last LeaderEstablished applied.
-func (m *Machine) EstablishedTerm() uint64 {
-	return rlocked(m, func() uint64 { return m.establishedTerm })
-}
-
 // Changed returns a channel that is closed the next time a lease, the
 // placement state or the ACL state changes, an event is recorded, or the
 // state is restored. Blocking queries and event watchers wait on it.

@@ -154,13 +154,8 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 	st.lastToken = d.uvarint()
 	st.establishedTerm = d.uvarint()
 	st.leaseIndex = d.uvarint()
-	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.buf)) {
-		d.fail(fmt.Errorf("%d leases in %d bytes", n, len(d.buf)))
-	}
-	if d.err == nil {
-		st.leases = make([]*Lease, 0, n)
-	}
+	n := d.count("leases")
+	st.leases = make([]*Lease, 0, n)
 	var prev string
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		l := decodeLease(d)
@@ -210,17 +205,23 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 // encodeSecrets writes the secret hashes of leases, sorted by key: their
 // count, then key and hash of each lease that has one.
 func encodeSecrets(e *encoder, leases []*Lease) {
+	encodeLeasesWith(e, leases, func(l *Lease) bool { return l.SecretHash != "" }, func(l *Lease) { e.string(l.SecretHash) })
+}
+
+// encodeLeasesWith writes the count of leases that has picks, then the
+// key of each, in order, followed by what write writes of it.
+func encodeLeasesWith(e *encoder, leases []*Lease, has func(*Lease) bool, write func(*Lease)) {
 	n := 0
 	for _, l := range leases {
-		if l.SecretHash != "" {
+		if has(l) {
 			n++
 		}
 	}
 	e.uvarint(uint64(n))
 	for _, l := range leases {
-		if l.SecretHash != "" {
+		if has(l) {
 			e.string(l.Key)
-			e.string(l.SecretHash)
+			write(l)
 		}
 	}
 }
@@ -253,11 +254,4 @@ func decodeSecrets(d *decoder, st *state) {
 		l.SecretHash = hash
 		j++
 	}
-}
-
-// snapshotBytes encodes the current state as Persist would; for tests.
-func (m *Machine) snapshotBytes() []byte {
-	s, _ := m.Snapshot()
-	snap := s.(*snapshot)
-	return encodeSnapshot(snap.state, snap.index, snap.term)
 }

@@ -143,10 +143,7 @@ func encodeGroupSettings(e *encoder, st state) {
 // decodeGroupSettings reads what encodeGroupSettings wrote into the groups
 // that decodePlacement read.
 func decodeGroupSettings(d *decoder, st *state) {
-	n := d.uvarint()
-	if d.err == nil && n > uint64(len(d.buf)) {
-		d.fail(fmt.Errorf("%d group settings in %d bytes", n, len(d.buf)))
-	}
+	n := d.count("group settings")
 	byName := make(map[string]int, len(st.groups))
 	for i, g := range st.groups {
 		byName[g.Name] = i

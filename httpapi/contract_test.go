@@ -210,7 +210,11 @@ func sameJSON(t *testing.T, what string, body []byte, v any) {
 // The event types the state machine records are the ones the client names
 // (client.EventTypes), in the same order.
 func TestEventTypesAreTheClients(t *testing.T) {
-	if got, want := fsm.EventTypeNames(), client.EventTypes(); !slices.Equal(got, want) {
+	var got []string
+	for e := fsm.EventType(1); !strings.HasPrefix(e.String(), "event("); e++ {
+		got = append(got, e.String())
+	}
+	if want := client.EventTypes(); !slices.Equal(got, want) {
 		t.Errorf("fsm records %q, the client names %q", got, want)
 	}
 }
