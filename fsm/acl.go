@@ -237,26 +237,6 @@ func (c WorkerRegister) encode(e *encoder) {
 	e.string(c.Accessor)
 }
 
-// decodeACLCommand reads the payload of an ACL or registration command.
-func decodeACLCommand(t Type, d *decoder) Command {
-	switch t {
-	case TypeACLBootstrap:
-		return ACLBootstrap{Token: decodeToken(d)}
-	case TypeACLTokenSet:
-		return ACLTokenSet{Token: decodeToken(d)}
-	case TypeACLTokenDelete:
-		return ACLTokenDelete{AccessorID: d.string()}
-	case TypeACLPolicySet:
-		return ACLPolicySet{Policy: ACLPolicy{Name: d.string(), Description: d.string(), Rules: decodeRules(d)}}
-	case TypeACLPolicyDelete:
-		return ACLPolicyDelete{Name: d.string()}
-	case TypeWorkerRegister:
-		return WorkerRegister{Worker: d.string(), Groups: d.strings(), Accessor: d.string()}
-	}
-	d.fail(fmt.Errorf("type %d is not an ACL command", t))
-	return nil
-}
-
 // aclState is the replicated ACL state of a Machine, and of a snapshot.
 type aclState struct {
 	bootstrapped bool

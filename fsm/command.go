@@ -304,8 +304,6 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 		c = LeaderEstablished{Term: d.uvarint()}
 	case TypeBatch:
 		c, err = decodeBatch(d)
-	case TypeGroupPutCAS, TypeEditKeyControl, TypeForget:
-		c = decodeEditCommand(t, d)
 	case TypeBy:
 		c, err = decodeBy(d)
 	case TypeClusterID:
@@ -316,12 +314,48 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 		c = decodeHandover(d)
 	case TypeEnd:
 		c = End{Key: d.string(), Holder: d.string(), Force: d.bool()}
-	case TypeACLBootstrap, TypeACLTokenSet, TypeACLTokenDelete, TypeACLPolicySet, TypeACLPolicyDelete, TypeWorkerRegister:
-		c = decodeACLCommand(t, d)
-	case TypeGroupDefine, TypeMarkStuck:
-		c = decodeStuckCommand(t, d)
-	default:
-		c = decodeGroupCommand(t, d)
+	// Groups, controls and workers (group.go, stuck.go, edit.go).
+	case TypeGroupPut:
+		c = GroupPut{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint())}
+	case TypeGroupDelete:
+		c = GroupDelete{Name: d.string()}
+	case TypeGroupKeys:
+		c = GroupKeys{Name: d.string(), Add: d.strings(), Remove: d.strings()}
+	case TypeKeyControl, TypeKeyControlEnd, TypeKeyControlForce:
+		c = SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()},
+			KeepsHolder: t == TypeKeyControl, Force: t == TypeKeyControlForce}
+	case TypeWorkerDrain:
+		c = WorkerDrain{Worker: d.string(), Draining: d.bool()}
+	case TypeAssign:
+		c = Assign{Group: d.string(), Assignment: d.stringMap()}
+	case TypeGroupMax:
+		c = GroupMax{Name: d.string(), MaxPerWorker: int(d.varint())}
+	case TypeGroupDefine:
+		c = decodeGroupDefine(d)
+	case TypeMarkStuck:
+		c = MarkStuck{Group: d.string(), Workers: d.strings()}
+	case TypeGroupPutCAS:
+		def := decodeGroupDefine(d)
+		c = GroupPutCAS{Define: def, Index: d.uvarint()}
+	case TypeEditKeyControl:
+		c = EditKeyControl{Key: d.string(), SetDisabled: d.bool(), Disabled: d.bool(), Prohibit: d.strings(), Allow: d.strings(), Force: d.bool()}
+	case TypeForget:
+		c = Forget{Key: d.string(), Token: d.uvarint()}
+	// ACL commands and the worker registration (acl.go).
+	case TypeACLBootstrap:
+		c = ACLBootstrap{Token: decodeToken(d)}
+	case TypeACLTokenSet:
+		c = ACLTokenSet{Token: decodeToken(d)}
+	case TypeACLTokenDelete:
+		c = ACLTokenDelete{AccessorID: d.string()}
+	case TypeACLPolicySet:
+		c = ACLPolicySet{Policy: ACLPolicy{Name: d.string(), Description: d.string(), Rules: decodeRules(d)}}
+	case TypeACLPolicyDelete:
+		c = ACLPolicyDelete{Name: d.string()}
+	case TypeWorkerRegister:
+		c = WorkerRegister{Worker: d.string(), Groups: d.strings(), Accessor: d.string()}
+	default: // known(t) holds: a type left out here is a bug
+		return nil, fmt.Errorf("%w: type %d has no decoder", ErrMalformed, t)
 	}
 	if err != nil {
 		return nil, err

@@ -1,9 +1,6 @@
 package fsm
 
-import (
-	"fmt"
-	"maps"
-)
+import "maps"
 
 // MaxProhibited bounds the prohibited holders of one key.
 const MaxProhibited = 1024
@@ -61,21 +58,6 @@ func (c EditKeyControl) encode(e *encoder) {
 func (c Forget) encode(e *encoder) {
 	e.string(c.Key)
 	e.uvarint(c.Token)
-}
-
-// decodeEditCommand reads the payload of a command of edit.go.
-func decodeEditCommand(t Type, d *decoder) Command {
-	switch t {
-	case TypeGroupPutCAS:
-		def := decodeGroupDefine(d)
-		return GroupPutCAS{Define: def, Index: d.uvarint()}
-	case TypeEditKeyControl:
-		return EditKeyControl{Key: d.string(), SetDisabled: d.bool(), Disabled: d.bool(), Prohibit: d.strings(), Allow: d.strings(), Force: d.bool()}
-	case TypeForget:
-		return Forget{Key: d.string(), Token: d.uvarint()}
-	}
-	d.fail(fmt.Errorf("type %d is not an edit command", t))
-	return nil
 }
 
 // keep is an Acquire by the holder of cur, a held lease: the lease and its

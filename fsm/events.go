@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -127,14 +128,8 @@ type EventFilter struct {
 }
 
 func (f EventFilter) match(e *Event) bool {
-	if len(f.Types) > 0 {
-		ok := false
-		for _, t := range f.Types {
-			ok = ok || t == e.Type
-		}
-		if !ok {
-			return false
-		}
+	if len(f.Types) > 0 && !slices.Contains(f.Types, e.Type) {
+		return false
 	}
 	if f.Prefix == "" {
 		return true

@@ -1,7 +1,7 @@
 package fsm
 
 import (
-	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,8 +56,8 @@ func (c KeyControl) Prohibits(holder string) bool {
 }
 
 func (c KeyControl) prohibits(holder string) bool {
-	i := sort.SearchStrings(c.Prohibited, holder)
-	return i < len(c.Prohibited) && c.Prohibited[i] == holder
+	_, found := slices.BinarySearch(c.Prohibited, holder)
+	return found
 }
 
 func (c KeyControl) empty() bool { return !c.Disabled && len(c.Prohibited) == 0 }
@@ -172,30 +172,6 @@ func (c Assign) encode(e *encoder) {
 	e.stringMap(c.Assignment)
 }
 
-// decodeGroupCommand reads the payload of a group, control or worker
-// command of type t.
-func decodeGroupCommand(t Type, d *decoder) Command {
-	switch t {
-	case TypeGroupPut:
-		return GroupPut{Name: d.string(), Keys: d.strings(), MaxPerWorker: int(d.varint())}
-	case TypeGroupDelete:
-		return GroupDelete{Name: d.string()}
-	case TypeGroupKeys:
-		return GroupKeys{Name: d.string(), Add: d.strings(), Remove: d.strings()}
-	case TypeKeyControl, TypeKeyControlEnd, TypeKeyControlForce:
-		return SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()},
-			KeepsHolder: t == TypeKeyControl, Force: t == TypeKeyControlForce}
-	case TypeWorkerDrain:
-		return WorkerDrain{Worker: d.string(), Draining: d.bool()}
-	case TypeAssign:
-		return Assign{Group: d.string(), Assignment: d.stringMap()}
-	case TypeGroupMax:
-		return GroupMax{Name: d.string(), MaxPerWorker: int(d.varint())}
-	}
-	d.fail(fmt.Errorf("type %d is not a group command", t))
-	return nil
-}
-
 // applyGroup runs a group, control or worker command under m.mu.
 func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 	switch c := cmd.(type) {
@@ -306,15 +282,8 @@ func strictlySorted(s []string) bool {
 // sortedSet returns the distinct values of s, sorted, as a new slice.
 func sortedSet(s []string) []string {
 	out := append([]string(nil), s...)
-	sort.Strings(out)
-	n := 0
-	for i, v := range out {
-		if i == 0 || v != out[n-1] {
-			out[n] = v
-			n++
-		}
-	}
-	return out[:n]
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Group returns the group called name, or nil.

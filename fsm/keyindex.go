@@ -3,6 +3,7 @@ package fsm
 import (
 	"slices"
 	"sort"
+	"strings"
 )
 
 // blockSize is the most records one block of a keyIndex holds.
@@ -26,15 +27,7 @@ type keyIndex struct {
 // newKeyIndex returns an index of leases, which it sorts.
 func newKeyIndex(leases ...*Lease) *keyIndex {
 	sorted := slices.Clone(leases)
-	slices.SortFunc(sorted, func(a, b *Lease) int {
-		switch {
-		case a.Key < b.Key:
-			return -1
-		case a.Key > b.Key:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(sorted, func(a, b *Lease) int { return strings.Compare(a.Key, b.Key) })
 	x := &keyIndex{}
 	// Blocks start half full, so that inserts do not split at once.
 	for len(sorted) > 0 {

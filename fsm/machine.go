@@ -3,6 +3,8 @@ package fsm
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -392,8 +394,9 @@ func (m *Machine) Snapshot() (raft.FSMSnapshot, error) {
 			leaseIndex:      m.leaseIndex,
 			leases:          make([]*Lease, 0, len(m.leases)),
 			groupIndex:      m.groupIndex,
-			groups:          make([]*Group, 0, len(m.groups)),
-			controls:        make(map[string]KeyControl, len(m.controls)),
+			groups:          slices.Collect(maps.Values(m.groups)),
+			controls:        maps.Clone(m.controls),
+			drained:         slices.Collect(maps.Keys(m.drained)),
 			acl:             m.acl.snapshot(),
 			clusterID:       m.clusterID,
 			backupKey:       m.backupKey,
@@ -407,15 +410,6 @@ func (m *Machine) Snapshot() (raft.FSMSnapshot, error) {
 		s.state.leases = append(s.state.leases, l)
 		return true
 	})
-	for _, g := range m.groups {
-		s.state.groups = append(s.state.groups, g)
-	}
-	for k, c := range m.controls {
-		s.state.controls[k] = c
-	}
-	for w := range m.drained {
-		s.state.drained = append(s.state.drained, w)
-	}
 	return s, nil
 }
 

@@ -98,8 +98,9 @@ func (m *Machine) page(f Filter, after string, limit, scan int) PageResult {
 			out = m.neverAcquiredPage(out, g, from, f.Prefix, limit+1, scan, stopAt)
 		}
 		if len(out) > n {
+			// A key in two groups is listed once.
 			sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-			out = dedupe(out)
+			out = slices.CompactFunc(out, func(a, b *Lease) bool { return a.Key == b.Key })
 		}
 	}
 	if stopped {
@@ -137,22 +138,6 @@ func (m *Machine) neverAcquiredPage(out []*Lease, g *Group, from, prefix string,
 		}
 	}
 	return out
-}
-
-// dedupe removes adjacent records of the same key (a key in two groups).
-func dedupe(ls []*Lease) []*Lease {
-	if len(ls) < 2 {
-		return ls
-	}
-	w := 1
-	for _, l := range ls[1:] {
-		if l.Key != ls[w-1].Key {
-			ls[w] = l
-			w++
-		}
-	}
-	clear(ls[w:])
-	return ls[:w]
 }
 
 // GroupsPage returns the groups whose names come after after, in name

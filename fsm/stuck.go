@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -52,18 +53,6 @@ func decodeGroupDefine(d *decoder) GroupDefine {
 		StuckGrace: time.Duration(d.varint()), MinWorkers: int(d.varint())}
 }
 
-// decodeStuckCommand reads the payload of a command of type 23 or 24.
-func decodeStuckCommand(t Type, d *decoder) Command {
-	switch t {
-	case TypeGroupDefine:
-		return decodeGroupDefine(d)
-	case TypeMarkStuck:
-		return MarkStuck{Group: d.string(), Workers: d.strings()}
-	}
-	d.fail(fmt.Errorf("type %d is not a group settings command", t))
-	return nil
-}
-
 // applyStuck runs GroupDefine or MarkStuck under m.mu.
 func (m *Machine) applyStuck(index uint64, cmd Command) Result {
 	switch c := cmd.(type) {
@@ -111,14 +100,7 @@ func (m *Machine) setStuck(cur, next *Group, workers []string) {
 }
 
 // IsStuck reports whether the balancer marked worker stuck in g.
-func (g *Group) IsStuck(worker string) bool {
-	for _, w := range g.Stuck {
-		if w == worker {
-			return true
-		}
-	}
-	return false
-}
+func (g *Group) IsStuck(worker string) bool { return slices.Contains(g.Stuck, worker) }
 
 // encodeGroupSettings writes the snapshot's version 4 section of group
 // settings and stuck marks: the count of groups that have any, then for
