@@ -53,11 +53,9 @@ func (e *EntryError) Unwrap() error { return e.Err }
 // byte, the payload version with envelopeFlag, the payload, then the
 // CRC-32C of everything before it.
 func Encode(c Command) []byte {
-	e := &encoder{buf: make([]byte, 0, 64)}
-	e.byte(byte(c.Type()))
-	e.byte(envelopeFlag | payloadVersion(c))
-	c.encode(e)
-	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf, castagnoli))
+	b := encodePlain(c)
+	b[1] |= envelopeFlag
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
 // encodePlain is the form without an envelope: type, version, payload.

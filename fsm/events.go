@@ -277,15 +277,7 @@ func (m *Machine) Events(after uint64, f EventFilter, limit int) ([]Event, uint6
 		return nil, 0, &CompactedError{After: after, Oldest: h.base}
 	}
 	// The first event after after (events are in index order).
-	lo, hi := 0, h.n
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if h.at(mid).Index <= after {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
+	lo := sort.Search(h.n, func(i int) bool { return h.at(i).Index > after })
 	var out []Event
 	for i := lo; i < h.n; i++ {
 		e := h.at(i)

@@ -192,13 +192,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 			for _, k := range c.Remove {
 				remove[k] = true
 			}
-			keys := make([]string, 0, len(cur.Keys)+len(c.Add))
-			for _, k := range append(append([]string(nil), cur.Keys...), c.Add...) {
-				if !remove[k] {
-					keys = append(keys, k)
-				}
-			}
-			next.Keys = sortedSet(keys)
+			next.Keys = sortedSet(slices.DeleteFunc(slices.Concat(cur.Keys, c.Add), func(k string) bool { return remove[k] }))
 			next.Assignment = keepAssigned(cur.Assignment, next.Keys)
 			m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
 		})

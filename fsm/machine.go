@@ -77,9 +77,7 @@ type Result struct {
 	// WrongSecret: a Held answer to an Acquire by the lease's own holder
 	// whose secret is not the lease's.
 	WrongSecret bool
-	// Ended lists the leases an End or a key control ended (made ending,
-	// or freed when forced).
-	Ended []*Lease
+	Ended       []*Lease
 }
 
 // Machine is the lease state machine. It implements raft.FSM.
