@@ -60,9 +60,7 @@ func onWorker(right fsm.Right) need {
 	return need{right: right, kind: "worker", name: func(r *http.Request) string { return pathVar(r, "id") }}
 }
 
-func onCluster(right fsm.Right) need {
-	return need{right: right, kind: "cluster", name: func(*http.Request) string { return "" }}
-}
+func onCluster(right fsm.Right) need { return fixed(right, "cluster", "") }
 
 func fixed(right fsm.Right, kind, name string) need {
 	return need{right: right, kind: kind, name: func(*http.Request) string { return name }}

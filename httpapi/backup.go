@@ -18,7 +18,7 @@ import (
 func (s *Server) saveSnapshot(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := s.writeCtx(r)
 	defer cancel()
-	b, err := s.node.Backups.Backup(ctx)
+	b, err := s.node.Operator.Backup(ctx)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 	// installed the snapshot, which takes as long as sending it.
 	ctx, cancel := context.WithTimeout(r.Context(), cluster.RestoreTimeout)
 	defer cancel()
-	res, err := s.node.Backups.RestoreSnapshot(ctx, b, opts)
+	res, err := s.node.Operator.RestoreSnapshot(ctx, b, opts)
 	if err != nil {
 		return err
 	}

@@ -80,17 +80,16 @@ func (s *Server) transferLeader(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
-	info, err := s.node.Backups.Snapshot(r.Context())
+func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
+	info, err := s.node.Operator.Snapshot(r.Context())
 	if errors.Is(err, raft.ErrNothingNewToSnapshot) {
-		writeError(w, &apiError{code: wire.CodeNothingNew, msg: "nothing new to snapshot since the last one"})
-		return
+		return &apiError{code: wire.CodeNothingNew, msg: "nothing new to snapshot since the last one"}
 	}
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, wire.SnapshotInfo{ID: info.ID, Index: info.Index, Term: info.Term, Size: info.Size})
+	return nil
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -244,11 +243,7 @@ func (s *Server) sendKeyring(ctx context.Context, r *http.Request, addr string, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(headerKeyringLocal, "1")
-	for _, h := range []string{wire.HeaderToken, "Authorization"} {
-		if v := r.Header.Get(h); v != "" {
-			req.Header.Set(h, v)
-		}
-	}
+	copyHeaders(req.Header, r.Header, wire.HeaderToken, "Authorization")
 	resp, err := s.cfg.ForwardClient.Do(req)
 	if err != nil {
 		return err

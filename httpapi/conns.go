@@ -43,13 +43,10 @@ type ConnLimits struct {
 func (l ConnLimits) PeerReserve() int { return min(64, l.MaxConns/4) }
 
 // FileDescriptors is how many file descriptors the HTTP listener may hold
-// at most: MaxConns, and the connections past it that are being answered
-// 503 (LimitListener closes any beyond those at once).
-func (l ConnLimits) FileDescriptors() int { return l.MaxConns + l.overflow() }
-
-// overflow is how many connections past MaxConns are accepted and answered
-// 503 too_many_connections before the listener closes new ones unanswered.
-func (l ConnLimits) overflow() int { return min(1024, l.MaxConns/8+16) }
+// at most: MaxConns, and the connections past it that are accepted and
+// answered 503 too_many_connections (LimitListener closes any beyond
+// those at once, unanswered).
+func (l ConnLimits) FileDescriptors() int { return l.MaxConns + min(1024, l.MaxConns/8+16) }
 
 // DefaultConnLimits suit one server of a cluster whose longest blocking
 // wait is maxWait.
@@ -87,7 +84,11 @@ func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*ht
 	if errorLog != nil {
 		errorLog = limitedErrorLog(errorLog)
 	}
-	c := &connCounter{limits: limits, gate: cluster.NewConnGate(limits.conns()), over: make(map[net.Conn]struct{})}
+	// MaxConns in all, the last PeerReserve of them for Trusted addresses
+	// only, and MaxConnsPerClient per client address.
+	gate := cluster.NewConnGate(cluster.GateLimits{Max: limits.MaxConns, PerClient: limits.MaxConnsPerClient,
+		Trusted: limits.Trusted, Reserve: limits.PeerReserve()})
+	c := &connCounter{limits: limits, gate: gate, over: make(map[net.Conn]struct{})}
 	return &http.Server{
 		Handler:           c.wrap(h),
 		ReadHeaderTimeout: limits.ReadHeaderTimeout,
@@ -98,13 +99,6 @@ func NewHTTPServer(h http.Handler, limits ConnLimits, errorLog *log.Logger) (*ht
 		ConnState:         c.state,
 		ConnContext:       c.context,
 	}, nil
-}
-
-// conns is the caps of the connections the server answers: MaxConns in
-// all, the last PeerReserve of them for Trusted addresses only, and
-// MaxConnsPerClient per client address.
-func (l ConnLimits) conns() cluster.GateLimits {
-	return cluster.GateLimits{Max: l.MaxConns, PerClient: l.MaxConnsPerClient, Trusted: l.Trusted, Reserve: l.PeerReserve()}
 }
 
 // connCounter counts the open connections in gate. A connection opened

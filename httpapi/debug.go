@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -122,11 +123,7 @@ func (s *Server) profile(w http.ResponseWriter, r *http.Request) error {
 	// out on purpose.
 	name := pathVar(r, "profile")
 	p := pprof.Lookup(name)
-	known := false
-	for _, n := range wire.DebugProfiles {
-		known = known || n == name
-	}
-	if !known || p == nil {
+	if !slices.Contains(wire.DebugProfiles, name) || p == nil {
 		return &apiError{code: wire.CodeNotFound, field: "profile",
 			msg: fmt.Sprintf("profile: %q is not served, want one of %v", name, wire.DebugProfiles)}
 	}

@@ -53,53 +53,31 @@ func fieldCode(field string) string {
 // codeStatus is the HTTP status of every error code this package answers
 // with: the codes are package client's, and a test checks that the two
 // lists are the same.
-var codeStatus = map[string]int{
-	wire.CodeInvalidKey:          http.StatusBadRequest,
-	wire.CodeInvalidHolder:       http.StatusBadRequest,
-	wire.CodeInvalidTTL:          http.StatusBadRequest,
-	wire.CodeInvalidWait:         http.StatusBadRequest,
-	wire.CodeInvalidToken:        http.StatusBadRequest,
-	wire.CodeInvalidMetadata:     http.StatusBadRequest,
-	wire.CodeInvalidIndex:        http.StatusBadRequest,
-	wire.CodeInvalidQuery:        http.StatusBadRequest,
-	wire.CodeInvalidBody:         http.StatusBadRequest,
-	wire.CodeInvalidName:         http.StatusBadRequest,
-	wire.CodeInvalidKeys:         http.StatusBadRequest,
-	wire.CodeInvalidCount:        http.StatusBadRequest,
-	wire.CodeInvalidPrefix:       http.StatusBadRequest,
-	wire.CodeInvalidMaxPerWorker: http.StatusBadRequest,
-	wire.CodeInvalidProhibited:   http.StatusBadRequest,
-	wire.CodeInvalidWorker:       http.StatusBadRequest,
-	wire.CodeInvalidSecret:       http.StatusBadRequest,
-	wire.CodeWrongSecret:         http.StatusConflict,
-	wire.CodeBodyTooLarge:        http.StatusBadRequest,
-	wire.CodeDisabled:            http.StatusForbidden,
-	wire.CodeProhibited:          http.StatusForbidden,
-	wire.CodeNotFound:            http.StatusNotFound,
-	wire.CodeLeaseLost:           http.StatusNotFound,
-	wire.CodeHeld:                http.StatusConflict,
-	wire.CodeNothingNew:          http.StatusConflict,
-	wire.CodeNotCaughtUp:         http.StatusConflict,
-	wire.CodeUnsafeRemoval:       http.StatusConflict,
-	wire.CodeOverloaded:          http.StatusTooManyRequests,
-	wire.CodeTooManyConnections:  http.StatusServiceUnavailable,
-	wire.CodeInternal:            http.StatusInternalServerError,
-	wire.CodeNoLeader:            http.StatusServiceUnavailable,
-	wire.CodeLeadershipLost:      http.StatusServiceUnavailable,
-	wire.CodeTimeout:             http.StatusGatewayTimeout,
-	wire.CodeGossipPlaintext:     http.StatusConflict,
-	wire.CodeInvalidRules:        http.StatusBadRequest,
-	wire.CodeInvalidPolicies:     http.StatusBadRequest,
-	wire.CodeInvalidGroups:       http.StatusBadRequest,
-	wire.CodePermissionDenied:    http.StatusForbidden,
-	wire.CodeACLNotFound:         http.StatusForbidden,
-	wire.CodeACLBootstrapped:     http.StatusForbidden,
-	wire.CodeACLDisabled:         http.StatusBadRequest,
-	wire.CodeNotHolder:           http.StatusConflict,
-	wire.CodeCASFailed:           http.StatusConflict,
-	wire.CodeCompacted:           http.StatusGone,
-	wire.CodeBackupUnverified:    http.StatusBadRequest,
-}
+var codeStatus = func() map[string]int {
+	m := map[string]int{}
+	for status, codes := range map[int][]string{
+		http.StatusBadRequest: {wire.CodeInvalidKey, wire.CodeInvalidHolder, wire.CodeInvalidTTL, wire.CodeInvalidWait,
+			wire.CodeInvalidToken, wire.CodeInvalidMetadata, wire.CodeInvalidIndex, wire.CodeInvalidQuery, wire.CodeInvalidBody,
+			wire.CodeInvalidName, wire.CodeInvalidKeys, wire.CodeInvalidCount, wire.CodeInvalidPrefix, wire.CodeInvalidMaxPerWorker,
+			wire.CodeInvalidProhibited, wire.CodeInvalidWorker, wire.CodeInvalidSecret, wire.CodeBodyTooLarge, wire.CodeInvalidRules,
+			wire.CodeInvalidPolicies, wire.CodeInvalidGroups, wire.CodeACLDisabled, wire.CodeBackupUnverified},
+		http.StatusForbidden: {wire.CodeDisabled, wire.CodeProhibited, wire.CodePermissionDenied, wire.CodeACLNotFound,
+			wire.CodeACLBootstrapped},
+		http.StatusNotFound: {wire.CodeNotFound, wire.CodeLeaseLost},
+		http.StatusConflict: {wire.CodeWrongSecret, wire.CodeHeld, wire.CodeNothingNew, wire.CodeNotCaughtUp, wire.CodeUnsafeRemoval,
+			wire.CodeGossipPlaintext, wire.CodeNotHolder, wire.CodeCASFailed},
+		http.StatusGone:                {wire.CodeCompacted},
+		http.StatusTooManyRequests:     {wire.CodeOverloaded},
+		http.StatusInternalServerError: {wire.CodeInternal},
+		http.StatusServiceUnavailable:  {wire.CodeTooManyConnections, wire.CodeNoLeader, wire.CodeLeadershipLost},
+		http.StatusGatewayTimeout:      {wire.CodeTimeout},
+	} {
+		for _, code := range codes {
+			m[code] = status
+		}
+	}
+	return m
+}()
 
 // sentinelCodes maps the cluster's sentinel errors to their codes, first
 // match wins; an error that matches none is internal.

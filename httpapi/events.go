@@ -72,8 +72,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		after = s.node.Events.EventBase()
 	}
 	a := authz(r)
-	timer := time.NewTimer(eq.wait)
-	defer timer.Stop()
+	timeout := time.After(eq.wait)
 	for {
 		changed := s.node.Replica.Changed() // before reading: no change is missed
 		evs, next, err := s.node.Events.Events(after, eq.filter, eq.limit)
@@ -106,7 +105,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 		select {
 		case <-changed:
 			continue
-		case <-timer.C:
+		case <-timeout:
 		case <-r.Context().Done():
 			return r.Context().Err()
 		}

@@ -55,11 +55,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("build forwarded request: %w", err))
 		return
 	}
-	for _, h := range []string{"Content-Type", wire.HeaderToken, "Authorization"} {
-		if v := r.Header.Get(h); v != "" {
-			req.Header.Set(h, v) // the leader checks the token itself
-		}
-	}
+	copyHeaders(req.Header, r.Header, "Content-Type", wire.HeaderToken, "Authorization") // the leader checks the token itself
 	req.Header.Set(headerForwardedBy, s.node.Replica.ID())
 	resp, err := s.cfg.ForwardClient.Do(req)
 	stopWatch()
@@ -84,14 +80,19 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
-	for _, h := range forwardedHeaders {
-		if v := resp.Header.Get(h); v != "" {
-			w.Header().Set(h, v)
-		}
-	}
+	copyHeaders(w.Header(), resp.Header, forwardedHeaders...)
 	w.WriteHeader(resp.StatusCode)
 	if _, err := io.Copy(w, resp.Body); err != nil && r.Context().Err() == nil {
 		s.log.Debug("relaying forwarded answer failed", "error", err)
+	}
+}
+
+// copyHeaders sets in dst the headers names that src has.
+func copyHeaders(dst, src http.Header, names ...string) {
+	for _, h := range names {
+		if v := src.Get(h); v != "" {
+			dst.Set(h, v)
+		}
 	}
 }
 

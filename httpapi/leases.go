@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tenure-io/tenure/client/wire"
@@ -62,9 +63,9 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	if q.Has("holder") || q.Has("token") || q.Has("secret") {
 		body.Holder, body.Secret = q.Get("holder"), q.Get("secret")
 		if q.Has("token") {
-			t, err := parseToken(q.Get("token"))
+			t, err := strconv.ParseUint(q.Get("token"), 10, 64)
 			if err != nil {
-				return err
+				return badRequest(wire.CodeInvalidToken, "token", fmt.Sprintf("token: %q is not an unsigned integer", q.Get("token")))
 			}
 			body.Token = t
 		}
@@ -248,9 +249,9 @@ func (s *Server) getLease(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		lease, err := s.node.Reads.Get(ctx, key, c)
+		lease, err := s.node.Leases.Get(ctx, key, c)
 		if errors.Is(err, cluster.ErrNotFound) {
-			return nil, watchIndex(s.node.Reads.LeaseIndex()), err
+			return nil, watchIndex(s.node.Leases.LeaseIndex()), err
 		}
 		if err != nil {
 			return nil, 0, err
@@ -274,7 +275,7 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 	}
 	c := consistency(r)
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
-		page, err := s.node.Reads.ListPage(ctx, f, p, c)
+		page, err := s.node.Leases.ListPage(ctx, f, p, c)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -15,8 +15,12 @@ import (
 )
 
 // machineReads serves the lease list of a bare state machine, as a
-// follower answers a stale read; it holds no single lease.
-type machineReads struct{ m *fsm.Machine }
+// follower answers a stale read; it holds no single lease, and makes no
+// write (the embedded Leases is nil).
+type machineReads struct {
+	Leases
+	m *fsm.Machine
+}
 
 func (machineReads) LeaseIndex() uint64 { return 0 }
 func (machineReads) Get(context.Context, string, cluster.Consistency) (cluster.LeaseView, error) {
@@ -54,7 +58,7 @@ func TestListPageAllocationIndependentOfTotal(t *testing.T) {
 			m.Apply(&raft.Log{Index: index, Term: 1, Data: fsm.Encode(fsm.Batch{Commands: cmds})})
 		}
 		n := (&fakeReplica{status: cluster.Status{Role: "follower"}}).node()
-		n.Reads = machineReads{m}
+		n.Leases = machineReads{m: m}
 		h := serveFake(t, n)
 		req := httptest.NewRequest(http.MethodGet, "/v1/leases?stale&limit=100&cursor="+encodeCursor("k/0000500"), nil)
 		h.ServeHTTP(&discard{h: http.Header{}}, req) // warm up

@@ -17,7 +17,6 @@ type Node struct {
 	Replica  Replica
 	Tokens   Tokens
 	Leases   Leases
-	Reads    Reads
 	Groups   Groups
 	Controls Controls
 	Workers  Workers
@@ -25,15 +24,14 @@ type Node struct {
 	Status   Status
 	Members  Members
 	Operator Operator
-	Backups  Backups
 	Events   Events
 }
 
 // NodeOf is the Node of a cluster node: n serves every concern, its
 // ACL calls (cluster.Node.ACL) serve ACLs.
 func NodeOf(n *cluster.Node) Node {
-	return Node{Replica: n, Tokens: n, Leases: n, Reads: n, Groups: n, Controls: n, Workers: n, ACLs: n.ACL(),
-		Status: n, Members: n, Operator: n, Backups: n, Events: n}
+	return Node{Replica: n, Tokens: n, Leases: n, Groups: n, Controls: n, Workers: n, ACLs: n.ACL(),
+		Status: n, Members: n, Operator: n, Events: n}
 }
 
 // Replica is what routing, forwarding and the read headers need: whether
@@ -59,7 +57,8 @@ type Tokens interface {
 	ResolveToken(secret string) (*cluster.Authorizer, error)
 }
 
-// Leases is what the lease writes need (leases.go).
+// Leases is what the lease routes need (leases.go): the writes, a lease,
+// a page of leases, and the index of the last change of any lease.
 type Leases interface {
 	Acquire(ctx context.Context, req cluster.AcquireRequest) (cluster.LeaseView, bool, error)
 	Release(ctx context.Context, key, holder, secret string, token uint64) (bool, error)
@@ -67,11 +66,6 @@ type Leases interface {
 	RevokeHolder(ctx context.Context, holder string, force bool) ([]cluster.EndedLease, error)
 	Renew(ctx context.Context, key, holder, secret string, token uint64) (cluster.LeaseView, error)
 	RenewMany(ctx context.Context, holder string, refs []cluster.LeaseRef) ([]cluster.RenewResult, error)
-}
-
-// Reads is what the lease reads need: a lease, a page of leases, and the
-// index of the last change of any lease.
-type Reads interface {
 	Get(ctx context.Context, key string, c cluster.Consistency) (cluster.LeaseView, error)
 	ListPage(ctx context.Context, f fsm.Filter, p fsm.Page, c cluster.Consistency) (cluster.LeasePage, error)
 	LeaseIndex() uint64
@@ -138,7 +132,7 @@ type Members interface {
 }
 
 // Operator is what the operator routes need: Raft membership, leadership
-// transfer and the gossip keyring.
+// transfer, the gossip keyring, snapshots and backups (backup.go).
 type Operator interface {
 	RemoveServer(ctx context.Context, id string, force bool) (cluster.RemoveResult, error)
 	ReadmitServer(ctx context.Context, id string) (cluster.Server, error)
@@ -147,10 +141,6 @@ type Operator interface {
 	Keyring() ([]cluster.KeyringView, int, error)
 	ChangeKeyring(op cluster.KeyringMessage) error
 	SendKeyringToWorkers(ctx context.Context, op cluster.KeyringMessage) ([]string, error)
-}
-
-// Backups is what the snapshot and backup routes need (backup.go).
-type Backups interface {
 	Snapshot(ctx context.Context) (cluster.SnapshotInfo, error)
 	Backup(ctx context.Context) ([]byte, error)
 	RestoreSnapshot(ctx context.Context, b []byte, opts cluster.RestoreOptions) (cluster.RestoreResult, error)

@@ -14,8 +14,12 @@ import (
 )
 
 // behind is the lease store of a follower whose disk is full: its applied
-// index is stuck, so a stale read of a key created since answers 404.
-type behind struct{ index uint64 }
+// index is stuck, so a stale read of a key created since answers 404. It
+// makes no write (the embedded Leases is nil).
+type behind struct {
+	Leases
+	index uint64
+}
 
 func (b behind) LeaseIndex() uint64 { return b.index }
 func (b behind) Get(context.Context, string, cluster.Consistency) (cluster.LeaseView, error) {
@@ -38,7 +42,7 @@ func laggingNode(problem string) *fakeReplica {
 func (f *fakeReplica) callBehind(t *testing.T, method, path string) reply {
 	t.Helper()
 	n := f.node()
-	n.Reads = behind{f.status.Health.AppliedIndex}
+	n.Leases = behind{index: f.status.Health.AppliedIndex}
 	return callFake(t, n, method, path, "")
 }
 

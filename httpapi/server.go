@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -192,7 +191,7 @@ func New(cfg Config) (*Server, error) {
 	// Local answers.
 	r.Handle("/v1/snapshot", s.leader(s.guard(onCluster(fsm.RightOperator), s.saveSnapshot))).Methods(http.MethodGet)
 	r.Handle("/v1/snapshot", s.receivingSnapshot(onCluster(fsm.RightOperator), s.leader(s.guard(onCluster(fsm.RightOperator), s.restoreSnapshot)))).Methods(http.MethodPut)
-	r.Handle("/v1/operator/snapshot", s.local(onCluster(fsm.RightOperator), plain(s.snapshot))).Methods(http.MethodPost)
+	r.Handle("/v1/operator/snapshot", s.local(onCluster(fsm.RightOperator), s.snapshot)).Methods(http.MethodPost)
 	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.keyring)).Methods(http.MethodGet)
 	r.Handle("/v1/operator/keyring", s.local(onCluster(fsm.RightOperator), s.changeKeyring)).Methods(http.MethodPost)
 	r.Handle("/v1/events", s.local(onPrefix(fsm.RightRead), s.events)).Methods(http.MethodGet) // each event checked in events
@@ -373,11 +372,8 @@ func decodeRaw(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
 		var typeErr *json.UnmarshalTypeError
 		switch {
-		case errors.As(err, &tooBig):
-			return badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
 		case errors.Is(err, io.EOF):
 			return badRequest(wire.CodeInvalidBody, "body", "body is empty, want a JSON object")
 		case errors.As(err, &typeErr):
@@ -394,13 +390,8 @@ func decodeRaw(raw []byte, v any) error {
 	// Only whitespace may follow the object. (Decoder.More cannot tell:
 	// it reports false before a stray '}' or ']'.)
 	var extra json.RawMessage
-	err := dec.Decode(&extra)
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.Is(err, io.EOF):
+	if err := dec.Decode(&extra); errors.Is(err, io.EOF) {
 		return nil
-	case errors.As(err, &tooBig):
-		return badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
 	}
 	return badRequest(wire.CodeInvalidBody, "body", "trailing data after the JSON object")
 }
@@ -419,14 +410,6 @@ func parseDuration(field, s string, def time.Duration) (time.Duration, error) {
 		return 0, badRequest(fieldCodes[field], field, fmt.Sprintf("%s: %v is negative", field, d))
 	}
 	return d, nil
-}
-
-func parseToken(s string) (uint64, error) {
-	t, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, badRequest("invalid_token", "token", fmt.Sprintf("token: %q is not an unsigned integer", s))
-	}
-	return t, nil
 }
 
 // writeCtx bounds a write's wait for Raft by the configured WriteTimeout.

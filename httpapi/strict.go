@@ -238,12 +238,6 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	if m, ok := fieldCache.Load(t); ok {
 		return m.(map[string]reflect.Type)
 	}
-	m := structFields(t)
-	fieldCache.Store(t, m)
-	return m
-}
-
-func structFields(t reflect.Type) map[string]reflect.Type {
 	out := make(map[string]reflect.Type)
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -274,5 +268,6 @@ func structFields(t reflect.Type) map[string]reflect.Type {
 		}
 		out[name] = f.Type
 	}
+	fieldCache.Store(t, out)
 	return out
 }
