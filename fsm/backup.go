@@ -259,11 +259,7 @@ func (bk *BackupFile) Prepare(to RestoreTarget) ([]byte, SnapshotInfo, error) {
 // changes move the indexes on.
 func (st *state) restamp(index uint64) {
 	st.leaseIndex, st.groupIndex, st.acl.index = index, index, index
-	down := func(v *uint64) {
-		if *v > index {
-			*v = index
-		}
-	}
+	down := func(v *uint64) { *v = min(*v, index) }
 	for i, l := range st.leases {
 		if l.CreateIndex > index || l.ModifyIndex > index {
 			c := *l

@@ -230,9 +230,7 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 	case End:
 		return m.end(index, c)
 	case LeaderEstablished:
-		if c.Term > m.establishedTerm {
-			m.establishedTerm = c.Term
-		}
+		m.establishedTerm = max(m.establishedTerm, c.Term)
 		// A leader has served since any earlier hand-over: its remaining
 		// times no longer hold.
 		m.handover = nil
@@ -329,9 +327,7 @@ func (m *Machine) free(index uint64, cur *Lease, why Reason) Result {
 func (m *Machine) store(l *Lease) {
 	m.leases[l.Key] = l
 	m.sorted.put(l)
-	if l.ModifyIndex > m.leaseIndex {
-		m.leaseIndex = l.ModifyIndex
-	}
+	m.leaseIndex = max(m.leaseIndex, l.ModifyIndex)
 }
 
 // rlocked returns what f reads under m's read lock: the body of the read
