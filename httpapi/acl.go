@@ -272,6 +272,6 @@ func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.write(w, r, func(ctx context.Context) (any, error) {
-		return nil, s.node.Workers.RegisterWorker(ctx, authz(r), pathVar(r, "id"), body.Groups)
+		return nil, s.node.Placement.RegisterWorker(ctx, authz(r), pathVar(r, "id"), body.Groups)
 	})
 }

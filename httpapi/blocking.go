@@ -204,7 +204,9 @@ func (s *Server) hashBlocking(w http.ResponseWriter, r *http.Request, changed fu
 		wake := changed()
 		out, hash, unsettled := read()
 		if final || seen == "" || hash != seen {
-			return s.writeHashed(w, out, hash)
+			w.Header().Set(wire.HeaderContentHash, hash)
+			writeJSON(w, http.StatusOK, out)
+			return nil
 		}
 		recheck := safetyRecheck
 		if unsettled {
@@ -214,12 +216,6 @@ func (s *Server) hashBlocking(w http.ResponseWriter, r *http.Request, changed fu
 			return err
 		}
 	}
-}
-
-func (s *Server) writeHashed(w http.ResponseWriter, out any, hash string) error {
-	w.Header().Set(wire.HeaderContentHash, hash)
-	writeJSON(w, http.StatusOK, out)
-	return nil
 }
 
 func isHex(v string) bool {

@@ -64,16 +64,9 @@ func (t *LogTail) Write(p []byte) (int, error) {
 			chunk = rest[:i+1]
 		}
 		rest = rest[len(chunk):]
-		if room := maxLogLineBytes - len(t.partial); room > 0 {
-			if len(chunk) > room {
-				t.partial = append(t.partial, chunk[:room]...)
-				t.cut = true
-			} else {
-				t.partial = append(t.partial, chunk...)
-			}
-		} else {
-			t.cut = true
-		}
+		n := min(len(chunk), maxLogLineBytes-len(t.partial))
+		t.partial = append(t.partial, chunk[:n]...)
+		t.cut = t.cut || n < len(chunk)
 		if i >= 0 {
 			line := t.partial
 			if t.cut && line[len(line)-1] != '\n' {

@@ -198,8 +198,8 @@ func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
 	return s.blocking(w, r, func(ctx context.Context) (any, uint64, error) {
 		// The index before the controls: a change between the two reads
 		// then ends the next blocking wait at once instead of being missed.
-		index := watchIndex(s.node.Controls.GroupIndex())
-		ctl, err := s.node.Controls.KeyControl(ctx, key, c)
+		index := watchIndex(s.node.Placement.GroupIndex())
+		ctl, err := s.node.Placement.KeyControl(ctx, key, c)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -212,19 +212,19 @@ func (s *Server) getControl(w http.ResponseWriter, r *http.Request) error {
 // answer's ended, is an unknown field.
 func (s *Server) putControl(w http.ResponseWriter, r *http.Request) error {
 	return changeControl(s, w, r, func(ctx context.Context, key string, body wire.KeyControlBody, force bool) (fsm.KeyControl, []cluster.EndedLease, error) {
-		ended, err := s.node.Controls.SetKeyControl(ctx, key, fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}, force)
+		ended, err := s.node.Placement.SetKeyControl(ctx, key, fsm.KeyControl{Disabled: body.Disabled, Prohibited: body.Prohibited}, force)
 		if err != nil {
 			return fsm.KeyControl{}, nil, err
 		}
 		// Answer the controls as stored (sorted, unique), as GET and PATCH do.
-		stored, err := s.node.Controls.KeyControl(ctx, key, cluster.Stale)
+		stored, err := s.node.Placement.KeyControl(ctx, key, cluster.Stale)
 		return stored, ended, err
 	})
 }
 
 func (s *Server) editControl(w http.ResponseWriter, r *http.Request) error {
 	return changeControl(s, w, r, func(ctx context.Context, key string, body wire.KeyControlEdit, force bool) (fsm.KeyControl, []cluster.EndedLease, error) {
-		return s.node.Controls.EditKeyControl(ctx, key, cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
+		return s.node.Placement.EditKeyControl(ctx, key, cluster.ControlEdit{Disabled: body.Disabled, Prohibit: body.Prohibit, Allow: body.Allow, Force: force})
 	})
 }
 
@@ -285,7 +285,7 @@ func (s *Server) drainWorker(w http.ResponseWriter, r *http.Request) error {
 	}
 	draining := body.Draining == nil || *body.Draining
 	return s.write(w, r, func(ctx context.Context) (any, error) {
-		warnings, err := s.node.Workers.DrainWorker(ctx, pathVar(r, "id"), draining, force)
+		warnings, err := s.node.Placement.DrainWorker(ctx, pathVar(r, "id"), draining, force)
 		if warnings == nil {
 			warnings = []string{}
 		}
@@ -305,7 +305,7 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return s.blockingOr(w, r, s.node.Members.MembersChanged, func(ctx context.Context) (any, uint64, error) {
-		views, next, index, err := s.node.Workers.Workers(ctx, c, id, page.After, page.Limit)
+		views, next, index, err := s.node.Placement.Workers(ctx, c, id, page.After, page.Limit)
 		if err != nil {
 			return nil, 0, err
 		}

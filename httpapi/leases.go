@@ -280,7 +280,8 @@ func (s *Server) listLeases(w http.ResponseWriter, r *http.Request) error {
 			return nil, 0, err
 		}
 		index := watchIndex(page.Index)
-		return leasePage(page, index), index, nil
+		return listAnswer{field: "leases", n: len(page.Leases), item: func(i int) any { return leaseOut(page.Leases[i]) },
+			index: index, after: page.Next}, index, nil
 	})
 }
 

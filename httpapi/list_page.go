@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/tenure-io/tenure/client/wire"
-	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -143,10 +142,4 @@ func (a listAnswer) stream(w io.Writer) error {
 	}
 	_, err = fmt.Fprintf(w, "],\"index\":%d,\"next\":%s}\n", a.index, next)
 	return err
-}
-
-// leasePage is one page of GET /v1/leases (wire.LeaseList).
-func leasePage(page cluster.LeasePage, index uint64) listAnswer {
-	return listAnswer{field: "leases", n: len(page.Leases), item: func(i int) any { return leaseOut(page.Leases[i]) },
-		index: index, after: page.Next}
 }

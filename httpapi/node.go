@@ -14,23 +14,22 @@ import (
 // reach (Replica and Tokens, which every request reaches, are required).
 // The methods' contracts are cluster.Node's.
 type Node struct {
-	Replica  Replica
-	Tokens   Tokens
-	Leases   Leases
-	Groups   Groups
-	Controls Controls
-	Workers  Workers
-	ACLs     ACLs
-	Status   Status
-	Members  Members
-	Operator Operator
-	Events   Events
+	Replica   Replica
+	Tokens    Tokens
+	Leases    Leases
+	Groups    Groups
+	Placement Placement
+	ACLs      ACLs
+	Status    Status
+	Members   Members
+	Operator  Operator
+	Events    Events
 }
 
 // NodeOf is the Node of a cluster node: n serves every concern, its
 // ACL calls (cluster.Node.ACL) serve ACLs.
 func NodeOf(n *cluster.Node) Node {
-	return Node{Replica: n, Tokens: n, Leases: n, Groups: n, Controls: n, Workers: n, ACLs: n.ACL(),
+	return Node{Replica: n, Tokens: n, Leases: n, Groups: n, Placement: n, ACLs: n.ACL(),
 		Status: n, Members: n, Operator: n, Events: n}
 }
 
@@ -87,16 +86,14 @@ type Groups interface {
 	LeaseIndex() uint64
 }
 
-// Controls is what the key control routes need (groups.go).
-type Controls interface {
+// Placement is what the key control and worker routes need (groups.go,
+// acl.go). GroupIndex is the index of the last change of the placement
+// state.
+type Placement interface {
 	KeyControl(ctx context.Context, key string, c cluster.Consistency) (fsm.KeyControl, error)
 	SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) ([]cluster.EndedLease, error)
 	EditKeyControl(ctx context.Context, key string, edit cluster.ControlEdit) (fsm.KeyControl, []cluster.EndedLease, error)
 	GroupIndex() uint64
-}
-
-// Workers is what the worker routes need.
-type Workers interface {
 	Workers(ctx context.Context, c cluster.Consistency, id, after string, limit int) ([]cluster.WorkerView, string, uint64, error)
 	DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error)
 	RegisterWorker(ctx context.Context, a *cluster.Authorizer, worker string, groups []string) error
