@@ -258,10 +258,7 @@ func (m *Machine) applyACL(index uint64, cmd Command) Result {
 	a := &m.acl
 	switch c := cmd.(type) {
 	case ACLBootstrap:
-		if a.bootstrapped {
-			return Result{Code: Refused}
-		}
-		if !m.storeToken(index, c.Token) {
+		if a.bootstrapped || !m.storeToken(index, c.Token) {
 			return Result{Code: Refused}
 		}
 		a.bootstrapped = true
@@ -350,16 +347,11 @@ func (m *Machine) WorkerRegistration(worker string) *WorkerRegistration {
 	return rlocked(m, func() *WorkerRegistration { return m.acl.workers[worker] })
 }
 
-// snapshotACL copies the ACL state for a snapshot; stored values are never
+// snapshot copies the ACL state for a snapshot; stored values are never
 // modified, so sharing the pointers is safe.
 func (a *aclState) snapshot() aclState {
-	out := newACLState()
-	out.bootstrapped, out.index = a.bootstrapped, a.index
-	maps.Copy(out.tokens, a.tokens)
-	maps.Copy(out.byHash, a.byHash)
-	maps.Copy(out.policies, a.policies)
-	maps.Copy(out.workers, a.workers)
-	return out
+	return aclState{bootstrapped: a.bootstrapped, index: a.index, tokens: maps.Clone(a.tokens), byHash: maps.Clone(a.byHash),
+		policies: maps.Clone(a.policies), workers: maps.Clone(a.workers)}
 }
 
 // encodeACL writes the ACL part of a snapshot (format version 3).

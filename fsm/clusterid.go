@@ -14,11 +14,6 @@ func (ClusterID) Type() Type { return TypeClusterID }
 
 func (c ClusterID) encode(e *encoder) { e.string(c.ID) }
 
-// applyClusterID runs under m.mu.
-func (m *Machine) applyClusterID(c ClusterID) Result {
-	return setOnce(c.ID != "", m.clusterID == "", m.clusterID == c.ID, func() { m.clusterID = c.ID })
-}
-
 // setOnce applies a command that sets a value for good (ClusterID,
 // BackupKey): Refused when the command's value is not valid, or another
 // value is set already; Done, after calling set, when none is set; Done

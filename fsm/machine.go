@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -252,14 +253,18 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return m.editControl(index, c)
 	case Forget:
 		return m.forget(index, c)
-	case GroupDefine, MarkStuck:
-		return m.applyStuck(index, cmd)
+	case GroupDefine:
+		m.defineGroup(index, c)
+		return Result{Code: Done}
+	case MarkStuck:
+		return m.changeGroup(index, c.Group, func(cur, next *Group) { m.setStuck(cur, next, sortedSet(c.Workers)) })
 	case ACLBootstrap, ACLTokenSet, ACLTokenDelete, ACLPolicySet, ACLPolicyDelete, WorkerRegister:
 		return m.applyACL(index, cmd)
 	case ClusterID:
-		return m.applyClusterID(c)
+		return setOnce(c.ID != "", m.clusterID == "", m.clusterID == c.ID, func() { m.clusterID = c.ID })
 	case BackupKey:
-		return m.applyBackupKey(c)
+		return setOnce(len(c.Key) == BackupKeyLen, m.backupKey == nil, bytes.Equal(m.backupKey, c.Key),
+			func() { m.backupKey = append([]byte(nil), c.Key...) })
 	}
 	// Decode never yields anything else; a nested Batch is rejected there.
 	panic(fmt.Sprintf("fsm: no handler for command type %d", cmd.Type()))

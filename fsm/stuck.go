@@ -53,17 +53,6 @@ func decodeGroupDefine(d *decoder) GroupDefine {
 		StuckGrace: time.Duration(d.varint()), MinWorkers: int(d.varint())}
 }
 
-// applyStuck runs GroupDefine or MarkStuck under m.mu.
-func (m *Machine) applyStuck(index uint64, cmd Command) Result {
-	switch c := cmd.(type) {
-	case GroupDefine:
-		m.defineGroup(index, c)
-	case MarkStuck:
-		return m.changeGroup(index, c.Group, func(cur, next *Group) { m.setStuck(cur, next, sortedSet(c.Workers)) })
-	}
-	return Result{Code: Done}
-}
-
 // defineGroup stores the group that a GroupPut or a GroupDefine describes.
 func (m *Machine) defineGroup(index uint64, c GroupDefine) {
 	next := &Group{Name: c.Name, Keys: sortedSet(c.Keys), MaxPerWorker: c.MaxPerWorker,
