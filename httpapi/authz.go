@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
@@ -41,13 +43,8 @@ var anyToken = need{}
 // anyTokenAsks is anyToken for a POST that only asks (authorize).
 var anyTokenAsks = need{readOnly: true}
 
-func onKey(right fsm.Right) need {
-	return need{right: right, kind: "key", name: pathKey}
-}
-
-func onGroup(right fsm.Right) need {
-	return need{right: right, kind: "group", name: groupName}
-}
+func onKey(right fsm.Right) need   { return need{right: right, kind: "key", name: pathKey} }
+func onGroup(right fsm.Right) need { return need{right: right, kind: "group", name: groupName} }
 
 // onPrefix is for lists: read on the prefix asked for, "" (every name)
 // when none is given.
@@ -141,7 +138,7 @@ func (s *Server) guard(n need, h handlerFunc) handlerFunc {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		a, err := s.node.Tokens.ResolveToken(secretOf(r))
+		a, err := s.node.Replica.ResolveToken(secretOf(r))
 		if err != nil {
 			s.logRequest(r, "", 0, err)
 			return err
@@ -241,4 +238,41 @@ func readable(a *cluster.Authorizer) func(key string) bool {
 		return nil
 	}
 	return func(key string) bool { return a.Rights(key)&fsm.RightRead != 0 }
+}
+
+// Defaults of the refusal log's limit (Config.RefusalLogLines and
+// RefusalLogInterval): at most 10 lines per reason every 10 seconds, so a
+// flood of refused requests (unknown tokens, missing rights) writes at most
+// 11 lines per reason per 10 seconds, whatever its rate.
+const (
+	DefaultRefusalLogLines    = cluster.DefaultLogLines
+	DefaultRefusalLogInterval = cluster.DefaultLogInterval
+)
+
+// aclRefusalLog limits the acl_request lines of log: per reason (the
+// error code of the answer), the first lines of each interval are logged,
+// the rest only counted, and once the interval ends an
+// acl_requests_suppressed line says how many were left out. Lines of
+// requests that succeed are not limited.
+func aclRefusalLog(log hclog.Logger, lines int, interval time.Duration) *cluster.LogLimiter {
+	return cluster.NewLogLimiter(lines, interval, func(reason string, n int) {
+		log.Info("acl_requests_suppressed", "reason", reason, "suppressed", n, "interval", interval.String())
+	})
+}
+
+// refusalCodes are the codes of the requests that the ACL check refuses:
+// an unknown secret, or a token (or none) without the right.
+var refusalCodes = []string{wire.CodeACLNotFound, wire.CodePermissionDenied}
+
+// newRefusalCounter is tenure_acl_refusals_total, with every code at zero
+// so that the series exist from the start.
+func newRefusalCounter() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tenure_acl_refusals_total",
+		Help: "Requests this server refused for their ACL token, by code: acl_not_found (a secret no token has), permission_denied (no token, or one without the right or outside its holder binding).",
+	}, []string{"code"})
+	for _, code := range refusalCodes {
+		c.WithLabelValues(code)
+	}
+	return c
 }

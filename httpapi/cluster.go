@@ -17,8 +17,8 @@ import (
 )
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) error {
-	return s.hashBlocking(w, r, s.node.Status.StatusChanged, func() (any, string, bool) {
-		st := s.node.Status.Status()
+	return s.hashBlocking(w, r, s.node.Replica.StatusChanged, func() (any, string, bool) {
+		st := s.node.Replica.Status()
 		return statusOut(st), statusHash(st), st.LeaderID == "" || st.ClusterID == ""
 	})
 }
@@ -103,7 +103,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // applied index is within the configured lag of the leader's commit index
 // (cluster.Node.Health).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	st := s.node.Status.Status()
+	st := s.node.Replica.Status()
 	out := wire.Readiness{Role: st.Role, LeaderID: st.LeaderID, BehindEntries: st.Health.BehindEntries,
 		BehindFor: st.Health.BehindFor.Round(time.Millisecond).String(), DiskWriteErrors: st.Health.DiskWriteErrors,
 		SnapshotWriteErrors: st.Health.SnapshotWriteErrors}
@@ -114,7 +114,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	case st.Role == "leader":
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := s.node.Status.Verify(ctx); err != nil {
+		if err := s.node.Replica.Verify(ctx); err != nil {
 			reason = "leader cannot confirm its leadership: " + err.Error()
 		}
 	case st.LeaderID == "":
@@ -221,7 +221,7 @@ func (s *Server) spreadKeyring(ctx context.Context, r *http.Request, body wire.K
 		return nil
 	}
 	var failed []string
-	for _, srv := range s.node.Status.Status().Servers {
+	for _, srv := range s.node.Replica.Status().Servers {
 		if srv.ID == s.node.Replica.ID() {
 			continue
 		}

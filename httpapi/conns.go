@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -171,3 +173,35 @@ func LimitListener(ln net.Listener, limits ConnLimits) net.Listener {
 // clientOverflow is how many connections of one client past
 // MaxConnsPerClient are accepted and answered 503.
 func (l ConnLimits) clientOverflow() int { return min(64, l.MaxConnsPerClient/8+4) }
+
+// limitedErrorLog is errorLog (an http.Server's) with its lines limited
+// as refusals: those of failed TLS handshakes (a client without a
+// certificate of the cluster's CA, a scanner) under one reason, any other
+// under another, DefaultRefusalLogLines every DefaultRefusalLogInterval
+// each, and then one line that counts the rest.
+func limitedErrorLog(errorLog *log.Logger) *log.Logger {
+	out := errorLog.Writer()
+	prefix, flags := errorLog.Prefix(), errorLog.Flags()
+	summary := log.New(out, prefix, flags)
+	lim := cluster.NewLogLimiter(DefaultRefusalLogLines, DefaultRefusalLogInterval, func(reason string, n int) {
+		summary.Printf("http: %d more %s lines left out of the log in %v", n, reason, DefaultRefusalLogInterval)
+	})
+	return log.New(limitedWriter{out: out, lim: lim}, prefix, flags)
+}
+
+// limitedWriter writes the lines of an http.Server's error log within lim.
+type limitedWriter struct {
+	out io.Writer
+	lim *cluster.LogLimiter
+}
+
+func (w limitedWriter) Write(p []byte) (int, error) {
+	reason := "error log"
+	if bytes.Contains(p, []byte("TLS handshake error")) {
+		reason = "TLS handshake error"
+	}
+	if !w.lim.Allow(reason) {
+		return len(p), nil
+	}
+	return w.out.Write(p)
+}

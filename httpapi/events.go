@@ -123,12 +123,10 @@ func visible(a *cluster.Authorizer, e fsm.Event) bool {
 		return true
 	}
 	switch e.Type {
-	case fsm.EventAssigned:
-		if e.Key != "" && a.Allow(fsm.RightRead, "key", e.Key) != nil {
+	case fsm.EventAssigned, fsm.EventGroupChanged, fsm.EventStuck:
+		if e.Type == fsm.EventAssigned && e.Key != "" && a.Allow(fsm.RightRead, "key", e.Key) != nil {
 			return false
 		}
-		return a.Allow(fsm.RightRead, "group", e.Group) == nil || a.AllowCluster(fsm.RightOperator) == nil
-	case fsm.EventGroupChanged, fsm.EventStuck:
 		return a.Allow(fsm.RightRead, "group", e.Group) == nil || a.AllowCluster(fsm.RightOperator) == nil
 	case fsm.EventDrained:
 		return a.Allow(fsm.RightRead, "worker", e.Worker) == nil || a.AllowCluster(fsm.RightOperator) == nil

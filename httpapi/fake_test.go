@@ -40,7 +40,7 @@ func (f *fakeReplica) ResolveToken(string) (*cluster.Authorizer, error) {
 }
 
 // node is the Node of f alone.
-func (f *fakeReplica) node() Node { return Node{Replica: f, Status: f, Tokens: f} }
+func (f *fakeReplica) node() Node { return Node{Replica: f} }
 
 func serveFake(t testing.TB, node Node) http.Handler {
 	t.Helper()

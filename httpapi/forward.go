@@ -158,7 +158,7 @@ func (s *Server) watchLeader(ctx context.Context, addr string, cancel context.Ca
 // send a request to: its role and term, and how long since it last heard
 // from a leader.
 func (s *Server) noLeaderReason() string {
-	st := s.node.Status.Status()
+	st := s.node.Replica.Status()
 	if st.Role == "leader" {
 		return fmt.Sprintf("%s leads in term %d but has not established itself yet (or is handing leadership over)", st.NodeID, st.Term)
 	}

@@ -269,7 +269,7 @@ func (m *movingLeader) LeaderHTTP(context.Context) (string, string) {
 func newMovingLeader(addr string) (*movingLeader, Node) {
 	m := &movingLeader{fakeReplica: fakeReplica{status: cluster.Status{NodeID: "n2", Role: "follower"}}}
 	m.leader.Store(addr)
-	return m, Node{Replica: m, Status: m, Tokens: m}
+	return m, Node{Replica: m}
 }
 
 // A follower that forwarded a request to a leader that then stops being

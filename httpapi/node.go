@@ -11,16 +11,14 @@ import (
 // Node is what the API needs of the server node it serves, one interface
 // per concern, each named for the handlers that call it. NodeOf fills
 // every one from a *cluster.Node; a test fills only those its requests
-// reach (Replica and Tokens, which every request reaches, are required).
-// The methods' contracts are cluster.Node's.
+// reach (Replica, which every request reaches, is required). The methods'
+// contracts are cluster.Node's.
 type Node struct {
 	Replica   Replica
-	Tokens    Tokens
 	Leases    Leases
 	Groups    Groups
 	Placement Placement
 	ACLs      ACLs
-	Status    Status
 	Members   Members
 	Operator  Operator
 	Events    Events
@@ -29,13 +27,16 @@ type Node struct {
 // NodeOf is the Node of a cluster node: n serves every concern, its
 // ACL calls (cluster.Node.ACL) serve ACLs.
 func NodeOf(n *cluster.Node) Node {
-	return Node{Replica: n, Tokens: n, Leases: n, Groups: n, Placement: n, ACLs: n.ACL(),
-		Status: n, Members: n, Operator: n, Events: n}
+	return Node{Replica: n, Leases: n, Groups: n, Placement: n, ACLs: n.ACL(), Members: n, Operator: n, Events: n}
 }
 
-// Replica is what routing, forwarding and the read headers need: whether
-// this node leads, which node does, and how fresh its state is. Changed
-// is closed by the next applied change (blocking queries wait on it).
+// Replica is what every request needs of this node: whether it leads,
+// which node does, and how fresh its state is (routing, forwarding, the
+// read headers), and the resolution of the request's ACL token against
+// its replicated state (guard); and its status (the status and readiness
+// routes). Changed is closed by the next applied change (blocking queries
+// wait on it); StatusChanged when what Status reports (but its indexes
+// and times) may have changed.
 type Replica interface {
 	Ready() error
 	IsLeader() bool
@@ -48,12 +49,10 @@ type Replica interface {
 	LastContact() time.Duration
 	Health() cluster.NodeHealth
 	Changed() <-chan struct{}
-}
-
-// Tokens resolves a request's ACL token against this node's replicated
-// state (guard).
-type Tokens interface {
 	ResolveToken(secret string) (*cluster.Authorizer, error)
+	Status() cluster.Status
+	StatusChanged() <-chan struct{}
+	Verify(ctx context.Context) error
 }
 
 // Leases is what the lease routes need (leases.go): the writes, a lease,
@@ -110,15 +109,6 @@ type ACLs interface {
 	DeletePolicy(ctx context.Context, name string) error
 	Policies(ctx context.Context, c cluster.Consistency) ([]*fsm.ACLPolicy, uint64, error)
 	Policy(ctx context.Context, name string, c cluster.Consistency) (*fsm.ACLPolicy, error)
-}
-
-// Status is what the status and readiness routes need. StatusChanged is
-// closed when what Status reports (but its indexes and times) may have
-// changed.
-type Status interface {
-	Status() cluster.Status
-	StatusChanged() <-chan struct{}
-	Verify(ctx context.Context) error
 }
 
 // Members is what the members route needs. MembersChanged is closed when

@@ -6,12 +6,10 @@ import "github.com/tenure-io/tenure/cluster"
 // the ACLs.
 var (
 	_ Replica   = (*cluster.Node)(nil)
-	_ Tokens    = (*cluster.Node)(nil)
 	_ Leases    = (*cluster.Node)(nil)
 	_ Groups    = (*cluster.Node)(nil)
 	_ Placement = (*cluster.Node)(nil)
 	_           = func(n *cluster.Node) ACLs { return n.ACL() }
-	_ Status    = (*cluster.Node)(nil)
 	_ Members   = (*cluster.Node)(nil)
 	_ Operator  = (*cluster.Node)(nil)
 	_ Events    = (*cluster.Node)(nil)

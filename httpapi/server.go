@@ -90,8 +90,6 @@ func (c Config) Validate() error {
 	switch {
 	case c.Node.Replica == nil:
 		return errors.New("node: replica required")
-	case c.Node.Tokens == nil:
-		return errors.New("node: tokens required")
 	case c.Logger == nil:
 		return errors.New("logger: required")
 	case c.WriteTimeout <= 0:
@@ -205,7 +203,10 @@ func New(cfg Config) (*Server, error) {
 		metrics = open
 	}
 	prom := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
-	r.Handle("/metrics", s.local(metrics, plain(prom.ServeHTTP))).Methods(http.MethodGet)
+	r.Handle("/metrics", s.local(metrics, func(w http.ResponseWriter, r *http.Request) error {
+		prom.ServeHTTP(w, r)
+		return nil
+	})).Methods(http.MethodGet)
 	r.Handle("/v1/debug/pprof/{profile}", s.local(onCluster(fsm.RightDebug), s.profile)).Methods(http.MethodGet)
 	r.Handle("/v1/debug/logs", s.local(onCluster(fsm.RightDebug), s.recentLogs)).Methods(http.MethodGet)
 	// The page and its static files hold no data: its script reads the API
@@ -281,14 +282,6 @@ func (h handlerFunc) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// plain adapts a handler that answers every error itself.
-func plain(h func(w http.ResponseWriter, r *http.Request)) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) error {
-		h(w, r)
-		return nil
-	}
-}
-
 // leader serves the request here when this node is the established leader
 // and forwards it to the leader otherwise.
 func (s *Server) leader(h handlerFunc) http.Handler {
@@ -328,8 +321,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 }
 
-// decodeBody reads one JSON object into v: unknown fields, trailing data
-// and bodies over MaxBodyBytes are errors that name the problem.
 // decodeOptionalBody is decodeBody for a body that may be left out: an
 // empty body, with Content-Length 0 or chunked with nothing in it, leaves v
 // as it is.
@@ -342,6 +333,8 @@ func decodeOptionalBody(r *http.Request, v any) error {
 	return decodeBody(r, v)
 }
 
+// decodeBody reads one JSON object into v: unknown fields, trailing data
+// and bodies over MaxBodyBytes are errors that name the problem.
 func decodeBody(r *http.Request, v any) error {
 	raw, err := readBody(r)
 	if err != nil {
