@@ -13,26 +13,16 @@ import (
 func (l LeaseInfo) appendJSON(b []byte) []byte {
 	b = append(b, `{"key":`...)
 	b = appendJSONString(b, l.Key)
-	b = append(b, `,"holder":`...)
-	b = appendJSONString(b, l.Holder)
+	b = appendField(b, "holder", l.Holder)
 	b = append(b, `,"token":`...)
 	b = strconv.AppendUint(b, l.Token, 10)
-	b = append(b, `,"ttl":`...)
-	b = appendJSONString(b, l.TTL.String())
-	b = append(b, `,"state":`...)
-	b = appendJSONString(b, string(l.State))
+	b = appendField(b, "ttl", l.TTL.String())
+	b = appendField(b, "state", string(l.State))
 	if l.HasExpiresIn {
-		b = append(b, `,"expires_in":`...)
-		b = appendJSONString(b, l.ExpiresIn.String())
+		b = appendField(b, "expires_in", l.ExpiresIn.String())
 	}
-	if s := formatTime(l.AcquiredAt); s != "" {
-		b = append(b, `,"acquired_at":`...)
-		b = appendJSONString(b, s)
-	}
-	if s := formatTime(l.RenewedAt); s != "" {
-		b = append(b, `,"renewed_at":`...)
-		b = appendJSONString(b, s)
-	}
+	b = appendNonEmpty(b, "acquired_at", formatTime(l.AcquiredAt))
+	b = appendNonEmpty(b, "renewed_at", formatTime(l.RenewedAt))
 	if len(l.Metadata) > 0 {
 		b = append(b, `,"metadata":{`...)
 		keys := make([]string, 0, len(l.Metadata))
@@ -50,21 +40,29 @@ func (l LeaseInfo) appendJSON(b []byte) []byte {
 		}
 		b = append(b, '}')
 	}
-	if l.Reason != "" {
-		b = append(b, `,"reason":`...)
-		b = appendJSONString(b, l.Reason)
-	}
-	if l.Ending != "" {
-		b = append(b, `,"ending":`...)
-		b = appendJSONString(b, l.Ending)
-	}
+	b = appendNonEmpty(b, "reason", l.Reason)
+	b = appendNonEmpty(b, "ending", l.Ending)
 	b = append(b, `,"modify_index":`...)
 	b = strconv.AppendUint(b, l.ModifyIndex, 10)
-	if l.Secret != "" { // an acquire's answer only
-		b = append(b, `,"secret":`...)
-		b = appendJSONString(b, l.Secret)
-	}
+	b = appendNonEmpty(b, "secret", l.Secret) // an acquire's answer only
 	return append(b, '}')
+}
+
+// appendField appends the member `,"name":"v"` of an object to b.
+func appendField(b []byte, name, v string) []byte {
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	return appendJSONString(b, v)
+}
+
+// appendNonEmpty is appendField for an omitempty member: it appends
+// nothing when v is empty.
+func appendNonEmpty(b []byte, name, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return appendField(b, name, v)
 }
 
 // AppendJSON appends the JSON of the answer of POST /v1/renew to b, as
@@ -85,14 +83,9 @@ func (r RenewManyResults) AppendJSON(b []byte) []byte {
 			b = append(b, `,"lease":`...)
 			b = res.Lease.appendJSON(b)
 		}
-		for _, f := range [...]struct{ name, v string }{{"error", res.Error}, {"message", res.Message}, {"reason", res.Reason}} {
-			if f.v != "" {
-				b = append(b, `,"`...)
-				b = append(b, f.name...)
-				b = append(b, `":`...)
-				b = appendJSONString(b, f.v)
-			}
-		}
+		b = appendNonEmpty(b, "error", res.Error)
+		b = appendNonEmpty(b, "message", res.Message)
+		b = appendNonEmpty(b, "reason", res.Reason)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
