@@ -193,11 +193,6 @@ func (k *keeper) endLocked(l *Lease, state leaseState, err error) leaseEvent {
 	return leaseEvent{l: l, kind: eventLost, err: err}
 }
 
-// loseLocked ends l as lost. k.mu is held.
-func (k *keeper) loseLocked(l *Lease, err error) leaseEvent {
-	return k.endLocked(l, leaseLost, err)
-}
-
 // endedByOperator reports whether a renewal was refused because an
 // operator revoked the lease, disabled its key or prohibited its holder.
 func endedByOperator(refusal error) bool {
@@ -301,7 +296,7 @@ func (k *keeper) expireLocked(now time.Time) []leaseEvent {
 	var evs []leaseEvent
 	for _, l := range k.leases {
 		if passed(now, l.deadline) {
-			evs = append(evs, k.loseLocked(l, l.expiredErr()))
+			evs = append(evs, k.endLocked(l, leaseLost, l.expiredErr()))
 		}
 	}
 	return evs
@@ -389,7 +384,7 @@ func (k *keeper) applyLocked(o renewOutcome, now time.Time) []leaseEvent {
 			if o.err != nil {
 				l.lastErr = o.err
 			}
-			evs = append(evs, k.loseLocked(l, l.expiredErr())) // too late to count
+			evs = append(evs, k.endLocked(l, leaseLost, l.expiredErr())) // too late to count
 			continue
 		}
 		err := o.err
@@ -412,7 +407,7 @@ func (k *keeper) applyLocked(o renewOutcome, now time.Time) []leaseEvent {
 			// holder's Release, once it has stopped, frees it at once.
 			// Nor when the secret is not the lease's: releasing needs it too.
 			l.freed = errors.Is(refusal, ErrLeaseLost) && !endedByOperator(refusal) || errors.Is(refusal, ErrWrongSecret)
-			evs = append(evs, k.loseLocked(l, lostError(l.key, l.token, refusal)))
+			evs = append(evs, k.endLocked(l, leaseLost, lostError(l.key, l.token, refusal)))
 		case err != nil:
 			l.failures++
 			l.lastErr = err
@@ -441,13 +436,6 @@ func retryDelay(interval time.Duration, n int) time.Duration {
 // scaled returns d times f.
 func scaled(d time.Duration, f float64) time.Duration {
 	return time.Duration(float64(d) * f)
-}
-
-// isRunning reports whether the renewer goroutine runs (for tests).
-func (k *keeper) isRunning() bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.running
 }
 
 // leaseEvent is something to log and report to the hooks once k.mu is

@@ -31,3 +31,10 @@ func TestDeadlinePassed(t *testing.T) {
 		})
 	}
 }
+
+// isRunning reports whether the renewer goroutine runs.
+func (k *keeper) isRunning() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.running
+}

@@ -259,7 +259,7 @@ func (l *Lease) Err() error {
 	l.k.mu.Lock()
 	var evs []leaseEvent
 	if l.state == leaseHeld && passed(time.Now(), l.deadline) {
-		evs = append(evs, l.k.loseLocked(l, l.expiredErr()))
+		evs = append(evs, l.k.endLocked(l, leaseLost, l.expiredErr()))
 	}
 	err := l.err
 	l.k.mu.Unlock()
