@@ -66,7 +66,7 @@ func (a *ACLAPI) Authorize(ctx context.Context, checks []ACLCheck) ([]ACLCheckRe
 	if len(checks) == 0 || len(checks) > MaxACLChecks {
 		return nil, fmt.Errorf("%w: %d checks, want 1 to %d", ErrInvalid, len(checks), MaxACLChecks)
 	}
-	out, _, err := call[wire.ACLAuthorizeResults](ctx, a.c, &request{method: http.MethodPost, path: "/v1/acl/authorize", body: wire.ACLAuthorizeBody{Checks: checks}}, "authorize results")
+	out, err := callOnly[wire.ACLAuthorizeResults](ctx, a.c, &request{method: http.MethodPost, path: "/v1/acl/authorize", body: wire.ACLAuthorizeBody{Checks: checks}}, "authorize results")
 	if err != nil {
 		return nil, err
 	}
@@ -87,11 +87,7 @@ func (a *ACLAPI) DeleteToken(ctx context.Context, accessor string) error {
 }
 
 func (a *ACLAPI) token(ctx context.Context, r *request) (*ACLToken, error) {
-	out, _, err := call[ACLToken](ctx, a.c, r, "token")
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return callOnly[ACLToken](ctx, a.c, r, "token")
 }
 
 // SetPolicy creates or replaces the policy called name.
@@ -124,7 +120,7 @@ func (a *ACLAPI) DeletePolicy(ctx context.Context, name string) error {
 
 // ListPolicies lists every policy.
 func (a *ACLAPI) ListPolicies(ctx context.Context) ([]ACLPolicy, error) {
-	out, _, err := call[ACLPolicyList](ctx, a.c, &request{method: http.MethodGet, path: "/v1/acl/policies"}, "policies")
+	out, err := callOnly[ACLPolicyList](ctx, a.c, &request{method: http.MethodGet, path: "/v1/acl/policies"}, "policies")
 	if err != nil {
 		return nil, err
 	}
@@ -132,11 +128,7 @@ func (a *ACLAPI) ListPolicies(ctx context.Context) ([]ACLPolicy, error) {
 }
 
 func (a *ACLAPI) policy(ctx context.Context, r *request) (*ACLPolicy, error) {
-	out, _, err := call[ACLPolicy](ctx, a.c, r, "policy")
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return callOnly[ACLPolicy](ctx, a.c, r, "policy")
 }
 
 // RegisterWorker tells a cluster with ACLs enabled that this client's

@@ -3,9 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
-	crand "crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,14 +170,8 @@ func NewHolderID() string {
 	if err != nil || host == "" {
 		host = "unknown"
 	}
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4))
-}
-
-// randomHex is n random bytes in hex.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = crand.Read(b) // never fails on supported platforms
-	return hex.EncodeToString(b)
+	// 8 of the 32 random hex digits of a lease secret.
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), wire.NewLeaseSecret()[:8])
 }
 
 // request is one logical call.
@@ -362,7 +354,7 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	}
 	if v := hr.Header.Get(HeaderLastContact); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil {
-			meta.LastContact = lastContact(ms)
+			meta.LastContact = wire.LastContact(ms)
 		}
 	}
 	if v := hr.Header.Get(HeaderKnownLeader); v != "" {
@@ -376,10 +368,6 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	return &response{status: hr.StatusCode, body: data, meta: meta}, leaderHdr, nil
 }
 
-// lastContact converts the milliseconds of X-Tenure-Last-Contact (see
-// wire.LastContact).
-func lastContact(ms float64) time.Duration { return wire.LastContact(ms) }
-
 // call makes the request r and decodes its JSON answer into a new T; what
 // names the answer in the error a bad body gives ("decode what: ...").
 func call[T any](ctx context.Context, c *Client, r *request, what string) (*T, *Meta, error) {
@@ -392,4 +380,10 @@ func call[T any](ctx context.Context, c *Client, r *request, what string) (*T, *
 		return nil, nil, fmt.Errorf("decode %s: %w", what, err)
 	}
 	return &out, resp.meta, nil
+}
+
+// callOnly is call for the calls whose answer leaves out the Meta.
+func callOnly[T any](ctx context.Context, c *Client, r *request, what string) (*T, error) {
+	out, _, err := call[T](ctx, c, r, what)
+	return out, err
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -26,12 +25,7 @@ func (c *Client) Status(ctx context.Context) (*NodeStatus, *Meta, error) {
 // answer may come from another node than the earlier one (after a leader
 // change), whose hash differs.
 func (c *Client) WaitStatus(ctx context.Context, hash string, wait time.Duration) (*NodeStatus, *Meta, error) {
-	var s NodeStatus
-	meta, err := c.hashRead(ctx, "/v1/status", hash, wait, &s)
-	if err != nil {
-		return nil, nil, err
-	}
-	return &s, meta, nil
+	return hashRead[NodeStatus](ctx, c, "/v1/status", hash, wait)
 }
 
 // Members returns the gossip members as the answering node sees them.
@@ -43,16 +37,15 @@ func (c *Client) Members(ctx context.Context) ([]Member, *Meta, error) {
 // it answers once the members differ from those of the answer whose
 // Meta.ContentHash is hash, or when wait ends.
 func (c *Client) WaitMembers(ctx context.Context, hash string, wait time.Duration) ([]Member, *Meta, error) {
-	var out wire.MemberList
-	meta, err := c.hashRead(ctx, "/v1/members", hash, wait, &out)
+	out, meta, err := hashRead[wire.MemberList](ctx, c, "/v1/members", hash, wait)
 	if err != nil {
 		return nil, nil, err
 	}
 	return out.Members, meta, nil
 }
 
-// hashRead makes a hash-blocking read of path into v.
-func (c *Client) hashRead(ctx context.Context, path, hash string, wait time.Duration, v any) (*Meta, error) {
+// hashRead makes a hash-blocking read of path.
+func hashRead[T any](ctx context.Context, c *Client, path, hash string, wait time.Duration) (*T, *Meta, error) {
 	req := &request{method: http.MethodGet, path: path}
 	if hash != "" {
 		req.query = map[string]string{"hash": hash}
@@ -62,14 +55,7 @@ func (c *Client) hashRead(ctx context.Context, path, hash string, wait time.Dura
 			req.wait = wait
 		}
 	}
-	resp, err := c.do(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(resp.body, v); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", path, err)
-	}
-	return resp.meta, nil
+	return call[T](ctx, c, req, path)
 }
 
 // OperatorAPI makes the operator calls. Get it from Client.Operator.

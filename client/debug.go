@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -66,11 +67,7 @@ func (d *NodeDebugAPI) Metrics(ctx context.Context) ([]byte, error) {
 // DebugProfiles) in the runtime/pprof format that `go tool pprof` reads.
 // It needs the operator right.
 func (d *NodeDebugAPI) Profile(ctx context.Context, name string) ([]byte, error) {
-	known := false
-	for _, p := range DebugProfiles {
-		known = known || p == name
-	}
-	if !known {
+	if !slices.Contains(DebugProfiles, name) {
 		return nil, fmt.Errorf("profile: %q is not served, want one of %v", name, DebugProfiles)
 	}
 	return d.get(ctx, "/v1/debug/pprof/"+url.PathEscape(name), nil)

@@ -42,7 +42,7 @@ func (g *GroupsAPI) PutCAS(ctx context.Context, name string, spec GroupSpec, ind
 		return nil, err
 	}
 	q := map[string]string{"cas": strconv.FormatUint(index, 10)}
-	return g.summaryReq(ctx, &request{method: http.MethodPut, path: p, body: spec, query: q, unsafeRetry: true})
+	return g.summary(ctx, &request{method: http.MethodPut, path: p, body: spec, query: q, unsafeRetry: true})
 }
 
 // Replace creates a group or replaces its keys and settings, whatever is
@@ -52,7 +52,7 @@ func (g *GroupsAPI) Replace(ctx context.Context, name string, spec GroupSpec) (*
 	if err != nil {
 		return nil, err
 	}
-	return g.summaryReq(ctx, &request{method: http.MethodPut, path: p, body: spec, query: map[string]string{"replace": "true"}})
+	return g.summary(ctx, &request{method: http.MethodPut, path: p, body: spec, query: map[string]string{"replace": "true"}})
 }
 
 // AddRemoveKeys adds and removes keys of a group.
@@ -61,7 +61,7 @@ func (g *GroupsAPI) AddRemoveKeys(ctx context.Context, name string, add, remove 
 	if err != nil {
 		return nil, err
 	}
-	return g.summary(ctx, http.MethodPost, p, wire.GroupKeysBody{Add: add, Remove: remove})
+	return g.summary(ctx, &request{method: http.MethodPost, path: p, body: wire.GroupKeysBody{Add: add, Remove: remove}})
 }
 
 // SetMaxPerWorker changes the per-worker maximum of a group.
@@ -70,19 +70,11 @@ func (g *GroupsAPI) SetMaxPerWorker(ctx context.Context, name string, max int) (
 	if err != nil {
 		return nil, err
 	}
-	return g.summary(ctx, http.MethodPut, p, wire.MaxPerWorkerBody{MaxPerWorker: max})
+	return g.summary(ctx, &request{method: http.MethodPut, path: p, body: wire.MaxPerWorkerBody{MaxPerWorker: max}})
 }
 
-func (g *GroupsAPI) summary(ctx context.Context, method, path string, body any) (*GroupSummary, error) {
-	return g.summaryReq(ctx, &request{method: method, path: path, body: body})
-}
-
-func (g *GroupsAPI) summaryReq(ctx context.Context, r *request) (*GroupSummary, error) {
-	out, _, err := call[GroupSummary](ctx, g.c, r, "group")
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+func (g *GroupsAPI) summary(ctx context.Context, r *request) (*GroupSummary, error) {
+	return callOnly[GroupSummary](ctx, g.c, r, "group")
 }
 
 // Delete removes a group; its leases are left as they are.
@@ -133,11 +125,7 @@ func (g *GroupsAPI) SetControlWith(ctx context.Context, key string, ctl KeyContr
 
 // control makes a key-control call and decodes the controls it answers.
 func (g *GroupsAPI) control(ctx context.Context, r *request) (*KeyControl, error) {
-	out, _, err := call[KeyControl](ctx, g.c, r, "control")
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return callOnly[KeyControl](ctx, g.c, r, "control")
 }
 
 // EditControl changes the controls of a key on top of what they are when

@@ -14,9 +14,5 @@ func (c *Client) PlacementHealth(ctx context.Context, threshold time.Duration) (
 	if threshold > 0 {
 		req.query = map[string]string{"threshold": threshold.String()}
 	}
-	out, _, err := call[PlacementHealth](ctx, c, req, "placement health")
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return callOnly[PlacementHealth](ctx, c, req, "placement health")
 }

@@ -134,12 +134,12 @@ func (a *LeasesAPI) Acquire(ctx context.Context, key string, req AcquireRequest)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := decodeLease(resp)
-	if err != nil {
-		return nil, nil, err
+	var l LeaseInfo
+	if err := json.Unmarshal(resp.body, &l); err != nil {
+		return nil, nil, fmt.Errorf("decode lease: %w", err)
 	}
 	resp.meta.Created = resp.status == http.StatusCreated
-	return l, resp.meta, nil
+	return &l, resp.meta, nil
 }
 
 // Renew restarts the deadline of the lease (key, holder, token). It fails
@@ -151,7 +151,7 @@ func (a *LeasesAPI) Renew(ctx context.Context, key, holder string, token uint64)
 	if err != nil {
 		return nil, nil, err
 	}
-	return a.lease(ctx, &request{method: http.MethodPost, path: p, body: wire.LeaseRefBody{Holder: holder, Token: token, Secret: a.secret}})
+	return call[LeaseInfo](ctx, a.c, &request{method: http.MethodPost, path: p, body: wire.LeaseRefBody{Holder: holder, Token: token, Secret: a.secret}}, "lease")
 }
 
 // RenewMany renews several leases of holder in one request (at most
@@ -230,7 +230,7 @@ func (a *LeasesAPI) Get(ctx context.Context, key string, q *QueryOptions) (*Leas
 	}
 	params := map[string]string{}
 	wait := q.apply(params)
-	return a.lease(ctx, &request{method: http.MethodGet, path: p, query: params, wait: wait})
+	return call[LeaseInfo](ctx, a.c, &request{method: http.MethodGet, path: p, query: params, wait: wait}, "lease")
 }
 
 // Revoke ends the lease of key whoever holds it (an operator action), the
@@ -256,25 +256,4 @@ func leasePath(prefix, key string) (string, error) {
 		segs[i] = url.PathEscape(s)
 	}
 	return prefix + strings.Join(segs, "/"), nil
-}
-
-// lease makes a call whose answer is a lease.
-func (a *LeasesAPI) lease(ctx context.Context, r *request) (*LeaseInfo, *Meta, error) {
-	resp, err := a.c.do(ctx, r)
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := decodeLease(resp)
-	if err != nil {
-		return nil, nil, err
-	}
-	return l, resp.meta, nil
-}
-
-func decodeLease(resp *response) (*LeaseInfo, error) {
-	var l LeaseInfo
-	if err := json.Unmarshal(resp.body, &l); err != nil {
-		return nil, fmt.Errorf("decode lease: %w", err)
-	}
-	return &l, nil
 }

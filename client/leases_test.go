@@ -261,8 +261,8 @@ func TestReadsPassQueryOptions(t *testing.T) {
 		ms   float64
 		want time.Duration
 	}{{0, 0}, {12, 12 * time.Millisecond}, {-1, -1}} {
-		if got := lastContact(tt.ms); got != tt.want {
-			t.Errorf("lastContact(%v) = %v, want %v", tt.ms, got, tt.want)
+		if got := wire.LastContact(tt.ms); got != tt.want {
+			t.Errorf("wire.LastContact(%v) = %v, want %v", tt.ms, got, tt.want)
 		}
 	}
 	list, _, err := c.Leases().List(ctx, &ListOptions{Prefix: "partitions/", State: StateHeld, Holder: "h1"}, &QueryOptions{WaitIndex: 57})

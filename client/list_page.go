@@ -188,9 +188,5 @@ func (a *ACLAPI) ListTokensPage(ctx context.Context, page PageOptions) (*ACLToke
 	if err != nil {
 		return nil, err
 	}
-	out, _, err := call[ACLTokenList](ctx, a.c, r, "tokens")
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return callOnly[ACLTokenList](ctx, a.c, r, "tokens")
 }

@@ -3,11 +3,9 @@ package client
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -99,22 +97,11 @@ func decodeAPIError(hr *http.Response, data []byte) *APIError {
 
 // encodeQuery encodes query parameters in key order, skipping empty values.
 func encodeQuery(q map[string]string) string {
-	if len(q) == 0 {
-		return ""
-	}
-	keys := make([]string, 0, len(q))
-	for k, v := range q {
-		if v != "" {
-			keys = append(keys, k)
+	v := url.Values{}
+	for k, s := range q {
+		if s != "" {
+			v.Set(k, s)
 		}
 	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte('&')
-		}
-		fmt.Fprintf(&b, "%s=%s", url.QueryEscape(k), url.QueryEscape(q[k]))
-	}
-	return b.String()
+	return v.Encode()
 }

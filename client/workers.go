@@ -94,15 +94,11 @@ func (g *GroupsAPI) Worker(ctx context.Context, id string, q *QueryOptions) (*Wo
 func (g *GroupsAPI) workers(ctx context.Context, id string, q *QueryOptions) ([]WorkerInfo, *Meta, error) {
 	var all []WorkerInfo
 	meta, err := eachPage("list workers", q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
-		params := map[string]string{}
-		if id != "" {
-			params["id"] = id
+		r, err := pageRequest("/v1/workers", PageOptions{Cursor: cursor}, map[string]string{"id": id}, q)
+		if err != nil {
+			return "", nil, err
 		}
-		if cursor != "" {
-			params["cursor"] = cursor
-		}
-		wait := q.apply(params)
-		out, meta, err := call[wire.WorkerList](ctx, g.c, &request{method: http.MethodGet, path: "/v1/workers", query: params, wait: wait}, "workers")
+		out, meta, err := call[wire.WorkerList](ctx, g.c, r, "workers")
 		if err != nil {
 			return "", nil, err
 		}

@@ -2,8 +2,6 @@ package worker
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -151,7 +149,7 @@ func New(c *client.Client, group string, handler Handler, opts ...WorkerOption) 
 	// (wrongly) given one id: events, lists and the balancer tell the two
 	// apart by it. (Their lease secrets differ too, so neither could take
 	// the other's lease.)
-	cfg.holder = cfg.id + "#" + randomHex(4)
+	cfg.holder = cfg.id + "#" + wire.NewLeaseSecret()[:8] // 8 random hex digits
 	log := cfg.logger
 	if log == nil {
 		log = c.Config().Logger
@@ -422,11 +420,4 @@ type handlerContext struct {
 func (c handlerContext) Err() error {
 	c.lease.Err()
 	return c.Context.Err()
-}
-
-// randomHex is n random bytes in hex.
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = crand.Read(b) // never fails on supported platforms
-	return hex.EncodeToString(b)
 }
