@@ -103,12 +103,9 @@ func New(cfg *Config) (*Client, error) {
 	c.cfg.Addresses = seeds
 	c.route = newRouter(seeds, cfg.leaderTrust())
 	if c.http == nil {
-		var tc *tls.Config
-		if cfg.TLS.enabled() {
-			var err error
-			if tc, err = cfg.TLS.build(); err != nil {
-				return nil, err
-			}
+		tc, err := cfg.TLS.Build()
+		if err != nil {
+			return nil, err
 		}
 		c.http = defaultHTTPClient(tc)
 	}

@@ -55,14 +55,11 @@ func (c *Client) AcquireSemaphore(ctx context.Context, key string, slots int, op
 	for i := range keys {
 		keys[i] = SlotKey(key, i)
 	}
-	c.keep.mu.Lock()
 	for _, k := range keys {
-		if c.keep.leases[leaseID{cfg.holder, k}] != nil {
-			c.keep.mu.Unlock()
+		if c.keep.kept(leaseID{cfg.holder, k}) != nil {
 			return nil, fmt.Errorf("%w: slot %q of semaphore %q", ErrDuplicateLease, k, key)
 		}
 	}
-	c.keep.mu.Unlock()
 
 	held, _, err := c.Leases().List(ctx, &ListOptions{Prefix: key + "/slot-"}, nil)
 	if err != nil {

@@ -69,12 +69,6 @@ func (t TLSConfig) Build() (*tls.Config, error) {
 	if !t.enabled() {
 		return nil, nil
 	}
-	return t.build()
-}
-
-// build reads the files and returns the configuration of the client's
-// connections.
-func (t TLSConfig) build() (*tls.Config, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,15 +91,12 @@ func diagnoseJoin(peers []string, err error, mine []string, servers []wire.Membe
 		}
 		encrypted++
 		for _, k := range m.Meta.Keys {
-			if !contains(theirs, k) {
+			if !slices.Contains(theirs, k) {
 				theirs = append(theirs, k)
 			}
 		}
 	}
-	shared := false
-	for _, k := range mine {
-		shared = shared || contains(theirs, k)
-	}
+	shared := slices.ContainsFunc(mine, func(k string) bool { return slices.Contains(theirs, k) })
 	text := ""
 	if err != nil {
 		text = strings.ToLower(err.Error())
@@ -129,13 +127,4 @@ func diagnoseJoin(peers []string, err error, mine []string, servers []wire.Membe
 	}
 	return joinDiagnosis{reason: "no server answered the worker's gossip join",
 		fix: "check that the servers' gossip addresses (-gossip-addr) are reachable from the worker, and that the servers reach the address it announces (worker.WithGossipAdvertise)"}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
