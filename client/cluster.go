@@ -2,9 +2,11 @@ package client
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/tenure-io/tenure/client/wire"
@@ -135,4 +137,101 @@ func (o *OperatorAPI) TransferLeader(ctx context.Context, id string) (string, *M
 // may take a second snapshot, which is harmless.
 func (o *OperatorAPI) Snapshot(ctx context.Context) (*SnapshotInfo, *Meta, error) {
 	return call[SnapshotInfo](ctx, o.c, &request{method: http.MethodPost, path: "/v1/operator/snapshot"}, "snapshot answer")
+}
+
+// PlacementHealth asks the leader for unowned keys, stuck workers, groups
+// below their minimum and leases not renewed for longer than threshold (0:
+// two thirds of each lease's TTL). It needs read on every group.
+func (c *Client) PlacementHealth(ctx context.Context, threshold time.Duration) (*PlacementHealth, error) {
+	req := &request{method: http.MethodGet, path: "/v1/health/placement"}
+	if threshold > 0 {
+		req.query = map[string]string{"threshold": threshold.String()}
+	}
+	return callOnly[PlacementHealth](ctx, c, req, "placement health")
+}
+
+// Keyring lists the gossip keys that the members alive in the answering
+// server's view hold.
+func (o *OperatorAPI) Keyring(ctx context.Context) (*Keyring, *Meta, error) {
+	return o.keyring(ctx, &request{method: http.MethodGet, path: "/v1/operator/keyring"})
+}
+
+// ChangeKeyring installs, uses (as primary) or removes a gossip key on the
+// answering server, which sends the change to every member; Unreached of
+// the answer names those it could not reach. Rotate a key in three calls,
+// waiting between them until Keyring shows every member has followed:
+// install the new key, use it, remove the old one. The server refuses a use
+// of a key that an alive member lacks and a remove of a key that an alive
+// member still encrypts with, unless force. Each call is idempotent, so it
+// is retried like lease calls.
+func (o *OperatorAPI) ChangeKeyring(ctx context.Context, op string, key []byte, force bool) (*Keyring, *Meta, error) {
+	body := wire.KeyringBody{Op: op, GossipKey: base64.StdEncoding.EncodeToString(key), Force: force}
+	return o.keyring(ctx, &request{method: http.MethodPost, path: "/v1/operator/keyring", body: body})
+}
+
+func (o *OperatorAPI) keyring(ctx context.Context, r *request) (*Keyring, *Meta, error) {
+	return call[Keyring](ctx, o.c, r, "keyring")
+}
+
+// snapshotTimeout is the time limit of one attempt of a backup or a
+// restore, which move up to MaxSnapshotBytes: longer than the server's
+// limit of a restore (5 minutes), so that its answer arrives.
+const snapshotTimeout = 10 * time.Minute
+
+// SaveSnapshot reads a backup of the whole state from the leader, as of a
+// linearizable read: every write acknowledged before the call is in it.
+// The bytes are the snapshot format (with its index, term and CRC-32C)
+// that RestoreSnapshot and `tenure snapshot inspect` read. It needs the
+// operator right.
+func (o *OperatorAPI) SaveSnapshot(ctx context.Context) ([]byte, *Meta, error) {
+	resp, err := o.c.do(ctx, &request{method: http.MethodGet, path: "/v1/snapshot", timeout: snapshotTimeout, maxAnswer: MaxSnapshotBytes})
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp.body, resp.meta, nil
+}
+
+// RestoreSnapshot replaces the state of the whole cluster with a backup
+// that SaveSnapshot made, through Raft: every server takes it. Leases held
+// at the time of the restore keep their holder; every other lease the
+// backup holds restarts with a full TTL; the next token is above every
+// token the cluster handed out, before the backup and since. A backup
+// restored into another cluster (a new one, after a disaster) cannot know
+// the tokens the old cluster handed out after it: pass the old cluster's
+// last token, or a bound above it, as tokenFloor (0 for none). It needs
+// the operator right, and is not retried once it may have started.
+func (o *OperatorAPI) RestoreSnapshot(ctx context.Context, snapshot []byte, tokenFloor uint64) (*RestoreResult, *Meta, error) {
+	return o.RestoreSnapshotWith(ctx, snapshot, RestoreOptions{TokenFloor: tokenFloor})
+}
+
+// RestoreOptions say how RestoreSnapshotWith treats a backup.
+type RestoreOptions struct {
+	// TokenFloor: see RestoreSnapshot (0 for none).
+	TokenFloor uint64
+	// Unverified restores a backup that the cluster did not sign: one of
+	// another cluster, an edited one, or one written before signed
+	// backups. Without it such a backup is refused (ErrBackupUnverified).
+	// It needs the acl right.
+	Unverified bool
+}
+
+// RestoreSnapshotWith is RestoreSnapshot with options. Without the acl
+// right the cluster keeps its own ACL state (RestoreResult.ACLRestored
+// is false).
+func (o *OperatorAPI) RestoreSnapshotWith(ctx context.Context, snapshot []byte, opts RestoreOptions) (*RestoreResult, *Meta, error) {
+	if len(snapshot) == 0 {
+		return nil, nil, fmt.Errorf("snapshot: empty")
+	}
+	if len(snapshot) > MaxSnapshotBytes {
+		return nil, nil, fmt.Errorf("snapshot: %d bytes is more than %d", len(snapshot), MaxSnapshotBytes)
+	}
+	r := &request{method: http.MethodPut, path: "/v1/snapshot", raw: snapshot, timeout: snapshotTimeout, unsafeRetry: true}
+	r.query = map[string]string{}
+	if opts.TokenFloor > 0 {
+		r.query["token-floor"] = strconv.FormatUint(opts.TokenFloor, 10)
+	}
+	if opts.Unverified {
+		r.query["unverified"] = "true"
+	}
+	return call[RestoreResult](ctx, o.c, r, "restore answer")
 }

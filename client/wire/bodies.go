@@ -402,3 +402,57 @@ type SnapshotContents struct {
 	Size   int    `json:"size"`
 	CRC32C uint32 `json:"crc32c"`
 }
+
+// RestoreResult is the answer to a restore: what the snapshot held, and
+// what the cluster holds after it (the cluster's id, a token counter never
+// below the one it had, and the leases held at the restore kept).
+type RestoreResult struct {
+	Snapshot SnapshotContents `json:"snapshot"`
+	Restored SnapshotContents `json:"restored"`
+	// Verified: the backup is signed by this cluster's backup key. A
+	// backup that is not is restored only when asked for
+	// (RestoreOptions.Unverified).
+	Verified bool `json:"verified"`
+	// ACLRestored: the backup's ACL state (tokens, policies, worker
+	// registrations) replaced the cluster's; only for a token with the
+	// acl right. Otherwise the cluster's ACL state stayed as it was.
+	ACLRestored bool `json:"acl_restored"`
+	// Replicated: a quorum of servers had the restored state and the
+	// leader served again when the answer was sent. When false, the
+	// leader had restored it; the others get it as Raft catches them up.
+	Replicated bool `json:"replicated"`
+}
+
+// Event types (Event.Type): every applied change of a lease, a group, a
+// key control or a worker's drain mark. Renewals are not events.
+const (
+	EventAcquired       = "acquired"
+	EventReleased       = "released"
+	EventExpired        = "expired"
+	EventRevoked        = "revoked"
+	EventHandedOff      = "handed_off"
+	EventGroupChanged   = "group_changed"
+	EventAssigned       = "assigned"
+	EventControlChanged = "control_changed"
+	EventDrained        = "drained"
+	// EventMetadataChanged: the holder re-acquired its lease with other
+	// metadata.
+	EventMetadataChanged = "metadata_changed"
+	// EventForgotten: the record of a key free for longer than the
+	// server's retention was deleted.
+	EventForgotten = "forgotten"
+	// EventStuck: a worker of a group was marked stuck (Reason "stuck") or
+	// let back ("unstuck").
+	EventStuck = "stuck"
+	// EventEnding: an operator revoked, disabled or prohibited a lease
+	// without force (Reason says which): the holder's renewals are refused
+	// and the key frees (EventRevoked) when its deadline passes.
+	EventEnding = "ending"
+)
+
+// EventTypes returns every event type, in the order the API documents
+// them.
+func EventTypes() []string {
+	return []string{EventAcquired, EventReleased, EventExpired, EventRevoked, EventHandedOff, EventGroupChanged,
+		EventAssigned, EventControlChanged, EventDrained, EventMetadataChanged, EventForgotten, EventStuck, EventEnding}
+}

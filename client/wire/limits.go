@@ -19,3 +19,7 @@ const (
 	MaxMetadataKey     = 64
 	MaxMetadataValue   = 1024
 )
+
+// DebugProfiles are the runtime profiles a server serves at
+// /v1/debug/pprof/{profile}.
+var DebugProfiles = []string{"goroutine", "heap"}
