@@ -3,6 +3,7 @@ package client
 import (
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -10,13 +11,7 @@ import (
 //
 // Policy: the client sends to the address that answered last. When an answer
 // names the leader in X-Tenure-Leader-Addr, the client follows it if it may
-// trust it (trusted): a configured address, an address whose certificate
-// the client verifies against the CA it was given, or any address when
-// Config.TrustLeaderHints says so. An answer is not authenticated, and
-// every request carries the ACL token, so an address from an answer is
-// never used merely because the answer names it (hints.go). A leader that
-// is not followed is still reached: the answering server forwards to it.
-// An address that the client cannot reach (a connection error) is not
+// trust it (see leaderTrust below). An address that the client cannot reach (a connection error) is not
 // followed again until another leader address has been followed, so an
 // address that is only reachable inside the cluster's network costs one
 // failed attempt per leader change, not one per request. After a retryable
@@ -122,4 +117,44 @@ func leaderAddress(addr, hdr string) string {
 		return ""
 	}
 	return leader
+}
+
+// Whom the client follows when an answer names the leader.
+//
+// An answer's X-Tenure-Leader-Addr header is not authenticated: over plain
+// HTTP anyone who can answer in a server's place can write it. Following
+// an address only because an answer names it would send the next requests,
+// with the ACL token in every one, wherever that answer pointed. So the
+// client follows a named leader only when it is one of the configured
+// Addresses, or when the client verifies the certificate of whoever answers
+// there against a CA it was given (TLSConfig.CAFile, or RootCAs of
+// TLSConfig.Config): then only a holder of a certificate from the cluster's
+// CA can answer, and the token goes nowhere else. Config.TrustLeaderHints
+// lifts the rule, for networks where every answer comes from a server.
+// A leader that is not followed is still reached: the server that was
+// asked forwards writes and renewals to it, at the cost of one hop.
+
+// leaderTrust returns the rule for leader addresses outside Addresses:
+// nil when only configured addresses are followed.
+func (c *Config) leaderTrust() func(leader string) bool {
+	if c.TrustLeaderHints {
+		return func(string) bool { return true }
+	}
+	if c.HTTPClient != nil || !c.TLS.verifiesWithOwnCA() {
+		return nil
+	}
+	return func(leader string) bool { return strings.HasPrefix(leader, "https://") }
+}
+
+// verifiesWithOwnCA reports whether the client's connections verify the
+// servers' certificates against CAs given in the configuration, not the
+// system's roots.
+func (t TLSConfig) verifiesWithOwnCA() bool {
+	if t.Config != nil {
+		if t.Config.InsecureSkipVerify {
+			return false
+		}
+		return t.CAFile != "" || t.Config.RootCAs != nil
+	}
+	return t.CAFile != ""
 }
