@@ -228,24 +228,18 @@ func (g *GroupsAPI) Worker(ctx context.Context, id string, q *QueryOptions) (*Wo
 }
 
 func (g *GroupsAPI) workers(ctx context.Context, id string, q *QueryOptions) ([]WorkerInfo, *Meta, error) {
-	var all []WorkerInfo
-	meta, err := eachPage("list workers", q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
+	return eachPage("list workers", q, func(cursor string, q *QueryOptions) ([]WorkerInfo, string, *Meta, error) {
 		r, err := pageRequest("/v1/workers", PageOptions{Cursor: cursor}, map[string]string{"id": id}, q)
 		if err != nil {
-			return "", nil, err
+			return nil, "", nil, err
 		}
 		out, meta, err := call[wire.WorkerList](ctx, g.c, r, "workers")
 		if err != nil {
-			return "", nil, err
+			return nil, "", nil, err
 		}
 		if meta.Index == 0 {
 			meta.Index = out.Index
 		}
-		all = append(all, out.Workers...)
-		return out.Next, meta, nil
+		return out.Workers, out.Next, meta, nil
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return all, meta, nil
 }

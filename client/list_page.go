@@ -33,42 +33,44 @@ type PageOptions struct {
 // Meta.Index as q.WaitIndex to its next List misses no change made while
 // it paged. With q.WaitIndex only the first page blocks.
 func (a *LeasesAPI) List(ctx context.Context, opts *ListOptions, q *QueryOptions) ([]LeaseInfo, *Meta, error) {
-	all := []LeaseInfo{}
-	meta, err := eachPage("list leases", q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
+	all, meta, err := eachPage("list leases", q, func(cursor string, q *QueryOptions) ([]LeaseInfo, string, *Meta, error) {
 		out, meta, err := a.ListPage(ctx, opts, PageOptions{Cursor: cursor}, q)
 		if err != nil {
-			return "", nil, err
+			return nil, "", nil, err
 		}
-		all = append(all, out.Leases...)
-		return out.Next, meta, nil
+		return out.Leases, out.Next, meta, nil
 	})
-	if err != nil {
-		return nil, nil, err
+	if err == nil && all == nil {
+		all = []LeaseInfo{} // no lease: an empty list, not nil
 	}
-	return all, meta, nil
+	return all, meta, err
 }
 
 // eachPage reads a list page by page until the last: read reads the page
 // after cursor with q (only the first page carries q's wait; the later
-// ones read the state as it is) and returns its Next and Meta. eachPage
-// returns the first page's Meta, and an error if the server answers one
-// cursor twice.
-func eachPage(what string, q *QueryOptions, read func(cursor string, q *QueryOptions) (string, *Meta, error)) (*Meta, error) {
-	var first *Meta
+// ones read the state as it is) and returns its items, Next and Meta.
+// eachPage returns the items of every page and the first page's Meta, and
+// an error if the server answers one cursor twice.
+func eachPage[T any](what string, q *QueryOptions, read func(cursor string, q *QueryOptions) ([]T, string, *Meta, error)) ([]T, *Meta, error) {
+	var (
+		all   []T
+		first *Meta
+	)
 	cursor := ""
 	for {
-		next, meta, err := read(cursor, q)
+		items, next, meta, err := read(cursor, q)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		all = append(all, items...)
 		if first == nil {
 			first = meta
 		}
 		if next == "" {
-			return first, nil
+			return all, first, nil
 		}
 		if next == cursor {
-			return nil, fmt.Errorf("%s: the server answered cursor %q twice", what, next)
+			return nil, nil, fmt.Errorf("%s: the server answered cursor %q twice", what, next)
 		}
 		cursor = next
 		if q != nil {
@@ -108,19 +110,13 @@ func (a *LeasesAPI) ListPage(ctx context.Context, opts *ListOptions, page PageOp
 // as LeasesAPI.List does (the first page's Meta; only the first page
 // blocks). ListPage reads one page.
 func (g *GroupsAPI) List(ctx context.Context, q *QueryOptions) ([]GroupSummary, *Meta, error) {
-	var all []GroupSummary
-	meta, err := eachPage("list groups", q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
+	return eachPage("list groups", q, func(cursor string, q *QueryOptions) ([]GroupSummary, string, *Meta, error) {
 		out, meta, err := g.ListPage(ctx, PageOptions{Cursor: cursor}, q)
 		if err != nil {
-			return "", nil, err
+			return nil, "", nil, err
 		}
-		all = append(all, out.Groups...)
-		return out.Next, meta, nil
+		return out.Groups, out.Next, meta, nil
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return all, meta, nil
 }
 
 // ListPage reads one page of the groups' summaries, ordered by name: at
@@ -165,19 +161,14 @@ func (p PageOptions) params() (map[string]string, error) {
 // server answers in pages; ListTokens follows them to the last.
 // ListTokensPage reads one page.
 func (a *ACLAPI) ListTokens(ctx context.Context) ([]ACLToken, error) {
-	var all []ACLToken
-	_, err := eachPage("list tokens", nil, func(cursor string, _ *QueryOptions) (string, *Meta, error) {
+	all, _, err := eachPage("list tokens", nil, func(cursor string, _ *QueryOptions) ([]ACLToken, string, *Meta, error) {
 		out, err := a.ListTokensPage(ctx, PageOptions{Cursor: cursor})
 		if err != nil {
-			return "", nil, err
+			return nil, "", nil, err
 		}
-		all = append(all, out.Tokens...)
-		return out.Next, nil, nil
+		return out.Tokens, out.Next, nil, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return all, nil
+	return all, err
 }
 
 // ListTokensPage reads one page of the tokens, without secrets, by
@@ -197,21 +188,21 @@ func (a *ACLAPI) ListTokensPage(ctx context.Context, page PageOptions) (*ACLToke
 // counts, settings) as the first page had it. GetPage reads one page.
 func (g *GroupsAPI) Get(ctx context.Context, name string, q *QueryOptions) (*Group, *Meta, error) {
 	var first *Group
-	meta, err := eachPage(fmt.Sprintf("get group %q", name), q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
+	rest, meta, err := eachPage(fmt.Sprintf("get group %q", name), q, func(cursor string, q *QueryOptions) ([]GroupKey, string, *Meta, error) {
 		out, meta, err := g.GetPage(ctx, name, PageOptions{Cursor: cursor}, q)
 		if err != nil {
-			return "", nil, err
+			return nil, "", nil, err
 		}
 		if first == nil {
 			first = out
-		} else {
-			first.Keys = append(first.Keys, out.Keys...)
+			return nil, out.Next, meta, nil
 		}
-		return out.Next, meta, nil
+		return out.Keys, out.Next, meta, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
+	first.Keys = append(first.Keys, rest...)
 	first.Next = ""
 	return first, meta, nil
 }
@@ -239,13 +230,13 @@ func (g *GroupsAPI) GetPage(ctx context.Context, name string, page PageOptions, 
 // one page.
 func (g *GroupsAPI) Assignment(ctx context.Context, name, worker string, q *QueryOptions) (map[string]string, *Meta, error) {
 	plan := map[string]string{}
-	meta, err := eachPage(fmt.Sprintf("group %q assignment", name), q, func(cursor string, q *QueryOptions) (string, *Meta, error) {
+	_, meta, err := eachPage(fmt.Sprintf("group %q assignment", name), q, func(cursor string, q *QueryOptions) ([]struct{}, string, *Meta, error) {
 		out, meta, err := g.AssignmentPage(ctx, name, worker, PageOptions{Cursor: cursor}, q)
 		if err != nil {
-			return "", nil, err
+			return nil, "", nil, err
 		}
 		maps.Copy(plan, out.Assignment)
-		return out.Next, meta, nil
+		return nil, out.Next, meta, nil
 	})
 	if err != nil {
 		return nil, nil, err
