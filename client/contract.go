@@ -39,17 +39,13 @@ type MemberMeta = wire.MemberMeta
 // SnapshotContents is what a backup holds (tenure snapshot inspect).
 type SnapshotContents = wire.SnapshotContents
 
-// Limits of the API.
+// Limits of the API: the most leases of one RenewMany call, the largest
+// backup the client reads and a restore the server accepts, and the most
+// checks of one Authorize call (see package wire).
 const (
-	// MaxRenewBatch is the largest number of leases one RenewMany call
-	// may renew.
-	MaxRenewBatch = wire.MaxRenewBatch
-	// MaxSnapshotBytes bounds a backup the client reads and a restore the
-	// server accepts.
+	MaxRenewBatch    = wire.MaxRenewBatch
 	MaxSnapshotBytes = wire.MaxSnapshotBytes
-	// MaxACLChecks is the largest number of checks one Authorize call may
-	// carry.
-	MaxACLChecks = wire.MaxACLChecks
+	MaxACLChecks     = wire.MaxACLChecks
 )
 
 // Keyring operations of ChangeKeyring.
@@ -59,8 +55,8 @@ const (
 	KeyringRemove  = wire.KeyringRemove
 )
 
-// KeyFingerprint names a gossip key without revealing it, as members
-// announce their keys: the first 8 bytes of its SHA-256, in hex.
+// KeyFingerprint names a gossip key without revealing it (see
+// wire.KeyFingerprint).
 func KeyFingerprint(key []byte) string { return wire.KeyFingerprint(key) }
 
 // Answers of the API that calls of this package return, and the edit that
@@ -141,8 +137,7 @@ const (
 // CheckKey asks for right on a lease key.
 func CheckKey(right, key string) ACLCheck { return wire.CheckKey(right, key) }
 
-// CheckPrefix asks for right on a prefix, as lists check it ("" is every
-// name).
+// CheckPrefix asks for right on a prefix ("" is every name).
 func CheckPrefix(right, prefix string) ACLCheck { return wire.CheckPrefix(right, prefix) }
 
 // CheckGroup asks for right on a group name.
@@ -151,8 +146,7 @@ func CheckGroup(right, group string) ACLCheck { return wire.CheckGroup(right, gr
 // CheckWorker asks for right on a worker id.
 func CheckWorker(right, id string) ACLCheck { return wire.CheckWorker(right, id) }
 
-// CheckCluster asks for a cluster right (RightOperator, RightACL,
-// RightMetrics, RightDebug).
+// CheckCluster asks for a cluster right (RightOperator, RightACL, ...).
 func CheckCluster(right string) ACLCheck { return wire.CheckCluster(right) }
 
 // Event types (Event.Type); see package wire for each.
@@ -172,8 +166,7 @@ const (
 	EventEnding          = wire.EventEnding
 )
 
-// EventTypes returns every event type, in the order the API documents
-// them.
+// EventTypes returns every event type, in the API's order.
 func EventTypes() []string { return wire.EventTypes() }
 
 // Reasons carried by a lease_lost error, and by a free lease to say why it
@@ -190,11 +183,10 @@ const (
 	ReasonNeverAcquired = wire.ReasonNeverAcquired
 )
 
-// DebugProfiles are the runtime profiles a server serves at
-// /v1/debug/pprof/{profile} (the same slice as wire.DebugProfiles).
+// DebugProfiles are the runtime profiles a server serves (the same slice
+// as wire.DebugProfiles).
 var DebugProfiles = wire.DebugProfiles
 
-// NewLeaseSecret returns a new lease secret: 128 bits from crypto/rand in
-// 32 hex digits. A Client makes one at New (Config.LeaseSecret) and sends
-// it with every acquisition, renewal and release.
+// NewLeaseSecret returns a new lease secret (see wire.NewLeaseSecret), as
+// New makes one when Config.LeaseSecret is empty.
 func NewLeaseSecret() string { return wire.NewLeaseSecret() }

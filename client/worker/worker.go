@@ -43,7 +43,7 @@ type workerConfig struct {
 	join          []string
 	logger        hclog.Logger
 	retry         time.Duration
-	// gossipKeys encrypt the worker's gossip (keyring.go).
+	// gossipKeys encrypt the worker's gossip (WithGossipKeys).
 	gossipKeys    [][]byte
 	gossipKeysSet bool
 }
