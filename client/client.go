@@ -346,13 +346,9 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 		return nil, leaderHdr, decodeAPIError(hr, data)
 	}
 	meta := &Meta{SentAt: sentAt, Address: addr, KnownLeader: leaderHdr != ""}
-	if v := hr.Header.Get(HeaderIndex); v != "" {
-		meta.Index, _ = strconv.ParseUint(v, 10, 64)
-	}
-	if v := hr.Header.Get(HeaderLastContact); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil {
-			meta.LastContact = wire.LastContact(ms)
-		}
+	meta.Index, _ = strconv.ParseUint(hr.Header.Get(HeaderIndex), 10, 64)
+	if ms, err := strconv.ParseFloat(hr.Header.Get(HeaderLastContact), 64); err == nil {
+		meta.LastContact = wire.LastContact(ms)
 	}
 	if v := hr.Header.Get(HeaderKnownLeader); v != "" {
 		meta.KnownLeader, _ = strconv.ParseBool(v)

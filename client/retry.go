@@ -75,9 +75,7 @@ func decodeAPIError(hr *http.Response, data []byte) *APIError {
 		StatusCode: hr.StatusCode,
 		RetryAfter: parseRetryAfter(hr.Header.Get("Retry-After"), time.Now()),
 	}
-	if v := hr.Header.Get(HeaderIndex); v != "" {
-		ae.Index, _ = strconv.ParseUint(v, 10, 64)
-	}
+	ae.Index, _ = strconv.ParseUint(hr.Header.Get(HeaderIndex), 10, 64)
 	ae.NotReady = hr.Header.Get(HeaderNotReady)
 	var eb wire.CompactedBody
 	if err := json.Unmarshal(data, &eb); err == nil && eb.Error != "" {

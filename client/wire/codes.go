@@ -1,6 +1,6 @@
 package wire
 
-import "sort"
+import "slices"
 
 // Error codes of the HTTP API v1. They are stable: a code never changes
 // meaning. The server answers with these constants and no others
@@ -105,9 +105,7 @@ var codes = []string{
 
 // ErrorCodes returns every error code of the HTTP API v1, sorted.
 func ErrorCodes() []string {
-	out := append([]string(nil), codes...)
-	sort.Strings(out)
-	return out
+	return slices.Sorted(slices.Values(codes))
 }
 
 // Reasons carried by a lease_lost error, and by a free lease to say why it

@@ -154,13 +154,8 @@ func appendJSONString(b []byte, s string) []byte {
 func (r *RenewManyResults) UnmarshalJSON(data []byte) error {
 	var w struct {
 		Results []struct {
-			Key     string     `json:"key"`
-			Token   uint64     `json:"token"`
-			OK      bool       `json:"ok"`
-			Lease   *leaseJSON `json:"lease,omitempty"`
-			Error   string     `json:"error,omitempty"`
-			Message string     `json:"message,omitempty"`
-			Reason  string     `json:"reason,omitempty"`
+			RenewResultBody
+			Lease *leaseJSON `json:"lease,omitempty"` // hides RenewResultBody.Lease
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
@@ -169,7 +164,7 @@ func (r *RenewManyResults) UnmarshalJSON(data []byte) error {
 	out := RenewManyResults{Results: make([]RenewResultBody, len(w.Results))}
 	leases := make([]LeaseInfo, len(w.Results))
 	for i, res := range w.Results {
-		out.Results[i] = RenewResultBody{Key: res.Key, Token: res.Token, OK: res.OK, Error: res.Error, Message: res.Message, Reason: res.Reason}
+		out.Results[i] = res.RenewResultBody
 		if res.Lease != nil {
 			l, err := res.Lease.info()
 			if err != nil {
