@@ -342,9 +342,7 @@ func (e *Election) Run(ctx context.Context, cfg RunConfig) error {
 	if cfg.OnNewLeader != nil {
 		octx, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var last LeaderInfo // the last leadership reported
 			for info := range e.Observe(octx) {
 				if info.OK && (info.Holder != last.Holder || info.Token != last.Token) {
@@ -352,7 +350,7 @@ func (e *Election) Run(ctx context.Context, cfg RunConfig) error {
 					cfg.OnNewLeader(info.Holder)
 				}
 			}
-		}()
+		})
 		defer func() {
 			stop()
 			wg.Wait()

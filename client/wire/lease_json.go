@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -25,12 +26,7 @@ func (l LeaseInfo) appendJSON(b []byte) []byte {
 	b = appendNonEmpty(b, "renewed_at", formatTime(l.RenewedAt))
 	if len(l.Metadata) > 0 {
 		b = append(b, `,"metadata":{`...)
-		keys := make([]string, 0, len(l.Metadata))
-		for k := range l.Metadata {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
+		for i, k := range slices.Sorted(maps.Keys(l.Metadata)) {
 			if i > 0 {
 				b = append(b, ',')
 			}

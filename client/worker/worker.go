@@ -203,12 +203,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.members = g
 	w.mu.Unlock()
 	defer g.leave()
-	rejoined := make(chan struct{})
-	go func() {
-		defer close(rejoined)
-		g.keepJoined(ctx, w)
-	}()
-	defer func() { <-rejoined }()
+	var rejoin sync.WaitGroup
+	rejoin.Go(func() { g.keepJoined(ctx, w) })
+	defer rejoin.Wait()
 
 	var index uint64
 	for ctx.Err() == nil {
@@ -304,16 +301,11 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 		}
 		w.setHeld(k, true)
 		hctx, stop := context.WithCancel(lease.Context())
-		go func() {
-			select {
-			case <-ctx.Done():
-			case <-hctx.Done():
-			}
-			stop()
-		}()
+		stopOnMove := context.AfterFunc(ctx, stop)
 		w.log.Info("key_acquired", "key", key, "token", lease.Token())
 		w.handler(handlerContext{hctx, lease}, key, lease.Token())
 		<-hctx.Done() // a handler that returned early keeps the key until it moves
+		stopOnMove()
 		stop()
 		if ctx.Err() == nil {
 			// Still a target and the worker still runs: the lease ended.
