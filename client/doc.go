@@ -41,9 +41,7 @@
 // gossip. A program that only takes leases compiles neither memberlist nor
 // anything of the servers.
 //
-// A Client is safe for concurrent use by many goroutines. The low-level
-// calls start no goroutines; while the Client keeps at least one Lease
-// alive it runs one renewer goroutine, which ends with its last lease.
-// Observe, Run and Watch document the goroutines they start and when they
-// end.
+// A Client is safe for concurrent use by many goroutines; [Client] says
+// which goroutine it runs, and Observe, Run and Watch document the
+// goroutines they start and when they end.
 package client

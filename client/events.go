@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,12 +133,8 @@ func (e *EventsAPI) Watch(ctx context.Context, from uint64, f EventFilter) <-cha
 				return
 			}
 			failures = 0
-			fresh := evs[:0]
-			for _, ev := range evs {
-				if ev.Index > cursor { // never again, never out of order
-					fresh = append(fresh, ev)
-				}
-			}
+			// Never again, never out of order.
+			fresh := slices.DeleteFunc(evs, func(ev Event) bool { return ev.Index <= cursor })
 			if len(fresh) > 0 {
 				cursor = fresh[len(fresh)-1].Index
 			}

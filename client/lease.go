@@ -353,14 +353,12 @@ func (l *Lease) expiredErr() error {
 // ctx bounds the acquisition only, not the lease.
 //
 // Acquiring a key that this Client already keeps alive for the same holder
-// fails with ErrDuplicateLease, rather than returning a second *Lease for
-// the same lease (the cluster would answer with the same token, and two
-// keep-alive loops would each end it on their own). Keep and share the
-// *Lease you have. With WithMetadata, though, it updates the metadata of
-// the kept lease (Lease.SetMetadata; WithTTL and WithWait are ignored) and
-// returns that same *Lease: the caller then shares it with whoever
-// acquired it first. Election.Campaign, AcquireSemaphore and Worker never
-// do this: for them a kept lease is always ErrDuplicateLease.
+// fails with ErrDuplicateLease rather than returning a second *Lease for
+// the same lease: keep and share the *Lease you have. With WithMetadata,
+// though, it updates the metadata of the kept lease (Lease.SetMetadata;
+// WithTTL and WithWait are ignored) and returns that same *Lease: the
+// caller then shares it with whoever acquired it first (AcquireNew never
+// does this).
 //
 // The lease's local deadline starts from Meta.SentAt of the acquire. When
 // the acquisition took longer than a renewal interval (it waited in the
@@ -379,9 +377,7 @@ func (c *Client) Acquire(ctx context.Context, key string, opts ...LeaseOption) (
 	return c.acquire(ctx, key, true, opts)
 }
 
-// acquire is Acquire. With updateKept false, a key this Client keeps for
-// the holder fails with ErrDuplicateLease even with metadata: an Election,
-// a semaphore or a Worker must never hand out one lease twice.
+// acquire is Acquire, or AcquireNew when updateKept is false.
 func (c *Client) acquire(ctx context.Context, key string, updateKept bool, opts []LeaseOption) (*Lease, error) {
 	cfg, err := c.leaseOptions(opts)
 	if err != nil {
