@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -339,4 +342,254 @@ func applyKeyringMessage(kr *memberlist.Keyring, m wire.KeyringMessage) error {
 		return kr.RemoveKey(key)
 	}
 	return fmt.Errorf("keyring op %q is not install, use or remove", m.Op)
+}
+
+// defaultGossipAddr is where a worker's gossip binds unless
+// WithGossipAddr says otherwise.
+const defaultGossipAddr = "127.0.0.1:0"
+
+// gossipPlace is where a worker's gossip binds and what it announces.
+// advHost "" lets memberlist pick; advPort 0 announces the bound port.
+type gossipPlace struct {
+	bindHost string
+	bindPort int
+	advHost  string
+	advPort  int
+}
+
+// chooseGossipPlace decides where a worker's gossip binds and which
+// address it announces to the servers:
+//
+//   - an explicit advertise address (WithGossipAdvertise) is announced as
+//     given; when the bind address is the default and the advertised host
+//     is not loopback, gossip binds every interface so that it is reachable
+//     there;
+//   - an explicit, specific bind address (WithGossipAddr "10.0.0.7:7946")
+//     is also the announced one;
+//   - otherwise (the loopback default, or an unspecified "0.0.0.0"/"[::]")
+//     the first server that route finds decides: when the local address
+//     that reaches it is not loopback, that address is announced (and the
+//     default binds it instead of loopback, which the servers could not
+//     reach); when the servers are on loopback, loopback is kept.
+//
+// route returns the local IP that routes to a server address; it is
+// injected so that the choice is a pure function.
+func chooseGossipPlace(bind string, bindSet bool, advertise string, servers []string, route func(string) (net.IP, error)) (gossipPlace, error) {
+	host, port, err := splitPort(bind)
+	if err != nil {
+		return gossipPlace{}, fmt.Errorf("%w: gossip address %q: %v", client.ErrInvalid, bind, err)
+	}
+	p := gossipPlace{bindHost: host, bindPort: port}
+	unspecified := host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified()
+	if advertise != "" {
+		ah, ap := advertise, 0
+		if strings.Contains(advertise, ":") && net.ParseIP(advertise) == nil {
+			if ah, ap, err = splitPort(advertise); err != nil {
+				return gossipPlace{}, fmt.Errorf("%w: gossip advertise address %q: %v", client.ErrInvalid, advertise, err)
+			}
+		}
+		p.advHost, p.advPort = ah, ap
+		if !bindSet && !isLoopbackHost(ah) {
+			p.bindHost = "0.0.0.0"
+		}
+		return p, nil
+	}
+	if bindSet && !unspecified {
+		p.advHost = host
+		return p, nil
+	}
+	if unspecified {
+		p.advHost = "" // memberlist's pick, unless a server says better
+	}
+	for _, s := range servers {
+		ip, err := route(s)
+		if err != nil || ip == nil {
+			continue
+		}
+		switch {
+		case ip.IsLoopback() && !bindSet:
+			p.advHost = host
+		case ip.IsLoopback():
+			p.advHost = "127.0.0.1"
+		default:
+			p.advHost = ip.String()
+			if !bindSet {
+				p.bindHost = p.advHost // that interface only, not every one
+			}
+		}
+		return p, nil
+	}
+	if !unspecified {
+		p.advHost = host
+	}
+	return p, nil
+}
+
+func splitPort(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("port %q is not a number in [0, 65535]", portStr)
+	}
+	return host, port, nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serverHostPort turns a server address as Config.Addresses or WithJoin
+// take it ("host:port", "http://host:port") into "host:port".
+func serverHostPort(addr string) string {
+	if strings.Contains(addr, "://") {
+		if u, err := url.Parse(addr); err == nil {
+			addr = u.Host
+		}
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, "7946")
+	}
+	return addr
+}
+
+// routedIP is the local IP of the interface that routes to server: a UDP
+// socket "connected" to it learns its local address from the routing
+// table; no packet is sent.
+func routedIP(server string) (net.IP, error) {
+	conn, err := net.Dial("udp", serverHostPort(server))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	a, ok := conn.LocalAddr().(*net.UDPAddr)
+	if !ok {
+		return nil, fmt.Errorf("local address %v is not UDP", conn.LocalAddr())
+	}
+	return a.IP, nil
+}
+
+// joinReportEvery is how often a worker repeats why its gossip join keeps
+// failing, while the reason stays the same.
+const joinReportEvery = 30 * time.Second
+
+// joinQuietFailures is how many joins may fail for want of an answer
+// before the worker says so (servers that start with it answer soon); a
+// failure that a gossip key explains is said at once.
+const joinQuietFailures = 3
+
+// keyFix names what gives a worker the cluster's gossip key.
+const keyFix = "give the worker the servers' gossip key: worker.WithGossipKeys, or the " + EnvGossipKey +
+	" variable (tenure demo-worker reads it); tenure operator keyring list shows the servers' key fingerprints"
+
+// joinReport says, through the worker's logger, why its gossip join of the
+// servers fails: at once for a reason about gossip keys, after a few
+// failures when no server answered, then again when the reason changes and
+// every joinReportEvery while it lasts. Only the joining goroutine uses it.
+type joinReport struct {
+	log      hclog.Logger
+	failures int
+	last     string
+	at       time.Time
+}
+
+// joinDiagnosis is why a join failed, and what fixes it.
+type joinDiagnosis struct {
+	keys   bool // the gossip keys explain it (logged at Error)
+	reason string
+	fix    string
+}
+
+// failed records a failed join of peers with err and logs why, if it is
+// time to. mine are the fingerprints of the worker's keys (nil without
+// encryption); servers are the members the cluster lists, nil when it
+// could not be asked.
+func (r *joinReport) failed(peers []string, err error, mine []string, servers []wire.Member) {
+	r.failures++
+	d := diagnoseJoin(peers, err, mine, servers)
+	if !d.keys && r.failures < joinQuietFailures {
+		return
+	}
+	if d.reason == r.last && time.Since(r.at) < joinReportEvery {
+		return
+	}
+	r.last, r.at = d.reason, time.Now()
+	args := []any{"reason", d.reason, "fix", d.fix, "servers", strings.Join(peers, ","), "attempts", r.failures}
+	if err != nil {
+		// One line: memberlist's join error lists its attempts on several.
+		args = append(args, "error", strings.Join(strings.Fields(err.Error()), " "))
+	}
+	if d.keys {
+		r.log.Error("gossip with the servers fails: the balancer gives this worker no keys", args...)
+	} else {
+		r.log.Warn("gossip with the servers fails: the balancer gives this worker no keys", args...)
+	}
+}
+
+// joined logs, after a reported failure, that the join succeeded.
+func (r *joinReport) joined(n int) {
+	if r.last != "" {
+		r.log.Info("gossip with the servers works again", "peers", n, "attempts", r.failures)
+	}
+	r.failures, r.last = 0, ""
+}
+
+// diagnoseJoin explains a failed join of peers: from the gossip keys the
+// servers announce (GET /v1/members) when servers is not nil, else from
+// memberlist's error.
+func diagnoseJoin(peers []string, err error, mine []string, servers []wire.Member) joinDiagnosis {
+	var theirs []string
+	encrypted, plain := 0, 0
+	for _, m := range servers {
+		if m.Role != "server" || m.Status != "alive" {
+			continue
+		}
+		if len(m.Meta.Keys) == 0 {
+			plain++
+			continue
+		}
+		encrypted++
+		for _, k := range m.Meta.Keys {
+			if !slices.Contains(theirs, k) {
+				theirs = append(theirs, k)
+			}
+		}
+	}
+	shared := slices.ContainsFunc(mine, func(k string) bool { return slices.Contains(theirs, k) })
+	text := ""
+	if err != nil {
+		text = strings.ToLower(err.Error())
+	}
+	switch {
+	case encrypted > 0 && len(mine) == 0,
+		servers == nil && len(mine) == 0 && strings.Contains(text, "encrypt"):
+		r := "the servers' gossip is encrypted and this worker has no gossip key"
+		if len(theirs) > 0 {
+			r = fmt.Sprintf("the servers' gossip is encrypted (key fingerprints %s) and this worker has no gossip key", strings.Join(theirs, ","))
+		}
+		return joinDiagnosis{keys: true, reason: r, fix: keyFix}
+	case encrypted > 0 && !shared:
+		return joinDiagnosis{keys: true, reason: fmt.Sprintf("this worker's gossip keys (fingerprints %s) are none of the servers' (%s)",
+			strings.Join(mine, ","), strings.Join(theirs, ",")), fix: keyFix}
+	case servers == nil && len(mine) > 0 && strings.Contains(text, "no installed keys could decrypt"):
+		return joinDiagnosis{keys: true, reason: fmt.Sprintf("the servers cannot decrypt this worker's gossip: its keys (fingerprints %s) are not theirs", strings.Join(mine, ",")), fix: keyFix}
+	case plain > 0 && encrypted == 0 && len(mine) > 0,
+		servers == nil && len(mine) > 0 && strings.Contains(text, "encryption is not configured"):
+		return joinDiagnosis{keys: true, reason: "this worker encrypts its gossip but the servers' gossip is not encrypted",
+			fix: "start the worker without a gossip key (worker.WithGossipKeys, " + EnvGossipKey + "), or the servers with one (-gossip-key)"}
+	case len(peers) == 0 && servers == nil:
+		return joinDiagnosis{reason: "the worker cannot ask the cluster for its servers' gossip addresses (GET /v1/members)",
+			fix: "check that the client reaches the servers' HTTP API (Config.Addresses), or name the servers' gossip addresses with worker.WithJoin"}
+	case len(peers) == 0:
+		return joinDiagnosis{reason: "the cluster lists no alive server to join (GET /v1/members)",
+			fix: "start the servers with gossip (-gossip-addr), or name their gossip addresses with worker.WithJoin"}
+	}
+	return joinDiagnosis{reason: "no server answered the worker's gossip join",
+		fix: "check that the servers' gossip addresses (-gossip-addr) are reachable from the worker, and that the servers reach the address it announces (worker.WithGossipAdvertise)"}
 }
