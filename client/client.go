@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -95,7 +97,7 @@ func New(cfg *Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: *cfg, http: cfg.HTTPClient, log: cfg.Logger}
+	c := &Client{cfg: *cfg, http: cfg.HTTPClient, log: cmp.Or(cfg.Logger, hclog.NewNullLogger())}
 	seeds := make([]string, len(cfg.Addresses))
 	for i, a := range cfg.Addresses {
 		seeds[i], _ = cfg.normalizeAddress(a) // checked by Validate
@@ -108,9 +110,6 @@ func New(cfg *Config) (*Client, error) {
 			return nil, err
 		}
 		c.http = defaultHTTPClient(tc)
-	}
-	if c.log == nil {
-		c.log = hclog.NewNullLogger()
 	}
 	c.sleep = wait.Sleep
 	c.jitter = func(d time.Duration) time.Duration {
@@ -184,12 +183,12 @@ type request struct {
 	// an attempt is unknown; they are retried only when the server surely
 	// did not act (connection refused, 429, 503 no_leader).
 	unsafeRetry bool
-	// timeout, when positive, replaces Config.Timeout for this call.
+	// timeout, when not 0, replaces Config.Timeout for this call.
 	timeout time.Duration
 	// raw, when not nil, is sent as it is (application/octet-stream)
 	// instead of body.
 	raw []byte
-	// maxAnswer, when positive, replaces maxResponseBytes; an answer
+	// maxAnswer, when not 0, replaces maxResponseBytes; an answer
 	// longer than that is an error.
 	maxAnswer int64
 }
@@ -203,10 +202,7 @@ type response struct {
 
 // attemptTimeout is the time limit of one attempt of r.
 func (c *Client) attemptTimeout(r *request) time.Duration {
-	if r.timeout > 0 {
-		return r.timeout + r.wait
-	}
-	return c.cfg.Timeout + r.wait
+	return cmp.Or(r.timeout, c.cfg.Timeout) + r.wait
 }
 
 // do sends r, retrying retryable failures with backoff until it gets an
@@ -239,7 +235,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 		if closedUnanswered(err) {
 			closes[addr]++
 		}
-		if c.route.isSeed(addr) {
+		if slices.Contains(c.route.seeds, addr) { // a configured address
 			if se := c.setupProblem(addr, err, closes[addr]); se != nil {
 				err = se
 			}
@@ -331,10 +327,7 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 	}
 	defer hr.Body.Close()
 	leaderHdr := hr.Header.Get(HeaderLeaderAddr)
-	limit := int64(maxResponseBytes)
-	if r.maxAnswer > 0 {
-		limit = r.maxAnswer
-	}
+	limit := cmp.Or(r.maxAnswer, maxResponseBytes)
 	data, err := io.ReadAll(io.LimitReader(hr.Body, limit+1))
 	if err != nil {
 		return nil, leaderHdr, &transportError{err: fmt.Errorf("read answer: %w", err)}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -120,10 +121,7 @@ func (a *LeasesAPI) Acquire(ctx context.Context, key string, req AcquireRequest)
 	if err != nil {
 		return nil, nil, err
 	}
-	body := wire.AcquireBody{Holder: req.Holder, Metadata: req.Metadata, Secret: req.Secret}
-	if body.Secret == "" {
-		body.Secret = a.secret
-	}
+	body := wire.AcquireBody{Holder: req.Holder, Metadata: req.Metadata, Secret: cmp.Or(req.Secret, a.secret)}
 	if req.TTL > 0 {
 		body.TTL = req.TTL.String()
 	}

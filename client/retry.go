@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -224,11 +225,7 @@ func (c *Client) mayRetry(r *request, attempt int, failover bool, waited time.Du
 	if attempt <= c.cfg.RetryMax {
 		return true
 	}
-	budget := c.cfg.Timeout
-	if r.timeout > 0 {
-		budget = r.timeout
-	}
-	return failover && waited <= budget
+	return failover && waited <= cmp.Or(r.timeout, c.cfg.Timeout)
 }
 
 // serverRetryAfter is the wait the server asked for with Retry-After,

@@ -46,9 +46,6 @@ func (r *router) follow(addr, leaderHdr string) string {
 	return leader
 }
 
-// isSeed reports whether addr is one of the configured addresses.
-func (r *router) isSeed(addr string) bool { return slices.Contains(r.seeds, addr) }
-
 // hasAnswered reports whether addr has answered a call of this client.
 func (r *router) hasAnswered(addr string) bool {
 	r.mu.Lock()

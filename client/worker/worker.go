@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -150,10 +151,7 @@ func New(c *client.Client, group string, handler Handler, opts ...WorkerOption) 
 	// apart by it. (Their lease secrets differ too, so neither could take
 	// the other's lease.)
 	cfg.holder = cfg.id + "#" + wire.NewLeaseSecret()[:8] // 8 random hex digits
-	log := cfg.logger
-	if log == nil {
-		log = c.Config().Logger
-	}
+	log := cmp.Or(cfg.logger, c.Config().Logger)
 	if log == nil {
 		log = hclog.New(&hclog.LoggerOptions{Name: "tenure", Level: hclog.Info, Output: os.Stderr})
 	}
