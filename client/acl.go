@@ -98,7 +98,7 @@ func (a *ACLAPI) SetPolicy(ctx context.Context, name string, spec ACLPolicySpec)
 	if spec.Rules == nil {
 		spec.Rules = []ACLRule{}
 	}
-	return a.policy(ctx, &request{method: http.MethodPut, path: "/v1/acl/policy/" + url.PathEscape(name), body: spec})
+	return callOnly[ACLPolicy](ctx, a.c, &request{method: http.MethodPut, path: "/v1/acl/policy/" + url.PathEscape(name), body: spec}, "policy")
 }
 
 // ReadPolicy reads a policy.
@@ -106,7 +106,7 @@ func (a *ACLAPI) ReadPolicy(ctx context.Context, name string) (*ACLPolicy, error
 	if name == "" {
 		return nil, fmt.Errorf("%w: empty policy name", ErrInvalid)
 	}
-	return a.policy(ctx, &request{method: http.MethodGet, path: "/v1/acl/policy/" + url.PathEscape(name)})
+	return callOnly[ACLPolicy](ctx, a.c, &request{method: http.MethodGet, path: "/v1/acl/policy/" + url.PathEscape(name)}, "policy")
 }
 
 // DeletePolicy deletes a policy; tokens that name it lose its rules.
@@ -125,10 +125,6 @@ func (a *ACLAPI) ListPolicies(ctx context.Context) ([]ACLPolicy, error) {
 		return nil, err
 	}
 	return out.Policies, nil
-}
-
-func (a *ACLAPI) policy(ctx context.Context, r *request) (*ACLPolicy, error) {
-	return callOnly[ACLPolicy](ctx, a.c, r, "policy")
 }
 
 // RegisterWorker tells a cluster with ACLs enabled that this client's

@@ -154,7 +154,7 @@ func (c *Client) PlacementHealth(ctx context.Context, threshold time.Duration) (
 // Keyring lists the gossip keys that the members alive in the answering
 // server's view hold.
 func (o *OperatorAPI) Keyring(ctx context.Context) (*Keyring, *Meta, error) {
-	return o.keyring(ctx, &request{method: http.MethodGet, path: "/v1/operator/keyring"})
+	return call[Keyring](ctx, o.c, &request{method: http.MethodGet, path: "/v1/operator/keyring"}, "keyring")
 }
 
 // ChangeKeyring installs, uses (as primary) or removes a gossip key on the
@@ -167,11 +167,7 @@ func (o *OperatorAPI) Keyring(ctx context.Context) (*Keyring, *Meta, error) {
 // is retried like lease calls.
 func (o *OperatorAPI) ChangeKeyring(ctx context.Context, op string, key []byte, force bool) (*Keyring, *Meta, error) {
 	body := wire.KeyringBody{Op: op, GossipKey: base64.StdEncoding.EncodeToString(key), Force: force}
-	return o.keyring(ctx, &request{method: http.MethodPost, path: "/v1/operator/keyring", body: body})
-}
-
-func (o *OperatorAPI) keyring(ctx context.Context, r *request) (*Keyring, *Meta, error) {
-	return call[Keyring](ctx, o.c, r, "keyring")
+	return call[Keyring](ctx, o.c, &request{method: http.MethodPost, path: "/v1/operator/keyring", body: body}, "keyring")
 }
 
 // snapshotTimeout is the time limit of one attempt of a backup or a
