@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,11 +112,9 @@ func (bc *benchConfig) validate() error {
 		bc.weights = w
 		return nil
 	}
-	for i, name := range opNames {
-		if bc.op == name {
-			bc.weights[i] = 1
-			return nil
-		}
+	if i := slices.Index(opNames[:], bc.op); i >= 0 {
+		bc.weights[i] = 1
+		return nil
 	}
 	return fmt.Errorf("-op must be acquire, renew, read, release or mix, got %q", bc.op)
 }
@@ -137,7 +136,7 @@ func parseMix(s string) ([numOps]int, error) {
 		if err != nil || n < 0 {
 			return w, fmt.Errorf("weight of %s must be a non-negative integer, got %q", name, val)
 		}
-		i := opIndex(name)
+		i := slices.Index(opNames[:], name)
 		if i < 0 {
 			return w, fmt.Errorf("unknown operation %q", name)
 		}
@@ -148,15 +147,6 @@ func parseMix(s string) ([numOps]int, error) {
 		return w, errors.New("all weights are zero")
 	}
 	return w, nil
-}
-
-func opIndex(name string) int {
-	for i, n := range opNames {
-		if n == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // benchRun is one run of the bench command.

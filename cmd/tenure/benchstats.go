@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"math/bits"
 	"net"
@@ -109,11 +110,7 @@ func (s *opStats) recordError(err error) {
 func (s *opStats) errorKinds() map[string]uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]uint64, len(s.kinds))
-	for k, v := range s.kinds {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.kinds)
 }
 
 // errorKind names an error for the report: the API's error code, or

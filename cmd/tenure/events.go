@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tenure-io/tenure/client"
@@ -37,13 +38,13 @@ func (e *env) events(ctx context.Context, args []string) int {
 	if types != "" {
 		for _, t := range strings.Split(types, ",") {
 			t = strings.TrimSpace(t)
-			if !knownEventType(t) {
+			if !slices.Contains(eventTypes, t) {
 				return e.usageError(fs, fmt.Sprintf("-type: unknown event type %q, want one of %s", t, strings.Join(eventTypes, ", ")))
 			}
 			f.Types = append(f.Types, t)
 		}
 	}
-	c, err := cf.client()
+	c, err := client.New(cf.config())
 	if err != nil {
 		return e.fail(err)
 	}
@@ -136,12 +137,3 @@ var eventTypes = client.EventTypes()
 // eventsPage is the most events a server answers at once (a log entry's
 // events are never split, so an answer may hold a few more).
 const eventsPage = 1000
-
-func knownEventType(t string) bool {
-	for _, k := range eventTypes {
-		if k == t {
-			return true
-		}
-	}
-	return false
-}

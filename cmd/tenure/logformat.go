@@ -87,14 +87,8 @@ func (o *logOutput) jsonFormat() (bool, error) {
 	return o.json || o.format.format == logFormatJSON, nil
 }
 
-// check validates the logging flags, naming the flag at fault.
-func (o *logOutput) check() error {
-	_, err := o.jsonFormat()
-	return err
-}
-
 // logger returns the root logger called name that writes to out. The flags
-// must have passed check.
+// must not contradict each other (jsonFormat; loadServerSettings checks).
 func (o *logOutput) logger(name string, out io.Writer) hclog.Logger {
 	json, _ := o.jsonFormat()
 	return hclog.New(&hclog.LoggerOptions{

@@ -174,7 +174,7 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 			return nil, err
 		}
 	}
-	if err := s.logFlags.check(); err != nil {
+	if _, err := s.logFlags.jsonFormat(); err != nil {
 		return nil, err
 	}
 	if err := checkTLSFlags(s.tls); err != nil {
