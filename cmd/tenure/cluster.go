@@ -52,7 +52,16 @@ func (e *env) status(ctx context.Context, args []string) int {
 	} else {
 		field("Last contact", st.LastContact)
 	}
-	statusHealthRows(*st, field)
+	field("Behind leader", fmt.Sprintf("%d entries (commit index %d) for %s", st.BehindEntries, st.LeaderCommitIndex, dash(st.BehindFor)))
+	if st.DiskWriteErrors > 0 {
+		field("Disk write errors", fmt.Sprintf("%d (last: %s)", st.DiskWriteErrors, dash(st.LastDiskError)))
+	}
+	if st.SnapshotWriteErrors > 0 {
+		field("Snapshot write errors", fmt.Sprintf("%d (last: %s)", st.SnapshotWriteErrors, dash(st.LastSnapshotError)))
+	}
+	if st.NotReady != "" {
+		field("Not ready", st.NotReady)
+	}
 	field("Failure tolerance", st.FailureTolerance)
 	w.Flush()
 	if len(st.Servers) > 0 {
