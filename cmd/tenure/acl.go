@@ -64,10 +64,7 @@ func parseRule(s string) (client.ACLRule, error) {
 }
 
 // printToken prints a token; its secret only when it has one (creation).
-func (e *env) printToken(t *client.ACLToken, asJSON bool) int {
-	if asJSON {
-		return e.printJSON(t)
-	}
+func (e *env) printToken(t *client.ACLToken) {
 	w := e.table()
 	row(w, "AccessorID:", t.AccessorID)
 	if t.SecretID != "" {
@@ -78,13 +75,12 @@ func (e *env) printToken(t *client.ACLToken, asJSON bool) int {
 	row(w, "HolderPrefix:", dash(t.HolderPrefix))
 	row(w, "Management:", t.Management)
 	w.Flush()
-	return exitOK
 }
 
 func (e *env) aclBootstrap(ctx context.Context, args []string) int {
 	return e.query("acl bootstrap", "acl bootstrap", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
 		t, err := c.ACL().Bootstrap(ctx)
-		return t, func() { e.printToken(t, false) }, err
+		return t, func() { e.printToken(t) }, err
 	})
 }
 
@@ -96,19 +92,14 @@ func (e *env) aclTokenCreate(ctx context.Context, args []string) int {
 	fs.StringVar(&spec.HolderPrefix, "holder-prefix", "", "bind the token: it may acquire, renew and release only as holders that start with this")
 	fs.StringVar(&spec.Description, "description", "", "what the token is for")
 	fs.BoolVar(&spec.Management, "management", false, "a management token: every right")
-	c, _, code, ok := e.connect(fs, cf, args, 0, 0)
-	if !ok {
-		return code
-	}
-	if len(policies) == 0 && !spec.Management {
-		return e.usageError(fs, "give at least one -policy, or -management")
-	}
-	spec.Policies = policies
-	t, err := c.ACL().CreateToken(ctx, spec)
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printToken(t, cf.json)
+	return e.answer(fs, cf, args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		if len(policies) == 0 && !spec.Management {
+			return nil, nil, badUsage("give at least one -policy, or -management")
+		}
+		spec.Policies = policies
+		t, err := c.ACL().CreateToken(ctx, spec)
+		return t, func() { e.printToken(t) }, err
+	})
 }
 
 func (e *env) aclTokenList(ctx context.Context, args []string) int {
@@ -136,12 +127,12 @@ func (e *env) aclTokenRead(ctx context.Context, args []string, self bool) int {
 		} else {
 			t, err = c.ACL().ReadToken(ctx, pos[0])
 		}
-		return t, func() { e.printToken(t, false) }, err
+		return t, func() { e.printToken(t) }, err
 	})
 }
 
 func (e *env) aclTokenDelete(ctx context.Context, args []string) int {
-	return e.deleteOne(ctx, "acl token delete", "acl token delete ACCESSOR", args, "deleted token %s\n", func(c *client.Client, name string) error {
+	return e.deleteOne("acl token delete", "acl token delete ACCESSOR", args, "deleted token %s\n", func(c *client.Client, name string) error {
 		return c.ACL().DeleteToken(ctx, name)
 	})
 }
@@ -153,32 +144,24 @@ func (e *env) aclPolicyCreate(ctx context.Context, args []string) int {
 	fs.StringVar(&name, "name", "", "policy name ([A-Za-z0-9._-]); an existing policy is replaced")
 	fs.StringVar(&desc, "description", "", "what the policy is for")
 	fs.Var(&rules, "rule", "rule 'prefix=P:RIGHT,RIGHT' (repeatable); rights: read, write, revoke, groups, operator, acl")
-	c, _, code, ok := e.connect(fs, cf, args, 0, 0)
-	if !ok {
-		return code
-	}
-	if name == "" {
-		return e.usageError(fs, "-name is required")
-	}
-	spec := client.ACLPolicySpec{Description: desc, Rules: []client.ACLRule{}}
-	for _, r := range rules {
-		rule, err := parseRule(r)
-		if err != nil {
-			return e.usageError(fs, err.Error())
+	return e.answer(fs, cf, args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		if name == "" {
+			return nil, nil, badUsage("-name is required")
 		}
-		spec.Rules = append(spec.Rules, rule)
-	}
-	p, err := c.ACL().SetPolicy(ctx, name, spec)
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printPolicy(p, cf.json)
+		spec := client.ACLPolicySpec{Description: desc, Rules: []client.ACLRule{}}
+		for _, r := range rules {
+			rule, err := parseRule(r)
+			if err != nil {
+				return nil, nil, badUsage(err.Error())
+			}
+			spec.Rules = append(spec.Rules, rule)
+		}
+		p, err := c.ACL().SetPolicy(ctx, name, spec)
+		return p, func() { e.printPolicy(p) }, err
+	})
 }
 
-func (e *env) printPolicy(p *client.ACLPolicy, asJSON bool) int {
-	if asJSON {
-		return e.printJSON(p)
-	}
+func (e *env) printPolicy(p *client.ACLPolicy) {
 	fmt.Fprintf(e.stdout, "policy %s", p.Name)
 	if p.Description != "" {
 		fmt.Fprintf(e.stdout, " (%s)", p.Description)
@@ -187,7 +170,6 @@ func (e *env) printPolicy(p *client.ACLPolicy, asJSON bool) int {
 	for _, r := range p.Rules {
 		fmt.Fprintf(e.stdout, "  prefix=%s:%s\n", r.Prefix, strings.Join(r.Rights, ","))
 	}
-	return exitOK
 }
 
 func (e *env) aclPolicyList(ctx context.Context, args []string) int {
@@ -208,12 +190,12 @@ func (e *env) aclPolicyList(ctx context.Context, args []string) int {
 func (e *env) aclPolicyRead(ctx context.Context, args []string) int {
 	return e.query("acl policy read", "acl policy read NAME", args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
 		p, err := c.ACL().ReadPolicy(ctx, pos[0])
-		return p, func() { e.printPolicy(p, false) }, err
+		return p, func() { e.printPolicy(p) }, err
 	})
 }
 
 func (e *env) aclPolicyDelete(ctx context.Context, args []string) int {
-	return e.deleteOne(ctx, "acl policy delete", "acl policy delete NAME", args, "deleted policy %s\n", func(c *client.Client, name string) error {
+	return e.deleteOne("acl policy delete", "acl policy delete NAME", args, "deleted policy %s\n", func(c *client.Client, name string) error {
 		return c.ACL().DeletePolicy(ctx, name)
 	})
 }

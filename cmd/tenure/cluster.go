@@ -11,7 +11,8 @@ import (
 )
 
 func (e *env) status(ctx context.Context, args []string) int {
-	c, cf, _, code, ok := e.connectArgs("status", "status [-http-addr A] [-json]", args, 0, 0)
+	fs, cf := e.clusterFlagSet("status", "status [-http-addr A] [-json]")
+	c, _, code, ok := e.connect(fs, cf, args, 0, 0)
 	if !ok {
 		return code
 	}
@@ -189,23 +190,16 @@ func (e *env) promoteServer(ctx context.Context, args []string) int {
 func (e *env) removeServer(ctx context.Context, args []string) int {
 	fs, cf := e.clusterFlagSet("operator remove-server", "operator remove-server [-force] ID")
 	force := fs.Bool("force", false, "remove even a server that is alive, or one whose removal leaves fewer voters than -bootstrap-expect")
-	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
-	if !ok {
-		return code
-	}
-	res, _, err := c.Operator().RemoveServer(ctx, pos[0], *force)
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(res)
-	}
-	fmt.Fprintf(e.stdout, "Removed server %s (%d voters left)\n", res.ID, res.Voters)
-	for _, rule := range res.Forced {
-		fmt.Fprintf(e.stdout, "Warning: forced past a rule: %s\n", rule)
-	}
-	fmt.Fprintf(e.stdout, "To bring it back: %s\n", strings.TrimPrefix(res.Readmit, "to bring "+res.ID+" back, "))
-	return exitOK
+	return e.answer(fs, cf, args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		res, _, err := c.Operator().RemoveServer(ctx, pos[0], *force)
+		return res, func() {
+			fmt.Fprintf(e.stdout, "Removed server %s (%d voters left)\n", res.ID, res.Voters)
+			for _, rule := range res.Forced {
+				fmt.Fprintf(e.stdout, "Warning: forced past a rule: %s\n", rule)
+			}
+			fmt.Fprintf(e.stdout, "To bring it back: %s\n", strings.TrimPrefix(res.Readmit, "to bring "+res.ID+" back, "))
+		}, err
+	})
 }
 
 func (e *env) readmitServer(ctx context.Context, args []string) int {
@@ -222,28 +216,14 @@ func (e *env) readmitServer(ctx context.Context, args []string) int {
 }
 
 func (e *env) transferLeader(ctx context.Context, args []string) int {
-	fs, cf := e.clusterFlagSet("operator transfer-leader", "operator transfer-leader [ID]")
-	pos, code, ok := e.parse(fs, args, 0, 1)
-	if !ok {
-		return code
-	}
-	var id string
-	if len(pos) == 1 {
-		id = pos[0]
-	}
-	c, err := cf.client()
-	if err != nil {
-		return e.fail(err)
-	}
-	leader, _, err := c.Operator().TransferLeader(ctx, id)
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(map[string]string{"leader_id": leader})
-	}
-	fmt.Fprintf(e.stdout, "Leadership transferred to %s\n", leader)
-	return exitOK
+	return e.query("operator transfer-leader", "operator transfer-leader [ID]", args, 0, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		id := "" // the most up-to-date server
+		if len(pos) == 1 {
+			id = pos[0]
+		}
+		leader, _, err := c.Operator().TransferLeader(ctx, id)
+		return map[string]string{"leader_id": leader}, func() { fmt.Fprintf(e.stdout, "Leadership transferred to %s\n", leader) }, err
+	})
 }
 
 // metaPairs shows a member's gossip metadata as the k=v pairs of its JSON

@@ -60,7 +60,7 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 func (f *clusterFlags) config() *client.Config {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = client.SplitAddresses(f.httpAddr)
-	f.tls.apply(cfg)
+	cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile = f.tls.caFile, f.tls.certFile, f.tls.keyFile
 	if f.token != "" {
 		cfg.Token = f.token // else DefaultConfig's, from the variable
 	}
@@ -79,16 +79,6 @@ func (f *tlsFlags) register(fs *flag.FlagSet) {
 		"PEM client certificate, for servers that require one (env "+client.EnvClientCert+")")
 	fs.StringVar(&f.keyFile, "client-key", os.Getenv(client.EnvClientKey),
 		"PEM key of -client-cert (env "+client.EnvClientKey+")")
-}
-
-// apply sets the TLS files of cfg from the flags.
-func (f *tlsFlags) apply(cfg *client.Config) {
-	cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile = f.caFile, f.certFile, f.keyFile
-}
-
-// client returns a client for the flags.
-func (f *clusterFlags) client() (*client.Client, error) {
-	return client.New(f.config())
 }
 
 // newFlagSet returns a flag set for the command name (its path, such as
@@ -229,20 +219,11 @@ func (e *env) connect(fs *flag.FlagSet, cf *clusterFlags, args []string, min, ma
 	if !ok {
 		return nil, nil, code, false
 	}
-	c, err := cf.client()
+	c, err := client.New(cf.config())
 	if err != nil {
 		return nil, nil, e.fail(err), false
 	}
 	return c, pos, exitOK, true
-}
-
-// connectArgs is connect for a command whose only flags are the cluster
-// flags: it makes the flag set of name with usage, parses args (min to
-// max positional arguments) and connects. cf holds the parsed flags.
-func (e *env) connectArgs(name, usage string, args []string, min, max int) (c *client.Client, cf *clusterFlags, pos []string, code int, ok bool) {
-	fs, cf := e.clusterFlagSet(name, usage)
-	c, pos, code, ok = e.connect(fs, cf, args, min, max)
-	return c, cf, pos, code, ok
 }
 
 // clusterFlagSet returns the flag set of name with usage, and the cluster
@@ -254,20 +235,38 @@ func (e *env) clusterFlagSet(name, usage string) (*flag.FlagSet, *clusterFlags) 
 	return fs, cf
 }
 
-// query runs a command whose only flags are the cluster flags: it parses
-// args (min to max positional arguments), connects, and calls ask, which
-// returns the answer as -json prints it and a function that prints it as
-// text.
-func (e *env) query(name, usage string, args []string, min, max int, ask func(c *client.Client, pos []string) (v any, text func(), err error)) int {
-	c, cf, pos, code, ok := e.connectArgs(name, usage, args, min, max)
+// askFunc asks the cluster what a command shows: it returns the answer as
+// -json prints it and a function that prints it as text.
+type askFunc = func(c *client.Client, pos []string) (v any, text func(), err error)
+
+// badUsage is an error of an askFunc that is the command line's: answer
+// reports it as a usage error.
+type badUsage string
+
+func (b badUsage) Error() string { return string(b) }
+
+// query is answer for a command whose only flags are the cluster flags.
+func (e *env) query(name, usage string, args []string, min, max int, ask askFunc) int {
+	fs, cf := e.clusterFlagSet(name, usage)
+	return e.answer(fs, cf, args, min, max, ask)
+}
+
+// answer runs a command that talks to the cluster: it parses args with fs
+// (min to max positional arguments), connects with the cluster flags cf
+// registered in fs, and prints what ask returns.
+func (e *env) answer(fs *flag.FlagSet, cf *clusterFlags, args []string, min, max int, ask askFunc) int {
+	c, pos, code, ok := e.connect(fs, cf, args, min, max)
 	if !ok {
 		return code
 	}
 	v, text, err := ask(c, pos)
-	if err != nil {
+	var bad badUsage
+	switch {
+	case errors.As(err, &bad):
+		return e.usageError(fs, string(bad))
+	case err != nil:
 		return e.fail(err)
-	}
-	if cf.json {
+	case cf.json:
 		return e.printJSON(v)
 	}
 	text()
@@ -277,8 +276,9 @@ func (e *env) query(name, usage string, args []string, min, max int, ask func(c 
 // deleteOne runs a command whose only flags are the cluster flags and
 // whose one argument names what to delete: del deletes it, and done (a
 // format of the name) says so.
-func (e *env) deleteOne(ctx context.Context, name, usage string, args []string, done string, del func(c *client.Client, name string) error) int {
-	c, _, pos, code, ok := e.connectArgs(name, usage, args, 1, 1)
+func (e *env) deleteOne(name, usage string, args []string, done string, del func(c *client.Client, name string) error) int {
+	fs, cf := e.clusterFlagSet(name, usage)
+	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
 	if !ok {
 		return code
 	}

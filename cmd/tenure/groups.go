@@ -117,51 +117,43 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 	fs.Var(&cas, "cas", "replace the group only if its modify index is this (0: create only)")
 	fs.DurationVar(&grace, "stuck-grace", 0, "how long a key may stay free while targeted at a live worker before the worker is marked stuck (0: twice the largest TTL of the group's leases)")
 	fs.IntVar(&spec.MinWorkers, "min-workers", 0, "workers the group should have; fewer is reported by 'tenure leases stale' (0: no minimum)")
-	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
-	if !ok {
-		return code
-	}
-	if grace != 0 {
-		spec.StuckGrace = grace.String()
-	}
-	if replace && cas.set {
-		return e.usageError(fs, "give either -replace or -cas, not both")
-	}
-	spec.Keys = client.SplitAddresses(keys)
-	if keys == "" {
-		spec.Keys = nil
-	}
-	var g *client.GroupSummary
-	var err error
-	switch {
-	case replace:
-		g, err = c.Groups().Replace(ctx, pos[0], spec)
-	case cas.set:
-		g, err = c.Groups().PutCAS(ctx, pos[0], spec, cas.v)
-	default:
-		g, err = c.Groups().Put(ctx, pos[0], spec)
-	}
-	var ae *client.APIError
-	if errors.As(err, &ae) && ae.Code == wire.CodeCASFailed && ae.Group != nil && !cas.set {
-		return e.fail(fmt.Errorf("%w\n(group %s exists with modify index %d: add -replace to replace it, or -cas %d to replace it only if nobody changed it since)",
-			err, pos[0], ae.Group.ModifyIndex, ae.Group.ModifyIndex))
-	}
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printSummary(cf.json, g)
+	return e.answer(fs, cf, args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		if grace != 0 {
+			spec.StuckGrace = grace.String()
+		}
+		if replace && cas.set {
+			return nil, nil, badUsage("give either -replace or -cas, not both")
+		}
+		spec.Keys = client.SplitAddresses(keys)
+		if keys == "" {
+			spec.Keys = nil
+		}
+		var g *client.GroupSummary
+		var err error
+		switch {
+		case replace:
+			g, err = c.Groups().Replace(ctx, pos[0], spec)
+		case cas.set:
+			g, err = c.Groups().PutCAS(ctx, pos[0], spec, cas.v)
+		default:
+			g, err = c.Groups().Put(ctx, pos[0], spec)
+		}
+		var ae *client.APIError
+		if errors.As(err, &ae) && ae.Code == wire.CodeCASFailed && ae.Group != nil && !cas.set {
+			err = fmt.Errorf("%w\n(group %s exists with modify index %d: add -replace to replace it, or -cas %d to replace it only if nobody changed it since)",
+				err, pos[0], ae.Group.ModifyIndex, ae.Group.ModifyIndex)
+		}
+		return g, func() { e.printSummary(g) }, err
+	})
 }
 
-func (e *env) printSummary(asJSON bool, g *client.GroupSummary) int {
-	if asJSON {
-		return e.printJSON(g)
-	}
+// printSummary prints what a change of a group made of it.
+func (e *env) printSummary(g *client.GroupSummary) {
 	fmt.Fprintf(e.stdout, "Group %s: %d keys, %d assigned, max per worker %d\n", g.Name, g.Keys, g.Assigned, g.MaxPerWorker)
-	return exitOK
 }
 
 func (e *env) groupsDelete(ctx context.Context, args []string) int {
-	return e.deleteOne(ctx, "groups delete", "groups delete NAME", args, "Deleted group %s\n", func(c *client.Client, name string) error {
+	return e.deleteOne("groups delete", "groups delete NAME", args, "Deleted group %s\n", func(c *client.Client, name string) error {
 		return c.Groups().Delete(ctx, name)
 	})
 }
@@ -169,62 +161,39 @@ func (e *env) groupsDelete(ctx context.Context, args []string) int {
 func (e *env) groupsKeys(ctx context.Context, args []string, add bool) int {
 	name := map[bool]string{true: "add-keys", false: "remove-keys"}[add]
 	fs, cf := e.clusterFlagSet("groups "+name, "groups "+name+" NAME KEY...")
-	c, pos, code, ok := e.connect(fs, cf, args, 2, -1)
-	if !ok {
-		return code
-	}
-	var g *client.GroupSummary
-	var err error
-	if add {
-		g, err = c.Groups().AddRemoveKeys(ctx, pos[0], pos[1:], nil)
-	} else {
-		g, err = c.Groups().AddRemoveKeys(ctx, pos[0], nil, pos[1:])
-	}
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printSummary(cf.json, g)
+	return e.answer(fs, cf, args, 2, -1, func(c *client.Client, pos []string) (any, func(), error) {
+		added, removed := pos[1:], []string(nil)
+		if !add {
+			added, removed = nil, pos[1:]
+		}
+		g, err := c.Groups().AddRemoveKeys(ctx, pos[0], added, removed)
+		return g, func() { e.printSummary(g) }, err
+	})
 }
 
 func (e *env) groupsMax(ctx context.Context, args []string) int {
 	fs, cf := e.clusterFlagSet("groups max-per-worker", "groups max-per-worker NAME N")
-	c, pos, code, ok := e.connect(fs, cf, args, 2, 2)
-	if !ok {
-		return code
-	}
-	n, err := strconv.Atoi(pos[1])
-	if err != nil || n < 0 {
-		return e.usageError(fs, fmt.Sprintf("N must be a number of keys, got %q", pos[1]))
-	}
-	g, err := c.Groups().SetMaxPerWorker(ctx, pos[0], n)
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printSummary(cf.json, g)
+	return e.answer(fs, cf, args, 2, 2, func(c *client.Client, pos []string) (any, func(), error) {
+		n, err := strconv.Atoi(pos[1])
+		if err != nil || n < 0 {
+			return nil, nil, badUsage(fmt.Sprintf("N must be a number of keys, got %q", pos[1]))
+		}
+		g, err := c.Groups().SetMaxPerWorker(ctx, pos[0], n)
+		return g, func() { e.printSummary(g) }, err
+	})
 }
 
 func (e *env) groupsAssignment(ctx context.Context, args []string) int {
 	var worker string
 	fs, cf := e.clusterFlagSet("groups assignment", "groups assignment NAME [-worker ID]")
 	fs.StringVar(&worker, "worker", "", "only the keys of this worker")
-	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
-	if !ok {
-		return code
-	}
-	plan, _, err := c.Groups().Assignment(ctx, pos[0], worker, nil)
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(map[string]any{"group": pos[0], "assignment": plan})
-	}
-	w := e.table()
-	row(w, "KEY", "TARGET")
-	for _, k := range slices.Sorted(maps.Keys(plan)) {
-		row(w, k, plan[k])
-	}
-	w.Flush()
-	return exitOK
+	return e.answer(fs, cf, args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		plan, _, err := c.Groups().Assignment(ctx, pos[0], worker, nil)
+		return map[string]any{"group": pos[0], "assignment": plan}, func() {
+			keys := slices.Sorted(maps.Keys(plan))
+			e.printTable([]any{"KEY", "TARGET"}, len(keys), func(i int) []any { return []any{keys[i], plan[keys[i]]} })
+		}, err
+	})
 }
 
 // optionalUint is a flag.Value for an unsigned integer that may be absent.
@@ -265,44 +234,40 @@ func (e *env) keyControl(ctx context.Context, args []string, verb string) int {
 	if verb == "disable" || verb == "prohibit" {
 		fs.BoolVar(&force, "force", false, "free the holder's lease at once, for a holder known to be dead (exclusion then rests on fencing alone); also accept a key that the cluster does not know (no lease, group or control)")
 	}
-	c, pos, code, ok := e.connect(fs, cf, args, n, n)
-	if !ok {
-		return code
-	}
-	var edit client.KeyControlEdit
-	on, off := true, false
-	switch verb {
-	case "disable":
-		edit.Disabled = &on
-	case "enable":
-		edit.Disabled = &off
-	case "prohibit":
-		edit.Prohibit = []string{pos[1]}
-	case "allow":
-		edit.Allow = []string{pos[1]}
-	}
-	var ctl *client.KeyControl
-	var err error
-	if verb == "show" {
-		ctl, err = c.Groups().Control(ctx, pos[0])
-	} else {
-		var opts []client.OperatorOption
-		if force {
-			opts = append(opts, client.WithForce())
+	return e.answer(fs, cf, args, n, n, func(c *client.Client, pos []string) (any, func(), error) {
+		var edit client.KeyControlEdit
+		on, off := true, false
+		switch verb {
+		case "disable":
+			edit.Disabled = &on
+		case "enable":
+			edit.Disabled = &off
+		case "prohibit":
+			edit.Prohibit = []string{pos[1]}
+		case "allow":
+			edit.Allow = []string{pos[1]}
 		}
-		ctl, err = c.Groups().EditControl(ctx, pos[0], edit, opts...)
-	}
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
+		var ctl *client.KeyControl
+		var err error
+		if verb == "show" {
+			ctl, err = c.Groups().Control(ctx, pos[0])
+		} else {
+			var opts []client.OperatorOption
+			if force {
+				opts = append(opts, client.WithForce())
+			}
+			ctl, err = c.Groups().EditControl(ctx, pos[0], edit, opts...)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
 		out := map[string]any{"key": pos[0], "disabled": ctl.Disabled, "prohibited": ctl.Prohibited}
 		if len(ctl.Ended) > 0 {
 			out["ended"] = ctl.Ended
 		}
-		return e.printJSON(out)
-	}
-	fmt.Fprintf(e.stdout, "Key %s: disabled=%v prohibited=%v\n", pos[0], ctl.Disabled, ctl.Prohibited)
-	e.printEnded("Ended", ctl.Ended)
-	return exitOK
+		return out, func() {
+			fmt.Fprintf(e.stdout, "Key %s: disabled=%v prohibited=%v\n", pos[0], ctl.Disabled, ctl.Prohibited)
+			e.printEnded("Ended", ctl.Ended)
+		}, nil
+	})
 }

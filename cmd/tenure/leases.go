@@ -55,7 +55,7 @@ func (e *env) leasesList(ctx context.Context, args []string) int {
 	default:
 		return e.usageError(fs, fmt.Sprintf("-state must be held or free, got %q", state))
 	}
-	c, err := cf.client()
+	c, err := client.New(cf.config())
 	if err != nil {
 		return e.fail(err)
 	}
@@ -86,15 +86,10 @@ func (e *env) leasesGet(ctx context.Context, args []string) int {
 	var stale bool
 	fs, cf := e.clusterFlagSet("leases get", "leases get KEY [-stale]")
 	fs.BoolVar(&stale, "stale", false, "let any server answer from its local state")
-	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
-	if !ok {
-		return code
-	}
-	l, _, err := c.Leases().Get(ctx, pos[0], &client.QueryOptions{Stale: stale})
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printLease(cf.json, "", l)
+	return e.answer(fs, cf, args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		l, _, err := c.Leases().Get(ctx, pos[0], &client.QueryOptions{Stale: stale})
+		return l, func() { e.printLease(false, "", l) }, err
+	})
 }
 
 // envLeaseSecret names the environment variable that the -secret flag of
@@ -112,32 +107,25 @@ func (e *env) leasesAcquire(ctx context.Context, args []string) int {
 	fs.DurationVar(&req.TTL, "ttl", 10*time.Second, "lifetime of the lease")
 	fs.DurationVar(&req.Wait, "wait", 0, "queue behind the current holder for up to this long")
 	fs.Var(meta, "meta", "metadata entry key=value (repeatable)")
-	pos, code, ok := e.parse(fs, args, 1, 1)
-	if !ok {
-		return code
-	}
-	if req.Holder == "" {
-		req.Holder = client.NewHolderID()
-	}
-	if len(meta) > 0 {
-		req.Metadata = meta
-	}
-	c, err := cf.client()
-	if err != nil {
-		return e.fail(err)
-	}
-	l, m, err := c.Leases().Acquire(ctx, pos[0], req)
-	if err != nil {
-		return e.fail(err)
-	}
-	title := "Acquired " + l.Key
-	switch {
-	case !m.Created && req.Metadata != nil:
-		title = "Already held by this holder: " + l.Key + " (deadline restarted, metadata replaced)"
-	case !m.Created:
-		title = "Already held by this holder: " + l.Key + " (deadline restarted)"
-	}
-	return e.printLease(cf.json, title, l)
+	return e.answer(fs, cf, args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		if req.Holder == "" {
+			req.Holder = client.NewHolderID()
+		}
+		if len(meta) > 0 {
+			req.Metadata = meta
+		}
+		l, m, err := c.Leases().Acquire(ctx, pos[0], req)
+		return l, func() {
+			title := "Acquired " + l.Key
+			switch {
+			case !m.Created && req.Metadata != nil:
+				title = "Already held by this holder: " + l.Key + " (deadline restarted, metadata replaced)"
+			case !m.Created:
+				title = "Already held by this holder: " + l.Key + " (deadline restarted)"
+			}
+			e.printLease(false, title, l)
+		}, err
+	})
 }
 
 // leaseFlags are the flags of renew and release, which name one lease.
@@ -175,7 +163,7 @@ func (f *leaseFlags) connect(e *env, args []string) (key string, c *client.Clien
 		return "", nil, e.usageError(f.fs, "-secret is required: the secret that the lease's acquire printed (or $"+envLeaseSecret+"); "+
 			"a holder's name and token are not enough. To end a lease acquired by someone else, use: tenure leases revoke KEY"), false
 	}
-	c, err := f.cluster.client()
+	c, err := client.New(f.cluster.config())
 	if err != nil {
 		return "", nil, e.fail(err), false
 	}
@@ -232,35 +220,28 @@ func (e *env) leasesRevoke(ctx context.Context, args []string) int {
 	if byHolder {
 		n = 0
 	}
-	c, pos, code, ok := e.connect(fs, cf, args, n, n)
-	if !ok {
-		return code
-	}
-	if byHolder && holder == "" {
-		return e.usageError(fs, "-holder: must not be empty")
-	}
-	var opts []client.OperatorOption
-	if force {
-		opts = append(opts, client.WithForce())
-	}
-	var ended []client.RevokedLease
-	var err error
-	if byHolder {
-		ended, _, err = c.Leases().RevokeHolder(ctx, holder, opts...)
-	} else {
-		ended, _, err = c.Leases().RevokeKey(ctx, pos[0], opts...)
-	}
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(client.RevokeResult{Revoked: ended})
-	}
-	if len(ended) == 0 {
-		fmt.Fprintln(e.stdout, "Nothing to revoke: no lease held")
-	}
-	e.printEnded("Revoked", ended)
-	return exitOK
+	return e.answer(fs, cf, args, n, n, func(c *client.Client, pos []string) (any, func(), error) {
+		if byHolder && holder == "" {
+			return nil, nil, badUsage("-holder: must not be empty")
+		}
+		var opts []client.OperatorOption
+		if force {
+			opts = append(opts, client.WithForce())
+		}
+		var ended []client.RevokedLease
+		var err error
+		if byHolder {
+			ended, _, err = c.Leases().RevokeHolder(ctx, holder, opts...)
+		} else {
+			ended, _, err = c.Leases().RevokeKey(ctx, pos[0], opts...)
+		}
+		return client.RevokeResult{Revoked: ended}, func() {
+			if len(ended) == 0 {
+				fmt.Fprintln(e.stdout, "Nothing to revoke: no lease held")
+			}
+			e.printEnded("Revoked", ended)
+		}, err
+	})
 }
 
 // printEnded prints the leases a revoke, disable or prohibit ended.

@@ -96,20 +96,18 @@ func leaseMargin(ttl, grace time.Duration) time.Duration { return grace + stopSl
 
 // supervisorFlags are the flags that lock and elect share.
 type supervisorFlags struct {
-	httpAddr string
-	tls      tlsFlags
-	ttl      time.Duration
-	holder   string
-	grace    time.Duration
-	meta     metaFlag
-	log      logOutput
-	token    string // ACL token secret
+	cluster clusterFlags // its -json is not registered
+	ttl     time.Duration
+	holder  string
+	grace   time.Duration
+	meta    metaFlag
+	log     logOutput
 }
 
 func (f *supervisorFlags) register(fs *flag.FlagSet) {
 	f.meta = metaFlag{}
-	registerHTTPAddr(fs, &f.httpAddr)
-	f.tls.register(fs)
+	registerHTTPAddr(fs, &f.cluster.httpAddr)
+	f.cluster.tls.register(fs)
 	fs.DurationVar(&f.ttl, "ttl", client.DefaultLeaseTTL, "lifetime of the lease: the key frees at most this long after tenure dies")
 	fs.StringVar(&f.holder, "holder", "", "holder identity (default: hostname-pid-random)")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "time between SIGTERM and SIGKILL when the lease is lost; at most TTL/2 - max(TTL/10, 100ms) (lowered to that when not given)")
@@ -117,8 +115,8 @@ func (f *supervisorFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.log.level, "log-level", "`level` of tenure's own lines on stderr: trace, debug, info, warn or error")
 	fs.Var(&f.log.format, "log-format", "`format` of tenure's own lines on stderr: text (the default) or json (one JSON object per line)")
 	// Empty defaults, so that no usage message prints the secret.
-	fs.StringVar(&f.token, "token", "", "ACL token secret sent with every request (default $"+client.EnvHTTPToken+")")
-	fs.StringVar(&f.token, "acl-token", "", "same as -token")
+	fs.StringVar(&f.cluster.token, "token", "", "ACL token secret sent with every request (default $"+client.EnvHTTPToken+")")
+	fs.StringVar(&f.cluster.token, "acl-token", "", "same as -token")
 }
 
 // check validates the flags once fs has parsed them, and sets the default
@@ -143,14 +141,9 @@ func (f *supervisorFlags) check(fs *flag.FlagSet) string {
 // client returns a client and a logger for the flags.
 func (f *supervisorFlags) client(stderr io.Writer) (*client.Client, hclog.Logger, error) {
 	log := f.log.logger("tenure", stderr)
-	cfg := client.DefaultConfig()
-	cfg.Addresses = client.SplitAddresses(f.httpAddr)
-	f.tls.apply(cfg)
+	cfg := f.cluster.config()
 	cfg.Holder = f.holder
 	cfg.Logger = log
-	if f.token != "" {
-		cfg.Token = f.token // else DefaultConfig's, from the variable
-	}
 	c, err := client.New(cfg)
 	return c, log, err
 }
