@@ -124,7 +124,6 @@ func (e *env) commands() map[string]command {
 		"bench":                    e.bench,
 		"lock":                     func(ctx context.Context, a []string) int { return e.lock(ctx, nil, a) },
 		"elect":                    func(ctx context.Context, a []string) int { return e.elect(ctx, nil, a) },
-		"tls":                      e.tlsCommand,
 		"demo-worker":              e.demoWorker,
 		"debug":                    e.debug,
 		"ui":                       e.ui,
@@ -161,6 +160,8 @@ func (e *env) commands() map[string]command {
 		"acl policy list":          e.aclPolicyList,
 		"acl policy read":          e.aclPolicyRead,
 		"acl policy delete":        e.aclPolicyDelete,
+		"tls ca create":            e.tlsCACreate,
+		"tls cert create":          e.tlsCertCreate,
 	}
 	for _, verb := range []string{"show", "disable", "enable", "prohibit", "allow"} {
 		cmds["keys "+verb] = bind(e.keyControl, verb)
@@ -172,9 +173,15 @@ func (e *env) commands() map[string]command {
 	cmds["workers drain"], cmds["workers undrain"] = bind(e.workersDrain, true), bind(e.workersDrain, false)
 	cmds["acl token read"], cmds["acl token self"] = bind(e.aclTokenRead, false), bind(e.aclTokenRead, true)
 	for _, usage := range []string{leasesUsage, snapshotUsage, operatorUsage, operatorRaftUsage, keyringUsage,
-		groupsUsage, keysUsage, workersUsage, aclUsage, aclTokenUsage, aclPolicyUsage} {
+		groupsUsage, keysUsage, workersUsage, aclUsage, aclTokenUsage, aclPolicyUsage, tlsUsage} {
 		cmds[commandPath(usage)] = func(ctx context.Context, args []string) int {
 			return e.subcommands(ctx, args, usage, subcommandsOf(cmds, commandPath(usage)))
+		}
+	}
+	// tls ca and tls cert print the usage of tls.
+	for _, path := range []string{"tls ca", "tls cert"} {
+		cmds[path] = func(ctx context.Context, args []string) int {
+			return e.subcommands(ctx, args, tlsUsage, subcommandsOf(cmds, path))
 		}
 	}
 	return cmds

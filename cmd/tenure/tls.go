@@ -27,18 +27,6 @@ overwritten; key files get mode 0600. Run "tenure tls ca create -h" or
 "tenure tls cert create -h" for the flags.
 `
 
-// tlsCommand runs `tenure tls`: certificates for clusters that have none.
-func (e *env) tlsCommand(ctx context.Context, args []string) int {
-	return e.subcommands(ctx, args, tlsUsage, map[string]func(context.Context, []string) int{
-		"ca": func(ctx context.Context, args []string) int {
-			return e.subcommands(ctx, args, tlsUsage, map[string]func(context.Context, []string) int{"create": e.tlsCACreate})
-		},
-		"cert": func(ctx context.Context, args []string) int {
-			return e.subcommands(ctx, args, tlsUsage, map[string]func(context.Context, []string) int{"create": e.tlsCertCreate})
-		},
-	})
-}
-
 // days turns the -days flag into a duration.
 func days(n int) (time.Duration, error) {
 	if n <= 0 {
