@@ -67,12 +67,10 @@ func (e *env) status(ctx context.Context, args []string) int {
 	w.Flush()
 	if len(st.Servers) > 0 {
 		fmt.Fprintln(e.stdout)
-		w = e.table()
-		row(w, "ID", "RAFT ADDRESS", "HTTP ADDRESS", "SUFFRAGE", "LEADER", "HEALTHY")
-		for _, s := range st.Servers {
-			row(w, s.ID, s.RaftAddr, s.HTTPAddr, s.Suffrage, s.Leader, s.Healthy)
-		}
-		w.Flush()
+		e.printTable([]any{"ID", "RAFT ADDRESS", "HTTP ADDRESS", "SUFFRAGE", "LEADER", "HEALTHY"}, len(st.Servers), func(i int) []any {
+			s := st.Servers[i]
+			return []any{s.ID, s.RaftAddr, s.HTTPAddr, s.Suffrage, s.Leader, s.Healthy}
+		})
 	}
 	return e.statusExit(st)
 }

@@ -70,9 +70,8 @@ func (e *env) groupsGet(ctx context.Context, args []string) int {
 
 // printGroup prints the tables of groupsGet.
 func (e *env) printGroup(g *client.Group) {
-	w := e.table()
-	row(w, "KEY", "TARGET", "WORKER", "TOKEN", "STATE", "CONTROLS")
-	for _, k := range g.Keys {
+	e.printTable([]any{"KEY", "TARGET", "WORKER", "TOKEN", "STATE", "CONTROLS"}, len(g.Keys), func(i int) []any {
+		k := g.Keys[i]
 		var ctl []string
 		if k.Disabled {
 			ctl = append(ctl, "disabled")
@@ -80,20 +79,17 @@ func (e *env) printGroup(g *client.Group) {
 		if len(k.Prohibited) > 0 {
 			ctl = append(ctl, fmt.Sprintf("prohibited=%v", k.Prohibited))
 		}
-		row(w, k.Key, dash(k.Target), dash(k.Worker), k.Token, k.State, dash(strings.Join(ctl, " ")))
-	}
-	w.Flush()
+		return []any{k.Key, dash(k.Target), dash(k.Worker), k.Token, k.State, dash(strings.Join(ctl, " "))}
+	})
 	if g.HiddenKeys > 0 {
 		fmt.Fprintf(e.stdout, "%d more keys hidden: the token may not read them\n", g.HiddenKeys)
 	}
 	fmt.Fprintln(e.stdout)
-	w = e.table()
-	row(w, "WORKER", "STATUS", "TARGETS", "HOLDS", "CAPACITY", "DRAINING", "STUCK")
 	sort.Slice(g.Workers, func(i, j int) bool { return g.Workers[i].ID < g.Workers[j].ID })
-	for _, wk := range g.Workers {
-		row(w, wk.ID, wk.Status, wk.Targets, wk.Holds, wk.Capacity, wk.Draining || wk.Drained, wk.Stuck)
-	}
-	w.Flush()
+	e.printTable([]any{"WORKER", "STATUS", "TARGETS", "HOLDS", "CAPACITY", "DRAINING", "STUCK"}, len(g.Workers), func(i int) []any {
+		wk := g.Workers[i]
+		return []any{wk.ID, wk.Status, wk.Targets, wk.Holds, wk.Capacity, wk.Draining || wk.Drained, wk.Stuck}
+	})
 	if len(g.Stuck) > 0 {
 		fmt.Fprintf(e.stdout, "\nStuck workers: %s\n", strings.Join(g.Stuck, ", "))
 	}

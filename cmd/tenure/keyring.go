@@ -114,12 +114,10 @@ func (e *env) printKeyring(asJSON bool, kr *client.Keyring) int {
 	if asJSON {
 		return e.printJSON(kr)
 	}
-	w := e.table()
-	row(w, "FINGERPRINT", "HOLDERS", "PRIMARY", "KEY")
-	for _, k := range kr.Keys {
-		row(w, k.Fingerprint, fmt.Sprintf("%d/%d", k.Holders, kr.Members), k.Primary, dash(k.GossipKey))
-	}
-	w.Flush()
+	e.printTable([]any{"FINGERPRINT", "HOLDERS", "PRIMARY", "KEY"}, len(kr.Keys), func(i int) []any {
+		k := kr.Keys[i]
+		return []any{k.Fingerprint, fmt.Sprintf("%d/%d", k.Holders, kr.Members), k.Primary, dash(k.GossipKey)}
+	})
 	if len(kr.Unreached) > 0 {
 		fmt.Fprintf(e.stderr, "not reached: %v\n", kr.Unreached)
 	}

@@ -73,12 +73,10 @@ func (e *env) leasesList(ctx context.Context, args []string) int {
 		fmt.Fprintln(e.stdout, "no leases")
 		return exitOK
 	}
-	w := e.table()
-	row(w, "KEY", "STATE", "HOLDER", "TOKEN", "TTL", "EXPIRES IN", "REASON", "INDEX")
-	for _, l := range leases {
-		row(w, l.Key, l.State, l.Holder, l.Token, l.TTL, expiresIn(&l), dash(l.Reason), l.ModifyIndex)
-	}
-	w.Flush()
+	e.printTable([]any{"KEY", "STATE", "HOLDER", "TOKEN", "TTL", "EXPIRES IN", "REASON", "INDEX"}, len(leases), func(i int) []any {
+		l := &leases[i]
+		return []any{l.Key, l.State, l.Holder, l.Token, l.TTL, expiresIn(l), dash(l.Reason), l.ModifyIndex}
+	})
 	return exitOK
 }
 

@@ -209,16 +209,13 @@ func (e *env) snapshotList(_ context.Context, args []string) int {
 			return code
 		}
 	} else {
-		w := e.table()
-		row(w, "FILE", "INDEX", "LEASES", "HELD", "LAST TOKEN", "SIZE", "CHECK")
-		for _, en := range out {
+		e.printTable([]any{"FILE", "INDEX", "LEASES", "HELD", "LAST TOKEN", "SIZE", "CHECK"}, len(out), func(i int) []any {
+			en := out[i]
 			if en.Info == nil {
-				row(w, en.File, "-", "-", "-", "-", "-", en.Error)
-				continue
+				return []any{en.File, "-", "-", "-", "-", "-", en.Error}
 			}
-			row(w, en.File, en.Info.Index, en.Info.Leases, en.Info.Held, en.Info.LastToken, en.Info.Size, "ok")
-		}
-		w.Flush()
+			return []any{en.File, en.Info.Index, en.Info.Leases, en.Info.Held, en.Info.LastToken, en.Info.Size, "ok"}
+		})
 	}
 	if damaged > 0 {
 		fmt.Fprintf(e.stderr, "error: %d of %d backups in %s do not read back\n", damaged, len(files), dir)

@@ -29,9 +29,8 @@ func (e *env) workersList(ctx context.Context, args []string) int {
 
 // printWorkers prints the table of workersList.
 func (e *env) printWorkers(workers []client.WorkerInfo) {
-	w := e.table()
-	row(w, "WORKER", "STATUS", "GROUPS", "CAPACITY", "DRAIN", "TARGETS", "HOLDS")
-	for _, wk := range workers {
+	e.printTable([]any{"WORKER", "STATUS", "GROUPS", "CAPACITY", "DRAIN", "TARGETS", "HOLDS"}, len(workers), func(i int) []any {
+		wk := workers[i]
 		targets := 0
 		for _, k := range wk.Keys {
 			targets += len(k.Targets)
@@ -47,9 +46,8 @@ func (e *env) printWorkers(workers []client.WorkerInfo) {
 		if wk.Capacity > 0 {
 			capacity = fmt.Sprint(wk.Capacity)
 		}
-		row(w, wk.ID, wk.Status, dash(strings.Join(wk.Groups, ",")), capacity, dash(strings.Join(drain, ",")), targets, dash(heldKeys(wk, 5)))
-	}
-	w.Flush()
+		return []any{wk.ID, wk.Status, dash(strings.Join(wk.Groups, ",")), capacity, dash(strings.Join(drain, ",")), targets, dash(heldKeys(wk, 5))}
+	})
 }
 
 // heldCount is the number of keys w holds in all its groups.
