@@ -5,7 +5,6 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -60,9 +59,7 @@ func (e *env) bench(ctx context.Context, args []string) int {
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
 		return code
 	}
-	durationSet := false
-	fs.Visit(func(f *flag.Flag) { durationSet = durationSet || f.Name == "duration" })
-	if bc.requests > 0 && !durationSet {
+	if bc.requests > 0 && !given(fs, "duration") {
 		bc.duration = 0
 	}
 	if err := bc.validate(); err != nil {

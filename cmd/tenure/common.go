@@ -137,6 +137,13 @@ func parseQuietly(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(args)
 }
 
+// given reports whether the command line that fs parsed set the flag name.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // usageError prints msg and where to find the usage of fs, in two lines,
 // and returns exitUsage.
 func (e *env) usageError(fs *flag.FlagSet, msg string) int {

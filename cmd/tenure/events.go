@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,8 +32,6 @@ func (e *env) events(ctx context.Context, args []string) int {
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
 		return code
 	}
-	indexSet := false
-	fs.Visit(func(fl *flag.Flag) { indexSet = indexSet || fl.Name == "index" })
 	if types != "" {
 		for _, t := range strings.Split(types, ",") {
 			t = strings.TrimSpace(t)
@@ -50,7 +47,7 @@ func (e *env) events(ctx context.Context, args []string) int {
 	}
 	var evs []client.Event
 	var next uint64
-	if indexSet {
+	if given(fs, "index") {
 		evs, next, err = c.Events().Since(ctx, index, f)
 	} else {
 		evs, next, err = c.Events().List(ctx, f)

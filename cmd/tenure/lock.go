@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -82,9 +81,7 @@ func (e *env) lock(ctx context.Context, sigs <-chan os.Signal, args []string) in
 	if slots < 1 || slots > client.MaxSemaphoreSlots {
 		return e.usageError(fs, fmt.Sprintf("-n must be between 1 and %d, got %d", client.MaxSemaphoreSlots, slots))
 	}
-	waitSet := false
-	fs.Visit(func(fl *flag.Flag) { waitSet = waitSet || fl.Name == "wait" })
-	if !waitSet {
+	if !given(fs, "wait") {
 		wait = client.WaitForever
 	}
 	if wait < 0 {

@@ -122,14 +122,12 @@ func (f *supervisorFlags) register(fs *flag.FlagSet) {
 // check validates the flags once fs has parsed them, and sets the default
 // grace for the TTL. It returns what is wrong, naming the flag, or "".
 func (f *supervisorFlags) check(fs *flag.FlagSet) string {
-	graceSet := false
-	fs.Visit(func(fl *flag.Flag) { graceSet = graceSet || fl.Name == "grace" })
 	switch {
 	case f.ttl <= 0:
 		return fmt.Sprintf("-ttl must be positive, got %v", f.ttl)
 	case f.grace < 0:
 		return fmt.Sprintf("-grace must not be negative, got %v", f.grace)
-	case !graceSet:
+	case !given(fs, "grace"):
 		f.grace = min(defaultGrace, maxGrace(f.ttl))
 	case f.grace > maxGrace(f.ttl):
 		return fmt.Sprintf("-grace must be at most TTL/2 - max(TTL/10, 100ms) = %v with -ttl %v, got %v: the command must be killed before the cluster can free the key",
