@@ -52,75 +52,71 @@ func (e *env) debug(ctx context.Context, args []string) int {
 	var output string
 	fs, cf := e.clusterFlagSet("debug", debugUsage)
 	fs.StringVar(&output, "output", "", "archive to write (default tenure-debug-<node id>-<UTC time>.tar.gz in the current directory); never overwritten")
-	c, _, code, ok := e.connect(fs, cf, args, 0, 0)
-	if !ok {
-		return code
-	}
-	d := c.NodeDebug()
-	idx := debugIndex{Address: d.Address(), CollectedAt: time.Now().UTC(), CLIVersion: version + " " + runtime.Version(), Errors: map[string]string{}}
-	files := map[string][]byte{}
-	for _, p := range debugParts {
-		b, err := p.read(ctx, d)
-		if err != nil {
-			if ctx.Err() != nil {
-				return e.fail(ctx.Err())
-			}
-			if errors.Is(err, client.ErrPermissionDenied) || errors.Is(err, client.ErrACLNotFound) {
-				return e.fail(fmt.Errorf("%s: %s refused the request: %w; tenure debug needs an ACL token with the debug right (-token, or $%s)",
-					p.file, d.Address(), err, client.EnvHTTPToken))
+	return e.answer(fs, cf, args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
+		d := c.NodeDebug()
+		idx := debugIndex{Address: d.Address(), CollectedAt: time.Now().UTC(), CLIVersion: version + " " + runtime.Version(), Errors: map[string]string{}}
+		files := map[string][]byte{}
+		for _, p := range debugParts {
+			b, err := p.read(ctx, d)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, ctx.Err()
+				}
+				if errors.Is(err, client.ErrPermissionDenied) || errors.Is(err, client.ErrACLNotFound) {
+					return nil, nil, fmt.Errorf("%s: %s refused the request: %w; tenure debug needs an ACL token with the debug right (-token, or $%s)",
+						p.file, d.Address(), err, client.EnvHTTPToken)
+				}
+				if p.file == "status.json" {
+					// Nothing else would come from a server that does not
+					// answer its status.
+					return nil, nil, fmt.Errorf("status of %s: %w", d.Address(), err)
+				}
+				idx.Errors[p.file] = err.Error()
+				files[p.file+".error"] = []byte(err.Error() + "\n")
+				idx.Files = append(idx.Files, p.file+".error")
+				continue
 			}
 			if p.file == "status.json" {
-				// Nothing else would come from a server that does not
-				// answer its status.
-				return e.fail(fmt.Errorf("status of %s: %w", d.Address(), err))
+				var st client.NodeStatus
+				if err := json.Unmarshal(b, &st); err != nil {
+					return nil, nil, fmt.Errorf("status of %s: %w", d.Address(), err)
+				}
+				idx.NodeID = st.NodeID
 			}
-			idx.Errors[p.file] = err.Error()
-			files[p.file+".error"] = []byte(err.Error() + "\n")
-			idx.Files = append(idx.Files, p.file+".error")
-			continue
+			files[p.file] = b
+			idx.Files = append(idx.Files, p.file)
 		}
-		if p.file == "status.json" {
-			var st client.NodeStatus
-			if err := json.Unmarshal(b, &st); err != nil {
-				return e.fail(fmt.Errorf("status of %s: %w", d.Address(), err))
+		stamp := idx.CollectedAt.Format("20060102T150405Z")
+		dir := "tenure-debug-" + fileSafe(idx.NodeID) + "-" + stamp
+		if output == "" {
+			output = dir + ".tar.gz"
+		}
+		idx.Output = output
+		index, err := json.MarshalIndent(idx, "", "  ")
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := writeDebugArchive(output, dir, append([]string{"index.json"}, idx.Files...), func(name string) []byte {
+			if name == "index.json" {
+				return append(index, '\n')
 			}
-			idx.NodeID = st.NodeID
+			return files[name]
+		}); err != nil {
+			return nil, nil, err
 		}
-		files[p.file] = b
-		idx.Files = append(idx.Files, p.file)
-	}
-	stamp := idx.CollectedAt.Format("20060102T150405Z")
-	dir := "tenure-debug-" + fileSafe(idx.NodeID) + "-" + stamp
-	if output == "" {
-		output = dir + ".tar.gz"
-	}
-	idx.Output = output
-	index, err := json.MarshalIndent(idx, "", "  ")
-	if err != nil {
-		return e.fail(err)
-	}
-	if err := writeDebugArchive(output, dir, append([]string{"index.json"}, idx.Files...), func(name string) []byte {
-		if name == "index.json" {
-			return append(index, '\n')
-		}
-		return files[name]
-	}); err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(idx)
-	}
-	fmt.Fprintf(e.stdout, "wrote %s: node %s at %s, %d files", output, idx.NodeID, idx.Address, len(idx.Files)+1)
-	if len(idx.Errors) > 0 {
-		fmt.Fprintf(e.stdout, ", %d parts missing:", len(idx.Errors))
-		for _, p := range debugParts {
-			if msg, ok := idx.Errors[p.file]; ok {
-				fmt.Fprintf(e.stdout, "\n  %s: %s", p.file, msg)
+		return idx, func() {
+			fmt.Fprintf(e.stdout, "wrote %s: node %s at %s, %d files", output, idx.NodeID, idx.Address, len(idx.Files)+1)
+			if len(idx.Errors) > 0 {
+				fmt.Fprintf(e.stdout, ", %d parts missing:", len(idx.Errors))
+				for _, p := range debugParts {
+					if msg, ok := idx.Errors[p.file]; ok {
+						fmt.Fprintf(e.stdout, "\n  %s: %s", p.file, msg)
+					}
+				}
 			}
-		}
-	}
-	fmt.Fprintln(e.stdout)
-	return exitOK
+			fmt.Fprintln(e.stdout)
+		}, nil
+	})
 }
 
 // fileSafe makes s fit in a file name: characters other than letters,

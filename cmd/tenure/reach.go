@@ -25,11 +25,10 @@ const unreachableAfter = time.Second
 // httptrace on the command's context) and reports when none could be
 // made for unreachableAfter, and when one is made again after that.
 type reachWatch struct {
-	after time.Duration
-	// lost is called once the servers have been out of reach for after,
-	// with the last failure (nil: connecting has not ended yet); found
-	// when a connection is made after that. Called from a timer's
-	// goroutine or the client's.
+	// lost is called once the servers have been out of reach for
+	// unreachableAfter, with the last failure (nil: connecting has not
+	// ended yet); found when a connection is made after that. Called from
+	// a timer's goroutine or the client's.
 	lost  func(err error)
 	found func()
 
@@ -82,12 +81,13 @@ func (w *reachWatch) failed(err error) {
 		w.err = err
 	}
 	if w.timer == nil && !w.said && !w.stopped {
-		w.timer = time.AfterFunc(w.after, w.expired)
+		w.timer = time.AfterFunc(unreachableAfter, w.expired)
 	}
 }
 
-// expired runs when the servers have been out of reach for w.after. It
-// says so under w.mu, so that nothing is said after stop.
+// expired runs when the servers have been out of reach for
+// unreachableAfter. It says so under w.mu, so that nothing is said after
+// stop.
 func (w *reachWatch) expired() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -126,7 +126,6 @@ func unreachableText(err error, until string) string {
 // it says, once, when no server has been reachable for a second.
 func watchCommand(ctx context.Context, stderr io.Writer, timeout time.Duration) (context.Context, func()) {
 	w := &reachWatch{
-		after: unreachableAfter,
 		lost: func(err error) {
 			fmt.Fprintf(stderr, "warning: %s\n", unreachableText(err, fmt.Sprintf("for up to %v", timeout)))
 		},
@@ -139,7 +138,6 @@ func watchCommand(ctx context.Context, stderr io.Writer, timeout time.Duration) 
 // the cluster cannot be reached, and when it can again.
 func watchSupervisor(ctx context.Context, log hclog.Logger) (context.Context, func()) {
 	w := &reachWatch{
-		after: unreachableAfter,
 		lost: func(err error) {
 			log.Warn("cannot reach the cluster: " + unreachableText(err, "until stopped or -wait ends"))
 		},

@@ -377,11 +377,9 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 		ln.Close()
 		return err
 	}
-	if serverTLS != nil {
-		srv.TLSConfig = serverTLS
-	}
 	errCh := make(chan error, 1)
 	if serverTLS != nil {
+		srv.TLSConfig = serverTLS
 		go func() { errCh <- srv.ServeTLS(ln, "", "") }()
 	} else {
 		go func() { errCh <- srv.Serve(httpapi.Listener(ln)) }()
