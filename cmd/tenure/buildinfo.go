@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"runtime"
 	"runtime/debug"
 
@@ -25,13 +26,10 @@ func buildInfo() prometheus.Collector {
 			}
 		}
 	}
-	if revision == "" {
-		revision = "unknown"
-	}
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "tenure_build_info",
 		Help:        "1, labelled with the version, Go version and VCS revision of this server's binary.",
-		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "revision": revision},
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "revision": cmp.Or(revision, "unknown")},
 	})
 	g.Set(1)
 	return g

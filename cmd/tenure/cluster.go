@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -38,11 +39,7 @@ func (e *env) status(ctx context.Context, args []string) int {
 	if st.Role == "leader" {
 		field("Leadership established", st.Ready)
 	}
-	if st.LeaderID == "" {
-		field("Leader", "none")
-	} else {
-		field("Leader", st.LeaderID)
-	}
+	field("Leader", cmp.Or(st.LeaderID, "none"))
 	field("Leader HTTP address", dash(st.LeaderHTTPAddr))
 	field("Term", st.Term)
 	field("Last log index", st.LastLogIndex)

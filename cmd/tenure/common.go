@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,11 +34,7 @@ type clusterFlags struct {
 // registerHTTPAddr registers -http-addr in fs, its default from the
 // environment.
 func registerHTTPAddr(fs *flag.FlagSet, p *string) {
-	def := os.Getenv(client.EnvHTTPAddr)
-	if def == "" {
-		def = client.DefaultHTTPAddr
-	}
-	fs.StringVar(p, "http-addr", def,
+	fs.StringVar(p, "http-addr", cmp.Or(os.Getenv(client.EnvHTTPAddr), client.DefaultHTTPAddr),
 		"HTTP addresses of the servers, comma-separated; https://host:port for TLS (env "+client.EnvHTTPAddr+")")
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -88,9 +89,7 @@ func (e *env) debug(ctx context.Context, args []string) int {
 		}
 		stamp := idx.CollectedAt.Format("20060102T150405Z")
 		dir := "tenure-debug-" + fileSafe(idx.NodeID) + "-" + stamp
-		if output == "" {
-			output = dir + ".tar.gz"
-		}
+		output = cmp.Or(output, dir+".tar.gz")
 		idx.Output = output
 		index, err := json.MarshalIndent(idx, "", "  ")
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -82,9 +83,7 @@ func (e *env) demoWorker(ctx context.Context, args []string) int {
 			}
 		}
 	}
-	if id == "" {
-		id = c.Holder()
-	}
+	id = cmp.Or(id, c.Holder())
 	opts := []worker.WorkerOption{worker.WithWorkerID(id), worker.WithWorkerTTL(ttl), worker.WithCapacity(capacity), worker.WithWorkerLogger(log)}
 	if gossip != "" {
 		opts = append(opts, worker.WithGossipAddr(gossip))

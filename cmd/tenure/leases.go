@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -322,9 +323,4 @@ func timeOrDash(t time.Time) string {
 	return t.Format(time.RFC3339Nano)
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func dash(s string) string { return cmp.Or(s, "-") }

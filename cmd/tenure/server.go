@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -138,9 +139,7 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 	}
 	explicit := map[string]string{}
 	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = f.Value.String() })
-	if s.config == "" {
-		s.config = env("TENURE_CONFIG")
-	}
+	s.config = cmp.Or(s.config, env("TENURE_CONFIG"))
 	if s.config != "" {
 		if err := applyConfigFile(fs, s.config); err != nil {
 			return nil, err

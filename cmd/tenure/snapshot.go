@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -246,10 +247,8 @@ func (e *env) confirmRestore(ctx context.Context, c *client.Client, file string,
 	if err != nil {
 		return e.fail(fmt.Errorf("read the status of the cluster to restore into: %w; nothing restored", err)), false
 	}
-	target := st.ClusterID
-	if target == "" {
-		target = st.NodeID // a cluster with no id yet (no leader ever): its server's id
-	}
+	// A cluster with no id yet (no leader ever) goes by its server's id.
+	target := cmp.Or(st.ClusterID, st.NodeID)
 	fmt.Fprintf(e.stderr, `tenure snapshot restore replaces the whole state of cluster %s (server %s answered)
 with %s: index %d of cluster %s, %d leases (%d held), %d groups, last token %d.
 No lease held now changes hands; every other key, group and control takes the

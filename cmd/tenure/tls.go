@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,12 +121,8 @@ func (e *env) tlsCertCreate(_ context.Context, args []string) int {
 	if err != nil {
 		return e.usageError(fs, err.Error())
 	}
-	if *caFile == "" {
-		*caFile = filepath.Join(*dir, cluster.CACertFile)
-	}
-	if *caKey == "" {
-		*caKey = filepath.Join(*dir, cluster.CAKeyFile)
-	}
+	*caFile = cmp.Or(*caFile, filepath.Join(*dir, cluster.CACertFile))
+	*caKey = cmp.Or(*caKey, filepath.Join(*dir, cluster.CAKeyFile))
 	ca, err := cluster.LoadCertAuthority(*caFile, *caKey)
 	if err != nil {
 		return e.fail(fmt.Errorf("%w (make one with: tenure tls ca create)", err))
