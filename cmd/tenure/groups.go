@@ -102,7 +102,7 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 	var spec client.GroupSpec
 	var keys string
 	var replace bool
-	cas := optionalUint{}
+	var cas uint64
 	var grace time.Duration
 	fs, cf := e.clusterFlagSet("groups create", "groups create NAME [-keys K1,K2,... | -prefix P -count N] [-max-per-worker N] [-stuck-grace D] [-min-workers N] [-replace | -cas INDEX]")
 	fs.StringVar(&keys, "keys", "", "comma-separated keys of the group")
@@ -110,14 +110,20 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 	fs.IntVar(&spec.Count, "count", 0, "number of keys named from -prefix")
 	fs.IntVar(&spec.MaxPerWorker, "max-per-worker", 0, "most keys one worker is given (0: an even spread)")
 	fs.BoolVar(&replace, "replace", false, "replace the group if it exists, whatever it is")
-	fs.Var(&cas, "cas", "replace the group only if its modify index is this (0: create only)")
+	fs.Func("cas", "replace the group only if its modify index is this (0: create only)", func(s string) (err error) {
+		if cas, err = strconv.ParseUint(s, 10, 64); err != nil {
+			return fmt.Errorf("%q is not an unsigned integer", s)
+		}
+		return nil
+	})
 	fs.DurationVar(&grace, "stuck-grace", 0, "how long a key may stay free while targeted at a live worker before the worker is marked stuck (0: twice the largest TTL of the group's leases)")
 	fs.IntVar(&spec.MinWorkers, "min-workers", 0, "workers the group should have; fewer is reported by 'tenure leases stale' (0: no minimum)")
 	return e.answer(fs, cf, args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
 		if grace != 0 {
 			spec.StuckGrace = grace.String()
 		}
-		if replace && cas.set {
+		casSet := given(fs, "cas")
+		if replace && casSet {
 			return nil, nil, badUsage("give either -replace or -cas, not both")
 		}
 		spec.Keys = client.SplitAddresses(keys)
@@ -129,13 +135,13 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 		switch {
 		case replace:
 			g, err = c.Groups().Replace(ctx, pos[0], spec)
-		case cas.set:
-			g, err = c.Groups().PutCAS(ctx, pos[0], spec, cas.v)
+		case casSet:
+			g, err = c.Groups().PutCAS(ctx, pos[0], spec, cas)
 		default:
 			g, err = c.Groups().Put(ctx, pos[0], spec)
 		}
 		var ae *client.APIError
-		if errors.As(err, &ae) && ae.Code == wire.CodeCASFailed && ae.Group != nil && !cas.set {
+		if errors.As(err, &ae) && ae.Code == wire.CodeCASFailed && ae.Group != nil && !casSet {
 			err = fmt.Errorf("%w\n(group %s exists with modify index %d: add -replace to replace it, or -cas %d to replace it only if nobody changed it since)",
 				err, pos[0], ae.Group.ModifyIndex, ae.Group.ModifyIndex)
 		}
@@ -190,28 +196,6 @@ func (e *env) groupsAssignment(ctx context.Context, args []string) int {
 			e.printTable([]any{"KEY", "TARGET"}, len(keys), func(i int) []any { return []any{keys[i], plan[keys[i]]} })
 		}, err
 	})
-}
-
-// optionalUint is a flag.Value for an unsigned integer that may be absent.
-type optionalUint struct {
-	v   uint64
-	set bool
-}
-
-func (o *optionalUint) String() string {
-	if !o.set {
-		return ""
-	}
-	return strconv.FormatUint(o.v, 10)
-}
-
-func (o *optionalUint) Set(s string) error {
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%q is not an unsigned integer", s)
-	}
-	o.v, o.set = v, true
-	return nil
 }
 
 // keyControl shows the controls of a key, or changes them as verb says
