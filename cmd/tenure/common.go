@@ -264,13 +264,19 @@ func (e *env) answer(fs *flag.FlagSet, cf *clusterFlags, args []string, min, max
 		return code
 	}
 	v, text, err := ask(c, pos)
-	var bad badUsage
-	switch {
-	case errors.As(err, &bad):
+	if bad := badUsage(""); errors.As(err, &bad) {
 		return e.usageError(fs, string(bad))
+	}
+	return e.show(cf.json, v, err, text)
+}
+
+// show ends a command that prints v: it fails with err, or prints v as
+// JSON with asJSON, or else calls text.
+func (e *env) show(asJSON bool, v any, err error, text func()) int {
+	switch {
 	case err != nil:
 		return e.fail(err)
-	case cf.json:
+	case asJSON:
 		return e.printJSON(v)
 	}
 	text()

@@ -56,22 +56,20 @@ func (e *env) events(ctx context.Context, args []string) int {
 		return e.fail(compactedHint(err))
 	}
 	if !follow {
-		if cf.json {
-			if evs == nil {
-				evs = []client.Event{}
+		if evs == nil {
+			evs = []client.Event{}
+		}
+		return e.show(cf.json, wire.EventList{Events: evs, Index: next}, nil, func() {
+			if len(evs) == 0 {
+				fmt.Fprintln(e.stdout, "no events")
+				return
 			}
-			return e.printJSON(wire.EventList{Events: evs, Index: next})
-		}
-		if len(evs) == 0 {
-			fmt.Fprintln(e.stdout, "no events")
-			return exitOK
-		}
-		e.printEvents(cf.json, evs)
-		if len(evs) >= eventsPage {
-			// A full answer: there may be more after it.
-			fmt.Fprintf(e.stderr, "%d events shown; for the next ones: tenure events -index %d (or -follow)\n", len(evs), next)
-		}
-		return exitOK
+			e.printEvents(false, evs)
+			if len(evs) >= eventsPage {
+				// A full answer: there may be more after it.
+				fmt.Fprintf(e.stderr, "%d events shown; for the next ones: tenure events -index %d (or -follow)\n", len(evs), next)
+			}
+		})
 	}
 	e.printEvents(cf.json, evs)
 	for resp := range c.Events().Watch(ctx, next, f) {

@@ -41,7 +41,7 @@ answering server's view has followed, and fails if some have not.
 func (e *env) keyringList(ctx context.Context, args []string) int {
 	return e.query("operator keyring list", "operator keyring list", args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
 		kr, _, err := c.Operator().Keyring(ctx)
-		return kr, func() { e.printKeyring(false, kr) }, err
+		return kr, func() { e.printKeyring(kr) }, err
 	})
 }
 
@@ -74,7 +74,7 @@ func (e *env) keyringChange(ctx context.Context, args []string, op string) int {
 			return e.fail(err)
 		}
 	}
-	if code := e.printKeyring(cf.json, kr); code != exitOK {
+	if code := e.show(cf.json, kr, nil, func() { e.printKeyring(kr) }); code != exitOK {
 		return code
 	}
 	if *wait > 0 && !followed(kr, op, fp) {
@@ -110,10 +110,7 @@ func progress(kr *client.Keyring, fp string) string {
 	return fmt.Sprintf("0 of %d members hold it", kr.Members)
 }
 
-func (e *env) printKeyring(asJSON bool, kr *client.Keyring) int {
-	if asJSON {
-		return e.printJSON(kr)
-	}
+func (e *env) printKeyring(kr *client.Keyring) {
 	e.printTable([]any{"FINGERPRINT", "HOLDERS", "PRIMARY", "KEY"}, len(kr.Keys), func(i int) []any {
 		k := kr.Keys[i]
 		return []any{k.Fingerprint, fmt.Sprintf("%d/%d", k.Holders, kr.Members), k.Primary, dash(k.GossipKey)}
@@ -121,5 +118,4 @@ func (e *env) printKeyring(asJSON bool, kr *client.Keyring) int {
 	if len(kr.Unreached) > 0 {
 		fmt.Fprintf(e.stderr, "not reached: %v\n", kr.Unreached)
 	}
-	return exitOK
 }

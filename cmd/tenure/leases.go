@@ -64,21 +64,19 @@ func (e *env) leasesList(ctx context.Context, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	if cf.json {
-		if leases == nil {
-			leases = []client.LeaseInfo{}
+	if leases == nil {
+		leases = []client.LeaseInfo{}
+	}
+	return e.show(cf.json, wire.LeaseList{Leases: leases, Index: meta.Index}, nil, func() {
+		if len(leases) == 0 {
+			fmt.Fprintln(e.stdout, "no leases")
+			return
 		}
-		return e.printJSON(wire.LeaseList{Leases: leases, Index: meta.Index})
-	}
-	if len(leases) == 0 {
-		fmt.Fprintln(e.stdout, "no leases")
-		return exitOK
-	}
-	e.printTable([]any{"KEY", "STATE", "HOLDER", "TOKEN", "TTL", "EXPIRES IN", "REASON", "INDEX"}, len(leases), func(i int) []any {
-		l := &leases[i]
-		return []any{l.Key, l.State, l.Holder, l.Token, l.TTL, expiresIn(l), dash(l.Reason), l.ModifyIndex}
+		e.printTable([]any{"KEY", "STATE", "HOLDER", "TOKEN", "TTL", "EXPIRES IN", "REASON", "INDEX"}, len(leases), func(i int) []any {
+			l := &leases[i]
+			return []any{l.Key, l.State, l.Holder, l.Token, l.TTL, expiresIn(l), dash(l.Reason), l.ModifyIndex}
+		})
 	})
-	return exitOK
 }
 
 func (e *env) leasesGet(ctx context.Context, args []string) int {
@@ -87,7 +85,7 @@ func (e *env) leasesGet(ctx context.Context, args []string) int {
 	fs.BoolVar(&stale, "stale", false, "let any server answer from its local state")
 	return e.answer(fs, cf, args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
 		l, _, err := c.Leases().Get(ctx, pos[0], &client.QueryOptions{Stale: stale})
-		return l, func() { e.printLease(false, "", l) }, err
+		return l, func() { e.printLease("", l) }, err
 	})
 }
 
@@ -122,7 +120,7 @@ func (e *env) leasesAcquire(ctx context.Context, args []string) int {
 			case !m.Created:
 				title = "Already held by this holder: " + l.Key + " (deadline restarted)"
 			}
-			e.printLease(false, title, l)
+			e.printLease(title, l)
 		}, err
 	})
 }
@@ -176,10 +174,7 @@ func (e *env) leasesRenew(ctx context.Context, args []string) int {
 		return code
 	}
 	l, _, err := c.Leases().WithSecret(f.secret).Renew(ctx, key, f.holder, f.token)
-	if err != nil {
-		return e.fail(err)
-	}
-	return e.printLease(f.cluster.json, "Renewed "+l.Key, l)
+	return e.show(f.cluster.json, l, err, func() { e.printLease("Renewed "+l.Key, l) })
 }
 
 func (e *env) leasesRelease(ctx context.Context, args []string) int {
@@ -195,18 +190,16 @@ func (e *env) leasesRelease(ctx context.Context, args []string) int {
 	if err != nil {
 		return e.fail(err)
 	}
-	if f.cluster.json {
-		return e.printJSON(map[string]any{"key": key, "token": f.token, "released": !m.AlreadyGone, "already_gone": m.AlreadyGone})
-	}
-	if m.AlreadyGone {
-		// Tokens are the cluster's, not the key's: an older token than the
-		// key's current one is of a lease that ended, or of another key's
-		// lease; the server keeps no history to tell which.
-		fmt.Fprintf(e.stdout, "Nothing to release: %s has no lease with token %d now (that lease ended already, or the token was never this key's); the key is free or has a newer lease\n", key, f.token)
-		return exitOK
-	}
-	fmt.Fprintf(e.stdout, "Released %s (token %d)\n", key, f.token)
-	return exitOK
+	return e.show(f.cluster.json, map[string]any{"key": key, "token": f.token, "released": !m.AlreadyGone, "already_gone": m.AlreadyGone}, nil, func() {
+		if m.AlreadyGone {
+			// Tokens are the cluster's, not the key's: an older token than
+			// the key's current one is of a lease that ended, or of another
+			// key's lease; the server keeps no history to tell which.
+			fmt.Fprintf(e.stdout, "Nothing to release: %s has no lease with token %d now (that lease ended already, or the token was never this key's); the key is free or has a newer lease\n", key, f.token)
+			return
+		}
+		fmt.Fprintf(e.stdout, "Released %s (token %d)\n", key, f.token)
+	})
 }
 
 func (e *env) leasesRevoke(ctx context.Context, args []string) int {
@@ -273,12 +266,9 @@ func hasFlag(args []string, name string) bool {
 	return false
 }
 
-// printLease prints one lease: its JSON, or a title line and aligned
+// printLease prints one lease: a title line, unless empty, and aligned
 // fields.
-func (e *env) printLease(asJSON bool, title string, l *client.LeaseInfo) int {
-	if asJSON {
-		return e.printJSON(l)
-	}
+func (e *env) printLease(title string, l *client.LeaseInfo) {
 	if title != "" {
 		fmt.Fprintln(e.stdout, title)
 	}
@@ -306,7 +296,6 @@ func (e *env) printLease(asJSON bool, title string, l *client.LeaseInfo) int {
 		field("Secret", l.Secret+" (renew and release need it: -secret or $"+envLeaseSecret+")")
 	}
 	w.Flush()
-	return exitOK
 }
 
 func expiresIn(l *client.LeaseInfo) string {

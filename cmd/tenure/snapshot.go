@@ -74,28 +74,23 @@ func (e *env) snapshotInspect(_ context.Context, args []string) int {
 		return code
 	}
 	_, info, err := readBackup(file, "")
-	if err != nil {
-		return e.fail(err)
-	}
-	if asJSON {
-		return e.printJSON(info)
-	}
-	w := e.table()
-	row(w, "File:", file)
-	row(w, "Format version:", info.Version)
-	row(w, "Index:", info.Index)
-	row(w, "Term:", info.Term)
-	row(w, "Cluster:", info.ClusterID)
-	row(w, "Signed:", signedText(info.Signed))
-	row(w, "Last token:", info.LastToken)
-	row(w, "Leases:", fmt.Sprintf("%d (%d held)", info.Leases, info.Held))
-	row(w, "Groups:", info.Groups)
-	row(w, "ACL tokens:", info.ACLTokens)
-	row(w, "ACL policies:", info.ACLPolicies)
-	row(w, "Size:", fmt.Sprintf("%d bytes", info.Size))
-	row(w, "CRC-32C:", fmt.Sprintf("%08x (checked)", info.CRC32C))
-	w.Flush()
-	return exitOK
+	return e.show(asJSON, info, err, func() {
+		w := e.table()
+		row(w, "File:", file)
+		row(w, "Format version:", info.Version)
+		row(w, "Index:", info.Index)
+		row(w, "Term:", info.Term)
+		row(w, "Cluster:", info.ClusterID)
+		row(w, "Signed:", signedText(info.Signed))
+		row(w, "Last token:", info.LastToken)
+		row(w, "Leases:", fmt.Sprintf("%d (%d held)", info.Leases, info.Held))
+		row(w, "Groups:", info.Groups)
+		row(w, "ACL tokens:", info.ACLTokens)
+		row(w, "ACL policies:", info.ACLPolicies)
+		row(w, "Size:", fmt.Sprintf("%d bytes", info.Size))
+		row(w, "CRC-32C:", fmt.Sprintf("%08x (checked)", info.CRC32C))
+		w.Flush()
+	})
 }
 
 // snapshotRestore is `tenure snapshot restore FILE`.
@@ -118,24 +113,19 @@ func (e *env) snapshotRestore(ctx context.Context, args []string) int {
 		return code
 	}
 	res, _, err := c.Operator().RestoreSnapshotWith(ctx, b, opts)
-	if err != nil {
-		return e.fail(err)
-	}
-	if cf.json {
-		return e.printJSON(res)
-	}
-	fmt.Fprintf(e.stdout, "Restored %s (index %d of cluster %s): %d leases, %d held now, next token above %d\n",
-		pos[0], res.Snapshot.Index, res.Snapshot.ClusterID, res.Restored.Leases, res.Restored.Held, res.Restored.LastToken)
-	if !res.Verified {
-		fmt.Fprintln(e.stderr, "warning: the backup is not signed by this cluster (restored because -unverified was given)")
-	}
-	if !res.ACLRestored {
-		fmt.Fprintln(e.stdout, "ACL state: the cluster's own kept (restoring the backup's needs the acl right)")
-	}
-	if !res.Replicated {
-		fmt.Fprintln(e.stderr, "warning: the leader restored the backup, but a quorum of servers had not taken it when it answered: check tenure status until a leader serves")
-	}
-	return exitOK
+	return e.show(cf.json, res, err, func() {
+		fmt.Fprintf(e.stdout, "Restored %s (index %d of cluster %s): %d leases, %d held now, next token above %d\n",
+			pos[0], res.Snapshot.Index, res.Snapshot.ClusterID, res.Restored.Leases, res.Restored.Held, res.Restored.LastToken)
+		if !res.Verified {
+			fmt.Fprintln(e.stderr, "warning: the backup is not signed by this cluster (restored because -unverified was given)")
+		}
+		if !res.ACLRestored {
+			fmt.Fprintln(e.stdout, "ACL state: the cluster's own kept (restoring the backup's needs the acl right)")
+		}
+		if !res.Replicated {
+			fmt.Fprintln(e.stderr, "warning: the leader restored the backup, but a quorum of servers had not taken it when it answered: check tenure status until a leader serves")
+		}
+	})
 }
 
 // parseFileArg parses the args of a command that reads the one file (or
