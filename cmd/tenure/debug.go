@@ -101,7 +101,7 @@ func (e *env) debug(ctx context.Context, args []string) int {
 			}
 			return files[name]
 		}); err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("output: %w", err)
 		}
 		return idx, func() {
 			fmt.Fprintf(e.stdout, "wrote %s: node %s at %s, %d files", output, idx.NodeID, idx.Address, len(idx.Files)+1)
@@ -140,11 +140,11 @@ func fileSafe(s string) string {
 func writeDebugArchive(path, dir string, names []string, content func(string) []byte) (err error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("output: %w", err)
+		return err
 	}
 	defer func() {
-		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("output: %w", cerr)
+		if cerr := f.Close(); err == nil {
+			err = cerr
 		}
 		if err != nil {
 			os.Remove(path)
@@ -157,17 +157,14 @@ func writeDebugArchive(path, dir string, names []string, content func(string) []
 		b := content(name)
 		hdr := &tar.Header{Name: dir + "/" + name, Mode: 0o600, Size: int64(len(b)), ModTime: now, Typeflag: tar.TypeReg}
 		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("output: %w", err)
+			return err
 		}
 		if _, err := tw.Write(b); err != nil {
-			return fmt.Errorf("output: %w", err)
+			return err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return fmt.Errorf("output: %w", err)
+		return err
 	}
-	if err := gz.Close(); err != nil {
-		return fmt.Errorf("output: %w", err)
-	}
-	return nil
+	return gz.Close()
 }

@@ -250,6 +250,8 @@ func applyConfigFile(fs *flag.FlagSet, path string) error {
 	return nil
 }
 
+// splitList splits a comma-separated list, trimming each item and
+// dropping the empty ones.
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {

@@ -71,11 +71,7 @@ type namesFlag []string
 func (l *namesFlag) String() string { return strings.Join(*l, ",") }
 
 func (l *namesFlag) Set(s string) error {
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*l = append(*l, p)
-		}
-	}
+	*l = append(*l, splitList(s)...)
 	return nil
 }
 

@@ -50,15 +50,6 @@ func (e *env) printWorkers(workers []client.WorkerInfo) {
 	})
 }
 
-// heldCount is the number of keys w holds in all its groups.
-func heldCount(w *client.WorkerInfo) int {
-	n := 0
-	for _, k := range w.Keys {
-		n += len(k.Holds)
-	}
-	return n
-}
-
 // heldKeys renders the keys w holds, by group ("g: a, b; h: c"), at most
 // limit keys per group (0: all), with how many more there are.
 func heldKeys(w client.WorkerInfo, limit int) string {
@@ -145,7 +136,10 @@ func (e *env) waitDrained(ctx context.Context, c *client.Client, worker string) 
 		default:
 			index = meta.Index
 		}
-		n := heldCount(w)
+		n := 0 // keys held in all its groups
+		for _, k := range w.Keys {
+			n += len(k.Holds)
+		}
 		if n == 0 {
 			fmt.Fprintf(e.stdout, "worker %s: no keys left\n", worker)
 			return nil
