@@ -73,14 +73,21 @@ func (e *env) status(ctx context.Context, args []string) int {
 }
 
 // statusExit fails `tenure status` when the cluster cannot take one more
-// failure although it was built to: with no leader (noLeader), or when
-// the server that answered judges that one more voter that fails stops
-// every write, and a voter is not healthy or there are three or more. A
-// cluster of one or two voters tolerates no failure by design (a -dev
-// server): it passes while its voters are healthy.
+// failure although it was built to: when the server that answered knows
+// no leader (the cluster serves nothing then, whatever the server's
+// role), or judges that one more voter that fails stops every write, and
+// a voter is not healthy or there are three or more. A cluster of one or
+// two voters tolerates no failure by design (a -dev server): it passes
+// while its voters are healthy.
 func (e *env) statusExit(st *client.NodeStatus) int {
 	if st.LeaderID == "" {
-		return e.noLeader(st)
+		since := "has never heard from a leader"
+		if st.LastContact >= 0 {
+			since = fmt.Sprintf("last heard from a leader %v ago", st.LastContact)
+		}
+		fmt.Fprintf(e.stderr, "error: no leader: %s (%s in term %d) %s; the cluster serves no lease until a quorum of its voters can elect one\n",
+			st.NodeID, st.Role, st.Term, since)
+		return exitError
 	}
 	var down []string
 	voters := 0
@@ -97,21 +104,6 @@ func (e *env) statusExit(st *client.NodeStatus) int {
 	}
 	fmt.Fprintf(e.stderr, "error: failure tolerance 0: one more voter that fails stops every write (as %s judges it; not healthy: %s); bring those servers back or add one (docs/operations.md)\n",
 		st.NodeID, dash(strings.Join(down, ", ")))
-	return exitError
-}
-
-// noLeader fails `tenure status` when the server that answered knows no
-// leader: the cluster serves nothing then, whatever the server's role.
-func (e *env) noLeader(st *client.NodeStatus) int {
-	if st.LeaderID != "" {
-		return exitOK
-	}
-	since := "has never heard from a leader"
-	if st.LastContact >= 0 {
-		since = fmt.Sprintf("last heard from a leader %v ago", st.LastContact)
-	}
-	fmt.Fprintf(e.stderr, "error: no leader: %s (%s in term %d) %s; the cluster serves no lease until a quorum of its voters can elect one\n",
-		st.NodeID, st.Role, st.Term, since)
 	return exitError
 }
 
