@@ -25,22 +25,27 @@ type env struct {
 
 // clusterFlags are the flags of every command that talks to a cluster.
 type clusterFlags struct {
-	httpAddr string
-	tls      tlsFlags
-	json     bool
-	token    string // ACL token secret
+	httpAddr                  string
+	caFile, certFile, keyFile string // TLS
+	json                      bool
+	token                     string // ACL token secret
 }
 
-// registerHTTPAddr registers -http-addr in fs, its default from the
-// environment.
-func registerHTTPAddr(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "http-addr", cmp.Or(os.Getenv(client.EnvHTTPAddr), client.DefaultHTTPAddr),
+// registerServers registers -http-addr and the TLS flags in fs, their
+// defaults from the environment.
+func (f *clusterFlags) registerServers(fs *flag.FlagSet) {
+	fs.StringVar(&f.httpAddr, "http-addr", cmp.Or(os.Getenv(client.EnvHTTPAddr), client.DefaultHTTPAddr),
 		"HTTP addresses of the servers, comma-separated; https://host:port for TLS (env "+client.EnvHTTPAddr+")")
+	fs.StringVar(&f.caFile, "ca-file", os.Getenv(client.EnvCACert),
+		"PEM CA certificate that signs the servers' certificates; addresses without a scheme then mean https (env "+client.EnvCACert+")")
+	fs.StringVar(&f.certFile, "client-cert", os.Getenv(client.EnvClientCert),
+		"PEM client certificate, for servers that require one (env "+client.EnvClientCert+")")
+	fs.StringVar(&f.keyFile, "client-key", os.Getenv(client.EnvClientKey),
+		"PEM key of -client-cert (env "+client.EnvClientKey+")")
 }
 
 func (f *clusterFlags) register(fs *flag.FlagSet) {
-	registerHTTPAddr(fs, &f.httpAddr)
-	f.tls.register(fs)
+	f.registerServers(fs)
 	fs.BoolVar(&f.json, "json", false, "print JSON instead of text")
 	// The ACL token: -token, except where a command already has a -token
 	// (leases renew and release: the fencing token); -acl-token everywhere.
@@ -57,25 +62,11 @@ func (f *clusterFlags) register(fs *flag.FlagSet) {
 func (f *clusterFlags) config() *client.Config {
 	cfg := client.DefaultConfig()
 	cfg.Addresses = client.SplitAddresses(f.httpAddr)
-	cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile = f.tls.caFile, f.tls.certFile, f.tls.keyFile
+	cfg.TLS.CAFile, cfg.TLS.CertFile, cfg.TLS.KeyFile = f.caFile, f.certFile, f.keyFile
 	if f.token != "" {
 		cfg.Token = f.token // else DefaultConfig's, from the variable
 	}
 	return cfg
-}
-
-// tlsFlags are the TLS flags of every command that talks to a cluster.
-type tlsFlags struct {
-	caFile, certFile, keyFile string
-}
-
-func (f *tlsFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.caFile, "ca-file", os.Getenv(client.EnvCACert),
-		"PEM CA certificate that signs the servers' certificates; addresses without a scheme then mean https (env "+client.EnvCACert+")")
-	fs.StringVar(&f.certFile, "client-cert", os.Getenv(client.EnvClientCert),
-		"PEM client certificate, for servers that require one (env "+client.EnvClientCert+")")
-	fs.StringVar(&f.keyFile, "client-key", os.Getenv(client.EnvClientKey),
-		"PEM key of -client-cert (env "+client.EnvClientKey+")")
 }
 
 // newFlagSet returns a flag set for the command name (its path, such as

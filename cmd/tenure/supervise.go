@@ -106,8 +106,7 @@ type supervisorFlags struct {
 
 func (f *supervisorFlags) register(fs *flag.FlagSet) {
 	f.meta = metaFlag{}
-	registerHTTPAddr(fs, &f.cluster.httpAddr)
-	f.cluster.tls.register(fs)
+	f.cluster.registerServers(fs)
 	fs.DurationVar(&f.ttl, "ttl", client.DefaultLeaseTTL, "lifetime of the lease: the key frees at most this long after tenure dies")
 	fs.StringVar(&f.holder, "holder", "", "holder identity (default: hostname-pid-random)")
 	fs.DurationVar(&f.grace, "grace", defaultGrace, "time between SIGTERM and SIGKILL when the lease is lost; at most TTL/2 - max(TTL/10, 100ms) (lowered to that when not given)")
