@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -467,6 +469,33 @@ func waitingFor(cfg cluster.Config, servers int) string {
 	default:
 		return "this server has no Raft state and was started with none of -bootstrap-expect, -initial-cluster and -join, so it waits for a running cluster to add it; to start a cluster, give each of its first N servers -bootstrap-expect N and -join with the others' gossip addresses, or run one server alone with -dev"
 	}
+}
+
+// revision is the commit the binary was built from, set at build time like
+// version: -ldflags "-X main.revision=$(git rev-parse HEAD)" (the Makefile
+// does). Without it, the revision Go recorded, if any.
+var revision string
+
+// buildInfo is tenure_build_info: 1, with the version that -ldflags set
+// (main.version), the Go version and the VCS revision the binary was built
+// from ("unknown" when neither -ldflags nor Go recorded one, as with
+// -buildvcs=false).
+func buildInfo() prometheus.Collector {
+	revision := revision
+	if bi, ok := debug.ReadBuildInfo(); ok && revision == "" {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "tenure_build_info",
+		Help:        "1, labelled with the version, Go version and VCS revision of this server's binary.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "revision": cmp.Or(revision, "unknown")},
+	})
+	g.Set(1)
+	return g
 }
 
 // gossipKeyFlag reads a base64 gossip key.
