@@ -91,10 +91,15 @@ func (e *env) newFlagSet(name, usage string) *flag.FlagSet {
 // arguments against [min, max] (max < 0: no limit). ok is false when the
 // command must end with code.
 func (e *env) parse(fs *flag.FlagSet, args []string, min, max int) (pos []string, code int, ok bool) {
+	// Not the flag package but parse says what is wrong, in one line: the
+	// whole help is for -h only.
+	usage := fs.Usage
+	fs.Usage = func() {}
+	defer func() { fs.Usage = usage }()
 	for {
-		if err := parseQuietly(fs, args); err != nil {
+		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
+				usage()
 				return nil, exitOK, false
 			}
 			return nil, e.usageError(fs, err.Error()), false
@@ -115,15 +120,6 @@ func (e *env) parse(fs *flag.FlagSet, args []string, min, max int) (pos []string
 		return nil, e.usageError(fs, "wrong number of arguments"), false
 	}
 	return pos, exitOK, true
-}
-
-// parseQuietly parses args with fs without letting the flag package print
-// the whole help on an error.
-func parseQuietly(fs *flag.FlagSet, args []string) error {
-	usage := fs.Usage
-	fs.Usage = func() {}
-	defer func() { fs.Usage = usage }()
-	return fs.Parse(args)
 }
 
 // given reports whether the command line that fs parsed set the flag name.
