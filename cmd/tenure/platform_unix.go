@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -53,4 +54,21 @@ func signalNumber(s os.Signal) (int, bool) {
 // user's counts: signal 0 then fails with EPERM, not ESRCH).
 func processRuns(pid int) bool {
 	return syscall.Kill(pid, 0) != syscall.ESRCH
+}
+
+// openFileLimit is the process's limit of open files, raised to the hard
+// limit first (the Go runtime already does on Linux).
+func openFileLimit() (uint64, error) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0, fmt.Errorf("read the limit of open files: %w", err)
+	}
+	if rl.Cur < rl.Max {
+		raised := rl
+		raised.Cur = rl.Max
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised) == nil {
+			rl = raised
+		}
+	}
+	return uint64(rl.Cur), nil
 }
