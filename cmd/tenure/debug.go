@@ -43,15 +43,13 @@ type debugIndex struct {
 	Output      string            `json:"output"`
 }
 
-const debugUsage = "debug [-http-addr A] [-output FILE.tar.gz] [-token T] [-ca-file F -client-cert F -client-key F]"
-
 // debug collects, from one server over its HTTP API, what a bug report
 // needs into one .tar.gz: status, members, metrics, goroutine and heap
 // profiles, and its last log lines. A part the server cannot give is an
 // <file>.error in the archive; a refused token ends the command.
 func (e *env) debug(ctx context.Context, args []string) int {
 	var output string
-	fs, cf := e.clusterFlagSet("debug", debugUsage)
+	fs, cf := e.clusterFlagSet("debug", "debug [-http-addr A] [-output FILE.tar.gz] [-token T] [-ca-file F -client-cert F -client-key F]")
 	fs.StringVar(&output, "output", "", "archive to write (default tenure-debug-<node id>-<UTC time>.tar.gz in the current directory); never overwritten")
 	return e.answer(fs, cf, args, 0, 0, func(c *client.Client, _ []string) (any, func(), error) {
 		d := c.NodeDebug()

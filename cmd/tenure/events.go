@@ -12,9 +12,6 @@ import (
 	"github.com/tenure-io/tenure/client/wire"
 )
 
-// eventsUsage is the usage line of tenure events.
-const eventsUsage = "events [-index N] [-prefix P] [-type T[,T…]] [-follow] [-json]"
-
 // events prints the event history: the events after -index (without it,
 // the oldest the answering server holds), then, with -follow, every new
 // event as it happens, one line each (one JSON object per line with
@@ -24,7 +21,7 @@ func (e *env) events(ctx context.Context, args []string) int {
 	var index uint64
 	var types string
 	var follow bool
-	fs, cf := e.clusterFlagSet("events", eventsUsage)
+	fs, cf := e.clusterFlagSet("events", "events [-index N] [-prefix P] [-type T[,T…]] [-follow] [-json]")
 	fs.Uint64Var(&index, "index", 0, "show the events after this Raft index (default: from the oldest the server holds)")
 	fs.StringVar(&f.Prefix, "prefix", "", "only events whose key, group or worker starts with this prefix")
 	fs.StringVar(&types, "type", "", "only events of these types, comma-separated: "+strings.Join(eventTypes, ", "))
