@@ -25,15 +25,15 @@ func (e *env) status(ctx context.Context, args []string) int {
 		return code
 	}
 	st, _, err := c.Status(ctx)
-	if err != nil {
-		return e.fail(err)
+	if code := e.show(cf.json, st, err, func() { e.printStatus(st) }); code != exitOK {
+		return code
 	}
-	if cf.json {
-		if code := e.printJSON(st); code != exitOK {
-			return code
-		}
-		return e.statusExit(st)
-	}
+	return e.statusExit(st)
+}
+
+// printStatus prints the status of the server that answered, and its
+// Raft configuration.
+func (e *env) printStatus(st *client.NodeStatus) {
 	w := e.table()
 	field := func(name string, v any) { row(w, name+":", v) }
 	field("Node", st.NodeID)
@@ -76,7 +76,6 @@ func (e *env) status(ctx context.Context, args []string) int {
 			return []any{s.ID, s.RaftAddr, s.HTTPAddr, s.Suffrage, s.Leader, s.Healthy}
 		})
 	}
-	return e.statusExit(st)
 }
 
 // statusExit fails `tenure status` when the cluster cannot take one more

@@ -170,13 +170,9 @@ func staleCauses(h *client.PlacementHealth) []string {
 		}
 	}
 	if n := len(h.Stale); n > 0 {
-		within, their := "two thirds of its TTL", "its"
-		if n > 1 {
-			their = "their"
-		}
-		within = "two thirds of " + their + " TTL"
-		if h.Threshold != "" {
-			within = h.Threshold
+		within := cmp.Or(h.Threshold, "two thirds of its TTL")
+		if n > 1 && h.Threshold == "" {
+			within = "two thirds of their TTL"
 		}
 		atLeast := ""
 		if h.Truncated && n >= serverListMax {
