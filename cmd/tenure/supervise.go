@@ -78,21 +78,17 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // lease is lost; it is lowered to maxGrace(TTL) for a TTL too short for it.
 const defaultGrace = time.Second
 
-// stopSlack is the part of the lease's margin that is not grace: it is
-// the margin a lease of the TTL has by default, and covers what that margin
-// covers (clock rate differences, timer delays) up to the SIGKILL.
-func stopSlack(ttl time.Duration) time.Duration { return client.DefaultMargin(ttl) }
-
 // maxGrace is the longest grace that a lease of ttl leaves room for: the
-// margin, grace + stopSlack(ttl), may be at most TTL/2.
-func maxGrace(ttl time.Duration) time.Duration { return max(ttl/2-stopSlack(ttl), 0) }
+// margin, leaseMargin(ttl, grace), may be at most TTL/2.
+func maxGrace(ttl time.Duration) time.Duration { return max(ttl/2-client.DefaultMargin(ttl), 0) }
 
-// leaseMargin is the margin of the lease of lock and elect. The lease ends
-// locally, and the command gets SIGTERM, at SentAt + TTL − margin, where
-// SentAt is when tenure sent its last successful acquire or renewal; the
-// SIGKILL follows grace later, at SentAt + TTL − stopSlack(ttl), before
-// the cluster can free the key (SentAt + TTL).
-func leaseMargin(ttl, grace time.Duration) time.Duration { return grace + stopSlack(ttl) }
+// leaseMargin is the margin of the lease of lock and elect: grace, plus
+// the margin a lease of the TTL has by default, for clock rate differences
+// and timer delays up to the SIGKILL. The lease ends locally, and the
+// command gets SIGTERM, at SentAt + TTL − margin, where SentAt is when
+// tenure sent its last successful acquire or renewal; the SIGKILL follows
+// grace later, before the cluster can free the key (SentAt + TTL).
+func leaseMargin(ttl, grace time.Duration) time.Duration { return grace + client.DefaultMargin(ttl) }
 
 // supervisorFlags are the flags that lock and elect share.
 type supervisorFlags struct {
