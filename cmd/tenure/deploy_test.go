@@ -55,8 +55,8 @@ func TestSystemdFilesForThreeHosts(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("host %d: %v", i, err)
 		}
-		if !c.ACLEnabled || !s.tls.VerifyIncoming || s.tls.CAFile == "" || !strings.Contains(s.tls.CertFile, c.NodeID) || !strings.Contains(s.tls.KeyFile, c.NodeID) {
-			t.Errorf("host %d (%s): ACLs %t, verify incoming %t, CA %q, certificate %q and key %q: want all on and the files of this node", i, c.NodeID, c.ACLEnabled, s.tls.VerifyIncoming, s.tls.CAFile, s.tls.CertFile, s.tls.KeyFile)
+		if !c.ACLEnabled || !s.cluster.TLS.VerifyIncoming || s.cluster.TLS.CAFile == "" || !strings.Contains(s.cluster.TLS.CertFile, c.NodeID) || !strings.Contains(s.cluster.TLS.KeyFile, c.NodeID) {
+			t.Errorf("host %d (%s): ACLs %t, verify incoming %t, CA %q, certificate %q and key %q: want all on and the files of this node", i, c.NodeID, c.ACLEnabled, s.cluster.TLS.VerifyIncoming, s.cluster.TLS.CAFile, s.cluster.TLS.CertFile, s.cluster.TLS.KeyFile)
 		}
 		if c.BootstrapExpect != 3 || len(c.Join) != 2 || slices.Contains(c.Join, c.GossipAddr) {
 			t.Errorf("host %d: bootstrap-expect %d, join %v (gossip %s): want 3 and the two others", i, c.BootstrapExpect, c.Join, c.GossipAddr)

@@ -34,7 +34,6 @@ import (
 // then a config file, then TENURE_* environment variables, then flags.
 type serverSettings struct {
 	cluster  cluster.Config
-	tls      cluster.TLSFiles
 	join     string
 	initial  string
 	logFlags logOutput
@@ -93,10 +92,10 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.DurationVar(&c.SnapshotInterval, "snapshot-interval", c.SnapshotInterval, "how often Raft checks whether to snapshot")
 	fs.Uint64Var(&c.SnapshotThreshold, "snapshot-threshold", c.SnapshotThreshold, "log entries between snapshots")
 	fs.Uint64Var(&c.TrailingLogs, "trailing-logs", c.TrailingLogs, "log entries kept after a snapshot")
-	fs.StringVar(&s.tls.CertFile, "tls-cert-file", "", "PEM certificate of this server, naming its -node-id: the HTTP API serves TLS only (needs -tls-key-file)")
-	fs.StringVar(&s.tls.KeyFile, "tls-key-file", "", "PEM private key of -tls-cert-file")
-	fs.StringVar(&s.tls.CAFile, "tls-ca-file", "", "PEM CA certificate(s): verify client certificates (-tls-verify-incoming) and the leader when forwarding")
-	fs.BoolVar(&s.tls.VerifyIncoming, "tls-verify-incoming", false, "require client certificates signed by -tls-ca-file (mutual TLS)")
+	fs.StringVar(&c.TLS.CertFile, "tls-cert-file", "", "PEM certificate of this server, naming its -node-id: the HTTP API serves TLS only (needs -tls-key-file)")
+	fs.StringVar(&c.TLS.KeyFile, "tls-key-file", "", "PEM private key of -tls-cert-file")
+	fs.StringVar(&c.TLS.CAFile, "tls-ca-file", "", "PEM CA certificate(s): verify client certificates (-tls-verify-incoming) and the leader when forwarding")
+	fs.BoolVar(&c.TLS.VerifyIncoming, "tls-verify-incoming", false, "require client certificates signed by -tls-ca-file (mutual TLS)")
 	fs.BoolVar(&c.ACLEnabled, "acl-enabled", c.ACLEnabled, "require an ACL token with the right for every request (see tenure acl); needs the TLS flags (Raft over mutual TLS), except with -dev")
 	fs.StringVar(&c.ACLDefaultPolicy, "acl-default-policy", c.ACLDefaultPolicy, "what a request without a token may do with ACLs on: deny (nothing) or allow (all but acl)")
 	fs.BoolVar(&s.metricsOpen, "metrics-open", false, "serve /metrics without a token when ACLs are on (otherwise it needs the operator right)")
@@ -236,10 +235,9 @@ func loadServerSettings(args []string, env func(string) string) (*serverSettings
 	if _, err := s.logFlags.jsonFormat(); err != nil {
 		return nil, err
 	}
-	if err := checkTLSFlags(s.tls); err != nil {
+	if err := checkTLSFlags(s.cluster.TLS); err != nil {
 		return nil, err
 	}
-	s.cluster.TLS = s.tls
 	if err := s.cluster.ValidateRaftAuth(); err != nil {
 		return nil, errors.New("-acl-enabled needs Raft over mutual TLS: add -tls-cert-file, -tls-key-file and -tls-ca-file (tenure tls makes them); on plain TCP, one forged Raft request from anyone who reaches -raft-addr writes what it carries, ACL tokens included (-dev needs no TLS for ACLs: its Raft has no port)")
 	}
@@ -401,7 +399,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 		return err
 	}
 	cfg.Clock = clock
-	serverTLS, forwardClient, err := httpsConfig(s.tls, cfg.ClusterName)
+	serverTLS, forwardClient, err := httpsConfig(cfg.TLS, cfg.ClusterName)
 	if err != nil {
 		return err
 	}
@@ -450,7 +448,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 		raftAddr = devRaftAddr
 	}
 	log.Info("tenure server started", "node_id", cfg.NodeID, "http_addr", cfg.HTTPAddr, "raft_addr", raftAddr, "gossip_addr", cfg.GossipAddr, "data_dir", cfg.DataDir,
-		"tls", s.tls.Enabled(), "tls_verify_incoming", s.tls.VerifyIncoming)
+		"tls", cfg.TLS.Enabled(), "tls_verify_incoming", cfg.TLS.VerifyIncoming)
 	if cfg.ACLEnabled {
 		log.Info("acls enabled", "default_policy", cfg.ACLDefaultPolicy, "metrics_open", s.metricsOpen)
 	}

@@ -64,8 +64,8 @@ func TestServerTLSSettings(t *testing.T) {
 			if harness.WantError(t, "loadServerSettings", err, tt.wantErr) {
 				return
 			}
-			if s.tls != tt.want {
-				t.Errorf("TLS settings: got %+v, want %+v", s.tls, tt.want)
+			if s.cluster.TLS != tt.want {
+				t.Errorf("TLS settings: got %+v, want %+v", s.cluster.TLS, tt.want)
 			}
 		})
 	}

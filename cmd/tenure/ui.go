@@ -13,9 +13,6 @@ import (
 	"github.com/tenure-io/tenure/client"
 )
 
-// defaultUIListen is where `tenure ui` serves the page unless told.
-const defaultUIListen = "127.0.0.1:7600"
-
 // ui serves the inspection page of a cluster whose servers ask every
 // client for a certificate (-tls-verify-incoming), which a browser does
 // not have: it listens on a loopback address and passes each request to
@@ -25,7 +22,7 @@ const defaultUIListen = "127.0.0.1:7600"
 // one typed into the page. It runs until interrupted.
 func (e *env) ui(ctx context.Context, args []string) int {
 	fs, cf := e.clusterFlagSet("ui", "ui [-listen 127.0.0.1:7600] [-http-addr A] [-ca-file F -client-cert F -client-key F]")
-	listen := fs.String("listen", defaultUIListen, "loopback address to serve the page on (port 0: any free port)")
+	listen := fs.String("listen", "127.0.0.1:7600", "loopback address to serve the page on (port 0: any free port)")
 	if _, code, ok := e.parse(fs, args, 0, 0); !ok {
 		return code
 	}
