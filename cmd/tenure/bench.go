@@ -73,12 +73,8 @@ func (e *env) bench(ctx context.Context, args []string) int {
 		fmt.Fprintf(e.stdout, "bench run %s: %d clients, %d keys each, op %s\n", r.id, bc.clients, bc.keys, bc.op)
 	}
 	rep := r.run(ctx, e)
-	if bc.cluster.json {
-		if code := e.printJSON(rep); code != exitOK {
-			return code
-		}
-	} else {
-		rep.print(e)
+	if code := e.show(bc.cluster.json, rep, nil, func() { rep.print(e) }); code != exitOK {
+		return code
 	}
 	if rep.total == 0 && rep.failed > 0 {
 		return e.fail(errors.New("no operation succeeded"))

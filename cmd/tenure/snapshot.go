@@ -195,11 +195,7 @@ func (e *env) snapshotList(_ context.Context, args []string) int {
 		}
 		out = append(out, en)
 	}
-	if asJSON {
-		if code := e.printJSON(out); code != exitOK {
-			return code
-		}
-	} else {
+	if code := e.show(asJSON, out, nil, func() {
 		e.printTable([]any{"FILE", "INDEX", "LEASES", "HELD", "LAST TOKEN", "SIZE", "CHECK"}, len(out), func(i int) []any {
 			en := out[i]
 			if en.Info == nil {
@@ -207,6 +203,8 @@ func (e *env) snapshotList(_ context.Context, args []string) int {
 			}
 			return []any{en.File, en.Info.Index, en.Info.Leases, en.Info.Held, en.Info.LastToken, en.Info.Size, "ok"}
 		})
+	}); code != exitOK {
+		return code
 	}
 	if damaged > 0 {
 		fmt.Fprintf(e.stderr, "error: %d of %d backups in %s do not read back\n", damaged, len(files), dir)
