@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/cluster/internal/acl"
+	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -53,21 +54,6 @@ type Right = fsm.Right
 // allows everything.
 func AllowAll() *Authorizer { return acl.AllowAll() }
 
-// NewAuthorizer evaluates a token's rules; for tests and the balancer.
-// policies are looked up by the token's policy names; a missing one grants
-// nothing.
-func NewAuthorizer(tok *fsm.ACLToken, policy func(name string) *fsm.ACLPolicy) *Authorizer {
-	return acl.NewAuthorizer(tok, policy)
-}
-
-// HashSecret is the hex SHA-256 of a token's secret: what the cluster
-// stores and looks tokens up by.
-func HashSecret(secret string) string { return acl.HashSecret(secret) }
-
-// newUUID returns a random (version 4) UUID, made on the server, never in
-// the state machine.
-func newUUID() (string, error) { return acl.NewUUID() }
-
 // ACL is the ACL calls of a node (acl.Calls): tokens and policies, read
 // from the node's replicated state and written through its leader's
 // proposer.
@@ -88,9 +74,6 @@ func (a aclNode) Write(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 func (a aclNode) ReadBarrier(ctx context.Context, c Consistency) error {
 	return a.n.readBarrier(ctx, c)
 }
-
-// ACLEnabled reports whether this node enforces ACLs.
-func (n *Node) ACLEnabled() bool { return n.cfg.ACLEnabled }
 
 // ResolveToken returns the Authorizer of a request that carried secret
 // ("" for none), checked against this node's own replicated state: a
@@ -113,10 +96,6 @@ type NewToken = acl.TokenWithSecret
 // PolicySpec defines a policy.
 type PolicySpec = acl.PolicySpec
 
-// ValidatePolicy checks a policy's name and rules; an *InvalidError
-// names the first field that is invalid.
-func ValidatePolicy(spec PolicySpec) error { return acl.CheckPolicy(spec) }
-
 // WorkerAllowed says whether a worker whose requests carry a's token may
 // serve group: its holders (the id and a '#' suffix) must fit the token's
 // holder binding, it must be able to read the group (to watch its plan),
@@ -135,7 +114,7 @@ func (n *Node) RegisterWorker(ctx context.Context, a *Authorizer, worker string,
 	if !n.cfg.ACLEnabled {
 		return ErrACLDisabled
 	}
-	if err := validateName("worker", worker); err != nil {
+	if err := check.Name("worker", worker); err != nil {
 		return err
 	}
 	if len(groups) == 0 || len(groups) > acl.MaxRegisterGroups {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/internal/acl"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/forgeraft"
@@ -18,12 +19,12 @@ var allRights = []fsm.Right{fsm.RightRead, fsm.RightWrite, fsm.RightRevoke, fsm.
 
 // ValidatePolicy's refusals are invalid arguments that name the field.
 func TestValidatePolicyIsInvalid(t *testing.T) {
-	err := cluster.ValidatePolicy(cluster.PolicySpec{Name: "p", Rules: []fsm.ACLRule{{Prefix: "a", Rights: fsm.RightOperator}}})
+	err := acl.CheckPolicy(acl.PolicySpec{Name: "p", Rules: []fsm.ACLRule{{Prefix: "a", Rights: fsm.RightOperator}}})
 	var inv *cluster.InvalidError
 	if !errors.Is(err, cluster.ErrInvalid) || !errors.As(err, &inv) || inv.Field != "rules" || !strings.Contains(err.Error(), "empty prefix") {
 		t.Errorf("ValidatePolicy of operator on a prefix = %v, want invalid rules naming the empty prefix", err)
 	}
-	if err := cluster.ValidatePolicy(cluster.PolicySpec{Name: "ok"}); err != nil {
+	if err := acl.CheckPolicy(acl.PolicySpec{Name: "ok"}); err != nil {
 		t.Errorf("ValidatePolicy of a valid policy = %v", err)
 	}
 }
@@ -57,7 +58,7 @@ func TestResolveToken(t *testing.T) {
 	if _, err := n.ACL().Bootstrap(ctx); !errors.Is(err, cluster.ErrACLBootstrapped) {
 		t.Fatalf("second bootstrap: %v, want ErrACLBootstrapped", err)
 	}
-	if boot.SecretID == "" || boot.SecretID == boot.AccessorID || boot.SecretHash != cluster.HashSecret(boot.SecretID) {
+	if boot.SecretID == "" || boot.SecretID == boot.AccessorID || boot.SecretHash != acl.HashSecret(boot.SecretID) {
 		t.Fatalf("bootstrap token %+v: want a secret, distinct from the accessor, stored as its hash", boot)
 	}
 	a, err := n.ResolveToken(boot.SecretID)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/internal/acl"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
@@ -117,7 +118,7 @@ func TestEventHistoryConfig(t *testing.T) {
 // accessor id, "anonymous" without a token, nobody with ACLs off.
 func TestActorOfAuthorizer(t *testing.T) {
 	tok := &fsm.ACLToken{AccessorID: "acc-1", Policies: []string{"p"}}
-	if got := cluster.NewAuthorizer(tok, func(string) *fsm.ACLPolicy { return nil }).Actor(); got != "acc-1" {
+	if got := acl.NewAuthorizer(tok, func(string) *fsm.ACLPolicy { return nil }).Actor(); got != "acc-1" {
 		t.Errorf("token's actor = %q, want acc-1", got)
 	}
 	if got := cluster.AllowAll().Actor(); got != "" {

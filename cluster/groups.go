@@ -177,7 +177,7 @@ func (n *Node) DrainWorker(ctx context.Context, worker string, draining, force b
 	if err := check.Holder(worker); err != nil {
 		return nil, &InvalidError{Field: "worker", Err: err}
 	}
-	if err := validateName("worker", worker); err != nil && draining {
+	if err := check.Name("worker", worker); err != nil && draining {
 		// Undrain stays open to a mark written before the rule.
 		return nil, err
 	}
@@ -203,7 +203,7 @@ func (n *Node) write(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return p.submit(ctx, &op{cmd: cmd})
 }
 
-func validateGroupName(name string) error { return validateName("name", name) }
+func validateGroupName(name string) error { return check.Name("name", name) }
 
 // KeyState is one key of a group as an operator sees it: the balancer's
 // target and the lease's actual holder.

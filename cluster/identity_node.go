@@ -10,14 +10,11 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/internal/acl"
 	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 	"github.com/tenure-io/tenure/fsm"
 )
-
-// IdentityFile is the name, in the data dir, of the file that says whose
-// the data dir is (ADR 0015).
-const IdentityFile = identity.File
 
 // ErrRefusedStart is wrapped by every error that makes a server refuse to
 // start on its data dir: a data dir of another server or cluster, a
@@ -30,10 +27,6 @@ type Identity = identity.Identity
 // ReadIdentity reads the identity file of dataDir. found is false, with no
 // error, when the file does not exist.
 func ReadIdentity(dataDir string) (id Identity, found bool, err error) { return identity.Read(dataDir) }
-
-// WriteIdentity replaces the identity file of dataDir atomically
-// (identity.Write).
-func WriteIdentity(dataDir string, id Identity) error { return identity.Write(dataDir, id) }
 
 // WriteFileDurably writes b to path through a temporary file of the same
 // directory, synced, renamed over path, and the directory synced: path is
@@ -55,7 +48,7 @@ func (n *Node) checkLostState(id Identity, stable raft.StableStore) (Identity, e
 	}
 	term, err := stable.GetUint64([]byte("CurrentTerm"))
 	if err != nil && !errors.Is(err, raftboltdb.ErrKeyNotFound) {
-		return id, damagedStore(filepath.Join(n.cfg.DataDir, raftDBFile), n.cfg.DataDir, n.cfg.NodeID, err)
+		return id, raftstore.DamagedStore(filepath.Join(n.cfg.DataDir, raftstore.DBFile), n.cfg.DataDir, n.cfg.NodeID, err)
 	}
 	if term > 0 {
 		return id, nil
@@ -67,14 +60,14 @@ func (n *Node) checkLostState(id Identity, stable raft.StableStore) (Identity, e
 		"node_id", id.NodeID, "cluster_id", id.ClusterID, "data_dir", n.cfg.DataDir)
 	n.hadState = false
 	id.ClusterID = ""
-	return id, WriteIdentity(n.cfg.DataDir, id)
+	return id, identity.Write(n.cfg.DataDir, id)
 }
 
 // checkIdentity runs once Raft has restored the latest snapshot: the
 // cluster id of the data dir's replicated state must be the identity
 // file's. A file without one records it.
 func (n *Node) checkIdentity(id Identity, logs raft.LogStore) (Identity, error) {
-	replicated, err := replicatedClusterID(n, logs)
+	replicated, err := raftstore.ReplicatedClusterID(n.machine.ClusterID(), logs, n.cfg.DataDir, n.cfg.NodeID)
 	if err != nil {
 		return id, err
 	}
@@ -83,7 +76,7 @@ func (n *Node) checkIdentity(id Identity, logs raft.LogStore) (Identity, error) 
 	}
 	if id.ClusterID == "" && replicated != "" {
 		id.ClusterID = replicated
-		if err := WriteIdentity(n.cfg.DataDir, id); err != nil {
+		if err := identity.Write(n.cfg.DataDir, id); err != nil {
 			return id, err
 		}
 	}
@@ -98,7 +91,7 @@ func (n *Node) nameCluster() error {
 	if n.machine.ClusterID() != "" {
 		return nil
 	}
-	id, err := newUUID()
+	id, err := acl.NewUUID()
 	if err != nil {
 		return err
 	}
@@ -150,7 +143,7 @@ func (n *Node) recordClusterID(id Identity, interval time.Duration) {
 			default:
 				next := id
 				next.ClusterID = got
-				if err := WriteIdentity(n.cfg.DataDir, next); err != nil {
+				if err := identity.Write(n.cfg.DataDir, next); err != nil {
 					n.log.Error("cannot record the cluster id in the data dir", "error", err)
 					break // retried at the next tick
 				}

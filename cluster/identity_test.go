@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/cluster/internal/certs"
+	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -27,12 +28,12 @@ func TestIdentityUnreadableRefused(t *testing.T) {
 	for name, content := range map[string]string{"garbage": "{not json", "no node id": `{"cluster_id":"c-1"}`} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, cluster.IdentityFile), []byte(content), 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, identity.File), []byte(content), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			_, _, err := cluster.ReadIdentity(dir)
-			if !errors.Is(err, cluster.ErrRefusedStart) || !strings.Contains(err.Error(), cluster.IdentityFile) {
-				t.Fatalf("ReadIdentity = %v, want ErrRefusedStart naming %s", err, cluster.IdentityFile)
+			if !errors.Is(err, cluster.ErrRefusedStart) || !strings.Contains(err.Error(), identity.File) {
+				t.Fatalf("ReadIdentity = %v, want ErrRefusedStart naming %s", err, identity.File)
 			}
 		})
 	}
@@ -118,7 +119,7 @@ func TestStartRefusesStateOfAnotherCluster(t *testing.T) {
 	dir := t.TempDir()
 	id := runOnce(t, dir)
 	id.ClusterID = "other-cluster"
-	if err := cluster.WriteIdentity(dir, id); err != nil {
+	if err := identity.Write(dir, id); err != nil {
 		t.Fatal(err)
 	}
 	_, err := singleNode(t, dir, nil)
@@ -145,7 +146,7 @@ func TestStartRefusesZeroedRaftDB(t *testing.T) {
 func TestStartClaimsDataDirWithoutIdentity(t *testing.T) {
 	dir := t.TempDir()
 	runOnce(t, dir)
-	if err := os.Remove(filepath.Join(dir, cluster.IdentityFile)); err != nil {
+	if err := os.Remove(filepath.Join(dir, identity.File)); err != nil {
 		t.Fatal(err)
 	}
 	id := runOnce(t, dir)

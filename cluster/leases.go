@@ -32,7 +32,7 @@ type AcquireRequest struct {
 	TTL      time.Duration
 	Wait     time.Duration
 	Metadata map[string]string
-	// Secret is the lease secret the acquirer chose (ValidateSecret). A
+	// Secret is the lease secret the acquirer chose (check.Secret). A
 	// grant keeps its hash; a lease held by Holder is kept only under the
 	// same secret.
 	Secret string
@@ -177,7 +177,7 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 		if i > 0 && r.Secret == refs[i-1].Secret {
 			continue // checked already
 		}
-		if err := ValidateSecret(r.Secret); err != nil {
+		if err := check.Secret(r.Secret); err != nil {
 			return nil, err
 		}
 	}
@@ -392,7 +392,3 @@ func (n *Node) Waiting() int {
 // GroupIndex is the highest Raft index that changed a group, a key control
 // or a drain mark.
 func (n *Node) GroupIndex() uint64 { return n.machine.GroupIndex() }
-
-// ValidateSecret checks a lease secret (check.Secret): its errors name the
-// field secret and never echo the secret.
-func ValidateSecret(secret string) error { return check.Secret(secret) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
@@ -126,7 +127,7 @@ func (n *Node) Members() []Member {
 func liveWorkers(members []Member) []Member {
 	var out []Member
 	for _, m := range members {
-		if m.Meta.Role == "worker" && ValidWorkerID(m.Meta.ID) && m.Status == "alive" {
+		if m.Meta.Role == "worker" && check.Name("worker", m.Meta.ID) == nil && m.Status == "alive" {
 			out = append(out, m)
 		}
 	}

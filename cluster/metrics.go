@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	metricset "github.com/tenure-io/tenure/cluster/internal/metrics"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
@@ -32,7 +33,7 @@ type metrics struct{ *metricset.Set }
 func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
 	src := metricsSource{n: n}
 	return &metrics{metricset.New(metricset.Config{Registerer: reg, Source: src, Placement: src,
-		LogSources: []string{logSourceMemberlist, logSourceRaftTransport}})}
+		LogSources: []string{limitedlog.SourceMemberlist, limitedlog.SourceRaftTransport}})}
 }
 
 // metricsSource is what the collectors read of n at scrape time.

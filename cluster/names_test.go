@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tenure-io/tenure/cluster/internal/check"
 )
 
 // Group names and worker ids follow the key rule without "/"; a worker
@@ -11,12 +13,12 @@ import (
 // would be held as "<id>#<suffix>" and could be taken for another's).
 func TestNamesFollowTheKeyRuleWithoutSlash(t *testing.T) {
 	for _, name := range []string{"a", "worker-1.eu:7", strings.Repeat("x", 256)} {
-		if err := validateName("name", name); err != nil {
+		if err := check.Name("name", name); err != nil {
 			t.Errorf("%q: %v", name, err)
 		}
 	}
 	for _, name := range []string{"", "a/b", "a#b", "a b", "a\x00", "é", strings.Repeat("x", 257)} {
-		err := validateName("worker", name)
+		err := check.Name("worker", name)
 		var inv *InvalidError
 		if !errors.As(err, &inv) || inv.Field != "worker" {
 			t.Errorf("%q: got %v, want an invalid worker error", name, err)

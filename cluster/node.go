@@ -213,7 +213,7 @@ func New(cfg Config) (*Node, error) {
 			Rules:         rulesOf(cfg),
 			MovesVoters:   peerIdentity.movesVoters,
 			Transport:     gossipTransport(cfg.Conns, n.IsServerIP, &n.gossipGate, senders),
-			MemberlistLog: limitedlog.MemberlistLogger(cfg.Logger.Named("gossip"), n.metrics.LogSuppressed.WithLabelValues(logSourceMemberlist).Inc, refusedGossipSender(senders, &table)),
+			MemberlistLog: limitedlog.MemberlistLogger(cfg.Logger.Named("gossip"), n.metrics.LogSuppressed.WithLabelValues(limitedlog.SourceMemberlist).Inc, refusedGossipSender(senders, &table)),
 		})
 		if err != nil {
 			n.Shutdown()
@@ -276,7 +276,7 @@ func (n *Node) openRaft() error {
 		if cfg.RaftAdvertise != "" {
 			advertise = transport.NamedAddr(cfg.RaftAdvertise)
 		}
-		if n.trans, dial, n.raftGate, err = raftTransport(cfg, advertise, n.IsServerIP, n.ServeConfirm, n.metrics.LogSuppressed.WithLabelValues(logSourceRaftTransport).Inc); err != nil {
+		if n.trans, dial, n.raftGate, err = raftTransport(cfg, advertise, n.IsServerIP, n.ServeConfirm, n.metrics.LogSuppressed.WithLabelValues(limitedlog.SourceRaftTransport).Inc); err != nil {
 			return fmt.Errorf("raft transport: %w", err)
 		}
 	}

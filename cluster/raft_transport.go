@@ -33,7 +33,7 @@ func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, se
 		HandshakeTimeout:  cfg.Conns.HandshakeTimeout,
 		Serve:             serve,
 		Channels:          []byte{confirmMagic, transport.AddrMagic},
-		Logger:            limitedlog.New(cfg.Logger.Named("transport"), logSourceRaftTransport, suppressed),
+		Logger:            limitedlog.New(cfg.Logger.Named("transport"), limitedlog.SourceRaftTransport, suppressed),
 	})
 	return trans, confirmDialer(dial), gate, err
 }

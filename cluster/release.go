@@ -26,7 +26,7 @@ func (n *Node) Release(ctx context.Context, key, holder, secret string, token ui
 	if err := check.Token(token); err != nil {
 		return false, err
 	}
-	if err := ValidateSecret(secret); err != nil {
+	if err := check.Secret(secret); err != nil {
 		return false, err
 	}
 	p, err := n.proposer()

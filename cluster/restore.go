@@ -10,13 +10,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster/internal/backup"
 	"github.com/tenure-io/tenure/fsm"
 )
-
-// MaxRestoreSize bounds the snapshot a restore reads (the HTTP body).
-const MaxRestoreSize = wire.MaxSnapshotBytes
 
 // restoreGate holds writes back while a snapshot is restored: no entry
 // may reach the log between the moment the restore reads the token

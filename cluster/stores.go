@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 )
 
@@ -15,20 +15,6 @@ import (
 // cannot apply, and stopped rather than skip it; Failed delivers it
 // (raftstore.LogEntryError says more).
 type LogEntryError = raftstore.LogEntryError
-
-// raftDBFile is the name of the Raft log and stable store in the data dir.
-const raftDBFile = raftstore.DBFile
-
-// damagedStore is the error of a store file that cannot be read.
-func damagedStore(path, dataDir, nodeID string, cause error) error {
-	return raftstore.DamagedStore(path, dataDir, nodeID, cause)
-}
-
-// replicatedClusterID is the cluster id of the Raft state in the data dir
-// at start (raftstore.ReplicatedClusterID).
-func replicatedClusterID(n *Node, logs raft.LogStore) (string, error) {
-	return raftstore.ReplicatedClusterID(n.machine.ClusterID(), logs, n.cfg.DataDir, n.cfg.NodeID)
-}
 
 // abortOpen undoes what a failed openRaft started: Raft, the transport it
 // made, the stores.
@@ -69,7 +55,7 @@ func RecoverAlone(dataDir, nodeID string, tokenFloor uint64, log hclog.Logger) (
 		return Recovery{}, err
 	}
 	if !found {
-		return Recovery{}, fmt.Errorf("%s: no %s: not the data dir of a tenure server", dataDir, IdentityFile)
+		return Recovery{}, fmt.Errorf("%s: no %s: not the data dir of a tenure server", dataDir, identity.File)
 	}
 	if id.NodeID != nodeID {
 		return Recovery{}, fmt.Errorf("%s is the data dir of server %s, not %s", dataDir, id.NodeID, nodeID)

@@ -21,9 +21,6 @@ func ServerTLSConfig(f TLSFiles) (*tls.Config, error) { return certs.ServerConfi
 // connections of f.
 func ClientTLSConfig(f TLSFiles) (*tls.Config, error) { return certs.ClientConfig(f) }
 
-// LoadCertPool reads a PEM file of CA certificates.
-func LoadCertPool(path string) (*x509.CertPool, error) { return certs.LoadPool(path) }
-
 // VerifyServerConnection checks that a connection's peer has a server
 // certificate of the cluster clusterName, signed by roots.
 func VerifyServerConnection(roots *x509.CertPool, clusterName string) func(tls.ConnectionState) error {
@@ -92,8 +89,3 @@ type ServerCertOptions = certs.ServerOptions
 
 // ClientCertOptions are the settings of a client's certificate.
 type ClientCertOptions = certs.ClientOptions
-
-// ParseCertificate reads the first certificate of a PEM block.
-func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
-	return certs.ParseCertificate(certPEM)
-}

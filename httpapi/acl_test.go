@@ -111,7 +111,7 @@ func TestACLBootstrapOnce(t *testing.T) {
 	// The secret is shown once: lists and reads never show it, nor its hash.
 	r = doAs(t, boot.SecretID, "GET", leader.url+"/v1/acl/tokens", "")
 	r.wantStatus(t, "list tokens", 200)
-	if bytes.Contains(r.body, []byte(boot.SecretID)) || bytes.Contains(r.body, []byte(cluster.HashSecret(boot.SecretID))) {
+	if bytes.Contains(r.body, []byte(boot.SecretID)) || bytes.Contains(r.body, []byte(hashSecret(boot.SecretID))) {
 		t.Errorf("token list shows the secret or its hash: %s", r.body)
 	}
 	r = doAs(t, boot.SecretID, "GET", leader.url+"/v1/acl/token/"+boot.AccessorID, "")

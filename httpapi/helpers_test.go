@@ -103,10 +103,7 @@ func forwardClient(t *testing.T, files cluster.TLSFiles) *http.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	roots, err := cluster.LoadCertPool(files.CAFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	roots := cc.RootCAs
 	hc := NewForwardClient(cc, func(id string) func(tls.ConnectionState) error {
 		return cluster.VerifyServerIDConnection(roots, cluster.DefaultClusterName, id)
 	})

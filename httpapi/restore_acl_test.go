@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,7 +11,6 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
-	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -33,7 +34,7 @@ func TestRestoreByAnOperatorKeepsTheACLState(t *testing.T) {
 	const evil = "evil-secret"
 	m := fsm.New()
 	m.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: fsm.Encode(fsm.ACLBootstrap{Token: fsm.ACLToken{
-		AccessorID: "e0000000-0000-4000-8000-000000000000", SecretHash: cluster.HashSecret(evil), Management: true}})})
+		AccessorID: "e0000000-0000-4000-8000-000000000000", SecretHash: hashSecret(evil), Management: true}})})
 	crafted := m.Backup()
 	r := doAs(t, op, "PUT", url+"/v1/snapshot", string(crafted))
 	t.Logf("restore of a crafted snapshot by the operator: %d %s", r.status, r.body)
@@ -56,7 +57,7 @@ func TestUnverifiedRestoreNeedsACL(t *testing.T) {
 	m := fsm.New()
 	m.Apply(&raft.Log{Index: 1, Term: 1, Type: raft.LogCommand, Data: fsm.Encode(fsm.Acquire{Key: "other/k", Holder: "h", TTL: time.Minute})})
 	m.Apply(&raft.Log{Index: 2, Term: 1, Type: raft.LogCommand, Data: fsm.Encode(fsm.ACLBootstrap{Token: fsm.ACLToken{
-		AccessorID: "e0000000-0000-4000-8000-000000000000", SecretHash: cluster.HashSecret("other-secret"), Management: true}})})
+		AccessorID: "e0000000-0000-4000-8000-000000000000", SecretHash: hashSecret("other-secret"), Management: true}})})
 	foreign := string(m.Backup())
 
 	for _, secret := range []string{op, e.boot} {
@@ -108,4 +109,11 @@ func TestOperatorStillScrapesAndDebugs(t *testing.T) {
 	} {
 		doAs(t, c.secret, "GET", url+c.path, "").wantStatus(t, "GET "+c.path+" with a "+c.who+" token", c.want)
 	}
+}
+
+// hashSecret is the hex SHA-256 of a token's secret, as the cluster
+// stores it.
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/x509"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -20,7 +21,11 @@ func readCert(t *testing.T, path string) *x509.Certificate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.ParseCertificate(b)
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatalf("%s: no PEM block", path)
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
