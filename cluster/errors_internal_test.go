@@ -1,4 +1,4 @@
-package outcome
+package cluster
 
 import (
 	"errors"
