@@ -46,10 +46,6 @@ type PermissionError = acl.PermissionError
 // it with Node.ResolveToken. Its methods are safe for concurrent use.
 type Authorizer = acl.Authorizer
 
-// Right is fsm.Right, so that callers of package cluster need not import
-// fsm for it.
-type Right = fsm.Right
-
 // AllowAll returns the Authorizer of every request while ACLs are off: it
 // allows everything.
 func AllowAll() *Authorizer { return acl.AllowAll() }

@@ -9,15 +9,9 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// MaxGroupKeys bounds the keys of one group.
-const MaxGroupKeys = check.MaxGroupKeys
-
 // GroupSpec defines a group: explicit keys, or Count keys named Prefix0 …
 // Prefix(Count-1) (check.GroupSpec).
 type GroupSpec = check.GroupSpec
-
-// MaxMinWorkers bounds a group's MinWorkers.
-const MaxMinWorkers = check.MaxMinWorkers
 
 // PutGroup creates a group or replaces its keys and settings, checking
 // spec.CAS atomically unless spec.Replace: a failed check is a *CASError
@@ -82,8 +76,8 @@ func (n *Node) GroupKeys(ctx context.Context, name string, add, remove []string)
 			return nil, &InvalidError{Field: "keys", Err: err}
 		}
 	}
-	if g := n.machine.Group(name); g != nil && len(g.Keys)+len(add) > MaxGroupKeys {
-		return nil, invalid("add", "the group would exceed %d keys", MaxGroupKeys)
+	if g := n.machine.Group(name); g != nil && len(g.Keys)+len(add) > check.MaxGroupKeys {
+		return nil, invalid("add", "the group would exceed %d keys", check.MaxGroupKeys)
 	}
 	r, err := n.write(ctx, fsm.GroupKeys{Name: name, Add: add, Remove: remove})
 	if err != nil {
@@ -204,10 +198,6 @@ func (n *Node) write(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 }
 
 func validateGroupName(name string) error { return check.Name("name", name) }
-
-// KeyState is one key of a group as an operator sees it: the balancer's
-// target and the lease's actual holder.
-type KeyState = views.KeyState
 
 // GroupView is a group with its keys' targets, owners and controls.
 type GroupView = views.GroupView

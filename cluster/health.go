@@ -14,22 +14,6 @@ const MaxHealthItems = views.MaxHealthItems
 // MaxStaleThreshold bounds the threshold of PlacementHealth.
 const MaxStaleThreshold = 24 * time.Hour
 
-// GroupBelowMin is a group with fewer workers that may take keys than its
-// MinWorkers.
-type GroupBelowMin = views.GroupBelowMin
-
-// StaleLease is a held lease that its holder has not renewed for longer
-// than the report's threshold.
-type StaleLease = views.StaleLease
-
-// GroupHealth sums up one group's keys, controls and workers
-// (views.GroupHealth).
-type GroupHealth = views.GroupHealth
-
-// ControlledKey is a disabled key of a group, or one that prohibits
-// holders.
-type ControlledKey = views.ControlledKey
-
 // PlacementReport is what the leader knows of placement problems
 // (views.PlacementReport).
 type PlacementReport = views.PlacementReport

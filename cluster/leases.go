@@ -12,18 +12,8 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// Limits on metadata, as docs/http-api.md states them.
-const (
-	MaxMetadataEntries = check.MaxMetadataEntries
-	MaxMetadataKey     = check.MaxMetadataKey
-	MaxMetadataValue   = check.MaxMetadataValue
-	MaxHolderLen       = check.MaxHolderLen
-	MaxRenewBatch      = 1024
-	// MinSecretLen and MaxSecretLen bound a lease secret, made of
-	// [A-Za-z0-9_-] (docs/adr/0030-lease-secrets.md).
-	MinSecretLen = check.MinSecretLen
-	MaxSecretLen = check.MaxSecretLen
-)
+// MaxRenewBatch bounds the leases of one RenewMany call.
+const MaxRenewBatch = 1024
 
 // AcquireRequest asks for a lease.
 type AcquireRequest struct {

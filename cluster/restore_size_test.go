@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
@@ -21,10 +22,10 @@ import (
 func largeBackupState(t testing.TB) *fsm.Machine {
 	t.Helper()
 	const leases, full = 10302, 2300
-	meta := make(map[string]string, cluster.MaxMetadataEntries)
-	for i := range cluster.MaxMetadataEntries {
-		k := fmt.Sprintf("k%02d", i) + strings.Repeat("k", cluster.MaxMetadataKey-3)
-		meta[k] = strings.Repeat(string(rune('a'+i)), cluster.MaxMetadataValue)
+	meta := make(map[string]string, check.MaxMetadataEntries)
+	for i := range check.MaxMetadataEntries {
+		k := fmt.Sprintf("k%02d", i) + strings.Repeat("k", check.MaxMetadataKey-3)
+		meta[k] = strings.Repeat(string(rune('a'+i)), check.MaxMetadataValue)
 	}
 	m := fsm.New()
 	index := uint64(0)

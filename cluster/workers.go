@@ -7,10 +7,6 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/views"
 )
 
-// WorkerKeys are the keys of one group that a worker is the target of and
-// that it holds, each sorted.
-type WorkerKeys = views.WorkerKeys
-
 // WorkerView is a worker as the operator sees it (views.WorkerView).
 type WorkerView = views.WorkerView
 
