@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster"
-	"github.com/tenure-io/tenure/cluster/internal/loglimit"
+	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -59,12 +59,12 @@ func TestGossipGarbageLogIsBounded(t *testing.T) {
 	}
 	var lines int
 	harness.Holds(t, 2*time.Second, func() error { lines = strings.Count(logs.String(), kind) - before; return nil })
-	if lines > loglimit.DefaultLines || lines == 0 {
+	if lines > limitedlog.DefaultLines || lines == 0 {
 		sample := logs.String()
 		if i := strings.Index(sample, "memberlist"); i >= 0 {
 			sample = sample[max(0, i-40):min(len(sample), i+200)]
 		}
-		t.Errorf("2000 garbage packets from a stranger wrote %d %q log lines, want 1 to %d, e.g. %q", lines, kind, loglimit.DefaultLines, sample)
+		t.Errorf("2000 garbage packets from a stranger wrote %d %q log lines, want 1 to %d, e.g. %q", lines, kind, limitedlog.DefaultLines, sample)
 	}
 	if n := suppressedLines(t, reg, "memberlist"); n == 0 {
 		t.Errorf("tenure_log_lines_suppressed_total{source=\"memberlist\"} is 0 after %d of 2000 lines were logged", lines)
@@ -103,8 +103,8 @@ func TestRefusedPlainGossipNamesTheMember(t *testing.T) {
 			lines = append(lines, line)
 		}
 	}
-	if len(lines) == 0 || len(lines) > loglimit.DefaultLines {
-		t.Fatalf("%d refused joins wrote %d %q lines, want 1 to %d", attempts, len(lines), kind, loglimit.DefaultLines)
+	if len(lines) == 0 || len(lines) > limitedlog.DefaultLines {
+		t.Fatalf("%d refused joins wrote %d %q lines, want 1 to %d", attempts, len(lines), kind, limitedlog.DefaultLines)
 	}
 	for _, line := range lines {
 		if !strings.Contains(line, want) {
@@ -205,8 +205,8 @@ func TestRaftTransportGarbageLogIsBounded(t *testing.T) {
 		}
 		return nil
 	})
-	if lines := strings.Count(logs.String(), kind) - before; lines > loglimit.DefaultLines || lines == 0 {
-		t.Errorf("%d connections of garbage to the Raft port wrote %d %q log lines, want 1 to %d", conns, lines, kind, loglimit.DefaultLines)
+	if lines := strings.Count(logs.String(), kind) - before; lines > limitedlog.DefaultLines || lines == 0 {
+		t.Errorf("%d connections of garbage to the Raft port wrote %d %q log lines, want 1 to %d", conns, lines, kind, limitedlog.DefaultLines)
 	}
 }
 

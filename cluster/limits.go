@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
-	"github.com/tenure-io/tenure/cluster/internal/loglimit"
+	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 )
 
 // The HTTP API caps its connections and its log lines with the limiters
@@ -27,17 +27,17 @@ func GateListener(ln net.Listener, gate *ConnGate) net.Listener { return connlim
 func RemoteIP(a net.Addr) string { return connlimit.RemoteIP(a) }
 
 // LogLimiter lets through the first lines of each reason per interval and
-// counts the rest (loglimit.Limiter).
-type LogLimiter = loglimit.Limiter
+// counts the rest (limitedlog.Limiter).
+type LogLimiter = limitedlog.Limiter
 
 // NewLogLimiter returns a limiter of lines per reason per interval that
 // calls summary with the count of each reason's left-out lines.
 func NewLogLimiter(lines int, interval time.Duration, summary func(reason string, suppressed int)) *LogLimiter {
-	return loglimit.New(lines, interval, summary)
+	return limitedlog.NewLimiter(lines, interval, summary)
 }
 
 // Defaults of a LogLimiter: 10 lines per reason every 10 seconds.
 const (
-	DefaultLogLines    = loglimit.DefaultLines
-	DefaultLogInterval = loglimit.DefaultInterval
+	DefaultLogLines    = limitedlog.DefaultLines
+	DefaultLogInterval = limitedlog.DefaultInterval
 )

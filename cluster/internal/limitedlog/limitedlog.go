@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/tenure-io/tenure/cluster/internal/loglimit"
 )
 
 // Sources of limited log lines (the source label of
@@ -20,7 +19,7 @@ const (
 
 // MemberlistLogger is memberlist's logger: its lines go to l (hclog
 // reads their [DEBUG]/[WARN]/[ERR] levels), limited per kind
-// (memberlistKind) to loglimit.DefaultLines every loglimit.DefaultInterval,
+// (memberlistKind) to DefaultLines every DefaultInterval,
 // then one log_lines_suppressed line (source memberlist) per kind and
 // interval counts the rest. Anyone who reaches the gossip port can make
 // memberlist log a line per packet (a packet without the key: "Decrypt
@@ -35,12 +34,10 @@ const (
 // single word (Word).
 func MemberlistLogger(l hclog.Logger, suppressed func(), sender func(from string) (Member, bool)) *log.Logger {
 	w := &limitedLogWriter{
-		sender: sender,
-		out:    l.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
-		log:    l,
-		lim: loglimit.New(loglimit.DefaultLines, loglimit.DefaultInterval, func(kind string, n int) {
-			l.Info("log_lines_suppressed", "source", SourceMemberlist, "kind", kind, "suppressed", n, "interval", loglimit.DefaultInterval.String())
-		}),
+		sender:     sender,
+		out:        l.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
+		log:        l,
+		lim:        summarized(l, SourceMemberlist),
 		suppressed: suppressed,
 	}
 	// No date prefix, so hclog can read the [DEBUG]/[WARN] levels.
@@ -51,7 +48,7 @@ func MemberlistLogger(l hclog.Logger, suppressed func(), sender func(from string
 type limitedLogWriter struct {
 	out        io.Writer
 	log        hclog.Logger
-	lim        *loglimit.Limiter
+	lim        *Limiter
 	suppressed func()
 	sender     func(from string) (Member, bool)
 }
@@ -187,7 +184,7 @@ func memberlistKind(p []byte) string {
 }
 
 // Logger is an hclog.Logger whose lines are limited per message to
-// loglimit.DefaultLines every loglimit.DefaultInterval, then one
+// DefaultLines every DefaultInterval, then one
 // log_lines_suppressed line per message and interval counts the rest. It
 // is Raft's network transport's logger: it logs a line for every inbound
 // connection that sends what is not a Raft RPC ("failed to decode
@@ -196,19 +193,26 @@ func memberlistKind(p []byte) string {
 // returns are not limited.
 type Logger struct {
 	hclog.Logger
-	lim        *loglimit.Limiter
+	lim        *Limiter
 	suppressed func()
 }
 
 // New returns l limited as Logger says; its summary lines name source.
 func New(l hclog.Logger, source string, suppressed func()) *Logger {
 	return &Logger{
-		Logger: l,
-		lim: loglimit.New(loglimit.DefaultLines, loglimit.DefaultInterval, func(msg string, n int) {
-			l.Info("log_lines_suppressed", "source", source, "kind", msg, "suppressed", n, "interval", loglimit.DefaultInterval.String())
-		}),
+		Logger:     l,
+		lim:        summarized(l, source),
 		suppressed: suppressed,
 	}
+}
+
+// summarized is the default Limiter of a logger whose kinds of lines come
+// from source: each interval's summary is one log_lines_suppressed line
+// on l.
+func summarized(l hclog.Logger, source string) *Limiter {
+	return NewLimiter(DefaultLines, DefaultInterval, func(kind string, n int) {
+		l.Info("log_lines_suppressed", "source", source, "kind", kind, "suppressed", n, "interval", DefaultInterval.String())
+	})
 }
 
 // allow reports whether a line of msg at level may be logged; lines below

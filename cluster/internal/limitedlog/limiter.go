@@ -1,4 +1,4 @@
-package loglimit
+package limitedlog
 
 import (
 	"sync"
@@ -45,9 +45,9 @@ type window struct {
 	timer *time.Timer
 }
 
-// New returns a Limiter of lines per reason every interval; summary must
-// not call the Limiter.
-func New(lines int, interval time.Duration, summary func(reason string, suppressed int)) *Limiter {
+// NewLimiter returns a Limiter of lines per reason every interval; summary
+// must not call the Limiter.
+func NewLimiter(lines int, interval time.Duration, summary func(reason string, suppressed int)) *Limiter {
 	return &Limiter{summary: summary, lines: lines, interval: interval, reasons: map[string]*window{}}
 }
 

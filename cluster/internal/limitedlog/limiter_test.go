@@ -1,4 +1,4 @@
-package loglimit
+package limitedlog
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ func summaryRecorder() (*sync.Mutex, map[string]int, func(reason string, n int))
 // counts the rest, so that nothing is lost.
 func TestLimiterLimitsEachReason(t *testing.T) {
 	mu, summaries, record := summaryRecorder()
-	lim := New(3, time.Second, record)
+	lim := NewLimiter(3, time.Second, record)
 	logged := map[string]int{}
 	for range 50 {
 		if lim.Allow("flood") {
@@ -60,7 +60,7 @@ func TestLimiterLimitsEachReason(t *testing.T) {
 // bound: past MaxReasons, new reasons share one limit, Overflow's.
 func TestLimiterBoundsItsReasons(t *testing.T) {
 	_, _, record := summaryRecorder()
-	lim := New(1, time.Hour, record)
+	lim := NewLimiter(1, time.Hour, record)
 	logged := 0
 	for i := range 10 * MaxReasons {
 		if lim.Allow(fmt.Sprint("reason ", i)) {
