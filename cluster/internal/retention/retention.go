@@ -13,20 +13,14 @@ import (
 // maxForgetBatch bounds the Forget commands of one sweep.
 const maxForgetBatch = 256
 
-// Clock is the sweeper's time source: Now is read on the leader's
-// monotonic clock.
-type Clock = clock.Clock
-
-// Timer is the part of *time.Timer that the sweeper uses.
-type Timer = clock.Timer
-
 // Config is what a Sweeper works with.
 type Config struct {
 	// Submit proposes a command through the leader's proposer, which
 	// batches it, and returns its result.
 	Submit  func(context.Context, fsm.Command) (fsm.Result, error)
 	Machine *fsm.Machine
-	Clock   Clock
+	// Clock is read on the leader's monotonic clock.
+	Clock clock.Clock
 	// Keep is how long a key stays free before it is forgotten; Every,
 	// how often the sweeper looks (SweepInterval).
 	Keep, Every time.Duration
@@ -41,22 +35,14 @@ type Config struct {
 // promotion, so a record is never forgotten before keep has passed on
 // one leader's clock.
 type Sweeper struct {
-	submit  func(context.Context, fsm.Command) (fsm.Result, error)
-	machine *fsm.Machine
-	clock   Clock
-	keep    time.Duration
-	every   time.Duration
-	log     hclog.Logger
-
+	cfg Config
 	// seen is owned by Run: each free key's token and since when this
 	// leader has seen it free under that token.
 	seen map[string]freeSince
 }
 
 // New returns the Sweeper of one leadership term.
-func New(cfg Config) *Sweeper {
-	return &Sweeper{submit: cfg.Submit, machine: cfg.Machine, clock: cfg.Clock, keep: cfg.Keep, every: cfg.Every, log: cfg.Log}
-}
+func New(cfg Config) *Sweeper { return &Sweeper{cfg: cfg} }
 
 type freeSince struct {
 	token uint64
@@ -71,11 +57,11 @@ func SweepInterval(keep, set time.Duration) time.Duration {
 	return min(max(keep/10, 10*time.Millisecond), time.Minute)
 }
 
-// Run sweeps every r.every until ctx ends (leadership lost).
+// Run sweeps every r.cfg.Every until ctx ends (leadership lost).
 func (r *Sweeper) Run(ctx context.Context) {
 	r.seen = make(map[string]freeSince)
-	r.observe(r.clock.Now()) // keys free at promotion count from now
-	t := r.clock.NewTimer(r.every)
+	r.observe(r.cfg.Clock.Now()) // keys free at promotion count from now
+	t := r.cfg.Clock.NewTimer(r.cfg.Every)
 	defer t.Stop()
 	for {
 		select {
@@ -83,16 +69,16 @@ func (r *Sweeper) Run(ctx context.Context) {
 			return
 		case <-t.C():
 		}
-		r.forget(ctx, r.observe(r.clock.Now()))
-		t.Reset(r.every)
+		r.forget(ctx, r.observe(r.cfg.Clock.Now()))
+		t.Reset(r.cfg.Every)
 	}
 }
 
 // observe notes the keys that are free at now and returns up to
-// maxForgetBatch of those free for at least r.keep (keys of groups
+// maxForgetBatch of those free for at least r.cfg.Keep (keys of groups
 // excepted). A key freed again under a newer token counts from now.
 func (r *Sweeper) observe(now time.Time) []fsm.Forget {
-	free, _ := r.machine.List(fsm.Filter{State: "free"})
+	free, _ := r.cfg.Machine.List(fsm.Filter{State: "free"})
 	next := make(map[string]freeSince, len(free))
 	var due []fsm.Forget
 	for _, l := range free {
@@ -101,7 +87,7 @@ func (r *Sweeper) observe(now time.Time) []fsm.Forget {
 			s = freeSince{token: l.Token, since: now}
 		}
 		next[l.Key] = s
-		if len(due) < maxForgetBatch && now.Sub(s.since) >= r.keep && !r.machine.InGroup(l.Key) {
+		if len(due) < maxForgetBatch && now.Sub(s.since) >= r.cfg.Keep && !r.cfg.Machine.InGroup(l.Key) {
 			due = append(due, fsm.Forget{Key: l.Key, Token: l.Token})
 		}
 	}
@@ -124,7 +110,7 @@ func (r *Sweeper) forget(ctx context.Context, cmds []fsm.Forget) {
 		wg.Add(1)
 		go func(c fsm.Forget) {
 			defer wg.Done()
-			res, err := r.submit(ctx, c)
+			res, err := r.cfg.Submit(ctx, c)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -137,9 +123,9 @@ func (r *Sweeper) forget(ctx context.Context, cmds []fsm.Forget) {
 	}
 	wg.Wait()
 	if lastErr != nil && ctx.Err() == nil {
-		r.log.Warn("forgetting free keys failed", "keys", len(cmds), "error", lastErr)
+		r.cfg.Log.Warn("forgetting free keys failed", "keys", len(cmds), "error", lastErr)
 	}
 	if forgotten > 0 {
-		r.log.Debug("free keys forgotten", "keys", forgotten, "retention", r.keep)
+		r.cfg.Log.Debug("free keys forgotten", "keys", forgotten, "retention", r.cfg.Keep)
 	}
 }

@@ -50,7 +50,7 @@ func TestRetentionForgetsKeysFreeForTheRetention(t *testing.T) {
 		a("grouped", "w1"), fsm.Release{Key: "grouped", Holder: "w1", Token: 3},
 		a("held", "w1"),
 	)
-	r := &Sweeper{machine: log.m, clock: clock, keep: keep, seen: map[string]freeSince{}}
+	r := &Sweeper{cfg: Config{Machine: log.m, Clock: clock, Keep: keep}, seen: map[string]freeSince{}}
 	if due := r.observe(clock.Now()); len(due) != 0 {
 		t.Fatalf("due at promotion = %v, want none", forgetKeys(due))
 	}
@@ -98,7 +98,7 @@ func TestRetentionBatchIsBounded(t *testing.T) {
 		key := "k" + time.Duration(i).String()
 		log.apply(fsm.Acquire{Key: key, Holder: "h", TTL: time.Minute}, fsm.Release{Key: key, Holder: "h", Token: i})
 	}
-	r := &Sweeper{machine: log.m, clock: clock, keep: time.Minute, seen: map[string]freeSince{}}
+	r := &Sweeper{cfg: Config{Machine: log.m, Clock: clock, Keep: time.Minute}, seen: map[string]freeSince{}}
 	r.observe(clock.Now())
 	clock.Advance(time.Minute)
 	if due := r.observe(clock.Now()); len(due) != maxForgetBatch {
