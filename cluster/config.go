@@ -1,6 +1,9 @@
 package cluster
 
-import "github.com/tenure-io/tenure/cluster/internal/nodeconfig"
+import (
+	"github.com/tenure-io/tenure/cluster/internal/lessor"
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
+)
 
 // ErrACLsNeedAuthenticatedRaft is wrapped by Validate for a configuration
 // with ACLs on whose Raft would listen on plain TCP.
@@ -24,3 +27,14 @@ func DefaultConfig() Config { return nodeconfig.DefaultConfig() }
 // DefaultConnLimits suit a cluster of up to a few dozen servers
 // (nodeconfig.DefaultConnLimits).
 func DefaultConnLimits() ConnLimits { return nodeconfig.DefaultConnLimits() }
+
+// Clock is the time source of the lessor, the proposer's timers and the
+// stuck tracker (Config.Clock). Deadlines compare readings of Now with
+// time.Time.Sub, so the real clock's monotonic reading is what counts.
+type Clock = lessor.Clock
+
+// Timer is the part of *time.Timer that a Clock's timers offer.
+type Timer = lessor.Timer
+
+// SystemClock is the real monotonic clock.
+type SystemClock = lessor.SystemClock

@@ -199,6 +199,11 @@ func (n *Node) write(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 
 func validateGroupName(name string) error { return check.Name("name", name) }
 
+// ValidateName checks a group name or a worker id given elsewhere than in
+// a command (the HTTP API's authorize checks): the *InvalidError it returns
+// names field.
+func ValidateName(field, name string) error { return check.Name(field, name) }
+
 // GroupView is a group with its keys' targets, owners and controls.
 type GroupView = views.GroupView
 
