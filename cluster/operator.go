@@ -129,16 +129,9 @@ func (n *Node) LeaderHTTP(ctx context.Context) (id, addr string) {
 // httpAddrOf is the HTTP address of server id of the Raft configuration
 // (httpAddrAt), "" when unknown.
 func (n *Node) httpAddrOf(id string) string {
-	if id == n.cfg.NodeID {
-		return n.cfg.HTTPAddr
-	}
 	var raftAddr raft.ServerAddress
-	if f := n.raft.GetConfiguration(); f.Error() == nil { // a copy: never waits for Raft's loop
-		for _, s := range f.Configuration().Servers {
-			if s.ID == raft.ServerID(id) {
-				raftAddr = s.Address
-			}
-		}
+	if s, _, err := n.configServer(id); err == nil && s != nil {
+		raftAddr = s.Address
 	}
 	return n.httpAddrAt(raft.ServerID(id), raftAddr)
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -64,7 +65,7 @@ func (n *Node) RemoveServer(ctx context.Context, id string, force bool) (RemoveR
 			id, after, size))
 	}
 	if len(broken) > 0 && !force {
-		return RemoveResult{}, fmt.Errorf("%w: %s; remove it with force to go ahead", ErrUnsafeRemoval, joinRules(broken))
+		return RemoveResult{}, fmt.Errorf("%w: %s; remove it with force to go ahead", ErrUnsafeRemoval, strings.Join(broken, "; "))
 	}
 	if n.gossip != nil {
 		n.gossip.NoteRemoved(id)
@@ -73,22 +74,11 @@ func (n *Node) RemoveServer(ctx context.Context, id string, force bool) (RemoveR
 		return RemoveResult{}, fmt.Errorf("remove server %q: %w", id, commitError(err))
 	}
 	if len(broken) > 0 {
-		n.log.Warn("server removed with force", "server_id", id, "voters", after, "overrode", joinRules(broken))
+		n.log.Warn("server removed with force", "server_id", id, "voters", after, "overrode", strings.Join(broken, "; "))
 	} else {
 		n.log.Info("server removed", "server_id", id, "voters", after)
 	}
 	return RemoveResult{ID: id, Voters: after, Forced: broken, Readmit: readmitHint(id)}, nil
-}
-
-func joinRules(rules []string) string {
-	out := ""
-	for i, r := range rules {
-		if i > 0 {
-			out += "; "
-		}
-		out += r
-	}
-	return out
 }
 
 // readmitHint is how an operator brings server id back after a removal.
@@ -125,14 +115,12 @@ func (n *Node) ReadmitServer(ctx context.Context, id string) (Server, error) {
 	if _, err := n.proposer(); err != nil {
 		return Server{}, err
 	}
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return Server{}, fmt.Errorf("read configuration: %w", err)
+	srv, _, err := n.configServer(id)
+	if err != nil {
+		return Server{}, err
 	}
-	for _, srv := range f.Configuration().Servers {
-		if string(srv.ID) == id {
-			return Server{ID: id, RaftAddr: string(srv.Address), HTTPAddr: n.httpAddrOf(id), Voter: srv.Suffrage == raft.Voter}, nil
-		}
+	if srv != nil {
+		return Server{ID: id, RaftAddr: string(srv.Address), HTTPAddr: n.httpAddrOf(id), Voter: srv.Suffrage == raft.Voter}, nil
 	}
 	if n.gossip == nil {
 		return Server{}, fmt.Errorf("server %q: gossip is off on the leader, so it cannot see the server: %w", id, ErrNotFound)
