@@ -132,9 +132,3 @@ func (n *Node) RegisterWorker(ctx context.Context, a *Authorizer, worker string,
 	_, err := n.write(ctx, fsm.WorkerRegister{Worker: worker, Groups: groups, Accessor: a.AccessorID()})
 	return err
 }
-
-// admitWorker is the balancer's admission check with ACLs on (see
-// acl.Admit).
-func (n *Node) admitWorker(worker, group string) bool {
-	return acl.Admit(n.machine, n.cfg.ACLDefaultPolicy, worker, group)
-}

@@ -41,9 +41,7 @@ func (n *Node) newBalancer(p *proposer) *placement.Balancer {
 		Settle:         n.cfg.BalanceSettle,
 		Stuck:          p.stuck,
 		Check:          n.cfg.StuckCheck,
-	}
-	if n.cfg.ACLEnabled {
-		cfg.Admit = n.admitWorker
+		Admit:          n.admission(),
 	}
 	return placement.NewBalancer(cfg)
 }

@@ -25,8 +25,9 @@ func VerifyRoundRunning(n *Node) bool {
 	return n.verify.InFlight() > 0
 }
 
-// AdmitWorker is the balancer's admission check of worker for group.
-func AdmitWorker(n *Node, worker, group string) bool { return n.admitWorker(worker, group) }
+// AdmitWorker is the balancer's admission check of worker for group (ACLs
+// on).
+func AdmitWorker(n *Node, worker, group string) bool { return n.admission()(worker, group) }
 
 // SetFreeKeySweep makes the leader look for free keys to forget every d.
 func SetFreeKeySweep(cfg *Config, d time.Duration) { nodeconfig.TestHooks(cfg).FreeKeySweep = d }

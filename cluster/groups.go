@@ -94,7 +94,7 @@ func (n *Node) GroupKeys(ctx context.Context, name string, add, remove []string)
 // key's current holder, its lease ends as Revoke ends it (reason disabled
 // or prohibited): safely by default, at once with force. It answers the
 // lease it ended, if any. Disabling or prohibiting a key that nothing
-// knows (knownKey: no lease record, no group, no controls) is refused
+// knows (views.KnownKey: no lease record, no group, no controls) is refused
 // with ErrNotFound unless force; clearing controls never is.
 func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) ([]EndedLease, error) {
 	if err := fsm.ValidateKey(key); err != nil {
@@ -103,7 +103,7 @@ func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl
 	if err := check.Prohibited("prohibited", ctl.Prohibited); err != nil {
 		return nil, err
 	}
-	if !force && (ctl.Disabled || len(ctl.Prohibited) > 0) && !n.knownKey(key) {
+	if !force && (ctl.Disabled || len(ctl.Prohibited) > 0) && !views.KnownKey(n.machine, key) {
 		return nil, unknownKey(key)
 	}
 	r, err := n.end(ctx, fsm.SetKeyControl{Key: key, Control: ctl, Force: force})
@@ -113,7 +113,7 @@ func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl
 // ControlEdit changes the controls of a key on top of what they are when
 // the change applies: Disabled, if set, sets it; the holders of Prohibit
 // are added to the prohibited ones, then those of Allow removed. Force
-// accepts a disable or prohibit of a key that nothing knows (knownKey), and
+// accepts a disable or prohibit of a key that nothing knows (views.KnownKey), and
 // frees at once a lease the new controls refuse (see SetKeyControl).
 type ControlEdit struct {
 	Disabled *bool
@@ -142,7 +142,7 @@ func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit)
 		return fsm.KeyControl{}, nil, invalid("edit", "changes nothing: give disabled, prohibit or allow")
 	}
 	restricts := (edit.Disabled != nil && *edit.Disabled) || len(edit.Prohibit) > 0
-	if restricts && !edit.Force && !n.knownKey(key) {
+	if restricts && !edit.Force && !views.KnownKey(n.machine, key) {
 		return fsm.KeyControl{}, nil, unknownKey(key)
 	}
 	cmd := fsm.EditKeyControl{Key: key, Prohibit: edit.Prohibit, Allow: edit.Allow, Force: edit.Force}
@@ -162,11 +162,11 @@ func (n *Node) EditKeyControl(ctx context.Context, key string, edit ControlEdit)
 
 // DrainWorker marks a worker as drained (or not): the balancer moves its
 // keys to other workers, which it hands back as its targets go. Draining
-// a worker that nothing knows (knownWorker) is refused with ErrNotFound
-// unless force: an operator may drain a worker before it starts; undoing
-// a drain is never refused. The warnings
-// name each group of the worker that a drain leaves without a live worker
-// to own its keys; the drain happens anyway.
+// a worker that nothing knows (views.KnownWorker) is refused with
+// ErrNotFound unless force: an operator may drain a worker before it
+// starts; undoing a drain is never refused. The warnings name each group
+// of the worker that a drain leaves without a live worker to own its
+// keys; the drain happens anyway.
 func (n *Node) DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error) {
 	if err := check.Holder(worker); err != nil {
 		return nil, &InvalidError{Field: "worker", Err: err}
@@ -175,12 +175,12 @@ func (n *Node) DrainWorker(ctx context.Context, worker string, draining, force b
 		// Undrain stays open to a mark written before the rule.
 		return nil, err
 	}
-	if draining && !force && !n.knownWorker(worker) {
-		return nil, unknownWorker(worker)
+	if draining && !force && !views.KnownWorker(n.machine, n.Members(), worker) {
+		return nil, fmt.Errorf("worker %q is unknown (no gossip member, registration, drain mark, target or lease names it; force=true drains it anyway): %w", worker, ErrNotFound)
 	}
 	var warnings []string
 	if draining {
-		warnings = n.drainWarnings(worker)
+		warnings = views.DrainWarnings(n.machine, liveWorkers(n.Members()), worker, n.admission())
 	}
 	if _, err := n.write(ctx, fsm.WorkerDrain{Worker: worker, Draining: draining}); err != nil {
 		return nil, err

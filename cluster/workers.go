@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tenure-io/tenure/cluster/internal/acl"
 	"github.com/tenure-io/tenure/cluster/internal/views"
 )
 
@@ -24,33 +25,15 @@ func (n *Node) Workers(ctx context.Context, c Consistency, id, after string, lim
 	return out, next, index, nil
 }
 
-// knownWorker reports whether anything in the cluster knows worker
-// (views.KnownWorker).
-func (n *Node) knownWorker(worker string) bool {
-	return views.KnownWorker(n.machine, n.Members(), worker)
-}
-
-// knownKey reports whether key exists for the cluster (views.KnownKey).
-func (n *Node) knownKey(key string) bool { return views.KnownKey(n.machine, key) }
-
-// drainWarnings says, for each group of worker, when draining it leaves
-// the group without a live worker to own its keys (views.DrainWarnings).
-func (n *Node) drainWarnings(worker string) []string {
-	return views.DrainWarnings(n.machine, liveWorkers(n.Members()), worker, n.admission())
-}
-
 // admission is the balancer's admission check of a worker to a group: nil
-// (every worker) with ACLs off, admitWorker with them on.
+// (every worker) with ACLs off, acl.Admit with them on.
 func (n *Node) admission() func(worker, group string) bool {
-	if n.cfg.ACLEnabled {
-		return n.admitWorker
+	if !n.cfg.ACLEnabled {
+		return nil
 	}
-	return nil
-}
-
-// unknownWorker is the error of a drain of a worker nothing knows.
-func unknownWorker(worker string) error {
-	return fmt.Errorf("worker %q is unknown (no gossip member, registration, drain mark, target or lease names it; force=true drains it anyway): %w", worker, ErrNotFound)
+	return func(worker, group string) bool {
+		return acl.Admit(n.machine, n.cfg.ACLDefaultPolicy, worker, group)
+	}
 }
 
 // unknownKey is the error of a control on a key nothing knows.
