@@ -7,9 +7,6 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// The placement of keys over workers lives in internal/placement; this
-// file wires it to the node.
-
 // MinStuckGrace and MaxStuckGrace bound a group's stuck grace (and
 // Config.DefaultStuckGrace): a grace shorter than a lease renewal would
 // mark healthy workers stuck; one longer than a day leaves keys unowned

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bufio"
-	"errors"
 	"io"
 	"net"
 
@@ -11,15 +10,6 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
-
-// The hub's names for the confirmation channel (package rounds): its first
-// byte, which the Raft port routes here (raft_transport.go), and its dialer.
-const confirmMagic = rounds.Magic
-
-type confirmDialer = rounds.Dialer
-
-// errNoConfirmChannel: a node on a test transport without ConfirmDial.
-var errNoConfirmChannel = errors.New("no confirmation channel (Config.ConfirmDial is not set)")
 
 // ServeConfirm answers a leader's confirmation requests on conn (the voter's
 // side of the leadership check, docs/adr/0002) until conn fails, then

@@ -16,10 +16,6 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
-// The node's gossip membership, its keyring, and the leader's admission,
-// promotion and cleanup of Raft servers live in package membership; this
-// file wires them to the node.
-
 // MemberMeta is what a member announces over gossip (membership.MemberMeta).
 type MemberMeta = membership.MemberMeta
 

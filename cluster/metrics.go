@@ -11,9 +11,6 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// The node's Prometheus metrics live in internal/metrics; this file wires
-// them to the node.
-
 // GoMetricsSink is the go-metrics sink that turns the keys of Raft, its
 // store and memberlist into Prometheus metrics (see internal/metrics).
 type GoMetricsSink = metricset.GoMetricsSink

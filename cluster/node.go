@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -262,7 +263,7 @@ func (n *Node) openRaft() error {
 	}
 	snapStore = n.snapDisk.SnapshotStore(snapStore)
 	n.trans = cfg.Transport
-	var dial confirmDialer
+	var dial rounds.Dialer
 	if cfg.ConfirmDial != nil {
 		dial = func(_ raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 			return cfg.ConfirmDial(addr, timeout)
@@ -283,7 +284,7 @@ func (n *Node) openRaft() error {
 	}
 	if dial == nil {
 		dial = func(raft.ServerID, raft.ServerAddress, time.Duration) (net.Conn, error) {
-			return nil, errNoConfirmChannel
+			return nil, errors.New("no confirmation channel (Config.ConfirmDial is not set)")
 		}
 	}
 	n.confirm = rounds.NewConfirmer(raft.ServerID(cfg.NodeID), dial, rounds.Timeout(cfg.ElectionTimeout), ErrShutdown, cfg.Logger.Named("confirm"))

@@ -10,6 +10,7 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/certs"
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
@@ -20,7 +21,7 @@ import (
 // dialer returned opens outbound ones (transport.New). The transport's
 // log lines are limited (limitedlog.Logger); suppressed is called for
 // each one left out.
-func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn), suppressed func()) (raft.Transport, confirmDialer, *connlimit.Gate, error) {
+func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn), suppressed func()) (raft.Transport, rounds.Dialer, *connlimit.Gate, error) {
 	trans, dial, gate, err := transport.New(transport.Config{
 		Bind:              cfg.RaftAddr,
 		Advertise:         advertise,
@@ -32,10 +33,10 @@ func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, se
 		Trusted:           trusted,
 		HandshakeTimeout:  cfg.Conns.HandshakeTimeout,
 		Serve:             serve,
-		Channels:          []byte{confirmMagic, transport.AddrMagic},
+		Channels:          []byte{rounds.Magic, transport.AddrMagic},
 		Logger:            limitedlog.New(cfg.Logger.Named("transport"), limitedlog.SourceRaftTransport, suppressed),
 	})
-	return trans, confirmDialer(dial), gate, err
+	return trans, rounds.Dialer(dial), gate, err
 }
 
 // IsServerIP reports whether ip is the host of the Raft address of a server

@@ -8,9 +8,6 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 )
 
-// The Raft stores of a Node, and their checks, are package raftstore's;
-// this file wires them in.
-
 // LogEntryError: this server found an entry of its Raft log that it
 // cannot apply, and stopped rather than skip it; Failed delivers it
 // (raftstore.LogEntryError says more).
