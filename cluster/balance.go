@@ -7,21 +7,6 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// MinStuckGrace and MaxStuckGrace bound a group's stuck grace (and
-// Config.DefaultStuckGrace): a grace shorter than a lease renewal would
-// mark healthy workers stuck; one longer than a day leaves keys unowned
-// for longer than anyone waits.
-const (
-	MinStuckGrace = placement.MinStuckGrace
-	MaxStuckGrace = placement.MaxStuckGrace
-)
-
-// UnownedKey is a key of a group that no lease holds.
-type UnownedKey = placement.UnownedKey
-
-// StuckWorker is a worker that the balancer marked stuck in a group.
-type StuckWorker = placement.StuckWorker
-
 // newBalancer returns the balancer of the leadership whose proposer is p.
 func (n *Node) newBalancer(p *proposer) *placement.Balancer {
 	cfg := placement.BalancerConfig{

@@ -4,14 +4,7 @@ import (
 	"context"
 
 	"github.com/tenure-io/tenure/cluster/internal/events"
-	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/fsm"
-)
-
-// Bounds of Config.EventHistory.
-const (
-	DefaultEventHistory = nodeconfig.DefaultEventHistory
-	MaxEventHistory     = nodeconfig.MaxEventHistory
 )
 
 // MaxEventsAnswer bounds the events of one Events call.

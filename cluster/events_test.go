@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/cluster"
 	"github.com/tenure-io/tenure/cluster/internal/acl"
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
@@ -103,7 +104,7 @@ func errorsIsCompacted(err error) bool {
 }
 
 func TestEventHistoryConfig(t *testing.T) {
-	for _, n := range []int{0, -1, cluster.MaxEventHistory + 1} {
+	for _, n := range []int{0, -1, nodeconfig.MaxEventHistory + 1} {
 		cfg := inproc.Config("n1", t.TempDir())
 		cfg.InitialCluster = []cluster.Peer{{ID: "n1", RaftAddr: "127.0.0.1:1", HTTPAddr: "127.0.0.1:2"}}
 		cfg.EventHistory = n

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tenure-io/tenure/cluster/internal/check"
+	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/cluster/internal/views"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -18,7 +19,7 @@ type GroupSpec = check.GroupSpec
 // with the current group. The plan of keys that stay is kept; the
 // balancer places the rest.
 func (n *Node) PutGroup(ctx context.Context, spec GroupSpec) (*fsm.Group, error) {
-	put, err := check.Group(spec, MinStuckGrace, MaxStuckGrace)
+	put, err := check.Group(spec, placement.MinStuckGrace, placement.MaxStuckGrace)
 	if err != nil {
 		return nil, err
 	}

@@ -34,11 +34,6 @@ type KeyringView = membership.KeyringView
 // that it belongs to this cluster. The leader does not admit it to Raft.
 var ErrNotProven = membership.ErrNotProven
 
-// ClusterNameProof is the default admission check: a server belongs to the
-// cluster named name when it announces that name
-// (membership.ClusterNameProof).
-func ClusterNameProof(name string) func(Member) error { return membership.ClusterNameProof(name) }
-
 // ParseGossipKey decodes a base64 gossip key and checks its length.
 func ParseGossipKey(s string) ([]byte, error) { return membership.ParseGossipKey(s) }
 

@@ -182,7 +182,7 @@ func New(cfg Config) (*Node, error) {
 		case byTLS != nil:
 			prove = byTLS
 		default:
-			prove = ClusterNameProof(cfg.ClusterName)
+			prove = membership.ClusterNameProof(cfg.ClusterName)
 			n.log.Warn("cluster membership is insecure: a server proves it belongs to the cluster by its name alone, so anyone who can reach the gossip port can join as a non-voter", "cluster_name", cfg.ClusterName)
 		}
 		// Names the members whose gossip memberlist refuses, in its

@@ -10,6 +10,7 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/certs"
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
+	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
@@ -88,7 +89,7 @@ func TLSProof(files certs.Files, clusterName string) (func(Member) error, error)
 	if err != nil {
 		return nil, err
 	}
-	byName := ClusterNameProof(clusterName)
+	byName := membership.ClusterNameProof(clusterName)
 	return func(m Member) error {
 		if err := byName(m); err != nil {
 			return err

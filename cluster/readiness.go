@@ -4,16 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/raftstore"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/cluster/internal/views"
-)
-
-// Default readiness bounds (Config.ReadyMaxLagEntries, ReadyMaxLagTime).
-const (
-	DefaultReadyMaxLagEntries = nodeconfig.DefaultReadyMaxLagEntries
-	DefaultReadyMaxLagTime    = nodeconfig.DefaultReadyMaxLagTime
 )
 
 // NodeHealth is what this node knows of its own ability to serve

@@ -30,8 +30,8 @@ type GroupSpec struct {
 	Replace bool
 	// StuckGrace is how long a key may stay free while targeted at a live
 	// worker before the balancer marks the worker stuck: 0 (twice the
-	// largest TTL of the group's leases) or within [MinStuckGrace,
-	// MaxStuckGrace].
+	// largest TTL of the group's leases) or within
+	// [placement.MinStuckGrace, placement.MaxStuckGrace].
 	StuckGrace time.Duration
 	// MinWorkers is how many live workers the group should have, for the
 	// placement health report; 0 means no minimum, at most MaxMinWorkers.
