@@ -321,7 +321,7 @@ func (n *Node) openRaft() error {
 		return err
 	}
 	trans, openTransport := rounds.WithLag(n.trans, n.lag, transport.GuardPipeline)
-	n.raft, err = raftstore.NewRaft(rc, n.checkedFSM(), logs, stable, snapStore, rounds.WithContacts(trans, n.contacts), cfg.DataDir, cfg.NodeID)
+	n.raft, err = raftstore.NewRaft(rc, &checkedFSM{n: n}, logs, stable, snapStore, rounds.WithContacts(trans, n.contacts), cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}
@@ -361,15 +361,17 @@ func (n *Node) Shutdown() error {
 			n.confirm.Close()
 		}
 		n.inbound.CloseAll()
-		if c, ok := n.trans.(interface{ Close() error }); ok && n.cfg.Transport == nil {
-			c.Close()
-		}
-		n.closeStores()
+		n.closeTransportAndStores()
 	})
 	return err
 }
 
-func (n *Node) closeStores() {
+// closeTransportAndStores closes the Raft transport, if this node made it
+// (not Config.Transport), and the stores.
+func (n *Node) closeTransportAndStores() {
+	if c, ok := n.trans.(interface{ Close() error }); ok && n.cfg.Transport == nil {
+		c.Close()
+	}
 	if n.store != nil {
 		n.store.Close()
 	}

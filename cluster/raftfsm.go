@@ -6,10 +6,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/internal/raftstore"
-	"github.com/tenure-io/tenure/fsm"
 )
 
 // errStopped answers every Apply, Snapshot and Restore after an entry was
@@ -22,23 +20,8 @@ var errStopped = errors.New("the state machine stopped at an entry it could not 
 // until the node shuts down (fail starts that): no later entry is applied
 // and no snapshot is taken, so the state never moves past the bad entry.
 type checkedFSM struct {
-	machine *fsm.Machine
-	dataDir string
-	nodeID  string
-	log     hclog.Logger
-	fail    func(error)
-	stop    <-chan struct{}
-	failed  atomic.Bool
-	// applied follows the entries consumed, for linearizable reads.
-	applied *appliedIndex
-	// configured is called for each committed configuration entry.
-	configured func(raft.Configuration)
-}
-
-// checkedFSM is the raft.FSM that n's Raft applies to.
-func (n *Node) checkedFSM() *checkedFSM {
-	return &checkedFSM{machine: n.machine, dataDir: n.cfg.DataDir, nodeID: n.cfg.NodeID, log: n.log, fail: n.fail, stop: n.shutdownCh, applied: &n.applied,
-		configured: n.configured}
+	n      *Node
+	failed atomic.Bool
 }
 
 // Apply runs on Raft's FSM goroutine.
@@ -46,16 +29,17 @@ func (c *checkedFSM) Apply(l *raft.Log) interface{} {
 	if c.failed.Load() {
 		return errStopped
 	}
-	out, err := c.machine.ApplyLog(l)
+	n := c.n
+	out, err := n.machine.ApplyLog(l)
 	if err == nil {
-		c.applied.set(l.Index)
+		n.applied.set(l.Index) // a read waiting for this index may go on
 		return out
 	}
 	c.failed.Store(true)
-	e := &raftstore.LogEntryError{Path: filepath.Join(c.dataDir, "raft.db"), DataDir: c.dataDir, NodeID: c.nodeID, Index: l.Index, Err: err}
-	c.log.Error("log entry refused; stopping", "index", l.Index, "path", e.Path, "error", e)
-	c.fail(e)
-	<-c.stop
+	e := &raftstore.LogEntryError{Path: filepath.Join(n.cfg.DataDir, "raft.db"), DataDir: n.cfg.DataDir, NodeID: n.cfg.NodeID, Index: l.Index, Err: err}
+	n.log.Error("log entry refused; stopping", "index", l.Index, "path", e.Path, "error", e)
+	n.fail(e)
+	<-n.shutdownCh
 	return errStopped
 }
 
@@ -64,11 +48,9 @@ func (c *checkedFSM) Apply(l *raft.Log) interface{} {
 // none, but a read waiting for this index may go on.
 func (c *checkedFSM) StoreConfiguration(index uint64, cfg raft.Configuration) {
 	if !c.failed.Load() {
-		c.applied.set(index)
+		c.n.applied.set(index)
 	}
-	if c.configured != nil {
-		c.configured(cfg)
-	}
+	c.n.configured(cfg)
 }
 
 // Snapshot runs on Raft's FSM goroutine.
@@ -76,7 +58,7 @@ func (c *checkedFSM) Snapshot() (raft.FSMSnapshot, error) {
 	if c.failed.Load() {
 		return nil, errStopped
 	}
-	return c.machine.Snapshot()
+	return c.n.machine.Snapshot()
 }
 
 // Restore runs on Raft's FSM goroutine.
@@ -85,11 +67,11 @@ func (c *checkedFSM) Restore(rc io.ReadCloser) error {
 		rc.Close()
 		return errStopped
 	}
-	if err := c.machine.Restore(rc); err != nil {
+	if err := c.n.machine.Restore(rc); err != nil {
 		return err
 	}
-	applied, _, _ := c.machine.Indexes()
-	c.applied.set(applied)
+	applied, _, _ := c.n.machine.Indexes()
+	c.n.applied.set(applied)
 	return nil
 }
 

@@ -19,10 +19,7 @@ func (n *Node) abortOpen() {
 	if n.raft != nil {
 		n.raft.Shutdown().Error()
 	}
-	if c, ok := n.trans.(interface{ Close() error }); ok && n.cfg.Transport == nil {
-		c.Close()
-	}
-	n.closeStores()
+	n.closeTransportAndStores()
 }
 
 // Recovery is what RecoverAlone did.
