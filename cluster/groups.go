@@ -208,47 +208,6 @@ func ValidateName(field, name string) error { return check.Name(field, name) }
 // GroupView is a group with its keys' targets, owners and controls.
 type GroupView = views.GroupView
 
-// Group reads a group. ErrNotFound if it does not exist.
-func (n *Node) Group(ctx context.Context, name string, c Consistency) (GroupView, error) {
-	if err := n.readBarrier(ctx, c); err != nil {
-		return GroupView{}, err
-	}
-	g := n.machine.Group(name)
-	if g == nil {
-		return GroupView{}, fmt.Errorf("group %q: %w", name, ErrNotFound)
-	}
-	return views.Group(n.machine, g, liveWorkers(n.Members())), nil
-}
-
-// Groups lists every group and the placement index.
-func (n *Node) Groups(ctx context.Context, c Consistency) ([]*fsm.Group, uint64, error) {
-	if err := n.readBarrier(ctx, c); err != nil {
-		return nil, 0, err
-	}
-	groups, index := n.machine.Groups()
-	return groups, index, nil
-}
-
-// Assignment returns the target plan of a group — only the keys of worker
-// when it is not empty — and the index of the group's last change, for
-// blocking queries.
-func (n *Node) Assignment(ctx context.Context, name, worker string, c Consistency) (map[string]string, uint64, error) {
-	if err := n.readBarrier(ctx, c); err != nil {
-		return nil, 0, err
-	}
-	g := n.machine.Group(name)
-	if g == nil {
-		return nil, n.machine.GroupIndex(), fmt.Errorf("group %q: %w", name, ErrNotFound)
-	}
-	out := make(map[string]string)
-	for k, w := range g.Assignment {
-		if worker == "" || w == worker {
-			out[k] = w
-		}
-	}
-	return out, g.ModifyIndex, nil
-}
-
 // KeyControl reads the controls of a key.
 func (n *Node) KeyControl(ctx context.Context, key string, c Consistency) (fsm.KeyControl, error) {
 	if err := fsm.ValidateKey(key); err != nil {

@@ -303,21 +303,6 @@ func (n *Node) Get(ctx context.Context, key string, c Consistency) (LeaseView, e
 	return n.view(l), nil
 }
 
-// List reads the leases that match f, ordered by key, with the index they
-// were read at (fsm.Machine.List: the lease index, or with
-// f.NeverAcquired also the group index).
-func (n *Node) List(ctx context.Context, f fsm.Filter, c Consistency) ([]LeaseView, uint64, error) {
-	if err := n.readBarrier(ctx, c); err != nil {
-		return nil, 0, err
-	}
-	leases, index := n.machine.List(f)
-	out := make([]LeaseView, len(leases))
-	for i, l := range leases {
-		out[i] = n.view(l)
-	}
-	return out, index, nil
-}
-
 // Verify confirms, with a quorum round that starts after the call, that
 // this node is still the established leader.
 func (n *Node) Verify(ctx context.Context) error {

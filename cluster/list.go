@@ -43,7 +43,7 @@ func (n *Node) GroupsPage(ctx context.Context, after string, limit int, c Consis
 }
 
 // GroupPage reads a group with one page of its keys (at most p.Limit,
-// after p.After, in key order), as Group does for all of them; Next is
+// after p.After, in key order); Next is
 // the key the next page starts after ("" after the last page). Targets
 // and Holds count every key of the group, so each page carries the
 // workers' whole counts. A key for which visible (nil: every key) is
