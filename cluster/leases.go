@@ -171,7 +171,7 @@ func (n *Node) RenewMany(ctx context.Context, holder string, refs []LeaseRef) ([
 			return nil, err
 		}
 	}
-	out, err := renewals.renew(ctx, n, holder, refs, &secretHashes{})
+	out, err := renewals(ctx, n, holder, refs, &secretHashes{})
 	if err != nil {
 		return nil, err
 	}
@@ -199,18 +199,12 @@ func refused(err error) bool {
 	return errors.As(err, &lost) || errors.As(err, &wrong)
 }
 
-// renewPolicy answers the renewals of one RenewMany call once its
-// arguments are valid. RenewMany uses the one in renewals (unsafe_off.go).
-type renewPolicy interface {
-	renew(ctx context.Context, n *Node, holder string, refs []LeaseRef, hashes *secretHashes) ([]RenewResult, error)
-}
-
-// quorumRenewals answers renewals on the established leader only: its
-// lessor restarts the deadlines, then a quorum round that starts after
-// that confirms it was still the leader when it did.
-type quorumRenewals struct{}
-
-func (quorumRenewals) renew(ctx context.Context, n *Node, holder string, refs []LeaseRef, hashes *secretHashes) ([]RenewResult, error) {
+// quorumRenewals answers the renewals of one RenewMany call, once its
+// arguments are valid, on the established leader only: its lessor
+// restarts the deadlines, then a quorum round that starts after that
+// confirms it was still the leader when it did. RenewMany calls the
+// policy of the build, renewals (unsafe_off.go).
+func quorumRenewals(ctx context.Context, n *Node, holder string, refs []LeaseRef, hashes *secretHashes) ([]RenewResult, error) {
 	if _, err := n.proposer(); err != nil {
 		return nil, err
 	}

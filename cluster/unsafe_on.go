@@ -10,7 +10,7 @@ import (
 // renewals, in this build, is localRenewals: a deliberate bug, the
 // negative control that the fault suite must catch (test/jepsen). Never
 // built into a release.
-var renewals renewPolicy = localRenewals{}
+var renewals = localRenewals
 
 func init() {
 	println("WARNING: server built with tenure_unsafe_renew: renewals skip the quorum check")
@@ -21,9 +21,7 @@ func init() {
 // holds is renewed even where no lessor tracks it (on a follower, or on a
 // deposed leader). The HTTP API serves renewals without forwarding in this
 // build (httpapi/unsafe_on.go), so every node answers them.
-type localRenewals struct{}
-
-func (localRenewals) renew(_ context.Context, n *Node, holder string, refs []LeaseRef, hashes *secretHashes) ([]RenewResult, error) {
+func localRenewals(_ context.Context, n *Node, holder string, refs []LeaseRef, hashes *secretHashes) ([]RenewResult, error) {
 	out := make([]RenewResult, len(refs))
 	for i, r := range refs {
 		cur, err := n.heldBy(r, hashes.of(r.Secret), holder)

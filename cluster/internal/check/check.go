@@ -22,6 +22,9 @@ const (
 // ErrInvalid: the request breaks a rule; the error names the field.
 var ErrInvalid = errors.New("invalid request")
 
+// ErrNotFound: the key was never seen, or the server is unknown.
+var ErrNotFound = errors.New("not found")
+
 // InvalidError names the field that broke a rule.
 type InvalidError struct {
 	Field string
