@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -66,23 +67,11 @@ func (n *Node) Status() Status {
 func (n *Node) roleAndTerm() (string, uint64) {
 	for {
 		term := n.raft.CurrentTerm()
-		role := roleName(n.raft.State())
+		role := strings.ToLower(n.raft.State().String()) // leader, follower, candidate or shutdown
 		if n.raft.CurrentTerm() == term {
 			return role, term
 		}
 	}
-}
-
-func roleName(s raft.RaftState) string {
-	switch s {
-	case raft.Leader:
-		return "leader"
-	case raft.Follower:
-		return "follower"
-	case raft.Candidate:
-		return "candidate"
-	}
-	return "shutdown"
 }
 
 // LastContact is the time since this node last heard from the leader; 0 on

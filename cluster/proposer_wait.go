@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"time"
 
 	"github.com/tenure-io/tenure/fsm"
@@ -34,13 +35,7 @@ func (p *proposer) unqueue(o *op) {
 	p.waiting.Add(-1)
 	o.timer.Stop()
 	key := o.cmd.(fsm.Acquire).Key
-	q := p.waiters[key]
-	for i, w := range q {
-		if w == o {
-			q = append(q[:i], q[i+1:]...)
-			break
-		}
-	}
+	q := slices.DeleteFunc(p.waiters[key], func(w *op) bool { return w == o })
 	if len(q) == 0 {
 		delete(p.waiters, key)
 	} else {
