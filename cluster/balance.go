@@ -15,7 +15,7 @@ func (n *Node) newBalancer(p *proposer) *placement.Balancer {
 			_, err := p.submit(ctx, &op{cmd: cmd})
 			return err
 		},
-		Workers:        func() []placement.Worker { return placementWorkers(liveWorkers(n.Members())) },
+		Workers:        n.placementWorkers,
 		WorkersChanged: n.membersChanged,
 		Logger:         n.cfg.Logger.Named("balancer"),
 		Clock:          n.cfg.Clock,
@@ -28,8 +28,9 @@ func (n *Node) newBalancer(p *proposer) *placement.Balancer {
 	return placement.NewBalancer(cfg)
 }
 
-// placementWorkers is the balancer's view of members.
-func placementWorkers(members []Member) []placement.Worker {
+// placementWorkers is the balancer's view of the live workers.
+func (n *Node) placementWorkers() []placement.Worker {
+	members := liveWorkers(n.Members())
 	out := make([]placement.Worker, len(members))
 	for i, m := range members {
 		out[i] = placement.Worker{ID: m.Meta.ID, Capacity: m.Meta.Capacity, Draining: m.Meta.Draining, Groups: m.Meta.Groups}

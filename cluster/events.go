@@ -35,12 +35,6 @@ func WithActor(ctx context.Context, accessor string) context.Context {
 	return context.WithValue(ctx, actorKey{}, accessor)
 }
 
-// actorFrom is the actor that WithActor put in ctx, or "".
-func actorFrom(ctx context.Context) string {
-	a, _ := ctx.Value(actorKey{}).(string)
-	return a
-}
-
 // command is what the proposer puts in the batch for o: its command, in a
 // By when an operator's actor came with it. A holder's own acquires and
 // releases are never wrapped: the holder is in their events already.

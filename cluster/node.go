@@ -136,7 +136,12 @@ func New(cfg Config) (*Node, error) {
 	n.verify = rounds.NewVerifier(func() (uint64, error) { return n.confirm.CheckLeadership(n.raft) },
 		func(d time.Duration) { n.metrics.VerifyLatency.Observe(d.Seconds()) })
 	if err := n.openRaft(); err != nil {
-		n.abortOpen()
+		// Undo what openRaft started: Raft, the transport it made, the
+		// stores.
+		if n.raft != nil {
+			n.raft.Shutdown().Error()
+		}
+		n.closeTransportAndStores()
 		return nil, err
 	}
 	n.wg.Add(3)

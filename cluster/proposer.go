@@ -122,7 +122,7 @@ func (p *proposer) submitOp(ctx context.Context, o *op) opResult {
 	}
 	o.done = make(chan opResult, 1)
 	if o.by == "" {
-		o.by = actorFrom(ctx)
+		o.by, _ = ctx.Value(actorKey{}).(string) // WithActor's, or ""
 	}
 	select {
 	case p.in <- o:

@@ -13,15 +13,6 @@ import (
 // (raftstore.LogEntryError says more).
 type LogEntryError = raftstore.LogEntryError
 
-// abortOpen undoes what a failed openRaft started: Raft, the transport it
-// made, the stores.
-func (n *Node) abortOpen() {
-	if n.raft != nil {
-		n.raft.Shutdown().Error()
-	}
-	n.closeTransportAndStores()
-}
-
 // Recovery is what RecoverAlone did.
 type Recovery = raftstore.Recovery
 
