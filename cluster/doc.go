@@ -1,9 +1,9 @@
 // Package cluster runs one tenure server node. It is the hub: the node's
 // life (New, Shutdown), the leader loop that follows Raft's NotifyCh, the
 // proposer that batches writes into shared log entries and hands freed
-// keys to waiters, the write path (apply.go: the one raft.Apply;
-// raftfsm.go: the raft.FSM adapter over fsm.Machine), and the methods the
-// HTTP API calls. Its parts stand alone under cluster/internal, each with
+// keys to waiters, the forgetting of free key records (retention.go), the
+// write path (apply.go: the one raft.Apply; raftfsm.go: the raft.FSM
+// adapter over fsm.Machine), and the methods the HTTP API calls. Its parts stand alone under cluster/internal, each with
 // one job:
 //
 //   - lessor: lease deadlines on the leader's monotonic clock;
@@ -17,9 +17,8 @@
 //     promotes and removes servers behind the identity proof;
 //   - placement: the planner, the balancer and the stuck-worker tracker;
 //   - acl: who may do what; backup: backup files, schedule, restore policy;
-//   - retention: forgetting free key records; identity: the data dir's
-//     identity file; metrics: the Prometheus side; limitedlog: loggers
-//     strangers cannot flood.
+//   - identity: the data dir's identity file; metrics: the Prometheus
+//     side; limitedlog: loggers strangers cannot flood.
 //
 // docs/request-paths.md follows each request through this package: which
 // goroutine owns what, where it waits, and what each failure returns.

@@ -22,7 +22,6 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/cluster/internal/raftstore"
-	"github.com/tenure-io/tenure/cluster/internal/retention"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 	"github.com/tenure-io/tenure/fsm"
@@ -454,18 +453,6 @@ func (n *Node) lead(ctx context.Context) {
 		n.log.Warn("proposer stopped while this node still leads; establishing again")
 		n.demote()
 	}
-}
-
-// sweepFreeKeys forgets, through p, the keys free for longer than keep,
-// until ctx ends (retention.Sweeper).
-func (n *Node) sweepFreeKeys(ctx context.Context, p *proposer, keep time.Duration) {
-	retention.New(retention.Config{
-		Submit: func(ctx context.Context, c fsm.Command) (fsm.Result, error) {
-			return p.submit(ctx, &op{cmd: c})
-		},
-		Machine: n.machine, Clock: n.cfg.Clock, Keep: keep,
-		Every: retention.SweepInterval(keep, nodeconfig.TestHooks(&n.cfg).FreeKeySweep), Log: n.cfg.Logger.Named("retention"),
-	}).Run(ctx)
 }
 
 // establish: Barrier (everything of older terms is applied),

@@ -1,4 +1,4 @@
-package retention
+package cluster
 
 import (
 	"reflect"
@@ -50,7 +50,7 @@ func TestRetentionForgetsKeysFreeForTheRetention(t *testing.T) {
 		a("grouped", "w1"), fsm.Release{Key: "grouped", Holder: "w1", Token: 3},
 		a("held", "w1"),
 	)
-	r := &Sweeper{cfg: Config{Machine: log.m, Clock: clock, Keep: keep}, seen: map[string]freeSince{}}
+	r := &sweeper{machine: log.m, clock: clock, keep: keep, seen: map[string]freeSince{}}
 	if due := r.observe(clock.Now()); len(due) != 0 {
 		t.Fatalf("due at promotion = %v, want none", forgetKeys(due))
 	}
@@ -98,7 +98,7 @@ func TestRetentionBatchIsBounded(t *testing.T) {
 		key := "k" + time.Duration(i).String()
 		log.apply(fsm.Acquire{Key: key, Holder: "h", TTL: time.Minute}, fsm.Release{Key: key, Holder: "h", Token: i})
 	}
-	r := &Sweeper{cfg: Config{Machine: log.m, Clock: clock, Keep: time.Minute}, seen: map[string]freeSince{}}
+	r := &sweeper{machine: log.m, clock: clock, keep: time.Minute, seen: map[string]freeSince{}}
 	r.observe(clock.Now())
 	clock.Advance(time.Minute)
 	if due := r.observe(clock.Now()); len(due) != maxForgetBatch {
@@ -118,8 +118,8 @@ func TestSweepInterval(t *testing.T) {
 		{"as set", 24 * time.Hour, time.Second, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := SweepInterval(tc.keep, tc.set); got != tc.want {
-				t.Errorf("SweepInterval(%v, %v) = %v, want %v", tc.keep, tc.set, got, tc.want)
+			if got := sweepInterval(tc.keep, tc.set); got != tc.want {
+				t.Errorf("sweepInterval(%v, %v) = %v, want %v", tc.keep, tc.set, got, tc.want)
 			}
 		})
 	}
