@@ -44,7 +44,7 @@ type Node struct {
 	// httpAddrs are the HTTP addresses servers gave over their Raft
 	// ports (transport/addrchannel.go).
 	httpAddrs *transport.HTTPAddrs
-	inbound   rounds.ConnSet // confirmation connections served (confirm_serve.go)
+	inbound   rounds.ConnSet // confirmation connections served (raft_transport.go)
 	// applied waits for the state machine to reach an index (applied.go).
 	applied appliedIndex
 	metrics *metrics
