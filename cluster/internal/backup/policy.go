@@ -2,10 +2,6 @@ package backup
 
 import "github.com/tenure-io/tenure/fsm"
 
-// Policy chooses which key records of the running state a restore keeps
-// (fsm.RestoreTarget.Leases).
-type Policy func(running []*fsm.Lease) []*fsm.Lease
-
 // KeepEveryRecord keeps every record: held leases stay with their holder,
 // and a free key whose last token is higher than the backup's comes back
 // free with it, so that a key's tokens never go backwards.
