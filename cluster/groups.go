@@ -95,8 +95,8 @@ func (n *Node) GroupKeys(ctx context.Context, name string, add, remove []string)
 // key's current holder, its lease ends as Revoke ends it (reason disabled
 // or prohibited): safely by default, at once with force. It answers the
 // lease it ended, if any. Disabling or prohibiting a key that nothing
-// knows (views.KnownKey: no lease record, no group, no controls) is refused
-// with ErrNotFound unless force; clearing controls never is.
+// knows (views.KnownKey: no lease record, no group, no controls) is
+// refused with ErrNotFound unless force; clearing controls never is.
 func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl, force bool) ([]EndedLease, error) {
 	if err := fsm.ValidateKey(key); err != nil {
 		return nil, &InvalidError{Field: "key", Err: err}
@@ -114,8 +114,9 @@ func (n *Node) SetKeyControl(ctx context.Context, key string, ctl fsm.KeyControl
 // ControlEdit changes the controls of a key on top of what they are when
 // the change applies: Disabled, if set, sets it; the holders of Prohibit
 // are added to the prohibited ones, then those of Allow removed. Force
-// accepts a disable or prohibit of a key that nothing knows (views.KnownKey), and
-// frees at once a lease the new controls refuse (see SetKeyControl).
+// accepts a disable or prohibit of a key that nothing knows
+// (views.KnownKey), and frees at once a lease the new controls refuse
+// (see SetKeyControl).
 type ControlEdit struct {
 	Disabled *bool
 	Prohibit []string
