@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -159,7 +160,7 @@ func (a *Authorizer) Rights(name string) fsm.Right {
 		}
 		rights := rule.Rights
 		if rule.Prefix != "" {
-			rights &^= fsm.ClusterRights // ValidatePolicy refuses them; never honour them
+			rights &^= fsm.ClusterRights // CheckPolicy refuses them; never honour them
 		}
 		r |= rights
 	}
@@ -245,21 +246,6 @@ func NewToken(spec TokenSpec) (fsm.ACLToken, string, error) {
 		CreateTime: time.Now().UnixNano()}, secret, nil
 }
 
-// FieldError says which field of a policy or token is invalid, and why.
-type FieldError struct {
-	Field string
-	Err   error
-}
-
-func (e *FieldError) Error() string { return fmt.Sprintf("%s: %v", e.Field, e.Err) }
-
-// Unwrap returns the cause.
-func (e *FieldError) Unwrap() error { return e.Err }
-
-func invalid(field, format string, args ...any) error {
-	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
-}
-
 // PolicySpec defines a policy.
 type PolicySpec struct {
 	Name        string
@@ -267,34 +253,34 @@ type PolicySpec struct {
 	Rules       []fsm.ACLRule
 }
 
-// ValidatePolicy checks a policy's name and rules; a *FieldError names
-// the first field that is invalid.
-func ValidatePolicy(spec PolicySpec) error {
+// CheckPolicy checks a policy's name and rules; a *check.InvalidError
+// names the first field that is invalid.
+func CheckPolicy(spec PolicySpec) error {
 	if spec.Name == "" || len(spec.Name) > MaxPolicyNameLen {
-		return invalid("name", "must be 1 to %d bytes", MaxPolicyNameLen)
+		return check.Invalid("name", "must be 1 to %d bytes", MaxPolicyNameLen)
 	}
 	for i := 0; i < len(spec.Name); i++ {
 		c := spec.Name[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return invalid("name", "byte %d (%q) is not one of [A-Za-z0-9._-]", i, c)
+			return check.Invalid("name", "byte %d (%q) is not one of [A-Za-z0-9._-]", i, c)
 		}
 	}
 	if len(spec.Description) > MaxDescriptionLen {
-		return invalid("description", "%d bytes, the limit is %d", len(spec.Description), MaxDescriptionLen)
+		return check.Invalid("description", "%d bytes, the limit is %d", len(spec.Description), MaxDescriptionLen)
 	}
 	if len(spec.Rules) > MaxPolicyRules {
-		return invalid("rules", "%d rules, the limit is %d", len(spec.Rules), MaxPolicyRules)
+		return check.Invalid("rules", "%d rules, the limit is %d", len(spec.Rules), MaxPolicyRules)
 	}
 	for i, r := range spec.Rules {
 		switch {
 		case r.Rights == 0:
-			return invalid("rules", "rule %d (prefix %q) grants no right", i, r.Prefix)
+			return check.Invalid("rules", "rule %d (prefix %q) grants no right", i, r.Prefix)
 		case r.Rights&^fsm.RightAll != 0:
-			return invalid("rules", "rule %d has unknown rights %#x", i, uint8(r.Rights))
+			return check.Invalid("rules", "rule %d has unknown rights %#x", i, uint8(r.Rights))
 		case len(r.Prefix) > fsm.MaxKeyLen:
-			return invalid("rules", "rule %d: prefix is %d bytes, the limit is %d", i, len(r.Prefix), fsm.MaxKeyLen)
+			return check.Invalid("rules", "rule %d: prefix is %d bytes, the limit is %d", i, len(r.Prefix), fsm.MaxKeyLen)
 		case r.Prefix != "" && r.Rights&fsm.ClusterRights != 0:
-			return invalid("rules", "rule %d: %s are cluster rights: give them in a rule with an empty prefix, not %q",
+			return check.Invalid("rules", "rule %d: %s are cluster rights: give them in a rule with an empty prefix, not %q",
 				i, r.Rights&fsm.ClusterRights, r.Prefix)
 		}
 	}

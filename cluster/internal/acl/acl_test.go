@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tenure-io/tenure/cluster/internal/acl"
+	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -81,7 +82,7 @@ func TestAuthorizerPrefixMatching(t *testing.T) {
 	}
 }
 
-// A cluster right in a rule with a prefix is never honoured (ValidatePolicy
+// A cluster right in a rule with a prefix is never honoured (CheckPolicy
 // refuses such a rule; a stored one could only come from a bug).
 func TestAuthorizerClusterRightsNeedAnEmptyPrefix(t *testing.T) {
 	a := authorizer(fsm.ACLToken{AccessorID: "acc"}, fsm.ACLPolicy{Name: "p", Rules: []fsm.ACLRule{{Prefix: "a", Rights: fsm.RightOperator | fsm.RightACL | fsm.RightRead}}})
@@ -91,14 +92,14 @@ func TestAuthorizerClusterRightsNeedAnEmptyPrefix(t *testing.T) {
 	if got := a.Rights("abc"); got != fsm.RightRead {
 		t.Errorf("Rights(abc) = %s, want read", got)
 	}
-	err := acl.ValidatePolicy(acl.PolicySpec{Name: "p", Rules: []fsm.ACLRule{{Prefix: "a", Rights: fsm.RightOperator}}})
-	var fe *acl.FieldError
+	err := acl.CheckPolicy(acl.PolicySpec{Name: "p", Rules: []fsm.ACLRule{{Prefix: "a", Rights: fsm.RightOperator}}})
+	var fe *check.InvalidError
 	if !errors.As(err, &fe) || fe.Field != "rules" || !strings.Contains(err.Error(), "empty prefix") {
-		t.Errorf("ValidatePolicy of operator on a prefix = %v, want invalid naming the empty prefix", err)
+		t.Errorf("CheckPolicy of operator on a prefix = %v, want invalid naming the empty prefix", err)
 	}
 }
 
-func TestValidatePolicy(t *testing.T) {
+func TestCheckPolicy(t *testing.T) {
 	rule := []fsm.ACLRule{{Prefix: "a/", Rights: fsm.RightRead}}
 	tests := []struct {
 		name  string
@@ -115,8 +116,8 @@ func TestValidatePolicy(t *testing.T) {
 		{"long description", acl.PolicySpec{Name: "p", Description: strings.Repeat("d", 300)}, "description"},
 	}
 	for _, tt := range tests {
-		err := acl.ValidatePolicy(tt.spec)
-		var inv *acl.FieldError
+		err := acl.CheckPolicy(tt.spec)
+		var inv *check.InvalidError
 		switch {
 		case tt.field == "" && err != nil:
 			t.Errorf("%s: %v, want valid", tt.name, err)

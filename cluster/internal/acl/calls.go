@@ -114,12 +114,17 @@ func (a Calls[C]) DeleteToken(ctx context.Context, accessor string) error {
 	return err
 }
 
+// read starts every read: ErrDisabled, or the read barrier of c.
+func (a Calls[C]) read(ctx context.Context, c C) error {
+	if !a.n.ACLsOn() {
+		return ErrDisabled
+	}
+	return a.n.ReadBarrier(ctx, c)
+}
+
 // Tokens lists every token (never a secret) and the ACL index.
 func (a Calls[C]) Tokens(ctx context.Context, c C) ([]*fsm.ACLToken, uint64, error) {
-	if !a.n.ACLsOn() {
-		return nil, 0, ErrDisabled
-	}
-	if err := a.n.ReadBarrier(ctx, c); err != nil {
+	if err := a.read(ctx, c); err != nil {
 		return nil, 0, err
 	}
 	tokens, index := a.n.State().ACLTokens()
@@ -130,10 +135,7 @@ func (a Calls[C]) Tokens(ctx context.Context, c C) ([]*fsm.ACLToken, uint64, err
 // after after (fsm.Machine.ACLTokensPage): at most limit, the id the next
 // page starts after ("" after the last page), and the ACL index.
 func (a Calls[C]) TokensPage(ctx context.Context, after string, limit int, c C) ([]*fsm.ACLToken, string, uint64, error) {
-	if !a.n.ACLsOn() {
-		return nil, "", 0, ErrDisabled
-	}
-	if err := a.n.ReadBarrier(ctx, c); err != nil {
+	if err := a.read(ctx, c); err != nil {
 		return nil, "", 0, err
 	}
 	tokens, next, index := a.n.State().ACLTokensPage(after, limit)
@@ -142,10 +144,7 @@ func (a Calls[C]) TokensPage(ctx context.Context, after string, limit int, c C) 
 
 // Token reads one token by accessor id. ErrNotFound if there is none.
 func (a Calls[C]) Token(ctx context.Context, accessor string, c C) (*fsm.ACLToken, error) {
-	if !a.n.ACLsOn() {
-		return nil, ErrDisabled
-	}
-	if err := a.n.ReadBarrier(ctx, c); err != nil {
+	if err := a.read(ctx, c); err != nil {
 		return nil, err
 	}
 	tok := a.n.State().ACLToken(accessor)
@@ -153,19 +152,6 @@ func (a Calls[C]) Token(ctx context.Context, accessor string, c C) (*fsm.ACLToke
 		return nil, fmt.Errorf("token %q: %w", accessor, check.ErrNotFound)
 	}
 	return tok, nil
-}
-
-// CheckPolicy checks a policy's name and rules; a *check.InvalidError
-// names the first field that is invalid.
-func CheckPolicy(spec PolicySpec) error {
-	if err := ValidatePolicy(spec); err != nil {
-		var fe *FieldError
-		if errors.As(err, &fe) {
-			return &check.InvalidError{Field: fe.Field, Err: fe.Err}
-		}
-		return err
-	}
-	return nil
 }
 
 // SetPolicy creates or replaces a policy; tokens that name it have its
@@ -197,10 +183,7 @@ func (a Calls[C]) DeletePolicy(ctx context.Context, name string) error {
 
 // Policies lists every policy and the ACL index.
 func (a Calls[C]) Policies(ctx context.Context, c C) ([]*fsm.ACLPolicy, uint64, error) {
-	if !a.n.ACLsOn() {
-		return nil, 0, ErrDisabled
-	}
-	if err := a.n.ReadBarrier(ctx, c); err != nil {
+	if err := a.read(ctx, c); err != nil {
 		return nil, 0, err
 	}
 	policies, index := a.n.State().ACLPolicies()
@@ -209,10 +192,7 @@ func (a Calls[C]) Policies(ctx context.Context, c C) ([]*fsm.ACLPolicy, uint64, 
 
 // Policy reads one policy. ErrNotFound if there is none.
 func (a Calls[C]) Policy(ctx context.Context, name string, c C) (*fsm.ACLPolicy, error) {
-	if !a.n.ACLsOn() {
-		return nil, ErrDisabled
-	}
-	if err := a.n.ReadBarrier(ctx, c); err != nil {
+	if err := a.read(ctx, c); err != nil {
 		return nil, err
 	}
 	p := a.n.State().ACLPolicy(name)

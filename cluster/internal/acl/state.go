@@ -1,6 +1,10 @@
 package acl
 
-import "github.com/tenure-io/tenure/fsm"
+import (
+	"slices"
+
+	"github.com/tenure-io/tenure/fsm"
+)
 
 // State is the part of the replicated state (*fsm.Machine) that resolving
 // tokens and admitting workers read. Its methods are safe for concurrent
@@ -69,7 +73,7 @@ func Admit(s State, defaultPolicy, worker, group string) bool {
 	switch {
 	case reg == nil:
 		a = Anonymous(defaultPolicy)
-	case !contains(reg.Groups, group):
+	case !slices.Contains(reg.Groups, group):
 		return false
 	default:
 		if a = authorizerOf(s, reg.Accessor); a == nil {
@@ -77,13 +81,4 @@ func Admit(s State, defaultPolicy, worker, group string) bool {
 		}
 	}
 	return WorkerAllowed(s, a, worker, group) == nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
