@@ -159,15 +159,11 @@ func (n *Node) Keyring() ([]KeyringView, int, error) {
 	return views, total, keyringError(err)
 }
 
-// keyringError is err of a keyring change with the node's sentinels:
-// ErrGossipPlaintext, and an *InvalidError for a refused change.
+// keyringError is err of a keyring change with the node's sentinel
+// ErrGossipPlaintext (a refused change is an *InvalidError already).
 func keyringError(err error) error {
-	var fe *membership.FieldError
-	switch {
-	case errors.Is(err, membership.ErrPlaintext):
+	if errors.Is(err, membership.ErrPlaintext) {
 		return ErrGossipPlaintext
-	case errors.As(err, &fe):
-		return &InvalidError{Field: fe.Field, Err: fe.Err}
 	}
 	return err
 }

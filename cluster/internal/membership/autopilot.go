@@ -137,8 +137,6 @@ func newPilot() pilot {
 	return pilot{healthySince: map[raft.ServerID]time.Time{}, logged: map[string]string{}}
 }
 
-// logOnce logs msg about the member named name (or "raft:" and a server
-// id), unless it is what was last logged about it.
 // distrusts returns why m, an alive server member, cannot be trusted yet,
 // and logs it as msg: its id is announced by several alive members (dup
 // counts them; errAnnouncedTwice), or its identity proof failed, or has
@@ -154,6 +152,8 @@ func (g *Gossip) distrusts(m Member, dup map[string]int, msg string) error {
 	return err
 }
 
+// logOnce logs msg about the member named name (or "raft:" and a server
+// id), unless it is what was last logged about it.
 func (g *Gossip) logOnce(name, msg string, err error) {
 	line := msg + ": " + err.Error()
 	if g.pilot.logged[name] == line {

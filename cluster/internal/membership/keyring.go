@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/cluster/internal/check"
+	"github.com/tenure-io/tenure/cluster/internal/identity"
 )
 
 // Gossip encryption. memberlist encrypts every gossip packet with the
@@ -26,13 +28,6 @@ import (
 
 // keyringFileName is the keyring's file in the data dir.
 const keyringFileName = "gossip-keyring.json"
-
-// Keyring operations, as the API and the gossip message name them.
-const (
-	KeyringInstall = wire.KeyringInstall
-	KeyringUse     = wire.KeyringUse
-	KeyringRemove  = wire.KeyringRemove
-)
 
 // msgKeyring is the type byte of a keyring operation sent over gossip to a
 // member (a server or a worker).
@@ -69,16 +64,6 @@ func ParseGossipKey(s string) ([]byte, error) {
 
 // ErrPlaintext: gossip runs without encryption, so there is no keyring.
 var ErrPlaintext = errors.New("gossip runs without encryption")
-
-// FieldError: a keyring change breaks a rule of the field Field.
-type FieldError struct {
-	Field string
-	Err   error
-}
-
-func (e *FieldError) Error() string { return fmt.Sprintf("%s: %v", e.Field, e.Err) }
-
-func (e *FieldError) Unwrap() error { return e.Err }
 
 // keyringFile is the keyring on disk: every key, base64, primary first.
 type keyringFile struct {
@@ -130,40 +115,10 @@ func saveKeyring(dataDir string, kr *memberlist.Keyring) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dataDir, keyringFileName)
-	tmp := path + ".tmp"
-	if err := writeSynced(tmp, b); err != nil {
+	if err := identity.WriteFileDurably(filepath.Join(dataDir, keyringFileName), b, 0o600); err != nil {
 		return fmt.Errorf("write keyring: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write keyring: %w", err)
-	}
-	dir, err := os.Open(dataDir)
-	if err != nil {
-		return fmt.Errorf("write keyring: %w", err)
-	}
-	defer dir.Close()
-	if err := dir.Sync(); err != nil {
-		return fmt.Errorf("write keyring: sync %s: %w", dataDir, err)
 	}
 	return nil
-}
-
-// writeSynced writes b to path (mode 0600) and syncs it to disk.
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // keyFingerprints are the fingerprints of kr's keys, primary first: what a
@@ -176,31 +131,31 @@ func keyFingerprints(kr *memberlist.Keyring) []string {
 func applyKeyringOp(kr *memberlist.Keyring, op KeyringMessage) error {
 	key, err := ParseGossipKey(op.Key)
 	if err != nil {
-		return &FieldError{Field: "gossip_key", Err: err}
+		return &check.InvalidError{Field: "gossip_key", Err: err}
 	}
 	switch op.Op {
-	case KeyringInstall:
+	case wire.KeyringInstall:
 		return kr.AddKey(key)
-	case KeyringUse:
+	case wire.KeyringUse:
 		for _, k := range kr.GetKeys() {
 			if bytes.Equal(k, key) {
 				return kr.UseKey(key)
 			}
 		}
-		return &FieldError{Field: "gossip_key", Err: fmt.Errorf("key %s is not installed here: install it first", wire.KeyFingerprint(key))}
-	case KeyringRemove:
+		return check.Invalid("gossip_key", "key %s is not installed here: install it first", wire.KeyFingerprint(key))
+	case wire.KeyringRemove:
 		if bytes.Equal(kr.GetPrimaryKey(), key) {
-			return &FieldError{Field: "gossip_key", Err: fmt.Errorf("key %s is the primary key: use another key first", wire.KeyFingerprint(key))}
+			return check.Invalid("gossip_key", "key %s is the primary key: use another key first", wire.KeyFingerprint(key))
 		}
 		return kr.RemoveKey(key)
 	}
-	return &FieldError{Field: "op", Err: fmt.Errorf("%q is not install, use or remove", op.Op)}
+	return check.Invalid("op", "%q is not install, use or remove", op.Op)
 }
 
 // ChangeKeyring applies op to this server's keyring, saves it and
 // announces the new fingerprints (applyKeyring), and logs the change.
-// ErrPlaintext: gossip runs without encryption. A *FieldError: op is not
-// a valid change of this keyring.
+// ErrPlaintext: gossip runs without encryption. A *check.InvalidError: op
+// is not a valid change of this keyring.
 func (g *Gossip) ChangeKeyring(op KeyringMessage) error {
 	if g.cfg.Keyring == nil {
 		return ErrPlaintext
@@ -219,10 +174,6 @@ func (g *Gossip) SendToWorkers(ctx context.Context, op KeyringMessage) ([]string
 	if g.cfg.Keyring == nil {
 		return nil, ErrPlaintext
 	}
-	return g.sendToWorkers(ctx, op)
-}
-
-func (g *Gossip) sendToWorkers(ctx context.Context, op KeyringMessage) ([]string, error) {
 	msg, err := json.Marshal(op)
 	if err != nil {
 		return nil, err
@@ -260,11 +211,6 @@ func (g *Gossip) KeyringViews() ([]KeyringView, int, error) {
 	if g.cfg.Keyring == nil {
 		return nil, 0, ErrPlaintext
 	}
-	views, total := g.keyringViews()
-	return views, total, nil
-}
-
-func (g *Gossip) keyringViews() ([]KeyringView, int) {
 	mine := map[string]string{}
 	for _, k := range g.cfg.Keyring.GetKeys() {
 		mine[wire.KeyFingerprint(k)] = base64.StdEncoding.EncodeToString(k)
@@ -293,7 +239,7 @@ func (g *Gossip) keyringViews() ([]KeyringView, int) {
 		out = append(out, *v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Fingerprint < out[j].Fingerprint })
-	return out, total
+	return out, total, nil
 }
 
 func keyFingerprintOf(b64 string) string {

@@ -159,12 +159,12 @@ func TestGossipKeyRotation(t *testing.T) {
 		op   string
 		want []string
 	}{
-		{KeyringInstall, []string{oldFP, newFP}},
-		{KeyringUse, []string{newFP, oldFP}},
-		{KeyringRemove, nil},
+		{wire.KeyringInstall, []string{oldFP, newFP}},
+		{wire.KeyringUse, []string{newFP, oldFP}},
+		{wire.KeyringRemove, nil},
 	} {
 		key := newK
-		if step.op == KeyringRemove {
+		if step.op == wire.KeyringRemove {
 			key, step.want = oldKey, []string{newFP}
 		}
 		// Each server applies the step, as the API makes each do.
@@ -197,7 +197,7 @@ func TestGossipKeyRotation(t *testing.T) {
 func TestServerIgnoresKeyringMessagesOverGossip(t *testing.T) {
 	key, other := newKey(t), newKey(t)
 	a := startGossip(t, "a", t.TempDir(), key)
-	for _, op := range []string{KeyringInstall, KeyringUse} {
+	for _, op := range []string{wire.KeyringInstall, wire.KeyringUse} {
 		msg, _ := json.Marshal(KeyringMessage{Op: op, Key: base64.StdEncoding.EncodeToString(other)})
 		a.NotifyMsg(append([]byte{msgKeyring}, msg...))
 	}
@@ -220,10 +220,10 @@ func TestKeyringOpRefusals(t *testing.T) {
 		name string
 		op   KeyringMessage
 	}{
-		{"use a key not installed", KeyringMessage{Op: KeyringUse, Key: base64.StdEncoding.EncodeToString(other)}},
-		{"remove the primary key", KeyringMessage{Op: KeyringRemove, Key: base64.StdEncoding.EncodeToString(key)}},
-		{"a key of 16 bytes", KeyringMessage{Op: KeyringInstall, Key: base64.StdEncoding.EncodeToString(key[:16])}},
-		{"not base64", KeyringMessage{Op: KeyringInstall, Key: "%%%"}},
+		{"use a key not installed", KeyringMessage{Op: wire.KeyringUse, Key: base64.StdEncoding.EncodeToString(other)}},
+		{"remove the primary key", KeyringMessage{Op: wire.KeyringRemove, Key: base64.StdEncoding.EncodeToString(key)}},
+		{"a key of 16 bytes", KeyringMessage{Op: wire.KeyringInstall, Key: base64.StdEncoding.EncodeToString(key[:16])}},
+		{"not base64", KeyringMessage{Op: wire.KeyringInstall, Key: "%%%"}},
 		{"unknown op", KeyringMessage{Op: "rotate", Key: base64.StdEncoding.EncodeToString(other)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
