@@ -67,26 +67,20 @@ func writeNew(path string, b []byte, perm os.FileMode) error {
 		return err
 	}
 	// The mode is exactly perm, whatever the umask.
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
+	err = f.Chmod(perm)
+	if err == nil {
+		_, err = f.Write(b)
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
+	if err != nil {
 		os.Remove(path)
-		return err
 	}
-	return nil
+	return err
 }
 
 // LoadAuthority reads the CA from its certificate and key files.

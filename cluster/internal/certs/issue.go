@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -240,14 +241,16 @@ func (a *Authority) IssueServer(opts ServerOptions) (Pair, error) {
 		if d == "" {
 			return Pair{}, errors.New("additional DNS name: empty")
 		}
-		dns = appendNew(dns, d)
+		if !slices.Contains(dns, d) {
+			dns = append(dns, d)
+		}
 	}
 	ips := []net.IP{net.IPv4(127, 0, 0, 1)}
 	for _, ip := range opts.IPAddresses {
 		if ip == nil {
 			return Pair{}, errors.New("additional IP address: empty")
 		}
-		if !containsIP(ips, ip) {
+		if !slices.ContainsFunc(ips, ip.Equal) {
 			ips = append(ips, ip)
 		}
 	}
@@ -413,24 +416,6 @@ func parsePrivateKey(keyPEM []byte) (crypto.Signer, error) {
 func publicKeysEqual(a, b crypto.PublicKey) bool {
 	ka, ok := a.(interface{ Equal(crypto.PublicKey) bool })
 	return ok && ka.Equal(b)
-}
-
-func appendNew(list []string, s string) []string {
-	for _, x := range list {
-		if x == s {
-			return list
-		}
-	}
-	return append(list, s)
-}
-
-func containsIP(list []net.IP, ip net.IP) bool {
-	for _, x := range list {
-		if x.Equal(ip) {
-			return true
-		}
-	}
-	return false
 }
 
 // CheckClusterName checks that s can name a cluster: one DNS label, since
