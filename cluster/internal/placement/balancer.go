@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/cluster/internal/clock"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -35,17 +36,7 @@ type Worker struct {
 }
 
 // Serves reports whether the worker announced group g.
-func (w Worker) Serves(g string) bool { return Serves(w.Groups, g) }
-
-// Serves reports whether groups, the groups a worker announced, name g.
-func Serves(groups []string, g string) bool {
-	for _, name := range groups {
-		if name == g {
-			return true
-		}
-	}
-	return false
-}
+func (w Worker) Serves(g string) bool { return slices.Contains(w.Groups, g) }
 
 // BalancerConfig is what a Balancer works with. Every field but Admit is
 // required.
@@ -59,7 +50,7 @@ type BalancerConfig struct {
 	Workers        func() []Worker
 	WorkersChanged <-chan struct{}
 	Logger         hclog.Logger
-	Clock          Clock
+	Clock          clock.Clock
 	Debounce       time.Duration
 	Settle         time.Duration
 	// Admit, when not nil (ACLs on), says whether a live worker may be
@@ -78,26 +69,10 @@ type BalancerConfig struct {
 // membership changes and group changes, debounced, and re-checks
 // periodically. It never touches a lease: the plan is intent only, and a
 // worker that gossip declares dead may be alive and holding its leases.
-type Balancer struct {
-	machine        State
-	submit         func(ctx context.Context, cmd fsm.Command) error
-	members        func() []Worker
-	membersChanged <-chan struct{}
-	log            hclog.Logger
-	clock          Clock
-	debounce       time.Duration
-	settle         time.Duration
-	admit          func(worker, group string) bool
-	stuck          *Tracker
-	check          time.Duration
-}
+type Balancer struct{ cfg BalancerConfig }
 
 // NewBalancer returns the balancer of one leadership.
-func NewBalancer(cfg BalancerConfig) *Balancer {
-	return &Balancer{machine: cfg.State, submit: cfg.Submit, members: cfg.Workers, membersChanged: cfg.WorkersChanged,
-		log: cfg.Logger, clock: cfg.Clock, debounce: cfg.Debounce, settle: cfg.Settle, admit: cfg.Admit,
-		stuck: cfg.Stuck, check: cfg.Check}
-}
+func NewBalancer(cfg BalancerConfig) *Balancer { return &Balancer{cfg: cfg} }
 
 // Run plans until ctx ends (leadership lost or the proposer stopped), on
 // the caller's goroutine.
@@ -105,43 +80,43 @@ func (b *Balancer) Run(ctx context.Context) {
 	// A new leader's view of the workers may be partial (its gossip may
 	// have just started, or rejoined): let it settle before the first plan,
 	// or it would move keys away from workers it has not heard of yet.
-	if !b.sleep(ctx, b.settle) {
+	if !b.sleep(ctx, b.cfg.Settle) {
 		return
 	}
 	const tickEvery = 5 * time.Second
-	tick := b.clock.NewTimer(tickEvery)
+	tick := b.cfg.Clock.NewTimer(tickEvery)
 	defer tick.Stop()
-	check := b.clock.NewTimer(b.check)
+	check := b.cfg.Clock.NewTimer(b.cfg.Check)
 	defer check.Stop()
 	var lastIndex, lastACL uint64
 	for {
 		b.rebalance(ctx)
-		lastIndex, lastACL = b.machine.GroupIndex(), b.machine.ACLIndex()
+		lastIndex, lastACL = b.cfg.State.GroupIndex(), b.cfg.State.ACLIndex()
 		// Wait for something that may change the plan.
 	wait:
 		for {
-			changed := b.machine.Changed()
+			changed := b.cfg.State.Changed()
 			select {
 			case <-ctx.Done():
 				return
-			case <-b.membersChanged:
+			case <-b.cfg.WorkersChanged:
 				break wait
 			case <-tick.C():
 				tick.Reset(tickEvery)
 				break wait
 			case <-check.C():
-				check.Reset(b.check)
+				check.Reset(b.cfg.Check)
 				if b.stuckChanged() {
 					break wait
 				}
 			case <-changed:
-				if b.machine.GroupIndex() != lastIndex || b.machine.ACLIndex() != lastACL {
+				if b.cfg.State.GroupIndex() != lastIndex || b.cfg.State.ACLIndex() != lastACL {
 					break wait
 				}
 			}
 		}
 		// Debounce: let a burst of joins or edits settle into one plan.
-		if !b.sleep(ctx, b.debounce) {
+		if !b.sleep(ctx, b.cfg.Debounce) {
 			return
 		}
 	}
@@ -149,7 +124,7 @@ func (b *Balancer) Run(ctx context.Context) {
 
 // sleep waits d on the clock and reports whether ctx is still live.
 func (b *Balancer) sleep(ctx context.Context, d time.Duration) bool {
-	t := b.clock.NewTimer(d)
+	t := b.cfg.Clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -161,30 +136,30 @@ func (b *Balancer) sleep(ctx context.Context, d time.Duration) bool {
 
 // rebalance writes the new plan of every group whose plan changed.
 func (b *Balancer) rebalance(ctx context.Context) {
-	groups, _ := b.machine.Groups()
-	b.stuck.forget(groups) // also when the last group is gone
+	groups, _ := b.cfg.State.Groups()
+	b.cfg.Stuck.forget(groups) // also when the last group is gone
 	if len(groups) == 0 {
 		return
 	}
-	workers := b.members()
+	workers := b.cfg.Workers()
 	for _, g := range groups {
 		stuck, plan, ncands := b.planGroup(g, workers)
 		if !slices.Equal(stuck, g.Stuck) {
-			if err := b.submit(ctx, fsm.MarkStuck{Group: g.Name, Workers: stuck}); err != nil {
-				b.log.Warn("writing stuck workers failed", "group", g.Name, "error", err)
+			if err := b.cfg.Submit(ctx, fsm.MarkStuck{Group: g.Name, Workers: stuck}); err != nil {
+				b.cfg.Logger.Warn("writing stuck workers failed", "group", g.Name, "error", err)
 				continue
 			}
-			b.log.Info("workers_stuck", "group", g.Name, "stuck", stuck, "before", g.Stuck)
+			b.cfg.Logger.Info("workers_stuck", "group", g.Name, "stuck", stuck, "before", g.Stuck)
 		}
 		if maps.Equal(plan, g.Assignment) {
 			continue
 		}
-		err := b.submit(ctx, fsm.Assign{Group: g.Name, Assignment: plan})
+		err := b.cfg.Submit(ctx, fsm.Assign{Group: g.Name, Assignment: plan})
 		if err != nil {
-			b.log.Warn("writing placement failed", "group", g.Name, "error", err)
+			b.cfg.Logger.Warn("writing placement failed", "group", g.Name, "error", err)
 			continue
 		}
-		b.log.Info("placement_changed", "group", g.Name, "keys", len(g.Keys), "owned", len(plan),
+		b.cfg.Logger.Info("placement_changed", "group", g.Name, "keys", len(g.Keys), "owned", len(plan),
 			"workers", ncands, "moved", movedKeys(g.Assignment, plan))
 	}
 }
@@ -198,22 +173,22 @@ func (b *Balancer) rebalance(ctx context.Context) {
 // helps nobody, and the plan stays as if none were stuck, so the workers
 // take their keys the moment they can.
 func (b *Balancer) planGroup(g *fsm.Group, workers []Worker) (stuck []string, plan map[string]string, ncands int) {
-	stuck = b.stuck.Observe(g, b.machine.Get, b.machine.Control)
+	stuck = b.cfg.Stuck.Observe(g, b.cfg.State.Get, b.cfg.State.Control)
 	var cands []candidate
 	seen := make(map[string]bool)
 	healthy := false
 	for _, w := range workers {
 		// Two processes announcing one id count once: they share the
 		// id's keys, and their leases decide which of them works.
-		if w.Serves(g.Name) && !w.Draining && !b.machine.Drained(w.ID) && !seen[w.ID] &&
-			(b.admit == nil || b.admit(w.ID, g.Name)) {
+		if w.Serves(g.Name) && !w.Draining && !b.cfg.State.Drained(w.ID) && !seen[w.ID] &&
+			(b.cfg.Admit == nil || b.cfg.Admit(w.ID, g.Name)) {
 			seen[w.ID] = true
 			cands = append(cands, candidate{id: w.ID, capacity: w.Capacity})
 			healthy = healthy || !slices.Contains(stuck, w.ID)
 		}
 	}
 	if !healthy {
-		return stuck, place(g.Keys, cands, g.MaxPerWorker, g.Assignment, b.machine.Control), len(cands)
+		return stuck, place(g.Keys, cands, g.MaxPerWorker, g.Assignment, b.cfg.State.Control), len(cands)
 	}
 	prev, held := b.keepHeld(g, stuck)
 	kept := cands[:0]
@@ -231,7 +206,7 @@ func (b *Balancer) planGroup(g *fsm.Group, workers []Worker) (stuck []string, pl
 		}
 		kept = append(kept, c)
 	}
-	return stuck, place(g.Keys, kept, g.MaxPerWorker, prev, b.machine.Control), len(kept)
+	return stuck, place(g.Keys, kept, g.MaxPerWorker, prev, b.cfg.State.Control), len(kept)
 }
 
 // keepHeld returns the previous plan of g without the keys targeted at a
@@ -246,7 +221,7 @@ func (b *Balancer) keepHeld(g *fsm.Group, stuck []string) (map[string]string, ma
 	held := make(map[string]int)
 	for k, w := range g.Assignment {
 		if slices.Contains(stuck, w) {
-			l := b.machine.Get(k)
+			l := b.cfg.State.Get(k)
 			if l == nil || !l.Held || !Holds(l.Holder, w) {
 				continue
 			}
@@ -260,10 +235,10 @@ func (b *Balancer) keepHeld(g *fsm.Group, stuck []string) (map[string]string, ma
 // stuckChanged looks at the leases of every group and reports whether the
 // set of stuck workers of one of them changed (the plan must follow).
 func (b *Balancer) stuckChanged() bool {
-	groups, _ := b.machine.Groups()
+	groups, _ := b.cfg.State.Groups()
 	changed := false
 	for _, g := range groups {
-		if !slices.Equal(b.stuck.Observe(g, b.machine.Get, b.machine.Control), g.Stuck) {
+		if !slices.Equal(b.cfg.Stuck.Observe(g, b.cfg.State.Get, b.cfg.State.Control), g.Stuck) {
 			changed = true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/clock"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -60,7 +61,7 @@ const (
 // Tracker is the leader's tracking of stuck workers for one leadership.
 // Its methods are safe for concurrent use.
 type Tracker struct {
-	clock Clock
+	clock clock.Clock
 	// defaultGrace is the grace of a group that sets none and whose keys
 	// never had a lease.
 	defaultGrace time.Duration
@@ -97,7 +98,7 @@ type workerTrack struct {
 // NewTracker returns a tracker that reads clock (monotonic readings) and
 // gives defaultGrace to a group that sets none and whose keys never had a
 // lease.
-func NewTracker(clock Clock, defaultGrace time.Duration) *Tracker {
+func NewTracker(clock clock.Clock, defaultGrace time.Duration) *Tracker {
 	return &Tracker{clock: clock, defaultGrace: defaultGrace, groups: make(map[string]*groupTrack)}
 }
 

@@ -59,7 +59,7 @@ func (w *stuckWorld) step() ([]string, map[string]string) {
 		w.apply(fsm.Assign{Group: "g", Assignment: plan})
 	}
 	// The balancer's next check sees the new plan.
-	w.b.stuck.Observe(w.m.Group("g"), w.m.Get, w.m.Control)
+	w.b.cfg.Stuck.Observe(w.m.Group("g"), w.m.Get, w.m.Control)
 	return stuck, plan
 }
 
@@ -207,7 +207,7 @@ func TestStuckWorkerQuarantineDoublesAndIsForgotten(t *testing.T) {
 	w.take()
 	w.clock.Advance(forgetAfter * 2 * testGrace)
 	w.step()
-	if _, ok := w.b.stuck.groups["g"].workers["b"]; ok {
+	if _, ok := w.b.cfg.Stuck.groups["g"].workers["b"]; ok {
 		t.Fatalf("b's strikes are still kept after it worked for %v", forgetAfter*2*testGrace)
 	}
 }
@@ -332,7 +332,7 @@ func TestStuckMarksOfADeletedGroupAreForgotten(t *testing.T) {
 	}
 	w.apply(fsm.GroupDelete{Name: "g"})
 	w.b.rebalance(context.Background())
-	if _, stuck, _ := w.b.stuck.Report(); len(stuck) != 0 {
+	if _, stuck, _ := w.b.cfg.Stuck.Report(); len(stuck) != 0 {
 		t.Errorf("after the only group was deleted: stuck %+v, want none", stuck)
 	}
 }
