@@ -90,13 +90,8 @@ func (s metricsSource) Admits(worker, group string) bool {
 	return admit == nil || admit(worker, group)
 }
 
-func (s metricsSource) Workers() []metricset.Worker {
-	members := liveWorkers(s.n.Members())
-	out := make([]metricset.Worker, len(members))
-	for i, m := range members {
-		out[i] = metricset.Worker{ID: m.Meta.ID, Draining: m.Meta.Draining, Groups: m.Meta.Groups}
-	}
-	return out
+func (s metricsSource) Workers() []placement.Worker {
+	return placementWorkers(liveWorkers(s.n.Members()))
 }
 
 func (s metricsSource) OldestUnowned() map[string]time.Duration {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -61,7 +62,7 @@ type Placement interface {
 	Control(key string) fsm.KeyControl
 	Drained(worker string) bool
 	// Workers lists the live workers of the node's gossip view.
-	Workers() []Worker
+	Workers() []placement.Worker
 	// OldestUnowned is, on the leader, how long the oldest free key of
 	// each group has been free (counted from its promotion at most); nil
 	// on any other node.
@@ -71,24 +72,6 @@ type Placement interface {
 	// Admits reports whether worker may be given keys of group (always
 	// true with ACLs off).
 	Admits(worker, group string) bool
-}
-
-// Worker is a live worker as the gossip view announces it.
-type Worker struct {
-	ID string
-	// Draining: it announced that it is shutting down.
-	Draining bool
-	// Groups are the groups it serves.
-	Groups []string
-}
-
-func (w Worker) serves(g string) bool {
-	for _, name := range w.Groups {
-		if name == g {
-			return true
-		}
-	}
-	return false
 }
 
 // collectGroups sends the placement metrics of every group.
@@ -138,7 +121,7 @@ func collectGroups(ch chan<- prometheus.Metric, p Placement) {
 		serving := make(map[string]bool)
 		eligible := make(map[string]bool)
 		for _, w := range workers {
-			if !w.serves(g.Name) {
+			if !w.Serves(g.Name) {
 				continue
 			}
 			serving[w.ID] = true

@@ -51,3 +51,25 @@ func collectHealth(ch chan<- prometheus.Metric, h Health) {
 	ch <- prometheus.MustNewConstMetric(descReplicationLagSeconds, prometheus.GaugeValue, h.BehindFor.Seconds())
 	ch <- prometheus.MustNewConstMetric(descNodeHealthy, prometheus.GaugeValue, healthy)
 }
+
+// Conns are the counts of one port's connection gate.
+type Conns struct {
+	// Port is "raft" or "gossip".
+	Port    string
+	Open    int
+	Refused uint64
+}
+
+var (
+	descConnsOpen    = prometheus.NewDesc("tenure_inbound_connections", "Open inbound connections of a port (raft, gossip).", []string{"port"}, nil)
+	descConnsRefused = prometheus.NewDesc("tenure_inbound_connections_refused_total", "Inbound connections closed at accept because a cap of the port (in all, or per address) was reached.", []string{"port"}, nil)
+)
+
+// collectConns sends the counts of the connection gates of the Raft and
+// gossip ports.
+func collectConns(ch chan<- prometheus.Metric, conns []Conns) {
+	for _, p := range conns {
+		ch <- prometheus.MustNewConstMetric(descConnsOpen, prometheus.GaugeValue, float64(p.Open), p.Port)
+		ch <- prometheus.MustNewConstMetric(descConnsRefused, prometheus.CounterValue, float64(p.Refused), p.Port)
+	}
+}

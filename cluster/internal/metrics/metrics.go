@@ -92,9 +92,7 @@ func New(cfg Config) *Set {
 	}, []string{"state"})
 	reg.MustRegister(m.Acquisitions, m.Releases, m.Expiries, m.Conflicts, m.Renewals,
 		m.ApplyLatency, m.BatchSize, m.VerifyLatency, m.LeaderChanges, m.Backups, m.LastBackup,
-		m.LogSuppressed,
-		&stateCollector{src: cfg.Source, placement: cfg.Placement, leases: leases}, &connCollector{src: cfg.Source},
-	)
+		m.LogSuppressed, &stateCollector{src: cfg.Source, placement: cfg.Placement, leases: leases})
 	return m
 }
 
@@ -161,6 +159,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	describeGroups(ch)
 	describeHealth(ch)
 	describeDisk(ch)
+	ch <- descConnsOpen
+	ch <- descConnsRefused
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -184,4 +184,5 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	collectGroups(ch, c.placement)
 	collectHealth(ch, c.src.Health())
 	collectDisk(ch, c.src.Disk())
+	collectConns(ch, c.src.Conns())
 }
