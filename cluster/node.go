@@ -324,8 +324,8 @@ func (n *Node) openRaft() error {
 	if err := raftstore.CheckLogStore(store, cfg.DataDir, cfg.NodeID); err != nil {
 		return err
 	}
-	trans, openTransport := rounds.WithLag(n.trans, n.lag, transport.GuardPipeline)
-	n.raft, err = raftstore.NewRaft(rc, &checkedFSM{n: n}, logs, stable, snapStore, rounds.WithContacts(trans, n.contacts), cfg.DataDir, cfg.NodeID)
+	trans, openTransport := rounds.Wrap(n.trans, n.lag, n.contacts, transport.GuardPipeline)
+	n.raft, err = raftstore.NewRaft(rc, &checkedFSM{n: n}, logs, stable, snapStore, trans, cfg.DataDir, cfg.NodeID)
 	if err != nil {
 		return err
 	}

@@ -4,14 +4,14 @@
 // channel on the Raft port) and which followers answer its Raft RPCs
 // (Contacts); on every server, how far it trails the leader's commit
 // index (LagTracker). The voter's side of a round is Serve, with the
-// Confirms rule. The transport wrappers WithContacts and WithLag watch
-// Raft's RPCs for the last two.
+// Confirms rule. The transport wrapper of Wrap watches Raft's RPCs for
+// the last two.
 //
 // A round is messages only: it must never write to the Raft log, and an
 // answer counts only for the round it names, so that a renewal or a read
 // confirmed by a round is confirmed by answers given after it began. The
-// package decides nothing about leases, and its transport wrappers never
-// change an RPC they pass on; they only delay inbound ones until the hub
+// package decides nothing about leases, and its transport wrapper never
+// changes an RPC it passes on; it only delays inbound ones until the hub
 // opens them.
 //
 // Builds with the tag tenure_unsafe_rounds (a negative control of the

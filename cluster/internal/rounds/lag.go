@@ -1,6 +1,7 @@
 package rounds
 
 import (
+	"io"
 	"sync"
 	"time"
 
@@ -83,18 +84,28 @@ func (l *LagTracker) Lag(applied, ownCommit uint64) Lag {
 	return s
 }
 
-// lagTransport is a Raft transport that shows every AppendEntries request
-// this node receives to a LagTracker before Raft handles it. Everything
-// else passes through unchanged. It also holds every inbound RPC back
+// watchedTransport is the node's Raft transport as Raft sees it (Wrap).
+// It shows every AppendEntries request this node receives to a LagTracker
+// before Raft handles it, records every answered AppendEntries and
+// InstallSnapshot it sends in Contacts, and makes its InstallSnapshot
+// calls one at a time (installs). It also holds every inbound RPC back
 // until the node has checked its data dir's identity against the Raft
 // state it started with (open): a data dir that turns out to hold another
-// cluster's state never answers a vote or an append of this cluster.
-// Its outbound pipelines are wrapped by guard (the hub's pipeline guard,
-// docs/adr/0020-guarded-raft-pipelines.md).
-type lagTransport struct {
+// cluster's state never answers a vote or an append of this cluster. Its
+// outbound pipelines are wrapped by guard (the hub's pipeline guard,
+// docs/adr/0020-guarded-raft-pipelines.md). Everything else passes
+// through unchanged.
+type watchedTransport struct {
 	raft.Transport
-	lag      *LagTracker
-	guard    func(raft.AppendPipeline) raft.AppendPipeline
+	lag   *LagTracker
+	seen  *Contacts
+	guard func(raft.AppendPipeline) raft.AppendPipeline
+	// installs holds one token per snapshot this leader is sending. A
+	// follower installing a large snapshot (a restore of 39 MB) may not
+	// answer heartbeats in time while it decodes it; sent to every
+	// follower at once, the leader then hears from no quorum and steps
+	// down. One at a time, the others keep answering.
+	installs chan struct{}
 	once     sync.Once
 	ch       chan raft.RPC
 	done     chan struct{}
@@ -104,25 +115,26 @@ type lagTransport struct {
 }
 
 // open lets the inbound RPCs through.
-func (t *lagTransport) open() { t.gateOnce.Do(func() { close(t.gate) }) }
+func (t *watchedTransport) open() { t.gateOnce.Do(func() { close(t.gate) }) }
 
-// WithLag wraps t, showing every AppendEntries request it receives to
-// lag, with inbound RPCs held back until open is called, and every
-// pipeline it opens wrapped by guard (unless guard is nil).
-// Raft looks for the optional WithPreVote interface on its transport, so
-// the wrapper has it exactly when t has it.
-func WithLag(t raft.Transport, lag *LagTracker, guard func(raft.AppendPipeline) raft.AppendPipeline) (raft.Transport, func()) {
-	lt := &lagTransport{Transport: t, lag: lag, guard: guard, ch: make(chan raft.RPC), done: make(chan struct{}), gate: make(chan struct{})}
+// Wrap wraps t, showing every AppendEntries request it receives to lag,
+// recording the answers to its own in seen, with inbound RPCs held back
+// until open is called, and every pipeline it opens wrapped by guard
+// (unless guard is nil). Raft looks for the optional WithPreVote
+// interface on its transport, so the wrapper has it exactly when t has it.
+func Wrap(t raft.Transport, lag *LagTracker, seen *Contacts, guard func(raft.AppendPipeline) raft.AppendPipeline) (raft.Transport, func()) {
+	wt := &watchedTransport{Transport: t, lag: lag, seen: seen, guard: guard, installs: make(chan struct{}, 1),
+		ch: make(chan raft.RPC), done: make(chan struct{}), gate: make(chan struct{})}
 	if _, ok := t.(raft.WithPreVote); ok {
-		return &lagPreVoteTransport{lt}, lt.open
+		return &preVoteTransport{wt}, wt.open
 	}
-	return lt, lt.open
+	return wt, wt.open
 }
 
 // Consumer passes on the RPCs of the wrapped transport, noting the commit
 // index of each AppendEntries request. Its goroutine ends when the
 // transport is closed.
-func (t *lagTransport) Consumer() <-chan raft.RPC {
+func (t *watchedTransport) Consumer() <-chan raft.RPC {
 	t.once.Do(func() {
 		in := t.Transport.Consumer()
 		go func() {
@@ -151,8 +163,26 @@ func (t *lagTransport) Consumer() <-chan raft.RPC {
 	return t.ch
 }
 
+func (t *watchedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.Transport.AppendEntries(id, target, args, resp)
+	if err == nil {
+		t.seen.answered(id, target, resp.LastLog, true)
+	}
+	return err
+}
+
+func (t *watchedTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	t.installs <- struct{}{}
+	err := t.Transport.InstallSnapshot(id, target, args, resp, data)
+	<-t.installs
+	if err == nil {
+		t.seen.answered(id, target, 0, false)
+	}
+	return err
+}
+
 // AppendEntriesPipeline guards the wrapped transport's pipelines.
-func (t *lagTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+func (t *watchedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
 	p, err := t.Transport.AppendEntriesPipeline(id, target)
 	if err != nil {
 		return nil, err
@@ -165,13 +195,16 @@ func (t *lagTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Serve
 
 // Close implements raft.WithClose: it ends the Consumer goroutine and
 // closes the wrapped transport if it can be closed.
-func (t *lagTransport) Close() error {
+func (t *watchedTransport) Close() error {
 	t.stop.Do(func() { close(t.done) })
-	return closeWrapped(t.Transport)
+	if c, ok := t.Transport.(raft.WithClose); ok {
+		return c.Close()
+	}
+	return nil
 }
 
-type lagPreVoteTransport struct{ *lagTransport }
+type preVoteTransport struct{ *watchedTransport }
 
-func (t *lagPreVoteTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+func (t *preVoteTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
 	return t.Transport.(raft.WithPreVote).RequestPreVote(id, target, args, resp)
 }

@@ -15,7 +15,7 @@ func TestTransportHoldsRPCsUntilOpen(t *testing.T) {
 	_, b := raft.NewInmemTransport("b")
 	a.Connect("b", b)
 	b.Connect("a", a)
-	wrapped, open := WithLag(b, NewLagTracker(time.Now), nil)
+	wrapped, open := Wrap(b, NewLagTracker(time.Now), NewContacts(), nil)
 	defer wrapped.(raft.WithClose).Close()
 	sent := make(chan error, 1)
 	go func() {

@@ -2,7 +2,6 @@ package rounds
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -80,11 +79,6 @@ func (v Voter) Answer(req Request) Answer {
 // refuse: Raft elects at most one leader per term.
 func Confirms(term uint64, leader raft.ServerID, req Request) bool {
 	return term == req.Term && (leader == "" || leader == req.Leader)
-}
-
-// String is for logs and test failures.
-func (a Answer) String() string {
-	return fmt.Sprintf("round %d: %s in term %d says %t", a.Round, a.Voter, a.Term, a.OK)
 }
 
 // ConnSet is the inbound confirmation connections of a node, closed when

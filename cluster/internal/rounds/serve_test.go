@@ -48,7 +48,7 @@ func TestVoterAnswer(t *testing.T) {
 			got := v.Answer(req)
 			want := Answer{Round: 7, Term: tc.wantTerm, OK: tc.wantOK, Voter: "v"}
 			if got != want {
-				t.Errorf("got %v, want %v", got, want)
+				t.Errorf("got %+v, want %+v", got, want)
 			}
 		})
 	}
