@@ -33,7 +33,7 @@ func splitPeerAddress(a raft.ServerAddress) (id raft.ServerID, addr raft.ServerA
 // idTransport is Raft's network transport that dials every peer as the
 // server id it is dialled for: each outgoing RPC names the target's
 // address as peerAddress(id, target), and the stream layer checks the
-// certificate that answers (tlsStream.Dial).
+// certificate that answers (raftDialer.dial).
 type idTransport struct {
 	*raft.NetworkTransport
 }

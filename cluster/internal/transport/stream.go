@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -13,19 +14,35 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 )
 
-// tcpStream is Raft's stream layer over plain TCP, its listener within
-// the Raft connection limits (limitRaftListener).
-type tcpStream struct {
+// stream is Raft's stream layer over TCP, or over mutual TLS (raftTLS,
+// raftDialer), its listener within the Raft connection limits
+// (limitRaftListener).
+type stream struct {
 	net.Listener
 	advertise net.Addr
+	dial      func(address raft.ServerAddress, timeout time.Duration) (net.Conn, error)
 }
 
-func newTCPStream(cfg Config, gate *connlimit.Gate) (*tcpStream, error) {
+// newStream listens on cfg.Bind for Raft, over TLS when cfg.TLS is on,
+// within gate and the handshake deadline; it dials peers with the same
+// certificate.
+func newStream(cfg Config, gate *connlimit.Gate) (*stream, error) {
+	s := &stream{advertise: cfg.Advertise, dial: dialTCP}
+	var wrap func(net.Listener) net.Listener
+	if cfg.TLS.Enabled() {
+		in, out, err := raftTLS(cfg.TLS, cfg.ClusterName, cfg.CheckIDs)
+		if err != nil {
+			return nil, err
+		}
+		wrap = func(l net.Listener) net.Listener { return tls.NewListener(l, in) }
+		s.dial = out.dial
+	}
 	ln, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {
 		return nil, fmt.Errorf("raft listen on %s: %w", cfg.Bind, err)
 	}
-	return &tcpStream{Listener: limitRaftListener(ln, gate, cfg.HandshakeTimeout, nil), advertise: cfg.Advertise}, nil
+	s.Listener = limitRaftListener(ln, gate, cfg.HandshakeTimeout, wrap)
+	return s, nil
 }
 
 // limitRaftListener applies the caps of gate to Raft's listener ln: the
@@ -40,15 +57,20 @@ func limitRaftListener(ln net.Listener, gate *connlimit.Gate, handshake time.Dur
 	return connlimit.HandshakeDeadline(out, handshake)
 }
 
-// Dial implements raft.StreamLayer: address may name the server id
+// Dial implements raft.StreamLayer.
+func (s *stream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return s.dial(address, timeout)
+}
+
+// dialTCP dials over plain TCP: address may name the server id
 // (peerAddress), which plain TCP cannot check.
-func (s *tcpStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+func dialTCP(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	_, addr, _ := splitPeerAddress(address)
 	return net.DialTimeout("tcp", string(addr), timeout)
 }
 
 // Addr implements raft.StreamLayer: the address peers dial.
-func (s *tcpStream) Addr() net.Addr { return s.advertise }
+func (s *stream) Addr() net.Addr { return s.advertise }
 
 // Config is what New needs.
 type Config struct {
@@ -56,7 +78,7 @@ type Config struct {
 	Bind      string
 	Advertise net.Addr
 	// TLS, when enabled, makes Raft mutual TLS between servers of
-	// ClusterName (tlsStream); CheckIDs binds each dial to the node id
+	// ClusterName (raftTLS); CheckIDs binds each dial to the node id
 	// that the answering certificate names (off only in the negative
 	// control tenure_unsafe_identity).
 	TLS         certs.Files
@@ -90,13 +112,7 @@ type Dialer func(id raft.ServerID, addr raft.ServerAddress, timeout time.Duratio
 // (and cfg.CheckIDs) the certificate that answers must name that id.
 func New(cfg Config) (raft.Transport, Dialer, *connlimit.Gate, error) {
 	gate := connlimit.New(connlimit.Limits{Max: cfg.MaxConns, PerClient: cfg.MaxConnsPerClient, Trusted: cfg.Trusted, TrustedPastMax: true})
-	var stream raft.StreamLayer
-	var err error
-	if cfg.TLS.Enabled() {
-		stream, err = newTLSStream(cfg, gate)
-	} else {
-		stream, err = newTCPStream(cfg, gate)
-	}
+	stream, err := newStream(cfg, gate)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/internal/certs"
-	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 )
 
-// tlsStream is Raft's stream layer over mutual TLS. Both ends prove the
+// raftDialer makes the TLS configuration of a dial to server id, for
+// Raft's stream layer over mutual TLS (stream). Both ends prove the
 // server role: a connection is accepted only from, and made only to, a
 // certificate signed by the cluster's CA that carries
 // server.<cluster-name>.tenure, may serve and dial, and names exactly one
@@ -28,14 +28,6 @@ import (
 // any id: it does not bind the id in a Raft RPC's header to the
 // certificate's (every holder of a server certificate is a server of the
 // cluster; docs/adr/0026).
-type tlsStream struct {
-	net.Listener
-	advertise net.Addr
-	dial      raftDialer
-	checkIDs  bool
-}
-
-// raftDialer makes the TLS configuration of a dial to server id.
 type raftDialer struct {
 	out      *tls.Config
 	roots    *x509.CertPool
@@ -114,42 +106,22 @@ func ProveServer(files certs.Files, clusterName string, checkIDs bool) (func(id,
 	}, nil
 }
 
-// newTLSStream listens on cfg.Bind for Raft over TLS, within gate and the
-// handshake deadline (see limitRaftListener), and dials peers with the
-// same certificate.
-func newTLSStream(cfg Config, gate *connlimit.Gate) (*tlsStream, error) {
-	in, out, err := raftTLS(cfg.TLS, cfg.ClusterName, cfg.CheckIDs)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", cfg.Bind)
-	if err != nil {
-		return nil, fmt.Errorf("raft listen on %s: %w", cfg.Bind, err)
-	}
-	limited := limitRaftListener(ln, gate, cfg.HandshakeTimeout, func(l net.Listener) net.Listener { return tls.NewListener(l, in) })
-	return &tlsStream{Listener: limited, advertise: cfg.Advertise, dial: out, checkIDs: cfg.CheckIDs}, nil
-}
-
 // errNoPeerID: the stream layer was asked to dial an address that names
 // no server id (peerAddress): with TLS it would not know whose
 // certificate must answer.
 var errNoPeerID = errors.New("raft dial: the address names no server id")
 
-// Dial implements raft.StreamLayer: a TLS connection whose handshake has
-// verified the peer's role and, address being peerAddress(id, addr), that
-// its certificate names id; or an error.
-func (s *tlsStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+// dial is the TLS dial of the stream layer: a connection whose handshake
+// has verified the peer's role and, address being peerAddress(id, addr),
+// that its certificate names id; or an error.
+func (d raftDialer) dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	id, addr, ok := splitPeerAddress(address)
-	if !ok && s.checkIDs {
+	if !ok && d.checkIDs {
 		return nil, fmt.Errorf("%w: %s", errNoPeerID, address)
 	}
-	d := &net.Dialer{Timeout: timeout}
-	conn, err := tls.DialWithDialer(d, "tcp", string(addr), s.dial.config(id))
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(addr), d.config(id))
 	if err != nil {
 		return nil, fmt.Errorf("raft dial %s at %s: %w", id, addr, err)
 	}
 	return conn, nil
 }
-
-// Addr implements raft.StreamLayer: the address peers dial.
-func (s *tlsStream) Addr() net.Addr { return s.advertise }
