@@ -1,6 +1,7 @@
 package views
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/tenure-io/tenure/cluster/internal/membership"
@@ -142,13 +143,8 @@ func KnownKey(m *fsm.Machine, key string) bool {
 	}
 	groups, _ := m.Groups()
 	for _, g := range groups {
-		if _, ok := g.Assignment[key]; ok {
+		if _, ok := g.Assignment[key]; ok || slices.Contains(g.Keys, key) {
 			return true
-		}
-		for _, k := range g.Keys {
-			if k == key {
-				return true
-			}
 		}
 	}
 	return false

@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -152,16 +153,9 @@ func Workers(sm *fsm.Machine, members []membership.Member, id, after string, lim
 }
 
 func sortedUnique(s []string) []string {
-	out := []string{}
-	seen := map[string]bool{}
-	for _, v := range s {
-		if !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	sort.Strings(out)
-	return out
+	out := append([]string{}, s...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // KnownWorker reports whether anything in the cluster knows worker: a
