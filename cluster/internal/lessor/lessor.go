@@ -175,10 +175,6 @@ func (l *Lessor) Demote() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.primary = false
-	l.reset()
-}
-
-func (l *Lessor) reset() {
 	l.entries = make(map[string]*deadlineEntry)
 	l.queue = l.queue[:0]
 }

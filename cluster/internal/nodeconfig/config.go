@@ -452,9 +452,5 @@ func AddressGrace(c Config) time.Duration { return 5 * c.ElectionTimeout }
 // a few election timeouts, enough for the target to catch up and win its
 // election, short enough that a stopping server does not hang.
 func (c Config) HandoverTimeout() time.Duration {
-	d := 3 * c.ElectionTimeout
-	if d < time.Second {
-		d = time.Second
-	}
-	return d
+	return max(3*c.ElectionTimeout, time.Second)
 }
