@@ -21,13 +21,6 @@ var (
 		"Raft index that this server's newest snapshot covers (absent while it has none).", nil, nil)
 )
 
-func describeDisk(ch chan<- *prometheus.Desc) {
-	ch <- descDataDirFree
-	ch <- descDataDirSize
-	ch <- descLastSnapshotTime
-	ch <- descLastSnapshotIndex
-}
-
 // Disk is where a node keeps its data, at a scrape.
 type Disk struct {
 	DataDir string

@@ -38,20 +38,6 @@ var (
 		[]string{"group"}, nil)
 )
 
-func describeGroups(ch chan<- *prometheus.Desc) {
-	ch <- descGroupKeys
-	ch <- descGroupStuck
-	ch <- descGroupDraining
-	ch <- descGroupOldestUnowned
-	ch <- descGroupWorkers
-	ch <- descGroupMaxPerWorker
-	ch <- descGroupBusiestWorker
-	ch <- descGroupDisabled
-	ch <- descGroupProhibited
-	ch <- descGroupMinWorkers
-	ch <- descGroupEligible
-}
-
 // Placement is what the group metrics read at scrape time: the groups and
 // leases of the local state machine (*fsm.Machine has the first four
 // methods), the gossip view and the leader's tracking. Its methods must be

@@ -20,14 +20,6 @@ var (
 		"1 while this node's disk takes writes (Raft log, stable store and snapshots) and its lag is within -ready-max-lag-entries and -ready-max-lag-time (what /readyz checks besides leadership).", nil, nil)
 )
 
-func describeHealth(ch chan<- *prometheus.Desc) {
-	ch <- descDiskWriteErrors
-	ch <- descSnapshotWriteErrors
-	ch <- descReplicationLagEntries
-	ch <- descReplicationLagSeconds
-	ch <- descNodeHealthy
-}
-
 // Health is a node's health at a scrape (what /readyz checks besides
 // leadership).
 type Health struct {

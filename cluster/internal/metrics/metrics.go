@@ -147,20 +147,22 @@ var (
 	descTolerate = prometheus.NewDesc("tenure_failure_tolerance", "How many more voters may fail before writes stop, as this server judges it (0 with no leader).", nil, nil)
 )
 
+// stateDescs are the metrics that stateCollector sends besides its leases.
+var stateDescs = []*prometheus.Desc{
+	descIsLeader, descRaft, descTerm, descTracked, descToken, descWaiting, descTolerate,
+	descConnsOpen, descConnsRefused, descGroupKeys, descGroupStuck, descGroupDraining,
+	descGroupOldestUnowned, descGroupWorkers, descGroupMaxPerWorker, descGroupBusiestWorker,
+	descGroupDisabled, descGroupProhibited, descGroupMinWorkers, descGroupEligible,
+	descDiskWriteErrors, descSnapshotWriteErrors, descReplicationLagEntries,
+	descReplicationLagSeconds, descNodeHealthy, descDataDirFree, descDataDirSize,
+	descLastSnapshotTime, descLastSnapshotIndex,
+}
+
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	c.leases.Describe(ch)
-	ch <- descIsLeader
-	ch <- descRaft
-	ch <- descTerm
-	ch <- descTracked
-	ch <- descToken
-	ch <- descWaiting
-	ch <- descTolerate
-	describeGroups(ch)
-	describeHealth(ch)
-	describeDisk(ch)
-	ch <- descConnsOpen
-	ch <- descConnsRefused
+	for _, d := range stateDescs {
+		ch <- d
+	}
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
