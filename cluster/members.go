@@ -12,7 +12,6 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
-	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
 )
 
@@ -48,11 +47,6 @@ func rulesOf(cfg Config) membership.Rules {
 		Recent:        2 * cfg.HeartbeatTimeout,
 		CatchUpLag:    cfg.MaxCatchUpLag,
 	}
-}
-
-// memberContact is ct as package membership takes it.
-func memberContact(ct rounds.Contact) membership.Contact {
-	return membership.Contact{At: ct.At, LastLog: ct.LastLog}
 }
 
 // gossipTransport makes memberlist's transport with the node's caps on
@@ -93,14 +87,6 @@ func refusedGossipSender(senders *transport.Senders, table *atomic.Pointer[membe
 			}
 		}
 		return limitedlog.Member{}, false
-	}
-}
-
-// contactsOf is c.Get as package membership takes it.
-func contactsOf(c *rounds.Contacts) func(raft.ServerID, raft.ServerAddress) (membership.Contact, bool) {
-	return func(id raft.ServerID, addr raft.ServerAddress) (membership.Contact, bool) {
-		ct, ok := c.Get(id, addr)
-		return memberContact(ct), ok
 	}
 }
 

@@ -215,7 +215,7 @@ func New(cfg Config) (*Node, error) {
 			Observed:      n.gossipChanged,
 			Prove:         prove,
 			AnswersAt:     answersAt,
-			Contact:       contactsOf(n.contacts),
+			Contact:       n.contacts.Get,
 			Rules:         rulesOf(cfg),
 			MovesVoters:   peerIdentity.movesVoters,
 			Transport:     gossipTransport(cfg.Conns, n.IsServerIP, &n.gossipGate, senders),

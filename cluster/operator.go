@@ -174,7 +174,7 @@ func (n *Node) PromoteServer(ctx context.Context, id string) (int, error) {
 		return voters, nil
 	}
 	ct, ok := n.contacts.Get(target.ID, target.Address)
-	if rules := rulesOf(n.cfg); !rules.CaughtUp(memberContact(ct), ok, time.Now(), n.raft.CommitIndex()) {
+	if rules := rulesOf(n.cfg); !rules.CaughtUp(ct, ok, time.Now(), n.raft.CommitIndex()) {
 		if !ok {
 			return 0, fmt.Errorf("server %q has not answered the leader at %s: %w", id, target.Address, ErrNotCaughtUp)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
 // Who may become a Raft voter, after Consul's autopilot. Gossip proves
@@ -83,7 +84,7 @@ type Rules struct {
 // CaughtUp reports whether the leader heard from a server within Recent,
 // and the log the server reported then was within CatchUpLag entries of
 // commit.
-func (r Rules) CaughtUp(ct Contact, ok bool, now time.Time, commit uint64) bool {
+func (r Rules) CaughtUp(ct rounds.Contact, ok bool, now time.Time, commit uint64) bool {
 	return ok && now.Sub(ct.At) <= r.Recent && ct.LastLog+r.CatchUpLag >= commit
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
 // Dead voters are removed only while the failed ones are a minority of the
@@ -60,15 +61,15 @@ func TestCaughtUp(t *testing.T) {
 	now := time.Now()
 	tests := []struct {
 		name string
-		ct   Contact
+		ct   rounds.Contact
 		ok   bool
 		want bool
 	}{
 		{name: "never answered", ok: false, want: false},
-		{name: "answered now, at the commit index", ct: Contact{At: now, LastLog: 100}, ok: true, want: true},
-		{name: "answered now, within the lag", ct: Contact{At: now, LastLog: 90}, ok: true, want: true},
-		{name: "answered now, behind", ct: Contact{At: now, LastLog: 89}, ok: true, want: false},
-		{name: "answered long ago", ct: Contact{At: now.Add(-2 * time.Second), LastLog: 100}, ok: true, want: false},
+		{name: "answered now, at the commit index", ct: rounds.Contact{At: now, LastLog: 100}, ok: true, want: true},
+		{name: "answered now, within the lag", ct: rounds.Contact{At: now, LastLog: 90}, ok: true, want: true},
+		{name: "answered now, behind", ct: rounds.Contact{At: now, LastLog: 89}, ok: true, want: false},
+		{name: "answered long ago", ct: rounds.Contact{At: now.Add(-2 * time.Second), LastLog: 100}, ok: true, want: false},
 	}
 	for _, tt := range tests {
 		if got := r.CaughtUp(tt.ct, tt.ok, now, 100); got != tt.want {

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
 // MemberMeta is what a member announces over gossip (JSON, at most
@@ -117,7 +118,7 @@ type Config struct {
 	AnswersAt func(id, addr string) error
 	// Contact is this node's last answered Raft message to a server at
 	// an address: the leader's proof that a server lives.
-	Contact func(raft.ServerID, raft.ServerAddress) (Contact, bool)
+	Contact func(raft.ServerID, raft.ServerAddress) (rounds.Contact, bool)
 	// Rules says when to promote, move and remove servers.
 	Rules Rules
 	// MovesVoters moves a voter to the address gossip announces as a
@@ -142,13 +143,6 @@ type Transport interface {
 	memberlist.NodeAwareTransport
 	// GetAutoBindPort is the port bound when the configured one is 0.
 	GetAutoBindPort() int
-}
-
-// Contact is the last answered Raft message of the leader to a server at
-// an address: when, and the last log index the server reported then.
-type Contact struct {
-	At      time.Time
-	LastLog uint64
 }
 
 // Raft is the part of *raft.Raft that gossip drives.

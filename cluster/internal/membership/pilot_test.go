@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
 // fakeRaft is a Raft configuration that changes as the leader asks, and
@@ -100,7 +101,7 @@ type pilotBench struct {
 	g        *Gossip
 	raft     *fakeRaft
 	now      time.Time
-	contacts map[raft.ServerID]Contact
+	contacts map[raft.ServerID]rounds.Contact
 	refuse   map[string]error // admission check verdicts by member name
 }
 
@@ -110,7 +111,7 @@ func newPilotBench(t *testing.T, rules Rules, servers ...raft.Server) *pilotBenc
 		t:        t,
 		raft:     &fakeRaft{servers: servers},
 		now:      time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		contacts: map[raft.ServerID]Contact{},
+		contacts: map[raft.ServerID]rounds.Contact{},
 		refuse:   map[string]error{},
 	}
 	b.g = &Gossip{
@@ -118,7 +119,7 @@ func newPilotBench(t *testing.T, rules Rules, servers ...raft.Server) *pilotBenc
 			Self:  MemberMeta{Role: "server", ID: "n1"},
 			Rules: rules,
 			Prove: func(m Member) error { return b.refuse[m.Name] },
-			Contact: func(id raft.ServerID, _ raft.ServerAddress) (Contact, bool) {
+			Contact: func(id raft.ServerID, _ raft.ServerAddress) (rounds.Contact, bool) {
 				ct, ok := b.contacts[id]
 				return ct, ok
 			},
@@ -144,7 +145,7 @@ func (b *pilotBench) announce(id, addr, status string) {
 // heard makes the leader hear from the servers ids now, caught up.
 func (b *pilotBench) heard(ids ...raft.ServerID) {
 	for _, id := range ids {
-		b.contacts[id] = Contact{At: b.now, LastLog: 100}
+		b.contacts[id] = rounds.Contact{At: b.now, LastLog: 100}
 	}
 }
 
