@@ -15,7 +15,7 @@ func (n *Node) newBalancer(p *proposer) *placement.Balancer {
 			_, err := p.submit(ctx, &op{cmd: cmd})
 			return err
 		},
-		Workers:        n.placementWorkers,
+		Workers:        func() []Member { return liveWorkers(n.Members()) },
 		WorkersChanged: n.membersChanged,
 		Logger:         n.cfg.Logger.Named("balancer"),
 		Clock:          n.cfg.Clock,
@@ -26,14 +26,4 @@ func (n *Node) newBalancer(p *proposer) *placement.Balancer {
 		Admit:          n.admission(),
 	}
 	return placement.NewBalancer(cfg)
-}
-
-// placementWorkers is the balancer's view of the live workers.
-func (n *Node) placementWorkers() []placement.Worker {
-	members := liveWorkers(n.Members())
-	out := make([]placement.Worker, len(members))
-	for i, m := range members {
-		out[i] = placement.Worker{ID: m.Meta.ID, Capacity: m.Meta.Capacity, Draining: m.Meta.Draining, Groups: m.Meta.Groups}
-	}
-	return out
 }

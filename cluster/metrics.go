@@ -90,9 +90,7 @@ func (s metricsSource) Admits(worker, group string) bool {
 	return admit == nil || admit(worker, group)
 }
 
-func (s metricsSource) Workers() []placement.Worker {
-	return placementWorkers(liveWorkers(s.n.Members()))
-}
+func (s metricsSource) Workers() []Member { return liveWorkers(s.n.Members()) }
 
 func (s metricsSource) OldestUnowned() map[string]time.Duration {
 	p := s.n.leading.Load()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/tenure-io/tenure/cluster/internal/placement"
+	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -15,7 +15,7 @@ import (
 type source struct {
 	groups  []*fsm.Group
 	leases  map[string]*fsm.Lease
-	workers []placement.Worker
+	workers []membership.Member
 	oldest  map[string]time.Duration
 	// controls, when set, are the keys' controls; else only "off" is
 	// disabled. refused are the workers not admitted.
@@ -43,7 +43,7 @@ func (s *source) Control(key string) fsm.KeyControl {
 }
 func (s *source) Admits(worker, group string) bool { return !s.refused[worker] }
 func (s *source) Drained(worker string) bool       { return worker == "w3" }
-func (s *source) Workers() []placement.Worker      { return s.workers }
+func (s *source) Workers() []membership.Member     { return s.workers }
 func (s *source) OldestUnowned() map[string]time.Duration {
 	return s.oldest
 }
@@ -62,8 +62,8 @@ func TestCollectorsReadTheSource(t *testing.T) {
 			"b": {Key: "b", Held: true, Holder: "w1#1"},
 			"c": {Key: "c", Held: true, Holder: "old"},
 		},
-		workers: []placement.Worker{{ID: "w1", Groups: []string{"g"}}, {ID: "w2", Groups: []string{"g"}, Draining: true},
-			{ID: "w3", Groups: []string{"g"}}, {ID: "w4", Groups: []string{"other"}}},
+		workers: []membership.Member{{Meta: membership.MemberMeta{ID: "w1", Groups: []string{"g"}}}, {Meta: membership.MemberMeta{ID: "w2", Groups: []string{"g"}, Draining: true}},
+			{Meta: membership.MemberMeta{ID: "w3", Groups: []string{"g"}}}, {Meta: membership.MemberMeta{ID: "w4", Groups: []string{"other"}}}},
 		oldest: map[string]time.Duration{"g": 1500 * time.Millisecond},
 	}
 	reg := prometheus.NewPedanticRegistry()
@@ -113,9 +113,9 @@ func TestGroupControlsAndMinimumAreCounted(t *testing.T) {
 			"b": {Disabled: true, Prohibited: []string{"w1"}},
 			"c": {Prohibited: []string{"w1", "w2"}},
 		},
-		workers: []placement.Worker{{ID: "w1", Groups: []string{"g"}}, {ID: "w1", Groups: []string{"g"}},
-			{ID: "w2", Groups: []string{"g"}, Draining: true}, {ID: "w3", Groups: []string{"g"}},
-			{ID: "w4", Groups: []string{"g"}}, {ID: "w5", Groups: []string{"g"}}, {ID: "w6", Groups: []string{"other"}}},
+		workers: []membership.Member{{Meta: membership.MemberMeta{ID: "w1", Groups: []string{"g"}}}, {Meta: membership.MemberMeta{ID: "w1", Groups: []string{"g"}}},
+			{Meta: membership.MemberMeta{ID: "w2", Groups: []string{"g"}, Draining: true}}, {Meta: membership.MemberMeta{ID: "w3", Groups: []string{"g"}}},
+			{Meta: membership.MemberMeta{ID: "w4", Groups: []string{"g"}}}, {Meta: membership.MemberMeta{ID: "w5", Groups: []string{"g"}}}, {Meta: membership.MemberMeta{ID: "w6", Groups: []string{"other"}}}},
 		refused: map[string]bool{"w5": true},
 	}
 	reg := prometheus.NewPedanticRegistry()

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/tenure-io/tenure/cluster/internal/placement"
+	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -48,7 +48,7 @@ type Placement interface {
 	Control(key string) fsm.KeyControl
 	Drained(worker string) bool
 	// Workers lists the live workers of the node's gossip view.
-	Workers() []placement.Worker
+	Workers() []membership.Member
 	// OldestUnowned is, on the leader, how long the oldest free key of
 	// each group has been free (counted from its promotion at most); nil
 	// on any other node.
@@ -110,11 +110,12 @@ func collectGroups(ch chan<- prometheus.Metric, p Placement) {
 			if !w.Serves(g.Name) {
 				continue
 			}
-			serving[w.ID] = true
-			if w.Draining || p.Drained(w.ID) {
-				draining[w.ID] = true
-			} else if !g.IsStuck(w.ID) && p.Admits(w.ID, g.Name) {
-				eligible[w.ID] = true
+			id := w.Meta.ID
+			serving[id] = true
+			if w.Meta.Draining || p.Drained(id) {
+				draining[id] = true
+			} else if !g.IsStuck(id) && p.Admits(id, g.Name) {
+				eligible[id] = true
 			}
 		}
 		ch <- prometheus.MustNewConstMetric(descGroupDisabled, prometheus.GaugeValue, float64(disabled), g.Name)

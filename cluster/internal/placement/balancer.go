@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/cluster/internal/clock"
+	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -24,20 +25,6 @@ type State interface {
 	Changed() <-chan struct{}
 }
 
-// Worker is a live worker as the gossip view announces it.
-type Worker struct {
-	ID string
-	// Capacity is the most keys it accepts; 0 means no limit.
-	Capacity int
-	// Draining: it announced that it is shutting down.
-	Draining bool
-	// Groups are the groups it serves.
-	Groups []string
-}
-
-// Serves reports whether the worker announced group g.
-func (w Worker) Serves(g string) bool { return slices.Contains(w.Groups, g) }
-
 // BalancerConfig is what a Balancer works with. Every field but Admit is
 // required.
 type BalancerConfig struct {
@@ -47,7 +34,7 @@ type BalancerConfig struct {
 	Submit func(ctx context.Context, cmd fsm.Command) error
 	// Workers lists the live workers; WorkersChanged is signalled when
 	// the gossip membership changes.
-	Workers        func() []Worker
+	Workers        func() []membership.Member
 	WorkersChanged <-chan struct{}
 	Logger         hclog.Logger
 	Clock          clock.Clock
@@ -172,7 +159,7 @@ func (b *Balancer) rebalance(ctx context.Context) {
 // the servers, more likely than every worker being wedged), moving keys
 // helps nobody, and the plan stays as if none were stuck, so the workers
 // take their keys the moment they can.
-func (b *Balancer) planGroup(g *fsm.Group, workers []Worker) (stuck []string, plan map[string]string, ncands int) {
+func (b *Balancer) planGroup(g *fsm.Group, workers []membership.Member) (stuck []string, plan map[string]string, ncands int) {
 	stuck = b.cfg.Stuck.Observe(g, b.cfg.State.Get, b.cfg.State.Control)
 	var cands []candidate
 	seen := make(map[string]bool)
@@ -180,11 +167,12 @@ func (b *Balancer) planGroup(g *fsm.Group, workers []Worker) (stuck []string, pl
 	for _, w := range workers {
 		// Two processes announcing one id count once: they share the
 		// id's keys, and their leases decide which of them works.
-		if w.Serves(g.Name) && !w.Draining && !b.cfg.State.Drained(w.ID) && !seen[w.ID] &&
-			(b.cfg.Admit == nil || b.cfg.Admit(w.ID, g.Name)) {
-			seen[w.ID] = true
-			cands = append(cands, candidate{id: w.ID, capacity: w.Capacity})
-			healthy = healthy || !slices.Contains(stuck, w.ID)
+		id := w.Meta.ID
+		if w.Serves(g.Name) && !w.Meta.Draining && !b.cfg.State.Drained(id) && !seen[id] &&
+			(b.cfg.Admit == nil || b.cfg.Admit(id, g.Name)) {
+			seen[id] = true
+			cands = append(cands, candidate{id: id, capacity: w.Meta.Capacity})
+			healthy = healthy || !slices.Contains(stuck, id)
 		}
 	}
 	if !healthy {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 )
@@ -20,7 +21,7 @@ type runWorld struct {
 	joined  chan struct{}
 	mu      sync.Mutex
 	index   uint64
-	workers []Worker
+	workers []membership.Member
 }
 
 func (w *runWorld) submit(_ context.Context, c fsm.Command) error {
@@ -31,10 +32,10 @@ func (w *runWorld) submit(_ context.Context, c fsm.Command) error {
 	return nil
 }
 
-func (w *runWorld) live() []Worker {
+func (w *runWorld) live() []membership.Member {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]Worker(nil), w.workers...)
+	return append([]membership.Member(nil), w.workers...)
 }
 
 // waitTimers waits until the balancer armed n timers: it is waiting on
@@ -67,7 +68,7 @@ func (w *runWorld) eventually(what string, cond func() bool) {
 // the debounce has passed.
 func TestBalancerRunsOnItsClock(t *testing.T) {
 	w := &runWorld{t: t, m: fsm.New(), clock: newFakeClock(), joined: make(chan struct{}, 1),
-		workers: []Worker{{ID: "a", Groups: []string{"g"}}}}
+		workers: []membership.Member{{Meta: membership.MemberMeta{ID: "a", Groups: []string{"g"}}}}}
 	if err := w.submit(context.Background(), fsm.GroupDefine{Name: "g", Keys: partitionKeys(8)}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func TestBalancerRunsOnItsClock(t *testing.T) {
 	w.waitTimers(2) // the periodic check and the stuck check
 
 	w.mu.Lock()
-	w.workers = append(w.workers, Worker{ID: "b", Groups: []string{"g"}})
+	w.workers = append(w.workers, membership.Member{Meta: membership.MemberMeta{ID: "b", Groups: []string{"g"}}})
 	w.mu.Unlock()
 	w.joined <- struct{}{}
 	w.waitTimers(3) // debounce

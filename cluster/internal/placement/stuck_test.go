@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 )
@@ -20,7 +21,7 @@ type stuckWorld struct {
 	clock   *fakeClock
 	b       *Balancer
 	index   uint64
-	workers []Worker
+	workers []membership.Member
 }
 
 const testGrace = 10 * time.Second
@@ -31,7 +32,7 @@ func newStuckWorld(t *testing.T, keys []string, workers ...string) *stuckWorld {
 	w.b = NewBalancer(BalancerConfig{State: w.m, Clock: w.clock, Stuck: NewTracker(w.clock, time.Minute)})
 	w.apply(fsm.GroupDefine{Name: "g", Keys: keys, StuckGrace: testGrace})
 	for _, id := range workers {
-		w.workers = append(w.workers, Worker{ID: id, Groups: []string{"g"}})
+		w.workers = append(w.workers, membership.Member{Meta: membership.MemberMeta{ID: id, Groups: []string{"g"}}})
 	}
 	return w
 }
