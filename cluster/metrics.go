@@ -7,7 +7,6 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	metricset "github.com/tenure-io/tenure/cluster/internal/metrics"
-	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -46,11 +45,7 @@ func (s metricsSource) Node() metricset.Node {
 		FailureTolerance: n.Status().FailureTolerance}
 }
 
-func (s metricsSource) Health() metricset.Health {
-	h := s.n.Health()
-	return metricset.Health{Healthy: h.Problem == "", DiskWriteErrors: h.DiskWriteErrors,
-		SnapshotWriteErrors: h.SnapshotWriteErrors, BehindEntries: h.BehindEntries, BehindFor: h.BehindFor}
-}
+func (s metricsSource) Health() NodeHealth { return s.n.Health() }
 
 func (s metricsSource) Disk() metricset.Disk {
 	d := metricset.Disk{DataDir: s.n.cfg.DataDir}
@@ -83,7 +78,6 @@ func (s metricsSource) Groups() ([]*fsm.Group, uint64)    { return s.n.machine.G
 func (s metricsSource) Get(key string) *fsm.Lease         { return s.n.machine.Get(key) }
 func (s metricsSource) Control(key string) fsm.KeyControl { return s.n.machine.Control(key) }
 func (s metricsSource) Drained(worker string) bool        { return s.n.machine.Drained(worker) }
-func (s metricsSource) Holds(holder, worker string) bool  { return placement.Holds(holder, worker) }
 
 func (s metricsSource) Admits(worker, group string) bool {
 	admit := s.n.admission()

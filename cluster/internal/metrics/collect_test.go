@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
+	"github.com/tenure-io/tenure/cluster/internal/views"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -26,8 +27,8 @@ type source struct {
 func (s *source) Node() Node {
 	return Node{Held: 2, Free: 1, Leader: true, LastIndex: 9, Commit: 8, Applied: 7, Term: 3, Deadlines: 2, LastToken: 5, Waiting: 1}
 }
-func (s *source) Health() Health {
-	return Health{DiskWriteErrors: 1, BehindEntries: 4, BehindFor: 2 * time.Second}
+func (s *source) Health() views.NodeHealth {
+	return views.NodeHealth{Problem: "disk", DiskWriteErrors: 1, BehindEntries: 4, BehindFor: 2 * time.Second}
 }
 func (s *source) Disk() Disk { return Disk{DataDir: "/no/such/dir"} }
 func (s *source) Conns() []Conns {
@@ -46,9 +47,6 @@ func (s *source) Drained(worker string) bool       { return worker == "w3" }
 func (s *source) Workers() []membership.Member     { return s.workers }
 func (s *source) OldestUnowned() map[string]time.Duration {
 	return s.oldest
-}
-func (s *source) Holds(holder, worker string) bool {
-	return holder == worker || strings.HasPrefix(holder, worker+"#")
 }
 
 // The collectors read the node at scrape time and expose what it holds

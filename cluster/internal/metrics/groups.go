@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
+	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -53,8 +54,6 @@ type Placement interface {
 	// each group has been free (counted from its promotion at most); nil
 	// on any other node.
 	OldestUnowned() map[string]time.Duration
-	// Holds reports whether a lease holder is worker.
-	Holds(holder, worker string) bool
 	// Admits reports whether worker may be given keys of group (always
 	// true with ACLs off).
 	Admits(worker, group string) bool
@@ -93,7 +92,7 @@ func collectGroups(ch chan<- prometheus.Metric, p Placement) {
 			switch {
 			case l == nil || !l.Held:
 				unowned++
-			case g.Assignment[k] != "" && p.Holds(l.Holder, g.Assignment[k]):
+			case g.Assignment[k] != "" && placement.Holds(l.Holder, g.Assignment[k]):
 				byTarget++
 			default:
 				byOther++

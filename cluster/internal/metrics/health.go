@@ -1,9 +1,8 @@
 package metrics
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/cluster/internal/views"
 )
 
 // Health metrics, read at scrape time from the node's health.
@@ -20,21 +19,10 @@ var (
 		"1 while this node's disk takes writes (Raft log, stable store and snapshots) and its lag is within -ready-max-lag-entries and -ready-max-lag-time (what /readyz checks besides leadership).", nil, nil)
 )
 
-// Health is a node's health at a scrape (what /readyz checks besides
-// leadership).
-type Health struct {
-	// Healthy: the disk takes writes and the lag is within its limits.
-	Healthy                              bool
-	DiskWriteErrors, SnapshotWriteErrors uint64
-	// BehindEntries and BehindFor are the replication lag.
-	BehindEntries uint64
-	BehindFor     time.Duration
-}
-
 // collectHealth sends the disk, snapshot and lag metrics.
-func collectHealth(ch chan<- prometheus.Metric, h Health) {
+func collectHealth(ch chan<- prometheus.Metric, h views.NodeHealth) {
 	healthy := 1.0
-	if !h.Healthy {
+	if h.Problem != "" {
 		healthy = 0
 	}
 	ch <- prometheus.MustNewConstMetric(descDiskWriteErrors, prometheus.CounterValue, float64(h.DiskWriteErrors))

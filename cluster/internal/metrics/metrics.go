@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tenure-io/tenure/cluster/internal/views"
 )
 
 // Set is a node's Prometheus collectors that the node counts into. A nil
@@ -107,7 +108,7 @@ func (m *Set) ObserveApply(d time.Duration, commands int) {
 type Source interface {
 	// Node is the node's lease counts and Raft state now.
 	Node() Node
-	Health() Health
+	Health() views.NodeHealth
 	Disk() Disk
 	// Conns are the connection counts of the ports that have a gate.
 	Conns() []Conns
