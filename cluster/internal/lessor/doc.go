@@ -1,6 +1,6 @@
 // Package lessor keeps the deadline of every held lease while this server
 // leads: one entry per lease in a map and a min-heap, on the injected
-// monotonic Clock. The leader promotes it when it establishes leadership
+// monotonic clock (clock.Clock). The leader promotes it when it establishes leadership
 // (Promote) and demotes it at once when it loses it (Demote); in between,
 // grants and renewals restart deadlines, and the proposer asks it which
 // leases have expired (Expired, Next, Changed).

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenure-io/tenure/cluster/internal/clock"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -16,7 +17,7 @@ import (
 // has established leadership; Demote empties it at once when leadership is
 // lost. All methods are safe for concurrent use.
 type Lessor struct {
-	clock Clock
+	clock clock.Clock
 
 	mu      sync.Mutex
 	primary bool
@@ -67,7 +68,7 @@ type deadlineEntry struct {
 }
 
 // New returns a secondary lessor whose deadlines are read on clock.
-func New(clock Clock) *Lessor {
+func New(clock clock.Clock) *Lessor {
 	return &Lessor{
 		clock:   clock,
 		entries: make(map[string]*deadlineEntry),

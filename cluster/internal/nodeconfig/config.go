@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster/internal/acl"
 	"github.com/tenure-io/tenure/cluster/internal/certs"
-	"github.com/tenure-io/tenure/cluster/internal/lessor"
+	"github.com/tenure-io/tenure/cluster/internal/clock"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 )
@@ -202,7 +202,7 @@ type Config struct {
 	// confirm leadership: renewals and linearizable reads fail.
 	ConfirmDial func(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error)
 	// Clock is the lessor's time source.
-	Clock lessor.Clock
+	Clock clock.Clock
 	// Logger is the parent logger; the node names its children.
 	Logger hclog.Logger
 	// Registerer receives the node's Prometheus metrics; nil skips them.
@@ -245,7 +245,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:   2 * time.Minute,
 		SnapshotThreshold:  8192,
 		TrailingLogs:       10240,
-		Clock:              lessor.SystemClock{},
+		Clock:              clock.System{},
 		Logger:             hclog.NewNullLogger(),
 
 		// Who becomes a voter, and when a dead server leaves.
