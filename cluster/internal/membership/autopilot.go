@@ -161,7 +161,7 @@ func (g *Gossip) logOnce(name, msg string, err error) {
 		return
 	}
 	g.pilot.logged[name] = line
-	g.log.Warn(msg, "member", name, "error", err)
+	g.cfg.Log.Warn(msg, "member", name, "error", err)
 }
 
 // reconcile brings the Raft configuration in line with gossip, on the
@@ -169,7 +169,7 @@ func (g *Gossip) logOnce(name, msg string, err error) {
 // configuration afresh; a change that fails is tried again next time.
 func (g *Gossip) reconcile() {
 	now := g.now()
-	if term := g.raft.CurrentTerm(); term != g.pilot.term {
+	if term := g.cfg.Raft.CurrentTerm(); term != g.pilot.term {
 		g.pilot = newPilot()
 		g.pilot.term, g.pilot.leaderSince = term, now
 	}
@@ -195,9 +195,9 @@ func (g *Gossip) reconcile() {
 }
 
 func (g *Gossip) configuration() ([]raft.Server, bool) {
-	f := g.raft.GetConfiguration()
+	f := g.cfg.Raft.GetConfiguration()
 	if err := f.Error(); err != nil {
-		g.log.Warn("reading the raft configuration failed", "error", err)
+		g.cfg.Log.Warn("reading the raft configuration failed", "error", err)
 		return nil, false
 	}
 	return f.Configuration().Servers, true
@@ -284,26 +284,26 @@ func (g *Gossip) admit(servers []raft.Server, members []Member, now time.Time) {
 		demoted := false
 		switch {
 		case isKnown && srv.Suffrage == raft.Voter && g.cfg.MovesVoters:
-			err = g.raft.AddVoter(id, addr, 0, 10*time.Second).Error() // moves it, as a voter
+			err = g.cfg.Raft.AddVoter(id, addr, 0, 10*time.Second).Error() // moves it, as a voter
 		case demotes:
 			// Raft's AddNonvoter on a voter would move it and keep it a
 			// voter: demote it first.
-			if err = g.raft.DemoteVoter(id, 0, 10*time.Second).Error(); err == nil {
+			if err = g.cfg.Raft.DemoteVoter(id, 0, 10*time.Second).Error(); err == nil {
 				voters--
 				demoted = true
-				err = g.raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
+				err = g.cfg.Raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
 			}
 		default:
-			err = g.raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
+			err = g.cfg.Raft.AddNonvoter(id, addr, 0, 10*time.Second).Error()
 		}
 		if err != nil {
-			g.log.Warn("adding server failed", "server_id", id, "error", err)
+			g.cfg.Log.Warn("adding server failed", "server_id", id, "error", err)
 			continue
 		}
 		if isKnown {
-			g.log.Info("server address changed", "server_id", id, "raft_addr", addr, "old_raft_addr", srv.Address, "demoted", demoted)
+			g.cfg.Log.Info("server address changed", "server_id", id, "raft_addr", addr, "old_raft_addr", srv.Address, "demoted", demoted)
 		} else {
-			g.log.Info("server added", "server_id", id, "raft_addr", addr, "voter", false)
+			g.cfg.Log.Info("server added", "server_id", id, "raft_addr", addr, "voter", false)
 		}
 	}
 }
@@ -383,11 +383,11 @@ func (g *Gossip) removeDead(servers []raft.Server, now time.Time) {
 }
 
 func (g *Gossip) remove(s raft.Server, dead time.Duration, what string) {
-	if err := g.raft.RemoveServer(s.ID, 0, 10*time.Second).Error(); err != nil {
-		g.log.Warn("removing "+what+" failed", "server_id", s.ID, "error", err)
+	if err := g.cfg.Raft.RemoveServer(s.ID, 0, 10*time.Second).Error(); err != nil {
+		g.cfg.Log.Warn("removing "+what+" failed", "server_id", s.ID, "error", err)
 		return
 	}
-	g.log.Info(what+" removed", "server_id", s.ID, "raft_addr", s.Address, "dead_for", dead.Round(time.Second))
+	g.cfg.Log.Info(what+" removed", "server_id", s.ID, "raft_addr", s.Address, "dead_for", dead.Round(time.Second))
 }
 
 // promote makes voters of the healthy non-voters, longest healthy first,
@@ -396,7 +396,7 @@ func (g *Gossip) remove(s raft.Server, dead time.Duration, what string) {
 // address, not have asked to stay a non-voter (-non-voter), and have been
 // healthy (caughtUp) for stabilization.
 func (g *Gossip) promote(servers []raft.Server, members []Member, now time.Time) {
-	commit := g.raft.CommitIndex()
+	commit := g.cfg.Raft.CommitIndex()
 	voters := 0
 	inConfig := map[raft.ServerID]bool{}
 	var candidates []raft.Server
@@ -443,12 +443,12 @@ func (g *Gossip) promote(servers []raft.Server, members []Member, now time.Time)
 			g.logOnce(m.Name, "server not promoted", err)
 			continue
 		}
-		if err := g.raft.AddVoter(s.ID, s.Address, 0, 10*time.Second).Error(); err != nil {
-			g.log.Warn("promoting server failed", "server_id", s.ID, "error", err)
+		if err := g.cfg.Raft.AddVoter(s.ID, s.Address, 0, 10*time.Second).Error(); err != nil {
+			g.cfg.Log.Warn("promoting server failed", "server_id", s.ID, "error", err)
 			continue
 		}
 		voters++
-		g.log.Info("server promoted", "server_id", s.ID, "raft_addr", s.Address, "voters", voters, "configured_voters", g.cfg.Rules.Voters)
+		g.cfg.Log.Info("server promoted", "server_id", s.ID, "raft_addr", s.Address, "voters", voters, "configured_voters", g.cfg.Rules.Voters)
 	}
 }
 

@@ -59,8 +59,6 @@ var errAnnouncedTwice = errors.New("none of them is trusted")
 // them and removes dead servers (autopilot.go).
 type Gossip struct {
 	cfg    Config
-	log    hclog.Logger
-	raft   Raft
 	list   *memberlist.Memberlist
 	events chan struct{}
 	stop   chan struct{}
@@ -183,8 +181,6 @@ func New(cfg Config) (*Gossip, error) {
 	}
 	g := &Gossip{
 		cfg:     cfg,
-		log:     cfg.Log,
-		raft:    cfg.Raft,
 		events:  make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		members: make(map[string]*memberEntry),
@@ -246,7 +242,7 @@ func (g *Gossip) Shutdown() {
 	close(g.stop)
 	g.wg.Wait()
 	if err := g.list.Leave(time.Second); err != nil {
-		g.log.Debug("leaving gossip failed", "error", err)
+		g.cfg.Log.Debug("leaving gossip failed", "error", err)
 	}
 	g.list.Shutdown()
 }
@@ -267,13 +263,13 @@ func (g *Gossip) joinLoop(peers []string) {
 			n, err := g.list.Join(peers)
 			if n > 0 {
 				if !joined {
-					g.log.Info("joined", "peers", n)
+					g.cfg.Log.Info("joined", "peers", n)
 				} else {
-					g.log.Info("rejoined", "peers", n)
+					g.cfg.Log.Info("rejoined", "peers", n)
 				}
 				joined = true
 			} else {
-				g.log.Debug("join failed, retrying", "error", err)
+				g.cfg.Log.Debug("join failed, retrying", "error", err)
 			}
 		}
 		select {
@@ -346,7 +342,7 @@ func (g *Gossip) maybeBootstrap() {
 			continue
 		}
 		if m.Meta.BootstrapExpect != expect {
-			g.log.Error("peer expects a different cluster size; not bootstrapping", "peer", m.Name, "peer_expect", m.Meta.BootstrapExpect, "expect", expect)
+			g.cfg.Log.Error("peer expects a different cluster size; not bootstrapping", "peer", m.Name, "peer_expect", m.Meta.BootstrapExpect, "expect", expect)
 			return
 		}
 		servers = append(servers, raft.Server{ID: raft.ServerID(m.Meta.ID), Address: raft.ServerAddress(m.Meta.RaftAddr)})
@@ -355,18 +351,13 @@ func (g *Gossip) maybeBootstrap() {
 		return
 	}
 	sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
-	err := g.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	err := g.cfg.Raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
 	if err != nil && err != raft.ErrCantBootstrap {
-		g.log.Error("bootstrap failed", "error", err)
+		g.cfg.Log.Error("bootstrap failed", "error", err)
 		return
 	}
-	g.log.Info("bootstrapped raft", "servers", len(servers))
-	g.mu.Lock()
-	g.meta.Bootstrapped = true
-	g.mu.Unlock()
-	if err := g.list.UpdateNode(5 * time.Second); err != nil {
-		g.log.Warn("announce bootstrap failed", "error", err)
-	}
+	g.cfg.Log.Info("bootstrapped raft", "servers", len(servers))
+	g.announce(func(m *MemberMeta) { m.Bootstrapped = true }, "announce bootstrap failed")
 }
 
 // markMember announces, once this server has Raft state (it bootstrapped,
@@ -375,14 +366,20 @@ func (g *Gossip) markMember() {
 	g.mu.Lock()
 	done := g.meta.Bootstrapped
 	g.mu.Unlock()
-	if done || g.raft.LastIndex() == 0 {
+	if done || g.cfg.Raft.LastIndex() == 0 {
 		return
 	}
+	g.announce(func(m *MemberMeta) { m.Bootstrapped = true }, "announce membership failed")
+}
+
+// announce applies change to this server's metadata and announces it;
+// failed is the log line of an announcement that fails.
+func (g *Gossip) announce(change func(*MemberMeta), failed string) {
 	g.mu.Lock()
-	g.meta.Bootstrapped = true
+	change(&g.meta)
 	g.mu.Unlock()
 	if err := g.list.UpdateNode(5 * time.Second); err != nil {
-		g.log.Warn("announce membership failed", "error", err)
+		g.cfg.Log.Warn(failed, "error", err)
 	}
 }
 
@@ -510,9 +507,9 @@ func (g *Gossip) warnSharedIDs() {
 	}
 	g.sharedIDs = s
 	if s != "" {
-		g.log.Warn("several gossip members announce one server id: none of them is trusted", "server_ids", s)
+		g.cfg.Log.Warn("several gossip members announce one server id: none of them is trusted", "server_ids", s)
 	} else {
-		g.log.Info("no server id is announced by several gossip members any more")
+		g.cfg.Log.Info("no server id is announced by several gossip members any more")
 	}
 }
 
@@ -551,7 +548,7 @@ func (g *Gossip) NodeMeta(limit int) []byte {
 	defer g.mu.Unlock()
 	b, err := json.Marshal(g.meta)
 	if err != nil || len(b) > limit {
-		g.log.Error("member metadata too large", "bytes", len(b), "limit", limit)
+		g.cfg.Log.Error("member metadata too large", "bytes", len(b), "limit", limit)
 		return nil
 	}
 	return b

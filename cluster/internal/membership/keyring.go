@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/tenure-io/tenure/client/wire"
@@ -163,7 +162,7 @@ func (g *Gossip) ChangeKeyring(op KeyringMessage) error {
 	if err := g.applyKeyring(op); err != nil {
 		return err
 	}
-	g.log.Info("gossip_keyring_changed", "op", op.Op, "fingerprint", keyFingerprintOf(op.Key))
+	g.cfg.Log.Info("gossip_keyring_changed", "op", op.Op, "fingerprint", keyFingerprintOf(op.Key))
 	return nil
 }
 
@@ -195,7 +194,7 @@ func (g *Gossip) SendToWorkers(ctx context.Context, op KeyringMessage) ([]string
 			continue
 		}
 		if err := g.list.SendReliable(m, msg); err != nil {
-			g.log.Warn("sending keyring change failed", "member", m.Name, "error", err)
+			g.cfg.Log.Warn("sending keyring change failed", "member", m.Name, "error", err)
 			failed = append(failed, m.Name)
 		}
 	}
@@ -269,12 +268,7 @@ func (g *Gossip) applyKeyring(op KeyringMessage) error {
 	if err := applyKeyringOp(g.cfg.Keyring, op); err != nil {
 		return err // cannot happen: the copy took it
 	}
-	g.mu.Lock()
-	g.meta.Keys = keyFingerprints(g.cfg.Keyring)
-	g.mu.Unlock()
-	if err := g.list.UpdateNode(5 * time.Second); err != nil {
-		g.log.Warn("announcing keyring failed", "error", err)
-	}
+	g.announce(func(m *MemberMeta) { m.Keys = keyFingerprints(g.cfg.Keyring) }, "announcing keyring failed")
 	return nil
 }
 

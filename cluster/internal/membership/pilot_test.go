@@ -123,10 +123,10 @@ func newPilotBench(t *testing.T, rules Rules, servers ...raft.Server) *pilotBenc
 				ct, ok := b.contacts[id]
 				return ct, ok
 			},
-			Now: func() time.Time { return b.now },
+			Now:  func() time.Time { return b.now },
+			Log:  hclog.NewNullLogger(),
+			Raft: b.raft,
 		},
-		log:     hclog.NewNullLogger(),
-		raft:    b.raft,
 		members: map[string]*memberEntry{},
 		removed: map[string]time.Time{},
 		pilot:   newPilot(),
