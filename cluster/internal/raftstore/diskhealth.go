@@ -16,11 +16,8 @@ import (
 type Health struct {
 	now func() time.Time
 
-	mu        sync.Mutex
-	failures  uint64
-	lastErr   error
-	lastErrAt time.Time
-	lastOKAt  time.Time
+	mu    sync.Mutex
+	state State
 }
 
 // NewHealth returns a Health that reads the time from now.
@@ -34,10 +31,10 @@ func (h *Health) record(err error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {
-		h.failures++
-		h.lastErr, h.lastErrAt = err, t
+		h.state.Failures++
+		h.state.LastErr, h.state.LastErrAt = err, t
 	} else {
-		h.lastOKAt = t
+		h.state.LastOKAt = t
 	}
 	return err
 }
@@ -54,13 +51,14 @@ type State struct {
 	LastOKAt time.Time
 }
 
+// State returns what h knows now.
 func (h *Health) State() State {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return State{Failures: h.failures, LastErr: h.lastErr, LastErrAt: h.lastErrAt, LastOKAt: h.lastOKAt}
+	return h.state
 }
 
-// failing reports whether the disk counts as failing at now: the last
+// Failing reports whether the disk counts as failing at now: the last
 // write failed (no write succeeded since), or a write failed less than
 // hold ago. The hold keeps a disk that fails most writes, and lets a few
 // through (a full store reusing freed pages), from flapping to ready.
