@@ -80,28 +80,17 @@ func Workers(sm *fsm.Machine, members []membership.Member, id, after string, lim
 		page = page[:limit]
 		next = page[limit-1]
 	}
-	in := make(map[string]bool, len(page))
-	for _, id := range page {
-		in[id] = true
-	}
 
-	byID := map[string]*WorkerView{}
-	get := func(id string) *WorkerView {
-		v := byID[id]
-		if v == nil {
-			v = &WorkerView{ID: id, Status: "absent"}
-			byID[id] = v
-		}
-		return v
-	}
+	// byID holds the views of the page's workers, and no other.
+	byID := make(map[string]*WorkerView, len(page))
 	for _, id := range page {
-		get(id)
+		byID[id] = &WorkerView{ID: id, Status: "absent"}
 	}
 	for _, m := range members {
-		if m.Meta.Role != "worker" || !in[m.Meta.ID] {
+		v := byID[m.Meta.ID]
+		if m.Meta.Role != "worker" || v == nil {
 			continue
 		}
-		v := get(m.Meta.ID)
 		if v.Status == "alive" && m.Status != "alive" {
 			continue // a dead instance does not hide a live one
 		}
@@ -109,8 +98,8 @@ func Workers(sm *fsm.Machine, members []membership.Member, id, after string, lim
 		v.Groups = append([]string(nil), m.Meta.Groups...)
 	}
 	for _, id := range drained {
-		if in[id] {
-			get(id).Drained = true
+		if v := byID[id]; v != nil {
+			v.Drained = true
 		}
 	}
 	for _, g := range groups {
@@ -122,11 +111,11 @@ func Workers(sm *fsm.Machine, members []membership.Member, id, after string, lim
 			return per[id]
 		}
 		for _, k := range g.Keys {
-			if t := g.Assignment[k]; in[t] {
+			if t := g.Assignment[k]; byID[t] != nil {
 				keysOf(t).Targets = append(keysOf(t).Targets, k)
 			}
 			if l := sm.Get(k); l != nil && l.Held {
-				if w := HeldBy(l); in[w] {
+				if w := HeldBy(l); byID[w] != nil {
 					keysOf(w).Holds = append(keysOf(w).Holds, k)
 				}
 			}
@@ -134,7 +123,7 @@ func Workers(sm *fsm.Machine, members []membership.Member, id, after string, lim
 		for id, wk := range per {
 			sort.Strings(wk.Targets)
 			sort.Strings(wk.Holds)
-			v := get(id)
+			v := byID[id]
 			v.Keys = append(v.Keys, *wk)
 		}
 	}
