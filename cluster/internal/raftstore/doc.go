@@ -6,8 +6,8 @@
 // rewrites the configuration of a stopped server to recover it alone
 // (Recover).
 //
-// Every damage it finds is an error wrapping ErrRefusedStart that names
-// the file and the remedy, never a panic. It must never repair, skip or
+// Every damage it finds is an error wrapping identity.ErrRefusedStart
+// that names the file and the remedy, never a panic. It must never repair, skip or
 // rewrite a damaged entry, term or vote: a server that forgets its vote
 // may vote twice in one term, and one that skips an entry serves a state
 // its peers do not. It knows nothing of a running node: it takes the

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/cluster/internal/identity"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -34,10 +35,10 @@ func (e *LogEntryError) Error() string {
 
 func (e *LogEntryError) Unwrap() error { return e.Err }
 
-// Is makes a damaged entry a refusal to start (ErrRefusedStart): like a
+// Is makes a damaged entry a refusal to start (identity.ErrRefusedStart): like a
 // damaged store, it stays until an operator resyncs the server.
 func (e *LogEntryError) Is(target error) bool {
-	return target == ErrRefusedStart && errors.Is(e.Err, fsm.ErrCorrupt)
+	return target == identity.ErrRefusedStart && errors.Is(e.Err, fsm.ErrCorrupt)
 }
 
 // CheckLogStore reads every entry of the log store and checks the data of

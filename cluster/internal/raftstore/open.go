@@ -21,26 +21,20 @@ import (
 // DBFile is the name of the Raft log and stable store in the data dir.
 const DBFile = "raft.db"
 
-// ErrRefusedStart is wrapped by every error that makes a server refuse to
-// start on its data dir. It is identity.ErrRefusedStart (and
-// cluster.ErrRefusedStart), so that one errors.Is finds a damaged store
-// and a data dir of another server alike.
-var ErrRefusedStart = identity.ErrRefusedStart
-
 // storeLockTimeout bounds the wait for the lock on raft.db, which another
 // process holds while it runs on the same data dir.
 const storeLockTimeout = 2 * time.Second
 
 // OpenLogStore checks raft.db page by page and opens it. A damaged file
 // (bbolt refuses it, reports a bad page, or panics on it) is an
-// ErrRefusedStart error naming the file and what to do, never a panic:
+// identity.ErrRefusedStart error naming the file and what to do, never a panic:
 // bbolt trusts its pages and panics, or faults on memory past the end of a
 // truncated file, when it follows a damaged one.
 func OpenLogStore(dataDir, nodeID string) (*raftboltdb.BoltStore, error) {
 	path := filepath.Join(dataDir, DBFile)
 	if err := checkBolt(path); err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("%w: %s is locked by another process: is another server running on data dir %s?", ErrRefusedStart, path, dataDir)
+			return nil, fmt.Errorf("%w: %s is locked by another process: is another server running on data dir %s?", identity.ErrRefusedStart, path, dataDir)
 		}
 		return nil, DamagedStore(path, dataDir, nodeID, err)
 	}
@@ -143,7 +137,7 @@ func guard(f func() error) error {
 // DamagedStore is the error of a store file that cannot be read.
 func DamagedStore(path, dataDir, nodeID string, cause error) error {
 	return fmt.Errorf("%w: %s is damaged (%w). Its copy of the log cannot be trusted; %s",
-		ErrRefusedStart, path, cause, ResyncRemedy(nodeID, dataDir))
+		identity.ErrRefusedStart, path, cause, ResyncRemedy(nodeID, dataDir))
 }
 
 // ResyncRemedy is what an operator does with a server whose Raft state
@@ -162,7 +156,7 @@ func ResyncRemedy(nodeID, dataDir string) string {
 
 // NewRaft is raft.NewRaft with a panic in the stores (a damaged page
 // read while loading the last log entry or the snapshot) turned into an
-// error, and a failed snapshot restore named as such: an ErrRefusedStart
+// error, and a failed snapshot restore named as such: an identity.ErrRefusedStart
 // error naming the snapshots of dataDir, or its raft.db.
 func NewRaft(rc *raft.Config, machine raft.FSM, logs raft.LogStore, stable raft.StableStore, snaps raft.SnapshotStore, trans raft.Transport, dataDir, nodeID string) (*raft.Raft, error) {
 	var r *raft.Raft
@@ -187,7 +181,7 @@ func NewRaft(rc *raft.Config, machine raft.FSM, logs raft.LogStore, stable raft.
 // start: restored, the id of the snapshot Raft restored (the state
 // machine's), else the first ClusterID entry of logs (the log is not
 // replayed yet when Raft has just started). It reads the log only until
-// it finds one. A log it cannot read is an ErrRefusedStart error.
+// it finds one. A log it cannot read is an identity.ErrRefusedStart error.
 func ReplicatedClusterID(restored string, logs raft.LogStore, dataDir, nodeID string) (string, error) {
 	if restored != "" {
 		return restored, nil

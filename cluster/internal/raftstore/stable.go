@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/internal/identity"
 )
 
 // Raft keeps its term and its vote in the stable store of raft.db, under
@@ -130,12 +131,12 @@ func (s SealedStable) GetUint64(key []byte) (uint64, error) {
 // so it cannot be older than them (this finds a term taken back whole,
 // e.g. from an old copy of the file, where checksums still match). Then
 // it seals the values written by an older build. A failed check is an
-// ErrRefusedStart error naming the file and the remedy.
+// identity.ErrRefusedStart error naming the file and the remedy.
 func CheckStableStore(raw raft.StableStore, logs raft.LogStore, snaps raft.SnapshotStore, dataDir, nodeID string) error {
 	path := filepath.Join(dataDir, DBFile)
 	refuse := func(err error) error {
 		return fmt.Errorf("%w: the term and vote in %s cannot be trusted: %w. A server that forgets its term or vote may vote twice in one term; "+
-			"keep it stopped and %s (see \"A damaged Raft log\" in docs/operations.md)", ErrRefusedStart, path, err, ResyncRemedy(nodeID, dataDir))
+			"keep it stopped and %s (see \"A damaged Raft log\" in docs/operations.md)", identity.ErrRefusedStart, path, err, ResyncRemedy(nodeID, dataDir))
 	}
 	values := map[string][]byte{}
 	var unsealed [][]byte

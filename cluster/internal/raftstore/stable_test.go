@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/tenure-io/tenure/cluster/internal/identity"
 )
 
 // openTestStore is a raft.db in a temp dir whose last log entry is of
@@ -89,8 +90,8 @@ func TestCheckStableStore(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted; want refused with %q", tc.refuse)
 			}
-			if !errors.Is(err, ErrRefusedStart) || !errors.Is(err, ErrStableCorrupt) {
-				t.Errorf("error %v: want ErrRefusedStart and ErrStableCorrupt", err)
+			if !errors.Is(err, identity.ErrRefusedStart) || !errors.Is(err, ErrStableCorrupt) {
+				t.Errorf("error %v: want identity.ErrRefusedStart and ErrStableCorrupt", err)
 			}
 			for _, want := range []string{tc.refuse, filepath.Join(dir, DBFile), "remove-server -force n1"} {
 				if !strings.Contains(err.Error(), want) {
@@ -174,8 +175,8 @@ func TestStartRefusesAMissingTermOrVote(t *testing.T) {
 				vote, _ := (SealedStable{store}).GetUint64([]byte("LastVoteTerm"))
 				t.Fatalf("accepted: Raft starts with CurrentTerm %d and LastVoteTerm %d although the log is of term 2", term, vote)
 			}
-			if !errors.Is(err, ErrRefusedStart) || !errors.Is(err, ErrStableCorrupt) {
-				t.Errorf("error %v: want ErrRefusedStart and ErrStableCorrupt", err)
+			if !errors.Is(err, identity.ErrRefusedStart) || !errors.Is(err, ErrStableCorrupt) {
+				t.Errorf("error %v: want identity.ErrRefusedStart and ErrStableCorrupt", err)
 			}
 			for _, want := range []string{tc.refuse, filepath.Join(dir, DBFile), "remove-server -force n1"} {
 				if !strings.Contains(err.Error(), want) {
