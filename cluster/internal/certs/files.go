@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,22 +17,15 @@ const (
 // ServerFiles returns the file names of the server certificate of nodeID:
 // "<cluster>-server-<node-id>.pem" and "…-key.pem".
 func ServerFiles(clusterName, nodeID string) (cert, key string) {
-	base := fmt.Sprintf("%s-server-%s", orDefault(clusterName), nodeID)
+	base := fmt.Sprintf("%s-server-%s", cmp.Or(clusterName, DefaultClusterName), nodeID)
 	return base + ".pem", base + "-key.pem"
 }
 
 // ClientFiles returns the file names of the client certificate called
 // name: "<cluster>-client-<name>.pem" and "…-key.pem".
 func ClientFiles(clusterName, name string) (cert, key string) {
-	base := fmt.Sprintf("%s-client-%s", orDefault(clusterName), name)
+	base := fmt.Sprintf("%s-client-%s", cmp.Or(clusterName, DefaultClusterName), name)
 	return base + ".pem", base + "-key.pem"
-}
-
-func orDefault(clusterName string) string {
-	if clusterName == "" {
-		return DefaultClusterName
-	}
-	return clusterName
 }
 
 // WritePair writes p's certificate to certPath (mode 0644) and its key to

@@ -1,6 +1,7 @@
 package lessor
 
 import (
+	"cmp"
 	"container/heap"
 	"sync"
 	"time"
@@ -434,11 +435,7 @@ func (l *Lessor) Stale(threshold time.Duration) []StaleEntry {
 			continue // an ended lease's renewals are refused: not a stuck holder
 		}
 		since := now.Sub(e.deadline.Add(-e.ttl))
-		limit := threshold
-		if limit == 0 {
-			limit = 2 * e.ttl / 3
-		}
-		if since > limit {
+		if since > cmp.Or(threshold, 2*e.ttl/3) {
 			out = append(out, StaleEntry{Key: e.key, Token: e.token, TTL: e.ttl, SinceRenewal: since})
 		}
 	}

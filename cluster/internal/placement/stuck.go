@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"cmp"
 	"sort"
 	"strings"
 	"sync"
@@ -120,10 +121,7 @@ func groupGrace(g *fsm.Group, lease func(string) *fsm.Lease, def time.Duration) 
 			ttl = l.TTL
 		}
 	}
-	if ttl == 0 {
-		return def
-	}
-	return 2 * ttl
+	return cmp.Or(2*ttl, def)
 }
 
 // Observe updates the tracking of group g from its plan and the leases of
