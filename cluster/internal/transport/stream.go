@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/internal/certs"
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
 // stream is Raft's stream layer over TCP, or over mutual TLS (raftTLS,
@@ -100,17 +101,13 @@ type Config struct {
 	Logger hclog.Logger
 }
 
-// Dialer opens a connection to the Raft port of server id at addr, to
-// one of the side channels of Config.Channels.
-type Dialer func(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error)
-
 // New returns Raft over TCP, or over mutual TLS when cfg.TLS is on, its
 // listener within the caps of the Gate returned. The same port carries
 // the side channels: cfg.Serve answers their inbound connections, and the
-// Dialer returned opens outbound ones, with TLS when Raft has it. Every
-// dial names the server id it is for (idTransport, Dialer), and with TLS
-// (and cfg.CheckIDs) the certificate that answers must name that id.
-func New(cfg Config) (raft.Transport, Dialer, *connlimit.Gate, error) {
+// dialer returned opens outbound ones, with TLS when Raft has it. Every
+// dial names the server id it is for (idTransport, the dialer), and with
+// TLS (and cfg.CheckIDs) the certificate that answers must name that id.
+func New(cfg Config) (raft.Transport, rounds.Dialer, *connlimit.Gate, error) {
 	gate := connlimit.New(connlimit.Limits{Max: cfg.MaxConns, PerClient: cfg.MaxConnsPerClient, Trusted: cfg.Trusted, TrustedPastMax: true})
 	stream, err := newStream(cfg, gate)
 	if err != nil {
