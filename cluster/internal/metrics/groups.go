@@ -65,14 +65,7 @@ func collectGroups(ch chan<- prometheus.Metric, p Placement) {
 	if len(groups) == 0 {
 		return
 	}
-	workers := p.Workers()
-	var oldest map[string]float64
-	if free := p.OldestUnowned(); free != nil {
-		oldest = make(map[string]float64, len(free))
-		for g, d := range free {
-			oldest[g] = d.Seconds()
-		}
-	}
+	workers, oldest := p.Workers(), p.OldestUnowned()
 	for _, g := range groups {
 		var byTarget, byOther, unowned, disabled, prohibited int
 		perHolder := make(map[string]int)
@@ -130,7 +123,7 @@ func collectGroups(ch chan<- prometheus.Metric, p Placement) {
 		}
 		ch <- prometheus.MustNewConstMetric(descGroupBusiestWorker, prometheus.GaugeValue, float64(busiest), g.Name)
 		if oldest != nil {
-			ch <- prometheus.MustNewConstMetric(descGroupOldestUnowned, prometheus.GaugeValue, oldest[g.Name], g.Name)
+			ch <- prometheus.MustNewConstMetric(descGroupOldestUnowned, prometheus.GaugeValue, oldest[g.Name].Seconds(), g.Name)
 		}
 	}
 }
