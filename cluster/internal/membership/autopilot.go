@@ -3,6 +3,7 @@ package membership
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -178,11 +179,7 @@ func (g *Gossip) reconcile() {
 	for _, m := range members {
 		listed[m.Name] = true
 	}
-	for name := range g.pilot.logged {
-		if !listed[name] && !strings.HasPrefix(name, "raft:") {
-			delete(g.pilot.logged, name)
-		}
-	}
+	maps.DeleteFunc(g.pilot.logged, func(name, _ string) bool { return !listed[name] && !strings.HasPrefix(name, "raft:") })
 	if servers, ok := g.configuration(); ok {
 		g.admit(servers, members, now)
 	}
@@ -416,11 +413,7 @@ func (g *Gossip) promote(servers []raft.Server, members []Member, now time.Time)
 		}
 		candidates = append(candidates, s)
 	}
-	for id := range g.pilot.healthySince {
-		if !inConfig[id] {
-			delete(g.pilot.healthySince, id)
-		}
-	}
+	maps.DeleteFunc(g.pilot.healthySince, func(id raft.ServerID, _ time.Time) bool { return !inConfig[id] })
 	sort.Slice(candidates, func(i, j int) bool {
 		a, b := g.pilot.healthySince[candidates[i].ID], g.pilot.healthySince[candidates[j].ID]
 		if !a.Equal(b) {

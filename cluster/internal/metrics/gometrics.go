@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -398,11 +399,10 @@ func (s *GoMetricsSink) RetainPeers(ids []string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.gauges {
-		if i := slices.Index(k.m.decl.labels, "peer"); i >= 0 && slices.Contains(gone, strings.Split(k.values, "\xff")[i]) {
-			delete(s.gauges, k)
-		}
-	}
+	maps.DeleteFunc(s.gauges, func(k gaugeKey, _ gaugeValue) bool {
+		i := slices.Index(k.m.decl.labels, "peer")
+		return i >= 0 && slices.Contains(gone, strings.Split(k.values, "\xff")[i])
+	})
 }
 
 // SetGauge is part of go-metrics' MetricSink.

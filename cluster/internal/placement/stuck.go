@@ -2,6 +2,7 @@ package placement
 
 import (
 	"cmp"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -178,11 +179,7 @@ func (t *Tracker) Observe(g *fsm.Group, lease func(string) *fsm.Lease, control f
 			gt.waits[k] = keyWait{target: target, since: now}
 		}
 	}
-	for k := range gt.free {
-		if !inGroup[k] {
-			delete(gt.free, k)
-		}
-	}
+	maps.DeleteFunc(gt.free, func(k string, _ time.Time) bool { return !inGroup[k] })
 	for k, w := range gt.waits {
 		if !inGroup[k] {
 			delete(gt.waits, k)
@@ -227,11 +224,7 @@ func (t *Tracker) forget(groups []*fsm.Group) {
 	for _, g := range groups {
 		live[g.Name] = true
 	}
-	for name := range t.groups {
-		if !live[name] {
-			delete(t.groups, name)
-		}
-	}
+	maps.DeleteFunc(t.groups, func(name string, _ *groupTrack) bool { return !live[name] })
 }
 
 // UnownedKey is a key of a group that no lease holds.
