@@ -114,14 +114,7 @@ func removableDeadVoters(voters, failed, size int) int {
 		// below a majority of what it was, so no voter is removed.
 		return 0
 	}
-	n := voters - (size/2 + 1)
-	if n > failed {
-		n = failed
-	}
-	if n < 0 {
-		return 0
-	}
-	return n
+	return max(0, min(failed, voters-(size/2+1)))
 }
 
 // pilot is what the leader remembers between reconciliations: when this
@@ -317,11 +310,7 @@ func (g *Gossip) deadFor(srv raft.Server, now time.Time) time.Duration {
 	if since.Before(g.pilot.leaderSince) {
 		since = g.pilot.leaderSince
 	}
-	dead := now.Sub(since)
-	if silent := g.silentFor(srv, now); silent < dead {
-		dead = silent
-	}
-	return dead
+	return min(now.Sub(since), g.silentFor(srv, now))
 }
 
 // serverStatus reports whether a member announcing server id is alive on

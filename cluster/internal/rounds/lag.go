@@ -40,9 +40,7 @@ func NewLagTracker(now func() time.Time) *LagTracker {
 func (l *LagTracker) observeCommit(commit uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if commit > l.leaderCommit {
-		l.leaderCommit = commit
-	}
+	l.leaderCommit = max(l.leaderCommit, commit)
 	if l.markIndex == 0 {
 		l.markIndex, l.markAt = l.leaderCommit, l.now()
 	}
@@ -68,9 +66,7 @@ func (l *LagTracker) Lag(applied, ownCommit uint64) Lag {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if ownCommit > l.leaderCommit {
-		l.leaderCommit = ownCommit
-	}
+	l.leaderCommit = max(l.leaderCommit, ownCommit)
 	s := Lag{LeaderCommit: l.leaderCommit, Applied: applied}
 	if applied >= l.leaderCommit {
 		l.markIndex, l.markAt = 0, time.Time{}
