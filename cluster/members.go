@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
