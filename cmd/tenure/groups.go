@@ -126,10 +126,7 @@ func (e *env) groupsCreate(ctx context.Context, args []string) int {
 		if replace && casSet {
 			return nil, nil, badUsage("give either -replace or -cas, not both")
 		}
-		spec.Keys = client.SplitAddresses(keys)
-		if keys == "" {
-			spec.Keys = nil
-		}
+		spec.Keys = splitList(keys)
 		var g *client.GroupSummary
 		var err error
 		switch {

@@ -23,6 +23,12 @@ func TestGroupCommands(t *testing.T) {
 			"PUT", "/v1/groups/partitions", `{"prefix":"partitions/","count":4,"stuck_grace":"45s","min_workers":3}`, []string{"Group partitions"}},
 		{"create from keys", []string{"groups", "create", "scenes", "-keys", "scene-01,scene-02"}, 200, summary,
 			"PUT", "/v1/groups/scenes", `{"keys":["scene-01","scene-02"]}`, []string{"Group partitions"}},
+		{"create from keys with empty items", []string{"groups", "create", "scenes", "-keys", " scene-01,,scene-02, "}, 200, summary,
+			"PUT", "/v1/groups/scenes", `{"keys":["scene-01","scene-02"]}`, []string{"Group partitions"}},
+		// An empty list names no key; it is not read as an address list
+		// that falls back to the default server address.
+		{"create from a list of no keys", []string{"groups", "create", "scenes", "-keys", ","}, 200, summary,
+			"PUT", "/v1/groups/scenes", `{}`, []string{"Group partitions"}},
 		{"get", []string{"groups", "get", "partitions"}, 200, group,
 			"GET", "/v1/groups/partitions", "", []string{"partitions/0", "w1", "7", "held", "disabled", "WORKER", "alive", "STUCK", "Stuck workers: w9", "Stuck grace: 45s; min workers: 3"}},
 		{"list", []string{"groups", "list"}, 200, map[string]any{"groups": []any{summary}},
