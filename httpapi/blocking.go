@@ -33,9 +33,13 @@ func parseIndex(v string) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {
-		return 0, badRequest(wire.CodeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
+		return 0, badIndex(v)
 	}
 	return n, nil
+}
+
+func badIndex(v string) error {
+	return badRequest(wire.CodeInvalidIndex, "index", fmt.Sprintf("index: %q is not an unsigned integer", v))
 }
 
 // readFunc reads the state behind a query: the answer, the index to report,

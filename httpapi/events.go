@@ -28,7 +28,13 @@ func (s *Server) parseEventsQuery(r *http.Request) (eventsQuery, error) {
 	q := r.URL.Query()
 	out := eventsQuery{filter: fsm.EventFilter{Prefix: q.Get("prefix")}, limit: cluster.MaxEventsAnswer}
 	if q.Has("index") {
-		n, err := parseIndex(q.Get("index"))
+		// An index asks the answer to wait, so an empty one is refused
+		// rather than read as 0, as the other reads do.
+		v := q.Get("index")
+		if v == "" {
+			return out, badIndex(v)
+		}
+		n, err := parseIndex(v)
 		if err != nil {
 			return out, err
 		}

@@ -129,6 +129,7 @@ func TestEventsBadQuery(t *testing.T) {
 	n := startNode(t)
 	checkRefusals(t, n.url, []refusal{
 		{"index=x", "GET", "/v1/events?index=x", "", 400, wire.CodeInvalidIndex, "index", ""},
+		{"index empty", "GET", "/v1/events?index=", "", 400, wire.CodeInvalidIndex, "index", ""},
 		{"type=acquired,nope", "GET", "/v1/events?type=acquired,nope", "", 400, wire.CodeInvalidQuery, "type", ""},
 		{"limit=0", "GET", "/v1/events?limit=0", "", 400, wire.CodeInvalidQuery, "limit", ""},
 		{"limit=1001", "GET", "/v1/events?limit=1001", "", 400, wire.CodeInvalidQuery, "limit", ""},
