@@ -34,34 +34,13 @@ type GroupView struct {
 	Hidden int
 }
 
-// Group is g with all its keys, read from m; live are the live workers.
-func Group(m *fsm.Machine, g *fsm.Group, live []membership.Member) GroupView {
-	v := GroupView{Group: g, Keys: make([]KeyState, len(g.Keys)), Drained: m.DrainedWorkers()}
-	for i, k := range g.Keys {
-		v.Keys[i] = KeyState{Key: k, Target: g.Assignment[k], Lease: m.Get(k), Control: m.Control(k)}
-	}
-	v.Workers = serving(live, g.Name)
-	return v
-}
-
-// serving are the members of live that serve group name.
-func serving(live []membership.Member, name string) []membership.Member {
-	var out []membership.Member
-	for _, w := range live {
-		if w.Serves(name) {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
 // GroupPage is g with one page of its keys (at most p.Limit, after
-// p.After, in key order), as Group has all of them; Next is the key the
-// next page starts after ("" after the last page). Targets and Holds count
-// every key of the group, so each page carries the workers' whole counts.
-// A key for which visible (nil: every key) is false is left out of the
-// page and of the counts, and counted in Hidden instead (over the whole
-// group, as the counts are).
+// p.After, in key order); Next is the key the next page starts after (""
+// after the last page). Targets and Holds count every key of the group,
+// so each page carries the workers' whole counts. A key for which visible
+// (nil: every key) is false is left out of the page and of the counts,
+// and counted in Hidden instead (over the whole group, as the counts
+// are).
 func GroupPage(m *fsm.Machine, g *fsm.Group, p fsm.Page, visible func(key string) bool, live []membership.Member) GroupView {
 	limit := max(p.Limit, 1)
 	v := GroupView{Group: g, Drained: m.DrainedWorkers(), Targets: map[string]int{}, Holds: map[string]int{}}
@@ -87,7 +66,11 @@ func GroupPage(m *fsm.Machine, g *fsm.Group, p fsm.Page, visible func(key string
 			v.Next = v.Keys[len(v.Keys)-1].Key
 		}
 	}
-	v.Workers = serving(live, g.Name)
+	for _, w := range live {
+		if w.Serves(g.Name) {
+			v.Workers = append(v.Workers, w)
+		}
+	}
 	return v
 }
 
