@@ -27,13 +27,17 @@ func NewGoMetricsSink(reg prometheus.Registerer) (*GoMetricsSink, error) {
 type metrics struct{ *metricset.Set }
 
 func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
-	src := metricsSource{n: n}
+	src := metricsSource{n: n, Machine: n.machine}
 	return &metrics{metricset.New(metricset.Config{Registerer: reg, Source: src, Placement: src,
 		LogSources: []string{limitedlog.SourceMemberlist, limitedlog.SourceRaftTransport}})}
 }
 
-// metricsSource is what the collectors read of n at scrape time.
-type metricsSource struct{ n *Node }
+// metricsSource is what the collectors read of n at scrape time; its
+// Machine answers for the groups, leases, controls and drained workers.
+type metricsSource struct {
+	n *Node
+	*fsm.Machine
+}
 
 func (s metricsSource) Node() metricset.Node {
 	n := s.n
@@ -73,11 +77,6 @@ func (s metricsSource) Conns() []metricset.Conns {
 	}
 	return out
 }
-
-func (s metricsSource) Groups() ([]*fsm.Group, uint64)    { return s.n.machine.Groups() }
-func (s metricsSource) Get(key string) *fsm.Lease         { return s.n.machine.Get(key) }
-func (s metricsSource) Control(key string) fsm.KeyControl { return s.n.machine.Control(key) }
-func (s metricsSource) Drained(worker string) bool        { return s.n.machine.Drained(worker) }
 
 func (s metricsSource) Admits(worker, group string) bool {
 	admit := s.n.admission()
