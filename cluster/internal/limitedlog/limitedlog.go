@@ -34,23 +34,20 @@ const (
 // single word (Word).
 func MemberlistLogger(l hclog.Logger, suppressed func(), sender func(from string) (Member, bool)) *log.Logger {
 	w := &limitedLogWriter{
-		sender:     sender,
-		out:        l.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
-		log:        l,
-		lim:        summarized(l, SourceMemberlist),
-		suppressed: suppressed,
+		sender: sender,
+		out:    l.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}),
+		log:    New(l, SourceMemberlist, suppressed),
 	}
 	// No date prefix, so hclog can read the [DEBUG]/[WARN] levels.
 	return log.New(w, "", 0)
 }
 
-// limitedLogWriter writes memberlist's log lines to out within lim.
+// limitedLogWriter writes memberlist's log lines to out within the limits
+// of log.
 type limitedLogWriter struct {
-	out        io.Writer
-	log        hclog.Logger
-	lim        *Limiter
-	suppressed func()
-	sender     func(from string) (Member, bool)
+	out    io.Writer
+	log    *Logger
+	sender func(from string) (Member, bool)
 }
 
 // Member is the member that sent refused gossip: its node name, the
@@ -71,10 +68,7 @@ func (w *limitedLogWriter) Write(p []byte) (int, error) {
 		return w.out.Write(p) // below the level: hclog drops it
 	}
 	kind := memberlistKind(p)
-	if !w.lim.Allow(kind) {
-		if w.suppressed != nil {
-			w.suppressed()
-		}
+	if !w.log.allow(lineLevel(p), kind) {
 		return len(p), nil
 	}
 	if refusedKinds[kind] {
@@ -199,20 +193,11 @@ type Logger struct {
 
 // New returns l limited as Logger says; its summary lines name source.
 func New(l hclog.Logger, source string, suppressed func()) *Logger {
-	return &Logger{
-		Logger:     l,
-		lim:        summarized(l, source),
-		suppressed: suppressed,
-	}
-}
-
-// summarized is the default Limiter of a logger whose kinds of lines come
-// from source: each interval's summary is one log_lines_suppressed line
-// on l.
-func summarized(l hclog.Logger, source string) *Limiter {
-	return NewLimiter(DefaultLines, DefaultInterval, func(kind string, n int) {
+	// Each interval's summary is one log_lines_suppressed line on l.
+	lim := NewLimiter(DefaultLines, DefaultInterval, func(kind string, n int) {
 		l.Info("log_lines_suppressed", "source", source, "kind", kind, "suppressed", n, "interval", DefaultInterval.String())
 	})
+	return &Logger{Logger: l, lim: lim, suppressed: suppressed}
 }
 
 // allow reports whether a line of msg at level may be logged; lines below
