@@ -76,7 +76,7 @@ func gossipTransport(limits ConnLimits, trusted func(ip string) bool, gate **con
 func refusedGossipSender(senders *transport.Senders, table *atomic.Pointer[membership.Gossip]) func(string) (limitedlog.Member, bool) {
 	return func(from string) (limitedlog.Member, bool) {
 		if s, ok := senders.Of(from); ok {
-			return limitedlog.Member{Name: s.Name, Addr: s.Addr, Role: s.Role}, true
+			return s, true
 		}
 		if g := table.Load(); g != nil {
 			for _, m := range g.Members() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 )
 
 // Senders names the members behind the gossip stream connections that
@@ -25,25 +26,21 @@ import (
 // concurrent use.
 type Senders struct {
 	mu sync.Mutex
-	m  map[string]Sender // by remote address
-}
-
-// Sender is the member that sent a gossip stream, as its state says: its
-// node name, the gossip address it announces, and its role (from its
-// metadata; "" when it announces none). A stranger chose every field.
-type Sender struct {
-	Name, Addr, Role string
+	m  map[string]limitedlog.Member // by remote address
 }
 
 // NewSenders returns an empty Senders.
-func NewSenders() *Senders { return &Senders{m: map[string]Sender{}} }
+func NewSenders() *Senders { return &Senders{m: map[string]limitedlog.Member{}} }
 
 // Of is the member that sent the open stream from addr (its remote
-// address, as memberlist logs it after "from="); false when unknown (an
-// encrypted stream, or one whose state names no single sender).
-func (s *Senders) Of(addr string) (Sender, bool) {
+// address, as memberlist logs it after "from="), as its state says: its
+// node name, the gossip address it announces, and its role (from its
+// metadata; "" when it announces none). A stranger chose every field.
+// False when unknown (an encrypted stream, or one whose state names no
+// single sender).
+func (s *Senders) Of(addr string) (limitedlog.Member, bool) {
 	if s == nil {
-		return Sender{}, false
+		return limitedlog.Member{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -51,7 +48,7 @@ func (s *Senders) Of(addr string) (Sender, bool) {
 	return who, ok
 }
 
-func (s *Senders) set(addr string, who Sender) {
+func (s *Senders) set(addr string, who limitedlog.Member) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[addr] = who
@@ -93,7 +90,7 @@ func (s *Senders) peekSender(c net.Conn, timeout time.Duration) net.Conn {
 	if buf[0] != msgPushPull && buf[0] != msgCompress { // encrypted (or nothing a join sends)
 		return &peekedConn{Conn: c, r: io.MultiReader(bytes.NewReader(buf), c)}
 	}
-	var who Sender
+	var who limitedlog.Member
 	ok := false
 	for tries := 0; !ok && len(buf) < maxSenderPeek && tries < 4; tries++ {
 		if tries > 0 {
@@ -128,31 +125,31 @@ type pushNodeState struct {
 // plainSender names the sender of a plain state exchange b (its type
 // byte first, compressed or not): the one node it lists, or the one of its
 // nodes at from's IP; false if b is incomplete or names no single sender.
-func plainSender(b []byte, from net.Addr) (Sender, bool) {
+func plainSender(b []byte, from net.Addr) (limitedlog.Member, bool) {
 	if len(b) > 0 && b[0] == msgCompress {
 		var c struct {
 			Algo int
 			Buf  []byte
 		}
 		if codec.NewDecoderBytes(b[1:], &codec.MsgpackHandle{}).Decode(&c) != nil || c.Algo != 0 { // 0: LZW
-			return Sender{}, false
+			return limitedlog.Member{}, false
 		}
 		r := lzw.NewReader(bytes.NewReader(c.Buf), lzw.LSB, 8)
 		defer r.Close()
 		var err error
 		if b, err = io.ReadAll(io.LimitReader(r, maxSenderPeek)); err != nil {
-			return Sender{}, false
+			return limitedlog.Member{}, false
 		}
 	}
 	if len(b) == 0 || b[0] != msgPushPull {
-		return Sender{}, false
+		return limitedlog.Member{}, false
 	}
 	var header struct {
 		Nodes int
 	}
 	dec := codec.NewDecoderBytes(b[1:], &codec.MsgpackHandle{})
 	if dec.Decode(&header) != nil || header.Nodes < 1 || header.Nodes > 1024 {
-		return Sender{}, false
+		return limitedlog.Member{}, false
 	}
 	var found *pushNodeState
 	fromIP := ""
@@ -162,21 +159,21 @@ func plainSender(b []byte, from net.Addr) (Sender, bool) {
 	for i := 0; i < header.Nodes; i++ {
 		var n pushNodeState
 		if dec.Decode(&n) != nil {
-			return Sender{}, false
+			return limitedlog.Member{}, false
 		}
 		if header.Nodes == 1 || net.IP(n.Addr).String() == fromIP {
 			if found != nil {
-				return Sender{}, false // two at the sender's IP: cannot tell which
+				return limitedlog.Member{}, false // two at the sender's IP: cannot tell which
 			}
 			found = &n
 		}
 	}
 	if found == nil {
-		return Sender{}, false
+		return limitedlog.Member{}, false
 	}
 	var meta wire.MemberMeta
 	_ = json.Unmarshal(found.Meta, &meta)
-	return Sender{Name: found.Name, Addr: net.JoinHostPort(net.IP(found.Addr).String(), strconv.Itoa(int(found.Port))), Role: meta.Role}, true
+	return limitedlog.Member{Name: found.Name, Addr: net.JoinHostPort(net.IP(found.Addr).String(), strconv.Itoa(int(found.Port))), Role: meta.Role}, true
 }
 
 // peekedConn is a stream with the bytes read ahead of memberlist put
