@@ -22,14 +22,11 @@ func NewGoMetricsSink(reg prometheus.Registerer) (*GoMetricsSink, error) {
 	return metricset.NewGoMetricsSink(reg)
 }
 
-// metrics are the node's Prometheus collectors (metricset.Set). A nil
-// Registerer leaves them unregistered but usable.
-type metrics struct{ *metricset.Set }
-
-func newMetrics(reg prometheus.Registerer, n *Node) *metrics {
-	src := metricsSource{n: n, Machine: n.machine}
-	return &metrics{metricset.New(metricset.Config{Registerer: reg, Source: src, Placement: src,
-		LogSources: []string{limitedlog.SourceMemberlist, limitedlog.SourceRaftTransport}})}
+// newMetrics returns the node's Prometheus collectors. A nil Registerer
+// leaves them unregistered but usable.
+func newMetrics(reg prometheus.Registerer, n *Node) *metricset.Set {
+	return metricset.New(metricset.Config{Registerer: reg, Source: metricsSource{n: n, Machine: n.machine},
+		LogSources: []string{limitedlog.SourceMemberlist, limitedlog.SourceRaftTransport}})
 }
 
 // metricsSource is what the collectors read of n at scrape time; its

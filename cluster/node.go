@@ -19,6 +19,7 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
+	metricset "github.com/tenure-io/tenure/cluster/internal/metrics"
 	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/cluster/internal/raftstore"
@@ -47,7 +48,7 @@ type Node struct {
 	inbound   rounds.ConnSet // confirmation connections served (raft_transport.go)
 	// applied waits for the state machine to reach an index (applied.go).
 	applied appliedIndex
-	metrics *metrics
+	metrics *metricset.Set
 	gossip  *membership.Gossip // nil without gossip
 
 	// contacts is the leader's record of which followers answer Raft.

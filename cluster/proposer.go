@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
+	metricset "github.com/tenure-io/tenure/cluster/internal/metrics"
 	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -28,7 +29,7 @@ type proposer struct {
 	machine  *fsm.Machine
 	lessor   *lessor.Lessor
 	log      hclog.Logger
-	metrics  *metrics
+	metrics  *metricset.Set
 	term     uint64
 	maxBatch int
 	// maxPending bounds the writes queued for the next batches.

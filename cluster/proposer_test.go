@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/internal/lessor"
+	metricset "github.com/tenure-io/tenure/cluster/internal/metrics"
 	"github.com/tenure-io/tenure/fsm"
 	"github.com/tenure-io/tenure/test/harness"
 )
@@ -42,7 +43,7 @@ func newGatedProposerSize(t *testing.T, gated, maxPending int) *gatedProposer {
 	l := lessor.New(SystemClock{})
 	l.Promote(nil, nil)
 	g.p = newProposer(&proposer{apply: apply, machine: g.m, lessor: l, log: hclog.NewNullLogger(),
-		metrics: newMetrics(nil, nil), term: 1, maxBatch: 64, maxPending: maxPending})
+		metrics: metricset.New(metricset.Config{}), term: 1, maxBatch: 64, maxPending: maxPending})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -165,7 +166,7 @@ func TestProposerBatchesStayWithinMaxBatch(t *testing.T) {
 	l := lessor.New(SystemClock{})
 	l.Promote(nil, nil)
 	p := newProposer(&proposer{apply: apply, machine: m, lessor: l, log: hclog.NewNullLogger(),
-		metrics: newMetrics(nil, nil), term: 1, maxBatch: 4, maxPending: 256})
+		metrics: metricset.New(metricset.Config{}), term: 1, maxBatch: 4, maxPending: 256})
 	// Three keys held by A, each with a queued waiter; then A releases all
 	// three at once: three releases and three hand-offs, six commands.
 	var ops, waiters []*op

@@ -65,7 +65,7 @@ func TestCollectorsReadTheSource(t *testing.T) {
 		oldest: map[string]time.Duration{"g": 1500 * time.Millisecond},
 	}
 	reg := prometheus.NewPedanticRegistry()
-	m := New(Config{Registerer: reg, Source: src, Placement: src, LogSources: []string{"memberlist"}})
+	m := New(Config{Registerer: reg, Source: src, LogSources: []string{"memberlist"}})
 	m.Acquisitions.Inc()
 	got := gather(t, reg)
 	wantSeries(t, got, map[string]float64{
@@ -117,7 +117,7 @@ func TestGroupControlsAndMinimumAreCounted(t *testing.T) {
 		refused: map[string]bool{"w5": true},
 	}
 	reg := prometheus.NewPedanticRegistry()
-	New(Config{Registerer: reg, Source: src, Placement: src})
+	New(Config{Registerer: reg, Source: src})
 	got := gather(t, reg)
 	wantSeries(t, got, map[string]float64{
 		`tenure_group_disabled_keys{group="g"}`:   2,

@@ -32,7 +32,6 @@ type Config struct {
 	// Source at scrape time.
 	Registerer prometheus.Registerer
 	Source     Source
-	Placement  Placement
 	// LogSources are the sources of LogSuppressed, shown at 0 from the
 	// start.
 	LogSources []string
@@ -93,7 +92,7 @@ func New(cfg Config) *Set {
 	}, []string{"state"})
 	reg.MustRegister(m.Acquisitions, m.Releases, m.Expiries, m.Conflicts, m.Renewals,
 		m.ApplyLatency, m.BatchSize, m.VerifyLatency, m.LeaderChanges, m.Backups, m.LastBackup,
-		m.LogSuppressed, &stateCollector{src: cfg.Source, placement: cfg.Placement, leases: leases})
+		m.LogSuppressed, &stateCollector{src: cfg.Source, leases: leases})
 	return m
 }
 
@@ -106,6 +105,7 @@ func (m *Set) ObserveApply(d time.Duration, commands int) {
 // Source is what the collectors read at scrape time, on the scraping
 // goroutine; its methods must be safe for concurrent use.
 type Source interface {
+	Placement
 	// Node is the node's lease counts and Raft state now.
 	Node() Node
 	Health() views.NodeHealth
@@ -133,9 +133,8 @@ type Node struct {
 
 // stateCollector reads lease counts and Raft state at scrape time.
 type stateCollector struct {
-	src       Source
-	placement Placement
-	leases    *prometheus.GaugeVec
+	src    Source
+	leases *prometheus.GaugeVec
 }
 
 var (
@@ -184,7 +183,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descToken, prometheus.GaugeValue, float64(n.LastToken))
 	ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(n.Waiting))
 	ch <- prometheus.MustNewConstMetric(descTolerate, prometheus.GaugeValue, float64(n.FailureTolerance))
-	collectGroups(ch, c.placement)
+	collectGroups(ch, c.src)
 	collectHealth(ch, c.src.Health())
 	collectDisk(ch, c.src.Disk())
 	collectConns(ch, c.src.Conns())
