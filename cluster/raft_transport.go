@@ -60,7 +60,7 @@ func (n *Node) ServeConfirm(conn net.Conn) {
 // log lines are limited (limitedlog.Logger); suppressed is called for
 // each one left out.
 func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn), suppressed func()) (raft.Transport, rounds.Dialer, *connlimit.Gate, error) {
-	trans, dial, gate, err := transport.New(transport.Config{
+	return transport.New(transport.Config{
 		Bind:              cfg.RaftAddr,
 		Advertise:         advertise,
 		TLS:               cfg.TLS,
@@ -71,10 +71,8 @@ func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, se
 		Trusted:           trusted,
 		HandshakeTimeout:  cfg.Conns.HandshakeTimeout,
 		Serve:             serve,
-		Channels:          []byte{rounds.Magic, transport.AddrMagic},
 		Logger:            limitedlog.New(cfg.Logger.Named("transport"), limitedlog.SourceRaftTransport, suppressed),
 	})
-	return trans, rounds.Dialer(dial), gate, err
 }
 
 // IsServerIP reports whether ip is the host of the Raft address of a server

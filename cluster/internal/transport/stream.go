@@ -16,8 +16,7 @@ import (
 )
 
 // stream is Raft's stream layer over TCP, or over mutual TLS (raftTLS,
-// raftDialer), its listener within the Raft connection limits
-// (limitRaftListener).
+// raftDialer), its listener within the Raft connection limits.
 type stream struct {
 	net.Listener
 	advertise net.Addr
@@ -42,20 +41,14 @@ func newStream(cfg Config, gate *connlimit.Gate) (*stream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft listen on %s: %w", cfg.Bind, err)
 	}
-	s.Listener = limitRaftListener(ln, gate, cfg.HandshakeTimeout, wrap)
-	return s, nil
-}
-
-// limitRaftListener applies the caps of gate to Raft's listener ln: the
-// caps on the raw connections first, so that a refused one costs no
-// handshake; wrap adds TLS (or nothing); then the handshake deadline
-// (handshake).
-func limitRaftListener(ln net.Listener, gate *connlimit.Gate, handshake time.Duration, wrap func(net.Listener) net.Listener) net.Listener {
-	out := connlimit.Listener(ln, gate)
+	// The caps on the raw connections first, so that a refused one costs
+	// no handshake; then TLS, if on; then the handshake deadline.
+	ln = connlimit.Listener(ln, gate)
 	if wrap != nil {
-		out = wrap(out)
+		ln = wrap(ln)
 	}
-	return connlimit.HandshakeDeadline(out, handshake)
+	s.Listener = connlimit.HandshakeDeadline(ln, cfg.HandshakeTimeout)
+	return s, nil
 }
 
 // Dial implements raft.StreamLayer.
@@ -93,10 +86,9 @@ type Config struct {
 	MaxConns, MaxConnsPerClient int
 	Trusted                     func(ip string) bool
 	HandshakeTimeout            time.Duration
-	// Serve answers the inbound connections whose first byte is one of
-	// Channels (muxStream).
-	Serve    func(net.Conn)
-	Channels []byte
+	// Serve answers the inbound connections of the side channels: those
+	// whose first byte is rounds.Magic or AddrMagic (muxStream).
+	Serve func(net.Conn)
 	// Logger takes the network transport's log lines.
 	Logger hclog.Logger
 }
@@ -116,7 +108,7 @@ func New(cfg Config) (raft.Transport, rounds.Dialer, *connlimit.Gate, error) {
 	dial := func(id raft.ServerID, addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 		return stream.Dial(peerAddress(id, addr), timeout)
 	}
-	return idTransport{raft.NewNetworkTransportWithLogger(newMuxStream(stream, cfg.Serve, cfg.Channels), 3, 10*time.Second, cfg.Logger)}, dial, gate, nil
+	return idTransport{raft.NewNetworkTransportWithLogger(newMuxStream(stream, cfg.Serve, []byte{rounds.Magic, AddrMagic}), 3, 10*time.Second, cfg.Logger)}, dial, gate, nil
 }
 
 // NamedAddr is a Raft address as given (a host name kept as it is), for
