@@ -145,8 +145,8 @@ type Config struct {
 	FreeKeyRetention time.Duration
 	// BackupDir, if set, is where the leader writes a backup of the whole
 	// state (Backup) every BackupInterval, keeping the BackupKeep newest
-	// (backups.go). Only the leader writes: each server writes to its own
-	// BackupDir while it leads.
+	// (runBackups, cluster/restore.go). Only the leader writes: each
+	// server writes to its own BackupDir while it leads.
 	BackupDir      string
 	BackupInterval time.Duration
 	BackupKeep     int
