@@ -117,7 +117,7 @@ func (n *Node) RegisterWorker(ctx context.Context, a *Authorizer, worker string,
 		return invalid("groups", "give 1 to %d groups, got %d", acl.MaxRegisterGroups, len(groups))
 	}
 	for _, g := range groups {
-		if err := validateGroupName(g); err != nil {
+		if err := check.Name("name", g); err != nil {
 			return &InvalidError{Field: "groups", Err: err}
 		}
 		if err := n.WorkerAllowed(a, worker, g); err != nil {

@@ -39,37 +39,27 @@ func (n *Node) PutGroup(ctx context.Context, spec GroupSpec) (*fsm.Group, error)
 
 // SetMaxPerWorker changes the per-worker maximum of a group.
 func (n *Node) SetMaxPerWorker(ctx context.Context, name string, max int) (*fsm.Group, error) {
-	if err := validateGroupName(name); err != nil {
+	if err := check.Name("name", name); err != nil {
 		return nil, err
 	}
 	if max < 0 {
 		return nil, invalid("max_per_worker", "%d is negative", max)
 	}
-	r, err := n.write(ctx, fsm.GroupMax{Name: name, MaxPerWorker: max})
-	if err != nil {
-		return nil, err
-	}
-	if r.Code == fsm.NotFound {
-		return nil, fmt.Errorf("group %q: %w", name, ErrNotFound)
-	}
-	return n.machine.Group(name), nil
+	return n.writeGroup(ctx, name, fsm.GroupMax{Name: name, MaxPerWorker: max})
 }
 
 // DeleteGroup removes a group; its leases are left as they are.
 func (n *Node) DeleteGroup(ctx context.Context, name string) error {
-	if err := validateGroupName(name); err != nil {
+	if err := check.Name("name", name); err != nil {
 		return err
 	}
-	r, err := n.write(ctx, fsm.GroupDelete{Name: name})
-	if err == nil && r.Code == fsm.NotFound {
-		return fmt.Errorf("group %q: %w", name, ErrNotFound)
-	}
+	_, err := n.writeGroup(ctx, name, fsm.GroupDelete{Name: name})
 	return err
 }
 
 // GroupKeys adds and removes keys of a group.
 func (n *Node) GroupKeys(ctx context.Context, name string, add, remove []string) (*fsm.Group, error) {
-	if err := validateGroupName(name); err != nil {
+	if err := check.Name("name", name); err != nil {
 		return nil, err
 	}
 	for _, k := range append(append([]string(nil), add...), remove...) {
@@ -80,7 +70,13 @@ func (n *Node) GroupKeys(ctx context.Context, name string, add, remove []string)
 	if g := n.machine.Group(name); g != nil && len(g.Keys)+len(add) > check.MaxGroupKeys {
 		return nil, invalid("add", "the group would exceed %d keys", check.MaxGroupKeys)
 	}
-	r, err := n.write(ctx, fsm.GroupKeys{Name: name, Add: add, Remove: remove})
+	return n.writeGroup(ctx, name, fsm.GroupKeys{Name: name, Add: add, Remove: remove})
+}
+
+// writeGroup proposes cmd, a change of group name, and returns the group
+// once it applied; ErrNotFound when there is no such group.
+func (n *Node) writeGroup(ctx context.Context, name string, cmd fsm.Command) (*fsm.Group, error) {
+	r, err := n.write(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -198,8 +194,6 @@ func (n *Node) write(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	}
 	return p.submit(ctx, &op{cmd: cmd})
 }
-
-func validateGroupName(name string) error { return check.Name("name", name) }
 
 // ValidateName checks a group name or a worker id given elsewhere than in
 // a command (the HTTP API's authorize checks): the *InvalidError it returns
