@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/cluster/internal/acl"
 	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/fsm"
@@ -56,19 +55,8 @@ func AllowAll() *Authorizer { return acl.AllowAll() }
 type ACL = acl.Calls[Consistency]
 
 // ACL returns the ACL calls of n.
-func (n *Node) ACL() ACL { return acl.NewCalls[Consistency](aclNode{n}) }
-
-// aclNode is what the ACL calls need of a node (acl.Node).
-type aclNode struct{ n *Node }
-
-func (a aclNode) ACLsOn() bool        { return a.n.cfg.ACLEnabled }
-func (a aclNode) State() *fsm.Machine { return a.n.machine }
-func (a aclNode) Log() hclog.Logger   { return a.n.log }
-func (a aclNode) Write(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
-	return a.n.write(ctx, cmd)
-}
-func (a aclNode) ReadBarrier(ctx context.Context, c Consistency) error {
-	return a.n.readBarrier(ctx, c)
+func (n *Node) ACL() ACL {
+	return acl.NewCalls(acl.Node[Consistency]{On: n.cfg.ACLEnabled, State: n.machine, Write: n.write, ReadBarrier: n.readBarrier, Log: n.log})
 }
 
 // ResolveToken returns the Authorizer of a request that carried secret

@@ -22,12 +22,12 @@ var (
 // Node is what the ACL calls need of a node: whether it enforces ACLs,
 // its replicated state, its leader's proposer, and the read barrier of a
 // read of consistency C.
-type Node[C any] interface {
-	ACLsOn() bool
-	State() *fsm.Machine
-	Write(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
-	ReadBarrier(ctx context.Context, c C) error
-	Log() hclog.Logger
+type Node[C any] struct {
+	On          bool
+	State       *fsm.Machine
+	Write       func(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
+	ReadBarrier func(ctx context.Context, c C) error
+	Log         hclog.Logger
 }
 
 // Calls is the ACL calls of a node: tokens and policies, read from the
@@ -46,7 +46,7 @@ type TokenWithSecret struct {
 // Bootstrap creates the first management token and returns it with its
 // secret. ErrBootstrapped once it has been done.
 func (a Calls[C]) Bootstrap(ctx context.Context) (TokenWithSecret, error) {
-	if !a.n.ACLsOn() {
+	if !a.n.On {
 		return TokenWithSecret{}, ErrDisabled
 	}
 	tok, secret, err := NewToken(TokenSpec{Description: "bootstrap token (management)", Management: true})
@@ -60,14 +60,14 @@ func (a Calls[C]) Bootstrap(ctx context.Context) (TokenWithSecret, error) {
 	if r.Code == fsm.Refused {
 		return TokenWithSecret{}, ErrBootstrapped
 	}
-	a.n.Log().Info("acl_bootstrapped", "accessor", tok.AccessorID)
-	return TokenWithSecret{ACLToken: a.n.State().ACLToken(tok.AccessorID), SecretID: secret}, nil
+	a.n.Log.Info("acl_bootstrapped", "accessor", tok.AccessorID)
+	return TokenWithSecret{ACLToken: a.n.State.ACLToken(tok.AccessorID), SecretID: secret}, nil
 }
 
 // CreateToken creates a token and returns it with its secret, which the
 // cluster does not keep. Every policy it names must exist.
 func (a Calls[C]) CreateToken(ctx context.Context, spec TokenSpec) (TokenWithSecret, error) {
-	if !a.n.ACLsOn() {
+	if !a.n.On {
 		return TokenWithSecret{}, ErrDisabled
 	}
 	if len(spec.Description) > MaxDescriptionLen {
@@ -80,7 +80,7 @@ func (a Calls[C]) CreateToken(ctx context.Context, spec TokenSpec) (TokenWithSec
 		return TokenWithSecret{}, check.Invalid("policies", "a token needs at least one policy, or management")
 	}
 	for _, p := range spec.Policies {
-		if a.n.State().ACLPolicy(p) == nil {
+		if a.n.State.ACLPolicy(p) == nil {
 			return TokenWithSecret{}, check.Invalid("policies", "no policy %q", p)
 		}
 	}
@@ -98,13 +98,13 @@ func (a Calls[C]) CreateToken(ctx context.Context, spec TokenSpec) (TokenWithSec
 	if r.Code == fsm.Refused { // two random 122-bit secrets collided
 		return TokenWithSecret{}, fmt.Errorf("token secret collided with another token's; try again")
 	}
-	return TokenWithSecret{ACLToken: a.n.State().ACLToken(tok.AccessorID), SecretID: secret}, nil
+	return TokenWithSecret{ACLToken: a.n.State.ACLToken(tok.AccessorID), SecretID: secret}, nil
 }
 
 // DeleteToken deletes a token; it stops working on each node as soon
 // as that node applies the deletion. ErrNotFound if there is no such token.
 func (a Calls[C]) DeleteToken(ctx context.Context, accessor string) error {
-	if !a.n.ACLsOn() {
+	if !a.n.On {
 		return ErrDisabled
 	}
 	r, err := a.n.Write(ctx, fsm.ACLTokenDelete{AccessorID: accessor})
@@ -116,7 +116,7 @@ func (a Calls[C]) DeleteToken(ctx context.Context, accessor string) error {
 
 // read starts every read: ErrDisabled, or the read barrier of c.
 func (a Calls[C]) read(ctx context.Context, c C) error {
-	if !a.n.ACLsOn() {
+	if !a.n.On {
 		return ErrDisabled
 	}
 	return a.n.ReadBarrier(ctx, c)
@@ -127,7 +127,7 @@ func (a Calls[C]) Tokens(ctx context.Context, c C) ([]*fsm.ACLToken, uint64, err
 	if err := a.read(ctx, c); err != nil {
 		return nil, 0, err
 	}
-	tokens, index := a.n.State().ACLTokens()
+	tokens, index := a.n.State.ACLTokens()
 	return tokens, index, nil
 }
 
@@ -138,7 +138,7 @@ func (a Calls[C]) TokensPage(ctx context.Context, after string, limit int, c C) 
 	if err := a.read(ctx, c); err != nil {
 		return nil, "", 0, err
 	}
-	tokens, next, index := a.n.State().ACLTokensPage(after, limit)
+	tokens, next, index := a.n.State.ACLTokensPage(after, limit)
 	return tokens, next, index, nil
 }
 
@@ -147,7 +147,7 @@ func (a Calls[C]) Token(ctx context.Context, accessor string, c C) (*fsm.ACLToke
 	if err := a.read(ctx, c); err != nil {
 		return nil, err
 	}
-	tok := a.n.State().ACLToken(accessor)
+	tok := a.n.State.ACLToken(accessor)
 	if tok == nil {
 		return nil, fmt.Errorf("token %q: %w", accessor, check.ErrNotFound)
 	}
@@ -157,7 +157,7 @@ func (a Calls[C]) Token(ctx context.Context, accessor string, c C) (*fsm.ACLToke
 // SetPolicy creates or replaces a policy; tokens that name it have its
 // new rules as soon as each node applies it.
 func (a Calls[C]) SetPolicy(ctx context.Context, spec PolicySpec) (*fsm.ACLPolicy, error) {
-	if !a.n.ACLsOn() {
+	if !a.n.On {
 		return nil, ErrDisabled
 	}
 	if err := CheckPolicy(spec); err != nil {
@@ -166,12 +166,12 @@ func (a Calls[C]) SetPolicy(ctx context.Context, spec PolicySpec) (*fsm.ACLPolic
 	if _, err := a.n.Write(ctx, fsm.ACLPolicySet{Policy: fsm.ACLPolicy{Name: spec.Name, Description: spec.Description, Rules: spec.Rules}}); err != nil {
 		return nil, err
 	}
-	return a.n.State().ACLPolicy(spec.Name), nil
+	return a.n.State.ACLPolicy(spec.Name), nil
 }
 
 // DeletePolicy deletes a policy; tokens that name it lose its rules.
 func (a Calls[C]) DeletePolicy(ctx context.Context, name string) error {
-	if !a.n.ACLsOn() {
+	if !a.n.On {
 		return ErrDisabled
 	}
 	r, err := a.n.Write(ctx, fsm.ACLPolicyDelete{Name: name})
@@ -186,7 +186,7 @@ func (a Calls[C]) Policies(ctx context.Context, c C) ([]*fsm.ACLPolicy, uint64, 
 	if err := a.read(ctx, c); err != nil {
 		return nil, 0, err
 	}
-	policies, index := a.n.State().ACLPolicies()
+	policies, index := a.n.State.ACLPolicies()
 	return policies, index, nil
 }
 
@@ -195,7 +195,7 @@ func (a Calls[C]) Policy(ctx context.Context, name string, c C) (*fsm.ACLPolicy,
 	if err := a.read(ctx, c); err != nil {
 		return nil, err
 	}
-	p := a.n.State().ACLPolicy(name)
+	p := a.n.State.ACLPolicy(name)
 	if p == nil {
 		return nil, fmt.Errorf("policy %q: %w", name, check.ErrNotFound)
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// node is an acl.Node whose writes all get one result and whose read
-// barrier records the consistency it was asked for.
+// node is a node whose writes all get one result and whose read barrier
+// records the consistency it was asked for.
 type node struct {
 	on      bool
 	result  fsm.Result
@@ -20,20 +20,25 @@ type node struct {
 	barrier []string
 }
 
-func (n *node) ACLsOn() bool        { return n.on }
-func (n *node) State() *fsm.Machine { return fsm.New() }
-func (n *node) Log() hclog.Logger   { return hclog.NewNullLogger() }
-func (n *node) Write(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
-	n.writes = append(n.writes, cmd)
-	return n.result, nil
-}
-func (n *node) ReadBarrier(_ context.Context, c string) error {
-	n.barrier = append(n.barrier, c)
-	return nil
+// calls are the ACL calls of n.
+func (n *node) calls() acl.Calls[string] {
+	return acl.NewCalls(acl.Node[string]{
+		On:    n.on,
+		State: fsm.New(),
+		Write: func(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
+			n.writes = append(n.writes, cmd)
+			return n.result, nil
+		},
+		ReadBarrier: func(_ context.Context, c string) error {
+			n.barrier = append(n.barrier, c)
+			return nil
+		},
+		Log: hclog.NewNullLogger(),
+	})
 }
 
 func TestCallsNeedACLs(t *testing.T) {
-	calls := acl.NewCalls[string](&node{})
+	calls := (&node{}).calls()
 	if _, err := calls.Bootstrap(context.Background()); !errors.Is(err, acl.ErrDisabled) {
 		t.Errorf("Bootstrap = %v, want ErrDisabled", err)
 	}
@@ -44,7 +49,7 @@ func TestCallsNeedACLs(t *testing.T) {
 
 func TestCallsMapResults(t *testing.T) {
 	n := &node{on: true, result: fsm.Result{Code: fsm.NotFound}}
-	calls := acl.NewCalls[string](n)
+	calls := n.calls()
 	ctx := context.Background()
 	if err := calls.DeleteToken(ctx, "a1"); !errors.Is(err, check.ErrNotFound) {
 		t.Errorf("DeleteToken = %v, want ErrNotFound", err)
