@@ -12,23 +12,11 @@ import (
 	"github.com/tenure-io/tenure/fsm"
 )
 
-// State is the part of the replicated state (*fsm.Machine) that the
-// balancer reads. Its methods are safe for concurrent use.
-type State interface {
-	Groups() ([]*fsm.Group, uint64)
-	Get(key string) *fsm.Lease
-	Control(key string) fsm.KeyControl
-	Drained(worker string) bool
-	GroupIndex() uint64
-	ACLIndex() uint64
-	// Changed returns a channel that is closed at the next change.
-	Changed() <-chan struct{}
-}
-
 // BalancerConfig is what a Balancer works with. Every field but Admit is
 // required.
 type BalancerConfig struct {
-	State State
+	// State is the replicated state the balancer plans from.
+	State *fsm.Machine
 	// Submit proposes cmd through the leader's proposer and returns when
 	// it is applied (nil) or failed.
 	Submit func(ctx context.Context, cmd fsm.Command) error
