@@ -38,14 +38,6 @@ var (
 	leaseInfoEvents = []fsm.EventType{fsm.EventExpired, fsm.EventEnding, fsm.EventRevoked, fsm.EventHandedOff, fsm.EventMetadataChanged}
 	// leaseEvents are all the lease events.
 	leaseEvents = append([]fsm.EventType{fsm.EventAcquired, fsm.EventReleased, fsm.EventForgotten}, leaseInfoEvents...)
-	// leaseEventNames are the log messages, by event type.
-	leaseEventNames = func() map[fsm.EventType]string {
-		m := make(map[fsm.EventType]string, len(leaseEvents))
-		for _, t := range leaseEvents {
-			m[t] = "lease_" + t.String()
-		}
-		return m
-	}()
 )
 
 // MaxAnswer bounds the events of one read of the history.
@@ -150,5 +142,5 @@ func (l *Logger) logEvent(e *fsm.Event, leader bool) {
 	if e.By != "" {
 		args = append(args, "by", e.By)
 	}
-	l.log.Log(level, leaseEventNames[e.Type], args...)
+	l.log.Log(level, "lease_"+e.Type.String(), args...)
 }
