@@ -283,7 +283,14 @@ func (n *Node) openRaft() error {
 		if cfg.RaftAdvertise != "" {
 			advertise = transport.NamedAddr(cfg.RaftAdvertise)
 		}
-		if n.trans, dial, n.raftGate, err = raftTransport(cfg, advertise, n.IsServerIP, n.ServeConfirm, n.metrics.LogSuppressed.WithLabelValues(limitedlog.SourceRaftTransport).Inc); err != nil {
+		// The same port carries the confirmation and address channels:
+		// ServeConfirm answers their inbound connections, and dial opens
+		// outbound ones. The transport's log lines are limited.
+		n.trans, dial, n.raftGate, err = transport.New(transport.Config{
+			Node: cfg, Trusted: n.IsServerIP, Advertise: advertise, CheckIDs: peerIdentity.checkIDs, Serve: n.ServeConfirm,
+			Logger: limitedlog.New(cfg.Logger.Named("transport"), limitedlog.SourceRaftTransport, n.metrics.LogSuppressed.WithLabelValues(limitedlog.SourceRaftTransport).Inc),
+		})
+		if err != nil {
 			return fmt.Errorf("raft transport: %w", err)
 		}
 	}

@@ -10,8 +10,6 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/internal/certs"
-	"github.com/tenure-io/tenure/cluster/internal/connlimit"
-	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 	"github.com/tenure-io/tenure/cluster/internal/transport"
@@ -50,29 +48,6 @@ func (n *Node) ServeConfirm(conn net.Conn) {
 	}
 	voter := rounds.Voter{ID: raft.ServerID(n.cfg.NodeID), Raft: ready, Stopped: n.shutdownCh}
 	rounds.Serve(conn, r, voter.Answer, n.log)
-}
-
-// raftTransport is Raft over TCP, or over mutual TLS when cfg.TLS is on,
-// its listener within cfg.Conns; trusted tells the addresses of the
-// cluster's servers. The same port carries the confirmation channel and
-// the address channel: serve answers their inbound connections, and the
-// dialer returned opens outbound ones (transport.New). The transport's
-// log lines are limited (limitedlog.Logger); suppressed is called for
-// each one left out.
-func raftTransport(cfg Config, advertise net.Addr, trusted func(string) bool, serve func(net.Conn), suppressed func()) (raft.Transport, rounds.Dialer, *connlimit.Gate, error) {
-	return transport.New(transport.Config{
-		Bind:              cfg.RaftAddr,
-		Advertise:         advertise,
-		TLS:               cfg.TLS,
-		ClusterName:       cfg.ClusterName,
-		CheckIDs:          peerIdentity.checkIDs,
-		MaxConns:          cfg.Conns.RaftMaxConns,
-		MaxConnsPerClient: cfg.Conns.RaftMaxConnsPerClient,
-		Trusted:           trusted,
-		HandshakeTimeout:  cfg.Conns.HandshakeTimeout,
-		Serve:             serve,
-		Logger:            limitedlog.New(cfg.Logger.Named("transport"), limitedlog.SourceRaftTransport, suppressed),
-	})
 }
 
 // IsServerIP reports whether ip is the host of the Raft address of a server

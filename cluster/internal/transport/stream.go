@@ -10,8 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	"github.com/tenure-io/tenure/cluster/internal/certs"
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/cluster/internal/rounds"
 )
 
@@ -23,23 +23,23 @@ type stream struct {
 	dial      func(address raft.ServerAddress, timeout time.Duration) (net.Conn, error)
 }
 
-// newStream listens on cfg.Bind for Raft, over TLS when cfg.TLS is on,
+// newStream listens on the Raft address for Raft, over TLS when it is on,
 // within gate and the handshake deadline; it dials peers with the same
 // certificate.
 func newStream(cfg Config, gate *connlimit.Gate) (*stream, error) {
 	s := &stream{advertise: cfg.Advertise, dial: dialTCP}
 	var wrap func(net.Listener) net.Listener
-	if cfg.TLS.Enabled() {
-		in, out, err := raftTLS(cfg.TLS, cfg.ClusterName, cfg.CheckIDs)
+	if cfg.Node.TLS.Enabled() {
+		in, out, err := raftTLS(cfg.Node.TLS, cfg.Node.ClusterName, cfg.CheckIDs)
 		if err != nil {
 			return nil, err
 		}
 		wrap = func(l net.Listener) net.Listener { return tls.NewListener(l, in) }
 		s.dial = out.dial
 	}
-	ln, err := net.Listen("tcp", cfg.Bind)
+	ln, err := net.Listen("tcp", cfg.Node.RaftAddr)
 	if err != nil {
-		return nil, fmt.Errorf("raft listen on %s: %w", cfg.Bind, err)
+		return nil, fmt.Errorf("raft listen on %s: %w", cfg.Node.RaftAddr, err)
 	}
 	// The caps on the raw connections first, so that a refused one costs
 	// no handshake; then TLS, if on; then the handshake deadline.
@@ -47,7 +47,7 @@ func newStream(cfg Config, gate *connlimit.Gate) (*stream, error) {
 	if wrap != nil {
 		ln = wrap(ln)
 	}
-	s.Listener = connlimit.HandshakeDeadline(ln, cfg.HandshakeTimeout)
+	s.Listener = connlimit.HandshakeDeadline(ln, cfg.Node.Conns.HandshakeTimeout)
 	return s, nil
 }
 
@@ -68,24 +68,19 @@ func (s *stream) Addr() net.Addr { return s.advertise }
 
 // Config is what New needs.
 type Config struct {
-	// Bind is the address to listen on; Advertise the one peers dial.
-	Bind      string
+	// Node is the server's configuration: Raft listens on its RaftAddr,
+	// over mutual TLS between servers of its ClusterName when its TLS is
+	// on (raftTLS), within the Raft caps of its Conns (connlimit.Gate;
+	// Trusted tells the addresses of the cluster's servers, which count
+	// against the cap per address only) and their handshake timeout.
+	Node    nodeconfig.Config
+	Trusted func(ip string) bool
+	// Advertise is the address peers dial.
 	Advertise net.Addr
-	// TLS, when enabled, makes Raft mutual TLS between servers of
-	// ClusterName (raftTLS); CheckIDs binds each dial to the node id
-	// that the answering certificate names (off only in the negative
-	// control tenure_unsafe_identity).
-	TLS         certs.Files
-	ClusterName string
-	CheckIDs    bool
-	// MaxConns and MaxConnsPerClient cap the inbound connections
-	// (connlimit.Gate; Trusted tells the addresses of the cluster's
-	// servers, which count against the cap per address only);
-	// HandshakeTimeout bounds the time from accepting one to its first
-	// bytes of Raft (with TLS: to the end of the handshake).
-	MaxConns, MaxConnsPerClient int
-	Trusted                     func(ip string) bool
-	HandshakeTimeout            time.Duration
+	// CheckIDs binds each dial to the node id that the answering
+	// certificate names (off only in the negative control
+	// tenure_unsafe_identity).
+	CheckIDs bool
 	// Serve answers the inbound connections of the side channels: those
 	// whose first byte is rounds.Magic or AddrMagic (muxStream).
 	Serve func(net.Conn)
@@ -93,14 +88,14 @@ type Config struct {
 	Logger hclog.Logger
 }
 
-// New returns Raft over TCP, or over mutual TLS when cfg.TLS is on, its
+// New returns Raft over TCP, or over mutual TLS when TLS is on, its
 // listener within the caps of the Gate returned. The same port carries
 // the side channels: cfg.Serve answers their inbound connections, and the
 // dialer returned opens outbound ones, with TLS when Raft has it. Every
 // dial names the server id it is for (idTransport, the dialer), and with
 // TLS (and cfg.CheckIDs) the certificate that answers must name that id.
 func New(cfg Config) (raft.Transport, rounds.Dialer, *connlimit.Gate, error) {
-	gate := connlimit.New(connlimit.Limits{Max: cfg.MaxConns, PerClient: cfg.MaxConnsPerClient, Trusted: cfg.Trusted, TrustedPastMax: true})
+	gate := connlimit.New(connlimit.Limits{Max: cfg.Node.Conns.RaftMaxConns, PerClient: cfg.Node.Conns.RaftMaxConnsPerClient, Trusted: cfg.Trusted, TrustedPastMax: true})
 	stream, err := newStream(cfg, gate)
 	if err != nil {
 		return nil, nil, nil, err

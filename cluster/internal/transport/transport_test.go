@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 )
 
 func TestSplitPeerAddress(t *testing.T) {
@@ -34,7 +35,7 @@ func TestSplitPeerAddress(t *testing.T) {
 // A connection that starts with a side channel's byte goes to serve, any
 // other to Raft, with its first byte read again in both cases.
 func TestMuxRoutesSideChannels(t *testing.T) {
-	stream, err := newStream(Config{Bind: "127.0.0.1:0", HandshakeTimeout: 5 * time.Second},
+	stream, err := newStream(Config{Node: nodeconfig.Config{RaftAddr: "127.0.0.1:0", Conns: nodeconfig.ConnLimits{HandshakeTimeout: 5 * time.Second}}},
 		connlimit.New(connlimit.Limits{Max: 8, PerClient: 8}))
 	if err != nil {
 		t.Fatal(err)
