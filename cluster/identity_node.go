@@ -122,10 +122,6 @@ func (n *Node) keyBackups() error {
 	return nil
 }
 
-// ClusterID is the id of the cluster as this server's replicated state
-// knows it; "" until the first leader has named the cluster.
-func (n *Node) ClusterID() string { return n.machine.ClusterID() }
-
 // recordClusterID writes the cluster id into the identity file as soon as
 // the state machine knows it, checking every interval until it does, and
 // logs an error if the replicated state names another cluster than the
