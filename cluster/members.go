@@ -53,9 +53,6 @@ func rulesOf(cfg Config) membership.Rules {
 // records its gate in *gate; senders learns who sends the plain streams
 // that encrypted gossip refuses.
 func gossipTransport(limits ConnLimits, trusted func(ip string) bool, gate **connlimit.Gate, senders *transport.Senders) func(string, int, *memberlist.Config) (membership.Transport, error) {
-	if limits == (ConnLimits{}) {
-		limits = DefaultConnLimits()
-	}
 	return func(host string, port int, mc *memberlist.Config) (membership.Transport, error) {
 		g := connlimit.New(nodeconfig.GossipLimits(limits, trusted))
 		tr, err := transport.NewGossipTransport(host, port, g, mc, senders)
