@@ -9,7 +9,7 @@
 // first lines of each interval are logged and the rest only counted.
 //
 // It only wraps the loggers it is given, and keeps no state beyond its
-// counts. Lines below a logger's level are
-// not counted (hclog drops them anyway), and a flood of one kind must
-// never hold back the lines of another.
+// counts. Lines below a logger's level are not counted (hclog drops them
+// anyway), and a flood of one kind must never hold back the lines of
+// another.
 package limitedlog

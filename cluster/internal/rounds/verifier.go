@@ -11,13 +11,12 @@ import (
 // many are running; then it waits for a free place.
 const maxRoundsInFlight = 4
 
-// Verifier batches leadership checks: one round (verify, the hub's call
-// of Confirmer.CheckLeadership)
-// answers every caller that arrived before the round started. A caller
-// that arrives while rounds are running waits for a round that starts
-// after it, so the answer it gets always comes from a round that began
-// after it asked. That is what makes a renewal or a read safe: no newer
-// leader can have acted before it.
+// Verifier batches leadership checks: one round (verify, the hub's call of
+// Confirmer.CheckLeadership) answers every caller that arrived before the
+// round started. A caller that arrives while rounds are running waits for a
+// round that starts after it, so the answer it gets always comes from a
+// round that began after it asked. That is what makes a renewal or a read
+// safe: no newer leader can have acted before it.
 type Verifier struct {
 	// verify runs one round; it returns the commit index read at its start.
 	verify  func() (uint64, error)

@@ -37,8 +37,8 @@ type WorkerView struct {
 
 // Workers lists every worker of members (what gossip knows) and every
 // worker that the plan, a held lease of a group key or a drain mark of m
-// names, sorted by id. Several processes
-// announcing one id are one entry: alive when one of them is.
+// names, sorted by id. Several processes announcing one id are one entry:
+// alive when one of them is.
 //
 // It answers one page: the workers whose ids come after after, at most
 // limit of them (below 1: all), and the id the next page starts after (""
