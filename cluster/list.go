@@ -42,14 +42,11 @@ func (n *Node) GroupsPage(ctx context.Context, after string, limit int, c Consis
 	return groups, next, index, nil
 }
 
-// GroupPage reads a group with one page of its keys (at most p.Limit, after
-// p.After, in key order); Next is the key the next page starts after (""
-// after the last page). Targets and Holds count every key of the group, so
-// each page carries the workers' whole counts. A key for which visible
-// (nil: every key) is false is left out of the page and of the counts, and
-// counted in Hidden instead (over the whole group, as the counts are): a
-// token sees no key, target, holder or token it may not read. ErrNotFound
-// if the group does not exist.
+// GroupPage reads a group with one page of its keys (at most p.Limit,
+// after p.After), as views.GroupPage builds it: the keys for which visible
+// (nil: every key) is false are left out of the page and of the counts and
+// counted in Hidden, so a token sees no key, target, holder or token it
+// may not read. ErrNotFound if the group does not exist.
 func (n *Node) GroupPage(ctx context.Context, name string, p fsm.Page, c Consistency, visible func(key string) bool) (GroupView, error) {
 	if err := n.readBarrier(ctx, c); err != nil {
 		return GroupView{}, err

@@ -31,10 +31,10 @@ import (
 //     a few election timeouts (a rescheduled pod with a new IP), never while
 //     it answers there (to Raft, or with TLS to a handshake that proves its
 //     id, which a restarted server does before Raft reaches it again); and
-//     a voter never moves as a voter: it is demoted,
-//     comes back as a non-voter at the new address, and is promoted again
-//     by rule 2 (caught up, proven, stable) or by an operator, so that a
-//     voter's slot never follows gossip's word (docs/adr/0026);
+//     a voter never moves as a voter: it is demoted, comes back as a
+//     non-voter at the new address, and is promoted again by rule 2
+//     (caught up, proven, stable) or by an operator, so that a voter's
+//     slot never follows gossip's word (docs/adr/0026);
 //  5. trusts no member for an id that several alive members announce:
 //     none of them is admitted or moved while it lasts; a server at its
 //     configured address stays there, and is still promoted by rule 2
