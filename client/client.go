@@ -183,6 +183,9 @@ type request struct {
 	// an attempt is unknown; they are retried only when the server surely
 	// did not act (connection refused, 429, 503 no_leader).
 	unsafeRetry bool
+	// failoverOnly retries only the failures of a leader change
+	// (failingOver), within the call's timeout, not up to RetryMax.
+	failoverOnly bool
 	// timeout, when not 0, replaces Config.Timeout for this call.
 	timeout time.Duration
 	// raw, when not nil, is sent as it is (application/octet-stream)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // ElectionKey returns the lease key of the election name:
@@ -106,6 +108,7 @@ func (l *Leadership) Lease() *Lease { return l.lease }
 // TTL. Stop the leader's work before resigning; idempotent, as
 // Lease.Release.
 func (l *Leadership) Resign(ctx context.Context) error {
+	leading := l.lease.Err() == nil
 	err := l.lease.Release(ctx)
 	l.e.mu.Lock()
 	if l.e.current == l && err == nil {
@@ -115,7 +118,22 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("resign %q: %w", l.e.name, err)
 	}
+	if leading {
+		l.lease.log.Info("leader_resigned", "election", l.e.name, "key", l.lease.key, "holder", l.lease.holder, "token", l.lease.token)
+	}
 	return nil
+}
+
+// logger is the logger of e's leases: WithLogger's, or the Client's.
+func (e *Election) logger() hclog.Logger {
+	var cfg leaseConfig
+	for _, o := range e.opts {
+		o(&cfg)
+	}
+	if cfg.log != nil {
+		return cfg.log
+	}
+	return e.c.log.Named("lease")
 }
 
 // Campaign blocks until this process leads, and returns its leadership.
@@ -130,11 +148,15 @@ func (l *Leadership) Resign(ctx context.Context) error {
 // releases the key again (see Acquire), so it does not hold up the next
 // candidate.
 func (e *Election) Campaign(ctx context.Context) (*Leadership, error) {
-	opts := append(slices.Clone(e.opts), WithWait(WaitForever))
+	opts := append(slices.Clone(e.opts), WithWait(WaitForever), func(c *leaseConfig) { c.election = e.name })
 	l, err := e.c.acquire(ctx, e.key, false, opts)
 	if err != nil {
+		if ctx.Err() == nil {
+			e.logger().Error("leader_acquire_failed", "election", e.name, "key", e.key, "retrying", false, "error", err)
+		}
 		return nil, fmt.Errorf("campaign %q: %w", e.name, err)
 	}
+	l.log.Info("leader_acquired", "election", e.name, "key", e.key, "holder", l.holder, "token", l.token, "ttl", l.ttl)
 	lead := &Leadership{e: e, lease: l}
 	e.mu.Lock()
 	e.current = lead

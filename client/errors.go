@@ -84,6 +84,12 @@ var (
 	// The error wraps the last renewal failure, if there was one.
 	ErrLeaseExpiredLocally = errors.New("lease expired locally: no renewal succeeded before its local deadline")
 
+	// ErrRenewFailed: a kept-alive lease acquired WithLoseOnRenewFailure
+	// ended at its first failed renewal, before its local deadline. The
+	// cluster may still hold it: Release hands it back, so that another
+	// holder need not wait for its TTL. The error wraps the failure.
+	ErrRenewFailed = errors.New("lease given up: a renewal failed")
+
 	// ErrReleased: the lease was handed back with Lease.Release (or
 	// Leadership.Resign). It is the Err of such a lease, never the error of
 	// a call.

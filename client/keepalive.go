@@ -107,6 +107,10 @@ func (k *keeper) start(ctx context.Context, key string, info *LeaseInfo, meta *M
 	}
 	margin := min(cfg.margin, ttl/2)
 	interval := ttl / 3
+	if cfg.interval != 0 {
+		// The cluster may have granted a shorter TTL than asked for.
+		interval = min(cfg.interval, (ttl-margin)/2)
+	}
 	sentAt := meta.SentAt
 	renewNow := false
 	if time.Since(sentAt) > interval {
@@ -135,7 +139,7 @@ func (k *keeper) start(ctx context.Context, key string, info *LeaseInfo, meta *M
 	}
 	l := &Lease{
 		k: k, key: key, holder: cfg.holder, token: info.Token,
-		ttl: ttl, margin: margin, interval: interval, metadata: md,
+		ttl: ttl, margin: margin, interval: interval, strict: cfg.strict, election: cfg.election, metadata: md,
 		log: cfg.log, hooks: cfg.hooks,
 		deadline:  sentAt.Add(ttl - margin),
 		nextRenew: sentAt.Add(scaled(interval, k.scale())),
@@ -223,6 +227,7 @@ type renewCall struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	timeout time.Duration // of each attempt
+	strict  bool          // of leases WithLoseOnRenewFailure
 }
 
 // renewOutcome is the answer to a renewCall.
@@ -286,7 +291,7 @@ func (k *keeper) renew(c *renewCall, out chan<- renewOutcome) {
 		refs[i] = LeaseRef{Key: l.key, Token: l.token}
 	}
 	start := time.Now()
-	results, meta, err := k.c.Leases().renewMany(c.ctx, c.holder, refs, c.timeout, true)
+	results, meta, err := k.c.Leases().renewMany(c.ctx, c.holder, refs, renewCallOptions{c.timeout, true, c.strict})
 	out <- renewOutcome{call: c, results: results, meta: meta, err: err, latency: time.Since(start)}
 }
 
@@ -304,7 +309,8 @@ func (k *keeper) expireLocked(now time.Time) []leaseEvent {
 
 // dueLocked returns the calls to make now: nothing unless a lease is due,
 // and then every lease due within half of its interval, one call per
-// holder and MaxRenewBatch leases. k.mu is held.
+// holder and MaxRenewBatch leases (leases WithLoseOnRenewFailure apart,
+// as their calls retry less). k.mu is held.
 func (k *keeper) dueLocked(now time.Time) []*renewCall {
 	due := false
 	for _, l := range k.leases {
@@ -316,43 +322,68 @@ func (k *keeper) dueLocked(now time.Time) []*renewCall {
 	if !due {
 		return nil
 	}
-	byHolder := make(map[string][]*Lease)
+	type callKind struct {
+		holder string
+		strict bool
+	}
+	byKind := make(map[callKind][]*Lease)
 	for _, l := range k.leases {
 		if !l.inflight && l.nextRenew.Sub(now) <= l.interval/2 {
-			byHolder[l.holder] = append(byHolder[l.holder], l)
+			kind := callKind{l.holder, l.strict}
+			byKind[kind] = append(byKind[kind], l)
 		}
 	}
+	kinds := slices.SortedFunc(maps.Keys(byKind), func(a, b callKind) int {
+		return cmp.Or(cmp.Compare(a.holder, b.holder), compareBool(a.strict, b.strict))
+	})
 	var calls []*renewCall
-	for _, holder := range slices.Sorted(maps.Keys(byHolder)) {
-		ls := byHolder[holder]
+	for _, kind := range kinds {
+		ls := byKind[kind]
 		slices.SortFunc(ls, func(a, b *Lease) int { return cmp.Compare(a.key, b.key) })
 		for len(ls) > 0 {
 			n := min(len(ls), MaxRenewBatch)
-			calls = append(calls, k.newCall(holder, ls[:n]))
+			calls = append(calls, k.newCall(kind.holder, ls[:n], now))
 			ls = ls[n:]
 		}
 	}
 	return calls
 }
 
-// newCall prepares the renewal of ls, all of holder, and marks them in
-// flight. The call ends by itself at the last of their deadlines, when its
-// answer could not save any of them; each attempt is bounded by TTL/5 of
-// the shortest lease (at least 200ms, at most Config.Timeout), so that a
-// server that hangs costs only part of the time left. k.mu is held.
-func (k *keeper) newCall(holder string, ls []*Lease) *renewCall {
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// newCall prepares the renewal of ls, all of holder and all strict or
+// none, and marks them in flight. The call, its retries included, ends by
+// itself after the shortest renewal interval among them, so that a failure
+// or a hang is reported (eventRenewFailed) within one interval and the
+// renewal retried by a new call; and at the last of their deadlines at the
+// latest, when its answer could not save any of them. Each attempt is
+// bounded by TTL/5 of the shortest lease (at least 200ms, at most
+// Config.Timeout and the interval), so that a server that hangs costs only
+// part of the time left. k.mu is held.
+func (k *keeper) newCall(holder string, ls []*Lease, now time.Time) *renewCall {
 	var last time.Time
-	minTTL := ls[0].ttl
+	minTTL, interval := ls[0].ttl, ls[0].interval
 	for _, l := range ls {
 		l.inflight = true
 		if l.deadline.After(last) {
 			last = l.deadline
 		}
-		minTTL = min(minTTL, l.ttl)
+		minTTL, interval = min(minTTL, l.ttl), min(interval, l.interval)
+	}
+	if end := now.Add(interval); end.Before(last) {
+		last = end
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), last)
-	timeout := min(max(minTTL/5, 200*time.Millisecond), k.c.cfg.Timeout)
-	return &renewCall{holder: holder, leases: slices.Clone(ls), ctx: ctx, cancel: cancel, timeout: timeout}
+	timeout := min(max(minTTL/5, 200*time.Millisecond), k.c.cfg.Timeout, interval)
+	return &renewCall{holder: holder, leases: slices.Clone(ls), ctx: ctx, cancel: cancel, timeout: timeout, strict: ls[0].strict}
 }
 
 // nextEventLocked is when the renewer must look again: the earliest local
@@ -413,6 +444,9 @@ func (k *keeper) applyLocked(o renewOutcome, now time.Time) []leaseEvent {
 			l.lastErr = err
 			l.nextRenew = now.Add(retryDelay(l.interval, l.failures))
 			evs = append(evs, leaseEvent{l: l, kind: eventRenewFailed, err: err, deadline: l.deadline})
+			if l.strict {
+				evs = append(evs, k.endLocked(l, leaseLost, fmt.Errorf("%w: lease %q (token %d): %w", ErrRenewFailed, l.key, l.token, err)))
+			}
 		default:
 			if dl := o.meta.SentAt.Add(l.ttl - l.margin); dl.After(l.deadline) {
 				l.deadline = dl
@@ -480,6 +514,9 @@ func fire(evs []leaseEvent) {
 			}
 		case eventLost:
 			l.log.Warn("lease_lost", "key", l.key, "holder", l.holder, "token", l.token, "error", ev.err)
+			if l.election != "" {
+				l.log.Info("leader_lost", "election", l.election, "key", l.key, "holder", l.holder, "token", l.token, "error", ev.err)
+			}
 			if h.OnLost != nil {
 				h.OnLost(l, ev.err)
 			}

@@ -65,6 +65,9 @@ type leaseConfig struct {
 	log      hclog.Logger
 	margin   time.Duration // 0: DefaultMargin(ttl)
 	hooks    Hooks
+	interval time.Duration // 0: TTL/3
+	strict   bool          // WithLoseOnRenewFailure
+	election string        // the election a Campaign acquires for
 }
 
 // WithTTL sets the lease's TTL (default DefaultLeaseTTL, 10s). It must lie
@@ -107,6 +110,28 @@ func WithLogger(l hclog.Logger) LeaseOption { return func(c *leaseConfig) { c.lo
 // or renewal + TTL − d. It must be between TTL/100 and TTL/2.
 func WithMargin(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.margin = d } }
 
+// WithRenewInterval sets how often the lease is renewed (default TTL/3,
+// ±10% jitter). It must be between TTL/20 and (TTL − margin)/2, so that at
+// least two renewals fit before the local deadline. Each renewal, its
+// retries included, is bounded by the interval: a renewal that fails or
+// hangs is reported (Hooks.OnRenewFailed, lease_renew_failed) within one
+// interval, and retried. A shorter interval notices trouble sooner and
+// costs more requests.
+func WithRenewInterval(d time.Duration) LeaseOption { return func(c *leaseConfig) { c.interval = d } }
+
+// WithLoseOnRenewFailure ends the lease at its first failed renewal
+// instead of retrying until the local deadline: its Err matches
+// ErrRenewFailed, and OnRenewFailed then OnLost run. A renewal fails when
+// an attempt is refused, answers 5xx or 429, times out, or when no leader
+// answers within the renewal interval; only the answers of a leader change
+// (503 no_leader or leadership_lost, a refused or broken connection) are
+// retried within the interval, as a hand-over takes milliseconds. For
+// holders whose rule is "any renewal failure or timeout drops
+// leadership": they stop as soon as they hear of trouble, at the cost of
+// dropping leases that a retry would have kept. Release the lost lease
+// (Election.Run does), so that another holder need not wait for its TTL.
+func WithLoseOnRenewFailure() LeaseOption { return func(c *leaseConfig) { c.strict = true } }
+
 // WithHooks sets callbacks for metrics and tracing of the lease.
 func WithHooks(h Hooks) LeaseOption { return func(c *leaseConfig) { c.hooks = h } }
 
@@ -122,8 +147,10 @@ type Hooks struct {
 	// OnRenewed: a renewal succeeded; latency is the duration of the bulk
 	// call that carried it, retries included.
 	OnRenewed func(l *Lease, latency time.Duration)
-	// OnRenewFailed: a renewal failed transiently; the lease stays held
-	// until its local deadline and the renewal is retried.
+	// OnRenewFailed: a renewal failed transiently, or did not succeed
+	// within one renewal interval; the lease stays held until its local
+	// deadline and the renewal is retried (with WithLoseOnRenewFailure,
+	// OnLost follows at once).
 	OnRenewFailed func(l *Lease, err error)
 	// OnLost: the lease ended without Release; err is the lease's Err
 	// (ErrLeaseLost or ErrLeaseExpiredLocally). Once per lease.
@@ -131,8 +158,9 @@ type Hooks struct {
 }
 
 // Lease is a lease that the Client keeps alive: its renewer renews it
-// every TTL/3 (±10% jitter), together with every other lease of the
-// Client, until it is lost or released.
+// every renewal interval (TTL/3 by default, WithRenewInterval; ±10%
+// jitter), together with every other lease of the Client, until it is
+// lost or released.
 //
 // The lease is lost, and its context cancelled, at the first of:
 //   - a refusal of a renewal (404 lease_lost: the lease expired on the
@@ -147,6 +175,8 @@ type Hooks struct {
 //     (no leader, 503, timeouts, refused connections). Err matches
 //     ErrLeaseExpiredLocally. The cluster never frees the lease before
 //     SentAt + TTL, so the holder stops before anyone else can start.
+//   - with WithLoseOnRenewFailure, its first failed renewal. Err matches
+//     ErrRenewFailed.
 //
 // A lost lease stays lost: a late successful answer does not revive it.
 // Acquire the key again for a new Lease.
@@ -160,6 +190,8 @@ type Lease struct {
 	ttl      time.Duration
 	margin   time.Duration
 	interval time.Duration
+	strict   bool              // WithLoseOnRenewFailure
+	election string            // the Election it leads, if any
 	metadata map[string]string // guarded by k.mu
 	log      hclog.Logger
 	hooks    Hooks
@@ -424,6 +456,9 @@ func (c *Client) leaseOptions(opts []LeaseOption) (leaseConfig, error) {
 	} else if cfg.margin < cfg.ttl/100 || cfg.margin > cfg.ttl/2 {
 		return cfg, fmt.Errorf("%w: margin must be between TTL/100 (%v) and TTL/2 (%v), got %v", ErrInvalid, cfg.ttl/100, cfg.ttl/2, cfg.margin)
 	}
+	if lo, hi := cfg.ttl/20, (cfg.ttl-cfg.margin)/2; cfg.interval != 0 && (cfg.interval < lo || cfg.interval > hi) {
+		return cfg, fmt.Errorf("%w: renew interval must be between TTL/20 (%v) and (TTL − margin)/2 (%v), got %v", ErrInvalid, lo, hi, cfg.interval)
+	}
 	if cfg.log == nil {
 		cfg.log = c.log.Named("lease")
 	}
@@ -463,6 +498,10 @@ func (c *Client) acquireWaiting(ctx context.Context, key string, cfg leaseConfig
 			// A transient failure, or a refusal that came back long before
 			// the wait asked for: back off rather than spin.
 			failures++
+			if cfg.election != "" && !held && (failures == 1 || failures%10 == 0) {
+				cfg.log.Warn("leader_acquire_failed", "election", cfg.election, "key", key, "holder", cfg.holder,
+					"failures", failures, "retrying", true, "error", err)
+			}
 			if serr := c.sleep(ctx, c.backoff(failures, retryAfter(err))); serr == nil {
 				continue
 			}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -187,13 +189,10 @@ func TestLeaseTransientFailuresRetriedUntilDeadline(t *testing.T) {
 		name    string
 		fault   func(w http.ResponseWriter, r *http.Request)
 		wantErr error // also wrapped in Err
-		// quick: each call fails before the deadline, so the renewer sees
-		// failures and retries; a hung call is retried inside it.
-		quick bool
 	}{
-		{"503 no leader", unavailable, ErrNoLeader, true},
-		{"no answer", hang, nil, false},
-		{"connection closed", resetConn, nil, true},
+		{"503 no leader", unavailable, ErrNoLeader},
+		{"no answer", hang, nil},
+		{"connection closed", resetConn, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,8 +217,8 @@ func TestLeaseTransientFailuresRetriedUntilDeadline(t *testing.T) {
 			if len(reqs) < 2 {
 				t.Errorf("%d renewal attempts before the deadline, want the failures retried", len(reqs))
 			}
-			if tt.quick && failures.Load() < 1 {
-				t.Errorf("OnRenewFailed never called")
+			if failures.Load() < 1 {
+				t.Errorf("OnRenewFailed never called: each renewal is bounded by the interval, so a failure or a hang is reported")
 			}
 			err = l.Err()
 			if !errors.Is(err, ErrLeaseExpiredLocally) {
@@ -618,11 +617,17 @@ func TestLeaseOptionsAreValidated(t *testing.T) {
 		{"margin below TTL/100", []LeaseOption{WithTTL(10 * time.Second), WithMargin(50 * time.Millisecond)}},
 		{"margin above TTL/2", []LeaseOption{WithTTL(10 * time.Second), WithMargin(6 * time.Second)}},
 		{"empty holder", []LeaseOption{WithHolder("")}},
+		{"renew interval below TTL/20", []LeaseOption{WithTTL(10 * time.Second), WithRenewInterval(400 * time.Millisecond)}},
+		{"renew interval above (TTL - margin)/2", []LeaseOption{WithTTL(10 * time.Second), WithRenewInterval(4600 * time.Millisecond)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := c.Acquire(context.Background(), "k", tt.opts...); !errors.Is(err, ErrInvalid) {
+			_, err := c.Acquire(context.Background(), "k", tt.opts...)
+			if !errors.Is(err, ErrInvalid) {
 				t.Errorf("Acquire = %v, want ErrInvalid", err)
+			}
+			if strings.HasPrefix(tt.name, "renew interval") && !strings.Contains(fmt.Sprint(err), "renew interval must be between TTL/20 (500ms) and (TTL − margin)/2 (4.5s)") {
+				t.Errorf("Acquire = %v, want the error to name the renew interval and its bounds", err)
 			}
 		})
 	}

@@ -158,7 +158,7 @@ func (a *LeasesAPI) Renew(ctx context.Context, key, holder string, token uint64)
 // own Err (matching ErrLeaseLost or ErrWrongSecret). The error is only for the request as a whole. Every renewed lease
 // lasts at least its TTL from Meta.SentAt.
 func (a *LeasesAPI) RenewMany(ctx context.Context, holder string, leases []LeaseRef) ([]RenewResult, *Meta, error) {
-	return a.renewMany(ctx, holder, leases, 0, false)
+	return a.renewMany(ctx, holder, leases, renewCallOptions{})
 }
 
 // RenewManyBrief is RenewMany whose answer leaves out each renewed lease:
@@ -167,17 +167,23 @@ func (a *LeasesAPI) RenewMany(ctx context.Context, holder string, leases []Lease
 // needs to know which leases it still holds should use (the keep-alive of
 // Acquire does).
 func (a *LeasesAPI) RenewManyBrief(ctx context.Context, holder string, leases []LeaseRef) ([]RenewResult, *Meta, error) {
-	return a.renewMany(ctx, holder, leases, 0, true)
+	return a.renewMany(ctx, holder, leases, renewCallOptions{brief: true})
 }
 
-// renewMany is RenewMany with each attempt bounded by timeout instead of
-// Config.Timeout (when positive), and brief answers when brief is set.
-func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []LeaseRef, timeout time.Duration, brief bool) ([]RenewResult, *Meta, error) {
+// renewCallOptions shape a renewMany call.
+type renewCallOptions struct {
+	timeout      time.Duration // of each attempt, instead of Config.Timeout (when not 0)
+	brief        bool          // answers without the leases
+	failoverOnly bool          // retry only the answers of a leader change
+}
+
+// renewMany is RenewMany as o says.
+func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []LeaseRef, o renewCallOptions) ([]RenewResult, *Meta, error) {
 	if len(leases) == 0 || len(leases) > MaxRenewBatch {
 		return nil, nil, fmt.Errorf("%w: renew many needs 1 to %d leases, got %d", ErrInvalid, MaxRenewBatch, len(leases))
 	}
-	body := wire.RenewManyBody{Holder: holder, Secret: a.secret, Leases: leases, Brief: brief}
-	out, meta, err := call[wire.RenewManyResults](ctx, a.c, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: timeout}, "renew answer")
+	body := wire.RenewManyBody{Holder: holder, Secret: a.secret, Leases: leases, Brief: o.brief}
+	out, meta, err := call[wire.RenewManyResults](ctx, a.c, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: o.timeout, failoverOnly: o.failoverOnly}, "renew answer")
 	if err != nil {
 		return nil, nil, err
 	}

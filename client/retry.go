@@ -214,7 +214,8 @@ func failingOver(err error) bool {
 // mayRetry reports whether retry number attempt (from 1) of r may be made
 // after a retryable failure, when the waits of the call, this retry's
 // included, add up to waited. RetryMax 0 disables retries. Otherwise up to
-// RetryMax retries are made; a failover failure is retried beyond RetryMax
+// RetryMax retries are made (none, with r.failoverOnly, but for failovers);
+// a failover failure is retried beyond RetryMax
 // for as long as the waits stay within the call's timeout (Config.Timeout,
 // or the call's own), so that a call spans an election. The caller's
 // context bounds every retry in any case.
@@ -222,7 +223,7 @@ func (c *Client) mayRetry(r *request, attempt int, failover bool, waited time.Du
 	if c.cfg.RetryMax == 0 {
 		return false
 	}
-	if attempt <= c.cfg.RetryMax {
+	if attempt <= c.cfg.RetryMax && !r.failoverOnly {
 		return true
 	}
 	return failover && waited <= cmp.Or(r.timeout, c.cfg.Timeout)
