@@ -12,6 +12,9 @@ import (
 // latest token for a key before it confirms it with a read again.
 const DefaultFenceRefresh = time.Second
 
+// MaxFenceCacheAge is the longest age WithCacheWhenUnreachable accepts.
+const MaxFenceCacheAge = time.Hour
+
 // FenceOption configures a FenceValidator.
 type FenceOption func(*FenceValidator)
 
@@ -22,6 +25,23 @@ type FenceOption func(*FenceValidator)
 // this setting.
 func WithRefreshAfter(d time.Duration) FenceOption {
 	return func(v *FenceValidator) { v.refreshAfter = d }
+}
+
+// WithCacheWhenUnreachable lets Check decide from its cache while the
+// cluster cannot be reached (no answer, 429 or 5xx): a token equal to the
+// cached latest token of its key, confirmed by the cluster less than maxAge
+// before, is accepted; a lower one is refused, as always; anything else
+// fails as it does without the option, deciding nothing. Off by default;
+// maxAge must be in (0, MaxFenceCacheAge], or Check fails with ErrInvalid.
+//
+// The risk, taken on purpose: while the cluster cannot be reached, another
+// holder may have been granted the key, up to maxAge ago, and the writes
+// of the holder it superseded are accepted until the cached entry is
+// maxAge old. Only the store's own token check keeps such writes out (see
+// FenceValidator); choose maxAge as the time a superseded writer may go on
+// writing unnoticed.
+func WithCacheWhenUnreachable(maxAge time.Duration) FenceOption {
+	return func(v *FenceValidator) { v.cacheAge = maxAge }
 }
 
 // FenceValidator checks fencing tokens for a service that consumes what
@@ -57,6 +77,7 @@ func WithRefreshAfter(d time.Duration) FenceOption {
 type FenceValidator struct {
 	c            *Client
 	refreshAfter time.Duration
+	cacheAge     time.Duration // WithCacheWhenUnreachable; 0: off
 
 	mu      sync.Mutex
 	entries map[string]*fenceEntry
@@ -86,6 +107,9 @@ func NewFenceValidator(c *Client, opts ...FenceOption) *FenceValidator {
 func (v *FenceValidator) Check(ctx context.Context, key string, token uint64) error {
 	if token == 0 {
 		return fmt.Errorf("%w: fencing token 0 is never granted", ErrInvalid)
+	}
+	if v.cacheAge < 0 || v.cacheAge > MaxFenceCacheAge {
+		return fmt.Errorf("%w: WithCacheWhenUnreachable: the age must be in (0, %v], got %v", ErrInvalid, MaxFenceCacheAge, v.cacheAge)
 	}
 	for {
 		v.mu.Lock()
@@ -130,9 +154,11 @@ func (v *FenceValidator) Check(ctx context.Context, key string, token uint64) er
 				e.readAt = sent
 			}
 		}
-		latest := e.token
+		latest, age := e.token, time.Since(e.readAt)
 		v.mu.Unlock()
 		switch {
+		case err != nil && v.cacheAge > 0 && transient(err) && ctx.Err() == nil && token == latest && age < v.cacheAge:
+			return nil // the cluster cannot be reached: the cached verdict, as the caller chose
 		case err != nil:
 			return fmt.Errorf("fence check of %q: %w", key, err)
 		case token < latest:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,5 +89,53 @@ func TestFenceValidatorSharesConcurrentReads(t *testing.T) {
 	}
 	if n := slow.count(); n != 1 {
 		t.Errorf("8 concurrent checks made %d reads, want 1", n)
+	}
+}
+
+// WithCacheWhenUnreachable decides from the cache while the cluster cannot
+// be reached, and only then: the cached latest token within its age is
+// accepted, a lower one refused, a higher one or an entry too old left
+// undecided. Without the option nothing is decided while the cluster is
+// unreachable.
+func TestFenceValidatorCachedWhenUnreachable(t *testing.T) {
+	f := newFakeTenure(t)
+	f.set(func(f *fakeTenure) {
+		f.leases["scene-01"] = &fakeLease{holder: "tracker-0", token: 5, held: true, index: 2}
+	})
+	c := newLeaseClient(t, f.URL)
+	c.cfg.Timeout = 200 * time.Millisecond // a short failover retry
+	ctx := context.Background()
+	cached := NewFenceValidator(c, WithRefreshAfter(0), WithCacheWhenUnreachable(time.Minute))
+	plain := NewFenceValidator(c, WithRefreshAfter(0))
+	for _, v := range []*FenceValidator{cached, plain} {
+		if err := v.Check(ctx, "scene-01", 5); err != nil {
+			t.Fatalf("Check while the cluster answers: %v", err)
+		}
+	}
+	f.Close() // connections refused from now on
+
+	if err := cached.Check(ctx, "scene-01", 5); err != nil {
+		t.Errorf("cached Check of the cached token = %v, want nil", err)
+	}
+	if err := cached.Check(ctx, "scene-01", 4); !errors.Is(err, ErrStaleToken) {
+		t.Errorf("cached Check of a lower token = %v, want ErrStaleToken", err)
+	}
+	if err := cached.Check(ctx, "scene-01", 6); err == nil || errors.Is(err, ErrStaleToken) {
+		t.Errorf("cached Check of a higher token = %v, want an undecided error", err)
+	}
+	if err := plain.Check(ctx, "scene-01", 5); err == nil || errors.Is(err, ErrStaleToken) {
+		t.Errorf("Check without the option = %v, want an undecided error", err)
+	}
+	cached.mu.Lock()
+	cached.entries["scene-01"].readAt = cached.entries["scene-01"].readAt.Add(-time.Minute)
+	cached.mu.Unlock()
+	if err := cached.Check(ctx, "scene-01", 5); err == nil || errors.Is(err, ErrStaleToken) {
+		t.Errorf("cached Check of an entry older than its age = %v, want an undecided error", err)
+	}
+	for _, age := range []time.Duration{-time.Second, MaxFenceCacheAge + time.Second} {
+		err := NewFenceValidator(c, WithCacheWhenUnreachable(age)).Check(ctx, "scene-01", 5)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "WithCacheWhenUnreachable") {
+			t.Errorf("age %v: Check = %v, want ErrInvalid naming the option", age, err)
+		}
 	}
 }

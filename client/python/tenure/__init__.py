@@ -23,7 +23,7 @@ from .errors import (APIError, BadRequestError, DisabledError, DuplicateLeaseErr
                      OverloadedError, PermissionDeniedError, ProhibitedError,
                      ReleasedError, StaleTokenError, TenureError,
                      UnavailableError, WrongSecretError)
-from .fence import FenceValidator
+from .fence import MAX_FENCE_CACHE_AGE, FenceValidator
 from .lease import Lease, default_margin, local_deadline, renew_interval
 
 logging.getLogger("tenure").addHandler(logging.NullHandler())
@@ -34,6 +34,7 @@ __all__ = [
     "FenceValidator", "HeldError", "InvalidError", "Lease", "LeaseExpiredLocally",
     "LeaseLostError", "NoLeaderError", "NotFoundError", "NotHolderError", "OverloadedError",
     "PermissionDeniedError", "ProhibitedError", "ReleasedError", "Router", "StaleTokenError",
-    "TenureError", "UnavailableError", "WrongSecretError", "default_margin", "election_key", "format_duration",
+    "MAX_FENCE_CACHE_AGE", "TenureError", "UnavailableError", "WrongSecretError", "default_margin",
+    "election_key", "format_duration",
     "local_deadline", "new_holder_id", "new_lease_secret", "normalize_address", "parse_duration", "renew_interval",
 ]

@@ -16,10 +16,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Dict, Optional, Tuple
 
-from .errors import InvalidError, StaleTokenError
+from .errors import APIError, InvalidError, StaleTokenError, UnavailableError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
+
+MAX_FENCE_CACHE_AGE = 3600.0
+"""The longest cache_when_unreachable a FenceValidator accepts (seconds)."""
 
 
 class FenceValidator:
@@ -32,11 +35,26 @@ class FenceValidator:
     seconds ago, is also confirmed with a linearizable read of the key: a
     token below the key's latest grant is stale (another holder has the
     key), and one above it was never granted. Safe for concurrent use.
+
+    cache_when_unreachable (seconds, off by default, at most
+    MAX_FENCE_CACHE_AGE): while the cluster cannot be reached
+    (UnavailableError, or a 429 or 5xx answer), a token equal to the
+    highest seen for its key, confirmed by the cluster less than that long
+    ago, is accepted from the cache; a lower one is refused as always, and
+    anything else raises the error, deciding nothing. The risk, taken on
+    purpose: another holder may have been granted the key meanwhile, and
+    its superseded predecessor's writes are accepted until the cached entry
+    is that old. Only the store's own token check keeps them out.
     """
 
-    def __init__(self, client: Optional["Client"] = None, refresh_after: float = 1.0):
+    def __init__(self, client: Optional["Client"] = None, refresh_after: float = 1.0,
+                 cache_when_unreachable: float = 0.0):
+        if not 0 <= cache_when_unreachable <= MAX_FENCE_CACHE_AGE:
+            raise InvalidError("cache_when_unreachable must be from 0 (off) to %g seconds, got %r"
+                               % (MAX_FENCE_CACHE_AGE, cache_when_unreachable))
         self.client = client
         self.refresh_after = refresh_after
+        self.cache_when_unreachable = cache_when_unreachable
         self._mu = threading.Lock()
         self._seen: Dict[str, Tuple[int, float]] = {}  # key -> (highest token, confirmed at)
 
@@ -59,7 +77,17 @@ class FenceValidator:
                 self._seen[key] = (token, confirmed if token == highest else time.monotonic())
                 return
         sent = time.monotonic()
-        cur = self.client.get_lease(key)
+        try:
+            cur = self.client.get_lease(key)
+        except (UnavailableError, APIError) as e:
+            if isinstance(e, APIError) and not e.transient:
+                raise
+            with self._mu:
+                highest, confirmed = self._seen.get(key, (0, 0.0))
+            if (self.cache_when_unreachable > 0 and token == highest
+                    and time.monotonic() - confirmed < self.cache_when_unreachable):
+                return  # the cluster cannot be reached: the cached verdict, as the caller chose
+            raise
         latest = int(cur.get("token", 0)) if cur else 0
         with self._mu:
             highest, confirmed = self._seen.get(key, (0, 0.0))

@@ -177,6 +177,39 @@ class Fencing(unittest.TestCase):
         with self.assertRaises(tenure.InvalidError):
             v.check("k", 0)
 
+    def test_cached_when_unreachable(self) -> None:
+        class Cluster:
+            def __init__(self) -> None:
+                self.down = False
+
+            def get_lease(self, key: str) -> Optional[Dict[str, Any]]:
+                if self.down:
+                    raise tenure.UnavailableError("no server answered")
+                return {"key": key, "token": 5}
+
+        cluster = Cluster()
+        cached = tenure.FenceValidator(cluster, refresh_after=0, cache_when_unreachable=60)  # type: ignore[arg-type]
+        plain = tenure.FenceValidator(cluster, refresh_after=0)  # type: ignore[arg-type]
+        for v in (cached, plain):
+            v.check("k", 5)
+        cluster.down = True
+        cached.check("k", 5)  # the cached token, from the cache
+        with self.assertRaises(tenure.StaleTokenError):
+            cached.check("k", 4)
+        with self.assertRaises(tenure.UnavailableError):
+            cached.check("k", 6)  # undecided
+        with self.assertRaises(tenure.UnavailableError):
+            plain.check("k", 5)  # without the option, nothing is decided
+        with cached._mu:
+            token, confirmed = cached._seen["k"]
+            cached._seen["k"] = (token, confirmed - 60)
+        with self.assertRaises(tenure.UnavailableError):
+            cached.check("k", 5)  # older than its age
+        for age in (-1, tenure.MAX_FENCE_CACHE_AGE + 1):
+            with self.subTest(age=age), self.assertRaises(tenure.InvalidError) as cm:
+                tenure.FenceValidator(cluster, cache_when_unreachable=age)  # type: ignore[arg-type]
+            self.assertIn("cache_when_unreachable", str(cm.exception))
+
     def test_concurrent_writers(self) -> None:
         v = tenure.FenceValidator()
         accepted: List[int] = []
