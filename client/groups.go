@@ -67,6 +67,21 @@ func (g *GroupsAPI) AddRemoveKeys(ctx context.Context, name string, add, remove 
 	return g.summary(ctx, &request{method: http.MethodPost, path: p, body: wire.GroupKeysBody{Add: add, Remove: remove}})
 }
 
+// SetKeys sets the group's whole key set to keys, adding and removing in
+// one log entry: the keys that stay keep their owners, the others are
+// released by their workers and the new ones placed. Setting the keys the
+// group has already changes nothing, so an application that keeps its
+// keys in its own store may call it with that store's list at every change
+// or on a timer. An empty keys empties the group.
+func (g *GroupsAPI) SetKeys(ctx context.Context, name string, keys []string) (*GroupSummary, error) {
+	p, err := groupPath(name, "/keys")
+	if err != nil {
+		return nil, err
+	}
+	keys = append([]string{}, keys...) // [] rather than null: an empty set is said, not forgotten
+	return g.summary(ctx, &request{method: http.MethodPut, path: p, body: wire.GroupKeySetBody{Keys: &keys}})
+}
+
 // SetMaxPerWorker changes the per-worker maximum of a group.
 func (g *GroupsAPI) SetMaxPerWorker(ctx context.Context, name string, max int) (*GroupSummary, error) {
 	p, err := groupPath(name, "/max-per-worker")

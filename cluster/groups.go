@@ -73,6 +73,25 @@ func (n *Node) GroupKeys(ctx context.Context, name string, add, remove []string)
 	return n.writeGroup(ctx, name, fsm.GroupKeys{Name: name, Add: add, Remove: remove})
 }
 
+// SetGroupKeys sets the keys of a group to keys, adding and removing in one
+// log entry; the keys that stay keep their targets. Setting the keys the
+// group has already changes nothing, so a caller that syncs a group with
+// its own store may repeat it at will.
+func (n *Node) SetGroupKeys(ctx context.Context, name string, keys []string) (*fsm.Group, error) {
+	if err := check.Name("name", name); err != nil {
+		return nil, err
+	}
+	if len(keys) > check.MaxGroupKeys {
+		return nil, invalid("keys", "%d keys, the limit is %d", len(keys), check.MaxGroupKeys)
+	}
+	for _, k := range keys {
+		if err := fsm.ValidateKey(k); err != nil {
+			return nil, &InvalidError{Field: "keys", Err: err}
+		}
+	}
+	return n.writeGroup(ctx, name, fsm.GroupSetKeys{Name: name, Keys: keys})
+}
+
 // writeGroup proposes cmd, a change of group name, and returns the group
 // once it applied; ErrNotFound when there is no such group.
 func (n *Node) writeGroup(ctx context.Context, name string, cmd fsm.Command) (*fsm.Group, error) {

@@ -79,6 +79,9 @@ const (
 	// TypeBackupKey is the command that gives the cluster its backup key
 	// (docs/adr/0029-restores-keep-acls-and-tokens.md).
 	TypeBackupKey Type = 31
+
+	// TypeGroupSetKeys is GroupSetKeys (group.go).
+	TypeGroupSetKeys Type = 32
 )
 
 // version1 is the payload version of every command type but those below.
@@ -210,7 +213,7 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
-	return t >= TypeAcquire && t <= TypeClusterID || t == TypeBackupKey || t == TypeHandover
+	return t >= TypeAcquire && t <= TypeClusterID || t == TypeBackupKey || t == TypeHandover || t == TypeGroupSetKeys
 }
 
 func (c Acquire) encode(e *encoder) {
@@ -321,6 +324,8 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 		c = GroupDelete{Name: d.string()}
 	case TypeGroupKeys:
 		c = GroupKeys{Name: d.string(), Add: d.strings(), Remove: d.strings()}
+	case TypeGroupSetKeys:
+		c = GroupSetKeys{Name: d.string(), Keys: d.strings()}
 	case TypeKeyControl, TypeKeyControlEnd, TypeKeyControlForce:
 		c = SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()},
 			KeepsHolder: t == TypeKeyControl, Force: t == TypeKeyControlForce}

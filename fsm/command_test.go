@@ -54,6 +54,8 @@ var roundTripCommands = []struct {
 	{"group keys that only add", GroupKeys{Name: "g", Add: []string{"a"}}},
 	{"group keys that only remove", GroupKeys{Name: "g", Remove: []string{"a", "ünïcødé ✓"}}},
 	{"group keys with zero values", GroupKeys{}},
+	{"group set keys", GroupSetKeys{Name: "sessions", Keys: []string{"sessions/b", "sessions/a"}}},
+	{"group set keys to none", GroupSetKeys{Name: "sessions"}},
 	{"key control disabled", SetKeyControl{Key: "scene-01", Control: KeyControl{Disabled: true}}},
 	{"key control with prohibited holders", SetKeyControl{Key: "scene-01", Control: KeyControl{Prohibited: []string{"w-b", "w-a"}}}},
 	{"key control disabled with prohibited holders", SetKeyControl{Key: "k", Control: KeyControl{Disabled: true, Prohibited: []string{strings.Repeat("h", 4096)}}}},
@@ -345,6 +347,8 @@ func TestTypeValuesAreFixed(t *testing.T) {
 		{Forget{}, 27},
 		{SetKeyControl{}, 28},
 		{ClusterID{}, 29},
+		{BackupKey{}, 31},
+		{GroupSetKeys{}, 32},
 	}
 	for _, tt := range tests {
 		if got := tt.cmd.Type(); got != tt.want {

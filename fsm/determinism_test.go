@@ -147,6 +147,22 @@ func (md *model) apply(c Command) (Code, uint64) {
 		}
 		delete(md.groups, c.Name)
 		return Done, 0
+	case GroupSetKeys:
+		g := md.groups[c.Name]
+		if g == nil {
+			return NotFound, 0
+		}
+		keys := map[string]bool{}
+		for _, k := range c.Keys {
+			keys[k] = true
+		}
+		for k := range g.assign {
+			if !keys[k] {
+				delete(g.assign, k)
+			}
+		}
+		g.keys = keys
+		return Done, 0
 	case GroupKeys:
 		g := md.groups[c.Name]
 		if g == nil {
@@ -396,8 +412,23 @@ func (g *logGen) placementCommand() Command {
 		return GroupPut{Name: name, Keys: append(members(), someKeys()...), MaxPerWorker: r.IntN(4)}
 	case p < 22:
 		return GroupDelete{Name: name}
-	case p < 37:
+	case p < 32:
 		return GroupKeys{Name: name, Add: someKeys(), Remove: members()}
+	case p < 37:
+		// Most of the group's keys stay, with their targets.
+		drop := map[string]bool{}
+		for _, k := range members() {
+			drop[k] = true
+		}
+		var keys []string
+		if cur := g.md.groups[name]; cur != nil {
+			for _, k := range sortedKeys(cur.keys) {
+				if !drop[k] {
+					keys = append(keys, k)
+				}
+			}
+		}
+		return GroupSetKeys{Name: name, Keys: append(keys, someKeys()...)}
 	case p < 55:
 		a := map[string]string{}
 		for _, k := range members() {

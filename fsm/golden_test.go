@@ -406,6 +406,8 @@ var goldenCommandsV2 = append(slices.Clone(goldenCommandsV1),
 	}}},
 	// The backup key, added after the lines above were written.
 	namedCommand{"backup-key", BackupKey{Key: goldenBackupKey}},
+	// Setting a group's whole key set, added after that.
+	namedCommand{"group-set-keys", GroupSetKeys{Name: "sessions", Keys: []string{"sessions/b", "sessions/a"}}},
 )
 
 var goldenCommands = []struct {

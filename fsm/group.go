@@ -82,6 +82,15 @@ type GroupKeys struct {
 	Remove []string
 }
 
+// GroupSetKeys sets the keys of a group to Keys, adding and removing in
+// one entry, whatever they were: the keys that stay keep their targets. A
+// group whose keys are Keys already is left as it is (its ModifyIndex
+// too), so that a caller may repeat it at will.
+type GroupSetKeys struct {
+	Name string
+	Keys []string
+}
+
 // SetKeyControl replaces the controls of a key. When the new controls
 // refuse the key's holder (the key disabled, or the holder prohibited),
 // its lease ends in the same entry: it becomes ending (Lease.Ending is
@@ -121,9 +130,10 @@ type Assign struct {
 	Assignment map[string]string
 }
 
-func (GroupPut) Type() Type    { return TypeGroupPut }
-func (GroupDelete) Type() Type { return TypeGroupDelete }
-func (GroupKeys) Type() Type   { return TypeGroupKeys }
+func (GroupPut) Type() Type     { return TypeGroupPut }
+func (GroupDelete) Type() Type  { return TypeGroupDelete }
+func (GroupKeys) Type() Type    { return TypeGroupKeys }
+func (GroupSetKeys) Type() Type { return TypeGroupSetKeys }
 func (c SetKeyControl) Type() Type {
 	switch {
 	case c.Force:
@@ -149,6 +159,11 @@ func (c GroupKeys) encode(e *encoder) {
 	e.string(c.Name)
 	e.strings(c.Add)
 	e.strings(c.Remove)
+}
+
+func (c GroupSetKeys) encode(e *encoder) {
+	e.string(c.Name)
+	e.strings(c.Keys)
 }
 
 func (c SetKeyControl) encode(e *encoder) {
@@ -193,6 +208,16 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 				remove[k] = true
 			}
 			next.Keys = sortedSet(slices.DeleteFunc(slices.Concat(cur.Keys, c.Add), func(k string) bool { return remove[k] }))
+			next.Assignment = keepAssigned(cur.Assignment, next.Keys)
+			m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
+		})
+	case GroupSetKeys:
+		keys := sortedSet(c.Keys)
+		if g := m.groups[c.Name]; g != nil && slices.Equal(g.Keys, keys) {
+			break // nothing to change
+		}
+		return m.changeGroup(index, c.Name, func(cur, next *Group) {
+			next.Keys = keys
 			next.Assignment = keepAssigned(cur.Assignment, next.Keys)
 			m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
 		})

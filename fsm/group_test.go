@@ -110,6 +110,44 @@ func TestApplyPlacementContract(t *testing.T) {
 			index: 4,
 		},
 
+		// GroupSetKeys.
+		{
+			name: "group set keys adds and removes in one entry; staying keys keep their targets",
+			setup: []Command{
+				GroupPut{Name: "g", Keys: []string{"b", "d"}, MaxPerWorker: 5},
+				Assign{Group: "g", Assignment: map[string]string{"b": "w1", "d": "w2"}},
+			},
+			cmd:  GroupSetKeys{Name: "g", Keys: []string{"c", "a", "c", "b"}},
+			want: Done,
+			groups: []*Group{{Name: "g", Keys: []string{"a", "b", "c"}, MaxPerWorker: 5,
+				Assignment: map[string]string{"b": "w1"}, CreateIndex: 1, ModifyIndex: 3, AssignIndex: 2}},
+			index: 3,
+		},
+		{
+			name: "group set keys to the keys the group has changes nothing, its index neither",
+			setup: []Command{
+				GroupPut{Name: "g", Keys: []string{"a", "b"}},
+				Assign{Group: "g", Assignment: map[string]string{"a": "w1"}},
+			},
+			cmd:  GroupSetKeys{Name: "g", Keys: []string{"b", "a", "b"}},
+			want: Done,
+			groups: []*Group{{Name: "g", Keys: []string{"a", "b"}, Assignment: map[string]string{"a": "w1"},
+				CreateIndex: 1, ModifyIndex: 2, AssignIndex: 2}},
+			index: 2,
+		},
+		{
+			name:   "group set keys to none leaves an empty group",
+			setup:  []Command{GroupPut{Name: "g", Keys: []string{"a", "b"}}},
+			cmd:    GroupSetKeys{Name: "g"},
+			want:   Done,
+			groups: []*Group{{Name: "g", CreateIndex: 1, ModifyIndex: 2}},
+			index:  2,
+		},
+		{
+			name: "group set keys of a missing group",
+			cmd:  GroupSetKeys{Name: "g", Keys: []string{"a"}},
+			want: NotFound,
+		},
 		// GroupKeys.
 		{
 			name: "group keys adds sorted, distinct keys and removes keys with their assignment",

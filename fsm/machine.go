@@ -245,7 +245,7 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		r := m.apply(index, c.Cmd)
 		m.by = ""
 		return r
-	case GroupPut, GroupDelete, GroupKeys, SetKeyControl, WorkerDrain, Assign, GroupMax:
+	case GroupPut, GroupDelete, GroupKeys, GroupSetKeys, SetKeyControl, WorkerDrain, Assign, GroupMax:
 		return m.applyGroup(index, cmd)
 	case GroupPutCAS:
 		return m.groupPutCAS(index, c)

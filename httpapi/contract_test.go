@@ -71,6 +71,7 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"PUT /v1/groups/{name:.+?}", "PUT", "/v1/groups/g", `{"prefix":"g-","count":5}`, 409, errBody},
 		{"GET /v1/leases", "GET", "/v1/leases?state=free&prefix=g-", "", 200, func() any { return new(wire.LeaseList) }},
 		{"POST /v1/groups/{name:.+?}/keys", "POST", "/v1/groups/g/keys", `{"add":["g-9"],"remove":["g-0"]}`, 200, func() any { return new(client.GroupSummary) }},
+		{"PUT /v1/groups/{name:.+?}/keys", "PUT", "/v1/groups/g/keys", `{"keys":["g-0","g-1","g-2","g-3"]}`, 200, func() any { return new(client.GroupSummary) }},
 		{"PUT /v1/groups/{name:.+?}/max-per-worker", "PUT", "/v1/groups/g/max-per-worker", `{"max_per_worker":2}`, 200, func() any { return new(client.GroupSummary) }},
 		{"GET /v1/groups", "GET", "/v1/groups", "", 200, func() any { return new(wire.GroupList) }},
 		{"GET /v1/groups/{name:.+?}", "GET", "/v1/groups/g", "", 200, func() any { return new(client.Group) }},

@@ -115,6 +115,19 @@ func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
+func (s *Server) setGroupKeys(w http.ResponseWriter, r *http.Request) error {
+	var body wire.GroupKeySetBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	if body.Keys == nil {
+		return badRequest(wire.CodeInvalidBody, "keys", "keys: required, the group's whole key set ([] to empty it)")
+	}
+	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) {
+		return s.node.Groups.SetGroupKeys(ctx, groupName(r), *body.Keys)
+	})
+}
+
 func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
 	var body wire.MaxPerWorkerBody
 	if err := decodeBody(r, &body); err != nil {

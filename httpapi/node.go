@@ -76,6 +76,7 @@ type Groups interface {
 	PutGroup(ctx context.Context, spec cluster.GroupSpec) (*fsm.Group, error)
 	DeleteGroup(ctx context.Context, name string) error
 	GroupKeys(ctx context.Context, name string, add, remove []string) (*fsm.Group, error)
+	SetGroupKeys(ctx context.Context, name string, keys []string) (*fsm.Group, error)
 	SetMaxPerWorker(ctx context.Context, name string, max int) (*fsm.Group, error)
 	GroupsPage(ctx context.Context, after string, limit int, c cluster.Consistency) ([]*fsm.Group, string, uint64, error)
 	GroupPage(ctx context.Context, name string, p fsm.Page, c cluster.Consistency, visible func(key string) bool) (cluster.GroupView, error)

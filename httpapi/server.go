@@ -159,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/groups", s.reader(s.guard(fixed(fsm.RightRead, "group", ""), s.listGroups))).Methods(http.MethodGet)
 	r.Handle(group+"/assignment", s.reader(s.guard(onGroup(fsm.RightRead), s.assignment))).Methods(http.MethodGet)
 	r.Handle(group+"/keys", s.leader(s.guard(onGroup(fsm.RightGroups), s.groupKeys))).Methods(http.MethodPost)
+	r.Handle(group+"/keys", s.leader(s.guard(onGroup(fsm.RightGroups), s.setGroupKeys))).Methods(http.MethodPut)
 	r.Handle(group+"/max-per-worker", s.leader(s.guard(onGroup(fsm.RightGroups), s.maxPerWorker))).Methods(http.MethodPut)
 	r.Handle(group, s.reader(s.guard(onGroup(fsm.RightRead), s.getGroup))).Methods(http.MethodGet)
 	r.Handle(group, s.leader(s.guard(onGroup(fsm.RightGroups), s.putGroup))).Methods(http.MethodPut)

@@ -177,6 +177,13 @@ type GroupKeysBody struct {
 	Remove []string `json:"remove"`
 }
 
+// GroupKeySetBody is the body of PUT /v1/groups/{name}/keys: the group's
+// whole key set. Keys is required ([] empties the group), so that a body
+// that forgot it cannot empty the group by accident.
+type GroupKeySetBody struct {
+	Keys *[]string `json:"keys"`
+}
+
 // MaxPerWorkerBody is the body of PUT /v1/groups/{name}/max-per-worker.
 type MaxPerWorkerBody struct {
 	MaxPerWorker int `json:"max_per_worker"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -27,6 +28,10 @@ Subcommands:
     delete NAME
     add-keys NAME KEY...
     remove-keys NAME KEY...
+    set-keys NAME [KEY...] [-from FILE]
+                                    the group's whole key set, in one change:
+                                    the KEYs, or FILE's lines (one key each;
+                                    a file without keys empties the group)
     max-per-worker NAME N
     assignment NAME [-worker ID]    the target plan
 `
@@ -166,6 +171,34 @@ func (e *env) groupsKeys(ctx context.Context, args []string, add bool) int {
 			added, removed = nil, pos[1:]
 		}
 		g, err := c.Groups().AddRemoveKeys(ctx, pos[0], added, removed)
+		return g, func() { e.printSummary(g) }, err
+	})
+}
+
+func (e *env) groupsSetKeys(ctx context.Context, args []string) int {
+	var from string
+	fs, cf := e.clusterFlagSet("groups set-keys", "groups set-keys NAME [KEY...] [-from FILE]")
+	fs.StringVar(&from, "from", "", "read the keys from FILE, one per line (blank lines skipped)")
+	return e.answer(fs, cf, args, 1, -1, func(c *client.Client, pos []string) (any, func(), error) {
+		keys := pos[1:]
+		switch {
+		case from != "" && len(keys) > 0:
+			return nil, nil, badUsage("give the keys or -from FILE, not both")
+		case from != "":
+			data, err := os.ReadFile(from)
+			if err != nil {
+				return nil, nil, fmt.Errorf("-from: %w", err)
+			}
+			keys = []string{}
+			for _, line := range strings.Split(string(data), "\n") {
+				if line = strings.TrimSpace(line); line != "" {
+					keys = append(keys, line)
+				}
+			}
+		case len(keys) == 0:
+			return nil, nil, badUsage("give the group's keys, or -from FILE (a file without keys empties the group)")
+		}
+		g, err := c.Groups().SetKeys(ctx, pos[0], keys)
 		return g, func() { e.printSummary(g) }, err
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,6 +36,8 @@ func TestGroupCommands(t *testing.T) {
 			"GET", "/v1/groups", "", []string{"NAME", "partitions", "4"}},
 		{"add keys", []string{"groups", "add-keys", "partitions", "a", "b"}, 200, summary,
 			"POST", "/v1/groups/partitions/keys", `{"add":["a","b"],"remove":null}`, []string{"Group partitions"}},
+		{"set keys", []string{"groups", "set-keys", "sessions", "s-2", "s-1"}, 200, summary,
+			"PUT", "/v1/groups/sessions/keys", `{"keys":["s-2","s-1"]}`, []string{"Group partitions"}},
 		{"max per worker", []string{"groups", "max-per-worker", "partitions", "3"}, 200, summary,
 			"PUT", "/v1/groups/partitions/max-per-worker", `{"max_per_worker":3}`, []string{"Group partitions"}},
 		{"assignment", []string{"groups", "assignment", "partitions", "-worker", "w1"}, 200, map[string]any{"assignment": map[string]string{"partitions/0": "w1"}, "index": 3},
@@ -151,5 +154,38 @@ func TestGroupsGetListsKeysInCountingOrder(t *testing.T) {
 	one, two, ten := strings.Index(got.stdout, "partitions/1 "), strings.Index(got.stdout, "partitions/2 "), strings.Index(got.stdout, "partitions/10 ")
 	if one < 0 || two < 0 || ten < 0 || !(one < two && two < ten) {
 		t.Errorf("groups get lists the keys out of counting order:\n%s", got.stdout)
+	}
+}
+
+// groups set-keys -from reads one key per line; a file without keys
+// empties the group ([] sent, not null); without keys or -from, or with
+// both, it is a usage error that sends nothing.
+func TestGroupsSetKeysFromAFile(t *testing.T) {
+	summary := map[string]any{"name": "sessions", "keys": 2, "modify_index": 9}
+	dir := t.TempDir()
+	for _, tt := range []struct {
+		name, file, body string
+	}{
+		{"keys", "s-1\n\n  s-2  \n", `{"keys":["s-1","s-2"]}`},
+		{"no keys", "\n", `{"keys":[]}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := answering(t, 200, summary)
+			path := writeFile(t, filepath.Join(dir, tt.name), tt.file)
+			mustRunCLI(t, "groups", "set-keys", "sessions", "-from", path, "-http-addr", srv.URL)
+			srv.only(t).want(t, "PUT", "/v1/groups/sessions/keys", tt.body)
+		})
+	}
+	for _, args := range [][]string{{"sessions"}, {"sessions", "s-1", "-from", filepath.Join(dir, "keys")}} {
+		srv := answering(t, 200, summary)
+		got := runCLI(t, append(append([]string{"groups", "set-keys"}, args...), "-http-addr", srv.URL)...)
+		if got.code != exitUsage || !strings.Contains(got.stderr, "-from FILE") {
+			t.Errorf("set-keys %q: exit %d, stderr %q; want a usage error naming -from FILE", args, got.code, got.stderr)
+		}
+		srv.mu.Lock()
+		if n := len(srv.reqs); n != 0 {
+			t.Errorf("set-keys %q sent %d requests, want none", args, n)
+		}
+		srv.mu.Unlock()
 	}
 }
