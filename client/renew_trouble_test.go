@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -267,5 +268,61 @@ func TestElectionLogsLeadershipChanges(t *testing.T) {
 	want("[ERROR] lease: leader_acquire_failed: election=bad")
 	if !strings.Contains(logs.String(), "retrying=false") {
 		t.Errorf("want a campaign that failed for good logged with retrying=false; log:\n%s", logs.String())
+	}
+}
+
+// Renewals are jittered (±10% of the interval, drawn per call), so a fleet
+// of clients that acquired at the same moment does not renew in step: the
+// first renewals of 16 clients spread over the window, each within it.
+func TestRenewalJitterSpreadsAFleet(t *testing.T) {
+	f := newFakeTenure(t)
+	const n, ttl = 16, 1500 * time.Millisecond
+	interval := ttl / 3
+	var leases []*Lease
+	for i := range n {
+		cfg := DefaultConfig()
+		cfg.Addresses = []string{f.URL}
+		cfg.Holder = fmt.Sprintf("h%d", i)
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Acquire(context.Background(), fmt.Sprintf("k%d", i), WithTTL(ttl))
+		if err != nil {
+			t.Fatalf("Acquire: %v", err)
+		}
+		leases = append(leases, l)
+	}
+	defer func() {
+		for _, l := range leases {
+			l.Release(context.Background())
+		}
+	}()
+	acquired := map[string]time.Time{}
+	for _, r := range f.requests() {
+		if r.Method == http.MethodPut {
+			acquired[strings.TrimPrefix(r.Path, "/v1/leases/")] = r.At
+		}
+	}
+	first := map[string]time.Duration{}
+	waitUntil(t, 3*ttl, "a renewal of every lease", func() bool {
+		for _, r := range f.renewRequests() {
+			for _, k := range r.Keys {
+				if _, seen := first[k]; !seen {
+					first[k] = r.At.Sub(acquired[k])
+				}
+			}
+		}
+		return len(first) == n
+	})
+	lo, hi := time.Duration(math.MaxInt64), time.Duration(0)
+	for k, d := range first {
+		if d < interval*9/10-20*time.Millisecond || d > interval*11/10+100*time.Millisecond {
+			t.Errorf("%s first renewed %v after its acquire, want within %v ±10%%", k, d, interval)
+		}
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if spread := hi - lo; spread < interval/20 {
+		t.Errorf("the first renewals of %d clients spread over %v, want at least %v: is the jitter gone?", n, spread, interval/20)
 	}
 }
