@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/worker"
 	"github.com/tenure-io/tenure/test/harness"
@@ -87,30 +86,6 @@ func (o *ownerLog) problems() []string {
 	return out
 }
 
-// runRecordingWorker runs a worker of group g with id on c, recording its
-// handler runs in o, until the test ends.
-func runRecordingWorker(t *testing.T, c *testCluster, o *ownerLog, id string) {
-	t.Helper()
-	cfg := client.DefaultConfig()
-	cfg.Addresses = []string{c.leader().url}
-	cl, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := worker.New(cl, "g", o.handler(id), worker.WithWorkerID(id), worker.WithCapacity(8),
-		worker.WithJoin(c.cluster.GossipAddr(0)), worker.WithWorkerTTL(2*time.Second), worker.WithWorkerLogger(hclog.NewNullLogger()))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-}
-
 // The operator's controls, each used on live workers: a revoke (bump) ends
 // the holder's run and the key is owned again under a larger token; a
 // prohibit moves the key to another worker; a disable leaves it unowned
@@ -122,8 +97,9 @@ func TestOperatorControlsWithLiveWorkers(t *testing.T) {
 	url := c.leader().url
 	do(t, "PUT", url+"/v1/groups/g", `{"keys":["g-0","g-1","g-2","g-3"]}`).wantStatus(t, "put group", 200)
 	o := &ownerLog{runs: map[string][]*ownership{}}
-	runRecordingWorker(t, c, o, "w1")
-	runRecordingWorker(t, c, o, "w2")
+	for _, id := range []string{"w1", "w2"} {
+		runWorkerWith(t, c, "g", "", o.handler(id), worker.WithWorkerID(id), worker.WithCapacity(8))
+	}
 	waitOwned := func(what string, want ...string) {
 		t.Helper()
 		harness.WaitUntil(t, 20*time.Second, what, func() bool { return slices.Equal(o.owned(), want) })

@@ -88,6 +88,12 @@ func runWorker(t *testing.T, c *testCluster, id string, capacity int) *worker.Wo
 // none) on cluster c until the test ends.
 func runWorkerAs(t *testing.T, c *testCluster, group, secret string, opts ...worker.WorkerOption) *worker.Worker {
 	t.Helper()
+	return runWorkerWith(t, c, group, secret, func(ctx context.Context, key string, token uint64) { <-ctx.Done() }, opts...)
+}
+
+// runWorkerWith is runWorkerAs with handler.
+func runWorkerWith(t *testing.T, c *testCluster, group, secret string, handler worker.Handler, opts ...worker.WorkerOption) *worker.Worker {
+	t.Helper()
 	cfg := client.DefaultConfig()
 	cfg.Addresses = []string{c.leader().url}
 	cfg.Token = secret
@@ -96,7 +102,7 @@ func runWorkerAs(t *testing.T, c *testCluster, group, secret string, opts ...wor
 		t.Fatal(err)
 	}
 	opts = append(opts, worker.WithJoin(c.cluster.GossipAddr(0)), worker.WithWorkerTTL(2*time.Second), worker.WithWorkerLogger(hclog.NewNullLogger()))
-	w := worker.New(cl, group, func(ctx context.Context, key string, token uint64) { <-ctx.Done() }, opts...)
+	w := worker.New(cl, group, handler, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
