@@ -16,12 +16,12 @@ from .client import (ENV_CACERT, ENV_CLIENT_CERT, ENV_CLIENT_KEY, ENV_HTTP_ADDR,
                      ENV_HTTP_TOKEN, Answer, Client, Router, new_holder_id,
                      new_lease_secret, normalize_address)
 from .durations import format_duration, parse_duration
-from .election import Election, election_key
-from .errors import (APIError, BadRequestError, DisabledError, DuplicateLeaseError, HeldError,
+from .election import Election, election_key, leader_info
+from .errors import (APIError, BadRequestError, CompactedError, DisabledError, DuplicateLeaseError, HeldError,
                      InvalidError, LeaseExpiredLocally, LeaseLostError,
                      NoLeaderError, NotFoundError, NotHolderError,
                      OverloadedError, PermissionDeniedError, ProhibitedError,
-                     ReleasedError, StaleTokenError, TenureError,
+                     ReleasedError, RenewFailedError, StaleTokenError, TenureError,
                      UnavailableError, WrongSecretError)
 from .fence import MAX_FENCE_CACHE_AGE, FenceValidator
 from .lease import Lease, default_margin, local_deadline, renew_interval
@@ -29,12 +29,12 @@ from .lease import Lease, default_margin, local_deadline, renew_interval
 logging.getLogger("tenure").addHandler(logging.NullHandler())
 
 __all__ = [
-    "APIError", "Answer", "BadRequestError", "Client", "DisabledError", "DuplicateLeaseError", "ENV_CACERT",
+    "APIError", "Answer", "BadRequestError", "Client", "CompactedError", "DisabledError", "DuplicateLeaseError", "ENV_CACERT",
     "ENV_CLIENT_CERT", "ENV_CLIENT_KEY", "ENV_HTTP_ADDR", "ENV_HTTP_TOKEN", "Election",
     "FenceValidator", "HeldError", "InvalidError", "Lease", "LeaseExpiredLocally",
     "LeaseLostError", "NoLeaderError", "NotFoundError", "NotHolderError", "OverloadedError",
-    "PermissionDeniedError", "ProhibitedError", "ReleasedError", "Router", "StaleTokenError",
+    "PermissionDeniedError", "ProhibitedError", "ReleasedError", "RenewFailedError", "Router", "StaleTokenError",
     "MAX_FENCE_CACHE_AGE", "TenureError", "UnavailableError", "WrongSecretError", "default_margin",
-    "election_key", "format_duration",
+    "election_key", "format_duration", "leader_info",
     "local_deadline", "new_holder_id", "new_lease_secret", "normalize_address", "parse_duration", "renew_interval",
 ]

@@ -25,10 +25,10 @@ import threading
 import time
 import urllib.parse
 import uuid
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .durations import format_duration
-from .errors import (APIError, InvalidError, NotFoundError, UnavailableError,
+from .errors import (APIError, InvalidError, NotFoundError, TenureError, UnavailableError,
                      error_from_answer)
 
 ENV_HTTP_ADDR = "TENURE_HTTP_ADDR"
@@ -41,6 +41,7 @@ DEFAULT_HTTP_ADDR = "127.0.0.1:7500"
 HEADER_TOKEN = "X-Tenure-Token"
 HEADER_LEADER_ADDR = "X-Tenure-Leader-Addr"
 HEADER_RELEASE = "X-Tenure-Release"
+HEADER_INDEX = "X-Tenure-Index"
 
 _MAX_ANSWER = 64 << 20
 
@@ -87,6 +88,12 @@ class Answer:
         self.headers = headers
         self.address = address
         self.sent_at = sent_at
+
+    @property
+    def index(self) -> int:
+        """The X-Tenure-Index header: the index to block on next (0 when
+        absent)."""
+        return _header_index(self.headers)
 
 
 class _TransportError(Exception):
@@ -203,8 +210,26 @@ def _parse_retry_after(value: Optional[str]) -> float:
         return 0.0
 
 
+def _header_index(headers: Dict[str, str]) -> int:
+    try:
+        return max(0, int(headers.get(HEADER_INDEX.lower(), "") or 0))
+    except ValueError:
+        return 0
+
+
 def _quote_key(key: str) -> str:
     return urllib.parse.quote(key, safe="/:")
+
+
+def _obj(body: Any) -> Dict[str, Any]:
+    """A JSON object answer as a dict ({} for an empty answer)."""
+    return body if isinstance(body, dict) else {}
+
+
+def _group_path(name: str, suffix: str = "") -> str:
+    if not name:
+        raise InvalidError("group name is empty")
+    return "/v1/groups/" + urllib.parse.quote(name, safe="") + suffix
 
 
 class Client:
@@ -289,7 +314,7 @@ class Client:
         """A Client configured from TENURE_HTTP_ADDR, TENURE_HTTP_TOKEN,
         TENURE_CACERT, TENURE_CLIENT_CERT and TENURE_CLIENT_KEY; keyword
         arguments override them."""
-        env = {
+        env: Dict[str, Any] = {
             "addresses": os.environ.get(ENV_HTTP_ADDR) or None,
             "token": os.environ.get(ENV_HTTP_TOKEN) or None,
             "ca_file": os.environ.get(ENV_CACERT) or None,
@@ -396,7 +421,9 @@ class Client:
                 if 200 <= status <= 299:
                     self.router.answered(addr, leader_hdr)
                     return Answer(status, parsed, hdrs, addr, sent_at)
-                err = error_from_answer(status, parsed, _parse_retry_after(hdrs.get("retry-after")))
+                api_err = error_from_answer(status, parsed, _parse_retry_after(hdrs.get("retry-after")))
+                api_err.index = _header_index(hdrs)
+                err = api_err
             retry, conn_err, retry_after = classify(err, idempotent)
             if not retry:
                 raise err
@@ -473,7 +500,7 @@ class Client:
             ans = self.request("GET", "/v1/leases/" + _quote_key(key), query={"stale": "true" if stale else ""})
         except NotFoundError:
             return None
-        return ans.body
+        return _obj(ans.body)
 
     def list_leases(self, prefix: str = "", state: str = "") -> List[Dict[str, Any]]:
         """GET /v1/leases, every page."""
@@ -495,22 +522,232 @@ class Client:
 
     def status(self) -> Dict[str, Any]:
         """GET /v1/status of the next server (that node's own view)."""
-        return self.request("GET", "/v1/status").body
+        return _obj(self.request("GET", "/v1/status").body)
+
+    def read_lease(self, key: str, index: int = 0, wait: float = 300.0,
+                   stale: bool = False) -> Tuple[Optional[Dict[str, Any]], int]:
+        """GET /v1/leases/{key}, blocking when index > 0: the server answers
+        once the key changed past index, or after wait seconds with the same
+        answer. Returns (the lease, or None for a key never seen, and the
+        index to pass next time: the X-Tenure-Index header)."""
+        query = {"stale": "true" if stale else ""}
+        w = 0.0
+        if index > 0:
+            w = max(wait, 0.0)
+            query.update(index=str(int(index)), wait=format_duration(w))
+        try:
+            ans = self.request("GET", "/v1/leases/" + _quote_key(key), query=query, wait=w)
+        except NotFoundError as e:
+            return None, e.index
+        lease = _obj(ans.body)
+        return lease, ans.index or int(lease.get("modify_index") or 0)
+
+    # ---- events ----------------------------------------------------------
+
+    def events(self, index: Optional[int] = None, types: Optional[Sequence[str]] = None,
+               prefix: str = "", limit: int = 0, wait: float = 0.0) -> Tuple[List[Dict[str, Any]], int]:
+        """GET /v1/events: the events after index (without index: the
+        oldest the answering server holds), in index order, and the index
+        to pass next time. types: the event types to return (acquired,
+        released, expired, ending, revoked, ...; all when empty). prefix
+        matches an event's key, group or worker. limit: 1 to 1000 (0: the
+        server's default, 1000). wait > 0 (with an index) blocks while there
+        is no event. Raises CompactedError (.oldest_index) when the events
+        after index are gone from the server's history."""
+        query = {"prefix": prefix, "type": ",".join(types or []),
+                 "limit": str(limit) if limit > 0 else ""}
+        w = 0.0
+        if index is not None:
+            w = max(wait, 0.0)
+            query.update(index=str(int(index)), wait=format_duration(w))
+        ans = self.request("GET", "/v1/events", query=query, wait=w)
+        body = ans.body or {}
+        return list(body.get("events") or []), int(body.get("index") or 0)
+
+    def watch_events(self, index: int = 0, types: Optional[Sequence[str]] = None, prefix: str = "",
+                     wait: float = 60.0, stop: Optional[threading.Event] = None) -> Iterator[Dict[str, Any]]:
+        """Follows the event history from index on with blocking reads of
+        at most wait seconds, yielding every event after index that matches
+        types and prefix, in index order, each once (resume after an event
+        by passing its "index"). Transient failures (a failover, a server
+        restart) are retried with backoff, from the last index seen, on the
+        next server. It ends when stop is set (noticed within wait
+        seconds); an error that retrying cannot fix is raised
+        (CompactedError when the watch fell behind the history: read the
+        state, then watch again from its oldest_index)."""
+        cursor = int(index)
+        failures = 0
+        while stop is None or not stop.is_set():
+            try:
+                evs, nxt = self.events(cursor, types, prefix, wait=wait)
+            except TenureError as e:
+                retry = isinstance(e, UnavailableError)
+                after = 0.0
+                if isinstance(e, APIError):
+                    retry, _, after = classify(e, False)
+                if not retry:
+                    raise
+                failures += 1
+                pause = self.backoff(failures, after)
+                if stop is None:
+                    time.sleep(pause)
+                elif stop.wait(pause):
+                    return
+                continue
+            failures = 0
+            for ev in evs:
+                i = int(ev.get("index") or 0)
+                if i <= cursor:
+                    continue  # never again, never out of order
+                cursor = i
+                yield ev
+                if stop is not None and stop.is_set():
+                    return
+            cursor = max(cursor, nxt)
+
+    # ---- groups and key controls (operator) ------------------------------
+
+    def list_groups(self) -> List[Dict[str, Any]]:
+        """GET /v1/groups, every page: the groups' summaries, by name."""
+        out: List[Dict[str, Any]] = []
+        cursor = ""
+        while True:
+            body = self.request("GET", "/v1/groups", query={"cursor": cursor}).body or {}
+            out.extend(body.get("groups") or [])
+            cursor = body.get("next") or ""
+            if not cursor:
+                return out
+
+    def get_group(self, name: str) -> Optional[Dict[str, Any]]:
+        """GET /v1/groups/{name}, every page: the group with all its keys
+        (the other fields from the last page); None when there is none."""
+        path = _group_path(name)
+        keys: List[Dict[str, Any]] = []
+        cursor = ""
+        while True:
+            try:
+                body = self.request("GET", path, query={"cursor": cursor}).body or {}
+            except NotFoundError:
+                return None
+            keys.extend(body.get("keys") or [])
+            cursor = body.get("next") or ""
+            if not cursor:
+                body["keys"] = keys
+                body.pop("next", None)
+                return body
+
+    def put_group(self, name: str, keys: Optional[Sequence[str]] = None, prefix: str = "", count: int = 0,
+                  max_per_worker: int = 0, stuck_grace: float = 0.0, min_workers: int = 0,
+                  replace: bool = False, cas: Optional[int] = None) -> Dict[str, Any]:
+        """PUT /v1/groups/{name}: creates the group of keys (or of count
+        keys "<prefix><n>"); with replace=True creates or replaces it; with
+        cas=N replaces it only if its modify_index is N (a CasFailed is an
+        APIError of code "cas_failed" whose body holds the current group).
+        Returns the summary. A create or a CAS is retried only when the
+        server surely did not act."""
+        body: Dict[str, Any] = {}
+        if keys is not None:
+            body["keys"] = list(keys)
+        if prefix:
+            body["prefix"] = prefix
+        if count:
+            body["count"] = int(count)
+        if max_per_worker:
+            body["max_per_worker"] = int(max_per_worker)
+        if stuck_grace:
+            body["stuck_grace"] = format_duration(stuck_grace)
+        if min_workers:
+            body["min_workers"] = int(min_workers)
+        if replace and cas is not None:
+            raise InvalidError("replace and cas go separately")
+        query = {"replace": "true" if replace else "", "cas": "" if cas is None else str(int(cas))}
+        return _obj(self.request("PUT", _group_path(name), body, query=query, idempotent=replace).body)
+
+    def replace_group(self, name: str, **spec: Any) -> Dict[str, Any]:
+        """put_group(name, replace=True, ...): creates or replaces."""
+        return self.put_group(name, replace=True, **spec)
+
+    def put_group_cas(self, name: str, index: int, **spec: Any) -> Dict[str, Any]:
+        """put_group(name, cas=index, ...): replaces the group only if its
+        modify_index is index (0: only creates)."""
+        return self.put_group(name, cas=index, **spec)
+
+    def add_remove_keys(self, name: str, add: Sequence[str] = (), remove: Sequence[str] = ()) -> Dict[str, Any]:
+        """POST /v1/groups/{name}/keys: adds and removes keys; the summary."""
+        return _obj(self.request("POST", _group_path(name, "/keys"), {"add": list(add), "remove": list(remove)}).body)
+
+    def set_group_keys(self, name: str, keys: Sequence[str]) -> Dict[str, Any]:
+        """PUT /v1/groups/{name}/keys: sets the group's whole key set in one
+        idempotent call ([] empties it); the keys that stay keep their
+        targets and owners. The summary."""
+        return _obj(self.request("PUT", _group_path(name, "/keys"), {"keys": list(keys)}).body)
+
+    def set_max_per_worker(self, name: str, max_per_worker: int) -> Dict[str, Any]:
+        """PUT /v1/groups/{name}/max-per-worker; the summary."""
+        return _obj(self.request("PUT", _group_path(name, "/max-per-worker"),
+                            {"max_per_worker": int(max_per_worker)}).body)
+
+    def delete_group(self, name: str) -> bool:
+        """DELETE /v1/groups/{name} (the leases are untouched): True when it
+        was deleted, False when there was no such group."""
+        try:
+            self.request("DELETE", _group_path(name))
+        except NotFoundError:
+            return False
+        return True
+
+    def get_controls(self, key: str) -> Dict[str, Any]:
+        """GET /v1/controls/{key}: {"key", "disabled", "prohibited"}."""
+        return _obj(self.request("GET", "/v1/controls/" + _quote_key(key)).body)
+
+    def edit_controls(self, key: str, disabled: Optional[bool] = None, prohibit: Sequence[str] = (),
+                      allow: Sequence[str] = (), force: bool = False) -> Dict[str, Any]:
+        """PATCH /v1/controls/{key}: an atomic edit of the key's controls
+        (disabled if not None; the holders of prohibit added, then those of
+        allow removed). A lease the new controls refuse ends (at once with
+        force). The controls, with "ended" when a lease was ended."""
+        body: Dict[str, Any] = {}
+        if disabled is not None:
+            body["disabled"] = bool(disabled)
+        if prohibit:
+            body["prohibit"] = list(prohibit)
+        if allow:
+            body["allow"] = list(allow)
+        return _obj(self.request("PATCH", "/v1/controls/" + _quote_key(key), body,
+                            query={"force": "true" if force else ""}).body)
 
     # ---- kept-alive leases, elections, fencing ---------------------------
 
     def acquire(self, key: str, ttl: float = 10.0, holder: Optional[str] = None,
                 metadata: Optional[Dict[str, str]] = None, wait: float = 0.0,
-                margin: Optional[float] = None, on_lost: Optional[Callable[..., None]] = None,
-                stop: Optional[threading.Event] = None, wait_chunk: float = 60.0) -> "Lease":
+                margin: Optional[float] = None, on_lost: Optional[Callable[..., Any]] = None,
+                stop: Optional[threading.Event] = None, wait_chunk: float = 60.0,
+                on_acquired: Optional[Callable[..., Any]] = None,
+                on_renewed: Optional[Callable[..., Any]] = None,
+                on_renew_failed: Optional[Callable[..., Any]] = None,
+                renew_interval: Optional[float] = None,
+                lose_on_renew_failure: bool = False) -> "Lease":
         """Acquires key and keeps the lease alive in a background thread;
         see Lease. wait > 0 queues on the server for up to wait seconds
         (float("inf"): until stop is set). Raises HeldError when another
         holder keeps the key, DuplicateLeaseError when this client keeps
-        the lease of that holder on key already."""
+        the lease of that holder on key already.
+
+        Hooks, called on the keep-alive thread (their exceptions are
+        logged): on_acquired(lease) once the lease is granted;
+        on_renewed(lease, latency) after each successful renewal (latency:
+        seconds, retries included); on_renew_failed(lease, err) when a
+        renewal failed transiently or did not succeed within one renewal
+        interval (the lease stays held until its deadline, and the renewal
+        is retried); on_lost(lease, err) once when the lease ends without
+        release. renew_interval: seconds between renewals (default TTL/3;
+        from TTL/20 to (TTL - margin)/2). lose_on_renew_failure: the first
+        failed renewal ends the lease (RenewFailedError)."""
         from .lease import acquire
-        return acquire(self, key, ttl=ttl, holder=holder, metadata=metadata, wait=wait,
-                       margin=margin, on_lost=on_lost, stop=stop, wait_chunk=wait_chunk)
+        return acquire(self, key, ttl=ttl, holder=holder, metadata=metadata, wait=wait,  # type: ignore[return-value]
+                       margin=margin, on_lost=on_lost, stop=stop, wait_chunk=wait_chunk,
+                       on_acquired=on_acquired, on_renewed=on_renewed, on_renew_failed=on_renew_failed,
+                       renew_interval=renew_interval, lose_on_renew_failure=lose_on_renew_failure)
 
     def election(self, name: str, ttl: float = 10.0, holder: Optional[str] = None,
                  metadata: Optional[Dict[str, str]] = None, margin: Optional[float] = None,

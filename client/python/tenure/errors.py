@@ -35,6 +35,12 @@ class UnavailableError(TenureError):
     """
 
 
+class RenewFailedError(TenureError):
+    """A lease kept alive with lose_on_renew_failure ended at its first
+    failed renewal (a transient failure, or none succeeded within one
+    renewal interval)."""
+
+
 class APIError(TenureError):
     """An error answer of the HTTP API.
 
@@ -42,7 +48,8 @@ class APIError(TenureError):
     "lease_lost", ...); message; field (the JSON field to blame, or "");
     reason (lease_lost only); lease (the current lease, a dict, for held
     and not_holder); retry_after (seconds, from the Retry-After header,
-    0 when absent).
+    0 when absent); index (the X-Tenure-Index header of the answer, 0
+    when absent: a 404 of a read carries the index to block on).
     """
 
     def __init__(self, status: int, code: str, message: str, field: str = "",
@@ -56,6 +63,7 @@ class APIError(TenureError):
         self.lease = lease
         self.retry_after = retry_after
         self.body = body or {}
+        self.index = 0
         text = "%d %s: %s" % (status, code or "error", message)
         if field:
             text += " (field %s)" % field
@@ -75,6 +83,18 @@ class HeldError(APIError):
 
 class LeaseLostError(APIError):
     """404 lease_lost: the lease is no longer held; .reason says why."""
+
+
+class CompactedError(APIError):
+    """410 compacted: the events after the index asked for are no longer in
+    the answering server's history; oldest_index says where it starts."""
+
+    @property
+    def oldest_index(self) -> int:
+        try:
+            return int(self.body.get("oldest_index") or 0)
+        except (TypeError, ValueError):
+            return 0
 
 
 class NotFoundError(APIError):
@@ -143,6 +163,7 @@ _BY_CODE = {
     "held": HeldError,
     "lease_lost": LeaseLostError,
     "not_found": NotFoundError,
+    "compacted": CompactedError,
     "not_holder": NotHolderError,
     "wrong_secret": WrongSecretError,
     "permission_denied": PermissionDeniedError,

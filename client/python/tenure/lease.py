@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
 
 from .durations import parse_duration
 from .errors import (APIError, DuplicateLeaseError, HeldError, InvalidError, LeaseExpiredLocally,
-                     LeaseLostError, ReleasedError, TenureError, UnavailableError, WrongSecretError)
+                     LeaseLostError, ReleasedError, RenewFailedError, TenureError, UnavailableError, WrongSecretError)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
@@ -59,7 +59,7 @@ def renew_interval(ttl: float) -> float:
 def retry_delay(interval: float, failures: int) -> float:
     """The pause before renewing again after the n-th transient failure in
     a row: interval/8, doubling, from 10ms to 1s."""
-    d = interval / 8.0 * (2 ** min(failures - 1, 3))
+    d: float = interval / 8.0 * (2 ** min(failures - 1, 3))
     return min(max(d, 0.01), 1.0)
 
 
@@ -100,18 +100,25 @@ class Lease:
     def __init__(self, client: "Client", key: str, holder: str, info: Dict[str, Any],
                  ttl: float, margin: float, sent_at: float,
                  on_lost: Optional[Callable[["Lease", BaseException], Any]] = None,
-                 renew_now: bool = False):
+                 renew_now: bool = False, interval: Optional[float] = None,
+                 on_renewed: Optional[Callable[["Lease", float], Any]] = None,
+                 on_renew_failed: Optional[Callable[["Lease", BaseException], Any]] = None,
+                 lose_on_renew_failure: bool = False, election: str = ""):
         self.client = client
         self.key = key
         self.holder = holder
         self.token = int(info.get("token", 0))
         self.ttl = ttl
         self.margin = margin
-        self.interval = renew_interval(ttl)
+        self.interval = interval if interval is not None else renew_interval(ttl)
         self.metadata = dict(info.get("metadata") or {})
         self.info = info
         self.done = threading.Event()
         self._on_lost = on_lost
+        self._on_renewed = on_renewed
+        self._on_renew_failed = on_renew_failed
+        self._strict = lose_on_renew_failure
+        self.election = election
         self._callbacks: List[Callable[["Lease"], Any]] = []
         self._mu = threading.Lock()
         self._wake = threading.Event()
@@ -210,12 +217,35 @@ class Lease:
                 log.exception("lease done callback failed")
         if state == "lost":
             log.warning("lease_lost key=%s holder=%s token=%d error=%s", self.key, self.holder, self.token, err)
-            if self._on_lost is not None:
-                try:
-                    self._on_lost(self, err)
-                except Exception:
-                    log.exception("on_lost callback failed")
+            if self.election:
+                log.info("leader_lost election=%s key=%s holder=%s token=%d error=%s",
+                         self.election, self.key, self.holder, self.token, err)
+            self._hook(self._on_lost, err)
         return True
+
+    def _hook(self, fn: Optional[Callable[..., Any]], *args: Any) -> None:
+        """Calls a hook on this thread; its exception is logged, never
+        raised into the keep-alive."""
+        if fn is None:
+            return
+        try:
+            fn(self, *args)
+        except Exception:
+            log.exception("lease hook %s failed", getattr(fn, "__name__", "?"))
+
+    def _renew_failed(self, err: BaseException) -> None:
+        """A renewal failed transiently or took longer than an interval:
+        reported, then retried (or, strict, the lease ends)."""
+        with self._mu:
+            self._failures += 1
+            self._last_error = err
+            self._next_renew = time.monotonic() + retry_delay(self.interval, self._failures)
+        log.warning("lease_renew_failed key=%s holder=%s token=%d error=%s",
+                    self.key, self.holder, self.token, err)
+        self._hook(self._on_renew_failed, err)
+        if self._strict:
+            self._end("lost", RenewFailedError("lease %r (token %d): renewal failed: %s"
+                                               % (self.key, self.token, err)))
 
     # ---- renewals --------------------------------------------------------
 
@@ -278,30 +308,27 @@ class Lease:
                 self._wake.clear()
                 continue
             # One renewal with the client's retries, each attempt bounded
-            # by TTL/5 (200ms to the client's timeout), all of it by the
-            # deadline: an answer after it could not save the lease.
+            # by TTL/5 (200ms to the client's timeout), all of it by one
+            # renewal interval (so that a hung renewal is reported while
+            # the lease is still held) and by the deadline: an answer after
+            # it could not save the lease.
             attempt_timeout = min(max(self.ttl / 5.0, 0.2), self.client.timeout)
+            started = time.monotonic()
             try:
                 info, ans = self.client.renew_once(self.key, self.token, self.holder,
-                                                   attempt_timeout=attempt_timeout, deadline=deadline)
+                                                   attempt_timeout=attempt_timeout,
+                                                   deadline=min(deadline, started + self.interval))
             except TenureError as e:
                 if isinstance(e, APIError) and not e.transient:
                     self._refused(e)
                     return
-                with self._mu:
-                    self._failures += 1
-                    self._last_error = e
-                    self._next_renew = time.monotonic() + retry_delay(self.interval, self._failures)
-                log.warning("lease_renew_failed key=%s holder=%s token=%d error=%s",
-                            self.key, self.holder, self.token, e)
+                self._renew_failed(e)
                 continue
             except Exception as e:  # an unexpected error: retry until the deadline
-                with self._mu:
-                    self._failures += 1
-                    self._last_error = e
-                    self._next_renew = time.monotonic() + retry_delay(self.interval, self._failures)
+                self._renew_failed(e)
                 continue
-            self._apply_renewal(info, ans.sent_at)
+            if self._apply_renewal(info, ans.sent_at):
+                self._hook(self._on_renewed, time.monotonic() - started)
 
     # ---- release ---------------------------------------------------------
 
@@ -359,7 +386,12 @@ def acquire(client: "Client", key: str, ttl: float = 10.0, holder: Optional[str]
             metadata: Optional[Dict[str, str]] = None, wait: float = 0.0,
             margin: Optional[float] = None,
             on_lost: Optional[Callable[[Lease, BaseException], Any]] = None,
-            stop: Optional[threading.Event] = None, wait_chunk: float = 60.0) -> Optional[Lease]:
+            stop: Optional[threading.Event] = None, wait_chunk: float = 60.0,
+            on_acquired: Optional[Callable[[Lease], Any]] = None,
+            on_renewed: Optional[Callable[[Lease, float], Any]] = None,
+            on_renew_failed: Optional[Callable[[Lease, BaseException], Any]] = None,
+            renew_interval: Optional[float] = None, lose_on_renew_failure: bool = False,
+            election: str = "") -> Optional[Lease]:
     """Client.acquire: acquires key (waiting as wait says, in blocking
     requests of at most wait_chunk seconds) and starts its keep-alive.
     Returns None only when stop was set while waiting."""
@@ -374,11 +406,17 @@ def acquire(client: "Client", key: str, ttl: float = 10.0, holder: Optional[str]
         margin = default_margin(ttl)
     elif not (ttl / 100.0 <= margin <= ttl / 2.0):
         raise InvalidError("margin must be between ttl/100 and ttl/2, got %r" % (margin,))
+    if renew_interval is not None and not (ttl / 20.0 <= renew_interval <= (ttl - margin) / 2.0):
+        raise InvalidError("renew_interval must be between ttl/20 and (ttl - margin)/2, got %r"
+                           % (renew_interval,))
+    hooks = {"on_lost": on_lost, "on_renewed": on_renewed, "on_renew_failed": on_renew_failed,
+             "interval": renew_interval, "lose_on_renew_failure": lose_on_renew_failure,
+             "election": election}
     ident = (holder, key)
     _reserve(client, ident)
     lease: Optional[Lease] = None
     try:
-        lease = _acquire(client, key, ttl, holder, metadata, wait, margin, on_lost, stop, wait_chunk)
+        lease = _acquire(client, key, ttl, holder, metadata, wait, margin, hooks, stop, wait_chunk)
     finally:
         with client._kept_mu:
             if client._kept.get(ident) is _ACQUIRING:
@@ -389,6 +427,7 @@ def acquire(client: "Client", key: str, ttl: float = 10.0, holder: Optional[str]
     if lease is not None:
         lease._start()
         log.debug("lease_acquired key=%s holder=%s token=%d ttl=%g", key, holder, lease.token, lease.ttl)
+        lease._hook(on_acquired)
     return lease
 
 
@@ -422,11 +461,12 @@ class _Releasing:
 
 
 def _acquire(client: "Client", key: str, ttl: float, holder: str, metadata: Optional[Dict[str, str]],
-             wait: float, margin: float, on_lost: Any, stop: Optional[threading.Event],
+             wait: float, margin: float, hooks: Dict[str, Any], stop: Optional[threading.Event],
              wait_chunk: float) -> Optional[Lease]:
     end = time.monotonic() + wait if 0 < wait < float("inf") else None
     chunk = wait_chunk
     failures = 0
+    info: Dict[str, Any] = {}
     while True:
         if stop is not None and stop.is_set():
             return None
@@ -449,6 +489,9 @@ def _acquire(client: "Client", key: str, ttl: float, holder: str, metadata: Opti
                 continue
             if waiting and (isinstance(e, HeldError) or _transient(e)):
                 failures += 1
+                if hooks.get("election") and _transient(e):
+                    log.warning("leader_acquire_failed election=%s key=%s retrying=true error=%s",
+                                hooks["election"], key, e)
                 pause = client.backoff(failures, e.retry_after if isinstance(e, APIError) else 0.0)
                 if stop is not None:
                     stop.wait(pause)
@@ -468,6 +511,10 @@ def _acquire(client: "Client", key: str, ttl: float, holder: str, metadata: Opti
             pass
     margin = min(margin, ttl / 2.0)
     interval = renew_interval(ttl)
+    if hooks.get("interval") is not None:
+        # A shorter grant than asked: keep the interval within its bounds.
+        hooks["interval"] = min(max(hooks["interval"], ttl / 20.0), (ttl - margin) / 2.0)
+        interval = hooks["interval"]
     sent_at = ans.sent_at
     renew_now = False
     if time.monotonic() - sent_at > interval:
@@ -486,7 +533,7 @@ def _acquire(client: "Client", key: str, ttl: float, holder: str, metadata: Opti
                 raise LeaseExpiredLocally("lease %r (token %s): the acquisition took too long and its first "
                                           "renewal failed: %s" % (key, info.get("token"), e)) from e
             renew_now = True
-    return Lease(client, key, holder, info, ttl, margin, sent_at, on_lost=on_lost, renew_now=renew_now)
+    return Lease(client, key, holder, info, ttl, margin, sent_at, renew_now=renew_now, **hooks)
 
 
 def _release_quietly(client: "Client", key: str, holder: str, token: int) -> None:

@@ -310,6 +310,7 @@ class _FakeServer:
         self.script = list(script)
         self.paths: List[str] = []
         self.headers: List[Dict[str, str]] = []
+        self.bodies: List[Any] = []
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -318,8 +319,7 @@ class _FakeServer:
 
             def answer(self) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
-                if n:
-                    self.rfile.read(n)
+                owner.bodies.append(json.loads(self.rfile.read(n)) if n else None)
                 owner.paths.append(self.command + " " + self.path)
                 owner.headers.append(dict(self.headers))
                 status, hdrs, body = owner.script.pop(0) if owner.script else (500, {}, {"error": "internal"})
@@ -331,7 +331,7 @@ class _FakeServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            do_GET = do_PUT = do_POST = do_DELETE = answer
+            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = answer
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.addr = "127.0.0.1:%d" % self.server.server_address[1]
@@ -386,6 +386,156 @@ class Retries(unittest.TestCase):
         with self.assertRaises(tenure.UnavailableError):
             c.get_lease("k")
         self.assertLess(time.monotonic() - start, 5.0)
+
+
+class Fake(unittest.TestCase):
+    def fake(self, script: List[Tuple[int, Dict[str, str], Any]]) -> _FakeServer:
+        s = _FakeServer(script)
+        self.addCleanup(s.close)
+        return s
+
+
+def _held(holder: str, token: int, **meta: str) -> Dict[str, Any]:
+    return {"key": "elections/e", "holder": holder, "token": token, "state": "held", "metadata": meta}
+
+
+class Observe(Fake):
+    def test_follows_the_leader_with_blocking_reads(self) -> None:
+        s = self.fake([
+            (404, {"X-Tenure-Index": "3"}, {"error": "not_found", "message": "never seen"}),
+            (200, {"X-Tenure-Index": "5"}, _held("a", 1, addr="a:1")),
+            (200, {"X-Tenure-Index": "5"}, _held("a", 1, addr="a:1")),  # the wait ended, no change
+            (200, {"X-Tenure-Index": "6"}, _held("a", 1, addr="a:2")),  # metadata only: no new leader
+            (503, {}, {"error": "no_leader", "message": "election"}),  # retried
+            (200, {"X-Tenure-Index": "8"}, {"key": "elections/e", "token": 1, "state": "free"}),
+            (200, {"X-Tenure-Index": "9"}, _held("b", 2)),
+        ])
+        c = tenure.Client([s.addr], retry_max=0)
+        stop = threading.Event()
+        seen: List[Optional[Dict[str, Any]]] = []
+        for info in c.election("e").observe(stop, wait=30):
+            seen.append(info)
+            if len(seen) == 4:
+                stop.set()
+        self.assertEqual(seen, [None, {"holder": "a", "token": 1, "metadata": {"addr": "a:1"}}, None,
+                                {"holder": "b", "token": 2, "metadata": {}}])
+        self.assertEqual(s.paths[0], "GET /v1/leases/elections/e", "the first read does not block")
+        self.assertEqual(s.paths[1], "GET /v1/leases/elections/e?index=3&wait=30s")
+        self.assertEqual(s.paths[2], "GET /v1/leases/elections/e?index=5&wait=30s")
+        self.assertEqual(s.paths[-1], "GET /v1/leases/elections/e?index=8&wait=30s",
+                         "after a failure it blocks on the last index again")
+
+    def test_refused_query_is_raised_and_callback_form(self) -> None:
+        s = self.fake([(200, {"X-Tenure-Index": "5"}, _held("a", 1)),
+                       (400, {}, {"error": "invalid_key", "message": "bad key"}),
+                       (400, {}, {"error": "invalid_key", "message": "bad key"})])
+        c = tenure.Client([s.addr])
+        got: List[Optional[Dict[str, Any]]] = []
+        stop = threading.Event()
+        t = c.election("e").on_leader_change(got.append, stop, wait=1)
+        t.join(5)
+        self.assertFalse(t.is_alive(), "a refused query ends the observer")
+        self.assertEqual(got, [{"holder": "a", "token": 1, "metadata": {}}])
+        with self.assertRaises(tenure.BadRequestError):
+            list(c.election("e").observe(stop))
+
+    def test_logs_leadership_changes(self) -> None:
+        lease = _held("h", 4)
+        lease["ttl"] = "10s"
+        s = self.fake([(503, {}, {"error": "no_leader", "message": "election"}), (201, {}, lease),
+                       (200, {"X-Tenure-Release": "released"}, {})])
+        c = tenure.Client([s.addr], holder="h", retry_max=0)
+        with self.assertLogs("tenure", "INFO") as logs:
+            e = c.election("e")
+            l = e.campaign()
+            assert l is not None
+            e.resign(l)
+        text = "\n".join(logs.output)
+        self.assertIn("WARNING:tenure.lease:leader_acquire_failed election=e", text)
+        self.assertIn("INFO:tenure.election:leader_acquired election=e key=elections/e holder=h token=4", text)
+        self.assertIn("INFO:tenure.election:leader_resigned election=e", text)
+
+
+class Events(Fake):
+    def test_events_query_and_answer(self) -> None:
+        evs = [{"index": 4, "type": "acquired", "key": "jobs/a", "holder": "h", "token": 1}]
+        s = self.fake([(200, {}, {"events": evs, "index": 9})])
+        c = tenure.Client([s.addr])
+        got, nxt = c.events(3, types=["acquired", "ending"], prefix="jobs/", limit=10, wait=2)
+        self.assertEqual((got, nxt), (evs, 9))
+        self.assertEqual(s.paths, ["GET /v1/events?index=3&limit=10&prefix=jobs%2F&type=acquired%2Cending&wait=2s"])
+
+    def test_watch_follows_each_event_once_across_failures(self) -> None:
+        s = self.fake([
+            (200, {}, {"events": [{"index": 2, "type": "acquired"}, {"index": 3, "type": "ending"}], "index": 3}),
+            (503, {}, {"error": "no_leader", "message": "election"}),
+            (200, {}, {"events": [{"index": 3, "type": "ending"}, {"index": 5, "type": "revoked"}], "index": 7}),
+            (410, {}, {"error": "compacted", "message": "gone", "oldest_index": 100}),
+        ])
+        c = tenure.Client([s.addr], retry_max=0)
+        seen: List[int] = []
+        with self.assertRaises(tenure.CompactedError) as cm:
+            for ev in c.watch_events(1, wait=1):
+                seen.append(ev["index"])
+        self.assertEqual(seen, [2, 3, 5], "each event once, in order")
+        self.assertEqual(cm.exception.oldest_index, 100)
+        self.assertEqual([p.split("?")[1] for p in s.paths],
+                         ["index=1&wait=1s", "index=3&wait=1s", "index=3&wait=1s", "index=7&wait=1s"])
+
+    def test_watch_stops(self) -> None:
+        s = self.fake([(200, {}, {"events": [{"index": 2}, {"index": 3}], "index": 3})])
+        stop = threading.Event()
+        seen = []
+        for ev in tenure.Client([s.addr]).watch_events(0, stop=stop):
+            seen.append(ev["index"])
+            stop.set()
+        self.assertEqual(seen, [2])
+
+
+class Groups(Fake):
+    def test_calls(self) -> None:
+        summary = {"name": "g", "keys": 2, "modify_index": 4}
+        s = self.fake([
+            (200, {}, summary), (200, {}, summary), (200, {}, summary), (200, {}, summary),
+            (200, {}, summary), (200, {}, summary),
+            (200, {}, {"groups": [{"name": "a"}], "next": "c1"}), (200, {}, {"groups": [{"name": "g"}]}),
+            (200, {}, {"name": "g", "keys": [{"key": "k1"}], "next": "x"}),
+            (200, {}, {"name": "g", "keys": [{"key": "k2"}], "workers": []}),
+            (204, {}, None), (404, {}, {"error": "not_found", "message": "no group"}),
+            (404, {}, {"error": "not_found", "message": "no group"}),
+            (200, {}, {"key": "k", "disabled": True, "prohibited": ["x"]}),
+            (200, {}, {"key": "k", "disabled": False, "prohibited": []}),
+        ])
+        c = tenure.Client([s.addr])
+        self.assertEqual(c.put_group("g", keys=["k1", "k2"], max_per_worker=3, stuck_grace=2), summary)
+        c.replace_group("g", prefix="p/", count=2)
+        c.put_group_cas("g", 4, keys=["k1"])
+        c.add_remove_keys("g", add=["k3"], remove=["k1"])
+        c.set_group_keys("g", ["k1", "k2"])
+        c.set_max_per_worker("g", 5)
+        self.assertEqual([g["name"] for g in c.list_groups()], ["a", "g"])
+        g = c.get_group("g")
+        assert g is not None
+        self.assertEqual([k["key"] for k in g["keys"]], ["k1", "k2"], "every page")
+        self.assertTrue(c.delete_group("g"))
+        self.assertFalse(c.delete_group("g"))
+        self.assertIsNone(c.get_group("g"))
+        c.edit_controls("k", disabled=True, prohibit=["x"], force=True)
+        c.edit_controls("k", disabled=False, allow=["x"])
+        self.assertEqual(s.paths[:6], ["PUT /v1/groups/g", "PUT /v1/groups/g?replace=true", "PUT /v1/groups/g?cas=4",
+                                       "POST /v1/groups/g/keys", "PUT /v1/groups/g/keys",
+                                       "PUT /v1/groups/g/max-per-worker"])
+        self.assertEqual(s.bodies[:6], [{"keys": ["k1", "k2"], "max_per_worker": 3, "stuck_grace": "2s"},
+                                        {"prefix": "p/", "count": 2}, {"keys": ["k1"]},
+                                        {"add": ["k3"], "remove": ["k1"]}, {"keys": ["k1", "k2"]},
+                                        {"max_per_worker": 5}])
+        self.assertEqual(s.paths[6:], ["GET /v1/groups", "GET /v1/groups?cursor=c1", "GET /v1/groups/g",
+                                       "GET /v1/groups/g?cursor=x", "DELETE /v1/groups/g", "DELETE /v1/groups/g",
+                                       "GET /v1/groups/g", "PATCH /v1/controls/k?force=true",
+                                       "PATCH /v1/controls/k"])
+        self.assertEqual(s.bodies[-2:], [{"disabled": True, "prohibit": ["x"]}, {"disabled": False, "allow": ["x"]}])
+        with self.assertRaises(tenure.InvalidError):
+            c.put_group("g", keys=[], replace=True, cas=1)
 
 
 if __name__ == "__main__":
