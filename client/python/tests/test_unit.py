@@ -156,6 +156,68 @@ class KeepAlive(unittest.TestCase):
         self.assertFalse(l.valid())
 
 
+class Hooks(unittest.TestCase):
+    def lease(self, fake: Any, ttl: float, **kw: Any) -> Lease:
+        l = Lease(fake, "k", "h", {"key": "k", "token": 7}, ttl, tenure.default_margin(ttl), time.monotonic(), **kw)
+        l._start()
+        self.addCleanup(l._end, "released", tenure.ReleasedError("test ended"))
+        return l
+
+    def test_renewed_and_renew_failed(self) -> None:
+        calls: List[Tuple[str, Any]] = []
+        answers = [ok, unavailable, ok]
+
+        def script(sent: float) -> Any:
+            return (answers.pop(0) if answers else ok)(sent)
+        l = self.lease(FakeClient(script), 0.6, on_renewed=lambda lease, lat: calls.append(("renewed", lat)),
+                       on_renew_failed=lambda lease, err: calls.append(("failed", err)))
+        self.assertTrue(wait_until(lambda: len(calls) >= 3, 2.0), calls)
+        self.assertEqual([c[0] for c in calls[:3]], ["renewed", "failed", "renewed"])
+        self.assertIsInstance(calls[1][1], tenure.UnavailableError)
+        self.assertGreaterEqual(calls[0][1], 0.0)
+        self.assertTrue(l.valid(), "a transient failure leaves the lease held")
+
+    def test_hung_renewal_is_reported_within_an_interval(self) -> None:
+        # The renewal's deadline is one interval away, not the lease's
+        # deadline: a renewal that hangs (here, the fake honours the
+        # deadline like the client's retries do) is reported while held.
+        failed = threading.Event()
+        deadlines: List[float] = []
+
+        class Hung(FakeClient):
+            def renew_once(self, key: str, token: int, holder: Optional[str] = None,
+                           attempt_timeout: Optional[float] = None, deadline: Optional[float] = None) -> Any:
+                assert deadline is not None
+                deadlines.append(deadline - time.monotonic())
+                time.sleep(max(0.0, deadline - time.monotonic()))
+                raise tenure.UnavailableError("out of time")
+        l = self.lease(Hung(ok), 3.0, on_renew_failed=lambda lease, err: failed.set())
+        self.assertTrue(failed.wait(3.0), "a hung renewal was not reported")
+        self.assertTrue(l.valid(), "reported while the lease is still held")
+        self.assertLessEqual(deadlines[0], l.interval + 0.01)
+
+    def test_lose_on_renew_failure(self) -> None:
+        lost: List[BaseException] = []
+        l = self.lease(FakeClient(unavailable), 3.0, lose_on_renew_failure=True,
+                       on_lost=lambda lease, err: lost.append(err))
+        self.assertTrue(l.wait_lost(3.0))
+        self.assertIsInstance(l.error, tenure.RenewFailedError)
+        self.assertEqual(len(lost), 1)
+
+    def test_acquire_hooks_and_renew_interval(self) -> None:
+        lease = {"key": "k", "holder": "h", "token": 4, "ttl": "10s", "state": "held"}
+        s = _FakeServer([(201, {}, lease), (200, {"X-Tenure-Release": "released"}, {})])
+        self.addCleanup(s.close)
+        c = tenure.Client([s.addr], holder="h")
+        acquired: List[int] = []
+        with c.acquire("k", ttl=10, renew_interval=2, on_acquired=lambda l: acquired.append(l.token)) as l:
+            self.assertEqual((acquired, l.interval), ([4], 2))
+        for bad in (0.4, 4.6):  # below ttl/20, above (ttl - margin)/2
+            with self.subTest(bad=bad), self.assertRaises(tenure.InvalidError) as cm:
+                c.acquire("k", ttl=10, renew_interval=bad)
+            self.assertIn("renew_interval", str(cm.exception))
+
+
 class Fencing(unittest.TestCase):
     def test_local_validator(self) -> None:
         v = tenure.FenceValidator()
