@@ -5,6 +5,7 @@ loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import threading
@@ -13,6 +14,7 @@ import unittest
 from typing import Any, Dict, List, Optional, Tuple
 
 import tenure
+from tenure.aio import AsyncClient, AsyncLease
 from tenure.client import Router, _TransportError, classify
 from tenure.lease import Lease, retry_delay
 
@@ -598,6 +600,63 @@ class Groups(Fake):
         self.assertEqual(s.bodies[-2:], [{"disabled": True, "prohibit": ["x"]}, {"disabled": False, "allow": ["x"]}])
         with self.assertRaises(tenure.InvalidError):
             c.put_group("g", keys=[], replace=True, cas=1)
+
+
+class Async(unittest.IsolatedAsyncioTestCase):
+    def fake(self, script: List[Tuple[int, Dict[str, str], Any]]) -> _FakeServer:
+        s = _FakeServer(script)
+        self.addCleanup(s.close)
+        return s
+
+    async def test_acquire_context_and_loss(self) -> None:
+        lease = {"key": "k", "holder": "h", "token": 4, "ttl": "10s", "state": "held"}
+        s = self.fake([(201, {}, lease), (200, {"X-Tenure-Release": "released"}, {})])
+        c = AsyncClient(holder="h", addresses=[s.addr])
+        async with c.acquire("k", ttl=10, metadata={"a": "b"}) as l:
+            self.assertEqual((l.token, l.valid()), (4, True))
+        self.assertIsInstance(await asyncio.wait_for(l.wait_lost(), 2), tenure.ReleasedError)
+        self.assertEqual(s.paths, ["PUT /v1/leases/k", "DELETE /v1/leases/k"])
+        self.assertEqual(s.bodies[0]["metadata"], {"a": "b"})
+
+        def refuse(sent: float) -> Any:
+            raise tenure.LeaseLostError(404, "lease_lost", "revoked", reason="revoked")
+        threaded = Lease(FakeClient(refuse), "k", "h", {"token": 7}, 0.6, 0.1, time.monotonic())
+        threaded._start()
+        err = await asyncio.wait_for(AsyncLease(threaded).wait_lost(), 3)
+        self.assertIsInstance(err, tenure.LeaseLostError)
+
+    async def test_cancel_a_waiting_campaign(self) -> None:
+        s = self.fake([(409, {}, {"error": "held", "message": "held", "lease": _held("a", 1)})] * 50)
+        c = AsyncClient(addresses=[s.addr], holder="h")
+        task = asyncio.ensure_future(c.election("e", wait_chunk=0.2).campaign())
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with self.assertRaises(asyncio.CancelledError):
+            await task
+
+    async def test_observe_watch_and_plain_calls(self) -> None:
+        # Leaving an async for stops its thread after its read in flight:
+        # each follow has a server of its own.
+        s = self.fake([(200, {"X-Tenure-Index": "5"}, _held("a", 1)), (200, {"X-Tenure-Index": "7"}, _held("b", 2))])
+        c = AsyncClient(addresses=[s.addr])
+        leaders = []
+        async for info in c.election("e").observe(wait=1):
+            leaders.append(info)
+            if len(leaders) == 2:
+                break
+        self.assertEqual([i["holder"] if i else None for i in leaders], ["a", "b"])
+        s = self.fake([(200, {}, {"events": [{"index": 2, "type": "acquired"}, {"index": 3, "type": "released"}],
+                                  "index": 3})])
+        c = AsyncClient(addresses=[s.addr])
+        events = []
+        async for ev in c.watch_events(1, wait=1):
+            events.append(ev["index"])
+            if ev["index"] == 3:
+                break
+        self.assertEqual(events, [2, 3])
+        s = self.fake([(200, {}, {"key": "k", "token": 3, "state": "free"})])
+        c = AsyncClient(addresses=[s.addr])
+        self.assertEqual(await c.get_lease("k"), {"key": "k", "token": 3, "state": "free"})
 
 
 if __name__ == "__main__":
