@@ -202,7 +202,8 @@ docker: build ## Build the image IMAGE=tenure:dev (FROM scratch, with bin/tenure
 # lint: gofmt, go vet (of every module, and once with all the fault
 # suite's build tags: each tag only swaps one file for its unsafe twin, so
 # one vet with all of them checks every twin), staticcheck (run at a pinned version through the module proxy, so
-# nothing needs installing first).
+# nothing needs installing first), and the Python client's type check
+# (mypy, below).
 JEPSEN_TAGS := tenure_clockdrift tenure_unsafe_renew tenure_unsafe_keep jepsen_nofence tenure_unsafe_rounds tenure_unsafe_handover tenure_unsafe_plainraft tenure_unsafe_identity tenure_unsafe_restore
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Commit subjects from HISTORY_BASE on, merges too, are at most 72
@@ -210,7 +211,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # shallow clone without HISTORY_BASE skips the check.
 HISTORY_BASE := 9d68db99b57d8315277528c3801150d0064dda9d
 .PHONY: lint
-lint: ## gofmt check, go vet (also with the fault suite's tags), staticcheck, commit subjects
+lint: ## gofmt check, go vet (also with the fault suite's tags), staticcheck, commit subjects, mypy
 	@if git cat-file -e $(HISTORY_BASE) 2>/dev/null; then \
 		long=$$(git log --format=%s $(HISTORY_BASE)..HEAD | awk 'length($$0) > 72'); \
 		if [ -n "$$long" ]; then echo "commit subjects over 72 characters:"; echo "$$long"; exit 1; fi; \
@@ -221,6 +222,25 @@ lint: ## gofmt check, go vet (also with the fault suite's tags), staticcheck, co
 	$(STATICCHECK) ./...
 	$(if $(CLIENT_MOD),cd $(CLIENT_MOD) && $(GO) vet ./... && $(GO) vet -tags tenure_unsafe_keep ./... && $(STATICCHECK) ./...)
 	$(if $(CLIENT_MOD),,$(GO) vet -tags "$$(echo $(JEPSEN_TAGS) | tr ' ' ',')" ./client/...)
+	$(MAKE) mypy
+
+# mypy: the Python client's type check, strict (the [tool.mypy] of
+# client/python/pyproject.toml). Debian's mypy is installed when it is
+# missing and make runs as root; without it the check is skipped with a
+# note (or fails under CI=true).
+.PHONY: mypy
+mypy: ## Type-check the Python client (mypy --strict; installs Debian's mypy as root)
+	@if [ "$$(id -u)" = 0 ] && ! command -v mypy >/dev/null 2>&1; then \
+		echo "installing mypy for the Python client's type check"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mypy >/dev/null; } || true; \
+	fi
+	@if command -v mypy >/dev/null 2>&1; then \
+		cd client/python && mypy; \
+	elif [ "$${CI:-}" = true ]; then \
+		echo "mypy: not found and not installable (CI=true): the Python client's type check cannot run"; exit 1; \
+	else \
+		echo "note: mypy not found (Debian package mypy, or pip install mypy): skipping the Python client's type check"; \
+	fi
 
 .PHONY: clean
 clean: ## Remove build output (not RUN_DIR: see clean-run)
