@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional
 
 from .errors import BadRequestError, InvalidError, TenureError
-from .lease import Lease, acquire
+from .lease import Lease, _transient, acquire
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
@@ -90,8 +90,7 @@ class Election:
             try:
                 cur, nxt = self.client.read_lease(self.key, index=index, wait=wait)
             except TenureError as e:
-                if isinstance(e, (InvalidError, BadRequestError)) or (
-                        not _retryable(e)):
+                if isinstance(e, (InvalidError, BadRequestError)) or not _transient(e):
                     log.error("observing the election failed election=%s key=%s error=%s", self.name, self.key, e)
                     raise
                 failures += 1
@@ -192,13 +191,6 @@ def _same(a: Optional[Dict[str, Any]], b: Optional[Dict[str, Any]]) -> bool:
     if a is None or b is None:
         return a is b
     return (a["holder"], a["token"]) == (b["holder"], b["token"])
-
-
-def _retryable(err: BaseException) -> bool:
-    from .errors import APIError, UnavailableError
-    if isinstance(err, APIError):
-        return err.transient
-    return isinstance(err, UnavailableError)
 
 
 def _pause(stop: Optional[threading.Event], seconds: float) -> bool:
