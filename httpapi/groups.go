@@ -105,36 +105,34 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request) error {
 	return s.write(w, r, func(ctx context.Context) (any, error) { return nil, s.node.Groups.DeleteGroup(ctx, groupName(r)) })
 }
 
-func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
-	var body wire.GroupKeysBody
+// changeGroup answers a change of the group the path names, made by apply
+// from the request's body, a B.
+func changeGroup[B any](s *Server, w http.ResponseWriter, r *http.Request, apply func(ctx context.Context, name string, body B) (*fsm.Group, error)) error {
+	var body B
 	if err := decodeBody(r, &body); err != nil {
 		return err
 	}
-	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) {
-		return s.node.Groups.GroupKeys(ctx, groupName(r), body.Add, body.Remove)
+	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) { return apply(ctx, groupName(r), body) })
+}
+
+func (s *Server) groupKeys(w http.ResponseWriter, r *http.Request) error {
+	return changeGroup(s, w, r, func(ctx context.Context, name string, body wire.GroupKeysBody) (*fsm.Group, error) {
+		return s.node.Groups.GroupKeys(ctx, name, body.Add, body.Remove)
 	})
 }
 
 func (s *Server) setGroupKeys(w http.ResponseWriter, r *http.Request) error {
-	var body wire.GroupKeySetBody
-	if err := decodeBody(r, &body); err != nil {
-		return err
-	}
-	if body.Keys == nil {
-		return badRequest(wire.CodeInvalidBody, "keys", "keys: required, the group's whole key set ([] to empty it)")
-	}
-	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) {
-		return s.node.Groups.SetGroupKeys(ctx, groupName(r), *body.Keys)
+	return changeGroup(s, w, r, func(ctx context.Context, name string, body wire.GroupKeySetBody) (*fsm.Group, error) {
+		if body.Keys == nil {
+			return nil, badRequest(wire.CodeInvalidBody, "keys", "keys: required, the group's whole key set ([] to empty it)")
+		}
+		return s.node.Groups.SetGroupKeys(ctx, name, *body.Keys)
 	})
 }
 
 func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
-	var body wire.MaxPerWorkerBody
-	if err := decodeBody(r, &body); err != nil {
-		return err
-	}
-	return s.writeGroup(w, r, func(ctx context.Context) (*fsm.Group, error) {
-		return s.node.Groups.SetMaxPerWorker(ctx, groupName(r), body.MaxPerWorker)
+	return changeGroup(s, w, r, func(ctx context.Context, name string, body wire.MaxPerWorkerBody) (*fsm.Group, error) {
+		return s.node.Groups.SetMaxPerWorker(ctx, name, body.MaxPerWorker)
 	})
 }
 
