@@ -24,10 +24,6 @@ type ConnLimits = nodeconfig.ConnLimits
 // NodeID, DataDir and addresses.
 func DefaultConfig() Config { return nodeconfig.DefaultConfig() }
 
-// DefaultConnLimits suit a cluster of up to a few dozen servers
-// (nodeconfig.DefaultConnLimits).
-func DefaultConnLimits() ConnLimits { return nodeconfig.DefaultConnLimits() }
-
 // Clock is the time source of the lessor, the proposer's timers and the
 // stuck tracker (Config.Clock). Deadlines compare readings of Now with
 // time.Time.Sub, so the real clock's monotonic reading is what counts.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenure-io/tenure/cluster"
+	"github.com/tenure-io/tenure/cluster/internal/nodeconfig"
 	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/harness/inproc"
 )
@@ -115,7 +116,7 @@ func TestRaftAndGossipPortsBoundConnections(t *testing.T) {
 
 // The limits are checked, naming the flag.
 func TestConnLimitsValidate(t *testing.T) {
-	ok := cluster.DefaultConnLimits()
+	ok := nodeconfig.DefaultConnLimits()
 	for _, tc := range []struct {
 		name string
 		edit func(*cluster.ConnLimits)

@@ -59,7 +59,7 @@ func startBenchMember(b *testing.B, meta MemberMeta, ip string, server bool) *me
 	mc.Delegate = d
 	mc.LogOutput = io.Discard
 	if server {
-		tr, err := transport.NewGossipTransport(ip, 0, connlimit.New(nodeconfig.GossipLimits(DefaultConnLimits(), nil)), mc, nil)
+		tr, err := transport.NewGossipTransport(ip, 0, connlimit.New(nodeconfig.GossipLimits(nodeconfig.DefaultConnLimits(), nil)), mc, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
