@@ -232,7 +232,12 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 		}
 		var te *transportError
 		if errors.As(err, &te) && ctx.Err() != nil {
-			tried.note(addr, err)
+			// An attempt the caller's deadline cut off tells less than a
+			// server's earlier answer (say no_leader), which explain
+			// then wraps.
+			if !isAnswer(tried.last[addr]) {
+				tried.note(addr, err)
+			}
 			return nil, fmt.Errorf("%w (attempt %d: %w)", ctx.Err(), attempt, tried.explain(addr, err))
 		}
 		if closedUnanswered(err) {

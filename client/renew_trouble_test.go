@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // failureWatch records the renewal failures a lease reports, and whether
@@ -305,5 +308,27 @@ func TestRenewalJitterSpreadsAFleet(t *testing.T) {
 	}
 	if spread := hi - lo; spread < interval/20 {
 		t.Errorf("the first renewals of %d clients spread over %v, want at least %v: is the jitter gone?", n, spread, interval/20)
+	}
+}
+
+// A call whose deadline cuts off an attempt wraps what a server answered
+// before it (here no_leader), not only the cut-off attempt: a lease lost
+// after renewals that ran into their interval still says why.
+func TestDeadlineCutAttemptKeepsTheServersAnswer(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			writeError(w, http.StatusServiceUnavailable, wire.CodeNoLeader, "no leader")
+			return
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	c := newLeaseClient(t, srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, _, err := c.Leases().Get(ctx, "scene-01", nil)
+	if !errors.Is(err, ErrNoLeader) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Get = %v, want it to wrap the deadline and ErrNoLeader", err)
 	}
 }
