@@ -253,7 +253,7 @@ func (n *Node) openRaft() error {
 	if wrap := nodeconfig.TestHooks(&cfg).WrapLogStore; wrap != nil {
 		logStore = wrap(logStore)
 	}
-	logs, err := raft.NewLogCache(512, n.disk.LogStore(logStore))
+	logs, err := raft.NewLogCache(512, raftstore.DeferTruncation(n.disk.LogStore(logStore)))
 	if err != nil {
 		return fmt.Errorf("log cache: %w", err)
 	}

@@ -2,7 +2,9 @@
 // integrity: it opens raft.db (the log and stable store) checked page by
 // page, checks every log entry and the term and vote before Raft starts,
 // seals the term and vote with a checksum (SealedStable), records the
-// failed writes of the stores and snapshots (Health) for readiness, and
+// failed writes of the stores and snapshots (Health) for readiness, puts
+// off the truncation of a conflicting suffix until its replacement is
+// stored (DeferTruncation), and
 // rewrites the configuration of a stopped server to recover it alone
 // (Recover).
 //
