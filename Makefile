@@ -181,10 +181,17 @@ bench-short: build bench-deps
 	cd test/bench && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 10m ./...
 	cd test/bench && $(GO) run ./cmd/benchcompare -tenure ../../$(BIN) -tenure-only -duration 2s -rounds 1 -bulk-leases 100 -no-results
 
+# bench-etcd builds a current etcd (the version test/bench/go.mod names,
+# from etcd's own Go modules) into bin/etcd-current, measured beside
+# Debian's etcd-server 3.4.
+.PHONY: bench-etcd
+bench-etcd:
+	cd test/bench && $(GO) build -o ../../bin/etcd-current ./cmd/etcd
+
 .PHONY: bench-compare
-bench-compare: build bench-deps ## tenure against a three-node etcd on loopback, about 10 minutes (installs etcd-server as root); BENCH_FLAGS="-duration 5s -failover-leases 200000"
+bench-compare: build bench-deps bench-etcd ## tenure against a current etcd and Debian's 3.4, each in every arm, about an hour (installs etcd-server as root); BENCH_FLAGS="-duration 5s -failover-leases 200000"
 	@command -v etcd >/dev/null 2>&1 || { echo "bench-compare: etcd not found; install etcd-server (Debian) or run as root"; exit 1; }
-	cd test/bench && $(GO) run ./cmd/benchcompare -tenure ../../$(BIN) $(BENCH_FLAGS)
+	cd test/bench && $(GO) run ./cmd/benchcompare -tenure ../../$(BIN) -etcd ../../bin/etcd-current,$$(command -v etcd) $(BENCH_FLAGS)
 
 .PHONY: fuzz
 fuzz: ## Fuzz the command decoder, snapshot restore and every HTTP route, FUZZTIME (30s) each

@@ -66,12 +66,13 @@ func TestMedianAndPercentile(t *testing.T) {
 }
 
 func TestOptionsValidateNamesTheFlag(t *testing.T) {
-	good := Options{TenureBin: "t", EtcdBin: "e", Duration: time.Second, Rounds: 1, BulkLeases: 10}
+	good := Options{TenureBin: "t", EtcdBins: []string{"e"}, Duration: time.Second, Rounds: 1, BulkLeases: 10}
 	for flag, edit := range map[string]func(o *Options){
 		"-duration":      func(o *Options) { o.Duration = 0 },
 		"-rounds":        func(o *Options) { o.Rounds = 0 },
 		"-bulk-leases":   func(o *Options) { o.BulkLeases = 0 },
-		"-etcd":          func(o *Options) { o.EtcdBin = "" },
+		"-etcd":          func(o *Options) { o.EtcdBins = nil },
+		"-etcd-conns":    func(o *Options) { o.EtcdConns = -1 },
 		"-memory-leases": func(o *Options) { o.MemoryLeases = []int{-1} },
 	} {
 		o := good
@@ -84,7 +85,7 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 		t.Errorf("good options: %v", err)
 	}
 	o := good
-	o.EtcdBin, o.TenureOnly = "", true
+	o.EtcdBins, o.TenureOnly = nil, true
 	if err := o.Validate(); err != nil {
 		t.Errorf("-tenure-only without etcd: %v", err)
 	}
@@ -227,9 +228,17 @@ func TestChartWithoutRatios(t *testing.T) {
 // can be drawn again from the file.
 func TestReadResultsReadsWhatWriteResultsWrote(t *testing.T) {
 	rows := chartRows()
+	other := []*Row{{Workload: Workload{Name: "another arm's", Unit: "op/s", HigherBetter: true},
+		TenureRuns: []Result{{Value: 1}}, EtcdRuns: []Result{{Value: 2}}}}
 	var b bytes.Buffer
 	started := time.Date(2026, 11, 24, 10, 44, 0, 0, time.UTC)
-	WriteResults(&b, rows, Options{Rounds: 1, Duration: time.Second}, Fsync{}, "benchcompare", started, nil)
+	sections := []*Section{{Arm: Arm{Name: "etcd 3.6.16, clients on the leader's endpoint"}, Rows: rows}, {Arm: Arm{Name: "etcd 3.4.23, clients on every endpoint"}, Rows: other}}
+	WriteResults(&b, sections, Options{Rounds: 1, Duration: time.Second}, Fsync{}, "benchcompare", started, nil)
+	for _, want := range []string{"## Against etcd 3.6.16, clients on the leader's endpoint", "## Against etcd 3.4.23, clients on every endpoint", "| another arm's |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("results lack %q:\n%s", want, b.String())
+		}
+	}
 	title, got, err := ReadResults(&b)
 	if err != nil {
 		t.Fatal(err)
@@ -305,20 +314,107 @@ func TestShortComparisonAgainstEtcd(t *testing.T) {
 		t.Skip(msg)
 	}
 	dir := t.TempDir()
-	o := Options{TenureBin: tenureBin(t), EtcdBin: etcd, Duration: time.Second, Rounds: 1, BulkLeases: 1, Only: "acquire+release, 1 client"}
-	rows, err := Run(context.Background(), o, dir, &syncWriter{})
+	o := Options{TenureBin: tenureBin(t), EtcdBins: []string{etcd}, EtcdConns: 8, Duration: time.Second, Rounds: 1, BulkLeases: 1,
+		Only: "acquire+release, 1 client", Arm: "endpoint"}
+	sections, err := Run(context.Background(), o, dir, &syncWriter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 1 || len(rows[0].TenureRuns) != 1 || len(rows[0].EtcdRuns) != 1 {
-		t.Fatalf("want one row with one run each, got %+v", rows)
+	// Two arms take the workload: clients on the leader's endpoint, and
+	// on every endpoint; the failover arms do not.
+	if len(sections) != 2 || !sections[0].Arm.LeaderOnly || sections[1].Arm.LeaderOnly {
+		t.Fatalf("want the leader's-endpoint arm and the every-endpoint arm, got %d sections: %+v", len(sections), sections)
 	}
-	for sys, r := range map[string]Result{"tenure": rows[0].TenureRuns[0], "etcd": rows[0].EtcdRuns[0]} {
-		if r.Value <= 0 || r.Errors > 0 || r.P50 <= 0 {
-			t.Errorf("%s: %+v, want acquisitions, latencies and no errors", sys, r)
+	for _, s := range sections {
+		rows := s.Rows
+		if len(rows) != 1 || len(rows[0].TenureRuns) != 1 || len(rows[0].EtcdRuns) != 1 {
+			t.Fatalf("%s: want one row with one run each, got %+v", s.Arm.Name, rows)
+		}
+		for sys, r := range map[string]Result{"tenure": rows[0].TenureRuns[0], "etcd": rows[0].EtcdRuns[0]} {
+			if r.Value <= 0 || r.Errors > 0 || r.P50 <= 0 {
+				t.Errorf("%s, %s: %+v, want acquisitions, latencies and no errors", s.Arm.Name, sys, r)
+			}
 		}
 	}
 	if left := processesUnder(t, dir); len(left) > 0 {
 		t.Fatalf("processes left after the run:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// TestEtcdArmsGiveEtcdItsBest: the leader's-endpoint arm's clients talk
+// to the leader alone, the every-endpoint arm's to every member, and an
+// arm at tenure's timings runs etcd with them.
+func TestEtcdArmsGiveEtcdItsBest(t *testing.T) {
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		msg := "etcd not found in PATH (Debian: apt-get install etcd-server); `make test` and `make bench-compare` install it as root"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ps := &procs{}
+	defer ps.killAll()
+	e := &Etcd{Bin: bin, Dir: t.TempDir(), LeaderOnly: true, HeartbeatMS: 20, ElectionMS: 100}
+	if err := e.Start(ps); err != nil {
+		t.Fatal(err)
+	}
+	l, err := leaderOf("etcd", e.members, e.leads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.LoadClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Endpoints(); len(got) != 1 || got[0] != l.client {
+		t.Errorf("leader's-endpoint client: endpoints %v, want only the leader's %s", got, l.client)
+	}
+	c.Close()
+	e.LeaderOnly = false
+	if c, err = e.LoadClient(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Endpoints(); len(got) != 3 {
+		t.Errorf("every-endpoint client: endpoints %v, want the 3 members'", got)
+	}
+	c.Close()
+	for _, m := range e.members {
+		if args := strings.Join(m.p.args, " "); !strings.Contains(args, "--heartbeat-interval 20 --election-timeout 100") {
+			t.Errorf("%s runs with %s, want tenure's timings", m.name, args)
+		}
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if left := processesUnder(t, e.Dir); len(left) > 0 {
+		t.Fatalf("processes left after Stop:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+func TestArmsTakeTheirWorkloads(t *testing.T) {
+	ws := Workloads(Options{BulkLeases: 10, FailoverLeases: 100, MemoryLeases: []int{100}})
+	for _, a := range Arms("etcd", "3.6.16") {
+		var names []string
+		for _, w := range ws {
+			if a.takes(w) {
+				names = append(names, w.Name)
+			}
+		}
+		got := strings.Join(names, "; ")
+		switch {
+		case !a.Failover:
+			if !strings.Contains(got, "renew one lease per call") || !strings.Contains(got, "bulk renewal") || strings.Contains(got, "failover") {
+				t.Errorf("%s takes %s", a.Name, got)
+			}
+		case a.TenureTimings:
+			if got != "failover: leader kill -9 to first acquisition" {
+				t.Errorf("%s takes %s, want the failover without leases alone", a.Name, got)
+			}
+		default:
+			if !strings.Contains(got, "100 live leases") || !strings.Contains(got, "follower memory") || strings.Contains(got, "renew") {
+				t.Errorf("%s takes %s", a.Name, got)
+			}
+		}
 	}
 }

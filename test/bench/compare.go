@@ -15,7 +15,13 @@ import (
 // Options configure a comparison.
 type Options struct {
 	TenureBin string // the tenure binary
-	EtcdBin   string // etcd; "" with TenureOnly
+	// EtcdBins are the etcd binaries, each measured in every arm (Arms);
+	// empty with TenureOnly.
+	EtcdBins []string
+	// EtcdConns is Etcd.Conns of the load arms.
+	EtcdConns int
+	// Arm, when not empty, keeps the arms whose name contains it.
+	Arm string
 	// TenureOnly runs the workloads against tenure alone (no etcd needed).
 	TenureOnly bool
 	// Duration is the measured time of one run of one workload.
@@ -47,8 +53,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("-failover-leases must not be negative, got %d", o.FailoverLeases)
 	case o.TenureBin == "":
 		return errors.New("-tenure: the tenure binary is required")
-	case !o.TenureOnly && o.EtcdBin == "":
-		return errors.New("-etcd: the etcd binary is required without -tenure-only")
+	case !o.TenureOnly && len(o.EtcdBins) == 0:
+		return errors.New("-etcd: an etcd binary is required without -tenure-only")
+	case o.EtcdConns < 0:
+		return fmt.Errorf("-etcd-conns must not be negative, got %d", o.EtcdConns)
 	}
 	for _, n := range o.MemoryLeases {
 		if n < 1 {
@@ -97,11 +105,64 @@ func (r *Row) Ratio() float64 {
 	return t.Value / e.Value
 }
 
-// Run starts the clusters under dir, runs every workload Rounds times
-// against each system, alternating tenure and etcd, and returns the rows.
-// Every process it starts is killed before it returns, also when ctx is
-// cancelled (an interrupt) or a run fails.
-func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row, error) {
+// Arm is one configuration of etcd that tenure is measured against, in
+// its own section of the results, with its own three-node etcd cluster.
+type Arm struct {
+	// Name says which etcd and how it is configured.
+	Name    string
+	Bin     string
+	Version string
+	// LeaderOnly puts the load's clients on the leader's endpoint (etcd at
+	// its best); otherwise on every member's, as users often configure
+	// it.
+	LeaderOnly bool
+	// Failover: the arm measures the failovers (and the populations),
+	// not the load workloads.
+	Failover bool
+	// TenureTimings runs etcd at tenure's default Raft timings (20 ms
+	// heartbeat, 100 ms election timeout) and bounds each failover probe
+	// attempt by 100 ms for both systems; only the failover without a
+	// population is measured.
+	TenureTimings bool
+}
+
+// takes says whether the arm measures the workload.
+func (a Arm) takes(w Workload) bool {
+	switch {
+	case !a.Failover:
+		return w.Phase == 0 || w.Phase == 2
+	case a.TenureTimings:
+		return w.Phase == 1
+	default:
+		return w.Phase == 1 || w.Phase == 3
+	}
+}
+
+// Arms are the arms of each etcd binary (version its version), in report
+// order: the load on the leader's endpoint, the load on every endpoint,
+// the failovers at etcd's defaults and at tenure's timings.
+func Arms(bin, version string) []Arm {
+	name := "etcd " + version
+	return []Arm{
+		{Name: name + ", clients on the leader's endpoint", Bin: bin, Version: version, LeaderOnly: true},
+		{Name: name + ", clients on every endpoint", Bin: bin, Version: version},
+		{Name: name + ", failover at each system's default timings", Bin: bin, Version: version, Failover: true},
+		{Name: name + ", failover with etcd at tenure's Raft timings (heartbeat 20 ms, election 100 ms) and 100 ms probe attempts", Bin: bin, Version: version, Failover: true, TenureTimings: true},
+	}
+}
+
+// Section is one arm's rows (tenure alone: an arm without a name).
+type Section struct {
+	Arm  Arm
+	Rows []*Row
+}
+
+// Run starts a tenure cluster under dir and, for each arm of each etcd
+// binary in turn, an etcd cluster; it runs the arm's workloads Rounds
+// times against each, alternating tenure and etcd, and returns a section
+// per arm. Every process it starts is killed before it returns, also when
+// ctx is cancelled (an interrupt) or a run fails.
+func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Section, error) {
 	ps := &procs{}
 	defer ps.killAll()
 	if _, ok := progress.(*syncWriter); !ok {
@@ -115,24 +176,74 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row
 	if err := t.Start(ps); err != nil {
 		return nil, fmt.Errorf("tenure: %w", err)
 	}
-	var e *Etcd
+	arms := []Arm{{}}
 	if !o.TenureOnly {
-		e = &Etcd{Bin: o.EtcdBin, Dir: filepath.Join(dir, "etcd")}
-		if err := os.MkdirAll(e.Dir, 0o755); err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(progress, "starting three etcd members in %s\n", e.Dir)
-		if err := e.Start(ps); err != nil {
-			return nil, fmt.Errorf("etcd: %w", err)
+		arms = nil
+		for _, bin := range o.EtcdBins {
+			v, err := EtcdVersion(bin)
+			if err != nil {
+				return nil, err
+			}
+			for _, a := range Arms(bin, v) {
+				if o.Arm == "" || containsFold(a.Name, o.Arm) {
+					arms = append(arms, a)
+				}
+			}
 		}
 	}
+	env := &Env{Options: o, Progress: progress, runCtx: ctx, st: &state{}}
+	var sections []*Section
+	started := time.Now()
+	for i, arm := range arms {
+		s := &Section{Arm: arm}
+		for _, w := range Workloads(o) {
+			if (o.Only == "" || containsFold(w.Name, o.Only)) && (arm.Name == "" || arm.takes(w)) {
+				s.Rows = append(s.Rows, &Row{Workload: w})
+			}
+		}
+		if len(s.Rows) == 0 {
+			continue
+		}
+		sections = append(sections, s)
+		var e *Etcd
+		if arm.Name != "" {
+			e = &Etcd{Bin: arm.Bin, Dir: filepath.Join(dir, fmt.Sprintf("etcd-%d", i)), Label: arm.Name, LeaderOnly: arm.LeaderOnly}
+			if !arm.Failover {
+				e.Conns = o.EtcdConns
+			}
+			if arm.TenureTimings {
+				e.HeartbeatMS, e.ElectionMS = 20, 100
+			}
+			if err := os.MkdirAll(e.Dir, 0o755); err != nil {
+				return sections, err
+			}
+			fmt.Fprintf(progress, "arm %d/%d: %s: starting three etcd members in %s\n", i+1, len(arms), arm.Name, e.Dir)
+			if err := e.Start(ps); err != nil {
+				return sections, fmt.Errorf("%s: %w", arm.Name, err)
+			}
+		}
+		actx, endArm := context.WithCancel(ctx)
+		env.armCtx, env.arm = actx, arm
+		err := runArm(ctx, env, s.Rows, t, e, started)
+		endArm()
+		if e != nil {
+			if stopErr := e.Stop(); err == nil && stopErr != nil {
+				err = fmt.Errorf("%s: stop: %w", arm.Name, stopErr)
+			}
+		}
+		if err != nil {
+			if arm.Name != "" {
+				err = fmt.Errorf("%s: %w", arm.Name, err)
+			}
+			return sections, err
+		}
+	}
+	return sections, nil
+}
 
-	var rows []*Row
-	for _, w := range Workloads(o) {
-		if o.Only == "" || containsFold(w.Name, o.Only) {
-			rows = append(rows, &Row{Workload: w})
-		}
-	}
+// runArm runs rows Rounds times against t and e (nil: tenure alone),
+// alternating them.
+func runArm(ctx context.Context, env *Env, rows []*Row, t *Tenure, e *Etcd, started time.Time) error {
 	// By phase: workloads that need a population run after the others,
 	// by population, since populations only grow; see Workload.Phase.
 	slices.SortStableFunc(rows, func(a, b *Row) int {
@@ -141,19 +252,17 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row
 		}
 		return a.Population - b.Population
 	})
-	env := &Env{Options: o, Progress: progress, runCtx: ctx, st: &state{}}
-	total := len(rows) * o.Rounds
+	total := len(rows) * env.Rounds
 	if e != nil {
 		total *= 2
 	}
 	done := 0
-	started := time.Now()
 	for lo := 0; lo < len(rows); {
 		hi := lo
 		for hi < len(rows) && rows[hi].Phase == rows[lo].Phase && rows[hi].Population == rows[lo].Population {
 			hi++
 		}
-		for round := 1; round <= o.Rounds; round++ {
+		for round := 1; round <= env.Rounds; round++ {
 			for _, row := range rows[lo:hi] {
 				for _, sys := range []string{"tenure", "etcd"} {
 					if sys == "etcd" && e == nil {
@@ -162,8 +271,8 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row
 					done++
 					env.run++
 					env.label = fmt.Sprintf("[%d/%d, %s] round %d/%d %s, %s", done, total,
-						time.Since(started).Round(time.Second), round, o.Rounds, row.Name, sys)
-					fmt.Fprintln(progress, env.label)
+						time.Since(started).Round(time.Second), round, env.Rounds, row.Name, sys)
+					fmt.Fprintln(env.Progress, env.label)
 					var r Result
 					var err error
 					if sys == "tenure" {
@@ -172,7 +281,7 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row
 						r, err = row.Etcd(ctx, env, e)
 					}
 					if err != nil {
-						return rows, fmt.Errorf("%s, %s, round %d: %w", row.Name, sys, round, err)
+						return fmt.Errorf("%s, %s, round %d: %w", row.Name, sys, round, err)
 					}
 					if sys == "tenure" {
 						row.TenureRuns = append(row.TenureRuns, r)
@@ -185,13 +294,13 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Row
 		for _, row := range rows[lo:hi] {
 			if row.After != nil {
 				if err := row.After(ctx, env, t, e); err != nil {
-					return rows, fmt.Errorf("%s, clean-up: %w", row.Name, err)
+					return fmt.Errorf("%s, clean-up: %w", row.Name, err)
 				}
 			}
 		}
 		lo = hi
 	}
-	return rows, nil
+	return nil
 }
 
 func containsFold(s, sub string) bool {

@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,12 +14,28 @@ import (
 	"go.uber.org/zap"
 )
 
-// Etcd is a three-node etcd cluster (the distribution's etcd-server) on
-// loopback, each member with its own data dir under Dir, with etcd's
-// default timings.
+// Etcd is a three-node etcd cluster on loopback, each member with its own
+// data dir under Dir, at etcd's default timings unless HeartbeatMS and
+// ElectionMS are set.
 type Etcd struct {
 	Bin string
 	Dir string
+	// Label names this cluster and its configuration in the results
+	// ("etcd 3.6.16, clients on the leader's endpoint"); it also keys what
+	// runs keep of it (populations, the bulk holders' leases).
+	Label string
+	// HeartbeatMS and ElectionMS, when not 0, are etcd's
+	// --heartbeat-interval and --election-timeout.
+	HeartbeatMS, ElectionMS int
+	// LeaderOnly gives the workloads' clients the leader's endpoint alone
+	// (as tenure's client follows its leader); otherwise every member's,
+	// and clientv3 spreads them over the members, which forward writes
+	// and linearizable reads to the leader.
+	LeaderOnly bool
+	// Conns, when positive, is how many clients (gRPC connections) the
+	// clients of one run share, as etcd's own benchmark tool does with
+	// --conns; 0 gives each client its own.
+	Conns int
 
 	members []*etcdMember
 }
@@ -27,7 +46,12 @@ type etcdMember struct {
 	p      *proc
 }
 
-func (e *Etcd) Name() string { return "etcd" }
+func (e *Etcd) Name() string {
+	if e.Label == "" {
+		return "etcd"
+	}
+	return e.Label
+}
 
 // Start starts three members and waits until each has a leader.
 func (e *Etcd) Start(ps *procs) error {
@@ -57,6 +81,9 @@ func (e *Etcd) Start(ps *procs) error {
 			"--log-level", "warn",
 			"--logger", "zap",
 		}
+		if e.HeartbeatMS > 0 {
+			args = append(args, "--heartbeat-interval", strconv.Itoa(e.HeartbeatMS), "--election-timeout", strconv.Itoa(e.ElectionMS))
+		}
 		if m.p, err = startServer(ps, "etcd "+name, e.Bin, args, filepath.Join(e.Dir, name+".log")); err != nil {
 			return err
 		}
@@ -72,11 +99,51 @@ func (e *Etcd) Endpoints() []string {
 
 // Client returns a client of every running member.
 func (e *Etcd) Client() (*clientv3.Client, error) {
+	return e.clientOf(e.Endpoints())
+}
+
+// LoadClient returns a client for a workload: of the leader alone with
+// LeaderOnly, else of every running member.
+func (e *Etcd) LoadClient() (*clientv3.Client, error) {
+	if !e.LeaderOnly {
+		return e.Client()
+	}
+	l, err := leaderOf("etcd", e.members, e.leads)
+	if err != nil {
+		return nil, err
+	}
+	return e.clientOf([]string{l.client})
+}
+
+func (e *Etcd) clientOf(endpoints []string) (*clientv3.Client, error) {
 	return clientv3.New(clientv3.Config{
-		Endpoints:   e.Endpoints(),
+		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
 		Logger:      zap.NewNop(),
 	})
+}
+
+// Stop kills the members and removes their data.
+func (e *Etcd) Stop() error {
+	for _, m := range e.members {
+		m.p.kill()
+	}
+	e.members = nil
+	return os.RemoveAll(e.Dir)
+}
+
+// EtcdVersion is what `bin --version` says of its version ("3.6.16").
+func EtcdVersion(bin string) (string, error) {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "etcd Version: "); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("%s --version names no version: %q", bin, out)
 }
 
 // memberStatus returns the member's id and the leader it knows.

@@ -31,7 +31,8 @@ func putIfAbsent(ctx context.Context, c *clientv3.Client, key string, lease clie
 	return nil
 }
 
-// etcdClient returns a client that is closed when ctx ends.
+// etcdClient returns a client of every member that is closed when ctx
+// ends.
 func etcdClient(ctx context.Context, e *Etcd) (*clientv3.Client, error) {
 	c, err := e.Client()
 	if err != nil {
@@ -41,16 +42,32 @@ func etcdClient(ctx context.Context, e *Etcd) (*clientv3.Client, error) {
 	return c, nil
 }
 
-// etcdLoad runs a load of n clients, each a clientv3.Client of its own,
-// closed when the run ends, that mk turns into client i's step.
+// etcdLoad runs a load of n clients that mk turns into client i's step.
+// The clients are e.LoadClient()s, one per client or, with e.Conns, Conns
+// of them shared round robin; all are closed when the run ends.
 func etcdLoad(ctx context.Context, env *Env, e *Etcd, n int,
 	mk func(ctx context.Context, c *clientv3.Client, i int) (step, error)) (Result, error) {
-	return loadRun(ctx, n, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
-		c, err := etcdClient(env.runCtx, e)
-		if err != nil {
-			return nil, err
+	conns := n
+	if e.Conns > 0 {
+		conns = min(n, e.Conns)
+	}
+	pool := make([]*clientv3.Client, conns)
+	defer func() {
+		for _, c := range pool {
+			if c != nil {
+				c.Close()
+			}
 		}
-		return mk(ctx, c, i)
+	}()
+	for i := range pool {
+		c, err := e.LoadClient()
+		if err != nil {
+			return Result{}, err
+		}
+		pool[i] = c
+	}
+	return loadRun(ctx, n, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
+		return mk(ctx, pool[i%conns], i)
 	})
 }
 
@@ -106,7 +123,7 @@ func etcdRenew(ctx context.Context, env *Env, e *Etcd, clients int) (Result, err
 // its requests are sent before the answers are read. The rate is of leases
 // renewed.
 func etcdBulk(ctx context.Context, env *Env, e *Etcd, holders int) (Result, error) {
-	cache := env.cached("etcd-bulk", func() any { return make([][]clientv3.LeaseID, holders) }).([][]clientv3.LeaseID)
+	cache := env.cached(e.Name()+"-bulk", func() any { return make([][]clientv3.LeaseID, holders) }).([][]clientv3.LeaseID)
 	return etcdLoad(ctx, env, e, holders, func(ctx context.Context, c *clientv3.Client, i int) (step, error) {
 		if cache[i] == nil {
 			var ids []clientv3.LeaseID
@@ -213,14 +230,14 @@ func etcdElection(ctx context.Context, env *Env, e *Etcd, clients int) (Result, 
 // etcdPopulate makes the cluster hold at least n live leases, each with
 // one key (pop/<n>), with 64 clients.
 func etcdPopulate(ctx context.Context, env *Env, e *Etcd, n int) error {
-	if *env.population("etcd") >= n {
+	if *env.population(e.Name()) >= n {
 		return nil
 	}
-	c, err := etcdClient(env.runCtx, e)
+	c, err := etcdClient(env.armCtx, e)
 	if err != nil {
 		return err
 	}
-	return env.ensurePopulation(ctx, "etcd", n, e.FollowerPID, func(ctx context.Context, k int) error {
+	return env.ensurePopulation(ctx, e.Name(), n, e.FollowerPID, func(ctx context.Context, k int) error {
 		g, err := c.Grant(ctx, int64(longTTL/time.Second))
 		if err != nil {
 			return err
@@ -231,7 +248,7 @@ func etcdPopulate(ctx context.Context, env *Env, e *Etcd, n int) error {
 
 // etcdBulkAfter revokes the bulk holders' leases.
 func etcdBulkAfter(ctx context.Context, env *Env, e *Etcd) error {
-	v, ok := env.st.cache["etcd-bulk"]
+	v, ok := env.st.cache[e.Name()+"-bulk"]
 	if !ok {
 		return nil
 	}
@@ -239,7 +256,7 @@ func etcdBulkAfter(ctx context.Context, env *Env, e *Etcd) error {
 	for _, h := range v.([][]clientv3.LeaseID) {
 		ids = append(ids, h...)
 	}
-	c, err := etcdClient(env.runCtx, e)
+	c, err := etcdClient(env.armCtx, e)
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ func failover(ctx context.Context, env *Env, kill func() (func() error, error),
 		return Result{}, err
 	}
 	killed := time.Now()
-	// A new probe every 10ms, each bounded by a second, so that an
+	// A new probe every 10ms, each bounded by env.probeTimeout(), so that an
 	// attempt stuck in the election (its proposal dropped) does not hide
 	// the moment the cluster commits again.
 	var attempts atomic.Int64
@@ -118,7 +118,7 @@ wait:
 		probes.Add(1)
 		go func() {
 			defer probes.Done()
-			actx, cancel := context.WithTimeout(pctx, time.Second)
+			actx, cancel := context.WithTimeout(pctx, env.probeTimeout())
 			defer cancel()
 			if probe(actx, env.key("failover-probe", n)) == nil {
 				select {
@@ -158,7 +158,7 @@ func memoryWorkload(n int) Workload {
 			if err := etcdPopulate(ctx, env, e, n); err != nil {
 				return Result{}, err
 			}
-			return memoryPerLease(env, "etcd", n), nil
+			return memoryPerLease(env, e.Name(), n), nil
 		},
 	}
 }

@@ -109,9 +109,9 @@ func WriteTable(w io.Writer, rows []*Row) {
 }
 
 // WriteResults writes the results file: the command, the machine, the
-// fsync percentiles, the table, each round's figures and the first error
-// of each system.
-func WriteResults(w io.Writer, rows []*Row, o Options, fs Fsync, command string, started time.Time, runErr error) {
+// fsync percentiles, then for each section (arm) its heading, its table,
+// each round's figures and the first error of each system.
+func WriteResults(w io.Writer, sections []*Section, o Options, fs Fsync, command string, started time.Time, runErr error) {
 	fmt.Fprintf(w, "# tenure against etcd, %s\n\n", started.UTC().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(w, "- command: `%s`\n", command)
 	fmt.Fprintf(w, "- machine: %s\n", Machine())
@@ -120,14 +120,29 @@ func WriteResults(w io.Writer, rows []*Row, o Options, fs Fsync, command string,
 	fmt.Fprintf(w, "- %d round(s) of %v per workload and system, alternating tenure and etcd; figures are medians of the rounds\n", o.Rounds, o.Duration)
 	if o.TenureOnly {
 		fmt.Fprintln(w, "- tenure only: no etcd was run")
+	} else {
+		conns := "each client its own connection"
+		if o.EtcdConns > 0 {
+			conns = fmt.Sprintf("the clients of a run share %d connections, round robin", o.EtcdConns)
+		}
+		fmt.Fprintf(w, "- each arm has a fresh three-node etcd cluster; tenure's cluster (its default timings) serves every arm; etcd load clients: %s; tenure's: each its own\n", conns)
 	}
 	if runErr != nil {
 		fmt.Fprintf(w, "- **the run stopped early**: %v\n", runErr)
 	}
-	fmt.Fprintln(w)
-	WriteTable(w, rows)
-	fmt.Fprintln(w, "\nEach round (tenure; etcd):")
-	fmt.Fprintln(w)
+	for _, s := range sections {
+		fmt.Fprintln(w)
+		if s.Arm.Name != "" {
+			fmt.Fprintf(w, "## Against %s\n\n", s.Arm.Name)
+		}
+		WriteTable(w, s.Rows)
+		fmt.Fprintln(w, "\nEach round (tenure; etcd):")
+		fmt.Fprintln(w)
+		writeRounds(w, s.Rows)
+	}
+}
+
+func writeRounds(w io.Writer, rows []*Row) {
 	for _, r := range rows {
 		var ts, es []string
 		for _, x := range r.TenureRuns {
@@ -153,7 +168,8 @@ func WriteResults(w io.Writer, rows []*Row, o Options, fs Fsync, command string,
 }
 
 // ReadResults reads back what a results file says: its first heading and
-// the rows of its table (as WriteTable wrote them), each with its name,
+// the rows of its first table (as WriteTable wrote them; with arms, the
+// first arm's), each with its name,
 // unit, direction and the medians of tenure and etcd as one run each (the
 // rounds and latencies are not read). A figure shown as "–" gives no run.
 func ReadResults(r io.Reader) (title string, rows []*Row, err error) {
@@ -166,6 +182,9 @@ func ReadResults(r io.Reader) (title string, rows []*Row, err error) {
 		}
 		cells := strings.Split(strings.Trim(line, "|"), "|")
 		if !strings.HasPrefix(line, "|") || len(cells) < 5 {
+			if len(rows) > 0 {
+				break // the end of the first table
+			}
 			continue
 		}
 		for i := range cells {

@@ -196,6 +196,7 @@ func bulkAfter(ctx context.Context, env *Env, t *Tenure, e *Etcd) error {
 				return fmt.Errorf("tenure: revoke bulk-holder-%d: %w", i, err)
 			}
 		}
+		delete(env.st.cache, "tenure-bulk") // the next arm's bulk renewal acquires its own
 	}
 	if e != nil {
 		return etcdBulkAfter(ctx, env, e)

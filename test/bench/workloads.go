@@ -16,8 +16,10 @@ type Env struct {
 	Progress io.Writer
 
 	runCtx context.Context // lives as long as the whole comparison
-	label  string          // "round 1/3 acquire-64 tenure"
-	run    int             // run counter, for fresh keys
+	armCtx context.Context // lives as long as the current etcd arm
+	arm    Arm
+	label  string // "round 1/3 acquire-64 tenure"
+	run    int    // run counter, for fresh keys
 	st     *state
 }
 
@@ -34,6 +36,15 @@ func (env *Env) quiet(d time.Duration) *Env {
 	q.Progress = nil
 	q.Duration = d
 	return &q
+}
+
+// probeTimeout bounds each attempt of a failover probe: a second, or
+// 100ms in an arm at tenure's Raft timings (for both systems).
+func (env *Env) probeTimeout() time.Duration {
+	if env.arm.TenureTimings {
+		return 100 * time.Millisecond
+	}
+	return time.Second
 }
 
 // key is a key (or holder) unique to the current run.

@@ -38,11 +38,13 @@ func main() {
 
 func run() int {
 	var o bench.Options
-	var memory, tenureArgs string
+	var memory, tenureArgs, etcds string
 	var noResults bool
 	var resultsDir, redraw string
 	flag.StringVar(&o.TenureBin, "tenure", "", "the tenure binary (default: built from the module into a temp dir)")
-	flag.StringVar(&o.EtcdBin, "etcd", "", "the etcd binary (default: etcd from PATH, the etcd-server package)")
+	flag.StringVar(&etcds, "etcd", "", "the etcd binaries, comma-separated, each measured in every arm (default: etcd from PATH, the etcd-server package)")
+	flag.IntVar(&o.EtcdConns, "etcd-conns", 8, "connections the etcd clients of a load run share (0: one per client)")
+	flag.StringVar(&o.Arm, "arm", "", "run only the etcd arms whose name contains this (case-insensitive), e.g. \"leader's endpoint\"")
 	flag.BoolVar(&o.TenureOnly, "tenure-only", false, "run the workloads against tenure alone (no etcd needed)")
 	flag.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time of each run of each workload")
 	flag.IntVar(&o.Rounds, "rounds", 3, "rounds; each runs every workload against tenure, then etcd")
@@ -80,13 +82,18 @@ func run() int {
 	if err != nil {
 		return fail(err)
 	}
-	if !o.TenureOnly && o.EtcdBin == "" {
+	for _, b := range strings.Split(etcds, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			o.EtcdBins = append(o.EtcdBins, b)
+		}
+	}
+	if !o.TenureOnly && len(o.EtcdBins) == 0 {
 		p, err := exec.LookPath("etcd")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "benchcompare: etcd not found in PATH (Debian: apt-get install etcd-server; `make bench-compare` does it as root); use -tenure-only to run without it")
 			return 1
 		}
-		o.EtcdBin = p
+		o.EtcdBins = []string{p}
 	}
 	if o.TenureBin == "" {
 		o.TenureBin = "(built)"
@@ -119,19 +126,22 @@ func run() int {
 	fmt.Fprintf(os.Stderr, "fsync of 4 KiB in %s: p50 %v, p99 %v, p99.9 %v\n", dir, fs.P50, fs.P99, fs.P999)
 
 	started := time.Now()
-	rows, runErr := bench.Run(ctx, o, dir, os.Stderr)
-	if runErr != nil && len(rows) == 0 {
+	sections, runErr := bench.Run(ctx, o, dir, os.Stderr)
+	if runErr != nil && len(sections) == 0 {
 		return fail(runErr)
 	}
-	var table bytes.Buffer
-	bench.WriteTable(&table, rows)
-	fmt.Print(table.String())
+	for _, s := range sections {
+		if s.Arm.Name != "" {
+			fmt.Printf("\nagainst %s:\n", s.Arm.Name)
+		}
+		bench.WriteTable(os.Stdout, s.Rows)
+	}
 
 	if !noResults {
 		if resultsDir == "" {
 			resultsDir = filepath.Join(root, "test", "bench", "results")
 		}
-		if err := writeResults(resultsDir, rows, o, fs, started, runErr); err != nil {
+		if err := writeResults(resultsDir, sections, o, fs, started, runErr); err != nil {
 			return fail(err)
 		}
 	}
@@ -141,7 +151,7 @@ func run() int {
 	return 0
 }
 
-func writeResults(dir string, rows []*bench.Row, o bench.Options, fs bench.Fsync, started time.Time, runErr error) error {
+func writeResults(dir string, sections []*bench.Section, o bench.Options, fs bench.Fsync, started time.Time, runErr error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -155,16 +165,22 @@ func writeResults(dir string, rows []*bench.Row, o bench.Options, fs bench.Fsync
 		}
 		command += " " + a
 	}
-	bench.WriteResults(&b, rows, o, fs, command, started, runErr)
+	bench.WriteResults(&b, sections, o, fs, command, started, runErr)
+	// The chart is of the first arm: the first etcd given, on its
+	// leader's endpoint.
 	var chart bytes.Buffer
-	err := bench.WriteChart(&chart, rows, "tenure against etcd, "+started.UTC().Format("2006-01-02 15:04 MST"), "svg")
+	err := bench.ErrNoRatio
+	if len(sections) > 0 {
+		title := "tenure against " + sections[0].Arm.Name + ", " + started.UTC().Format("2006-01-02 15:04 MST")
+		err = bench.WriteChart(&chart, sections[0].Rows, title, "svg")
+	}
 	switch {
 	case errors.Is(err, bench.ErrNoRatio):
 		// Against tenure alone: no chart.
 	case err != nil:
 		return fmt.Errorf("chart: %w", err)
 	default:
-		fmt.Fprintf(&b, "\n![tenure's advantage over etcd per workload](%s)\n", filepath.Base(svg))
+		fmt.Fprintf(&b, "\n![tenure's advantage per workload over the first arm's etcd](%s)\n", filepath.Base(svg))
 	}
 	if err := os.WriteFile(md, b.Bytes(), 0o644); err != nil {
 		return err
