@@ -179,7 +179,7 @@ bench-deps:
 .PHONY: bench-short
 bench-short: build bench-deps
 	cd test/bench && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 10m ./...
-	cd test/bench && $(GO) run ./cmd/benchcompare -tenure ../../$(BIN) -tenure-only -duration 2s -rounds 1 -bulk-leases 100 -no-results
+	cd test/bench && $(GO) run ./cmd/benchcompare -tenure ../../$(BIN) -tenure-only -strict -duration 2s -rounds 1 -bulk-leases 100 -no-results
 
 # bench-etcd builds a current etcd (the version test/bench/go.mod names,
 # from etcd's own Go modules) into bin/etcd-current, measured beside

@@ -38,6 +38,9 @@ type Options struct {
 	Only string
 	// TenureArgs are extra `tenure server` flags.
 	TenureArgs []string
+	// Strict stops the comparison at the first run with an error (the
+	// check of `make test`, where any error is a broken workload).
+	Strict bool
 }
 
 // Validate names the first bad option.
@@ -282,6 +285,9 @@ func runArm(ctx context.Context, env *Env, rows []*Row, t *Tenure, e *Etcd, star
 					}
 					if err != nil {
 						return fmt.Errorf("%s, %s, round %d: %w", row.Name, sys, round, err)
+					}
+					if env.Strict && r.Errors > 0 {
+						return fmt.Errorf("%s, %s, round %d: %d calls failed, the first with: %s", row.Name, sys, round, r.Errors, r.FirstErr)
 					}
 					if sys == "tenure" {
 						row.TenureRuns = append(row.TenureRuns, r)

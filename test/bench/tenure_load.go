@@ -87,7 +87,9 @@ func tenureBulk(ctx context.Context, env *Env, t *Tenure, holders int) (Result, 
 				if err != nil {
 					return nil, err
 				}
-				h.refs = append(h.refs, client.LeaseRef{Key: key, Token: l.Token})
+				// The lease's secret is rc's; the holder renews through
+				// another client, so each renewal names it.
+				h.refs = append(h.refs, client.LeaseRef{Key: key, Token: l.Token, Secret: l.Secret})
 			}
 			cache[i] = h
 		}
@@ -192,7 +194,10 @@ func bulkAfter(ctx context.Context, env *Env, t *Tenure, e *Etcd) error {
 			return err
 		}
 		for i := range 64 {
-			if _, _, err := c.Leases().RevokeHolder(ctx, fmt.Sprintf("bulk-holder-%d", i)); err != nil {
+			// Forced: without force a revoked lease keeps its key until
+			// its deadline, an hour away, and the next arm's holders
+			// could not take the keys again.
+			if _, _, err := c.Leases().RevokeHolder(ctx, fmt.Sprintf("bulk-holder-%d", i), client.WithForce()); err != nil {
 				return fmt.Errorf("tenure: revoke bulk-holder-%d: %w", i, err)
 			}
 		}

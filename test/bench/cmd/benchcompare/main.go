@@ -55,6 +55,7 @@ func run() int {
 	flag.StringVar(&tenureArgs, "tenure-args", "", "extra `tenure server` flags, space-separated")
 	flag.StringVar(&resultsDir, "results", "", "where the results file and chart go (default: test/bench/results of the module)")
 	flag.BoolVar(&noResults, "no-results", false, "print the table only, write no results file")
+	flag.BoolVar(&o.Strict, "strict", false, "stop, and fail, at the first run in which a call failed")
 	flag.StringVar(&redraw, "redraw", "", "run nothing: draw again the chart of this results file (`results/<date>.md`) from its table")
 	flag.Parse()
 	if flag.NArg() > 0 {
