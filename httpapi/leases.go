@@ -33,6 +33,12 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) error {
 	if err := authz(r).AllowHolder(body.Holder); err != nil {
 		return err
 	}
+	if wait > 0 {
+		// A blocking acquire may wait minutes for the key: it does so
+		// without holding an admission slot (and a blocking acquire of
+		// a free key costs no more than it did while it held one).
+		leaveAdmission(r)
+	}
 	// A caller that chose no secret gets one: the answer is the only
 	// place it is ever shown.
 	secret := body.Secret

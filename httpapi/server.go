@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"runtime"
 	"strings"
 	"time"
 
@@ -68,6 +69,15 @@ type Config struct {
 	// that counts the rest.
 	RefusalLogLines    int
 	RefusalLogInterval time.Duration
+	// MaxActive bounds the requests this server works on at once: those
+	// it serves as leader (leader, reader) and stale reads; not blocking
+	// queries nor the local routes (status, members, events, health,
+	// metrics, debug, the page). Past it a request waits, up to
+	// MaxQueueWait, with at most MaxQueued others (see admission). 0
+	// admits every request at once.
+	MaxActive    int
+	MaxQueued    int
+	MaxQueueWait time.Duration
 }
 
 // DefaultConfig returns a Config with defaults; the caller sets Node
@@ -82,8 +92,25 @@ func DefaultConfig() Config {
 
 		RefusalLogLines:    DefaultRefusalLogLines,
 		RefusalLogInterval: DefaultRefusalLogInterval,
+
+		MaxActive:    DefaultMaxActive(),
+		MaxQueued:    DefaultMaxQueued,
+		MaxQueueWait: DefaultMaxQueueWait,
 	}
 }
+
+// DefaultMaxActive is Config.MaxActive's default: 128 requests per CPU
+// the Go runtime may use (GOMAXPROCS), 256 on two cores. Writes commit in
+// batches, and fewer in flight make smaller batches: 64 on two cores
+// halved the acquisitions a second of 256 clients; 256 kept them, and
+// kept the leader under 2,000 clients (docs/adr/0034).
+func DefaultMaxActive() int { return 128 * runtime.GOMAXPROCS(0) }
+
+// Defaults of Config.MaxQueued and MaxQueueWait.
+const (
+	DefaultMaxQueued    = 8192
+	DefaultMaxQueueWait = 500 * time.Millisecond
+)
 
 // Validate checks the config.
 func (c Config) Validate() error {
@@ -104,6 +131,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("refusal-log-lines: %d must be at least 1", c.RefusalLogLines)
 	case c.RefusalLogInterval <= 0:
 		return fmt.Errorf("refusal-log-interval: %v must be positive", c.RefusalLogInterval)
+	case c.MaxActive < 0:
+		return fmt.Errorf("http-max-active: %d must not be negative (0 admits every request at once)", c.MaxActive)
+	case c.MaxActive > 0 && c.MaxQueued < 0:
+		return fmt.Errorf("max-queued: %d must not be negative", c.MaxQueued)
+	case c.MaxActive > 0 && c.MaxQueueWait < 0:
+		return fmt.Errorf("http-max-queue-wait: %v must not be negative", c.MaxQueueWait)
 	}
 	return nil
 }
@@ -122,6 +155,9 @@ type Server struct {
 	// of the ACL check (tenure_acl_refusals_total).
 	refusals *cluster.LogLimiter
 	refused  *prometheus.CounterVec
+	// admission bounds the client requests worked on at once; nil with
+	// Config.MaxActive 0.
+	admission *admission
 }
 
 // New validates cfg and builds the routes.
@@ -135,6 +171,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), router: mux.NewRouter(), snapshotSlot: make(chan struct{}, 1),
 		refused: newRefusalCounter()}
 	s.refusals = aclRefusalLog(s.log, cfg.RefusalLogLines, cfg.RefusalLogInterval)
+	if cfg.MaxActive > 0 {
+		s.admission = newAdmission(cfg.MaxActive, cfg.MaxQueued, cfg.MaxQueueWait)
+	}
 	r := s.router
 	r.UseEncodedPath()
 	r.SkipClean(true) // keys may contain "//" or "..": never redirect them
@@ -238,6 +277,11 @@ func New(cfg Config) (*Server, error) {
 		if err := cfg.Registerer.Register(s.refused); err != nil {
 			return nil, fmt.Errorf("http metrics: %w", err)
 		}
+		if s.admission != nil {
+			if err := s.admission.register(cfg.Registerer); err != nil {
+				return nil, fmt.Errorf("http metrics: %w", err)
+			}
+		}
 		s.handler = m.instrument(r, s.handler)
 	}
 	return s, nil
@@ -291,7 +335,7 @@ func (s *Server) leader(h handlerFunc) http.Handler {
 			s.forward(w, r)
 			return
 		}
-		h.ServeHTTP(w, r)
+		s.admitted(w, r, h)
 	})
 }
 
@@ -300,7 +344,7 @@ func (s *Server) reader(h handlerFunc) http.Handler {
 	lead := s.leader(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if stale(r) {
-			h.ServeHTTP(w, r)
+			s.admitted(w, r, h)
 			return
 		}
 		lead.ServeHTTP(w, r)

@@ -46,6 +46,10 @@ type serverSettings struct {
 	// http bounds the HTTP API's connections; its WriteTimeout follows
 	// -max-wait.
 	http httpapi.ConnLimits
+	// maxActive and maxQueueWait are httpapi.Config's MaxActive and
+	// MaxQueueWait.
+	maxActive    int
+	maxQueueWait time.Duration
 }
 
 func serverFlags(s *serverSettings) *flag.FlagSet {
@@ -104,6 +108,9 @@ func serverFlags(s *serverSettings) *flag.FlagSet {
 	fs.IntVar(&h.MaxConnsPerClient, "http-max-conns-per-client", h.MaxConnsPerClient, "open HTTP connections of one client IP address")
 	fs.DurationVar(&h.ReadTimeout, "http-read-timeout", h.ReadTimeout, "longest time to read a request, body included (a slower sender is cut)")
 	fs.DurationVar(&h.IdleTimeout, "http-idle-timeout", h.IdleTimeout, "an idle keep-alive connection is closed after this")
+	s.maxActive, s.maxQueueWait = httpapi.DefaultMaxActive(), httpapi.DefaultMaxQueueWait
+	fs.IntVar(&s.maxActive, "http-max-active", s.maxActive, "API requests worked on at once (all the leader serves, and stale reads; not blocking queries, status, health or metrics); the rest wait their turn (default: 128 per CPU); 0: no bound")
+	fs.DurationVar(&s.maxQueueWait, "http-max-queue-wait", s.maxQueueWait, "longest wait of an API request for its turn before it is answered 429 overloaded with Retry-After")
 	connFlags(fs, &c.Conns)
 	fs.Var(&s.logFlags.level, "log-level", "`level` of log lines: trace, debug, info, warn or error")
 	fs.Var(&s.logFlags.format, "log-format", "`format` of log lines: text (the default) or json (one JSON object per line)")
@@ -423,6 +430,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 		hc.ForwardScheme = "https"
 	}
 	hc.MetricsOpen = s.metricsOpen
+	hc.MaxActive, hc.MaxQueueWait = s.maxActive, s.maxQueueWait
 	hc.LogTail = tail
 	api, err := httpapi.New(hc)
 	if err != nil {
