@@ -181,6 +181,13 @@ bench-short: build bench-deps
 	cd test/bench && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 10m ./...
 	cd test/bench && $(GO) run ./cmd/benchcompare -tenure ../../$(BIN) -tenure-only -strict -duration 2s -rounds 1 -bulk-leases 100 -no-results
 
+# bench-overload: tenure under more renewals than two cores answer, as
+# docs/performance.md reports (writes test/bench/results/<date>-overload.md).
+OVERLOAD_FLAGS ?=
+.PHONY: bench-overload
+bench-overload: build ## 1000 and 2000 clients renewing 10 leases each for 60 s, 5 runs each (about 12 minutes); OVERLOAD_FLAGS="-runs 1"
+	cd test/bench && $(GO) run ./cmd/overload -tenure ../../$(BIN) -results results/$$(date -u +%F)-overload.md $(OVERLOAD_FLAGS)
+
 # bench-etcd builds a current etcd (the version test/bench/go.mod names,
 # from etcd's own Go modules) into bin/etcd-current, measured beside
 # Debian's etcd-server 3.4.

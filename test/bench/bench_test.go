@@ -418,3 +418,30 @@ func TestArmsTakeTheirWorkloads(t *testing.T) {
 		}
 	}
 }
+
+// TestOverloadRunCountsElections: a short overload run reports renewals,
+// no failure and no election on an idle machine's cluster, and leaves no
+// process.
+func TestOverloadRunCountsElections(t *testing.T) {
+	dir := t.TempDir()
+	o := OverloadOptions{TenureBin: tenureBin(t), Clients: []int{4}, Keys: 2, Duration: time.Second, Runs: 1}
+	runs, err := RunOverload(context.Background(), o, dir, &syncWriter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Fatalf("%d runs, want 1", len(runs))
+	}
+	count, errs, _, _, _, _, _, _ := runs[0].renew()
+	if count == 0 || errs != 0 || runs[0].Elections != 0 || runs[0].StepDowns != 0 {
+		t.Errorf("run: %s; want renewals, no failure, no election", runs[0].summary())
+	}
+	var table bytes.Buffer
+	WriteOverload(&table, runs)
+	if !strings.Contains(table.String(), "| 4 × 2 | 1 | ") {
+		t.Errorf("table lacks the run:\n%s", table.String())
+	}
+	if left := processesUnder(t, dir); len(left) > 0 {
+		t.Fatalf("processes left after the run:\n%s", strings.Join(left, "\n"))
+	}
+}
