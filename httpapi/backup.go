@@ -92,8 +92,11 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 
 // bodyLimit is the largest request body of r's route.
 func bodyLimit(r *http.Request) int64 {
-	if r.Method == http.MethodPut && r.URL.Path == "/v1/snapshot" {
+	switch {
+	case r.Method == http.MethodPut && r.URL.Path == "/v1/snapshot":
 		return wire.MaxSnapshotBytes
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/renew":
+		return MaxRenewBodyBytes
 	}
 	return MaxBodyBytes
 }

@@ -29,8 +29,16 @@ import (
 // headers that clients read are package client's (Header*).
 const headerForwardedBy = "X-Tenure-Forwarded-By"
 
-// MaxBodyBytes bounds every request body.
+// MaxBodyBytes bounds every request body but a bulk renewal's and a
+// restore's.
 const MaxBodyBytes = 64 << 10
+
+// MaxRenewBodyBytes bounds the body of a bulk renewal (POST /v1/renew):
+// MaxRenewBatch leases, each with a key of fsm.MaxKeyLen bytes, a token
+// and a secret of 128 characters (about 450 bytes as JSON), fit in it.
+// Under MaxBodyBytes, a keep-alive of 1,024 leases with keys of 60 bytes
+// was refused whole.
+const MaxRenewBodyBytes = 512 << 10
 
 // Config configures the API server.
 type Config struct {
@@ -292,7 +300,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if addr := s.node.Replica.LeaderHTTPAddr(); addr != "" {
 		w.Header().Set(wire.HeaderLeaderAddr, addr)
 	}
-	if limit := bodyLimit(r); limit > MaxBodyBytes {
+	if bodyLimit(r) == wire.MaxSnapshotBytes {
 		// A large body (a restore) may take longer than -http-read-timeout.
 		rc := http.NewResponseController(w)
 		rc.SetReadDeadline(time.Now().Add(cluster.RestoreTimeout))
@@ -379,7 +387,7 @@ func decodeOptionalBody(r *http.Request, v any) error {
 }
 
 // decodeBody reads one JSON object into v: unknown fields, trailing data
-// and bodies over MaxBodyBytes are errors that name the problem.
+// and bodies over their bodyLimit are errors that name the problem.
 func decodeBody(r *http.Request, v any) error {
 	raw, err := readBody(r)
 	if err != nil {
@@ -388,13 +396,13 @@ func decodeBody(r *http.Request, v any) error {
 	return decodeRaw(raw, v)
 }
 
-// readBody reads the whole request body, within MaxBodyBytes.
+// readBody reads the whole request body, within its bodyLimit.
 func readBody(r *http.Request) ([]byte, error) {
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", MaxBodyBytes))
+			return nil, badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", tooBig.Limit))
 		}
 		return nil, badRequest(wire.CodeInvalidBody, "body", "reading the body: "+err.Error())
 	}
