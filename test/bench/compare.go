@@ -160,24 +160,16 @@ type Section struct {
 	Rows []*Row
 }
 
-// Run starts a tenure cluster under dir and, for each arm of each etcd
-// binary in turn, an etcd cluster; it runs the arm's workloads Rounds
-// times against each, alternating tenure and etcd, and returns a section
-// per arm. Every process it starts is killed before it returns, also when
+// Run starts, for each arm of each etcd binary in turn, a tenure cluster
+// and an etcd cluster under dir; it runs the arm's workloads Rounds times
+// against each, alternating tenure and etcd, and returns a section per
+// arm. Every process it starts is killed before it returns, also when
 // ctx is cancelled (an interrupt) or a run fails.
 func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Section, error) {
 	ps := &procs{}
 	defer ps.killAll()
 	if _, ok := progress.(*syncWriter); !ok {
 		progress = &syncWriter{w: progress}
-	}
-	t := &Tenure{Bin: o.TenureBin, Dir: filepath.Join(dir, "tenure"), Extra: o.TenureArgs}
-	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(progress, "starting three tenure servers in %s\n", t.Dir)
-	if err := t.Start(ps); err != nil {
-		return nil, fmt.Errorf("tenure: %w", err)
 	}
 	arms := []Arm{{}}
 	if !o.TenureOnly {
@@ -208,6 +200,18 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Sec
 			continue
 		}
 		sections = append(sections, s)
+		// Each arm has fresh clusters of both systems: nothing one arm
+		// leaves (a population of leases, a grown log) weighs on the
+		// next.
+		env.st = &state{}
+		t := &Tenure{Bin: o.TenureBin, Dir: filepath.Join(dir, fmt.Sprintf("tenure-%d", i)), Extra: o.TenureArgs}
+		if err := os.MkdirAll(t.Dir, 0o755); err != nil {
+			return sections, err
+		}
+		fmt.Fprintf(progress, "arm %d/%d: starting three tenure servers in %s\n", i+1, len(arms), t.Dir)
+		if err := t.Start(ps); err != nil {
+			return sections, fmt.Errorf("tenure: %w", err)
+		}
 		var e *Etcd
 		if arm.Name != "" {
 			e = &Etcd{Bin: arm.Bin, Dir: filepath.Join(dir, fmt.Sprintf("etcd-%d", i)), Label: arm.Name, LeaderOnly: arm.LeaderOnly}
@@ -229,6 +233,9 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Sec
 		env.armCtx, env.arm = actx, arm
 		err := runArm(ctx, env, s.Rows, t, e, started)
 		endArm()
+		if stopErr := t.Stop(); err == nil && stopErr != nil {
+			err = fmt.Errorf("tenure: stop: %w", stopErr)
+		}
 		if e != nil {
 			if stopErr := e.Stop(); err == nil && stopErr != nil {
 				err = fmt.Errorf("%s: stop: %w", arm.Name, stopErr)

@@ -125,7 +125,7 @@ func WriteResults(w io.Writer, sections []*Section, o Options, fs Fsync, command
 		if o.EtcdConns > 0 {
 			conns = fmt.Sprintf("the clients of a run share %d connections, round robin", o.EtcdConns)
 		}
-		fmt.Fprintf(w, "- each arm has a fresh three-node etcd cluster; tenure's cluster (its default timings) serves every arm; etcd load clients: %s; tenure's: each its own\n", conns)
+		fmt.Fprintf(w, "- each arm has fresh three-node clusters of both systems (tenure at its default timings); etcd load clients: %s; tenure's: each its own\n", conns)
 	}
 	if runErr != nil {
 		fmt.Fprintf(w, "- **the run stopped early**: %v\n", runErr)

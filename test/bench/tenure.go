@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -65,6 +66,15 @@ func (t *Tenure) Start(ps *procs) error {
 		t.nodes = append(t.nodes, n)
 	}
 	return t.WaitReady(60 * time.Second)
+}
+
+// Stop kills the servers and removes their data.
+func (t *Tenure) Stop() error {
+	for _, n := range t.nodes {
+		n.p.kill()
+	}
+	t.nodes = nil
+	return os.RemoveAll(t.Dir)
 }
 
 // Addrs are the HTTP addresses of the running servers.

@@ -72,6 +72,11 @@ func tenureBulk(ctx context.Context, env *Env, t *Tenure, holders int) (Result, 
 	type holderLeases struct {
 		holder string
 		refs   []client.LeaseRef
+		// secret is the leases' secret, rc's: the holder renews through
+		// another client, under that secret (once per call, not per
+		// lease: 1,000 leases each naming it would pass the 64 KiB a
+		// request body may have).
+		secret string
 	}
 	cache := env.cached("tenure-bulk", func() any { return make([]*holderLeases, holders) }).([]*holderLeases)
 	return tenureLoad(ctx, env, t, holders, func(ctx context.Context, c *client.Client, i int) (step, error) {
@@ -87,9 +92,8 @@ func tenureBulk(ctx context.Context, env *Env, t *Tenure, holders int) (Result, 
 				if err != nil {
 					return nil, err
 				}
-				// The lease's secret is rc's; the holder renews through
-				// another client, so each renewal names it.
-				h.refs = append(h.refs, client.LeaseRef{Key: key, Token: l.Token, Secret: l.Secret})
+				h.refs = append(h.refs, client.LeaseRef{Key: key, Token: l.Token})
+				h.secret = l.Secret
 			}
 			cache[i] = h
 		}
@@ -98,7 +102,7 @@ func tenureBulk(ctx context.Context, env *Env, t *Tenure, holders int) (Result, 
 			ok := 0
 			for start := 0; start < len(h.refs); start += client.MaxRenewBatch {
 				end := min(start+client.MaxRenewBatch, len(h.refs))
-				res, _, err := c.Leases().RenewManyBrief(ctx, h.holder, h.refs[start:end])
+				res, _, err := c.Leases().WithSecret(h.secret).RenewManyBrief(ctx, h.holder, h.refs[start:end])
 				if err != nil {
 					return 0, 0, err
 				}
