@@ -302,9 +302,10 @@ func TestRunKillsItsServersOnInterrupt(t *testing.T) {
 	}
 }
 
-// TestShortComparisonAgainstEtcd runs one workload briefly against both
-// systems: both give a figure, without errors, and no process is left.
-func TestShortComparisonAgainstEtcd(t *testing.T) {
+// etcdBin is Debian's etcd from PATH; without it the test skips, or
+// fails under CI=true.
+func etcdBin(t *testing.T) string {
+	t.Helper()
 	etcd, err := exec.LookPath("etcd")
 	if err != nil {
 		msg := "etcd not found in PATH (Debian: apt-get install etcd-server); `make test` and `make bench-compare` install it as root"
@@ -313,6 +314,13 @@ func TestShortComparisonAgainstEtcd(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
+	return etcd
+}
+
+// TestShortComparisonAgainstEtcd runs one workload briefly against both
+// systems: both give a figure, without errors, and no process is left.
+func TestShortComparisonAgainstEtcd(t *testing.T) {
+	etcd := etcdBin(t)
 	dir := t.TempDir()
 	o := Options{TenureBin: tenureBin(t), EtcdBins: []string{etcd}, EtcdConns: 8, Duration: time.Second, Rounds: 1, BulkLeases: 1,
 		Only: "acquire+release, 1 client", Arm: "endpoint"}
@@ -345,14 +353,7 @@ func TestShortComparisonAgainstEtcd(t *testing.T) {
 // to the leader alone, the every-endpoint arm's to every member, and an
 // arm at tenure's timings runs etcd with them.
 func TestEtcdArmsGiveEtcdItsBest(t *testing.T) {
-	bin, err := exec.LookPath("etcd")
-	if err != nil {
-		msg := "etcd not found in PATH (Debian: apt-get install etcd-server); `make test` and `make bench-compare` install it as root"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	bin := etcdBin(t)
 	ps := &procs{}
 	defer ps.killAll()
 	e := &Etcd{Bin: bin, Dir: t.TempDir(), LeaderOnly: true, HeartbeatMS: 20, ElectionMS: 100}
@@ -432,8 +433,8 @@ func TestOverloadRunCountsElections(t *testing.T) {
 	if len(runs) != 1 {
 		t.Fatalf("%d runs, want 1", len(runs))
 	}
-	count, errs, _, _, _, _, _, _ := runs[0].renew()
-	if count == 0 || errs != 0 || runs[0].Elections != 0 || runs[0].StepDowns != 0 {
+	op := runs[0].renew()
+	if op.Count == 0 || op.Errors != 0 || runs[0].Elections != 0 || runs[0].StepDowns != 0 {
 		t.Errorf("run: %s; want renewals, no failure, no election", runs[0].summary())
 	}
 	var table bytes.Buffer

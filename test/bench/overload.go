@@ -39,21 +39,25 @@ type OverloadRun struct {
 }
 
 // BenchReport is the part of `tenure bench -json` the overload report
-// reads.
+// reads (cmd/tenure's benchReport, which a module outside the server's
+// cannot import).
 type BenchReport struct {
-	ElapsedSeconds float64 `json:"elapsed_seconds"`
-	WarmUpErrors   uint64  `json:"warm_up_errors"`
-	Ops            []struct {
-		Op         string            `json:"op"`
-		Count      uint64            `json:"count"`
-		Errors     uint64            `json:"errors"`
-		OpsPerSec  float64           `json:"ops_per_sec"`
-		P50Ms      float64           `json:"p50_ms"`
-		P99Ms      float64           `json:"p99_ms"`
-		P999Ms     float64           `json:"p999_ms"`
-		MaxMs      float64           `json:"max_ms"`
-		ErrorKinds map[string]uint64 `json:"error_kinds"`
-	} `json:"ops"`
+	ElapsedSeconds float64   `json:"elapsed_seconds"`
+	WarmUpErrors   uint64    `json:"warm_up_errors"`
+	Ops            []BenchOp `json:"ops"`
+}
+
+// BenchOp is one operation's line of a BenchReport.
+type BenchOp struct {
+	Op         string            `json:"op"`
+	Count      uint64            `json:"count"`
+	Errors     uint64            `json:"errors"`
+	OpsPerSec  float64           `json:"ops_per_sec"`
+	P50Ms      float64           `json:"p50_ms"`
+	P99Ms      float64           `json:"p99_ms"`
+	P999Ms     float64           `json:"p999_ms"`
+	MaxMs      float64           `json:"max_ms"`
+	ErrorKinds map[string]uint64 `json:"error_kinds"`
 }
 
 // RunOverload makes Runs runs for each client count, each against a new
@@ -131,19 +135,20 @@ func (t *Tenure) term() (uint64, error) {
 	return term, nil
 }
 
-func (r OverloadRun) renew() (count, errs uint64, perSec, p50, p99, p999, maxMs float64, kinds map[string]uint64) {
+// renew is the run's line of renewals (zero if it has none).
+func (r OverloadRun) renew() BenchOp {
 	for _, op := range r.Report.Ops {
 		if op.Op == "renew" {
-			return op.Count, op.Errors, op.OpsPerSec, op.P50Ms, op.P99Ms, op.P999Ms, op.MaxMs, op.ErrorKinds
+			return op
 		}
 	}
-	return
+	return BenchOp{}
 }
 
 func (r OverloadRun) summary() string {
-	count, errs, perSec, p50, p99, _, _, kinds := r.renew()
+	op := r.renew()
 	return fmt.Sprintf("%d renewals (%.0f/s), %d failed %s; p50 %.1f ms, p99 %.1f ms; %d elections, %d step-downs",
-		count, perSec, errs, fmtKinds(kinds), p50, p99, r.Elections, r.StepDowns)
+		op.Count, op.OpsPerSec, op.Errors, fmtKinds(op.ErrorKinds), op.P50Ms, op.P99Ms, r.Elections, r.StepDowns)
 }
 
 func fmtKinds(kinds map[string]uint64) string {
@@ -164,12 +169,12 @@ func WriteOverload(w io.Writer, runs []OverloadRun) {
 	n := map[int]int{}
 	for _, r := range runs {
 		n[r.Clients]++
-		count, errs, perSec, p50, p99, p999, maxMs, kinds := r.renew()
-		failed := fmt.Sprint(errs)
-		if errs > 0 {
-			failed += " (" + fmtKinds(kinds) + ")"
+		op := r.renew()
+		failed := fmt.Sprint(op.Errors)
+		if op.Errors > 0 {
+			failed += " (" + fmtKinds(op.ErrorKinds) + ")"
 		}
 		fmt.Fprintf(w, "| %d × %d | %d | %d | %.0f | %s | %.1f / %.1f / %.1f / %.1f | %d | %d |\n",
-			r.Clients, r.Keys, n[r.Clients], count, perSec, failed, p50, p99, p999, maxMs, r.Elections, r.StepDowns)
+			r.Clients, r.Keys, n[r.Clients], op.Count, op.OpsPerSec, failed, op.P50Ms, op.P99Ms, op.P999Ms, op.MaxMs, r.Elections, r.StepDowns)
 	}
 }

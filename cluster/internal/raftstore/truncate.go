@@ -2,6 +2,7 @@ package raftstore
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -34,13 +35,15 @@ func DeferTruncation(s raft.LogStore) raft.LogStore { return &deferredTruncation
 type deferredTruncation struct {
 	raft.LogStore
 
-	mu sync.RWMutex
+	// mu serialises the writes; GetLog, on Raft's replication path,
+	// reads hideAbove without it.
+	mu sync.Mutex
 	// pending: a truncation was put off; the next successful StoreLogs
 	// deletes what lies above it.
 	pending bool
 	// hideAbove, when not 0, is the last index of the log: entries above
 	// it are left from a truncation whose deletion failed.
-	hideAbove uint64
+	hideAbove atomic.Uint64
 }
 
 func (s *deferredTruncation) DeleteRange(min, max uint64) error {
@@ -50,7 +53,7 @@ func (s *deferredTruncation) DeleteRange(min, max uint64) error {
 	if err != nil {
 		return err
 	}
-	last, err := s.lastIndex()
+	last, err := s.LastIndex()
 	if err != nil {
 		return err
 	}
@@ -58,7 +61,7 @@ func (s *deferredTruncation) DeleteRange(min, max uint64) error {
 		s.pending = true
 		return nil
 	}
-	if s.hideAbove == 0 || max < s.hideAbove {
+	if hide := s.hideAbove.Load(); hide == 0 || max < hide {
 		return s.LogStore.DeleteRange(min, max)
 	}
 	// Through the end of the log: the hidden entries go too.
@@ -68,7 +71,7 @@ func (s *deferredTruncation) DeleteRange(min, max uint64) error {
 	if err := s.LogStore.DeleteRange(min, max); err != nil {
 		return err
 	}
-	s.hideAbove = 0
+	s.hideAbove.Store(0)
 	return nil
 }
 
@@ -77,7 +80,7 @@ func (s *deferredTruncation) StoreLog(l *raft.Log) error { return s.StoreLogs([]
 func (s *deferredTruncation) StoreLogs(logs []*raft.Log) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.LogStore.StoreLogs(logs); err != nil || len(logs) == 0 || (!s.pending && s.hideAbove == 0) {
+	if err := s.LogStore.StoreLogs(logs); err != nil || len(logs) == 0 || (!s.pending && s.hideAbove.Load() == 0) {
 		return err
 	}
 	s.pending = false
@@ -89,33 +92,23 @@ func (s *deferredTruncation) StoreLogs(logs []*raft.Log) error {
 	if err != nil {
 		// The entries are stored; what is left above them stays hidden
 		// until a later StoreLogs deletes it.
-		s.hideAbove = end
+		s.hideAbove.Store(end)
 		return nil
 	}
-	s.hideAbove = 0
+	s.hideAbove.Store(0)
 	return nil
 }
 
 func (s *deferredTruncation) GetLog(index uint64, l *raft.Log) error {
-	s.mu.RLock()
-	hide := s.hideAbove
-	s.mu.RUnlock()
-	if hide != 0 && index > hide {
+	if hide := s.hideAbove.Load(); hide != 0 && index > hide {
 		return raft.ErrLogNotFound
 	}
 	return s.LogStore.GetLog(index, l)
 }
 
 func (s *deferredTruncation) LastIndex() (uint64, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.lastIndex()
-}
-
-// lastIndex is LastIndex with s.mu held.
-func (s *deferredTruncation) lastIndex() (uint64, error) {
-	if s.hideAbove != 0 {
-		return s.hideAbove, nil
+	if hide := s.hideAbove.Load(); hide != 0 {
+		return hide, nil
 	}
 	return s.LogStore.LastIndex()
 }
