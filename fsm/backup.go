@@ -50,16 +50,17 @@ func (m *Machine) Backup() []byte {
 	st := snap.state
 	key := st.backupKey
 	st.backupKey = nil
-	body := encodeSnapshot(st, snap.index, snap.term)
 	if key == nil {
-		return body
+		return encodeSnapshot(st, snap.index, snap.term)
 	}
-	out := make([]byte, 0, backupHeader+backupMACLen+len(body))
+	// The header, room for the MAC, then the snapshot, in one buffer.
+	out := make([]byte, 0, backupHeader+backupMACLen+st.encodedSize())
 	out = append(out, backupMagic...)
 	out = binary.BigEndian.AppendUint16(out, backupVersion)
-	mac := backupMAC(key, out, body)
-	out = append(out, mac...)
-	return append(out, body...)
+	out = append(out, make([]byte, backupMACLen)...)
+	out = appendSnapshot(out, st, snap.index, snap.term)
+	copy(out[backupHeader:], backupMAC(key, out[:backupHeader], out[backupHeader+backupMACLen:]))
+	return out
 }
 
 func backupMAC(key, header, body []byte) []byte {
@@ -248,7 +249,7 @@ func (bk *BackupFile) Prepare(to RestoreTarget) ([]byte, SnapshotInfo, error) {
 		}
 	}
 	st.restamp(to.Index)
-	out := encodeSnapshotSized(st, to.Index, to.Term, len(bk.body)+len(bk.body)/8+4096)
+	out := appendSnapshot(make([]byte, 0, len(bk.body)+len(bk.body)/8+4096), st, to.Index, to.Term)
 	return out, infoOf(st, snapshotVersion, to.Index, to.Term, out), nil
 }
 
@@ -310,7 +311,7 @@ func PrepareRecovery(b []byte, floor uint64) ([]byte, int, error) {
 			freed++
 		}
 	}
-	return encodeSnapshotSized(st, index, term, len(b)), freed, nil
+	return appendSnapshot(make([]byte, 0, len(b)), st, index, term), freed, nil
 }
 
 // freedLease is a copy of held lease l freed by a restore or a recovery

@@ -150,7 +150,7 @@ func FuzzRestore(f *testing.F) {
 
 func checkSnapshot(t *testing.T, data []byte) {
 	t.Helper()
-	st, index, term, err := readSnapshot(bytes.NewReader(data))
+	st, index, term, err := readSnapshot(bytes.NewReader(data), 0)
 
 	m := New()
 	m.Apply(logEntry(1, 1, acquire("keep", "w")))

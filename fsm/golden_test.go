@@ -453,7 +453,7 @@ func TestGoldenSnapshot(t *testing.T) {
 			if got := binary.BigEndian.Uint16(golden[4:6]); got != g.version {
 				t.Fatalf("%s has format version %d in its header, want %d", path, got, g.version)
 			}
-			st, index, term, err := readSnapshot(bytes.NewReader(golden))
+			st, index, term, err := readSnapshot(bytes.NewReader(golden), 0)
 			if err != nil {
 				t.Fatalf("readSnapshot(%s): %v", path, err)
 			}

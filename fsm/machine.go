@@ -416,7 +416,15 @@ func (m *Machine) Snapshot() (raft.FSMSnapshot, error) {
 // the state is left as it was.
 func (m *Machine) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	st, index, term, err := readSnapshot(rc)
+	// The state restored is most often about the size of this one (a
+	// follower catching up, a backup of this cluster put back).
+	m.mu.RLock()
+	hint := 0
+	for _, l := range m.leases {
+		hint += l.encodedSize()
+	}
+	m.mu.RUnlock()
+	st, index, term, err := readSnapshot(rc, hint)
 	if err != nil {
 		return err
 	}

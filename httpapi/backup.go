@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 
@@ -67,7 +66,7 @@ func (s *Server) restoreSnapshot(w http.ResponseWriter, r *http.Request) error {
 		// make any token anyway may restore one.
 		return fmt.Errorf("unverified=true: %w", aclErr)
 	}
-	b, err := io.ReadAll(r.Body)
+	b, err := readAll(r)
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):

@@ -35,7 +35,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%s: %w", s.noLeaderReason(), cluster.ErrNotLeader))
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readAll(r)
 	if err != nil {
 		writeError(w, badRequest(wire.CodeBodyTooLarge, "body", fmt.Sprintf("body exceeds %d bytes", bodyLimit(r))))
 		return

@@ -396,9 +396,23 @@ func decodeBody(r *http.Request, v any) error {
 	return decodeRaw(raw, v)
 }
 
+// readAll reads the whole request body, within its bodyLimit, into one
+// buffer of its declared length when it declares one within that limit:
+// a 40 MB backup read through a growing buffer would cost copies twice
+// its size again in fresh memory, which the process pays for in page
+// faults while Raft's heartbeats wait.
+func readAll(r *http.Request) ([]byte, error) {
+	if r.ContentLength <= 0 || r.ContentLength > bodyLimit(r) {
+		return io.ReadAll(r.Body)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, r.ContentLength+bytes.MinRead))
+	_, err := buf.ReadFrom(r.Body)
+	return buf.Bytes(), err
+}
+
 // readBody reads the whole request body, within its bodyLimit.
 func readBody(r *http.Request) ([]byte, error) {
-	raw, err := io.ReadAll(r.Body)
+	raw, err := readAll(r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
