@@ -24,7 +24,7 @@ func failoverWorkload(population int) Workload {
 		name += fmt.Sprintf(", %d live leases", population)
 	}
 	return Workload{
-		Name: name, Unit: "ms", Population: population, Phase: map[bool]int{true: 1, false: 3}[population == 0],
+		Name: name, Unit: "ms", Population: population, Phase: map[bool]int{true: 1, false: 3}[population == 0], Failover: true,
 		Tenure: func(ctx context.Context, env *Env, t *Tenure) (Result, error) {
 			if err := tenurePopulate(ctx, env, t, population); err != nil {
 				return Result{}, err

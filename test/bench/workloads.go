@@ -161,6 +161,8 @@ type Workload struct {
 	// their After: the plain workloads (0), the failover without leases
 	// (1), the bulk renewal (2), then those with a population, by it (3).
 	Phase int
+	// Failover: the workload kills the leader (failoverWorkload).
+	Failover bool
 	// After, when set, runs once after the last round of the workload
 	// against each system (etcd nil when it is not run): it removes what
 	// the workload left.
