@@ -10,6 +10,7 @@ package bench
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -183,4 +184,19 @@ func waitFor(timeout time.Duration, cond func() error) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Usage reports err, a mistake in the command line of the command name,
+// with the flags' usage, and returns its exit code, 2.
+func Usage(name string, err error) int {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	flag.Usage()
+	return 2
+}
+
+// Fail reports err, which ended the command name, and returns its exit
+// code, 1.
+func Fail(name string, err error) int {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+	return 1
 }

@@ -336,21 +336,16 @@ func (c *cluster) waitForWaiters(t *testing.T, n int) {
 // endedAt returns a function that reports when ctx ended as seen by a
 // goroutine waiting on it: never earlier than it ended.
 func endedAt(ctx context.Context) func() time.Time {
-	var (
-		mu sync.Mutex
-		at time.Time
-	)
-	go func() {
-		<-ctx.Done()
+	var at atomic.Pointer[time.Time]
+	context.AfterFunc(ctx, func() {
 		now := time.Now()
-		mu.Lock()
-		at = now
-		mu.Unlock()
-	}()
+		at.Store(&now)
+	})
 	return func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return at
+		if t := at.Load(); t != nil {
+			return *t
+		}
+		return time.Time{}
 	}
 }
 

@@ -40,45 +40,18 @@ type Config struct {
 // New makes the collectors and registers them with cfg.Registerer.
 func New(cfg Config) *Set {
 	m := &Set{
-		Acquisitions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_acquisitions_total", Help: "Leases granted under a new token by this node as leader.",
-		}),
-		Releases: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_releases_total", Help: "Leases freed by release or revoke on this node as leader.",
-		}),
-		Expiries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_expiries_total", Help: "Leases freed because their deadline passed.",
-		}),
-		Conflicts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_conflicts_total", Help: "Acquires refused because another holder had the key.",
-		}),
-		Renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tenure_renewals_total", Help: "Renewals answered by this node as leader, by result.",
-		}, []string{"result"}),
-		ApplyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "tenure_apply_duration_seconds", Help: "Time to commit and apply one batch of lease commands.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-		}),
-		BatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "tenure_apply_batch_commands", Help: "Commands carried by one log entry.",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
-		}),
-		VerifyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "tenure_verify_leader_duration_seconds", Help: "Time of one batched leadership check (renewals, reads).",
-			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 14),
-		}),
-		LeaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "tenure_leader_changes_total", Help: "Times this node gained or lost leadership.",
-		}),
-		Backups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tenure_backups_total", Help: "Scheduled backups (-backup-dir) this node tried as leader, by result.",
-		}, []string{"result"}),
-		LastBackup: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "tenure_last_backup_timestamp_seconds", Help: "Unix time of this node's last backup written to -backup-dir (0: none yet).",
-		}),
-		LogSuppressed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tenure_log_lines_suppressed_total", Help: "Log lines left out past the limit of 10 per kind every 10 s, by source: memberlist (gossip; mostly packets without the gossip key), raft_transport (connections to the Raft port that sent no Raft RPC).",
-		}, []string{"source"}),
+		Acquisitions:  counter("tenure_acquisitions_total", "Leases granted under a new token by this node as leader."),
+		Releases:      counter("tenure_releases_total", "Leases freed by release or revoke on this node as leader."),
+		Expiries:      counter("tenure_expiries_total", "Leases freed because their deadline passed."),
+		Conflicts:     counter("tenure_conflicts_total", "Acquires refused because another holder had the key."),
+		Renewals:      counterVec("tenure_renewals_total", "Renewals answered by this node as leader, by result.", "result"),
+		ApplyLatency:  histogram("tenure_apply_duration_seconds", "Time to commit and apply one batch of lease commands.", prometheus.ExponentialBuckets(0.0005, 2, 14)),
+		BatchSize:     histogram("tenure_apply_batch_commands", "Commands carried by one log entry.", prometheus.ExponentialBuckets(1, 2, 12)),
+		VerifyLatency: histogram("tenure_verify_leader_duration_seconds", "Time of one batched leadership check (renewals, reads).", prometheus.ExponentialBuckets(0.0002, 2, 14)),
+		LeaderChanges: counter("tenure_leader_changes_total", "Times this node gained or lost leadership."),
+		Backups:       counterVec("tenure_backups_total", "Scheduled backups (-backup-dir) this node tried as leader, by result.", "result"),
+		LastBackup:    gauge("tenure_last_backup_timestamp_seconds", "Unix time of this node's last backup written to -backup-dir (0: none yet)."),
+		LogSuppressed: counterVec("tenure_log_lines_suppressed_total", "Log lines left out past the limit of 10 per kind every 10 s, by source: memberlist (gossip; mostly packets without the gossip key), raft_transport (connections to the Raft port that sent no Raft RPC).", "source"),
 	}
 	for _, s := range cfg.LogSources {
 		m.LogSuppressed.WithLabelValues(s)
@@ -94,6 +67,22 @@ func New(cfg Config) *Set {
 		m.ApplyLatency, m.BatchSize, m.VerifyLatency, m.LeaderChanges, m.Backups, m.LastBackup,
 		m.LogSuppressed, &stateCollector{src: cfg.Source, leases: leases})
 	return m
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func counterVec(name, help, label string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+func histogram(name, help string, buckets []float64) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets})
 }
 
 // ObserveApply records one batch of commands committed and applied in d.

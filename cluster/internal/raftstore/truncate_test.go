@@ -63,27 +63,42 @@ func termsOf(t *testing.T, s raft.LogStore, from, to uint64) []uint64 {
 	return terms
 }
 
-func TestDeferTruncationKeepsTheLogUntilItsReplacementIsStored(t *testing.T) {
+// wantLog fails t unless the terms of entries 1..11 of s print as terms
+// (0 for a missing entry) and its last index is last.
+func wantLog(t *testing.T, s raft.LogStore, when, terms string, last uint64) {
+	t.Helper()
+	if got := fmt.Sprint(termsOf(t, s, 1, 11)); got != terms {
+		t.Fatalf("%s: terms of 1..11: %s, want %s", when, got, terms)
+	}
+	if got, _ := s.LastIndex(); got != last {
+		t.Fatalf("%s: LastIndex %d, want %d", when, got, last)
+	}
+}
+
+// conflicting returns a store of entries 1..10 of term 1, wrapped by
+// DeferTruncation, after Raft's conflict resolution asked it to delete
+// 6..10 (to store a new leader's 6..7 next).
+func conflicting(t *testing.T) (*flakyLogStore, raft.LogStore) {
+	t.Helper()
 	base := &flakyLogStore{InmemStore: raft.NewInmemStore()}
 	s := DeferTruncation(base)
 	if err := s.StoreLogs(entries(1, 1, 10)); err != nil {
 		t.Fatal(err)
 	}
-	// Raft's conflict resolution: delete 6..10, store the leader's 6..7.
 	if err := s.DeleteRange(6, 10); err != nil {
 		t.Fatalf("truncation: %v", err)
 	}
+	return base, s
+}
+
+func TestDeferTruncationKeepsTheLogUntilItsReplacementIsStored(t *testing.T) {
+	base, s := conflicting(t)
 	base.failStores.Store(1)
 	if err := s.StoreLogs(entries(2, 6, 7)); err == nil {
 		t.Fatal("StoreLogs on a full disk succeeded")
 	}
 	// Raft still believes its log ends at 10, term 1: so must the store.
-	if got, want := fmt.Sprint(termsOf(t, s, 1, 11)), "[1 1 1 1 1 1 1 1 1 1 0]"; got != want {
-		t.Fatalf("after the failed append, terms of 1..11: %s, want %s", got, want)
-	}
-	if last, _ := s.LastIndex(); last != 10 {
-		t.Fatalf("LastIndex after the failed append: %d, want 10", last)
-	}
+	wantLog(t, s, "after the failed append", "[1 1 1 1 1 1 1 1 1 1 0]", 10)
 	// The retry finds the conflict again and succeeds.
 	if err := s.DeleteRange(6, 10); err != nil {
 		t.Fatal(err)
@@ -91,12 +106,7 @@ func TestDeferTruncationKeepsTheLogUntilItsReplacementIsStored(t *testing.T) {
 	if err := s.StoreLogs(entries(2, 6, 7)); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := fmt.Sprint(termsOf(t, s, 1, 11)), "[1 1 1 1 1 2 2 0 0 0 0]"; got != want {
-		t.Fatalf("after the append, terms of 1..11: %s, want %s", got, want)
-	}
-	if last, _ := s.LastIndex(); last != 7 {
-		t.Fatalf("LastIndex: %d, want 7", last)
-	}
+	wantLog(t, s, "after the append", "[1 1 1 1 1 2 2 0 0 0 0]", 7)
 	// Compaction deletes a prefix at once.
 	if err := s.DeleteRange(1, 3); err != nil {
 		t.Fatal(err)
@@ -107,24 +117,12 @@ func TestDeferTruncationKeepsTheLogUntilItsReplacementIsStored(t *testing.T) {
 }
 
 func TestDeferTruncationHidesWhatAFailedDeletionLeft(t *testing.T) {
-	base := &flakyLogStore{InmemStore: raft.NewInmemStore()}
-	s := DeferTruncation(base)
-	if err := s.StoreLogs(entries(1, 1, 10)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.DeleteRange(6, 10); err != nil {
-		t.Fatal(err)
-	}
+	base, s := conflicting(t)
 	base.failDeletes.Store(1)
 	if err := s.StoreLogs(entries(2, 6, 7)); err != nil {
 		t.Fatalf("StoreLogs whose clean-up failed: %v, want the append to count", err)
 	}
-	if got, want := fmt.Sprint(termsOf(t, s, 5, 11)), "[1 2 2 0 0 0 0]"; got != want {
-		t.Fatalf("terms of 5..11: %s, want %s", got, want)
-	}
-	if last, _ := s.LastIndex(); last != 7 {
-		t.Fatalf("LastIndex: %d, want 7 (8..10 are left over)", last)
-	}
+	wantLog(t, s, "after an append whose clean-up failed (8..10 are left over)", "[1 1 1 1 1 2 2 0 0 0 0]", 7)
 	if last, _ := base.LastIndex(); last != 10 {
 		t.Fatalf("the store's own LastIndex: %d, want 10 (the deletion failed)", last)
 	}

@@ -252,13 +252,6 @@ func moduleRoot() (string, error) {
 	}
 }
 
-func usage(err error) int {
-	fmt.Fprintf(os.Stderr, "benchcompare: %v\n", err)
-	flag.Usage()
-	return 2
-}
+func usage(err error) int { return bench.Usage("benchcompare", err) }
 
-func fail(err error) int {
-	fmt.Fprintf(os.Stderr, "benchcompare: %v\n", err)
-	return 1
-}
+func fail(err error) int { return bench.Fail("benchcompare", err) }

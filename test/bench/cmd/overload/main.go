@@ -88,13 +88,6 @@ func run() int {
 	return 0
 }
 
-func usage(err error) int {
-	fmt.Fprintf(os.Stderr, "overload: %v\n", err)
-	flag.Usage()
-	return 2
-}
+func usage(err error) int { return bench.Usage("overload", err) }
 
-func fail(err error) int {
-	fmt.Fprintf(os.Stderr, "overload: %v\n", err)
-	return 1
-}
+func fail(err error) int { return bench.Fail("overload", err) }
