@@ -47,13 +47,15 @@ func (n *Node) MembersChanged() <-chan struct{} { return n.membersSeen.wait() }
 
 // observeRaft registers an observer of Raft's leader, state and peer
 // changes, and returns the loop that fires statusChanged on each until
-// shutdown. The observer does not block Raft: an observation that finds
-// the channel full is dropped, and the ones queued fire anyway.
+// shutdown; a pre-vote request asked of this node makes a follower check
+// its leader at once (recheckLeader). The observer does not block Raft:
+// an observation that finds the channel full is dropped, and the ones
+// queued fire anyway.
 func (n *Node) observeRaft() func() {
 	ch := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(ch, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
-		case raft.LeaderObservation, raft.RaftState, raft.PeerObservation:
+		case raft.LeaderObservation, raft.RaftState, raft.PeerObservation, raft.RequestPreVoteRequest:
 			return true
 		}
 		return false
@@ -67,7 +69,13 @@ func (n *Node) observeRaft() func() {
 			case <-n.shutdownCh:
 				return
 			case o := <-ch:
-				if _, ok := o.Data.(raft.LeaderObservation); ok {
+				switch o.Data.(type) {
+				case raft.RequestPreVoteRequest:
+					if err := recheckLeader(n.raft); err != nil {
+						n.log.Warn("leader re-check after a pre-vote request failed", "error", err)
+					}
+					continue
+				case raft.LeaderObservation:
 					n.LeaderHTTPAddr() // asks a new leader for its address at once
 				}
 				n.statusChanged.fire()
