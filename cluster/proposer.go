@@ -244,6 +244,7 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 	controlled := make(map[string]bool)
 	kicked := p.kicked
 	p.kicked = make(map[string]struct{})
+	touched := make(map[string]bool)
 	handoff := func(key string) {
 		if handed[key] {
 			return
@@ -264,6 +265,7 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 			return
 		}
 		handed[key] = true
+		touched[key] = true
 		a := w.cmd.(fsm.Acquire)
 		a.Time = time.Now().UnixNano()
 		cmds = append(cmds, a)
@@ -280,11 +282,26 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 			handoff(key)
 		}
 	}
+	// touched: the keys of the commands in the batch so far; opaque: the
+	// batch holds a command whose keys are not known here. Either stops a
+	// blocking acquire from waiting without an entry (waitsWithoutEntry).
+	for _, c := range cmds {
+		touched[commandKey(c)] = true
+	}
+	opaque := false
 	// Each pending write may bring a hand-off: keep room for both.
 	n := 0
 	for n < len(p.pending) && len(cmds)+2 <= p.maxBatch {
 		o := p.pending[n]
 		n++
+		if !opaque && p.waitsWithoutEntry(o, touched) {
+			continue
+		}
+		if key := commandKey(o.cmd); key != "" {
+			touched[key] = true
+		} else {
+			opaque = true
+		}
 		cmds = append(cmds, o.command())
 		slots = append(slots, slot{op: o})
 		switch c := o.cmd.(type) {

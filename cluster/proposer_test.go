@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ type gatedProposer struct {
 	m       *fsm.Machine
 	entered chan struct{} // closed when the gated batch starts to apply
 	gate    chan struct{} // close to let it apply
+	entries atomic.Int64  // the batches applied
 }
 
 func newGatedProposer(t *testing.T, gated int) *gatedProposer {
@@ -34,6 +36,7 @@ func newGatedProposerSize(t *testing.T, gated, maxPending int) *gatedProposer {
 	var index uint64
 	apply := func(c fsm.Command) (any, error) {
 		index++
+		g.entries.Add(1)
 		if int(index) == gated {
 			close(g.entered)
 			<-g.gate
@@ -265,11 +268,11 @@ func TestProposerBoundsWaiters(t *testing.T) {
 // was answered Held; the waiter must still get the key at once, not at the
 // end of its wait.
 func TestProposerWaiterGetsKeyFreedBySecondReleaseOfABatch(t *testing.T) {
-	g := newGatedProposer(t, 3)
+	g := newGatedProposer(t, 2)
 	ctx := harness.Context(t, 10*time.Second)
 	g.grantKToA(t, ctx)
-	b := g.queueWaiter(t, ctx, "B", time.Now().Add(time.Minute), 1)
-	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}}) // entry 3, gated
+	b := g.queueWaiter(t, ctx, "B", time.Now().Add(time.Minute), 1)                   // no entry
+	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}}) // entry 2, gated
 	<-g.entered
 	stale := g.submit(ctx, &op{cmd: fsm.Release{Key: "k", Holder: "Z", Token: 1}}) // not the holder
 	g.queuedIn(t, 1)
@@ -292,12 +295,12 @@ func TestProposerWaiterGetsKeyFreedBySecondReleaseOfABatch(t *testing.T) {
 // the release that frees the key, is granted it: the hand-off does not
 // judge it by the controls read before the batch applied.
 func TestProposerWaiterAllowedInTheReleaseBatchIsGranted(t *testing.T) {
-	g := newGatedProposer(t, 4)
+	g := newGatedProposer(t, 3)
 	ctx := harness.Context(t, 10*time.Second)
 	<-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}})
-	b := g.queueWaiter(t, ctx, "B", time.Now().Add(time.Minute), 1)
+	b := g.queueWaiter(t, ctx, "B", time.Now().Add(time.Minute), 1) // no entry
 	<-g.submit(ctx, &op{cmd: fsm.SetKeyControl{Key: "k", Control: fsm.KeyControl{Prohibited: []string{"B"}}}})
-	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}}) // entry 4, gated
+	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}}) // entry 3, gated
 	<-g.entered
 	g.submit(ctx, &op{cmd: fsm.EditKeyControl{Key: "k", Allow: []string{"B"}}})
 	g.queuedIn(t, 1)
@@ -325,7 +328,7 @@ func TestProposerHandoffSkipsRefusedWaiter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			gated := 0
 			if tt.sameBatch {
-				gated = 4 // the batch after B and C queued
+				gated = 2 // the batch after B and C queued (without entries)
 			}
 			g := newGatedProposer(t, gated)
 			ctx := harness.Context(t, 10*time.Second)
@@ -390,5 +393,49 @@ func TestProposerHandoffDisabledKeyAnswersEveryWaiter(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("waiter %d still waits on a disabled key with most of a minute left", i)
 		}
+	}
+}
+
+// A blocking acquire of a key another holder has changes nothing, so it
+// waits in the key's queue without a log entry; the release that frees the
+// key grants it in the release's own entry. A hand-off then costs one
+// commit, not the waiter's entry plus the release's.
+func TestProposerBlockingAcquireOfAHeldKeyWritesNoEntry(t *testing.T) {
+	g := newGatedProposer(t, 0)
+	entries := &g.entries
+	ctx := harness.Context(t, 10*time.Second)
+	g.grantKToA(t, ctx)
+	before := entries.Load()
+	b := g.queueWaiter(t, ctx, "B", time.Now().Add(time.Minute), 1)
+	if n := entries.Load() - before; n != 0 {
+		t.Fatalf("B's blocking acquire of a held key wrote %d entries, want 0", n)
+	}
+	if r := <-g.submit(ctx, &op{cmd: fsm.Release{Key: "k", Holder: "A", Token: 1}}); r.err != nil || r.res.Code != fsm.Freed {
+		t.Fatalf("release: %v %v", r.res.Code, r.err)
+	}
+	wantGrantedTo(t, "B", b, time.After(5*time.Second), "B still waits for a key that is free")
+	if n := entries.Load() - before; n != 1 {
+		t.Fatalf("the hand-off took %d entries, want 1 (the release's, with B's grant)", n)
+	}
+}
+
+// A blocking acquire that might not be refused goes through the log as
+// before: a key free, or held by the acquirer itself, or disabled.
+func TestProposerBlockingAcquireThatMayChangeTheKeyIsProposed(t *testing.T) {
+	g := newGatedProposer(t, 0)
+	ctx := harness.Context(t, 10*time.Second)
+	g.grantKToA(t, ctx)
+	wait := time.Now().Add(time.Minute)
+	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}, waitEnd: wait}); r.err != nil || r.res.Code != fsm.Kept {
+		t.Fatalf("A again: %v %v, want kept", r.res.Code, r.err)
+	}
+	if r := <-g.submit(ctx, &op{cmd: fsm.SetKeyControl{Key: "k", Control: fsm.KeyControl{Disabled: true}}}); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r := <-g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "B", TTL: time.Minute}, waitEnd: wait}); r.err != nil || r.res.Code != fsm.Disabled {
+		t.Fatalf("B on a disabled key: %v %v, want disabled", r.res.Code, r.err)
+	}
+	if g.p.waiting.Load() != 0 {
+		t.Fatalf("%d waiters queued, want 0", g.p.waiting.Load())
 	}
 }

@@ -92,3 +92,48 @@ func (p *proposer) failAll() {
 		}
 	}
 }
+
+// waitsWithoutEntry queues o, a blocking acquire, without proposing it when
+// the state machine could only refuse it as held: another holder has the
+// key (or its holder's lease is ending), the key's controls let o's holder
+// have it, and no command already in the batch (touched) changes the key.
+// Such an acquire changes nothing, so it needs no log entry; the release
+// that frees the key grants it in the release's own entry, and a hand-off
+// costs one commit. The state read is exact: the proposer is the only
+// writer of leases during a term and applies one batch at a time, so the
+// machine holds every batch before this one. The waiter learns nothing
+// before its grant (committed) or the end of its wait (answered from the
+// same state, as for a waiter queued after an entry). It reports whether o
+// was queued.
+func (p *proposer) waitsWithoutEntry(o *op, touched map[string]bool) bool {
+	a, ok := o.cmd.(fsm.Acquire)
+	if !ok || o.cancelled || o.waitEnd.IsZero() || !time.Now().Before(o.waitEnd) || touched[a.Key] ||
+		int(p.waiting.Load()) >= p.maxWaiters {
+		return false
+	}
+	cur := p.machine.Get(a.Key)
+	if cur == nil || !cur.Held || (cur.Holder == a.Holder && cur.Ending == fsm.ReasonNone) {
+		return false
+	}
+	if ctl := p.machine.Control(a.Key); ctl.Disabled || ctl.Prohibits(a.Holder) {
+		return false
+	}
+	p.queueForKey(o, a.Key)
+	return true
+}
+
+// commandKey returns the one key a lease command changes, or "" for a
+// command that may change others (or none).
+func commandKey(c fsm.Command) string {
+	switch c := c.(type) {
+	case fsm.Acquire:
+		return c.Key
+	case fsm.Release:
+		return c.Key
+	case fsm.Revoke:
+		return c.Key
+	case fsm.Expire:
+		return c.Key
+	}
+	return ""
+}
