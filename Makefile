@@ -84,7 +84,7 @@ test-race:
 # starved their own gossip on two cores (UDP probes timed out, live
 # workers were declared dead).
 .PHONY: test-integration
-test-integration: python-deps browser-deps ## Integration tests: binaries, browser, Python client, Docker
+test-integration: python-deps browser-deps store-deps ## Integration tests: binaries, browser, Python client, Docker, fenced stores
 	$(MAKE) bench-short
 	$(MAKE) deploy-check
 	$(GO) test -count=1 -timeout 5m ./test/clientmodule
@@ -126,6 +126,19 @@ python-deps:
 	@if [ "$$(id -u)" = 0 ] && ! command -v python3 >/dev/null 2>&1; then \
 		echo "installing python3 for the Python client's tests"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 >/dev/null; \
+	fi
+
+# The fence adapters' tests (TestSQLFence*, TestRedisFence* and the Python
+# client's PausedHolder tests in test/integration) write to a real
+# PostgreSQL server and redis-server, with Debian's Python drivers for the
+# Python ones: installed when missing and make runs as root. Without them
+# the tests skip (or fail under CI=true).
+.PHONY: store-deps
+store-deps:
+	@if [ "$$(id -u)" = 0 ] && ! { ls /usr/lib/postgresql/*/bin/postgres && command -v redis-server && \
+		/usr/bin/python3 -c 'import psycopg2, redis'; } >/dev/null 2>&1; then \
+		echo "installing postgresql, redis-server, python3-psycopg2 and python3-redis for the fence adapters' tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server python3-psycopg2 python3-redis >/dev/null; \
 	fi
 
 # The page's browser tests (TestPage* in test/integration) drive Debian's

@@ -1,0 +1,1 @@
+../../redisfence/fence.lua

@@ -1,0 +1,48 @@
+package redisfence
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tenure-io/tenure/client"
+)
+
+func TestDoPassesTheFenceKeyFirstAndReadsTheReply(t *testing.T) {
+	var gotKeys []string
+	var gotArgs []any
+	reply := any([]any{int64(1), "OK"})
+	f := New(func(_ context.Context, script string, keys []string, args ...any) (any, error) {
+		if script != Script {
+			t.Fatalf("ran another script")
+		}
+		gotKeys, gotArgs = keys, args
+		return reply, nil
+	})
+	ctx := context.Background()
+	out, err := f.Do(ctx, "{s}:fence", 18446744073709551615, []string{"{s}"}, "SET", "v")
+	if err != nil || out != "OK" {
+		t.Fatalf("Do = %v %v", out, err)
+	}
+	if strings.Join(gotKeys, ",") != "{s}:fence,{s}" || gotArgs[0] != "18446744073709551615" || gotArgs[1] != "SET" || gotArgs[2] != "v" {
+		t.Fatalf("keys %v args %v", gotKeys, gotArgs)
+	}
+	reply = []any{int64(0), []byte("20")}
+	if _, err := f.Do(ctx, "{s}:fence", 19, []string{"{s}"}, "SET", "v"); !errors.Is(err, ErrStale) ||
+		!errors.Is(err, client.ErrStaleToken) || !strings.Contains(err.Error(), "highest 20") {
+		t.Fatalf("stale: %v", err)
+	}
+	reply = "surprise"
+	if _, err := f.Do(ctx, "{s}:fence", 19, nil, "SET"); err == nil || errors.Is(err, ErrStale) {
+		t.Fatalf("an unexpected reply: %v, want an error that is not ErrStale", err)
+	}
+	for _, tc := range []struct {
+		key, cmd, field string
+		token           uint64
+	}{{"", "SET", "fence key", 1}, {"f", "SET", "token", 0}, {"f", "", "command", 1}} {
+		if _, err := f.Do(ctx, tc.key, tc.token, nil, tc.cmd); !errors.Is(err, client.ErrInvalid) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("Do(%q, %d, %q) = %v, want ErrInvalid naming %s", tc.key, tc.token, tc.cmd, err, tc.field)
+		}
+	}
+}
