@@ -190,8 +190,9 @@ bench-deps:
 	fi
 
 .PHONY: bench-short
-bench-short: build bench-deps
-	cd test/bench && $(GO) vet ./... && $(GO) test $(RACE) -count=1 -timeout 10m ./...
+bench-short: build bench-deps bench-etcd store-deps
+	cd test/bench && $(GO) vet ./... && TENURE_BIN=$(CURDIR)/$(BIN) ETCD_CURRENT_BIN=$(CURDIR)/bin/etcd-current \
+		$(GO) test $(RACE) -count=1 -timeout 15m ./...
 	cd test/bench && $(GO) run ./cmd/benchcompare -tenure ../../$(BIN) -tenure-only -strict -duration 2s -rounds 1 -bulk-leases 100 -no-results
 
 # bench-overload: tenure under more renewals than two cores answer, as
@@ -212,6 +213,18 @@ bench-etcd:
 bench-compare: build bench-deps bench-etcd ## tenure against a current etcd and Debian's 3.4, each in every arm, about an hour (installs etcd-server as root); BENCH_FLAGS="-duration 5s -failover-leases 200000"
 	@command -v etcd >/dev/null 2>&1 || { echo "bench-compare: etcd not found; install etcd-server (Debian) or run as root"; exit 1; }
 	cd test/bench && $(GO) run ./cmd/benchcompare -tenure ../../$(BIN) -etcd ../../bin/etcd-current,$$(command -v etcd) $(BENCH_FLAGS)
+
+# bench-locks is the long side-by-side lock test (test/bench/sidebyside):
+# etcd's Mutex (the current release and Debian's) and tenure's lease, each
+# with a PostgreSQL store unfenced and fenced, under one seed of pauses and
+# cuts in network namespaces (root); about 15 minutes. It writes
+# test/bench/results/<date>-locks.md with the command, the seed and the
+# counts. LOCKS_FLAGS="-seed N -duration 5m". Its short run is
+# TestLocksSideBySide, in make test.
+LOCKS_FLAGS ?=
+.PHONY: bench-locks
+bench-locks: build bench-deps bench-etcd store-deps ## etcd's lock and tenure's, fenced and not, under pauses and cuts (root, ~15 min); LOCKS_FLAGS="-seed N"
+	cd test/bench && $(GO) run ./cmd/sidebyside -tenure ../../$(BIN) -etcd ../../bin/etcd-current -etcd-debian "$$(command -v etcd)" $(LOCKS_FLAGS)
 
 .PHONY: fuzz
 fuzz: ## Fuzz the command decoder, snapshot restore and every HTTP route, FUZZTIME (30s) each

@@ -20,6 +20,10 @@
 // command's keys one hash tag (for example "{session:42}:fence" and
 // "{session:42}") so that they live in one slot.
 //
+// A read-modify-write whose read is not in the script (GET, compute, then
+// a fenced SET) calls Advance before the read: otherwise a superseded
+// holder can write between the new holder's read and its write.
+//
 // If the command itself fails (a wrong type, say), the raised token stays
 // raised: Redis does not undo a script's earlier writes. That refuses no
 // holder wrongly: the token was the writer's own.
@@ -103,6 +107,15 @@ func (f *Fence) Do(ctx context.Context, fenceKey string, token uint64, keys []st
 		return nil, fmt.Errorf("%w (fence key %q: token %d, highest %s)", ErrStale, fenceKey, token, highest)
 	}
 	return nil, fmt.Errorf("redisfence: %s under %q: unexpected reply %#v", cmd, fenceKey, reply)
+}
+
+// Advance records token as the highest under fenceKey unless a higher one
+// is recorded, and returns ErrStale then; it writes nothing else. A
+// read-modify-write calls it before its read, so that no superseded
+// holder's write lands between the read and the fenced write.
+func (f *Fence) Advance(ctx context.Context, fenceKey string, token uint64) error {
+	_, err := f.Do(ctx, fenceKey, token, nil, "PING")
+	return err
 }
 
 // text turns a bulk string reply into a string, whichever type the client

@@ -46,3 +46,17 @@ func TestDoPassesTheFenceKeyFirstAndReadsTheReply(t *testing.T) {
 		}
 	}
 }
+
+func TestAdvanceRunsTheScriptWithNothingToWrite(t *testing.T) {
+	var got []any
+	f := New(func(_ context.Context, _ string, keys []string, args ...any) (any, error) {
+		got = append([]any{keys}, args...)
+		return []any{int64(1), "PONG"}, nil
+	})
+	if err := f.Advance(context.Background(), "{s}:fence", 4); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || len(got[0].([]string)) != 1 || got[1] != "4" || got[2] != "PING" {
+		t.Fatalf("Advance ran %v", got)
+	}
+}

@@ -31,6 +31,13 @@
 // refused after it; under REPEATABLE READ or SERIALIZABLE it fails with a
 // serialization error instead, which refuses it too.
 //
+// A read-modify-write (read a value, compute, write it back) must also
+// call Advance before its read, committed (on the *sql.DB, or in a
+// transaction of its own): a superseded holder could otherwise write
+// between the new holder's read and its write, and the new holder's write,
+// with its higher token, would overwrite it from a stale read. Once the
+// new token is recorded, no older holder's write lands.
+//
 // Postgres gives these statements for PostgreSQL (tested against a real
 // server). For another database, build a Dialect from the two statements
 // in its dialect; docs/fencing.md gives them for SQL Server.
@@ -108,7 +115,8 @@ func (f *Fence) CreateTable(ctx context.Context, db Execer) error {
 // Advance records token as resource's highest unless a higher one is
 // recorded, and returns ErrStale then. Run it in the transaction of the
 // write it guards (tx), before the write: the guarantee holds only for
-// writes that commit with it. Token must be a lease's token: from 1 to
+// writes that commit with it; for a read-modify-write, also before the
+// read (see the package documentation). Token must be a lease's token: from 1 to
 // math.MaxInt64 (BIGINT's range).
 func (f *Fence) Advance(ctx context.Context, tx Execer, resource string, token uint64) error {
 	if resource == "" {

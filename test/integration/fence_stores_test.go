@@ -163,4 +163,18 @@ func TestRedisFenceRefusesAPausedHolder(t *testing.T) {
 	if got, _ := rdb.Get(ctx, "{c}").Int(); got != 10 {
 		t.Fatalf("counter %d, want 10", got)
 	}
+	// Advance claims the resource before a read: an older token's write
+	// is refused from then on, and the claim itself writes nothing else.
+	if err := f.Advance(ctx, "{c}:fence", 11); err != nil {
+		t.Fatalf("Advance to 11: %v", err)
+	}
+	if _, err := f.Do(ctx, "{c}:fence", 10, []string{"{c}"}, "INCRBY", 5); !errors.Is(err, redisfence.ErrStale) {
+		t.Fatalf("token 10 after a claim by 11: %v, want ErrStale", err)
+	}
+	if err := f.Advance(ctx, "{c}:fence", 10); !errors.Is(err, redisfence.ErrStale) {
+		t.Fatalf("Advance to 10 after 11: %v, want ErrStale", err)
+	}
+	if got, _ := rdb.Get(ctx, "{c}").Int(); got != 10 {
+		t.Fatalf("counter %d after the claims, want 10", got)
+	}
 }

@@ -54,3 +54,9 @@ class RedisFence:
             raise StaleTokenError(fence_key, token, int(highest), "stale fencing token %d under %r: "
                                   "token %s has written since" % (token, fence_key, highest))
         raise RuntimeError("redisfence: unexpected reply %r" % (reply,))
+
+    def advance(self, fence_key: str, token: int) -> None:
+        """Records token as the highest under fence_key unless a higher one
+        is recorded (StaleTokenError then); writes nothing else. A
+        read-modify-write calls it before its read."""
+        self.do(fence_key, token, [], "PING")

@@ -18,7 +18,9 @@ write:
 One row affected: the write may go on, and the transaction holds the fence
 row until it ends. No row affected: a newer holder has written, and
 advance raises StaleTokenError; roll back and stop working as the holder.
-These are PostgreSQL's statements (the same as the Go client's sqlfence);
+A read-modify-write must also advance before its read (committed), so
+that no superseded holder writes between the new holder's read and its
+write. These are PostgreSQL's statements (the same as the Go client's sqlfence);
 for another database pass advance_sql and create_sql in its dialect
 (docs/fencing.md gives SQL Server's).
 """

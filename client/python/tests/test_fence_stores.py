@@ -117,6 +117,10 @@ class PausedHolder(ClusterTest):
         with self.assertRaises(tenure.StaleTokenError):
             f.do(fence, old, [session], "HSET", "poller", "paused")
         self.assertEqual(r.hget(session, "poller"), b"next")
+        f.advance(fence, new + 1)  # a claim before a read: older tokens are refused from now on
+        with self.assertRaises(tenure.StaleTokenError):
+            f.do(fence, new, [session], "HSET", "poller", "late")
+        self.assertEqual(r.hget(session, "poller"), b"next")
 
 
 if __name__ == "__main__":
