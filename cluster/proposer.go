@@ -72,6 +72,9 @@ type op struct {
 	waitEnd time.Time // blocking acquire: when to give up; zero otherwise
 	done    chan opResult
 	queued  bool // in a wait queue
+	// noEntry: queued by waitsWithoutEntry, its refusal never committed;
+	// the end of its wait is answered through the log (dropWaiter).
+	noEntry bool
 	// cancelled: the caller went away before the op was queued; it must
 	// not be queued then.
 	cancelled bool

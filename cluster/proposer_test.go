@@ -112,8 +112,10 @@ func wantGrantedTo[T any](t *testing.T, holder string, ch <-chan submitted, give
 	}
 }
 
-// A blocking acquire that is refused in the same batch as the release that
-// frees the key is granted right after, not at the end of its wait.
+// A blocking acquire that arrives while the key's holder is being granted
+// it, and is batched with the release that frees the key, is granted right
+// after, not at the end of its wait (it waits without an entry, and the
+// release hands the key to it).
 func TestProposerWaiterQueuedInReleaseBatchIsGranted(t *testing.T) {
 	g := newGatedProposer(t, 1)
 	ctx := harness.Context(t, 10*time.Second)
@@ -438,4 +440,47 @@ func TestProposerBlockingAcquireThatMayChangeTheKeyIsProposed(t *testing.T) {
 	if g.p.waiting.Load() != 0 {
 		t.Fatalf("%d waiters queued, want 0", g.p.waiting.Load())
 	}
+}
+
+// A waiter queued without an entry whose wait ends is answered through the
+// log, not from the leader's state alone: a leader cut off from the others
+// must not tell it who holds the key (the answer fails with the lost
+// leadership instead), as when its refused acquire had an entry.
+func TestProposerWaiterWithoutEntryIsAnsweredThroughTheLog(t *testing.T) {
+	g := newGatedProposer(t, 0)
+	ctx := harness.Context(t, 10*time.Second)
+	g.grantKToA(t, ctx)
+	before := g.entries.Load()
+	b := g.queueWaiter(t, ctx, "B", time.Now().Add(200*time.Millisecond), 1)
+	select {
+	case r := <-b:
+		if r.err != nil || r.res.Code != fsm.Held || r.res.Lease.Holder != "A" {
+			t.Fatalf("B at the end of its wait: %v %v, want held by A", r.res.Code, r.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("B's wait did not end")
+	}
+	if n := g.entries.Load() - before; n != 1 {
+		t.Fatalf("B's answer took %d entries, want 1", n)
+	}
+}
+
+// A blocking acquire refused in the same batch as the release that frees
+// the key (an earlier command of the batch touched the key, so it could
+// not wait without an entry) is queued after the batch and granted in the
+// next, not at the end of its wait.
+func TestProposerWaiterRefusedInTheReleaseBatchIsGranted(t *testing.T) {
+	g := newGatedProposer(t, 2)
+	ctx := harness.Context(t, 10*time.Second)
+	g.grantKToA(t, ctx)
+	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "other", Holder: "A", TTL: time.Minute}}) // entry 2, gated
+	<-g.entered
+	g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "A", TTL: time.Minute}}) // kept; touches k
+	g.queuedIn(t, 1)
+	b := g.submit(ctx, &op{cmd: fsm.Acquire{Key: "k", Holder: "B", TTL: time.Minute}, waitEnd: time.Now().Add(time.Minute)})
+	g.queuedIn(t, 2)
+	g.submit(ctx, &op{cmd: fsm.Release{Key: "k", Holder: "A", Token: 1}})
+	g.queuedIn(t, 3)
+	close(g.gate)
+	wantGrantedTo(t, "B", b, ctx.Done(), "B still waits for a key that is free")
 }

@@ -59,8 +59,12 @@ func (p *proposer) dropWaiter(o *op, timedOut bool) {
 		return
 	}
 	key := o.cmd.(fsm.Acquire).Key
-	if l := p.machine.Get(key); l != nil && !l.Held {
-		o.waitEnd = time.Time{}
+	if l := p.machine.Get(key); o.noEntry || l != nil && !l.Held {
+		// One last plain attempt, through the log. A waiter queued without
+		// an entry needs it even if the key is held: only a commit shows
+		// this leader still leads, so that a leader cut off from the
+		// others answers leadership_lost rather than who held the key.
+		o.waitEnd, o.noEntry = time.Time{}, false
 		p.pending = append([]*op{o}, p.pending...)
 		return
 	}
@@ -102,9 +106,9 @@ func (p *proposer) failAll() {
 // costs one commit. The state read is exact: the proposer is the only
 // writer of leases during a term and applies one batch at a time, so the
 // machine holds every batch before this one. The waiter learns nothing
-// before its grant (committed) or the end of its wait (answered from the
-// same state, as for a waiter queued after an entry). It reports whether o
-// was queued.
+// before its grant (committed) or the end of its wait, which dropWaiter
+// answers with a plain attempt through the log. It reports whether o was
+// queued.
 func (p *proposer) waitsWithoutEntry(o *op, touched map[string]bool) bool {
 	a, ok := o.cmd.(fsm.Acquire)
 	if !ok || o.cancelled || o.waitEnd.IsZero() || !time.Now().Before(o.waitEnd) || touched[a.Key] ||
@@ -118,6 +122,7 @@ func (p *proposer) waitsWithoutEntry(o *op, touched map[string]bool) bool {
 	if ctl := p.machine.Control(a.Key); ctl.Disabled || ctl.Prohibits(a.Holder) {
 		return false
 	}
+	o.noEntry = true
 	p.queueForKey(o, a.Key)
 	return true
 }

@@ -91,7 +91,10 @@ func (f *Fence) Do(ctx context.Context, fenceKey string, token uint64, keys []st
 	if !ok || len(r) == 0 {
 		return nil, fmt.Errorf("redisfence: %s under %q: unexpected reply %#v", cmd, fenceKey, reply)
 	}
-	status, _ := r[0].(int64)
+	status, ok := r[0].(int64)
+	if !ok {
+		return nil, fmt.Errorf("redisfence: %s under %q: unexpected reply %#v (want an integer status first)", cmd, fenceKey, reply)
+	}
 	switch status {
 	case 1:
 		var out any

@@ -33,6 +33,10 @@ func TestDoPassesTheFenceKeyFirstAndReadsTheReply(t *testing.T) {
 		!errors.Is(err, client.ErrStaleToken) || !strings.Contains(err.Error(), "highest 20") {
 		t.Fatalf("stale: %v", err)
 	}
+	reply = []any{1, "OK"} // an int, not an int64: not read as a refusal
+	if _, err := f.Do(ctx, "{s}:fence", 19, nil, "SET"); err == nil || errors.Is(err, ErrStale) {
+		t.Fatalf("a status of another type: %v, want an error that is not ErrStale", err)
+	}
 	reply = "surprise"
 	if _, err := f.Do(ctx, "{s}:fence", 19, nil, "SET"); err == nil || errors.Is(err, ErrStale) {
 		t.Fatalf("an unexpected reply: %v, want an error that is not ErrStale", err)

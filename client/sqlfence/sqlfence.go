@@ -26,10 +26,13 @@
 // then records its own, higher token. No row affected: a newer holder has
 // written, and Advance returns ErrStale; roll the transaction back and stop
 // working as the holder (the SQL Server team's rule: "0 rows affected"
-// means the lease is lost). Under PostgreSQL's default isolation (READ
-// COMMITTED) a lower token that waited for a newer holder's commit is
-// refused after it; under REPEATABLE READ or SERIALIZABLE it fails with a
-// serialization error instead, which refuses it too.
+// means the lease is lost). Run the transaction at PostgreSQL's default
+// isolation, READ COMMITTED: a writer that waited for another's commit on
+// the fence row then sees that commit, and is refused if its token is
+// lower or goes on if it is higher. Under REPEATABLE READ or SERIALIZABLE
+// a writer that waited gets a serialization error instead, whether its
+// token is lower or higher: that error refuses nothing for good and says
+// nothing of the lease; retry the transaction.
 //
 // A read-modify-write (read a value, compute, write it back) must also
 // call Advance before its read, committed (on the *sql.DB, or in a

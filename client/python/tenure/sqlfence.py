@@ -18,6 +18,9 @@ write:
 One row affected: the write may go on, and the transaction holds the fence
 row until it ends. No row affected: a newer holder has written, and
 advance raises StaleTokenError; roll back and stop working as the holder.
+Use READ COMMITTED (PostgreSQL's default): under REPEATABLE READ or
+SERIALIZABLE a writer that waited for another's commit gets a
+serialization error whatever its token; retry then.
 A read-modify-write must also advance before its read (committed), so
 that no superseded holder writes between the new holder's read and its
 write. These are PostgreSQL's statements (the same as the Go client's sqlfence);
@@ -77,6 +80,9 @@ class SQLFence:
         if not 1 <= token <= _MAX_TOKEN:
             raise InvalidError("token %r must be from 1 to %d" % (token, _MAX_TOKEN))
         cursor.execute(self.advance_sql, (resource, token))
+        if cursor.rowcount < 0:
+            raise InvalidError("the driver reports no row count (rowcount %r): sqlfence cannot tell a "
+                               "refused token from a recorded one" % (cursor.rowcount,))
         if cursor.rowcount == 0:
             raise StaleTokenError(resource, token, 0, "stale fencing token %d for %r: a newer holder "
                                   "has written to it" % (token, resource))
@@ -86,6 +92,10 @@ class SQLFence:
         advance, then fn, then commit; any error rolls back and is raised
         (StaleTokenError when a newer holder has written: fn was not
         called). Returns what fn returns."""
+        if getattr(conn, "autocommit", False):
+            # Each statement would commit on its own: the fence row would
+            # be released before fn writes, and fn's write would be unfenced.
+            raise InvalidError("conn is in autocommit mode: SQLFence.write needs a transaction")
         cur = conn.cursor()
         try:
             self.advance(cur, resource, token)

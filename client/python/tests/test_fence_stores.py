@@ -8,6 +8,7 @@ store", which TestPythonClient refuses under CI=true."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import unittest
 from typing import Any, Tuple
@@ -44,6 +45,34 @@ class Validation(unittest.TestCase):
             with self.assertRaises(tenure.InvalidError, msg=(resource, token)):
                 f.advance(None, resource, token)
 
+    def test_sql_fence_refuses_what_would_leave_a_write_unfenced(self) -> None:
+        class Cursor:
+            rowcount = -1
+
+            def execute(self, sql: str, params: Any = None) -> None:
+                pass
+
+            def close(self) -> None:
+                pass
+
+        class Conn:
+            autocommit = True
+
+            def cursor(self) -> Cursor:
+                return Cursor()
+
+            def commit(self) -> None:
+                raise AssertionError("committed")
+
+            def rollback(self) -> None:
+                pass
+
+        f = SQLFence()
+        with self.assertRaises(tenure.InvalidError, msg="autocommit"):
+            f.write(Conn(), "r", 1, lambda cur: None)
+        with self.assertRaises(tenure.InvalidError, msg="no row count"):
+            f.advance(Cursor(), "r", 1)
+
     def test_redis_fence_checks_its_input_and_reads_the_reply(self) -> None:
         class Fake:
             reply: Any = [1, b"OK"]
@@ -64,6 +93,17 @@ class Validation(unittest.TestCase):
         for key, token, cmd in (("", 1, "SET"), ("f", 0, "SET"), ("f", 1, "")):
             with self.assertRaises(tenure.InvalidError, msg=(key, token, cmd)):
                 f.do(key, token, [], cmd)
+
+
+_EXAMPLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "fenced_writes.py")
+
+
+def load_example() -> Any:
+    spec = importlib.util.spec_from_file_location("fenced_writes_example", _EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 class PausedHolder(ClusterTest):
@@ -104,6 +144,22 @@ class PausedHolder(ClusterTest):
             self.assertEqual(cur.fetchone(), ("running", new))
         conn.commit()
 
+    @unittest.skipUnless(POSTGRES_DSN and psycopg2, "no store: PostgreSQL (TENURE_TEST_POSTGRES_DSN) "
+                         "or psycopg2 missing")
+    def test_executor_example_drops_a_superseded_transition(self) -> None:
+        ex = load_example()
+        conn = psycopg2.connect(POSTGRES_DSN)
+        self.addCleanup(conn.close)
+        ex.setup(conn)
+        old, new = self.handover("executor")
+        self.assertTrue(ex.transition(conn, new, "exec-%d" % new, "none", "queued"))
+        self.assertTrue(ex.transition(conn, new, "exec-%d" % new, "queued", "running"))
+        self.assertFalse(ex.transition(conn, old, "exec-%d" % new, "running", "failed"))
+        with conn.cursor() as cur:
+            cur.execute("SELECT state, lease_epoch FROM executions WHERE id = %s", ("exec-%d" % new,))
+            self.assertEqual(cur.fetchone(), ("running", new))
+        conn.commit()
+
     @unittest.skipUnless(REDIS_ADDR and redis, "no store: redis-server (TENURE_TEST_REDIS_ADDR) "
                          "or redis-py missing")
     def test_redis_fence_refuses_a_paused_holder(self) -> None:
@@ -117,6 +173,9 @@ class PausedHolder(ClusterTest):
         with self.assertRaises(tenure.StaleTokenError):
             f.do(fence, old, [session], "HSET", "poller", "paused")
         self.assertEqual(r.hget(session, "poller"), b"next")
+        ex = load_example()
+        self.assertTrue(ex.record_poll(r, new, "py-%d" % new))
+        self.assertFalse(ex.record_poll(r, old, "py-%d" % new))
         f.advance(fence, new + 1)  # a claim before a read: older tokens are refused from now on
         with self.assertRaises(tenure.StaleTokenError):
             f.do(fence, new, [session], "HSET", "poller", "late")

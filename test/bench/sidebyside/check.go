@@ -39,7 +39,8 @@ type Anomalies struct {
 	// write from an older read overwrote (Committed - Final).
 	Lost int
 	// Doubled is the writes that wrote a counter value another write had
-	// already written (each is a write from a stale read).
+	// already written: after a write from a stale read set the counter
+	// back, the writes that follow write values again.
 	Doubled int
 	// Superseded is the writes committed after a write with a higher
 	// token: writes of a holder whose lock had passed to another holder,

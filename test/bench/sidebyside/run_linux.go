@@ -114,7 +114,13 @@ type world struct {
 	agents  []string
 	tmp     []string // removed by close
 	mu      sync.Mutex
-	procs   []*exec.Cmd
+	procs   []*proc
+}
+
+// proc is a started process; done closes once Wait has returned.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
 }
 
 func runArm(ctx context.Context, cfg Config, i int, arm Arm) (res Result, err error) {
@@ -173,12 +179,14 @@ func (w *world) start(cmd *exec.Cmd, name string) error {
 		f.Close()
 		return fmt.Errorf("start %s: %w", name, err)
 	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
 	w.mu.Lock()
-	w.procs = append(w.procs, cmd)
+	w.procs = append(w.procs, p)
 	w.mu.Unlock()
 	go func() {
 		cmd.Wait()
 		f.Close()
+		close(p.done)
 	}()
 	return nil
 }
@@ -190,21 +198,16 @@ func (w *world) close() error {
 	procs := w.procs
 	w.mu.Unlock()
 	for _, p := range procs {
-		if p.Process != nil {
-			p.Process.Signal(syscall.SIGCONT)
-			p.Process.Signal(syscall.SIGTERM)
-		}
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.cmd.Process.Signal(syscall.SIGTERM)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.After(5 * time.Second)
 	for _, p := range procs {
-		for p.ProcessState == nil && time.Now().Before(deadline) {
-			if p.Process == nil || p.Process.Signal(syscall.Signal(0)) != nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if p.Process != nil {
-			p.Process.Kill()
+		select {
+		case <-p.done:
+		case <-deadline:
+			p.cmd.Process.Kill()
+			<-p.done
 		}
 	}
 	err := w.net.Close()
@@ -386,44 +389,48 @@ type agentReport struct {
 }
 
 // runAgents starts the agents, runs the nemesis while they run, and
-// returns their reports.
+// returns their reports. The nemesis's choices come from the seed alone:
+// whether agent k's n-th write is paused is the same in every arm, and so
+// are the times and victims of the cuts; what the agents are doing when
+// a cut comes depends on timing.
 func (w *world) runAgents(ctx context.Context, res *Result) ([]agentReport, error) {
-	rng := rand.New(rand.NewPCG(w.cfg.Seed, 0x5eed))
-	var rngMu sync.Mutex
-	chance := func() float64 {
-		rngMu.Lock()
-		defer rngMu.Unlock()
-		return rng.Float64()
-	}
-	var nemMu sync.Mutex
-	paused := map[int]bool{}
+	var nemMu sync.Mutex // guards res's counts
 	reports := make([]agentReport, len(w.agents))
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
 	for k, a := range w.agents {
 		args := []string{"-system", w.arm.System, "-endpoints", strings.Join(w.endpoints(), ","), "-db", w.dsn(),
-			"-id", "agent-" + a, "-ttl", w.cfg.TTL.String(), "-duration", w.cfg.Duration.String()}
+			"-id", "agent-" + a, "-ttl", w.cfg.TTL.String(), "-duration", w.cfg.Duration.String(), "-sync"}
 		if w.arm.Fence != "" {
 			args = append(args, "-fence", w.arm.Fence)
 		}
 		cmd := w.net.Command(a, w.cfg.Agent, args...)
-		// A pipe of our own, not StdoutPipe: Wait (in start) would close
+		// Pipes of our own, not StdoutPipe: Wait (in start) would close
 		// that one at exit, maybe before the last line is read.
 		out, pw, err := os.Pipe()
 		if err != nil {
 			return nil, err
 		}
-		cmd.Stdout = pw
-		err = w.start(cmd, a)
-		pw.Close()
+		word, in, err := os.Pipe()
 		if err != nil {
 			out.Close()
+			pw.Close()
 			return nil, err
 		}
+		cmd.Stdout, cmd.Stdin = pw, word
+		err = w.start(cmd, a)
+		pw.Close()
+		word.Close()
+		if err != nil {
+			out.Close()
+			in.Close()
+			return nil, err
+		}
+		rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(k)))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer out.Close()
+			defer in.Close()
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
 				var ev agentReport
@@ -432,37 +439,32 @@ func (w *world) runAgents(ctx context.Context, res *Result) ([]agentReport, erro
 				}
 				switch ev.Ev {
 				case "writing":
-					if chance() >= w.cfg.PauseProb {
-						continue
-					}
-					nemMu.Lock()
-					if paused[k] {
-						nemMu.Unlock()
-						continue
-					}
-					paused[k] = true
-					res.Pauses++
-					nemMu.Unlock()
-					cmd.Process.Signal(syscall.SIGSTOP)
-					time.AfterFunc(w.cfg.Pause, func() {
-						cmd.Process.Signal(syscall.SIGCONT)
+					if rng.Float64() < w.cfg.PauseProb {
 						nemMu.Lock()
-						paused[k] = false
+						res.Pauses++
 						nemMu.Unlock()
-					})
+						// Stopped before it hears the word: the pause lands
+						// between its lock check and its write.
+						cmd.Process.Signal(syscall.SIGSTOP)
+						time.AfterFunc(w.cfg.Pause, func() { cmd.Process.Signal(syscall.SIGCONT) })
+					}
+					io.WriteString(in, "go\n")
 				case "done":
 					reports[k] = ev
 				}
 			}
 		}()
 	}
+	stop := make(chan struct{})
+	var cutter sync.WaitGroup
 	if w.cfg.CutEvery > 0 {
+		cutter.Add(1)
 		go func() {
+			defer cutter.Done()
+			rng := rand.New(rand.NewPCG(w.cfg.Seed, 1<<32))
 			for {
-				rngMu.Lock()
 				wait := time.Duration(rng.Int64N(int64(2 * w.cfg.CutEvery)))
 				victim := w.agents[rng.IntN(len(w.agents))]
-				rngMu.Unlock()
 				select {
 				case <-stop:
 					return
@@ -480,7 +482,9 @@ func (w *world) runAgents(ctx context.Context, res *Result) ([]agentReport, erro
 				case <-stop:
 				case <-time.After(w.cfg.Pause):
 				}
-				w.net.Heal()
+				if err := w.net.Heal(); err != nil {
+					w.cfg.Log.Warn("heal", "error", err)
+				}
 			}
 		}()
 	}
@@ -490,17 +494,22 @@ func (w *world) runAgents(ctx context.Context, res *Result) ([]agentReport, erro
 		close(done)
 	}()
 	limit := w.cfg.Duration + w.cfg.Pause + 30*time.Second
+	var err error
 	select {
 	case <-done:
 	case <-time.After(limit):
-		close(stop)
-		return nil, fmt.Errorf("the agents did not finish within %v", limit)
+		err = fmt.Errorf("the agents did not finish within %v", limit)
 	case <-ctx.Done():
-		close(stop)
-		return nil, ctx.Err()
+		err = ctx.Err()
 	}
 	close(stop)
-	w.net.Heal()
+	cutter.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if err := w.net.Heal(); err != nil {
+		return nil, err
+	}
 	for k, r := range reports {
 		if r.Ev != "done" {
 			return nil, fmt.Errorf("agent %s ended without its report (see %s)", w.agents[k], filepath.Join(w.dir, w.agents[k]+".log"))

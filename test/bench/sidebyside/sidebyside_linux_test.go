@@ -19,10 +19,11 @@ import (
 // TestLocksSideBySide is the short run of the four arms in `make test`:
 // etcd's Mutex and tenure's lease against the current etcd, each with the
 // store unfenced and fenced, under one seed and nemesis schedule. The
-// fenced arms must show no anomaly in the store's history; the unfenced
-// ones are reported as they are, and at least one of them must show one,
-// or the nemesis and the checker proved nothing this run (they are the
-// negative control). It needs root (network namespaces), PostgreSQL and
+// fenced arms must show no anomaly in the store's history, and their fence
+// must have refused at least one write (a paused holder reached the
+// store); the unfenced ones are reported as they are, and at least one of
+// them must show an anomaly, or the nemesis and the checker proved nothing
+// this run (they are the negative control). It needs root (network namespaces), PostgreSQL and
 // the Go toolchain (it builds tenure, etcd and the agent, unless
 // TENURE_BIN and ETCD_CURRENT_BIN name them); without root or PostgreSQL
 // it skips, and under CI=true it fails.
@@ -80,6 +81,9 @@ func TestLocksSideBySide(t *testing.T) {
 		}
 		if r.Arm.Fence == "read-write" && r.Anomalies.Bad() {
 			t.Errorf("(%s) %s: anomalies in a fenced store: %s", r.Arm.Name, r.Arm.Label, r.Anomalies)
+		}
+		if r.Arm.Fence != "" && r.Refused == 0 {
+			t.Errorf("(%s) %s: the fence refused no write: no paused holder reached the store, so the arm proves nothing this run", r.Arm.Name, r.Arm.Label)
 		}
 		if r.Arm.Fence == "" && r.Anomalies.Bad() {
 			unfencedBad = true

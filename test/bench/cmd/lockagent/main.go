@@ -13,10 +13,14 @@
 // new holder's read and its write. -fence none: the store takes any write.
 //
 // Every line on stdout is one JSON object: {"ev":"writing","op":N} before
-// each write, then {"ev":"done",...} with the agent's counts.
+// each write, then {"ev":"done",...} with the agent's counts. With -sync
+// the agent waits for a line on stdin after each "writing": the nemesis
+// answers once it has paused the agent, or at once, so that a pause lands
+// between the lock check and the write.
 package main
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -57,8 +61,9 @@ func main() {
 	ttl := flag.Duration("ttl", 2*time.Second, "the lock's TTL (etcd: whole seconds)")
 	think := flag.Duration("think", 10*time.Millisecond, "time between the lock check and the write")
 	duration := flag.Duration("duration", 20*time.Second, "how long to run")
+	syncStdin := flag.Bool("sync", false, "after each {\"ev\":\"writing\"} line, wait for a line on stdin (the nemesis's word)")
 	flag.Parse()
-	if err := run(*system, strings.Split(*endpoints, ","), *dsn, *fence, *id, *key, *ttl, *think, *duration); err != nil {
+	if err := run(*system, strings.Split(*endpoints, ","), *dsn, *fence, *id, *key, *ttl, *think, *duration, *syncStdin); err != nil {
 		fmt.Fprintf(os.Stderr, "lockagent %s: %v\n", *id, err)
 		os.Exit(1)
 	}
@@ -74,8 +79,12 @@ type counts struct {
 	Writings int    `json:"writings"`
 }
 
-func run(system string, endpoints []string, dsn string, fence string, id, key string, ttl, think, duration time.Duration) error {
+func run(system string, endpoints []string, dsn string, fence string, id, key string, ttl, think, duration time.Duration, syncStdin bool) error {
 	out := json.NewEncoder(os.Stdout)
+	var in *bufio.Reader
+	if syncStdin {
+		in = bufio.NewReader(os.Stdin)
+	}
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return err
@@ -114,7 +123,7 @@ func run(system string, endpoints []string, dsn string, fence string, id, key st
 			}
 			continue
 		}
-		err = step(db, f, fence, h, id, op, think, out, &c)
+		err = step(db, f, fence, h, id, op, think, out, in, &c)
 		h.unlock()
 		switch {
 		case err == nil:
@@ -135,7 +144,7 @@ var errLost = errors.New("lock lost before the write")
 
 // step reads the counter, checks the lock, announces the write, waits
 // think, and writes the counter plus one with a history row.
-func step(db *sql.DB, f *sqlfence.Fence, fence string, h *lock, id string, op int, think time.Duration, out *json.Encoder, c *counts) error {
+func step(db *sql.DB, f *sqlfence.Fence, fence string, h *lock, id string, op int, think time.Duration, out *json.Encoder, in *bufio.Reader, c *counts) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if fence == "read-write" {
@@ -155,6 +164,13 @@ func step(db *sql.DB, f *sqlfence.Fence, fence string, h *lock, id string, op in
 	c.Writings++
 	if err := out.Encode(map[string]any{"ev": "writing", "op": op}); err != nil {
 		return err
+	}
+	if in != nil {
+		// Wait for the nemesis's word: it pauses this process (SIGSTOP)
+		// before it answers, or answers at once.
+		if _, err := in.ReadString('\n'); err != nil {
+			return fmt.Errorf("stdin: %w", err)
+		}
 	}
 	time.Sleep(think) // a pause here is the one fencing exists for
 	tx, err := db.BeginTx(ctx, nil)

@@ -91,14 +91,15 @@ func report(cfg sidebyside.Config, rs []sidebyside.Result, start time.Time, args
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Locks side by side under pauses and cuts, %s\n\n", start.Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "- command: `cd test/bench && go run ./cmd/sidebyside %s` (`make bench-locks`)\n", args)
-	fmt.Fprintf(&b, "- seed: %d (the nemesis's choices; the same in every arm)\n", cfg.Seed)
+	fmt.Fprintf(&b, "- seed: %d (the nemesis's choices, the same in every arm: whether each agent's n-th write is paused, "+
+		"and the times and victims of the cuts; what an agent is doing when a cut comes depends on timing)\n", cfg.Seed)
 	fmt.Fprintf(&b, "- each arm: three servers, a PostgreSQL server and %d agents, each in its own network namespace; "+
 		"the agents run %v, with a lock TTL of %v\n", cfg.Agents, cfg.Duration, cfg.TTL)
 	fmt.Fprintf(&b, "- workload: take the lock, read the counter, check the lock is still held, write the counter plus one and a "+
 		"history row in one transaction, let the lock go\n")
 	fmt.Fprintf(&b, "- fenced arms use sqlfence with the lock's token: (read and write) records it before the read and checks it "+
 		"again in the write's transaction; (write only) checks it in the write's transaction alone\n")
-	fmt.Fprintf(&b, "- nemesis: an agent that is about to write (after its check) is paused (SIGSTOP) for %v with chance %.2f; "+
+	fmt.Fprintf(&b, "- nemesis: an agent that is about to write (after its check; it waits for the nemesis's word) is paused (SIGSTOP) for %v with chance %.2f; "+
 		"about every %v an agent is cut off from every lock server for %v\n", cfg.Pause, cfg.PauseProb, cfg.CutEvery, cfg.Pause)
 	fmt.Fprintf(&b, "- counted from the store's history: writes committed, the counter at the end, increments lost "+
 		"(committed minus the counter), writes that wrote a value already written (doubled), and writes committed after one "+
