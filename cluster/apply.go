@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/tenure-io/tenure/fsm"
@@ -24,7 +25,7 @@ func (n *Node) applyCommand(cmd fsm.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.Error(); err != nil {
+	if err := n.futureError(f); err != nil {
 		return nil, commitError(err)
 	}
 	if err, ok := f.Response().(error); ok {
@@ -64,4 +65,26 @@ func (n *Node) raftApply(data []byte) (raft.ApplyFuture, error) {
 		return nil, errRestoring
 	}
 	return n.raft.Apply(data, 0), nil
+}
+
+// futureError waits for f as f.Error() does, but returns
+// raft.ErrRaftShutdown once the node shuts down: hashicorp/raft never
+// answers a future it took into its queue just before it shut down, and a
+// leader goroutine waiting on one would hold Shutdown forever. An answer
+// already there wins over the shutdown. The goroutine that waits on f
+// stays until Raft answers, if it ever does.
+func (n *Node) futureError(f interface{ Error() error }) error {
+	answer := make(chan error, 1)
+	go func() { answer <- f.Error() }()
+	select {
+	case err := <-answer:
+		return err
+	case <-n.shutdownCh:
+		select {
+		case err := <-answer:
+			return err
+		case <-time.After(10 * time.Millisecond):
+			return raft.ErrRaftShutdown
+		}
+	}
 }

@@ -473,7 +473,7 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 		return nil, nil
 	}
 	start := time.Now()
-	if err := n.raft.Barrier(0).Error(); err != nil {
+	if err := n.futureError(n.raft.Barrier(0)); err != nil {
 		return nil, fmt.Errorf("barrier: %w", err)
 	}
 	barrier := time.Since(start)
