@@ -199,9 +199,18 @@ func TestEventsACL(t *testing.T) {
 	// The reader sees jobs/ only; events of other keys, groups it cannot
 	// read and workers are left out. It must name a prefix it may read.
 	doAs(t, reader.SecretID, "GET", leader.url+"/v1/events?index="+start, "").wantDenied(t, "events without a prefix", wire.CodePermissionDenied)
-	r = doAs(t, reader.SecretID, "GET", follower.url+"/v1/events?prefix=jobs/&index="+start, "")
-	r.wantStatus(t, "reader's events", 200)
-	if got := eventTypes(r.events(t).Events); got != "acquired jobs/a, ending jobs/a" {
+	// On the follower, once it has applied the leader's last entry (a
+	// follower's events may trail the leader's by the entries it has not
+	// applied yet).
+	got := ""
+	harness.WaitUntil(t, 10*time.Second, "the follower to apply the drain", func() bool {
+		r := doAs(t, reader.SecretID, "GET", follower.url+"/v1/events?prefix=jobs/&index="+start, "")
+		r.wantStatus(t, "reader's events", 200)
+		ev := r.events(t)
+		got = eventTypes(ev.Events)
+		return ev.Index >= all.Index
+	})
+	if got != "acquired jobs/a, ending jobs/a" {
 		t.Errorf("reader sees %s, want the jobs/a events only", got)
 	}
 	// A blocking reader is not woken by what it may not see.
