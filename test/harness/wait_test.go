@@ -22,6 +22,11 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
+func (r *recorder) Skip(args ...any) {
+	r.failure = "skip: " + fmt.Sprint(args...)
+	runtime.Goexit()
+}
+
 // run calls f with a recorder on a goroutine of its own, as the testing
 // package runs a test, and returns what it failed with ("" if nothing).
 func run(t *testing.T, f func(tb testing.TB)) string {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenure-io/tenure/test/harness"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/tenure-io/tenure/test/jepsen/netns"
 )
@@ -32,10 +34,7 @@ func TestLocksSideBySide(t *testing.T) {
 		t.Skip("side-by-side lock test skipped in -short mode")
 	}
 	missing := func(why string) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("side-by-side lock test cannot run under CI=true: %s", why)
-		}
-		t.Skipf("side-by-side lock test skipped: %s (run as root; make test installs postgresql)", why)
+		harness.Missing(t, "side-by-side lock test: "+why+" (run as root; make test installs postgresql)")
 	}
 	if err := netns.Available(); err != nil {
 		missing(err.Error())
