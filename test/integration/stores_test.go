@@ -3,13 +3,12 @@ package integration
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"syscall"
 	"testing"
@@ -40,42 +39,19 @@ func needStore(t *testing.T, format string, args ...any) {
 // "tenure" (trust authentication on loopback only).
 func startPostgres(t *testing.T) (*sql.DB, string) {
 	t.Helper()
-	bin, err := postgresBin()
-	if err != nil {
+	pg, err := harness.InitPostgres("")
+	if errors.Is(err, harness.ErrNoPostgres) {
 		needStore(t, "%v", err)
 	}
-	// Not under t.TempDir(): its parent is root's alone, and the server
-	// may run as another user.
-	dir, err := os.MkdirTemp("", "tenure-postgres-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	data := filepath.Join(dir, "data")
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		// PostgreSQL refuses to run as root: run it as the package's user.
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			needStore(t, "PostgreSQL runs as user postgres, which is missing: %v", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
+	t.Cleanup(func() { os.RemoveAll(pg.Dir) })
 	port := harness.FreeAddr(t)
 	_, p, _ := net.SplitHostPort(port)
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "tenure", "--auth=trust", "-E", "UTF8", "--no-sync")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
-	}
-	srv := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-h", "127.0.0.1", "-p", p, "-k", dir,
-		"-c", "fsync=off", "-c", "max_connections=200")
-	srv.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	pn, _ := strconv.Atoi(p)
+	srv := exec.Command(filepath.Join(pg.Bin, "postgres"), pg.ServerArgs("127.0.0.1", pn)...)
+	srv.SysProcAttr = &syscall.SysProcAttr{Credential: pg.Cred, Pdeathsig: syscall.SIGKILL}
 	log := &harness.Buffer{}
 	srv.Stdout, srv.Stderr = log, log
 	if err := srv.Start(); err != nil {
@@ -90,17 +66,6 @@ func startPostgres(t *testing.T) (*sql.DB, string) {
 	t.Cleanup(func() { db.Close() })
 	waitStore(t, "postgres", stopped, log, func(ctx context.Context) error { return db.PingContext(ctx) })
 	return db, dsn
-}
-
-// postgresBin returns the directory of the newest PostgreSQL server of
-// Debian's postgresql package.
-func postgresBin() (string, error) {
-	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
-	if len(bins) == 0 {
-		return "", fmt.Errorf("PostgreSQL not found (/usr/lib/postgresql/*/bin/postgres; Debian's postgresql)")
-	}
-	sort.Strings(bins)
-	return filepath.Dir(bins[len(bins)-1]), nil
 }
 
 // startRedis starts a redis-server without persistence and returns a

@@ -29,6 +29,19 @@ type Row struct {
 	Wrote int64  // what it wrote: Read + 1
 }
 
+// AgentLine is one line an agent (cmd/lockagent) writes on stdout, as
+// JSON: Ev "writing" with Op before each write, then Ev "done" with the
+// agent's counts.
+type AgentLine struct {
+	Ev      string `json:"ev"`
+	Op      int    `json:"op,omitempty"`
+	Ops     int    `json:"ops,omitempty"`      // writes committed
+	Refused int    `json:"refused,omitempty"`  // writes the fence refused
+	Lost    int    `json:"lost,omitempty"`     // holdings that ended before the write (skipped)
+	Failed  int    `json:"failed,omitempty"`   // writes or locks that failed otherwise
+	LastErr string `json:"last_err,omitempty"` // the last such failure
+}
+
 // Anomalies are what Check finds in one arm's history.
 type Anomalies struct {
 	// Committed is the number of writes the store committed; Final the

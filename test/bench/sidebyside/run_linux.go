@@ -15,10 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/tenure-io/tenure/test/harness"
 	"github.com/tenure-io/tenure/test/jepsen/netns"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -220,45 +218,20 @@ func (w *world) close() error {
 // startPostgres runs a PostgreSQL server in the db namespace as the
 // package's user and returns a connection to it from the hub.
 func (w *world) startPostgres(ctx context.Context) (*sql.DB, error) {
-	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
-	if len(bins) == 0 {
-		return nil, errors.New("PostgreSQL not found (/usr/lib/postgresql/*/bin/postgres; Debian's postgresql)")
-	}
-	sort.Strings(bins)
-	bin := filepath.Dir(bins[len(bins)-1])
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("user postgres: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	// Not in the arm's folder: the server runs as postgres, and the
-	// folder's parents may be root's alone.
-	dir, err := os.MkdirTemp("", "tenure-sbs-pg-")
-	if err != nil {
-		return nil, err
-	}
-	w.tmp = append(w.tmp, dir)
-	if err := os.Chown(dir, uid, gid); err != nil {
-		return nil, err
-	}
-	data := filepath.Join(dir, "data")
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "tenure", "--auth=trust", "--no-sync")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
-	}
-	hba, err := os.OpenFile(filepath.Join(data, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(hba, "host all all %s.0/24 trust\n", strings.Join(strings.Split(w.net.Addr("db"), ".")[:3], "."))
-	hba.Close()
 	addr := w.net.Addr("db")
-	cmd := w.net.Command("db", "setpriv", "--reuid="+u.Uid, "--regid="+u.Gid, "--clear-groups",
-		filepath.Join(bin, "postgres"), "-D", data, "-h", addr, "-p", strconv.Itoa(portDB), "-k", dir,
-		"-c", "fsync=off", "-c", "max_connections=100")
-	if err := w.start(cmd, "postgres"); err != nil {
+	pg, err := harness.InitPostgres(addr[:strings.LastIndexByte(addr, '.')] + ".0/24")
+	if err != nil {
+		return nil, err
+	}
+	w.tmp = append(w.tmp, pg.Dir)
+	if pg.Cred == nil {
+		return nil, errors.New("the store runs as user postgres, which needs root")
+	}
+	// In the db namespace, as the package's user (ip netns exec runs as
+	// root; setpriv drops to postgres).
+	args := append([]string{fmt.Sprintf("--reuid=%d", pg.Cred.Uid), fmt.Sprintf("--regid=%d", pg.Cred.Gid), "--clear-groups",
+		filepath.Join(pg.Bin, "postgres")}, pg.ServerArgs(addr, portDB)...)
+	if err := w.start(w.net.Command("db", "setpriv", args...), "postgres"); err != nil {
 		return nil, err
 	}
 	pc, err := pgx.ParseConfig(w.dsn())
@@ -377,25 +350,14 @@ func (w *world) endpoints() []string {
 	return out
 }
 
-// agentReport is the last line of an agent.
-type agentReport struct {
-	Ev       string `json:"ev"`
-	Ops      int    `json:"ops"`
-	Refused  int    `json:"refused"`
-	Lost     int    `json:"lost"`
-	Failed   int    `json:"failed"`
-	LastErr  string `json:"last_err"`
-	Writings int    `json:"writings"`
-}
-
 // runAgents starts the agents, runs the nemesis while they run, and
 // returns their reports. The nemesis's choices come from the seed alone:
 // whether agent k's n-th write is paused is the same in every arm, and so
 // are the times and victims of the cuts; what the agents are doing when
 // a cut comes depends on timing.
-func (w *world) runAgents(ctx context.Context, res *Result) ([]agentReport, error) {
+func (w *world) runAgents(ctx context.Context, res *Result) ([]AgentLine, error) {
 	var nemMu sync.Mutex // guards res's counts
-	reports := make([]agentReport, len(w.agents))
+	reports := make([]AgentLine, len(w.agents))
 	var wg sync.WaitGroup
 	for k, a := range w.agents {
 		args := []string{"-system", w.arm.System, "-endpoints", strings.Join(w.endpoints(), ","), "-db", w.dsn(),
@@ -433,7 +395,7 @@ func (w *world) runAgents(ctx context.Context, res *Result) ([]agentReport, erro
 			defer in.Close()
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
-				var ev agentReport
+				var ev AgentLine
 				if json.Unmarshal(sc.Bytes(), &ev) != nil {
 					continue
 				}

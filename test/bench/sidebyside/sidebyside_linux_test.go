@@ -28,7 +28,8 @@ import (
 // this run (they are the negative control). It needs root (network namespaces), PostgreSQL and
 // the Go toolchain (it builds tenure, etcd and the agent, unless
 // TENURE_BIN and ETCD_CURRENT_BIN name them); without root or PostgreSQL
-// it skips, and under CI=true it fails.
+// it skips, and under CI=true it fails. SIDEBYSIDE_ARMS=a,d runs only
+// those arms; SIDEBYSIDE_DIR keeps the servers' and agents' logs.
 func TestLocksSideBySide(t *testing.T) {
 	if testing.Short() {
 		t.Skip("side-by-side lock test skipped in -short mode")

@@ -34,6 +34,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/sqlfence"
+	"github.com/tenure-io/tenure/test/bench/sidebyside"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -69,16 +70,6 @@ func main() {
 	}
 }
 
-type counts struct {
-	Ev       string `json:"ev"`
-	Ops      int    `json:"ops"`      // writes committed
-	Refused  int    `json:"refused"`  // writes the fence refused
-	Lost     int    `json:"lost"`     // holdings that ended before the write (skipped)
-	Failed   int    `json:"failed"`   // writes or locks that failed otherwise
-	LastErr  string `json:"last_err"` // the last such failure
-	Writings int    `json:"writings"`
-}
-
 func run(system string, endpoints []string, dsn string, fence string, id, key string, ttl, think, duration time.Duration, syncStdin bool) error {
 	out := json.NewEncoder(os.Stdout)
 	var in *bufio.Reader
@@ -109,7 +100,7 @@ func run(system string, endpoints []string, dsn string, fence string, id, key st
 	d, _ := sqlfence.Postgres("")
 	f := sqlfence.New(d)
 
-	var c counts
+	var c sidebyside.AgentLine
 	end := time.Now().Add(duration)
 	for op := 1; time.Now().Before(end); op++ {
 		ctx, cancel := context.WithDeadline(context.Background(), end)
@@ -144,7 +135,7 @@ var errLost = errors.New("lock lost before the write")
 
 // step reads the counter, checks the lock, announces the write, waits
 // think, and writes the counter plus one with a history row.
-func step(db *sql.DB, f *sqlfence.Fence, fence string, h *lock, id string, op int, think time.Duration, out *json.Encoder, in *bufio.Reader, c *counts) error {
+func step(db *sql.DB, f *sqlfence.Fence, fence string, h *lock, id string, op int, think time.Duration, out *json.Encoder, in *bufio.Reader, c *sidebyside.AgentLine) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if fence == "read-write" {
@@ -161,8 +152,7 @@ func step(db *sql.DB, f *sqlfence.Fence, fence string, h *lock, id string, op in
 	if !h.valid() {
 		return errLost
 	}
-	c.Writings++
-	if err := out.Encode(map[string]any{"ev": "writing", "op": op}); err != nil {
+	if err := out.Encode(sidebyside.AgentLine{Ev: "writing", Op: op}); err != nil {
 		return err
 	}
 	if in != nil {
