@@ -285,26 +285,21 @@ func (p *proposer) build() ([]fsm.Command, []slot) {
 			handoff(key)
 		}
 	}
-	// touched: the keys of the commands in the batch so far; opaque: the
-	// batch holds a command whose keys are not known here. Either stops a
-	// blocking acquire from waiting without an entry (waitsWithoutEntry).
+	// touched: the keys of the commands in the batch so far, "" for a
+	// command whose keys are not known here; either stops a blocking
+	// acquire from waiting without an entry (waitsWithoutEntry).
 	for _, c := range cmds {
 		touched[commandKey(c)] = true
 	}
-	opaque := false
 	// Each pending write may bring a hand-off: keep room for both.
 	n := 0
 	for n < len(p.pending) && len(cmds)+2 <= p.maxBatch {
 		o := p.pending[n]
 		n++
-		if !opaque && p.waitsWithoutEntry(o, touched) {
+		if p.waitsWithoutEntry(o, touched) {
 			continue
 		}
-		if key := commandKey(o.cmd); key != "" {
-			touched[key] = true
-		} else {
-			opaque = true
-		}
+		touched[commandKey(o.cmd)] = true
 		cmds = append(cmds, o.command())
 		slots = append(slots, slot{op: o})
 		switch c := o.cmd.(type) {

@@ -100,7 +100,9 @@ func (p *proposer) failAll() {
 // waitsWithoutEntry queues o, a blocking acquire, without proposing it when
 // the state machine could only refuse it as held: another holder has the
 // key (or its holder's lease is ending), the key's controls let o's holder
-// have it, and no command already in the batch (touched) changes the key.
+// have it, and no command already in the batch changes the key (touched
+// holds the batch's keys, and "" once it holds a command that may change
+// keys it does not name).
 // Such an acquire changes nothing, so it needs no log entry; the release
 // that frees the key grants it in the release's own entry, and a hand-off
 // costs one commit. The state read is exact: the proposer is the only
@@ -111,7 +113,7 @@ func (p *proposer) failAll() {
 // queued.
 func (p *proposer) waitsWithoutEntry(o *op, touched map[string]bool) bool {
 	a, ok := o.cmd.(fsm.Acquire)
-	if !ok || o.cancelled || o.waitEnd.IsZero() || !time.Now().Before(o.waitEnd) || touched[a.Key] ||
+	if !ok || o.cancelled || o.waitEnd.IsZero() || !time.Now().Before(o.waitEnd) || touched[a.Key] || touched[""] ||
 		int(p.waiting.Load()) >= p.maxWaiters {
 		return false
 	}
