@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tenure-io/tenure/test/harness"
 )
 
 // member is one server of a cluster under test.
@@ -25,7 +27,7 @@ func startServer(ps *procs, name, bin string, args []string, log string) (*proc,
 // when a poll finds no error. A member whose process exited fails the
 // poll with the tail of its log.
 func waitRunning[M member](timeout time.Duration, ms []M, newCheck func() func(M) error) error {
-	return waitFor(timeout, func() error {
+	return harness.Poller{Interval: 50 * time.Millisecond}.Poll(timeout, func() error {
 		check := newCheck()
 		for _, m := range ms {
 			p := m.process()

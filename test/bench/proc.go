@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // proc is one server process the harness started.
@@ -169,21 +168,6 @@ func freePorts(n int) ([]int, error) {
 		return nil, errors.New("no free ports on 127.0.0.1")
 	}
 	return ports, nil
-}
-
-// waitFor polls cond every 50ms until it returns nil or timeout passes.
-func waitFor(timeout time.Duration, cond func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // Usage reports err, a mistake in the command line of the command name,

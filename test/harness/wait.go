@@ -24,7 +24,7 @@ type Poller struct {
 // wrong: they are the failure message.
 func (p Poller) WaitFor(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	if err := p.poll(timeout, cond); err != nil {
+	if err := p.Poll(timeout, cond); err != nil {
 		t.Fatalf("not true after %v: %v", timeout, err)
 	}
 }
@@ -33,7 +33,7 @@ func (p Poller) WaitFor(t testing.TB, timeout time.Duration, cond func() error) 
 // waited for, when timeout passes first.
 func (p Poller) WaitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	err := p.poll(timeout, func() error {
+	err := p.Poll(timeout, func() error {
 		if cond() {
 			return nil
 		}
@@ -59,9 +59,11 @@ func (p Poller) Holds(t testing.TB, d time.Duration, cond func() error) {
 
 var errFalse = errors.New("condition false")
 
-// poll calls cond until it returns nil (poll returns nil) or timeout has
-// passed (poll returns cond's last error). cond runs at least once.
-func (p Poller) poll(timeout time.Duration, cond func() error) error {
+// Poll calls cond until it returns nil (Poll returns nil) or timeout has
+// passed (Poll returns cond's last error). cond runs at least once. It is
+// for code that is not a test, such as a benchmark's set-up, and reports
+// rather than fails.
+func (p Poller) Poll(timeout time.Duration, cond func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := cond()

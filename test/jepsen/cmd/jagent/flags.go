@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -141,15 +142,10 @@ func parseServers(s string) ([]string, error) {
 	return out, nil
 }
 
-// splitList splits a comma-separated list, dropping blanks.
+// splitList splits a comma-separated list, dropping blanks. The agent's
+// lists are addresses and key names, which hold no spaces.
 func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 }
 
 // positive returns an error naming flag unless d > 0.
