@@ -2,16 +2,25 @@ package jepsen
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
+	"github.com/hashicorp/raft"
+	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
+	"github.com/tenure-io/tenure/test/jepsen/check"
 	"github.com/tenure-io/tenure/test/jepsen/history"
 	"github.com/tenure-io/tenure/test/jepsen/netns"
 )
@@ -459,3 +468,326 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// diskNemeses fill one server's disk: a follower's, then (in its own
+// fault) the leader's. A run that uses them puts every server's data dir
+// on a small tmpfs of its own, so that filling it touches nothing else.
+var diskNemeses = []string{"disk-full-follower", "disk-full-leader"}
+
+// diskSize is the size of each server's tmpfs: room for the short runs'
+// logs and snapshots, small enough to fill at once.
+const diskSize = "32m"
+
+// resDiskFull names the effect check of the disk nemeses.
+const resDiskFull = "nemesis: a full server reports not ready or steps down"
+
+// disks are the tmpfs mounts of a run and what the disk nemeses saw.
+type disks struct {
+	mu      sync.Mutex
+	mounted []string
+	effects []diskEffect
+}
+
+// diskEffect is what one disk fault did: whether the filled server showed
+// the effect it must (not ready; stepped down), and how.
+type diskEffect struct {
+	nemesis, server, how string
+	seen                 bool
+}
+
+func (w *world) usesDisks() bool {
+	return slices.ContainsFunc(w.cfg.Nemeses, func(n string) bool { return slices.Contains(diskNemeses, n) })
+}
+
+// mountDisks puts each server's data dir on a tmpfs of its own when the
+// run fills disks. close unmounts them (unmountDisks).
+func (w *world) mountDisks() error {
+	if !w.usesDisks() {
+		return nil
+	}
+	for _, s := range w.servers {
+		if err := syscall.Mount("tenure-jepsen", s.dataDir, "tmpfs", 0, "size="+diskSize+",mode=0755"); err != nil {
+			return fmt.Errorf("mount a tmpfs on %s: %w", s.dataDir, err)
+		}
+		w.disks.mu.Lock()
+		w.disks.mounted = append(w.disks.mounted, s.dataDir)
+		w.disks.mu.Unlock()
+	}
+	return nil
+}
+
+// unmountDisks unmounts every tmpfs of the run (lazily: a server killed a
+// moment ago may still hold a file); safe to call twice.
+func (w *world) unmountDisks() error {
+	w.disks.mu.Lock()
+	defer w.disks.mu.Unlock()
+	var errs []error
+	for _, dir := range w.disks.mounted {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", dir, err))
+		}
+	}
+	w.disks.mounted = nil
+	return errors.Join(errs...)
+}
+
+// fillDisk takes every free byte of dir's file system with a file and
+// returns how to free them.
+func fillDisk(dir string) (free func() error, err error) {
+	path := filepath.Join(dir, "jepsen-filler")
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	chunk := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			f.Close()
+			if !errors.Is(err, syscall.ENOSPC) {
+				os.Remove(path)
+				return nil, fmt.Errorf("fill %s: %w", dir, err)
+			}
+			return func() error { return os.Remove(path) }, nil
+		}
+	}
+}
+
+func init() {
+	addNemesis(diskFullNemesis("disk-full-follower", false))
+	addNemesis(diskFullNemesis("disk-full-leader", true))
+}
+
+// diskFullNemesis fills the disk of the leader or of a follower and
+// watches it while full: a follower must answer /readyz 503 naming the
+// full disk; a leader must stop leading (step down when an append fails,
+// or exit when it cannot store a new term) or, while its appends still
+// find room in raft.db's free pages, answer /readyz 503 naming a failed
+// snapshot and the full disk. The undo frees the space and restarts the
+// server if it exited.
+func diskFullNemesis(name string, leader bool) nemesis {
+	return nemesis{name: name, minServers: 3, inject: func(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+		if !w.usesDisks() {
+			return nil, "", 0, fmt.Errorf("%s: the run's data dirs are not on their own tmpfs", name)
+		}
+		l, rest := w.pickLeader(ctx, rng)
+		p, role := l, "leader"
+		if !leader {
+			p, role = rest[rng.IntN(len(rest))], "follower"
+		}
+		free, err := fillDisk(p.dataDir)
+		if err != nil {
+			return nil, "", 0, err
+		}
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan diskEffect, 1)
+		go func() { done <- w.watchFull(wctx, name, p, leader) }()
+		undo := func() error {
+			stop()
+			eff := <-done
+			w.disks.mu.Lock()
+			w.disks.effects = append(w.disks.effects, eff)
+			w.disks.mu.Unlock()
+			errs := []error{free()}
+			if !p.running() {
+				errs = append(errs, w.restart(p))
+			}
+			return errors.Join(errs...)
+		}
+		return undo, fmt.Sprintf("filled the disk of %s (%s)", p.name, role), between(rng, 6*time.Second, 10*time.Second), nil
+	}}
+}
+
+// watchFull polls the full server p until ctx ends and reports whether it
+// showed the effect it must.
+func (w *world) watchFull(ctx context.Context, nemesis string, p *proc, leader bool) diskEffect {
+	eff := diskEffect{nemesis: nemesis, server: p.name}
+	for {
+		switch {
+		case !p.running():
+			eff.seen, eff.how = true, "exited"
+		case leader:
+			if st, err := w.status(ctx, p); err == nil && st.Role != "leader" {
+				eff.seen, eff.how = true, fmt.Sprintf("stepped down (%s, term %d)", st.Role, st.Term)
+			} else if why, ok := w.notReadyForDisk(ctx, p); ok && why == whySnapshot {
+				// A failed append must step it down: only a failed
+				// snapshot may leave it leading.
+				eff.seen, eff.how = true, "leading, not ready: "+why
+			}
+		default:
+			if why, ok := w.notReadyForDisk(ctx, p); ok {
+				eff.seen, eff.how = true, "not ready: "+why
+			}
+		}
+		if eff.seen || !sleep(ctx, 200*time.Millisecond) {
+			return eff
+		}
+	}
+}
+
+// notReadyForDisk reports whether p answers /readyz 503 naming a full
+// disk, and which write failed: the Raft log or stable store, or a
+// snapshot.
+func (w *world) notReadyForDisk(ctx context.Context, p *proc) (string, bool) {
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	code, err := w.call(cctx, "GET", w.url(p, "/readyz"), nil, nil)
+	if code != 503 || err == nil || !strings.Contains(err.Error(), "no space left on device") {
+		return "", false
+	}
+	if strings.Contains(err.Error(), "snapshot write failed") {
+		return whySnapshot, true
+	}
+	return "log write failed, no space left on device", true
+}
+
+// whySnapshot is notReadyForDisk's reason for a failed snapshot.
+const whySnapshot = "snapshot write failed, no space left on device"
+
+// diskFullResult checks that every disk fault had its effect.
+func diskFullResult(w *world) []check.Result {
+	w.disks.mu.Lock()
+	defer w.disks.mu.Unlock()
+	if len(w.disks.effects) == 0 {
+		return nil
+	}
+	r := check.Result{Name: resDiskFull, Valid: true, Ops: len(w.disks.effects)}
+	for _, e := range w.disks.effects {
+		if e.seen {
+			r.Notes = append(r.Notes, fmt.Sprintf("%s on %s: %s", e.nemesis, e.server, e.how))
+			continue
+		}
+		r.Valid = false
+		want := "report not ready naming the full disk"
+		if e.nemesis == "disk-full-leader" {
+			want = "stop leading or report not ready naming the full disk"
+		}
+		r.Violations = append(r.Violations, fmt.Sprintf("%s on %s: did not %s while full", e.nemesis, e.server, want))
+	}
+	return []check.Result{r}
+}
+
+// diskRunTime is the fault phase of the short suite's disk-full run: each
+// disk nemesis about once.
+const diskRunTime = 25 * time.Second
+
+// strayDelay is how late the other servers' packets reach the leader
+// while the stray-transfer nemesis acts. It stays below the leader lease
+// of the suite (500ms) with room for the heartbeat interval (50-100ms):
+// the leader hears a quorum often enough never to step down by itself,
+// and it hears of the newer term strayDelay after the others moved to it.
+const strayDelay = 300 * time.Millisecond
+
+// strayTransfer is a leadership transfer that its leader gave up on but
+// that happened all the same. hashicorp/raft's leader waits one election
+// timeout for a transfer; when it gives up it leads on as before, while
+// the TimeoutNow it sent may still arrive: its target then stands for
+// election at once, and the other voters vote for it, a transfer being
+// the one case in which a voter with a live leader grants its vote. The
+// nemesis makes that state directly: it delays every link into the
+// leader by strayDelay (climbing in steps so that TCP follows), then
+// sends a follower the TimeoutNow the leader would have sent, from the
+// leader's namespace to the follower's Raft port, with the leader's own
+// certificate. For about strayDelay the
+// old leader's Raft says Leader in its old term while the new leader
+// commits: a leadership check that trusts anything but a fresh quorum in
+// the current round serves stale reads and renewals in that window.
+//
+// Unlike lagging-leader, the overlap does not hang on how the followers'
+// election timers fall: it begins when the target receives the message.
+func strayTransfer(ctx context.Context, w *world, rng *rand.Rand) (func() error, string, time.Duration, error) {
+	l, rest := w.pickLeader(ctx, rng)
+	undo := func() error {
+		var errs []error
+		for _, f := range rest {
+			errs = append(errs, w.net.DelayLink(f.name, l.name, 0))
+		}
+		return errors.Join(errs...)
+	}
+	if err := delayInto(ctx, w, l, rest, strayDelay, 10); err != nil {
+		return nil, "", 0, errors.Join(err, undo())
+	}
+	// Let the leader settle at the full delay before the transfer.
+	if !sleep(ctx, time.Second) {
+		return nil, "", 0, errors.Join(ctx.Err(), undo())
+	}
+	target := rest[rng.IntN(len(rest))]
+	desc := fmt.Sprintf("%v -> %s delayed %v, then TimeoutNow from %s to %s", names(rest), l.name, strayDelay, l.name, target.name)
+	if err := w.sendTimeoutNow(ctx, l, target); err != nil {
+		// A fault in itself (the target may be down), not a harness error.
+		desc += fmt.Sprintf(" failed: %v", err)
+	}
+	return undo, desc, between(rng, 1500*time.Millisecond, 2500*time.Millisecond), nil
+}
+
+// sendTimeoutNow sends to's Raft the TimeoutNow RPC that from sends at the
+// end of a leadership transfer, from from's namespace over mutual TLS with
+// from's certificate.
+func (w *world) sendTimeoutNow(ctx context.Context, from, to *proc) error {
+	cert, key := w.sec.serverFiles(from.name)
+	cfg, err := client.TLSConfig{CAFile: w.sec.caFile, CertFile: cert, KeyFile: key}.Build()
+	if err != nil {
+		return err
+	}
+	// Servers are verified by role, not by address (cluster/internal/transport/tls.go);
+	// the nemesis need not check whom it reaches at a server's address.
+	cfg.InsecureSkipVerify = true
+	dial := func(ctx context.Context, addr string) (net.Conn, error) {
+		return w.net.DialFrom(ctx, from.name, "tcp", addr)
+	}
+	stream := &dialStream{ctx: ctx, dial: dial, tls: cfg, done: make(chan struct{})}
+	trans := raft.NewNetworkTransport(stream, 1, 5*time.Second, io.Discard)
+	defer trans.Close()
+	fromAddr := fmt.Sprintf("%s:%d", w.net.Addr(from.name), portRaft)
+	toAddr := raft.ServerAddress(fmt.Sprintf("%s:%d", w.net.Addr(to.name), portRaft))
+	req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{
+		ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(from.name), Addr: []byte(fromAddr),
+	}}
+	done := make(chan error, 1)
+	go func() { done <- trans.TimeoutNow(raft.ServerID(to.name), toAddr, req, &raft.TimeoutNowResponse{}) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// dialStream is a raft.StreamLayer that only dials, with TLS (plain TCP
+// when tls is nil): the nemesis sends one RPC and accepts none.
+type dialStream struct {
+	ctx  context.Context
+	dial func(context.Context, string) (net.Conn, error)
+	tls  *tls.Config
+	done chan struct{}
+}
+
+func (s *dialStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	defer cancel()
+	raw, err := s.dial(ctx, string(addr))
+	if err != nil || s.tls == nil {
+		return raw, err
+	}
+	conn := tls.Client(raw, s.tls)
+	if err := conn.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (s *dialStream) Accept() (net.Conn, error) {
+	<-s.done
+	return nil, net.ErrClosed
+}
+
+func (s *dialStream) Close() error {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	return nil
+}
+
+func (s *dialStream) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
