@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/tenure-io/tenure/client/wire"
 )
@@ -19,9 +20,19 @@ func TestTokenSentWithEveryRequest(t *testing.T) {
 	if got := DefaultConfig().Token; got != "from-env" {
 		t.Fatalf("DefaultConfig().Token = %q, want the value of %s", got, EnvHTTPToken)
 	}
+	// seen: the tokens of the calls; opened: those of the attempts to
+	// open a request stream (this server refuses them: the calls then go
+	// as requests of their own).
+	// The streams open in the background, in any order.
 	var seen []string
+	opened := make(chan string, 4)
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		seen = append(seen, r.Header.Get(HeaderToken))
+		if r.URL.Path == wire.StreamPath {
+			opened <- r.Header.Get(HeaderToken)
+			http.NotFound(w, r)
+			return
+		}
+		seen = append(seen, r.Header.Get(HeaderToken)) // one call at a time
 		writeJSON(w, 200, testLease("k"))
 	})
 	c, _ := newTestClient(t, srv.URL)
@@ -45,6 +56,18 @@ func TestTokenSentWithEveryRequest(t *testing.T) {
 	}
 	if want := []string{"from-env", "explicit", ""}; len(seen) != 3 || seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
 		t.Errorf("%s headers sent: %q, want %q", HeaderToken, seen, want)
+	}
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case tok := <-opened:
+			got[tok] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("stream openings with %s headers %v, want \"explicit\" and \"\"", HeaderToken, got)
+		}
+	}
+	if !got["explicit"] || !got[""] {
+		t.Errorf("%s headers of the stream openings: %v, want \"explicit\" and \"\"", HeaderToken, got)
 	}
 }
 

@@ -37,6 +37,9 @@ type Client struct {
 
 	// keep renews the leases of Acquire; created by New.
 	keep *keeper
+	// streams carries the calls of one lease (stream.go); nil when
+	// Config.DisableStream or Config.HTTPClient is set.
+	streams *streams
 
 	// sleep waits d or until ctx is done, returning ctx.Err() then.
 	// jitter returns a uniformly random duration in [0, d].
@@ -108,6 +111,15 @@ func New(cfg *Config) (*Client, error) {
 		tc, err := cfg.TLS.Build()
 		if err != nil {
 			return nil, err
+		}
+		if !cfg.DisableStream {
+			// A copy of its own: the HTTP transport changes its TLS
+			// settings on first use.
+			var stc *tls.Config
+			if tc != nil {
+				stc = tc.Clone()
+			}
+			c.streams = newStreams(stc)
 		}
 		c.http = defaultHTTPClient(tc)
 	}
@@ -302,6 +314,11 @@ func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
 // attempt sends r once to addr. On failure it returns a *transportError or
 // an *APIError, with the leader header of the answer if there was one.
 func (c *Client) attempt(ctx context.Context, addr string, r *request, body []byte) (*response, string, error) {
+	if c.streamable(r) {
+		if resp, leaderHdr, ok, err := c.attemptStream(ctx, addr, r, body); ok {
+			return resp, leaderHdr, err
+		}
+	}
 	actx, cancel := context.WithTimeout(ctx, c.attemptTimeout(r))
 	defer cancel()
 
@@ -334,15 +351,21 @@ func (c *Client) attempt(ctx context.Context, addr string, r *request, body []by
 		return nil, "", &transportError{err: err}
 	}
 	defer hr.Body.Close()
-	leaderHdr := hr.Header.Get(HeaderLeaderAddr)
 	limit := cmp.Or(r.maxAnswer, maxResponseBytes)
 	data, err := io.ReadAll(io.LimitReader(hr.Body, limit+1))
 	if err != nil {
-		return nil, leaderHdr, &transportError{err: fmt.Errorf("read answer: %w", err)}
+		return nil, hr.Header.Get(HeaderLeaderAddr), &transportError{err: fmt.Errorf("read answer: %w", err)}
 	}
 	if int64(len(data)) > limit {
-		return nil, leaderHdr, fmt.Errorf("answer of %s %s exceeds %d bytes", r.method, r.path, limit)
+		return nil, hr.Header.Get(HeaderLeaderAddr), fmt.Errorf("answer of %s %s exceeds %d bytes", r.method, r.path, limit)
 	}
+	return c.answer(hr, data, addr, sentAt)
+}
+
+// answer is the response, or the *APIError, of the answer hr with body
+// data from addr to an attempt sent at sentAt, and its leader header.
+func (c *Client) answer(hr *http.Response, data []byte, addr string, sentAt time.Time) (*response, string, error) {
+	leaderHdr := hr.Header.Get(HeaderLeaderAddr)
 	if hr.StatusCode < 200 || hr.StatusCode > 299 {
 		return nil, leaderHdr, decodeAPIError(hr, data)
 	}

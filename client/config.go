@@ -54,6 +54,16 @@ type Config struct {
 	// attempt is set from Timeout and the wait of blocking calls.
 	HTTPClient *http.Client
 
+	// DisableStream sends every call as an HTTP request of its own. By
+	// default the calls of one lease (acquire, release, renew, read) and
+	// bulk renewals that do not wait on purpose go over one request
+	// stream per server, many at once (docs/http-api.md, "The request
+	// stream"); the answers are the same. The stream opens in the
+	// background at the first such call, which goes as a request of its
+	// own. A Client with HTTPClient set never uses the stream. A server
+	// that refuses the stream gets requests of their own.
+	DisableStream bool
+
 	// TLS configures HTTPS: the CA that signs the servers' certificates,
 	// the client certificate, the server name to verify. It cannot be
 	// combined with HTTPClient: configure that client's transport instead.

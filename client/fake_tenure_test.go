@@ -421,6 +421,7 @@ func newLeaseClient(t *testing.T, addr string) *Client {
 	cfg.RetryBaseDelay = 10 * time.Millisecond
 	cfg.RetryMaxDelay = 40 * time.Millisecond
 	cfg.Holder = "h1"
+	cfg.DisableStream = true // fakeTenure counts HTTP requests (newRecordingClient)
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -143,9 +143,13 @@ func newTestClient(t *testing.T, addrs ...string) (*Client, *sleepRecorder) {
 }
 
 // newRecordingClient returns a client of cfg whose backoff does not wait
-// but records each delay.
+// but records each delay. Its calls are HTTP requests of their own, which
+// the fake servers of these tests count: the request stream is tested
+// against the real server (httpapi's TestRequestStream tests) and here by
+// TestStreamRefusedCallsGoAsRequests.
 func newRecordingClient(t *testing.T, cfg *Config) (*Client, *sleepRecorder) {
 	t.Helper()
+	cfg.DisableStream = true
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

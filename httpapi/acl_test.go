@@ -190,6 +190,7 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"GET /v1/events", "GET", "/v1/events", "", client.RightRead},
 		{"GET /v1/status", "GET", "/v1/status", "", ""},
 		{"GET /v1/members", "GET", "/v1/members", "", ""},
+		{"GET /v1/stream", "GET", "/v1/stream", "", ""}, // each frame is checked as its request (TestRequestStreamChecksTheTokenOfEveryFrame)
 		{"POST /v1/operator/snapshot", "POST", "/v1/operator/snapshot", "", client.RightOperator},
 		{"GET /v1/snapshot", "GET", "/v1/snapshot", "", client.RightOperator},
 		{"PUT /v1/snapshot", "PUT", "/v1/snapshot", "not a snapshot", client.RightOperator},
@@ -589,6 +590,7 @@ func TestACLGroupAnswersHideKeysTheTokenMayNotRead(t *testing.T) {
 		"/v1/operator/keyring":      "operator right: gossip keys",
 		"/v1/status":                "servers and indexes",
 		"/v1/members":               "gossip members and their groups, no keys",
+		"/v1/stream":                "no answer of its own: each frame's is its route's",
 		"/healthz":                  "no data",
 		"/readyz":                   "no data",
 		"/v1/openapi.yaml":          "no data",

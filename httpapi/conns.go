@@ -117,11 +117,17 @@ type connCounter struct {
 
 type overKey struct{}
 
+// leaveKey holds, in the context of a connection's requests, the function
+// that uncounts it: a handler that hijacks the connection (the request
+// stream) calls it when it closes the connection, so that the connection
+// counts against the limits for as long as it is open.
+type leaveKey struct{}
+
 // context counts a new connection (net/http calls ConnContext once for
 // each, before any of its states) or, past a limit, marks it.
 func (c *connCounter) context(ctx context.Context, conn net.Conn) context.Context {
-	if c.gate.Enter(cluster.RemoteIP(conn.RemoteAddr())) {
-		return ctx
+	if ip := cluster.RemoteIP(conn.RemoteAddr()); c.gate.Enter(ip) {
+		return context.WithValue(ctx, leaveKey{}, func() { c.gate.Leave(ip) })
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -129,9 +135,10 @@ func (c *connCounter) context(ctx context.Context, conn net.Conn) context.Contex
 	return context.WithValue(ctx, overKey{}, true)
 }
 
-// state uncounts a connection at its end.
+// state uncounts a connection at its end. A hijacked connection stays
+// counted: its hijacker uncounts it (leaveKey).
 func (c *connCounter) state(conn net.Conn, s http.ConnState) {
-	if s != http.StateClosed && s != http.StateHijacked {
+	if s != http.StateClosed {
 		return
 	}
 	c.mu.Lock()
@@ -141,6 +148,16 @@ func (c *connCounter) state(conn net.Conn, s http.ConnState) {
 	if !over {
 		c.gate.Leave(cluster.RemoteIP(conn.RemoteAddr()))
 	}
+}
+
+// leaveFunc is the function that uncounts the connection of the request
+// ctx belongs to; a no-op when the connection was not counted (a server
+// built without NewHTTPServer, as in tests).
+func leaveFunc(ctx context.Context) func() {
+	if f, ok := ctx.Value(leaveKey{}).(func()); ok {
+		return f
+	}
+	return func() {}
 }
 
 func (c *connCounter) wrap(h http.Handler) http.Handler {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tenure-io/tenure/cluster"
 
 	"github.com/tenure-io/tenure/test/harness"
@@ -22,10 +24,16 @@ import (
 // serveLimited serves a plain 200 within limits on a loopback port.
 func serveLimited(t *testing.T, limits ConnLimits) string {
 	t.Helper()
-	srv, err := NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveLimitedHandler(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusOK)
-	}), limits, nil)
+	}), limits)
+}
+
+// serveLimitedHandler serves h within limits on a loopback port.
+func serveLimitedHandler(t *testing.T, h http.Handler, limits ConnLimits) string {
+	t.Helper()
+	srv, err := NewHTTPServer(h, limits, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,4 +294,27 @@ func closedAtOnce(conns []net.Conn) int {
 		}
 	}
 	return closed
+}
+
+// TestStreamCountsAgainstTheConnectionLimits: a request stream, a
+// hijacked connection, counts against -http-max-conns-per-client for as
+// long as it is open, and no longer.
+func TestStreamCountsAgainstTheConnectionLimits(t *testing.T) {
+	n := startCluster(t, 1)
+	api, err := New(testAPIConfig(n.cluster.Node(0), prometheus.NewRegistry(), hclog.NewNullLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limits := DefaultConnLimits(time.Minute)
+	limits.MaxConns, limits.MaxConnsPerClient = 10, 1
+	addr := serveLimitedHandler(t, api, limits)
+
+	stream, _ := rawStream(t, addr)
+	if r := get(t, dial(t, addr)); r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a second connection beside an open stream: %d, want 503 (one connection per client)", r.StatusCode)
+	}
+	stream.Close()
+	harness.WaitUntil(t, 5*time.Second, "a connection to be served once the stream closed", func() bool {
+		return get(t, dial(t, addr)).StatusCode != http.StatusServiceUnavailable
+	})
 }

@@ -112,6 +112,7 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"GET /ui/static/{file}", "GET", "/ui/static/nothing.js", "", 404, errBody},
 		{"GET /", "GET", "/", "", 302, nil},
 		{"GET /v1/openapi.yaml", "GET", "/v1/openapi.yaml", "", 200, nil}, // YAML, checked by TestOpenAPIDescribesRealAnswers
+		{"GET /v1/stream", "GET", "/v1/stream", "", 400, errBody},         // without Upgrade; its frames: TestRequestStreamFrameRules
 		{"POST /v1/operator/snapshot", "POST", "/v1/operator/snapshot", "", 200, func() any { return new(client.SnapshotInfo) }},
 		{"GET /v1/snapshot", "GET", "/v1/snapshot", "", 200, nil},
 		{"PUT /v1/snapshot", "PUT", "/v1/snapshot", "not a snapshot", 400, errBody},

@@ -778,6 +778,9 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "GET", path: "/v1/debug/logs", as: "reader", status: 403, code: wire.CodePermissionDenied},
 		{method: "GET", path: "/", as: "none", status: 302},
 		{method: "GET", path: "/v1/openapi.yaml", as: "none", status: 200},
+		// The request stream's 101 is TestRequestStream*'s: without the
+		// upgrade headers it is a 400 naming them.
+		{method: "GET", path: "/v1/stream", as: "boot", status: 400, code: wire.CodeInvalidQuery, badInput: true},
 
 		// Last, as it moves the leadership.
 		// (Until: a server just promoted may not be caught up yet; the

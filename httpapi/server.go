@@ -54,6 +54,9 @@ type Config struct {
 	WriteTimeout time.Duration
 	// MaxBlockingWait caps the wait of blocking queries.
 	MaxBlockingWait time.Duration
+	// StreamIdleTimeout closes a request stream that sends no frame for
+	// this long (-http-idle-timeout; 0 is the default's 2 minutes).
+	StreamIdleTimeout time.Duration
 	// ForwardClient sends forwarded requests; it must not time out on its
 	// own, since blocking requests may take minutes. With TLS on, make it
 	// with NewForwardClient: it presents this server's own certificate and
@@ -95,8 +98,10 @@ func DefaultConfig() Config {
 		Logger:          hclog.NewNullLogger(),
 		WriteTimeout:    30 * time.Second,
 		MaxBlockingWait: 10 * time.Minute,
-		ForwardClient:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}},
-		ForwardScheme:   "http",
+
+		StreamIdleTimeout: 2 * time.Minute,
+		ForwardClient:     &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}},
+		ForwardScheme:     "http",
 
 		RefusalLogLines:    DefaultRefusalLogLines,
 		RefusalLogInterval: DefaultRefusalLogInterval,
@@ -194,6 +199,9 @@ func New(cfg Config) (*Server, error) {
 	r.Handle("/v1/leases"+key, s.reader(s.guard(onKey(fsm.RightRead), s.getLease))).Methods(http.MethodGet)
 	r.Handle("/v1/leases", s.reader(s.guard(onPrefix(fsm.RightRead), s.listLeases))).Methods(http.MethodGet)
 	r.Handle("/v1/renew"+key, s.renewer(s.guard(onKey(fsm.RightWrite), s.renewOne))).Methods(http.MethodPost)
+	// One connection for many lease calls at once (stream.go): each frame
+	// is served through this router, token check included.
+	r.Handle(wire.StreamPath, s.local(anyToken, s.stream)).Methods(http.MethodGet)
 	r.Handle("/v1/renew", s.renewer(s.guard(anyToken, s.renewMany))).Methods(http.MethodPost) // write on every key: checked in renewMany
 	r.Handle("/v1/revoke"+key, s.leader(s.guard(onKey(fsm.RightRevoke), s.revoke))).Methods(http.MethodPost)
 	r.Handle("/v1/revoke", s.leader(s.guard(fixed(fsm.RightRevoke, "key", ""), s.revokeHolder))).Methods(http.MethodPost) // revoke on every key

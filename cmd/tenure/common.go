@@ -67,6 +67,10 @@ func (f *clusterFlags) config() *client.Config {
 	if f.token != "" {
 		cfg.Token = f.token // else DefaultConfig's, from the variable
 	}
+	// A command makes one call or a few, and `lock` and `elect` one
+	// renewal an interval: a request stream (docs/http-api.md) would be
+	// one more connection for nothing. `tenure bench` turns it on.
+	cfg.DisableStream = true
 	return cfg
 }
 

@@ -432,6 +432,7 @@ func serve(ctx context.Context, s *serverSettings, log hclog.Logger, tail *httpa
 	hc.MetricsOpen = s.metricsOpen
 	hc.MaxActive, hc.MaxQueueWait = s.maxActive, s.maxQueueWait
 	hc.LogTail = tail
+	hc.StreamIdleTimeout = s.http.IdleTimeout
 	api, err := httpapi.New(hc)
 	if err != nil {
 		ln.Close()

@@ -1,0 +1,236 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
+	"golang.org/x/net/http/httpguts"
+	"golang.org/x/sync/semaphore"
+)
+
+// The request stream (wire.StreamPath, docs/http-api.md): one connection
+// carries many requests at once, each answered in a frame of its own as
+// soon as it is done, and the answers that are ready together leave in
+// one write. It spares what one HTTP/1.1 request costs each call (a read
+// and a write system call, the request's parsing), which is most of the
+// leader's CPU per renewal or read (test/bench/results/2026-11-29-profiles.md).
+//
+// Each frame is served as the HTTP request it stands for, by the same
+// handler as the request: its route, its token check (the token the
+// stream was opened with, checked again for every frame, so a token
+// deleted while the stream is open is refused at the next frame), its
+// admission (a frame over -http-max-active waits or is answered 429, as a
+// request is), forwarding to the leader, and the request metrics.
+
+// streamWriteTimeout bounds one write of answers: a client that stops
+// reading loses its stream.
+const streamWriteTimeout = 10 * time.Second
+
+// stream upgrades the connection to a request stream and serves it until
+// the client closes it, is idle for -http-idle-timeout, or breaks a frame
+// rule.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) error {
+	if !httpguts.HeaderValuesContainsToken(r.Header["Connection"], "upgrade") || !strings.EqualFold(r.Header.Get("Upgrade"), wire.StreamProtocol) {
+		return badRequest(wire.CodeInvalidQuery, "Upgrade", fmt.Sprintf("GET %s needs the headers Connection: Upgrade and Upgrade: %s", wire.StreamPath, wire.StreamProtocol))
+	}
+	if r.ProtoMajor != 1 {
+		return badRequest(wire.CodeInvalidQuery, "Upgrade", "the request stream needs HTTP/1.1")
+	}
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return fmt.Errorf("request stream: %w", err)
+	}
+	leave := leaveFunc(r.Context())
+	defer leave()
+	defer conn.Close()
+	conn.SetDeadline(time.Time{})
+	rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + wire.StreamProtocol + "\r\n\r\n")
+	if err := rw.Flush(); err != nil {
+		return nil
+	}
+	st := &streamConn{s: s, conn: conn, open: r, answers: make(chan frameAnswer, wire.MaxStreamInFlight),
+		slots: make(chan struct{}, wire.MaxStreamInFlight), bytes: semaphore.NewWeighted(wire.MaxStreamBytesInWork)}
+	st.serve(rw.Reader)
+	return nil
+}
+
+// streamConn is one open request stream.
+type streamConn struct {
+	s    *Server
+	conn net.Conn
+	open *http.Request // the request that opened the stream
+	// answers go to the writer; slots and bytes bound the frames in
+	// work (read, and not yet written back): wire.MaxStreamInFlight of
+	// them, of wire.MaxStreamBytesInWork in all (a library's weighted
+	// semaphore: golang.org/x/sync).
+	answers chan frameAnswer
+	slots   chan struct{}
+	bytes   *semaphore.Weighted
+}
+
+// frameAnswer is an answer for the writer, and what frees its frame's
+// place once it is written.
+type frameAnswer struct {
+	wire.StreamAnswer
+	done func()
+}
+
+// serve reads frames and serves each in a goroutine of its own, at most
+// wire.MaxStreamInFlight at once; one writer sends the answers.
+func (st *streamConn) serve(in *bufio.Reader) {
+	ctx, cancel := context.WithCancel(st.open.Context())
+	defer cancel()
+	var work sync.WaitGroup
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		st.write(cancel)
+	}()
+	idle := cmp.Or(st.s.cfg.StreamIdleTimeout, DefaultConfig().StreamIdleTimeout)
+	for ctx.Err() == nil {
+		st.conn.SetReadDeadline(time.Now().Add(idle))
+		f, err := wire.ReadStreamRequest(in)
+		if err != nil {
+			if errors.Is(err, wire.ErrStreamFrame) {
+				st.s.log.Debug("request stream closed", "remote", st.open.RemoteAddr, "error", err)
+			}
+			break
+		}
+		select {
+		case st.slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		weight := min(int64(8+len(f.Method)+len(f.Target)+len(f.Body)), wire.MaxStreamBytesInWork)
+		if st.bytes.Acquire(ctx, weight) != nil {
+			<-st.slots
+			break
+		}
+		done := func() {
+			st.bytes.Release(weight)
+			<-st.slots
+		}
+		work.Go(func() {
+			a := frameAnswer{StreamAnswer: st.serveFrameSafely(ctx, f), done: done}
+			select {
+			case st.answers <- a:
+			case <-ctx.Done():
+				done()
+			}
+		})
+	}
+	cancel()
+	work.Wait()
+	close(st.answers)
+	<-writerDone
+}
+
+// write sends the answers as they come, flushing when none is waiting;
+// it cancels the stream when a write fails.
+func (st *streamConn) write(cancel context.CancelFunc) {
+	out := bufio.NewWriterSize(st.conn, 32<<10)
+	failed := false
+	for a := range st.answers {
+		if failed {
+			a.done()
+			continue // drain, so that no frame's goroutine waits
+		}
+		err := wire.WriteStreamAnswer(out, a.StreamAnswer)
+		a.done()
+		if err == nil && len(st.answers) == 0 {
+			st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+			err = out.Flush()
+		}
+		if err != nil {
+			failed = true
+			cancel()
+			st.conn.Close() // ends the reader's wait for a frame
+		}
+	}
+	if !failed {
+		st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		out.Flush()
+	}
+}
+
+// serveFrameSafely is serveFrame, with a panic of a handler answered 500
+// and logged, as net/http does for a request, instead of ending the
+// process.
+func (st *streamConn) serveFrameSafely(ctx context.Context, f wire.StreamRequest) (a wire.StreamAnswer) {
+	defer func() {
+		if p := recover(); p != nil {
+			st.s.log.Error("panic serving a frame of a request stream", "method", f.Method, "panic", p)
+			rec := &frameRecorder{header: http.Header{}}
+			writeError(rec, fmt.Errorf("internal error serving %s", f.Method))
+			a = rec.answer(f.ID)
+		}
+	}()
+	return st.serveFrame(ctx, f)
+}
+
+// serveFrame serves f as the request it stands for.
+func (st *streamConn) serveFrame(ctx context.Context, f wire.StreamRequest) wire.StreamAnswer {
+	rec := &frameRecorder{header: http.Header{}}
+	if !wire.StreamCarries(f.Method, f.Target) {
+		writeError(rec, &apiError{code: wire.CodeNotFound, msg: fmt.Sprintf("the request stream does not carry %s %s", f.Method, f.Target)})
+		return rec.answer(f.ID)
+	}
+	req, err := http.NewRequestWithContext(ctx, f.Method, f.Target, bytes.NewReader(f.Body))
+	if err != nil {
+		writeError(rec, badRequest(wire.CodeInvalidQuery, "target", fmt.Sprintf("frame target %q: %v", f.Target, err)))
+		return rec.answer(f.ID)
+	}
+	req.RequestURI = f.Target
+	req.RemoteAddr = st.open.RemoteAddr
+	req.TLS = st.open.TLS
+	req.Host = st.open.Host
+	req.ContentLength = int64(len(f.Body))
+	for _, h := range []string{wire.HeaderToken, "Authorization", "User-Agent"} {
+		if v := st.open.Header.Values(h); len(v) > 0 {
+			req.Header[h] = v
+		}
+	}
+	if len(f.Body) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	st.s.ServeHTTP(rec, req)
+	return rec.answer(f.ID)
+}
+
+// frameRecorder is the http.ResponseWriter of a frame.
+type frameRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *frameRecorder) Header() http.Header { return r.header }
+
+func (r *frameRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (r *frameRecorder) Write(p []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(p)
+}
+
+func (r *frameRecorder) answer(id uint32) wire.StreamAnswer {
+	return wire.StreamAnswer{ID: id, Status: cmp.Or(r.status, http.StatusOK), Header: r.header, Body: r.body.Bytes()}
+}
