@@ -161,6 +161,7 @@ func newBenchRun(cfg *benchConfig) (*benchRun, error) {
 	for i := 0; i < cfg.clients; i++ {
 		ccfg := cfg.cluster.config()
 		ccfg.RetryMax = cfg.retryMax
+		ccfg.DisableStream = false // the Go client's default, as an application has it
 		c, err := client.New(ccfg)
 		if err != nil {
 			return nil, err

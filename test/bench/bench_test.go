@@ -73,6 +73,7 @@ func TestOptionsValidateNamesTheFlag(t *testing.T) {
 		"-bulk-leases":   func(o *Options) { o.BulkLeases = 0 },
 		"-etcd":          func(o *Options) { o.EtcdBins = nil },
 		"-etcd-conns":    func(o *Options) { o.EtcdConns = -1 },
+		"-tenure-conns":  func(o *Options) { o.TenureConns = -1 },
 		"-memory-leases": func(o *Options) { o.MemoryLeases = []int{-1} },
 	} {
 		o := good

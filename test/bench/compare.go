@@ -20,6 +20,9 @@ type Options struct {
 	EtcdBins []string
 	// EtcdConns is Etcd.Conns of the load arms.
 	EtcdConns int
+	// TenureConns is Tenure.Conns and TenureNoStream Tenure.NoStream.
+	TenureConns    int
+	TenureNoStream bool
 	// Arm, when not empty, keeps the arms whose name contains it.
 	Arm string
 	// TenureOnly runs the workloads against tenure alone (no etcd needed).
@@ -60,6 +63,8 @@ func (o *Options) Validate() error {
 		return errors.New("-etcd: an etcd binary is required without -tenure-only")
 	case o.EtcdConns < 0:
 		return fmt.Errorf("-etcd-conns must not be negative, got %d", o.EtcdConns)
+	case o.TenureConns < 0:
+		return fmt.Errorf("-tenure-conns must not be negative, got %d", o.TenureConns)
 	}
 	for _, n := range o.MemoryLeases {
 		if n < 1 {
@@ -204,7 +209,8 @@ func Run(ctx context.Context, o Options, dir string, progress io.Writer) ([]*Sec
 		// leaves (a population of leases, a grown log) weighs on the
 		// next.
 		env.st = &state{}
-		t := &Tenure{Bin: o.TenureBin, Dir: filepath.Join(dir, fmt.Sprintf("tenure-%d", i)), Extra: o.TenureArgs}
+		t := &Tenure{Bin: o.TenureBin, Dir: filepath.Join(dir, fmt.Sprintf("tenure-%d", i)), Extra: o.TenureArgs,
+			Conns: o.TenureConns, NoStream: o.TenureNoStream}
 		if err := os.MkdirAll(t.Dir, 0o755); err != nil {
 			return sections, err
 		}

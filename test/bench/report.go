@@ -125,7 +125,16 @@ func WriteResults(w io.Writer, sections []*Section, o Options, fs Fsync, command
 		if o.EtcdConns > 0 {
 			conns = fmt.Sprintf("the clients of a run share %d connections, round robin", o.EtcdConns)
 		}
-		fmt.Fprintf(w, "- each arm has fresh three-node clusters of both systems (tenure at its default timings); etcd load clients: %s; tenure's: each its own\n", conns)
+		tconns := "each its own client.Client"
+		if o.TenureConns > 0 {
+			tconns = fmt.Sprintf("the clients of a run share %d client.Clients, round robin", o.TenureConns)
+		}
+		if o.TenureNoStream {
+			tconns += ", the request stream off (a request per call)"
+		} else {
+			tconns += ", the request stream on (the Go client's default)"
+		}
+		fmt.Fprintf(w, "- each arm has fresh three-node clusters of both systems (tenure at its default timings); etcd load clients: %s; tenure's: %s\n", conns, tconns)
 	}
 	if runErr != nil {
 		fmt.Fprintf(w, "- **the run stopped early**: %v\n", runErr)

@@ -17,6 +17,11 @@ type Tenure struct {
 	Bin   string
 	Dir   string
 	Extra []string // extra server flags
+	// Conns, when positive, is how many client.Clients the clients of a
+	// load run share, round robin (as Etcd.Conns); 0 gives each its own.
+	// NoStream turns the Go client's request stream off.
+	Conns    int
+	NoStream bool
 
 	nodes []*tenureNode
 	procs *procs
@@ -88,6 +93,7 @@ func (t *Tenure) Client(retry bool) (*client.Client, error) {
 	cfg := &client.Config{
 		Addresses: t.Addrs(), Timeout: 10 * time.Second,
 		RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 200 * time.Millisecond,
+		DisableStream: t.NoStream,
 	}
 	if retry {
 		cfg.RetryMax = 20

@@ -19,10 +19,22 @@ const benchTTL = 10 * time.Second
 const longTTL = time.Hour
 
 // tenureLoad runs a load of n clients, each a client.Client of its own
-// (not retrying) that mk turns into client i's step.
+// (not retrying), or one of t.Conns shared round robin, that mk turns
+// into client i's step.
 func tenureLoad(ctx context.Context, env *Env, t *Tenure, n int,
 	mk func(ctx context.Context, c *client.Client, i int) (step, error)) (Result, error) {
+	shared := make([]*client.Client, t.Conns)
+	for i := range shared {
+		c, err := t.Client(false)
+		if err != nil {
+			return Result{}, err
+		}
+		shared[i] = c
+	}
 	return loadRun(ctx, n, env.Duration, env.Progress, env.label, func(ctx context.Context, i int) (step, error) {
+		if len(shared) > 0 {
+			return mk(ctx, shared[i%len(shared)], i)
+		}
 		c, err := t.Client(false)
 		if err != nil {
 			return nil, err

@@ -44,6 +44,8 @@ func run() int {
 	flag.StringVar(&o.TenureBin, "tenure", "", "the tenure binary (default: built from the module into a temp dir)")
 	flag.StringVar(&etcds, "etcd", "", "the etcd binaries, comma-separated, each measured in every arm (default: etcd from PATH, the etcd-server package)")
 	flag.IntVar(&o.EtcdConns, "etcd-conns", 8, "connections the etcd clients of a load run share (0: one per client)")
+	flag.IntVar(&o.TenureConns, "tenure-conns", 0, "client.Clients the tenure clients of a load run share (0: one per client)")
+	flag.BoolVar(&o.TenureNoStream, "tenure-no-stream", false, "turn the Go client's request stream off: a request per call")
 	flag.StringVar(&o.Arm, "arm", "", "run only the etcd arms whose name contains this (case-insensitive), e.g. \"leader's endpoint\"")
 	flag.BoolVar(&o.TenureOnly, "tenure-only", false, "run the workloads against tenure alone (no etcd needed)")
 	flag.DurationVar(&o.Duration, "duration", 10*time.Second, "measured time of each run of each workload")
