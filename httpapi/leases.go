@@ -75,8 +75,10 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 			}
 			body.Token = t
 		}
-	} else if err := decodeBody(r, &body); err != nil {
+	} else if b, err := decodeLeaseRef(r); err != nil {
 		return err
+	} else {
+		body = b
 	}
 	if err := authz(r).AllowHolder(body.Holder); err != nil {
 		return err
@@ -156,8 +158,8 @@ func revokedOut(ended []cluster.EndedLease, can func(key string) bool) []wire.Re
 }
 
 func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
-	var body wire.LeaseRefBody
-	if err := decodeBody(r, &body); err != nil {
+	body, err := decodeLeaseRef(r)
+	if err != nil {
 		return err
 	}
 	if err := authz(r).AllowHolder(body.Holder); err != nil {

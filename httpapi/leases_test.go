@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -354,4 +357,30 @@ func TestKeysWithSlashesAndDots(t *testing.T) {
 		r := do(t, http.MethodPut, tn.url+"/v1/leases/a%20b", `{"holder":"h1","ttl":"30s"}`)
 		r.wantRefused(t, "acquire", http.StatusBadRequest, "invalid_key", "key", "")
 	})
+}
+
+// TestLeaseAnswersAsTheEncoderWritesThem: a lease answer written without
+// the encoder is byte for byte what json.Encoder writes for it.
+func TestLeaseAnswersAsTheEncoderWritesThem(t *testing.T) {
+	at := time.Date(2026, 11, 30, 1, 2, 3, 456789, time.UTC)
+	for _, l := range []*wire.LeaseInfo{
+		{},
+		{Key: "k", Holder: "h", Token: 7, TTL: 10 * time.Second, State: wire.StateHeld, HasExpiresIn: true, ExpiresIn: 9 * time.Second,
+			AcquiredAt: at, RenewedAt: at.Add(time.Second), ModifyIndex: 42},
+		{Key: "a/b <&> \"q\" \\ é \u2028 \x01", Holder: "worker\t1", Token: 1<<64 - 1, State: wire.StateFree, Reason: wire.ReasonExpired,
+			Metadata: map[string]string{"z": "1", "a": "<b>", "é": "\xff"}, Secret: "s"},
+		{Key: "k", Holder: "h", Ending: wire.ReasonRevoked, TTL: time.Millisecond},
+	} {
+		rec := httptest.NewRecorder()
+		writeJSON(rec, http.StatusOK, l)
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(l); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Body.String() != want.String() {
+			t.Errorf("lease %+v:\nwritten %s\nencoder %s", l, rec.Body, want.String())
+		}
+	}
 }

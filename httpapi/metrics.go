@@ -77,14 +77,19 @@ func (m *requestMetrics) instrument(router *mux.Router, h http.Handler) http.Han
 				}
 			}
 		}
-		status := rec.status
-		if status == 0 {
-			status = http.StatusOK
-		}
-		method := methodLabel(r.Method)
-		m.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
-		m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+		m.observe(route, r.Method, rec.status, elapsed)
 	})
+}
+
+// observe counts one request of route (a template) and method, answered
+// with status (0 is 200) after elapsed.
+func (m *requestMetrics) observe(route, method string, status int, elapsed time.Duration) {
+	if status == 0 {
+		status = http.StatusOK
+	}
+	method = methodLabel(method)
+	m.duration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 }
 
 // routeRecorder records a request's status and, from the router's

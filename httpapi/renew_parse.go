@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"net/http"
+
 	"github.com/tenure-io/tenure/client/wire"
 )
 
@@ -92,6 +94,44 @@ func parseRenewMany(raw []byte) (body wire.RenewManyBody, ok bool) {
 	}
 	p.space()
 	return body, p.i == len(p.b)
+}
+
+// parseLeaseRef reads the body of a renewal or release of one lease in
+// the shape the Go client sends, {"holder":"…","token":N,"secret":"…"},
+// under the rules of parseRenewMany, which it shares: ok is false for
+// anything else, and the caller decodes raw with decodeRaw
+// (TestParseLeaseRefAgreesWithTheDecoder).
+func parseLeaseRef(raw []byte) (body wire.LeaseRefBody, ok bool) {
+	p := renewParser{strictScanner{b: raw}}
+	if !p.lit('{') || !p.name("holder") {
+		return body, false
+	}
+	if body.Holder, ok = p.str(); !ok || !p.lit(',') || !p.name("token") {
+		return body, false
+	}
+	if body.Token, ok = p.uint(); !ok || !p.lit(',') || !p.name("secret") {
+		return body, false
+	}
+	if body.Secret, ok = p.str(); !ok || !p.lit('}') {
+		return body, false
+	}
+	p.space()
+	return body, p.i == len(p.b)
+}
+
+// decodeLeaseRef reads the body of a renewal or release of one lease:
+// the client's own shape without reflection, any other through the
+// strict decoder.
+func decodeLeaseRef(r *http.Request) (wire.LeaseRefBody, error) {
+	raw, err := readBody(r)
+	if err != nil {
+		return wire.LeaseRefBody{}, err
+	}
+	if body, ok := parseLeaseRef(raw); ok {
+		return body, nil
+	}
+	var body wire.LeaseRefBody
+	return body, decodeRaw(raw, &body)
 }
 
 // renewParser reads b from i, skipping whitespace as strictScanner does.

@@ -171,6 +171,11 @@ type Server struct {
 	// admission bounds the client requests worked on at once; nil with
 	// Config.MaxActive 0.
 	admission *admission
+	// carried are the routes of the calls a request stream carries, by
+	// method and path prefix (carry); metrics counts requests, nil
+	// without Config.Registerer.
+	carried map[string]carriedRoute
+	metrics *requestMetrics
 }
 
 // New validates cfg and builds the routes.
@@ -182,7 +187,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.Gatherer = prometheus.NewRegistry()
 	}
 	s := &Server{cfg: cfg, node: cfg.Node, log: cfg.Logger.Named("http"), router: mux.NewRouter(), snapshotSlot: make(chan struct{}, 1),
-		refused: newRefusalCounter()}
+		refused: newRefusalCounter(), carried: map[string]carriedRoute{}}
 	s.refusals = aclRefusalLog(s.log, cfg.RefusalLogLines, cfg.RefusalLogInterval)
 	if cfg.MaxActive > 0 {
 		s.admission = newAdmission(cfg.MaxActive, cfg.MaxQueued, cfg.MaxQueueWait)
@@ -194,15 +199,16 @@ func New(cfg Config) (*Server, error) {
 	// Every route names what it needs of the request's ACL token (need);
 	// with ACLs off everything is allowed. Writes and linearizable reads
 	// go to the leader, which checks the token it is forwarded.
-	r.Handle("/v1/leases"+key, s.leader(s.guard(onKey(fsm.RightWrite), s.acquire))).Methods(http.MethodPut)
-	r.Handle("/v1/leases"+key, s.leader(s.guard(onKey(fsm.RightWrite), s.release))).Methods(http.MethodDelete)
-	r.Handle("/v1/leases"+key, s.reader(s.guard(onKey(fsm.RightRead), s.getLease))).Methods(http.MethodGet)
+	// The calls a request stream carries (stream.go) are registered by
+	// carry, which keeps their handlers for the stream's frames too.
+	s.carry(http.MethodPut, "/v1/leases"+key, s.leader(s.guard(onKey(fsm.RightWrite), s.acquire)))
+	s.carry(http.MethodDelete, "/v1/leases"+key, s.leader(s.guard(onKey(fsm.RightWrite), s.release)))
+	s.carry(http.MethodGet, "/v1/leases"+key, s.reader(s.guard(onKey(fsm.RightRead), s.getLease)))
 	r.Handle("/v1/leases", s.reader(s.guard(onPrefix(fsm.RightRead), s.listLeases))).Methods(http.MethodGet)
-	r.Handle("/v1/renew"+key, s.renewer(s.guard(onKey(fsm.RightWrite), s.renewOne))).Methods(http.MethodPost)
-	// One connection for many lease calls at once (stream.go): each frame
-	// is served through this router, token check included.
+	s.carry(http.MethodPost, "/v1/renew"+key, s.renewer(s.guard(onKey(fsm.RightWrite), s.renewOne)))
+	// One connection for many lease calls at once (stream.go).
 	r.Handle(wire.StreamPath, s.local(anyToken, s.stream)).Methods(http.MethodGet)
-	r.Handle("/v1/renew", s.renewer(s.guard(anyToken, s.renewMany))).Methods(http.MethodPost) // write on every key: checked in renewMany
+	s.carry(http.MethodPost, "/v1/renew", s.renewer(s.guard(anyToken, s.renewMany))) // write on every key: checked in renewMany
 	r.Handle("/v1/revoke"+key, s.leader(s.guard(onKey(fsm.RightRevoke), s.revoke))).Methods(http.MethodPost)
 	r.Handle("/v1/revoke", s.leader(s.guard(fixed(fsm.RightRevoke, "key", ""), s.revokeHolder))).Methods(http.MethodPost) // revoke on every key
 	r.Handle("/v1/operator/servers/{id}", s.leader(s.guard(onCluster(fsm.RightOperator), s.removeServer))).Methods(http.MethodDelete)
@@ -298,7 +304,7 @@ func New(cfg Config) (*Server, error) {
 				return nil, fmt.Errorf("http metrics: %w", err)
 			}
 		}
-		s.handler = m.instrument(r, s.handler)
+		s.handler, s.metrics = m.instrument(r, s.handler), m
 	}
 	return s, nil
 }
@@ -316,6 +322,61 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r))
 	s.handler.ServeHTTP(w, r)
+}
+
+// carriedRoute is a route of a call the request stream carries: its
+// template (the route label of its metrics) and its handler.
+type carriedRoute struct {
+	template string
+	keyed    bool // the template ends in "/{key:.+}"
+	h        http.Handler
+}
+
+// carry registers the route of a call the request stream carries and
+// keeps it for the stream, which serves a frame by its route (by method
+// and path prefix) without the router's matching of every route.
+func (s *Server) carry(method, template string, h http.Handler) {
+	s.router.Handle(template, h).Methods(method)
+	prefix, keyed := strings.CutSuffix(template, "{key:.+}")
+	s.carried[method+" "+prefix] = carriedRoute{template: template, keyed: keyed, h: h}
+}
+
+// carriedRoute finds the route of a frame's call, and the key of a keyed
+// route (escaped, as the router takes it from the escaped path): the
+// route the router would match for it.
+func (s *Server) carriedRoute(method, escapedPath string) (carriedRoute, string, bool) {
+	if c, ok := s.carried[method+" "+escapedPath]; ok && !c.keyed {
+		return c, "", true
+	}
+	i := strings.IndexByte(escapedPath[min(len(escapedPath), len("/v1/")):], '/')
+	if i < 0 {
+		return carriedRoute{}, "", false
+	}
+	prefix, key := escapedPath[:len("/v1/")+i+1], escapedPath[len("/v1/")+i+1:]
+	c, ok := s.carried[method+" "+prefix]
+	if !ok || !c.keyed || key == "" {
+		return carriedRoute{}, "", false
+	}
+	return c, key, true
+}
+
+// serveCarried serves a frame's request r by its route c, as ServeHTTP
+// and the router would: the leader header, the body limit, the query
+// check, the request metrics.
+func (s *Server) serveCarried(w *frameRecorder, r *http.Request, c carriedRoute) {
+	start := time.Now()
+	if addr := s.node.Replica.LeaderHTTPAddr(); addr != "" {
+		w.Header().Set(wire.HeaderLeaderAddr, addr)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, bodyLimit(r))
+	if err := checkQuery(r.URL.RawQuery); err != nil {
+		writeError(w, err)
+	} else {
+		c.h.ServeHTTP(w, r)
+	}
+	if s.metrics != nil {
+		s.metrics.observe(c.template, r.Method, w.status, time.Since(start))
+	}
 }
 
 // route checks the query and hands the request to its route.
@@ -375,6 +436,14 @@ func stale(r *http.Request) bool {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	if l, ok := v.(*wire.LeaseInfo); ok {
+		// The answer of most lease calls: its MarshalJSON writes it
+		// compact, without reflection, and the encoder would only check
+		// and copy it again (TestLeaseAnswersAsTheEncoderWritesThem).
+		b, _ := l.MarshalJSON()
+		w.Write(append(b, '\n'))
+		return
+	}
 	if v != nil {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)

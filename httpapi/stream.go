@@ -7,12 +7,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/gorilla/mux"
 	"github.com/tenure-io/tenure/client/wire"
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/sync/semaphore"
@@ -59,8 +62,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	st := &streamConn{s: s, conn: conn, open: r, answers: make(chan frameAnswer, wire.MaxStreamInFlight),
-		slots: make(chan struct{}, wire.MaxStreamInFlight), bytes: semaphore.NewWeighted(wire.MaxStreamBytesInWork)}
-	st.serve(rw.Reader)
+		slots: make(chan struct{}, wire.MaxStreamInFlight), bytes: semaphore.NewWeighted(wire.MaxStreamBytesInWork),
+		jobs: make(chan frameJob)}
+	// Read the connection itself, not through net/http's reader of it,
+	// after what that reader holds already (frames a client sent before
+	// the answer to its upgrade).
+	held, _ := rw.Reader.Peek(rw.Reader.Buffered())
+	st.serve(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(held), conn), 32<<10))
 	return nil
 }
 
@@ -76,7 +84,22 @@ type streamConn struct {
 	answers chan frameAnswer
 	slots   chan struct{}
 	bytes   *semaphore.Weighted
+	// jobs hands a frame to an idle worker; idle counts them.
+	jobs chan frameJob
+	idle atomic.Int32
 }
+
+// frameJob is a frame for a worker, and what frees its place.
+type frameJob struct {
+	f    wire.StreamRequest
+	done func()
+}
+
+// maxIdleWorkers is how many workers of a stream wait for its next frame
+// once theirs is answered; the others end. A worker keeps the stack its
+// frames grew: a goroutine per frame spent a tenth of the leader's CPU
+// growing a new one (test/bench/results/2026-11-29-profiles.md).
+const maxIdleWorkers = 8
 
 // frameAnswer is an answer for the writer, and what frees its frame's
 // place once it is written.
@@ -85,7 +108,7 @@ type frameAnswer struct {
 	done func()
 }
 
-// serve reads frames and serves each in a goroutine of its own, at most
+// serve reads frames and hands each to a worker, at most
 // wire.MaxStreamInFlight at once; one writer sends the answers.
 func (st *streamConn) serve(in *bufio.Reader) {
 	ctx, cancel := context.WithCancel(st.open.Context())
@@ -122,19 +145,41 @@ func (st *streamConn) serve(in *bufio.Reader) {
 			st.bytes.Release(weight)
 			<-st.slots
 		}
-		work.Go(func() {
-			a := frameAnswer{StreamAnswer: st.serveFrameSafely(ctx, f), done: done}
-			select {
-			case st.answers <- a:
-			case <-ctx.Done():
-				done()
-			}
-		})
+		job := frameJob{f: f, done: done}
+		select {
+		case st.jobs <- job: // an idle worker took it
+		default:
+			work.Go(func() { st.worker(ctx, job) })
+		}
 	}
 	cancel()
 	work.Wait()
 	close(st.answers)
 	<-writerDone
+}
+
+// worker serves job, then the frames handed to it while it waits idle,
+// until the stream ends or maxIdleWorkers others already wait.
+func (st *streamConn) worker(ctx context.Context, job frameJob) {
+	for {
+		a := frameAnswer{StreamAnswer: st.serveFrameSafely(ctx, job.f), done: job.done}
+		select {
+		case st.answers <- a:
+		case <-ctx.Done():
+			job.done()
+			return
+		}
+		if st.idle.Add(1) > maxIdleWorkers {
+			st.idle.Add(-1)
+			return
+		}
+		select {
+		case job = <-st.jobs:
+			st.idle.Add(-1)
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // write sends the answers as they come, flushing when none is waiting;
@@ -180,17 +225,23 @@ func (st *streamConn) serveFrameSafely(ctx context.Context, f wire.StreamRequest
 	return st.serveFrame(ctx, f)
 }
 
-// serveFrame serves f as the request it stands for.
+// serveFrame serves f as the request it stands for, by its route
+// (Server.carriedRoute): the handler the router would pick, with the
+// token check, admission, forwarding and metrics of a request.
 func (st *streamConn) serveFrame(ctx context.Context, f wire.StreamRequest) wire.StreamAnswer {
 	rec := &frameRecorder{header: http.Header{}}
-	if !wire.StreamCarries(f.Method, f.Target) {
-		writeError(rec, &apiError{code: wire.CodeNotFound, msg: fmt.Sprintf("the request stream does not carry %s %s", f.Method, f.Target)})
-		return rec.answer(f.ID)
-	}
 	req, err := http.NewRequestWithContext(ctx, f.Method, f.Target, bytes.NewReader(f.Body))
 	if err != nil {
 		writeError(rec, badRequest(wire.CodeInvalidQuery, "target", fmt.Sprintf("frame target %q: %v", f.Target, err)))
 		return rec.answer(f.ID)
+	}
+	route, key, ok := st.s.carriedRoute(f.Method, req.URL.EscapedPath())
+	if !ok {
+		writeError(rec, &apiError{code: wire.CodeNotFound, msg: fmt.Sprintf("the request stream does not carry %s %s", f.Method, f.Target)})
+		return rec.answer(f.ID)
+	}
+	if route.keyed {
+		req = mux.SetURLVars(req, map[string]string{"key": key})
 	}
 	req.RequestURI = f.Target
 	req.RemoteAddr = st.open.RemoteAddr
@@ -205,7 +256,7 @@ func (st *streamConn) serveFrame(ctx context.Context, f wire.StreamRequest) wire
 	if len(f.Body) > 0 {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	st.s.ServeHTTP(rec, req)
+	st.s.serveCarried(rec, req, route)
 	return rec.answer(f.ID)
 }
 

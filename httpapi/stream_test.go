@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/mux"
 	"github.com/tenure-io/tenure/client"
 	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster"
@@ -411,6 +412,49 @@ func TestStreamBoundsTheBytesInWork(t *testing.T) {
 	for range 5 {
 		if a, err := wire.ReadStreamAnswer(in); err != nil || a.Status != http.StatusOK {
 			t.Fatalf("answer: %d %s, %v", a.Status, a.Body, err)
+		}
+	}
+}
+
+// TestStreamRoutesFramesAsTheRouterDoes: a frame is served by the route,
+// and with the key, that the router would give the same request, and the
+// stream carries no other call (wire.StreamCarries).
+func TestStreamRoutesFramesAsTheRouterDoes(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Node = Node{Replica: &leadingReplica{}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{"k", "a/b", "a%2Fb", "a%20b", "a//b", "..", "%zz", "x/", "é"}
+	var targets []string
+	for _, k := range keys {
+		targets = append(targets, "/v1/leases/"+k, "/v1/renew/"+k, "/v1/groups/"+k, "/v1/revoke/"+k)
+	}
+	targets = append(targets, "/v1/leases", "/v1/leases/", "/v1/renew", "/v1/renew/", "/v1/renewx", "/v1/leasesx/k",
+		"/v1/status", "/v1/stream", "/v1/renew?x=1", "/v1/leases/k?index=3", "/v1/leases%2Fk", "/v1/", "/v1", "/")
+	for _, method := range []string{http.MethodGet, http.MethodPut, http.MethodPost, http.MethodDelete, http.MethodPatch} {
+		for _, target := range targets {
+			req, err := http.NewRequest(method, target, nil)
+			if err != nil {
+				continue // not a request the stream can build either
+			}
+			c, key, ok := s.carriedRoute(method, req.URL.EscapedPath())
+			if carries := wire.StreamCarries(method, target); ok != carries {
+				t.Errorf("%s %s: the stream routes it: %v, wire.StreamCarries: %v", method, target, ok, carries)
+			}
+			if !ok {
+				continue
+			}
+			var m mux.RouteMatch
+			if !s.router.Match(req, &m) || m.Route == nil || m.MatchErr != nil {
+				t.Errorf("%s %s: the stream routes it to %s, the router to none", method, target, c.template)
+				continue
+			}
+			tmpl, _ := m.Route.GetPathTemplate()
+			if tmpl != c.template || m.Vars["key"] != key {
+				t.Errorf("%s %s: the stream routes it to %s key %q, the router to %s key %q", method, target, c.template, key, tmpl, m.Vars["key"])
+			}
 		}
 	}
 }

@@ -152,8 +152,17 @@ func TestStrictCheckEndsOnBrokenArrays(t *testing.T) {
 // random edits (a byte changed, dropped or doubled, whitespace added)
 // are fed to both.
 func TestParseRenewManyAgreesWithTheDecoder(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	seeds := []string{
+	// What the client sends, at the largest batch.
+	var sb strings.Builder
+	sb.WriteString(`{"holder":"h","secret":"0123456789abcdef0123456789abcdef","leases":[`)
+	for i := range 1024 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"key":"group/key-%d","token":%d}`, i, 1000+i)
+	}
+	sb.WriteString(`]}`)
+	parserAgreesWithTheDecoder(t, parseRenewMany, sb.String(),
 		`{"holder":"h","leases":[]}`,
 		`{"holder":"worker-1","leases":[{"key":"a/b","token":1},{"key":"c","token":18446744073709551615}]}`,
 		" {\n \"holder\" : \"h\" ,\t\"leases\" : [ { \"key\" : \"k\" , \"token\" : 0 } ] } \n",
@@ -162,14 +171,33 @@ func TestParseRenewManyAgreesWithTheDecoder(t *testing.T) {
 		`{"holder":"h","leases":[],"brief":false}`,
 		`{"holder":"h","secret":"0123456789abcdef0123456789abcdef","leases":[{"key":"k","token":7}],"brief":true}`,
 		`{"holder":"h","leases":[{"key":"k","token":7,"secret":"s-1"},{"key":"j","token":8}]}`,
-		`{"holder":"h","secret":"s","leases":[{"key":"k","token":7,"secret":"t"}]}`,
+		`{"holder":"h","secret":"s","leases":[{"key":"k","token":7,"secret":"t"}]}`)
+}
+
+func TestParseLeaseRefAgreesWithTheDecoder(t *testing.T) {
+	clients, err := json.Marshal(wire.LeaseRefBody{Holder: "worker-7", Token: 42, Secret: "0123456789abcdef0123456789abcdef"})
+	if err != nil {
+		t.Fatal(err)
 	}
+	parserAgreesWithTheDecoder(t, parseLeaseRef, string(clients),
+		`{"holder":"h","token":0,"secret":""}`,
+		`{"holder":"worker-1","token":18446744073709551615,"secret":"s"}`,
+		" {\n \"holder\" : \"h\" ,\t\"token\" : 7 , \"secret\" : \"x\" } \n")
+}
+
+// parserAgreesWithTheDecoder checks a parser of the client's own body
+// shape against decodeRaw: on the seeds, on thousands of edits of them,
+// and on clients, the body the Go client sends, which it must accept.
+// Every body the parser accepts, the decoder accepts with the same result.
+func parserAgreesWithTheDecoder[T any](t *testing.T, parse func([]byte) (T, bool), clients string, seeds ...string) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte(`{}[]":,0123456789 .e-\ahkxtruefls` + "\x00\x7f\xff\n")
 	accepted, refused := 0, 0
 	check := func(body string) {
 		t.Helper()
-		got, ok := parseRenewMany([]byte(body))
-		var want wire.RenewManyBody
+		got, ok := parse([]byte(body))
+		var want T
 		err := decodeRaw([]byte(body), &want)
 		if !ok {
 			refused++
@@ -203,20 +231,10 @@ func TestParseRenewManyAgreesWithTheDecoder(t *testing.T) {
 			check(string(b))
 		}
 	}
-	// What the client sends, at the largest batch.
-	var sb strings.Builder
-	sb.WriteString(`{"holder":"h","secret":"0123456789abcdef0123456789abcdef","leases":[`)
-	for i := range 1024 {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		fmt.Fprintf(&sb, `{"key":"group/key-%d","token":%d}`, i, 1000+i)
-	}
-	sb.WriteString(`]}`)
-	if _, ok := parseRenewMany([]byte(sb.String())); !ok {
+	if _, ok := parse([]byte(clients)); !ok {
 		t.Fatal("parser refused the client's own shape")
 	}
-	check(sb.String())
+	check(clients)
 	if accepted < 100 || refused < 100 {
 		t.Fatalf("edits exercised too little: %d accepted, %d refused", accepted, refused)
 	}
