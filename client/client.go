@@ -393,7 +393,14 @@ func call[T any](ctx context.Context, c *Client, r *request, what string) (*T, *
 		return nil, nil, err
 	}
 	var out T
-	if err := json.Unmarshal(resp.body, &out); err != nil {
+	if u, ok := any(&out).(json.Unmarshaler); ok {
+		// A type that decodes itself (LeaseInfo) checks its input as it
+		// reads it: json.Unmarshal would scan the body once more first.
+		err = u.UnmarshalJSON(bytes.TrimSpace(resp.body))
+	} else {
+		err = json.Unmarshal(resp.body, &out)
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("decode %s: %w", what, err)
 	}
 	return &out, resp.meta, nil
