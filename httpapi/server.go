@@ -434,7 +434,7 @@ func stale(r *http.Request) bool {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	if l, ok := v.(*wire.LeaseInfo); ok {
 		// The answer of most lease calls: its MarshalJSON writes it
@@ -482,9 +482,19 @@ func readAll(r *http.Request) ([]byte, error) {
 	if r.ContentLength <= 0 || r.ContentLength > bodyLimit(r) {
 		return io.ReadAll(r.Body)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, r.ContentLength+bytes.MinRead))
-	_, err := buf.ReadFrom(r.Body)
-	return buf.Bytes(), err
+	// One byte more than declared, so that the end of the body is seen
+	// in this read (a bytes.Buffer would take bytes.MinRead more, more
+	// than a renewal's whole body).
+	buf := make([]byte, r.ContentLength+1)
+	n, err := io.ReadFull(r.Body, buf)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return buf[:n], nil
+	case err != nil:
+		return buf[:n], err
+	}
+	rest, err := io.ReadAll(r.Body) // longer than declared: within its limit still
+	return append(buf, rest...), err
 }
 
 // readBody reads the whole request body, within its bodyLimit.
@@ -571,11 +581,27 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, change func(ctx c
 	return nil
 }
 
+// matchedVar is a path variable as the route matched it (escaped): the
+// router's, or a stream frame's key (frameKeyVar).
+func matchedVar(r *http.Request, name string) string {
+	if name == "key" {
+		if v, ok := r.Context().Value(frameKeyVar{}).(string); ok {
+			return v
+		}
+	}
+	return mux.Vars(r)[name]
+}
+
+// jsonContentType is the value of a Content-Type header of JSON, shared:
+// setting it so costs no allocation. Header.Add would copy it (its
+// capacity is its length).
+var jsonContentType = []string{"application/json"}
+
 // pathVar is a path variable, unescaped (the router matches escaped paths,
 // so that keys keep their slashes). A variable that is not valid escaping is
 // returned as it is, and its validation names the problem.
 func pathVar(r *http.Request, name string) string {
-	v := mux.Vars(r)[name]
+	v := matchedVar(r, name)
 	if u, err := url.PathUnescape(v); err == nil {
 		return u
 	}
@@ -588,7 +614,7 @@ func pathVar(r *http.Request, name string) string {
 // "/" travels unescaped, and "%2F" is refused, never read as a second
 // spelling of the same key.
 func pathKey(r *http.Request) string {
-	if v := mux.Vars(r)["key"]; strings.Contains(strings.ToUpper(v), "%2F") {
+	if v := matchedVar(r, "key"); strings.Contains(strings.ToUpper(v), "%2F") {
 		return v
 	}
 	return pathVar(r, "key")

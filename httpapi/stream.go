@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gorilla/mux"
 	"github.com/tenure-io/tenure/client/wire"
 	"golang.org/x/net/http/httpguts"
 	"golang.org/x/sync/semaphore"
@@ -230,7 +229,8 @@ func (st *streamConn) serveFrameSafely(ctx context.Context, f wire.StreamRequest
 // token check, admission, forwarding and metrics of a request.
 func (st *streamConn) serveFrame(ctx context.Context, f wire.StreamRequest) wire.StreamAnswer {
 	rec := &frameRecorder{header: http.Header{}}
-	req, err := http.NewRequestWithContext(ctx, f.Method, f.Target, bytes.NewReader(f.Body))
+	fctx := &frameContext{Context: ctx}
+	req, err := http.NewRequestWithContext(fctx, f.Method, f.Target, bytes.NewReader(f.Body))
 	if err != nil {
 		writeError(rec, badRequest(wire.CodeInvalidQuery, "target", fmt.Sprintf("frame target %q: %v", f.Target, err)))
 		return rec.answer(f.ID)
@@ -240,9 +240,7 @@ func (st *streamConn) serveFrame(ctx context.Context, f wire.StreamRequest) wire
 		writeError(rec, &apiError{code: wire.CodeNotFound, msg: fmt.Sprintf("the request stream does not carry %s %s", f.Method, f.Target)})
 		return rec.answer(f.ID)
 	}
-	if route.keyed {
-		req = mux.SetURLVars(req, map[string]string{"key": key})
-	}
+	fctx.key, fctx.keyed = key, route.keyed
 	req.RequestURI = f.Target
 	req.RemoteAddr = st.open.RemoteAddr
 	req.TLS = st.open.TLS
@@ -254,17 +252,39 @@ func (st *streamConn) serveFrame(ctx context.Context, f wire.StreamRequest) wire
 		}
 	}
 	if len(f.Body) > 0 {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header["Content-Type"] = jsonContentType
 	}
 	st.s.serveCarried(rec, req, route)
 	return rec.answer(f.ID)
+}
+
+// frameKeyVar is the context key of a frame's key variable (pathVar).
+type frameKeyVar struct{}
+
+// frameContext is the context of a frame's request: the stream's, with
+// the route's key variable, set once the route is found, where pathVar
+// finds it. It spares the copy of the request and the map that
+// mux.SetURLVars would make for every frame. Embedding the stream's
+// context keeps what the context package finds of it (its Done channel
+// and cancelation), so contexts derived from it cost no goroutine.
+type frameContext struct {
+	context.Context
+	key   string
+	keyed bool
+}
+
+func (c *frameContext) Value(k any) any {
+	if _, ok := k.(frameKeyVar); ok && c.keyed {
+		return c.key
+	}
+	return c.Context.Value(k)
 }
 
 // frameRecorder is the http.ResponseWriter of a frame.
 type frameRecorder struct {
 	header http.Header
 	status int
-	body   bytes.Buffer
+	body   []byte // most answers are one Write: it takes that slice's size
 }
 
 func (r *frameRecorder) Header() http.Header { return r.header }
@@ -279,9 +299,10 @@ func (r *frameRecorder) Write(p []byte) (int, error) {
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
-	return r.body.Write(p)
+	r.body = append(r.body, p...)
+	return len(p), nil
 }
 
 func (r *frameRecorder) answer(id uint32) wire.StreamAnswer {
-	return wire.StreamAnswer{ID: id, Status: cmp.Or(r.status, http.StatusOK), Header: r.header, Body: r.body.Bytes()}
+	return wire.StreamAnswer{ID: id, Status: cmp.Or(r.status, http.StatusOK), Header: r.header, Body: r.body}
 }

@@ -193,7 +193,7 @@ func TestRequestStreamFrameRules(t *testing.T) {
 		}
 	}
 	send(wire.StreamRequest{ID: 7, Method: "GET", Target: "/v1/status"})
-	send(wire.StreamRequest{ID: 8, Method: "PUT", Target: "/v1/leases/k", Body: []byte(`{"holder":"h","ttl":"10s"}`)})
+	send(wire.StreamRequest{ID: 8, Method: "PUT", Target: "/v1/leases/dir/k", Body: []byte(`{"holder":"h","ttl":"10s"}`)})
 	send(wire.StreamRequest{ID: 9, Method: "GET", Target: "/v1/leases/nothing-here"})
 	out.Flush()
 	got := map[uint32]wire.StreamAnswer{}
@@ -207,8 +207,8 @@ func TestRequestStreamFrameRules(t *testing.T) {
 	if a := got[7]; a.Status != http.StatusNotFound || !strings.Contains(string(a.Body), wire.CodeNotFound) {
 		t.Errorf("GET /v1/status over the stream: %d %s, want 404 not_found", a.Status, a.Body)
 	}
-	if a := got[8]; a.Status != http.StatusCreated || a.Header.Get(wire.HeaderLeaderAddr) == "" || !strings.Contains(string(a.Body), `"holder":"h"`) {
-		t.Errorf("acquire over the stream: %d %v %s, want 201 with the leader's address and the lease", a.Status, a.Header, a.Body)
+	if a := got[8]; a.Status != http.StatusCreated || a.Header.Get(wire.HeaderLeaderAddr) == "" || !strings.Contains(string(a.Body), `"key":"dir/k","holder":"h"`) {
+		t.Errorf("acquire of dir/k over the stream: %d %v %s, want 201 with the leader's address and the lease of dir/k", a.Status, a.Header, a.Body)
 	}
 	if a := got[9]; a.Status != http.StatusNotFound {
 		t.Errorf("read of a key never held: %d %s, want 404", a.Status, a.Body)

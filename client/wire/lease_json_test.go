@@ -1,8 +1,11 @@
 package wire
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
@@ -151,5 +154,42 @@ func TestRenewManyResultsRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(in, out) {
 			t.Fatalf("round trip %d:\n  in %+v\n out %+v", i, in, out)
 		}
+	}
+}
+
+// TestStreamHeadersAreCanonical: WriteStreamAnswer reads an answer's
+// headers by these names without canonicalizing them.
+func TestStreamHeadersAreCanonical(t *testing.T) {
+	for _, name := range StreamHeaders {
+		if c := http.CanonicalHeaderKey(name); c != name {
+			t.Errorf("stream header %q is not canonical (%q)", name, c)
+		}
+	}
+}
+
+// TestStreamAnswerRoundTrip: an answer frame reads back as written, with
+// the stream's headers only, and an empty or too long value left out.
+func TestStreamAnswerRoundTrip(t *testing.T) {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set(HeaderLeaderAddr, "10.0.0.1:7500")
+	h.Set(HeaderIndex, "42")
+	h.Set("X-Other", "left out")
+	h.Set(HeaderBehind, strings.Repeat("x", 65536))
+	h[HeaderRelease] = []string{""}
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	body := []byte(`{"key":"k"}`)
+	if err := WriteStreamAnswer(w, StreamAnswer{ID: 9, Status: 201, Header: h, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	a, err := ReadStreamAnswer(bufio.NewReader(&buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := http.Header{"Content-Type": {"application/json"}, HeaderLeaderAddr: {"10.0.0.1:7500"}, HeaderIndex: {"42"}}
+	if a.ID != 9 || a.Status != 201 || !bytes.Equal(a.Body, body) || !reflect.DeepEqual(a.Header, want) {
+		t.Errorf("read back %d %d %v %s, want 9 201 %v %s", a.ID, a.Status, a.Header, a.Body, want, body)
 	}
 }

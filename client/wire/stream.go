@@ -105,22 +105,19 @@ func WriteStreamRequest(w *bufio.Writer, f StreamRequest) error {
 }
 
 // WriteStreamAnswer writes f to w (not flushed); headers not in
-// StreamHeaders are left out.
+// StreamHeaders are left out, and so are values over 65,535 bytes.
 func WriteStreamAnswer(w *bufio.Writer, f StreamAnswer) error {
-	var hdr []byte
-	count := 0
+	// The names of StreamHeaders are in canonical form
+	// (TestStreamHeadersAreCanonical): the map is read without
+	// canonicalizing them again, and sized before it is written.
+	count, size := 0, 0
 	for _, name := range StreamHeaders {
-		v := f.Header.Get(name)
-		if v == "" || len(v) > 65535 {
-			continue
+		if v := first(f.Header[name]); v != "" && len(v) <= 65535 {
+			count++
+			size += 1 + len(name) + 2 + len(v)
 		}
-		hdr = append(hdr, byte(len(name)))
-		hdr = append(hdr, name...)
-		hdr = binary.BigEndian.AppendUint16(hdr, uint16(len(v)))
-		hdr = append(hdr, v...)
-		count++
 	}
-	n := 4 + 2 + 1 + len(hdr) + len(f.Body)
+	n := 4 + 2 + 1 + size + len(f.Body)
 	if n > MaxStreamFrame {
 		return fmt.Errorf("%w: answer of %d bytes exceeds %d", ErrStreamFrame, n, MaxStreamFrame)
 	}
@@ -130,9 +127,24 @@ func WriteStreamAnswer(w *bufio.Writer, f StreamAnswer) error {
 	binary.BigEndian.PutUint16(b[8:10], uint16(f.Status))
 	b[10] = byte(count)
 	w.Write(b[:])
-	w.Write(hdr)
+	for _, name := range StreamHeaders {
+		if v := first(f.Header[name]); v != "" && len(v) <= 65535 {
+			w.WriteByte(byte(len(name)))
+			w.WriteString(name)
+			w.Write(binary.BigEndian.AppendUint16(b[:0], uint16(len(v))))
+			w.WriteString(v)
+		}
+	}
 	_, err := w.Write(f.Body)
 	return err
+}
+
+// first is a header's first value, as http.Header.Get gives it.
+func first(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
 }
 
 // readFrame reads one frame's ID and the bytes after it.
