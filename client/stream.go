@@ -31,7 +31,7 @@ const streamIdle = 30 * time.Second
 // gets its calls as requests of their own.
 const streamRetryAfter = 30 * time.Second
 
-// streamWriteTimeout bounds one write of frames.
+// streamWriteTimeout bounds each write of frames (wire.TimedWriter).
 const streamWriteTimeout = 10 * time.Second
 
 // streams holds a Client's open streams, one per server address.
@@ -153,7 +153,8 @@ func (ss *streams) dial(ctx context.Context, c *Client, addr string) (*stream, e
 		return nil, fmt.Errorf("%w: %s answered %s", errStreamRefused, addr, resp.Status)
 	}
 	conn.SetDeadline(time.Time{})
-	s := &stream{conn: conn, in: in, out: bufio.NewWriterSize(conn, 16<<10), idle: ss.idle, pending: map[uint32]chan wire.StreamAnswer{}}
+	s := &stream{conn: conn, in: in, out: bufio.NewWriterSize(wire.TimedWriter{Conn: conn, Timeout: streamWriteTimeout}, 16<<10),
+		idle: ss.idle, pending: map[uint32]chan wire.StreamAnswer{}}
 	s.idleLocked()
 	return s, nil
 }
@@ -248,7 +249,6 @@ func (s *stream) roundTrip(ctx context.Context, method, target string, body []by
 	s.wmu.Lock()
 	err := wire.WriteStreamRequest(s.out, wire.StreamRequest{ID: id, Method: method, Target: target, Body: body})
 	if s.writers.Add(-1) == 0 && err == nil {
-		s.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		err = s.out.Flush()
 	}
 	s.wmu.Unlock()

@@ -34,9 +34,9 @@ import (
 // admission (a frame over -http-max-active waits or is answered 429, as a
 // request is), forwarding to the leader, and the request metrics.
 
-// streamWriteTimeout bounds one write of answers: a client that stops
-// reading loses its stream.
-const streamWriteTimeout = 10 * time.Second
+// streamWriteTimeout bounds each write of answers: a client that stops
+// reading loses its stream. A variable for tests.
+var streamWriteTimeout = 10 * time.Second
 
 // stream upgrades the connection to a request stream and serves it until
 // the client closes it, is idle for -http-idle-timeout, or breaks a frame
@@ -184,7 +184,7 @@ func (st *streamConn) worker(ctx context.Context, job frameJob) {
 // write sends the answers as they come, flushing when none is waiting;
 // it cancels the stream when a write fails.
 func (st *streamConn) write(cancel context.CancelFunc) {
-	out := bufio.NewWriterSize(st.conn, 32<<10)
+	out := bufio.NewWriterSize(wire.TimedWriter{Conn: st.conn, Timeout: streamWriteTimeout}, 32<<10)
 	failed := false
 	for a := range st.answers {
 		if failed {
@@ -194,7 +194,6 @@ func (st *streamConn) write(cancel context.CancelFunc) {
 		err := wire.WriteStreamAnswer(out, a.StreamAnswer)
 		a.done()
 		if err == nil && len(st.answers) == 0 {
-			st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 			err = out.Flush()
 		}
 		if err != nil {
@@ -204,7 +203,6 @@ func (st *streamConn) write(cancel context.CancelFunc) {
 		}
 	}
 	if !failed {
-		st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		out.Flush()
 	}
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -456,5 +457,48 @@ func TestStreamRoutesFramesAsTheRouterDoes(t *testing.T) {
 				t.Errorf("%s %s: the stream routes it to %s key %q, the router to %s key %q", method, target, c.template, key, tmpl, m.Vars["key"])
 			}
 		}
+	}
+}
+
+// TestStreamThatStopsReadingIsClosed: a client that sends frames and
+// reads no answer loses its stream once a write of answers has waited
+// streamWriteTimeout (docs/http-api.md, "The request stream"). The
+// client sees it when its own writes fail: the server closed the
+// connection with frames of it unread, which resets it.
+func TestStreamThatStopsReadingIsClosed(t *testing.T) {
+	defer func(d time.Duration) { streamWriteTimeout = d }(streamWriteTimeout)
+	streamWriteTimeout = 200 * time.Millisecond
+	n := startNode(t)
+	// A lease whose answer is about 17 KB: metadata at its bounds.
+	meta := map[string]string{}
+	for i := range wire.MaxMetadataEntries {
+		meta[fmt.Sprintf("%0*d", wire.MaxMetadataKey, i)] = strings.Repeat("v", wire.MaxMetadataValue)
+	}
+	body, err := json.Marshal(map[string]any{"holder": "h", "ttl": "1m", "metadata": meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(t, "PUT", n.url+"/v1/leases/big", string(body)).wantStatus(t, "acquire with the largest metadata", http.StatusCreated)
+
+	conn, _ := rawStream(t, n.addr)
+	conn.(*net.TCPConn).SetReadBuffer(4096)
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	out := bufio.NewWriter(conn)
+	for sent := 0; ; sent++ {
+		err := wire.WriteStreamRequest(out, wire.StreamRequest{ID: uint32(sent), Method: "GET", Target: "/v1/leases/big"})
+		if err == nil {
+			err = out.Flush()
+		}
+		var ne net.Error
+		switch {
+		case err == nil && sent < 10_000_000:
+			continue
+		case err == nil:
+			t.Fatalf("%d frames sent and no answer read, and the stream is still open", sent)
+		case errors.As(err, &ne) && ne.Timeout():
+			t.Fatalf("after %d frames, the stream stayed open for 20 s while its client read nothing: %v", sent, err)
+		}
+		t.Logf("the server closed the stream after %d frames: %v", sent, err)
+		return
 	}
 }

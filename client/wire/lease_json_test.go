@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -191,5 +193,42 @@ func TestStreamAnswerRoundTrip(t *testing.T) {
 	want := http.Header{"Content-Type": {"application/json"}, HeaderLeaderAddr: {"10.0.0.1:7500"}, HeaderIndex: {"42"}}
 	if a.ID != 9 || a.Status != 201 || !bytes.Equal(a.Body, body) || !reflect.DeepEqual(a.Header, want) {
 		t.Errorf("read back %d %d %v %s, want 9 201 %v %s", a.ID, a.Status, a.Header, a.Body, want, body)
+	}
+}
+
+// TestTimedWriterBoundsEachWrite: a bufio.Writer over a TimedWriter
+// gives every write of the connection its own deadline, those its buffer
+// makes when it fills as well as Flush's: frames written one after
+// another for longer than the timeout pass as long as each write does
+// (a deadline set before the first would have ended them), and a write
+// that waits longer than the timeout fails.
+func TestTimedWriterBoundsEachWrite(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	w := bufio.NewWriterSize(TimedWriter{Conn: client, Timeout: 300 * time.Millisecond}, 1024)
+	go func() {
+		buf := make([]byte, 1024)
+		for { // a read every 100 ms
+			time.Sleep(100 * time.Millisecond)
+			if _, err := server.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	for i := range 8 { // 8 frames that fill the buffer: 8 writes, 800 ms
+		if err := WriteStreamRequest(w, StreamRequest{ID: uint32(i), Method: "POST", Target: "/v1/renew", Body: make([]byte, 1000)}); err != nil {
+			t.Fatalf("frame %d, each write taking 100 ms: %v", i, err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	server.SetReadDeadline(time.Now()) // nobody reads now
+	time.Sleep(150 * time.Millisecond)
+	w.Write(make([]byte, 100))
+	var ne net.Error
+	if err := w.Flush(); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("a write nobody reads: %v, want a timeout", err)
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // The request stream (docs/http-api.md, "The request stream"): a client
@@ -55,6 +57,21 @@ func StreamCarries(method, target string) bool {
 		return method == http.MethodPut || method == http.MethodDelete || method == http.MethodGet
 	}
 	return false
+}
+
+// TimedWriter gives each write to Conn a deadline of Timeout from its
+// start. A bufio.Writer over it bounds every write it makes, those of
+// Flush and those a frame larger than its buffer makes on its own; a
+// deadline set once before Flush would leave the latter to the deadline
+// of an earlier Flush, past already on a busy stream.
+type TimedWriter struct {
+	Conn    net.Conn
+	Timeout time.Duration
+}
+
+func (w TimedWriter) Write(p []byte) (int, error) {
+	w.Conn.SetWriteDeadline(time.Now().Add(w.Timeout))
+	return w.Conn.Write(p)
 }
 
 // StreamRequest is a request frame.
