@@ -149,9 +149,6 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 	for i := 0; i < n; i++ {
 		id := "n" + strconv.Itoa(i+1)
 		p := cluster.Peer{ID: id, RaftAddr: id, HTTPAddr: "127.0.0.1:1"}
-		if opts.TCP {
-			p.RaftAddr = harness.FreeAddr(t)
-		}
 		if opts.Serve != nil {
 			f := &Front{}
 			f.srv = httptest.NewUnstartedServer(f)
@@ -167,18 +164,55 @@ func Start(t testing.TB, n int, opts Options) *Cluster {
 			p.HTTPAddr = f.Addr
 			c.fronts = append(c.fronts, f)
 		}
-		if opts.Gossip {
-			c.gossip = append(c.gossip, harness.FreeAddr(t))
-		}
 		c.peers = append(c.peers, p)
-		c.dirs = append(c.dirs, filepath.Join(t.TempDir(), id))
 	}
 	// Cleanups run last first: the nodes stop before their HTTP servers.
 	t.Cleanup(c.shutdownAll)
-	for i := 0; i < n; i++ {
-		c.start(i)
+	// A port that was free when picked may be taken before its node binds
+	// it, by another process's socket (an outgoing connection's ephemeral
+	// port may live long): the cluster then starts again on new ports and
+	// in new data dirs, which no node has written to.
+	for attempt := 1; ; attempt++ {
+		c.pickAddrs()
+		err := c.startAll()
+		if err == nil {
+			return c
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("start the cluster: %v", err)
+		}
+		t.Logf("start the cluster: %v; starting it again on new ports", err)
+		c.shutdownAll()
 	}
-	return c
+}
+
+// freeAddr picks a node's port (harness.FreeAddr); a variable for tests.
+var freeAddr = harness.FreeAddr
+
+// pickAddrs gives each node a new data dir and, with Options.TCP and
+// Options.Gossip, new ports.
+func (c *Cluster) pickAddrs() {
+	c.dirs, c.gossip = nil, nil
+	for i := range c.peers {
+		if c.opts.TCP {
+			c.peers[i].RaftAddr = freeAddr(c.t)
+		}
+		if c.opts.Gossip {
+			c.gossip = append(c.gossip, freeAddr(c.t))
+		}
+		c.dirs = append(c.dirs, filepath.Join(c.t.TempDir(), c.peers[i].ID))
+	}
+}
+
+// startAll starts every node for the first time, without waiting for a
+// port that is taken.
+func (c *Cluster) startAll() error {
+	for i := range c.peers {
+		if err := c.tryStart(i, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Len is the number of nodes, running or not.
@@ -221,6 +255,14 @@ func (c *Cluster) Restart(i int) {
 
 func (c *Cluster) start(i int) {
 	c.t.Helper()
+	if err := c.tryStart(i, true); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// tryStart starts node i; with wait, a port of its that another socket
+// holds is tried again for a while.
+func (c *Cluster) tryStart(i int, wait bool) error {
 	cfg := Config(c.peers[i].ID, c.dirs[i])
 	cfg.InitialCluster = c.peers
 	cfg.HTTPAddr = c.peers[i].HTTPAddr
@@ -261,7 +303,7 @@ func (c *Cluster) start(i int) {
 	// A port of this node that was free when the cluster started may be
 	// held for a moment by another socket (an outgoing connection's
 	// ephemeral port) when it starts again: try again for a while.
-	for deadline := time.Now().Add(5 * time.Second); err != nil && strings.Contains(err.Error(), "address already in use") && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(5 * time.Second); wait && err != nil && strings.Contains(err.Error(), "address already in use") && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 		if reg != nil && cfg.Registerer == reg {
 			// The failed start registered the node's metrics already.
@@ -271,7 +313,7 @@ func (c *Cluster) start(i int) {
 		n, err = cluster.New(cfg)
 	}
 	if err != nil {
-		c.t.Fatalf("start %s: %v", cfg.NodeID, err)
+		return fmt.Errorf("start %s: %w", cfg.NodeID, err)
 	}
 	c.mu.Lock()
 	c.nodes[i] = n
@@ -279,10 +321,11 @@ func (c *Cluster) start(i int) {
 	if c.opts.Serve != nil {
 		h, err := c.opts.Serve(n, reg, cfg.Logger)
 		if err != nil {
-			c.t.Fatalf("HTTP handler of %s: %v", cfg.NodeID, err)
+			return fmt.Errorf("HTTP handler of %s: %w", cfg.NodeID, err)
 		}
 		c.fronts[i].set(h)
 	}
+	return nil
 }
 
 // Stop shuts node i down, as a crash would, keeping its data dir. Its HTTP

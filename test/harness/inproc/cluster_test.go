@@ -93,3 +93,32 @@ func TestRestartWaitsForItsPort(t *testing.T) {
 		t.Fatalf("got leader %d after the restart, want 0", got)
 	}
 }
+
+// A cluster whose port, picked free, is taken before its node binds it
+// starts again on new ports.
+func TestStartTakesNewPortsWhenOneIsTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().String()
+	defer func(f func(testing.TB) string) { freeAddr = f }(freeAddr)
+	picks := 0
+	freeAddr = func(t testing.TB) string {
+		if picks++; picks == 2 {
+			return taken // the second node's first pick
+		}
+		return harness.FreeAddr(t)
+	}
+	c := Start(t, 3, Options{TCP: true, Serve: serveID})
+	for i := range c.Len() {
+		if c.Peer(i).RaftAddr == taken {
+			t.Fatalf("node %d was given the taken port %s", i, taken)
+		}
+	}
+	if picks < 6 {
+		t.Fatalf("%d ports picked, want the cluster's ports picked again", picks)
+	}
+	c.Leader()
+}
