@@ -60,9 +60,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) error {
 	if err := rw.Flush(); err != nil {
 		return nil
 	}
-	st := &streamConn{s: s, conn: conn, open: r, answers: make(chan frameAnswer, wire.MaxStreamInFlight),
+	st := &streamConn{s: s, conn: conn, open: r,
 		slots: make(chan struct{}, wire.MaxStreamInFlight), bytes: semaphore.NewWeighted(wire.MaxStreamBytesInWork),
-		jobs: make(chan frameJob)}
+		jobs: make(chan frameJob), out: bufio.NewWriterSize(wire.TimedWriter{Conn: conn, Timeout: streamWriteTimeout}, 32<<10)}
 	// Read the connection itself, not through net/http's reader of it,
 	// after what that reader holds already (frames a client sent before
 	// the answer to its upgrade).
@@ -76,16 +76,24 @@ type streamConn struct {
 	s    *Server
 	conn net.Conn
 	open *http.Request // the request that opened the stream
-	// answers go to the writer; slots and bytes bound the frames in
-	// work (read, and not yet written back): wire.MaxStreamInFlight of
-	// them, of wire.MaxStreamBytesInWork in all (a library's weighted
-	// semaphore: golang.org/x/sync).
-	answers chan frameAnswer
-	slots   chan struct{}
-	bytes   *semaphore.Weighted
+	// slots and bytes bound the frames in work (read, and not yet
+	// written back): wire.MaxStreamInFlight of them, of
+	// wire.MaxStreamBytesInWork in all (a library's weighted semaphore:
+	// golang.org/x/sync).
+	slots chan struct{}
+	bytes *semaphore.Weighted
 	// jobs hands a frame to an idle worker; idle counts them.
 	jobs chan frameJob
 	idle atomic.Int32
+	// Each worker writes its answer to out under wmu; writers counts the
+	// workers writing or waiting to, so that the last of them flushes
+	// what all wrote. failed is set once a write failed; cancel ends the
+	// stream.
+	wmu     sync.Mutex
+	out     *bufio.Writer
+	writers atomic.Int32
+	failed  bool
+	cancel  context.CancelFunc
 }
 
 // frameJob is a frame for a worker, and what frees its place.
@@ -100,24 +108,13 @@ type frameJob struct {
 // growing a new one (test/bench/results/2026-11-29-profiles.md).
 const maxIdleWorkers = 8
 
-// frameAnswer is an answer for the writer, and what frees its frame's
-// place once it is written.
-type frameAnswer struct {
-	wire.StreamAnswer
-	done func()
-}
-
 // serve reads frames and hands each to a worker, at most
-// wire.MaxStreamInFlight at once; one writer sends the answers.
+// wire.MaxStreamInFlight at once; each worker writes its answer.
 func (st *streamConn) serve(in *bufio.Reader) {
 	ctx, cancel := context.WithCancel(st.open.Context())
 	defer cancel()
+	st.cancel = cancel
 	var work sync.WaitGroup
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		st.write(cancel)
-	}()
 	idle := cmp.Or(st.s.cfg.StreamIdleTimeout, DefaultConfig().StreamIdleTimeout)
 	for ctx.Err() == nil {
 		st.conn.SetReadDeadline(time.Now().Add(idle))
@@ -153,19 +150,14 @@ func (st *streamConn) serve(in *bufio.Reader) {
 	}
 	cancel()
 	work.Wait()
-	close(st.answers)
-	<-writerDone
 }
 
 // worker serves job, then the frames handed to it while it waits idle,
 // until the stream ends or maxIdleWorkers others already wait.
 func (st *streamConn) worker(ctx context.Context, job frameJob) {
 	for {
-		a := frameAnswer{StreamAnswer: st.serveFrameSafely(ctx, job.f), done: job.done}
-		select {
-		case st.answers <- a:
-		case <-ctx.Done():
-			job.done()
+		st.answer(st.serveFrameSafely(ctx, job.f), job.done)
+		if ctx.Err() != nil {
 			return
 		}
 		if st.idle.Add(1) > maxIdleWorkers {
@@ -181,31 +173,33 @@ func (st *streamConn) worker(ctx context.Context, job frameJob) {
 	}
 }
 
-// write sends the answers as they come, flushing when none is waiting;
-// it cancels the stream when a write fails.
-func (st *streamConn) write(cancel context.CancelFunc) {
-	out := bufio.NewWriterSize(wire.TimedWriter{Conn: st.conn, Timeout: streamWriteTimeout}, 32<<10)
-	failed := false
-	for a := range st.answers {
-		if failed {
-			a.done()
-			continue // drain, so that no frame's goroutine waits
-		}
-		err := wire.WriteStreamAnswer(out, a.StreamAnswer)
-		a.done()
-		if err == nil && len(st.answers) == 0 {
-			err = out.Flush()
-		}
-		if err != nil {
-			failed = true
-			cancel()
-			st.conn.Close() // ends the reader's wait for a frame
-		}
+// answer writes a, then frees its frame's place (done); the last of the
+// workers writing at once flushes, so that answers ready together leave
+// in one write. A worker writes its own answer: handing it to a writer
+// goroutine cost a thread switch per frame. A failed write ends the
+// stream.
+func (st *streamConn) answer(a wire.StreamAnswer, done func()) {
+	defer done()
+	st.writers.Add(1)
+	st.wmu.Lock()
+	defer st.wmu.Unlock()
+	err := errStreamFailed
+	if !st.failed {
+		err = wire.WriteStreamAnswer(st.out, a)
 	}
-	if !failed {
-		out.Flush()
+	if st.writers.Add(-1) == 0 && err == nil {
+		err = st.out.Flush()
+	}
+	if err != nil && !st.failed {
+		st.failed = true
+		st.cancel()
+		st.conn.Close() // ends the reader's wait for a frame
 	}
 }
+
+// errStreamFailed is the error of an answer to a stream whose write
+// failed already.
+var errStreamFailed = errors.New("request stream: an earlier write failed")
 
 // serveFrameSafely is serveFrame, with a panic of a handler answered 500
 // and logged, as net/http does for a request, instead of ending the
