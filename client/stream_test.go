@@ -1,10 +1,13 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,4 +270,78 @@ func TestIdleStreamIsClosedByTheClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, 5*time.Second, "a second stream after the first idled out", func() bool { return srv.opened.Load() == 2 })
+}
+
+// TestStreamHeadersAreCanonical: wire.WriteStreamAnswer reads an answer's
+// headers by these names without canonicalizing them.
+func TestStreamHeadersAreCanonical(t *testing.T) {
+	for _, name := range wire.StreamHeaders {
+		if c := http.CanonicalHeaderKey(name); c != name {
+			t.Errorf("stream header %q is not canonical (%q)", name, c)
+		}
+	}
+}
+
+// TestStreamAnswerRoundTrip: an answer frame reads back as written, with
+// the stream's headers only, and an empty or too long value left out.
+func TestStreamAnswerRoundTrip(t *testing.T) {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set(wire.HeaderLeaderAddr, "10.0.0.1:7500")
+	h.Set(wire.HeaderIndex, "42")
+	h.Set("X-Other", "left out")
+	h.Set(wire.HeaderBehind, strings.Repeat("x", 65536))
+	h[wire.HeaderRelease] = []string{""}
+	var buf strings.Builder
+	w := bufio.NewWriter(&buf)
+	body := []byte(`{"key":"k"}`)
+	if err := wire.WriteStreamAnswer(w, wire.StreamAnswer{ID: 9, Status: 201, Header: h, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	a, err := wire.ReadStreamAnswer(bufio.NewReader(strings.NewReader(buf.String())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := http.Header{"Content-Type": {"application/json"}, wire.HeaderLeaderAddr: {"10.0.0.1:7500"}, wire.HeaderIndex: {"42"}}
+	if a.ID != 9 || a.Status != 201 || string(a.Body) != string(body) || !reflect.DeepEqual(a.Header, want) {
+		t.Errorf("read back %d %d %v %s, want 9 201 %v %s", a.ID, a.Status, a.Header, a.Body, want, body)
+	}
+}
+
+// TestTimedWriterBoundsEachWrite: a bufio.Writer over a wire.TimedWriter
+// gives every write of the connection its own deadline, those its buffer
+// makes when it fills as well as Flush's: frames written one after
+// another for longer than the timeout pass as long as each write does
+// (a deadline set before the first would have ended them), and a write
+// that waits longer than the timeout fails.
+func TestTimedWriterBoundsEachWrite(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	defer server.Close()
+	w := bufio.NewWriterSize(wire.TimedWriter{Conn: client, Timeout: 300 * time.Millisecond}, 1024)
+	go func() {
+		buf := make([]byte, 1024)
+		for { // a read every 100 ms
+			time.Sleep(100 * time.Millisecond)
+			if _, err := server.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	for i := range 8 { // 8 frames that fill the buffer: 8 writes, 800 ms
+		if err := wire.WriteStreamRequest(w, wire.StreamRequest{ID: uint32(i), Method: "POST", Target: "/v1/renew", Body: make([]byte, 1000)}); err != nil {
+			t.Fatalf("frame %d, each write taking 100 ms: %v", i, err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	server.SetReadDeadline(time.Now()) // nobody reads now
+	time.Sleep(150 * time.Millisecond)
+	w.Write(make([]byte, 100))
+	err := w.Flush()
+	if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("a write nobody reads: %v, want a timeout", err)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -64,10 +63,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) error {
 		slots: make(chan struct{}, wire.MaxStreamInFlight), bytes: semaphore.NewWeighted(wire.MaxStreamBytesInWork),
 		jobs: make(chan frameJob), out: bufio.NewWriterSize(wire.TimedWriter{Conn: conn, Timeout: streamWriteTimeout}, 32<<10)}
 	// Read the connection itself, not through net/http's reader of it,
-	// after what that reader holds already (frames a client sent before
-	// the answer to its upgrade).
-	held, _ := rw.Reader.Peek(rw.Reader.Buffered())
-	st.serve(bufio.NewReaderSize(io.MultiReader(bytes.NewReader(held), conn), 32<<10))
+	// unless that reader holds frames already (a client that sent them
+	// before the answer to its upgrade).
+	in := rw.Reader
+	if in.Buffered() == 0 {
+		in = bufio.NewReaderSize(conn, 32<<10)
+	}
+	st.serve(in)
 	return nil
 }
 

@@ -1,13 +1,8 @@
 package wire
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
@@ -156,79 +151,5 @@ func TestRenewManyResultsRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(in, out) {
 			t.Fatalf("round trip %d:\n  in %+v\n out %+v", i, in, out)
 		}
-	}
-}
-
-// TestStreamHeadersAreCanonical: WriteStreamAnswer reads an answer's
-// headers by these names without canonicalizing them.
-func TestStreamHeadersAreCanonical(t *testing.T) {
-	for _, name := range StreamHeaders {
-		if c := http.CanonicalHeaderKey(name); c != name {
-			t.Errorf("stream header %q is not canonical (%q)", name, c)
-		}
-	}
-}
-
-// TestStreamAnswerRoundTrip: an answer frame reads back as written, with
-// the stream's headers only, and an empty or too long value left out.
-func TestStreamAnswerRoundTrip(t *testing.T) {
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set(HeaderLeaderAddr, "10.0.0.1:7500")
-	h.Set(HeaderIndex, "42")
-	h.Set("X-Other", "left out")
-	h.Set(HeaderBehind, strings.Repeat("x", 65536))
-	h[HeaderRelease] = []string{""}
-	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
-	body := []byte(`{"key":"k"}`)
-	if err := WriteStreamAnswer(w, StreamAnswer{ID: 9, Status: 201, Header: h, Body: body}); err != nil {
-		t.Fatal(err)
-	}
-	w.Flush()
-	a, err := ReadStreamAnswer(bufio.NewReader(&buf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := http.Header{"Content-Type": {"application/json"}, HeaderLeaderAddr: {"10.0.0.1:7500"}, HeaderIndex: {"42"}}
-	if a.ID != 9 || a.Status != 201 || !bytes.Equal(a.Body, body) || !reflect.DeepEqual(a.Header, want) {
-		t.Errorf("read back %d %d %v %s, want 9 201 %v %s", a.ID, a.Status, a.Header, a.Body, want, body)
-	}
-}
-
-// TestTimedWriterBoundsEachWrite: a bufio.Writer over a TimedWriter
-// gives every write of the connection its own deadline, those its buffer
-// makes when it fills as well as Flush's: frames written one after
-// another for longer than the timeout pass as long as each write does
-// (a deadline set before the first would have ended them), and a write
-// that waits longer than the timeout fails.
-func TestTimedWriterBoundsEachWrite(t *testing.T) {
-	client, server := net.Pipe()
-	defer client.Close()
-	defer server.Close()
-	w := bufio.NewWriterSize(TimedWriter{Conn: client, Timeout: 300 * time.Millisecond}, 1024)
-	go func() {
-		buf := make([]byte, 1024)
-		for { // a read every 100 ms
-			time.Sleep(100 * time.Millisecond)
-			if _, err := server.Read(buf); err != nil {
-				return
-			}
-		}
-	}()
-	for i := range 8 { // 8 frames that fill the buffer: 8 writes, 800 ms
-		if err := WriteStreamRequest(w, StreamRequest{ID: uint32(i), Method: "POST", Target: "/v1/renew", Body: make([]byte, 1000)}); err != nil {
-			t.Fatalf("frame %d, each write taking 100 ms: %v", i, err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatalf("flush: %v", err)
-	}
-	server.SetReadDeadline(time.Now()) // nobody reads now
-	time.Sleep(150 * time.Millisecond)
-	w.Write(make([]byte, 100))
-	var ne net.Error
-	if err := w.Flush(); !errors.As(err, &ne) || !ne.Timeout() {
-		t.Fatalf("a write nobody reads: %v, want a timeout", err)
 	}
 }
