@@ -182,30 +182,46 @@ func TestWorkerAdmission(t *testing.T) {
 	}
 }
 
-// forgeLease sends one forged AppendEntries, carrying an acquisition of
-// key by holder, to the Raft port of a follower of c, and waits until
-// every server has applied it; it returns the lease as the leader has it.
+// forgeLease sends a forged AppendEntries, carrying an acquisition of key
+// by holder, to the Raft port of a follower of c, and waits until every
+// server has applied it; it returns the lease as the servers have it. The
+// forged term makes the cluster elect again, and a server without the
+// forged entry may win that election and overwrite it: the attacker then
+// sends it again, up to four times.
 func forgeLease(t *testing.T, c *inproc.Cluster, key, holder string) (fsm.Lease, forgeraft.Result) {
 	t.Helper()
-	l := c.Leader()
-	target := (l + 1) % c.Len()
 	cmd := fsm.Encode(fsm.Acquire{Key: key, Holder: holder, TTL: time.Hour})
-	res, err := forgeraft.Append(c.Peer(target).RaftAddr, cmd, 10*time.Second)
-	if err != nil {
-		t.Fatalf("forged append to %s: %v", c.Peer(target).ID, err)
-	}
-	var got fsm.Lease
-	harness.WaitUntil(t, 20*time.Second, "every server to apply the forged lease", func() bool {
-		for i := range c.Len() {
-			v, err := c.Node(i).Get(harness.Context(t, time.Second), key, cluster.Stale)
-			if err != nil || !v.Held || v.Holder != holder {
-				return false
-			}
-			got = *v.Lease
+	var total forgeraft.Result
+	for attempt := 1; attempt <= 4; attempt++ {
+		target := (c.Leader() + 1) % c.Len()
+		res, err := forgeraft.Append(c.Peer(target).RaftAddr, cmd, 10*time.Second)
+		if err != nil {
+			t.Fatalf("forged append to %s: %v", c.Peer(target).ID, err)
 		}
-		return true
-	})
-	return got, res
+		total.Term, total.Index, total.Requests = res.Term, res.Index, total.Requests+res.Requests
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(harness.DefaultInterval) {
+			if got, ok := heldEverywhere(t, c, key, holder); ok {
+				return got, total
+			}
+		}
+		t.Logf("forged append %d to %s: the lease did not reach every server (the election went to a server without it); sending it again", attempt, c.Peer(target).ID)
+	}
+	t.Fatalf("after 4 forged appends, %s is not held by %s on every server", key, holder)
+	return fsm.Lease{}, total
+}
+
+// heldEverywhere reports whether every server of c holds key for holder,
+// and the lease as they have it.
+func heldEverywhere(t *testing.T, c *inproc.Cluster, key, holder string) (fsm.Lease, bool) {
+	var got fsm.Lease
+	for i := range c.Len() {
+		v, err := c.Node(i).Get(harness.Context(t, time.Second), key, cluster.Stale)
+		if err != nil || !v.Held || v.Holder != holder {
+			return fsm.Lease{}, false
+		}
+		got = *v.Lease
+	}
+	return got, true
 }
 
 // Plain Raft authenticates nobody: one forged AppendEntries of a newer
