@@ -193,12 +193,26 @@ var freeAddr = harness.FreeAddr
 // Options.Gossip, new ports.
 func (c *Cluster) pickAddrs() {
 	c.dirs, c.gossip = nil, nil
+	// Each pick was free when made, and is closed again before the next:
+	// two picks may be the same port. Raft refuses a configuration that
+	// names an address twice.
+	used := map[string]bool{}
+	pick := func() string {
+		for range 100 {
+			if a := freeAddr(c.t); !used[a] {
+				used[a] = true
+				return a
+			}
+		}
+		c.t.Fatal("100 picks of a free port gave ports already picked")
+		return ""
+	}
 	for i := range c.peers {
 		if c.opts.TCP {
-			c.peers[i].RaftAddr = freeAddr(c.t)
+			c.peers[i].RaftAddr = pick()
 		}
 		if c.opts.Gossip {
-			c.gossip = append(c.gossip, freeAddr(c.t))
+			c.gossip = append(c.gossip, pick())
 		}
 		c.dirs = append(c.dirs, filepath.Join(c.t.TempDir(), c.peers[i].ID))
 	}

@@ -122,3 +122,29 @@ func TestStartTakesNewPortsWhenOneIsTaken(t *testing.T) {
 	}
 	c.Leader()
 }
+
+// Ports picked for a cluster are distinct, even when a pick returns a
+// port picked before (each is free again once picked).
+func TestStartPicksDistinctPorts(t *testing.T) {
+	defer func(f func(testing.TB) string) { freeAddr = f }(freeAddr)
+	var last string
+	picks := 0
+	freeAddr = func(t testing.TB) string {
+		if picks++; picks%2 == 0 {
+			return last // every other pick repeats the one before
+		}
+		last = harness.FreeAddr(t)
+		return last
+	}
+	c := Start(t, 3, Options{TCP: true, Gossip: true})
+	seen := map[string]bool{}
+	for i := range c.Len() {
+		for _, a := range []string{c.Peer(i).RaftAddr, c.GossipAddr(i)} {
+			if seen[a] {
+				t.Fatalf("address %s given twice", a)
+			}
+			seen[a] = true
+		}
+	}
+	c.Leader()
+}
