@@ -24,6 +24,10 @@ type LeaseRef = wire.LeaseRef
 // GroupSummary is a group in a list.
 type GroupSummary = wire.GroupSummary
 
+// GroupBalance is how the balancer places a group's keys (see
+// wire.GroupBalance).
+type GroupBalance = wire.GroupBalance
+
 // ACLCheck is one question of Authorize (see wire.ACLCheck).
 type ACLCheck = wire.ACLCheck
 

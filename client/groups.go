@@ -91,6 +91,18 @@ func (g *GroupsAPI) SetMaxPerWorker(ctx context.Context, name string, max int) (
 	return g.summary(ctx, &request{method: http.MethodPut, path: p, body: wire.MaxPerWorkerBody{MaxPerWorker: max}})
 }
 
+// SetBalance sets how the balancer places the keys of a group (see
+// GroupBalance: by count, the default, or by load) and returns the balance
+// in force, defaults filled in. It replaces the balance the group had,
+// weights included. A bad setting fails with ErrInvalid naming the field.
+func (g *GroupsAPI) SetBalance(ctx context.Context, name string, b GroupBalance) (*GroupBalance, error) {
+	p, err := groupPath(name, "/balance")
+	if err != nil {
+		return nil, err
+	}
+	return callOnly[GroupBalance](ctx, g.c, &request{method: http.MethodPut, path: p, body: b}, "group balance")
+}
+
 func (g *GroupsAPI) summary(ctx context.Context, r *request) (*GroupSummary, error) {
 	return callOnly[GroupSummary](ctx, g.c, r, "group")
 }

@@ -35,6 +35,7 @@ type keeper struct {
 	leases    map[leaseID]*Lease   // held leases
 	acquiring map[leaseID]struct{} // an Acquire is in progress
 	releasing map[leaseID]int      // Release requests in flight
+	totals    map[string]float64   // ReportHolderLoad, by holder
 	running   bool                 // the renewer goroutine runs
 	wake      chan struct{}        // capacity 1: the set of leases changed
 
@@ -50,6 +51,7 @@ func newKeeper(c *Client) *keeper {
 		leases:    make(map[leaseID]*Lease),
 		acquiring: make(map[leaseID]struct{}),
 		releasing: make(map[leaseID]int),
+		totals:    make(map[string]float64),
 		wake:      make(chan struct{}, 1),
 		scale:     func() float64 { return 0.9 + 0.2*rand.Float64() },
 	}
@@ -222,8 +224,12 @@ func lostError(key string, token uint64, err error) error {
 
 // renewCall is one RenewMany call in flight.
 type renewCall struct {
-	holder  string
-	leases  []*Lease
+	holder string
+	leases []*Lease
+	// refs name leases with the loads to report, total the holder's (nil:
+	// none reported), as they were when the call was made.
+	refs    []LeaseRef
+	total   *float64
 	ctx     context.Context
 	cancel  context.CancelFunc
 	timeout time.Duration // of each attempt
@@ -252,6 +258,7 @@ func (k *keeper) run() {
 		if len(k.leases) == 0 {
 			if len(calls) == 0 {
 				k.running = false
+				clear(k.totals) // bounded by the holders of held leases
 				k.mu.Unlock()
 				fire(evs)
 				return
@@ -286,12 +293,8 @@ func (k *keeper) run() {
 
 // renew makes one call and hands its outcome to the renewer.
 func (k *keeper) renew(c *renewCall, out chan<- renewOutcome) {
-	refs := make([]LeaseRef, len(c.leases))
-	for i, l := range c.leases {
-		refs[i] = LeaseRef{Key: l.key, Token: l.token}
-	}
 	start := time.Now()
-	results, meta, err := k.c.Leases().renewMany(c.ctx, c.holder, refs, renewCallOptions{c.timeout, true, c.strict})
+	results, meta, err := k.c.Leases().renewMany(c.ctx, c.holder, c.refs, renewCallOptions{c.timeout, true, c.strict, c.total})
 	out <- renewOutcome{call: c, results: results, meta: meta, err: err, latency: time.Since(start)}
 }
 
@@ -371,7 +374,9 @@ func compareBool(a, b bool) int {
 func (k *keeper) newCall(holder string, ls []*Lease, now time.Time) *renewCall {
 	var last time.Time
 	minTTL, interval := ls[0].ttl, ls[0].interval
-	for _, l := range ls {
+	refs := make([]LeaseRef, len(ls))
+	for i, l := range ls {
+		refs[i] = LeaseRef{Key: l.key, Token: l.token, Load: l.load}
 		l.inflight = true
 		if l.deadline.After(last) {
 			last = l.deadline
@@ -383,7 +388,11 @@ func (k *keeper) newCall(holder string, ls []*Lease, now time.Time) *renewCall {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), last)
 	timeout := min(max(minTTL/5, 200*time.Millisecond), k.c.cfg.Timeout, interval)
-	return &renewCall{holder: holder, leases: slices.Clone(ls), ctx: ctx, cancel: cancel, timeout: timeout, strict: ls[0].strict}
+	c := &renewCall{holder: holder, leases: slices.Clone(ls), refs: refs, ctx: ctx, cancel: cancel, timeout: timeout, strict: ls[0].strict}
+	if t, ok := k.totals[holder]; ok {
+		c.total = &t
+	}
+	return c
 }
 
 // nextEventLocked is when the renewer must look again: the earliest local

@@ -193,6 +193,7 @@ type Lease struct {
 	strict   bool              // WithLoseOnRenewFailure
 	election string            // the Election it leads, if any
 	metadata map[string]string // guarded by k.mu
+	load     *float64          // ReportLoad; guarded by k.mu
 	log      hclog.Logger
 	hooks    Hooks
 
@@ -241,6 +242,50 @@ func (l *Lease) Metadata() map[string]string {
 	l.k.mu.Lock()
 	defer l.k.mu.Unlock()
 	return maps.Clone(l.metadata)
+}
+
+// ReportLoad sets the load of the lease's key that its renewals report
+// from now on (until the next ReportLoad), in a unit the application
+// chooses: requests per second, bytes, CPU. Report a level, not a count
+// since the last renewal: the leader keeps a decayed average of the
+// reports of each key (half-life 30 s by default), shown by the group
+// view (GroupsAPI.Get), and a group that balances by load places its keys
+// by it. A load that is NaN or outside [0, wire.MaxLoad] fails with
+// ErrInvalid and changes nothing.
+func (l *Lease) ReportLoad(load float64) error {
+	if err := checkLoad("load", load); err != nil {
+		return err
+	}
+	l.k.mu.Lock()
+	defer l.k.mu.Unlock()
+	l.load = &load
+	return nil
+}
+
+// ReportHolderLoad sets the total load of holder (in the unit of
+// Lease.ReportLoad) that the renewals of its leases report from now on:
+// what its keys cost and whatever else it runs. The leader keeps a decayed
+// average per worker (the holder up to its last '#', as a worker's
+// holders are), shown by the group view. A load that is NaN or outside
+// [0, wire.MaxLoad] fails with ErrInvalid and changes nothing. Every
+// total is forgotten once the Client holds no lease at all: report it
+// again after the next Acquire.
+func (c *Client) ReportHolderLoad(holder string, load float64) error {
+	if err := checkLoad("load", load); err != nil {
+		return err
+	}
+	c.keep.mu.Lock()
+	defer c.keep.mu.Unlock()
+	c.keep.totals[holder] = load
+	return nil
+}
+
+// checkLoad refuses a load that the cluster would refuse.
+func checkLoad(what string, load float64) error {
+	if p := wire.LoadProblem(load); p != "" {
+		return fmt.Errorf("%w: %s %s", ErrInvalid, what, p)
+	}
+	return nil
 }
 
 // Done returns a channel that is closed when the lease ends (lost or

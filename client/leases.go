@@ -175,6 +175,7 @@ type renewCallOptions struct {
 	timeout      time.Duration // of each attempt, instead of Config.Timeout (when not 0)
 	brief        bool          // answers without the leases
 	failoverOnly bool          // retry only the answers of a leader change
+	load         *float64      // the holder's total load to report
 }
 
 // renewMany is RenewMany as o says.
@@ -182,7 +183,7 @@ func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []Lease
 	if len(leases) == 0 || len(leases) > MaxRenewBatch {
 		return nil, nil, fmt.Errorf("%w: renew many needs 1 to %d leases, got %d", ErrInvalid, MaxRenewBatch, len(leases))
 	}
-	body := wire.RenewManyBody{Holder: holder, Secret: a.secret, Leases: leases, Brief: o.brief}
+	body := wire.RenewManyBody{Holder: holder, Secret: a.secret, Leases: leases, Brief: o.brief, Load: o.load}
 	out, meta, err := call[wire.RenewManyResults](ctx, a.c, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: o.timeout, failoverOnly: o.failoverOnly}, "renew answer")
 	if err != nil {
 		return nil, nil, err

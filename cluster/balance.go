@@ -24,6 +24,21 @@ func (n *Node) newBalancer(p *proposer) *placement.Balancer {
 		Stuck:          p.stuck,
 		Check:          n.cfg.StuckCheck,
 		Admit:          n.admission(),
+		Loads:          p.loads,
 	}
 	return placement.NewBalancer(cfg)
+}
+
+// KeyLoad is one key's load as its holder reported it with a renewal.
+type KeyLoad = placement.KeyLoad
+
+// ReportLoads records the loads that a renewal of holder reported, once it
+// succeeded: those of the keys it renewed and, when total is not nil, the
+// holder's total. Only the leader keeps them (the renewal succeeded on
+// it); on another node it does nothing. The caller checked the numbers
+// (wire.MaxLoad).
+func (n *Node) ReportLoads(holder string, keys []KeyLoad, total *float64) {
+	if p := n.leading.Load(); p != nil {
+		p.loads.Report(holder, keys, total)
+	}
 }

@@ -48,6 +48,25 @@ func (n *Node) SetMaxPerWorker(ctx context.Context, name string, max int) (*fsm.
 	return n.writeGroup(ctx, name, fsm.GroupMax{Name: name, MaxPerWorker: max})
 }
 
+// BalanceSpec is a group's balance as an operator sets it
+// (check.BalanceSpec).
+type BalanceSpec = check.BalanceSpec
+
+// SetGroupBalance sets how the balancer places the keys of a group: by
+// count, or by load with the given imbalance, move budget and weights
+// (check.Balance fills in the defaults). It replaces the balance the group
+// had, weights included.
+func (n *Node) SetGroupBalance(ctx context.Context, name string, spec BalanceSpec) (*fsm.Group, error) {
+	if err := check.Name("name", name); err != nil {
+		return nil, err
+	}
+	b, err := check.Balance(spec)
+	if err != nil {
+		return nil, err
+	}
+	return n.writeGroup(ctx, name, fsm.GroupBalance{Name: name, Balance: b})
+}
+
 // DeleteGroup removes a group; its leases are left as they are.
 func (n *Node) DeleteGroup(ctx context.Context, name string) error {
 	if err := check.Name("name", name); err != nil {

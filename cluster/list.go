@@ -55,7 +55,11 @@ func (n *Node) GroupPage(ctx context.Context, name string, p fsm.Page, c Consist
 	if g == nil {
 		return GroupView{}, fmt.Errorf("group %q: %w", name, ErrNotFound)
 	}
-	return views.GroupPage(n.machine, g, p, visible, liveWorkers(n.Members())), nil
+	var loads views.Loads
+	if lp := n.leading.Load(); lp != nil {
+		loads = lp.loads // only the leader receives the reports
+	}
+	return views.GroupPage(n.machine, g, p, visible, liveWorkers(n.Members()), loads), nil
 }
 
 // HeldBy is the worker a held lease belongs to: the worker its metadata

@@ -7,6 +7,7 @@ import (
 	"github.com/tenure-io/tenure/cluster/internal/connlimit"
 	"github.com/tenure-io/tenure/cluster/internal/limitedlog"
 	metricset "github.com/tenure-io/tenure/cluster/internal/metrics"
+	"github.com/tenure-io/tenure/cluster/internal/placement"
 	"github.com/tenure-io/tenure/fsm"
 )
 
@@ -81,6 +82,14 @@ func (s metricsSource) Admits(worker, group string) bool {
 }
 
 func (s metricsSource) Workers() []Member { return liveWorkers(s.n.Members()) }
+
+func (s metricsSource) RelativeLoads(g *fsm.Group, workers []Member) map[string]float64 {
+	p := s.n.leading.Load()
+	if p == nil {
+		return nil // the loads are the leader's
+	}
+	return placement.RelativeLoads(g, workers, s.n.machine.Drained, s.n.admission(), s.n.machine.Control, p.loads)
+}
 
 func (s metricsSource) OldestUnowned() map[string]time.Duration {
 	p := s.n.leading.Load()

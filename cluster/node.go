@@ -514,6 +514,7 @@ func (n *Node) establish(ctx context.Context) (*proposer, error) {
 		maxPending: n.cfg.MaxPending,
 		maxWaiters: n.cfg.MaxWaiters,
 		stuck:      placement.NewTracker(n.cfg.Clock, n.cfg.DefaultStuckGrace),
+		loads:      placement.NewLoads(n.cfg.Clock, n.cfg.LoadHalfLife),
 	})
 	n.leading.Store(p)
 	n.statusChanged.fire()

@@ -39,6 +39,9 @@ type proposer struct {
 	// stuck is this term's tracking of stuck workers; the balancer updates
 	// it, the placement health report reads it.
 	stuck *placement.Tracker
+	// loads are the loads this term's renewals reported (ReportLoads);
+	// the balancer and the group view read them.
+	loads *placement.Loads
 
 	in       chan *op
 	timeouts chan *op

@@ -162,6 +162,23 @@ func (d *decoder) count(what string) uint64 {
 	return d.bounded(func(n uint64) error { return fmt.Errorf("%d %s in %d bytes", n, what, len(d.buf)) })
 }
 
+// sortedEntries reads a count of entries (count, with what), each
+// starting with a name that must come after the previous one in byte
+// order; entry reads the rest of each. The error for a name out of order
+// says "<what> %q out of order".
+func (d *decoder) sortedEntries(what string, entry func(name string)) {
+	n := d.count(what)
+	var prev string
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		name := d.string()
+		if i > 0 && name <= prev {
+			d.fail(fmt.Errorf("%s %q out of order", what, name))
+		}
+		prev = name
+		entry(name)
+	}
+}
+
 // bounded reads a length that must not exceed the bytes left, failing with
 // tooLong otherwise; it is 0 after an error.
 func (d *decoder) bounded(tooLong func(n uint64) error) uint64 {

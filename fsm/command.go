@@ -82,6 +82,9 @@ const (
 
 	// TypeGroupSetKeys is GroupSetKeys (group.go).
 	TypeGroupSetKeys Type = 32
+
+	// TypeGroupBalance is GroupBalance (balance.go).
+	TypeGroupBalance Type = 33
 )
 
 // version1 is the payload version of every command type but those below.
@@ -213,7 +216,8 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
-	return t >= TypeAcquire && t <= TypeClusterID || t == TypeBackupKey || t == TypeHandover || t == TypeGroupSetKeys
+	return t >= TypeAcquire && t <= TypeClusterID || t == TypeBackupKey || t == TypeHandover || t == TypeGroupSetKeys ||
+		t == TypeGroupBalance
 }
 
 func (c Acquire) encode(e *encoder) {
@@ -326,6 +330,8 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 		c = GroupKeys{Name: d.string(), Add: d.strings(), Remove: d.strings()}
 	case TypeGroupSetKeys:
 		c = GroupSetKeys{Name: d.string(), Keys: d.strings()}
+	case TypeGroupBalance:
+		c = GroupBalance{Name: d.string(), Balance: decodeBalance(d)}
 	case TypeKeyControl, TypeKeyControlEnd, TypeKeyControlForce:
 		c = SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()},
 			KeepsHolder: t == TypeKeyControl, Force: t == TypeKeyControlForce}

@@ -74,16 +74,17 @@ func ParseEventType(name string) (EventType, error) {
 
 // Reasons of group_changed and drained events.
 const (
-	GroupCreated   = "created"
-	GroupUpdated   = "updated"
-	GroupDeleted   = "deleted"
-	GroupKeysSet   = "keys"
-	GroupMaxSet    = "max_per_worker"
-	WorkerDrained  = "drained"
-	WorkerResumed  = "undrained"
-	WorkerStuck    = "stuck"
-	WorkerUnstuck  = "unstuck"
-	defaultHistory = 10000
+	GroupCreated    = "created"
+	GroupUpdated    = "updated"
+	GroupDeleted    = "deleted"
+	GroupKeysSet    = "keys"
+	GroupMaxSet     = "max_per_worker"
+	GroupBalanceSet = "balance"
+	WorkerDrained   = "drained"
+	WorkerResumed   = "undrained"
+	WorkerStuck     = "stuck"
+	WorkerUnstuck   = "unstuck"
+	defaultHistory  = 10000
 )
 
 // Event is one applied change. Every node produces the same events for the

@@ -316,8 +316,10 @@ var goldenSnapshots = []struct {
 		State: goldenStateV4(9, 56, goldenLeasesV4(), goldenClusterID, nil)}},
 	{file: "snapshot-v6.golden", version: 6, want: decodedSnapshot{Index: 63, Term: 3,
 		State: goldenStateV4(11, 62, goldenLeasesV6(), goldenClusterID, nil)}},
-	{file: "snapshot-v7.golden", version: 7, current: true, log: goldenLogV7, want: decodedSnapshot{Index: 65, Term: 3,
+	{file: "snapshot-v7.golden", version: 7, want: decodedSnapshot{Index: 65, Term: 3,
 		State: goldenStateV4(11, 62, goldenLeasesV6(), goldenClusterID, goldenBackupKey)}},
+	{file: "snapshot-v8.golden", version: 8, current: true, log: goldenLogV8, want: decodedSnapshot{Index: 66, Term: 3,
+		State: goldenStateV8()}},
 }
 
 type namedCommand struct {
@@ -408,6 +410,8 @@ var goldenCommandsV2 = append(slices.Clone(goldenCommandsV1),
 	namedCommand{"backup-key", BackupKey{Key: goldenBackupKey}},
 	// Setting a group's whole key set, added after that.
 	namedCommand{"group-set-keys", GroupSetKeys{Name: "sessions", Keys: []string{"sessions/b", "sessions/a"}}},
+	// A group's balance, added after that.
+	namedCommand{"group-balance", GroupBalance{Name: "partitions", Balance: goldenBalance}},
 )
 
 var goldenCommands = []struct {

@@ -24,6 +24,8 @@ type Group struct {
 	// Stuck are the workers the balancer marked stuck (sorted, unique):
 	// they get no new keys until they hold what they have. See MarkStuck.
 	Stuck []string
+	// Balance is how the balancer places the keys; nil: by count.
+	Balance *Balance
 	// Assignment is the balancer's target owner (a worker id) of each key
 	// that has one. It is intent only: exclusivity comes from leases.
 	Assignment map[string]string

@@ -48,21 +48,14 @@ func decodePlacement(d *decoder, st *state) {
 		}
 		st.groups = append(st.groups, g)
 	}
-	n = d.count("key controls")
 	st.controls = make(map[string]KeyControl)
-	var prev string
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		key := d.string()
-		if i > 0 && key <= prev {
-			d.fail(fmt.Errorf("key control %q out of order", key))
-		}
-		prev = key
+	d.sortedEntries("key controls", func(key string) {
 		ctl := KeyControl{Disabled: d.bool(), Prohibited: d.strings()}
 		if !strictlySorted(ctl.Prohibited) {
 			d.fail(fmt.Errorf("prohibited holders of key %q out of order", key))
 		}
 		st.controls[key] = ctl
-	}
+	})
 	st.drained = d.strings()
 	if !strictlySorted(st.drained) {
 		d.fail(fmt.Errorf("drained workers out of order"))

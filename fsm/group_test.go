@@ -22,6 +22,37 @@ func TestApplyPlacementContract(t *testing.T) {
 		drained  []string
 		index    uint64 // GroupIndex afterwards
 	}{
+		// GroupBalance.
+		{
+			name:   "group balance sets the balance, weights and all",
+			setup:  []Command{GroupPut{Name: "g", Keys: []string{"a", "b"}}},
+			cmd:    GroupBalance{Name: "g", Balance: Balance{ByLoad: true, Threshold: 1.2, MoveBudget: 4, MoveInterval: 30e9, Weights: map[string]float64{"a": 2}}},
+			want:   Done,
+			groups: []*Group{{Name: "g", Keys: []string{"a", "b"}, Balance: &Balance{ByLoad: true, Threshold: 1.2, MoveBudget: 4, MoveInterval: 30e9, Weights: map[string]float64{"a": 2}}, CreateIndex: 1, ModifyIndex: 2}},
+			index:  2,
+		},
+		{
+			name:   "a group replaced keeps its balance",
+			setup:  []Command{GroupPut{Name: "g", Keys: []string{"a"}}, GroupBalance{Name: "g", Balance: Balance{ByLoad: true, Threshold: 2}}},
+			cmd:    GroupDefine{Name: "g", Keys: []string{"a", "b"}, MinWorkers: 1},
+			want:   Done,
+			groups: []*Group{{Name: "g", Keys: []string{"a", "b"}, MinWorkers: 1, Balance: &Balance{ByLoad: true, Threshold: 2}, CreateIndex: 1, ModifyIndex: 3}},
+			index:  3,
+		},
+		{
+			name:   "group balance by count without weights is no balance",
+			setup:  []Command{GroupPut{Name: "g", Keys: []string{"a"}}, GroupBalance{Name: "g", Balance: Balance{ByLoad: true, Threshold: 2}}},
+			cmd:    GroupBalance{Name: "g", Balance: Balance{Threshold: 2}},
+			want:   Done,
+			groups: []*Group{{Name: "g", Keys: []string{"a"}, CreateIndex: 1, ModifyIndex: 3}},
+			index:  3,
+		},
+		{
+			name:  "group balance of a missing group",
+			cmd:   GroupBalance{Name: "g", Balance: Balance{ByLoad: true}},
+			want:  NotFound,
+			index: 0,
+		},
 		// GroupPut.
 		{
 			name:   "group put creates a group with sorted, distinct keys",

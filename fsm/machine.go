@@ -256,6 +256,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 	case GroupDefine:
 		m.defineGroup(index, c)
 		return Result{Code: Done}
+	case GroupBalance:
+		return m.setBalance(index, c)
 	case MarkStuck:
 		return m.changeGroup(index, c.Group, func(cur, next *Group) { m.setStuck(cur, next, sortedSet(c.Workers)) })
 	case ACLBootstrap, ACLTokenSet, ACLTokenDelete, ACLPolicySet, ACLPolicyDelete, WorkerRegister:

@@ -12,10 +12,10 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Snapshot format, version 6 (version 1 lacks the placement part, version 2
+// Snapshot format, version 8 (version 1 lacks the placement part, version 2
 // the ACL part, version 3 the group settings and the ending leases,
 // version 4 the cluster id, version 5 the lease secrets' hashes, version
-// 6 the backup key):
+// 6 the backup key, version 7 the groups' balance):
 //
 //	magic   [4]byte  "TNRS"
 //	version uint16   big endian
@@ -40,13 +40,15 @@ import (
 //	        from versions 1 to 5 have none
 //	        v7: backup key (bytes, empty when none was applied, and
 //	        always empty in a backup: see Machine.Backup)
+//	        v8: group balance count, each group's balance (sorted by
+//	        name; only groups that have one: encodeBalances)
 //	crc     uint32   big endian: CRC-32C of everything before it
 //
 // Every version ever written stays readable; testdata holds a golden file
 // of each.
 const (
 	snapshotMagic   = "TNRS"
-	snapshotVersion = 7
+	snapshotVersion = 8
 	headerLen       = 4 + 2 + 8 + 8
 	// maxSnapshot bounds what readSnapshot will buffer.
 	maxSnapshot = 1 << 31
@@ -127,6 +129,7 @@ func appendSnapshot(dst []byte, st state, index, term uint64) []byte {
 	e.string(st.clusterID)
 	encodeSecrets(e, st.leases)
 	e.bytes(st.backupKey)
+	encodeBalances(e, st)
 	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf[start:], castagnoli))
 }
 
@@ -228,6 +231,9 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 			}
 			st.backupKey = append([]byte(nil), k...)
 		}
+	}
+	if version >= 8 && d.err == nil {
+		decodeBalances(d, &st)
 	}
 	if err := d.finish(); err != nil {
 		return state{}, 0, 0, fmt.Errorf("%w: %w", ErrBadSnapshot, err)

@@ -62,6 +62,7 @@ func (m *Machine) defineGroup(index uint64, c GroupDefine) {
 		next.CreateIndex, next.AssignIndex = cur.CreateIndex, cur.AssignIndex
 		next.Assignment = keepAssigned(cur.Assignment, next.Keys)
 		next.Stuck = cur.Stuck
+		next.Balance = cur.Balance // a setting of its own (GroupBalance)
 	}
 	m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: pick(cur != nil, GroupUpdated, GroupCreated)})
 	m.storeGroup(next)

@@ -174,6 +174,7 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"POST /v1/groups/{name:.+?}/keys", "POST", "/v1/groups/g/keys", `{"add":["g-9"]}`, client.RightGroups},
 		{"PUT /v1/groups/{name:.+?}/keys", "PUT", "/v1/groups/g/keys", `{"keys":["g-0","g-9"]}`, client.RightGroups},
 		{"PUT /v1/groups/{name:.+?}/max-per-worker", "PUT", "/v1/groups/g/max-per-worker", `{"max_per_worker":2}`, client.RightGroups},
+		{"PUT /v1/groups/{name:.+?}/balance", "PUT", "/v1/groups/g/balance", `{"by":"load"}`, client.RightGroups},
 		{"GET /v1/groups", "GET", "/v1/groups", "", client.RightRead},
 		{"GET /v1/groups/{name:.+?}", "GET", "/v1/groups/g", "", client.RightRead},
 		{"GET /v1/groups/{name:.+?}/assignment", "GET", "/v1/groups/g/assignment?stale", "", client.RightRead},

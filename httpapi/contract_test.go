@@ -73,6 +73,8 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"POST /v1/groups/{name:.+?}/keys", "POST", "/v1/groups/g/keys", `{"add":["g-9"],"remove":["g-0"]}`, 200, func() any { return new(client.GroupSummary) }},
 		{"PUT /v1/groups/{name:.+?}/keys", "PUT", "/v1/groups/g/keys", `{"keys":["g-0","g-1","g-2","g-3"]}`, 200, func() any { return new(client.GroupSummary) }},
 		{"PUT /v1/groups/{name:.+?}/max-per-worker", "PUT", "/v1/groups/g/max-per-worker", `{"max_per_worker":2}`, 200, func() any { return new(client.GroupSummary) }},
+		{"PUT /v1/groups/{name:.+?}/balance", "PUT", "/v1/groups/g/balance", `{"by":"load","move_budget":4}`, 200, func() any { return new(client.GroupBalance) }},
+		{"PUT /v1/groups/{name:.+?}/balance", "PUT", "/v1/groups/g/balance", `{"by":"weight"}`, 400, errBody},
 		{"GET /v1/groups", "GET", "/v1/groups", "", 200, func() any { return new(wire.GroupList) }},
 		{"GET /v1/groups/{name:.+?}", "GET", "/v1/groups/g", "", 200, func() any { return new(client.Group) }},
 		{"GET /v1/groups/{name:.+?}/assignment", "GET", "/v1/groups/g/assignment", "", 200, func() any { return new(client.Assignment) }},

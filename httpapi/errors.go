@@ -35,6 +35,11 @@ var fieldCodes = map[string]string{
 	"stuck_grace":    wire.CodeInvalidBody,
 	"min_workers":    wire.CodeInvalidBody,
 	"threshold":      wire.CodeInvalidQuery,
+	"by":             wire.CodeInvalidBody,
+	"imbalance":      wire.CodeInvalidBody,
+	"move_budget":    wire.CodeInvalidBody,
+	"move_interval":  wire.CodeInvalidBody,
+	"weights":        wire.CodeInvalidBody,
 	// ACLs.
 	"rules":         wire.CodeInvalidRules,
 	"policies":      wire.CodeInvalidPolicies,

@@ -36,13 +36,17 @@ func groupOut(v cluster.GroupView) wire.Group {
 	if v.StuckGrace > 0 {
 		out.StuckGrace = v.StuckGrace.String()
 	}
+	if v.Balance != nil {
+		b := balanceOut(*v.Balance)
+		out.Balance = &b
+	}
 	targets, holds := v.Targets, v.Holds // the whole group's, when a page
 	count := targets == nil
 	if count {
 		targets, holds = map[string]int{}, map[string]int{}
 	}
 	for i, k := range v.Keys {
-		kj := wire.GroupKey{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited}
+		kj := wire.GroupKey{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited, Load: k.Load}
 		if k.Lease != nil && k.Lease.Held {
 			kj.State, kj.Holder, kj.Token = "held", k.Lease.Holder, k.Lease.Token
 			kj.Worker = cluster.HeldBy(k.Lease) // workers name themselves in their leases' metadata
@@ -60,9 +64,17 @@ func groupOut(v cluster.GroupView) wire.Group {
 		drained[w] = true
 	}
 	for _, w := range v.Workers {
-		out.Workers = append(out.Workers, wire.GroupWorker{ID: w.Meta.ID, Status: w.Status, Capacity: w.Meta.Capacity,
-			Draining: w.Meta.Draining, Drained: drained[w.Meta.ID], Targets: targets[w.Meta.ID], Holds: holds[w.Meta.ID],
-			Stuck: v.IsStuck(w.Meta.ID)})
+		id := w.Meta.ID
+		gw := wire.GroupWorker{ID: id, Status: w.Status, Capacity: w.Meta.Capacity,
+			Draining: w.Meta.Draining, Drained: drained[id], Targets: targets[id], Holds: holds[id],
+			Stuck: v.IsStuck(id), LoadCapacity: w.Meta.LoadCapacity}
+		if x, ok := v.KeyLoads[id]; ok {
+			gw.KeyLoad = &x
+		}
+		if x, ok := v.Totals[id]; ok {
+			gw.Load = &x
+		}
+		out.Workers = append(out.Workers, gw)
 	}
 	return out
 }
@@ -134,6 +146,39 @@ func (s *Server) maxPerWorker(w http.ResponseWriter, r *http.Request) error {
 	return changeGroup(s, w, r, func(ctx context.Context, name string, body wire.MaxPerWorkerBody) (*fsm.Group, error) {
 		return s.node.Groups.SetMaxPerWorker(ctx, name, body.MaxPerWorker)
 	})
+}
+
+// setBalance sets how the balancer places a group's keys and answers the
+// balance in force, defaults filled in.
+func (s *Server) setBalance(w http.ResponseWriter, r *http.Request) error {
+	var body wire.GroupBalance
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	interval, err := parseDuration("move_interval", body.MoveInterval, 0)
+	if err != nil {
+		return err
+	}
+	spec := cluster.BalanceSpec{By: body.By, Imbalance: body.Imbalance, MoveBudget: body.MoveBudget, MoveInterval: interval, Weights: body.Weights}
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		g, err := s.node.Groups.SetGroupBalance(ctx, groupName(r), spec)
+		if err != nil {
+			return nil, err
+		}
+		if g.Balance == nil { // by count: no setting of its own
+			return wire.GroupBalance{By: "keys"}, nil
+		}
+		return balanceOut(*g.Balance), nil
+	})
+}
+
+// balanceOut is b as the API shows it.
+func balanceOut(b fsm.Balance) wire.GroupBalance {
+	out := wire.GroupBalance{By: "keys", Imbalance: b.Threshold, MoveBudget: &b.MoveBudget, MoveInterval: b.MoveInterval.String(), Weights: b.Weights}
+	if b.ByLoad {
+		out.By = "load"
+	}
+	return out
 }
 
 // listGroups answers one page of the groups' summaries, by name (see

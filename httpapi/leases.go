@@ -194,10 +194,20 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	if err := a.AllowHolder(body.Holder); err != nil {
 		return err
 	}
+	if err := checkLoad("load", body.Load); err != nil {
+		return err
+	}
+	loads := 0
 	refs := make([]cluster.LeaseRef, len(body.Leases))
 	for i, l := range body.Leases {
 		if err := a.Allow(fsm.RightWrite, "key", l.Key); err != nil {
 			return err
+		}
+		if l.Load != nil {
+			if err := checkLoad(fmt.Sprintf("leases[%d].load", i), l.Load); err != nil {
+				return err
+			}
+			loads++
 		}
 		refs[i] = cluster.LeaseRef{Key: l.Key, Token: l.Token, Secret: l.Secret}
 		if l.Secret == "" {
@@ -209,6 +219,9 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	results, err := s.node.Leases.RenewMany(ctx, body.Holder, refs)
 	if err != nil {
 		return err
+	}
+	if loads > 0 || body.Load != nil {
+		s.reportLoads(body, results, loads)
 	}
 	out := wire.RenewManyResults{Results: make([]wire.RenewResultBody, len(results))}
 	for i, res := range results {
@@ -230,6 +243,38 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	w.Write(append(out.AppendJSON(make([]byte, 0, 400*len(out.Results))), '\n'))
 	return nil
+}
+
+// checkLoad refuses a reported load outside [0, wire.MaxLoad] (JSON has
+// no NaN or infinity).
+func checkLoad(field string, load *float64) error {
+	if load == nil {
+		return nil
+	}
+	if p := wire.LoadProblem(*load); p != "" {
+		return &cluster.InvalidError{Field: field, Err: errors.New(p)}
+	}
+	return nil
+}
+
+// reportLoads hands the loads of a bulk renewal (loads of its leases
+// carry one) to the placement: those of the leases it renewed, and the
+// holder's total when at least one lease was renewed.
+func (s *Server) reportLoads(body wire.RenewManyBody, results []cluster.RenewResult, loads int) {
+	keys := make([]cluster.KeyLoad, 0, loads)
+	renewed := false
+	for i, res := range results {
+		if res.Err != nil {
+			continue
+		}
+		renewed = true
+		if l := body.Leases[i]; l.Load != nil {
+			keys = append(keys, cluster.KeyLoad{Key: l.Key, Load: *l.Load})
+		}
+	}
+	if renewed {
+		s.node.Placement.ReportLoads(body.Holder, keys, body.Load)
+	}
 }
 
 // renewRefusal fills rr with err when err refuses one lease of a bulk

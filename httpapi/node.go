@@ -78,6 +78,7 @@ type Groups interface {
 	GroupKeys(ctx context.Context, name string, add, remove []string) (*fsm.Group, error)
 	SetGroupKeys(ctx context.Context, name string, keys []string) (*fsm.Group, error)
 	SetMaxPerWorker(ctx context.Context, name string, max int) (*fsm.Group, error)
+	SetGroupBalance(ctx context.Context, name string, spec cluster.BalanceSpec) (*fsm.Group, error)
 	GroupsPage(ctx context.Context, after string, limit int, c cluster.Consistency) ([]*fsm.Group, string, uint64, error)
 	GroupPage(ctx context.Context, name string, p fsm.Page, c cluster.Consistency, visible func(key string) bool) (cluster.GroupView, error)
 	AssignmentPage(ctx context.Context, name, worker string, p fsm.Page, c cluster.Consistency, visible func(key string) bool) (cluster.AssignmentView, error)
@@ -97,6 +98,7 @@ type Placement interface {
 	Workers(ctx context.Context, c cluster.Consistency, id, after string, limit int) ([]cluster.WorkerView, string, uint64, error)
 	DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error)
 	RegisterWorker(ctx context.Context, a *cluster.Authorizer, worker string, groups []string) error
+	ReportLoads(holder string, keys []cluster.KeyLoad, total *float64)
 }
 
 // ACLs is what the token and policy routes need (acl.go): cluster.ACL.

@@ -689,6 +689,8 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		{method: "PUT", path: "/v1/groups/g/keys", body: `{"keys":["bad key"]}`, as: "boot", status: 400, code: wire.CodeInvalidKeys, badInput: true},
 		{method: "PUT", path: "/v1/groups/nope/keys", body: `{"keys":[]}`, as: "boot", status: 404, code: wire.CodeNotFound},
 		{method: "PUT", path: "/v1/groups/g/max-per-worker", body: `{"max_per_worker":2}`, as: "boot", status: 200},
+		{method: "PUT", path: "/v1/groups/g/balance", body: `{"by":"load","weights":{"g-1":2}}`, as: "boot", status: 200},
+		{method: "PUT", path: "/v1/groups/g/balance", body: `{"by":"load","imbalance":0.5}`, as: "boot", status: 400, code: wire.CodeInvalidBody, badInput: true},
 		{method: "GET", path: "/v1/groups", as: "reader", status: 200},
 		{method: "GET", path: "/v1/groups?limit=1&stale", as: "reader", status: 200, follower: true},
 		{method: "GET", path: "/v1/groups/g", as: "reader", status: 200},

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -186,4 +187,152 @@ func TestWorkersListAndLastWorkerWarning(t *testing.T) {
 	if len(one.Workers) != 1 || one.Workers[0].ID != "w2" {
 		t.Errorf("GET /v1/workers?id=w2 listed %+v", one.Workers)
 	}
+}
+
+// A worker's reports of load ride on its renewals: the group view, read
+// on the leader, shows each key's decayed average, and each worker's sum
+// of its keys' loads, reported total and announced capacity. Loads outside
+// [0, wire.MaxLoad] are refused naming the field.
+func TestWorkerLoadReportsShowInTheGroupView(t *testing.T) {
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI})
+	url := c.leader().url
+	do(t, "PUT", url+"/v1/groups/g", `{"keys":["g-1","g-2"]}`).wantStatus(t, "put group", 200)
+	w := runWorkerAs(t, c, "g", "", worker.WithWorkerID("w1"), worker.WithLoadCapacity(100))
+	harness.WaitFor(t, 20*time.Second, func() error {
+		if n := len(w.Keys()); n != 2 {
+			return fmt.Errorf("the worker holds %d keys, want 2", n)
+		}
+		return nil
+	})
+	for key, load := range map[string]float64{"g-1": 10, "g-2": 30} {
+		if err := w.ReportLoad(key, load); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.ReportTotalLoad(55); err != nil {
+		t.Fatal(err)
+	}
+	harness.WaitFor(t, 20*time.Second, func() error {
+		var g wire.Group
+		do(t, "GET", url+"/v1/groups/g", "").decode(t, &g)
+		for _, k := range g.Keys {
+			want := map[string]float64{"g-1": 10, "g-2": 30}[k.Key]
+			if k.Load == nil || *k.Load != want {
+				return fmt.Errorf("key %s: load %v, want %v", k.Key, fmtLoad(k.Load), want)
+			}
+		}
+		if len(g.Workers) != 1 {
+			return fmt.Errorf("%d workers, want 1", len(g.Workers))
+		}
+		gw := g.Workers[0]
+		if gw.LoadCapacity != 100 || gw.KeyLoad == nil || *gw.KeyLoad != 40 || gw.Load == nil || *gw.Load != 55 {
+			return fmt.Errorf("worker: capacity %v, key load %v, load %v; want 100, 40, 55", gw.LoadCapacity, fmtLoad(gw.KeyLoad), fmtLoad(gw.Load))
+		}
+		return nil
+	})
+
+	if err := w.ReportLoad("g-1", -1); !errors.Is(err, client.ErrInvalid) {
+		t.Errorf("ReportLoad(-1) = %v, want ErrInvalid", err)
+	}
+	if err := w.ReportLoad("g-9", 1); !errors.Is(err, client.ErrInvalid) {
+		t.Errorf("ReportLoad of a key the worker does not own = %v, want ErrInvalid", err)
+	}
+	l := acquire(t, c.leader(), "k", "h")
+	for _, tc := range []struct{ body, field string }{
+		{fmt.Sprintf(`{"holder":"h","secret":%q,"leases":[{"key":"k","token":%d,"load":-1}]}`, l.Secret, l.Token), "leases[0].load"},
+		{fmt.Sprintf(`{"holder":"h","secret":%q,"leases":[{"key":"k","token":%d}],"load":2e15}`, l.Secret, l.Token), "load"},
+	} {
+		r := do(t, "POST", url+"/v1/renew", tc.body)
+		r.wantStatus(t, "renewal reporting a load out of range", 400)
+		if e := r.apiErr(t); e.Field != tc.field || !strings.Contains(e.Message, "outside") {
+			t.Errorf("%s: %+v, want field %q and the rule", tc.body, e, tc.field)
+		}
+	}
+}
+
+func fmtLoad(p *float64) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}
+
+// A group balanced by load, with live workers: the worker that holds the
+// hot key (100 against 1 for each other key) is given nothing else, since
+// every light key it gives away lowers its load; the group view shows the
+// balance.
+func TestLiveWorkersBalanceByLoad(t *testing.T) {
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Gossip: true, Serve: serveAPI})
+	url := c.leader().url
+	do(t, "PUT", url+"/v1/groups/g", `{"prefix":"g-","count":8}`).wantStatus(t, "put group", 200)
+	var ws []*worker.Worker
+	for _, id := range []string{"w1", "w2"} {
+		ws = append(ws, runWorkerAs(t, c, "g", "", worker.WithWorkerID(id)))
+	}
+	harness.WaitFor(t, 20*time.Second, func() error {
+		if n := len(ws[0].Keys()) + len(ws[1].Keys()); n != 8 || len(ws[0].Keys()) == 0 || len(ws[1].Keys()) == 0 {
+			return fmt.Errorf("the workers hold %v and %v, want all 8 keys over both", ws[0].Keys(), ws[1].Keys())
+		}
+		return nil
+	})
+	// Each worker reports the loads of the keys it holds, as they move.
+	stop := make(chan struct{})
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		for {
+			for _, w := range ws {
+				for _, k := range w.Keys() {
+					load := 1.0
+					if k == "g-0" {
+						load = 100
+					}
+					w.ReportLoad(k, load) // fails only for a key that just moved away
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { close(stop); <-reported }()
+	var b wire.GroupBalance
+	r := do(t, "PUT", url+"/v1/groups/g/balance", `{"by":"load","move_interval":"1s","move_budget":8}`)
+	r.wantStatus(t, "balance by load", 200)
+	r.decode(t, &b)
+	if b.By != "load" || b.Imbalance != 1.2 || b.MoveBudget == nil || *b.MoveBudget != 8 || b.MoveInterval != "1s" {
+		t.Errorf("balance answered %+v, want by load, imbalance 1.2 (the default), budget 8, interval 1s", b)
+	}
+	harness.WaitFor(t, 30*time.Second, func() error {
+		var g wire.Group
+		do(t, "GET", url+"/v1/groups/g", "").decode(t, &g)
+		hot := ""
+		per := map[string][]string{}
+		for _, k := range g.Keys {
+			per[k.Target] = append(per[k.Target], k.Key)
+			if k.Key == "g-0" {
+				hot = k.Target
+			}
+		}
+		if hot == "" || len(per[hot]) != 1 || plannedKeys(per) != 8 {
+			return fmt.Errorf("plan by worker %v: want g-0 alone on its worker and the seven others on the other", per)
+		}
+		if g.Balance == nil || g.Balance.By != "load" {
+			return fmt.Errorf("the group view shows balance %+v, want by load", g.Balance)
+		}
+		return nil
+	})
+}
+
+// plannedKeys counts the keys that the plan gives a worker.
+func plannedKeys(per map[string][]string) int {
+	n := 0
+	for w, ks := range per {
+		if w != "" {
+			n += len(ks)
+		}
+	}
+	return n
 }

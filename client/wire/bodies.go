@@ -37,6 +37,10 @@ type RenewManyBody struct {
 	// ok only (client.LeasesAPI.RenewManyBrief, and the keep-alive, which
 	// needs no more).
 	Brief bool `json:"brief,omitempty"`
+	// Load, when set, is the holder's total load now (in the unit of
+	// LeaseRef.Load, 0 to MaxLoad): what its keys cost and whatever else
+	// it runs. The leader keeps a decayed average of it per worker.
+	Load *float64 `json:"load,omitempty"`
 }
 
 // RenewManyResults is the answer of POST /v1/renew: one result per lease
@@ -336,6 +340,12 @@ type LeaseRef struct {
 	Key    string `json:"key"`
 	Token  uint64 `json:"token"`
 	Secret string `json:"secret,omitempty"`
+	// Load, when set, is the key's load as its holder measures it now, in
+	// a unit the application chooses (requests per second, bytes, CPU):
+	// a number from 0 to MaxLoad. The leader keeps a decayed average of
+	// the reports of each key and places a group's keys by it when the
+	// group balances by load.
+	Load *float64 `json:"load,omitempty"`
 }
 
 // GroupSummary is a group in a list.

@@ -41,7 +41,10 @@ type MemberMeta struct {
 	Holder   string   `json:"holder,omitempty"`
 	Groups   []string `json:"groups,omitempty"`
 	Capacity int      `json:"capacity,omitempty"`
-	Draining bool     `json:"draining,omitempty"`
+	// LoadCapacity is the load the worker can carry, in the unit of the
+	// load its renewals report (LeaseRef.Load); 0: none announced.
+	LoadCapacity float64 `json:"load_capacity,omitempty"`
+	Draining     bool    `json:"draining,omitempty"`
 	// Keys are the fingerprints of the member's gossip keys, primary
 	// first; empty without gossip encryption.
 	Keys []string `json:"keys,omitempty"`

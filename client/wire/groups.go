@@ -16,6 +16,25 @@ type GroupSpec struct {
 	MinWorkers   int      `json:"min_workers,omitempty"`
 }
 
+// GroupBalance is how the balancer places a group's keys: the body of PUT
+// /v1/groups/{name}/balance and Group.Balance. By is "keys" (the default:
+// as even a number of keys per worker as their capacities allow) or
+// "load": each worker gets a share of the group's load in proportion to
+// its MemberMeta.LoadCapacity, and keys move only while a worker's load is
+// above Imbalance times its share (or below its share divided by
+// Imbalance), at most MoveBudget keys per MoveInterval (a duration). A
+// key's load is its Weights entry when the operator set one, else the
+// leader's average of its reports (GroupKey.Load), else the group's mean.
+// In a body, a zero Imbalance, a nil MoveBudget and an empty MoveInterval
+// take the defaults (1.2, 16, "30s"); answers carry the values in force.
+type GroupBalance struct {
+	By           string             `json:"by"`
+	Imbalance    float64            `json:"imbalance,omitempty"`
+	MoveBudget   *int               `json:"move_budget,omitempty"`
+	MoveInterval string             `json:"move_interval,omitempty"`
+	Weights      map[string]float64 `json:"weights,omitempty"`
+}
+
 // GroupKey is one key of a group: the balancer's target and the actual
 // holder of its lease.
 type GroupKey struct {
@@ -29,6 +48,10 @@ type GroupKey struct {
 	State      string   `json:"state"`
 	Disabled   bool     `json:"disabled,omitempty"`
 	Prohibited []string `json:"prohibited,omitempty"`
+	// Load is the leader's decayed average of the load that the key's
+	// holders reported with their renewals (LeaseRef.Load); absent when
+	// none reported one lately, or when a follower answered (stale reads).
+	Load *float64 `json:"load,omitempty"`
 }
 
 // GroupWorker is a live worker of a group with its number of target and
@@ -44,6 +67,13 @@ type GroupWorker struct {
 	// Stuck: the balancer found the worker not taking its targets; it
 	// keeps what it holds and gets no new keys for a while.
 	Stuck bool `json:"stuck,omitempty"`
+	// LoadCapacity is the load the worker announced it can carry (0:
+	// none). KeyLoad sums the loads (GroupKey.Load) of the group's keys it
+	// holds; Load is the total it reported (RenewManyBody.Load). Both are
+	// absent when unknown (no report, or a follower answered).
+	LoadCapacity float64  `json:"load_capacity,omitempty"`
+	KeyLoad      *float64 `json:"key_load,omitempty"`
+	Load         *float64 `json:"load,omitempty"`
 }
 
 // Group is a group with every key's target and owner.
@@ -63,6 +93,8 @@ type Group struct {
 	StuckGrace string   `json:"stuck_grace,omitempty"`
 	MinWorkers int      `json:"min_workers,omitempty"`
 	Stuck      []string `json:"stuck,omitempty"`
+	// Balance is how the balancer places the keys; absent: by count.
+	Balance *GroupBalance `json:"balance,omitempty"`
 	// Next, in one page of the group (GetPage), is the cursor of the next
 	// page of Keys; empty after the last one. The workers' counts cover
 	// every key of the group that the token may read, on every page.

@@ -4,6 +4,10 @@ package wire
 // carry.
 const MaxRenewBatch = 1024
 
+// MaxLoad is the largest load a renewal may report (LeaseRef.Load,
+// RenewManyBody.Load) and the largest load capacity a worker may announce.
+const MaxLoad = 1e15
+
 // MaxSnapshotBytes bounds a backup the client reads and a restore the
 // server accepts. A million held leases make a snapshot of about 63 MB.
 const MaxSnapshotBytes = 512 << 20

@@ -72,3 +72,14 @@ func NewLeaseSecret() string {
 	_, _ = crand.Read(b) // never fails on supported platforms
 	return hex.EncodeToString(b)
 }
+
+// LoadProblem applies the cluster's rule for loads (LeaseRef.Load,
+// RenewManyBody.Load, MemberMeta.LoadCapacity): a number from 0 to
+// MaxLoad. It returns what is wrong with load, or "" when it follows the
+// rule; the client checks loads before it sends them.
+func LoadProblem(load float64) string {
+	if load >= 0 && load <= MaxLoad { // false for NaN
+		return ""
+	}
+	return fmt.Sprintf("%v is outside [0, %g]", load, float64(MaxLoad))
+}

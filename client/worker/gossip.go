@@ -59,7 +59,8 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 	g := &workerGossip{
 		log:     w.log.Named("gossip"),
 		servers: make(map[string]bool),
-		meta:    wire.MemberMeta{Role: "worker", ID: w.cfg.id, Holder: w.cfg.holder, Groups: []string{w.group}, Capacity: w.cfg.capacity},
+		meta: wire.MemberMeta{Role: "worker", ID: w.cfg.id, Holder: w.cfg.holder, Groups: []string{w.group}, Capacity: w.cfg.capacity,
+			LoadCapacity: w.cfg.loadCapacity},
 		keyring: kr,
 	}
 	mc := memberlist.DefaultLANConfig()

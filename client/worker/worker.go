@@ -32,11 +32,13 @@ type Handler func(ctx context.Context, key string, token uint64)
 type WorkerOption func(*workerConfig)
 
 type workerConfig struct {
-	id         string
-	holder     string
-	capacity   int
-	ttl        time.Duration
-	gossipAddr string
+	id       string
+	holder   string
+	capacity int
+	// loadCapacity is the load the worker can carry (WithLoadCapacity).
+	loadCapacity float64
+	ttl          time.Duration
+	gossipAddr   string
 	// gossipAddrSet: WithGossipAddr was given (the default may move off
 	// loopback when the servers are not on it).
 	gossipAddrSet bool
@@ -55,6 +57,16 @@ func WithWorkerID(id string) WorkerOption { return func(c *workerConfig) { c.id 
 
 // WithCapacity bounds the keys the balancer gives this worker (0: no bound).
 func WithCapacity(n int) WorkerOption { return func(c *workerConfig) { c.capacity = n } }
+
+// WithLoadCapacity announces the load the worker can carry, in the unit
+// of the loads it reports (ReportLoad): a group that balances by load gives
+// each worker a share of the group's load in proportion to it. Workers that
+// announce none count as the mean of those that do (all equal when none
+// does). Run fails with ErrInvalid for a capacity outside [0,
+// wire.MaxLoad].
+func WithLoadCapacity(load float64) WorkerOption {
+	return func(c *workerConfig) { c.loadCapacity = load }
+}
 
 // WithWorkerTTL sets the TTL of the worker's leases (default 10s): how long
 // its keys stay unowned after it dies.
@@ -113,6 +125,7 @@ type Worker struct {
 
 	mu      sync.Mutex
 	keys    map[string]*ownedKey
+	total   *float64 // ReportTotalLoad
 	members *workerGossip
 	changed chan struct{} // closed and replaced when keys change
 }
@@ -126,6 +139,10 @@ type ownedKey struct {
 	// prev is the goroutine of the key that was still ending when the key
 	// came back; this one starts once prev.done is closed.
 	prev *ownedKey
+	// lease is the key's lease while the handler runs; load the key's
+	// load (ReportLoad), reported with each lease of this goroutine.
+	lease *client.Lease
+	load  *float64
 }
 
 // holds reports whether a handler of the key runs under a lease: this
@@ -184,6 +201,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	if err := checkName("worker id", w.cfg.id); err != nil {
 		return fmt.Errorf("%w (the id is the client's holder unless WithWorkerID sets one)", err)
+	}
+	if p := wire.LoadProblem(w.cfg.loadCapacity); p != "" {
+		return fmt.Errorf("%w: load capacity %s", client.ErrInvalid, p)
 	}
 	if w.c.Config().Token != "" {
 		// With ACLs on, the balancer plans keys only to workers that a
@@ -297,7 +317,7 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 			}
 			continue
 		}
-		w.setHeld(k, true)
+		w.setHeld(k, true, lease)
 		hctx, stop := context.WithCancel(lease.Context())
 		stopOnMove := context.AfterFunc(ctx, stop)
 		w.log.Info("key_acquired", "key", key, "token", lease.Token())
@@ -317,15 +337,64 @@ func (w *Worker) own(ctx context.Context, key string, k *ownedKey) {
 			w.log.Info("key_released", "key", key, "token", lease.Token())
 		}
 		cancel()
-		w.setHeld(k, false)
+		w.setHeld(k, false, nil)
 	}
 }
 
-func (w *Worker) setHeld(k *ownedKey, held bool) {
+// setHeld records whether k's handler runs under lease, and gives a new
+// lease the key's load and the worker's total.
+func (w *Worker) setHeld(k *ownedKey, held bool, lease *client.Lease) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	k.held = held
+	k.held, k.lease = held, lease
+	if lease != nil && k.load != nil {
+		lease.ReportLoad(*k.load) // checked by ReportLoad
+	}
+	if lease != nil && w.total != nil {
+		w.c.ReportHolderLoad(w.cfg.holder, *w.total) // the client forgets it when it holds no lease
+	}
 	w.notifyLocked()
+}
+
+// ReportLoad sets the load of key, one of this worker's keys, in a unit
+// the application chooses (requests per second, bytes, CPU; the unit of
+// WithLoadCapacity): its renewals report it from now on, until the next
+// ReportLoad or until the key moves away (Lease.ReportLoad). Report a
+// level, not a count. The leader keeps a decayed average of each key's
+// reports (it stays with the key when the key moves) and, when the group
+// balances by load, places keys by it. Call it from the key's handler.
+// It fails with ErrInvalid for a load that is NaN or outside [0,
+// wire.MaxLoad], or for a key that is not one of the worker's targets.
+func (w *Worker) ReportLoad(key string, load float64) error {
+	if p := wire.LoadProblem(load); p != "" {
+		return fmt.Errorf("%w: load %s", client.ErrInvalid, p)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := w.keys[key]
+	if k == nil || k.gone {
+		return fmt.Errorf("%w: %q is not one of worker %s's keys", client.ErrInvalid, key, w.cfg.id)
+	}
+	k.load = &load
+	if k.lease != nil {
+		return k.lease.ReportLoad(load)
+	}
+	return nil
+}
+
+// ReportTotalLoad sets the worker's total load (in the unit of
+// ReportLoad: what its keys cost and whatever else it runs), reported
+// with its renewals from now on. The group view shows it beside the sum of
+// its keys' loads and its WithLoadCapacity. It fails with ErrInvalid for a
+// load that is NaN or outside [0, wire.MaxLoad].
+func (w *Worker) ReportTotalLoad(load float64) error {
+	if err := w.c.ReportHolderLoad(w.cfg.holder, load); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.total = &load
+	return nil
 }
 
 func (w *Worker) notifyLocked() {

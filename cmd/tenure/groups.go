@@ -33,6 +33,10 @@ Subcommands:
                                     the KEYs, or FILE's lines (one key each;
                                     a file without keys empties the group)
     max-per-worker NAME N
+    balance NAME -by keys|load [-imbalance R] [-move-budget N]
+                [-move-interval D] [-weight KEY=W ...]
+                                    place keys by count (the default) or by
+                                    load: see docs/placement.md
     assignment NAME [-worker ID]    the target plan
 `
 
@@ -75,7 +79,7 @@ func (e *env) groupsGet(ctx context.Context, args []string) int {
 
 // printGroup prints the tables of groupsGet.
 func (e *env) printGroup(g *client.Group) {
-	e.printTable([]any{"KEY", "TARGET", "WORKER", "TOKEN", "STATE", "CONTROLS"}, len(g.Keys), func(i int) []any {
+	e.printTable([]any{"KEY", "TARGET", "WORKER", "TOKEN", "STATE", "LOAD", "CONTROLS"}, len(g.Keys), func(i int) []any {
 		k := g.Keys[i]
 		var ctl []string
 		if k.Disabled {
@@ -84,23 +88,39 @@ func (e *env) printGroup(g *client.Group) {
 		if len(k.Prohibited) > 0 {
 			ctl = append(ctl, fmt.Sprintf("prohibited=%v", k.Prohibited))
 		}
-		return []any{k.Key, dash(k.Target), dash(k.Worker), k.Token, k.State, dash(strings.Join(ctl, " "))}
+		return []any{k.Key, dash(k.Target), dash(k.Worker), k.Token, k.State, loadText(k.Load), dash(strings.Join(ctl, " "))}
 	})
 	if g.HiddenKeys > 0 {
 		fmt.Fprintf(e.stdout, "%d more keys hidden: the token may not read them\n", g.HiddenKeys)
 	}
 	fmt.Fprintln(e.stdout)
 	sort.Slice(g.Workers, func(i, j int) bool { return g.Workers[i].ID < g.Workers[j].ID })
-	e.printTable([]any{"WORKER", "STATUS", "TARGETS", "HOLDS", "CAPACITY", "DRAINING", "STUCK"}, len(g.Workers), func(i int) []any {
+	e.printTable([]any{"WORKER", "STATUS", "TARGETS", "HOLDS", "CAPACITY", "KEY LOAD", "LOAD", "LOAD CAPACITY", "DRAINING", "STUCK"}, len(g.Workers), func(i int) []any {
 		wk := g.Workers[i]
-		return []any{wk.ID, wk.Status, wk.Targets, wk.Holds, wk.Capacity, wk.Draining || wk.Drained, wk.Stuck}
+		lc := "-"
+		if wk.LoadCapacity > 0 {
+			lc = strconv.FormatFloat(wk.LoadCapacity, 'g', 6, 64)
+		}
+		return []any{wk.ID, wk.Status, wk.Targets, wk.Holds, wk.Capacity, loadText(wk.KeyLoad), loadText(wk.Load), lc, wk.Draining || wk.Drained, wk.Stuck}
 	})
 	if len(g.Stuck) > 0 {
 		fmt.Fprintf(e.stdout, "\nStuck workers: %s\n", strings.Join(g.Stuck, ", "))
 	}
+	if g.Balance != nil {
+		fmt.Fprintf(e.stdout, "\nPlacement: %s\n", balanceText(g.Balance))
+	}
 	if g.StuckGrace != "" || g.MinWorkers > 0 {
 		fmt.Fprintf(e.stdout, "\nStuck grace: %s; min workers: %d\n", dash(g.StuckGrace), g.MinWorkers)
 	}
+}
+
+// loadText is a load as the tables show it: six significant digits, or
+// "-" when the leader knows none.
+func loadText(load *float64) string {
+	if load == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*load, 'g', 6, 64)
 }
 
 func (e *env) groupsCreate(ctx context.Context, args []string) int {
@@ -213,6 +233,63 @@ func (e *env) groupsMax(ctx context.Context, args []string) int {
 		g, err := c.Groups().SetMaxPerWorker(ctx, pos[0], n)
 		return g, func() { e.printSummary(g) }, err
 	})
+}
+
+func (e *env) groupsBalance(ctx context.Context, args []string) int {
+	var b client.GroupBalance
+	var budget int
+	var interval time.Duration
+	weights := loadsFlag{}
+	fs, cf := e.clusterFlagSet("groups balance", "groups balance NAME -by keys|load [-imbalance R] [-move-budget N] [-move-interval D] [-weight KEY=W ...]")
+	fs.StringVar(&b.By, "by", "keys", "keys: as even a number of keys per worker as their capacities allow; load: as even a share of the group's load")
+	fs.Float64Var(&b.Imbalance, "imbalance", 0, "by load: keys move while a worker's load is above R times its share, or below its share divided by R (0: 1.2)")
+	fs.IntVar(&budget, "move-budget", -1, "by load: most keys moved for balance per move interval (default 16; 0: none)")
+	fs.DurationVar(&interval, "move-interval", 0, "by load: the interval of the move budget (0: 30s)")
+	fs.Var(weights, "weight", "KEY=W: the operator's load of KEY, in place of its reports (repeatable)")
+	return e.answer(fs, cf, args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		if budget >= 0 {
+			b.MoveBudget = &budget
+		}
+		if interval > 0 {
+			b.MoveInterval = interval.String()
+		}
+		if len(weights) > 0 {
+			b.Weights = weights
+		}
+		got, err := c.Groups().SetBalance(ctx, pos[0], b)
+		return got, func() { fmt.Fprintf(e.stdout, "Group %s: %s\n", pos[0], balanceText(got)) }, err
+	})
+}
+
+// balanceText says how a group is placed, as groups balance and groups get
+// print it.
+func balanceText(b *client.GroupBalance) string {
+	if b == nil || b.By != "load" {
+		return "balanced by key count"
+	}
+	s := fmt.Sprintf("balanced by load, imbalance %g", b.Imbalance)
+	if b.MoveBudget != nil {
+		s += fmt.Sprintf(", at most %d moves per %s", *b.MoveBudget, b.MoveInterval)
+	}
+	if len(b.Weights) > 0 {
+		s += fmt.Sprintf(", %d weights set", len(b.Weights))
+	}
+	return s
+}
+
+// loadsFlag collects repeated KEY=W flags.
+type loadsFlag map[string]float64
+
+func (m loadsFlag) String() string { return fmt.Sprint(map[string]float64(m)) }
+
+func (m loadsFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	w, err := strconv.ParseFloat(v, 64)
+	if !ok || k == "" || err != nil {
+		return fmt.Errorf("want KEY=W with a number W, got %q", s)
+	}
+	m[k] = w
+	return nil
 }
 
 func (e *env) groupsAssignment(ctx context.Context, args []string) int {

@@ -11,11 +11,12 @@ func TestGroupCommands(t *testing.T) {
 	summary := map[string]any{"name": "partitions", "keys": 4, "assigned": 2, "max_per_worker": 2, "modify_index": 9}
 	group := map[string]any{"name": "partitions", "max_per_worker": 2,
 		"keys": []any{
-			map[string]any{"key": "partitions/0", "target": "w1", "holder": "w1", "token": 7, "state": "held"},
+			map[string]any{"key": "partitions/0", "target": "w1", "holder": "w1", "token": 7, "state": "held", "load": 12.5},
 			map[string]any{"key": "partitions/1", "state": "free", "disabled": true},
 		},
-		"workers": []any{map[string]any{"id": "w1", "status": "alive", "targets": 1, "holds": 1}},
+		"workers": []any{map[string]any{"id": "w1", "status": "alive", "targets": 1, "holds": 1, "key_load": 12.5, "load": 20, "load_capacity": 300}},
 		"stuck":   []any{"w9"}, "stuck_grace": "45s", "min_workers": 3,
+		"balance": map[string]any{"by": "load", "imbalance": 1.2, "move_budget": 16, "move_interval": "30s"},
 	}
 	tests := []requestCase{
 		{"create from a prefix", []string{"groups", "create", "partitions", "-prefix", "partitions/", "-count", "4", "-max-per-worker", "2"}, 200, summary,
@@ -31,7 +32,8 @@ func TestGroupCommands(t *testing.T) {
 		{"create from a list of no keys", []string{"groups", "create", "scenes", "-keys", ","}, 200, summary,
 			"PUT", "/v1/groups/scenes", `{}`, []string{"Group partitions"}},
 		{"get", []string{"groups", "get", "partitions"}, 200, group,
-			"GET", "/v1/groups/partitions", "", []string{"partitions/0", "w1", "7", "held", "disabled", "WORKER", "alive", "STUCK", "Stuck workers: w9", "Stuck grace: 45s; min workers: 3"}},
+			"GET", "/v1/groups/partitions", "", []string{"partitions/0", "w1", "7", "held", "disabled", "WORKER", "alive", "STUCK", "LOAD CAPACITY", "12.5", "300", "Stuck workers: w9", "Stuck grace: 45s; min workers: 3",
+				"Placement: balanced by load, imbalance 1.2, at most 16 moves per 30s"}},
 		{"list", []string{"groups", "list"}, 200, map[string]any{"groups": []any{summary}},
 			"GET", "/v1/groups", "", []string{"NAME", "partitions", "4"}},
 		{"add keys", []string{"groups", "add-keys", "partitions", "a", "b"}, 200, summary,
@@ -40,6 +42,12 @@ func TestGroupCommands(t *testing.T) {
 			"PUT", "/v1/groups/sessions/keys", `{"keys":["s-2","s-1"]}`, []string{"Group partitions"}},
 		{"max per worker", []string{"groups", "max-per-worker", "partitions", "3"}, 200, summary,
 			"PUT", "/v1/groups/partitions/max-per-worker", `{"max_per_worker":3}`, []string{"Group partitions"}},
+		{"balance by load", []string{"groups", "balance", "partitions", "-by", "load", "-imbalance", "1.5", "-move-budget", "0", "-weight", "partitions/3=2.5"}, 200,
+			map[string]any{"by": "load", "imbalance": 1.5, "move_budget": 0, "move_interval": "30s", "weights": map[string]any{"partitions/3": 2.5}},
+			"PUT", "/v1/groups/partitions/balance", `{"by":"load","imbalance":1.5,"move_budget":0,"weights":{"partitions/3":2.5}}`,
+			[]string{"Group partitions: balanced by load, imbalance 1.5, at most 0 moves per 30s, 1 weights set"}},
+		{"balance by count", []string{"groups", "balance", "partitions"}, 200, map[string]any{"by": "keys"},
+			"PUT", "/v1/groups/partitions/balance", `{"by":"keys"}`, []string{"Group partitions: balanced by key count"}},
 		{"assignment", []string{"groups", "assignment", "partitions", "-worker", "w1"}, 200, map[string]any{"assignment": map[string]string{"partitions/0": "w1"}, "index": 3},
 			"GET", "/v1/groups/partitions/assignment", "", []string{"partitions/0", "w1"}},
 		{"drain", []string{"workers", "drain", "w1"}, 204, nil,

@@ -150,6 +150,7 @@ func (e *env) commands() map[string]command {
 		"groups create":            e.groupsCreate,
 		"groups delete":            e.groupsDelete,
 		"groups max-per-worker":    e.groupsMax,
+		"groups balance":           e.groupsBalance,
 		"groups set-keys":          e.groupsSetKeys,
 		"groups assignment":        e.groupsAssignment,
 		"workers list":             e.workersList,

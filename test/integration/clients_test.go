@@ -235,6 +235,7 @@ func lines(path string) []string {
 // workerRun is a worker.Worker running in the background of a test, with
 // the keys its handler holds now.
 type workerRun struct {
+	w     *worker.Worker
 	mu    sync.Mutex
 	owned map[string]bool
 	stop  context.CancelFunc
@@ -256,6 +257,7 @@ func runWorker(t *testing.T, ctx context.Context, cl *client.Client, group strin
 		delete(r.owned, key)
 		r.mu.Unlock()
 	}, opts...)
+	r.w = w
 	ctx, r.stop = context.WithCancel(ctx)
 	go func() {
 		r.err = w.Run(ctx)

@@ -293,10 +293,12 @@ func TestPage(t *testing.T) {
 		for _, nd := range c.nodes {
 			joins = append(joins, nd.gossipAddr)
 		}
+		runs := map[string]*workerRun{}
 		for _, id := range []string{"worker-a", "worker-b"} {
 			// Each holds the keys it is given until they are taken from it.
-			runWorker(t, ctx, c.client(t, id, ""), "partitions", worker.WithWorkerID(id), worker.WithWorkerTTL(2*time.Second),
-				worker.WithCapacity(8), worker.WithGossipAddr("127.0.0.1:0"), worker.WithJoin(joins...), worker.WithWorkerLogger(hclog.NewNullLogger()))
+			runs[id] = runWorker(t, ctx, c.client(t, id, ""), "partitions", worker.WithWorkerID(id), worker.WithWorkerTTL(2*time.Second),
+				worker.WithCapacity(8), worker.WithLoadCapacity(100), worker.WithGossipAddr("127.0.0.1:0"), worker.WithJoin(joins...),
+				worker.WithWorkerLogger(hclog.NewNullLogger()))
 		}
 		b.waitTrue(30*time.Second, "every key of partitions is owned, by both workers",
 			owned+`.length === 6 && `+owned+`.every(r => r.dataset.owner) && `+owned+`.some(r => r.dataset.owner === 'worker-a') && `+owned+`.some(r => r.dataset.owner === 'worker-b')`)
@@ -320,6 +322,18 @@ func TestPage(t *testing.T) {
 		// and is the target of the five enabled keys, worker-a of none.
 		b.waitTrue(10*time.Second, "worker-b's load reads 5 / 5 (max 8) with its bar at 63%, worker-a's 0 / 0 (max 8) at 0%",
 			groupLoad("worker-b")+` === '5 / 5 (max 8) 63%' && `+groupLoad("worker-a")+` === '0 / 0 (max 8) 0%'`)
+		// Loads that worker-b reports show per key and, summed, against
+		// its load capacity.
+		for _, key := range []string{"partitions/1", "partitions/2"} {
+			if err := runs["worker-b"].w.ReportLoad(key, 12.5); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Loads never move the group's index: the page reads a group with
+		// loads again every ten seconds.
+		b.waitTrue(25*time.Second, "partitions/1 shows a load of 12.5 and worker-b 25 / 100",
+			`document.querySelector('#group-keys tr[data-key="partitions/1"] td.work')?.textContent === '12.5' && `+
+				`document.querySelector('#group-workers tr[data-worker="worker-b"] td.work')?.textContent === '25 / 100'`)
 		b.view("workers")
 		b.waitTrue(10*time.Second, "the workers view shows worker-a alive and drained with no key, worker-b alive with the five enabled keys",
 			workerCell("worker-a", "status")+` === 'alive drained' && `+workerCell("worker-a", "holds")+` === '0 / 0' && `+workerKeys("worker-a")+` === '' && `+

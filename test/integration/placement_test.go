@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -456,4 +458,99 @@ func TestPlacementKeyBackWhileHandingOver(t *testing.T) {
 		t.Errorf("%s: token %d after it came back, want above %d", key, now[0].token, first[0].token)
 	}
 	runs.checkExclusive(t)
+}
+
+// TestPlacementByLoadEvensZipfLoad: 1024 keys over 64 workers, settled by
+// count, whose keys carry Zipf-skewed loads (exponent 0.5, in a shuffled
+// order) that the workers report on their renewals. Placed by count, the
+// busiest worker carries well over its share; once the group is balanced
+// by load (imbalance 1.2, at most 64 moves per 5 s), every key settles on
+// its target again with the busiest worker within 1.25 times the mean
+// load, and no key ever ran on two workers at once. The figures are in
+// test/bench/results/2026-11-30-placement.md.
+func TestPlacementByLoadEvensZipfLoad(t *testing.T) {
+	c := startCluster(t, 3)
+	admin := adminClient(t, c)
+	const keys, workers = 1024, 64
+	runs := newRunLog()
+	putGroup(t, admin, "zipf", "zipf/", keys, 0)
+	f := newWorkerFleet(t, c, "zipf", largeFleetTTL, runs)
+	fleet := f.startN(t, "zipf", workers)
+	owners := ids(fleet)
+	holders, took := waitSettled(t, admin, f, owners, keys, settleTimeout)
+	t.Logf("%d workers started to %d keys owned: %v", workers, keys, took.Round(time.Millisecond))
+
+	load := zipfLoads("zipf/", keys, 0.5)
+	byCount := maxOverMean(holders, owners, load)
+	// Each worker reports the loads of the keys it holds, as they move.
+	stop := make(chan struct{})
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		for {
+			for _, fw := range fleet {
+				for _, k := range fw.w.Keys() {
+					fw.w.ReportLoad(k, load[k]) // fails only for a key that just moved away
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { close(stop); <-reported }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	budget := 64
+	if _, err := admin.Groups().SetBalance(ctx, "zipf", client.GroupBalance{By: "load", MoveBudget: &budget, MoveInterval: "5s"}); err != nil {
+		t.Fatal(err)
+	}
+	start, from := time.Now(), runs.now()
+	var byLoad float64
+	poll.WaitFor(t, 3*time.Minute, func() error {
+		_, h, err := f.settledView(admin, owners, keys)
+		if err != nil {
+			return err
+		}
+		holders = h
+		if byLoad = maxOverMean(h, owners, load); byLoad > 1.25 {
+			return fmt.Errorf("the busiest worker carries %.3f times the mean load, want at most 1.25", byLoad)
+		}
+		return nil
+	})
+	moved := 0
+	for _, rs := range runs.startedSince(from) {
+		moved += len(rs)
+	}
+	t.Logf("max/mean worker load: %.3f placed by count, %.3f by load after %v (%d handler starts after the switch)",
+		byCount, byLoad, time.Since(start).Round(time.Millisecond), moved)
+	runs.checkExclusive(t)
+}
+
+// zipfLoads gives the n keys prefix0 … a load of 1000/(r+1)^s, where r is
+// the key's rank in a fixed shuffle.
+func zipfLoads(prefix string, n int, s float64) map[string]float64 {
+	rank := rand.New(rand.NewPCG(7, 7)).Perm(n)
+	out := make(map[string]float64, n)
+	for i := range n {
+		out[fmt.Sprintf("%s%d", prefix, i)] = 1000 / math.Pow(float64(rank[i]+1), s)
+	}
+	return out
+}
+
+// maxOverMean is the busiest worker's load over the mean worker load.
+func maxOverMean(holders map[string]string, owners []string, load map[string]float64) float64 {
+	per := make(map[string]float64, len(owners))
+	total := 0.0
+	for k, w := range holders {
+		per[w] += load[k]
+		total += load[k]
+	}
+	most := 0.0
+	for _, w := range owners {
+		most = max(most, per[w])
+	}
+	return most / (total / float64(len(owners)))
 }

@@ -22,6 +22,8 @@ type source struct {
 	// disabled. refused are the workers not admitted.
 	controls map[string]fsm.KeyControl
 	refused  map[string]bool
+	// relative are the relative loads of the workers, by group.
+	relative map[string]map[string]float64
 }
 
 func (s *source) Node() Node {
@@ -45,6 +47,9 @@ func (s *source) Control(key string) fsm.KeyControl {
 func (s *source) Admits(worker, group string) bool { return !s.refused[worker] }
 func (s *source) Drained(worker string) bool       { return worker == "w3" }
 func (s *source) Workers() []membership.Member     { return s.workers }
+func (s *source) RelativeLoads(g *fsm.Group, _ []membership.Member) map[string]float64 {
+	return s.relative[g.Name]
+}
 func (s *source) OldestUnowned() map[string]time.Duration {
 	return s.oldest
 }
@@ -62,34 +67,38 @@ func TestCollectorsReadTheSource(t *testing.T) {
 		},
 		workers: []membership.Member{{Meta: membership.MemberMeta{ID: "w1", Groups: []string{"g"}}}, {Meta: membership.MemberMeta{ID: "w2", Groups: []string{"g"}, Draining: true}},
 			{Meta: membership.MemberMeta{ID: "w3", Groups: []string{"g"}}}, {Meta: membership.MemberMeta{ID: "w4", Groups: []string{"other"}}}},
-		oldest: map[string]time.Duration{"g": 1500 * time.Millisecond},
+		oldest:   map[string]time.Duration{"g": 1500 * time.Millisecond},
+		relative: map[string]map[string]float64{"g": {"w1": 1.5, "w3": 0.5}},
 	}
 	reg := prometheus.NewPedanticRegistry()
 	m := New(Config{Registerer: reg, Source: src, LogSources: []string{"memberlist"}})
 	m.Acquisitions.Inc()
 	got := gather(t, reg)
 	wantSeries(t, got, map[string]float64{
-		"tenure_acquisitions_total":                              1,
-		`tenure_group_keys{group="g",state="owned_by_other"}`:    1,
-		`tenure_group_keys{group="g",state="owned_by_target"}`:   2,
-		`tenure_group_keys{group="g",state="unowned"}`:           1,
-		`tenure_group_draining_workers{group="g"}`:               2,
-		`tenure_group_workers{group="g"}`:                        3,
-		`tenure_group_max_keys_per_worker{group="g"}`:            3,
-		`tenure_group_busiest_worker_keys{group="g"}`:            2,
-		`tenure_group_oldest_unowned_seconds{group="g"}`:         1.5,
-		"tenure_is_leader":                                       1,
-		`tenure_raft_index{kind="applied"}`:                      7,
-		`tenure_raft_index{kind="last_log"}`:                     9,
-		"tenure_raft_term":                                       3,
-		"tenure_node_healthy":                                    0,
-		"tenure_disk_write_errors_total":                         1,
-		"tenure_replication_lag_seconds":                         2,
-		`tenure_inbound_connections{port="raft"}`:                3,
-		`tenure_inbound_connections_refused_total{port="raft"}`:  1,
-		`tenure_leases{state="free"}`:                            1,
-		`tenure_leases{state="held"}`:                            2,
-		`tenure_log_lines_suppressed_total{source="memberlist"}`: 0,
+		"tenure_acquisitions_total":                                1,
+		`tenure_group_keys{group="g",state="owned_by_other"}`:      1,
+		`tenure_group_keys{group="g",state="owned_by_target"}`:     2,
+		`tenure_group_keys{group="g",state="unowned"}`:             1,
+		`tenure_group_draining_workers{group="g"}`:                 2,
+		`tenure_group_workers{group="g"}`:                          3,
+		`tenure_group_max_keys_per_worker{group="g"}`:              3,
+		`tenure_group_busiest_worker_keys{group="g"}`:              2,
+		`tenure_group_oldest_unowned_seconds{group="g"}`:           1.5,
+		`tenure_group_worker_relative_load{group="g",worker="w1"}`: 1.5,
+		`tenure_group_worker_relative_load{group="g",worker="w3"}`: 0.5,
+		`tenure_group_load_imbalance{group="g"}`:                   1.5,
+		"tenure_is_leader":                                         1,
+		`tenure_raft_index{kind="applied"}`:                        7,
+		`tenure_raft_index{kind="last_log"}`:                       9,
+		"tenure_raft_term":                                         3,
+		"tenure_node_healthy":                                      0,
+		"tenure_disk_write_errors_total":                           1,
+		"tenure_replication_lag_seconds":                           2,
+		`tenure_inbound_connections{port="raft"}`:                  3,
+		`tenure_inbound_connections_refused_total{port="raft"}`:    1,
+		`tenure_leases{state="free"}`:                              1,
+		`tenure_leases{state="held"}`:                              2,
+		`tenure_log_lines_suppressed_total{source="memberlist"}`:   0,
 	})
 	// No snapshot and no file system: the disk metrics are absent.
 	for _, series := range []string{"tenure_raft_last_snapshot_index", "tenure_data_dir_free_bytes"} {

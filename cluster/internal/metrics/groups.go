@@ -34,6 +34,11 @@ var (
 		"Keys of a group on which an operator prohibited at least one holder.", []string{"group"}, nil)
 	descGroupMinWorkers = prometheus.NewDesc("tenure_group_min_workers",
 		"A group's minimum of workers that may be given keys (min-workers; 0: no minimum).", []string{"group"}, nil)
+	descGroupRelativeLoad = prometheus.NewDesc("tenure_group_worker_relative_load",
+		"On the leader, for a group balanced by load or whose keys report loads: a worker's load (the loads of the keys the plan targets at it) over its fair share of the group's load, in proportion to the load it can carry; 1 is its share, and for a group balanced by load the balancer keeps it within the group's imbalance.",
+		[]string{"group", "worker"}, nil)
+	descGroupImbalance = prometheus.NewDesc("tenure_group_load_imbalance",
+		"On the leader: the largest tenure_group_worker_relative_load of a group's workers.", []string{"group"}, nil)
 	descGroupEligible = prometheus.NewDesc("tenure_group_eligible_workers",
 		"Live workers (in this server's gossip view) that may be given keys of a group: serving it, not draining or drained, admitted, not stuck; compare with tenure_group_min_workers.",
 		[]string{"group"}, nil)
@@ -57,6 +62,10 @@ type Placement interface {
 	// Admits reports whether worker may be given keys of group (always
 	// true with ACLs off).
 	Admits(worker, group string) bool
+	// RelativeLoads is, on the leader and for a group balanced by load,
+	// each of its workers' load over its fair share
+	// (placement.RelativeLoads); nil otherwise.
+	RelativeLoads(g *fsm.Group, workers []membership.Member) map[string]float64
 }
 
 // collectGroups sends the placement metrics of every group.
@@ -124,6 +133,14 @@ func collectGroups(ch chan<- prometheus.Metric, p Placement) {
 		ch <- prometheus.MustNewConstMetric(descGroupBusiestWorker, prometheus.GaugeValue, float64(busiest), g.Name)
 		if oldest != nil {
 			ch <- prometheus.MustNewConstMetric(descGroupOldestUnowned, prometheus.GaugeValue, oldest[g.Name].Seconds(), g.Name)
+		}
+		if rel := p.RelativeLoads(g, workers); len(rel) > 0 {
+			most := 0.0
+			for id, r := range rel {
+				ch <- prometheus.MustNewConstMetric(descGroupRelativeLoad, prometheus.GaugeValue, r, g.Name, id)
+				most = max(most, r)
+			}
+			ch <- prometheus.MustNewConstMetric(descGroupImbalance, prometheus.GaugeValue, most, g.Name)
 		}
 	}
 }

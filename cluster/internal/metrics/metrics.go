@@ -140,7 +140,7 @@ var (
 var stateDescs = []*prometheus.Desc{
 	descIsLeader, descRaft, descTerm, descTracked, descToken, descWaiting, descTolerate,
 	descConnsOpen, descConnsRefused, descGroupKeys, descGroupStuck, descGroupDraining,
-	descGroupOldestUnowned, descGroupWorkers, descGroupMaxPerWorker, descGroupBusiestWorker,
+	descGroupOldestUnowned, descGroupWorkers, descGroupMaxPerWorker, descGroupBusiestWorker, descGroupRelativeLoad, descGroupImbalance,
 	descGroupDisabled, descGroupProhibited, descGroupMinWorkers, descGroupEligible,
 	descDiskWriteErrors, descSnapshotWriteErrors, descReplicationLagEntries,
 	descReplicationLagSeconds, descNodeHealthy, descDataDirFree, descDataDirSize,

@@ -167,6 +167,10 @@ type Config struct {
 	// StuckCheck is how often the leader's balancer looks at the leases of
 	// the groups' keys for workers that do not take their targets.
 	StuckCheck time.Duration
+	// LoadHalfLife is the half-life of the leader's averages of the loads
+	// that renewals report: a steady new load is half-way into a key's
+	// average after it.
+	LoadHalfLife time.Duration
 
 	// ACLEnabled makes every request need a token with the right for it
 	// (package httpapi enforces it), and the balancer plan keys only to
@@ -234,6 +238,7 @@ func DefaultConfig() Config {
 		BackupKeep:        24,
 		DefaultStuckGrace: placement.DefaultStuckGrace,
 		StuckCheck:        time.Second,
+		LoadHalfLife:      30 * time.Second,
 		ACLDefaultPolicy:  acl.Deny,
 		// Chosen by measurement (docs/performance.md, "Raft timings"): a leader kill to
 		// the first acquisition on a survivor in about 0.3 s, and no
@@ -389,6 +394,9 @@ func (c Config) Validate() error {
 	}
 	if c.StuckCheck < time.Millisecond || c.StuckCheck > time.Minute {
 		bad("stuck-check: %v is outside [1ms, 1m]", c.StuckCheck)
+	}
+	if c.LoadHalfLife < time.Millisecond || c.LoadHalfLife > time.Hour {
+		bad("load-half-life: %v is outside [1ms, 1h]", c.LoadHalfLife)
 	}
 	if err := c.ValidateRaftAuth(); err != nil {
 		errs = append(errs, err)

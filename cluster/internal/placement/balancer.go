@@ -35,6 +35,9 @@ type BalancerConfig struct {
 	// Tracker); Check is how often the balancer looks at the leases.
 	Stuck *Tracker
 	Check time.Duration
+	// Loads are the loads that renewals reported to this leader: the
+	// weights of the keys of a group balanced by load. Nil: none.
+	Loads *Loads
 }
 
 // Balancer runs on the established leader: it computes the target owner of
@@ -44,14 +47,33 @@ type BalancerConfig struct {
 // membership changes and group changes, debounced, and re-checks
 // periodically. It never touches a lease: the plan is intent only, and a
 // worker that gossip declares dead may be alive and holding its leases.
-type Balancer struct{ cfg BalancerConfig }
+type Balancer struct {
+	cfg BalancerConfig
+	// start is when Run started; moves records, by group balanced by
+	// load, the keys moved for balance in its current move interval.
+	// Both are the Run goroutine's.
+	start time.Time
+	moves map[string]*moveWindow
+}
+
+// moveWindow counts the keys of a group moved for balance since start.
+type moveWindow struct {
+	start time.Time
+	moved int
+}
 
 // NewBalancer returns the balancer of one leadership.
-func NewBalancer(cfg BalancerConfig) *Balancer { return &Balancer{cfg: cfg} }
+func NewBalancer(cfg BalancerConfig) *Balancer {
+	if cfg.Loads == nil {
+		cfg.Loads = NewLoads(cfg.Clock, time.Minute) // no reports: every key weighs the same
+	}
+	return &Balancer{cfg: cfg, moves: make(map[string]*moveWindow)}
+}
 
 // Run plans until ctx ends (leadership lost or the proposer stopped), on
 // the caller's goroutine.
 func (b *Balancer) Run(ctx context.Context) {
+	b.start = b.cfg.Clock.Now()
 	// A new leader's view of the workers may be partial (its gossip may
 	// have just started, or rejoined): let it settle before the first plan,
 	// or it would move keys away from workers it has not heard of yet.
@@ -117,8 +139,14 @@ func (b *Balancer) rebalance(ctx context.Context) {
 		return
 	}
 	workers := b.cfg.Workers()
+	b.cfg.Loads.Sweep()
+	for name := range b.moves {
+		if !slices.ContainsFunc(groups, func(g *fsm.Group) bool { return g.Name == name }) {
+			delete(b.moves, name)
+		}
+	}
 	for _, g := range groups {
-		stuck, plan, ncands := b.planGroup(g, workers)
+		stuck, plan, ncands, moved := b.planGroup(g, workers)
 		if !slices.Equal(stuck, g.Stuck) {
 			if err := b.cfg.Submit(ctx, fsm.MarkStuck{Group: g.Name, Workers: stuck}); err != nil {
 				b.cfg.Logger.Warn("writing stuck workers failed", "group", g.Name, "error", err)
@@ -134,8 +162,11 @@ func (b *Balancer) rebalance(ctx context.Context) {
 			b.cfg.Logger.Warn("writing placement failed", "group", g.Name, "error", err)
 			continue
 		}
+		if w := b.moves[g.Name]; w != nil {
+			w.moved += moved // the budget() of this pass made w
+		}
 		b.cfg.Logger.Info("placement_changed", "group", g.Name, "keys", len(g.Keys), "owned", len(plan),
-			"workers", ncands, "moved", movedKeys(g.Assignment, plan))
+			"workers", ncands, "moved", movedKeys(g.Assignment, plan), "moved_for_load", moved)
 	}
 }
 
@@ -147,24 +178,16 @@ func (b *Balancer) rebalance(ctx context.Context) {
 // the servers, more likely than every worker being wedged), moving keys
 // helps nobody, and the plan stays as if none were stuck, so the workers
 // take their keys the moment they can.
-func (b *Balancer) planGroup(g *fsm.Group, workers []membership.Member) (stuck []string, plan map[string]string, ncands int) {
+//
+// A group balanced by load is planned by placeByLoad, which also says how
+// many keys it moved for balance (moved), within the group's budget.
+func (b *Balancer) planGroup(g *fsm.Group, workers []membership.Member) (stuck []string, plan map[string]string, ncands, moved int) {
 	stuck = b.cfg.Stuck.Observe(g, b.cfg.State.Get, b.cfg.State.Control)
-	var cands []candidate
-	seen := make(map[string]bool)
-	healthy := false
-	for _, w := range workers {
-		// Two processes announcing one id count once: they share the
-		// id's keys, and their leases decide which of them works.
-		id := w.Meta.ID
-		if w.Serves(g.Name) && !w.Meta.Draining && !b.cfg.State.Drained(id) && !seen[id] &&
-			(b.cfg.Admit == nil || b.cfg.Admit(id, g.Name)) {
-			seen[id] = true
-			cands = append(cands, candidate{id: id, capacity: w.Meta.Capacity})
-			healthy = healthy || !slices.Contains(stuck, id)
-		}
-	}
+	cands := candidates(g, workers, b.cfg.State.Drained, b.cfg.Admit)
+	healthy := slices.ContainsFunc(cands, func(c candidate) bool { return !slices.Contains(stuck, c.id) })
 	if !healthy {
-		return stuck, place(g.Keys, cands, g.MaxPerWorker, g.Assignment, b.cfg.State.Control), len(cands)
+		plan, moved = b.place(g, cands, g.Assignment)
+		return stuck, plan, len(cands), moved
 	}
 	prev, held := b.keepHeld(g, stuck)
 	kept := cands[:0]
@@ -182,7 +205,113 @@ func (b *Balancer) planGroup(g *fsm.Group, workers []membership.Member) (stuck [
 		}
 		kept = append(kept, c)
 	}
-	return stuck, place(g.Keys, kept, g.MaxPerWorker, prev, b.cfg.State.Control), len(kept)
+	plan, moved = b.place(g, kept, prev)
+	return stuck, plan, len(kept), moved
+}
+
+// place plans g over cands from prev: by count, or by load within the
+// group's move budget.
+func (b *Balancer) place(g *fsm.Group, cands []candidate, prev map[string]string) (map[string]string, int) {
+	if g.Balance == nil || !g.Balance.ByLoad {
+		return place(g.Keys, cands, g.MaxPerWorker, prev, b.cfg.State.Control), 0
+	}
+	s := loadSettings{Threshold: g.Balance.Threshold, Budget: b.budget(g)}
+	return placeByLoad(g.Keys, cands, g.MaxPerWorker, prev, b.cfg.State.Control, b.weights(g), s)
+}
+
+// budget is how many keys of g the balancer may still move for balance
+// in the current move interval. A new leader moves none in its first
+// interval: it learns the loads from the renewals first.
+func (b *Balancer) budget(g *fsm.Group) int {
+	now := b.cfg.Clock.Now()
+	interval := g.Balance.MoveInterval
+	if now.Sub(b.start) < interval {
+		return 0
+	}
+	w := b.moves[g.Name]
+	if w == nil || now.Sub(w.start) >= interval {
+		w = &moveWindow{start: now}
+		b.moves[g.Name] = w
+	}
+	return max(0, g.Balance.MoveBudget-w.moved)
+}
+
+// weights returns the load of each key of g as the planner weighs it:
+// the operator's weight, else the average of the key's reports, else the
+// mean of those known (1 when none is). A key reported idle weighs almost
+// nothing, but never zero.
+func (b *Balancer) weights(g *fsm.Group) func(string) float64 { return keyWeights(g, b.cfg.Loads) }
+
+// keyWeights is Balancer.weights with the loads given (nil: none).
+func keyWeights(g *fsm.Group, loads *Loads) func(string) float64 {
+	var set map[string]float64
+	if g.Balance != nil {
+		set = g.Balance.Weights
+	}
+	known := make(map[string]float64, len(g.Keys))
+	sum := 0.0
+	for _, k := range g.Keys {
+		w, ok := set[k]
+		if !ok && loads != nil {
+			w, ok = loads.Key(k)
+		}
+		if ok {
+			known[k] = w
+			sum += w
+		}
+	}
+	mean := 1.0
+	if len(known) > 0 && sum > 0 {
+		mean = sum / float64(len(known))
+	}
+	return func(k string) float64 {
+		w, ok := known[k]
+		if !ok {
+			return mean
+		}
+		return max(w, mean*1e-6)
+	}
+}
+
+// candidates are the workers that may own keys of g among the live
+// workers: serving it, not draining or drained, and admitted (admit nil:
+// ACLs off). Two processes announcing one id count once: they share the
+// id's keys, and their leases decide which of them works.
+func candidates(g *fsm.Group, workers []membership.Member, drained func(string) bool, admit func(worker, group string) bool) []candidate {
+	var out []candidate
+	seen := make(map[string]bool)
+	for _, w := range workers {
+		id := w.Meta.ID
+		if w.Serves(g.Name) && !w.Meta.Draining && !drained(id) && !seen[id] && (admit == nil || admit(id, g.Name)) {
+			seen[id] = true
+			out = append(out, candidate{id: id, capacity: w.Meta.Capacity, loadCap: w.Meta.LoadCapacity})
+		}
+	}
+	return out
+}
+
+// RelativeLoads is the load of each worker that may own keys of g (the
+// weights of the keys the plan targets at it, weighed as the balancer
+// weighs them) over its fair share of the load of the planned keys: for a
+// group balanced by load, what the balancer keeps within the group's
+// imbalance. It is nil for a group with no planned load, and for a group
+// placed by count whose keys report no load.
+func RelativeLoads(g *fsm.Group, workers []membership.Member, drained func(string) bool, admit func(worker, group string) bool,
+	control func(string) fsm.KeyControl, loads *Loads) map[string]float64 {
+	if (g.Balance == nil || !g.Balance.ByLoad) && (loads == nil || !slices.ContainsFunc(g.Keys, func(k string) bool { _, ok := loads.Key(k); return ok })) {
+		return nil
+	}
+	p := newLoadPlanner(g.Keys, candidates(g, workers, drained, admit), g.MaxPerWorker, control, keyWeights(g, loads))
+	p.keep(g.Assignment)
+	share := p.ownedShares()
+	if share == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(p.ws))
+	for i, w := range p.ws {
+		out[w.id] = p.load[i] / share[i]
+	}
+	return out
 }
 
 // keepHeld returns the previous plan of g without the keys targeted at a

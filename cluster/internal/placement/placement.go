@@ -16,6 +16,9 @@ type candidate struct {
 	// keepOnly: the worker is stuck; it may keep keys of the previous
 	// plan but is given no other key.
 	keepOnly bool
+	// loadCap is the worker's capacity in the group's load unit, as it
+	// announced; 0 when it announced none. Only placeByLoad reads it.
+	loadCap float64
 }
 
 // placementScore is the rendezvous (HRW) weight of worker for key: the

@@ -96,13 +96,7 @@ func TestPlacementLeaveMovesOnlyItsKeys(t *testing.T) {
 
 func TestPlacementLimits(t *testing.T) {
 	keys := partitionKeys(100)
-	tests := []struct {
-		name      string
-		workers   []candidate
-		max       int
-		wantOwned int
-		wantMax   map[string]int
-	}{
+	tests := []limitCase{
 		{"max per worker", workersN(0, 4), 10, 40, map[string]int{"worker-00": 10, "worker-03": 10}},
 		{"capacity", []candidate{{id: "a", capacity: 5}, {id: "b", capacity: 0}, {id: "c", capacity: 0}}, 0, 100, map[string]int{"a": 5, "b": 48, "c": 48}},
 		{"capacity and max", []candidate{{id: "a", capacity: 5}, {id: "b", capacity: 0}}, 30, 35, map[string]int{"a": 5, "b": 30}},
@@ -111,16 +105,33 @@ func TestPlacementLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			plan := place(keys, tt.workers, tt.max, nil, noControl)
-			if len(plan) != tt.wantOwned {
-				t.Fatalf("%d keys owned, want %d", len(plan), tt.wantOwned)
-			}
-			l := loads(plan)
-			for w, limit := range tt.wantMax {
-				if l[w] > limit {
-					t.Fatalf("%s has %d keys, want at most %d", w, l[w], limit)
-				}
-			}
+			checkLimits(t, plan, tt.wantOwned, tt.wantMax)
 		})
+	}
+}
+
+// limitCase is a group's workers and max per worker, with the number of
+// keys that should be owned and the most keys each named worker may have.
+type limitCase struct {
+	name      string
+	workers   []candidate
+	max       int
+	wantOwned int
+	wantMax   map[string]int
+}
+
+// checkLimits fails unless plan owns wantOwned keys and gives no worker
+// more keys than its wantMax entry.
+func checkLimits(t *testing.T, plan map[string]string, wantOwned int, wantMax map[string]int) {
+	t.Helper()
+	if len(plan) != wantOwned {
+		t.Fatalf("%d keys owned, want %d", len(plan), wantOwned)
+	}
+	l := loads(plan)
+	for w, limit := range wantMax {
+		if l[w] > limit {
+			t.Fatalf("%s has %d keys, want at most %d", w, l[w], limit)
+		}
 	}
 }
 

@@ -52,7 +52,7 @@ func (w *stuckWorld) apply(c fsm.Command) fsm.Result {
 func (w *stuckWorld) step() ([]string, map[string]string) {
 	w.t.Helper()
 	g := w.m.Group("g")
-	stuck, plan, _ := w.b.planGroup(g, w.workers)
+	stuck, plan, _, _ := w.b.planGroup(g, w.workers)
 	if !slices.Equal(stuck, g.Stuck) {
 		w.apply(fsm.MarkStuck{Group: "g", Workers: stuck})
 	}

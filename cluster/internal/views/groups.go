@@ -15,6 +15,17 @@ type KeyState struct {
 	Target  string // worker id, "" when the key has none
 	Lease   *fsm.Lease
 	Control fsm.KeyControl
+	// Load is the leader's decayed average of the key's reported load;
+	// nil when it has none (no report, or not read on the leader).
+	Load *float64
+}
+
+// Loads are the decayed averages of the loads that renewals reported, as
+// the leader keeps them (placement.Loads): per key, and per worker id its
+// total.
+type Loads interface {
+	Key(key string) (float64, bool)
+	Worker(id string) (float64, bool)
 }
 
 // GroupView is a group with its keys' targets, owners and controls.
@@ -32,6 +43,10 @@ type GroupView struct {
 	// Hidden is the number of the group's keys that GroupPage left out
 	// because the reader may not see them.
 	Hidden int
+	// KeyLoads sums, by worker id, the loads of the keys of the whole group
+	// that it holds and whose load the leader knows; Totals are the
+	// workers' reported totals. Both are nil unless read on the leader.
+	KeyLoads, Totals map[string]float64
 }
 
 // GroupPage is g with one page of its keys (at most p.Limit, after
@@ -41,9 +56,15 @@ type GroupView struct {
 // (nil: every key) is false is left out of the page and of the counts,
 // and counted in Hidden instead (over the whole group, as the counts
 // are).
-func GroupPage(m *fsm.Machine, g *fsm.Group, p fsm.Page, visible func(key string) bool, live []membership.Member) GroupView {
+//
+// loads, when not nil (on the leader), adds each key's load, each worker's
+// sum of its keys' loads and each live worker's reported total.
+func GroupPage(m *fsm.Machine, g *fsm.Group, p fsm.Page, visible func(key string) bool, live []membership.Member, loads Loads) GroupView {
 	limit := max(p.Limit, 1)
 	v := GroupView{Group: g, Drained: m.DrainedWorkers(), Targets: map[string]int{}, Holds: map[string]int{}}
+	if loads != nil {
+		v.KeyLoads, v.Totals = map[string]float64{}, map[string]float64{}
+	}
 	start := 0
 	if p.After != "" {
 		start = sort.SearchStrings(g.Keys, p.After+"\x00")
@@ -55,13 +76,22 @@ func GroupPage(m *fsm.Machine, g *fsm.Group, p fsm.Page, visible func(key string
 		}
 		lease := m.Get(k)
 		v.Targets[g.Assignment[k]]++
+		var load *float64
+		if loads != nil {
+			if x, ok := loads.Key(k); ok {
+				load = &x
+			}
+		}
 		if lease != nil && lease.Held {
 			v.Holds[HeldBy(lease)]++
+			if load != nil {
+				v.KeyLoads[HeldBy(lease)] += *load
+			}
 		}
 		switch {
 		case i < start:
 		case len(v.Keys) < limit:
-			v.Keys = append(v.Keys, KeyState{Key: k, Target: g.Assignment[k], Lease: lease, Control: m.Control(k)})
+			v.Keys = append(v.Keys, KeyState{Key: k, Target: g.Assignment[k], Lease: lease, Control: m.Control(k), Load: load})
 		case v.Next == "":
 			v.Next = v.Keys[len(v.Keys)-1].Key
 		}
@@ -69,6 +99,12 @@ func GroupPage(m *fsm.Machine, g *fsm.Group, p fsm.Page, visible func(key string
 	for _, w := range live {
 		if w.Serves(g.Name) {
 			v.Workers = append(v.Workers, w)
+			if loads == nil {
+				continue
+			}
+			if x, ok := loads.Worker(w.Meta.ID); ok {
+				v.Totals[w.Meta.ID] = x
+			}
 		}
 	}
 	return v

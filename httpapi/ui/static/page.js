@@ -6,13 +6,15 @@
 // the one timer counts lease deadlines down in the browser and sends
 // nothing. Renewals write no log entry, so while the leases view shows
 // live deadlines it waits at most half a second (DEADLINE_WAIT) and takes
-// the leader's times left again. Data is put in the page with textContent
-// only.
+// the leader's times left again; in the same way, a group whose workers
+// report loads is read at least every ten seconds (LOAD_WAIT). Data is put
+// in the page with textContent only.
 'use strict';
 (function () {
   const TOKEN_KEY = 'tenure.token';
   const WAIT = '5m'; // blocking queries' wait
   const DEADLINE_WAIT = '500ms'; // the leases view's wait while it shows deadlines
+  const LOAD_WAIT = '10s'; // the groups view's wait while it shows loads
   const MAX_ROWS = 1000;
   const MAX_EVENTS = 500;
   const MAX_GROUP_KEYS = 2000; // keys of one group the groups view reads
@@ -63,6 +65,11 @@
     if (ms < 3600e3) return Math.floor(ms / 60e3) + 'm' + String(Math.floor(ms / 1e3) % 60).padStart(2, '0') + 's';
     return Math.floor(ms / 3600e3) + 'h' + String(Math.floor(ms / 60e3) % 60).padStart(2, '0') + 'm';
   }
+  // fmtLoad shows a reported load with at most four significant digits.
+  function fmtLoad(x) {
+    return x === undefined || x === null ? '' : String(Number(x.toPrecision(4)));
+  }
+
   function fmtTime(s) {
     if (!s) return '';
     const d = new Date(s);
@@ -562,8 +569,16 @@
         }
         g.keys.sort((a, b) => byCount.compare(a.key, b.key));
         lastGroup = g; $('group-detail').hidden = false; renderGroup(g);
-      }, { name: 'group ' + name });
+      }, { name: 'group ' + name, wait: () => (lastGroup && carriesLoads(lastGroup) ? LOAD_WAIT : WAIT) });
     }
+  }
+
+  // carriesLoads reports whether a group's view shows loads: they change
+  // with every renewal and never move the group's index, so such a group
+  // is read again every LOAD_WAIT even when nothing else changed.
+  function carriesLoads(g) {
+    return (g.balance && g.balance.by === 'load') || (g.workers || []).some((w) => w.load_capacity || w.key_load !== undefined) ||
+      g.keys.some((k) => k.load !== undefined);
   }
 
   function renderGroups() {
@@ -615,12 +630,19 @@
         b.addEventListener('click', () => drain(w.id, !draining));
         act.append(b);
       }
-      const tr = el('tr', (w.stuck || stuck.has(w.id)) ? 'alert' : '', td(w.id), st, td(load), td(w.capacity || '—'), act);
+      // Loads, from the leader only: the sum of the loads of the keys the
+      // worker holds, against the load it announced it can carry.
+      let work = fmtLoad(w.key_load) || '—';
+      if (w.load_capacity) work += ' / ' + fmtLoad(w.load_capacity);
+      if (w.load !== undefined) work += ' (total ' + fmtLoad(w.load) + ')';
+      const workCell = td(work);
+      workCell.className = 'work';
+      const tr = el('tr', (w.stuck || stuck.has(w.id)) ? 'alert' : '', td(w.id), st, td(load), td(w.capacity || '—'), workCell, act);
       tr.dataset.worker = w.id;
       tr.dataset.drain = answer(drainCheck(w.id));
       return tr;
     });
-    fill($('group-workers').tBodies[0], wrows, 'no workers in this group', 5);
+    fill($('group-workers').tBodies[0], wrows, 'no workers in this group', 6);
     const krows = g.keys.map((k) => {
       const owner = k.worker || k.holder || '';
       let state, cls = '';
@@ -638,13 +660,15 @@
         b.addEventListener('click', () => disableKey(k.key, !k.disabled));
         act.append(b);
       }
-      const tr = el('tr', cls, td(el('code', '', k.key)), td(k.target || ''), ownerCell, td(k.token || ''), td(state), act);
+      const loadCell = td(fmtLoad(k.load));
+      loadCell.className = 'work';
+      const tr = el('tr', cls, td(el('code', '', k.key)), td(k.target || ''), ownerCell, td(k.token || ''), loadCell, td(state), act);
       tr.dataset.key = k.key;
       tr.dataset.owner = owner;
       tr.dataset.control = answer(controlCheck(k.key));
       return tr;
     });
-    fill($('group-keys').tBodies[0], krows, 'no keys', 6);
+    fill($('group-keys').tBodies[0], krows, 'no keys', 7);
   }
 
   async function drain(id, on) {
