@@ -36,6 +36,9 @@ type fakeTenure struct {
 	acquireDelay time.Duration
 	// renews records the renew requests, one or many.
 	renews []fakeRenew
+	// refuseLoads answers a bulk renewal that reports loads as a server
+	// older than load reports does: 400 invalid_body, unknown field.
+	refuseLoads bool
 	// changed is closed and replaced when a lease changes (blocking reads).
 	changed chan struct{}
 }
@@ -60,6 +63,10 @@ type fakeRenew struct {
 	Holder string
 	Keys   []string
 	OK     bool // answered with every lease renewed
+	// Loads are the loads a bulk renewal reported, by key, and Total the
+	// holder's.
+	Loads map[string]float64
+	Total *float64
 }
 
 func newFakeTenure(t *testing.T) *fakeTenure {
@@ -182,16 +189,34 @@ func (f *fakeTenure) renewMany(w http.ResponseWriter, r *http.Request) {
 		Holder string     `json:"holder"`
 		Secret string     `json:"secret"`
 		Leases []LeaseRef `json:"leases"`
+		Load   *float64   `json:"load"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 		writeError(w, 400, wire.CodeInvalidBody, err.Error())
 		return
 	}
 	keys := make([]string, len(body.Leases))
+	rec := fakeRenew{At: time.Now(), Bulk: true, Holder: body.Holder, Total: body.Load}
 	for i, l := range body.Leases {
 		keys[i] = l.Key
+		if l.Load != nil {
+			if rec.Loads == nil {
+				rec.Loads = map[string]float64{}
+			}
+			rec.Loads[l.Key] = *l.Load
+		}
 	}
-	rec := fakeRenew{At: time.Now(), Bulk: true, Holder: body.Holder, Keys: keys}
+	rec.Keys = keys
+	f.mu.Lock()
+	refuse := f.refuseLoads && (rec.Loads != nil || rec.Total != nil)
+	if refuse {
+		f.renews = append(f.renews, rec)
+	}
+	f.mu.Unlock()
+	if refuse {
+		writeJSON(w, 400, map[string]any{"error": wire.CodeInvalidBody, "field": "load", "message": `json: unknown field "load"`})
+		return
+	}
 	if f.fault(w, r, rec) {
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -99,6 +100,16 @@ func (g *GroupsAPI) SetBalance(ctx context.Context, name string, b GroupBalance)
 	p, err := groupPath(name, "/balance")
 	if err != nil {
 		return nil, err
+	}
+	// JSON has no NaN or infinity: said here, naming the field, rather
+	// than as an encoding error.
+	if math.IsNaN(b.Imbalance) || math.IsInf(b.Imbalance, 0) {
+		return nil, fmt.Errorf("%w: imbalance: %v is not a number from 1.05 to 10", ErrInvalid, b.Imbalance)
+	}
+	for k, w := range b.Weights {
+		if err := checkLoad(fmt.Sprintf("weights[%q]", k), w); err != nil {
+			return nil, err
+		}
 	}
 	return callOnly[GroupBalance](ctx, g.c, &request{method: http.MethodPut, path: p, body: b}, "group balance")
 }

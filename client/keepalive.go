@@ -9,7 +9,10 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // leaseID names a lease of a Client: one holder's lease on one key.
@@ -35,9 +38,12 @@ type keeper struct {
 	leases    map[leaseID]*Lease   // held leases
 	acquiring map[leaseID]struct{} // an Acquire is in progress
 	releasing map[leaseID]int      // Release requests in flight
-	totals    map[string]float64   // ReportHolderLoad, by holder
-	running   bool                 // the renewer goroutine runs
-	wake      chan struct{}        // capacity 1: the set of leases changed
+	totals    map[string]float64   // ReportHolderLoad, by holder with a held lease
+	// noLoads: a server refused a renewal that carried loads (it predates
+	// them); renewals carry none from then on.
+	noLoads atomic.Bool
+	running bool          // the renewer goroutine runs
+	wake    chan struct{} // capacity 1: the set of leases changed
 
 	// scale returns the factor of the next renewal interval, uniform in
 	// [0.9, 1.1]. One factor serves all the leases of one call, so leases
@@ -181,6 +187,17 @@ func (k *keeper) kickLocked() {
 	}
 }
 
+// holdsLocked reports whether the Client keeps a lease of holder. k.mu is
+// held.
+func (k *keeper) holdsLocked(holder string) bool {
+	for id := range k.leases {
+		if id.holder == holder {
+			return true
+		}
+	}
+	return false
+}
+
 // endLocked ends l in state with err as its Err and cause: it stops its
 // renewals and cancels its context. k.mu is held.
 func (k *keeper) endLocked(l *Lease, state leaseState, err error) leaseEvent {
@@ -188,6 +205,9 @@ func (k *keeper) endLocked(l *Lease, state leaseState, err error) leaseEvent {
 	id := leaseID{l.holder, l.key}
 	if k.leases[id] == l {
 		delete(k.leases, id)
+		if _, ok := k.totals[l.holder]; ok && !k.holdsLocked(l.holder) {
+			delete(k.totals, l.holder) // its last lease: nothing carries the total now
+		}
 	}
 	l.cancel(err)
 	if k.running {
@@ -258,7 +278,6 @@ func (k *keeper) run() {
 		if len(k.leases) == 0 {
 			if len(calls) == 0 {
 				k.running = false
-				clear(k.totals) // bounded by the holders of held leases
 				k.mu.Unlock()
 				fire(evs)
 				return
@@ -295,6 +314,20 @@ func (k *keeper) run() {
 func (k *keeper) renew(c *renewCall, out chan<- renewOutcome) {
 	start := time.Now()
 	results, meta, err := k.c.Leases().renewMany(c.ctx, c.holder, c.refs, renewCallOptions{c.timeout, true, c.strict, c.total})
+	if ae := (*APIError)(nil); errors.As(err, &ae) && ae.Code == wire.CodeInvalidBody && carriesLoads(c) {
+		// A server older than load reports refuses their fields: a load
+		// report must never cost a lease. Renew without them, and send
+		// none from now on.
+		if !k.noLoads.Swap(true) {
+			k.c.log.Warn("the cluster refused a renewal that reported loads; renewals report no load from now on",
+				"holder", c.holder, "error", err)
+		}
+		refs := slices.Clone(c.refs)
+		for i := range refs {
+			refs[i].Load = nil
+		}
+		results, meta, err = k.c.Leases().renewMany(c.ctx, c.holder, refs, renewCallOptions{c.timeout, true, c.strict, nil})
+	}
 	out <- renewOutcome{call: c, results: results, meta: meta, err: err, latency: time.Since(start)}
 }
 
@@ -375,8 +408,12 @@ func (k *keeper) newCall(holder string, ls []*Lease, now time.Time) *renewCall {
 	var last time.Time
 	minTTL, interval := ls[0].ttl, ls[0].interval
 	refs := make([]LeaseRef, len(ls))
+	loads := !k.noLoads.Load()
 	for i, l := range ls {
-		refs[i] = LeaseRef{Key: l.key, Token: l.token, Load: l.load}
+		refs[i] = LeaseRef{Key: l.key, Token: l.token}
+		if loads {
+			refs[i].Load = l.load
+		}
 		l.inflight = true
 		if l.deadline.After(last) {
 			last = l.deadline
@@ -389,10 +426,15 @@ func (k *keeper) newCall(holder string, ls []*Lease, now time.Time) *renewCall {
 	ctx, cancel := context.WithDeadline(context.Background(), last)
 	timeout := min(max(minTTL/5, 200*time.Millisecond), k.c.cfg.Timeout, interval)
 	c := &renewCall{holder: holder, leases: slices.Clone(ls), refs: refs, ctx: ctx, cancel: cancel, timeout: timeout, strict: ls[0].strict}
-	if t, ok := k.totals[holder]; ok {
+	if t, ok := k.totals[holder]; ok && loads {
 		c.total = &t
 	}
 	return c
+}
+
+// carriesLoads reports whether c reports a load.
+func carriesLoads(c *renewCall) bool {
+	return c.total != nil || slices.ContainsFunc(c.refs, func(r LeaseRef) bool { return r.Load != nil })
 }
 
 // nextEventLocked is when the renewer must look again: the earliest local

@@ -251,7 +251,9 @@ func (l *Lease) Metadata() map[string]string {
 // reports of each key (half-life 30 s by default), shown by the group
 // view (GroupsAPI.Get), and a group that balances by load places its keys
 // by it. A load that is NaN or outside [0, wire.MaxLoad] fails with
-// ErrInvalid and changes nothing.
+// ErrInvalid and changes nothing. A server older than load reports
+// refuses them: the keep-alive then renews without loads (the lease is
+// not lost) and reports none from then on.
 func (l *Lease) ReportLoad(load float64) error {
 	if err := checkLoad("load", load); err != nil {
 		return err
@@ -267,15 +269,21 @@ func (l *Lease) ReportLoad(load float64) error {
 // what its keys cost and whatever else it runs. The leader keeps a decayed
 // average per worker (the holder up to its last '#', as a worker's
 // holders are), shown by the group view. A load that is NaN or outside
-// [0, wire.MaxLoad] fails with ErrInvalid and changes nothing. Every
-// total is forgotten once the Client holds no lease at all: report it
-// again after the next Acquire.
+// [0, wire.MaxLoad], or a holder of which the Client keeps no lease, fails
+// with ErrInvalid and changes nothing. The total is forgotten when the
+// holder's last lease ends: report it again after the next Acquire.
+// Loads are reported until a server refuses them (one older than load
+// reports): the keep-alive then renews without them, and reports none
+// from then on.
 func (c *Client) ReportHolderLoad(holder string, load float64) error {
 	if err := checkLoad("load", load); err != nil {
 		return err
 	}
 	c.keep.mu.Lock()
 	defer c.keep.mu.Unlock()
+	if !c.keep.holdsLocked(holder) {
+		return fmt.Errorf("%w: the Client keeps no lease of holder %q to report its load with", ErrInvalid, holder)
+	}
 	c.keep.totals[holder] = load
 	return nil
 }

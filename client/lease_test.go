@@ -1035,3 +1035,71 @@ func TestDeadlineCutAttemptKeepsTheServersAnswer(t *testing.T) {
 		t.Errorf("Get = %v, want it to wrap the deadline and ErrNoLeader", err)
 	}
 }
+
+// The keep-alive reports each lease's load and the holder's total on its
+// renewals; a server older than load reports refuses them, and the lease
+// is renewed without them, not lost, and no load is reported again.
+func TestKeepAliveReportsLoadsAndDropsThemWhenRefused(t *testing.T) {
+	f := newFakeTenure(t)
+	c := newLeaseClient(t, f.hostPort())
+	ctx := context.Background()
+	lease, err := c.Acquire(ctx, "k", WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.ReportLoad(12.5); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ReportHolderLoad(lease.Holder(), 40); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ReportHolderLoad("nobody", 1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ReportHolderLoad of a holder without a lease = %v, want ErrInvalid", err)
+	}
+	if err := lease.ReportLoad(math.NaN()); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ReportLoad(NaN) = %v, want ErrInvalid", err)
+	}
+	reported := func() (fakeRenew, bool) {
+		for _, r := range f.renewRequests() {
+			if r.Bulk && r.Loads != nil {
+				return r, true
+			}
+		}
+		return fakeRenew{}, false
+	}
+	waitUntil(t, 5*time.Second, "a renewal that reports a load", func() bool { _, ok := reported(); return ok })
+	if r, _ := reported(); r.Loads["k"] != 12.5 || r.Total == nil || *r.Total != 40 {
+		t.Errorf("renewal reported loads %v and total %v, want k: 12.5 and 40", r.Loads, r.Total)
+	}
+	f.set(func(f *fakeTenure) { f.refuseLoads = true })
+	refusedAt := len(f.renewRequests())
+	var refused, plain int
+	waitUntil(t, 5*time.Second, "a refused renewal, then two without loads", func() bool {
+		refused, plain = 0, 0
+		for _, r := range f.renewRequests()[refusedAt:] {
+			switch {
+			case r.Loads != nil || r.Total != nil:
+				refused++
+			case r.OK:
+				plain++
+			}
+		}
+		return refused > 0 && plain >= 2
+	})
+	if refused > 1 {
+		t.Errorf("%d renewals reported loads after the first refusal, want 1", refused)
+	}
+	if err := lease.Err(); err != nil {
+		t.Errorf("the lease ended after the server refused its load: %v", err)
+	}
+	// The holder's total goes with its last lease.
+	if err := lease.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.keep.mu.Lock()
+	totals := len(c.keep.totals)
+	c.keep.mu.Unlock()
+	if totals != 0 {
+		t.Errorf("%d holder totals kept after the holder's last lease ended, want 0", totals)
+	}
+}

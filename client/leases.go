@@ -183,6 +183,18 @@ func (a *LeasesAPI) renewMany(ctx context.Context, holder string, leases []Lease
 	if len(leases) == 0 || len(leases) > MaxRenewBatch {
 		return nil, nil, fmt.Errorf("%w: renew many needs 1 to %d leases, got %d", ErrInvalid, MaxRenewBatch, len(leases))
 	}
+	for i, l := range leases {
+		if l.Load != nil {
+			if err := checkLoad(fmt.Sprintf("leases[%d].load", i), *l.Load); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if o.load != nil {
+		if err := checkLoad("load", *o.load); err != nil {
+			return nil, nil, err
+		}
+	}
 	body := wire.RenewManyBody{Holder: holder, Secret: a.secret, Leases: leases, Brief: o.brief, Load: o.load}
 	out, meta, err := call[wire.RenewManyResults](ctx, a.c, &request{method: http.MethodPost, path: "/v1/renew", body: body, timeout: o.timeout, failoverOnly: o.failoverOnly}, "renew answer")
 	if err != nil {

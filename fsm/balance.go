@@ -10,7 +10,7 @@ import (
 
 // Balance is how the balancer places a group's keys. The zero value (and a
 // group without one) places by count: as even a number of keys per worker
-// as their capacities allow.
+// as their capacities allow, with no bound on the keys moving at once.
 type Balance struct {
 	// ByLoad places keys by load instead: each worker gets a share of the
 	// group's load in proportion to the load it can carry, and keys move
@@ -23,6 +23,11 @@ type Balance struct {
 	// Weights are the operator's loads of keys of the group: where one is
 	// set it is the key's load, whatever its holders report.
 	Weights map[string]float64
+	// MaxMoving is the group's availability budget: the balancer moves a
+	// key away from a live worker that holds it only while fewer than
+	// MaxMoving keys of the group are unowned or on their way to a new
+	// target; 0: no bound.
+	MaxMoving int
 }
 
 // GroupBalance sets the Balance of a group, replacing the one it had
@@ -46,6 +51,7 @@ func (b Balance) encode(e *encoder) {
 	e.uvarint(math.Float64bits(b.Threshold))
 	e.varint(int64(b.MoveBudget))
 	e.varint(int64(b.MoveInterval))
+	e.varint(int64(b.MaxMoving))
 	keys := slices.Sorted(maps.Keys(b.Weights))
 	e.uvarint(uint64(len(keys)))
 	for _, k := range keys {
@@ -56,7 +62,7 @@ func (b Balance) encode(e *encoder) {
 
 func decodeBalance(d *decoder) Balance {
 	b := Balance{ByLoad: d.bool(), Threshold: math.Float64frombits(d.uvarint()),
-		MoveBudget: int(d.varint()), MoveInterval: time.Duration(d.varint())}
+		MoveBudget: int(d.varint()), MoveInterval: time.Duration(d.varint()), MaxMoving: int(d.varint())}
 	d.sortedEntries("weights", func(k string) {
 		if b.Weights == nil {
 			b.Weights = make(map[string]float64)
@@ -72,7 +78,7 @@ func (m *Machine) setBalance(index uint64, c GroupBalance) Result {
 		b := c.Balance
 		b.Weights = maps.Clone(b.Weights)
 		next.Balance = &b
-		if !b.ByLoad && len(b.Weights) == 0 {
+		if !b.ByLoad && len(b.Weights) == 0 && b.MaxMoving == 0 {
 			next.Balance = nil // by count, as a group that never had one
 		}
 		m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupBalanceSet})
@@ -99,19 +105,16 @@ func encodeBalances(e *encoder, st state) {
 // decodeBalances reads what encodeBalances wrote into the groups that
 // decodePlacement read.
 func decodeBalances(d *decoder, st *state) {
-	n := d.count("group balances")
 	byName := make(map[string]*Group, len(st.groups))
 	for _, g := range st.groups {
 		byName[g.Name] = g
 	}
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		name := d.string()
+	d.sortedEntries("group balances", func(name string) {
 		b := decodeBalance(d)
-		g := byName[name]
-		if g == nil {
+		if g := byName[name]; g != nil {
+			g.Balance = &b
+		} else {
 			d.fail(fmt.Errorf("balance of unknown group %q", name))
-			break
 		}
-		g.Balance = &b
-	}
+	})
 }

@@ -5,7 +5,7 @@ import "time"
 // goldenBalance is the balance of group partitions in the version 8 golden
 // files.
 var goldenBalance = Balance{ByLoad: true, Threshold: 1.2, MoveBudget: 16, MoveInterval: 30 * time.Second,
-	Weights: map[string]float64{"partitions/2": 2.5, "partitions/0": 0.75}}
+	Weights: map[string]float64{"partitions/2": 2.5, "partitions/0": 0.75}, MaxMoving: 4}
 
 // goldenLogV8 is the log behind snapshot-v8.golden: goldenLogV7, then
 // the balance of partitions (index 66).

@@ -48,6 +48,14 @@ func TestApplyPlacementContract(t *testing.T) {
 			index:  3,
 		},
 		{
+			name:   "group balance by count with an availability budget is kept",
+			setup:  []Command{GroupPut{Name: "g", Keys: []string{"a"}}},
+			cmd:    GroupBalance{Name: "g", Balance: Balance{MaxMoving: 4}},
+			want:   Done,
+			groups: []*Group{{Name: "g", Keys: []string{"a"}, Balance: &Balance{MaxMoving: 4}, CreateIndex: 1, ModifyIndex: 2}},
+			index:  2,
+		},
+		{
 			name:  "group balance of a missing group",
 			cmd:   GroupBalance{Name: "g", Balance: Balance{ByLoad: true}},
 			want:  NotFound,

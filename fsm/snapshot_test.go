@@ -438,9 +438,11 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "stuck workers out of order", data: withSettings(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 0, 0, 2, 1, 'b', 1, 'a'), msg: "stuck workers"},
 		{name: "more group settings than bytes", data: withSettings(good, 0x7f), msg: "group settings in"},
 		{name: "unknown reason", data: patchSingle(heldAt+1, 6), msg: "reason"},
-		{name: "balance of a group the snapshot lacks", data: withBalances(good, 1, 2, 'z', 'z', 1, 0, 0, 0, 0), msg: "unknown group"},
-		{name: "weights out of order", data: withBalances(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 1, 0, 0, 0, 2, 1, 'b', 0, 1, 'a', 0), msg: "out of order"},
-		{name: "more weights than bytes", data: withBalances(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 1, 0, 0, 0, 0x7f), msg: "weights in"},
+		// A balance: by load, threshold, budget, interval, max moving (all
+		// zero here), then the weights.
+		{name: "balance of a group the snapshot lacks", data: withBalances(good, 1, 2, 'z', 'z', 1, 0, 0, 0, 0, 0), msg: "unknown group"},
+		{name: "weights out of order", data: withBalances(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 1, 0, 0, 0, 0, 2, 1, 'b', 0, 1, 'a', 0), msg: "out of order"},
+		{name: "more weights than bytes", data: withBalances(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 1, 0, 0, 0, 0, 0x7f), msg: "weights in"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

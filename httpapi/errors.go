@@ -40,6 +40,7 @@ var fieldCodes = map[string]string{
 	"move_budget":    wire.CodeInvalidBody,
 	"move_interval":  wire.CodeInvalidBody,
 	"weights":        wire.CodeInvalidBody,
+	"max_moving":     wire.CodeInvalidBody,
 	// ACLs.
 	"rules":         wire.CodeInvalidRules,
 	"policies":      wire.CodeInvalidPolicies,

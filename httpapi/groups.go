@@ -159,7 +159,8 @@ func (s *Server) setBalance(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	spec := cluster.BalanceSpec{By: body.By, Imbalance: body.Imbalance, MoveBudget: body.MoveBudget, MoveInterval: interval, Weights: body.Weights}
+	spec := cluster.BalanceSpec{By: body.By, Imbalance: body.Imbalance, MoveBudget: body.MoveBudget, MoveInterval: interval,
+		Weights: body.Weights, MaxMoving: body.MaxMoving}
 	return s.write(w, r, func(ctx context.Context) (any, error) {
 		g, err := s.node.Groups.SetGroupBalance(ctx, groupName(r), spec)
 		if err != nil {
@@ -174,7 +175,8 @@ func (s *Server) setBalance(w http.ResponseWriter, r *http.Request) error {
 
 // balanceOut is b as the API shows it.
 func balanceOut(b fsm.Balance) wire.GroupBalance {
-	out := wire.GroupBalance{By: "keys", Imbalance: b.Threshold, MoveBudget: &b.MoveBudget, MoveInterval: b.MoveInterval.String(), Weights: b.Weights}
+	out := wire.GroupBalance{By: "keys", Imbalance: b.Threshold, MoveBudget: &b.MoveBudget, MoveInterval: b.MoveInterval.String(),
+		Weights: b.Weights, MaxMoving: b.MaxMoving}
 	if b.ByLoad {
 		out.By = "load"
 	}

@@ -204,8 +204,8 @@ func (s *Server) renewMany(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if l.Load != nil {
-			if err := checkLoad(fmt.Sprintf("leases[%d].load", i), l.Load); err != nil {
-				return err
+			if wire.LoadProblem(*l.Load) != "" {
+				return checkLoad(fmt.Sprintf("leases[%d].load", i), l.Load)
 			}
 			loads++
 		}

@@ -27,12 +27,18 @@ type GroupSpec struct {
 // leader's average of its reports (GroupKey.Load), else the group's mean.
 // In a body, a zero Imbalance, a nil MoveBudget and an empty MoveInterval
 // take the defaults (1.2, 16, "30s"); answers carry the values in force.
+// MaxMoving, by count or by load, is the group's availability budget: the
+// balancer moves a key away from a live worker that holds it only while
+// fewer than MaxMoving keys of the group are unowned or on their way to a
+// new target (0, the default: no bound), so a drain or a rebalance leaves
+// at most MaxMoving keys without a working owner at once.
 type GroupBalance struct {
 	By           string             `json:"by"`
 	Imbalance    float64            `json:"imbalance,omitempty"`
 	MoveBudget   *int               `json:"move_budget,omitempty"`
 	MoveInterval string             `json:"move_interval,omitempty"`
 	Weights      map[string]float64 `json:"weights,omitempty"`
+	MaxMoving    int                `json:"max_moving,omitempty"`
 }
 
 // GroupKey is one key of a group: the balancer's target and the actual

@@ -4,6 +4,14 @@ package wire
 // carry.
 const MaxRenewBatch = 1024
 
+// The defaults of a group balanced by load (GroupBalance): its imbalance,
+// and the keys it may move for balance per move interval.
+const (
+	DefaultImbalance    = 1.2
+	DefaultMoveBudget   = 16
+	DefaultMoveInterval = "30s"
+)
+
 // MaxLoad is the largest load a renewal may report (LeaseRef.Load,
 // RenewManyBody.Load) and the largest load capacity a worker may announce.
 const MaxLoad = 1e15

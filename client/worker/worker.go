@@ -384,17 +384,25 @@ func (w *Worker) ReportLoad(key string, load float64) error {
 
 // ReportTotalLoad sets the worker's total load (in the unit of
 // ReportLoad: what its keys cost and whatever else it runs), reported
-// with its renewals from now on. The group view shows it beside the sum of
+// with its renewals from now on (from its next key on, while it holds
+// none). The group view shows it beside the sum of
 // its keys' loads and its WithLoadCapacity. It fails with ErrInvalid for a
 // load that is NaN or outside [0, wire.MaxLoad].
 func (w *Worker) ReportTotalLoad(load float64) error {
-	if err := w.c.ReportHolderLoad(w.cfg.holder, load); err != nil {
-		return err
+	if p := wire.LoadProblem(load); p != "" {
+		return fmt.Errorf("%w: load %s", client.ErrInvalid, p)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.total = &load
-	return nil
+	for _, k := range w.keys {
+		if k.lease != nil {
+			// Under w.mu, so that a lease acquired meanwhile (setHeld)
+			// cannot report an older total after this one.
+			return w.c.ReportHolderLoad(w.cfg.holder, load)
+		}
+	}
+	return nil // reported with the first key the worker holds (setHeld)
 }
 
 func (w *Worker) notifyLocked() {

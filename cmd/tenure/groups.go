@@ -34,7 +34,7 @@ Subcommands:
                                     a file without keys empties the group)
     max-per-worker NAME N
     balance NAME -by keys|load [-imbalance R] [-move-budget N]
-                [-move-interval D] [-weight KEY=W ...]
+                [-move-interval D] [-weight KEY=W ...] [-max-moving M]
                                     place keys by count (the default) or by
                                     load: see docs/placement.md
     assignment NAME [-worker ID]    the target plan
@@ -240,13 +240,19 @@ func (e *env) groupsBalance(ctx context.Context, args []string) int {
 	var budget int
 	var interval time.Duration
 	weights := loadsFlag{}
-	fs, cf := e.clusterFlagSet("groups balance", "groups balance NAME -by keys|load [-imbalance R] [-move-budget N] [-move-interval D] [-weight KEY=W ...]")
-	fs.StringVar(&b.By, "by", "keys", "keys: as even a number of keys per worker as their capacities allow; load: as even a share of the group's load")
-	fs.Float64Var(&b.Imbalance, "imbalance", 0, "by load: keys move while a worker's load is above R times its share, or below its share divided by R (0: 1.2)")
-	fs.IntVar(&budget, "move-budget", -1, "by load: most keys moved for balance per move interval (default 16; 0: none)")
-	fs.DurationVar(&interval, "move-interval", 0, "by load: the interval of the move budget (0: 30s)")
+	fs, cf := e.clusterFlagSet("groups balance", "groups balance NAME -by keys|load [-imbalance R] [-move-budget N] [-move-interval D] [-weight KEY=W ...] [-max-moving M]")
+	fs.StringVar(&b.By, "by", "", "required; keys: as even a number of keys per worker as their capacities allow; load: as even a share of the group's load")
+	fs.Float64Var(&b.Imbalance, "imbalance", 0, fmt.Sprintf("by load: keys move while a worker's load is above R times its share, or below its share divided by R (0: %g)", wire.DefaultImbalance))
+	fs.IntVar(&budget, "move-budget", -1, fmt.Sprintf("by load: most keys moved for balance per move interval (default %d; 0: none)", wire.DefaultMoveBudget))
+	fs.DurationVar(&interval, "move-interval", 0, "by load: the interval of the move budget (0: "+wire.DefaultMoveInterval+")")
 	fs.Var(weights, "weight", "KEY=W: the operator's load of KEY, in place of its reports (repeatable)")
+	fs.IntVar(&b.MaxMoving, "max-moving", 0, "the availability budget: at most M keys of the group unowned or moving at once for planned moves (0: no bound)")
 	return e.answer(fs, cf, args, 1, 1, func(c *client.Client, pos []string) (any, func(), error) {
+		if b.By == "" {
+			// A balance replaces the group's: saying it keeps a group by
+			// load from going back to counting keys by omission.
+			return nil, nil, badUsage("-by keys or -by load is required")
+		}
 		if budget >= 0 {
 			b.MoveBudget = &budget
 		}
@@ -264,15 +270,18 @@ func (e *env) groupsBalance(ctx context.Context, args []string) int {
 // balanceText says how a group is placed, as groups balance and groups get
 // print it.
 func balanceText(b *client.GroupBalance) string {
-	if b == nil || b.By != "load" {
-		return "balanced by key count"
+	s := "balanced by key count"
+	if b != nil && b.By == "load" {
+		s = fmt.Sprintf("balanced by load, imbalance %g", b.Imbalance)
+		if b.MoveBudget != nil {
+			s += fmt.Sprintf(", at most %d moves per %s", *b.MoveBudget, b.MoveInterval)
+		}
+		if len(b.Weights) > 0 {
+			s += fmt.Sprintf(", %d weights set", len(b.Weights))
+		}
 	}
-	s := fmt.Sprintf("balanced by load, imbalance %g", b.Imbalance)
-	if b.MoveBudget != nil {
-		s += fmt.Sprintf(", at most %d moves per %s", *b.MoveBudget, b.MoveInterval)
-	}
-	if len(b.Weights) > 0 {
-		s += fmt.Sprintf(", %d weights set", len(b.Weights))
+	if b != nil && b.MaxMoving > 0 {
+		s += fmt.Sprintf(", at most %d keys moving at once", b.MaxMoving)
 	}
 	return s
 }

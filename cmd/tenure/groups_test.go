@@ -46,8 +46,10 @@ func TestGroupCommands(t *testing.T) {
 			map[string]any{"by": "load", "imbalance": 1.5, "move_budget": 0, "move_interval": "30s", "weights": map[string]any{"partitions/3": 2.5}},
 			"PUT", "/v1/groups/partitions/balance", `{"by":"load","imbalance":1.5,"move_budget":0,"weights":{"partitions/3":2.5}}`,
 			[]string{"Group partitions: balanced by load, imbalance 1.5, at most 0 moves per 30s, 1 weights set"}},
-		{"balance by count", []string{"groups", "balance", "partitions"}, 200, map[string]any{"by": "keys"},
+		{"balance by count", []string{"groups", "balance", "partitions", "-by", "keys"}, 200, map[string]any{"by": "keys"},
 			"PUT", "/v1/groups/partitions/balance", `{"by":"keys"}`, []string{"Group partitions: balanced by key count"}},
+		{"availability budget", []string{"groups", "balance", "partitions", "-by", "keys", "-max-moving", "4"}, 200, map[string]any{"by": "keys", "max_moving": 4},
+			"PUT", "/v1/groups/partitions/balance", `{"by":"keys","max_moving":4}`, []string{"Group partitions: balanced by key count, at most 4 keys moving at once"}},
 		{"assignment", []string{"groups", "assignment", "partitions", "-worker", "w1"}, 200, map[string]any{"assignment": map[string]string{"partitions/0": "w1"}, "index": 3},
 			"GET", "/v1/groups/partitions/assignment", "", []string{"partitions/0", "w1"}},
 		{"drain", []string{"workers", "drain", "w1"}, 204, nil,
@@ -195,5 +197,15 @@ func TestGroupsSetKeysFromAFile(t *testing.T) {
 			t.Errorf("set-keys %q sent %d requests, want none", args, n)
 		}
 		srv.mu.Unlock()
+	}
+}
+
+// groups balance replaces the group's balance, so -by must be said: a
+// group by load does not go back to counting keys by omission.
+func TestGroupBalanceNeedsBy(t *testing.T) {
+	srv := answering(t, 200, map[string]any{"by": "keys"})
+	got := runCLI(t, "groups", "balance", "partitions", "-max-moving", "4", "-http-addr", srv.URL)
+	if got.code != exitUsage || !strings.Contains(got.stderr, "-by keys or -by load is required") {
+		t.Errorf("exit %d, stderr %q; want %d and the rule", got.code, got.stderr, exitUsage)
 	}
 }

@@ -154,6 +154,7 @@ func (e *env) commands() map[string]command {
 		"groups set-keys":          e.groupsSetKeys,
 		"groups assignment":        e.groupsAssignment,
 		"workers list":             e.workersList,
+		"workers roll":             e.workersRoll,
 		"acl bootstrap":            e.aclBootstrap,
 		"acl token create":         e.aclTokenCreate,
 		"acl token list":           e.aclTokenList,

@@ -14,10 +14,14 @@ const workersUsage = `Usage: tenure workers <subcommand> [args]
 
 Subcommands:
     list [-json]                     every worker gossip knows: groups, capacity, drain state, keys
-    drain ID [-force] [-wait [-timeout D]]
-                                     give the worker no keys: it hands them back (a rolling
-                                     upgrade); -wait returns once it holds none
-    undrain ID
+    drain ID... [-force] [-wait [-timeout D]]
+                                     give the workers no keys: they hand them back (a rolling
+                                     upgrade); -wait returns once they hold none
+    undrain ID...
+    roll GROUP [-batch N] [-timeout D] -- COMMAND [ARGS...]
+                                     a rolling restart of the group's live workers, N at a
+                                     time: drain, wait, run COMMAND (TENURE_WORKER and {id}
+                                     name the worker), undrain, wait until settled
 `
 
 func (e *env) workersList(ctx context.Context, args []string) int {
@@ -72,7 +76,7 @@ func (e *env) workersDrain(ctx context.Context, args []string, draining bool) in
 	var force, wait bool
 	var timeout time.Duration
 	verb := map[bool]string{true: "drain", false: "undrain"}[draining]
-	usage := "workers " + verb + " ID"
+	usage := "workers " + verb + " ID..."
 	if draining {
 		usage += " [-force] [-wait [-timeout D]]"
 	}
@@ -82,7 +86,7 @@ func (e *env) workersDrain(ctx context.Context, args []string, draining bool) in
 		fs.BoolVar(&wait, "wait", false, "return once the worker holds no key of its groups, printing the keys left as they change")
 		fs.DurationVar(&timeout, "timeout", 5*time.Minute, "with -wait: fail (exit 1) if the worker still holds keys after this long")
 	}
-	c, pos, code, ok := e.connect(fs, cf, args, 1, 1)
+	c, pos, code, ok := e.connect(fs, cf, args, 1, -1)
 	if !ok {
 		return code
 	}
@@ -93,27 +97,40 @@ func (e *env) workersDrain(ctx context.Context, args []string, draining bool) in
 	if force {
 		opts = append(opts, client.WithForce())
 	}
-	res, err := c.Groups().Drain(ctx, pos[0], draining, opts...)
-	if err != nil {
-		return e.fail(err)
-	}
-	for _, warning := range res.Warnings {
-		fmt.Fprintf(e.stderr, "warning: %s\n", warning)
+	var results []*client.DrainResult
+	for _, id := range pos {
+		res, err := c.Groups().Drain(ctx, id, draining, opts...)
+		if err != nil {
+			return e.fail(err)
+		}
+		for _, warning := range res.Warnings {
+			fmt.Fprintf(e.stderr, "warning: %s\n", warning)
+		}
+		results = append(results, res)
 	}
 	if cf.json && !wait {
-		return e.printJSON(res)
+		if len(results) == 1 {
+			return e.printJSON(results[0])
+		}
+		return e.printJSON(results)
 	}
-	fmt.Fprintf(e.stdout, "Worker %s: draining=%v\n", pos[0], draining)
+	for _, id := range pos {
+		fmt.Fprintf(e.stdout, "Worker %s: draining=%v\n", id, draining)
+	}
 	if !wait {
 		return exitOK
 	}
+	// The group's availability budget (max_moving) paces the keys of
+	// every drained worker together.
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if err := e.waitDrained(wctx, c, pos[0]); err != nil {
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("worker %s still holds keys after %v", pos[0], timeout)
+	for _, id := range pos {
+		if err := e.waitDrained(wctx, c, id); err != nil {
+			if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("worker %s still holds keys after %v", id, timeout)
+			}
+			return e.fail(err)
 		}
-		return e.fail(err)
 	}
 	return exitOK
 }

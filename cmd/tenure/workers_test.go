@@ -2,10 +2,13 @@ package main
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tenure-io/tenure/client"
 )
 
 func TestWorkersCommands(t *testing.T) {
@@ -127,5 +130,64 @@ func TestDrainWaitTimeout(t *testing.T) {
 	}
 	if !strings.Contains(got.stdout, "worker w1: 2 keys left (group g: a, b)") {
 		t.Errorf("stdout %q lacks the progress line", got.stdout)
+	}
+}
+
+// drain of several workers drains each, in order, in a request of its own.
+func TestDrainSeveralWorkers(t *testing.T) {
+	srv := answering(t, 200, map[string]any{"worker": "w", "draining": true, "warnings": []string{}})
+	got := runCLI(t, "workers", "drain", "w1", "w2", "-http-addr", srv.URL)
+	if got.code != exitOK || got.stdout != "Worker w1: draining=true\nWorker w2: draining=true\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", got.code, got.stdout, got.stderr)
+	}
+	var paths []string
+	srv.mu.Lock()
+	for _, r := range srv.reqs {
+		paths = append(paths, r.Method+" "+r.Path)
+	}
+	srv.mu.Unlock()
+	if want := []string{"POST /v1/workers/w1/drain", "POST /v1/workers/w2/drain"}; !slices.Equal(paths, want) {
+		t.Errorf("requests %q, want %q", paths, want)
+	}
+}
+
+// workers roll needs the restart command after -- and sane flags, and
+// refuses them before it asks the cluster anything.
+func TestRollUsage(t *testing.T) {
+	srv := answering(t, 500, map[string]any{})
+	for _, args := range [][]string{
+		{"workers", "roll", "g"},
+		{"workers", "roll", "g", "-batch", "0", "--", "true"},
+		{"workers", "roll", "-batch", "1", "--", "true"},
+	} {
+		got := runCLI(t, append(args, "-http-addr", srv.URL)...)
+		if got.code != exitUsage {
+			t.Errorf("%q: exit %d, stderr %q; want %d", args, got.code, got.stderr, exitUsage)
+		}
+	}
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if len(srv.reqs) != 0 {
+		t.Errorf("a roll refused for its usage sent %d requests", len(srv.reqs))
+	}
+}
+
+// A group has settled for a roll when the batch's workers are alive and
+// every key with a target is held by it.
+func TestRollWaitsForASettledGroup(t *testing.T) {
+	alive := []client.GroupWorker{{ID: "w1", Status: "alive"}, {ID: "w2", Status: "alive"}}
+	for _, tc := range []struct {
+		name string
+		g    client.Group
+		want string
+	}{
+		{"settled", client.Group{Workers: alive, Keys: []client.GroupKey{{Key: "a", Target: "w1", State: "held", Worker: "w1"}, {Key: "b", State: "free"}}}, ""},
+		{"a worker not back", client.Group{Workers: alive[:1]}, "worker w2 is not alive"},
+		{"a key moving", client.Group{Workers: alive, Keys: []client.GroupKey{{Key: "a", Target: "w2", State: "held", Worker: "w1"}}}, "keys not held by their target: 1"},
+		{"a key unowned", client.Group{Workers: alive, Keys: []client.GroupKey{{Key: "a", Target: "w2", State: "free"}}}, "keys not held by their target: 1"},
+	} {
+		if got := unsettled(&tc.g, []string{"w1", "w2"}); got != tc.want {
+			t.Errorf("%s: unsettled = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -152,6 +152,30 @@ func (f *workerFleet) alive() error {
 	return nil
 }
 
+// restart stops the running worker id (its Run cancelled, then waited for)
+// and starts another with the same id and opts, as a supervisor restarts
+// a process.
+func (f *workerFleet) restart(t *testing.T, id string, opts ...worker.WorkerOption) error {
+	f.mu.Lock()
+	i := slices.IndexFunc(f.workers, func(fw *fleetWorker) bool { return fw.id == id && !fw.stopped() })
+	if i < 0 {
+		f.mu.Unlock()
+		return fmt.Errorf("no running worker %s to restart", id)
+	}
+	old := f.workers[i]
+	f.workers = slices.Delete(f.workers, i, i+1)
+	f.mu.Unlock()
+	old.cancel()
+	select {
+	case <-old.done:
+	case <-time.After(stopWorkersTimeout):
+		return fmt.Errorf("worker %s: Run did not return within %v of its cancel", id, stopWorkersTimeout)
+	}
+	old.http.CloseIdleConnections()
+	f.start(t, id, opts...)
+	return nil
+}
+
 // stopAll cancels every worker at once, then waits for each Run to return
 // (each hands its keys back and leaves gossip), and reports a Run that
 // ended with anything but its context's error.

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -466,7 +469,9 @@ func TestPlacementKeyBackWhileHandingOver(t *testing.T) {
 // busiest worker carries well over its share; once the group is balanced
 // by load (imbalance 1.2, at most 64 moves per 5 s), every key settles on
 // its target again with the busiest worker within 1.25 times the mean
-// load, and no key ever ran on two workers at once. The figures are in
+// load, and no key ever ran on two workers at once. A 65th worker that
+// joins then takes keys with at most 1/N of the keys plus the budget
+// moved, the load staying within 1.25 of the mean. The figures are in
 // test/bench/results/2026-11-30-placement.md.
 func TestPlacementByLoadEvensZipfLoad(t *testing.T) {
 	c := startCluster(t, 3)
@@ -488,6 +493,9 @@ func TestPlacementByLoadEvensZipfLoad(t *testing.T) {
 	go func() {
 		defer close(reported)
 		for {
+			f.mu.Lock()
+			fleet := slices.Clone(f.workers)
+			f.mu.Unlock()
 			for _, fw := range fleet {
 				for _, k := range fw.w.Keys() {
 					fw.w.ReportLoad(k, load[k]) // fails only for a key that just moved away
@@ -526,6 +534,32 @@ func TestPlacementByLoadEvensZipfLoad(t *testing.T) {
 	}
 	t.Logf("max/mean worker load: %.3f placed by count, %.3f by load after %v (%d handler starts after the switch)",
 		byCount, byLoad, time.Since(start).Round(time.Millisecond), moved)
+
+	// A 65th worker joins: it takes keys, the load stays within 1.25 of
+	// the mean, and at most 1/N of the keys plus the budget move.
+	start, from = time.Now(), runs.now()
+	owners = append(owners, f.start(t, "zipf-join").id)
+	poll.WaitFor(t, 3*time.Minute, func() error {
+		_, h, err := f.settledView(admin, owners, keys)
+		if err != nil {
+			return err
+		}
+		if n := countByWorker(h, owners)["zipf-join"]; n == 0 {
+			return fmt.Errorf("the worker that joined holds no key yet")
+		}
+		if byLoad = maxOverMean(h, owners, load); byLoad > 1.25 {
+			return fmt.Errorf("the busiest worker carries %.3f times the mean load, want at most 1.25", byLoad)
+		}
+		return nil
+	})
+	moved = 0
+	for _, rs := range runs.startedSince(from) {
+		moved += len(rs)
+	}
+	if most := keys/len(owners) + budget; moved > most {
+		t.Errorf("a join moved %d keys, want at most 1/N of them plus the budget, %d", moved, most)
+	}
+	t.Logf("a 65th worker joined: %d keys moved in %v, max/mean worker load %.3f", moved, time.Since(start).Round(time.Millisecond), byLoad)
 	runs.checkExclusive(t)
 }
 
@@ -553,4 +587,66 @@ func maxOverMean(holders map[string]string, owners []string, load map[string]flo
 		most = max(most, per[w])
 	}
 	return most / (total / float64(len(owners)))
+}
+
+// TestWorkersRollKeepsTheAvailabilityBudget: `tenure workers roll` restarts
+// the 8 workers of a 64-key group two at a time under an availability
+// budget of 4 (max_moving). Every worker is restarted once, at no moment
+// are more than 4 keys without a running handler (a drain of two workers
+// would otherwise move their 16 keys at once), every key ends owned again,
+// and no key ran on two workers at once.
+func TestWorkersRollKeepsTheAvailabilityBudget(t *testing.T) {
+	c, admin, runs, f := startPlacement(t, "rolling", 64, placementTTL)
+	owners := ids(f.startN(t, "roll", 8))
+	waitSettled(t, admin, f, owners, 64, settleTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := admin.Groups().SetBalance(ctx, "rolling", client.GroupBalance{By: "keys", MaxMoving: 4}); err != nil {
+		t.Fatal(err)
+	}
+	// The restart command tells the test which worker to restart, and
+	// returns once the test restarted it, as `systemctl restart` would.
+	dir := t.TempDir()
+	var restarted []string
+	stop, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				id, ok := strings.CutPrefix(e.Name(), "restart-")
+				if !ok || slices.Contains(restarted, id) {
+					continue
+				}
+				if err := f.restart(t, id); err != nil {
+					t.Error(err)
+				}
+				restarted = append(restarted, id)
+				os.WriteFile(filepath.Join(dir, "up-"+id), nil, 0o600)
+			}
+		}
+	}()
+	from := runs.now()
+	out, code := c.tenureCLI(t, "", "workers", "roll", "rolling", "-batch", "2", "-timeout", "2m", "--",
+		"sh", "-c", `touch "$0/restart-$TENURE_WORKER" && while [ ! -e "$0/up-$TENURE_WORKER" ]; do sleep 0.05; done`, dir)
+	close(stop)
+	<-watched
+	if code != 0 || !strings.Contains(out, "restarted 8 workers of group rolling") {
+		t.Fatalf("tenure workers roll exited %d:\n%s", code, out)
+	}
+	if slices.Sort(restarted); !slices.Equal(restarted, owners) {
+		t.Errorf("restarted %v, want every worker once: %v", restarted, owners)
+	}
+	waitSettled(t, admin, f, owners, 64, settleTimeout)
+	most := runs.mostUnownedAtOnce(from)
+	if most > 4 {
+		t.Errorf("%d keys had no running handler at once during the roll, the budget is 4", most)
+	}
+	t.Logf("rolled 8 workers, 2 at a time: at most %d keys unowned at once (budget 4)", most)
+	runs.checkExclusive(t)
 }

@@ -129,6 +129,44 @@ func (l *runLog) startedSince(from time.Duration) map[string][]handlerRun {
 	return out
 }
 
+// mostUnownedAtOnce is the most keys that had no handler running at the
+// same moment from from on: a key is unowned from the return of one
+// handler to the start of the next (to now when none started since).
+func (l *runLog) mostUnownedAtOnce(from time.Duration) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	type edge struct {
+		at    time.Duration
+		delta int
+	}
+	var edges []edge
+	now := l.now()
+	for _, runs := range l.runs {
+		for i, r := range runs {
+			if r.running {
+				continue
+			}
+			end := now
+			if i+1 < len(runs) {
+				end = runs[i+1].start
+			}
+			if end > from {
+				edges = append(edges, edge{max(r.end, from), 1}, edge{end, -1})
+			}
+		}
+	}
+	// At one instant, a gap that ends goes before one that starts.
+	sort.Slice(edges, func(i, j int) bool {
+		return edges[i].at < edges[j].at || edges[i].at == edges[j].at && edges[i].delta < edges[j].delta
+	})
+	most, n := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		most = max(most, n)
+	}
+	return most
+}
+
 // checkExclusive reports every key on which a handler started before the
 // previous one returned, and every hand-over to another worker whose
 // token did not grow.

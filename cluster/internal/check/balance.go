@@ -9,9 +9,9 @@ import (
 
 // The defaults and bounds of a group's balance by load (BalanceSpec).
 const (
-	DefaultImbalance    = 1.2
-	DefaultMoveBudget   = 16
-	DefaultMoveInterval = 30 * time.Second
+	DefaultImbalance    = wire.DefaultImbalance
+	DefaultMoveBudget   = wire.DefaultMoveBudget
+	DefaultMoveInterval = 30 * time.Second // wire.DefaultMoveInterval
 	MinImbalance        = 1.05
 	MaxImbalance        = 10
 	MaxMoveBudget       = 1024
@@ -28,18 +28,28 @@ type BalanceSpec struct {
 	MoveBudget   *int
 	MoveInterval time.Duration
 	Weights      map[string]float64
+	// MaxMoving is the availability budget: at most this many keys of the
+	// group unowned or moving at once for planned moves (0: no bound).
+	MaxMoving int
 }
 
 // Balance checks spec and returns the balance it sets, defaults filled
 // in: Imbalance within [MinImbalance, MaxImbalance], MoveBudget within [0,
 // MaxMoveBudget] (0: no key moves for balance, only keys without an owner
-// are placed), MoveInterval within [MinMoveInterval, MaxMoveInterval], at
-// most MaxGroupKeys weights, each of a valid key and within (0,
+// are placed), MoveInterval within [MinMoveInterval, MaxMoveInterval], MaxMoving
+// within [0, MaxGroupKeys], at most MaxGroupKeys weights, each of a valid key and within (0,
 // wire.MaxLoad].
 func Balance(spec BalanceSpec) (fsm.Balance, error) {
 	b := fsm.Balance{Threshold: DefaultImbalance, MoveBudget: DefaultMoveBudget, MoveInterval: DefaultMoveInterval}
 	switch spec.By {
 	case "", "keys":
+		// The settings of placement by load would be kept and ignored.
+		for field, set := range map[string]bool{"imbalance": spec.Imbalance != 0, "move_budget": spec.MoveBudget != nil,
+			"move_interval": spec.MoveInterval != 0, "weights": len(spec.Weights) > 0} {
+			if set {
+				return fsm.Balance{}, Invalid(field, "applies to placement by load only (by: load)")
+			}
+		}
 	case "load":
 		b.ByLoad = true
 	default:
@@ -63,6 +73,10 @@ func Balance(spec BalanceSpec) (fsm.Balance, error) {
 		}
 		b.MoveInterval = spec.MoveInterval
 	}
+	if spec.MaxMoving < 0 || spec.MaxMoving > MaxGroupKeys {
+		return fsm.Balance{}, Invalid("max_moving", "%d is outside [0, %d]", spec.MaxMoving, MaxGroupKeys)
+	}
+	b.MaxMoving = spec.MaxMoving
 	if len(spec.Weights) > MaxGroupKeys {
 		return fsm.Balance{}, Invalid("weights", "%d weights, the limit is %d", len(spec.Weights), MaxGroupKeys)
 	}

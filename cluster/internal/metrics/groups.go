@@ -62,9 +62,10 @@ type Placement interface {
 	// Admits reports whether worker may be given keys of group (always
 	// true with ACLs off).
 	Admits(worker, group string) bool
-	// RelativeLoads is, on the leader and for a group balanced by load,
-	// each of its workers' load over its fair share
-	// (placement.RelativeLoads); nil otherwise.
+	// RelativeLoads is, on the leader, for a group balanced by load or
+	// whose keys report loads, each of the workers that may own its keys:
+	// its load over its fair share (placement.RelativeLoads); nil
+	// otherwise.
 	RelativeLoads(g *fsm.Group, workers []membership.Member) map[string]float64
 }
 

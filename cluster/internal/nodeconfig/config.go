@@ -396,7 +396,7 @@ func (c Config) Validate() error {
 		bad("stuck-check: %v is outside [1ms, 1m]", c.StuckCheck)
 	}
 	if c.LoadHalfLife < time.Millisecond || c.LoadHalfLife > time.Hour {
-		bad("load-half-life: %v is outside [1ms, 1h]", c.LoadHalfLife)
+		bad("LoadHalfLife: %v is outside [1ms, 1h]", c.LoadHalfLife)
 	}
 	if err := c.ValidateRaftAuth(); err != nil {
 		errs = append(errs, err)

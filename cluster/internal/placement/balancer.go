@@ -3,10 +3,12 @@ package placement
 import (
 	"context"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster/internal/clock"
 	"github.com/tenure-io/tenure/cluster/internal/membership"
 	"github.com/tenure-io/tenure/fsm"
@@ -54,6 +56,9 @@ type Balancer struct {
 	// Both are the Run goroutine's.
 	start time.Time
 	moves map[string]*moveWindow
+	// staging: the last pass held moves back for a group's availability
+	// budget; the balancer looks again at every check until none is.
+	staging bool
 }
 
 // moveWindow counts the keys of a group moved for balance since start.
@@ -103,7 +108,7 @@ func (b *Balancer) Run(ctx context.Context) {
 				break wait
 			case <-check.C():
 				check.Reset(b.cfg.Check)
-				if b.stuckChanged() {
+				if b.stuckChanged() || b.staging {
 					break wait
 				}
 			case <-changed:
@@ -135,18 +140,20 @@ func (b *Balancer) sleep(ctx context.Context, d time.Duration) bool {
 func (b *Balancer) rebalance(ctx context.Context) {
 	groups, _ := b.cfg.State.Groups()
 	b.cfg.Stuck.forget(groups) // also when the last group is gone
+	b.cfg.Loads.Sweep()        // and the reports of any holder
 	if len(groups) == 0 {
 		return
 	}
 	workers := b.cfg.Workers()
-	b.cfg.Loads.Sweep()
 	for name := range b.moves {
 		if !slices.ContainsFunc(groups, func(g *fsm.Group) bool { return g.Name == name }) {
 			delete(b.moves, name)
 		}
 	}
+	b.staging = false
 	for _, g := range groups {
 		stuck, plan, ncands, moved := b.planGroup(g, workers)
+		plan, moved = b.stage(g, plan, workers, moved)
 		if !slices.Equal(stuck, g.Stuck) {
 			if err := b.cfg.Submit(ctx, fsm.MarkStuck{Group: g.Name, Workers: stuck}); err != nil {
 				b.cfg.Logger.Warn("writing stuck workers failed", "group", g.Name, "error", err)
@@ -158,12 +165,15 @@ func (b *Balancer) rebalance(ctx context.Context) {
 			continue
 		}
 		err := b.cfg.Submit(ctx, fsm.Assign{Group: g.Name, Assignment: plan})
+		if w := b.moves[g.Name]; w != nil {
+			// The budget() of this pass made w. A failed write counts
+			// too: its outcome may be unknown, and a spent budget only
+			// delays moves.
+			w.moved += moved
+		}
 		if err != nil {
 			b.cfg.Logger.Warn("writing placement failed", "group", g.Name, "error", err)
 			continue
-		}
-		if w := b.moves[g.Name]; w != nil {
-			w.moved += moved // the budget() of this pass made w
 		}
 		b.cfg.Logger.Info("placement_changed", "group", g.Name, "keys", len(g.Keys), "owned", len(plan),
 			"workers", ncands, "moved", movedKeys(g.Assignment, plan), "moved_for_load", moved)
@@ -220,12 +230,14 @@ func (b *Balancer) place(g *fsm.Group, cands []candidate, prev map[string]string
 }
 
 // budget is how many keys of g the balancer may still move for balance
-// in the current move interval. A new leader moves none in its first
-// interval: it learns the loads from the renewals first.
+// in the current move interval. A new leader moves none during its first
+// interval, nor before the group's grace (twice the longest TTL of its
+// leases, or its stuck grace) has passed: it learns the loads from the
+// renewals first, which come every third of a TTL.
 func (b *Balancer) budget(g *fsm.Group) int {
 	now := b.cfg.Clock.Now()
 	interval := g.Balance.MoveInterval
-	if now.Sub(b.start) < interval {
+	if now.Sub(b.start) < max(interval, groupGrace(g, b.cfg.State.Get, DefaultStuckGrace)) {
 		return 0
 	}
 	w := b.moves[g.Name]
@@ -269,8 +281,62 @@ func keyWeights(g *fsm.Group, loads *Loads) func(string) float64 {
 		if !ok {
 			return mean
 		}
-		return max(w, mean*1e-6)
+		return max(w, mean*1e-6, math.SmallestNonzeroFloat64)
 	}
+}
+
+// stage holds back the moves of plan that g's availability budget
+// (Balance.MaxMoving) does not allow yet, and returns the plan to write
+// and how many of the planner's moved keys for load it keeps. A key is
+// unowned when it is enabled, free and has a target (now or in plan);
+// it is moving when a live worker holds it and the current plan targets
+// another. A key held by a live worker that plan would target elsewhere
+// may start moving only while the unowned and moving keys are fewer than
+// MaxMoving, in key order; the others keep their holder as target for
+// now. Keys whose holder is not a live worker, or is refused by the key's
+// controls, move at once: that is no planned move.
+func (b *Balancer) stage(g *fsm.Group, plan map[string]string, workers []membership.Member, moved int) (map[string]string, int) {
+	if g.Balance == nil || g.Balance.MaxMoving == 0 {
+		return plan, moved
+	}
+	live := make(map[string]bool, len(workers))
+	for _, w := range workers {
+		live[w.Meta.ID] = true
+	}
+	busy := 0
+	type hold struct{ key, worker string }
+	var want []hold
+	for _, k := range g.Keys {
+		ctl := b.cfg.State.Control(k)
+		if ctl.Disabled {
+			continue
+		}
+		l := b.cfg.State.Get(k)
+		if l == nil || !l.Held {
+			if g.Assignment[k] != "" || plan[k] != "" {
+				busy++
+			}
+			continue
+		}
+		x := WorkerOf(l.Holder)
+		switch {
+		case !live[x] || ctl.Prohibits(l.Holder):
+		case g.Assignment[k] != x:
+			busy++
+		case plan[k] != x:
+			want = append(want, hold{k, x})
+		}
+	}
+	room := max(0, g.Balance.MaxMoving-busy)
+	if len(want) <= room {
+		return plan, moved
+	}
+	out := maps.Clone(plan)
+	for _, h := range want[room:] {
+		out[h.key] = h.worker
+	}
+	b.staging = true
+	return out, min(moved, movedKeys(g.Assignment, out))
 }
 
 // candidates are the workers that may own keys of g among the live
@@ -284,10 +350,20 @@ func candidates(g *fsm.Group, workers []membership.Member, drained func(string) 
 		id := w.Meta.ID
 		if w.Serves(g.Name) && !w.Meta.Draining && !drained(id) && !seen[id] && (admit == nil || admit(id, g.Name)) {
 			seen[id] = true
-			out = append(out, candidate{id: id, capacity: w.Meta.Capacity, loadCap: w.Meta.LoadCapacity})
+			out = append(out, candidate{id: id, capacity: w.Meta.Capacity, loadCap: loadCapacity(w.Meta.LoadCapacity)})
 		}
 	}
 	return out
+}
+
+// loadCapacity is the load capacity a worker announced, as the planner
+// takes it: gossip is a hint, so a capacity outside the rule of loads
+// (wire.LoadProblem), or too small to divide by, counts as none.
+func loadCapacity(c float64) float64 {
+	if wire.LoadProblem(c) != "" || c < 1e-9 {
+		return 0
+	}
+	return c
 }
 
 // RelativeLoads is the load of each worker that may own keys of g (the

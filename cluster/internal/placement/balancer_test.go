@@ -247,3 +247,27 @@ func TestRelativeLoadsOfThePlan(t *testing.T) {
 		t.Errorf("RelativeLoads of a group by count without reports = %v, want nil", got)
 	}
 }
+
+// A load capacity from gossip is a hint: one outside the rule of loads,
+// or too small to divide by, counts as none.
+func TestLoadCapacityFromGossipIsAHint(t *testing.T) {
+	for in, want := range map[float64]float64{100: 100, 0: 0, -5: 0, 1e308: 0, math.Inf(1): 0, 5e-324: 0, 1e-3: 1e-3} {
+		if got := loadCapacity(in); got != want {
+			t.Errorf("loadCapacity(%v) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// The balancer forgets old load reports at every pass, also while no group
+// exists (any holder may report loads).
+func TestBalancerSweepsLoadsWithoutGroups(t *testing.T) {
+	clock := newFakeClock()
+	loads := NewLoads(clock, time.Second)
+	loads.Report("h", []KeyLoad{{"k", 1}}, nil)
+	b := NewBalancer(BalancerConfig{State: fsm.New(), Clock: clock, Stuck: NewTracker(clock, time.Minute), Loads: loads})
+	clock.Advance(11 * time.Second)
+	b.rebalance(context.Background())
+	if _, ok := loads.Key("k"); ok {
+		t.Error("a load not reported for 11 half-lives is kept after a pass without groups")
+	}
+}

@@ -227,9 +227,6 @@ func TestPlaceByLoadLeave(t *testing.T) {
 	}
 }
 
-// More workers than keys: a worker with one key is above the threshold
-// and one with none below, but moving the key helps nobody, so nothing
-// moves.
 // A worker that no move can bring within bounds (it holds one key heavier
 // than its share) does not make the others trade keys among themselves:
 // every one of them is within bounds.
@@ -253,6 +250,9 @@ func TestPlaceByLoadLeavesWorkersWithinBoundsAlone(t *testing.T) {
 	}
 }
 
+// More workers than keys: a worker with one key is above the threshold
+// and one with none below, but moving the key helps nobody, so nothing
+// moves.
 func TestPlaceByLoadMovesOnlyWhenBetter(t *testing.T) {
 	keys := partitionKeys(100)
 	workers := workersN(0, 150)

@@ -20,9 +20,10 @@ import (
 // for one half-life is half-way in, whatever the renewal interval. The
 // first report of a key is its average.
 //
-// Entries not reported for forgetAfter are dropped (Sweep), so the maps
-// hold at most the keys and workers that renewed within it: both bounded
-// by the leases the cluster holds.
+// Entries not reported for forgetAfter are dropped (Sweep, at every pass of
+// the balancer), so the maps hold the keys and workers that reported a
+// load with a renewal within it: at most the leases renewed in ten
+// half-lives.
 type Loads struct {
 	clock       clock.Clock
 	halfLife    time.Duration

@@ -44,9 +44,9 @@ func TestLoadsOfAKeySurviveItsMove(t *testing.T) {
 	l := NewLoads(clk, 30*time.Second)
 	l.Report("worker-1#aa", []KeyLoad{{"p/1", 100}}, nil)
 	clk.Advance(30 * time.Second)
-	l.Report("worker-2#bb", []KeyLoad{{"p/1", 100}}, nil)
-	if got, _ := l.Key("p/1"); got != 100 {
-		t.Errorf("after the key moved: Key = %v, want 100 (one key, one average)", got)
+	l.Report("worker-2#bb", []KeyLoad{{"p/1", 200}}, nil)
+	if got, _ := l.Key("p/1"); got != 150 {
+		t.Errorf("after the key moved: Key = %v, want 150 (one average per key, whoever reports)", got)
 	}
 }
 

@@ -337,3 +337,50 @@ func TestStuckMarksOfADeletedGroupAreForgotten(t *testing.T) {
 		t.Errorf("after the only group was deleted: stuck %+v, want none", stuck)
 	}
 }
+
+// A drain under an availability budget of 3: the drained worker's keys are
+// retargeted 3 at a time, so at no point are more than 3 keys of the group
+// unowned or on their way to a new owner, and all of them end on the
+// other worker. Without the budget, all 6 would move at once.
+func TestAvailabilityBudgetStagesADrain(t *testing.T) {
+	w := newStuckWorld(t, partitionKeys(12), "a", "b")
+	w.apply(fsm.GroupBalance{Name: "g", Balance: fsm.Balance{MaxMoving: 3}})
+	w.step()
+	w.take()
+	if r := w.apply(fsm.WorkerDrain{Worker: "a", Draining: true}); r.Code != fsm.Done {
+		t.Fatalf("drain a = %v", r.Code)
+	}
+	inFlight := func() int {
+		g, n := w.m.Group("g"), 0
+		for _, k := range g.Keys {
+			if l := w.m.Get(k); l == nil || !l.Held || !Holds(l.Holder, g.Assignment[k]) {
+				n++
+			}
+		}
+		return n
+	}
+	for round := 0; ; round++ {
+		if round == 5 {
+			t.Fatal("the drain has not ended after 5 rounds")
+		}
+		g := w.m.Group("g")
+		_, plan, _, moved := w.b.planGroup(g, w.workers)
+		plan, _ = w.b.stage(g, plan, w.workers, moved)
+		if !maps.Equal(plan, g.Assignment) {
+			w.apply(fsm.Assign{Group: "g", Assignment: plan})
+		}
+		if n := inFlight(); n > 3 {
+			t.Fatalf("round %d: %d keys retargeted at once, the budget is 3", round, n)
+		} else if round < 2 && n != 3 {
+			t.Fatalf("round %d: %d keys retargeted, want 3 (the budget)", round, n)
+		}
+		w.handBack()
+		if n := inFlight(); n > 3 {
+			t.Fatalf("round %d: %d keys unowned after the hand-backs, the budget is 3", round, n)
+		}
+		w.take("a")
+		if held := harness.OwnedBy(w.m.Group("g").Assignment, "b"); len(held) == 12 && inFlight() == 0 {
+			return
+		}
+	}
+}
