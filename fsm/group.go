@@ -3,8 +3,9 @@ package fsm
 import (
 	"slices"
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Group is a named set of keys that the leader's balancer spreads over the
@@ -51,8 +52,8 @@ func (c KeyControl) Prohibits(holder string) bool {
 	if c.prohibits(holder) {
 		return true
 	}
-	if i := strings.LastIndexByte(holder, '#'); i > 0 {
-		return c.prohibits(holder[:i])
+	if w := wire.WorkerOf(holder); w != holder {
+		return c.prohibits(w)
 	}
 	return false
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/tenure-io/tenure/client/wire"
 )
@@ -9,7 +10,8 @@ import (
 // parseRenewMany reads a bulk renewal's body of the one shape that the
 // Go client sends, {"holder":"…","secret":"…","leases":[{"key":"…",
 // "token":N},…]} with "secret" optional (after holder, and after each
-// token), and an optional "brief":true|false last,
+// token), an optional "load":X after each lease's token or secret, and
+// an optional "brief":true|false and then an optional "load":X last,
 // with any whitespace between tokens, strings of printable ASCII without
 // escapes, and tokens of decimal digits that fit in 64 bits. ok is false
 // for anything else, valid or not: the caller then decodes raw with
@@ -59,10 +61,20 @@ func parseRenewMany(raw []byte) (body wire.RenewManyBody, ok bool) {
 			}
 			if p.peek(',') {
 				p.i++
-				if !p.name("secret") {
-					return body, false
-				}
-				if ref.Secret, ok = p.str(); !ok {
+				if p.peekName("secret") {
+					if !p.name("secret") {
+						return body, false
+					}
+					if ref.Secret, ok = p.str(); !ok {
+						return body, false
+					}
+					if p.peek(',') {
+						p.i++
+						if ref.Load, ok = p.load(); !ok {
+							return body, false
+						}
+					}
+				} else if ref.Load, ok = p.load(); !ok {
 					return body, false
 				}
 			}
@@ -80,12 +92,18 @@ func parseRenewMany(raw []byte) (body wire.RenewManyBody, ok bool) {
 			break
 		}
 	}
-	if p.peek(',') { // the optional "brief": true or false, last
+	if p.peek(',') && p.peekNameAfterComma("brief") { // the optional "brief": true or false
 		p.i++
 		if !p.name("brief") {
 			return body, false
 		}
 		if body.Brief, ok = p.boolean(); !ok {
+			return body, false
+		}
+	}
+	if p.peek(',') { // the optional "load", last
+		p.i++
+		if body.Load, ok = p.load(); !ok {
 			return body, false
 		}
 	}
@@ -197,6 +215,61 @@ func (p *renewParser) boolean() (bool, bool) {
 		}
 	}
 	return false, false
+}
+
+// peekNameAfterComma reports whether a comma and then the string "field"
+// are next, without reading them.
+func (p *renewParser) peekNameAfterComma(field string) bool {
+	q := *p
+	q.i++ // the comma
+	return q.peekName(field)
+}
+
+// load reads "load" and a JSON number: an optional minus, an integer
+// part without a leading zero, an optional fraction and exponent, as
+// strconv.ParseFloat (the decoder's) reads it; one out of the float64
+// range is refused, as the decoder refuses it.
+func (p *renewParser) load() (*float64, bool) {
+	if !p.name("load") {
+		return nil, false
+	}
+	p.space()
+	start := p.i
+	digits := func() int {
+		n := 0
+		for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+			p.i++
+			n++
+		}
+		return n
+	}
+	if p.i < len(p.b) && p.b[p.i] == '-' {
+		p.i++
+	}
+	intStart := p.i
+	if n := digits(); n == 0 || n > 1 && p.b[intStart] == '0' {
+		return nil, false
+	}
+	if p.i < len(p.b) && p.b[p.i] == '.' {
+		p.i++
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
+		p.i++
+		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
+			p.i++
+		}
+		if digits() == 0 {
+			return nil, false
+		}
+	}
+	x, err := strconv.ParseFloat(string(p.b[start:p.i]), 64)
+	if err != nil {
+		return nil, false
+	}
+	return &x, true
 }
 
 // uint reads a JSON number that is a uint64: digits, no leading zero, no

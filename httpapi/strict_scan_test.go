@@ -171,7 +171,26 @@ func TestParseRenewManyAgreesWithTheDecoder(t *testing.T) {
 		`{"holder":"h","leases":[],"brief":false}`,
 		`{"holder":"h","secret":"0123456789abcdef0123456789abcdef","leases":[{"key":"k","token":7}],"brief":true}`,
 		`{"holder":"h","leases":[{"key":"k","token":7,"secret":"s-1"},{"key":"j","token":8}]}`,
-		`{"holder":"h","secret":"s","leases":[{"key":"k","token":7,"secret":"t"}]}`)
+		`{"holder":"h","secret":"s","leases":[{"key":"k","token":7,"secret":"t"}]}`,
+		// Loads, as a reporting worker's keep-alive sends them.
+		`{"holder":"w#1","secret":"s","leases":[{"key":"k","token":7,"load":12.5},{"key":"j","token":8}],"brief":true,"load":40}`,
+		`{"holder":"h","leases":[{"key":"k","token":7,"secret":"t","load":0}],"load":1e3}`,
+		`{"holder":"h","leases":[{"key":"k","token":7,"load":-0.5E-2}],"brief":false}`,
+		`{"holder":"h","leases":[{"key":"k","token":7,"load":1e400}]}`,
+		`{"holder":"h","leases":[{"key":"k","token":7,"load":01}]}`,
+		`{"holder":"h","leases":[],"load":3}`)
+}
+
+// The body of a reporting worker's keep-alive, as the Go client encodes
+// it, takes the parser too.
+func TestParseRenewManyReadsTheClientsLoads(t *testing.T) {
+	load, total := 12.5, 1e-3
+	clients, err := json.Marshal(wire.RenewManyBody{Holder: "w#1", Secret: "0123456789abcdef0123456789abcdef", Brief: true, Load: &total,
+		Leases: []wire.LeaseRef{{Key: "k", Token: 7, Load: &load}, {Key: "j", Token: 8, Secret: "s", Load: &load}, {Key: "i", Token: 9}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parserAgreesWithTheDecoder(t, parseRenewMany, string(clients), string(clients))
 }
 
 func TestParseLeaseRefAgreesWithTheDecoder(t *testing.T) {

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"reflect"
 	"regexp"
@@ -84,6 +85,25 @@ func TestHTTPAPIDocNamesEveryCodeAndField(t *testing.T) {
 	for name, where := range fields {
 		if !named(name) {
 			t.Errorf("JSON field %q (%s) is not in docs/http-api.md", name, where)
+		}
+	}
+}
+
+// A worker's holders are its id, '#' and a suffix; any other holder is
+// its own worker id.
+func TestWorkerOf(t *testing.T) {
+	for holder, want := range map[string]string{"w1#9f3a": "w1", "a#b#c": "a#b", "host-1-42": "host-1-42", "#x": "#x", "": ""} {
+		if got := WorkerOf(holder); got != want {
+			t.Errorf("WorkerOf(%q) = %q, want %q", holder, got, want)
+		}
+	}
+}
+
+// A load follows the rule from 0 to MaxLoad, and NaN does not.
+func TestLoadProblem(t *testing.T) {
+	for load, ok := range map[float64]bool{0: true, 12.5: true, MaxLoad: true, -1: false, 2 * MaxLoad: false, math.NaN(): false, math.Inf(1): false} {
+		if got := LoadProblem(load) == ""; got != ok {
+			t.Errorf("LoadProblem(%v) = %q, want ok %v", load, LoadProblem(load), ok)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -82,4 +83,14 @@ func LoadProblem(load float64) string {
 		return ""
 	}
 	return fmt.Sprintf("%v is outside [0, %g]", load, float64(MaxLoad))
+}
+
+// WorkerOf is the worker id of a lease holder: a worker's holders are its
+// id, '#' and a suffix of the process (so two processes started with one
+// id by mistake hold different leases); any other holder is its own id.
+func WorkerOf(holder string) string {
+	if i := strings.LastIndexByte(holder, '#'); i > 0 {
+		return holder[:i]
+	}
+	return holder
 }

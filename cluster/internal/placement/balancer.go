@@ -318,7 +318,7 @@ func (b *Balancer) stage(g *fsm.Group, plan map[string]string, workers []members
 			}
 			continue
 		}
-		x := WorkerOf(l.Holder)
+		x := wire.WorkerOf(l.Holder)
 		switch {
 		case !live[x] || ctl.Prohibits(l.Holder):
 		case g.Assignment[k] != x:

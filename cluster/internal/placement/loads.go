@@ -2,10 +2,10 @@ package placement
 
 import (
 	"math"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster/internal/clock"
 )
 
@@ -64,7 +64,7 @@ func (l *Loads) Report(holder string, keys []KeyLoad, total *float64) {
 		l.keys[k.Key] = l.update(l.keys[k.Key], k.Load, now)
 	}
 	if total != nil {
-		id := WorkerOf(holder)
+		id := wire.WorkerOf(holder)
 		l.workers[id] = l.update(l.workers[id], *total, now)
 	}
 }
@@ -111,13 +111,4 @@ func (l *Loads) Sweep() {
 			}
 		}
 	}
-}
-
-// WorkerOf is the worker id of a lease holder: a worker's holders are its
-// id, '#' and a suffix of the process; any other holder is its own id.
-func WorkerOf(holder string) string {
-	if i := strings.LastIndexByte(holder, '#'); i > 0 {
-		return holder[:i]
-	}
-	return holder
 }

@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"maps"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster/internal/clock"
 	"github.com/tenure-io/tenure/fsm"
 )
@@ -107,7 +107,7 @@ func NewTracker(clock clock.Clock, defaultGrace time.Duration) *Tracker {
 // Holds reports whether a lease holder is worker: the worker's id itself,
 // or "<id>#<suffix>" (the client Worker's holders).
 func Holds(holder, worker string) bool {
-	return holder == worker || strings.HasPrefix(holder, worker+"#") && strings.LastIndexByte(holder, '#') == len(worker)
+	return holder == worker || worker != "" && wire.WorkerOf(holder) == worker
 }
 
 // groupGrace is the grace of g: its own setting, or twice the largest TTL
