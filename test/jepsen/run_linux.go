@@ -182,6 +182,13 @@ func (w *world) startAll(ctx context.Context) error {
 		if _, err := w.call(ctx, "PUT", w.url(w.servers[0], "/v1/groups/"+placeGroup), map[string]any{"keys": placeKeys()}, nil); err != nil {
 			return fmt.Errorf("create group: %w", err)
 		}
+		// Placed by the loads the place agents report, moving keys for
+		// balance every second and at most two keys at once: placement
+		// by load and the availability budget under the nemeses.
+		if _, err := w.call(ctx, "PUT", w.url(w.servers[0], "/v1/groups/"+placeGroup+"/balance"),
+			map[string]any{"by": "load", "move_interval": "1s", "move_budget": 2, "max_moving": 2}, nil); err != nil {
+			return fmt.Errorf("balance group: %w", err)
+		}
 		w.groupCreated = history.Now()
 	}
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, 7))

@@ -63,7 +63,8 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	return runHolder(ctx, fs, args, stderr, &hf, check, func(ctx context.Context, log hclog.Logger, rec *recorder, c *client.Client) int {
 		var w *worker.Worker
-		h := &placeHandler{proc: hf.id, rec: rec, log: log, stop: ctx, holder: func() string { return w.Holder() }}
+		h := &placeHandler{proc: hf.id, rec: rec, log: log, stop: ctx, holder: func() string { return w.Holder() },
+			report: func(key string, load float64) { w.ReportLoad(key, load) }}
 		opts := []worker.WorkerOption{worker.WithWorkerID(hf.id), worker.WithWorkerTTL(hf.ttl), worker.WithGossipAddr(gossip),
 			worker.WithCapacity(capacity), worker.WithWorkerLogger(log)}
 		if peers := splitList(join); len(peers) > 0 {
@@ -107,6 +108,19 @@ type placeHandler struct {
 	log    hclog.Logger
 	stop   context.Context // the agent is stopping: stop acting at once
 	holder func() string
+	// report reports the load of a key the handler owns (the group is
+	// placed by load): see placeLoad.
+	report func(key string, load float64)
+}
+
+// placeLoad is the load a place agent reports for key: part-0 weighs as
+// much as three of the others, so that placing by load and placing by
+// count differ.
+func placeLoad(key string) float64 {
+	if key == "part-0" {
+		return 3
+	}
+	return 1
 }
 
 // handle records Acquired, then a Belief every placeBeliefInterval (the
@@ -138,6 +152,7 @@ func (h *placeHandler) handle(ctx context.Context, key string, token uint64) {
 			return
 		}
 		_ = h.rec.Write(history.Event{T: t, Kind: history.Belief, Proc: h.proc, Key: key, Holder: holder, Token: token})
+		h.report(key, placeLoad(key))
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
