@@ -133,6 +133,24 @@ func (a *ACLAPI) ListPolicies(ctx context.Context) ([]ACLPolicy, error) {
 // still allows it: read on each group, read and write on its keys, and a holder
 // binding, if any, that the id's holders fit). Worker.Run calls it when
 // the client has a token. ErrACLDisabled from a cluster without ACLs.
+// Prepared tells the cluster that worker prepared keys of group that the
+// plan named it to prepare (Plan's Prepare): each that is still being
+// prepared for it becomes its target at once, and its holder is asked to
+// hand it back. It answers those keys. With ACLs on, the client's token
+// must be one that worker may serve the group with. client/worker calls it
+// for a worker with WithPrepare.
+func (g *GroupsAPI) Prepared(ctx context.Context, group, worker string, keys []string) ([]string, error) {
+	p, err := groupPath(group, "/prepared")
+	if err != nil {
+		return nil, err
+	}
+	out, err := callOnly[PreparedBody](ctx, g.c, &request{method: http.MethodPost, path: p, body: PreparedBody{Worker: worker, Keys: keys}}, "prepared")
+	if err != nil {
+		return nil, err
+	}
+	return out.Keys, nil
+}
+
 func (g *GroupsAPI) RegisterWorker(ctx context.Context, id string, groups []string) error {
 	if id == "" {
 		return fmt.Errorf("%w: empty worker id", ErrInvalid)

@@ -95,6 +95,7 @@ type (
 	ACLPolicySpec      = wire.ACLPolicySpec
 	ACLPolicyList      = wire.ACLPolicyList
 	WorkerRegistration = wire.WorkerRegistration
+	PreparedBody       = wire.PreparedBody
 	GroupSpec          = wire.GroupSpec
 	GroupKey           = wire.GroupKey
 	GroupWorker        = wire.GroupWorker

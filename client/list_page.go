@@ -227,20 +227,34 @@ func (g *GroupsAPI) GetPage(ctx context.Context, name string, page PageOptions, 
 // the plan changes past that index (Meta.Index of the previous answer).
 // The server answers the plan in pages of keys; Assignment follows them
 // (only the first blocks; Meta is the first page's). AssignmentPage reads
-// one page.
+// one page; Plan also reads the keys being prepared.
 func (g *GroupsAPI) Assignment(ctx context.Context, name, worker string, q *QueryOptions) (map[string]string, *Meta, error) {
-	plan := map[string]string{}
+	plan, meta, err := g.Plan(ctx, name, worker, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	return plan.Assignment, meta, nil
+}
+
+// Plan is Assignment with the keys being prepared (Assignment.Prepare: a
+// key about to move to a worker that prepares it first, a warm hand-off),
+// of worker only when it is not empty.
+func (g *GroupsAPI) Plan(ctx context.Context, name, worker string, q *QueryOptions) (*Assignment, *Meta, error) {
+	plan := &Assignment{Group: name, Assignment: map[string]string{}, Prepare: map[string]string{}}
 	_, meta, err := eachPage(fmt.Sprintf("group %q assignment", name), q, func(cursor string, q *QueryOptions) ([]struct{}, string, *Meta, error) {
 		out, meta, err := g.AssignmentPage(ctx, name, worker, PageOptions{Cursor: cursor}, q)
 		if err != nil {
 			return nil, "", nil, err
 		}
-		maps.Copy(plan, out.Assignment)
+		maps.Copy(plan.Assignment, out.Assignment)
+		maps.Copy(plan.Prepare, out.Prepare)
+		plan.HiddenKeys += out.HiddenKeys
 		return nil, out.Next, meta, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
+	plan.Index = meta.Index
 	return plan, meta, nil
 }
 

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/tenure-io/tenure/client/wire"
 	"github.com/tenure-io/tenure/cluster/internal/acl"
 	"github.com/tenure-io/tenure/cluster/internal/check"
 	"github.com/tenure-io/tenure/fsm"
@@ -87,6 +88,45 @@ type PolicySpec = acl.PolicySpec
 // out the keys a token may not read).
 func (n *Node) WorkerAllowed(a *Authorizer, worker, group string) error {
 	return acl.WorkerAllowed(n.machine, a, worker, group)
+}
+
+// Prepared records, through Raft, a worker's word that it prepared keys of
+// group that the plan named it to prepare: each that is still being
+// prepared for it is targeted at it (fsm.Prepared). With ACLs on, a's
+// token must be one the worker may serve the group with
+// (WorkerAllowed): a token bound to one worker's holders cannot speak
+// for another. It answers the keys now targeted at worker among keys.
+func (n *Node) Prepared(ctx context.Context, a *Authorizer, group, worker string, keys []string) ([]string, error) {
+	if err := check.Name("worker", worker); err != nil {
+		return nil, err
+	}
+	if err := check.Name("name", group); err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 || len(keys) > wire.MaxPrepareKeys {
+		return nil, invalid("keys", "give 1 to %d keys, got %d", wire.MaxPrepareKeys, len(keys))
+	}
+	for _, k := range keys {
+		if err := fsm.ValidateKey(k); err != nil {
+			return nil, &InvalidError{Field: "keys", Err: err}
+		}
+	}
+	if n.cfg.ACLEnabled {
+		if err := n.WorkerAllowed(a, worker, group); err != nil {
+			return nil, err
+		}
+	}
+	g, err := n.writeGroup(ctx, group, fsm.Prepared{Group: group, Worker: worker, Keys: keys})
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, k := range keys {
+		if g.Assignment[k] == worker {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // RegisterWorker records, through Raft, that the token of a vouches for

@@ -143,6 +143,18 @@ func TestWorkerAdmission(t *testing.T) {
 	if err := n.RegisterWorker(ctx, a, "worker-1", []string{"parts"}); err != nil {
 		t.Fatalf("RegisterWorker: %v", err)
 	}
+	// A warm hand-off's word that keys are prepared speaks for a worker:
+	// a token cannot say it for a worker outside its holder binding, nor
+	// for a group the worker could not serve with it.
+	if _, err := n.Prepared(ctx, a, "parts", "other-1", []string{"parts/0"}); !errors.Is(err, cluster.ErrPermissionDenied) {
+		t.Errorf("prepared for a worker outside the holder prefix: %v, want permission denied", err)
+	}
+	if _, err := n.Prepared(ctx, a, "other", "worker-1", []string{"other/1"}); !errors.Is(err, cluster.ErrPermissionDenied) {
+		t.Errorf("prepared for a group the token cannot read: %v, want permission denied", err)
+	}
+	if _, err := n.Prepared(ctx, a, "parts", "worker-1", []string{"parts/0"}); err != nil {
+		t.Errorf("prepared by the worker's own token: %v", err)
+	}
 	if !cluster.AdmitWorker(n, "worker-1", "parts") {
 		t.Error("a registered worker is not admitted")
 	}

@@ -68,8 +68,9 @@ func HeldBy(l *fsm.Lease) string { return views.HeldBy(l) }
 
 // AssignmentView is one page of a group's plan (Node.AssignmentPage).
 type AssignmentView struct {
-	// Plan maps key to target worker id.
-	Plan map[string]string
+	// Plan maps key to target worker id; Prepare, for the keys of the
+	// page being prepared by another worker, that worker.
+	Plan, Prepare map[string]string
 	// Next is the key the next page starts after, "" after the last page.
 	Next string
 	// Hidden counts the targets this page left out because the reader may
@@ -95,5 +96,6 @@ func (n *Node) AssignmentPage(ctx context.Context, name, worker string, p fsm.Pa
 		return AssignmentView{Index: n.machine.GroupIndex()}, fmt.Errorf("group %q: %w", name, ErrNotFound)
 	}
 	plan, next, hidden := views.AssignmentPage(g, worker, p.After, max(p.Limit, 1), visible)
-	return AssignmentView{Plan: plan, Next: next, Hidden: hidden, Index: g.ModifyIndex}, nil
+	prepare := views.PreparePage(g, worker, p.After, next, visible)
+	return AssignmentView{Plan: plan, Prepare: prepare, Next: next, Hidden: hidden, Index: g.ModifyIndex}, nil
 }

@@ -85,6 +85,9 @@ const (
 
 	// TypeGroupBalance is GroupBalance (balance.go).
 	TypeGroupBalance Type = 33
+
+	// TypePrepared is Prepared (warm.go).
+	TypePrepared Type = 34
 )
 
 // version1 is the payload version of every command type but those below.
@@ -93,7 +96,9 @@ const version1 byte = 1
 
 // version2 is the payload version of an Acquire or a Release that carries
 // a lease secret's hash: version 1's fields, then the hash. Those without
-// one are still written as version 1, byte for byte as before.
+// one are still written as version 1, byte for byte as before. It is also
+// that of an Assign with keys to prepare or a base index (Assign.Prepare,
+// Assign.Base), after its version 1 fields.
 const version2 byte = 2
 
 // payloadVersion is the payload version c is written with.
@@ -107,6 +112,10 @@ func payloadVersion(c Command) byte {
 		if c.SecretHash != "" {
 			return version2
 		}
+	case Assign:
+		if len(c.Prepare) > 0 || c.Base != 0 {
+			return version2
+		}
 	}
 	return version1
 }
@@ -114,7 +123,7 @@ func payloadVersion(c Command) byte {
 // versionKnown reports whether this build reads payload version v of type t.
 func versionKnown(t Type, v byte) bool {
 	switch t {
-	case TypeAcquire, TypeRelease:
+	case TypeAcquire, TypeRelease, TypeAssign:
 		return v == version1 || v == version2
 	}
 	return v == version1
@@ -217,7 +226,7 @@ func (Ignored) encode(*encoder) { panic("fsm: an Ignored command cannot be encod
 // known reports whether this build can decode commands of type t.
 func known(t Type) bool {
 	return t >= TypeAcquire && t <= TypeClusterID || t == TypeBackupKey || t == TypeHandover || t == TypeGroupSetKeys ||
-		t == TypeGroupBalance
+		t == TypeGroupBalance || t == TypePrepared
 }
 
 func (c Acquire) encode(e *encoder) {
@@ -332,13 +341,19 @@ func decode(b []byte, allowBatch, allowBy bool) (Command, error) {
 		c = GroupSetKeys{Name: d.string(), Keys: d.strings()}
 	case TypeGroupBalance:
 		c = GroupBalance{Name: d.string(), Balance: decodeBalance(d)}
+	case TypePrepared:
+		c = decodePrepared(d)
 	case TypeKeyControl, TypeKeyControlEnd, TypeKeyControlForce:
 		c = SetKeyControl{Key: d.string(), Control: KeyControl{Disabled: d.bool(), Prohibited: d.strings()},
 			KeepsHolder: t == TypeKeyControl, Force: t == TypeKeyControlForce}
 	case TypeWorkerDrain:
 		c = WorkerDrain{Worker: d.string(), Draining: d.bool()}
 	case TypeAssign:
-		c = Assign{Group: d.string(), Assignment: d.stringMap()}
+		a := Assign{Group: d.string(), Assignment: d.stringMap()}
+		if version >= version2 {
+			a.Prepare, a.Base = d.stringMap(), d.uvarint()
+		}
+		c = a
 	case TypeGroupMax:
 		c = GroupMax{Name: d.string(), MaxPerWorker: int(d.varint())}
 	case TypeGroupDefine:

@@ -119,14 +119,15 @@ func TestRestoreRefusesBadEndingSection(t *testing.T) {
 	good := n.m.snapshotBytes()
 	// The section is the last bytes of the body before the cluster id (an
 	// empty one: 0), the secret hashes (none: 0), the backup key (an
-	// empty one: 0) and the balances (none: 0): count 1, key "a", reason.
-	body := good[:len(good)-8]
+	// empty one: 0), the balances (none: 0) and the prepares (none: 0):
+	// count 1, key "a", reason.
+	body := good[:len(good)-9]
 	if !bytes.HasSuffix(body, []byte{1, 1, 'a', byte(ReasonRevoked)}) {
 		t.Fatalf("unexpected section: %x", body[len(body)-8:])
 	}
 	patch := func(tail ...byte) []byte {
 		b := append(bytes.Clone(body[:len(body)-4]), tail...)
-		return withCRC(append(b, 0, 0, 0, 0, 0, 0, 0, 0))
+		return withCRC(append(b, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 	}
 	for name, data := range map[string][]byte{
 		"reason released": patch(1, 1, 'a', byte(ReasonReleased)),

@@ -318,8 +318,10 @@ var goldenSnapshots = []struct {
 		State: goldenStateV4(11, 62, goldenLeasesV6(), goldenClusterID, nil)}},
 	{file: "snapshot-v7.golden", version: 7, want: decodedSnapshot{Index: 65, Term: 3,
 		State: goldenStateV4(11, 62, goldenLeasesV6(), goldenClusterID, goldenBackupKey)}},
-	{file: "snapshot-v8.golden", version: 8, current: true, log: goldenLogV8, want: decodedSnapshot{Index: 66, Term: 3,
+	{file: "snapshot-v8.golden", version: 8, want: decodedSnapshot{Index: 66, Term: 3,
 		State: goldenStateV8()}},
+	{file: "snapshot-v9.golden", version: 9, current: true, log: goldenLogV9, want: decodedSnapshot{Index: 68, Term: 3,
+		State: goldenStateV9()}},
 }
 
 type namedCommand struct {
@@ -412,6 +414,11 @@ var goldenCommandsV2 = append(slices.Clone(goldenCommandsV1),
 	namedCommand{"group-set-keys", GroupSetKeys{Name: "sessions", Keys: []string{"sessions/b", "sessions/a"}}},
 	// A group's balance, added after that.
 	namedCommand{"group-balance", GroupBalance{Name: "partitions", Balance: goldenBalance}},
+	// A plan with keys to prepare (Assign, payload version 2) and a
+	// worker's word that it prepared, added after that.
+	namedCommand{"assign-prepare", Assign{Group: "partitions", Assignment: map[string]string{"partitions/0": "w-a"},
+		Prepare: map[string]string{"partitions/0": "w-b"}, Base: 41}},
+	namedCommand{"prepared", Prepared{Group: "partitions", Worker: "w-b", Keys: []string{"partitions/0"}}},
 )
 
 var goldenCommands = []struct {

@@ -30,6 +30,11 @@ type Group struct {
 	// Assignment is the balancer's target owner (a worker id) of each key
 	// that has one. It is intent only: exclusivity comes from leases.
 	Assignment map[string]string
+	// Prepare names, for a key that the balancer is about to move from
+	// the worker holding it to another, the other worker: it prepares the
+	// key while the key's target stays its holder, until Prepared or the
+	// balancer retargets it (warm.go). Never a key's target; intent only.
+	Prepare map[string]string
 	// CreateIndex and ModifyIndex are the Raft indexes that created and
 	// last changed the group (definition or assignment); AssignIndex the
 	// one that last changed the assignment.
@@ -126,11 +131,18 @@ type GroupMax struct {
 	MaxPerWorker int
 }
 
-// Assign replaces the target assignment of a group. Only the leader's
-// balancer proposes it.
+// Assign replaces the target assignment of a group, and the keys other
+// workers prepare (Group.Prepare; entries for a key's own target are
+// dropped). Only the leader's balancer proposes it. With Base (not 0), it
+// changes nothing (CASFailed) unless the group's AssignIndex is still
+// Base: a Prepared applied since the balancer read the group is not
+// undone by a plan made without it. An Assign without Prepare and Base is
+// written as payload version 1, as before warm hand-offs.
 type Assign struct {
 	Group      string
 	Assignment map[string]string
+	Prepare    map[string]string
+	Base       uint64
 }
 
 func (GroupPut) Type() Type     { return TypeGroupPut }
@@ -188,6 +200,10 @@ func (c GroupMax) encode(e *encoder) {
 func (c Assign) encode(e *encoder) {
 	e.string(c.Group)
 	e.stringMap(c.Assignment)
+	if payloadVersion(c) == version2 {
+		e.stringMap(c.Prepare)
+		e.uvarint(c.Base)
+	}
 }
 
 // applyGroup runs a group, control or worker command under m.mu.
@@ -212,6 +228,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 			}
 			next.Keys = sortedSet(slices.DeleteFunc(slices.Concat(cur.Keys, c.Add), func(k string) bool { return remove[k] }))
 			next.Assignment = keepAssigned(cur.Assignment, next.Keys)
+			next.Prepare = keepAssigned(cur.Prepare, next.Keys)
 			m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
 		})
 	case GroupSetKeys:
@@ -222,6 +239,7 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 		return m.changeGroup(index, c.Name, func(cur, next *Group) {
 			next.Keys = keys
 			next.Assignment = keepAssigned(cur.Assignment, next.Keys)
+			next.Prepare = keepAssigned(cur.Prepare, next.Keys)
 			m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupKeysSet})
 		})
 	case SetKeyControl:
@@ -246,8 +264,12 @@ func (m *Machine) applyGroup(index uint64, cmd Command) Result {
 			m.emit(Event{Type: EventGroupChanged, Group: c.Name, Reason: GroupMaxSet})
 		})
 	case Assign:
+		if g := m.groups[c.Group]; g != nil && c.Base != 0 && g.AssignIndex != c.Base {
+			return Result{Code: CASFailed}
+		}
 		return m.changeGroup(index, c.Group, func(cur, next *Group) {
 			next.Assignment = keepAssigned(c.Assignment, cur.Keys)
+			next.Prepare = keepPrepared(c.Prepare, cur.Keys, next.Assignment)
 			next.AssignIndex = index
 			m.emitAssigned(c.Group, cur.Assignment, next.Assignment)
 		})

@@ -22,6 +22,68 @@ func TestApplyPlacementContract(t *testing.T) {
 		drained  []string
 		index    uint64 // GroupIndex afterwards
 	}{
+		// Warm hand-off: Assign's Prepare and Prepared.
+		{
+			name:   "assign names the workers that prepare, dropping a key's own target and unknown keys",
+			setup:  []Command{GroupPut{Name: "g", Keys: []string{"a", "b", "c"}}},
+			cmd:    Assign{Group: "g", Assignment: map[string]string{"a": "w1", "b": "w1"}, Prepare: map[string]string{"a": "w2", "b": "w1", "z": "w2", "c": "w3"}},
+			want:   Done,
+			groups: []*Group{{Name: "g", Keys: []string{"a", "b", "c"}, Assignment: map[string]string{"a": "w1", "b": "w1"}, Prepare: map[string]string{"a": "w2", "c": "w3"}, CreateIndex: 1, ModifyIndex: 2, AssignIndex: 2}},
+			index:  2,
+		},
+		{
+			name: "prepared targets the keys still prepared for that worker, and only those",
+			setup: []Command{GroupPut{Name: "g", Keys: []string{"a", "b", "c"}},
+				Assign{Group: "g", Assignment: map[string]string{"a": "w1", "b": "w1", "c": "w1"}, Prepare: map[string]string{"a": "w2", "b": "w3"}}},
+			cmd:    Prepared{Group: "g", Worker: "w2", Keys: []string{"a", "b", "c"}},
+			want:   Done,
+			groups: []*Group{{Name: "g", Keys: []string{"a", "b", "c"}, Assignment: map[string]string{"a": "w2", "b": "w1", "c": "w1"}, Prepare: map[string]string{"b": "w3"}, CreateIndex: 1, ModifyIndex: 3, AssignIndex: 3}},
+			index:  3,
+		},
+		{
+			name: "a stale prepared changes nothing",
+			setup: []Command{GroupPut{Name: "g", Keys: []string{"a"}},
+				Assign{Group: "g", Assignment: map[string]string{"a": "w1"}, Prepare: map[string]string{"a": "w2"}},
+				Assign{Group: "g", Assignment: map[string]string{"a": "w1"}}},
+			cmd:    Prepared{Group: "g", Worker: "w2", Keys: []string{"a"}},
+			want:   Done,
+			groups: []*Group{{Name: "g", Keys: []string{"a"}, Assignment: map[string]string{"a": "w1"}, CreateIndex: 1, ModifyIndex: 3, AssignIndex: 3}},
+			index:  3,
+		},
+		{
+			name: "a plan made before a worker's prepared is refused",
+			setup: []Command{GroupPut{Name: "g", Keys: []string{"a"}},
+				Assign{Group: "g", Assignment: map[string]string{"a": "w1"}, Prepare: map[string]string{"a": "w2"}},
+				Prepared{Group: "g", Worker: "w2", Keys: []string{"a"}}},
+			cmd:    Assign{Group: "g", Assignment: map[string]string{"a": "w1"}, Prepare: map[string]string{"a": "w2"}, Base: 2},
+			want:   CASFailed,
+			groups: []*Group{{Name: "g", Keys: []string{"a"}, Assignment: map[string]string{"a": "w2"}, CreateIndex: 1, ModifyIndex: 3, AssignIndex: 3}},
+			index:  3,
+		},
+		{
+			name: "a plan made on the current assignment applies",
+			setup: []Command{GroupPut{Name: "g", Keys: []string{"a"}},
+				Assign{Group: "g", Assignment: map[string]string{"a": "w1"}, Prepare: map[string]string{"a": "w2"}}},
+			cmd:    Assign{Group: "g", Assignment: map[string]string{"a": "w2"}, Base: 2},
+			want:   Done,
+			groups: []*Group{{Name: "g", Keys: []string{"a"}, Assignment: map[string]string{"a": "w2"}, CreateIndex: 1, ModifyIndex: 3, AssignIndex: 3}},
+			index:  3,
+		},
+		{
+			name:  "prepared of a missing group",
+			cmd:   Prepared{Group: "g", Worker: "w2", Keys: []string{"a"}},
+			want:  NotFound,
+			index: 0,
+		},
+		{
+			name: "keys that leave a group leave its prepares",
+			setup: []Command{GroupPut{Name: "g", Keys: []string{"a", "b"}},
+				Assign{Group: "g", Assignment: map[string]string{"a": "w1", "b": "w1"}, Prepare: map[string]string{"a": "w2", "b": "w2"}}},
+			cmd:    GroupSetKeys{Name: "g", Keys: []string{"b"}},
+			want:   Done,
+			groups: []*Group{{Name: "g", Keys: []string{"b"}, Assignment: map[string]string{"b": "w1"}, Prepare: map[string]string{"b": "w2"}, CreateIndex: 1, ModifyIndex: 3, AssignIndex: 2}},
+			index:  3,
+		},
 		// GroupBalance.
 		{
 			name:   "group balance sets the balance, weights and all",

@@ -258,6 +258,8 @@ func (m *Machine) apply(index uint64, cmd Command) Result {
 		return Result{Code: Done}
 	case GroupBalance:
 		return m.setBalance(index, c)
+	case Prepared:
+		return m.applyPrepared(index, c)
 	case MarkStuck:
 		return m.changeGroup(index, c.Group, func(cur, next *Group) { m.setStuck(cur, next, sortedSet(c.Workers)) })
 	case ACLBootstrap, ACLTokenSet, ACLTokenDelete, ACLPolicySet, ACLPolicyDelete, WorkerRegister:

@@ -12,10 +12,11 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Snapshot format, version 8 (version 1 lacks the placement part, version 2
+// Snapshot format, version 9 (version 1 lacks the placement part, version 2
 // the ACL part, version 3 the group settings and the ending leases,
 // version 4 the cluster id, version 5 the lease secrets' hashes, version
-// 6 the backup key, version 7 the groups' balance):
+// 6 the backup key, version 7 the groups' balance, version 8 the keys
+// being prepared):
 //
 //	magic   [4]byte  "TNRS"
 //	version uint16   big endian
@@ -42,13 +43,15 @@ import (
 //	        always empty in a backup: see Machine.Backup)
 //	        v8: group balance count, each group's balance (sorted by
 //	        name; only groups that have one: encodeBalances)
+//	        v9: count of groups with keys being prepared, each group's
+//	        name and Prepare map (sorted by name: encodePrepares)
 //	crc     uint32   big endian: CRC-32C of everything before it
 //
 // Every version ever written stays readable; testdata holds a golden file
 // of each.
 const (
 	snapshotMagic   = "TNRS"
-	snapshotVersion = 8
+	snapshotVersion = 9
 	headerLen       = 4 + 2 + 8 + 8
 	// maxSnapshot bounds what readSnapshot will buffer.
 	maxSnapshot = 1 << 31
@@ -130,6 +133,7 @@ func appendSnapshot(dst []byte, st state, index, term uint64) []byte {
 	encodeSecrets(e, st.leases)
 	e.bytes(st.backupKey)
 	encodeBalances(e, st)
+	encodePrepares(e, st)
 	return binary.BigEndian.AppendUint32(e.buf, crc32.Checksum(e.buf[start:], castagnoli))
 }
 
@@ -234,6 +238,9 @@ func decodeSnapshot(b []byte) (st state, index, term uint64, err error) {
 	}
 	if version >= 8 && d.err == nil {
 		decodeBalances(d, &st)
+	}
+	if version >= 9 && d.err == nil {
+		decodePrepares(d, &st)
 	}
 	if err := d.finish(); err != nil {
 		return state{}, 0, 0, fmt.Errorf("%w: %w", ErrBadSnapshot, err)

@@ -297,15 +297,22 @@ func TestPersistErrors(t *testing.T) {
 func withSettings(snap []byte, section ...byte) []byte {
 	// The settings section is the one before the ending leases' (an
 	// empty one: 0), the cluster id (an empty one: 0), the secret hashes
-	// (none: 0), the backup key (an empty one: 0), the balances (none: 0)
-	// and the checksum.
-	c := append(bytes.Clone(snap[:len(snap)-10]), section...)
-	return withCRC(append(c, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+	// (none: 0), the backup key (an empty one: 0), the balances (none: 0),
+	// the prepares (none: 0) and the checksum.
+	c := append(bytes.Clone(snap[:len(snap)-11]), section...)
+	return withCRC(append(c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
 }
 
-// withBalances returns snap with section as its balance section, the last
-// before the checksum.
+// withBalances returns snap with section as its balance section, before
+// the prepares (none: 0) and the checksum.
 func withBalances(snap []byte, section ...byte) []byte {
+	c := append(bytes.Clone(snap[:len(snap)-6]), section...)
+	return withCRC(append(c, 0, 0, 0, 0, 0))
+}
+
+// withPrepares returns snap with section as its prepare section, the last
+// before the checksum.
+func withPrepares(snap []byte, section ...byte) []byte {
 	c := append(bytes.Clone(snap[:len(snap)-5]), section...)
 	return withCRC(append(c, 0, 0, 0, 0))
 }
@@ -416,7 +423,7 @@ func TestRestoreCorrupt(t *testing.T) {
 		{name: "header only", data: good[:headerLen], msg: "shorter than a header"},
 		{name: "bad magic", data: withCRC(patch(0, 'T', 'N', 'R', 'X')), msg: "magic"},
 		{name: "a command instead of a snapshot", data: encodePlain(acquire("a", "w1")), msg: "shorter than a header"},
-		{name: "version 9", data: withCRC(patch(4, 0, 9)), msg: "format version 9"},
+		{name: "version 10", data: withCRC(patch(4, 0, 10)), msg: "format version 10"},
 		{name: "version 0xffff", data: withCRC(patch(4, 0xff, 0xff)), msg: "format version 65535"},
 		{name: "a version 2 body under a version 1 header", data: withCRC(patch(4, 0, 1)), msg: "trailing"},
 		{name: "a version 1 body under a version 2 header", data: withCRC(func() []byte { c := bytes.Clone(single); c[5] = 2; return c }()), msg: "unexpected end"},
@@ -442,6 +449,9 @@ func TestRestoreCorrupt(t *testing.T) {
 		// zero here), then the weights.
 		{name: "balance of a group the snapshot lacks", data: withBalances(good, 1, 2, 'z', 'z', 1, 0, 0, 0, 0, 0), msg: "unknown group"},
 		{name: "weights out of order", data: withBalances(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 1, 0, 0, 0, 0, 2, 1, 'b', 0, 1, 'a', 0), msg: "out of order"},
+		{name: "prepares of a group the snapshot lacks", data: withPrepares(good, 1, 2, 'z', 'z', 0), msg: "unknown group"},
+		{name: "prepares of a key the group lacks", data: withPrepares(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 1, 1, 'q', 1, 'w'), msg: "not in the group"},
+		{name: "more prepares than bytes", data: withPrepares(good, 0x7f), msg: "group prepares in"},
 		{name: "more weights than bytes", data: withBalances(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 1, 0, 0, 0, 0, 0x7f), msg: "weights in"},
 	}
 	for _, tt := range tests {

@@ -61,6 +61,7 @@ func (m *Machine) defineGroup(index uint64, c GroupDefine) {
 	if cur != nil {
 		next.CreateIndex, next.AssignIndex = cur.CreateIndex, cur.AssignIndex
 		next.Assignment = keepAssigned(cur.Assignment, next.Keys)
+		next.Prepare = keepAssigned(cur.Prepare, next.Keys)
 		next.Stuck = cur.Stuck
 		next.Balance = cur.Balance // a setting of its own (GroupBalance)
 	}

@@ -266,6 +266,22 @@ func (s *Server) aclDeletePolicy(w http.ResponseWriter, r *http.Request) error {
 // registerWorker: the token must let the worker's holders (id#…) through
 // its binding, read each group, and acquire each group's keys
 // (cluster.Node.WorkerAllowed).
+// prepared records a worker's word that it prepared keys of a group (a
+// warm hand-off); the token is checked in cluster.Node.Prepared.
+func (s *Server) prepared(w http.ResponseWriter, r *http.Request) error {
+	var body wire.PreparedBody
+	if err := decodeBody(r, &body); err != nil {
+		return err
+	}
+	return s.write(w, r, func(ctx context.Context) (any, error) {
+		keys, err := s.node.Placement.Prepared(ctx, authz(r), groupName(r), body.Worker, body.Keys)
+		if err != nil {
+			return nil, err
+		}
+		return wire.PreparedBody{Worker: body.Worker, Keys: keys}, nil
+	})
+}
+
 func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) error {
 	var body wire.WorkerRegistration
 	if err := decodeBody(r, &body); err != nil {

@@ -187,6 +187,7 @@ func TestACLEveryRouteRight(t *testing.T) {
 		{"GET /v1/workers", "GET", "/v1/workers", "", client.RightRead},
 		{"GET /v1/workers", "GET", "/v1/workers?stale", "", client.RightRead},
 		{"POST /v1/workers/{id}/register", "POST", "/v1/workers/w1/register", `{"groups":["g"]}`, ""},
+		{"POST /v1/groups/{name:.+?}/prepared", "POST", "/v1/groups/g/prepared", `{"worker":"w1","keys":["g-1"]}`, ""}, // the worker's, checked in Prepared
 		{"GET /v1/events", "GET", "/v1/events?prefix=k/", "", client.RightRead},
 		{"GET /v1/events", "GET", "/v1/events", "", client.RightRead},
 		{"GET /v1/status", "GET", "/v1/status", "", ""},

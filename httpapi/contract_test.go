@@ -75,6 +75,8 @@ func TestEveryRouteAnswersInClientTypes(t *testing.T) {
 		{"PUT /v1/groups/{name:.+?}/max-per-worker", "PUT", "/v1/groups/g/max-per-worker", `{"max_per_worker":2}`, 200, func() any { return new(client.GroupSummary) }},
 		{"PUT /v1/groups/{name:.+?}/balance", "PUT", "/v1/groups/g/balance", `{"by":"load","move_budget":4}`, 200, func() any { return new(client.GroupBalance) }},
 		{"PUT /v1/groups/{name:.+?}/balance", "PUT", "/v1/groups/g/balance", `{"by":"weight"}`, 400, errBody},
+		{"POST /v1/groups/{name:.+?}/prepared", "POST", "/v1/groups/g/prepared", `{"worker":"w1","keys":["g-1"]}`, 200, func() any { return new(client.PreparedBody) }},
+		{"POST /v1/groups/{name:.+?}/prepared", "POST", "/v1/groups/g/prepared", `{"worker":"w1","keys":[]}`, 400, errBody},
 		{"GET /v1/groups", "GET", "/v1/groups", "", 200, func() any { return new(wire.GroupList) }},
 		{"GET /v1/groups/{name:.+?}", "GET", "/v1/groups/g", "", 200, func() any { return new(client.Group) }},
 		{"GET /v1/groups/{name:.+?}/assignment", "GET", "/v1/groups/g/assignment", "", 200, func() any { return new(client.Assignment) }},

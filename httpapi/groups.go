@@ -46,7 +46,8 @@ func groupOut(v cluster.GroupView) wire.Group {
 		targets, holds = map[string]int{}, map[string]int{}
 	}
 	for i, k := range v.Keys {
-		kj := wire.GroupKey{Key: k.Key, Target: k.Target, State: "free", Disabled: k.Control.Disabled, Prohibited: k.Control.Prohibited, Load: k.Load}
+		kj := wire.GroupKey{Key: k.Key, Target: k.Target, Preparing: v.Group.Prepare[k.Key], State: "free", Disabled: k.Control.Disabled,
+			Prohibited: k.Control.Prohibited, Load: k.Load}
 		if k.Lease != nil && k.Lease.Held {
 			kj.State, kj.Holder, kj.Token = "held", k.Lease.Holder, k.Lease.Token
 			kj.Worker = cluster.HeldBy(k.Lease) // workers name themselves in their leases' metadata
@@ -242,7 +243,8 @@ func (s *Server) assignment(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return nil, 0, err
 		}
-		return wire.Assignment{Group: groupName(r), Assignment: v.Plan, Index: v.Index, Next: encodeCursor(v.Next), HiddenKeys: v.Hidden}, v.Index, nil
+		return wire.Assignment{Group: groupName(r), Assignment: v.Plan, Prepare: v.Prepare, Index: v.Index, Next: encodeCursor(v.Next),
+			HiddenKeys: v.Hidden}, v.Index, nil
 	})
 }
 

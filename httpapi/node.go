@@ -98,6 +98,7 @@ type Placement interface {
 	Workers(ctx context.Context, c cluster.Consistency, id, after string, limit int) ([]cluster.WorkerView, string, uint64, error)
 	DrainWorker(ctx context.Context, worker string, draining, force bool) ([]string, error)
 	RegisterWorker(ctx context.Context, a *cluster.Authorizer, worker string, groups []string) error
+	Prepared(ctx context.Context, a *cluster.Authorizer, group, worker string, keys []string) ([]string, error)
 	ReportLoads(holder string, keys []cluster.KeyLoad, total *float64)
 }
 

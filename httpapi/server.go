@@ -223,6 +223,7 @@ func New(cfg Config) (*Server, error) {
 	r.Handle(group+"/keys", s.leader(s.guard(onGroup(fsm.RightGroups), s.setGroupKeys))).Methods(http.MethodPut)
 	r.Handle(group+"/max-per-worker", s.leader(s.guard(onGroup(fsm.RightGroups), s.maxPerWorker))).Methods(http.MethodPut)
 	r.Handle(group+"/balance", s.leader(s.guard(onGroup(fsm.RightGroups), s.setBalance))).Methods(http.MethodPut)
+	r.Handle(group+"/prepared", s.leader(s.guard(anyToken, s.prepared))).Methods(http.MethodPost) // checked in Prepared
 	r.Handle(group, s.reader(s.guard(onGroup(fsm.RightRead), s.getGroup))).Methods(http.MethodGet)
 	r.Handle(group, s.leader(s.guard(onGroup(fsm.RightGroups), s.putGroup))).Methods(http.MethodPut)
 	r.Handle(group, s.leader(s.guard(onGroup(fsm.RightGroups), s.deleteGroup))).Methods(http.MethodDelete)

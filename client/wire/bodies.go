@@ -198,7 +198,11 @@ type MaxPerWorkerBody struct {
 type Assignment struct {
 	Group      string            `json:"group"`
 	Assignment map[string]string `json:"assignment"`
-	Index      uint64            `json:"index"`
+	// Prepare names the worker that prepares a key of this page before it
+	// moves there (a warm hand-off); the key's target is still its holder.
+	// With ?worker=, only that worker's.
+	Prepare map[string]string `json:"prepare,omitempty"`
+	Index   uint64            `json:"index"`
 	// Next is the cursor of the next page of the plan (by key); empty
 	// after the last one.
 	Next string `json:"next"`

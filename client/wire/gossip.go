@@ -44,7 +44,11 @@ type MemberMeta struct {
 	// LoadCapacity is the load the worker can carry, in the unit of the
 	// load its renewals report (LeaseRef.Load); 0: none announced.
 	LoadCapacity float64 `json:"load_capacity,omitempty"`
-	Draining     bool    `json:"draining,omitempty"`
+	// PrepareMS is the longest the worker prepares a key that moves to it
+	// (a warm hand-off), in milliseconds, at most MaxPrepare; 0: it does
+	// not prepare, and keys move to it at once.
+	PrepareMS int64 `json:"prepare_ms,omitempty"`
+	Draining  bool  `json:"draining,omitempty"`
 	// Keys are the fingerprints of the member's gossip keys, primary
 	// first; empty without gossip encryption.
 	Keys []string `json:"keys,omitempty"`

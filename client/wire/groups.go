@@ -46,7 +46,10 @@ type GroupBalance struct {
 type GroupKey struct {
 	Key    string `json:"key"`
 	Target string `json:"target,omitempty"`
-	Holder string `json:"holder,omitempty"`
+	// Preparing is the worker that prepares the key before it moves there
+	// (a warm hand-off); Target is still the key's holder meanwhile.
+	Preparing string `json:"preparing,omitempty"`
+	Holder    string `json:"holder,omitempty"`
 	// Worker is the id of the worker that holds the key (from its lease's
 	// "worker" metadata), or the holder when the lease names none.
 	Worker     string   `json:"worker,omitempty"`
@@ -121,4 +124,14 @@ type KeyControl struct {
 	// ended: its holder is prohibited, or the key disabled (see
 	// RevokedLease).
 	Ended []RevokedLease `json:"ended,omitempty"`
+}
+
+// PreparedBody is the body of POST /v1/groups/{name}/prepared: a worker's
+// word that it prepared keys the plan named it to prepare (Assignment's
+// Prepare), at most MaxPrepareKeys. The answer is the same body with the
+// keys that are now targeted at the worker (the others were no longer
+// being prepared for it).
+type PreparedBody struct {
+	Worker string   `json:"worker"`
+	Keys   []string `json:"keys"`
 }

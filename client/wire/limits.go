@@ -1,5 +1,7 @@
 package wire
 
+import "time"
+
 // MaxRenewBatch is the largest number of leases one RenewMany call may
 // carry.
 const MaxRenewBatch = 1024
@@ -15,6 +17,15 @@ const (
 // MaxLoad is the largest load a renewal may report (LeaseRef.Load,
 // RenewManyBody.Load) and the largest load capacity a worker may announce.
 const MaxLoad = 1e15
+
+// MaxPrepare is the longest a worker may prepare a key that moves to it
+// (a warm hand-off, MemberMeta.PrepareMS): the balancer moves the key
+// once that time passed, prepared or not. MaxPrepareKeys bounds the keys
+// of one report that they are prepared (PreparedBody.Keys).
+const (
+	MaxPrepare     = 10 * time.Minute
+	MaxPrepareKeys = 1024
+)
 
 // MaxSnapshotBytes bounds a backup the client reads and a restore the
 // server accepts. A million held leases make a snapshot of about 63 MB.

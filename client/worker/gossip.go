@@ -60,7 +60,7 @@ func startWorkerGossip(ctx context.Context, w *Worker) (*workerGossip, error) {
 		log:     w.log.Named("gossip"),
 		servers: make(map[string]bool),
 		meta: wire.MemberMeta{Role: "worker", ID: w.cfg.id, Holder: w.cfg.holder, Groups: []string{w.group}, Capacity: w.cfg.capacity,
-			LoadCapacity: w.cfg.loadCapacity},
+			LoadCapacity: w.cfg.loadCapacity, PrepareMS: w.cfg.prepareTime.Milliseconds()},
 		keyring: kr,
 	}
 	mc := memberlist.DefaultLANConfig()

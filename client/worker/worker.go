@@ -37,8 +37,11 @@ type workerConfig struct {
 	capacity int
 	// loadCapacity is the load the worker can carry (WithLoadCapacity).
 	loadCapacity float64
-	ttl          time.Duration
-	gossipAddr   string
+	// prepare and prepareTime are WithPrepare's.
+	prepare     func(ctx context.Context, key string) error
+	prepareTime time.Duration
+	ttl         time.Duration
+	gossipAddr  string
 	// gossipAddrSet: WithGossipAddr was given (the default may move off
 	// loopback when the servers are not on it).
 	gossipAddrSet bool
@@ -66,6 +69,29 @@ func WithCapacity(n int) WorkerOption { return func(c *workerConfig) { c.capacit
 // wire.MaxLoad].
 func WithLoadCapacity(load float64) WorkerOption {
 	return func(c *workerConfig) { c.loadCapacity = load }
+}
+
+// WithPrepare makes the worker prepare each key that moves to it from
+// another worker, before it owns it (a warm hand-off): the balancer names
+// this worker to prepare the key while the old owner keeps it; the worker
+// runs prepare(ctx, key) — reads, cache warming, replaying a log: no
+// writes, since it holds no lease and no token yet — and, when prepare
+// returns nil, tells the cluster (GroupsAPI.Prepared), which makes the key
+// its target; the old owner's handler is then cancelled, it hands the key
+// back, and this worker acquires it with a new token, as in every move.
+// The key is without a running handler for one commit plus the old
+// handler's finish time instead of that plus a cold start.
+//
+// maxTime is the longest a prepare may take (at most wire.MaxPrepare): the
+// balancer moves the key anyway once it has passed, prepared or not. ctx
+// ends when the key is no longer to be prepared here (the plan changed)
+// or the worker stops; an error from prepare is logged
+// (key_prepare_failed) and the key moves after maxTime. Keys with no live
+// owner to wait for (new keys, a dead or stopping worker's) move at once,
+// unprepared. Run fails with ErrInvalid for a nil prepare or a maxTime
+// outside (0, wire.MaxPrepare].
+func WithPrepare(maxTime time.Duration, prepare func(ctx context.Context, key string) error) WorkerOption {
+	return func(c *workerConfig) { c.prepare, c.prepareTime = prepare, maxTime }
 }
 
 // WithWorkerTTL sets the TTL of the worker's leases (default 10s): how long
@@ -123,11 +149,15 @@ type Worker struct {
 	cfg     workerConfig
 	log     hclog.Logger
 
-	mu      sync.Mutex
-	keys    map[string]*ownedKey
-	total   *float64 // ReportTotalLoad
-	members *workerGossip
-	changed chan struct{} // closed and replaced when keys change
+	mu   sync.Mutex
+	keys map[string]*ownedKey
+	// preparing ends the prepare of each key being prepared; prepares
+	// are the goroutines that run them (WithPrepare).
+	preparing map[string]context.CancelFunc
+	prepares  sync.WaitGroup
+	total     *float64 // ReportTotalLoad
+	members   *workerGossip
+	changed   chan struct{} // closed and replaced when keys change
 }
 
 // ownedKey is a key the worker is trying to own or owns.
@@ -173,7 +203,7 @@ func New(c *client.Client, group string, handler Handler, opts ...WorkerOption) 
 		log = hclog.New(&hclog.LoggerOptions{Name: "tenure", Level: hclog.Info, Output: os.Stderr})
 	}
 	return &Worker{c: c, group: group, handler: handler, cfg: cfg, log: log.Named("worker").With("group", group, "worker", cfg.id),
-		keys: make(map[string]*ownedKey), changed: make(chan struct{})}
+		keys: make(map[string]*ownedKey), preparing: make(map[string]context.CancelFunc), changed: make(chan struct{})}
 }
 
 // ID is the worker's id: its name in the group's plan.
@@ -205,6 +235,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if p := wire.LoadProblem(w.cfg.loadCapacity); p != "" {
 		return fmt.Errorf("%w: load capacity %s", client.ErrInvalid, p)
 	}
+	if (w.cfg.prepare != nil || w.cfg.prepareTime != 0) && (w.cfg.prepare == nil || w.cfg.prepareTime <= 0 || w.cfg.prepareTime > wire.MaxPrepare) {
+		return fmt.Errorf("%w: WithPrepare needs a prepare function and a time in (0, %s], got %s", client.ErrInvalid, wire.MaxPrepare, w.cfg.prepareTime)
+	}
 	if w.c.Config().Token != "" {
 		// With ACLs on, the balancer plans keys only to workers that a
 		// token registered.
@@ -227,7 +260,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	var index uint64
 	for ctx.Err() == nil {
-		plan, meta, err := w.c.Groups().Assignment(ctx, w.group, w.cfg.id, &client.QueryOptions{Stale: true, WaitIndex: index, WaitTime: time.Minute})
+		plan, meta, err := w.c.Groups().Plan(ctx, w.group, w.cfg.id, &client.QueryOptions{Stale: true, WaitIndex: index, WaitTime: time.Minute})
 		var ae *client.APIError
 		switch {
 		case err == nil && meta.Index < index:
@@ -235,7 +268,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		case err == nil:
 			index = meta.Index
 		case errors.As(err, &ae) && errors.Is(err, client.ErrNotFound):
-			plan, index = nil, ae.Index // no such group (yet): own nothing
+			plan, index = &client.Assignment{}, ae.Index // no such group (yet): own nothing
 		default:
 			if ctx.Err() == nil {
 				w.log.Debug("watching targets failed", "error", err)
@@ -250,15 +283,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := g.setDraining(true, time.Second); err != nil {
 		w.log.Debug("announcing the drain failed", "error", err)
 	}
-	w.reconcile(ctx, nil)
+	w.reconcile(ctx, &client.Assignment{})
 	w.waitKeys(context.Background(), 0)
+	w.prepares.Wait()
 	return ctx.Err()
 }
 
-// reconcile starts owning new targets and lets go of keys that moved.
-func (w *Worker) reconcile(ctx context.Context, plan map[string]string) {
+// reconcile starts owning new targets and lets go of keys that moved, and
+// starts and ends the prepares of keys (WithPrepare).
+func (w *Worker) reconcile(ctx context.Context, a *client.Assignment) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.reconcilePrepares(ctx, a.Prepare)
+	plan := a.Assignment
 	for key, k := range w.keys {
 		if _, ok := plan[key]; !ok || ctx.Err() != nil {
 			k.moved()
@@ -289,6 +326,57 @@ func (w *Worker) reconcile(ctx context.Context, plan map[string]string) {
 			}
 			w.own(kctx, key, k)
 		}()
+	}
+}
+
+// reconcilePrepares ends the prepares of keys no longer to be prepared
+// here and starts those of new ones. w.mu held.
+func (w *Worker) reconcilePrepares(ctx context.Context, prepare map[string]string) {
+	for key, end := range w.preparing {
+		if _, ok := prepare[key]; !ok || ctx.Err() != nil {
+			end()
+			delete(w.preparing, key)
+		}
+	}
+	if w.cfg.prepare == nil || ctx.Err() != nil {
+		return
+	}
+	for key := range prepare {
+		if w.preparing[key] != nil {
+			continue
+		}
+		pctx, end := context.WithCancel(ctx)
+		w.preparing[key] = end
+		w.prepares.Go(func() { w.prepareKey(pctx, key) })
+	}
+}
+
+// prepareKey runs the application's prepare of key and, once it
+// succeeded, tells the cluster, until ctx ends.
+func (w *Worker) prepareKey(ctx context.Context, key string) {
+	start := time.Now()
+	if err := w.cfg.prepare(ctx, key); err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("key_prepare_failed", "key", key, "error", err,
+				"note", "the key moves here unprepared once the prepare time has passed")
+		}
+		return
+	}
+	for ctx.Err() == nil {
+		keys, err := w.c.Groups().Prepared(ctx, w.group, w.cfg.id, []string{key})
+		switch {
+		case err == nil:
+			w.log.Info("key_prepared", "key", key, "took", time.Since(start), "moving", len(keys) == 1)
+			return
+		case ctx.Err() != nil:
+		case errors.Is(err, client.ErrInvalid) || errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrPermissionDenied):
+			w.log.Warn("key_prepared_refused", "key", key, "error", err,
+				"note", "the key moves here once the prepare time has passed")
+			return
+		default:
+			w.log.Debug("reporting a prepared key failed", "key", key, "error", err)
+			wait.Sleep(ctx, w.cfg.retry)
+		}
 	}
 }
 

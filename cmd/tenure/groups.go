@@ -88,7 +88,11 @@ func (e *env) printGroup(g *client.Group) {
 		if len(k.Prohibited) > 0 {
 			ctl = append(ctl, fmt.Sprintf("prohibited=%v", k.Prohibited))
 		}
-		return []any{k.Key, dash(k.Target), dash(k.Worker), k.Token, k.State, loadText(k.Load), dash(strings.Join(ctl, " "))}
+		target := dash(k.Target)
+		if k.Preparing != "" {
+			target += " (" + k.Preparing + " preparing)" // a warm hand-off
+		}
+		return []any{k.Key, target, dash(k.Worker), k.Token, k.State, loadText(k.Load), dash(strings.Join(ctl, " "))}
 	})
 	if g.HiddenKeys > 0 {
 		fmt.Fprintf(e.stdout, "%d more keys hidden: the token may not read them\n", g.HiddenKeys)

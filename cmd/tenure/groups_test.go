@@ -11,7 +11,7 @@ func TestGroupCommands(t *testing.T) {
 	summary := map[string]any{"name": "partitions", "keys": 4, "assigned": 2, "max_per_worker": 2, "modify_index": 9}
 	group := map[string]any{"name": "partitions", "max_per_worker": 2,
 		"keys": []any{
-			map[string]any{"key": "partitions/0", "target": "w1", "holder": "w1", "token": 7, "state": "held", "load": 12.5},
+			map[string]any{"key": "partitions/0", "target": "w1", "preparing": "w2", "holder": "w1", "token": 7, "state": "held", "load": 12.5},
 			map[string]any{"key": "partitions/1", "state": "free", "disabled": true},
 		},
 		"workers": []any{map[string]any{"id": "w1", "status": "alive", "targets": 1, "holds": 1, "key_load": 12.5, "load": 20, "load_capacity": 300}},
@@ -32,7 +32,7 @@ func TestGroupCommands(t *testing.T) {
 		{"create from a list of no keys", []string{"groups", "create", "scenes", "-keys", ","}, 200, summary,
 			"PUT", "/v1/groups/scenes", `{}`, []string{"Group partitions"}},
 		{"get", []string{"groups", "get", "partitions"}, 200, group,
-			"GET", "/v1/groups/partitions", "", []string{"partitions/0", "w1", "7", "held", "disabled", "WORKER", "alive", "STUCK", "LOAD CAPACITY", "12.5", "300", "Stuck workers: w9", "Stuck grace: 45s; min workers: 3",
+			"GET", "/v1/groups/partitions", "", []string{"partitions/0", "w1 (w2 preparing)", "7", "held", "disabled", "WORKER", "alive", "STUCK", "LOAD CAPACITY", "12.5", "300", "Stuck workers: w9", "Stuck grace: 45s; min workers: 3",
 				"Placement: balanced by load, imbalance 1.2, at most 16 moves per 30s"}},
 		{"list", []string{"groups", "list"}, 200, map[string]any{"groups": []any{summary}},
 			"GET", "/v1/groups", "", []string{"NAME", "partitions", "4"}},

@@ -44,11 +44,14 @@ const (
 // are all stopped together when the test ends: Run cancelled, then waited
 // for.
 type workerFleet struct {
-	c       *cluster
-	group   string
-	runs    *runLog
-	ttl     time.Duration
-	linger  time.Duration // how long a handler works on after its context ended
+	c      *cluster
+	group  string
+	runs   *runLog
+	ttl    time.Duration
+	linger time.Duration // how long a handler works on after its context ended
+	// opts, when set, gives each worker the fleet starts (restarts too)
+	// options of its own, before start's.
+	opts    func(id string) []worker.WorkerOption
 	logger  hclog.Logger
 	logPath string
 
@@ -117,6 +120,9 @@ func (f *workerFleet) start(t *testing.T, id string, opts ...worker.WorkerOption
 		worker.WithGossipAddr("127.0.0.1:0"),
 		worker.WithWorkerLogger(f.logger),
 	}, opts...)
+	if f.opts != nil {
+		opts = append(f.opts(id), opts...)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	fw := &fleetWorker{id: id, http: cfg.HTTPClient, cancel: cancel, done: make(chan struct{})}
 	fw.w = worker.New(cl, f.group, f.runs.handler(id, f.linger), opts...)

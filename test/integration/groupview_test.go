@@ -43,7 +43,8 @@ func (f *workerFleet) settledView(admin *client.Client, owners []string, owned i
 // settled checks that the group is at rest: every key that has a target is
 // held by it, under the lease the group shows, and exactly that worker's
 // handler runs for it; every key without a target is free and no handler
-// runs for it; owned keys have an owner; only workers in owners own keys.
+// runs for it; no key is being prepared; owned keys have an owner; only
+// workers in owners own keys.
 // It returns the holder of each owned key.
 func settled(g *client.Group, runs *runLog, owners []string, owned int) (map[string]string, error) {
 	may := make(map[string]bool, len(owners))
@@ -58,6 +59,9 @@ func settled(g *client.Group, runs *runLog, owners []string, owned int) (map[str
 				return nil, fmt.Errorf("%s has no target but is %s by %q, %d handlers run", k.Key, k.State, k.Worker, len(running))
 			}
 			continue
+		}
+		if k.Preparing != "" {
+			return nil, fmt.Errorf("%s is being prepared by %s", k.Key, k.Preparing)
 		}
 		if !may[k.Target] {
 			return nil, fmt.Errorf("%s targets %q, not one of the workers that may own keys", k.Key, k.Target)

@@ -604,8 +604,30 @@ func TestWorkersRollKeepsTheAvailabilityBudget(t *testing.T) {
 	if _, err := admin.Groups().SetBalance(ctx, "rolling", client.GroupBalance{By: "keys", MaxMoving: 4}); err != nil {
 		t.Fatal(err)
 	}
-	// The restart command tells the test which worker to restart, and
-	// returns once the test restarted it, as `systemctl restart` would.
+	from := runs.now()
+	out, code, restarted := rollWorkers(t, c, f, "rolling", 2)
+	if code != 0 || !strings.Contains(out, "restarted 8 workers of group rolling") {
+		t.Fatalf("tenure workers roll exited %d:\n%s", code, out)
+	}
+	if slices.Sort(restarted); !slices.Equal(restarted, owners) {
+		t.Errorf("restarted %v, want every worker once: %v", restarted, owners)
+	}
+	waitSettled(t, admin, f, owners, 64, settleTimeout)
+	most := runs.mostUnownedAtOnce(from)
+	if most > 4 {
+		t.Errorf("%d keys had no running handler at once during the roll, the budget is 4", most)
+	}
+	t.Logf("rolled 8 workers, 2 at a time: at most %d keys unowned at once (budget 4)", most)
+	runs.checkExclusive(t)
+}
+
+// rollWorkers runs `tenure workers roll group -batch N` over f's workers.
+// Its restart command tells the test which worker to restart, and returns
+// once the test restarted it (f.restart), as `systemctl restart` would. It
+// returns the command's output and exit code and the workers restarted, in
+// order.
+func rollWorkers(t *testing.T, c *cluster, f *workerFleet, group string, batch int) (string, int, []string) {
+	t.Helper()
 	dir := t.TempDir()
 	var restarted []string
 	stop, watched := make(chan struct{}), make(chan struct{})
@@ -631,22 +653,9 @@ func TestWorkersRollKeepsTheAvailabilityBudget(t *testing.T) {
 			}
 		}
 	}()
-	from := runs.now()
-	out, code := c.tenureCLI(t, "", "workers", "roll", "rolling", "-batch", "2", "-timeout", "2m", "--",
+	out, code := c.tenureCLI(t, "", "workers", "roll", group, "-batch", fmt.Sprint(batch), "-timeout", "2m", "--",
 		"sh", "-c", `touch "$0/restart-$TENURE_WORKER" && while [ ! -e "$0/up-$TENURE_WORKER" ]; do sleep 0.05; done`, dir)
 	close(stop)
 	<-watched
-	if code != 0 || !strings.Contains(out, "restarted 8 workers of group rolling") {
-		t.Fatalf("tenure workers roll exited %d:\n%s", code, out)
-	}
-	if slices.Sort(restarted); !slices.Equal(restarted, owners) {
-		t.Errorf("restarted %v, want every worker once: %v", restarted, owners)
-	}
-	waitSettled(t, admin, f, owners, 64, settleTimeout)
-	most := runs.mostUnownedAtOnce(from)
-	if most > 4 {
-		t.Errorf("%d keys had no running handler at once during the roll, the budget is 4", most)
-	}
-	t.Logf("rolled 8 workers, 2 at a time: at most %d keys unowned at once (budget 4)", most)
-	runs.checkExclusive(t)
+	return out, code, restarted
 }

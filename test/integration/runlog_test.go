@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -29,10 +30,71 @@ type runLog struct {
 
 	mu   sync.Mutex
 	runs map[string][]*handlerRun // by key, in the order they started
+	// prepares are the prepares (worker.WithPrepare) that succeeded, by
+	// key, in the order they ended.
+	prepares map[string][]prepareRun
+}
+
+// prepareRun is one successful prepare of a key by a worker.
+type prepareRun struct {
+	worker     string
+	start, end time.Duration
 }
 
 func newRunLog() *runLog {
-	return &runLog{origin: time.Now(), runs: make(map[string][]*handlerRun)}
+	return &runLog{origin: time.Now(), runs: make(map[string][]*handlerRun), prepares: make(map[string][]prepareRun)}
+}
+
+// preparer returns the prepare function of worker (worker.WithPrepare): it
+// takes d, or fails when ctx ends first, and records each success.
+func (l *runLog) preparer(worker string, d time.Duration) func(ctx context.Context, key string) error {
+	return func(ctx context.Context, key string) error {
+		start := l.now()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+		l.mu.Lock()
+		l.prepares[key] = append(l.prepares[key], prepareRun{worker: worker, start: start, end: l.now()})
+		l.mu.Unlock()
+		return nil
+	}
+}
+
+// checkWarm checks every hand-over of a key from one worker to another
+// whose handler started at or after from: the new worker prepared the key
+// while the old one's handler still worked (the prepare ended before the
+// old handler returned, and after it started), and its handler started
+// within maxGap of the old one's return. It returns the number of
+// hand-overs and the longest gap.
+func (l *runLog) checkWarm(t *testing.T, from, maxGap time.Duration) (int, time.Duration) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, worst := 0, time.Duration(0)
+	for key, runs := range l.runs {
+		for i := 1; i < len(runs); i++ {
+			prev, cur := runs[i-1], runs[i]
+			if cur.start < from || cur.worker == prev.worker {
+				continue
+			}
+			n++
+			warm := slices.ContainsFunc(l.prepares[key], func(p prepareRun) bool {
+				return p.worker == cur.worker && p.end >= prev.start && p.end <= prev.end
+			})
+			if !warm {
+				t.Errorf("%s: %s took it over from %s unprepared (prepares %+v; %s ran %v-%v)",
+					key, cur.worker, prev.worker, l.prepares[key], prev.worker, prev.start, prev.end)
+			}
+			gap := cur.start - prev.end
+			worst = max(worst, gap)
+			if gap > maxGap {
+				t.Errorf("%s: %s's handler started %v after %s's returned, want at most %v", key, cur.worker, gap, prev.worker, maxGap)
+			}
+		}
+	}
+	return n, worst
 }
 
 // now is the time since the log's origin: monotonic, shared by every worker

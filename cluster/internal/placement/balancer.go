@@ -57,8 +57,11 @@ type Balancer struct {
 	start time.Time
 	moves map[string]*moveWindow
 	// staging: the last pass held moves back for a group's availability
-	// budget; the balancer looks again at every check until none is.
+	// budget, or keys are being prepared; the balancer looks again at
+	// every check until none is.
 	staging bool
+	// prepares are, by group, the keys being prepared (warm.go).
+	prepares map[string]map[string]preparing
 }
 
 // moveWindow counts the keys of a group moved for balance since start.
@@ -72,7 +75,7 @@ func NewBalancer(cfg BalancerConfig) *Balancer {
 	if cfg.Loads == nil {
 		cfg.Loads = NewLoads(cfg.Clock, time.Minute) // no reports: every key weighs the same
 	}
-	return &Balancer{cfg: cfg, moves: make(map[string]*moveWindow)}
+	return &Balancer{cfg: cfg, moves: make(map[string]*moveWindow), prepares: make(map[string]map[string]preparing)}
 }
 
 // Run plans until ctx ends (leadership lost or the proposer stopped), on
@@ -150,10 +153,18 @@ func (b *Balancer) rebalance(ctx context.Context) {
 			delete(b.moves, name)
 		}
 	}
+	for name := range b.prepares {
+		if !slices.ContainsFunc(groups, func(g *fsm.Group) bool { return g.Name == name }) {
+			delete(b.prepares, name)
+		}
+	}
 	b.staging = false
 	for _, g := range groups {
-		stuck, plan, ncands, moved := b.planGroup(g, workers)
-		plan, moved = b.stage(g, plan, workers, moved)
+		// Plan as if every key being prepared had arrived (planned).
+		v := planned(g)
+		stuck, plan, ncands, moved := b.planGroup(v, workers)
+		plan, moved = b.stage(v, plan, workers, moved)
+		plan, prepare := b.warm(g, plan, workers)
 		if !slices.Equal(stuck, g.Stuck) {
 			if err := b.cfg.Submit(ctx, fsm.MarkStuck{Group: g.Name, Workers: stuck}); err != nil {
 				b.cfg.Logger.Warn("writing stuck workers failed", "group", g.Name, "error", err)
@@ -161,10 +172,17 @@ func (b *Balancer) rebalance(ctx context.Context) {
 			}
 			b.cfg.Logger.Info("workers_stuck", "group", g.Name, "stuck", stuck, "before", g.Stuck)
 		}
-		if maps.Equal(plan, g.Assignment) {
+		if maps.Equal(plan, g.Assignment) && maps.Equal(prepare, g.Prepare) {
 			continue
 		}
-		err := b.cfg.Submit(ctx, fsm.Assign{Group: g.Name, Assignment: plan})
+		a := fsm.Assign{Group: g.Name, Assignment: plan, Prepare: prepare}
+		if len(prepare) > 0 || len(g.Prepare) > 0 {
+			// A worker's Prepared may retarget a key between this read
+			// of g and the write: then this plan is refused, and the
+			// next check plans again.
+			a.Base = g.AssignIndex
+		}
+		err := b.cfg.Submit(ctx, a)
 		if w := b.moves[g.Name]; w != nil {
 			// The budget() of this pass made w. A failed write counts
 			// too: its outcome may be unknown, and a spent budget only
@@ -175,8 +193,12 @@ func (b *Balancer) rebalance(ctx context.Context) {
 			b.cfg.Logger.Warn("writing placement failed", "group", g.Name, "error", err)
 			continue
 		}
+		if now := b.cfg.State.Group(g.Name); a.Base != 0 && (now == nil || !maps.Equal(now.Assignment, plan)) {
+			b.staging = true // refused, or changed since: plan again at the next check
+			continue
+		}
 		b.cfg.Logger.Info("placement_changed", "group", g.Name, "keys", len(g.Keys), "owned", len(plan),
-			"workers", ncands, "moved", movedKeys(g.Assignment, plan), "moved_for_load", moved)
+			"workers", ncands, "moved", movedKeys(g.Assignment, plan), "moved_for_load", moved, "preparing", len(prepare))
 	}
 }
 

@@ -149,6 +149,24 @@ func AssignmentPage(g *fsm.Group, worker, after string, limit int, visible func(
 	return out, "", hidden
 }
 
+// PreparePage returns the entries of g.Prepare (of worker only, when it
+// is not empty) whose keys fall on the page of AssignmentPage that
+// started after after and ended at next ("": the last page), leaving out
+// keys for which visible (nil: every key) is false.
+func PreparePage(g *fsm.Group, worker, after, next string, visible func(string) bool) map[string]string {
+	var out map[string]string
+	for k, w := range g.Prepare {
+		if k <= after && after != "" || next != "" && k > next || worker != "" && w != worker || visible != nil && !visible(k) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string)
+		}
+		out[k] = w
+	}
+	return out
+}
+
 // KnownKey reports whether key exists for the cluster: it has a lease
 // record (held or free), it is a key of a group, or it has controls. The
 // routes that disable or prohibit a key refuse an unknown one (a typo
