@@ -12,7 +12,10 @@ func (n *Node) newBalancer(p *proposer) *placement.Balancer {
 	cfg := placement.BalancerConfig{
 		State: n.machine,
 		Submit: func(ctx context.Context, cmd fsm.Command) error {
-			_, err := p.submit(ctx, &op{cmd: cmd})
+			r, err := p.submit(ctx, &op{cmd: cmd})
+			if err == nil && r.Code == fsm.CASFailed {
+				return placement.ErrPlanRefused
+			}
 			return err
 		},
 		Workers:        func() []Member { return liveWorkers(n.Members()) },

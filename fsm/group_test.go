@@ -70,6 +70,17 @@ func TestApplyPlacementContract(t *testing.T) {
 			index:  3,
 		},
 		{
+			name: "a drained worker's prepared changes nothing",
+			setup: []Command{GroupPut{Name: "g", Keys: []string{"a"}},
+				Assign{Group: "g", Assignment: map[string]string{"a": "w1"}, Prepare: map[string]string{"a": "w2"}},
+				WorkerDrain{Worker: "w2", Draining: true}},
+			cmd:     Prepared{Group: "g", Worker: "w2", Keys: []string{"a"}},
+			want:    Done,
+			groups:  []*Group{{Name: "g", Keys: []string{"a"}, Assignment: map[string]string{"a": "w1"}, Prepare: map[string]string{"a": "w2"}, CreateIndex: 1, ModifyIndex: 2, AssignIndex: 2}},
+			drained: []string{"w2"},
+			index:   3,
+		},
+		{
 			name:  "prepared of a missing group",
 			cmd:   Prepared{Group: "g", Worker: "w2", Keys: []string{"a"}},
 			want:  NotFound,

@@ -449,8 +449,9 @@ func TestRestoreCorrupt(t *testing.T) {
 		// zero here), then the weights.
 		{name: "balance of a group the snapshot lacks", data: withBalances(good, 1, 2, 'z', 'z', 1, 0, 0, 0, 0, 0), msg: "unknown group"},
 		{name: "weights out of order", data: withBalances(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 1, 0, 0, 0, 0, 2, 1, 'b', 0, 1, 'a', 0), msg: "out of order"},
-		{name: "prepares of a group the snapshot lacks", data: withPrepares(good, 1, 2, 'z', 'z', 0), msg: "unknown group"},
+		{name: "prepares of a group the snapshot lacks", data: withPrepares(good, 1, 2, 'z', 'z', 1, 1, 'q', 1, 'w'), msg: "unknown group"},
 		{name: "prepares of a key the group lacks", data: withPrepares(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 1, 1, 'q', 1, 'w'), msg: "not in the group"},
+		{name: "an empty prepares entry", data: withPrepares(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 0), msg: "empty entry"},
 		{name: "more prepares than bytes", data: withPrepares(good, 0x7f), msg: "group prepares in"},
 		{name: "more weights than bytes", data: withBalances(good, 1, 10, 'p', 'a', 'r', 't', 'i', 't', 'i', 'o', 'n', 's', 1, 0, 0, 0, 0, 0x7f), msg: "weights in"},
 	}

@@ -3,8 +3,6 @@ package fsm
 import (
 	"fmt"
 	"maps"
-
-	"github.com/tenure-io/tenure/client/wire"
 )
 
 // Warm hand-off (docs/adr/0038-warm-hand-off.md): before the balancer
@@ -20,15 +18,20 @@ import (
 // Prepared is a worker's word that it is ready to own keys that the plan
 // had it prepare: each key of Keys still prepared for Worker in Group is
 // targeted at Worker and leaves Prepare. Other keys are ignored (the plan
-// changed since: the report is stale).
+// changed since: the report is stale), and so is the whole report of a
+// worker that an operator drained since. A report carries no round: one
+// delayed past a move that was called off and planned again for the same
+// worker moves the key at once.
 type Prepared struct {
 	Group  string
 	Worker string
 	Keys   []string
 }
 
-// MaxPrepared bounds the keys of one Prepared.
-const MaxPrepared = wire.MaxPrepareKeys
+// MaxPrepared bounds the keys of one Prepared in the log. It must never
+// shrink: a log written under it must replay. The API's bound is
+// wire.MaxPrepareKeys, at most this.
+const MaxPrepared = 1024
 
 func (Prepared) Type() Type { return TypePrepared }
 
@@ -51,6 +54,9 @@ func (m *Machine) applyPrepared(index uint64, c Prepared) Result {
 	g := m.groups[c.Group]
 	if g == nil {
 		return Result{Code: NotFound}
+	}
+	if m.drained[c.Worker] {
+		return Result{Code: Done} // it gets no keys: the balancer plans them elsewhere
 	}
 	var ready []string
 	for _, k := range c.Keys {
@@ -121,6 +127,10 @@ func decodePrepares(d *decoder, st *state) {
 	}
 	d.sortedEntries("group prepares", func(name string) {
 		p := d.stringMap()
+		if d.err == nil && len(p) == 0 {
+			d.fail(fmt.Errorf("prepares of group %q: an empty entry", name))
+			return
+		}
 		g := byName[name]
 		if g == nil {
 			d.fail(fmt.Errorf("prepares of unknown group %q", name))

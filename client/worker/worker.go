@@ -84,9 +84,12 @@ func WithLoadCapacity(load float64) WorkerOption {
 //
 // maxTime is the longest a prepare may take (at most wire.MaxPrepare): the
 // balancer moves the key anyway once it has passed, prepared or not. ctx
-// ends when the key is no longer to be prepared here (the plan changed)
-// or the worker stops; an error from prepare is logged
-// (key_prepare_failed) and the key moves after maxTime. Keys with no live
+// ends when the key is no longer to be prepared here (the plan changed,
+// or maxTime passed) or the worker stops; the key's handler starts only
+// once prepare has returned. When prepare returns an error, the worker
+// logs it (key_prepare_failed) and says so all the same: the key moves
+// here at once, unprepared. Run waits for every prepare to return before
+// it returns. Keys with no live
 // owner to wait for (new keys, a dead or stopping worker's) move at once,
 // unprepared. Run fails with ErrInvalid for a nil prepare or a maxTime
 // outside (0, wire.MaxPrepare].
@@ -151,13 +154,20 @@ type Worker struct {
 
 	mu   sync.Mutex
 	keys map[string]*ownedKey
-	// preparing ends the prepare of each key being prepared; prepares
-	// are the goroutines that run them (WithPrepare).
-	preparing map[string]context.CancelFunc
+	// preparing are the prepares of keys being prepared here
+	// (WithPrepare); prepares are the goroutines that run them.
+	preparing map[string]*preparation
 	prepares  sync.WaitGroup
 	total     *float64 // ReportTotalLoad
 	members   *workerGossip
 	changed   chan struct{} // closed and replaced when keys change
+}
+
+// preparation is the prepare of one key: end cancels it, done is closed
+// when its goroutine has ended (the application's prepare returned).
+type preparation struct {
+	end  context.CancelFunc
+	done chan struct{}
 }
 
 // ownedKey is a key the worker is trying to own or owns.
@@ -203,7 +213,7 @@ func New(c *client.Client, group string, handler Handler, opts ...WorkerOption) 
 		log = hclog.New(&hclog.LoggerOptions{Name: "tenure", Level: hclog.Info, Output: os.Stderr})
 	}
 	return &Worker{c: c, group: group, handler: handler, cfg: cfg, log: log.Named("worker").With("group", group, "worker", cfg.id),
-		keys: make(map[string]*ownedKey), preparing: make(map[string]context.CancelFunc), changed: make(chan struct{})}
+		keys: make(map[string]*ownedKey), preparing: make(map[string]*preparation), changed: make(chan struct{})}
 }
 
 // ID is the worker's id: its name in the group's plan.
@@ -217,7 +227,7 @@ func (w *Worker) Holder() string { return w.cfg.holder }
 // Run joins the group and owns keys until ctx ends. When the client has an
 // ACL token (Config.Token), it first registers the worker for the group
 // with it (GroupsAPI.RegisterWorker) and fails if the cluster refuses. Then it stops every
-// handler, waits for them, releases its leases and leaves gossip, so the
+// handler and prepare (WithPrepare), waits for them, releases its leases and leaves gossip, so the
 // balancer moves its keys at once; it returns ctx's error. It returns
 // earlier with an error if it cannot start gossip (bind its address);
 // while no server admits its gossip join it keeps trying, and logs why
@@ -294,7 +304,7 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) reconcile(ctx context.Context, a *client.Assignment) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.reconcilePrepares(ctx, a.Prepare)
+	ended := w.reconcilePrepares(ctx, a.Prepare)
 	plan := a.Assignment
 	for key, k := range w.keys {
 		if _, ok := plan[key]; !ok || ctx.Err() != nil {
@@ -324,43 +334,67 @@ func (w *Worker) reconcile(ctx context.Context, a *client.Assignment) {
 				k.prev = nil
 				w.mu.Unlock()
 			}
+			if p := ended[key]; p != nil {
+				<-p.done // the application's prepare of the key has returned
+			}
 			w.own(kctx, key, k)
 		}()
 	}
 }
 
 // reconcilePrepares ends the prepares of keys no longer to be prepared
-// here and starts those of new ones. w.mu held.
-func (w *Worker) reconcilePrepares(ctx context.Context, prepare map[string]string) {
-	for key, end := range w.preparing {
+// here, and returns them, and starts those of new ones. w.mu held.
+func (w *Worker) reconcilePrepares(ctx context.Context, prepare map[string]string) map[string]*preparation {
+	var ended map[string]*preparation
+	for key, p := range w.preparing {
 		if _, ok := prepare[key]; !ok || ctx.Err() != nil {
-			end()
+			p.end()
 			delete(w.preparing, key)
+			if ended == nil {
+				ended = make(map[string]*preparation)
+			}
+			ended[key] = p
 		}
 	}
 	if w.cfg.prepare == nil || ctx.Err() != nil {
-		return
+		return ended
 	}
 	for key := range prepare {
 		if w.preparing[key] != nil {
 			continue
 		}
 		pctx, end := context.WithCancel(ctx)
-		w.preparing[key] = end
-		w.prepares.Go(func() { w.prepareKey(pctx, key) })
+		p := &preparation{end: end, done: make(chan struct{})}
+		w.preparing[key] = p
+		w.prepares.Go(func() {
+			defer func() {
+				end()
+				w.mu.Lock()
+				if w.preparing[key] == p {
+					// Done: a plan still naming the key (a stale read)
+					// starts another prepare, whose report is ignored.
+					delete(w.preparing, key)
+				}
+				w.mu.Unlock()
+				close(p.done)
+			}()
+			w.prepareKey(pctx, key)
+		})
 	}
+	return ended
 }
 
-// prepareKey runs the application's prepare of key and, once it
-// succeeded, tells the cluster, until ctx ends.
+// prepareKey runs the application's prepare of key and tells the cluster
+// the key may move here, until ctx ends: after a failed prepare too (the
+// key then moves here unprepared at once, rather than after the prepare
+// time).
 func (w *Worker) prepareKey(ctx context.Context, key string) {
 	start := time.Now()
 	if err := w.cfg.prepare(ctx, key); err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("key_prepare_failed", "key", key, "error", err,
-				"note", "the key moves here unprepared once the prepare time has passed")
+		if ctx.Err() != nil {
+			return
 		}
-		return
+		w.log.Warn("key_prepare_failed", "key", key, "error", err, "note", "the key moves here unprepared")
 	}
 	for ctx.Err() == nil {
 		keys, err := w.c.Groups().Prepared(ctx, w.group, w.cfg.id, []string{key})
@@ -369,7 +403,8 @@ func (w *Worker) prepareKey(ctx context.Context, key string) {
 			w.log.Info("key_prepared", "key", key, "took", time.Since(start), "moving", len(keys) == 1)
 			return
 		case ctx.Err() != nil:
-		case errors.Is(err, client.ErrInvalid) || errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrPermissionDenied):
+		case errors.Is(err, client.ErrInvalid) || errors.Is(err, client.ErrNotFound) || errors.Is(err, client.ErrPermissionDenied) ||
+			errors.Is(err, client.ErrACLNotFound):
 			w.log.Warn("key_prepared_refused", "key", key, "error", err,
 				"note", "the key moves here once the prepare time has passed")
 			return

@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,4 +110,66 @@ func TestWorkersRollHandsOffWarm(t *testing.T) {
 	t.Logf("rolled %d workers 8 at a time in %v: %d warm hand-overs (prepare %v each), longest gap %v, at most %d keys unowned at once",
 		workers, took.Round(time.Millisecond), n, prepareTook, gap.Round(time.Microsecond), runs.mostUnownedAtOnce(from))
 	runs.checkExclusive(t)
+}
+
+// TestPlacementWarmHandOffWhenPrepareFails: a worker whose prepare fails
+// says so at once, and the keys move to it unprepared well before its
+// prepare time of a minute; a worker whose prepare outlasts its prepare
+// time (and ignores the end of its context for a while) gets the keys
+// once that time passed, and its handler of a key starts only after its
+// prepare of that key returned.
+func TestPlacementWarmHandOffWhenPrepareFails(t *testing.T) {
+	const keys = 8
+	t.Run("fails", func(t *testing.T) {
+		_, admin, runs, f := startPlacement(t, "failing", keys, placementTTL)
+		f.start(t, "cold-0")
+		waitSettled(t, admin, f, []string{"cold-0"}, keys, settleTimeout)
+		failed := make(chan string, keys)
+		f.start(t, "cold-1", worker.WithPrepare(time.Minute, func(ctx context.Context, key string) error {
+			failed <- key
+			return errors.New("no state to warm")
+		}))
+		took := waitEven(t, admin, f, []string{"cold-0", "cold-1"}, keys, 30*time.Second)
+		if len(failed) == 0 {
+			t.Error("the new worker was never asked to prepare")
+		}
+		t.Logf("%d keys moved unprepared %v after the join (prepare time 1m)", len(failed), took.Round(time.Millisecond))
+		runs.checkExclusive(t)
+	})
+	t.Run("outlasts its time", func(t *testing.T) {
+		_, admin, runs, f := startPlacement(t, "slow", keys, placementTTL)
+		f.start(t, "slow-0")
+		waitSettled(t, admin, f, []string{"slow-0"}, keys, settleTimeout)
+		var mu sync.Mutex
+		returned := map[string]time.Duration{}
+		from := runs.now()
+		f.start(t, "slow-1", worker.WithPrepare(2*time.Second, func(ctx context.Context, key string) error {
+			<-ctx.Done()
+			time.Sleep(500 * time.Millisecond) // a prepare slow to stop
+			mu.Lock()
+			returned[key] = runs.now()
+			mu.Unlock()
+			return ctx.Err()
+		}))
+		waitEven(t, admin, f, []string{"slow-0", "slow-1"}, keys, 30*time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		for key, runsOf := range runs.startedSince(from) {
+			for _, r := range runsOf {
+				if r.worker != "slow-1" {
+					continue
+				}
+				at, ok := returned[key]
+				if !ok {
+					t.Errorf("%s: slow-1's handler started at %v, but its prepare had not returned", key, r.start)
+				} else if r.start < at {
+					t.Errorf("%s: slow-1's handler started at %v, before its prepare returned at %v", key, r.start, at)
+				}
+			}
+		}
+		if len(returned) == 0 {
+			t.Error("slow-1 prepared nothing")
+		}
+		runs.checkExclusive(t)
+	})
 }

@@ -68,7 +68,10 @@ func (w *world) runChecks(placement *check.Result) ([]check.Result, int, error) 
 		out = append(out, named(resElection, check.Mutex(byRole["elect"], check.MutexConfig{Name: "election"})))
 	}
 	if w.has("place") {
-		out = append(out, named(resPlaceHolds, check.Mutex(byRole["place"], check.MutexConfig{Name: "placement"})))
+		holds := named(resPlaceHolds, check.Mutex(byRole["place"], check.MutexConfig{Name: "placement"}))
+		n, warm := check.WarmHandOffs(byRole["place"])
+		holds.Notes = append(holds.Notes, fmt.Sprintf("%d hand-overs between workers after a hand-back, %d of them warm (prepared by the new worker while the old one held the key)", n, warm))
+		out = append(out, holds)
 		if placement != nil {
 			out = append(out, *placement)
 		}

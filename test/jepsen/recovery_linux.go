@@ -112,7 +112,8 @@ func (w *world) groupView(ctx context.Context) (groupView, error) {
 // holderWorker is the worker id of a placement lease holder ("id#suffix").
 func holderWorker(holder string) string { return strings.SplitN(holder, "#", 2)[0] }
 
-// settled: every key held, by a live worker, and that worker is its target.
+// settled: every key held, by a live worker, and that worker is its
+// target; no key is being prepared for a move.
 func (v groupView) settled() bool {
 	alive := map[string]bool{}
 	for _, w := range v.Workers {
@@ -122,7 +123,7 @@ func (v groupView) settled() bool {
 		return false
 	}
 	for _, k := range v.Keys {
-		if k.State != "held" || !alive[holderWorker(k.Holder)] || holderWorker(k.Holder) != k.Target {
+		if k.State != "held" || !alive[holderWorker(k.Holder)] || holderWorker(k.Holder) != k.Target || k.Preparing != "" {
 			return false
 		}
 	}

@@ -255,6 +255,10 @@ func (w *world) has(workload string) bool {
 
 const placeGroup = "jepsen"
 
+// placePrepare is how long a place agent prepares each key that moves to
+// it (a warm hand-off): every planned move under the nemeses is warm.
+const placePrepare = 200 * time.Millisecond
+
 func placeKeys() []string {
 	var keys []string
 	for i := range 6 {
@@ -285,7 +289,7 @@ func (w *world) agentArgs(a *proc, seed uint64) []string {
 			join = append(join, fmt.Sprintf("%s:%d", w.net.Addr(s.name), portGossip))
 		}
 		addr := w.net.Addr(a.name)
-		return append([]string{"place", "-group", placeGroup, "-id", a.name, "-ttl", holderTTL.String(),
+		return append([]string{"place", "-group", placeGroup, "-id", a.name, "-ttl", holderTTL.String(), "-prepare", placePrepare.String(),
 			"-gossip-addr", fmt.Sprintf("%s:%d", addr, portWorker), "-join", strings.Join(join, ","),
 			"-status-addr", fmt.Sprintf("%s:%d", addr, portStatus)}, common...)
 	}

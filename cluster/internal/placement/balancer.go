@@ -2,6 +2,7 @@ package placement
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"math"
 	"slices"
@@ -20,7 +21,8 @@ type BalancerConfig struct {
 	// State is the replicated state the balancer plans from.
 	State *fsm.Machine
 	// Submit proposes cmd through the leader's proposer and returns when
-	// it is applied (nil) or failed.
+	// it is applied (nil) or failed; ErrPlanRefused when the state
+	// machine refused an Assign whose Base was no longer the group's.
 	Submit func(ctx context.Context, cmd fsm.Command) error
 	// Workers lists the live workers; WorkersChanged is signalled when
 	// the gossip membership changes.
@@ -41,6 +43,11 @@ type BalancerConfig struct {
 	// weights of the keys of a group balanced by load. Nil: none.
 	Loads *Loads
 }
+
+// ErrPlanRefused is Submit's error for an Assign that the state machine
+// refused (fsm.CASFailed): a worker's Prepared changed the plan since the
+// balancer read it.
+var ErrPlanRefused = errors.New("plan refused: the assignment changed since it was read")
 
 // Balancer runs on the established leader: it computes the target owner of
 // every key of every group over the live workers (bounded-load rendezvous
@@ -183,18 +190,20 @@ func (b *Balancer) rebalance(ctx context.Context) {
 			a.Base = g.AssignIndex
 		}
 		err := b.cfg.Submit(ctx, a)
-		if w := b.moves[g.Name]; w != nil {
+		refused := errors.Is(err, ErrPlanRefused)
+		if w := b.moves[g.Name]; w != nil && !refused {
 			// The budget() of this pass made w. A failed write counts
 			// too: its outcome may be unknown, and a spent budget only
-			// delays moves.
+			// delays moves. A plan the state machine refused moved
+			// nothing.
 			w.moved += moved
+		}
+		if refused {
+			b.staging = true // plan again at the next check
+			continue
 		}
 		if err != nil {
 			b.cfg.Logger.Warn("writing placement failed", "group", g.Name, "error", err)
-			continue
-		}
-		if now := b.cfg.State.Group(g.Name); a.Base != 0 && (now == nil || !maps.Equal(now.Assignment, plan)) {
-			b.staging = true // refused, or changed since: plan again at the next check
 			continue
 		}
 		b.cfg.Logger.Info("placement_changed", "group", g.Name, "keys", len(g.Keys), "owned", len(plan),

@@ -18,7 +18,12 @@ import (
 // to a minute, just joined.
 func newWarmWorld(t *testing.T) *stuckWorld {
 	w := newStuckWorld(t, partitionKeys(8), "a")
-	w.b.cfg.Submit = func(_ context.Context, c fsm.Command) error { w.apply(c); return nil }
+	w.b.cfg.Submit = func(_ context.Context, c fsm.Command) error {
+		if w.apply(c).Code == fsm.CASFailed {
+			return ErrPlanRefused
+		}
+		return nil
+	}
 	w.b.cfg.Workers = func() []membership.Member { return w.workers }
 	w.b.cfg.Logger = hclog.NewNullLogger()
 	w.step()
@@ -130,7 +135,7 @@ func TestWarmHandOffSpendsTheMoveBudgetOnce(t *testing.T) {
 
 // A worker's Prepared that lands between the balancer's read of the group
 // and its write is not undone: the plan, made without it, is refused, and
-// the balancer plans again at its next check.
+// the next pass plans again from the new state.
 func TestWarmHandOffKeepsAPreparedThatRacesThePlan(t *testing.T) {
 	w := newWarmWorld(t)
 	ctx := context.Background()
@@ -139,28 +144,26 @@ func TestWarmHandOffKeepsAPreparedThatRacesThePlan(t *testing.T) {
 	if len(prepared) != 4 {
 		t.Fatalf("b prepares %v, want 4 keys", prepared)
 	}
-	// The next pass writes a new plan (the prepare time passed for all
-	// but the first key, which b reports prepared just before that write).
-	w.clock.Advance(time.Minute)
+	// A key joins: the next pass writes a plan, and b reports its first
+	// key prepared just before that plan is applied.
+	w.apply(fsm.GroupKeys{Name: "g", Add: []string{"extra"}})
 	submit := w.b.cfg.Submit
 	w.b.cfg.Submit = func(ctx context.Context, c fsm.Command) error {
-		if a, ok := c.(fsm.Assign); ok && a.Base != 0 {
-			w.apply(fsm.Prepared{Group: "g", Worker: "b", Keys: prepared[:1]})
-		}
+		w.apply(fsm.Prepared{Group: "g", Worker: "b", Keys: prepared[:1]})
 		return submit(ctx, c)
 	}
-	w.b.staging = false
 	w.b.rebalance(ctx)
 	g := w.m.Group("g")
-	if g.Assignment[prepared[0]] != "b" {
-		t.Fatalf("%s targeted at %q after b reported it prepared, want b", prepared[0], g.Assignment[prepared[0]])
+	if g.Assignment[prepared[0]] != "b" || len(g.Prepare) != 3 {
+		t.Fatalf("after a plan raced b's report: %s targeted at %q, prepares %v; want b and 3", prepared[0], g.Assignment[prepared[0]], g.Prepare)
 	}
-	if !w.b.staging {
-		t.Error("the refused plan did not make the balancer look again at its next check")
+	if g.Assignment["extra"] != "" {
+		t.Fatalf("the raced plan was applied: extra targeted at %q", g.Assignment["extra"])
 	}
 	w.b.cfg.Submit = submit
 	w.b.rebalance(ctx)
-	if got := harness.OwnedBy(w.m.Group("g").Assignment, "b"); !slices.Equal(got, prepared) {
-		t.Errorf("after the next pass b is targeted at %v, want %v", got, prepared)
+	g = w.m.Group("g")
+	if g.Assignment[prepared[0]] != "b" || len(g.Prepare) != 3 || g.Assignment["extra"] == "" {
+		t.Errorf("the next pass: %s targeted at %q, prepares %v, extra at %q", prepared[0], g.Assignment[prepared[0]], g.Prepare, g.Assignment["extra"])
 	}
 }

@@ -41,6 +41,10 @@ const (
 	// named this lease (Holder, Token) among those it ended; T is when
 	// the answer arrived. The mutex workload's revoker writes it.
 	Revoked = "revoked"
+	// Prepared: a placement worker prepared Key before it moves to it (a
+	// warm hand-off, worker.WithPrepare); T is when the prepare ended.
+	// It holds no lease: mutual exclusion ignores it.
+	Prepared = "prepared"
 
 	// Store events (fenced register).
 	StoreRead  = "store-read"  // Value, Token (highest seen)

@@ -31,6 +31,7 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 		hf                           holderFlags
 		gossip, join, group, statusA string
 		capacity                     int
+		prepare                      time.Duration
 	)
 	fs := newFlagSet("place", "-servers URLS -gossip-addr IP:PORT -group G -id ID -history FILE [-join IP:PORT,...] [-ttl D] [-status-addr IP:PORT] [-duration D]", stderr)
 	hf.register(fs)
@@ -39,6 +40,7 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.StringVar(&group, "group", "", "group whose keys to own (required)")
 	fs.IntVar(&capacity, "capacity", 0, "most keys this worker takes (0: no bound)")
 	fs.StringVar(&statusA, "status-addr", "", "serve GET /keys on this IP:PORT: the keys whose handler runs")
+	fs.DurationVar(&prepare, "prepare", 0, "prepare each key that moves here for this long first, and record it (a warm hand-off; 0: none)")
 	check := func() error {
 		if _, _, err := net.SplitHostPort(gossip); err != nil {
 			return fmt.Errorf("-gossip-addr: want IP:PORT, got %q: %w", gossip, err)
@@ -53,6 +55,9 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		if capacity < 0 {
 			return fmt.Errorf("-capacity must not be negative, got %d", capacity)
+		}
+		if prepare < 0 || prepare > time.Minute {
+			return fmt.Errorf("-prepare must be from 0 to 1m, got %v", prepare)
 		}
 		if statusA != "" {
 			if _, _, err := net.SplitHostPort(statusA); err != nil {
@@ -69,6 +74,11 @@ func runPlace(ctx context.Context, args []string, stderr io.Writer) int {
 			worker.WithCapacity(capacity), worker.WithWorkerLogger(log)}
 		if peers := splitList(join); len(peers) > 0 {
 			opts = append(opts, worker.WithJoin(peers...))
+		}
+		if prepare > 0 {
+			// The balancer waits for the report up to 5 times the
+			// prepare, then moves the key anyway.
+			opts = append(opts, worker.WithPrepare(5*prepare, h.prepare(prepare)))
 		}
 		w = worker.New(c, group, h.handle, opts...)
 		if statusA != "" {
@@ -121,6 +131,21 @@ func placeLoad(key string) float64 {
 		return 3
 	}
 	return 1
+}
+
+// prepare returns the prepare function of a warm hand-off: it takes d
+// (or ends with its context) and records Prepared.
+func (h *placeHandler) prepare(d time.Duration) func(ctx context.Context, key string) error {
+	return func(ctx context.Context, key string) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+		_ = h.rec.Write(history.Event{T: history.Now(), Kind: history.Prepared, Proc: h.proc, Key: key})
+		h.log.Info("prepared", "key", key)
+		return nil
+	}
 }
 
 // handle records Acquired, then a Belief every placeBeliefInterval (the
