@@ -18,7 +18,8 @@ func (n *Node) newBalancer(p *proposer) *placement.Balancer {
 			}
 			return err
 		},
-		Workers:        func() []Member { return liveWorkers(n.Members()) },
+		Workers:        func() []Member { return liveWorkers(n.workerMembers()) },
+		WorkersIndex:   func() uint64 { return presenceIndex(n.machine) },
 		WorkersChanged: n.membersChanged,
 		Logger:         n.cfg.Logger.Named("balancer"),
 		Clock:          n.cfg.Clock,

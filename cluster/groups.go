@@ -211,12 +211,12 @@ func (n *Node) DrainWorker(ctx context.Context, worker string, draining, force b
 		// Undrain stays open to a mark written before the rule.
 		return nil, err
 	}
-	if draining && !force && !views.KnownWorker(n.machine, n.Members(), worker) {
+	if draining && !force && !views.KnownWorker(n.machine, n.workerMembers(), worker) {
 		return nil, fmt.Errorf("worker %q is unknown (no gossip member, registration, drain mark, target or lease names it; force=true drains it anyway): %w", worker, ErrNotFound)
 	}
 	var warnings []string
 	if draining {
-		warnings = views.DrainWarnings(n.machine, liveWorkers(n.Members()), worker, n.admission())
+		warnings = views.DrainWarnings(n.machine, liveWorkers(n.workerMembers()), worker, n.admission())
 	}
 	if _, err := n.write(ctx, fsm.WorkerDrain{Worker: worker, Draining: draining}); err != nil {
 		return nil, err

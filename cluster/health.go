@@ -38,5 +38,5 @@ func (n *Node) PlacementHealth(ctx context.Context, threshold time.Duration) (Pl
 		p.stuck.Observe(g, n.machine.Get, n.machine.Control)
 	}
 	free, stuck, graces := p.stuck.Report()
-	return views.Placement(n.machine, groups, free, stuck, graces, liveWorkers(n.Members()), n.admission(), n.lessor.Stale(threshold), threshold), nil
+	return views.Placement(n.machine, groups, free, stuck, graces, liveWorkers(n.workerMembers()), n.admission(), n.lessor.Stale(threshold), threshold), nil
 }

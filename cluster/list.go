@@ -59,7 +59,7 @@ func (n *Node) GroupPage(ctx context.Context, name string, p fsm.Page, c Consist
 	if lp := n.leading.Load(); lp != nil {
 		loads = lp.loads // only the leader receives the reports
 	}
-	return views.GroupPage(n.machine, g, p, visible, liveWorkers(n.Members()), loads), nil
+	return views.GroupPage(n.machine, g, p, visible, liveWorkers(n.workerMembers()), loads), nil
 }
 
 // HeldBy is the worker a held lease belongs to: the worker its metadata

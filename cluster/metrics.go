@@ -81,7 +81,7 @@ func (s metricsSource) Admits(worker, group string) bool {
 	return admit == nil || admit(worker, group)
 }
 
-func (s metricsSource) Workers() []Member { return liveWorkers(s.n.Members()) }
+func (s metricsSource) Workers() []Member { return liveWorkers(s.n.workerMembers()) }
 
 func (s metricsSource) RelativeLoads(g *fsm.Group, workers []Member) map[string]float64 {
 	p := s.n.leading.Load()

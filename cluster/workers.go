@@ -21,7 +21,7 @@ func (n *Node) Workers(ctx context.Context, c Consistency, id, after string, lim
 		return nil, "", 0, err
 	}
 	index := max(n.machine.GroupIndex(), n.LeaseIndex())
-	out, next := views.Workers(n.machine, n.Members(), id, after, limit)
+	out, next := views.Workers(n.machine, n.workerMembers(), id, after, limit)
 	return out, next, index, nil
 }
 

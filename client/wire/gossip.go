@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Member is one gossip member: a server or a worker.
@@ -86,4 +89,60 @@ const (
 type KeyringMessage struct {
 	Op  string `json:"op"`
 	Key string `json:"key"`
+}
+
+// PresencePrefix starts the keys of workers that announce themselves with
+// a lease instead of gossip (presence leases): a worker with id ID holds
+// PresencePrefix+ID, as holder ID#suffix, with its announcement in the
+// lease's metadata (PresenceMetadata). While the lease is held the worker
+// is a live member of its groups; when it ends, the worker is gone. Any
+// HTTP client can be a worker this way (the Python worker is one).
+const PresencePrefix = ".workers/"
+
+// The metadata keys of a presence lease: groups (comma-separated),
+// capacity, load_capacity, prepare_ms (decimal numbers, as MemberMeta's
+// fields) and draining ("true").
+const (
+	PresenceGroups       = "groups"
+	PresenceCapacity     = "capacity"
+	PresenceLoadCapacity = "load_capacity"
+	PresencePrepareMS    = "prepare_ms"
+	PresenceDraining     = "draining"
+)
+
+// PresenceMeta reads the announcement of the worker that holds the
+// presence lease of key, as holder, with metadata md. It fails when the key
+// is not a presence key, the holder is not one of the worker's (ID#…), or
+// a field does not parse.
+func PresenceMeta(key, holder string, md map[string]string) (MemberMeta, error) {
+	id, ok := strings.CutPrefix(key, PresencePrefix)
+	if !ok || id == "" || strings.Contains(id, "/") {
+		return MemberMeta{}, fmt.Errorf("key %q is not %s<worker id>", key, PresencePrefix)
+	}
+	if WorkerOf(holder) != id || !strings.Contains(holder, "#") {
+		return MemberMeta{}, fmt.Errorf("holder %q of %s is not %s#<suffix>", holder, key, id)
+	}
+	m := MemberMeta{Role: "worker", ID: id, Holder: holder, Draining: md[PresenceDraining] == "true"}
+	for _, g := range strings.Split(md[PresenceGroups], ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			m.Groups = append(m.Groups, g)
+		}
+	}
+	var err error
+	if s := md[PresenceCapacity]; s != "" {
+		if m.Capacity, err = strconv.Atoi(s); err != nil || m.Capacity < 0 {
+			return MemberMeta{}, fmt.Errorf("%s of %s: %q is not a count", PresenceCapacity, key, s)
+		}
+	}
+	if s := md[PresenceLoadCapacity]; s != "" {
+		if m.LoadCapacity, err = strconv.ParseFloat(s, 64); err != nil || LoadProblem(m.LoadCapacity) != "" {
+			return MemberMeta{}, fmt.Errorf("%s of %s: %q is not a load from 0 to %g", PresenceLoadCapacity, key, s, float64(MaxLoad))
+		}
+	}
+	if s := md[PresencePrepareMS]; s != "" {
+		if m.PrepareMS, err = strconv.ParseInt(s, 10, 64); err != nil || m.PrepareMS < 0 {
+			return MemberMeta{}, fmt.Errorf("%s of %s: %q is not a number of milliseconds", PresencePrepareMS, key, s)
+		}
+	}
+	return m, nil
 }

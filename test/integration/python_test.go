@@ -13,6 +13,7 @@ import (
 	"github.com/tenure-io/tenure/test/harness"
 
 	"github.com/tenure-io/tenure/client"
+	"github.com/tenure-io/tenure/client/wire"
 )
 
 // pythonTestTimeout bounds the Python client's test run (about 30s).
@@ -21,7 +22,7 @@ const pythonTestTimeout = 3 * time.Minute
 // TestPythonClient runs the Python client's tests (client/python/tests,
 // unittest) against three servers with mutual TLS and ACLs (default deny):
 // the client gets the addresses, a token bound to the holder prefix "py-"
-// that writes under "py/", the CA and a client certificate through the
+// that writes under "py/" (and its workers' presence leases), the CA and a client certificate through the
 // environment variables of the CLI, plus a management token (for revokes)
 // and the servers' pids (the failover test kills the Raft leader). It
 // skips without python3 >= 3.9, and fails then under CI=true.
@@ -36,6 +37,7 @@ func TestPythonClient(t *testing.T) {
 	app := policyToken(t, ctx, admin, "python", "py-", []client.ACLRule{
 		{Prefix: "", Rights: []string{client.RightRead}},
 		{Prefix: "py/", Rights: []string{client.RightWrite}},
+		{Prefix: wire.PresencePrefix + "py-", Rights: []string{client.RightWrite}}, // the Python workers' presence leases
 	})
 
 	var pids []string

@@ -25,6 +25,7 @@ from .errors import (APIError, BadRequestError, CompactedError, DisabledError, D
                      UnavailableError, WrongSecretError)
 from .fence import MAX_FENCE_CACHE_AGE, FenceValidator
 from .lease import Lease, default_margin, local_deadline, renew_interval
+from .worker import PRESENCE_PREFIX, Worker
 
 logging.getLogger("tenure").addHandler(logging.NullHandler())
 
@@ -33,8 +34,8 @@ __all__ = [
     "ENV_CLIENT_CERT", "ENV_CLIENT_KEY", "ENV_HTTP_ADDR", "ENV_HTTP_TOKEN", "Election",
     "FenceValidator", "HeldError", "InvalidError", "Lease", "LeaseExpiredLocally",
     "LeaseLostError", "NoLeaderError", "NotFoundError", "NotHolderError", "OverloadedError",
-    "PermissionDeniedError", "ProhibitedError", "ReleasedError", "RenewFailedError", "Router", "StaleTokenError",
-    "MAX_FENCE_CACHE_AGE", "TenureError", "UnavailableError", "WrongSecretError", "default_margin",
+    "PRESENCE_PREFIX", "PermissionDeniedError", "ProhibitedError", "ReleasedError", "RenewFailedError", "Router", "StaleTokenError",
+    "MAX_FENCE_CACHE_AGE", "TenureError", "UnavailableError", "Worker", "WrongSecretError", "default_margin",
     "election_key", "format_duration", "leader_info",
     "local_deadline", "new_holder_id", "new_lease_secret", "normalize_address", "parse_duration", "renew_interval",
 ]

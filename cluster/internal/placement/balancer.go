@@ -28,10 +28,14 @@ type BalancerConfig struct {
 	// the gossip membership changes.
 	Workers        func() []membership.Member
 	WorkersChanged <-chan struct{}
-	Logger         hclog.Logger
-	Clock          clock.Clock
-	Debounce       time.Duration
-	Settle         time.Duration
+	// WorkersIndex, when not nil, changes when the workers that announce
+	// themselves in the replicated state (presence leases) change: the
+	// balancer plans again then, as on a gossip change.
+	WorkersIndex func() uint64
+	Logger       hclog.Logger
+	Clock        clock.Clock
+	Debounce     time.Duration
+	Settle       time.Duration
 	// Admit, when not nil (ACLs on), says whether a live worker may be
 	// given keys of a group.
 	Admit func(worker, group string) bool
@@ -100,10 +104,16 @@ func (b *Balancer) Run(ctx context.Context) {
 	defer tick.Stop()
 	check := b.cfg.Clock.NewTimer(b.cfg.Check)
 	defer check.Stop()
-	var lastIndex, lastACL uint64
+	var lastIndex, lastACL, lastWorkers uint64
+	workersIndex := func() uint64 {
+		if b.cfg.WorkersIndex == nil {
+			return 0
+		}
+		return b.cfg.WorkersIndex()
+	}
 	for {
 		b.rebalance(ctx)
-		lastIndex, lastACL = b.cfg.State.GroupIndex(), b.cfg.State.ACLIndex()
+		lastIndex, lastACL, lastWorkers = b.cfg.State.GroupIndex(), b.cfg.State.ACLIndex(), workersIndex()
 		// Wait for something that may change the plan.
 	wait:
 		for {
@@ -122,7 +132,7 @@ func (b *Balancer) Run(ctx context.Context) {
 					break wait
 				}
 			case <-changed:
-				if b.cfg.State.GroupIndex() != lastIndex || b.cfg.State.ACLIndex() != lastACL {
+				if b.cfg.State.GroupIndex() != lastIndex || b.cfg.State.ACLIndex() != lastACL || workersIndex() != lastWorkers {
 					break wait
 				}
 			}
