@@ -80,6 +80,9 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		body = b
 	}
+	if body.Load != nil {
+		return badRequest(wire.CodeInvalidBody, "load", "load: reported with renewals only, not with a release")
+	}
 	if err := authz(r).AllowHolder(body.Holder); err != nil {
 		return err
 	}
@@ -165,10 +168,16 @@ func (s *Server) renewOne(w http.ResponseWriter, r *http.Request) error {
 	if err := authz(r).AllowHolder(body.Holder); err != nil {
 		return err
 	}
+	if err := checkLoad("load", body.Load); err != nil {
+		return err
+	}
 	return s.write(w, r, func(ctx context.Context) (any, error) {
 		lease, err := s.node.Leases.Renew(ctx, pathKey(r), body.Holder, body.Secret, body.Token)
 		if err != nil {
 			return nil, err
+		}
+		if body.Load != nil {
+			s.node.Placement.ReportLoads(body.Holder, []cluster.KeyLoad{{Key: pathKey(r), Load: *body.Load}}, nil)
 		}
 		return leaseOut(lease), nil
 	})

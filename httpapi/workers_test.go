@@ -336,3 +336,32 @@ func plannedKeys(per map[string][]string) int {
 	}
 	return n
 }
+
+// A renewal of one lease (POST /v1/renew/{key}, as the Python client
+// renews) carries the key's load as a bulk renewal does; a load out of
+// range is refused naming the field, and a release refuses a load.
+func TestSingleRenewalReportsALoad(t *testing.T) {
+	c := startClusterWith(t, 1, inproc.Options{TCP: true, Serve: serveAPI})
+	url := c.leader().url
+	do(t, "PUT", url+"/v1/groups/g", `{"keys":["k"]}`).wantStatus(t, "put group", 200)
+	l := acquire(t, c.leader(), "k", "h")
+	renew := func(load string) reply {
+		return do(t, "POST", url+"/v1/renew/k", fmt.Sprintf(`{"holder":"h","token":%d,"secret":%q,"load":%s}`, l.Token, l.Secret, load))
+	}
+	renew("12.5").wantStatus(t, "renewal with a load", 200)
+	var g wire.Group
+	do(t, "GET", url+"/v1/groups/g", "").decode(t, &g)
+	if len(g.Keys) != 1 || g.Keys[0].Load == nil || *g.Keys[0].Load != 12.5 {
+		t.Errorf("group view keys %+v, want k with load 12.5", g.Keys)
+	}
+	r := renew("-1")
+	r.wantStatus(t, "renewal with a negative load", 400)
+	if e := r.apiErr(t); e.Field != "load" {
+		t.Errorf("negative load: %+v, want field load", e)
+	}
+	r = do(t, "DELETE", url+"/v1/leases/k", fmt.Sprintf(`{"holder":"h","token":%d,"secret":%q,"load":1}`, l.Token, l.Secret))
+	r.wantStatus(t, "release with a load", 400)
+	if e := r.apiErr(t); e.Field != "load" {
+		t.Errorf("release with a load: %+v, want field load", e)
+	}
+}

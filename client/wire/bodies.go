@@ -25,6 +25,10 @@ type LeaseRefBody struct {
 	Holder string `json:"holder"`
 	Token  uint64 `json:"token"`
 	Secret string `json:"secret"`
+	// Load is the key's load now (0 to MaxLoad), reported with a renewal
+	// of one lease (POST /v1/renew/{key}) as LeaseRef.Load is with a bulk
+	// one; a release refuses it.
+	Load *float64 `json:"load,omitempty"`
 }
 
 // RenewManyBody is the body of POST /v1/renew. Secret is the secret of

@@ -471,12 +471,16 @@ class Client:
     def renew_once(self, key: str, token: int, holder: Optional[str] = None,
                    attempt_timeout: Optional[float] = None,
                    deadline: Optional[float] = None,
-                   secret: Optional[str] = None) -> Tuple[Dict[str, Any], Answer]:
+                   secret: Optional[str] = None, load: Optional[float] = None) -> Tuple[Dict[str, Any], Answer]:
         """POST /v1/renew/{key}: renews one lease under its secret (secret,
-        or the client's lease_secret). Raises LeaseLostError (with .reason)
+        or the client's lease_secret), reporting the key's load when load is
+        not None (a level from 0 to 1e15 in the application's unit; see
+        docs/placement.md, "Load"). Raises LeaseLostError (with .reason)
         when the lease is no longer held, WrongSecretError when the secret
         is not the lease's."""
-        body = {"holder": holder or self.holder, "token": int(token), "secret": secret or self.lease_secret}
+        body: Dict[str, Any] = {"holder": holder or self.holder, "token": int(token), "secret": secret or self.lease_secret}
+        if load is not None:
+            body["load"] = float(load)
         ans = self.request("POST", "/v1/renew/" + _quote_key(key), body,
                            attempt_timeout=attempt_timeout, deadline=deadline)
         return ans.body, ans

@@ -19,10 +19,10 @@ import logging
 import random
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from .durations import parse_duration
-from .errors import (APIError, DuplicateLeaseError, HeldError, InvalidError, LeaseExpiredLocally,
+from .errors import (APIError, BadRequestError, DuplicateLeaseError, HeldError, InvalidError, LeaseExpiredLocally,
                      LeaseLostError, ReleasedError, RenewFailedError, TenureError, UnavailableError, WrongSecretError)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,6 +37,9 @@ CLEANUP_TIMEOUT = 3.0
 """Bounds the best-effort release of a lease nobody will use."""
 
 _OPERATOR_REASONS = ("revoked", "disabled", "prohibited")
+
+
+MAX_LOAD = 1e15  # the largest load a renewal may report (the server's wire.MaxLoad)
 
 
 def default_margin(ttl: float) -> float:
@@ -128,6 +131,8 @@ class Lease:
         self._deadline = local_deadline(sent_at, ttl, margin)
         self._next_renew = time.monotonic() if renew_now else sent_at + self.interval * self._jitter()
         self._failures = 0
+        self._load: Optional[float] = None  # report_load
+        self._loads_refused = False
         self._last_error: Optional[BaseException] = None
         self._thread = threading.Thread(target=self._run, name="tenure-keepalive-%s" % key, daemon=True)
 
@@ -275,6 +280,38 @@ class Lease:
                            or isinstance(err, WrongSecretError))
         self._end("lost", err)
 
+    def report_load(self, load: float) -> None:
+        """Sets the key's load (a level, from 0 to 1e15, in a unit the
+        application chooses): each renewal from now on reports it, and the
+        leader keeps a decayed average of the key's reports for placement
+        by load. Raises InvalidError for a load outside the range."""
+        load = float(load)
+        if not 0 <= load <= MAX_LOAD:
+            raise InvalidError("load %r is outside [0, %g]" % (load, MAX_LOAD))
+        with self._mu:
+            if not self._loads_refused:
+                self._load = load
+
+    def _renew_once(self, **kwargs: Any) -> Tuple[Dict[str, Any], Any]:
+        """One renewal, with the key's load when one is set. A server
+        older than load reports refuses the field (400 naming load): the
+        renewal is sent again without it, and loads are not sent again, so
+        the lease is not lost for a report."""
+        load = self._load
+        if load is None:
+            return self.client.renew_once(self.key, self.token, self.holder, **kwargs)
+        try:
+            return self.client.renew_once(self.key, self.token, self.holder, load=load, **kwargs)
+        except BadRequestError as e:
+            if e.field != "load" or not 0 <= load <= MAX_LOAD:
+                raise
+            log.warning("load_reports_refused key=%s error=%s note=the server does not take loads; renewing without",
+                        self.key, e)
+            with self._mu:
+                self._load = None
+                self._loads_refused = True
+            return self.client.renew_once(self.key, self.token, self.holder, **kwargs)
+
     def renew(self) -> None:
         """Renews now (the keep-alive does it by itself). Raises the
         refusal (LeaseLostError, ...) and ends the lease when the cluster
@@ -284,7 +321,7 @@ class Lease:
         if not self.valid():
             raise self.error or LeaseExpiredLocally("lease %r ended" % self.key)
         try:
-            info, ans = self.client.renew_once(self.key, self.token, self.holder, deadline=self.deadline)
+            info, ans = self._renew_once(deadline=self.deadline)
         except APIError as e:
             if not e.transient:
                 self._refused(e)
@@ -315,9 +352,8 @@ class Lease:
             attempt_timeout = min(max(self.ttl / 5.0, 0.2), self.client.timeout)
             started = time.monotonic()
             try:
-                info, ans = self.client.renew_once(self.key, self.token, self.holder,
-                                                   attempt_timeout=attempt_timeout,
-                                                   deadline=min(deadline, started + self.interval))
+                info, ans = self._renew_once(attempt_timeout=attempt_timeout,
+                                             deadline=min(deadline, started + self.interval))
             except TenureError as e:
                 if isinstance(e, APIError) and not e.transient:
                     self._refused(e)

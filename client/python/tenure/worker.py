@@ -29,8 +29,8 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from .durations import format_duration
-from .errors import BadRequestError, NotFoundError, PermissionDeniedError, TenureError
-from .lease import Lease, acquire
+from .errors import BadRequestError, InvalidError, NotFoundError, PermissionDeniedError, TenureError
+from .lease import MAX_LOAD, Lease, acquire
 
 if TYPE_CHECKING:  # pragma: no cover
     from .client import Client
@@ -80,7 +80,7 @@ class Worker:
 
     def __init__(self, client: "Client", group: str, handler: Handler, worker_id: Optional[str] = None,
                  capacity: int = 0, ttl: float = 10.0, prepare: Optional[Preparer] = None,
-                 prepare_time: float = 0.0, retry: float = 1.0):
+                 prepare_time: float = 0.0, retry: float = 1.0, load_capacity: float = 0.0):
         self.client = client
         self.group = group
         self.handler = handler
@@ -90,6 +90,8 @@ class Worker:
         self.prepare = prepare
         self.prepare_time = prepare_time
         self.retry = retry
+        self.load_capacity = load_capacity
+        self._loads: Dict[str, float] = {}  # report_load, by key
         self.holder = "%s#%s" % (self.id, secrets.token_hex(4))
         self._mu = threading.Lock()
         self._keys: Dict[str, _Key] = {}
@@ -101,6 +103,8 @@ class Worker:
             raise ValueError("group %r: 1 to 256 bytes of [A-Za-z0-9._:-]" % (self.group,))
         if not _name_ok(self.id):
             raise ValueError("worker id %r: 1 to 256 bytes of [A-Za-z0-9._:-] (no '#')" % (self.id,))
+        if not 0 <= self.load_capacity <= MAX_LOAD:
+            raise ValueError("load_capacity %r is outside [0, %g]" % (self.load_capacity, MAX_LOAD))
         if self.capacity < 0:
             raise ValueError("capacity must not be negative, got %r" % (self.capacity,))
         if (self.prepare is None) != (self.prepare_time == 0) or not 0 <= self.prepare_time <= MAX_PREPARE:
@@ -117,7 +121,22 @@ class Worker:
             md["capacity"] = str(self.capacity)
         if self.prepare is not None:
             md["prepare_ms"] = str(int(self.prepare_time * 1000))
+        if self.load_capacity:
+            md["load_capacity"] = repr(float(self.load_capacity))
         return md
+
+    def report_load(self, key: str, load: float) -> None:
+        """Sets the load of key, one of this worker's keys (a level from 0
+        to 1e15 in the unit of load_capacity): its renewals report it from
+        now on, also under a later lease of the key here. Raises
+        InvalidError for a load out of range or a key the worker does not
+        own."""
+        with self._mu:
+            st = self._keys.get(key)
+            if st is None or st.lease is None:
+                raise InvalidError("report_load: %r is not a key this worker owns" % (key,))
+            st.lease.report_load(load)  # checks the range
+            self._loads[key] = float(load)
 
     def run(self, stop: threading.Event) -> None:
         """Owns keys until stop is set; then stops every handler and
@@ -252,6 +271,8 @@ class Worker:
                     st.lease, st.work = lease, work
                     if st.stop.is_set():
                         work.set()
+                    if key in self._loads:
+                        lease.report_load(self._loads[key])
                 log.info("key_acquired group=%s worker=%s key=%s token=%d", self.group, self.id, key, lease.token)
                 try:
                     self.handler(work, key, lease.token)
@@ -273,6 +294,7 @@ class Worker:
             with self._mu:
                 if self._keys.get(key) is st:
                     del self._keys[key]
+                    self._loads.pop(key, None)
 
     def _prepare(self, key: str, stop: threading.Event) -> None:
         """Runs the application's prepare of key, then tells the cluster the

@@ -74,7 +74,7 @@ class Workers(ClusterTest):
         stop_a = self.start(a)
         wait_for("a owns all 4 keys", lambda: len(a.keys()) == 4, 30)
         b = tenure.Worker(self.client(), group, runs.handler(b_id), worker_id=b_id, ttl=4.0,
-                          prepare=runs.preparer(b_id), prepare_time=60.0)
+                          prepare=runs.preparer(b_id), prepare_time=60.0, load_capacity=50.0)
         self.start(b)
         wait_for("a and b own 2 keys each", lambda: len(a.keys()) == 2 and len(b.keys()) == 2 and
                  sorted(runs.running(a_id) + runs.running(b_id)) == sorted(prefix + str(i) for i in range(4)), 30)
@@ -87,6 +87,21 @@ class Workers(ClusterTest):
                 prepared = [t for w, t in runs.prepared.get(key, []) if w == b_id]
                 self.assertTrue(prepared and sa <= prepared[-1] <= ea,
                                 "%s: b did not prepare it while a ran it (prepared %r, a ran %r-%r)" % (key, prepared, sa, ea))
+        # Load reports ride on b's renewals: the leader's group view shows
+        # the key's load and b's announced capacity.
+        hot = b.keys()[0]
+        b.report_load(hot, 7.0)
+        with self.assertRaises(tenure.InvalidError):
+            b.report_load(hot, -1.0)
+        with self.assertRaises(tenure.InvalidError):
+            b.report_load(a.keys()[0], 1.0)
+
+        def shown() -> bool:
+            g = admin.get_group(group) or {}
+            loads = {k["key"]: k.get("load") for k in g.get("keys", [])}
+            caps = {w["id"]: w.get("load_capacity") for w in g.get("workers", [])}
+            return loads.get(hot) == 7.0 and caps.get(b_id) == 50.0
+        wait_for("the group view shows b's load report and capacity", shown, 30)
         stop_a.set()
         wait_for("b owns all 4 keys once a stopped", lambda: len(b.keys()) == 4, 30)
         self.assertEqual(a.keys(), [])

@@ -54,12 +54,15 @@ class FakeClient:
     def __init__(self, renew: Any):
         self.renew = renew
         self.renewals: List[float] = []
+        self.loads: List[Optional[float]] = []
         self.released: List[Tuple[str, int]] = []
 
     def renew_once(self, key: str, token: int, holder: Optional[str] = None,
-                   attempt_timeout: Optional[float] = None, deadline: Optional[float] = None) -> Any:
+                   attempt_timeout: Optional[float] = None, deadline: Optional[float] = None,
+                   load: Optional[float] = None) -> Any:
         sent = time.monotonic()
         self.renewals.append(sent)
+        self.loads.append(load)
         return self.renew(sent)
 
     def release_once(self, key: str, token: int, holder: Optional[str] = None,
@@ -91,6 +94,32 @@ class KeepAlive(unittest.TestCase):
         l._start()
         self.addCleanup(l._end, "released", tenure.ReleasedError("test ended"))
         return l
+
+    def test_loads_ride_on_renewals_and_are_dropped_when_refused(self) -> None:
+        # A reported load goes with every renewal; a server older than load
+        # reports refuses the field: the renewal is sent again without it
+        # (the lease is not lost) and loads are not sent again.
+        old_server = threading.Event()
+
+        def renew(sent: float) -> Any:
+            if old_server.is_set() and fake.loads[-1] is not None:
+                raise tenure.BadRequestError(400, "invalid_body", "unknown field", field="load")
+            return ok(sent)
+        fake = FakeClient(renew)
+        l = self.lease(fake, 0.6, time.monotonic())
+        with self.assertRaises(tenure.InvalidError):
+            l.report_load(-1.0)
+        l.report_load(12.5)
+        self.assertTrue(wait_until(lambda: 12.5 in fake.loads, 2.0), "no renewal carried the load")
+        old_server.set()
+        n = len(fake.loads)
+        self.assertTrue(wait_until(lambda: len(fake.loads) >= n + 4, 3.0), "renewals stopped")
+        self.assertTrue(l.valid(), "the lease was lost over a refused load: %s" % l.error)
+        self.assertIsNone(fake.loads[-1], "loads still sent after the server refused them")
+        l.report_load(3.0)
+        n = len(fake.loads)
+        self.assertTrue(wait_until(lambda: len(fake.loads) >= n + 2, 2.0))
+        self.assertIsNone(fake.loads[-1], "a new report was sent to a server that refuses loads")
 
     def test_deadline_is_send_time_plus_ttl_minus_margin(self) -> None:
         sent = time.monotonic() - 0.05
