@@ -29,7 +29,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from .durations import format_duration
-from .errors import BadRequestError, InvalidError, NotFoundError, PermissionDeniedError, TenureError
+from .errors import BadRequestError, HeldError, InvalidError, NotFoundError, PermissionDeniedError, TenureError
 from .lease import MAX_LOAD, Lease, acquire
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -107,8 +107,10 @@ class Worker:
             raise ValueError("load_capacity %r is outside [0, %g]" % (self.load_capacity, MAX_LOAD))
         if self.capacity < 0:
             raise ValueError("capacity must not be negative, got %r" % (self.capacity,))
-        if (self.prepare is None) != (self.prepare_time == 0) or not 0 <= self.prepare_time <= MAX_PREPARE:
-            raise ValueError("prepare needs a prepare_time in (0, %g] seconds, got %r" % (MAX_PREPARE, self.prepare_time))
+        if not isinstance(self.capacity, int):
+            raise ValueError("capacity must be an int, got %r" % (self.capacity,))
+        if (self.prepare is None) != (self.prepare_time == 0) or not (self.prepare_time == 0 or 0.001 <= self.prepare_time <= MAX_PREPARE):
+            raise ValueError("prepare needs a prepare_time in [0.001, %g] seconds, got %r" % (MAX_PREPARE, self.prepare_time))
 
     def keys(self) -> List[str]:
         """The keys whose handler runs now, sorted."""
@@ -126,22 +128,32 @@ class Worker:
         return md
 
     def report_load(self, key: str, load: float) -> None:
-        """Sets the load of key, one of this worker's keys (a level from 0
-        to 1e15 in the unit of load_capacity): its renewals report it from
+        """Sets the load of key, one of this worker's targets (a level from
+        0 to 1e15 in the unit of load_capacity): its renewals report it from
         now on, also under a later lease of the key here. Raises
-        InvalidError for a load out of range or a key the worker does not
-        own."""
+        InvalidError for a load out of range or a key that is not a target
+        of this worker."""
+        load = float(load)
+        if not 0 <= load <= MAX_LOAD:
+            raise InvalidError("report_load: load %r is outside [0, %g]" % (load, MAX_LOAD))
         with self._mu:
             st = self._keys.get(key)
-            if st is None or st.lease is None:
-                raise InvalidError("report_load: %r is not a key this worker owns" % (key,))
-            st.lease.report_load(load)  # checks the range
-            self._loads[key] = float(load)
+            if st is None or st.stop.is_set():
+                raise InvalidError("report_load: %r is not one of this worker's keys" % (key,))
+            self._loads[key] = load
+            if st.lease is not None:
+                st.lease.report_load(load)
 
     def run(self, stop: threading.Event) -> None:
-        """Owns keys until stop is set; then stops every handler and
-        prepare, waits for them, hands the keys back and ends its presence
-        lease, so that the balancer moves its keys at once."""
+        """Owns keys until stop is set (noticed within about 5 seconds, or
+        the TTL when shorter); then ends its presence lease first, so that
+        the balancer moves its keys to other workers, which queue for them,
+        stops every handler and prepare, waits for them and hands the keys
+        back.
+
+        While another process holds this worker id's presence lease (two
+        processes started with one id), it logs so and keeps trying, and
+        still takes the id's targets when their leases come free."""
         self._check()
         if self.client.token:
             try:
@@ -151,31 +163,47 @@ class Worker:
                     raise
         presence: Optional[Lease] = None
         index = 0
+        held_by_other = False
         try:
             while not stop.is_set():
                 if presence is None or not presence.valid():
-                    presence = acquire(self.client, PRESENCE_PREFIX + self.id, ttl=self.ttl, holder=self.holder,
-                                       metadata=self.presence_metadata(), wait=_FOREVER, stop=stop,
-                                       wait_chunk=min(self.ttl, 60.0))
-                    if presence is None:
-                        break
-                    log.info("worker_joined group=%s worker=%s holder=%s", self.group, self.id, self.holder)
+                    try:
+                        presence = acquire(self.client, PRESENCE_PREFIX + self.id, ttl=self.ttl, holder=self.holder,
+                                           metadata=self.presence_metadata())
+                        held_by_other = False
+                        log.info("worker_joined group=%s worker=%s holder=%s", self.group, self.id, self.holder)
+                    except HeldError as e:
+                        presence = None
+                        if not held_by_other:
+                            log.warning("presence_held_by_another worker=%s holder=%s note=another process runs under "
+                                        "this worker id; retrying", self.id, (e.lease or {}).get("holder"))
+                            held_by_other = True
+                    except TenureError as e:
+                        presence = None
+                        log.warning("presence_failed worker=%s error=%s", self.id, e)
                 try:
-                    plan, prepare, index = self._plan(index, wait=min(self.ttl, 60.0))
+                    plan, prepare, new_index = self._plan(index, wait=self._chunk())
                 except TenureError as e:
                     log.debug("watching targets failed group=%s error=%s", self.group, e)
                     stop.wait(self.retry)
                     continue
+                if new_index < index:
+                    continue  # a server behind the one that answered before: ignore
+                index = new_index
                 self._reconcile(plan, prepare, stop)
         finally:
-            self._reconcile({}, {}, stop, ending=True)
-            for t in list(self._threads):
-                t.join()
             if presence is not None:
                 try:
                     presence.release()
                 except TenureError as e:
                     log.warning("presence_release_failed worker=%s error=%s", self.id, e)
+            self._reconcile({}, {}, stop, ending=True)
+            for t in list(self._threads):
+                t.join()
+
+    def _chunk(self) -> float:
+        """How long one blocking request may wait: stop is noticed within it."""
+        return min(self.ttl, 5.0)
 
     def _plan(self, index: int, wait: float) -> Tuple[Dict[str, str], Dict[str, str], int]:
         """This worker's targets and keys to prepare, all pages, blocking
@@ -255,12 +283,15 @@ class Worker:
             while not st.stop.is_set():
                 try:
                     lease = acquire(self.client, key, ttl=self.ttl, holder=self.holder,
-                                    metadata={"worker": self.id}, wait=_FOREVER, stop=st.stop, wait_chunk=60.0)
+                                    metadata={"worker": self.id}, wait=_FOREVER, stop=st.stop, wait_chunk=self._chunk())
                 except TenureError as e:  # disabled, prohibited, unavailable: the balancer moves it, or the cluster comes back
                     log.debug("acquire failed key=%s error=%s", key, e)
                     st.stop.wait(self.retry)
                     continue
                 if lease is None:
+                    return
+                if st.stop.is_set():  # granted as the key moved away: hand it back unused
+                    self._release(key, lease)
                     return
                 work = threading.Event()
 
@@ -284,17 +315,20 @@ class Worker:
                 if not st.stop.is_set():
                     log.info("key_lost group=%s worker=%s key=%s token=%d error=%s",
                              self.group, self.id, key, lease.token, lease.error)
-                try:
-                    lease.release()
-                    log.info("key_released group=%s worker=%s key=%s token=%d", self.group, self.id, key, lease.token)
-                except TenureError as e:
-                    log.warning("key_release_failed key=%s token=%d error=%s note=the key stays held until its lease "
-                                "expires (its TTL), then moves", key, lease.token, e)
+                self._release(key, lease)
         finally:
             with self._mu:
                 if self._keys.get(key) is st:
                     del self._keys[key]
                     self._loads.pop(key, None)
+
+    def _release(self, key: str, lease: Lease) -> None:
+        try:
+            lease.release()
+            log.info("key_released group=%s worker=%s key=%s token=%d", self.group, self.id, key, lease.token)
+        except TenureError as e:
+            log.warning("key_release_failed key=%s token=%d error=%s note=the key stays held until its lease "
+                        "expires (its TTL), then moves", key, lease.token, e)
 
     def _prepare(self, key: str, stop: threading.Event) -> None:
         """Runs the application's prepare of key, then tells the cluster the

@@ -30,7 +30,9 @@ type BalancerConfig struct {
 	WorkersChanged <-chan struct{}
 	// WorkersIndex, when not nil, changes when the workers that announce
 	// themselves in the replicated state (presence leases) change: the
-	// balancer plans again then, as on a gossip change.
+	// balancer looks at it at every Check and plans again when it moved,
+	// as on a gossip change (not at every change of the state: it may
+	// cost a scan of the presence leases).
 	WorkersIndex func() uint64
 	Logger       hclog.Logger
 	Clock        clock.Clock
@@ -128,11 +130,11 @@ func (b *Balancer) Run(ctx context.Context) {
 				break wait
 			case <-check.C():
 				check.Reset(b.cfg.Check)
-				if b.stuckChanged() || b.staging {
+				if b.stuckChanged() || b.staging || workersIndex() != lastWorkers {
 					break wait
 				}
 			case <-changed:
-				if b.cfg.State.GroupIndex() != lastIndex || b.cfg.State.ACLIndex() != lastACL || workersIndex() != lastWorkers {
+				if b.cfg.State.GroupIndex() != lastIndex || b.cfg.State.ACLIndex() != lastACL {
 					break wait
 				}
 			}

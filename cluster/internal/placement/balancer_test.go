@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,6 +39,20 @@ func (w *runWorld) live() []membership.Member {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]membership.Member(nil), w.workers...)
+}
+
+// run runs b until the test ends.
+func (w *runWorld) run(b *Balancer) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.Run(ctx)
+	}()
+	w.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 // waitTimers waits until the balancer armed n timers: it is waiting on
@@ -77,16 +92,7 @@ func TestBalancerRunsOnItsClock(t *testing.T) {
 	b := NewBalancer(BalancerConfig{State: w.m, Submit: w.submit, Workers: w.live, WorkersChanged: w.joined,
 		Logger: hclog.NewNullLogger(), Clock: w.clock, Debounce: time.Second, Settle: 3 * time.Second,
 		Stuck: NewTracker(w.clock, time.Minute), Check: time.Hour})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		b.Run(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	w.run(b)
 
 	w.waitTimers(1) // settle
 	w.clock.Advance(3*time.Second - time.Millisecond)
@@ -270,4 +276,34 @@ func TestBalancerSweepsLoadsWithoutGroups(t *testing.T) {
 	if _, ok := loads.Key("k"); ok {
 		t.Error("a load not reported for 11 half-lives is kept after a pass without groups")
 	}
+}
+
+// Workers that announce themselves in the replicated state (presence
+// leases) are planned for at the next check once WorkersIndex moves,
+// without waiting for the periodic pass.
+func TestBalancerPlansForWorkersIndexChanges(t *testing.T) {
+	w := &runWorld{t: t, m: fsm.New(), clock: newFakeClock(), joined: make(chan struct{}, 1),
+		workers: []membership.Member{{Meta: membership.MemberMeta{ID: "a", Groups: []string{"g"}}}}}
+	if err := w.submit(context.Background(), fsm.GroupDefine{Name: "g", Keys: partitionKeys(8)}); err != nil {
+		t.Fatal(err)
+	}
+	var index atomic.Uint64
+	b := NewBalancer(BalancerConfig{State: w.m, Submit: w.submit, Workers: w.live, WorkersChanged: w.joined,
+		WorkersIndex: index.Load, Logger: hclog.NewNullLogger(), Clock: w.clock, Debounce: time.Second,
+		Settle: time.Second, Stuck: NewTracker(w.clock, time.Minute), Check: time.Second})
+	w.run(b)
+	w.waitTimers(1) // settle
+	w.clock.Advance(time.Second)
+	w.eventually("a targeted at all 8 keys", func() bool { return len(harness.OwnedBy(w.m.Group("g").Assignment, "a")) == 8 })
+	w.waitTimers(2) // the periodic pass and the check
+	w.mu.Lock()
+	w.workers = append(w.workers, membership.Member{Meta: membership.MemberMeta{ID: "b", Groups: []string{"g"}}})
+	w.mu.Unlock()
+	index.Add(1)                 // no gossip signal: the state says so
+	w.clock.Advance(time.Second) // the check
+	w.waitTimers(3)              // the debounce
+	w.clock.Advance(time.Second)
+	w.eventually("b targeted at 4 keys within a check and a debounce", func() bool {
+		return len(harness.OwnedBy(w.m.Group("g").Assignment, "b")) == 4
+	})
 }
